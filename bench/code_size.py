@@ -15,6 +15,12 @@
 - ``cycles_with_function_imports``: strongly connected groups of nodes when every import,
   function bodies included, is an edge (``TYPE_CHECKING`` blocks excluded).
 
+``--check`` is what ``make lint`` runs: it fails (exit 1) when a function is over
+``MAX_FUNCTION_LINES`` (80) and not in the ratchet file, when a listed one grew, or when a
+listed one is gone or back under the limit (take it off the list: the list only shrinks).
+The ratchet file, ``bench/long_functions.txt``, names each remaining long function as
+``path:name lines``.
+
 No third-party import: the system's Python runs it.
 """
 
@@ -28,6 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MAX_FUNCTION_LINES = 80
+"""No function of the package is longer (def to last line, decorators excluded)."""
+RATCHET = ROOT / "bench" / "long_functions.txt"
+"""The functions still over the limit, each with its length: the list may only shrink."""
 
 
 def _module_name(path: Path, root: Path) -> tuple[str, bool]:
@@ -203,11 +213,69 @@ def measure(package: Path) -> dict[str, object]:
     }
 
 
+def function_sizes(package: Path) -> dict[str, int]:
+    """``path:qualified name`` -> lines, for every function of the package."""
+    out: dict[str, int] = {}
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(package.parent).as_posix()
+
+        _visit(tree, rel, "", out)
+    return out
+
+
+def _visit(node: ast.AST, rel: str, prefix: str, out: dict[str, int]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = f"{prefix}{child.name}"
+            if not isinstance(child, ast.ClassDef):
+                assert child.end_lineno is not None
+                out[f"{rel}:{name}"] = child.end_lineno - child.lineno + 1
+            _visit(child, rel, f"{name}.", out)
+
+
+def read_ratchet(path: Path = RATCHET) -> dict[str, int]:
+    """The ratchet file's ``path:name lines`` entries (blank lines and ``#`` comments skipped)."""
+    if not path.exists():
+        return {}
+    entries: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            where, _, lines = line.rpartition(" ")
+            entries[where] = int(lines)
+    return entries
+
+
+def check(package: Path, ratchet: dict[str, int]) -> list[str]:
+    """Every breach of the function-size limit and its ratchet, as sentences."""
+    sizes = function_sizes(package)
+    problems: list[str] = []
+    for where, lines in sorted(sizes.items()):
+        allowed = ratchet.get(where)
+        if lines > MAX_FUNCTION_LINES and allowed is None:
+            problems.append(f"{where} has {lines} lines (limit {MAX_FUNCTION_LINES}): split it")
+        elif allowed is not None and lines > allowed:
+            problems.append(f"{where} grew from {allowed} to {lines} lines: it may only shrink")
+    for where in sorted(ratchet):
+        lines = sizes.get(where)
+        if lines is None or lines <= MAX_FUNCTION_LINES:
+            state = "is gone" if lines is None else f"is {lines} lines now"
+            problems.append(f"{where} {state}: take it off {RATCHET.name}")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--package", default=str(ROOT / "workbench"))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--check", action="store_true", help="enforce the function-size limit")
     args = parser.parse_args(argv)
+    if args.check:
+        problems = check(Path(args.package).resolve(), read_ratchet())
+        for line in problems:
+            print(f"error: {line}", file=sys.stderr)
+        return 1 if problems else 0
     figures = measure(Path(args.package).resolve())
     if args.json:
         print(json.dumps(figures, indent=2))

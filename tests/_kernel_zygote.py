@@ -232,7 +232,12 @@ def _check_request(request: dict[str, Any], fds: list[int]) -> None:
 
 
 def _fresh_kernel(argv: list[str]) -> None:
-    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
+    """Replace this client with the kernel the workbench itself would start (a batch process:
+    ``workbench._startup.batch_kernel_command``)."""
+    from workbench._startup import batch_kernel_command
+
+    command = batch_kernel_command([sys.executable, "-m", "ipykernel_launcher", *argv])
+    os.execv(command[0], command)
 
 
 def client(argv: list[str]) -> int:

@@ -338,11 +338,27 @@ def undocumented_fields(model: type[Any], *exempt: str) -> list[str]:
 
 
 def approve(folder: Path, *names: str) -> Path:
-    """Make ``folder`` a project whose approver list is ``names`` (its ``workbench.yaml``)."""
+    """Add ``names`` to the approver list of the project ``folder`` (its ``workbench.yaml``); a
+    new file starts from the list of the project around it (the demo's, in every test)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "workbench.yaml"
     config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
     config = config if isinstance(config, dict) else {}
-    config["approvers"] = sorted({*config.get("approvers", []), *names})
+    listed = config.get("approvers")
+    current = listed if isinstance(listed, list) else []
+    inherited: list[str] = []
+    if not path.exists():
+        above = next(
+            (
+                p / "workbench.yaml"
+                for p in folder.resolve().parents
+                if (p / "workbench.yaml").is_file()
+            ),
+            None,
+        )
+        if above is not None:
+            raw = yaml.safe_load(above.read_text(encoding="utf-8")) or {}
+            inherited = list(raw.get("approvers") or []) if isinstance(raw, dict) else []
+    config["approvers"] = sorted({*inherited, *current, *names})
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path

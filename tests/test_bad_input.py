@@ -1199,9 +1199,9 @@ def test_held_out_ledger_lines_are_read_bounded_and_strict(
     path.write_text("{" + '"a": 1, ' * 40 + '"b": 2}\n', encoding="utf-8")
     (problem,) = HeldOutLedger(path).read().problems
     assert problem.code == "line_too_long" and problem.location.endswith(":1")
-    with pytest.raises(WorkbenchError) as refused:
+    with pytest.raises(WorkbenchError) as info:
         HeldOutLedger(path).entries()
-    assert [p.code for p in refused.value.problems] == ["line_too_long"]
+    assert [p.code for p in info.value.problems] == ["line_too_long"]
 
 
 def test_a_release_line_may_outgrow_the_record_limit_but_not_the_document_limit(
@@ -1254,13 +1254,13 @@ def test_verdict_cache_line_with_a_duplicate_key_is_corrupt(tmp_path: Path) -> N
 
 
 def test_project_configuration_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
-    from workbench.heldout._location import configured_ledger
+    from workbench.heldout._location import LEDGER_FILE, LEDGER_KEY, configured_path
 
     (tmp_path / "workbench.yaml").write_text(
         "held_out_ledger: a.jsonl\nheld_out_ledger: b.jsonl\n", encoding="utf-8"
     )
     with pytest.raises(WorkbenchError) as info:
-        configured_ledger(tmp_path)
+        configured_path(tmp_path, LEDGER_KEY, LEDGER_FILE)
     assert (
         codes(info.value) == ["project_config_invalid"]
         and "duplicate key" in info.value.problems[0].message
@@ -1373,14 +1373,27 @@ def test_library_entry_points_added_on_main_check_their_arguments(
 def test_lifecycle_logs_are_read_bounded_and_strict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from workbench.authority import read_shadow_log
     from workbench.repeatability import read_drift_log, read_studies
 
-    for reader, code in ((read_drift_log, "drift_log_invalid"), (read_studies, "study_invalid")):
+    readers = (
+        (read_drift_log, "drift_log_invalid"),
+        (read_studies, "study_invalid"),
+        (
+            read_shadow_log,
+            "shadow_log_invalid",
+        ),  # before: a duplicate key passed, bad UTF-8 crashed
+    )
+    for reader, code in readers:
         path = tmp_path / f"{code}.jsonl"
         path.write_text('{"kind": "check", "kind": "baseline"}\n', encoding="utf-8")
         with pytest.raises(WorkbenchError) as info:
             reader(path)
         assert codes(info.value) == [code] and "duplicate key" in info.value.problems[0].message
+        path.write_bytes(b'{"kind": "\xff"}\n')
+        with pytest.raises(WorkbenchError) as info:
+            reader(path)
+        assert codes(info.value) == [code] and "not valid UTF-8" in info.value.problems[0].message
         monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "2")  # document limit: 64 bytes
         path.write_text('{"kind": "' + "x" * 100 + '"}\n', encoding="utf-8")
         with pytest.raises(WorkbenchError) as info:

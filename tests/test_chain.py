@@ -122,9 +122,9 @@ def test_an_edited_old_ledger_line_breaks_the_chain_there(tmp_path: Path) -> Non
     problems = HeldOutLedger(path).read().problems
     assert [(p.location, p.code) for p in problems] == [(f"{path}:1", "ledger_chain_broken")]
     assert "was edited" in problems[0].message
-    with pytest.raises(WorkbenchError) as refused:
+    with pytest.raises(WorkbenchError) as info:
         HeldOutLedger(path).entries()
-    assert [p.code for p in refused.value.problems] == ["ledger_chain_broken"]
+    assert [p.code for p in info.value.problems] == ["ledger_chain_broken"]
 
 
 def test_an_authority_record_written_before_verifies_and_truncation_is_found(

@@ -643,9 +643,9 @@ def test_held_out_access_cannot_be_made_by_hand(tmp_path: Path) -> None:
         with pytest.raises(WorkbenchError) as info:
             HeldOutAccess(mine.path, entry)  # an open entry, but in a self-made ledger
         assert info.value.problems[0].code == "held_out_refused"
-        with pytest.raises(WorkbenchError) as refused:
+        with pytest.raises(WorkbenchError) as info:
             HeldOutAccess.grant(mine.path, entry.entry_id, entry.candidate_fingerprint)
-        assert [p.code for p in refused.value.problems] == ["held_out_refused"]
+        assert [p.code for p in info.value.problems] == ["held_out_refused"]
     finally:
         hold.release()
     canonical = HeldOutLedger(ledger_path_for(gold))

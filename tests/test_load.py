@@ -58,13 +58,14 @@ def test_ci_config_refuses_a_duplicate_key(tmp_path: Path) -> None:
 
 
 def test_authority_config_refuses_a_duplicate_key(tmp_path: Path) -> None:
-    from workbench.authority._location import AUTHORITY_KEY, configured_record
+    from workbench.authority._location import AUTHORITY_FILE, AUTHORITY_KEY
+    from workbench.heldout._location import configured_path
 
     (tmp_path / "workbench.yaml").write_text(
         f"{AUTHORITY_KEY}: a.jsonl\n{AUTHORITY_KEY}: b.jsonl\n", encoding="utf-8"
     )
     with pytest.raises(WorkbenchError) as info:  # before: b.jsonl won silently
-        configured_record(tmp_path)
+        configured_path(tmp_path, AUTHORITY_KEY, AUTHORITY_FILE)
     assert (
         codes(info.value) == ["project_config_invalid"]
         and "duplicate key" in info.value.problems[0].message

@@ -75,8 +75,9 @@ def test_project_root_from_the_environment(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv(PROJECT_ROOT_ENV, str(tmp_path))
     assert project_root("/") == tmp_path.resolve()
     monkeypatch.setenv(PROJECT_ROOT_ENV, str(tmp_path / "nope"))
-    with pytest.raises(WorkbenchError, match="not a directory"):
+    with pytest.raises(WorkbenchError, match="not a directory") as info:
         project_root()
+    assert [p.code for p in info.value.problems] == ["project_root_missing"]
 
 
 def test_overview_parameters_are_project_relative() -> None:

@@ -317,6 +317,6 @@ def test_ledger_entry_from_a_newer_workbench_is_refused(tmp_path: Path) -> None:
             "ledger entry schema_version 4 is newer than this workbench reads (3)",
         )
     ]
-    with pytest.raises(WorkbenchError) as refused:
+    with pytest.raises(WorkbenchError) as info:
         newer.entries()
-    assert [p.code for p in refused.value.problems] == ["schema_version_newer"]
+    assert [p.code for p in info.value.problems] == ["schema_version_newer"]

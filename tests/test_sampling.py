@@ -274,9 +274,7 @@ def test_run_refuses_unknown_slices_reservations_over_budget_and_held_out(
     ), result.output
     declared = load_policy(ok).sampling
     assert declared is not None
-    with pytest.raises(
-        WorkbenchError
-    ):  # held-out data runs only through certify, never under a plan
+    with pytest.raises(WorkbenchError) as refused:  # held-out runs only through certify
         run_candidate_sync(
             load_candidate(spec),
             load_dataset(gold),
@@ -285,6 +283,7 @@ def test_run_refuses_unknown_slices_reservations_over_budget_and_held_out(
             progress=False,
             sampling=declared,
         )
+    assert "held_out_refused" in [p.code for p in refused.value.problems]
     assert not (tmp_path / "o3" / "manifest.json").exists()
     with pytest.raises(WorkbenchError) as caught:
         check_plan(

@@ -101,18 +101,3 @@ def check_run_arguments(
     check_budget(budget_usd)
     check_max_cases(max_cases)
     check_repeats(repeats)
-
-
-def partition_name(value: Any, name: str = "partition") -> str:
-    """The partition's name if ``value`` is one of the documented partitions (a string or the
-    enum)."""
-    from .gold._records import PARTITIONS
-
-    if not isinstance(value, str) or str(value) not in PARTITIONS:
-        raise _refuse(
-            name,
-            "invalid_partition",
-            f"{name} must be one of {', '.join(PARTITIONS)}, got {value!r}",
-            f"set {name} to one of {', '.join(repr(p) for p in PARTITIONS)}",
-        )
-    return str(value)

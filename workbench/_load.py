@@ -45,6 +45,8 @@ __all__ = [
     "load_yaml",
     "peek_yaml",
     "read_config",
+    "read_yaml",
+    "parse_yaml",
     "parse_yaml_text",
     "read_utf8",
     "validation_problems",
@@ -347,6 +349,41 @@ def read_config(path: str | os.PathLike[str]) -> tuple[Any, Problem | None]:
                 fix="correct the file",
             )
         )
+
+
+def read_yaml(
+    path: str | os.PathLike[str], *, prefix: str, fix: str = "correct the YAML syntax"
+) -> Any:
+    """Read a small YAML file strictly; raise :class:`WorkbenchError` with one problem.
+
+    Codes: ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (see :func:`read_bounded`),
+    ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, with its line),
+    ``duplicate_yaml_key`` and ``yaml_too_deep``.
+    """
+    loc = os.fspath(path)
+    text = read_utf8(path, code=f"{prefix}_encoding", what="file", summary=f"{loc}: not UTF-8")
+    return parse_yaml(text, loc, prefix=prefix, fix=fix)
+
+
+def parse_yaml(
+    text: str,
+    loc: str,
+    *,
+    prefix: str,
+    fix: str = "correct the YAML syntax",
+    severity: Severity = "error",
+) -> Any:
+    """Parse YAML text strictly (see :func:`read_yaml`); ``loc`` names it in problems."""
+    try:
+        return yaml_loads(text)
+    except yaml.YAMLError as exc:
+        problem = yaml_problem(
+            exc, loc, code=f"{prefix}_yaml", fix=fix, severity=severity, split=True
+        )
+        summary = {"yaml_too_deep": "too deep", "duplicate_yaml_key": "duplicate key"}.get(
+            problem.code, "not valid YAML"
+        )
+        raise WorkbenchError(f"{loc}: {summary}", [problem]) from None
 
 
 # -- 4. validation ----------------------------------------------------------------------------

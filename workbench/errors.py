@@ -64,8 +64,13 @@ def errors_only(problems: Iterable[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == "error"]
 
 
+def problem(
+    location: str, code: str, message: str, fix: str, case_id: str | None = None
+) -> Problem:
+    """A :class:`Problem` from its fields in order (what most checks build)."""
+    return Problem(location=location, code=code, message=message, fix=fix, case_id=case_id)
+
+
 def refusal(summary: str, location: str, code: str, message: str, fix: str) -> WorkbenchError:
-    """A :class:`WorkbenchError` with the one :class:`Problem` that refuses the input."""
-    return WorkbenchError(
-        summary, [Problem(location=location, code=code, message=message, fix=fix)]
-    )
+    """A :class:`WorkbenchError` with one problem, to ``raise``."""
+    return WorkbenchError(summary, [problem(location, code, message, fix)])

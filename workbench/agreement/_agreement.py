@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._args import partition_name
 from .._record import LooseRecord as _Model
-from ..gold import GoldCase, GoldDataset, Partition
+from ..gold import GoldCase, GoldDataset, Partition, partition_name
 from ..gold._card import DISAGREEMENT_BASIS
 from ..gold._index import GoldIndex, gold_index
 from ..stats import (

@@ -26,9 +26,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from .._args import partition_name
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, Partition
+from ..gold import GoldDataset, Partition, partition_name
 from ..results import JudgeIdentity, ResultLine
 from ..results._gold_checks import GoldCheckFixes, check_against_gold
 

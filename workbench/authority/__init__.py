@@ -13,14 +13,11 @@
   :func:`last_certified`; with the requested authority and staleness: :func:`beside_candidate`.
 """
 
-from ._certified import ReportFacts, last_certified, read_report
+from ._certified import ReportFacts, last_certified, open_report, read_report
 from ._commands import attach_shadow, demote, grant, promote, revoke
 from ._context import AuthorityContext, beside_candidate
 from ._grant import (
-    GRANT_SCHEMA_VERSION,
-    LEVELS,
     AuthorityGrant,
-    Level,
     RequestedAuthority,
     describe_scope,
     grant_for,
@@ -28,24 +25,9 @@ from ._grant import (
     next_level,
     requested_authority,
 )
-from ._location import (
-    AUTHORITY_FILE,
-    AUTHORITY_KEY,
-    SHADOW_LOG_FILE,
-    authority_path_for,
-    shadow_log_path_for,
-)
-from ._record import (
-    AUTHORITY_SCHEMA_VERSION,
-    EVENTS,
-    AuthorityEntry,
-    AuthorityRecord,
-    JudgeAuthority,
-    RecordRead,
-)
+from ._location import AUTHORITY_KEY, authority_path_for, shadow_log_path_for
+from ._record import AuthorityEntry, AuthorityRecord
 from ._shadow import (
-    SHADOW_FILE,
-    SHADOW_SCHEMA_VERSION,
     ShadowDisagreement,
     ShadowEntry,
     ShadowSlice,
@@ -53,11 +35,9 @@ from ._shadow import (
     read_shadow_log,
     run_shadow,
     run_shadow_sync,
-    shadow_entry,
 )
 from ._stale import GoldState, StaleReason, gold_state, staleness
 from ._status import (
-    STATUS_SCHEMA_VERSION,
     AuthorityStatus,
     DriftSummary,
     JudgeStatus,
@@ -67,16 +47,7 @@ from ._status import (
 )
 
 __all__ = [
-    "AUTHORITY_FILE",
     "AUTHORITY_KEY",
-    "AUTHORITY_SCHEMA_VERSION",
-    "EVENTS",
-    "GRANT_SCHEMA_VERSION",
-    "LEVELS",
-    "SHADOW_FILE",
-    "SHADOW_LOG_FILE",
-    "SHADOW_SCHEMA_VERSION",
-    "STATUS_SCHEMA_VERSION",
     "AuthorityContext",
     "AuthorityEntry",
     "AuthorityGrant",
@@ -84,10 +55,7 @@ __all__ = [
     "AuthorityStatus",
     "DriftSummary",
     "GoldState",
-    "JudgeAuthority",
     "JudgeStatus",
-    "Level",
-    "RecordRead",
     "ReportFacts",
     "RequestedAuthority",
     "ShadowDisagreement",
@@ -109,6 +77,7 @@ __all__ = [
     "last_certified",
     "level_rank",
     "next_level",
+    "open_report",
     "promote",
     "read_report",
     "read_shadow_log",
@@ -116,7 +85,6 @@ __all__ = [
     "revoke",
     "run_shadow",
     "run_shadow_sync",
-    "shadow_entry",
     "shadow_log_path_for",
     "staleness",
 ]

@@ -20,8 +20,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._docs import add_field_docs
-from .._io import sha256_file
-from ..errors import Problem, WorkbenchError
+from .._io import read_json_file, sha256_file
+from ..errors import Problem, WorkbenchError, problem
 from ._grant import AuthorityGrant, grant_for
 
 GATE_FILE = "gate.json"
@@ -76,8 +76,94 @@ class ReportFacts(BaseModel):
         return self.outcome == "certified" and self.verified
 
 
-def _p(location: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=location, code=code, message=message, fix=fix)
+def open_report(
+    report_dir: str | Path,
+    *,
+    verify: bool = True,
+    gold: str | Path | None = None,
+    point: str = "point",
+) -> tuple[Path, Any, dict[str, Any], list[Problem]] | tuple[Path, None, None, list[Problem]]:
+    """A report's directory, lock and ``gate.json`` with what verification found (``verify``);
+    lock and gate None when they cannot be read. Never raises for bad content. ``point``: how
+    the fixes begin (``point --report`` for a command option)."""
+    from .._lock import LOCK_FILE, read_lock, verify_lock
+
+    root = Path(report_dir)
+    if root.name == LOCK_FILE and root.is_file():
+        root = root.parent
+    loc = str(root)
+    if not (root / LOCK_FILE).is_file():
+        message = "no certification report here (no lock.json)"
+        fix = f"{point} at reports/<candidate>/<version>/<n> written by `workbench certify`"
+        return root, None, None, [problem(loc, "report_missing", message, fix)]
+    fix = (
+        "restore the report as certified (`workbench verify` names every change); an altered"
+        " report is no evidence"
+    )
+    problems = [
+        problem(
+            p.location,
+            "report_unverified",
+            f"the report does not verify: {p.message} [{p.code}]",
+            fix,
+        )
+        for p in (verify_lock(root, gold=gold).problems if verify else [])
+        if p.severity == "error"
+    ]
+    try:
+        lock = read_lock(root)
+        gate = read_json_file(root / GATE_FILE)
+        if not isinstance(gate, dict):
+            raise ValueError("gate.json is not a JSON object")
+    except (OSError, ValueError) as exc:
+        why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        message = f"lock.json or gate.json cannot be read ({why})"
+        problems.append(
+            problem(loc, "report_unreadable", message, f"{point} at an intact certification report")
+        )
+        return root, None, None, problems
+    return root, lock, gate, problems
+
+
+def _grant(
+    root: Path, lock: Any, gate: dict[str, Any], problems: list[Problem]
+) -> tuple[AuthorityGrant, str | None, str | None]:
+    """What the report's own policy copy grants (and that policy's label and sha256)."""
+    from ..policy import load_policy
+
+    def nothing(why: str) -> AuthorityGrant:
+        return AuthorityGrant(
+            policy=None,
+            outcome=lock.outcome,
+            requested=None,
+            use="none",
+            scope=None,
+            withheld=[why],
+            report_id=lock.report_id,
+            lock_sha256=lock.lock_sha256,
+        )
+
+    rel = lock.input_files.get("policy")
+    if not rel or not (root / rel).is_file():
+        message = "the report holds no copy of the policy it was certified under"
+        fix = "point at a report written by `workbench certify`"
+        problems.append(problem(str(root), "report_policy_missing", message, fix))
+        return nothing("the report's policy copy is missing"), None, None
+    sha = sha256_file(root / rel)
+    try:
+        policy = load_policy(root / rel)
+    except WorkbenchError as exc:
+        problems += exc.problems
+        return nothing("the report's policy copy does not load"), None, sha
+    fix = "restore the report as certified"
+    if sha != lock.evidence.get("policy"):
+        message = "the report's policy copy is not the one its lock records"
+        problems.append(problem(str(root / rel), "report_policy_changed", message, fix))
+    if gate.get("outcome") != lock.outcome:
+        message = f"gate.json says {gate.get('outcome')!r}, the lock {lock.outcome!r}"
+        problems.append(problem(str(root / GATE_FILE), "report_outcome_mismatch", message, fix))
+    grant = grant_for(policy, gate, report_id=lock.report_id, lock_sha256=lock.lock_sha256)
+    return grant, policy.label, sha
 
 
 def read_report(
@@ -89,118 +175,16 @@ def read_report(
     problems verification found (``facts.verified`` is False when there are any, or when
     ``verify`` is False).
     """
-    from ..policy import load_policy
-    from ..reports import LOCK_FILE, read_lock, verify_one
-
-    root = Path(report_dir)
-    if root.name == LOCK_FILE and root.is_file():
-        root = root.parent
-    loc = str(root)
-    if not (root / LOCK_FILE).is_file():
-        return None, [
-            _p(
-                loc,
-                "report_missing",
-                "no certification report here (no lock.json)",
-                "point at reports/<candidate>/<version>/<n> written by `workbench certify`",
-            )
-        ]
-    problems: list[Problem] = []
-    if verify:
-        problems += [
-            _p(
-                p.location,
-                "report_unverified",
-                f"the report does not verify: {p.message} [{p.code}]",
-                "restore the report as certified (`workbench verify` names every change); an"
-                " altered report is no evidence",
-            )
-            for p in verify_one(root, gold=gold).problems
-            if p.severity == "error"
-        ]
+    root, lock, gate, problems = open_report(report_dir, verify=verify, gold=gold)
+    if lock is None or gate is None:
+        return None, problems
+    grant, policy_label, policy_sha = _grant(root, lock, gate, problems)
     try:
-        lock = read_lock(root)
-        gate = json.loads((root / GATE_FILE).read_text(encoding="utf-8"))
-        if not isinstance(gate, dict):
-            raise ValueError("gate.json is not an object")
-    except (OSError, ValueError, RecursionError) as exc:
-        return None, problems + [
-            _p(
-                loc,
-                "report_unreadable",
-                "lock.json or gate.json cannot be read"
-                f" ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})",
-                "point at an intact certification report",
-            )
-        ]
-    policy_rel = lock.input_files.get("policy")
-    grant: AuthorityGrant
-    policy_label = None
-    policy_sha = None
-    if not policy_rel or not (root / policy_rel).is_file():
-        problems.append(
-            _p(
-                loc,
-                "report_policy_missing",
-                "the report holds no copy of the policy it was certified under",
-                "point at a report written by `workbench certify`",
-            )
-        )
-        grant = AuthorityGrant(
-            policy=None,
-            outcome=lock.outcome,
-            requested=None,
-            use="none",
-            scope=None,
-            withheld=["the report's policy copy is missing"],
-            report_id=lock.report_id,
-            lock_sha256=lock.lock_sha256,
-        )
-    else:
-        policy_sha = sha256_file(root / policy_rel)
-        try:
-            policy = load_policy(root / policy_rel)
-        except WorkbenchError as exc:
-            problems += exc.problems
-            grant = AuthorityGrant(
-                policy=None,
-                outcome=lock.outcome,
-                requested=None,
-                use="none",
-                scope=None,
-                withheld=["the report's policy copy does not load"],
-                report_id=lock.report_id,
-                lock_sha256=lock.lock_sha256,
-            )
-        else:
-            policy_label = policy.label
-            if policy_sha != lock.evidence.get("policy"):
-                problems.append(
-                    _p(
-                        str(root / policy_rel),
-                        "report_policy_changed",
-                        "the report's policy copy is not the one its lock records",
-                        "restore the report as certified",
-                    )
-                )
-            grant = grant_for(policy, gate, report_id=lock.report_id, lock_sha256=lock.lock_sha256)
-            if gate.get("outcome") != lock.outcome:
-                problems.append(
-                    _p(
-                        str(root / GATE_FILE),
-                        "report_outcome_mismatch",
-                        f"gate.json says {gate.get('outcome')!r}, the lock {lock.outcome!r}",
-                        "restore the report as certified",
-                    )
-                )
-    manifest: dict[str, Any] = {}
-    try:
-        raw = json.loads((root / RUN_MANIFEST).read_text(encoding="utf-8"))
-        manifest = raw if isinstance(raw, dict) else {}
-    except (OSError, ValueError, RecursionError):
-        manifest = {}
-    raw_judge = manifest.get("judge")
-    judge: dict[str, Any] = raw_judge if isinstance(raw_judge, dict) else {}
+        raw = read_json_file(root / RUN_MANIFEST)
+    except (OSError, ValueError):
+        raw = None
+    manifest: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    judge: dict[str, Any] = manifest["judge"] if isinstance(manifest.get("judge"), dict) else {}
     facts = ReportFacts(
         report_id=lock.report_id,
         report_dir=str(root.resolve()),
@@ -244,8 +228,7 @@ def last_certified(
     the first one whose outcome is ``certified`` and which verifies is returned, so a tampered
     or incomplete report is never shown as the last certified judge.
     """
-    from ..reports import LOCK_FILE
-    from ..reports._listing import report_dirs
+    from .._lock import LOCK_FILE, report_dirs
 
     name, version = _split(judge)
     candidates: list[tuple[datetime, Path]] = []

@@ -142,65 +142,55 @@ def grant_for(
         "lock_sha256": lock_sha256,
     }
     if policy.use is None or policy.scope is None:
-        return AuthorityGrant(
-            **base,
-            use="none",
-            scope=None,
-            withheld=[
-                f"policy {policy.label} declares no use: certification grants no authority (declare"
-                " use and scope in a new policy version)"
-            ],
+        why = (
+            f"policy {policy.label} declares no use: certification grants no authority (declare use"
+            " and scope in a new policy version)"
         )
-    if outcome != "certified":
-        return AuthorityGrant(
-            **base,
-            use="none",
-            scope=None,
-            withheld=[f"the outcome is {outcome!r}: only a certified report grants authority"],
+    elif outcome != "certified":
+        why = f"the outcome is {outcome!r}: only a certified report grants authority"
+    elif g.get("partition") != "held_out":
+        why = (
+            f"the gate evaluated {g.get('partition')!r}, not held_out: only a held-out"
+            " certification grants authority"
         )
-    if g.get("partition") != "held_out":
-        return AuthorityGrant(
-            **base,
-            use="none",
-            scope=None,
-            withheld=[
-                f"the gate evaluated {g.get('partition')!r}, not held_out: only a held-out"
-                " certification grants authority"
-            ],
-        )
+    else:
+        return _grant_in_scope(policy, g, base)
+    return AuthorityGrant(**base, use="none", scope=None, withheld=[why])
+
+
+def _waived(waivers: list[Mapping[str, Any]]) -> str:
+    return ", ".join(
+        f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})" for w in waivers
+    )
+
+
+def _grant_in_scope(policy: Policy, g: dict[str, Any], base: dict[str, Any]) -> AuthorityGrant:
+    """The declared use on the scope slices shown without a waiver (module doc)."""
+    assert policy.use is not None and policy.scope is not None
     figures = {f.get("slice"): f for f in g.get("figures") or [] if isinstance(f, Mapping)}
     waived = [w for w in g.get("waived") or [] if isinstance(w, Mapping)]
     withheld: list[str] = []
     kept: list[str] = []
     for name in policy.scope.slices:
         fig = figures.get(name)
+        waivers = [w for w in waived if (w.get("blocker") or {}).get("slice") == name]
         if fig is None or not fig.get("decided"):
             withheld.append(
                 f"slice {name}: no decided held-out verdict, so nothing was shown there"
             )
-            continue
-        waivers = [w for w in waived if (w.get("blocker") or {}).get("slice") == name]
-        if waivers:
-            codes = ", ".join(
-                f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})"
-                for w in waivers
-            )
+        elif waivers:
             withheld.append(
-                f"slice {name}: certified only because an override waived {codes}; authority does"
-                " not rest on a waiver"
+                f"slice {name}: certified only because an override waived {_waived(waivers)};"
+                " authority does not rest on a waiver"
             )
-            continue
-        kept.append(name)
+        else:
+            kept.append(name)
     use: str = policy.use
     general = [w for w in waived if not (w.get("blocker") or {}).get("slice")]
     if general and level_rank(use) > level_rank("route"):
-        codes = ", ".join(
-            f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})"
-            for w in general
-        )
         withheld.append(
-            f"block withheld: an override waived {codes}; a judge never blocks unattended on a"
-            " waived certification"
+            f"block withheld: an override waived {_waived(general)}; a judge never blocks"
+            " unattended on a waived certification"
         )
         use = "route"
     if not kept:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import Problem, WorkbenchError
-from ..heldout import PROJECT_CONFIG, gold_directory, project_root
-from ..heldout._location import configured_path
+from ..errors import WorkbenchError, refusal
+from ..heldout import PROJECT_CONFIG
+from ..heldout._location import declared_path_for
 
 AUTHORITY_FILE = "authority.jsonl"
 """The authority record's default file name, beside the gold dataset."""
@@ -29,41 +29,21 @@ SHADOW_LOG_FILE = "shadow_log.jsonl"
 """The shadow log's file name, beside the authority record."""
 
 
-def configured_record(root: Path) -> Path | None:
-    """The authority record declared in ``<root>/workbench.yaml``, if any."""
-    return configured_path(root, AUTHORITY_KEY, AUTHORITY_FILE)
-
-
 def authority_path_for(gold: str | Path) -> Path:
     """The one authority record of ``gold`` (see the module doc)."""
-    directory = gold_directory(gold)
-    root = project_root(directory)
-    declared = configured_record(root) if root is not None else None
-    default = directory / AUTHORITY_FILE
-    if declared is None:
-        return default
-    if declared != default and default.is_file() and default.stat().st_size > 0:
-        # Entries already recorded beside the data cannot be left behind by declaring a fresh
-        # record.
-        raise WorkbenchError(
+
+    def conflict(default: Path, declared: Path) -> WorkbenchError:
+        return refusal(
             "two authority records",
-            [
-                Problem(
-                    location=str(default),
-                    code="authority_record_conflict",
-                    message=(
-                        f"the project declares the authority record {declared} but this dataset"
-                        " already has a record with entries beside it"
-                    ),
-                    fix=(
-                        f"keep one record: move {default} (and its .head file) to {declared} while"
-                        f" that one does not exist yet, or remove {AUTHORITY_KEY} from"
-                        f" {PROJECT_CONFIG}"
-                    ),
-                )
-            ],
+            str(default),
+            "authority_record_conflict",
+            f"the project declares the authority record {declared} but this dataset already has a"
+            " record with entries beside it",
+            f"keep one record: move {default} (and its .head file) to {declared} while that one"
+            f" does not exist yet, or remove {AUTHORITY_KEY} from {PROJECT_CONFIG}",
         )
-    return declared
+
+    return declared_path_for(gold, AUTHORITY_KEY, AUTHORITY_FILE, conflict)
 
 
 def shadow_log_path_for(gold: str | Path) -> Path:

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from .._chain import ChainedLog, ChainTerms, content_sha256
 from .._io import atomic_write_json
 from .._record import Record
-from ..errors import Problem
+from ..errors import Problem, problem
 from ..policy import PolicyScope
 from ._grant import Level
 
@@ -186,29 +186,17 @@ class AuthorityRecord:
         head = self._read_head()
         if not self.path.exists():
             if head is not None and head.get("entries"):
+                message = (
+                    f"the record is gone but its head says it held {head.get('entries')} entries"
+                )
                 return RecordRead(
-                    [],
-                    [
-                        Problem(
-                            location=str(self.path),
-                            code="authority_record_missing",
-                            message=(
-                                "the record is gone but its head says it held"
-                                f" {head.get('entries')} entries"
-                            ),
-                            fix=FIX_RESTORE,
-                        )
-                    ],
+                    [], [_restore(str(self.path), "authority_record_missing", message)]
                 )
             return RecordRead([])
         if not self.path.is_file():
-            problem = Problem(
-                location=str(self.path),
-                code=_TERMS.unreadable,
-                message="the record cannot be read (it is not a file)",
-                fix="make the record readable",
-            )
-            return RecordRead([], [problem])
+            message = "the record cannot be read (it is not a file)"
+            fix = "make the record readable"
+            return RecordRead([], [problem(str(self.path), _TERMS.unreadable, message, fix)])
         rows, unreadable = self.log.rows()
         if unreadable:
             return RecordRead([], unreadable)
@@ -217,14 +205,12 @@ class AuthorityRecord:
         def unique_ids(entry: AuthorityEntry, number: int, where: str) -> list[Problem]:
             twice = entry.entry_id in seen
             seen.add(entry.entry_id)
-            if not twice:
-                return []
             message = f"entry id {entry.entry_id} appears twice"
-            return [Problem(location=where, code=_TERMS.broken, message=message, fix=FIX_RESTORE)]
+            return [_restore(where, _TERMS.broken, message)] if twice else []
 
         entries, problems = self.log.verify(rows, unique_ids)
-        problems += self._check_head(head, entries)
-        return RecordRead(entries, problems)
+        found = self._head_problem(head, entries)
+        return RecordRead(entries, problems + ([found] if found else []))
 
     def _read_head(self) -> dict[str, Any] | None:
         try:
@@ -235,82 +221,46 @@ class AuthorityRecord:
             return {"unreadable": True}
         return data if isinstance(data, dict) else {"unreadable": True}
 
-    def _check_head(
+    def _head_problem(
         self, head: dict[str, Any] | None, entries: list[AuthorityEntry]
-    ) -> list[Problem]:
-        loc = str(self.head_path)
+    ) -> Problem | None:
+        """What the head says is wrong with the record's end (see the module doc)."""
+        record, loc = str(self.path), str(self.head_path)
         if not entries:
             if head is not None and head.get("entries"):
-                return [
-                    Problem(
-                        location=str(self.path),
-                        code="authority_record_truncated",
-                        message=(
-                            f"the record holds no entry but its head says {head.get('entries')}:"
-                            " lines were removed"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                ]
-            return []
+                message = (
+                    f"the record holds no entry but its head says {head.get('entries')}: lines"
+                    " were removed"
+                )
+                return _restore(record, "authority_record_truncated", message)
+            return None
         if head is None:
-            return [
-                Problem(
-                    location=loc,
-                    code="authority_head_missing",
-                    message=(
-                        f"the record has {len(entries)} entries but no head file: lines removed at"
-                        " its end could not be told"
-                    ),
-                    fix=FIX_RESTORE,
-                )
-            ]
+            message = (
+                f"the record has {len(entries)} entries but no head file: lines removed at its end"
+                " could not be told"
+            )
+            return _restore(loc, "authority_head_missing", message)
         if head.get("unreadable") or not isinstance(head.get("entries"), int):
-            return [
-                Problem(
-                    location=loc,
-                    code="authority_head_invalid",
-                    message="the head file cannot be read",
-                    fix=FIX_RESTORE,
-                )
-            ]
+            return _restore(loc, "authority_head_invalid", "the head file cannot be read")
         count, digest = head["entries"], head.get("entry_sha256")
         if count > len(entries):
-            return [
-                Problem(
-                    location=str(self.path),
-                    code="authority_record_truncated",
-                    message=(
-                        f"the head says the record held {count} entries, it holds {len(entries)}:"
-                        " lines were removed at its end"
-                    ),
-                    fix=FIX_RESTORE,
-                )
-            ]
+            message = (
+                f"the head says the record held {count} entries, it holds {len(entries)}: lines"
+                " were removed at its end"
+            )
+            return _restore(record, "authority_record_truncated", message)
         if count < 1 or entries[count - 1].entry_sha256 != digest:
-            return [
-                Problem(
-                    location=loc,
-                    code="authority_head_mismatch",
-                    message=f"entry {count} of the record is not the one the head names",
-                    fix=FIX_RESTORE,
-                )
-            ]
+            message = f"entry {count} of the record is not the one the head names"
+            return _restore(loc, "authority_head_mismatch", message)
         if count < len(entries) - 1:
             # An append is followed by its head at once; a crash leaves the head one entry
             # behind at most.
-            return [
-                Problem(
-                    location=loc,
-                    code="authority_head_mismatch",
-                    message=(
-                        f"the head names entry {count} of {len(entries)}: entries were appended"
-                        " without the workbench"
-                    ),
-                    fix=FIX_RESTORE,
-                )
-            ]
-        return []
+            message = (
+                f"the head names entry {count} of {len(entries)}: entries were appended without"
+                " the workbench"
+            )
+            return _restore(loc, "authority_head_mismatch", message)
+        return None
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
         """Hold the record's file lock (every append happens under it)."""
@@ -331,6 +281,10 @@ class AuthorityRecord:
                 {"entries": len(read.entries) + 1, "entry_sha256": sealed.entry_sha256},
             )
         return sealed
+
+
+def _restore(location: str, code: str, message: str) -> Problem:
+    return problem(location, code, message, FIX_RESTORE)
 
 
 def new_entry_id() -> str:

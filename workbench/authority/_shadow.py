@@ -27,13 +27,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from .._io import AppendOnlyLog, atomic_write_json
+from .._io import atomic_write_json
 from .._record import Record as _Model
-from ..errors import Problem, WorkbenchError
+from ..approval import current_user
+from ..errors import refusal
 from ..gold import GoldDataset, load_dataset
-from ..heldout import current_user
 from ..judges import Judge, load_candidate
 from ._grant import Level
 from ._location import authority_path_for, shadow_log_path_for
@@ -150,31 +150,13 @@ class ShadowEntry(_Model):
 
 def read_shadow_log(log: str | Path) -> list[ShadowEntry]:
     """Every entry of a shadow log, oldest first (none when it does not exist)."""
-    path = Path(log)
-    if not path.exists():
-        return []
-    out: list[ShadowEntry] = []
-    problems: list[Problem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(ShadowEntry.model_validate_json(line))
-        except ValidationError as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="shadow_log_invalid",
-                    message=f"not a shadow-log entry ({exc.error_count()} error(s))",
-                    fix=(
-                        "the shadow log is append-only and written by `workbench run --shadow-of`;"
-                        " restore it"
-                    ),
-                )
-            )
-    if problems:
-        raise WorkbenchError(f"{path}: unreadable shadow log", problems)
-    return out
+    from ..repeatability._log import read_log
+
+    fix = "the shadow log is append-only and written by `workbench run --shadow-of`; restore it"
+    what = "a shadow-log entry"
+    return read_log(
+        log, ShadowEntry, code="shadow_log_invalid", what=what, name="shadow log", fix=fix
+    )
 
 
 def _as_judge(candidate: Judge | str | Path) -> Judge:
@@ -186,46 +168,35 @@ def shadow_entry(
 ) -> ShadowEntry:
     """The shadow summary of a :class:`~workbench.migration.ComparisonReport` (old = current, new =
     shadow)."""
-    rows: list[ShadowDisagreement] = []
-    for c in report.cases:
-        if not c.verdict_changed or c.transition == "incomplete":
-            continue
-        crossing = {c.old_category, c.new_category} == {"pass", "fail"}
-        right = (
-            "shadow"
-            if c.transition == "fixed"
-            else "current"
-            if c.transition == "broken"
-            else "neither"
+    right = {"fixed": "shadow", "broken": "current"}
+    rows = [
+        ShadowDisagreement(
+            case_id=c.case_id,
+            slice=c.slice,
+            risk=c.risk,
+            current=c.old_label,
+            shadow=c.new_label,
+            current_category=c.old_category,
+            shadow_category=c.new_category,
+            boundary_crossing={c.old_category, c.new_category} == {"pass", "fail"},
+            right=right.get(c.transition, "neither"),
         )
-        rows.append(
-            ShadowDisagreement(
-                case_id=c.case_id,
-                slice=c.slice,
-                risk=c.risk,
-                current=c.old_label,
-                shadow=c.new_label,
-                current_category=c.old_category,
-                shadow_category=c.new_category,
-                boundary_crossing=crossing,
-                right=right,
-            )
+        for c in report.cases
+        if c.verdict_changed and c.transition != "incomplete"
+    ]
+    slices = [
+        ShadowSlice(
+            slice=s.slice,
+            risk=s.risk,
+            cases=s.cases - s.transitions.get("incomplete", 0),
+            disagreements=len(mine),
+            boundary_crossings=sum(r.boundary_crossing for r in mine),
+            shadow_right=sum(r.right == "shadow" for r in mine),
+            current_right=sum(r.right == "current" for r in mine),
         )
-    slices = []
-    for s in report.slices:
-        mine = [r for r in rows if r.slice == s.slice]
-        judged = s.cases - s.transitions.get("incomplete", 0)
-        slices.append(
-            ShadowSlice(
-                slice=s.slice,
-                risk=s.risk,
-                cases=judged,
-                disagreements=len(mine),
-                boundary_crossings=sum(r.boundary_crossing for r in mine),
-                shadow_right=sum(r.right == "shadow" for r in mine),
-                current_right=sum(r.right == "current" for r in mine),
-            )
-        )
+        for s in report.slices
+        for mine in [[r for r in rows if r.slice == s.slice]]
+    ]
     return ShadowEntry(
         entry_id=f"shadow-{uuid.uuid4().hex[:12]}",
         recorded_at=datetime.now(UTC),
@@ -281,26 +252,19 @@ async def run_shadow(
     budget cannot cover both judges. Never affects a gate (module doc).
     """
     from ..migration import compare_candidates
+    from ..repeatability._log import append_to_log
 
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     shadow_judge, current_judge = _as_judge(candidate), _as_judge(current)
     if shadow_judge.identity.fingerprint() == current_judge.identity.fingerprint():
-        raise WorkbenchError(
+        raise refusal(
             "nothing to shadow",
-            [
-                Problem(
-                    location="--shadow-of",
-                    code="shadow_of_itself",
-                    message=(
-                        f"{shadow_judge.spec.label} and {current_judge.spec.label} are the same"
-                        " judge (same fingerprint)"
-                    ),
-                    fix=(
-                        "run another version in shadow; to measure one judge's own variance use"
-                        " `workbench repeatability`"
-                    ),
-                )
-            ],
+            "--shadow-of",
+            "shadow_of_itself",
+            f"{shadow_judge.spec.label} and {current_judge.spec.label} are the same judge (same"
+            " fingerprint)",
+            "run another version in shadow; to measure one judge's own variance use `workbench"
+            " repeatability`",
         )
     report = await compare_candidates(
         current_judge,
@@ -325,10 +289,7 @@ async def run_shadow(
         report, current_authority=current_authority, attached=attached, out_dir=out
     )
     atomic_write_json(Path(out) / SHADOW_FILE, entry.model_dump(mode="json"))
-    log_path = Path(log) if log is not None else shadow_log_path_for(dataset.root)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with AppendOnlyLog(log_path) as out_log:
-        out_log.append(entry.model_dump(mode="json"))
+    append_to_log(Path(log) if log is not None else shadow_log_path_for(dataset.root), entry)
     return entry
 
 

@@ -81,9 +81,7 @@ def gold_state(gold: str | Path) -> GoldState:
         version = str(raw["version"]) if raw.get("version") is not None else None
         if raw.get("evidence_snapshot"):
             evidence = (rubric_path.parent / str(raw["evidence_snapshot"])).resolve()
-    except (
-        WorkbenchError
-    ) as exc:  # missing, unreadable, not UTF-8, bad or duplicate-key YAML, not a mapping
+    except WorkbenchError as exc:  # missing, unreadable, bad or duplicate-key YAML, not a mapping
         problems.append(
             f"{rubric_path}: the rubric cannot be read"
             f" ({exc.problems[0].code if exc.problems else exc.summary})"
@@ -142,81 +140,53 @@ def staleness(
     installed = installed_ragas or ragas_version()
     out: list[StaleReason] = []
     f = facts
+
+    def stale(kind: StaleKind, certified: str | None, now: str | None, message: str) -> None:
+        out.append(StaleReason(kind=kind, certified=certified, now=now, message=message))
+
     if f.ragas_version != installed:
-        out.append(
-            StaleReason(
-                kind="ragas_version",
-                certified=f.ragas_version,
-                now=installed,
-                message=(
-                    f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the"
-                    " judge may behave differently"
-                ),
-            )
+        stale(
+            "ragas_version",
+            f.ragas_version,
+            installed,
+            f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge may"
+            " behave differently",
         )
     if f.rubric_version != gold.rubric_version:
-        out.append(
-            StaleReason(
-                kind="rubric_version",
-                certified=f.rubric_version,
-                now=gold.rubric_version,
-                message=(
-                    f"certified against rubric {f.rubric_version}, the gold's rubric is now"
-                    f" {gold.rubric_version}"
-                ),
-            )
+        stale(
+            "rubric_version",
+            f.rubric_version,
+            gold.rubric_version,
+            f"certified against rubric {f.rubric_version}, the gold's rubric is now"
+            f" {gold.rubric_version}",
         )
     if f.dataset_sha256 != gold.dataset_sha256 or f.gold_release != gold.release:
         was = f"release {f.gold_release or '(not frozen)'}, dataset {str(f.dataset_sha256)[:12]}"
         now = f"release {gold.release or '(not frozen)'}, dataset {str(gold.dataset_sha256)[:12]}"
-        out.append(
-            StaleReason(
-                kind="gold_release",
-                certified=f.gold_release,
-                now=gold.release,
-                message=f"certified on {was}; the gold is now {now}",
-            )
+        stale(
+            "gold_release",
+            f.gold_release,
+            gold.release,
+            f"certified on {was}; the gold is now {now}",
         )
-    if spec is None:
-        out.append(
-            StaleReason(
-                kind="candidate",
-                certified=f.candidate,
-                now=None,
-                message="no candidate spec is recorded for the judge: what runs now is unknown",
-            )
-        )
-        return out
-    label, fingerprint, model = spec_identity(spec)
+    label, fingerprint, model = spec_identity(spec) if spec is not None else (None, None, None)
     if label is None:
-        out.append(
-            StaleReason(
-                kind="candidate",
-                certified=f.candidate,
-                now=None,
-                message=f"the candidate spec {spec} no longer loads: what runs now is unknown",
-            )
+        unknown = (
+            "no candidate spec is recorded for the judge"
+            if spec is None
+            else f"the candidate spec {spec} no longer loads"
         )
+        stale("candidate", f.candidate, None, f"{unknown}: what runs now is unknown")
         return out
     if model != f.model:
-        out.append(
-            StaleReason(
-                kind="model",
-                certified=f.model,
-                now=model,
-                message=f"certified with model {f.model}, the spec now names {model}",
-            )
-        )
+        message = f"certified with model {f.model}, the spec now names {model}"
+        stale("model", f.model, model, message)
     if label != f.candidate or fingerprint != f.candidate_fingerprint:
-        out.append(
-            StaleReason(
-                kind="candidate",
-                certified=f.candidate_fingerprint[:12],
-                now=(fingerprint or "")[:12],
-                message=(
-                    f"the spec {spec} is now {label} with fingerprint {str(fingerprint)[:12]}, not"
-                    f" the certified {f.candidate} ({f.candidate_fingerprint[:12]})"
-                ),
-            )
+        stale(
+            "candidate",
+            f.candidate_fingerprint[:12],
+            (fingerprint or "")[:12],
+            f"the spec {spec} is now {label} with fingerprint {str(fingerprint)[:12]}, not the"
+            f" certified {f.candidate} ({f.candidate_fingerprint[:12]})",
         )
     return out

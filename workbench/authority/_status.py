@@ -20,6 +20,7 @@ flagged without changing the authority.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -27,7 +28,7 @@ from typing import Literal
 from pydantic import Field
 
 from .._record import Record as _Model
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ..outcomes import ExitCode
 from ..policy import PolicyScope
 from ._certified import read_report
@@ -170,13 +171,10 @@ def _drift(
 
     log = drift_log_path_for(gold)
     try:
-        checks = [
-            e
-            for e in read_drift_log(log)
-            if e.candidate_fingerprint == fingerprint and e.kind == "check"
-        ]
+        entries = read_drift_log(log)
     except WorkbenchError as exc:
         return None, [f"the drift log {log} cannot be read ({exc.summary})"]
+    checks = [e for e in entries if e.candidate_fingerprint == fingerprint and e.kind == "check"]
     if not checks:
         return None, [
             f"no sentinel drift check of fingerprint {fingerprint[:12]} (`workbench drift`)"
@@ -194,19 +192,12 @@ def _drift(
         since_report=since is None or latest.recorded_at > since,
     )
     flags: list[str] = []
+    crossed, critical = summary.boundary_crossings, summary.critical_changes
     if latest.status == "drifted":
         flags.append(
             f"DRIFTED: {summary.changes} sentinel change(s) in check {latest.entry_id}"
-            + (
-                f", crossing pass/fail: {', '.join(summary.boundary_crossings)}"
-                if summary.boundary_crossings
-                else ""
-            )
-            + (
-                f", in critical slices: {', '.join(summary.critical_changes)}"
-                if summary.critical_changes
-                else ""
-            )
+            + (f", crossing pass/fail: {', '.join(crossed)}" if crossed else "")
+            + (f", in critical slices: {', '.join(critical)}" if critical else "")
         )
     elif latest.status == "incomplete":
         flags.append(
@@ -232,19 +223,82 @@ def _shadows(name: str, states: dict[str, JudgeAuthority], gold: str | Path) -> 
             continue
         runs = [e for e in log if e.current == name and e.shadow == other]
         last = runs[-1] if runs else None
+        seen = ("cases", "disagreements", "boundary_crossings")
         out.append(
             ShadowPair(
                 shadow=other,
                 attached_at=state.last.when,
                 latest=last.entry_id if last else None,
                 recorded_at=last.recorded_at if last else None,
-                cases=last.cases if last else None,
-                disagreements=last.disagreements if last else None,
-                boundary_crossings=last.boundary_crossings if last else None,
                 review=list(last.review) if last else [],
+                **{k: getattr(last, k) if last else None for k in seen},
             )
         )
     return out
+
+
+@dataclass
+class _Evidence:
+    """What the report an authority rests on shows now."""
+
+    verified: bool | None = None
+    created: datetime | None = None
+    stale: list[StaleReason] = field(default_factory=list)
+    drift: DriftSummary | None = None
+    flags: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _read_evidence(
+    state: JudgeAuthority, gold: str | Path, now: GoldState, installed: str
+) -> _Evidence:
+    evidence, out = state.evidence, _Evidence()
+    if evidence is None or not evidence.report_dir:
+        return out
+    facts, found = read_report(evidence.report_dir)
+    out.problems = [p.format() for p in found]
+    if facts is not None and facts.lock_sha256 != evidence.lock_sha256:
+        out.problems.append(
+            f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record was"
+            f" bound to {str(evidence.lock_sha256)[:12]} [report_rebound]"
+        )
+    out.verified = (
+        facts is not None and facts.verified and facts.lock_sha256 == evidence.lock_sha256
+    )
+    if facts is not None:
+        out.created = facts.created_at
+        spec = state.last.candidate_spec or evidence.candidate_spec
+        out.stale = staleness(facts, now, spec, installed_ragas=installed)
+        out.drift, out.flags = _drift(gold, facts.candidate_fingerprint, facts.created_at)
+    return out
+
+
+def _effective(state: JudgeAuthority, damaged: bool, ev: _Evidence) -> tuple[Level, list[str]]:
+    """What the judge may do now, and why that is less than recorded (module doc)."""
+    effective: Level = state.last.authority
+    limits: list[str] = []
+    evidence = state.evidence
+    if effective != "none" and damaged:
+        limits.append("the authority record is damaged: no authority rests on it")
+        effective = "none"
+    if state.last.authority != "none" and (evidence is None or not evidence.report_dir):
+        limits.append("no report is recorded for it")
+        effective = "none"
+    elif state.last.authority != "none" and not ev.verified:
+        assert evidence is not None
+        limits.append(f"its report {evidence.report_id} does not verify: no authority rests on it")
+        effective = "none"
+    if ev.stale and level_rank(effective) > level_rank("route"):
+        kinds = "; ".join(r.kind for r in ev.stale)
+        limits.append(f"stale: block is withheld until the judge is recertified ({kinds})")
+        effective = lower(effective, "route")
+    crossed = ev.drift.boundary_crossings if ev.drift is not None else []
+    if crossed and level_rank(effective) > level_rank("route"):
+        limits.append(
+            f"its latest drift check crossed pass/fail on {', '.join(crossed)}: block is withheld"
+        )
+        effective = lower(effective, "route")
+    return effective, limits
 
 
 def _judge_status(
@@ -255,68 +309,12 @@ def _judge_status(
     damaged: bool,
     installed: str,
 ) -> JudgeStatus:
-    last = state.last
-    evidence = state.evidence
-    recorded = last.authority
-    limits: list[str] = []
-    problems: list[str] = []
-    stale_reasons: list[StaleReason] = []
-    drift: DriftSummary | None = None
-    flags: list[str] = []
-    verified: bool | None = None
-    created: datetime | None = None
-    effective = recorded
-    if damaged and recorded != "none":
-        limits.append("the authority record is damaged: no authority rests on it")
-        effective = "none"
-    if evidence is not None and evidence.report_dir:
-        facts, found = read_report(evidence.report_dir)
-        problems += [p.format() for p in found]
-        if facts is not None and facts.lock_sha256 != evidence.lock_sha256:
-            problems.append(
-                f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record"
-                f" was bound to {str(evidence.lock_sha256)[:12]} [report_rebound]"
-            )
-        verified = (
-            facts is not None and facts.verified and facts.lock_sha256 == evidence.lock_sha256
-        )
-        if not verified and recorded != "none":
-            limits.append(
-                f"its report {evidence.report_id} does not verify: no authority rests on it"
-            )
-            effective = "none"
-        if facts is not None:
-            created = facts.created_at
-            stale_reasons = staleness(
-                facts,
-                now,
-                last.candidate_spec or evidence.candidate_spec,
-                installed_ragas=installed,
-            )
-            drift, flags = _drift(gold, facts.candidate_fingerprint, facts.created_at)
-    elif recorded != "none":
-        limits.append("no report is recorded for it")
-        effective = "none"
-    if stale_reasons and level_rank(effective) > level_rank("route"):
-        limits.append(
-            "stale: block is withheld until the judge is recertified ("
-            + "; ".join(r.kind for r in stale_reasons)
-            + ")"
-        )
-        effective = lower(effective, "route")
-    if (
-        drift is not None
-        and drift.boundary_crossings
-        and level_rank(effective) > level_rank("route")
-    ):
-        limits.append(
-            f"its latest drift check crossed pass/fail on {', '.join(drift.boundary_crossings)}:"
-            " block is withheld"
-        )
-        effective = lower(effective, "route")
+    last, evidence = state.last, state.evidence
+    ev = _read_evidence(state, gold, now, installed)
+    effective, limits = _effective(state, damaged, ev)
     return JudgeStatus(
         judge=state.judge,
-        recorded=recorded,
+        recorded=last.authority,
         effective=effective,
         scope=last.scope,
         event=last.event,
@@ -325,16 +323,16 @@ def _judge_status(
         reason=last.reason,
         report_id=evidence.report_id if evidence else None,
         report_dir=evidence.report_dir if evidence else None,
-        report_created_at=created,
-        report_verified=verified,
-        stale=bool(stale_reasons),
-        stale_reasons=stale_reasons,
-        drift=drift,
-        drift_flags=flags,
+        report_created_at=ev.created,
+        report_verified=ev.verified,
+        stale=bool(ev.stale),
+        stale_reasons=ev.stale,
+        drift=ev.drift,
+        drift_flags=ev.flags,
         shadow_of=state.shadow_of,
         shadows=_shadows(state.judge, states, gold),
         limits=limits,
-        problems=problems,
+        problems=ev.problems,
     )
 
 
@@ -348,16 +346,12 @@ def authority_status(gold: str | Path, *, judge: str | None = None) -> Authority
     installed = ragas_version()
     states = read.judges()
     if judge is not None and judge not in states:
-        raise WorkbenchError(
+        raise refusal(
             "no such judge",
-            [
-                Problem(
-                    location=str(record.path),
-                    code="judge_unknown",
-                    message=f"the authority record has no entry for {judge}",
-                    fix="name the judge as name@version, as `workbench status` lists it",
-                )
-            ],
+            str(record.path),
+            "judge_unknown",
+            f"the authority record has no entry for {judge}",
+            "name the judge as name@version, as `workbench status` lists it",
         )
     chosen = [states[judge]] if judge is not None else list(states.values())
     return AuthorityStatus(
@@ -370,6 +364,48 @@ def authority_status(gold: str | Path, *, judge: str | None = None) -> Authority
     )
 
 
+def _judge_lines(j: JudgeStatus) -> list[str]:
+    head = f"{j.judge}: {j.effective.upper()}"
+    if j.effective != j.recorded:
+        head += f" (recorded {j.recorded}, effective {j.effective})"
+    if j.shadow_of:
+        head += f", in shadow of {j.shadow_of}"
+    lines = [
+        head,
+        f"  scope: {describe_scope(j.scope) if j.scope else '-'}",
+        f"  last entry: {j.event} {j.since:%Y-%m-%d %H:%M} by {j.approver}: {j.reason}",
+    ]
+    if j.report_id:
+        when = f" ({j.report_created_at:%Y-%m-%d %H:%M})" if j.report_created_at else ""
+        verified = "verified" if j.report_verified else "DOES NOT VERIFY"
+        stale = "YES: " + "; ".join(r.message for r in j.stale_reasons) if j.stale else "no"
+        lines += [f"  last certified report: {j.report_id}{when}, {verified}", f"  stale: {stale}"]
+    if (d := j.drift) is not None:
+        lines.append(
+            f"  drift: {d.status} (check {d.entry_id}, {d.recorded_at:%Y-%m-%d %H:%M},"
+            f" {d.changes} change(s))"
+        )
+    lines += [f"  drift flag: {flag}" for flag in j.drift_flags]
+    for s in j.shadows:
+        if s.latest is None:
+            lines.append(
+                f"  shadow {s.shadow}: attached {s.attached_at:%Y-%m-%d}, not run yet (`workbench"
+                " run --shadow-of`)"
+            )
+        else:
+            lines.append(
+                f"  shadow {s.shadow}: {s.disagreements} disagreement(s) of {s.cases} case(s),"
+                f" {s.boundary_crossings} across pass/fail"
+                + (f"; review: {', '.join(s.review)}" if s.review else "")
+                + f" ({s.latest})"
+            )
+    return (
+        lines
+        + [f"  LIMITED: {limit}" for limit in j.limits]
+        + [f"  problem: {p}" for p in j.problems]
+    )
+
+
 def format_status(status: AuthorityStatus) -> str:
     """A plain-text account for the terminal."""
     g = status.gold
@@ -377,57 +413,11 @@ def format_status(status: AuthorityStatus) -> str:
         f"authority record {status.record}; gold {g.path} (rubric {g.rubric_version}, release"
         f" {g.release or '(not frozen)'}); Ragas {status.ragas_version}"
     ]
-    for problem in status.record_problems:
-        lines.append(f"RECORD DAMAGED: {problem}")
+    lines += [f"RECORD DAMAGED: {problem}" for problem in status.record_problems]
     if not status.judges:
         lines.append(
             "no judge has an authority record (grant one with `workbench authority grant`)"
         )
     for j in status.judges:
-        head = f"{j.judge}: {j.effective.upper()}"
-        if j.effective != j.recorded:
-            head += f" (recorded {j.recorded}, effective {j.effective})"
-        if j.shadow_of:
-            head += f", in shadow of {j.shadow_of}"
-        lines.append(head)
-        lines.append(f"  scope: {describe_scope(j.scope) if j.scope else '-'}")
-        lines.append(
-            f"  last entry: {j.event} {j.since:%Y-%m-%d %H:%M} by {j.approver}: {j.reason}"
-        )
-        if j.report_id:
-            when = f" ({j.report_created_at:%Y-%m-%d %H:%M})" if j.report_created_at else ""
-            lines.append(
-                f"  last certified report: {j.report_id}{when},"
-                f" {'verified' if j.report_verified else 'DOES NOT VERIFY'}"
-            )
-        if j.report_id:
-            lines.append(
-                "  stale: "
-                + ("YES: " + "; ".join(r.message for r in j.stale_reasons) if j.stale else "no")
-            )
-        if j.drift is not None:
-            d = j.drift
-            lines.append(
-                f"  drift: {d.status} (check {d.entry_id}, {d.recorded_at:%Y-%m-%d %H:%M},"
-                f" {d.changes} change(s))"
-            )
-        for flag in j.drift_flags:
-            lines.append(f"  drift flag: {flag}")
-        for s in j.shadows:
-            if s.latest is None:
-                lines.append(
-                    f"  shadow {s.shadow}: attached {s.attached_at:%Y-%m-%d}, not run yet"
-                    " (`workbench run --shadow-of`)"
-                )
-            else:
-                lines.append(
-                    f"  shadow {s.shadow}: {s.disagreements} disagreement(s) of {s.cases} case(s),"
-                    f" {s.boundary_crossings} across pass/fail"
-                    + (f"; review: {', '.join(s.review)}" if s.review else "")
-                    + f" ({s.latest})"
-                )
-        for limit in j.limits:
-            lines.append(f"  LIMITED: {limit}")
-        for problem in j.problems:
-            lines.append(f"  problem: {problem}")
+        lines += _judge_lines(j)
     return "\n".join(lines)

@@ -9,24 +9,17 @@ deterministic checks live there too (:class:`ExpectedFailure`).
 """
 
 from ._contracts import (
-    CONTRACTS_SCHEMA_VERSION,
-    DETERMINISTIC_KINDS,
     EXIT_CODES,
-    LABEL_KINDS,
     ContractsReport,
-    lane_outcome,
     run_contracts,
 )
-from ._expected import EXPECTABLE_GROUPS, apply_expected_failures
-from ._git import Changes, changed_since
+from ._expected import apply_expected_failures
+from ._git import Changes
 from ._junit import CheckResult, junit_xml, write_junit
 from ._project import (
-    CONFIG_FILE,
-    DEFAULT_GLOBS,
     CiConfig,
     CiPaths,
     ExpectedFailure,
-    Inventory,
     SentinelDefaults,
     discover,
     load_ci_config,
@@ -40,52 +33,37 @@ from ._release import (
     write_release_summary,
 )
 from ._sentinel import (
-    RUNNABLE_KINDS,
-    SENTINEL_LANE_SCHEMA_VERSION,
     AffectedCandidate,
     LaneRefused,
     LaneRun,
     SentinelLaneReport,
     format_sentinel_lane,
-    resolve_cap,
     run_sentinel_lane,
     run_sentinel_lane_sync,
 )
 
 __all__ = [
     "AffectedCandidate",
-    "CONFIG_FILE",
-    "CONTRACTS_SCHEMA_VERSION",
     "Changes",
     "CheckResult",
     "CiConfig",
     "CiPaths",
     "ContractsReport",
-    "DEFAULT_GLOBS",
-    "DETERMINISTIC_KINDS",
     "EXIT_CODES",
-    "EXPECTABLE_GROUPS",
     "ExpectedFailure",
-    "Inventory",
-    "LABEL_KINDS",
     "LaneRefused",
     "LaneRun",
     "OUTCOME_EXIT",
     "RELEASE_SCHEMA_VERSION",
-    "RUNNABLE_KINDS",
     "ReleaseSummary",
-    "SENTINEL_LANE_SCHEMA_VERSION",
     "SentinelDefaults",
     "SentinelLaneReport",
     "apply_expected_failures",
-    "changed_since",
     "discover",
     "format_release",
     "format_sentinel_lane",
     "junit_xml",
-    "lane_outcome",
     "load_ci_config",
-    "resolve_cap",
     "run_contracts",
     "run_release",
     "run_sentinel_lane",

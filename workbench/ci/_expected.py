@@ -12,9 +12,10 @@ is itself a problem (exit 2), so the list always states the truth.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from ._junit import CheckResult
+from ._junit import CheckResult, problem_check
 from ._project import CONFIG_FILE, ExpectedFailure
 
 EXPECTABLE_GROUPS: tuple[str, ...] = ("control-runs", "noise-retrieval")
@@ -24,6 +25,68 @@ EXPECTABLE_GROUPS: tuple[str, ...] = ("control-runs", "noise-retrieval")
 def _describe(entry: ExpectedFailure) -> str:
     until = f", until {entry.expires.isoformat()}" if entry.expires else ""
     return f"accepted by {entry.approver}{until}: {entry.reason}"
+
+
+def _entry_problem(
+    entry: ExpectedFailure,
+    today: dt.date,
+    live: Mapping[str, Any],
+    ran: Mapping[str, Any],
+    known: Callable[[str], bool],
+    strict_unrun: bool,
+) -> tuple[str, str] | None:
+    """Why an entry cannot cover a check of this lane (code, message); None when it can, or
+    when its check did not run here and that is no problem (``ran`` lacks it)."""
+    group = entry.check.split("/", 1)[0]
+    if group not in EXPECTABLE_GROUPS:
+        return (
+            "expected_failure_not_allowed",
+            f"only {', '.join(EXPECTABLE_GROUPS)} checks may be expected to fail; {group!r}"
+            " problems are invalid input or broken lineage and must be fixed",
+        )
+    if entry.expires is not None and entry.expires < today:
+        message = f"the entry expired on {entry.expires.isoformat()}; the failure counts again"
+        return "expected_failure_expired", message
+    if entry.check in live:
+        return "expected_failure_duplicate", "the check is listed twice"
+    if entry.check in ran:
+        return None
+    if not known(entry.check):
+        message = "no such check in this project (a renamed candidate or suite?)"
+        return "expected_failure_unknown", message
+    if strict_unrun:
+        return "expected_failure_stale", "the check did not run in this lane"
+    return None
+
+
+def _applied(
+    check: CheckResult, entry: ExpectedFailure, problem: Callable[..., None]
+) -> CheckResult:
+    """``check`` as the entry covers it: expected, or with the failures beyond the entry named."""
+    declared, actual = set(entry.failing), set(check.failing)
+    if check.status == "passed":
+        problem(entry, "expected_failure_stale", "the check passes now: remove the entry")
+        return check
+    if check.status != "failed" or check.category != "failure":
+        return check  # an incomplete check is never covered
+    fixed, unexpected = sorted(declared - actual), sorted(actual - declared)
+    if fixed:
+        one = len(fixed) == 1
+        problem(
+            entry,
+            "expected_failure_stale",
+            f"{', '.join(fixed)} no longer fail{'s' if one else ''}: remove"
+            f" {'it' if one else 'them'} from failing",
+        )
+    if unexpected:
+        message = (
+            f"{len(unexpected)} failure(s) beyond the expected ones: {', '.join(unexpected)}"
+            f" ({len(actual & declared)} expected: {_describe(entry)})"
+        )
+        return check.model_copy(update={"message": message})
+    message = f"fails as expected ({len(actual)}: {', '.join(sorted(actual))}); {_describe(entry)}"
+    update = {"status": "expected_failure", "category": "ok", "message": message}
+    return check.model_copy(update=update)
 
 
 def apply_expected_failures(
@@ -42,102 +105,23 @@ def apply_expected_failures(
     check this lane did not run is a problem; False in a lane that runs only some candidates.
     """
     today = today or dt.date.today()
-    out: list[CheckResult] = []
     by_id = {c.check_id: c for c in checks}
     live: dict[str, ExpectedFailure] = {}
     config: list[CheckResult] = []
 
     def problem(entry: ExpectedFailure, code: str, message: str) -> None:
-        config.append(
-            CheckResult(
-                group="config",
-                name=f"expected failure {entry.check}",
-                status="failed",
-                category="contract",
-                code=code,
-                message=message,
-                details=[f"{CONFIG_FILE}: ci.expected_failures: {entry.check}: {message}"],
-            )
-        )
+        details = [f"{CONFIG_FILE}: ci.expected_failures: {entry.check}: {message}"]
+        name = f"expected failure {entry.check}"
+        config.append(problem_check("config", name, "contract", code, message, details))
 
     for entry in entries:
-        group = entry.check.split("/", 1)[0]
-        if group not in EXPECTABLE_GROUPS:
-            problem(
-                entry,
-                "expected_failure_not_allowed",
-                f"only {', '.join(EXPECTABLE_GROUPS)} checks may be expected to fail; {group!r}"
-                " problems are invalid input or broken lineage and must be fixed",
-            )
-            continue
-        if entry.expires is not None and entry.expires < today:
-            problem(
-                entry,
-                "expected_failure_expired",
-                f"the entry expired on {entry.expires.isoformat()}; the failure counts again",
-            )
-            continue
-        if entry.check in live:
-            problem(entry, "expected_failure_duplicate", "the check is listed twice")
-            continue
-        if entry.check not in by_id:
-            if not known(entry.check):
-                problem(
-                    entry,
-                    "expected_failure_unknown",
-                    "no such check in this project (a renamed candidate or suite?)",
-                )
-            elif strict_unrun:
-                problem(entry, "expected_failure_stale", "the check did not run in this lane")
-            continue
-        live[entry.check] = entry
-
-    for check in checks:
-        found = live.get(check.check_id)
-        if found is None:
-            out.append(check)
-            continue
-        entry = found
-        declared, actual = set(entry.failing), set(check.failing)
-        if check.status == "passed":
-            out.append(check)
-            problem(entry, "expected_failure_stale", "the check passes now: remove the entry")
-            continue
-        if check.status != "failed" or check.category != "failure":
-            out.append(check)  # an incomplete check is never covered
-            continue
-        fixed = sorted(declared - actual)
-        unexpected = sorted(actual - declared)
-        if fixed:
-            problem(
-                entry,
-                "expected_failure_stale",
-                f"{', '.join(fixed)} no longer fail{'s' if len(fixed) == 1 else ''}: remove"
-                f" {'it' if len(fixed) == 1 else 'them'} from failing",
-            )
-        if unexpected:
-            out.append(
-                check.model_copy(
-                    update={
-                        "message": (
-                            f"{len(unexpected)} failure(s) beyond the expected ones:"
-                            f" {', '.join(unexpected)} ({len(actual & declared)} expected:"
-                            f" {_describe(entry)})"
-                        )
-                    }
-                )
-            )
-        else:
-            out.append(
-                check.model_copy(
-                    update={
-                        "status": "expected_failure",
-                        "category": "ok",
-                        "message": (
-                            f"fails as expected ({len(actual)}: {', '.join(sorted(actual))});"
-                            f" {_describe(entry)}"
-                        ),
-                    }
-                )
-            )
+        found = _entry_problem(entry, today, live, by_id, known, strict_unrun)
+        if found is not None:
+            problem(entry, *found)
+        elif entry.check in by_id:
+            live[entry.check] = entry
+    out = [
+        _applied(check, live[check.check_id], problem) if check.check_id in live else check
+        for check in checks
+    ]
     return out + config

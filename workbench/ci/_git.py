@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,7 @@ def _git(top: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _refuse(location: str, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        "cannot find what changed",
-        [Problem(location=location, code=code, message=message, fix=fix)],
-    )
+    return refusal("cannot find what changed", location, code, message, fix)
 
 
 def changed_since(root: str | Path, ref: str) -> Changes:

@@ -71,6 +71,36 @@ class CheckResult(BaseModel):
         return f"{self.group}/{self.name}"
 
 
+def problem_check(
+    group: str,
+    name: str,
+    category: Literal["contract", "failure", "incomplete", "review"],
+    code: str,
+    message: str,
+    details: Iterable[str] = (),
+    *,
+    failing: Iterable[str] = (),
+    seconds: float = 0.0,
+) -> CheckResult:
+    """A check that did not pass: an ``error`` when it could not be completed (``incomplete``),
+    else ``failed``."""
+    return CheckResult(
+        group=group,
+        name=name,
+        status="error" if category == "incomplete" else "failed",
+        category=category,
+        code=code,
+        message=message,
+        details=list(details),
+        failing=list(failing),
+        seconds=seconds,
+    )
+
+
+_TAGS = {"failed": "failure", "error": "error", "expected_failure": "skipped"}
+"""The JUnit element of each non-passing status."""
+
+
 def _counts(checks: Sequence[CheckResult]) -> dict[str, str]:
     return {
         "tests": str(len(checks)),
@@ -106,20 +136,11 @@ def junit_xml(
                 },
             )
             body = "\n".join(check.details) or check.message
-            if check.status == "failed":
-                ET.SubElement(
-                    case,
-                    "failure",
-                    {"type": check.code or check.category, "message": check.message},
-                ).text = body
-            elif check.status == "error":
-                ET.SubElement(
-                    case, "error", {"type": check.code or check.category, "message": check.message}
-                ).text = body
-            elif check.status == "expected_failure":
-                ET.SubElement(
-                    case, "skipped", {"type": "expected_failure", "message": check.message}
-                ).text = body
+            tag = _TAGS.get(check.status)
+            if tag is not None:
+                kind = "expected_failure" if tag == "skipped" else check.code or check.category
+                element = ET.SubElement(case, tag, {"type": kind, "message": check.message})
+                element.text = body
             elif check.details:
                 ET.SubElement(case, "system-out").text = body
     ET.indent(root)

@@ -38,7 +38,7 @@ from pydantic import Field, ValidationError, field_validator
 from .._load import peek_yaml, read_config, validation_problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
-from ..errors import Problem
+from ..errors import Problem, problem
 
 CONFIG_FILE = "workbench.yaml"
 """The project configuration file at the project root (shared with the held-out ledger's
@@ -132,47 +132,39 @@ class CiConfig(_Model):
     lineage or an incomplete check."""
 
 
-def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=loc, code=code, message=message, fix=fix)
-
-
 def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
     """The ``ci:`` block of ``<root>/workbench.yaml`` (defaults when absent), and its problems."""
     path = Path(root) / CONFIG_FILE
     loc = str(path)
     raw, unreadable = read_config(path)
+    block = raw.get(CI_KEY) if isinstance(raw, dict) else None
     if unreadable is not None:
-        return CiConfig(), [
-            _problem(
-                unreadable.location,
-                "ci_config_invalid",
-                f"the project configuration cannot be read ({unreadable.message[:120]})",
-                "write workbench.yaml as a UTF-8 YAML mapping",
-            )
-        ]
-    if raw is None:
-        return CiConfig(), []
-    if not isinstance(raw, dict):
-        return CiConfig(), [
-            _problem(
-                loc,
-                "ci_config_invalid",
-                "the project configuration must be a YAML mapping",
-                "write key: value pairs, e.g. `ci: {paths: {...}}`",
-            )
-        ]
-    block = raw.get(CI_KEY)
+        found = (
+            unreadable.location,
+            f"the project configuration cannot be read ({unreadable.message[:120]})",
+            "write workbench.yaml as a UTF-8 YAML mapping",
+        )
+    elif raw is not None and not isinstance(raw, dict):
+        found = (
+            loc,
+            "the project configuration must be a YAML mapping",
+            "write key: value pairs, e.g. `ci: {paths: {...}}`",
+        )
+    elif block is not None and not isinstance(block, dict):
+        found = (
+            f"{loc}: {CI_KEY}",
+            "the ci block must be a mapping",
+            "see docs/formats.md#ci-configuration",
+        )
+    else:
+        return _validate(block, loc)
+    where, message, fix = found
+    return CiConfig(), [problem(where, "ci_config_invalid", message, fix)]
+
+
+def _validate(block: dict[str, Any] | None, loc: str) -> tuple[CiConfig, list[Problem]]:
     if block is None:
         return CiConfig(), []
-    if not isinstance(block, dict):
-        return CiConfig(), [
-            _problem(
-                f"{loc}: {CI_KEY}",
-                "ci_config_invalid",
-                "the ci block must be a mapping",
-                "see docs/formats.md#ci-configuration",
-            )
-        ]
     try:
         return CiConfig.model_validate(block), []
     except SchemaTooNew as exc:
@@ -222,50 +214,45 @@ def _yaml_kind(path: Path) -> Any:
     return raw.get("kind") if isinstance(raw, dict) else None
 
 
+def _found(
+    root: Path, kind: str, declared: list[str] | None, problems: list[Problem]
+) -> list[Path]:
+    """The files of one kind: the declared globs, else the convention (module doc)."""
+    where = f"{root / CONFIG_FILE}: {CI_KEY}.paths.{kind}"
+    found: list[Path] = []
+    for pattern in declared if declared is not None else DEFAULT_GLOBS[kind]:
+        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            message = f"{pattern!r} is not a path inside the project"
+            fix = "give globs relative to the project root"
+            problems.append(problem(where, "ci_path_outside", message, fix))
+            continue
+        matches = sorted(
+            p
+            for p in root.glob(pattern)
+            if (p.is_dir() and (p / "gold.jsonl").is_file() if kind == "gold" else p.is_file())
+        )
+        if declared is not None and not matches:
+            message = f"{pattern!r} matches no {kind} file"
+            fix = (
+                "correct the glob, or remove it: a declared path that matches nothing would check"
+                " nothing"
+            )
+            problems.append(problem(where, "ci_path_empty", message, fix))
+        found += [p for p in matches if p not in found]
+    return found
+
+
 def discover(root: str | Path) -> Inventory:
     """Find the project's files (module doc); config problems are in ``problems``."""
     root = Path(root)
     config, problems = load_ci_config(root)
     inv = Inventory(root=root, config=config, problems=list(problems))
-    loc = str(root / CONFIG_FILE)
     for kind in KINDS:
-        declared = getattr(config.paths, kind)
-        globs = declared if declared is not None else DEFAULT_GLOBS[kind]
-        found: list[Path] = []
-        for pattern in globs:
-            if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-                inv.problems.append(
-                    _problem(
-                        f"{loc}: {CI_KEY}.paths.{kind}",
-                        "ci_path_outside",
-                        f"{pattern!r} is not a path inside the project",
-                        "give globs relative to the project root",
-                    )
-                )
-                continue
-            matches = sorted(p for p in root.glob(pattern))
-            if kind == "gold":
-                matches = [p for p in matches if p.is_dir() and (p / "gold.jsonl").is_file()]
-            else:
-                matches = [p for p in matches if p.is_file()]
-            if declared is not None and not matches:
-                inv.problems.append(
-                    _problem(
-                        f"{loc}: {CI_KEY}.paths.{kind}",
-                        "ci_path_empty",
-                        f"{pattern!r} matches no {kind} file",
-                        "correct the glob, or remove it: a declared path that matches nothing would"
-                        " check nothing",
-                    )
-                )
-            found += [p for p in matches if p not in found]
+        found = _found(root, kind, getattr(config.paths, kind), inv.problems)
         if kind == "ranking":
             for p in found:
-                (
-                    inv.agreement_examples
-                    if _yaml_kind(p) == "agreement-drop-examples"
-                    else inv.ranking
-                ).append(p)
+                examples = _yaml_kind(p) == "agreement-drop-examples"
+                (inv.agreement_examples if examples else inv.ranking).append(p)
         elif kind == "noise":
             for p in found:
                 (inv.noise_panels if p.name.endswith(".panel.yaml") else inv.noise).append(p)

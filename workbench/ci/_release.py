@@ -25,13 +25,18 @@ from .._io import atomic_write_json
 from .._record import LooseRecord
 from ..errors import WorkbenchError
 from ..outcomes import GATE_OUTCOMES, ExitCode, exit_codes
-from ._junit import CheckResult
+from ._junit import CheckResult, problem_check
 
 RELEASE_SCHEMA_VERSION = 1
 OUTCOME_EXIT: dict[str, int] = exit_codes(*GATE_OUTCOMES, "invalid_input")
 """Exit code of each release-lane outcome: certification's, and invalid input
 (:mod:`workbench.outcomes`)."""
-_CATEGORY = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
+_CATEGORY: dict[str, Any] = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
+_WORST: dict[str, Any] = {
+    "evaluation_incomplete": "incomplete",
+    "quality_failed": "failure",
+    "review_required": "review",
+}
 
 
 class ReleaseSummary(LooseRecord):
@@ -84,20 +89,87 @@ class ReleaseSummary(LooseRecord):
     """When (UTC)."""
 
 
-def _run_usage(report_dir: Path) -> tuple[float, int, int, int]:
+def _run_usage(report_dir: Path) -> dict[str, Any]:
+    """Cost, tokens and calls of the report's controls and held-out runs."""
     from ..reports._certify import CONTROLS_DIR, RUN_DIR
     from ..runs import RunDir
 
-    cost, tin, tout, calls = 0.0, 0, 0, 0
+    keys = {"cost_usd": float, "tokens_in": int, "tokens_out": int, "calls": int}
+    usage: dict[str, Any] = {k: kind() for k, kind in keys.items()}
     for sub in (CONTROLS_DIR, RUN_DIR):
         path = RunDir(report_dir / sub).summary
         if path.is_file():
             data = json.loads(path.read_text(encoding="utf-8"))
-            cost += float(data.get("cost_usd") or 0.0)
-            tin += int(data.get("tokens_in") or 0)
-            tout += int(data.get("tokens_out") or 0)
-            calls += int(data.get("calls") or 0)
-    return cost, tin, tout, calls
+            for k, kind in keys.items():
+                usage[k] += kind(data.get(k) or 0)
+    usage["cost_usd"] = round(usage["cost_usd"], 6)
+    return usage
+
+
+def _line(b: dict[str, Any]) -> str:
+    where = f"{b['category']}{', ' + b['slice'] if b.get('slice') else ''}"
+    return f"{b['code']} [{where}]: {b['message']}"
+
+
+def _invalid(base: dict[str, Any], candidate: str | Path, exc: WorkbenchError) -> ReleaseSummary:
+    lines = [p.format() for p in exc.problems] or [exc.summary]
+    code = exc.problems[0].code if exc.problems else "invalid_input"
+    check = problem_check(
+        "certification", Path(candidate).stem, "contract", code, exc.summary, lines
+    )
+    return ReleaseSummary(
+        **base,
+        outcome="invalid_input",
+        exit_code=OUTCOME_EXIT["invalid_input"],
+        report_dir=None,
+        report_id=None,
+        lock_sha256=None,
+        blockers=[],
+        verified=None,
+        verify_problems=[],
+        problems=lines,
+        budget_usd=None,
+        cost_usd=0.0,
+        tokens_in=0,
+        tokens_out=0,
+        calls=0,
+        checks=[check],
+    )
+
+
+def _certification_checks(result: Any) -> list[CheckResult]:
+    """The certification, then one check per blocker."""
+    name = result.report_id
+    if result.outcome == "certified":
+        details = [f"certified; lock sha256 {result.lock_sha256}"]
+        checks = [CheckResult(group="certification", name=name, status="passed", details=details)]
+    else:
+        worst = _WORST[result.outcome]
+        message = f"{result.outcome.upper()}: {len(result.blockers)} blocker(s)"
+        lines = [_line(b) for b in result.blockers]
+        checks = [problem_check("certification", name, worst, result.outcome, message, lines)]
+    for b in result.blockers:
+        label = b["code"] + (f" [{b['slice']}]" if b.get("slice") else "")
+        details = [json.dumps(b.get("evidence", {}), sort_keys=True)]
+        cases = list(b.get("case_ids") or [])
+        details += [f"cases: {', '.join(cases)}"] if cases else []
+        category = _CATEGORY.get(b.get("category", ""), "failure")
+        checks.append(
+            problem_check(
+                "blockers", label, category, b["code"], b["message"], details, failing=cases
+            )
+        )
+    return checks
+
+
+def _verify_check(name: str, verification: Any) -> CheckResult:
+    found = verification.problems
+    lines = [p.format() for p in found] or [f"{k}: {v}" for k, v in verification.checks.items()]
+    if verification.verified:
+        return CheckResult(group="verify", name=name, status="passed", details=lines)
+    code = found[0].code if found else "not_verified"
+    message = f"the locked report does not verify ({len(found)} problem(s))"
+    return problem_check("verify", name, "failure", code, message, lines)
 
 
 def run_release(
@@ -135,111 +207,17 @@ def run_release(
             overrides=overrides,
         )
     except WorkbenchError as exc:
-        lines = [p.format() for p in exc.problems] or [exc.summary]
-        check = CheckResult(
-            group="certification",
-            name=Path(candidate).stem,
-            status="failed",
-            category="contract",
-            code=exc.problems[0].code if exc.problems else "invalid_input",
-            message=exc.summary,
-            details=lines,
-        )
-        return ReleaseSummary(
-            **base,
-            outcome="invalid_input",
-            exit_code=OUTCOME_EXIT["invalid_input"],
-            report_dir=None,
-            report_id=None,
-            lock_sha256=None,
-            blockers=[],
-            verified=None,
-            verify_problems=[],
-            problems=lines,
-            budget_usd=None,
-            cost_usd=0.0,
-            tokens_in=0,
-            tokens_out=0,
-            calls=0,
-            checks=[check],
-        )
+        return _invalid(base, candidate, exc)
     report_dir = Path(result.report_dir)
-    checks: list[CheckResult] = []
-    name = result.report_id
-    if result.outcome == "certified":
-        checks.append(
-            CheckResult(
-                group="certification",
-                name=name,
-                status="passed",
-                details=[f"certified; lock sha256 {result.lock_sha256}"],
-            )
-        )
-    else:
-        worst = {
-            "evaluation_incomplete": "incomplete",
-            "quality_failed": "failure",
-            "review_required": "review",
-        }[result.outcome]
-        checks.append(
-            CheckResult(
-                group="certification",
-                name=name,
-                status="error" if worst == "incomplete" else "failed",
-                category=worst,
-                code=result.outcome,
-                message=f"{result.outcome.upper()}: {len(result.blockers)} blocker(s)",
-                details=[
-                    f"{b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]:"
-                    f" {b['message']}"
-                    for b in result.blockers
-                ],
-            )
-        )
-    for b in result.blockers:
-        category = _CATEGORY.get(b.get("category", ""), "failure")
-        label = b["code"] + (f" [{b['slice']}]" if b.get("slice") else "")
-        checks.append(
-            CheckResult(
-                group="blockers",
-                name=label,
-                status="error" if category == "incomplete" else "failed",
-                category=category,
-                code=b["code"],
-                message=b["message"],
-                details=[json.dumps(b.get("evidence", {}), sort_keys=True)]
-                + ([f"cases: {', '.join(b['case_ids'])}"] if b.get("case_ids") else []),
-                failing=list(b.get("case_ids") or []),
-            )
-        )
     verification = verify_path(report_dir)[0]
-    verify_lines = [p.format() for p in verification.problems]
-    checks.append(
-        CheckResult(
-            group="verify",
-            name=name,
-            status="passed" if verification.verified else "failed",
-            category="ok" if verification.verified else "failure",
-            code=(
-                None
-                if verification.verified
-                else (verification.problems[0].code if verification.problems else "not_verified")
-            ),
-            message=(
-                ""
-                if verification.verified
-                else f"the locked report does not verify ({len(verification.problems)} problem(s))"
-            ),
-            details=verify_lines or [f"{k}: {v}" for k, v in verification.checks.items()],
-        )
-    )
+    checks = [*_certification_checks(result), _verify_check(result.report_id, verification)]
     lock = json.loads((report_dir / "lock.json").read_text(encoding="utf-8"))
-    cost, tin, tout, calls = _run_usage(report_dir)
     exit_code = OUTCOME_EXIT[result.outcome]
     if not verification.verified and exit_code == ExitCode.OK:
         exit_code = int(ExitCode.FAILED)  # the report does not verify
     return ReleaseSummary(
         **base,
+        **_run_usage(report_dir),
         outcome=result.outcome,
         exit_code=exit_code,
         report_dir=str(report_dir),
@@ -247,13 +225,9 @@ def run_release(
         lock_sha256=result.lock_sha256,
         blockers=list(result.blockers),
         verified=verification.verified,
-        verify_problems=verify_lines,
+        verify_problems=[p.format() for p in verification.problems],
         problems=[],
         budget_usd=lock.get("budget_usd"),
-        cost_usd=round(cost, 6),
-        tokens_in=tin,
-        tokens_out=tout,
-        calls=calls,
         checks=checks,
     )
 
@@ -279,11 +253,7 @@ def format_release(summary: ReleaseSummary) -> str:
         f"release: {summary.outcome.upper()} (exit {summary.exit_code}); report"
         f" {summary.report_dir} ({summary.report_id}), lock sha256 {summary.lock_sha256}"
     ]
-    lines += [
-        f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]:"
-        f" {b['message']}"
-        for b in summary.blockers
-    ]
+    lines += [f"  - {_line(b)}" for b in summary.blockers]
     lines.append(
         f"verified: {'yes' if summary.verified else 'NO'}"
         + "".join(f"\n  {p}" for p in summary.verify_problems)

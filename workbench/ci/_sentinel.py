@@ -48,17 +48,11 @@ from typing import Any, Literal
 
 from .._io import atomic_write_json, sha256_text
 from .._record import LooseRecord as _Model
-from ..errors import Problem, WorkbenchError
-from ._contracts import (
-    EXIT_CODES,
-    Outcome,
-    control_check,
-    invocation_dir,
-    lane_outcome,
-)
+from ..errors import Problem, WorkbenchError, problem, refusal
+from ._contracts import EXIT_CODES, Outcome, control_check, invocation_dir, lane_outcome
 from ._expected import apply_expected_failures
 from ._git import Changes, changed_since, show_at
-from ._junit import CheckResult
+from ._junit import CheckResult, problem_check
 from ._project import CONFIG_FILE, Inventory, discover
 
 SENTINEL_LANE_SCHEMA_VERSION = 1
@@ -223,8 +217,6 @@ class _Candidate:
 @dataclass
 class _Plan:
     candidate: _Candidate
-    controls: list[Any] = field(default_factory=list)
-    sentinels: list[Any] = field(default_factory=list)
     baseline_judge: Any = None
     baseline_label: str | None = None
     baseline: tuple[Any, dict[str, Any]] | None = None
@@ -248,15 +240,11 @@ def affected_candidates(
             spec, _ = load_spec(path)
         except WorkbenchError as exc:
             if path.resolve() in changed:
+                code = exc.problems[0].code if exc.problems else "candidate_invalid"
+                details = [p.format() for p in exc.problems]
                 checks.append(
-                    CheckResult(
-                        group="candidates",
-                        name=inv.rel(path),
-                        status="failed",
-                        category="contract",
-                        code=exc.problems[0].code if exc.problems else "candidate_invalid",
-                        message=exc.summary,
-                        details=[p.format() for p in exc.problems],
+                    problem_check(
+                        "candidates", inv.rel(path), "contract", code, exc.summary, details
                     )
                 )
             continue
@@ -297,18 +285,12 @@ def _resolve_gold(inv: Inventory, gold: str | None) -> Path:
     with_sentinels = [g for g in inv.gold if (g / SENTINELS_FILE).is_file()]
     if len(with_sentinels) != 1:
         found = ", ".join(inv.rel(g) for g in with_sentinels) or "none"
-        raise WorkbenchError(
+        raise refusal(
             "no sentinel set",
-            [
-                Problem(
-                    location="--gold",
-                    code="sentinel_gold_ambiguous",
-                    message=(
-                        f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})"
-                    ),
-                    fix=f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}",
-                )
-            ],
+            "--gold",
+            "sentinel_gold_ambiguous",
+            f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})",
+            f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}",
         )
     return with_sentinels[0]
 
@@ -332,22 +314,14 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
         if p.ci_budget_usd is not None and p.rubric_version in (None, rubric_version):
             fits.append(path)
     if len(fits) != 1:
-        raise WorkbenchError(
+        raise refusal(
             "no policy",
-            [
-                Problem(
-                    location="--policy",
-                    code="sentinel_policy_ambiguous",
-                    message=(
-                        f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd"
-                        f" ({', '.join(inv.rel(p) for p in fits) or 'none'})"
-                    ),
-                    fix=(
-                        f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's"
-                        " ci_budget_usd caps the job"
-                    ),
-                )
-            ],
+            "--policy",
+            "sentinel_policy_ambiguous",
+            f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd"
+            f" ({', '.join(inv.rel(p) for p in fits) or 'none'})",
+            f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's"
+            " ci_budget_usd caps the job",
         )
     return fits[0]
 
@@ -355,43 +329,28 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
 def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -> tuple[float, str]:
     """The per-job cap: the policy's ``ci_budget_usd`` unless a lower ``--budget-usd`` is given."""
     cap = policy.ci_budget_usd
+    where = f"{policy_path}: ci_budget_usd"
     if cap is None and requested is None:
-        raise WorkbenchError(
+        raise refusal(
             "no cost cap",
-            [
-                Problem(
-                    location=f"{policy_path}: ci_budget_usd",
-                    code="ci_budget_missing",
-                    message=(
-                        f"the policy {policy.label} sets no ci_budget_usd and no --budget-usd was"
-                        " given: a judge-backed CI job needs an approved cap"
-                    ),
-                    fix=(
-                        "add ci_budget_usd to a new policy version (reviewed), or give --budget-usd"
-                    ),
-                )
-            ],
+            where,
+            "ci_budget_missing",
+            f"the policy {policy.label} sets no ci_budget_usd and no --budget-usd was given: a"
+            " judge-backed CI job needs an approved cap",
+            "add ci_budget_usd to a new policy version (reviewed), or give --budget-usd",
         )
     if cap is None:
         return float(requested), "--budget-usd"  # type: ignore[arg-type]
     if requested is None:
         return cap, "policy ci_budget_usd"
     if requested > cap:
-        raise WorkbenchError(
+        raise refusal(
             "cap above policy",
-            [
-                Problem(
-                    location=f"{policy_path}: ci_budget_usd",
-                    code="budget_above_policy",
-                    message=(
-                        f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}"
-                    ),
-                    fix=(
-                        f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a"
-                        " larger cap needs a new policy version"
-                    ),
-                )
-            ],
+            where,
+            "budget_above_policy",
+            f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}",
+            f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger cap"
+            " needs a new policy version",
         )
     return requested, "--budget-usd"
 
@@ -460,33 +419,287 @@ def _ref_version(
     return spec, (None if candidate.code_changed else judge), judge.identity.fingerprint()
 
 
-def _recorded_baseline(log: Path, fingerprint: str) -> Any | None:
-    from ..repeatability import read_drift_log
+def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
+    """How the candidate's sentinel verdicts will be compared: a recorded baseline of its
+    fingerprint, else one of the version at the ref, else that version run now (module doc)."""
+    from ..judges import build_judge
+    from ..repeatability import recorded_baseline
 
-    entries = [
-        e
-        for e in read_drift_log(log)
-        if e.kind == "baseline"
-        and e.status == "recorded"
-        and e.candidate_fingerprint == fingerprint
-    ]
-    return entries[-1] if entries else None
+    c.judge = build_judge(c.spec, c.path)
+    plan = _Plan(candidate=c)
+    entry = recorded_baseline(log, c.judge.identity.fingerprint())
+    if entry is not None:
+        when = f"recorded {entry.recorded_at:%Y-%m-%d}"
+        plan.baseline = f"drift log {entry.entry_id} (this fingerprint, {when})", entry.observations
+        return plan
+    since, label = lane.since, c.spec.label
+    ref = _ref_version(c, lane.changes, scratch)
+    if ref is None:
+        plan.no_baseline = (
+            f"{label} did not exist at {since} (nor its parent), and the drift log records no"
+            " baseline of it"
+        )
+        return plan
+    ref_spec, ref_judge, ref_fp = ref
+    entry = recorded_baseline(log, ref_fp)
+    if entry is not None:
+        at = f"{ref_spec.label} at {since}, recorded {entry.recorded_at:%Y-%m-%d}"
+        plan.baseline = f"drift log {entry.entry_id} ({at})", entry.observations
+    elif ref_judge is not None:
+        plan.baseline_judge, plan.baseline_label = ref_judge, f"{ref_spec.label} at {since}"
+    else:
+        code_reasons = [r for r in c.reasons if r.startswith(("function module", "judge code"))]
+        plan.no_baseline = (
+            f"the change touches code ({'; '.join(code_reasons)}) so {ref_spec.label} cannot be"
+            f" rebuilt as it was at {since}, and the drift log records no baseline of it"
+        )
+    return plan
 
 
 # ------------------------------------------------------------------------------ the lane
 
 
 def _run_record(label: str, purpose: Any, run_dir: Path, summary: Any) -> LaneRun:
-    return LaneRun(
-        candidate=label,
-        purpose=purpose,
-        run_dir=str(run_dir),
-        status=summary.status,
-        stop_reason=summary.stop_reason,
-        calls=summary.calls,
-        cost_usd=summary.cost_usd,
-        tokens_in=summary.tokens_in,
-        tokens_out=summary.tokens_out,
+    keys = ("status", "stop_reason", "calls", "cost_usd", "tokens_in", "tokens_out")
+    figures = {k: getattr(summary, k) for k in keys}
+    return LaneRun(candidate=label, purpose=purpose, run_dir=str(run_dir), **figures)
+
+
+@dataclass
+class _Lane:
+    """One invocation: what it found, what it ran, and the report it makes of that."""
+
+    root: Path
+    inv: Inventory
+    since: str
+    changes: Changes
+    run_dir: Path
+    dataset: Any
+    sentinels_file: Path
+    policy_path: Path
+    policy: Any
+    suite_path: Path | None
+    candidates: list[_Candidate]
+    removed: list[str]
+    checks: list[CheckResult]
+    runs: list[LaneRun] = field(default_factory=list)
+    cap: float | None = None
+    source: str | None = None
+    estimate: float = 0.0
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def left(self) -> float:
+        """What is left of the cap."""
+        assert self.cap is not None
+        return max(0.0, self.cap - sum(r.cost_usd for r in self.runs))
+
+    def finish(self) -> SentinelLaneReport:
+        """The report of the checks so far, written to ``sentinel.json`` in the run directory."""
+        outcome = lane_outcome(self.checks)
+        rel = self.inv.rel
+        report = SentinelLaneReport(
+            project=str(self.root),
+            since=self.since,
+            since_commit=self.changes.commit,
+            changed_files=list(self.changes.files),
+            affected=[
+                AffectedCandidate(
+                    candidate=c.spec.label,
+                    spec=rel(c.path),
+                    kind=c.spec.kind,
+                    covered=c.spec.kind in RUNNABLE_KINDS,
+                    reasons=c.reasons,
+                )
+                for c in self.candidates
+            ],
+            removed=self.removed,
+            gold=rel(self.dataset.root),
+            sentinels=rel(self.sentinels_file) if self.sentinels_file.exists() else None,
+            policy=rel(self.policy_path),
+            controls_suite=rel(self.suite_path) if self.suite_path is not None else None,
+            budget_usd=self.cap,
+            budget_source=self.source,
+            estimate_usd=round(self.estimate, 6),
+            cost_usd=round(sum(r.cost_usd for r in self.runs), 6),
+            tokens_in=sum(r.tokens_in for r in self.runs),
+            tokens_out=sum(r.tokens_out for r in self.runs),
+            calls=sum(r.calls for r in self.runs),
+            runs=self.runs,
+            checks=self.checks,
+            outcome=outcome,
+            exit_code=EXIT_CODES[outcome],
+            run_dir=str(self.run_dir),
+            evaluated_at=self.started,
+        )
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.run_dir / REPORT_FILE, report.model_dump(mode="json"))
+        return report
+
+
+def _open_lane(
+    project: str | Path, since: str, gold: str | None, policy: str | None, out: str | Path | None
+) -> _Lane:
+    """Find what changed, the gold and its sentinels, the policy and its controls, and the
+    affected candidates."""
+    from ..gold import load_dataset
+    from ..policy import load_policy
+    from ..repeatability import sentinels_path_for
+
+    root = Path(project)
+    inv = discover(root)
+    if inv.problems:
+        raise WorkbenchError(f"{root / CONFIG_FILE}: invalid CI configuration", inv.problems)
+    changes = changed_since(root, since)
+    run_dir = invocation_dir(Path(out) if out is not None else root / "runs" / "ci" / "sentinel")
+    started = datetime.now(UTC)
+    dataset = load_dataset(_resolve_gold(inv, gold))
+    sentinels_file = sentinels_path_for(dataset)
+    policy_path = _resolve_policy(inv, policy, dataset.rubric.version)
+    policy_model = load_policy(policy_path)
+    controls = policy_model.controls
+    suite_path = (policy_path.parent / controls.suite).resolve() if controls is not None else None
+    shared = {
+        (dataset.root / "rubric.yaml").resolve(): "rubric",
+        sentinels_file.resolve(): "sentinels",
+    }
+    if suite_path is not None:
+        shared[suite_path] = "controls"
+    candidates, removed, checks = affected_candidates(inv, changes, shared)
+    return _Lane(
+        root,
+        inv,
+        since,
+        changes,
+        run_dir,
+        dataset,
+        sentinels_file,
+        policy_path,
+        policy_model,
+        suite_path,
+        candidates,
+        removed,
+        checks,
+        started=started,
+    )
+
+
+def _not_covered(lane: _Lane, c: _Candidate) -> CheckResult:
+    command = _OTHER_LANES.get(c.spec.kind, "its own command").format(spec=lane.inv.rel(c.path))
+    message = (
+        f"a {c.spec.kind} candidate changed and this lane does not check that kind: check it with"
+        f" `{command}`"
+    )
+    return problem_check("sentinels", c.spec.label, "incomplete", "not_covered", message, c.reasons)
+
+
+def _controls_missing(lane: _Lane) -> CheckResult:
+    label = lane.policy.label
+    message = f"the policy {label} names no control suite: the lane cannot run the controls"
+    details = [f"{lane.policy_path}: add controls: {{suite: ...}} in a new policy version"]
+    return problem_check(
+        "control-runs", f"policy {label}", "incomplete", "controls_missing", message, details
+    )
+
+
+def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
+    """Price every planned call; above the cap the lane stops here (:class:`LaneRefused`)."""
+    from ..controls import work_items
+    from ..migration import estimate_run
+    from ..repeatability import sentinel_items
+
+    items = sentinel_items(loaded)
+    for plan in plans:
+        judge, cdir = plan.candidate.judge, lane.run_dir / plan.candidate.spec.label
+        work = [("controls", judge, work_items(suite))] if suite is not None else []
+        work.append(("sentinels", judge, items))
+        if plan.baseline_judge is not None:
+            work.append(("baseline", plan.baseline_judge, items))
+        for purpose, who, what in work:  # one sum, in order: the figure the cap is checked on
+            lane.estimate += estimate_run(
+                purpose, who, what, cdir / purpose, cache_dir=False
+            ).needed_usd
+    cap, estimate = lane.cap, lane.estimate
+    assert cap is not None
+    if estimate <= cap + 1e-12:
+        within = f"estimate ${estimate:.4f} within the cap ${cap:.4f} ({lane.source})"
+        lane.checks.append(
+            CheckResult(group="budget", name="per-job cap", status="passed", details=[within])
+        )
+        return
+    message = (
+        f"the planned calls need up to ${estimate:.4f}; the cap is ${cap:.4f} ({lane.source}):"
+        " nothing was started"
+    )
+    details = [
+        f"{p.candidate.spec.label}: controls, sentinels"
+        + (", baseline" if p.baseline_judge is not None else "")
+        for p in plans
+    ]
+    lane.checks.append(
+        problem_check(
+            "budget", "per-job cap", "incomplete", "budget_insufficient", message, details
+        )
+    )
+    raise LaneRefused(
+        "the per-job cap does not cover the sentinel lane: nothing was started",
+        [
+            problem(
+                f"{lane.inv.rel(lane.policy_path)}: ci_budget_usd",
+                "budget_insufficient",
+                f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}",
+                "raise ci_budget_usd in a reviewed new policy version, or change fewer judges at"
+                " once",
+            )
+        ],
+        lane.finish(),
+    )
+
+
+async def _run_plan(
+    lane: _Lane, plan: _Plan, suite: Any, loaded: Any, concurrency: int, progress: bool
+) -> None:
+    """The candidate's controls, its sentinels and (when planned) its ref version's sentinels."""
+    from ..controls import run_controls
+    from ..repeatability import run_sentinels
+
+    c = plan.candidate
+    label = c.spec.label
+    cdir = lane.run_dir / label
+    opts: dict[str, Any] = {"concurrency": concurrency, "progress": progress}
+    if suite is not None:
+        t0 = time.perf_counter()
+        controls = await run_controls(
+            c.judge, suite, cdir / "controls", budget_usd=lane.left(), cache_dir=False, **opts
+        )
+        if controls.run is not None:
+            lane.runs.append(_run_record(label, "controls", cdir / "controls", controls.run))
+        seconds = round(time.perf_counter() - t0, 3)
+        lane.checks.append(control_check(f"{label} on {suite.label}", controls, seconds))
+    t0 = time.perf_counter()
+    dataset = lane.dataset
+    summary, after = await run_sentinels(
+        c.judge, loaded, dataset, cdir / "sentinels", budget_usd=lane.left(), **opts
+    )
+    lane.runs.append(_run_record(label, "sentinels", cdir / "sentinels", summary))
+    name, before = plan.baseline if plan.baseline is not None else (None, None)
+    if plan.baseline_judge is not None:
+        base, before = await run_sentinels(
+            plan.baseline_judge, loaded, dataset, cdir / "baseline", budget_usd=lane.left(), **opts
+        )
+        lane.runs.append(
+            _run_record(plan.baseline_label or label, "baseline", cdir / "baseline", base)
+        )
+        name = f"{plan.baseline_label}, run now ({cdir / 'baseline'})"
+        if base.status != "complete":
+            before = None
+            plan.no_baseline = (
+                f"the baseline run of {plan.baseline_label} stopped early ({base.stop_reason})"
+            )
+    seconds = round(time.perf_counter() - t0, 3)
+    lane.checks.append(
+        _sentinel_check(
+            label, loaded, dataset, summary, before, name, plan.no_baseline, after, seconds
+        )
     )
 
 
@@ -503,351 +716,34 @@ async def run_sentinel_lane(
 ) -> SentinelLaneReport:
     """Run the lane (module doc). Raises :class:`WorkbenchError` on invalid input and
     :class:`LaneRefused` when it stops before any call (its ``report`` holds the checks)."""
-    from ..controls import load_suite, work_items
-    from ..gold import gold_lineage, load_dataset
-    from ..judges import JudgeInput, build_judge
-    from ..migration import estimate_run
-    from ..policy import load_policy
-    from ..repeatability import drift_log_path_for, load_sentinels, sentinels_path_for
-    from ..repeatability._drift import Observation, _changes, _observations
-    from ..runs import WorkItem, run_items
+    from ..controls import load_suite
+    from ..repeatability import drift_log_path_for, load_sentinels
 
-    root = Path(project)
-    inv = discover(root)
-    if inv.problems:
-        raise WorkbenchError(f"{root / CONFIG_FILE}: invalid CI configuration", inv.problems)
-    changes = changed_since(root, since)
-    run_dir = invocation_dir(Path(out) if out is not None else root / "runs" / "ci" / "sentinel")
-    started = datetime.now(UTC)
-    checks: list[CheckResult] = []
-    runs: list[LaneRun] = []
-
-    gold_path = _resolve_gold(inv, gold)
-    dataset = load_dataset(gold_path)
-    sentinels_file = sentinels_path_for(dataset)
-    policy_path = _resolve_policy(inv, policy, dataset.rubric.version)
-    policy_model = load_policy(policy_path)
-    suite_path = (
-        (policy_path.parent / policy_model.controls.suite).resolve()
-        if policy_model.controls is not None
-        else None
-    )
-    shared = {
-        (dataset.root / "rubric.yaml").resolve(): "rubric",
-        sentinels_file.resolve(): "sentinels",
-    }
-    if suite_path is not None:
-        shared[suite_path] = "controls"
-    candidates, removed, spec_checks = affected_candidates(inv, changes, shared)
-    checks += spec_checks
-    affected = [
-        AffectedCandidate(
-            candidate=c.spec.label,
-            spec=inv.rel(c.path),
-            kind=c.spec.kind,
-            covered=c.spec.kind in RUNNABLE_KINDS,
-            reasons=c.reasons,
-        )
-        for c in candidates
+    lane = _open_lane(project, since, gold, policy, out)
+    lane.checks += [
+        _not_covered(lane, c) for c in lane.candidates if c.spec.kind not in RUNNABLE_KINDS
     ]
-
-    def report(
-        outcome_checks: list[CheckResult],
-        *,
-        cap: float | None = None,
-        source: str | None = None,
-        estimate: float = 0.0,
-    ) -> SentinelLaneReport:
-        outcome = lane_outcome(outcome_checks)
-        return SentinelLaneReport(
-            project=str(root),
-            since=since,
-            since_commit=changes.commit,
-            changed_files=list(changes.files),
-            affected=affected,
-            removed=removed,
-            gold=inv.rel(dataset.root),
-            sentinels=inv.rel(sentinels_file) if sentinels_file.exists() else None,
-            policy=inv.rel(policy_path),
-            controls_suite=inv.rel(suite_path) if suite_path is not None else None,
-            budget_usd=cap,
-            budget_source=source,
-            estimate_usd=round(estimate, 6),
-            cost_usd=round(sum(r.cost_usd for r in runs), 6),
-            tokens_in=sum(r.tokens_in for r in runs),
-            tokens_out=sum(r.tokens_out for r in runs),
-            calls=sum(r.calls for r in runs),
-            runs=runs,
-            checks=outcome_checks,
-            outcome=outcome,
-            exit_code=EXIT_CODES[outcome],
-            run_dir=str(run_dir),
-            evaluated_at=started,
-        )
-
-    for c in candidates:
-        if c.spec.kind not in RUNNABLE_KINDS:
-            command = _OTHER_LANES.get(c.spec.kind, "its own command").format(spec=inv.rel(c.path))
-            checks.append(
-                CheckResult(
-                    group="sentinels",
-                    name=c.spec.label,
-                    status="error",
-                    category="incomplete",
-                    code="not_covered",
-                    message=(
-                        f"a {c.spec.kind} candidate changed and this lane does not check that kind:"
-                        f" check it with `{command}`"
-                    ),
-                    details=c.reasons,
-                )
-            )
-    runnable = [c for c in candidates if c.spec.kind in RUNNABLE_KINDS]
+    runnable = [c for c in lane.candidates if c.spec.kind in RUNNABLE_KINDS]
     if not runnable:
-        final = report(checks)
-        _write(run_dir, final)
-        return final
-
-    cap, source = resolve_cap(policy_model, budget_usd, policy_path)
-    loaded = load_sentinels(sentinels_file, dataset)
-    suite = load_suite(suite_path) if suite_path is not None else None
+        return lane.finish()
+    lane.cap, lane.source = resolve_cap(lane.policy, budget_usd, lane.policy_path)
+    loaded = load_sentinels(lane.sentinels_file, lane.dataset)
+    suite = load_suite(lane.suite_path) if lane.suite_path is not None else None
     if suite is None:
-        checks.append(
-            CheckResult(
-                group="control-runs",
-                name=f"policy {policy_model.label}",
-                status="error",
-                category="incomplete",
-                code="controls_missing",
-                message=(
-                    f"the policy {policy_model.label} names no control suite: the lane cannot run"
-                    " the controls"
-                ),
-                details=[f"{policy_path}: add controls: {{suite: ...}} in a new policy version"],
-            )
-        )
-    log = drift_log_path_for(dataset)
-    sentinel_items = [
-        WorkItem(k.case_id, k.response_hash, 0, JudgeInput.from_case(k)) for k in loaded.cases
-    ]
-    plans: list[_Plan] = []
-    estimate = 0.0
+        lane.checks.append(_controls_missing(lane))
+    log = drift_log_path_for(lane.dataset)
     scratch = Path(tempfile.mkdtemp(prefix="workbench-ci-ref-"))
     try:
-        for c in runnable:
-            c.judge = build_judge(c.spec, c.path)
-            plan = _Plan(candidate=c)
-            label = c.spec.label
-            cdir = run_dir / label
-            fingerprint = c.judge.identity.fingerprint()
-            entry = _recorded_baseline(log, fingerprint)
-            if entry is not None:
-                plan.baseline = (
-                    (
-                        f"drift log {entry.entry_id} (this fingerprint, recorded"
-                        f" {entry.recorded_at:%Y-%m-%d})"
-                    ),
-                    dict(entry.observations),
-                )
-            else:
-                ref = _ref_version(c, changes, scratch)
-                if ref is None:
-                    plan.no_baseline = (
-                        f"{label} did not exist at {since} (nor its parent), and the drift log"
-                        " records no baseline of it"
-                    )
-                else:
-                    ref_spec, ref_judge, ref_fp = ref
-                    entry = _recorded_baseline(log, ref_fp)
-                    if entry is not None:
-                        plan.baseline = (
-                            (
-                                f"drift log {entry.entry_id} ({ref_spec.label} at {since}, recorded"
-                                f" {entry.recorded_at:%Y-%m-%d})"
-                            ),
-                            dict(entry.observations),
-                        )
-                    elif ref_judge is not None:
-                        plan.baseline_judge = ref_judge
-                        plan.baseline_label = f"{ref_spec.label} at {since}"
-                    else:
-                        code_reasons = [
-                            r for r in c.reasons if r.startswith(("function module", "judge code"))
-                        ]
-                        plan.no_baseline = (
-                            "the change touches code"
-                            f" ({'; '.join(code_reasons)})"
-                            f" so {ref_spec.label} cannot be rebuilt as it was at {since}, and the"
-                            " drift log records no baseline of it"
-                        )
-            if suite is not None:
-                estimate += estimate_run(
-                    "controls", c.judge, work_items(suite), cdir / "controls", cache_dir=False
-                ).needed_usd
-            estimate += estimate_run(
-                "sentinels", c.judge, sentinel_items, cdir / "sentinels", cache_dir=False
-            ).needed_usd
-            if plan.baseline_judge is not None:
-                estimate += estimate_run(
-                    "baseline",
-                    plan.baseline_judge,
-                    sentinel_items,
-                    cdir / "baseline",
-                    cache_dir=False,
-                ).needed_usd
-            plans.append(plan)
-        if estimate > cap + 1e-12:
-            checks.append(
-                CheckResult(
-                    group="budget",
-                    name="per-job cap",
-                    status="error",
-                    category="incomplete",
-                    code="budget_insufficient",
-                    message=(
-                        f"the planned calls need up to ${estimate:.4f}; the cap is ${cap:.4f}"
-                        f" ({source}): nothing was started"
-                    ),
-                    details=[
-                        f"{p.candidate.spec.label}: controls, sentinels"
-                        + (", baseline" if p.baseline_judge is not None else "")
-                        for p in plans
-                    ],
-                )
-            )
-            refused = report(checks, cap=cap, source=source, estimate=estimate)
-            _write(run_dir, refused)
-            raise LaneRefused(
-                "the per-job cap does not cover the sentinel lane: nothing was started",
-                [
-                    Problem(
-                        location=f"{inv.rel(policy_path)}: ci_budget_usd",
-                        code="budget_insufficient",
-                        message=(
-                            f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}"
-                        ),
-                        fix=(
-                            "raise ci_budget_usd in a reviewed new policy version, or change fewer"
-                            " judges at once"
-                        ),
-                    )
-                ],
-                refused,
-            )
-        checks.append(
-            CheckResult(
-                group="budget",
-                name="per-job cap",
-                status="passed",
-                details=[f"estimate ${estimate:.4f} within the cap ${cap:.4f} ({source})"],
-            )
-        )
-
-        def left() -> float:
-            return max(0.0, cap - sum(r.cost_usd for r in runs))
-
+        plans = [_plan(lane, c, log, scratch) for c in runnable]
+        _price(lane, plans, suite, loaded)
         for plan in plans:
-            c = plan.candidate
-            label = c.spec.label
-            cdir = run_dir / label
-            if suite is not None:
-                t0 = time.perf_counter()
-                from ..controls import run_controls
-
-                controls_report = await run_controls(
-                    c.judge,
-                    suite,
-                    cdir / "controls",
-                    concurrency=concurrency,
-                    budget_usd=left(),
-                    cache_dir=False,
-                    progress=progress,
-                )
-                if controls_report.run is not None:
-                    runs.append(
-                        _run_record(label, "controls", cdir / "controls", controls_report.run)
-                    )
-                checks.append(
-                    control_check(
-                        f"{label} on {suite.label}",
-                        controls_report,
-                        round(time.perf_counter() - t0, 3),
-                    )
-                )
-            t0 = time.perf_counter()
-            lineage = gold_lineage(dataset, loaded.cases)
-            summary = await run_items(
-                c.judge,
-                sentinel_items,
-                cdir / "sentinels",
-                partition="sentinels",
-                dataset_sha256=dataset.sha256,
-                repeats=1,
-                grid=True,
-                concurrency=concurrency,
-                budget_usd=left(),
-                cache_dir=False,
-                progress=progress,
-                lineage=lineage,
-            )
-            runs.append(_run_record(label, "sentinels", cdir / "sentinels", summary))
-            _, after = _observations(cdir / "sentinels", loaded.case_ids)
-            before: dict[str, Observation] | None = None
-            baseline_name = None
-            if plan.baseline is not None:
-                baseline_name, before = plan.baseline
-            elif plan.baseline_judge is not None:
-                base_summary = await run_items(
-                    plan.baseline_judge,
-                    sentinel_items,
-                    cdir / "baseline",
-                    partition="sentinels",
-                    dataset_sha256=dataset.sha256,
-                    repeats=1,
-                    grid=True,
-                    concurrency=concurrency,
-                    budget_usd=left(),
-                    cache_dir=False,
-                    progress=progress,
-                    lineage=lineage,
-                )
-                runs.append(
-                    _run_record(
-                        plan.baseline_label or label, "baseline", cdir / "baseline", base_summary
-                    )
-                )
-                _, before = _observations(cdir / "baseline", loaded.case_ids)
-                baseline_name = f"{plan.baseline_label}, run now ({cdir / 'baseline'})"
-                if base_summary.status != "complete":
-                    before = None
-                    plan.no_baseline = (
-                        f"the baseline run of {plan.baseline_label} stopped early"
-                        f" ({base_summary.stop_reason})"
-                    )
-            seconds = round(time.perf_counter() - t0, 3)
-            checks.append(
-                _sentinel_check(
-                    label,
-                    loaded,
-                    dataset,
-                    summary,
-                    before,
-                    baseline_name,
-                    plan.no_baseline,
-                    after,
-                    _changes,
-                    seconds,
-                )
-            )
+            await _run_plan(lane, plan, suite, loaded, concurrency, progress)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-    checks = apply_expected_failures(
-        checks, inv.config.expected_failures, strict_unrun=False, known=lambda check_id: True
+    lane.checks = apply_expected_failures(
+        lane.checks, lane.inv.config.expected_failures, strict_unrun=False, known=lambda _: True
     )
-    final = report(checks, cap=cap, source=source, estimate=estimate)
-    _write(run_dir, final)
-    return final
+    return lane.finish()
 
 
 def _sentinel_check(
@@ -859,48 +755,35 @@ def _sentinel_check(
     baseline_name: str | None,
     no_baseline: str | None,
     after: dict[str, Any],
-    changes_fn: Any,
     seconds: float,
 ) -> CheckResult:
-    name = label
+    from ..repeatability import sentinel_changes
+
     if summary.status != "complete":
-        return CheckResult(
-            group="sentinels",
-            name=name,
-            status="error",
-            category="incomplete",
-            code=summary.stop_reason or "run_incomplete",
-            message=(
-                f"the sentinel run stopped early ({summary.stop_reason}:"
-                f" {summary.stop_detail or ''}); unrun: {', '.join(summary.unrun) or 'none'}"
-            ),
+        return problem_check(
+            "sentinels",
+            label,
+            "incomplete",
+            summary.stop_reason or "run_incomplete",
+            f"the sentinel run stopped early ({summary.stop_reason}: {summary.stop_detail or ''});"
+            f" unrun: {', '.join(summary.unrun) or 'none'}",
             seconds=seconds,
         )
     if before is None:
-        return CheckResult(
-            group="sentinels",
-            name=name,
-            status="error",
-            category="incomplete",
-            code="baseline_missing",
-            message=f"no baseline: {no_baseline}",
-            details=[
-                f"record one: `workbench drift --candidate SPEC --gold {dataset.root}"
-                " --record-baseline` (after reviewing its verdicts), and commit the drift log"
-            ],
-            seconds=seconds,
+        record = (
+            f"record one: `workbench drift --candidate SPEC --gold {dataset.root}"
+            " --record-baseline` (after reviewing its verdicts), and commit the drift log"
         )
-    flagged = changes_fn(loaded, dataset, before, after)
+        message = f"no baseline: {no_baseline}"
+        return problem_check(
+            "sentinels", label, "incomplete", "baseline_missing", message, [record], seconds=seconds
+        )
+    flagged = sentinel_changes(loaded, dataset, before, after)
     if any(f.kind == "not_judged" for f in flagged):
-        return CheckResult(
-            group="sentinels",
-            name=name,
-            status="error",
-            category="incomplete",
-            code="not_judged",
-            message="a sentinel was not judged",
-            details=[f"{f.case_id}: {f.kind}" for f in flagged],
-            seconds=seconds,
+        details = [f"{f.case_id}: {f.kind}" for f in flagged]
+        message = "a sentinel was not judged"
+        return problem_check(
+            "sentinels", label, "incomplete", "not_judged", message, details, seconds=seconds
         )
     if flagged:
         details = [
@@ -908,32 +791,25 @@ def _sentinel_check(
             f" {f.after}" + (" BOUNDARY" if f.boundary_crossing else "")
             for f in flagged
         ]
-        return CheckResult(
-            group="sentinels",
-            name=name,
-            status="failed",
-            category="review",
-            code="sentinel_drift",
-            message=(
-                f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against"
-                f" {baseline_name}"
-            ),
-            details=details,
-            failing=sorted({f.case_id for f in flagged}),
+        message = (
+            f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against"
+            f" {baseline_name}"
+        )
+        failing = sorted({f.case_id for f in flagged})
+        return problem_check(
+            "sentinels",
+            label,
+            "review",
+            "sentinel_drift",
+            message,
+            details,
+            failing=failing,
             seconds=seconds,
         )
+    same = f"{len(loaded.cases)} sentinels gave the baseline's verdicts ({baseline_name})"
     return CheckResult(
-        group="sentinels",
-        name=name,
-        status="passed",
-        details=[f"{len(loaded.cases)} sentinels gave the baseline's verdicts ({baseline_name})"],
-        seconds=seconds,
+        group="sentinels", name=label, status="passed", details=[same], seconds=seconds
     )
-
-
-def _write(run_dir: Path, report: SentinelLaneReport) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / REPORT_FILE, report.model_dump(mode="json"))
 
 
 def run_sentinel_lane_sync(*args: Any, **kwargs: Any) -> SentinelLaneReport:

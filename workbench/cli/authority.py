@@ -10,6 +10,7 @@ import click
 
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
+from ._options import json_flag, path, show
 
 if TYPE_CHECKING:
     from ..authority import AuthorityEntry
@@ -20,6 +21,10 @@ GOLD_HELP = (
     "Gold dataset the judge was certified on; its authority record lives beside it (or where"
     " workbench.yaml's authority_record says)."
 )
+
+
+_gold = path("--gold", required=True, help=GOLD_HELP)
+_entry_json = json_flag("Print the entry as JSON.")
 
 
 def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
@@ -64,22 +69,20 @@ def authority() -> None:
 
 
 @authority.command("grant")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
-@click.option(
+@_gold
+@path(
     "--candidate",
     required=True,
-    type=click.Path(path_type=str),
     help="The candidate spec the judge runs from (its fingerprint must be the certified one).",
 )
-@click.option(
+@path(
     "--report",
     required=True,
-    type=click.Path(path_type=str),
     help="A certified report of this version: reports/<name>/<version>/<n>.",
 )
 @click.option("--approver", required=True, help="The person accountable for this authority.")
 @click.option("--reason", required=True, help="Why.")
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@_entry_json
 @user_errors
 def grant_command(
     gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool
@@ -97,22 +100,16 @@ def grant_command(
 
 
 @authority.command("promote")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
-@click.option(
-    "--candidate",
-    required=True,
-    type=click.Path(path_type=str),
-    help="The candidate spec the judge runs from.",
-)
-@click.option(
+@_gold
+@path("--candidate", required=True, help="The candidate spec the judge runs from.")
+@path(
     "--report",
     required=True,
-    type=click.Path(path_type=str),
     help="A certified report of this version granting at least the next level.",
 )
 @click.option("--approver", required=True, help="The person accountable for the promotion.")
 @click.option("--reason", required=True, help="Why, e.g. what the monitored window showed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@_entry_json
 @user_errors
 def promote_command(
     gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool
@@ -128,7 +125,7 @@ def promote_command(
 
 
 @authority.command("demote")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@_gold
 @click.option("--judge", required=True, help="The judge, name@version.")
 @click.option(
     "--reason",
@@ -143,7 +140,7 @@ def promote_command(
     help="The level to demote to (default: one step down).",
 )
 @click.option("--approver", default=None, help="Who decided (default: you).")
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@_entry_json
 @user_errors
 def demote_command(
     gold: str, judge: str, reason: str, to: str | None, approver: str | None, as_json: bool
@@ -157,11 +154,11 @@ def demote_command(
 
 
 @authority.command("revoke")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@_gold
 @click.option("--judge", required=True, help="The judge, name@version.")
 @click.option("--reason", required=True, help="Why.")
 @click.option("--approver", default=None, help="Who decided (default: you).")
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@_entry_json
 @user_errors
 def revoke_command(gold: str, judge: str, reason: str, approver: str | None, as_json: bool) -> None:
     """Take all authority from a judge (or detach a shadow) at once: a reason is all it needs."""
@@ -173,13 +170,8 @@ def revoke_command(gold: str, judge: str, reason: str, approver: str | None, as_
 
 
 @authority.command("shadow")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
-@click.option(
-    "--candidate",
-    required=True,
-    type=click.Path(path_type=str),
-    help="The judge to run in shadow (it must hold no authority).",
-)
+@_gold
+@path("--candidate", required=True, help="The judge to run in shadow (it must hold no authority).")
 @click.option("--of", "of", required=True, help="The judge holding authority, name@version.")
 @click.option("--approver", required=True, help="Who approved the attachment.")
 @click.option(
@@ -187,13 +179,8 @@ def revoke_command(gold: str, judge: str, reason: str, approver: str | None, as_
     required=True,
     help="Why (e.g. diagnosing a rolled-back version, or watching a migration).",
 )
-@click.option(
-    "--report",
-    type=click.Path(path_type=str),
-    default=None,
-    help="The candidate's latest report, if any (recorded, not required).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@path("--report", help="The candidate's latest report, if any (recorded, not required).")
+@_entry_json
 @user_errors
 def shadow_command(
     gold: str,
@@ -217,9 +204,9 @@ def shadow_command(
 
 
 @authority.command("log")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@_gold
 @click.option("--judge", default=None, help="Only this judge (name@version).")
-@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+@json_flag("Print the entries as JSON.")
 @user_errors
 def log_command(gold: str, judge: str | None, as_json: bool) -> None:
     """Print the authority record and check its chain (exit 1 when it is damaged)."""
@@ -250,9 +237,9 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@_gold
 @click.option("--judge", default=None, help="Only this judge (name@version).")
-@click.option("--json", "as_json", is_flag=True, help="Print the AuthorityStatus as JSON.")
+@json_flag("Print the AuthorityStatus as JSON.")
 @user_errors
 def status(gold: str, judge: str | None, as_json: bool) -> None:
     """Every judge with an authority record: recorded and effective authority, scope, last
@@ -271,8 +258,5 @@ def status(gold: str, judge: str | None, as_json: bool) -> None:
     from ..authority import authority_status, format_status
 
     result = authority_status(gold, judge=judge)
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        click.echo(format_status(result))
+    show(result, as_json, format_status)
     sys.exit(result.exit_code)

@@ -11,6 +11,7 @@ from ..errors import WorkbenchError
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, report_problems, user_errors
+from ._options import json_flag, path, show
 from ._run_options import fixed_concurrency, run_option, run_options
 
 if TYPE_CHECKING:
@@ -40,25 +41,16 @@ def _junit(path: str | None, lane: str, checks: list[CheckResult]) -> None:
 
 
 @ci.command("contracts")
-@click.option(
+@path(
     "--project",
     default=".",
     show_default=True,
-    type=click.Path(path_type=str),
     help="Project root (holds data/ and, optionally, workbench.yaml).",
 )
-@click.option(
-    "--junit",
-    "junit_path",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Write a JUnit XML report here.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
+@path("--junit", "junit_path", help="Write a JUnit XML report here.")
+@json_flag("Print the report as JSON.")
+@path(
     "--out",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id>"
         " (default runs/ci/contracts under the project)."
@@ -119,26 +111,16 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
         " merge base with HEAD, plus untracked files."
     ),
 )
-@click.option(
-    "--project",
-    default=".",
-    show_default=True,
-    type=click.Path(path_type=str),
-    help="Project root.",
-)
-@click.option(
+@path("--project", default=".", show_default=True, help="Project root.")
+@path(
     "--gold",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with"
         " sentinels)."
     ),
 )
-@click.option(
+@path(
     "--policy",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Policy whose ci_budget_usd caps the job and whose control suite runs (default:"
         " ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd)."
@@ -151,18 +133,10 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
         "help": "A lower cap than the policy's ci_budget_usd (a higher one is refused).",
     },
 )
-@click.option(
-    "--junit",
-    "junit_path",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Write a JUnit XML report here.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
+@path("--junit", "junit_path", help="Write a JUnit XML report here.")
+@json_flag("Print the report as JSON.")
+@path(
     "--out",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default"
         " runs/ci/sentinel under the project)."
@@ -210,30 +184,19 @@ def sentinel(
         report_problems(exc)
         report = exc.report
     _junit(junit_path, "sentinel", report.checks)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_sentinel_lane(report))
+    show(report, as_json, format_sentinel_lane)
     sys.exit(report.exit_code)
 
 
 @ci.command("release")
-@click.option(
-    "--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec to certify."
-)
+@path("--candidate", required=True, help="Candidate spec to certify.")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Policy file.")
-@click.option(
-    "--gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset (its held-out ledger is found from it).",
-)
-@click.option(
+@path("--gold", required=True, help="Gold dataset (its held-out ledger is found from it).")
+@path(
     "--reports",
     "reports_root",
     default="reports",
     show_default=True,
-    type=click.Path(path_type=str),
     help="Reports root directory.",
 )
 @click.option(
@@ -249,26 +212,9 @@ def sentinel(
         "help": "Spend limit for the held-out run (the policy's budget_usd unless lower).",
     },
 )
-@click.option(
-    "--junit",
-    "junit_path",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Write a JUnit XML report here.",
-)
-@click.option(
-    "--json",
-    "json_path",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Write the machine-readable summary (JSON) here.",
-)
-@click.option(
-    "--notebook",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Certification notebook (default notebooks/03_certify.ipynb).",
-)
+@path("--junit", "junit_path", help="Write a JUnit XML report here.")
+@path("--json", "json_path", help="Write the machine-readable summary (JSON) here.")
+@path("--notebook", help="Certification notebook (default notebooks/03_certify.ipynb).")
 def release(
     candidate: str,
     policy: str,

@@ -7,73 +7,36 @@ from pathlib import Path
 
 import click
 
-from ..migration import BudgetInsufficient, compare_candidates_sync, default_out, format_comparison
+from ..migration import compare_candidates_sync, default_out, format_comparison
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
-from ._common import echo_json, report_problems, user_errors
+from ._common import user_errors
+from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path, show
 from ._run_options import run_options
 
 
 @click.command()
-@click.option(
-    "--old",
-    "old",
-    required=True,
-    type=click.Path(path_type=str),
-    help="The current version's candidate spec.",
-)
-@click.option(
-    "--new",
-    "new",
-    required=True,
-    type=click.Path(path_type=str),
-    help="The new version's candidate spec.",
-)
-@click.option(
-    "--gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
+@path("--old", "old", required=True, help="The current version's candidate spec.")
+@path("--new", "new", required=True, help="The new version's candidate spec.")
+@path("--gold", required=True, help=GOLD_HELP)
 @click.option(
     "--partition",
     required=True,
     type=click.Choice(["development", "calibration"]),
     help="Partition to compare on (held-out data is for certification only).",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Comparison directory (default runs/compare/<old>__<new>/<partition>).",
-)
-@click.option(
+@path("--out", help="Comparison directory (default runs/compare/<old>__<new>/<partition>).")
+@path(
     "--old-run",
-    type=click.Path(path_type=str),
-    default=None,
     help="Reuse this complete run of --old (its manifest is checked) instead of running it.",
 )
-@click.option(
-    "--new-run",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Reuse this complete run of --new (checked likewise).",
-)
-@click.option(
+@path("--new-run", help="Reuse this complete run of --new (checked likewise).")
+@path(
     "--label-mapping",
-    type=click.Path(path_type=str),
-    default=None,
-    help=(
-        "Reviewed mapping of the old version's labels to the new ones (required when categories"
-        " were renamed)."
-    ),
+    help="Reviewed mapping of the old version's labels to the new ones (required when categories"
+    " were renamed).",
 )
-@click.option(
-    "--controls",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Control suite to run on both versions before the partition.",
-)
+@path("--controls", help="Control suite to run on both versions before the partition.")
 @click.option(
     "--no-controls",
     is_flag=True,
@@ -92,7 +55,7 @@ from ._run_options import run_options
     },
     no_progress={"help": "Hide the progress bars."},
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the ComparisonReport as JSON.")
+@json_flag("Print the ComparisonReport as JSON.")
 @user_errors
 def compare(
     old: str,
@@ -134,7 +97,7 @@ def compare(
     out_dir = (
         Path(out) if out else default_out(old_judge.spec.label, new_judge.spec.label, partition)
     )
-    try:
+    with budget_refusal():
         report = compare_candidates_sync(
             old_judge,
             new_judge,
@@ -150,23 +113,12 @@ def compare(
             cache_dir=options.cache_dir,
             progress=options.progress,
         )
-    except BudgetInsufficient as exc:
-        report_problems(exc)
-        sys.exit(ExitCode.INCOMPLETE)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_comparison(report))
-        click.echo(f"comparison: {out_dir / 'comparison.json'}")
-    if report.status != "complete":
-        sys.exit(ExitCode.INCOMPLETE)
-    if report.old.errors or report.new.errors:
+    show(report, as_json, format_comparison, lambda _: f"comparison: {out_dir / 'comparison.json'}")
+    if report.status == "complete" and (report.old.errors or report.new.errors):
         click.echo(
             f"evaluator errors: {report.old.errors} case(s) of {report.old.label},"
             f" {report.new.errors} of {report.new.label}: their verdicts are unknown",
             err=True,
         )
         sys.exit(ExitCode.EVALUATOR_ERRORS)
-    if report.review:
-        sys.exit(ExitCode.REVIEW_REQUIRED)
-    sys.exit(ExitCode.OK)
+    exit_with(report.status == "complete", bool(report.review))

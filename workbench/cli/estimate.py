@@ -7,51 +7,46 @@ from typing import TYPE_CHECKING
 import click
 
 from ..outcomes import ExitCode
-from ._common import FiniteFloatRange, echo_json, user_errors
+from ._common import FiniteFloatRange, user_errors
+from ._options import json_flag, path, show
 
 if TYPE_CHECKING:
     from ..estimate._estimate import RGInterval
 
 
 @click.command()
-@click.option(
+@path(
     "--report",
     "report",
     required=True,
-    type=click.Path(path_type=str),
     help="Certification report directory, reports/<candidate>/<version>/<n>.",
 )
-@click.option(
+@path(
     "--results",
     "results",
     required=True,
-    type=click.Path(path_type=str),
     help=(
         "The certified judge's verdicts on production traffic (judge-result contract JSONL, no"
         " gold)."
     ),
 )
-@click.option(
+@path(
     "--slices",
     "slices",
     required=True,
-    type=click.Path(path_type=str),
     help=(
         "Slice of every production case: CSV with header case_id,slice, or JSONL {case_id, slice}."
     ),
 )
-@click.option(
+@path(
     "--rubric",
     "rubric",
     required=True,
-    type=click.Path(path_type=str),
     help="The rubric (rubric.yaml or its dataset directory) the judge was certified under.",
 )
-@click.option(
+@path(
     "--labelled",
     "labelled",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Optional random labelled sample of the same traffic: CSV case_id,label or JSONL {case_id,"
         " label}; adds PPI."
@@ -78,9 +73,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="Flag the correction unstable when sensitivity + specificity - 1 is below this.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the documented, versioned JSON estimate."
-)
+@json_flag("Print the documented, versioned JSON estimate.")
 @user_errors
 def estimate(
     report: str,
@@ -119,9 +112,6 @@ def estimate(
         seed=seed,
         unstable_below=unstable_below,
     )
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        click.echo(format_estimate(result))
+    show(result, as_json, format_estimate)
     if result.status != "complete":
         raise SystemExit(ExitCode.INCOMPLETE)

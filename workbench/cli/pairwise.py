@@ -8,22 +8,16 @@ from ..align import check_results_file
 from ..gold import PARTITIONS, load_dataset
 from ..outcomes import ExitCode
 from ..pairwise import format_pairwise, pairwise_report
-from ._common import echo_json, user_errors
+from ._common import user_errors
+from ._options import json_flag, path, show
 
 
 @click.command()
-@click.option(
-    "--gold",
-    "gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
-@click.option(
+@path("--gold", required=True, help="Gold dataset directory or gold.jsonl.")
+@path(
     "--results",
     "results",
     required=True,
-    type=click.Path(path_type=str),
     help=(
         "Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its"
         " presentation."
@@ -41,12 +35,7 @@ from ._common import echo_json, user_errors
         " outside a result's presented_order count as ties too."
     ),
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the documented, versioned JSON report (workbench.pairwise).",
-)
+@json_flag("Print the documented, versioned JSON report (workbench.pairwise).")
 @click.option(
     "--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order."
 )
@@ -74,9 +63,6 @@ def pairwise(
     """
     check_results_file(load_dataset(gold), results)
     report = pairwise_report(gold, results, partition=partition, tie_labels=list(tie_labels))
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_pairwise(report))
+    show(report, as_json, format_pairwise)
     if fail_incomplete and report.status != "complete":
         raise SystemExit(ExitCode.INCOMPLETE)

@@ -6,27 +6,23 @@ from pathlib import Path
 
 import click
 
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..gold import load_dataset
 from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..stats import INTERVALS, Interval
-from ._common import echo_json, user_errors
+from ._common import user_errors
+from ._options import json_flag, path, show
 
 
 @click.command()
-@click.option(
-    "--policy",
-    "policy",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Release policy, data/policies/<name>@<version>.yaml.",
+@path(
+    "--policy", "policy", required=True, help="Release policy, data/policies/<name>@<version>.yaml."
 )
-@click.option(
+@path(
     "--gold",
     "gold",
     required=True,
-    type=click.Path(path_type=str),
     help="Gold dataset directory (or gold.jsonl) to compare with, per partition.",
 )
 @click.option(
@@ -43,7 +39,7 @@ from ._common import echo_json, user_errors
     show_default=True,
     help="Upper-bound interval: wilson (the gate's) or clopper-pearson (exact).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON plan.")
+@json_flag("Print the documented, versioned JSON plan.")
 @click.option(
     "--fail-short",
     is_flag=True,
@@ -65,25 +61,18 @@ def plan(
     from ..planning import format_plan, plan_policy
 
     if not (0 <= at_fraction < 1):
-        raise WorkbenchError(
+        raise refusal(
             "invalid arguments",
-            [
-                Problem(
-                    location="--at-fraction",
-                    code="at_fraction_range",
-                    message=f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}",
-                    fix="give the true rate to plan for as a fraction of the limit, e.g. 0.5",
-                )
-            ],
+            "--at-fraction",
+            "at_fraction_range",
+            f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}",
+            "give the true rate to plan for as a fraction of the limit, e.g. 0.5",
         )
     loaded = load_policy(policy)
     dataset = load_dataset(gold)
     result = plan_policy(
         loaded, dataset, at_fraction=at_fraction, interval=interval, policy_path=Path(policy)
     )
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        click.echo(format_plan(result))
+    show(result, as_json, format_plan)
     if fail_short and result.short():
         raise SystemExit(ExitCode.REVIEW_REQUIRED)

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from ..migration import BudgetInsufficient
-from ..outcomes import ExitCode
 from ..runs._options import RunOptions
-from ._common import echo_json, report_problems, user_errors
+from ._common import user_errors
+from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path, show
 from ._run_options import run_options
 
 _BUDGET = {"help": "Spend limit; refused before any call when the estimate exceeds it."}
 
 
 @click.command()
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec.")
-@click.option(
-    "--gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
+@path("--candidate", required=True, help="Candidate spec.")
+@path("--gold", required=True, help=GOLD_HELP)
 @click.option(
     "--partition",
     required=True,
@@ -36,18 +29,8 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
     type=click.IntRange(min=2),
     help="K: judge every case K times (certification wants K >= 3).",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).",
-)
-@click.option(
-    "--log",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Study log to append to (default repeatability_studies.jsonl beside the gold).",
-)
+@path("--out", help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).")
+@path("--log", help="Study log to append to (default repeatability_studies.jsonl beside the gold).")
 @run_options(
     "budget",
     "concurrency",
@@ -61,7 +44,7 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
         )
     },
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the study as JSON.")
+@json_flag("Print the study as JSON.")
 @user_errors
 def repeatability(
     candidate: str,
@@ -95,7 +78,7 @@ def repeatability(
         if out
         else Path("runs") / "repeatability" / judge.spec.label / f"{partition}-k{repeats}"
     )
-    try:
+    with budget_refusal():
         study = run_repeatability_sync(
             judge,
             gold,
@@ -108,70 +91,31 @@ def repeatability(
             cache_dir=options.cache_dir,
             progress=options.progress,
         )
-    except BudgetInsufficient as exc:
-        report_problems(exc)
-        sys.exit(ExitCode.INCOMPLETE)
-    if as_json:
-        echo_json(study.model_dump(mode="json"))
-    else:
-        click.echo(format_study(study))
-        click.echo(f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}")
-    if study.status != "complete":
-        sys.exit(ExitCode.INCOMPLETE)
-    sys.exit(ExitCode.REVIEW_REQUIRED if study.review else ExitCode.OK)
+    where = f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}"
+    show(study, as_json, format_study, lambda _: where)
+    exit_with(study.status == "complete", bool(study.review))
 
 
 @click.command()
-@click.option(
-    "--candidate",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Candidate spec (the pinned judge).",
-)
-@click.option(
-    "--gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset the sentinels belong to.",
-)
-@click.option(
+@path("--candidate", required=True, help="Candidate spec (the pinned judge).")
+@path("--gold", required=True, help="Gold dataset the sentinels belong to.")
+@path(
     "--against",
-    type=click.Path(path_type=str),
-    default=None,
-    help=(
-        "Baseline: a certification report directory or a run directory of this judge (default: the"
-        " latest baseline in the drift log)."
-    ),
+    help="Baseline: a certification report directory or a run directory of this judge (default:"
+    " the latest baseline in the drift log).",
 )
-@click.option(
-    "--sentinels",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Sentinel file (default sentinels.yaml beside the gold).",
-)
+@path("--sentinels", help="Sentinel file (default sentinels.yaml beside the gold).")
 @click.option(
     "--record-baseline", is_flag=True, help="Record this run as the baseline instead of comparing."
 )
-@click.option(
-    "--report",
-    type=click.Path(path_type=str),
-    default=None,
-    help="With --record-baseline: the certification report the baseline belongs to.",
-)
-@click.option(
+@path("--report", help="With --record-baseline: the certification report the baseline belongs to.")
+@path(
     "--out",
-    type=click.Path(path_type=str),
-    default=None,
     help="Parent of the run directories (default runs/drift/<candidate>); each run gets its own.",
 )
-@click.option(
-    "--log",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Drift log to append to (default drift_log.jsonl beside the gold).",
-)
+@path("--log", help="Drift log to append to (default drift_log.jsonl beside the gold).")
 @run_options("budget", "concurrency", "no_progress", budget=_BUDGET)
-@click.option("--json", "as_json", is_flag=True, help="Print the drift-log entry as JSON.")
+@json_flag("Print the drift-log entry as JSON.")
 @user_errors
 def drift(
     candidate: str,
@@ -204,7 +148,7 @@ def drift(
         raise click.UsageError(
             "--report goes with --record-baseline; to compare against a report use --against REPORT"
         )
-    try:
+    with budget_refusal():
         entry = run_drift_sync(
             candidate,
             gold,
@@ -218,13 +162,5 @@ def drift(
             concurrency=options.concurrency,
             progress=options.progress,
         )
-    except BudgetInsufficient as exc:
-        report_problems(exc)
-        sys.exit(ExitCode.INCOMPLETE)
-    if as_json:
-        echo_json(entry.model_dump(mode="json"))
-    else:
-        click.echo(format_drift(entry, log or drift_log_path_for(gold)))
-    if entry.status == "incomplete":
-        sys.exit(ExitCode.INCOMPLETE)
-    sys.exit(ExitCode.REVIEW_REQUIRED if entry.status == "drifted" else ExitCode.OK)
+    show(entry, as_json, lambda e: format_drift(e, log or drift_log_path_for(gold)))
+    exit_with(entry.status != "incomplete", entry.status == "drifted")

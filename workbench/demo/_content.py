@@ -32,7 +32,8 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from .._io import JSONRecordError, loads_json, parse_yaml
+from .._io import JSONRecordError, loads_json
+from .._load import parse_yaml
 from .._record import Record as _Content
 from ..errors import Problem, WorkbenchError
 

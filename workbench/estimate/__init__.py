@@ -6,8 +6,6 @@ when a small labelled sample of the same traffic exists, prediction-powered infe
 """
 
 from ._estimate import (
-    ESTIMATE_SCHEMA_VERSION,
-    UNSTABLE_BELOW,
     CertificationRef,
     CorrectedEstimate,
     PPIEstimate,
@@ -18,29 +16,22 @@ from ._estimate import (
     estimate_slices,
     format_estimate,
 )
-from ._methods import PPIResult, RGResult, adjusted_variance, ppi_mean, rogan_gladen
-from ._production import estimate_production, read_certification, read_slice_map, read_traffic
+from ._methods import adjusted_variance, ppi_mean, rogan_gladen
+from ._production import estimate_production
 from ._simulate import (
     DEMO_SCENARIO,
-    SimulatedSlice,
     coverage,
     estimate_chart,
     simulate,
-    true_overall,
     truths,
 )
 
 __all__ = [
     "DEMO_SCENARIO",
-    "ESTIMATE_SCHEMA_VERSION",
-    "UNSTABLE_BELOW",
     "CertificationRef",
     "CorrectedEstimate",
     "PPIEstimate",
-    "PPIResult",
     "ProductionEstimate",
-    "RGResult",
-    "SimulatedSlice",
     "SliceEstimate",
     "SliceInput",
     "adjusted_variance",
@@ -51,11 +42,7 @@ __all__ = [
     "estimate_slices",
     "format_estimate",
     "ppi_mean",
-    "read_certification",
-    "read_slice_map",
-    "read_traffic",
     "rogan_gladen",
     "simulate",
-    "true_overall",
     "truths",
 ]

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from .._record import Record as _Model
 from ..stats import Rate, wilson_rate
-from ._methods import Z95, clip01, ppi_mean, rogan_gladen, rogan_gladen_draws
+from ._methods import Z95, RGResult, clip01, ppi_mean, rogan_gladen, rogan_gladen_draws
 
 ESTIMATE_SCHEMA_VERSION = 1
 OVERALL = "(all)"
@@ -274,6 +274,94 @@ def _ppi(judge: np.ndarray, human: np.ndarray, z: float) -> PPIEstimate | None:
     )
 
 
+Part = tuple[int, float | None, float | None, np.ndarray | None]
+"""What the overall estimate needs of a slice: decided n, unclipped estimate, se, draws."""
+
+
+def _stability(rg: RGResult, unstable_below: float) -> tuple[bool, list[str]]:
+    """Whether the correction is unstable (module doc of ``_methods``), and why."""
+    if rg.youden <= 0:
+        return True, [
+            f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better than"
+            " chance here and the correction is undefined"
+        ]
+    if rg.youden < unstable_below or rg.youden_low <= 0:
+        why = (
+            f"J = {rg.youden:.3f} < {unstable_below:g}"
+            if rg.youden < unstable_below
+            else f"the lower 95% bound of J is {rg.youden_low:.3f}"
+        )
+        return True, [
+            f"unstable correction: sensitivity + specificity = {rg.youden + 1:.3f} is close to 1"
+            f" ({why}); small errors in the rates move the estimate a lot"
+        ]
+    return False, []
+
+
+def _one_slice(
+    index: int, s: SliceInput, interval: RGInterval, seed: int, draws: int, below: float, z: float
+) -> tuple[SliceEstimate, Part]:
+    n, passes = int(s.judge_pass.size), int(s.judge_pass.sum())
+    warnings = list(s.notes)
+    youden = youden_low = raw = se = low = high = None
+    sample: np.ndarray | None = None
+    unstable = False
+    if s.se_n > 0 and s.sp_n > 0:
+        counts = (s.se_x, s.se_n, s.sp_x, s.sp_n)
+        # without decided traffic J is still known: it does not depend on the traffic
+        rg = rogan_gladen(passes, n, *counts, z) if n > 0 else rogan_gladen(0, 1, *counts, z)
+        if n == 0:
+            warnings.append("no decided verdict in the traffic: nothing to estimate")
+        elif rg.raw is not None and rg.se is not None:
+            raw, se = rg.raw, rg.se
+            if interval == "bootstrap":
+                rng = np.random.default_rng([seed, index])
+                sample = rogan_gladen_draws(passes, n, *counts, rng, draws)
+                low, high = _percentiles(sample)
+                se = float(sample.std(ddof=1))
+            else:
+                low, high = raw - z * se, raw + z * se
+        youden, youden_low = rg.youden, rg.youden_low
+        unstable, why = _stability(rg, below)
+        warnings += why
+    else:
+        warnings.append(
+            "the certification has no decided human-pass or human-fail case for this slice: no"
+            " correction"
+        )
+    corrected = _corrected(raw, se, low, high)
+    if corrected.clipped:
+        warnings.append("the corrected estimate or its interval was clipped to [0, 1]")
+    keep = _kept(s)
+    ppi = _ppi(s.judge_pass[keep].astype(float), s.human_pass[keep].astype(float), z)
+    labelled = int((~np.isnan(s.human_pass)).sum())
+    if labelled and ppi is None:
+        warnings.append(
+            f"{labelled} labelled case(s) here: PPI needs at least two labelled and two unlabelled"
+            " decided cases"
+        )
+    row = SliceEstimate(
+        slice=s.slice,
+        risk=s.risk,
+        cases=s.cases if s.cases is not None else n + s.abstentions + s.errors + s.missing,
+        decided=n,
+        abstentions=s.abstentions,
+        errors=s.errors,
+        missing=s.missing,
+        naive=wilson_rate(passes, n),
+        sensitivity=wilson_rate(s.se_x, s.se_n),
+        specificity=wilson_rate(s.sp_x, s.sp_n),
+        youden=youden,
+        youden_ci95_low=youden_low,
+        corrected=corrected,
+        unstable=unstable,
+        ppi=ppi,
+        labelled_excluded=s.labelled_excluded,
+        warnings=warnings,
+    )
+    return row, (n, raw, se, sample)
+
+
 def estimate_slices(
     inputs: Sequence[SliceInput],
     *,
@@ -286,107 +374,17 @@ def estimate_slices(
     """Naive, corrected and PPI estimates per slice, then overall (see the module docstrings)."""
     if interval not in RG_METHODS:
         raise ValueError(f"unknown interval {interval!r}; use bootstrap or delta")
-    rows: list[SliceEstimate] = []
-    parts: list[tuple[int, float | None, float | None, np.ndarray | None]] = []
-    for index, s in enumerate(inputs):
-        n = int(s.judge_pass.size)
-        passes = int(s.judge_pass.sum())
-        warnings = list(s.notes)
-        sens = wilson_rate(s.se_x, s.se_n)
-        spec = wilson_rate(s.sp_x, s.sp_n)
-        youden = youden_low = None
-        raw = se = low = high = None
-        sample: np.ndarray | None = None
-        unstable = False
-        if s.se_n > 0 and s.sp_n > 0:
-            if n > 0:
-                rg = rogan_gladen(passes, n, s.se_x, s.se_n, s.sp_x, s.sp_n, z)
-                raw, se = rg.raw, rg.se
-                if raw is not None and se is not None:
-                    if interval == "bootstrap":
-                        sample = rogan_gladen_draws(
-                            passes,
-                            n,
-                            s.se_x,
-                            s.se_n,
-                            s.sp_x,
-                            s.sp_n,
-                            np.random.default_rng([seed, index]),
-                            draws,
-                        )
-                        low, high = _percentiles(sample)
-                        se = float(sample.std(ddof=1))
-                    else:
-                        low, high = raw - z * se, raw + z * se
-            else:
-                rg = rogan_gladen(
-                    0, 1, s.se_x, s.se_n, s.sp_x, s.sp_n, z
-                )  # J does not depend on the traffic
-                warnings.append("no decided verdict in the traffic: nothing to estimate")
-            youden, youden_low = rg.youden, rg.youden_low
-            if rg.youden <= 0:
-                unstable = True
-                warnings.append(
-                    f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better"
-                    " than chance here and the correction is undefined"
-                )
-            elif rg.youden < unstable_below or rg.youden_low <= 0:
-                unstable = True
-                why = (
-                    f"J = {rg.youden:.3f} < {unstable_below:g}"
-                    if rg.youden < unstable_below
-                    else f"the lower 95% bound of J is {rg.youden_low:.3f}"
-                )
-                warnings.append(
-                    f"unstable correction: sensitivity + specificity = {rg.youden + 1:.3f} is close"
-                    f" to 1 ({why}); small errors in the rates move the estimate a lot"
-                )
-        else:
-            warnings.append(
-                "the certification has no decided human-pass or human-fail case for this slice: no"
-                " correction"
-            )
-        corrected = _corrected(raw, se, low, high)
-        if corrected.clipped:
-            warnings.append("the corrected estimate or its interval was clipped to [0, 1]")
-        keep = _kept(s)
-        ppi = _ppi(s.judge_pass[keep].astype(float), s.human_pass[keep].astype(float), z)
-        labelled = int((~np.isnan(s.human_pass)).sum())
-        if labelled and ppi is None:
-            warnings.append(
-                f"{labelled} labelled case(s) here: PPI needs at least two labelled and two"
-                " unlabelled decided cases"
-            )
-        cases = s.cases if s.cases is not None else n + s.abstentions + s.errors + s.missing
-        rows.append(
-            SliceEstimate(
-                slice=s.slice,
-                risk=s.risk,
-                cases=cases,
-                decided=n,
-                abstentions=s.abstentions,
-                errors=s.errors,
-                missing=s.missing,
-                naive=wilson_rate(passes, n),
-                sensitivity=sens,
-                specificity=spec,
-                youden=youden,
-                youden_ci95_low=youden_low,
-                corrected=corrected,
-                unstable=unstable,
-                ppi=ppi,
-                labelled_excluded=s.labelled_excluded,
-                warnings=warnings,
-            )
-        )
-        parts.append((n, raw, se, sample))
+    done = [
+        _one_slice(i, s, interval, seed, draws, unstable_below, z) for i, s in enumerate(inputs)
+    ]
+    rows, parts = [row for row, _ in done], [part for _, part in done]
     return rows, _overall(inputs, rows, parts, z)
 
 
 def _overall(
     inputs: Sequence[SliceInput],
     rows: list[SliceEstimate],
-    parts: list[tuple[int, float | None, float | None, np.ndarray | None]],
+    parts: list[Part],
     z: float,
 ) -> SliceEstimate:
     total = sum(n for n, _, _, _ in parts)
@@ -496,19 +494,8 @@ def format_estimate(estimate: ProductionEstimate) -> str:
         f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge"
         " decided (pass or fail)"
     )
-    header = (
-        "slice",
-        "risk",
-        "decided",
-        "left out",
-        "naive pass rate [95%]",
-        "Se",
-        "Sp",
-        "J",
-        "corrected [95%]",
-        "PPI [95%] (n labelled)",
-        "",
-    )
+    columns = "slice|risk|decided|left out|naive pass rate [95%]|Se|Sp|J|corrected [95%]"
+    header = (*columns.split("|"), "PPI [95%] (n labelled)", "")
     rows = [header]
     for r in [*estimate.slices, estimate.overall]:
         rows.append(

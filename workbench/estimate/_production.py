@@ -48,11 +48,10 @@ from .._io import (
     loads_json,
     max_document_bytes,
     read_bounded,
-    read_json_file,
     sha256_file,
 )
 from .._load import first_error
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import Rubric, load_rubric
 from ..results import scan_results
 from ._estimate import (
@@ -68,10 +67,6 @@ from ._estimate import (
 GATE_FILE = "gate.json"
 
 
-def _p(location: str, code: str, message: str, fix: str, case_id: str | None = None) -> Problem:
-    return Problem(location=location, code=code, message=message, fix=fix, case_id=case_id)
-
-
 @dataclass(frozen=True)
 class Certified:
     """A verified, certified report and its per-slice figures."""
@@ -84,50 +79,16 @@ class Certified:
 
 def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[Problem]]:
     """Verify the report and read its figures; problems for anything that makes it unusable."""
+    from ..authority import open_report
     from ..policy import SliceFigures
-    from ..reports import LOCK_FILE, read_lock, verify_report
 
-    root = Path(report_dir)
+    root, lock, gate, problems = open_report(report_dir, point="point --report")
     loc = str(root)
-    if not (root / LOCK_FILE).is_file():
-        return None, [
-            _p(
-                loc,
-                "report_missing",
-                "no certification report here (no lock.json)",
-                "point --report at reports/<candidate>/<version>/<n> written by `workbench"
-                " certify`",
-            )
-        ]
-    problems = [
-        _p(
-            p.location,
-            "report_unverified",
-            f"the report does not verify: {p.message} [{p.code}]",
-            "restore the report as certified (`workbench verify` names every change); an altered"
-            " report is no evidence",
-        )
-        for p in verify_report(root)
-        if p.severity == "error"
-    ]
-    try:
-        lock = read_lock(root)
-        gate = read_json_file(root / GATE_FILE)
-        if not isinstance(gate, dict):
-            raise ValueError("gate.json is not a JSON object")
-    except (OSError, ValueError) as exc:
-        return None, problems + [
-            _p(
-                loc,
-                "report_unreadable",
-                f"lock.json or gate.json cannot be read ({str(exc)[:120]})",
-                "point --report at an intact certification report",
-            )
-        ]
-    outcomes = {lock.outcome, gate.get("outcome")}
-    if outcomes != {"certified"}:
+    if lock is None or gate is None:
+        return None, problems
+    if {lock.outcome, gate.get("outcome")} != {"certified"}:
         problems.append(
-            _p(
+            problem(
                 loc,
                 "report_not_certified",
                 f"the report's outcome is {lock.outcome!r}, not 'certified': its judge may not be"
@@ -137,36 +98,23 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
             )
         )
     if gate.get("partition") != "held_out":
-        problems.append(
-            _p(
-                loc,
-                "report_not_held_out",
-                f"the report was evaluated on {gate.get('partition')!r}, not held_out",
-                "use a report written by `workbench certify` (held-out data)",
-            )
-        )
-    figures: dict[str, Any] = {}
+        message = f"the report was evaluated on {gate.get('partition')!r}, not held_out"
+        fix = "use a report written by `workbench certify` (held-out data)"
+        problems.append(problem(loc, "report_not_held_out", message, fix))
     raw_figures = gate.get("figures") or []
     if not raw_figures:
-        problems.append(
-            _p(
-                loc,
-                "report_without_figures",
-                "gate.json has no per-slice figures: the judge's error rates are unknown",
-                "re-certify with a workbench that writes gate figures (gate schema 2)",
-            )
-        )
+        message = "gate.json has no per-slice figures: the judge's error rates are unknown"
+        fix = "re-certify with a workbench that writes gate figures (gate schema 2)"
+        problems.append(problem(loc, "report_without_figures", message, fix))
+    figures: dict[str, Any] = {}
     for item in raw_figures:
         try:
             fig = SliceFigures.model_validate(item)
         except ValidationError as exc:
+            message = f"a figures entry cannot be read ({first_error(exc)[:120]})"
+            fix = "restore gate.json as certified"
             problems.append(
-                _p(
-                    f"{loc}/{GATE_FILE}",
-                    "report_figures_unreadable",
-                    f"a figures entry cannot be read ({first_error(exc)[:120]})",
-                    "restore gate.json as certified",
-                )
+                problem(f"{loc}/{GATE_FILE}", "report_figures_unreadable", message, fix)
             )
             continue
         if fig.slice != "(all)":
@@ -186,97 +134,69 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
     return Certified(ref=ref, figures=figures, ragas_version=lock.versions.get("ragas")), problems
 
 
+def _json_rows(
+    text: str, loc: str, what: str, columns: tuple[str, str], problems: list[Problem]
+) -> list[tuple[str, dict[str, object]]]:
+    rows: list[tuple[str, dict[str, object]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = loads_json(line)  # strict: duplicate keys, NaN/Infinity, too deep refused
+        except JSONRecordError as exc:
+            why = exc.msg
+        else:
+            if isinstance(obj, dict):
+                rows.append((f"{loc}:{number}", {k: obj.get(k) for k in columns}))
+                continue
+            why = "a line is not a JSON object"
+        fix = "write one JSON object per line"
+        problems.append(problem(f"{loc}:{number}", f"{what}_malformed", why, fix))
+    return rows
+
+
 def _read_table(
     path: Path, columns: tuple[str, str], what: str
 ) -> tuple[list[tuple[str, dict[str, str]]], list[Problem]]:
     """Rows of a CSV (header) or JSON Lines file as ``(location, {column: value})``."""
-    loc = str(path)
+    loc, suffix = str(path), path.suffix.lower()
+    header = ",".join(columns)
     if not path.is_file():
-        return [], [
-            _p(
-                loc,
-                f"{what}_missing",
-                f"the {what} file does not exist",
-                f"give a CSV with a header {','.join(columns)} or JSON Lines with those keys",
-            )
-        ]
-    rows: list[tuple[str, dict[str, object]]] = []  # as read: any JSON value, or None when absent
-    problems: list[Problem] = []
+        message = f"the {what} file does not exist"
+        fix = f"give a CSV with a header {header} or JSON Lines with those keys"
+        return [], [problem(loc, f"{what}_missing", message, fix)]
+    if suffix not in (".jsonl", ".ndjson", ".json", ".csv", ".tsv"):
+        message = f"unknown file type {path.suffix!r}"
+        fix = "use .csv (header case_id,...) or .jsonl"
+        return [], [problem(loc, f"{what}_format", message, fix)]
     try:
         # Bounded (a pipe or /dev/zero is refused): the document limit, 256 MiB by default.
-        text = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV).decode(
-            "utf-8"
-        )
+        data = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV)
+        text = data.decode("utf-8")
     except WorkbenchError as exc:
         return [], list(exc.problems)
     except UnicodeDecodeError:
-        return [], [_p(loc, f"{what}_encoding", "the file is not UTF-8", "save it as UTF-8")]
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = loads_json(line)  # strict: duplicate keys, NaN/Infinity, too deep refused
-            except JSONRecordError as exc:
-                problems.append(
-                    _p(
-                        f"{loc}:{number}",
-                        f"{what}_malformed",
-                        exc.msg,
-                        "write one JSON object per line",
-                    )
-                )
-                continue
-            if not isinstance(obj, dict):
-                problems.append(
-                    _p(
-                        f"{loc}:{number}",
-                        f"{what}_malformed",
-                        "a line is not a JSON object",
-                        "write one JSON object per line",
-                    )
-                )
-                continue
-            rows.append((f"{loc}:{number}", {k: obj.get(k) for k in columns}))
-    elif path.suffix.lower() in (".csv", ".tsv"):
-        reader = csv.DictReader(
-            text.splitlines(), delimiter="\t" if path.suffix.lower() == ".tsv" else ","
-        )
+        return [], [problem(loc, f"{what}_encoding", "the file is not UTF-8", "save it as UTF-8")]
+    problems: list[Problem] = []
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        rows = _json_rows(text, loc, what, columns, problems)
+    else:
+        reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
         absent = [c for c in columns if c not in (reader.fieldnames or [])]
         if absent:
-            return [], [
-                _p(
-                    loc,
-                    f"{what}_columns",
-                    f"the header lacks {', '.join(absent)}",
-                    f"start the file with the header {','.join(columns)}",
-                )
-            ]
-        for number, row in enumerate(reader, start=2):
-            rows.append((f"{loc}:{number}", {k: row.get(k) for k in columns}))
-    else:
-        return [], [
-            _p(
-                loc,
-                f"{what}_format",
-                f"unknown file type {path.suffix!r}",
-                "use .csv (header case_id,...) or .jsonl",
-            )
-        ]
+            message = f"the header lacks {', '.join(absent)}"
+            fix = f"start the file with the header {header}"
+            return [], [problem(loc, f"{what}_columns", message, fix)]
+        rows = [(f"{loc}:{n}", {k: row.get(k) for k in columns}) for n, row in enumerate(reader, 2)]
     out: list[tuple[str, dict[str, str]]] = []
     for where, row in rows:
         bad = [k for k, v in row.items() if not isinstance(v, str) or not v.strip()]
         if bad:
-            problems.append(
-                _p(
-                    where,
-                    f"{what}_incomplete",
-                    f"{' and '.join(bad)} missing or not text",
-                    f"give every row a {' and a '.join(columns)}",
-                )
-            )
-            continue
-        out.append((where, {k: v.strip() for k, v in row.items() if isinstance(v, str)}))
+            message = f"{' and '.join(bad)} missing or not text"
+            fix = f"give every row a {' and a '.join(columns)}"
+            problems.append(problem(where, f"{what}_incomplete", message, fix))
+        else:
+            out.append((where, {k: v.strip() for k, v in row.items() if isinstance(v, str)}))
     return out, problems
 
 
@@ -288,29 +208,16 @@ def read_slice_map(path: str | Path, rubric: Rubric) -> tuple[dict[str, str], li
     for where, row in rows:
         cid, name = row["case_id"], row["slice"]
         if cid in mapping:
-            problems.append(
-                _p(
-                    where,
-                    "slices_duplicate",
-                    f"case mapped twice (first at {first[cid]})",
-                    "map each production case to exactly one slice",
-                    cid,
-                )
-            )
-            continue
-        if name not in rubric.slices:
-            problems.append(
-                _p(
-                    where,
-                    "slices_unknown_slice",
-                    f"slice {name!r} is not in the rubric",
-                    "use one of " + ", ".join(rubric.slices),
-                    cid,
-                )
-            )
-            continue
-        mapping[cid] = name
-        first[cid] = where
+            message = f"case mapped twice (first at {first[cid]})"
+            fix = "map each production case to exactly one slice"
+            problems.append(problem(where, "slices_duplicate", message, fix, cid))
+        elif name not in rubric.slices:
+            message = f"slice {name!r} is not in the rubric"
+            fix = "use one of " + ", ".join(rubric.slices)
+            problems.append(problem(where, "slices_unknown_slice", message, fix, cid))
+        else:
+            mapping[cid] = name
+            first[cid] = where
     return mapping, problems
 
 
@@ -327,13 +234,44 @@ class Traffic:
     other_repeats: int
 
 
-def read_traffic(
-    results: str | Path, slices: str | Path, rubric: Rubric, labelled: str | Path | None = None
-) -> tuple[Traffic, list[Problem]]:
-    """Read the traffic files; every problem is returned (the caller raises)."""
-    slice_of, problems = read_slice_map(slices, rubric)
-    loc = str(results)
-    vocab = set(rubric.labels)
+def _result_problem(
+    r: Any, line: int, vocab: set[str], seen: dict[tuple[str, int, int], int], slice_of: Any
+) -> tuple[str, str, str] | None:
+    """Why the result on ``line`` cannot be estimated (code, message, fix), or None."""
+    if r.value is None and r.error is None:
+        return (
+            "score_only_result",
+            "a score without a verdict is not a pass or a fail",
+            "estimate label verdicts only",
+        )
+    if r.value is not None and r.value not in vocab:
+        return (
+            "unknown_judge_label",
+            f"verdict {r.value!r} is not in the rubric's vocabulary",
+            "record out-of-vocabulary output as an invalid_label error",
+        )
+    key = (r.case_id, r.repeat, r.attempt)
+    if key in seen:
+        return (
+            "duplicate_result",
+            f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen[key]})",
+            "keep one result per case, repeat and attempt",
+        )
+    seen[key] = line
+    if r.case_id not in slice_of:
+        return (
+            "unmapped_case",
+            "the case has no slice in the slices file",
+            "add the case to the slices file (case_id,slice); every estimated case needs a slice",
+        )
+    return None
+
+
+def _verdicts(
+    results: str | Path, slice_of: dict[str, str], rubric: Rubric, problems: list[Problem]
+) -> tuple[dict[str, str], Counter[str], int]:
+    """The final outcome of repeat 0 per mapped case, the judge fingerprints, other repeats."""
+    loc, vocab = str(results), set(rubric.labels)
     final: dict[str, tuple[int, str]] = {}
     seen: dict[tuple[str, int, int], int] = {}
     fingerprints: Counter[str] = Counter()
@@ -342,72 +280,21 @@ def read_traffic(
         if isinstance(item, Problem):
             problems.append(item)
             continue
-        r, where = item.result, f"{loc}:{item.line}"
+        r = item.result
         fingerprints[r.judge_fingerprint] += 1
-        if r.value is None and r.error is None:
-            problems.append(
-                _p(
-                    where,
-                    "score_only_result",
-                    "a score without a verdict is not a pass or a fail",
-                    "estimate label verdicts only",
-                    r.case_id,
-                )
-            )
-            continue
-        if r.value is not None and r.value not in vocab:
-            problems.append(
-                _p(
-                    where,
-                    "unknown_judge_label",
-                    f"verdict {r.value!r} is not in the rubric's vocabulary",
-                    "record out-of-vocabulary output as an invalid_label error",
-                    r.case_id,
-                )
-            )
-            continue
-        key = (r.case_id, r.repeat, r.attempt)
-        if key in seen:
-            problems.append(
-                _p(
-                    where,
-                    "duplicate_result",
-                    f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
-                    f" {seen[key]})",
-                    "keep one result per case, repeat and attempt",
-                    r.case_id,
-                )
-            )
-            continue
-        seen[key] = item.line
-        if r.case_id not in slice_of:
-            problems.append(
-                _p(
-                    where,
-                    "unmapped_case",
-                    "the case has no slice in the slices file",
-                    "add the case to the slices file (case_id,slice); every estimated case needs a"
-                    " slice",
-                    r.case_id,
-                )
-            )
+        found = _result_problem(r, item.line, vocab, seen, slice_of)
+        if found is not None:
+            problems.append(problem(f"{loc}:{item.line}", *found, r.case_id))
             continue
         if r.repeat != 0:
             other_repeats += 1
-            continue
-        if r.case_id not in final or r.attempt > final[r.case_id][0]:
-            if r.error is not None:
-                verdict = "error"
-            elif r.value == rubric.pass_label:
-                verdict = "pass"
-            elif r.value == rubric.fail_label:
-                verdict = "fail"
-            else:
-                verdict = "abstain"
+        elif r.case_id not in final or r.attempt > final[r.case_id][0]:
+            views = {rubric.pass_label: "pass", rubric.fail_label: "fail"}
+            verdict = "error" if r.error is not None else views.get(r.value, "abstain")
             final[r.case_id] = (r.attempt, verdict)
     if len(fingerprints) > 1:
         problems.append(
-            _p(
+            problem(
                 loc,
                 "mixed_judges",
                 f"results from {len(fingerprints)} judge fingerprints",
@@ -415,61 +302,112 @@ def read_traffic(
             )
         )
     outcome = {cid: final[cid][1] if cid in final else "missing" for cid in slice_of}
+    return outcome, fingerprints, other_repeats
+
+
+def _labels(
+    labelled: str | Path, slice_of: dict[str, str], rubric: Rubric, problems: list[Problem]
+) -> dict[str, str]:
+    """case_id -> human label of the labelled sample."""
+    rows, more = _read_table(Path(labelled), ("case_id", "label"), "labelled")
+    problems += more
     human: dict[str, str] = {}
-    if labelled is not None:
-        rows, more = _read_table(Path(labelled), ("case_id", "label"), "labelled")
-        problems += more
-        allowed = set(rubric.labels)
-        for where, row in rows:
-            cid, label = row["case_id"], row["label"]
-            if cid in human:
-                problems.append(
-                    _p(
-                        where,
-                        "labelled_duplicate",
-                        "case labelled twice",
-                        "give each sampled case one adjudicated label",
-                        cid,
-                    )
-                )
-            elif cid not in slice_of:
-                problems.append(
-                    _p(
-                        where,
-                        "labelled_unknown_case",
-                        "the labelled case is not in the traffic",
-                        "label cases sampled from the same traffic the judge ran on",
-                        cid,
-                    )
-                )
-            elif label not in allowed:
-                problems.append(
-                    _p(
-                        where,
-                        "labelled_unknown_label",
-                        f"label {label!r} is not in the rubric's vocabulary",
-                        "use " + ", ".join(rubric.labels),
-                        cid,
-                    )
-                )
-            else:
-                human[cid] = label
+    for where, row in rows:
+        cid, label = row["case_id"], row["label"]
+        if cid in human:
+            found = (
+                "labelled_duplicate",
+                "case labelled twice",
+                "give each sampled case one adjudicated label",
+            )
+        elif cid not in slice_of:
+            found = (
+                "labelled_unknown_case",
+                "the labelled case is not in the traffic",
+                "label cases sampled from the same traffic the judge ran on",
+            )
+        elif label not in rubric.labels:
+            found = (
+                "labelled_unknown_label",
+                f"label {label!r} is not in the rubric's vocabulary",
+                "use " + ", ".join(rubric.labels),
+            )
+        else:
+            human[cid] = label
+            continue
+        problems.append(problem(where, *found, cid))
+    return human
+
+
+def read_traffic(
+    results: str | Path, slices: str | Path, rubric: Rubric, labelled: str | Path | None = None
+) -> tuple[Traffic, list[Problem]]:
+    """Read the traffic files; every problem is returned (the caller raises)."""
+    slice_of, problems = read_slice_map(slices, rubric)
+    outcome, fingerprints, other_repeats = _verdicts(results, slice_of, rubric, problems)
+    human = _labels(labelled, slice_of, rubric, problems) if labelled is not None else {}
     fp = next(iter(fingerprints), None) if len(fingerprints) == 1 else None
-    return (
-        Traffic(
-            slice_of=slice_of,
-            outcome=outcome,
-            judge_fingerprint=fp,
-            human=human,
-            other_repeats=other_repeats,
-        ),
-        problems,
+    traffic = Traffic(
+        slice_of=slice_of,
+        outcome=outcome,
+        judge_fingerprint=fp,
+        human=human,
+        other_repeats=other_repeats,
     )
+    return traffic, problems
 
 
 def _rubric(path: str | Path) -> Rubric:
     p = Path(path)
     return load_rubric(p / "rubric.yaml" if p.is_dir() else p)
+
+
+def _scope_problems(
+    certified: Certified, traffic: Traffic, rub: Rubric, report: Any, results: Any, rubric: Any
+) -> list[Problem]:
+    """Why the certification does not cover the traffic: stale, another rubric, a slice it did
+    not measure."""
+    from ..judges import ragas_version
+
+    ref, out = certified.ref, []
+    installed = ragas_version()
+    if certified.ragas_version != installed:
+        message = (
+            f"the report was certified with Ragas {certified.ragas_version}, the installed Ragas"
+            f" is {installed}: the judge may behave differently"
+        )
+        fix = "certify the judge again with the installed Ragas, or install the certified version"
+        out.append(problem(str(report), "report_stale_ragas", message, fix))
+    fp = traffic.judge_fingerprint
+    if fp is not None and fp != ref.candidate_fingerprint:
+        message = (
+            f"the traffic was judged by fingerprint {fp[:12]}, the report certified"
+            f" {ref.candidate} with {ref.candidate_fingerprint[:12]}"
+        )
+        fix = "run the certified candidate on the traffic, or certify the judge that ran"
+        out.append(problem(str(results), "report_stale_candidate", message, fix))
+    if ref.rubric_version is not None and ref.rubric_version != rub.version:
+        message = f"rubric version {rub.version!r}, the certification used {ref.rubric_version!r}"
+        fix = "give the rubric the judge was certified under"
+        out.append(problem(str(rubric), "rubric_mismatch", message, fix))
+    for name in sorted(set(traffic.slice_of.values())):
+        fig = certified.figures.get(name)
+        if certified.figures and fig is None:
+            message = f"the traffic has slice {name!r}, which the certification did not measure"
+            fix = (
+                "certify the judge on a held-out set covering the slice, or leave those cases out"
+                " of the estimate"
+            )
+            out.append(problem(str(report), "slice_not_certified", message, fix))
+        elif fig is not None and (fig.false_pass_rate.n == 0 or fig.false_fail_rate.n == 0):
+            message = (
+                f"slice {name!r}: the certification has {fig.false_fail_rate.n} decided human-pass"
+                f" and {fig.false_pass_rate.n} decided human-fail case(s); both are needed for"
+                " sensitivity and specificity"
+            )
+            fix = "grow the held-out slice and certify again"
+            out.append(problem(str(report), "slice_rates_unmeasured", message, fix))
+    return out
 
 
 def estimate_production(
@@ -488,92 +426,22 @@ def estimate_production(
     Refuses (raises :class:`WorkbenchError` with every problem) an unverified, uncertified,
     stale or out-of-scope report and malformed inputs; see the module docstring.
     """
-    from ..judges import ragas_version
-
     rub = _rubric(rubric)
     certified, problems = read_certification(report)
     if rub.pass_label is None or rub.fail_label is None:
-        problems.append(
-            _p(
-                str(rubric),
-                "rubric_without_pass_fail",
-                "the rubric declares no pass_label and fail_label: a pass rate is undefined",
-                "give the rubric the certification used (it names its pass and fail labels)",
-            )
-        )
+        message = "the rubric declares no pass_label and fail_label: a pass rate is undefined"
+        fix = "give the rubric the certification used (it names its pass and fail labels)"
+        problems.append(problem(str(rubric), "rubric_without_pass_fail", message, fix))
     traffic, more = read_traffic(results, slices, rub, labelled)
     problems += more
     if certified is not None:
-        ref = certified.ref
-        installed = ragas_version()
-        if certified.ragas_version != installed:
-            problems.append(
-                _p(
-                    str(report),
-                    "report_stale_ragas",
-                    f"the report was certified with Ragas {certified.ragas_version}, the installed"
-                    f" Ragas is {installed}: the judge may behave differently",
-                    "certify the judge again with the installed Ragas, or install the certified"
-                    " version",
-                )
-            )
-        if (
-            traffic.judge_fingerprint is not None
-            and traffic.judge_fingerprint != ref.candidate_fingerprint
-        ):
-            problems.append(
-                _p(
-                    str(results),
-                    "report_stale_candidate",
-                    f"the traffic was judged by fingerprint {traffic.judge_fingerprint[:12]}, the"
-                    f" report certified {ref.candidate} with {ref.candidate_fingerprint[:12]}",
-                    "run the certified candidate on the traffic, or certify the judge that ran",
-                )
-            )
-        if ref.rubric_version is not None and ref.rubric_version != rub.version:
-            problems.append(
-                _p(
-                    str(rubric),
-                    "rubric_mismatch",
-                    f"rubric version {rub.version!r}, the certification used"
-                    f" {ref.rubric_version!r}",
-                    "give the rubric the judge was certified under",
-                )
-            )
-        for name in sorted(set(traffic.slice_of.values())):
-            fig = certified.figures.get(name)
-            if certified.figures and fig is None:
-                problems.append(
-                    _p(
-                        str(report),
-                        "slice_not_certified",
-                        f"the traffic has slice {name!r}, which the certification did not measure",
-                        "certify the judge on a held-out set covering the slice, or leave those"
-                        " cases out of the estimate",
-                    )
-                )
-            elif fig is not None and (fig.false_pass_rate.n == 0 or fig.false_fail_rate.n == 0):
-                problems.append(
-                    _p(
-                        str(report),
-                        "slice_rates_unmeasured",
-                        f"slice {name!r}: the certification has {fig.false_fail_rate.n} decided"
-                        f" human-pass and {fig.false_pass_rate.n} decided human-fail case(s); both"
-                        " are needed for sensitivity and specificity",
-                        "grow the held-out slice and certify again",
-                    )
-                )
+        problems += _scope_problems(certified, traffic, rub, report, results, rubric)
     if traffic.judge_fingerprint is None and not any(
         p.code in ("mixed_judges", "results_missing") for p in problems
     ):
-        problems.append(
-            _p(
-                str(results),
-                "no_results",
-                "the results file holds no result: nothing shows which judge ran",
-                "point --results at the judge's results on the traffic",
-            )
-        )
+        message = "the results file holds no result: nothing shows which judge ran"
+        fix = "point --results at the judge's results on the traffic"
+        problems.append(problem(str(results), "no_results", message, fix))
     if problems or certified is None:
         raise WorkbenchError(f"refusing to estimate: {len(problems)} problem(s)", problems)
     return _assemble(

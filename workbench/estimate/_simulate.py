@@ -60,37 +60,22 @@ class SimulatedSlice(BaseModel):
     """Held-out human-fail cases the certification judged (specificity's denominator)."""
 
 
-DEMO_SCENARIO: tuple[SimulatedSlice, ...] = (
+DEMO_SCENARIO: tuple[SimulatedSlice, ...] = tuple(
     SimulatedSlice(
-        slice="refund_policy",
-        risk="critical",
-        true_pass_rate=0.60,
-        sensitivity=0.97,
-        specificity=0.80,
-        traffic=1500,
-        certified_passes=80,
-        certified_fails=60,
-    ),
-    SimulatedSlice(
-        slice="billing_payments",
-        risk="high",
-        true_pass_rate=0.70,
-        sensitivity=0.95,
-        specificity=0.75,
-        traffic=2500,
-        certified_passes=120,
-        certified_fails=60,
-    ),
-    SimulatedSlice(
-        slice="shipping_delivery",
-        risk="medium",
-        true_pass_rate=0.85,
-        sensitivity=0.97,
-        specificity=0.65,
-        traffic=3000,
-        certified_passes=150,
-        certified_fails=50,
-    ),
+        slice=name,
+        risk=risk,
+        true_pass_rate=rate,
+        sensitivity=se,
+        specificity=sp,
+        traffic=traffic,
+        certified_passes=passes,
+        certified_fails=fails,
+    )
+    for name, risk, rate, se, sp, traffic, passes, fails in (
+        ("refund_policy", "critical", 0.60, 0.97, 0.80, 1500, 80, 60),
+        ("billing_payments", "high", 0.70, 0.95, 0.75, 2500, 120, 60),
+        ("shipping_delivery", "medium", 0.85, 0.97, 0.65, 3000, 150, 50),
+    )
 )
 """A three-slice scenario: a lenient judge (it passes some answers reviewers fail), so the naive
 pass rate is too high everywhere."""
@@ -189,39 +174,46 @@ def coverage(
         est = simulate(scenario, labelled=labelled, seed=seed, interval=interval)
         for row in [*est.slices, est.overall]:
             _tally(tally[row.slice], row, truth[row.slice])
-    out = []
-    for name, t in tally.items():
-        out.append(
-            {
-                "slice": name,
-                "truth": truth[name],
-                "draws": draws,
-                "naive_coverage": float(np.mean(t["naive"])),
-                "corrected_coverage": float(np.mean(t["corrected"])),
-                "ppi_coverage": float(np.mean(t["ppi"])) if t.get("ppi") else None,
-                "naive_width": float(np.mean(t["naive_w"])),
-                "corrected_width": float(np.mean(t["corrected_w"])),
-                "ppi_width": float(np.mean(t["ppi_w"])) if t.get("ppi_w") else None,
-                "naive_bias": float(np.mean(t["naive_b"])),
-                "corrected_bias": float(np.mean(t["corrected_b"])),
-            }
-        )
-    return pd.DataFrame(out)
+    return pd.DataFrame(
+        [
+            {"slice": name, "truth": truth[name], "draws": draws}
+            | {k: float(np.mean(t[k])) if t.get(k) else None for k in _COLUMNS}
+            for name, t in tally.items()
+        ]
+    )
+
+
+_COLUMNS = (
+    "naive_coverage",
+    "corrected_coverage",
+    "ppi_coverage",
+    "naive_width",
+    "corrected_width",
+    "ppi_width",
+    "naive_bias",
+    "corrected_bias",
+)
 
 
 def _tally(t: dict[str, list[float]], row: SliceEstimate, truth: float) -> None:
     n, c, p = row.naive, row.corrected, row.ppi
-    t.setdefault("naive", []).append(_covers(n.ci95_low, n.ci95_high, truth))
-    t.setdefault("corrected", []).append(_covers(c.ci95_low, c.ci95_high, truth))
-    t.setdefault("naive_w", []).append((n.ci95_high or 0) - (n.ci95_low or 0))
-    t.setdefault("corrected_w", []).append(
-        (c.ci95_high or 0) - (c.ci95_low or 0) if c.estimate is not None else np.nan
-    )
-    t.setdefault("naive_b", []).append((n.rate or 0) - truth)
-    t.setdefault("corrected_b", []).append((c.raw if c.raw is not None else np.nan) - truth)
+    values = {
+        "naive_coverage": _covers(n.ci95_low, n.ci95_high, truth),
+        "corrected_coverage": _covers(c.ci95_low, c.ci95_high, truth),
+        "naive_width": (n.ci95_high or 0) - (n.ci95_low or 0),
+        "corrected_width": (
+            (c.ci95_high or 0) - (c.ci95_low or 0) if c.estimate is not None else np.nan
+        ),
+        "naive_bias": (n.rate or 0) - truth,
+        "corrected_bias": (c.raw if c.raw is not None else np.nan) - truth,
+    }
     if p is not None:
-        t.setdefault("ppi", []).append(_covers(p.ci95_low, p.ci95_high, truth))
-        t.setdefault("ppi_w", []).append(p.ci95_high - p.ci95_low)
+        values |= {
+            "ppi_coverage": _covers(p.ci95_low, p.ci95_high, truth),
+            "ppi_width": p.ci95_high - p.ci95_low,
+        }
+    for key, value in values.items():
+        t.setdefault(key, []).append(value)
 
 
 def estimate_chart(

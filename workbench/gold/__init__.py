@@ -14,7 +14,15 @@ from ._dataset import (
     resolve_paths,
     validate_dataset,
 )
-from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, Adjudication, GoldCase, Partition, Review
+from ._records import (
+    GOLD_SCHEMA_VERSION,
+    PARTITIONS,
+    Adjudication,
+    GoldCase,
+    Partition,
+    Review,
+    partition_name,
+)
 from ._release import (
     FIELD_GROUPS,
     GoldLineage,
@@ -42,6 +50,7 @@ __all__ = [
     "gold_lineage",
     "gold_snapshot",
     "normalize_text",
+    "partition_name",
     "CARD_FIELDS",
     "CARD_FILE",
     "GOLD_FILE",

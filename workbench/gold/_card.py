@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._docs import add_field_docs
-from .._io import parse_yaml, read_bounded
-from .._load import validation_problems
+from .._io import read_bounded
+from .._load import parse_yaml, validation_problems
 from ..errors import Problem, WorkbenchError
 
 if TYPE_CHECKING:

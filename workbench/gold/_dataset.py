@@ -19,7 +19,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._args import partition_name
 from .._io import (
     WRONG_TYPE_ERRORS,
     JSONRecordError,
@@ -35,7 +34,7 @@ from .._record import SchemaTooNew
 from ..approval import Release, check_lineage, read_release_log
 from ..errors import Problem, Severity, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
-from ._records import PARTITIONS, GoldCase, Partition
+from ._records import PARTITIONS, GoldCase, Partition, partition_name
 from ._release import snapshot_of_records
 from ._rubric import Rubric, load_rubric
 

@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._docs import add_field_docs
-from .._io import read_bounded, read_yaml
-from .._load import Lines, rule_error, validation_problems, yaml_lines
+from .._io import read_bounded
+from .._load import Lines, read_yaml, rule_error, validation_problems, yaml_lines
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 

@@ -2,14 +2,10 @@
 
 from ._accounting import check_held_out_results
 from ._ledger import (
-    LEDGER_SCHEMA_VERSION,
     HeldOutAccess,
     HeldOutLedger,
     LedgerEntry,
-    LedgerRead,
     PreviousReport,
-    RunningHold,
-    current_user,
     held_out_manifest_sha256,
     refuse_held_out,
     token_sha256,
@@ -18,16 +14,12 @@ from ._location import LEDGER_FILE, PROJECT_CONFIG, gold_directory, ledger_path_
 
 __all__ = [
     "LEDGER_FILE",
-    "LEDGER_SCHEMA_VERSION",
     "PROJECT_CONFIG",
     "HeldOutAccess",
     "HeldOutLedger",
     "LedgerEntry",
-    "LedgerRead",
     "PreviousReport",
-    "RunningHold",
     "check_held_out_results",
-    "current_user",
     "gold_directory",
     "held_out_manifest_sha256",
     "ledger_path_for",

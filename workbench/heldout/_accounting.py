@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._io import iter_jsonl_lines, loads_json
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ._ledger import HeldOutLedger
 from ._location import ledger_path_for
 
@@ -64,30 +64,19 @@ def check_held_out_results(gold: str | Path, results: str | Path, partition: str
         if not held_out_ids & found and "\0unreadable" not in found:
             return
     ledger = HeldOutLedger(ledger_path_for(gold))
-    digest = results_sha256(
-        results_path
-    )  # a directory of shards: its digest, which no ledger entry holds
+    digest = results_sha256(results_path)  # of shards: a digest no ledger entry holds
     entries = ledger.entries()  # a damaged ledger cannot account for anything: refused
     if any(
         e.event == "finished" and digest in (e.run_records_sha256, e.baseline_run_records_sha256)
         for e in entries
     ):
         return
-    raise WorkbenchError(
+    raise refusal(
         "held-out results refused",
-        [
-            Problem(
-                location=str(results_path),
-                code="held_out_unaccounted",
-                message=(
-                    "these results judge held-out cases but no finished certification in the"
-                    f" held-out ledger ({ledger.path}) recorded them (sha256 {digest[:12]})"
-                ),
-                fix=(
-                    "held-out data is judged once, by `workbench certify`; analyse the run records"
-                    " of a certification report (restricted/run/results.jsonl), or use development"
-                    " or calibration"
-                ),
-            )
-        ],
+        str(results_path),
+        "held_out_unaccounted",
+        "these results judge held-out cases but no finished certification in the held-out ledger"
+        f" ({ledger.path}) recorded them (sha256 {digest[:12]})",
+        "held-out data is judged once, by `workbench certify`; analyse the run records of a"
+        " certification report (restricted/run/results.jsonl), or use development or calibration",
     )

@@ -34,7 +34,6 @@ matches such an entry.
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import secrets
 import uuid
@@ -45,21 +44,14 @@ from pathlib import Path
 from typing import Literal
 
 from filelock import FileLock, Timeout
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from .._chain import ChainedLog, ChainTerms, content_sha256
 from .._docs import add_field_docs
-from .._io import (
-    sha256_json,
-    sha256_text,
-)
+from .._io import sha256_json, sha256_text
 from .._record import Record
-from ..errors import Problem, WorkbenchError
+from ..approval import current_user
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldCase
 
 LEDGER_SCHEMA_VERSION = 3
@@ -97,14 +89,6 @@ def held_out_manifest_sha256(dataset_sha256: str, cases: Iterable[GoldCase]) -> 
             "cases": [{"case_id": c.case_id, "response_hash": c.response_hash} for c in cases],
         }
     )
-
-
-def current_user() -> str:
-    """Who is certifying: ``$WORKBENCH_USER``, else the login name."""
-    try:
-        return os.environ.get("WORKBENCH_USER") or getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (containers)
-        return "unknown"
 
 
 def token_sha256(token: str) -> str:
@@ -290,17 +274,8 @@ class HeldOutLedger:
         if not self.path.exists():
             return LedgerRead([], [])
         if not self.path.is_file():
-            return LedgerRead(
-                [],
-                [
-                    Problem(
-                        location=str(self.path),
-                        code="ledger_invalid",
-                        message="the ledger path is not a file",
-                        fix=FIX_RESTORE,
-                    )
-                ],
-            )
+            message = "the ledger path is not a file"
+            return LedgerRead([], [problem(str(self.path), "ledger_invalid", message, FIX_RESTORE)])
         rows, unreadable = self.log.rows()
         if unreadable:
             return LedgerRead([], unreadable)
@@ -315,7 +290,7 @@ class HeldOutLedger:
                 f"chain broken at line {number}: {entry.event} entry closes {entry.opens!r},"
                 " which is no started entry before it"
             )
-            return [Problem(location=where, code=_TERMS.broken, message=message, fix=FIX_RESTORE)]
+            return [problem(where, _TERMS.broken, message, FIX_RESTORE)]
 
         entries, problems = self.log.verify(rows, closes_a_start)
         return LedgerRead(entries, problems)
@@ -419,22 +394,13 @@ class HeldOutLedger:
                 0o644,
             )
         except FileExistsError:
-            raise WorkbenchError(
+            raise refusal(
                 "held-out access refused",
-                [
-                    Problem(
-                        location=str(self.path),
-                        code="certification_token_used",
-                        message=(
-                            f"the certification token of ledger entry {entry.entry_id} was already"
-                            " used"
-                        ),
-                        fix=(
-                            "a certification notebook runs once per `workbench certify`; run"
-                            " `workbench certify` again"
-                        ),
-                    )
-                ],
+                str(self.path),
+                "certification_token_used",
+                f"the certification token of ledger entry {entry.entry_id} was already used",
+                "a certification notebook runs once per `workbench certify`; run `workbench"
+                " certify` again",
             ) from None
         os.close(fd)
 
@@ -454,22 +420,7 @@ class HeldOutLedger:
             aborted = []
             for entry in self.open_entries(entries):
                 if not self.is_running(entry.entry_id):
-                    aborted.append(
-                        self._append(
-                            entry.model_copy(
-                                update={
-                                    "entry_id": _new_id(),
-                                    "event": "aborted",
-                                    "opens": entry.entry_id,
-                                    "who": current_user(),
-                                    "when": datetime.now(UTC),
-                                    "outcome": "aborted",
-                                    "held_out_used": entry.uses_held_out,
-                                    "token_sha256": None,
-                                }
-                            )
-                        )
-                    )
+                    aborted.append(self._close(entry, "aborted", who=current_user()))
                     self._cleanup(entry.entry_id)
             return aborted
 
@@ -538,22 +489,15 @@ class HeldOutLedger:
         baseline_run_records_sha256: str | None = None,
     ) -> LedgerEntry:
         with self.locked():
-            return self._append(
-                started.model_copy(
-                    update={
-                        "entry_id": _new_id(),
-                        "event": "finished",
-                        "opens": started.entry_id,
-                        "when": datetime.now(UTC),
-                        "outcome": outcome,
-                        "lock_sha256": lock_sha256,
-                        "held_out_used": held_out_used,
-                        "run_id": run_id,
-                        "run_records_sha256": run_records_sha256,
-                        "baseline_run_records_sha256": baseline_run_records_sha256,
-                        "token_sha256": None,
-                    }
-                )
+            return self._close(
+                started,
+                "finished",
+                outcome=outcome,
+                lock_sha256=lock_sha256,
+                held_out_used=held_out_used,
+                run_id=run_id,
+                run_records_sha256=run_records_sha256,
+                baseline_run_records_sha256=baseline_run_records_sha256,
             )
 
     def abort(self, started: LedgerEntry) -> LedgerEntry:
@@ -561,19 +505,16 @@ class HeldOutLedger:
         with self.locked():
             if self.status_of(started.entry_id) != "open":
                 return started
-            return self._append(
-                started.model_copy(
-                    update={
-                        "entry_id": _new_id(),
-                        "event": "aborted",
-                        "opens": started.entry_id,
-                        "when": datetime.now(UTC),
-                        "outcome": "aborted",
-                        "held_out_used": started.uses_held_out,
-                        "token_sha256": None,
-                    }
-                )
-            )
+            return self._close(started, "aborted")
+
+    def _close(self, started: LedgerEntry, event: Event, **update: object) -> LedgerEntry:
+        """Append the entry closing ``started`` (``aborted``: it counts as a use, as its kind
+        would have). Caller holds :meth:`locked`."""
+        if event == "aborted":
+            update = {"outcome": "aborted", "held_out_used": started.uses_held_out, **update}
+        fields: dict[str, object] = {"entry_id": _new_id(), "event": event}
+        fields |= {"opens": started.entry_id, "when": datetime.now(UTC), "token_sha256": None}
+        return self._append(started.model_copy(update=fields | update))
 
     def _cleanup(self, entry_id: str) -> None:
         for name in (f"{entry_id}.lock", f"{entry_id}.claimed"):
@@ -616,18 +557,19 @@ def _new_id() -> str:
 
 def _reuse_problem(path: Path, earlier: list[LedgerEntry]) -> Problem:
     listing = ", ".join(f"{e.report_id} ({e.when:%Y-%m-%d %H:%M} by {e.who})" for e in earlier)
-    return Problem(
-        location=str(path),
-        code="held_out_reuse",
-        message=(
-            "this candidate fingerprint was already certified (or is being certified) on the same"
-            f" held-out manifest: {listing}"
-        ),
-        fix=(
-            'pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and'
-            " printed in the report"
-        ),
+    return problem(
+        str(path),
+        "held_out_reuse",
+        "this candidate fingerprint was already certified (or is being certified) on the same"
+        f" held-out manifest: {listing}",
+        'pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and'
+        " printed in the report",
     )
+
+
+_CERTIFY_FIRST = (
+    "the held-out partition is used only by `workbench certify`, which records the use first"
+)
 
 
 @dataclass(frozen=True)
@@ -653,22 +595,13 @@ class HeldOutAccess:
             or ledger.status_of(self.entry.entry_id) != "open"
             or self.entry not in ledger.entries()
         ):
-            raise WorkbenchError(
+            raise refusal(
                 "held-out access refused",
-                [
-                    Problem(
-                        location=str(self.ledger_path),
-                        code="held_out_refused",
-                        message=(
-                            "the access does not name an open certification in the dataset's own"
-                            " held-out ledger"
-                        ),
-                        fix=(
-                            "the held-out partition is used only by `workbench certify`, which"
-                            " records the use first"
-                        ),
-                    )
-                ],
+                str(self.ledger_path),
+                "held_out_refused",
+                "the access does not name an open certification in the dataset's own held-out"
+                " ledger",
+                _CERTIFY_FIRST,
             )
 
     @classmethod
@@ -678,19 +611,12 @@ class HeldOutAccess:
         ledger = HeldOutLedger(ledger_path)
         entry = ledger.open_entry(entry_id)
         if entry is None or not entry.covers(fingerprint):
-            raise WorkbenchError(
+            raise refusal(
                 "held-out access refused",
-                [
-                    Problem(
-                        location=str(ledger_path),
-                        code="held_out_refused",
-                        message="no open certification in the held-out ledger for this candidate",
-                        fix=(
-                            "the held-out partition is used only by `workbench certify`, which"
-                            " records the use first"
-                        ),
-                    )
-                ],
+                str(ledger_path),
+                "held_out_refused",
+                "no open certification in the held-out ledger for this candidate",
+                _CERTIFY_FIRST,
             )
         return cls(Path(ledger_path), entry)
 
@@ -698,17 +624,11 @@ class HeldOutAccess:
 def refuse_held_out(partition: str, where: str) -> None:
     """Raise for the held-out partition: development and calibration never see it."""
     if partition == "held_out":
-        raise WorkbenchError(
+        raise refusal(
             "held-out refused",
-            [
-                Problem(
-                    location=where,
-                    code="held_out_refused",
-                    message="the held-out partition is not available here",
-                    fix=(
-                        "use development (tuning) or calibration (selection); held-out data is used"
-                        " once, by `workbench certify`"
-                    ),
-                )
-            ],
+            where,
+            "held_out_refused",
+            "the held-out partition is not available here",
+            "use development (tuning) or calibration (selection); held-out data is used once, by"
+            " `workbench certify`",
         )

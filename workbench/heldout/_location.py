@@ -17,10 +17,11 @@ certification notebook resolves it again itself and refuses any other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .._load import read_config
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 
 LEDGER_FILE = "held_out_ledger.jsonl"
 PROJECT_CONFIG = "workbench.yaml"
@@ -44,9 +45,8 @@ def project_root(start: str | Path) -> Path | None:
 
 
 def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        "invalid project configuration",
-        [Problem(location=str(path), code="project_config_invalid", message=message, fix=fix)],
+    return refusal(
+        "invalid project configuration", str(path), "project_config_invalid", message, fix
     )
 
 
@@ -90,37 +90,35 @@ def configured_path(root: Path, key: str, filename: str) -> Path | None:
     return path.resolve()
 
 
-def configured_ledger(root: Path) -> Path | None:
-    """The ledger path declared in ``<root>/workbench.yaml``, if any."""
-    return configured_path(root, LEDGER_KEY, LEDGER_FILE)
+def declared_path_for(
+    gold: str | Path, key: str, filename: str, conflict: Callable[[Path, Path], WorkbenchError]
+) -> Path:
+    """The one file ``key`` names for ``gold``: the project's declaration, else ``filename``
+    beside the dataset (see the module doc). A declaration that would leave entries already
+    recorded beside the data behind raises ``conflict(default, declared)``."""
+    directory = gold_directory(gold)
+    root = project_root(directory)
+    declared = configured_path(root, key, filename) if root is not None else None
+    default = directory / filename
+    if declared is None:
+        return default
+    if declared != default and default.is_file() and default.stat().st_size > 0:
+        raise conflict(default, declared)
+    return declared
 
 
 def ledger_path_for(gold: str | Path) -> Path:
     """The one ledger ``gold``'s held-out partition is recorded in (see the module doc)."""
-    directory = gold_directory(gold)
-    root = project_root(directory)
-    declared = configured_ledger(root) if root is not None else None
-    default = directory / LEDGER_FILE
-    if declared is None:
-        return default
-    if declared != default and default.is_file() and default.stat().st_size > 0:
-        # Uses already recorded beside the data cannot be left behind by declaring a fresh ledger.
-        raise WorkbenchError(
+
+    def conflict(default: Path, declared: Path) -> WorkbenchError:
+        return refusal(
             "two held-out ledgers",
-            [
-                Problem(
-                    location=str(default),
-                    code="ledger_conflict",
-                    message=(
-                        f"the project declares the ledger {declared} but this dataset already has a"
-                        " ledger with entries beside it"
-                    ),
-                    fix=(
-                        f"keep one ledger: move {default} to {declared} while that one does not"
-                        f" exist yet (the chain stays intact), or remove {LEDGER_KEY} from"
-                        f" {PROJECT_CONFIG}"
-                    ),
-                )
-            ],
+            str(default),
+            "ledger_conflict",
+            f"the project declares the ledger {declared} but this dataset already has a ledger with"
+            " entries beside it",
+            f"keep one ledger: move {default} to {declared} while that one does not exist yet (the"
+            f" chain stays intact), or remove {LEDGER_KEY} from {PROJECT_CONFIG}",
         )
-    return declared
+
+    return declared_path_for(gold, LEDGER_KEY, LEDGER_FILE, conflict)

@@ -28,8 +28,7 @@ from pydantic import (
 )
 
 from .._docs import add_field_docs
-from .._io import read_yaml
-from .._load import validation_problems
+from .._load import read_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError

@@ -69,10 +69,11 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
-from .._args import check_budget, check_concurrency, check_repeats, partition_name
+from .._args import check_budget, check_concurrency, check_repeats
 from .._io import atomic_write_json, read_json_file
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
+from ..gold import partition_name
 from ..outcomes import exit_code
 from ..policy import (
     Blocker,

@@ -2,15 +2,7 @@
 
 from ._analysis import (
     DENOMINATORS,
-    ORIGINAL_REPEAT,
-    PAIRWISE_SCHEMA_VERSION,
-    SWAPPED_REPEAT,
-    UPSTREAM_KEYS,
-    MissingResult,
-    OrderStats,
-    PairwiseError,
     PairwiseReport,
-    PairwiseSlice,
     format_pairwise,
     pairwise_report,
     upstream_figures,
@@ -18,15 +10,7 @@ from ._analysis import (
 
 __all__ = [
     "DENOMINATORS",
-    "ORIGINAL_REPEAT",
-    "PAIRWISE_SCHEMA_VERSION",
-    "SWAPPED_REPEAT",
-    "UPSTREAM_KEYS",
-    "MissingResult",
-    "OrderStats",
-    "PairwiseError",
     "PairwiseReport",
-    "PairwiseSlice",
     "format_pairwise",
     "pairwise_report",
     "upstream_figures",

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from .._io import bulk_load, sha256_file
 from .._record import LooseRecord as _Model
 from ..align import JoinedCase, join_results
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldDataset, Partition, load_dataset
 from ..results import JudgeIdentity, JudgeResult, ResultLine, scan_results
 from ..stats import Rate, wilson_rate
@@ -298,6 +298,62 @@ class _Pair:
 ResultsInput = str | Path | Iterable[JudgeResult | ResultLine]
 
 
+def _items(results: ResultsInput) -> tuple[str | None, list[ResultLine | Problem]]:
+    if isinstance(results, str | Path):
+        return str(results), list(scan_results(results))
+    return None, [
+        r if isinstance(r, ResultLine) else ResultLine(i, r) for i, r in enumerate(results, 1)
+    ]
+
+
+def _join_orders(
+    dataset: GoldDataset,
+    items: list[ResultLine | Problem],
+    partition: Any,
+    location: str,
+    ties: list[str],
+) -> tuple[Any, Any, dict[int, str | None], dict[int, frozenset[str] | None]]:
+    """Both orders joined with the gold, refused with every problem at once."""
+    problems, first_shown_of, candidates_of = _check_presentations(
+        items, dataset.rubric.labels, location, ties
+    )
+    try:
+        original = join_results(
+            dataset, items, partition=partition, repeat=ORIGINAL_REPEAT, location=location
+        )
+    except WorkbenchError as exc:
+        problems += exc.problems
+        original = None
+    if problems or original is None:
+        raise WorkbenchError(
+            f"{location}: refusing the pairwise analysis: {len(problems)} problem(s)", problems
+        )
+    swapped = join_results(
+        dataset, items, partition=partition, repeat=SWAPPED_REPEAT, location=location
+    )
+    return original, swapped, first_shown_of, candidates_of
+
+
+def _pair_up(
+    original: Any,
+    swapped: Any,
+    first_shown_of: Mapping[int, str | None],
+    candidates_of: Mapping[int, frozenset[str] | None],
+) -> list[_Pair]:
+    pairs: list[_Pair] = []
+    for a, b in zip(original.cases, swapped.cases, strict=True):
+        assert a.case_id == b.case_id
+        shown = [
+            labels
+            for line in (a.result_line, b.result_line)
+            if line is not None and (labels := candidates_of.get(line))
+        ]
+        candidates = frozenset[str]().union(*shown) if shown else None
+        firsts = (_first_shown(first_shown_of, a), _first_shown(first_shown_of, b))
+        pairs.append(_Pair(a.slice, a.human_label, a, b, firsts, candidates))
+    return pairs
+
+
 def pairwise_report(
     dataset: GoldDataset | str | Path,
     results: ResultsInput,
@@ -316,67 +372,22 @@ def pairwise_report(
     :class:`~workbench.errors.WorkbenchError` listing every problem (bad lines, unknown cases,
     response-hash mismatches, duplicates, mixed judges, contradicting presentations).
     """
+    ties = list(dict.fromkeys(tie_labels or []))
     with bulk_load():
-        gold_path: str | None = None
-        if not isinstance(dataset, GoldDataset):
-            gold_path = str(dataset)
-            dataset = load_dataset(dataset)
-        results_path: str | None = None
-        if isinstance(results, str | Path):
-            results_path = str(results)
-            items: list[ResultLine | Problem] = list(scan_results(results))
-        else:
-            items = [
-                r if isinstance(r, ResultLine) else ResultLine(i, r)
-                for i, r in enumerate(results, 1)
-            ]
+        gold_path = None if isinstance(dataset, GoldDataset) else str(dataset)
+        dataset = dataset if isinstance(dataset, GoldDataset) else load_dataset(dataset)
+        results_path, items = _items(results)
         location = results_path or "results"
-        ties = list(dict.fromkeys(tie_labels or []))
-        problems, first_shown_of, candidates_of = _check_presentations(
-            items, dataset.rubric.labels, location, ties
+        original, swapped, firsts, candidates = _join_orders(
+            dataset, items, partition, location, ties
         )
-        try:
-            original = join_results(
-                dataset, items, partition=partition, repeat=ORIGINAL_REPEAT, location=location
-            )
-        except WorkbenchError as exc:
-            raise WorkbenchError(
-                f"{location}: refusing the pairwise analysis: {len(problems) + len(exc.problems)}"
-                " problem(s)",
-                [*problems, *exc.problems],
-            ) from None
-        if problems:
-            raise WorkbenchError(
-                f"{location}: refusing the pairwise analysis: {len(problems)} problem(s)", problems
-            )
-        swapped = join_results(
-            dataset, items, partition=partition, repeat=SWAPPED_REPEAT, location=location
-        )
-
-    pairs: list[_Pair] = []
-    for a, b in zip(original.cases, swapped.cases, strict=True):
-        assert a.case_id == b.case_id
-        shown = [
-            labels
-            for line in (a.result_line, b.result_line)
-            if line is not None and (labels := candidates_of.get(line))
-        ]
-        candidates = frozenset[str]().union(*shown) if shown else None
-        pairs.append(
-            _Pair(
-                a.slice,
-                a.human_label,
-                a,
-                b,
-                (_first_shown(first_shown_of, a), _first_shown(first_shown_of, b)),
-                candidates,
-            )
-        )
+    pairs = _pair_up(original, swapped, firsts, candidates)
     rubric = dataset.rubric
     no_winner = _NoWinner(frozenset(ties), frozenset(rubric.abstain_labels))
     by_slice: dict[str, list[_Pair]] = {name: [] for name in rubric.slices}
     for p in pairs:
         by_slice.setdefault(p.slice, []).append(p)
+    orders = ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
     errors = [
         PairwiseError(
             case_id=c.case_id,
@@ -386,15 +397,13 @@ def pairwise_report(
             kind=c.error_kind,
             message=c.reason,
         )
-        for repeat, join in ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
+        for repeat, join in orders
         for c in join.cases
         if c.outcome == "error"
     ]
     missing = [
-        MissingResult(
-            case_id=c.case_id, slice=c.slice, repeat=repeat, swap=repeat == SWAPPED_REPEAT
-        )
-        for repeat, join in ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
+        MissingResult(case_id=c.case_id, slice=c.slice, repeat=r, swap=r == SWAPPED_REPEAT)
+        for r, join in orders
         for c in join.cases
         if c.outcome == "missing"
     ]
@@ -422,6 +431,72 @@ def pairwise_report(
     )
 
 
+_FIX = (
+    "pairwise results need presentation = {swap, presented_order, first_shown}: swap false on"
+    " repeat 0 (original order), true on repeat 1 (swapped)"
+)
+Shown = tuple[str | None, frozenset[str] | None]
+
+
+def _presentation(r: JudgeResult, vocab: set[str], ties: Sequence[str]) -> Shown | Problem:
+    """The candidate shown first and the candidates shown, or what is wrong (case and fix set,
+    location left to the caller)."""
+
+    def wrong(code: str, message: str, fix: str = _FIX) -> Problem:
+        return problem("", code, message, fix, r.case_id)
+
+    if r.repeat not in (ORIGINAL_REPEAT, SWAPPED_REPEAT):
+        return wrong(
+            "unexpected_repeat",
+            f"repeat {r.repeat}: a pairwise analysis has two orders, repeat 0 (original) and"
+            " repeat 1 (swapped)",
+        )
+    p = r.presentation
+    if not isinstance(p, dict) or not isinstance(p.get("swap"), bool):
+        return wrong(
+            "presentation_missing",
+            "the result does not say in which order the candidates were shown (presentation.swap)",
+        )
+    if p["swap"] != (r.repeat == SWAPPED_REPEAT):
+        return wrong(
+            "presentation_mismatch", f"presentation.swap is {p['swap']} on repeat {r.repeat}"
+        )
+    order, first = p.get("presented_order"), p.get("first_shown")
+    if order is not None and (
+        not isinstance(order, list)
+        or len(order) < 2
+        or len(set(map(str, order))) != len(order)
+        or not set(map(str, order)) <= vocab
+    ):
+        return wrong(
+            "presentation_invalid",
+            f"presentation.presented_order {order!r} is not a list of distinct rubric labels",
+        )
+    if first is not None and order and first != order[0]:
+        return wrong(
+            "presentation_mismatch",
+            f"presentation.first_shown {first!r} is not the first of presented_order {order!r}",
+        )
+    first = order[0] if first is None and order else first
+    if first is not None and first not in vocab:
+        return wrong(
+            "presentation_invalid", f"presentation.first_shown {first!r} is not a rubric label"
+        )
+    if ties and (clash := [label for label in ([*order] if order else [first]) if label in ties]):
+        return wrong(
+            "tie_label_presented",
+            f"tie label(s) {clash} are shown as candidates in this result's presentation",
+            "a tie label names no candidate: drop it from --tie-label, or fix the presentation",
+        )
+    if first is None and r.value is not None:
+        return wrong(
+            "presentation_missing",
+            "a verdict without presentation.first_shown (or presented_order): position bias"
+            " cannot be measured",
+        )
+    return first, frozenset(map(str, order)) if order else None
+
+
 def _check_presentations(
     items: Sequence[ResultLine | Problem],
     labels: Sequence[str],
@@ -430,151 +505,27 @@ def _check_presentations(
 ) -> tuple[list[Problem], dict[int, str | None], dict[int, frozenset[str] | None]]:
     """Repeats and presentations that make the two orders meaningful; first-shown label and
     candidates per line."""
-    problems: list[Problem] = []
+    vocab = set(labels)
+    problems = [
+        problem(
+            "--tie-label",
+            "unknown_tie_label",
+            f"tie label {label!r} is not one of the rubric's labels {list(labels)}",
+            f"name a rubric label that means 'no winner', e.g. one of {list(labels)}",
+        )
+        for label in tie_labels
+        if label not in vocab
+    ]
     first_shown: dict[int, str | None] = {}
     candidates: dict[int, frozenset[str] | None] = {}
-    vocab = set(labels)
-    for label in tie_labels:
-        if label not in vocab:
-            problems.append(
-                Problem(
-                    location="--tie-label",
-                    code="unknown_tie_label",
-                    message=f"tie label {label!r} is not one of the rubric's labels {list(labels)}",
-                    fix=f"name a rubric label that means 'no winner', e.g. one of {list(labels)}",
-                )
-            )
-    fix = (
-        "pairwise results need presentation = {swap, presented_order, first_shown}: swap false on"
-        " repeat 0 (original order), true on repeat 1 (swapped)"
-    )
     for item in items:
         if isinstance(item, Problem):
             continue
-        r, where = item.result, f"{location}:{item.line}"
-        if r.repeat not in (ORIGINAL_REPEAT, SWAPPED_REPEAT):
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="unexpected_repeat",
-                    message=(
-                        f"repeat {r.repeat}: a pairwise analysis has two orders, repeat 0"
-                        " (original) and repeat 1 (swapped)"
-                    ),
-                    fix=fix,
-                )
-            )
-            continue
-        p = r.presentation
-        if not isinstance(p, dict) or not isinstance(p.get("swap"), bool):
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="presentation_missing",
-                    message=(
-                        "the result does not say in which order the candidates were shown"
-                        " (presentation.swap)"
-                    ),
-                    fix=fix,
-                )
-            )
-            continue
-        if p["swap"] != (r.repeat == SWAPPED_REPEAT):
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="presentation_mismatch",
-                    message=f"presentation.swap is {p['swap']} on repeat {r.repeat}",
-                    fix=fix,
-                )
-            )
-            continue
-        order = p.get("presented_order")
-        first = p.get("first_shown")
-        if order is not None and (
-            not isinstance(order, list)
-            or len(order) < 2
-            or len(set(map(str, order))) != len(order)
-            or not set(map(str, order)) <= vocab
-        ):
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="presentation_invalid",
-                    message=(
-                        f"presentation.presented_order {order!r} is not a list of distinct rubric"
-                        " labels"
-                    ),
-                    fix=fix,
-                )
-            )
-            continue
-        if first is None and order:
-            first = order[0]
-        elif first is not None and order and first != order[0]:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="presentation_mismatch",
-                    message=(
-                        f"presentation.first_shown {first!r} is not the first of presented_order"
-                        f" {order!r}"
-                    ),
-                    fix=fix,
-                )
-            )
-            continue
-        if first is not None and first not in vocab:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="presentation_invalid",
-                    message=f"presentation.first_shown {first!r} is not a rubric label",
-                    fix=fix,
-                )
-            )
-            continue
-        if tie_labels and (
-            clash := [label for label in ([*order] if order else [first]) if label in tie_labels]
-        ):
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="tie_label_presented",
-                    message=(
-                        f"tie label(s) {clash} are shown as candidates in this result's"
-                        " presentation"
-                    ),
-                    fix=(
-                        "a tie label names no candidate: drop it from --tie-label, or fix the"
-                        " presentation"
-                    ),
-                )
-            )
-            continue
-        if first is None and r.value is not None:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="presentation_missing",
-                    message=(
-                        "a verdict without presentation.first_shown (or presented_order): position"
-                        " bias cannot be measured"
-                    ),
-                    fix=fix,
-                )
-            )
-            continue
-        first_shown[item.line] = first
-        candidates[item.line] = frozenset(map(str, order)) if order else None
+        found = _presentation(item.result, vocab, tie_labels)
+        if isinstance(found, Problem):
+            problems.append(found.model_copy(update={"location": f"{location}:{item.line}"}))
+        else:
+            first_shown[item.line], candidates[item.line] = found
     return problems, first_shown, candidates
 
 
@@ -600,22 +551,21 @@ class _NoWinner:
 
 
 def _order(
-    repeat: int,
-    cases: Sequence[JoinedCase],
-    golds: Sequence[str],
-    firsts: Sequence[str | None],
-    candidates: Sequence[frozenset[str] | None],
-    decided_gold: Sequence[bool],
-    no_winner: _NoWinner,
+    repeat: int, pairs: Sequence[_Pair], decided_gold: Sequence[bool], no_winner: _NoWinner
 ) -> OrderStats:
+    """One presentation order of the pairs (``decided_gold``: whose gold label names a winner)."""
+    cases = [p.second if repeat == SWAPPED_REPEAT else p.first for p in pairs]
     n = len(cases)
-    rows = list(zip(cases, golds, firsts, candidates, decided_gold, strict=True))
-    verdicts = [row for row in rows if row[0].outcome == "verdict"]
-    correct = sum(1 for c, g, *_ in verdicts if c.judge_label == g)
+    verdicts = [
+        (c, p, d)
+        for c, p, d in zip(cases, pairs, decided_gold, strict=True)
+        if c.outcome == "verdict"
+    ]
+    correct = sum(1 for c, p, _ in verdicts if c.judge_label == p.gold)
     decided = [
-        (c, f)
-        for c, _, f, cands, _ in verdicts
-        if not no_winner.verdict_is_tie(c.judge_label, cands)
+        (c, p.first_shown[repeat])
+        for c, p, _ in verdicts
+        if not no_winner.verdict_is_tie(c.judge_label, p.candidates)
     ]
     first_wins = sum(1 for c, f in decided if c.judge_label == f)
     errors = [c for c in cases if c.outcome == "error"]
@@ -631,7 +581,7 @@ def _order(
         accuracy=wilson_rate(correct, n),
         accuracy_among_verdicts=wilson_rate(correct, len(verdicts)),
         accuracy_decided_gold=wilson_rate(
-            sum(1 for c, g, _, _, d in verdicts if d and c.judge_label == g), sum(decided_gold)
+            sum(1 for c, p, d in verdicts if d and c.judge_label == p.gold), sum(decided_gold)
         ),
         first_shown_wins=wilson_rate(first_wins, len(decided)),
         errors_by_kind=dict(Counter(c.error_kind or "unknown" for c in errors).most_common()),
@@ -641,27 +591,9 @@ def _order(
 def _slice(
     name: str, risk: str | None, pairs: Sequence[_Pair], no_winner: _NoWinner
 ) -> PairwiseSlice:
-    golds = [p.gold for p in pairs]
-    candidates = [p.candidates for p in pairs]
     decided_gold = [no_winner.gold_is_decided(p.gold, p.candidates) for p in pairs]
-    original = _order(
-        ORIGINAL_REPEAT,
-        [p.first for p in pairs],
-        golds,
-        [p.first_shown[0] for p in pairs],
-        candidates,
-        decided_gold,
-        no_winner,
-    )
-    swapped = _order(
-        SWAPPED_REPEAT,
-        [p.second for p in pairs],
-        golds,
-        [p.first_shown[1] for p in pairs],
-        candidates,
-        decided_gold,
-        no_winner,
-    )
+    original = _order(ORIGINAL_REPEAT, pairs, decided_gold, no_winner)
+    swapped = _order(SWAPPED_REPEAT, pairs, decided_gold, no_winner)
     n = len(pairs)
     both_verdicts = [
         p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"
@@ -751,10 +683,7 @@ def _row(s: PairwiseSlice) -> dict[str, Any]:
     }
 
 
-def format_pairwise(report: PairwiseReport) -> str:
-    """Human-readable text: header, per-slice table, errors and how they enter each denominator."""
-    import pandas as pd
-
+def _header(report: PairwiseReport) -> list[str]:
     judge = (
         f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint"
         f" {report.judge_fingerprint[:12]})"
@@ -762,79 +691,78 @@ def format_pairwise(report: PairwiseReport) -> str:
         else "(no results)"
     )
     o = report.overall
-    lines = [
+    unrun = len(report.missing)
+    return [
         f"judge:      {judge}",
-        (
-            f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
-            f" {report.rubric_version})"
-        ),
-        (
-            f"partition:  {report.partition or 'all'}    orders: repeat 0 = original (swap false),"
-            " repeat 1 = swapped (swap true)"
-        ),
+        f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
+        f" {report.rubric_version})",
+        f"partition:  {report.partition or 'all'}    orders: repeat 0 = original (swap false),"
+        " repeat 1 = swapped (swap true)",
         f"status:     {report.status.upper()}"
-        + (
-            f" - {len(report.missing)} case x order(s) have no result; this is not a pass"
-            if report.missing
-            else ""
-        ),
-        (
-            f"cases:      {o.n}; verdicts {o.original.verdicts} original + {o.swapped.verdicts}"
-            f" swapped; evaluator errors {o.original.errors} original + {o.swapped.errors} swapped"
-            f" ({o.errors_in_both_orders} case(s) in both orders); missing {o.missing}"
-        ),
+        + (f" - {unrun} case x order(s) have no result; this is not a pass" if unrun else ""),
+        f"cases:      {o.n}; verdicts {o.original.verdicts} original + {o.swapped.verdicts}"
+        f" swapped; evaluator errors {o.original.errors} original + {o.swapped.errors} swapped"
+        f" ({o.errors_in_both_orders} case(s) in both orders); missing {o.missing}",
         "",
-        (
-            "Per slice (k/n rate [95% Wilson interval]; errors and missing results stay in n, see"
-            " below):"
-        ),
+        "Per slice (k/n rate [95% Wilson interval]; errors and missing results stay in n, see"
+        " below):",
     ]
+
+
+def _tie_lines(report: PairwiseReport) -> list[str]:
+    o = report.overall
+    original, swapped = o.original.accuracy_decided_gold, o.swapped.accuracy_decided_gold
+    if o.tie_verdicts is None or original is None or swapped is None:
+        return []
+    ties = (
+        f"tie labels {', '.join(report.tie_labels)}"
+        if report.tie_labels
+        else "no tie label declared (--tie-label)"
+    )
+    return [
+        f"Ties ({ties}; labels outside presented_order count too): {_rate_text(o.tie_verdicts)}"
+        f" of verdicts (original {o.original.ties}, swapped {o.swapped.ties}); first-shown wins"
+        f" counts decided verdicts only: {_rate_text(o.first_shown_wins)}",
+        f"Accuracy over all {o.n} cases: original {_rate_text(o.original.accuracy)}, swapped"
+        f" {_rate_text(o.swapped.accuracy)}; over the {o.n - o.gold_ties} decided gold cases"
+        f" ({o.gold_ties} gold ties or abstentions left out): original {_rate_text(original)},"
+        f" swapped {_rate_text(swapped)}",
+    ]
+
+
+def _error_lines(report: PairwiseReport) -> list[str]:
+    lines, errors, missing = [], report.evaluator_errors, report.missing
+    if errors:
+        kinds = Counter(e.kind for e in errors)
+        lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
+        lines += [
+            f"  {e.case_id} ({'swapped' if e.swap else 'original'}): {e.kind}: {e.message}"
+            for e in errors[:10]
+        ]
+        if len(errors) > 10:
+            lines.append(f"  ... and {len(errors) - 10} more (--json lists all)")
+    if missing:
+        shown = ", ".join(f"{m.case_id}#{m.repeat}" for m in missing[:10])
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        lines.append(f"Missing: {shown}{more}")
+    return lines
+
+
+def format_pairwise(report: PairwiseReport) -> str:
+    """Human-readable text: header, per-slice table, errors and how they enter each denominator."""
+    import pandas as pd
+
+    o = report.overall
+    lines = _header(report)
     with pd.option_context(
         "display.width", 250, "display.max_columns", 20, "display.max_colwidth", 40
     ):
-        lines.append(report.slice_frame().to_string())
-    lines.append("")
+        lines += [report.slice_frame().to_string(), ""]
     lines.append(
         f"Among verdicts only: original {_rate_text(o.original.accuracy_among_verdicts)}, swapped"
         f" {_rate_text(o.swapped.accuracy_among_verdicts)}; same verdict in both orders"
         f" {_rate_text(o.consistent_verdicts)}"
     )
-    if (
-        o.tie_verdicts is not None
-        and o.original.accuracy_decided_gold is not None
-        and o.swapped.accuracy_decided_gold is not None
-    ):
-        ties = (
-            f"tie labels {', '.join(report.tie_labels)}"
-            if report.tie_labels
-            else "no tie label declared (--tie-label)"
-        )
-        lines.append(
-            f"Ties ({ties}; labels outside presented_order count too): {_rate_text(o.tie_verdicts)}"
-            f" of verdicts (original {o.original.ties}, swapped {o.swapped.ties}); first-shown wins"
-            f" counts decided verdicts only: {_rate_text(o.first_shown_wins)}"
-        )
-        lines.append(
-            f"Accuracy over all {o.n} cases: original {_rate_text(o.original.accuracy)}, swapped"
-            f" {_rate_text(o.swapped.accuracy)}; over the {o.n - o.gold_ties} decided gold cases"
-            f" ({o.gold_ties} gold ties or abstentions left out): original"
-            f" {_rate_text(o.original.accuracy_decided_gold)}, swapped"
-            f" {_rate_text(o.swapped.accuracy_decided_gold)}"
-        )
-    if report.evaluator_errors:
-        kinds = Counter(e.kind for e in report.evaluator_errors)
-        lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
-        for e in report.evaluator_errors[:10]:
-            lines.append(
-                f"  {e.case_id} ({'swapped' if e.swap else 'original'}): {e.kind}: {e.message}"
-            )
-        if len(report.evaluator_errors) > 10:
-            lines.append(f"  ... and {len(report.evaluator_errors) - 10} more (--json lists all)")
-    if report.missing:
-        shown = ", ".join(f"{m.case_id}#{m.repeat}" for m in report.missing[:10])
-        more = f" and {len(report.missing) - 10} more" if len(report.missing) > 10 else ""
-        lines.append(f"Missing: {shown}{more}")
-    lines.append("")
-    lines.append("Denominators:")
+    lines += _tie_lines(report) + _error_lines(report) + ["", "Denominators:"]
     lines += [f"  {name}: {text}" for name, text in report.denominators.items()]
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from .._io import AppendOnlyLog
 from .._record import Record
-from ..heldout import current_user
+from ..approval import current_user
 from ._session import Iteration, PhaseSession
 
 SELECTION_SCHEMA_VERSION = 1

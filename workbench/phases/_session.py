@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .._args import check_run_arguments, partition_name
+from .._args import check_run_arguments
 from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, load_dataset
+from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import refuse_held_out
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
 from ..results import ResultLine, read_results

@@ -111,6 +111,32 @@ class SamplePlan(_Model):
         return [r for r in self.rows if r.needed is None or r.shortfall.get(part, 0) > 0]
 
 
+def _counts(dataset: GoldDataset) -> Counter[tuple[str, str, str]]:
+    """Adjudicated cases by (slice, partition, human_fail | human_pass | other | all)."""
+    rubric = dataset.rubric
+    kinds = {rubric.fail_label: "human_fail", rubric.pass_label: "human_pass"}
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for case in dataset.cases.values():
+        counts[(case.slice, case.partition.value, kinds.get(case.gold_label, "other"))] += 1
+        counts[(case.slice, case.partition.value, "all")] += 1
+    return counts
+
+
+def _count_note(row: PlanRow, count: int | None) -> PlanRow:
+    """A false-pass row with the note a ``max_false_passes`` below the planned errors needs."""
+    if count is None or row.limit is None or row.needed is None or row.true_rate is None:
+        return row
+    errors = int(row.true_rate * row.needed + 1e-9)
+    if errors <= count:
+        return row
+    note = (
+        f"max_false_passes {count} also applies: a judge at the planned true rate makes {errors}"
+        f" false passes in {row.needed} cases and fails the count limit whatever n; with no false"
+        f" pass at all, {row.needed_at_zero_errors} cases bound the rate"
+    )
+    return row.model_copy(update={"note": note})
+
+
 def plan_policy(
     policy: Policy,
     dataset: GoldDataset,
@@ -122,80 +148,44 @@ def plan_policy(
     """Plan every slice of ``policy`` and compare with ``dataset``'s adjudicated counts per
     partition."""
     rubric = dataset.rubric
-    counts: Counter[tuple[str, str, str]] = Counter()
-    for case in dataset.cases.values():
-        label = case.gold_label
-        kind = (
-            "human_fail"
-            if label == rubric.fail_label
-            else "human_pass"
-            if label == rubric.pass_label
-            else "other"
-        )
-        counts[(case.slice, case.partition.value, kind)] += 1
-        counts[(case.slice, case.partition.value, "all")] += 1
+    counts = _counts(dataset)
     partitions = list(PARTITIONS)
     rows: list[PlanRow] = []
     for name, spec in policy.slices.items():
         risk = rubric.risk_of(name) or spec.risk.value
-        critical = risk == Risk.critical.value
-
-        def have(kind: str, _name: str = name) -> dict[str, int]:
-            return {p: counts[(_name, p, kind)] for p in partitions}
-
-        fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
-        if fp_limited:
-            basis = "upper_95" if critical else spec.false_pass_rate_basis
+        have = {k: {p: counts[(name, p, k)] for p in partitions} for k in _KINDS}
+        head = (name, risk)
+        if spec.max_false_passes is not None or spec.max_false_pass_rate is not None:
+            basis = "upper_95" if risk == Risk.critical.value else spec.false_pass_rate_basis
+            limit = spec.max_false_pass_rate
             row = _rate_row(
-                name,
-                risk,
+                *head,
                 "false_pass_rate",
                 "human_fail",
-                spec.max_false_pass_rate,
+                limit,
                 basis,
                 at_fraction,
                 interval,
-                have("human_fail"),
-                "",
+                have["human_fail"],
             )
-            count = spec.max_false_passes
-            if (
-                count is not None
-                and row.limit is not None
-                and row.needed is not None
-                and row.true_rate is not None
-            ):
-                errors = int(row.true_rate * row.needed + 1e-9)
-                if errors > count:
-                    row = row.model_copy(
-                        update={
-                            "note": (
-                                f"max_false_passes {count} also applies: a judge at the planned"
-                                f" true rate makes {errors} false passes in {row.needed} cases and"
-                                " fails the count limit whatever n; with no false pass at all,"
-                                f" {row.needed_at_zero_errors} cases bound the rate"
-                            )
-                        }
-                    )
-            rows.append(row)
+            rows.append(_count_note(row, spec.max_false_passes))
         if spec.max_false_fail_rate is not None:
+            limit, basis = spec.max_false_fail_rate, spec.false_fail_rate_basis
             rows.append(
                 _rate_row(
-                    name,
-                    risk,
+                    *head,
                     "false_fail_rate",
                     "human_pass",
-                    spec.max_false_fail_rate,
-                    spec.false_fail_rate_basis,
+                    limit,
+                    basis,
                     at_fraction,
                     interval,
-                    have("human_pass"),
-                    "",
+                    have["human_pass"],
                 )
             )
         min_n = policy.min_n_for(name)
         if min_n > 0:
-            got = have("all")
+            got = have["all"]
             rows.append(
                 PlanRow(
                     slice=name,
@@ -227,6 +217,9 @@ def plan_policy(
     )
 
 
+_KINDS: tuple[CaseKind, ...] = ("human_fail", "human_pass", "all")
+
+
 def _rate_row(
     name: str,
     risk: str | None,
@@ -237,22 +230,16 @@ def _rate_row(
     at_fraction: float,
     interval: Interval,
     have: dict[str, int],
-    note: str,
 ) -> PlanRow:
     # a count-only false-pass limit: one decided human-fail case, as the gate's rate_unbounded rule
+    plan = bound_plan(limit, at_fraction, interval) if limit is not None else None
+    needed = plan.needed if plan is not None and basis == "upper_95" else 1
     if limit is None:
-        needed: int | None = 1
-        plan = None
+        zero = None
+    elif interval == "wilson":
+        zero = cases_needed(limit)
     else:
-        plan = bound_plan(limit, at_fraction, interval)
-        needed = plan.needed if basis == "upper_95" else 1
-    zero = (
-        None
-        if limit is None
-        else (
-            cases_needed(limit) if interval == "wilson" else bound_plan(limit, 0.0, interval).needed
-        )
-    )
+        zero = bound_plan(limit, 0.0, interval).needed
     return PlanRow(
         slice=name,
         risk=risk,
@@ -268,7 +255,7 @@ def _rate_row(
         power=plan.power if plan else None,
         have=have,
         shortfall={p: max(0, needed - n) for p, n in have.items()} if needed is not None else {},
-        note=note if limit is not None else "count-only limit: one decided case makes it checkable",
+        note="" if limit is not None else "count-only limit: one decided case makes it checkable",
     )
 
 
@@ -319,18 +306,8 @@ def format_plan(plan: SamplePlan, partitions: Sequence[str] | None = None) -> st
             " (abstentions and errors need more)"
         ),
     ]
-    header = [
-        "slice",
-        "risk",
-        "requirement",
-        "limit",
-        "basis",
-        "true rate",
-        "needed",
-        "upper_95 n",
-        "zero-error n",
-        "power",
-    ] + [f"{p} have/short" for p in parts]
+    columns = "slice|risk|requirement|limit|basis|true rate|needed|upper_95 n|zero-error n|power"
+    header = columns.split("|") + [f"{p} have/short" for p in parts]
     rows = [header]
     for r in plan.rows:
         limit = (

@@ -5,16 +5,14 @@ overrides); notebooks resolve paths against it, so they run the same from the ro
 ``notebooks/``. :func:`init_project` writes a new project's commented, fail-closed templates.
 """
 
-from ._init import NAME_PATTERN, TEMPLATES, InitResult, init_project, notebooks_dir, render
+from ._init import NAME_PATTERN, TEMPLATES, init_project, render
 from ._root import PROJECT_ROOT_ENV, project_path, project_root
 
 __all__ = [
     "NAME_PATTERN",
     "PROJECT_ROOT_ENV",
     "TEMPLATES",
-    "InitResult",
     "init_project",
-    "notebooks_dir",
     "project_path",
     "project_root",
     "render",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, problem, refusal
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
@@ -81,6 +81,23 @@ def render(template: str, *, name: str, root: Path, today: dt.date | None = None
     return text
 
 
+def _refuse_target(root: Path, chosen: str) -> None:
+    problems = []
+    if not NAME_PATTERN.match(chosen):
+        message = (
+            f"{chosen!r} cannot name a dataset, policy and candidate (letters, digits, '.', '_' and"
+            " '-', starting with a letter or digit)"
+        )
+        fix = "pass --name with such a name, e.g. --name support-faq"
+        problems.append(problem(str(root), "init_name_invalid", message, fix))
+    if root.exists() and not root.is_dir():
+        message = "the path is a file, not a directory"
+        fix = "point workbench init at a new or existing directory"
+        problems.append(problem(str(root), "init_not_directory", message, fix))
+    if problems:
+        raise WorkbenchError("cannot create the project", problems)
+
+
 def init_project(directory: str | Path, *, name: str | None = None) -> InitResult:
     """Write a new project's templates into ``directory``.
 
@@ -88,45 +105,15 @@ def init_project(directory: str | Path, *, name: str | None = None) -> InitResul
     """
     root = Path(directory)
     chosen = name if name is not None else root.resolve().name
-    problems: list[Problem] = []
-    if not NAME_PATTERN.match(chosen):
-        problems.append(
-            Problem(
-                location=str(root),
-                code="init_name_invalid",
-                message=(
-                    f"{chosen!r} cannot name a dataset, policy and candidate (letters, digits, '.',"
-                    " '_' and '-', starting with a letter or digit)"
-                ),
-                fix="pass --name with such a name, e.g. --name support-faq",
-            )
-        )
-    if root.exists() and not root.is_dir():
-        problems.append(
-            Problem(
-                location=str(root),
-                code="init_not_directory",
-                message="the path is a file, not a directory",
-                fix="point workbench init at a new or existing directory",
-            )
-        )
-    if problems:
-        raise WorkbenchError("cannot create the project", problems)
+    _refuse_target(root, chosen)
     targets = [(template, root / target.format(name=chosen)) for template, target in TEMPLATES]
     existing = [path for _, path in targets if path.exists() or path.is_symlink()]
     if existing:
+        fix = "move it away, or run workbench init on another directory or with another --name"
         raise WorkbenchError(
             f"refusing to overwrite {len(existing)} existing file(s); nothing was written",
             [
-                Problem(
-                    location=str(path),
-                    code="init_file_exists",
-                    message="the file already exists",
-                    fix=(
-                        "move it away, or run workbench init on another directory or with another"
-                        " --name"
-                    ),
-                )
+                problem(str(path), "init_file_exists", "the file already exists", fix)
                 for path in existing
             ],
         )
@@ -136,31 +123,22 @@ def init_project(directory: str | Path, *, name: str | None = None) -> InitResul
         for template, path in targets:
             _create(path, render(template, name=chosen, root=root, today=today))
             written.append(path)
-    except FileExistsError as exc:  # created by someone else between the check and the write
-        raise WorkbenchError(
-            "refusing to overwrite an existing file",
-            [
-                Problem(
-                    location=str(exc.filename),
-                    code="init_file_exists",
-                    message="the file appeared while the project was being written",
-                    fix="check who else writes into the directory; files already written: "
-                    + (", ".join(map(str, written)) or "none"),
-                )
-            ],
-        ) from None
     except OSError as exc:
-        raise WorkbenchError(
+        done = ", ".join(map(str, written)) or "none"
+        if isinstance(exc, FileExistsError):  # created by someone else since the check
+            raise refusal(
+                "refusing to overwrite an existing file",
+                str(exc.filename),
+                "init_file_exists",
+                "the file appeared while the project was being written",
+                f"check who else writes into the directory; files already written: {done}",
+            ) from None
+        raise refusal(
             "cannot create the project",
-            [
-                Problem(
-                    location=str(exc.filename or root),
-                    code="init_unwritable",
-                    message=f"writing failed ({exc.strerror or exc})",
-                    fix="point workbench init at a writable directory; files already written: "
-                    + (", ".join(map(str, written)) or "none"),
-                )
-            ],
+            str(exc.filename or root),
+            "init_unwritable",
+            f"writing failed ({exc.strerror or exc})",
+            f"point workbench init at a writable directory; files already written: {done}",
         ) from None
     return InitResult(root=root, name=chosen, files=tuple(written))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 
 PROJECT_ROOT_ENV = "WORKBENCH_PROJECT_ROOT"
 """Environment variable that names the project root explicitly."""
@@ -35,41 +35,26 @@ def project_root(start: str | Path | None = None) -> Path:
     if explicit:
         root = Path(explicit).expanduser().resolve()
         if not root.is_dir():
-            raise WorkbenchError(
+            raise refusal(
                 "no project root",
-                [
-                    Problem(
-                        location=PROJECT_ROOT_ENV,
-                        code="project_root_missing",
-                        message=f"{PROJECT_ROOT_ENV}={explicit} is not a directory",
-                        fix=(
-                            f"point {PROJECT_ROOT_ENV} at the project folder (the one holding data/"
-                            " and notebooks/), or unset it"
-                        ),
-                    )
-                ],
+                PROJECT_ROOT_ENV,
+                "project_root_missing",
+                f"{PROJECT_ROOT_ENV}={explicit} is not a directory",
+                f"point {PROJECT_ROOT_ENV} at the project folder (the one holding data/ and"
+                " notebooks/), or unset it",
             )
         return root
     here = Path(start if start is not None else Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if all((folder / marker).is_dir() for marker in PROJECT_MARKERS):
             return folder
-    raise WorkbenchError(
+    raise refusal(
         "no project root",
-        [
-            Problem(
-                location=str(here),
-                code="project_root_missing",
-                message=(
-                    f"neither {here} nor any folder above it holds both"
-                    f" {' and '.join(m + '/' for m in PROJECT_MARKERS)}"
-                ),
-                fix=(
-                    "run from inside the project (its root or notebooks/), or set"
-                    f" {PROJECT_ROOT_ENV}"
-                ),
-            )
-        ],
+        str(here),
+        "project_root_missing",
+        f"neither {here} nor any folder above it holds both"
+        f" {' and '.join(m + '/' for m in PROJECT_MARKERS)}",
+        f"run from inside the project (its root or notebooks/), or set {PROJECT_ROOT_ENV}",
     )
 
 

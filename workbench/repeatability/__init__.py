@@ -5,13 +5,11 @@ partition and reports flips, majority shares, boundary crossings and cost per re
 are logged so certification can check a policy's ``max_flip_rate``
 (:func:`latest_study`, :func:`repeatability_blockers`). ``workbench drift`` (:func:`run_drift`)
 runs the declared sentinel cases (``sentinels.yaml``) and compares their verdicts with a
-baseline, flagging every change in an append-only drift log.
+baseline, flagging every change in an append-only drift log; the CI sentinel lane runs and
+compares them the same way (:func:`run_sentinels`, :func:`sentinel_changes`).
 """
 
 from ._drift import (
-    DRIFT_LOG_FILE,
-    DRIFT_SCHEMA_VERSION,
-    SENTINEL_REPORT_DIR,
     DriftEntry,
     Observation,
     SentinelChange,
@@ -19,12 +17,15 @@ from ._drift import (
     format_drift,
     latest_drift,
     read_drift_log,
+    recorded_baseline,
     run_drift,
     run_drift_sync,
+    run_sentinels,
+    sentinel_changes,
+    sentinel_items,
 )
 from ._sentinels import (
     SENTINELS_FILE,
-    LoadedSentinels,
     Sentinel,
     SentinelSet,
     load_sentinels,
@@ -33,10 +34,7 @@ from ._sentinels import (
     sentinels_snapshot_of,
 )
 from ._study import (
-    DEFAULT_MIN_REPEATS,
     DEFAULT_PARTITION,
-    STUDIES_FILE,
-    STUDY_SCHEMA_VERSION,
     CaseRepeatability,
     RepeatabilityStudy,
     RepeatCost,
@@ -54,19 +52,10 @@ from ._study import (
 )
 
 __all__ = [
-    "sentinels_snapshot",
-    "sentinels_snapshot_of",
-    "DEFAULT_MIN_REPEATS",
     "DEFAULT_PARTITION",
-    "DRIFT_LOG_FILE",
-    "DRIFT_SCHEMA_VERSION",
     "SENTINELS_FILE",
-    "SENTINEL_REPORT_DIR",
-    "STUDIES_FILE",
-    "STUDY_SCHEMA_VERSION",
     "CaseRepeatability",
     "DriftEntry",
-    "LoadedSentinels",
     "Observation",
     "RepeatCost",
     "RepeatabilityStudy",
@@ -83,12 +72,18 @@ __all__ = [
     "read_drift_log",
     "read_studies",
     "record_study",
+    "recorded_baseline",
     "repeatability_blockers",
     "run_drift",
     "run_drift_sync",
     "run_repeatability",
     "run_repeatability_sync",
+    "run_sentinels",
+    "sentinel_changes",
+    "sentinel_items",
     "sentinels_path_for",
+    "sentinels_snapshot",
+    "sentinels_snapshot_of",
     "studies_of",
     "studies_path_for",
     "study_from_run",

@@ -32,24 +32,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from .._args import check_run_arguments
-from .._io import (
-    AppendOnlyLog,
-    JSONRecordError,
-    check_json,
-    iter_jsonl_lines,
-    max_document_bytes,
-    read_json_file,
-)
+from .._io import read_json_file
 from .._record import Record as _Model
-from ..errors import Problem, WorkbenchError
+from ..approval import current_user
+from ..errors import problem, refusal
 from ..gold import GoldDataset, load_dataset
-from ..heldout import current_user
 from ..judges import Judge, JudgeInput, load_candidate
 from ..results import read_results
-from ..runs import MANIFEST_FILE, RESULTS_FILE, RunManifest, WorkItem
+from ..runs import MANIFEST_FILE, RESULTS_FILE, RunManifest, RunSummary, WorkItem
+from ._log import append_to_log, beside_gold, read_log
 from ._sentinels import LoadedSentinels, load_sentinels
 
 DRIFT_SCHEMA_VERSION = 1
@@ -165,83 +159,21 @@ class DriftEntry(_Model):
 
 def drift_log_path_for(gold: GoldDataset | str | Path) -> Path:
     """The default drift log: ``<gold dataset directory>/drift_log.jsonl``."""
-    root = (
-        gold.root
-        if isinstance(gold, GoldDataset)
-        else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
-    )
-    return root / DRIFT_LOG_FILE
-
-
-def _read_lock(path: Path) -> dict[str, Any]:
-    """A report's ``lock.json``, read boundedly and strictly; unreadable: a one-line refusal."""
-    try:
-        lock = read_json_file(path)
-    except (OSError, ValueError) as exc:
-        lock = f"{exc}"
-    if not isinstance(lock, dict):
-        why = lock if isinstance(lock, str) else "not a JSON object"
-        raise WorkbenchError(
-            "unreadable report lock",
-            [
-                Problem(
-                    location=str(path),
-                    code="lock_unreadable",
-                    message=f"lock.json cannot be read ({why[:160]})",
-                    fix=(
-                        "restore the report from its original copy (`workbench verify` names every"
-                        " change)"
-                    ),
-                )
-            ],
-        )
-    return lock
+    return beside_gold(gold, DRIFT_LOG_FILE)
 
 
 def read_drift_log(log: str | Path) -> list[DriftEntry]:
     """Every entry of a drift log, oldest first (none when it does not exist; a bad line is
     refused)."""
-    path = Path(log)
-    if not path.exists():
-        return []
-    out: list[DriftEntry] = []
-    problems: list[Problem] = []
     fix = "the drift log is append-only and written by `workbench drift`; restore it"
-    not_utf8: list[int] = []
-    for number, line in iter_jsonl_lines(path, not_utf8, limit=max_document_bytes()):  # bounded
-        try:
-            check_json(line)  # duplicate keys, NaN/Infinity, too deep: refused before validation
-            out.append(DriftEntry.model_validate_json(line))
-        except JSONRecordError as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="drift_log_invalid",
-                    message=f"not a drift-log entry ({exc.msg})",
-                    fix=fix,
-                )
-            )
-        except ValidationError as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="drift_log_invalid",
-                    message=f"not a drift-log entry ({exc.error_count()} error(s))",
-                    fix=fix,
-                )
-            )
-    problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="drift_log_invalid",
-            message="not a drift-log entry (the line is not valid UTF-8)",
-            fix=fix,
-        )
-        for n in not_utf8
-    ]
-    if problems:
-        raise WorkbenchError(f"{path}: unreadable drift log", problems)
-    return out
+    return read_log(
+        log,
+        DriftEntry,
+        code="drift_log_invalid",
+        what="a drift-log entry",
+        name="drift log",
+        fix=fix,
+    )
 
 
 def latest_drift(
@@ -254,21 +186,74 @@ def latest_drift(
     return found[-1] if found else None
 
 
-def _observations(run_dir: Path, ids: list[str]) -> tuple[RunManifest, dict[str, Observation]]:
+def recorded_baseline(
+    log: str | Path, fingerprint: str, report_id: str | None = None
+) -> DriftEntry | None:
+    """The latest complete baseline recorded for ``fingerprint`` (and, given, for that report)."""
+    found = [
+        e
+        for e in read_drift_log(log)
+        if e.kind == "baseline"
+        and e.status == "recorded"
+        and e.candidate_fingerprint == fingerprint
+        and (report_id is None or e.report_id == report_id)
+    ]
+    return found[-1] if found else None
+
+
+def _report_lock(report: Path, judge: Judge, fix: str, now: str = "") -> dict[str, Any]:
+    """The lock of the certification report at ``report``, refused when it certified another
+    fingerprint than ``judge``'s (``fix``)."""
+    path = report / "lock.json"
+    if not path.is_file():
+        raise refusal(
+            "not a report",
+            str(report),
+            "report_missing",
+            "--report is not a certification report directory (no lock.json)",
+            "point at reports/<candidate>/<version>/<n>",
+        )
+    try:
+        lock = read_json_file(path)
+    except (OSError, ValueError) as exc:
+        lock = f"{exc}"
+    if not isinstance(lock, dict):
+        why = lock if isinstance(lock, str) else "not a JSON object"
+        raise refusal(
+            "unreadable report lock",
+            str(path),
+            "lock_unreadable",
+            f"lock.json cannot be read ({why[:160]})",
+            "restore the report from its original copy (`workbench verify` names every change)",
+        )
+    fingerprint = judge.identity.fingerprint()
+    if lock.get("candidate_fingerprint") != fingerprint:
+        raise refusal(
+            "refusing the baseline",
+            str(report),
+            "baseline_other_judge",
+            f"report {lock.get('report_id')} certified {lock.get('candidate')}"
+            f" ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label}"
+            f" ({fingerprint[:12]}){now}",
+            fix,
+        )
+    return lock
+
+
+def sentinel_observations(
+    run_dir: Path, ids: list[str]
+) -> tuple[RunManifest, dict[str, Observation]]:
+    """The run's manifest and the last attempt (repeat 0) of each of ``ids`` it judged."""
     manifest_path = run_dir / MANIFEST_FILE
     try:
         manifest = RunManifest.model_validate(read_json_file(manifest_path))
     except (OSError, ValueError) as exc:
-        raise WorkbenchError(
+        raise refusal(
             "unreadable baseline run",
-            [
-                Problem(
-                    location=str(manifest_path),
-                    code="manifest_invalid",
-                    message=f"the run manifest cannot be read ({type(exc).__name__})",
-                    fix="point at a run directory written by the workbench",
-                )
-            ],
+            str(manifest_path),
+            "manifest_invalid",
+            f"the run manifest cannot be read ({type(exc).__name__})",
+            "point at a run directory written by the workbench",
         ) from None
     wanted = set(ids)
     last: dict[str, Any] = {}
@@ -293,204 +278,231 @@ def _observations(run_dir: Path, ids: list[str]) -> tuple[RunManifest, dict[str,
     return manifest, found
 
 
-def _resolve_baseline(
-    against: Path | None, judge: Judge, dataset: GoldDataset, sentinels: LoadedSentinels, log: Path
-) -> tuple[BaselineRef, dict[str, Observation]]:
-    fingerprint = judge.identity.fingerprint()
-    other_judge_fix = (
-        "drift compares one pinned judge over time; compare two versions with `workbench compare`"
+Baseline = tuple[BaselineRef, dict[str, Observation]]
+_OTHER_JUDGE_FIX = (
+    "drift compares one pinned judge over time; compare two versions with `workbench compare`"
+)
+
+
+def _run_baseline(
+    run: Path, source: Literal["run", "report"], ref: str, ids: list[str]
+) -> tuple[RunManifest, Baseline]:
+    manifest, found = sentinel_observations(run, ids)
+    at = BaselineRef(
+        source=source, ref=ref, run_id=manifest.run_id, recorded_at=manifest.created_at
     )
-    if against is not None and (against / "lock.json").is_file():
-        lock = _read_lock(against / "lock.json")
-        report_id = str(lock.get("report_id"))
-        if lock.get("candidate_fingerprint") != fingerprint:
-            raise WorkbenchError(
-                "refusing the baseline",
-                [
-                    Problem(
-                        location=str(against),
-                        code="baseline_other_judge",
-                        message=(
-                            f"report {report_id} certified {lock.get('candidate')}"
-                            f" ({str(lock.get('candidate_fingerprint'))[:12]}), not"
-                            f" {judge.spec.label} ({fingerprint[:12]}) as it is now"
-                        ),
-                        fix=other_judge_fix,
-                    )
-                ],
-            )
-        stored = against / SENTINEL_REPORT_DIR
-        if (stored / MANIFEST_FILE).is_file():
-            manifest, found = _observations(stored, sentinels.case_ids)
-            return (
-                BaselineRef(
-                    source="report",
-                    ref=report_id,
-                    run_id=manifest.run_id,
-                    recorded_at=manifest.created_at,
-                ),
-                found,
-            )
-        entries = [
-            e
-            for e in read_drift_log(log)
-            if e.kind == "baseline"
-            and e.status == "recorded"
-            and e.report_id == report_id
-            and e.candidate_fingerprint == fingerprint
-        ]
-        if not entries:
-            raise WorkbenchError(
-                "no baseline",
-                [
-                    Problem(
-                        location=str(against),
-                        code="baseline_missing",
-                        message=(
-                            f"report {report_id} holds no sentinel run ({SENTINEL_REPORT_DIR}/) and"
-                            f" {log} records no sentinel baseline for it"
-                        ),
-                        fix=(
-                            "record one: `workbench drift --candidate SPEC --gold GOLD"
-                            f" --record-baseline --report {against}`"
-                        ),
-                    )
-                ],
-            )
-        entry = entries[-1]
-        return BaselineRef(
-            source="report",
-            ref=f"{report_id} (drift-log entry {entry.entry_id})",
-            run_id=entry.run_id,
-            recorded_at=entry.recorded_at,
-        ), dict(entry.observations)
-    if against is not None:
-        if not (against / MANIFEST_FILE).is_file():
-            raise WorkbenchError(
-                "no baseline",
-                [
-                    Problem(
-                        location=str(against),
-                        code="baseline_missing",
-                        message=(
-                            "--against is neither a certification report (lock.json) nor a run"
-                            " directory (manifest.json)"
-                        ),
-                        fix=(
-                            "point --against at a report directory or a run directory of this judge"
-                        ),
-                    )
-                ],
-            )
-        manifest, found = _observations(against, sentinels.case_ids)
-        if manifest.judge_fingerprint != fingerprint:
-            raise WorkbenchError(
-                "refusing the baseline",
-                [
-                    Problem(
-                        location=str(against),
-                        code="baseline_other_judge",
-                        message=(
-                            f"the run is of {manifest.judge.name}@{manifest.judge.version}"
-                            f" ({manifest.judge_fingerprint[:12]}), not {judge.spec.label}"
-                            f" ({fingerprint[:12]}) as it is now"
-                        ),
-                        fix=other_judge_fix,
-                    )
-                ],
-            )
-        return (
-            BaselineRef(
-                source="run",
-                ref=str(against),
-                run_id=manifest.run_id,
-                recorded_at=manifest.created_at,
-            ),
-            found,
-        )
-    entries = [
-        e
-        for e in read_drift_log(log)
-        if e.kind == "baseline"
-        and e.status == "recorded"
-        and e.candidate_fingerprint == fingerprint
-    ]
-    if not entries:
-        raise WorkbenchError(
-            "no baseline",
-            [
-                Problem(
-                    location=str(log),
-                    code="baseline_missing",
-                    message=(
-                        f"no sentinel baseline of {judge.spec.label} ({fingerprint[:12]}) is"
-                        f" recorded in {log}"
-                    ),
-                    fix=(
-                        "record one first (`workbench drift ... --record-baseline`, at"
-                        " certification time), or give --against REPORT|RUN"
-                    ),
-                )
-            ],
-        )
-    entry = entries[-1]
+    return manifest, (at, found)
+
+
+def _logged_baseline(
+    entry: DriftEntry, source: Literal["drift_log", "report"], ref: str
+) -> Baseline:
     return BaselineRef(
-        source="drift_log", ref=entry.entry_id, run_id=entry.run_id, recorded_at=entry.recorded_at
+        source=source, ref=ref, run_id=entry.run_id, recorded_at=entry.recorded_at
     ), dict(entry.observations)
 
 
-def _changes(
+def _report_baseline(report: Path, judge: Judge, ids: list[str], log: Path) -> Baseline:
+    """The sentinel run the report holds, else the baseline recorded for it in the drift log."""
+    lock = _report_lock(report, judge, _OTHER_JUDGE_FIX, " as it is now")
+    report_id = str(lock.get("report_id"))
+    stored = report / SENTINEL_REPORT_DIR
+    if (stored / MANIFEST_FILE).is_file():
+        return _run_baseline(stored, "report", report_id, ids)[1]
+    entry = recorded_baseline(log, judge.identity.fingerprint(), report_id)
+    if entry is None:
+        raise refusal(
+            "no baseline",
+            str(report),
+            "baseline_missing",
+            f"report {report_id} holds no sentinel run ({SENTINEL_REPORT_DIR}/) and {log} records"
+            " no sentinel baseline for it",
+            "record one: `workbench drift --candidate SPEC --gold GOLD --record-baseline --report"
+            f" {report}`",
+        )
+    return _logged_baseline(entry, "report", f"{report_id} (drift-log entry {entry.entry_id})")
+
+
+def _resolve_baseline(against: Path | None, judge: Judge, ids: list[str], log: Path) -> Baseline:
+    """The baseline of a check, in the module doc's order of preference."""
+    fingerprint = judge.identity.fingerprint()
+    if against is not None and (against / "lock.json").is_file():
+        return _report_baseline(against, judge, ids, log)
+    if against is not None:
+        if not (against / MANIFEST_FILE).is_file():
+            raise refusal(
+                "no baseline",
+                str(against),
+                "baseline_missing",
+                "--against is neither a certification report (lock.json) nor a run directory"
+                " (manifest.json)",
+                "point --against at a report directory or a run directory of this judge",
+            )
+        manifest, baseline = _run_baseline(against, "run", str(against), ids)
+        if manifest.judge_fingerprint != fingerprint:
+            raise refusal(
+                "refusing the baseline",
+                str(against),
+                "baseline_other_judge",
+                f"the run is of {manifest.judge.name}@{manifest.judge.version}"
+                f" ({manifest.judge_fingerprint[:12]}), not {judge.spec.label}"
+                f" ({fingerprint[:12]}) as it is now",
+                _OTHER_JUDGE_FIX,
+            )
+        return baseline
+    entry = recorded_baseline(log, fingerprint)
+    if entry is None:
+        raise refusal(
+            "no baseline",
+            str(log),
+            "baseline_missing",
+            f"no sentinel baseline of {judge.spec.label} ({fingerprint[:12]}) is recorded in {log}",
+            "record one first (`workbench drift ... --record-baseline`, at certification time), or"
+            " give --against REPORT|RUN",
+        )
+    return _logged_baseline(entry, "drift_log", entry.entry_id)
+
+
+def sentinel_changes(
     sentinels: LoadedSentinels,
     dataset: GoldDataset,
     before: dict[str, Observation],
     after: dict[str, Observation],
 ) -> list[SentinelChange]:
+    """Every difference per sentinel between a baseline's observations and this run's."""
     rubric = dataset.rubric
-    out: list[SentinelChange] = []
 
     def view(label: str | None) -> str | None:
         return rubric.pass_fail(label) if label is not None and label in rubric.labels else None
 
+    out: list[SentinelChange] = []
     for case in sentinels.cases:
         b, a = before.get(case.case_id), after.get(case.case_id)
-        risk = rubric.risk_of(case.slice)
-
-        def flag(
-            kind: ChangeKind,
-            crossing: bool = False,
-            _c: Any = case,
-            _r: str | None = risk,
-            _b: Observation | None = b,
-            _a: Observation | None = a,
-        ) -> None:
-            out.append(
-                SentinelChange(
-                    case_id=_c.case_id,
-                    slice=_c.slice,
-                    risk=_r,
-                    kind=kind,
-                    before=_b.shown() if _b else None,
-                    after=_a.shown() if _a else None,
-                    boundary_crossing=crossing,
-                )
-            )
-
+        kinds: list[tuple[ChangeKind, bool]] = []
         if a is None:
-            flag("not_judged")
-            continue
-        if b is None:
-            flag("no_baseline")
-            continue
-        if a.response_hash != b.response_hash:
-            flag("input_changed")
-        if b.value is not None and a.value is None:
-            flag("now_error")
-        elif b.value is None and a.value is not None:
-            flag("was_error")
-        elif b.value != a.value:
-            views = {view(b.value), view(a.value)}
-            flag("verdict_changed", crossing=views == {"pass", "fail"})
+            kinds.append(("not_judged", False))
+        elif b is None:
+            kinds.append(("no_baseline", False))
+        else:
+            if a.response_hash != b.response_hash:
+                kinds.append(("input_changed", False))
+            if b.value is not None and a.value is None:
+                kinds.append(("now_error", False))
+            elif b.value is None and a.value is not None:
+                kinds.append(("was_error", False))
+            elif b.value != a.value:
+                kinds.append(
+                    ("verdict_changed", {view(b.value), view(a.value)} == {"pass", "fail"})
+                )
+        out += [
+            SentinelChange(
+                case_id=case.case_id,
+                slice=case.slice,
+                risk=rubric.risk_of(case.slice),
+                kind=kind,
+                before=b.shown() if b else None,
+                after=a.shown() if a else None,
+                boundary_crossing=crossing,
+            )
+            for kind, crossing in kinds
+        ]
     return out
+
+
+def sentinel_items(loaded: LoadedSentinels) -> list[WorkItem]:
+    """One work item per sentinel (repeat 0)."""
+    return [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in loaded.cases]
+
+
+async def run_sentinels(
+    judge: Judge,
+    loaded: LoadedSentinels,
+    dataset: GoldDataset,
+    run_dir: Path,
+    *,
+    budget_usd: float | None,
+    concurrency: int,
+    progress: bool,
+) -> tuple[RunSummary, dict[str, Observation]]:
+    """Run the sentinels afresh (never from the verdict cache) into ``run_dir``; the run's
+    summary and observations."""
+    from ..gold import gold_lineage
+    from ..runs import run_items
+
+    summary = await run_items(
+        judge,
+        sentinel_items(loaded),
+        run_dir,
+        partition=PARTITION,
+        dataset_sha256=dataset.sha256,
+        repeats=1,
+        grid=True,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        cache_dir=False,
+        progress=progress,
+        lineage=gold_lineage(dataset, loaded.cases),
+    )
+    return summary, sentinel_observations(run_dir, loaded.case_ids)[1]
+
+
+def _compared_with(
+    record_baseline: bool,
+    against: str | Path | None,
+    report: str | Path | None,
+    judge: Judge,
+    ids: list[str],
+    log: Path,
+) -> tuple[BaselineRef | None, dict[str, Observation], str | None]:
+    """A check's baseline and its observations, or the report a baseline is recorded for."""
+    if record_baseline and against is not None:
+        raise refusal(
+            "conflicting options",
+            "--against",
+            "baseline_and_against",
+            "a baseline is recorded, not compared",
+            "drop --against when recording a baseline",
+        )
+    if not record_baseline:
+        where = Path(against) if against is not None else None
+        baseline, before = _resolve_baseline(where, judge, ids, log)
+        return baseline, before, None
+    if report is None:
+        return None, {}, None
+    fix = "record the baseline with the certified candidate's spec"
+    return None, {}, str(_report_lock(Path(report), judge, fix).get("report_id"))
+
+
+def _check_budget(judge: Judge, loaded: LoadedSentinels, run_dir: Path, budget_usd: float) -> None:
+    from ..migration import BudgetInsufficient, estimate_run
+
+    items = sentinel_items(loaded)
+    estimate = estimate_run("sentinels", judge, items, run_dir, cache_dir=False)
+    if estimate.needed_usd > budget_usd + 1e-12:
+        message = (
+            f"{len(items)} sentinel call(s) of {judge.spec.label} need up to"
+            f" ${estimate.needed_usd:.4f}, the budget is ${budget_usd:.4f}"
+        )
+        fix = f"give --budget-usd {estimate.needed_usd:.4f} or more"
+        raise BudgetInsufficient(
+            "the budget does not cover the sentinel run: nothing was started",
+            [problem("--budget-usd", "budget_insufficient", message, fix)],
+        )
+
+
+def _status(
+    record_baseline: bool,
+    summary: RunSummary,
+    after: dict[str, Observation],
+    changes: list[SentinelChange],
+    sentinels: int,
+) -> Literal["recorded", "stable", "drifted", "incomplete"]:
+    if record_baseline:
+        judged = len(after) == sentinels and all(o.value is not None for o in after.values())
+        return "recorded" if summary.status == "complete" and judged else "incomplete"
+    if summary.status != "complete" or any(c.kind == "not_judged" for c in changes):
+        return "incomplete"
+    return "drifted" if changes else "stable"
 
 
 async def run_drift(
@@ -513,133 +525,39 @@ async def run_drift(
     same fingerprint. ``out``: the parent of this entry's run directory (default
     ``runs/drift/<name@version>``); each entry gets its own ``<entry_id>`` below it.
     """
-    from ..gold import gold_lineage
-    from ..migration import BudgetInsufficient, estimate_run
-    from ..runs import run_items
-
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
-
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
     loaded = load_sentinels(sentinels, dataset)
     log_path = Path(log) if log is not None else drift_log_path_for(dataset)
-    fingerprint = judge.identity.fingerprint()
-    if record_baseline and against is not None:
-        raise WorkbenchError(
-            "conflicting options",
-            [
-                Problem(
-                    location="--against",
-                    code="baseline_and_against",
-                    message="a baseline is recorded, not compared",
-                    fix="drop --against when recording a baseline",
-                )
-            ],
-        )
-    baseline: BaselineRef | None = None
-    before: dict[str, Observation] = {}
-    report_id: str | None = None
-    if record_baseline:
-        if report is not None:
-            lock_path = Path(report) / "lock.json"
-            if not lock_path.is_file():
-                raise WorkbenchError(
-                    "not a report",
-                    [
-                        Problem(
-                            location=str(report),
-                            code="report_missing",
-                            message=(
-                                "--report is not a certification report directory (no lock.json)"
-                            ),
-                            fix="point at reports/<candidate>/<version>/<n>",
-                        )
-                    ],
-                )
-            lock = _read_lock(lock_path)
-            if lock.get("candidate_fingerprint") != fingerprint:
-                raise WorkbenchError(
-                    "refusing the baseline",
-                    [
-                        Problem(
-                            location=str(report),
-                            code="baseline_other_judge",
-                            message=(
-                                f"report {lock.get('report_id')} certified {lock.get('candidate')}"
-                                f" ({str(lock.get('candidate_fingerprint'))[:12]}), not"
-                                f" {judge.spec.label} ({fingerprint[:12]})"
-                            ),
-                            fix="record the baseline with the certified candidate's spec",
-                        )
-                    ],
-                )
-            report_id = str(lock.get("report_id"))
-    else:
-        baseline, before = _resolve_baseline(
-            Path(against) if against is not None else None, judge, dataset, loaded, log_path
-        )
+    baseline, before, report_id = _compared_with(
+        record_baseline, against, report, judge, loaded.case_ids, log_path
+    )
     entry_id = f"drift-{uuid.uuid4().hex[:12]}"
-    run_dir = (
-        Path(out) if out is not None else Path("runs") / "drift" / judge.spec.label
-    ) / entry_id
-    items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in loaded.cases]
+    parent = Path(out) if out is not None else Path("runs") / "drift" / judge.spec.label
+    run_dir = parent / entry_id
     if budget_usd is not None:
-        estimate = estimate_run("sentinels", judge, items, run_dir, cache_dir=False)
-        if estimate.needed_usd > budget_usd + 1e-12:
-            raise BudgetInsufficient(
-                "the budget does not cover the sentinel run: nothing was started",
-                [
-                    Problem(
-                        location="--budget-usd",
-                        code="budget_insufficient",
-                        message=(
-                            f"{len(items)} sentinel call(s) of {judge.spec.label} need up to"
-                            f" ${estimate.needed_usd:.4f}, the budget is ${budget_usd:.4f}"
-                        ),
-                        fix=f"give --budget-usd {estimate.needed_usd:.4f} or more",
-                    )
-                ],
-            )
+        _check_budget(judge, loaded, run_dir, budget_usd)
     check = getattr(judge, "check_gold", None)
     if check is not None:
         check(dataset)
-    summary = await run_items(
+    summary, after = await run_sentinels(
         judge,
-        items,
+        loaded,
+        dataset,
         run_dir,
-        partition=PARTITION,
-        dataset_sha256=dataset.sha256,
-        repeats=1,
-        grid=True,
-        concurrency=concurrency,
         budget_usd=budget_usd,
-        cache_dir=False,
+        concurrency=concurrency,
         progress=progress,
-        lineage=gold_lineage(dataset, loaded.cases),
     )
-    _, after = _observations(run_dir, loaded.case_ids)
-    if record_baseline:
-        status: Literal["recorded", "stable", "drifted", "incomplete"] = (
-            "recorded"
-            if summary.status == "complete"
-            and len(after) == len(loaded.cases)
-            and all(o.value is not None for o in after.values())
-            else "incomplete"
-        )
-        changes: list[SentinelChange] = []
-    else:
-        changes = _changes(loaded, dataset, before, after)
-        if summary.status != "complete" or any(c.kind == "not_judged" for c in changes):
-            status = "incomplete"
-        else:
-            status = "drifted" if changes else "stable"
+    changes = [] if record_baseline else sentinel_changes(loaded, dataset, before, after)
     entry = DriftEntry(
         entry_id=entry_id,
         kind="baseline" if record_baseline else "check",
         recorded_at=datetime.now(UTC),
         who=current_user(),
         candidate=judge.spec.label,
-        candidate_fingerprint=fingerprint,
+        candidate_fingerprint=judge.identity.fingerprint(),
         dataset_sha256=dataset.sha256,
         rubric_version=dataset.rubric.version,
         sentinels_path=loaded.path,
@@ -652,11 +570,9 @@ async def run_drift(
         report_id=report_id,
         baseline=baseline,
         changes=changes,
-        status=status,
+        status=_status(record_baseline, summary, after, changes, len(loaded.cases)),
     )
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with AppendOnlyLog(log_path) as out_log:
-        out_log.append(entry.model_dump(mode="json"))
+    append_to_log(log_path, entry)
     return entry
 
 

@@ -28,8 +28,9 @@ from .._io import sha256_file
 from .._load import load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from ..approval import Snapshot, check_lineage, document_snapshot
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset
+from ._log import beside_gold
 
 SENTINELS_SCHEMA_VERSION = 1
 SENTINELS_FILE = "sentinels.yaml"
@@ -91,16 +92,33 @@ class LoadedSentinels(BaseModel):
 
 def sentinels_path_for(gold: GoldDataset | str | Path) -> Path:
     """The default sentinel file: ``<gold dataset directory>/sentinels.yaml``."""
-    root = (
-        gold.root
-        if isinstance(gold, GoldDataset)
-        else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
-    )
-    return root / SENTINELS_FILE
+    return beside_gold(gold, SENTINELS_FILE)
 
 
-def _problem(loc: str, code: str, message: str, fix: str, case_id: str | None = None) -> Problem:
-    return Problem(location=loc, code=code, message=message, fix=fix, case_id=case_id)
+def _sentinel_problem(
+    s: Sentinel, dataset: GoldDataset, by_id: dict[str, Any], seen: set[str]
+) -> tuple[str, str, str] | None:
+    """Why ``s`` cannot be a sentinel of ``dataset`` (code, message, fix), or None."""
+    if s.case_id in seen:
+        return "duplicate_sentinel", "the case is listed twice", "list each sentinel once"
+    seen.add(s.case_id)
+    record = by_id.get(s.case_id)
+    if record is None:
+        return "unknown_case", "the gold has no such case", "use case ids of this gold"
+    if s.case_id in dataset.superseded_by:
+        return (
+            "superseded_case",
+            f"the record was superseded by {dataset.latest_id(s.case_id)!r}",
+            "name the latest record (a changed sentinel starts a new baseline)",
+        )
+    if record.partition.value == "held_out":
+        return (
+            "held_out_sentinel",
+            "the case is held out: held-out cases are judged once, by certification, never re-run"
+            " on a schedule",
+            "choose sentinels from development or calibration",
+        )
+    return None
 
 
 def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSentinels:
@@ -140,7 +158,7 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
     problems: list[Problem] = []
     if parsed.rubric_version is not None and parsed.rubric_version != dataset.rubric.version:
         problems.append(
-            _problem(
+            problem(
                 loc,
                 "sentinels_rubric_mismatch",
                 f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is"
@@ -153,54 +171,11 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
     seen: set[str] = set()
     cases: list[GoldCase] = []
     for s in parsed.sentinels:
-        if s.case_id in seen:
-            problems.append(
-                _problem(
-                    loc,
-                    "duplicate_sentinel",
-                    "the case is listed twice",
-                    "list each sentinel once",
-                    s.case_id,
-                )
-            )
-            continue
-        seen.add(s.case_id)
-        record = by_id.get(s.case_id)
-        if record is None:
-            problems.append(
-                _problem(
-                    loc,
-                    "unknown_case",
-                    "the gold has no such case",
-                    "use case ids of this gold",
-                    s.case_id,
-                )
-            )
-            continue
-        if s.case_id in dataset.superseded_by:
-            problems.append(
-                _problem(
-                    loc,
-                    "superseded_case",
-                    f"the record was superseded by {dataset.latest_id(s.case_id)!r}",
-                    "name the latest record (a changed sentinel starts a new baseline)",
-                    s.case_id,
-                )
-            )
-            continue
-        if record.partition.value == "held_out":
-            problems.append(
-                _problem(
-                    loc,
-                    "held_out_sentinel",
-                    "the case is held out: held-out cases are judged once, by certification, never"
-                    " re-run on a schedule",
-                    "choose sentinels from development or calibration",
-                    s.case_id,
-                )
-            )
-            continue
-        cases.append(dataset.cases[s.case_id])
+        found = _sentinel_problem(s, dataset, by_id, seen)
+        if found is None:
+            cases.append(dataset.cases[s.case_id])
+        else:
+            problems.append(problem(loc, *found, s.case_id))
     problems += check_lineage(sentinels_snapshot_of(parsed, path))
     if problems:
         raise WorkbenchError(f"{loc}: invalid sentinels: {len(problems)} problem(s)", problems)

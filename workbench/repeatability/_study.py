@@ -29,27 +29,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from .._args import check_run_arguments, partition_name
-from .._io import (
-    AppendOnlyLog,
-    JSONRecordError,
-    check_json,
-    iter_jsonl_lines,
-    max_document_bytes,
-    sha256_file,
-)
+from .._args import check_run_arguments
+from .._io import sha256_file
 from .._record import Record as _Model
 from ..align import align_results, read_run_manifest
-from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, load_dataset
-from ..heldout import current_user, refuse_held_out
+from ..approval import current_user
+from ..errors import problem, refusal
+from ..gold import GoldDataset, load_dataset, partition_name
+from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..policy import Blocker, Policy
-from ..results import read_results
-from ..runs import RESULTS_FILE, RunDir, RunSummary, WorkItem, run_candidate
+from ..results import ResultLine, read_results
+from ..runs import RESULTS_FILE, RunDir, RunManifest, RunSummary, WorkItem, run_candidate
+from ..sampling import RISK_ORDER
 from ..stats import Rate, wilson_rate
+from ._log import append_to_log, beside_gold, read_log
 
 STUDY_SCHEMA_VERSION = 1
 STUDIES_FILE = "repeatability_studies.jsonl"
@@ -58,7 +54,6 @@ DEFAULT_MIN_REPEATS = 3
 """Repeats a study needs before certification accepts it (``repeatability_blockers``)."""
 DEFAULT_PARTITION = "calibration"
 """The partition certification wants the study on."""
-_RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
 class CaseRepeatability(_Model):
@@ -188,33 +183,27 @@ class RepeatabilityStudy(_Model):
         """The cases as a pandas DataFrame (verdicts joined with ``|``)."""
         import pandas as pd
 
-        rows = [
-            {
-                **c.model_dump(exclude={"verdicts"}),
-                "verdicts": "|".join(v or "-" for v in c.verdicts),
-            }
-            for c in self.cases
-        ]
-        return pd.DataFrame(rows)
+        return pd.DataFrame(
+            [
+                {
+                    **c.model_dump(exclude={"verdicts"}),
+                    "verdicts": "|".join(v or "-" for v in c.verdicts),
+                }
+                for c in self.cases
+            ]
+        )
 
     def slices_frame(self) -> Any:
         """Per slice: flip rate with its interval, majority share, boundary crossings."""
         import pandas as pd
 
+        keys = ("slice", "risk", "cases", "assessed", "flipped", "incomplete")
+        more = ("mean_majority_share", "boundary_crossing")
         return pd.DataFrame(
             [
-                {
-                    "slice": s.slice,
-                    "risk": s.risk,
-                    "cases": s.cases,
-                    "assessed": s.assessed,
-                    "flipped": s.flipped,
-                    "incomplete": s.incomplete,
-                    "flip_rate": s.flip_rate.rate,
-                    "flip_rate_ci95_high": s.flip_rate.ci95_high,
-                    "mean_majority_share": s.mean_majority_share,
-                    "boundary_crossing": s.boundary_crossing,
-                }
+                {k: getattr(s, k) for k in keys}
+                | {"flip_rate": s.flip_rate.rate, "flip_rate_ci95_high": s.flip_rate.ci95_high}
+                | {k: getattr(s, k) for k in more}
                 for s in [*self.slices, self.overall]
             ]
         )
@@ -222,23 +211,18 @@ class RepeatabilityStudy(_Model):
 
 def studies_path_for(gold: GoldDataset | str | Path) -> Path:
     """The default study log: ``<gold dataset directory>/repeatability_studies.jsonl``."""
-    root = (
-        gold.root
-        if isinstance(gold, GoldDataset)
-        else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
-    )
-    return root / STUDIES_FILE
+    return beside_gold(gold, STUDIES_FILE)
 
 
 def _case_row(
     case_id: str,
     slice_name: str,
-    risk: str | None,
     human: str,
     outcomes: list[tuple[str, str | None]],
     rubric: Any,
     repeats: int,
 ) -> CaseRepeatability:
+    risk = rubric.risk_of(slice_name)
     verdicts = [label if outcome == "verdict" else None for outcome, label in outcomes]
     given = [v for v in verdicts if v is not None]
     counts = Counter(given)
@@ -288,97 +272,35 @@ def _slice_row(name: str, risk: str | None, rows: list[CaseRepeatability]) -> Sl
     )
 
 
-def study_from_run(
-    run_dir: str | Path,
-    dataset: GoldDataset | str | Path,
-    *,
-    summary: RunSummary | None = None,
-    who: str | None = None,
-) -> RepeatabilityStudy:
-    """The repeatability study of a run made with ``repeats`` >= 2 (its manifest says how many).
-
-    Each repeat is joined with the gold separately (lineage checked); nothing is re-run.
-    """
-    run = Path(run_dir)
-    dataset = dataset if isinstance(dataset, GoldDataset) else load_dataset(dataset)
-    results = run / RESULTS_FILE
+def _repeat_manifest(run: Path, results: Path) -> RunManifest:
+    """The manifest of a run made with ``repeats`` >= 2 on development or calibration data."""
     manifest = read_run_manifest(results)
     if manifest is None:
-        raise WorkbenchError(
+        raise refusal(
             "not a run",
-            [
-                Problem(
-                    location=str(run),
-                    code="run_missing",
-                    message="no run manifest (manifest.json) in the directory",
-                    fix=(
-                        "point at a run directory written by `workbench run --repeat K` or"
-                        " `workbench repeatability`"
-                    ),
-                )
-            ],
+            str(run),
+            "run_missing",
+            "no run manifest (manifest.json) in the directory",
+            "point at a run directory written by `workbench run --repeat K` or `workbench"
+            " repeatability`",
         )
     refuse_held_out(manifest.partition, where=str(run))
     if manifest.repeats < 2:
-        raise WorkbenchError(
+        raise refusal(
             "not a repeatability run",
-            [
-                Problem(
-                    location=str(run),
-                    code="too_few_repeats",
-                    message=(
-                        f"the run judged each case {manifest.repeats} time(s): a flip needs at"
-                        " least 2 repeats"
-                    ),
-                    fix=(
-                        "run with --repeats 3 or more (certification wants K >= 3 on calibration"
-                        " data)"
-                    ),
-                )
-            ],
+            str(run),
+            "too_few_repeats",
+            f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats",
+            "run with --repeats 3 or more (certification wants K >= 3 on calibration data)",
         )
-    lines = read_results(results)
-    joins = [
-        align_results(
-            dataset,
-            lines,
-            partition=manifest.partition,
-            repeat=r,
-            manifest=manifest,
-            location=str(results),
-        )
-        for r in range(manifest.repeats)
-    ]
-    rubric = dataset.rubric
-    per_case: dict[str, list[tuple[str, str | None]]] = {}
-    info: dict[str, tuple[str, str]] = {}
-    for join in joins:
-        for c in join.cases:
-            per_case.setdefault(c.case_id, []).append((c.outcome, c.judge_label))
-            info[c.case_id] = (c.slice, c.human_label)
-    cases = [
-        _case_row(
-            cid,
-            info[cid][0],
-            rubric.risk_of(info[cid][0]),
-            info[cid][1],
-            outcomes,
-            rubric,
-            manifest.repeats,
-        )
-        for cid, outcomes in per_case.items()
-    ]
-    by_slice: dict[str, list[CaseRepeatability]] = {}
-    for row in cases:
-        by_slice.setdefault(row.slice, []).append(row)
-    slices = [
-        _slice_row(name, rubric.risk_of(name), by_slice[name])
-        for name in sorted(by_slice, key=lambda s: (_RISK_ORDER.get(rubric.risk_of(s) or "", 9), s))
-    ]
-    per_repeat = []
-    for r in range(manifest.repeats):
+    return manifest
+
+
+def _per_repeat(lines: list[ResultLine], repeats: int) -> list[RepeatCost]:
+    out = []
+    for r in range(repeats):
         mine = [line.result for line in lines if line.result.repeat == r]
-        per_repeat.append(
+        out.append(
             RepeatCost(
                 repeat=r,
                 attempts=len(mine),
@@ -388,6 +310,12 @@ def study_from_run(
                 tokens_out=sum(x.tokens_out or 0 for x in mine),
             )
         )
+    return out
+
+
+def _incomplete_reasons(
+    run: Path, summary: RunSummary | None, cases: list[CaseRepeatability]
+) -> list[str]:
     reasons: list[str] = []
     if summary is None and RunDir(run).summary.is_file():
         summary = RunDir(run).read_summary()
@@ -404,6 +332,49 @@ def study_from_run(
             + ", ".join(incomplete[:10])
             + (" ..." if len(incomplete) > 10 else "")
         )
+    return reasons
+
+
+def study_from_run(
+    run_dir: str | Path,
+    dataset: GoldDataset | str | Path,
+    *,
+    summary: RunSummary | None = None,
+    who: str | None = None,
+) -> RepeatabilityStudy:
+    """The repeatability study of a run made with ``repeats`` >= 2 (its manifest says how many).
+
+    Each repeat is joined with the gold separately (lineage checked); nothing is re-run.
+    """
+    run = Path(run_dir)
+    dataset = dataset if isinstance(dataset, GoldDataset) else load_dataset(dataset)
+    results = run / RESULTS_FILE
+    manifest = _repeat_manifest(run, results)
+    lines = read_results(results)
+    rubric = dataset.rubric
+    per_case: dict[str, list[tuple[str, str | None]]] = {}
+    info: dict[str, tuple[str, str]] = {}
+    for r in range(manifest.repeats):
+        join = align_results(
+            dataset,
+            lines,
+            partition=manifest.partition,
+            repeat=r,
+            manifest=manifest,
+            location=str(results),
+        )
+        for c in join.cases:
+            per_case.setdefault(c.case_id, []).append((c.outcome, c.judge_label))
+            info[c.case_id] = (c.slice, c.human_label)
+    cases = [
+        _case_row(cid, *info[cid], outcomes, rubric, manifest.repeats)
+        for cid, outcomes in per_case.items()
+    ]
+    by_slice: dict[str, list[CaseRepeatability]] = {}
+    for row in cases:
+        by_slice.setdefault(row.slice, []).append(row)
+    order = sorted(by_slice, key=lambda s: (RISK_ORDER.get(rubric.risk_of(s) or "", 9), s))
+    reasons = _incomplete_reasons(run, summary, cases)
     return RepeatabilityStudy(
         study_id=f"rep-{uuid.uuid4().hex[:12]}",
         created_at=datetime.now(UTC),
@@ -421,8 +392,8 @@ def study_from_run(
         status="incomplete" if reasons else "complete",
         incomplete_reasons=reasons,
         overall=_slice_row("(all)", None, cases),
-        slices=slices,
-        per_repeat=per_repeat,
+        slices=[_slice_row(name, rubric.risk_of(name), by_slice[name]) for name in order],
+        per_repeat=_per_repeat(lines, manifest.repeats),
         cases=cases,
         review=[c.case_id for c in cases if c.needs_review],
     )
@@ -430,57 +401,16 @@ def study_from_run(
 
 def record_study(study: RepeatabilityStudy, log: str | Path) -> Path:
     """Append the study to the log (append-only, one JSON line per study)."""
-    path = Path(log)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with AppendOnlyLog(path) as out:
-        out.append(study.model_dump(mode="json"))
-    return path
+    return append_to_log(log, study)
 
 
 def read_studies(log: str | Path) -> list[RepeatabilityStudy]:
     """Every study in a log, oldest first (a missing log has none; a bad line is refused)."""
-    path = Path(log)
-    if not path.exists():
-        return []
-    out: list[RepeatabilityStudy] = []
-    problems: list[Problem] = []
     fix = "the study log is append-only and written by `workbench repeatability`; restore it"
-    not_utf8: list[int] = []
-    # A study holds one row per case, so its line grows with the dataset: the document limit.
-    for number, line in iter_jsonl_lines(path, not_utf8, limit=max_document_bytes()):
-        try:
-            check_json(line)  # duplicate keys, NaN/Infinity, too deep: refused before validation
-            out.append(RepeatabilityStudy.model_validate_json(line))
-        except JSONRecordError as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="study_invalid",
-                    message=f"not a repeatability study ({exc.msg})",
-                    fix=fix,
-                )
-            )
-        except ValidationError as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="study_invalid",
-                    message=f"not a repeatability study ({exc.error_count()} error(s))",
-                    fix=fix,
-                )
-            )
-    problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="study_invalid",
-            message="not a repeatability study (the line is not valid UTF-8)",
-            fix=fix,
-        )
-        for n in not_utf8
-    ]
-    if problems:
-        raise WorkbenchError(f"{path}: unreadable study log", problems)
-    return out
+    what = "a repeatability study"
+    return read_log(
+        log, RepeatabilityStudy, code="study_invalid", what=what, name="study log", fix=fix
+    )
 
 
 def latest_study(
@@ -706,6 +636,36 @@ def repeatability_blockers(
     return out
 
 
+def _check_budget(
+    judge: Judge,
+    cases: list[Any],
+    partition: str,
+    repeats: int,
+    out: Any,
+    budget: float,
+    cache: Any,
+) -> None:
+    from ..migration import BudgetInsufficient, estimate_run
+
+    items = [
+        WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c))
+        for c in cases
+        for r in range(repeats)
+    ]
+    estimate = estimate_run("repeatability", judge, items, out, cache_dir=cache)
+    if estimate.needed_usd > budget + 1e-12:
+        message = (
+            f"{repeats} repeats of {judge.spec.label} on {len(cases)} {partition} case(s) need up"
+            f" to ${estimate.needed_usd:.4f} ({estimate.calls} call(s); the engine's reservations,"
+            f" one attempt each), the budget is ${budget:.4f}"
+        )
+        fix = f"give --budget-usd {estimate.needed_usd:.4f} or more, or fewer repeats"
+        raise BudgetInsufficient(
+            "the budget does not cover the study: nothing was started",
+            [problem("--budget-usd", "budget_insufficient", message, fix)],
+        )
+
+
 async def run_repeatability(
     candidate: Judge | str | Path,
     gold: GoldDataset | str | Path,
@@ -725,64 +685,30 @@ async def run_repeatability(
     checked first with the engine's estimator: when it cannot cover the calls still to make,
     :class:`~workbench.migration.BudgetInsufficient` says how much is needed and nothing starts.
     """
-    from ..migration import BudgetInsufficient, estimate_run
-
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, repeats=repeats)
     refuse_held_out(partition, where="repeatability --partition")
     partition = partition_name(partition)
     if repeats < 2:
-        raise WorkbenchError(
+        raise refusal(
             "too few repeats",
-            [
-                Problem(
-                    location="--repeats",
-                    code="too_few_repeats",
-                    message=f"{repeats} repeat(s) cannot show a flip",
-                    fix="give --repeats 3 or more (certification wants K >= 3)",
-                )
-            ],
+            "--repeats",
+            "too_few_repeats",
+            f"{repeats} repeat(s) cannot show a flip",
+            "give --repeats 3 or more (certification wants K >= 3)",
         )
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
     cases = dataset.partition(partition)
     if not cases:
-        raise WorkbenchError(
+        raise refusal(
             "nothing to study",
-            [
-                Problem(
-                    location=str(dataset.gold_path),
-                    code="empty_partition",
-                    message=f"partition {partition!r} has no cases",
-                    fix="choose a partition that has cases",
-                )
-            ],
+            str(dataset.gold_path),
+            "empty_partition",
+            f"partition {partition!r} has no cases",
+            "choose a partition that has cases",
         )
     if budget_usd is not None:
-        items = [
-            WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c))
-            for c in cases
-            for r in range(repeats)
-        ]
-        estimate = estimate_run("repeatability", judge, items, out, cache_dir=cache_dir)
-        if estimate.needed_usd > budget_usd + 1e-12:
-            raise BudgetInsufficient(
-                "the budget does not cover the study: nothing was started",
-                [
-                    Problem(
-                        location="--budget-usd",
-                        code="budget_insufficient",
-                        message=(
-                            f"{repeats} repeats of {judge.spec.label} on {len(cases)} {partition}"
-                            f" case(s) need up to ${estimate.needed_usd:.4f} ({estimate.calls}"
-                            " call(s); the engine's reservations, one attempt each), the budget is"
-                            f" ${budget_usd:.4f}"
-                        ),
-                        fix=(
-                            f"give --budget-usd {estimate.needed_usd:.4f} or more, or fewer repeats"
-                        ),
-                    )
-                ],
-            )
+        _check_budget(judge, cases, partition, repeats, out, budget_usd, cache_dir)
     summary = await run_candidate(
         judge,
         dataset,

@@ -39,12 +39,12 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from .._args import check_run_arguments, partition_name
+from .._args import check_run_arguments
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
 from .._record import LooseRecord
 from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, GoldLineage, Partition
+from ..gold import GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import RESULT_SCHEMA_VERSION, JudgeResult

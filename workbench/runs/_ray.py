@@ -48,11 +48,11 @@ from typing import Any, Literal
 
 from filelock import FileLock, Timeout
 
-from .._args import check_concurrency, check_run_arguments, partition_name
+from .._args import check_concurrency, check_run_arguments
 from .._io import AppendOnlyLog, atomic_write_json, read_json_file
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldCase, GoldDataset, Partition, load_dataset
+from ..gold import GoldCase, GoldDataset, Partition, load_dataset, partition_name
 from ..judges import JudgeInput, load_candidate
 from ..sampling import Lanes, SamplingPlan, plan_lanes
 from ._cache import default_cache_dir

@@ -7,20 +7,14 @@ plan back from the run manifest and re-draw it before they accept a case as samp
 """
 
 from ._draw import (
-    OTHER_PRIORITY,
-    RESERVED_PRIORITY,
     Lanes,
     Sample,
     SampleCase,
-    SliceDraw,
     draw_sample,
     plan_lanes,
-    sample_key,
 )
 from ._plan import (
-    PLAN_SCOPES,
     RISK_ORDER,
-    SAMPLING_SCHEMA_VERSION,
     SamplingPlan,
     SamplingRuleError,
     SliceSampling,
@@ -31,23 +25,17 @@ from ._plan import (
 )
 
 __all__ = [
-    "OTHER_PRIORITY",
-    "PLAN_SCOPES",
-    "RESERVED_PRIORITY",
     "RISK_ORDER",
-    "SAMPLING_SCHEMA_VERSION",
     "Lanes",
     "Sample",
     "SampleCase",
     "SamplingPlan",
     "SamplingRuleError",
-    "SliceDraw",
     "SliceSampling",
     "check_plan",
     "draw_sample",
     "load_sampling_plan",
     "plan_lanes",
     "plan_problems",
-    "sample_key",
     "validation_problems",
 ]

@@ -30,7 +30,7 @@ from .._load import error_field, load_yaml, rule_error
 from .._load import validation_problems as _problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 
 SAMPLING_SCHEMA_VERSION = 1
 PLAN_SCOPES: tuple[str, ...] = ("development", "calibration", "production")
@@ -72,27 +72,18 @@ class SliceSampling(_Model):
             ["complete"] if self.complete else []
         )
         if len(given) > 1:
-            rules.append(
-                (
-                    "sampling_size_conflict",
-                    (
-                        f"gives {' and '.join(given)}: a slice has one sample size, one fraction,"
-                        " or is complete"
-                    ),
-                    "keep exactly one of size, fraction, complete: true",
-                )
+            message = (
+                f"gives {' and '.join(given)}: a slice has one sample size, one fraction, or is"
+                " complete"
             )
+            fix = "keep exactly one of size, fraction, complete: true"
+            rules.append(("sampling_size_conflict", message, fix))
         if self.reserve_usd is not None and self.reserve_share is not None:
-            rules.append(
-                (
-                    "sampling_reserve_conflict",
-                    "gives both reserve_usd and reserve_share",
-                    (
-                        "keep one of reserve_usd (US dollars) and reserve_share (share of the run's"
-                        " budget)"
-                    ),
-                )
+            message = "gives both reserve_usd and reserve_share"
+            fix = (
+                "keep one of reserve_usd (US dollars) and reserve_share (share of the run's budget)"
             )
+            rules.append(("sampling_reserve_conflict", message, fix))
         if rules:
             raise SamplingRuleError(rules)
         return self
@@ -155,28 +146,19 @@ class SamplingPlan(_Model):
     def _scopes(cls, value: list[str]) -> list[str]:
         rules: list[tuple[str, str, str]] = []
         if "held_out" in value:
-            rules.append(
-                (
-                    "sampling_held_out",
-                    (
-                        "applies_to names held_out: certification judges every held-out case, so no"
-                        " plan may leave one out"
-                    ),
-                    (
-                        "remove held_out from applies_to; plans apply to development, calibration"
-                        " and production traffic"
-                    ),
-                )
+            message = (
+                "applies_to names held_out: certification judges every held-out case, so no plan"
+                " may leave one out"
             )
+            fix = (
+                "remove held_out from applies_to; plans apply to development, calibration and"
+                " production traffic"
+            )
+            rules.append(("sampling_held_out", message, fix))
         unknown = [s for s in value if s not in PLAN_SCOPES and s != "held_out"]
         if unknown:
-            rules.append(
-                (
-                    "sampling_unknown_scope",
-                    f"applies_to names {unknown}",
-                    f"use {', '.join(PLAN_SCOPES)}",
-                )
-            )
+            fix = f"use {', '.join(PLAN_SCOPES)}"
+            rules.append(("sampling_unknown_scope", f"applies_to names {unknown}", fix))
         if len(set(value)) != len(value):
             rules.append(
                 ("sampling_unknown_scope", "applies_to lists a scope twice", "list each scope once")
@@ -199,6 +181,42 @@ class SamplingPlan(_Model):
         return {name: s.reservation(budget_usd) for name, s in self.slices.items() if s.reserved}
 
 
+def _slice_problem(name: str, entry: SliceSampling, risks: Mapping[str, str | None]) -> Any:
+    """Why the plan's entry for ``name`` cannot be used with these slices (code, message, fix)."""
+    if name not in risks:
+        return (
+            "sampling_unknown_slice",
+            f"sampling.slices names {name!r}, which is not one of the slices the plan is used with"
+            f" ({', '.join(risks) or 'none'})",
+            "list only slices of the rubric (and of the policy) in the plan",
+        )
+    if risks[name] == "critical" and entry.sampled:
+        what = f"size {entry.size}" if entry.size is not None else f"fraction {entry.fraction:g}"
+        return (
+            "sampling_critical_sampled",
+            f"slice {name!r} is critical and the plan samples it ({what}): critical slices always"
+            " run completely",
+            f"remove size/fraction from slice {name!r} (give it a reservation instead); a cheaper"
+            " run that leaves out critical cases is a scope change",
+        )
+    return None
+
+
+def _scope_problem(plan: SamplingPlan, scope: str) -> Any:
+    if scope == "held_out":
+        return (
+            "sampling_held_out",
+            "a sampling plan cannot be applied to the held-out partition: certification judges"
+            " every held-out case",
+            "run held-out data only through `workbench certify`, without a plan",
+        )
+    return (
+        "sampling_scope_not_covered",
+        f"the plan applies to {', '.join(plan.applies_to)}, not to {scope}",
+        f"add {scope} to applies_to in a reviewed plan, or run without the plan",
+    )
+
+
 def plan_problems(
     plan: SamplingPlan,
     risks: Mapping[str, str | None] | None,
@@ -214,94 +232,33 @@ def plan_problems(
     ``scope``: the partition (or ``production``) the plan is about to be applied to.
     ``budget_usd``: the run's budget; the reservations must fit in it.
     """
-    out: list[Problem] = []
+    found: list[Any] = []
     shares = sum(s.reserve_share or 0.0 for s in plan.slices.values())
     if shares > 1 + 1e-9:
-        out.append(
-            Problem(
-                location=location,
-                code="sampling_reserve_shares",
-                message=(
-                    f"the reserve_share values add up to {shares:g}, more than the whole budget"
-                ),
-                fix="lower the shares so that they add up to at most 1",
+        found.append(
+            (
+                "sampling_reserve_shares",
+                f"the reserve_share values add up to {shares:g}, more than the whole budget",
+                "lower the shares so that they add up to at most 1",
             )
         )
-    for name, entry in plan.slices.items() if risks is not None else ():
-        assert risks is not None
-        if name not in risks:
-            out.append(
-                Problem(
-                    location=location,
-                    code="sampling_unknown_slice",
-                    message=(
-                        f"sampling.slices names {name!r}, which is not one of the slices the plan"
-                        f" is used with ({', '.join(risks) or 'none'})"
-                    ),
-                    fix="list only slices of the rubric (and of the policy) in the plan",
-                )
-            )
-            continue
-        if risks[name] == "critical" and entry.sampled:
-            what = (
-                f"size {entry.size}" if entry.size is not None else f"fraction {entry.fraction:g}"
-            )
-            out.append(
-                Problem(
-                    location=location,
-                    code="sampling_critical_sampled",
-                    message=(
-                        f"slice {name!r} is critical and the plan samples it ({what}): critical"
-                        " slices always run completely"
-                    ),
-                    fix=(
-                        f"remove size/fraction from slice {name!r} (give it a reservation instead);"
-                        " a cheaper run that leaves out critical cases is a scope change"
-                    ),
-                )
-            )
+    if risks is not None:
+        found += [_slice_problem(name, entry, risks) for name, entry in plan.slices.items()]
     if scope is not None and scope not in plan.applies_to:
-        if scope == "held_out":
-            out.append(
-                Problem(
-                    location=location,
-                    code="sampling_held_out",
-                    message=(
-                        "a sampling plan cannot be applied to the held-out partition: certification"
-                        " judges every held-out case"
-                    ),
-                    fix="run held-out data only through `workbench certify`, without a plan",
-                )
+        found.append(_scope_problem(plan, scope))
+    reserved = plan.reservations(budget_usd) if budget_usd is not None else {}
+    total = sum(reserved.values())
+    if budget_usd is not None and total > budget_usd + 1e-12:
+        listing = ", ".join(f"{k} ${v:.4f}" for k, v in reserved.items())
+        found.append(
+            (
+                "sampling_reservations_exceed_budget",
+                f"the plan reserves ${total:.4f} ({listing}), more than the budget"
+                f" ${budget_usd:.4f}",
+                "give a budget that covers the reservations, or lower them in a reviewed plan",
             )
-        else:
-            out.append(
-                Problem(
-                    location=location,
-                    code="sampling_scope_not_covered",
-                    message=f"the plan applies to {', '.join(plan.applies_to)}, not to {scope}",
-                    fix=f"add {scope} to applies_to in a reviewed plan, or run without the plan",
-                )
-            )
-    if budget_usd is not None:
-        reserved = plan.reservations(budget_usd)
-        total = sum(reserved.values())
-        if total > budget_usd + 1e-12:
-            listing = ", ".join(f"{k} ${v:.4f}" for k, v in reserved.items())
-            out.append(
-                Problem(
-                    location=location,
-                    code="sampling_reservations_exceed_budget",
-                    message=(
-                        f"the plan reserves ${total:.4f} ({listing}), more than the budget"
-                        f" ${budget_usd:.4f}"
-                    ),
-                    fix=(
-                        "give a budget that covers the reservations, or lower them in a reviewed"
-                        " plan"
-                    ),
-                )
-            )
-    return out
+        )
+    return [problem(location, *f) for f in found if f is not None]
 
 
 def check_plan(
@@ -331,7 +288,7 @@ def validation_problems(exc: ValidationError, location: str, *, prefix: str = ""
         rule = rule_error(e)
         return (
             [
-                Problem(location=where, code=code, message=f"{field(e)}: {message}", fix=fix)
+                problem(where, code, f"{field(e)}: {message}", fix)
                 for code, message, fix in rule.rules
             ]
             if isinstance(rule, SamplingRuleError)
@@ -368,13 +325,9 @@ def load_sampling_plan(path: str | Path) -> SamplingPlan:
     problems: list[Problem] = []
     owner = raw.get("owner")
     if not isinstance(owner, str) or not owner.strip():
+        message = "a plan file must name its owner, who reviewed it"
         problems.append(
-            Problem(
-                location=loc,
-                code="sampling_owner",
-                message="a plan file must name its owner, who reviewed it",
-                fix="add owner: <a named person or team>",
-            )
+            problem(loc, "sampling_owner", message, "add owner: <a named person or team>")
         )
     plan: SamplingPlan | None = None
     try:

@@ -13,11 +13,9 @@ from ._bound import (
 from ._needed import cases_needed
 from ._ordinal import (
     DEFAULT_MIN_SHARED,
-    AlphaLevel,
     Correlation,
     MeanAbsoluteError,
     OrdinalConfusion,
-    Weights,
     krippendorff_alpha,
     mean_absolute_error,
     ordinal_confusion,
@@ -26,7 +24,7 @@ from ._ordinal import (
     spearman_correlation,
     weighted_cohen_kappa,
 )
-from ._shortfall import BOUND_FRACTION, Shortfall, more_without_errors, shortfall
+from ._shortfall import Shortfall, more_without_errors, shortfall
 from ._stats import (
     Kappa,
     Rate,
@@ -34,13 +32,10 @@ from ._stats import (
     cohen_kappa_counts,
     fleiss_kappa_table,
     krippendorff_alpha_nominal_matrix,
-    wilson_interval,
     wilson_rate,
 )
 
 __all__ = [
-    "AlphaLevel",
-    "BOUND_FRACTION",
     "BoundPlan",
     "Correlation",
     "DEFAULT_MIN_SHARED",
@@ -51,7 +46,6 @@ __all__ = [
     "OrdinalConfusion",
     "Rate",
     "Shortfall",
-    "Weights",
     "bound_plan",
     "cases_needed",
     "cases_to_bound",
@@ -70,6 +64,5 @@ __all__ = [
     "too_few_cases_message",
     "upper_bound",
     "weighted_cohen_kappa",
-    "wilson_interval",
     "wilson_rate",
 ]

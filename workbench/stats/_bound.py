@@ -155,26 +155,18 @@ def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wil
     import numpy as np
 
     rate, needed, first_n = _needed(limit, at_fraction, interval)
-    if needed is None:
-        return BoundPlan(
-            limit=limit,
-            at_fraction=at_fraction,
-            true_rate=rate,
-            interval=interval,
-            needed=None,
-            first_n=None,
-            errors_at_needed=None,
-            max_errors_at_needed=None,
-            power=None,
-        )
-    errors = int(_errors(rate, np.array([needed]))[0])
-    if limit >= 1:
-        max_errors, power = 1, 1.0
-    else:
-        from scipy.stats import binom
+    errors: int | None = None
+    max_errors: int | None = None
+    power: float | None = None
+    if needed is not None:
+        errors = int(_errors(rate, np.array([needed]))[0])
+        if limit >= 1:
+            max_errors, power = 1, 1.0
+        else:
+            from scipy.stats import binom
 
-        max_errors = _max_errors(needed, limit, interval)
-        power = float(binom.cdf(max_errors, needed, rate))
+            max_errors = _max_errors(needed, limit, interval)
+            power = float(binom.cdf(max_errors, needed, rate))
     return BoundPlan(
         limit=limit,
         at_fraction=at_fraction,

@@ -186,7 +186,7 @@ def _weighted_kappa_closed_form(
 
 def krippendorff_alpha(
     units: Sequence[Mapping[str, Any]],
-    ordered_labels: Sequence[str],
+    ordered_labels: Sequence[Any],
     level: AlphaLevel,
     values: Mapping[str, float] | None = None,
 ) -> Kappa:

@@ -118,26 +118,20 @@ def shortfall(
     Every figure uses the gate's interval, the 95% Wilson score interval.
     """
     interval: Interval = "wilson"
+    at_zero: int | None
+    to_bound: int | None
+    more: int | None
     if limit is None or basis == "point":
-        return Shortfall(
-            have,
-            errors,
-            limit,
-            basis,
-            needed_at_zero_errors=1,
-            needed_to_bound=None,
-            at_fraction=at_fraction,
-            interval=interval,
-            more=max(0, 1 - have),
-        )
-    at_zero = cases_needed(limit)
-    to_bound = cases_to_bound(limit, at_fraction, interval)
-    if to_bound is None:
-        more = None
-    elif have < to_bound:
-        more = to_bound - have
+        at_zero, to_bound, more = 1, None, max(0, 1 - have)
     else:
-        more = more_without_errors(errors, have, limit)
+        at_zero = cases_needed(limit)
+        to_bound = cases_to_bound(limit, at_fraction, interval)
+        if to_bound is None:
+            more = None
+        elif have < to_bound:
+            more = to_bound - have
+        else:
+            more = more_without_errors(errors, have, limit)
     return Shortfall(
         have,
         errors,
