@@ -646,7 +646,7 @@ def gold_table(make_dataset, tmp_path):
     return root, dataset, review_table(root, results, partition="development")
 
 
-def test_review_cases_carries_what_the_widget_needs(gold_table):
+def test_review_table_carries_what_the_widget_needs(gold_table):
     _root, dataset, table = gold_table
     assert table.labels == tuple(dataset.rubric.labels)
     assert table.frame["reviewers_disagree"].tolist() == [False, True, False]
