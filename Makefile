@@ -110,6 +110,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_cli.py
 	$(BIN)/python bench/bench_align.py
+	$(BIN)/python bench/bench_evidence.py
 	$(BIN)/python bench/bench_runs.py
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_ranking.py
