@@ -330,7 +330,7 @@ def open_for_reading(
             ],
         )
     try:
-        return open(loc, "rb")  # noqa: SIM115 - the caller closes it
+        return open(loc, "rb")
     except IsADirectoryError:
         raise WorkbenchError(
             f"{loc}: not a file",
@@ -529,7 +529,7 @@ def _open_plain(path: str | os.PathLike[str]) -> BinaryIO:
     mode = os.stat(loc).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         raise OSError(errno.EINVAL, "a named pipe or socket, not a file", loc)
-    return open(loc, "rb")  # noqa: SIM115 - the caller closes it
+    return open(loc, "rb")
 
 
 class JSONRecordError(ValueError):
