@@ -64,6 +64,8 @@ def _real(stand_in: types.ModuleType) -> types.ModuleType:
 def defer_rfc3987_syntax() -> bool:
     """Install the stand-in; ``False`` (nothing done) when the package is absent or already in
     use."""
+    if os.environ.get("WORKBENCH_PATCH_IRI", "1") == "0":
+        return False
     if _NAME in sys.modules or "jsonschema" in sys.modules:
         return False
     try:
@@ -99,6 +101,8 @@ _BATCH_KERNEL_CODE = (
 def batch_gc() -> None:
     """Collect garbage as a batch process (see the module's docstring): call it first thing in a
     process the workbench owns."""
+    if os.environ.get("WORKBENCH_PATCH_GC", "1") == "0":
+        return
     gc.set_threshold(*BATCH_GC_THRESHOLDS)
 
 
@@ -109,7 +113,7 @@ def batch_kernel_command(command: list[str]) -> list[str]:
     The launcher runs as ``-m`` would run it (``runpy`` with ``alter_sys``): the same
     ``sys.argv`` and, as with ``-m``, the working directory is not left on ``sys.path``.
     """
-    if tuple(command[1:3]) != _KERNEL_LAUNCHER:
+    if tuple(command[1:3]) != _KERNEL_LAUNCHER or os.environ.get("WORKBENCH_PATCH_GC") == "0":
         return list(command)
     return [command[0], "-c", _BATCH_KERNEL_CODE, *command[3:]]
 
@@ -122,6 +126,8 @@ def end_command(stop: SystemExit) -> None:
     normal exit would wait for it), the code is not an integer or a stream cannot be flushed.
     """
     code = 0 if stop.code is None else stop.code
+    if os.environ.get("WORKBENCH_PATCH_EXIT", "1") == "0":
+        return
     if not isinstance(code, int) or "pyarrow" not in sys.modules:
         return
     main = threading.main_thread()

@@ -27,6 +27,10 @@ def with_input_model_built_once(metric: Any) -> Any:
     and their errors are Ragas' own. The user's metric object is left as it is. A metric
     without that method, or one whose copy cannot take the attribute, is returned unchanged.
     """
+    import os
+
+    if os.environ.get("WORKBENCH_PATCH_INPUT_MODEL", "1") == "0":
+        return metric
     if not callable(getattr(metric, "_create_pydantic_model", None)):
         return metric
     try:

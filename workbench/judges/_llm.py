@@ -462,6 +462,8 @@ class LLMJudge:
     async def _preparation(self, metric: Any) -> Preparation:
         """The prepared request of ``metric``, built on first use (once per candidate and
         metric)."""
+        if os.environ.get("WORKBENCH_PATCH_PREPARED", "1") == "0":
+            return Preparation(None, "disabled by WORKBENCH_PATCH_PREPARED=0")
         found = self._prepared.get(id(metric))
         if found is not None and found[0] is metric:
             return found[1]

@@ -266,6 +266,12 @@ def _completion_type() -> Any:
     exactly what the client does otherwise (``construct_type``), so an odd body is handled as
     before. The class is made once per process.
     """
+    import os
+
+    if os.environ.get("WORKBENCH_PATCH_COMPLETION", "1") == "0":
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion
     if not _COMPLETION:
         from openai._models import construct_type
         from openai.types.chat import ChatCompletion
@@ -407,7 +413,9 @@ async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
         )
     client = llms[0].client.client
     candidates: list[tuple[Any, bool]] = [(client._prepare_url(_PATH), False), (_PATH, False)]
-    if _direct_eligible(client):
+    import os
+
+    if _direct_eligible(client) and os.environ.get("WORKBENCH_PATCH_DIRECT", "1") != "0":
         candidates.insert(0, (_PATH, True))
     for url, direct in candidates:
         prepared = PreparedRequest(
