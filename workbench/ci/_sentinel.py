@@ -49,6 +49,7 @@ from typing import Any, Literal
 from .._io import atomic_write_json, sha256_text
 from .._record import LooseRecord as _Model
 from ..errors import Problem, WorkbenchError
+from ..judges import kind_info, kinds_where
 from ._contracts import (
     EXIT_CODES,
     Outcome,
@@ -63,17 +64,8 @@ from ._project import CONFIG_FILE, Inventory, discover
 
 SENTINEL_LANE_SCHEMA_VERSION = 1
 REPORT_FILE = "sentinel.json"
-RUNNABLE_KINDS: tuple[str, ...] = ("ragas-llm", "ragas-function")
+RUNNABLE_KINDS: tuple[str, ...] = kinds_where(output="label", replayed=False)
 """Kinds the sentinel lane runs on sentinels and controls."""
-_OTHER_LANES = {
-    "ragas-ranking": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
-    "ragas-ranking-function": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
-    "ragas-noise": "workbench noise --candidate {spec} --pairs FILE --sentinels-only",
-    "imported": (
-        "workbench ci contracts (it checks the results file; an imported judge's verdicts are"
-        " replayed, never re-run)"
-    ),
-}
 
 
 class AffectedCandidate(_Model):
@@ -510,7 +502,7 @@ async def run_sentinel_lane(
     from ..policy import load_policy
     from ..repeatability import drift_log_path_for, load_sentinels, sentinels_path_for
     from ..repeatability._drift import Observation, _changes, _observations
-    from ..runs import WorkItem, run_items
+    from ..runs import RunOptions, WorkItem, run_items
 
     root = Path(project)
     inv = discover(root)
@@ -587,7 +579,8 @@ async def run_sentinel_lane(
 
     for c in candidates:
         if c.spec.kind not in RUNNABLE_KINDS:
-            command = _OTHER_LANES.get(c.spec.kind, "its own command").format(spec=inv.rel(c.path))
+            kind = kind_info(c.spec.kind)
+            command = kind.command.format(spec=inv.rel(c.path)) if kind else "its own command"
             checks.append(
                 CheckResult(
                     group="sentinels",
@@ -780,14 +773,16 @@ async def run_sentinel_lane(
                 c.judge,
                 sentinel_items,
                 cdir / "sentinels",
+                RunOptions(
+                    repeats=1,
+                    concurrency=concurrency,
+                    budget_usd=left(),
+                    cache_dir=False,
+                    progress=progress,
+                ),
                 partition="sentinels",
                 dataset_sha256=dataset.sha256,
-                repeats=1,
                 grid=True,
-                concurrency=concurrency,
-                budget_usd=left(),
-                cache_dir=False,
-                progress=progress,
                 lineage=lineage,
             )
             runs.append(_run_record(label, "sentinels", cdir / "sentinels", summary))
@@ -801,14 +796,16 @@ async def run_sentinel_lane(
                     plan.baseline_judge,
                     sentinel_items,
                     cdir / "baseline",
+                    RunOptions(
+                        repeats=1,
+                        concurrency=concurrency,
+                        budget_usd=left(),
+                        cache_dir=False,
+                        progress=progress,
+                    ),
                     partition="sentinels",
                     dataset_sha256=dataset.sha256,
-                    repeats=1,
                     grid=True,
-                    concurrency=concurrency,
-                    budget_usd=left(),
-                    cache_dir=False,
-                    progress=progress,
                     lineage=lineage,
                 )
                 runs.append(

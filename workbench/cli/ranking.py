@@ -388,11 +388,11 @@ def run(
         report = ranking_report(fixture_set, results, **gate_inputs)
         out_dir = Path(out) if out else None
     else:
-        from ..judges import load_candidate
+        from ..judges import kinds_where, load_candidate
 
         assert candidate is not None
         judge = load_candidate(candidate)
-        if judge.spec.kind not in ("ragas-ranking", "ragas-ranking-function"):
+        if judge.spec.kind not in kinds_where(output="ranking"):
             raise WorkbenchError(
                 "not a ranking candidate",
                 [

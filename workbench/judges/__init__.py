@@ -1,11 +1,9 @@
 """Judge candidates: specs, fingerprints, the allow-listed judge input and the kind registry.
 
-Built-in kinds (:data:`BUILTIN_KINDS`): ``ragas-llm`` (a Ragas ``DiscreteMetric`` on an
-OpenAI-compatible endpoint), ``ragas-function`` (a deterministic Ragas ``@discrete_metric``),
-``imported`` (verdicts replayed from a results file), ``ragas-noise``
-(:mod:`workbench.noise`), ``ragas-ranking`` and ``ragas-ranking-function``
-(:mod:`workbench.ranking`). Each is a ``"module:attribute"`` stub, imported only when a judge
-of that kind is built: this package imports no package that defines a kind.
+Every judge is a :class:`Judge`; optional capabilities are Protocols the run engine checks
+(:class:`ModelJudge`, :class:`HoldsResources`, :class:`ReplayJudge`). The built-in kinds and
+their flags are :data:`BUILTIN_KINDS` (``"module:attribute"`` stubs, imported only when a judge
+of that kind is built: this package imports no package that defines a kind).
 
 A kind outside the core is a factory ``(spec, spec_path) -> Judge``, registered with
 :func:`register_kind` (decorator) or :func:`declare_kind` (``"module:attribute"``, imported on
@@ -25,12 +23,18 @@ from ._ping import PING_CODES, PING_INPUT, PingResult, aping, ping
 from ._registry import (
     BUILTIN_KINDS,
     CaseRef,
+    HoldsResources,
     Judge,
+    Kind,
+    ModelJudge,
     NotAvailable,
+    ReplayJudge,
     Verdict,
     available_kinds,
     build_judge,
     declare_kind,
+    kind_info,
+    kinds_where,
     load_candidate,
     make_identity,
     ragas_version,
@@ -56,20 +60,26 @@ __all__ = [
     "CandidateSpec",
     "CaseRef",
     "Endpoint",
+    "HoldsResources",
     "Judge",
     "JudgeInput",
+    "Kind",
     "LLMJudge",
+    "ModelJudge",
     "NotAvailable",
     "PING_CODES",
     "PING_INPUT",
     "PingResult",
     "Pricing",
+    "ReplayJudge",
     "Threshold",
     "Verdict",
     "aping",
     "available_kinds",
     "build_judge",
     "declare_kind",
+    "kind_info",
+    "kinds_where",
     "load_candidate",
     "load_spec",
     "derive_spec",

@@ -54,6 +54,7 @@ from ..runs import (
     RESULTS_FILE,
     SUMMARY_FILE,
     RunManifest,
+    RunOptions,
     RunSummary,
     WorkItem,
     run_candidate,
@@ -925,10 +926,12 @@ async def compare_candidates(
                 dataset,
                 partition,
                 plan.out,
-                concurrency=concurrency,
-                budget_usd=limit,
-                cache_dir=cache_dir,
-                progress=progress,
+                RunOptions(
+                    concurrency=concurrency,
+                    budget_usd=limit,
+                    cache_dir=cache_dir,
+                    progress=progress,
+                ),
             )
         summary = summaries[plan.name]
         if summary.status != "complete":

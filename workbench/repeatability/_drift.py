@@ -515,7 +515,7 @@ async def run_drift(
     """
     from ..gold import gold_lineage
     from ..migration import BudgetInsufficient, estimate_run
-    from ..runs import run_items
+    from ..runs import RunOptions, run_items
 
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
 
@@ -607,14 +607,16 @@ async def run_drift(
         judge,
         items,
         run_dir,
+        RunOptions(
+            repeats=1,
+            concurrency=concurrency,
+            budget_usd=budget_usd,
+            cache_dir=False,
+            progress=progress,
+        ),
         partition=PARTITION,
         dataset_sha256=dataset.sha256,
-        repeats=1,
         grid=True,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        cache_dir=False,
-        progress=progress,
         lineage=gold_lineage(dataset, loaded.cases),
     )
     _, after = _observations(run_dir, loaded.case_ids)

@@ -48,7 +48,7 @@ from ..heldout import current_user, refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..policy import Blocker, Policy
 from ..results import read_results
-from ..runs import RESULTS_FILE, RunDir, RunSummary, WorkItem, run_candidate
+from ..runs import RESULTS_FILE, RunDir, RunOptions, RunSummary, WorkItem, run_candidate
 from ..stats import Rate, wilson_rate
 
 STUDY_SCHEMA_VERSION = 1
@@ -788,11 +788,13 @@ async def run_repeatability(
         dataset,
         partition,
         out,
-        repeats=repeats,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        cache_dir=cache_dir,
-        progress=progress,
+        RunOptions(
+            repeats=repeats,
+            concurrency=concurrency,
+            budget_usd=budget_usd,
+            cache_dir=cache_dir,
+            progress=progress,
+        ),
     )
     study = study_from_run(out, dataset, summary=summary)
     if log is not False:

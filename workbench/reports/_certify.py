@@ -86,7 +86,7 @@ from ..policy import (
     load_policy,
 )
 from ..policy._consistency import check_policy_against_rubric
-from ..runs import RunDir, RunSummary, run_candidate
+from ..runs import RunDir, RunOptions, RunSummary, run_candidate
 from ._evaluation import (
     FIGURES_FILE,
     HELD_OUT_GOLD,
@@ -1395,11 +1395,13 @@ class Certification:
             self.dataset,
             "held_out",
             self.report_dir / RUN_DIR,
-            concurrency=self.concurrency,
-            budget_usd=limit,
-            max_cases=self.max_cases,
-            cache_dir=False,  # held-out verdicts are neither reused nor shared through a cache
-            progress=False,  # progress widgets do not render in static HTML
+            RunOptions(
+                concurrency=self.concurrency,
+                budget_usd=limit,
+                max_cases=self.max_cases,
+                cache_dir=False,  # held-out verdicts are neither reused nor shared through a cache
+                progress=False,  # progress widgets do not render in static HTML
+            ),
             held_out_access=access,
         )
         if self.baseline_judge is not None:
@@ -1416,11 +1418,13 @@ class Certification:
                 self.dataset,
                 "held_out",
                 self.report_dir / BASELINE_RUN_DIR,
-                concurrency=self.concurrency,
-                budget_usd=rest,
-                max_cases=self.max_cases,
-                cache_dir=False,
-                progress=False,
+                RunOptions(
+                    concurrency=self.concurrency,
+                    budget_usd=rest,
+                    max_cases=self.max_cases,
+                    cache_dir=False,
+                    progress=False,
+                ),
                 held_out_access=baseline_access,
             )
         return self.summary
@@ -1458,14 +1462,16 @@ class Certification:
             self.judge,
             items,
             self.report_dir / SENTINELS_DIR,
+            RunOptions(
+                repeats=1,
+                concurrency=self.concurrency,
+                budget_usd=limit,
+                cache_dir=False,
+                progress=False,
+            ),
             partition=PARTITION,
             dataset_sha256=self.dataset.sha256,
-            repeats=1,
             grid=True,
-            concurrency=self.concurrency,
-            budget_usd=limit,
-            cache_dir=False,
-            progress=False,
             lineage=gold_lineage(self.dataset, loaded.cases),
         )
         return self.sentinels
