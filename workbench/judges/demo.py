@@ -154,6 +154,13 @@ def _sentence(parts: list[str]) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
+def _failed(*parts: tuple[str, list[str]]) -> MetricResult | None:
+    """A fail whose reason names every non-empty part (``(what, items)``), or None when every
+    part is empty."""
+    listed = [f"{what} {', '.join(items)}" for what, items in parts if items]
+    return MetricResult(value="fail", reason=_sentence(listed)) if listed else None
+
+
 # ------------------------------------------------------------------------------ version 1
 
 
@@ -264,13 +271,12 @@ def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
             asserted.append(f"'{phrase}'" + (f" (as '{surface}')" if surface != phrase else ""))
         elif cue is not None:
             denials.append(f"'{phrase}' only under negation ('{cue}')")
-    if missing or asserted:
-        parts = []
-        if missing:
-            parts.append("missing required concept " + ", ".join(f"'{p}'" for p in missing))
-        if asserted:
-            parts.append("prohibited claim matched " + ", ".join(asserted))
-        return MetricResult(value="fail", reason=_sentence(parts))
+    failed = _failed(
+        ("missing required concept", [f"'{p}'" for p in missing]),
+        ("prohibited claim matched", asserted),
+    )
+    if failed is not None:
+        return failed
     reason = (
         f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim"
         " asserted"
@@ -467,17 +473,14 @@ def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
         else:
             found.append(f"'{phrase}'" if detail == phrase else f"'{phrase}' (as '{detail}')")
     asserted = [f"'{p}'" for p in notes.prohibited if _claim_v3(clauses, p) is not None]
-    if missing or denied or widened or asserted:
-        parts = []
-        if missing:
-            parts.append("missing required concept " + ", ".join(missing))
-        if denied:
-            parts.append("required concept denied " + ", ".join(denied))
-        if widened:
-            parts.append("required condition widened " + ", ".join(widened))
-        if asserted:
-            parts.append("prohibited claim matched " + ", ".join(asserted))
-        return MetricResult(value="fail", reason=_sentence(parts))
+    failed = _failed(
+        ("missing required concept", missing),
+        ("required concept denied", denied),
+        ("required condition widened", widened),
+        ("prohibited claim matched", asserted),
+    )
+    if failed is not None:
+        return failed
     extra = _unaccounted(_SENTENCE_SPLIT.split(answer), [*notes.required, *notes.prohibited])
     if extra:
         shown = extra[0] if len(extra[0]) <= 120 else extra[0][:117] + "..."
