@@ -403,9 +403,6 @@ def _become_kernel(request: dict[str, Any], fds: list[int], charts: str) -> None
         if parent.isdigit() and int(parent) > 1:
             watched.append(int(parent))
         _watch(watched)
-        from workbench._startup import batch_gc
-
-        batch_gc()
         from ipykernel import kernelapp
 
         try:
