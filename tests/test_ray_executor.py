@@ -647,7 +647,7 @@ def test_a_dead_shards_unstarted_reserved_units_do_not_block_other_shards_lower_
             units={0: {"crit": 2}, 1: {"low": 2}},
             spent={},
         )
-        actor = GlobalLimits(1.0, None, 0.0, 5, None, None, 1, None, None, lanes)
+        actor = GlobalLimits(1.0, None, 0.0, 5, None, None, None, None, lanes)
         order: list[str] = []
 
         async def call(shard: int, lane: str, name: str) -> None:
