@@ -2,19 +2,10 @@
 
 Every judge is a :class:`Judge`; optional capabilities are Protocols the run engine checks
 (:class:`ModelJudge`, :class:`HoldsResources`, :class:`ReplayJudge`). The built-in kinds and
-their flags are :data:`BUILTIN_KINDS` (``"module:attribute"`` stubs, imported only when a judge
-of that kind is built: this package imports no package that defines a kind).
-
-A kind outside the core is a factory ``(spec, spec_path) -> Judge``, registered with
-:func:`register_kind` (decorator) or :func:`declare_kind` (``"module:attribute"``, imported on
-first use). A kind that asks an OpenAI-compatible model through a Ragas metric subclasses
-:class:`LLMJudge`, which brings the HTTP client, the wire capture, token usage, retries by
-the run engine and the error classification, and overrides its hooks:
-:attr:`~LLMJudge.allowed_placeholders`, :attr:`~LLMJudge.required_placeholder`,
-:attr:`~LLMJudge.needs_prompt`, ``_build_metric(spec, template)`` (the Ragas metric),
-``_score(llm, judge_input, ref)`` (the awaitable that asks the model),
-``_interpret(result, exchange, judge_input, ref)`` (result to :class:`Verdict`, through
-``self._verdict``/``self._failed``) and :meth:`~LLMJudge.render`.
+their flags are :data:`BUILTIN_KINDS`; a kind outside the core registers with
+:func:`register_kind` or :func:`declare_kind`, and one that asks an OpenAI-compatible model
+through a Ragas metric subclasses :class:`LLMJudge` and overrides its hooks (docs/formats.md,
+"Judge kinds").
 """
 
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput

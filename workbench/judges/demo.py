@@ -154,6 +154,12 @@ def _sentence(parts: list[str]) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
+def _no_notes() -> MetricResult:
+    return MetricResult(
+        value="fail", reason="The grading notes contain no Required or Prohibited lines to check."
+    )
+
+
 def _failed(*parts: tuple[str, list[str]]) -> MetricResult | None:
     """A fail whose reason names every non-empty part (``(what, items)``), or None when every
     part is empty."""
@@ -167,20 +173,16 @@ def _failed(*parts: tuple[str, list[str]]) -> MetricResult | None:
 def _v1_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(
-            value="fail",
-            reason="The grading notes contain no Required or Prohibited lines to check.",
-        )
+        return _no_notes()
     words = _tokens(response)
     missing = [p for p in notes.required if not _find(words, _tokens(p))]
     matched = [p for p in notes.prohibited if _find(words, _tokens(p))]
-    if missing or matched:
-        parts = []
-        if missing:
-            parts.append("missing required concept " + ", ".join(f"'{p}'" for p in missing))
-        if matched:
-            parts.append("prohibited claim matched " + ", ".join(f"'{p}'" for p in matched))
-        return MetricResult(value="fail", reason=_sentence(parts))
+    failed = _failed(
+        ("missing required concept", [f"'{p}'" for p in missing]),
+        ("prohibited claim matched", [f"'{p}'" for p in matched]),
+    )
+    if failed is not None:
+        return failed
     found = ", ".join(f"'{p}'" for p in notes.required) or "none listed"
     return MetricResult(
         value="pass", reason=f"All required concepts found ({found}); no prohibited claim matched."
@@ -248,10 +250,7 @@ def _find_claim(sentences: list[list[str]], phrase: str) -> tuple[str | None, st
 def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(
-            value="fail",
-            reason="The grading notes contain no Required or Prohibited lines to check.",
-        )
+        return _no_notes()
     sentences = _sentences(response)
     found: list[str] = []
     missing: list[str] = []
@@ -447,10 +446,7 @@ def _unaccounted(sentences: list[str], phrases: list[str]) -> list[str]:
 def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(
-            value="fail",
-            reason="The grading notes contain no Required or Prohibited lines to check.",
-        )
+        return _no_notes()
     meanings = {p.strip(): m for p, m in _REQUIRED_LINE.findall(grading_notes or "")}
     answer = answer_text(response)
     clauses = _clauses(answer)
