@@ -13,7 +13,8 @@ other sessions' load; CPU time is the steadier figure.
 Patches (the switch; the scenarios it is measured on):
 
 - ``prepared``: ``WORKBENCH_PREPARED_REQUESTS`` (``workbench/judges/_prepared.py``, a Ragas LLM
-  request built once per candidate); ``run-demo-llm`` and ``run-llm-1000``;
+  request built once per candidate); ``run-demo-llm``, ``run-llm-1000`` and
+  ``run-llm-1000-c128``;
 - ``iri``: ``WORKBENCH_DEFER_IRI_GRAMMAR`` (``workbench/_startup.py``, jsonschema's IRI grammar
   built on first use); ``certify-demo``.
 
@@ -24,6 +25,7 @@ Scenarios:
   concurrency 16, as ``make demo`` runs it;
 - ``run-llm-1000``: ``workbench run`` of an LLM judge on ``--cases`` synthetic cases at
   concurrency 32, latency 0.2 s (the ``bench_runs.py`` workload, through the command);
+  ``run-llm-1000-c128`` the same at concurrency 128;
 - ``certify-demo``: ``workbench certify`` of ``rubric-judge@2`` under ``support-release@1`` on a
   fresh copy of the demo (``bench_certify.py``'s command).
 
@@ -54,7 +56,10 @@ sys.path.insert(0, str(HERE))
 from fake_server import fake_llm_process  # noqa: E402
 
 PATCHES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "prepared": ("WORKBENCH_PREPARED_REQUESTS", ("run-demo-llm", "run-llm-1000")),
+    "prepared": (
+        "WORKBENCH_PREPARED_REQUESTS",
+        ("run-demo-llm", "run-llm-1000", "run-llm-1000-c128"),
+    ),
     "iri": ("WORKBENCH_DEFER_IRI_GRAMMAR", ("certify-demo",)),
 }
 """patch -> (its switch, the scenarios it is measured on)."""
@@ -92,9 +97,10 @@ class Scenario:
         candidate = {
             "run-demo-llm": "data/candidates/support-llm-judge@1.yaml",
             "run-llm-1000": str(self.tmp / "spec" / "bench-llm@1.yaml"),
+            "run-llm-1000-c128": str(self.tmp / "spec" / "bench-llm@1.yaml"),
         }[name]
         gold = str(ROOT / "data" / "demo") if "demo" in name else str(self.tmp / "synth" / "gold")
-        concurrency = {"run-demo-llm": "16", "run-llm-1000": "32"}.get(name, "8")
+        concurrency = {"run-demo-llm": "16", "run-llm-1000": "32", "run-llm-1000-c128": "128"}[name]
         return [
             *wb,
             "run",
@@ -119,7 +125,7 @@ class Scenario:
             with fake_llm_process(0.05, responder="workbench.demo.fake_llm:respond") as url:
                 self.env = {"WORKBENCH_DEMO_LLM_URL": url, "DEMO_LLM_API_KEY": "demo-key"}
                 yield
-        elif name == "run-llm-1000":
+        elif name.startswith("run-llm-1000"):
             from bench_runs import write_spec
 
             with fake_llm_process(0.2) as url:
