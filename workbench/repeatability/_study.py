@@ -42,7 +42,15 @@ from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..policy import Blocker, Policy
 from ..results import ResultLine, read_results
-from ..runs import RESULTS_FILE, RunDir, RunManifest, RunSummary, WorkItem, run_candidate
+from ..runs import (
+    RESULTS_FILE,
+    RunDir,
+    RunManifest,
+    RunOptions,
+    RunSummary,
+    WorkItem,
+    run_candidate,
+)
 from ..sampling import RISK_ORDER
 from ..stats import Rate, wilson_rate
 from ._log import append_to_log, beside_gold, read_log
@@ -714,11 +722,13 @@ async def run_repeatability(
         dataset,
         partition,
         out,
-        repeats=repeats,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        cache_dir=cache_dir,
-        progress=progress,
+        RunOptions(
+            repeats=repeats,
+            concurrency=concurrency,
+            budget_usd=budget_usd,
+            cache_dir=cache_dir,
+            progress=progress,
+        ),
     )
     study = study_from_run(out, dataset, summary=summary)
     if log is not False:
