@@ -9,7 +9,9 @@ deterministic checks live there too (:class:`ExpectedFailure`).
 """
 
 from ._contracts import (
+    DETERMINISTIC_KINDS,
     EXIT_CODES,
+    LABEL_KINDS,
     ContractsReport,
     run_contracts,
 )
@@ -33,6 +35,7 @@ from ._release import (
     write_release_summary,
 )
 from ._sentinel import (
+    RUNNABLE_KINDS,
     AffectedCandidate,
     LaneRefused,
     LaneRun,
@@ -43,6 +46,9 @@ from ._sentinel import (
 )
 
 __all__ = [
+    "DETERMINISTIC_KINDS",
+    "LABEL_KINDS",
+    "RUNNABLE_KINDS",
     "AffectedCandidate",
     "Changes",
     "CheckResult",
