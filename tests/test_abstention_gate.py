@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from _reference import proportion_confint
 from click.testing import CliRunner
-from conftest import make_case, make_result, result_lines, write_results
+from conftest import approve, make_case, make_result, result_lines, write_results
 from lineage_support import stamped
 from test_policy import NOW, Evaluated, clean_spec, make_override, make_policy, only, write_policy
 
@@ -34,6 +34,12 @@ RR = "review_required"
 
 
 # ---------------------------------------------------------------- cases_needed
+
+
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    """Who may approve this test project's overrides (the store's workbench.yaml)."""
+    approve(tmp_path, "A")
 
 
 @pytest.mark.parametrize(
@@ -292,7 +298,7 @@ def test_min_n_counts_decided_verdicts(evaluated) -> None:
     assert b.evidence == {"decided": 6, "verdicts": 9, "abstentions": 3, "cases": 9, "min_n": 7}
 
 
-def test_constant_verdict_per_slice_and_not_for_errors(evaluated) -> None:
+def test_constant_verdict_per_slice_and_not_for_errors(evaluated, tmp_path: Path) -> None:
     spec = clean_spec()
     spec["general"] = [("pass", "pass")] * 4 + [("fail", "pass")] * 2  # general: only "pass"
     result = evaluated(spec).gate(make_policy(slices={"general": {"max_false_pass_rate": 1.0}}))
@@ -307,7 +313,7 @@ def test_constant_verdict_per_slice_and_not_for_errors(evaluated) -> None:
         from workbench.policy import add_override
 
         add_override(
-            Path("/nonexistent/never-written.jsonl"),
+            tmp_path / "never-written.jsonl",
             policy="test-release@1",
             approver="A",
             reason="r",
@@ -317,6 +323,7 @@ def test_constant_verdict_per_slice_and_not_for_errors(evaluated) -> None:
             created_at=NOW,
         )
     assert [p.code for p in exc.value.problems] == ["override_code_not_waivable"]
+    assert not (tmp_path / "never-written.jsonl").exists()
 
 
 # ---------------------------------------------------------------- coverage shown

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from _reference import cohen_kappa_score
 from click.testing import CliRunner
-from conftest import RUBRIC, make_case, make_result, result_lines, write_results
+from conftest import RUBRIC, approve, make_case, make_result, result_lines, write_results
 from lineage_support import stamped
 from test_ordinal import kappa_by_hand
 from test_policy import NOW, make_override, make_policy, write_policy
@@ -75,6 +75,12 @@ FIXTURE: list[tuple[str, str, str, str | None]] = [
     ("b6", "billing", "3", "3"),
     ("b7", "billing", NA, "3"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    """Who may approve this test project's overrides (the store's workbench.yaml)."""
+    approve(tmp_path, "A")
 
 
 def build(

@@ -19,7 +19,15 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import RUBRIC, alpha_nominal_of, fleiss_of, make_case, make_result, write_results
+from conftest import (
+    RUBRIC,
+    alpha_nominal_of,
+    approve,
+    fleiss_of,
+    make_case,
+    make_result,
+    write_results,
+)
 from lineage_support import stamped
 from test_policy import BASE_POLICY
 
@@ -123,6 +131,12 @@ def reference_block(cases: list[GoldCase], labels: list[str], **options: Any) ->
         ),
         **alphas,
     )
+
+
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    """Who may approve this test project's overrides (the store's workbench.yaml)."""
+    approve(tmp_path, "lead")
 
 
 def reference_agreement(gold: Path, partition: str | None, min_shared: int) -> AgreementReport:

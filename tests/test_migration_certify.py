@@ -96,6 +96,12 @@ def renamed_v2(user_input: str, response: str, grading_notes: str) -> MetricResu
 '''
 
 
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    """Who may approve this test project's overrides (the store's workbench.yaml)."""
+    approve(tmp_path, "A", "Ana Quality", "Quality lead")
+
+
 def cli(*args: Any) -> Any:
     return CliRunner().invoke(main, [str(a) for a in args])
 

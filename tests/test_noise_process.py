@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import approve
 from noise_support import (  # noqa: F401
     REF_POLICY,
     api_key,
@@ -43,6 +44,12 @@ from workbench.testing import ChatRequest, FakeLLM, Reply
 pytestmark = pytest.mark.usefixtures("api_key")
 ADOPTED = "Refunds are possible within 90 days."
 MARK = "MARK-never-sent-{}"
+
+
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    """Who may approve this test project's overrides (the store's workbench.yaml)."""
+    approve(tmp_path, "A", "Dana", "Dana Owner")
 
 
 def run(

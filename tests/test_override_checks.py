@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import approve
 from test_policy import (
     NOW,
     Evaluated,
@@ -28,6 +29,7 @@ from test_policy import (
 import workbench.policy._gate as gate_module
 from workbench.cli.gate import gate as gate_cmd
 from workbench.cli.override import override as override_cmd
+from workbench.errors import WorkbenchError
 from workbench.policy import (
     BLOCKER_CODES,
     NON_WAIVABLE_CODES,
@@ -47,6 +49,12 @@ COMMON = [
     "--follow-up",
     "JIRA-9",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    """Who may approve this test project's overrides (the store's workbench.yaml)."""
+    approve(tmp_path, "Dana Reviewer")
 
 
 @pytest.fixture
@@ -323,3 +331,73 @@ def test_gate_cli_lists_unapplied_overrides_in_text_and_json(
     )
     body = json.loads(CliRunner().invoke(gate_cmd, [*args, "--json"]).output)
     assert [u["reason"] for u in body["unapplied_overrides"]] == ["other_policy"]
+
+
+# ---------------------------------------------------------------- who approves (issue 27)
+
+
+def test_an_override_is_approved_by_a_listed_approver_who_is_not_its_author(
+    tmp_path: Path, policy_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: any string was an approver, and the person who wrote the waiver could approve
+    it. Now the approver must be on the project's list and differ from the author."""
+    from workbench.policy import add_override
+
+    store = tmp_path / "overrides.jsonl"
+    base = ["add", "--policy", str(policy_file), "--store", str(store), "--code"]
+    base += ["cost_exceeded", *COMMON[2:]]
+    runner = CliRunner()
+    stranger = runner.invoke(override_cmd, [*base, "--approver", "Mallory"])
+    assert stranger.exit_code == 2 and "approver_unknown" in stranger.output
+    monkeypatch.setenv("WORKBENCH_USER", "Dana Reviewer")
+    own = runner.invoke(override_cmd, [*base, "--approver", "Dana Reviewer"])
+    assert own.exit_code == 2 and "override_self_approved" in own.output
+    assert not store.exists()  # nothing written for a refusal
+    ok = runner.invoke(override_cmd, [*base, "--approver", "Dana Reviewer", "--author", "Sam"])
+    assert ok.exit_code == 0, ok.output
+    (written,) = load_overrides(store)
+    assert (written.author, written.approver, written.schema_version) == (
+        "Sam",
+        "Dana Reviewer",
+        2,
+    )
+    # a store whose approver was later taken off the project's list no longer loads
+    (tmp_path / "workbench.yaml").write_text("approvers: [Someone Else]\n", encoding="utf-8")
+    with pytest.raises(WorkbenchError) as refused:
+        load_overrides(store)
+    assert [p.code for p in refused.value.problems] == ["approver_unknown"]
+    with pytest.raises(WorkbenchError) as refused:
+        add_override(
+            tmp_path / "other.jsonl",
+            policy="p@1",
+            approver="Sam",
+            author="Sam",
+            reason="r",
+            expires_at="2099-01-01",
+            follow_up="F",
+            codes=["cost_exceeded"],
+        )
+    codes = [p.code for p in refused.value.problems]
+    assert codes == ["approver_unknown", "override_self_approved"]
+
+
+def test_a_schema_1_override_without_an_author_still_loads(tmp_path: Path) -> None:
+    from workbench.policy import override_id_of
+
+    body = {
+        "schema_version": 1,
+        "approver": "Dana Reviewer",
+        "created_at": "2026-11-01T00:00:00Z",
+        "policy": "p@1",
+        "candidate_fingerprint": None,
+        "codes": ["cost_exceeded"],
+        "slices": [],
+        "case_ids": [],
+        "reason": "r",
+        "expires_at": "2099-01-01T00:00:00Z",
+        "follow_up": "F",
+    }
+    store = tmp_path / "overrides.jsonl"
+    store.write_text(json.dumps({**body, "override_id": override_id_of(body)}) + "\n", "utf-8")
+    (loaded,) = load_overrides(store)
+    assert loaded.author is None and loaded.approver == "Dana Reviewer"

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import make_case, make_result, result_lines, undocumented_fields, write_results
+from conftest import (
+    approve,
+    make_case,
+    make_result,
+    result_lines,
+    undocumented_fields,
+    write_results,
+)
 from lineage_support import stamped
 
 from workbench.align import alignment_report, join_results
@@ -67,6 +74,12 @@ BASE_POLICY: dict[str, Any] = {
         "empty": {"risk": "medium", "min_n": 0},
     },
 }
+
+
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    """Who may approve this test project's overrides (the store's workbench.yaml)."""
+    approve(tmp_path, "A", "Dana Reviewer", "Lee")
 
 
 def make_policy(**changes: Any) -> Policy:

@@ -312,7 +312,7 @@ def test_cli_agreement_on_the_demo_fixtures() -> None:
 
 @pytest.fixture(autouse=True)
 def _approvers(tmp_path: Path) -> None:
-    approve(tmp_path, "QA lead")  # the test project's approver list
+    approve(tmp_path, "QA lead", "x")  # the test project's approver list
 
 
 # -- 2. label history ---------------------------------------------------------------------------

@@ -87,6 +87,7 @@ class _OverrideFields(TypedDict):
     """The override fields ``add`` passes through to the store."""
 
     approver: str
+    author: str | None
     reason: str
     expires_at: str
     follow_up: str
@@ -97,7 +98,16 @@ class _OverrideFields(TypedDict):
 
 
 _OPTIONS = (
-    click.option("--approver", required=True, help="The named person approving the waiver."),
+    click.option(
+        "--approver",
+        required=True,
+        help="Who approves the waiver: a name in the project's approver list, not the author.",
+    ),
+    click.option(
+        "--author",
+        default=None,
+        help="Who records it (default: $WORKBENCH_USER or the login name); never the approver.",
+    ),
     click.option(
         "--reason",
         required=True,
@@ -157,6 +167,7 @@ def fields_of(options: dict[str, Any]) -> _OverrideFields:
     """The record's fields from the shared options (``--expires`` is ``expires_at``)."""
     return {
         "approver": options["approver"],
+        "author": options["author"],
         "reason": options["reason"],
         "expires_at": options["expires"],
         "follow_up": options["follow_up"],

@@ -42,6 +42,7 @@ from .._io import (
 )
 from .._load import validation_problems
 from .._record import Record, SchemaTooNew
+from ..approval import Approvers, current_user, load_approvers
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ._codes import (
@@ -52,7 +53,8 @@ from ._codes import (
 )
 from ._policy import NAME_PATTERN, Policy
 
-OVERRIDE_SCHEMA_VERSION = 1
+OVERRIDE_SCHEMA_VERSION = 2
+"""2: adds ``author`` (who recorded the override; never its approver)."""
 DEFAULT_OVERRIDES_PATH = Path("data/policies/overrides.jsonl")
 
 
@@ -94,7 +96,11 @@ class _OverrideBody(Record):
     schema_version: int = OVERRIDE_SCHEMA_VERSION
     """Override record format version."""
     approver: str = Field(min_length=1)
-    """Who approved the waiver (a named person)."""
+    """Who approved the waiver: a name in the project's approver list (``approvers:`` in the
+    ``workbench.yaml`` above the store), never the override's author."""
+    author: str | None = None
+    """Who recorded the override (``--author``, default ``$WORKBENCH_USER`` or the login name).
+    None only on records written before schema 2, which cannot show who wrote them."""
     created_at: AwareDatetime
     """When the override was recorded (UTC)."""
     policy: str = Field(pattern=NAME_PATTERN[:-1] + r"@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -134,7 +140,8 @@ class Override(_OverrideBody):
 
     @model_validator(mode="after")
     def _id_matches(self) -> Override:
-        if self.override_id != override_id_of(self.model_dump(mode="json")):
+        # the fields the line holds: a schema-1 line has no author and hashes without one
+        if self.override_id != override_id_of(self.model_dump(mode="json", exclude_unset=True)):
             raise ValueError(
                 "override_id does not match the record's content (the line was edited after it was"
                 " written)"
@@ -201,6 +208,7 @@ def build_override(
     case_ids: Sequence[str] = (),
     candidate_fingerprint: str | None = None,
     created_at: datetime | None = None,
+    author: str | None = None,
 ) -> Override:
     """Validate an override without writing it; raise :class:`WorkbenchError` with every problem.
 
@@ -222,6 +230,7 @@ def build_override(
     record: dict[str, Any] = {
         "schema_version": OVERRIDE_SCHEMA_VERSION,
         "approver": approver,
+        "author": (author or current_user()).strip(),
         "created_at": created.isoformat(),
         "policy": _policy_label(policy),
         "candidate_fingerprint": candidate_fingerprint,
@@ -235,6 +244,7 @@ def build_override(
     problems += check_override_scope(
         loc, policy, record["codes"], record["slices"], record["case_ids"]
     )
+    problems += approval_problems(approver, record["author"], loc, load_approvers(path))
     override: Override | None = None
     if expires is not None:
         try:
@@ -264,6 +274,7 @@ def add_override(
     case_ids: Sequence[str] = (),
     candidate_fingerprint: str | None = None,
     created_at: datetime | None = None,
+    author: str | None = None,
 ) -> Override:
     """Validate an override (:func:`build_override`) and append it to the store; the file is never
     rewritten.
@@ -282,6 +293,7 @@ def add_override(
         case_ids=case_ids,
         candidate_fingerprint=candidate_fingerprint,
         created_at=created_at,
+        author=author,
     )
     loc = str(path)
     with AppendOnlyLog(path) as log:
@@ -447,15 +459,40 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
     return lines
 
 
+def approval_problems(
+    approver: str, author: str | None, location: str, approvers: Approvers
+) -> list[Problem]:
+    """Why an override's approval does not count: an approver outside the project's list, or
+    the override's own author (nobody approves their own waiver)."""
+    problems = approvers.problems(approver, location, "the override's approver")
+    if author is not None and author.strip() == approver.strip():
+        problems.append(
+            Problem(
+                location=location,
+                code="override_self_approved",
+                message=f"{approver!r} both recorded and approved the override",
+                fix="have another listed approver review and approve it (--approver)",
+            )
+        )
+    return problems
+
+
 def load_overrides(path: str | Path) -> list[Override]:
     """Every override in the store, in file order; a missing store holds none.
 
     Bad lines (not JSON, invalid fields, an id that does not match the content, duplicate
-    ids, a newer schema) raise :class:`WorkbenchError` listing every one with its line number.
+    ids, a newer schema, an approver outside the project's list or the override's own author)
+    raise :class:`WorkbenchError` listing every one with its line number.
     """
     path = Path(path)
     if not path.exists():
         return []
+    try:
+        approvers = load_approvers(path)
+    except WorkbenchError as exc:
+        raise WorkbenchError(
+            f"{path}: the override store cannot be checked", exc.problems
+        ) from None
     problems: list[Problem] = []
     out: list[Override] = []
     seen: dict[str, int] = {}
@@ -513,6 +550,7 @@ def load_overrides(path: str | Path) -> list[Override]:
             )
             continue
         seen[override.override_id] = number
+        problems += approval_problems(override.approver, override.author, where, approvers)
         out.append(override)
     problems += [
         Problem(
