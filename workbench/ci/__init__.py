@@ -11,6 +11,7 @@ deterministic checks live there too (:class:`ExpectedFailure`).
 from ._contracts import (
     EXIT_CODES,
     ContractsReport,
+    format_contracts,
     run_contracts,
 )
 from ._expected import apply_expected_failures
@@ -60,6 +61,7 @@ __all__ = [
     "SentinelLaneReport",
     "apply_expected_failures",
     "discover",
+    "format_contracts",
     "format_release",
     "format_sentinel_lane",
     "junit_xml",

@@ -337,6 +337,46 @@ def pending_for_report(
     return pending, transition_reviews_path_for(dataset.root), dataset
 
 
+def transition_review_status(
+    report: str | Path, gold: str | Path | None = None
+) -> tuple[list[dict[str, Any]], Path]:
+    """Every changed critical verdict of a locked migration report with its review status
+    (``accepted``, ``rejected`` or ``unreviewed``), and the transition-review log's path."""
+    from ..review._transition_reviews import TransitionReviews
+
+    pending, log, _ = pending_for_report(report, gold)
+    reviews = (
+        TransitionReviews(log).in_effect(pending[0].old_fingerprint, pending[0].new_fingerprint)
+        if pending
+        else {}
+    )
+    rows = []
+    for p in pending:
+        r = reviews.get(p.case_id)
+        status = (r.decision + "ed") if r is not None and r.matches(p) else "unreviewed"
+        rows.append(
+            {
+                "case_id": p.case_id,
+                "slice": p.slice,
+                "human_label": p.human_label,
+                "old_verdict": p.old_verdict,
+                "new_verdict": p.new_verdict,
+                "status": status,
+                "cited": list(p.cited),
+            }
+        )
+    return rows, log
+
+
+def format_transition_status(row: dict[str, Any]) -> str:
+    """One row of :func:`transition_review_status`."""
+    cited = f"  (case cites {', '.join(row['cited'])})" if row["cited"] else ""
+    return (
+        f"{row['case_id']}  [{row['slice']}]  human {row['human_label']}:"
+        f" {row['old_verdict']} -> {row['new_verdict']}  {row['status']}{cited}"
+    )
+
+
 def record_transition_review(
     report: str | Path,
     case_id: str,
