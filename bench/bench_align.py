@@ -43,17 +43,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-MEASURE = r"""
-import json, os, resource, sys, time
-if os.environ.get("BENCH_WORKBENCH_SRC"):  # measure another checkout (e.g. an export of main)
-    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-    sys.path.insert(0, os.environ["BENCH_WORKBENCH_SRC"])
-def peak_mb():
-    # VmHWM: this process's own peak (ru_maxrss survives exec and would report the parent's)
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from _child import PRELUDE  # noqa: E402
+
+MEASURE = (
+    PRELUDE
+    + r"""
 mode, gold, results, partition = sys.argv[1:5]
 t_import = time.perf_counter()
 if mode in ("align", "align_cold", "per_record"):
@@ -132,6 +126,7 @@ if "workbench" in sys.modules:
     out["workbench"] = os.path.dirname(sys.modules["workbench"].__file__)
 print(json.dumps(out))
 """
+)
 
 MODES = ("baseline", "arrow_parse", "python_join", "duckdb", "per_record", "align")
 SKIPPABLE = (*MODES, "align_cold")

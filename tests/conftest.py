@@ -200,6 +200,33 @@ def result_lines(rows: list[dict[str, Any]]) -> list[ResultLine]:
     return [ResultLine(i, JudgeResult.model_validate(row)) for i, row in enumerate(rows, start=1)]
 
 
+def fleiss_of(items: list[list[Any]], categories: list[Any]) -> Any:
+    """Fleiss' kappa of items given as their labels (the count table built here)."""
+    import numpy as np
+
+    from workbench.stats import fleiss_kappa_table
+
+    table = np.zeros((len(items), len(categories)))
+    for row, item in enumerate(items):
+        for label in item:
+            table[row, categories.index(label)] += 1
+    return fleiss_kappa_table(table)
+
+
+def alpha_nominal_of(units: list[dict[str, Any]], categories: list[Any]) -> Any:
+    """Nominal Krippendorff's alpha of ``{rater: label}`` units (raters in name order)."""
+    import numpy as np
+
+    from workbench.stats import krippendorff_alpha_nominal_matrix
+
+    raters = sorted({r for unit in units for r in unit})
+    data = np.full((len(raters), len(units)), np.nan)
+    for col, unit in enumerate(units):
+        for rater, label in unit.items():
+            data[raters.index(rater), col] = categories.index(label)
+    return krippendorff_alpha_nominal_matrix(data, len(categories))
+
+
 def alpha_by_coincidences(units: list[dict[str, object]]) -> float:
     """Nominal alpha from the coincidence matrix: 1 - (n-1)·Σ_{c≠k} o_ck / Σ_{c≠k} n_c·n_k."""
     o: Counter = Counter()

@@ -19,7 +19,7 @@ from conftest import make_case, make_result, write_dataset, write_results
 from lineage_support import stamped
 
 from workbench.align import align, align_results, alignment_report, format_report
-from workbench.align._columnar import align_columnar
+from workbench.align._columnar import evidence_columnar
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
@@ -38,7 +38,7 @@ def reference(gold: Path | str, results: Path | str, partition: str | None, repe
 
 
 def columnar(gold: Path | str, results: Path | str, partition: str | None, repeat: int = 0):
-    report = align_columnar(
+    found = evidence_columnar(
         gold_index(gold),
         results,
         partition=partition,
@@ -47,8 +47,8 @@ def columnar(gold: Path | str, results: Path | str, partition: str | None, repea
         partition_source=None,
         gold_path=str(gold),
     )
-    assert report is not None, "the columnar path handed valid input to the per-record path"
-    return report
+    assert found is not None, "the columnar path handed valid input to the per-record path"
+    return found[0]
 
 
 def assert_same(
@@ -639,7 +639,7 @@ def test_valid_results_with_huge_attempt_or_repeat_numbers(rich, small_batches, 
 
 
 def columnar_or_none(gold: Path, results: Path):
-    return align_columnar(
+    return evidence_columnar(
         gold_index(gold),
         results,
         partition=None,

@@ -27,7 +27,7 @@ import yaml
 from _datasets import DATASETS, needs_datasets, require
 from _reference import cohen_kappa_score, spearmanr
 from click.testing import CliRunner
-from conftest import RUBRIC, make_case
+from conftest import RUBRIC, alpha_nominal_of, make_case
 
 from workbench.agreement import human_agreement
 from workbench.cli import main
@@ -36,7 +36,6 @@ from workbench.gold import Rubric, Scale, load_dataset, load_rubric, validate_da
 from workbench.stats import (
     cohen_kappa,
     krippendorff_alpha,
-    krippendorff_alpha_nominal,
     mean_absolute_error,
     ordinal_confusion,
     scale_values,
@@ -194,7 +193,7 @@ def test_krippendorff_alpha_levels_by_hand() -> None:
         pytest.approx(0.6),
         pytest.approx(19 / 28),
     )
-    assert nominal.value == pytest.approx(krippendorff_alpha_nominal(units, THREE).value)
+    assert nominal.value == pytest.approx(alpha_nominal_of(units, THREE).value)
     assert ordinal.n == interval.n == 5
     data = np.array([[float(x) for x in A], [float(y) for y in B]])
     assert ordinal.value == pytest.approx(

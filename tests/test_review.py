@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_case, make_result, result_lines
+from conftest import make_case, make_result, result_lines, write_results
+from lineage_support import stamped
 
 from workbench.align import align_results, join_results
 from workbench.errors import WorkbenchError
@@ -16,7 +17,7 @@ from workbench.review import (
     COLUMNS,
     ReviewNotes,
     ReviewTable,
-    review_cases,
+    review_table,
     transition_summary,
     transitions,
 )
@@ -91,6 +92,12 @@ def _lines(spec: dict[str, str | None], judge: dict | None = None, retry: tuple[
     return result_lines(rows)
 
 
+def _results(dataset, tmp_path, spec, **kw):
+    """A results file for ``spec`` (see :func:`_lines`), stamped with the dataset's lineage."""
+    rows = [line.result.model_dump(mode="json") for line in _lines(spec, **kw)]
+    return write_results(tmp_path / "results.jsonl", stamped(rows, dataset.root))
+
+
 def _join(dataset, lines, **kw):
     """Join with the lineage check, the results stamped as the run engine stamps them."""
     lineage = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
@@ -121,11 +128,10 @@ AFTER = {
 }
 
 
-# review_cases --------------------------------------------------------------------------
-def test_review_cases_one_row_per_case_with_everything_a_reviewer_needs(dataset):
-    lines = _lines(BEFORE, retry=("b1",))
-    join = _join(dataset, lines, partition="development")
-    table = review_cases(dataset, join, lines)
+# review_table --------------------------------------------------------------------------
+def test_review_table_one_row_per_case_with_everything_a_reviewer_needs(dataset, tmp_path):
+    results = _results(dataset, tmp_path, BEFORE, retry=("b1",))
+    table = review_table(dataset.root, results, partition="development")
     frame = table.frame
     assert list(frame.columns) == list(COLUMNS)
     assert frame["case_id"].tolist() == ["b1", "b2", "b3", "b4", "b5", "g1", "g2", "g3", "g4"]
@@ -181,26 +187,25 @@ def test_review_cases_one_row_per_case_with_everything_a_reviewer_needs(dataset)
         missing["rendered_request"],
         missing["attempts"],
     ) == ("missing", "missing", None, 0)
-    assert (
-        table.judge_fingerprint == join.judge_fingerprint and table.dataset_sha256 == dataset.sha256
-    )
+    assert table.judge_fingerprint == _lines(BEFORE)[0].result.judge_fingerprint
+    assert table.dataset_sha256 == dataset.sha256
     # categorical codes agree with the frame
     assert table.counts("error_class") == frame["error_class"].value_counts().to_dict() | {
         c: 0 for c in table.categories["error_class"] if c not in set(frame["error_class"])
     }
     assert table.tags == ("abbrev", "refund") and table.tag_rows["refund"].tolist() == [0, 1]
+    # the search reads review rationales and the adjudication reason, deferred or not
+    assert table.search_mask(["promises"]).tolist() == [True] + [False] * 8
 
 
-def test_review_cases_refuses_held_out(dataset):
-    lines = _lines(BEFORE)
-    join = _join(dataset, lines)  # every partition: includes h1 (missing)
+def test_review_table_refuses_held_out(dataset, tmp_path):
+    results = _results(dataset, tmp_path, BEFORE)
     with pytest.raises(WorkbenchError) as exc:
-        review_cases(dataset, join, lines)
+        review_table(dataset.root, results, partition=None)  # every partition: includes h1
     assert [p.code for p in exc.value.problems] == ["held_out_refused"]
     assert "restricted to certification" in str(exc.value) and "h1" in str(exc.value)
-    held_join = _join(dataset, [], partition="held_out")
     with pytest.raises(WorkbenchError, match="held_out_refused"):
-        review_cases(dataset, held_join, [])
+        review_table(dataset.root, write_results(tmp_path / "none.jsonl", []), partition="held_out")
 
 
 def test_review_table_refuses_held_out_rows_built_by_hand():
@@ -210,15 +215,17 @@ def test_review_table_refuses_held_out_rows_built_by_hand():
         )
 
 
-def test_review_cases_refuses_results_that_are_not_the_joined_ones(dataset):
-    lines = _lines(BEFORE)
-    join = _join(dataset, lines, partition="development")
+def test_a_results_file_changed_after_the_table_was_built_is_never_shown(dataset, tmp_path):
+    results = _results(dataset, tmp_path, BEFORE)
+    table = review_table(dataset.root, results, partition="development")
+    assert table.row(0)["rendered_request"] is not None
+    text = results.read_text(encoding="utf-8")
+    results.write_text(text.replace("judge b1", "judge b9"), encoding="utf-8")  # same size
     with pytest.raises(WorkbenchError) as exc:
-        review_cases(dataset, join, lines[1:])
-    assert {p.code for p in exc.value.problems} == {"result_line_mismatch"}
+        table.row(0)
+    assert [p.code for p in exc.value.problems] == ["results_changed"]
 
 
-# transitions ---------------------------------------------------------------------------
 def test_transitions_counted_by_hand(dataset):
     before = _join(dataset, _lines(BEFORE), partition="development")
     after = _join(dataset, _lines(AFTER, judge=V2), partition="development")
@@ -353,13 +360,12 @@ def test_notes_report_bad_lines(tmp_path):
         notes.all()
 
 
-def test_review_and_transitions_refuse_joins_without_a_lineage_check_or_of_other_gold(dataset):
+def test_review_and_transitions_refuse_joins_without_a_lineage_check_or_of_other_gold(
+    dataset, tmp_path
+):
     lines = _lines(BEFORE)
     unchecked = join_results(dataset, lines, partition="development")
     checked = _join(dataset, lines, partition="development")
-    with pytest.raises(WorkbenchError) as exc:
-        review_cases(dataset, unchecked, lines)
-    assert [p.code for p in exc.value.problems] == ["lineage_unchecked"]
     with pytest.raises(WorkbenchError) as exc:
         transitions(unchecked, checked)
     assert [p.code for p in exc.value.problems] == ["lineage_unchecked"]
@@ -376,7 +382,12 @@ def test_review_and_transitions_refuse_joins_without_a_lineage_check_or_of_other
     assert (
         forced.lineage is not None and forced.lineage.comparable is False and forced.lineage.allowed
     )
-    assert len(review_cases(dataset, forced, lines)) == 9
+    rows = [line.result.model_dump(mode="json") for line in foreign]
+    results = write_results(tmp_path / "foreign.jsonl", rows)
+    with pytest.raises(WorkbenchError) as exc:
+        review_table(dataset.root, results)
+    assert exc.value.problems[0].code == "gold_changed"
+    assert len(review_table(dataset.root, results, allow_gold_change=True)) == 9
     with pytest.raises(WorkbenchError) as exc:
         transitions(checked, forced)
     assert [p.code for p in exc.value.problems] == ["gold_changed"]

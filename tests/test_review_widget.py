@@ -12,10 +12,9 @@ from html import unescape
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import canonical_sha256, make_case, make_result, result_lines
+from conftest import canonical_sha256, make_case, make_result, write_results
 from lineage_support import stamped
 
-from workbench.align import align_results
 from workbench.errors import WorkbenchError
 from workbench.gold import GoldCase, load_dataset
 from workbench.review import (
@@ -24,7 +23,7 @@ from workbench.review import (
     ReviewNotes,
     ReviewTable,
     drafts_path,
-    review_cases,
+    review_table,
 )
 from workbench.ui import (
     ALL_CASES,
@@ -624,7 +623,7 @@ def test_notes_export_to_csv_and_parquet(table, tmp_path):
 
 
 @pytest.fixture
-def gold_table(make_dataset):
+def gold_table(make_dataset, tmp_path):
     cases = [
         make_case("g1", "fail", slice="billing", tags=["t"]),
         make_case("g2", "pass", reviews={"rev-a": "pass", "rev-b": "fail"}),
@@ -643,12 +642,11 @@ def gold_table(make_dataset):
         make_result(cases[1], "fail"),
         make_result(cases[2], "pass"),
     ]
-    lines = result_lines(stamped(rows, root))
-    join = align_results(dataset, lines, partition="development")
-    return root, dataset, review_cases(dataset, join, lines)
+    results = write_results(tmp_path / "results.jsonl", stamped(rows, root))
+    return root, dataset, review_table(root, results, partition="development")
 
 
-def test_review_cases_carries_what_the_widget_needs(gold_table):
+def test_review_table_carries_what_the_widget_needs(gold_table):
     _root, dataset, table = gold_table
     assert table.labels == tuple(dataset.rubric.labels)
     assert table.frame["reviewers_disagree"].tolist() == [False, True, False]

@@ -12,9 +12,9 @@ import pytest
 from _fresh import run_fresh
 from _reference import cohen_kappa_score, proportion_confint
 from _reference import fleiss_kappa as sm_fleiss
-from conftest import alpha_by_coincidences
+from conftest import alpha_by_coincidences, alpha_nominal_of, fleiss_of
 
-from workbench.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson_rate
+from workbench.stats import cohen_kappa, wilson_rate
 
 Z = NormalDist().inv_cdf(0.975)  # 1.959963...
 
@@ -120,7 +120,7 @@ def test_fleiss_kappa_hand_computed():
     items = [["p", "p", "p"], ["p", "p", "f"], ["f", "f", "f"], ["p", "f", "f"]]
     # P_i = (sum n_ij^2 - n) / (n(n-1)) with n = 3: 1, (4+1-3)/6 = 1/3, 1, 1/3 -> P_bar = 2/3
     # p_pass = 6/12, p_fail = 6/12 -> P_e = 1/2; kappa = (2/3 - 1/2)/(1 - 1/2) = 1/3
-    kappa = fleiss_kappa(items, ["p", "f"])
+    kappa = fleiss_of(items, ["p", "f"])
     assert kappa.value == pytest.approx(1 / 3, abs=1e-12)
     assert kappa.n == 4
     table = np.array([[3, 0], [2, 1], [0, 3], [1, 2]])
@@ -142,7 +142,7 @@ def test_fleiss_kappa_textbook_example():
         [0, 2, 2, 3, 7],
     ]
     items = [[cat for cat, count in enumerate(row, start=1) for _ in range(count)] for row in table]
-    kappa = fleiss_kappa(items, [1, 2, 3, 4, 5])
+    kappa = fleiss_of(items, [1, 2, 3, 4, 5])
     assert kappa.value == pytest.approx(0.210, abs=5e-4)
     assert kappa.value == pytest.approx(sm_fleiss(np.array(table), method="fleiss"), abs=1e-12)
 
@@ -166,7 +166,7 @@ def test_fleiss_kappa_equals_statsmodels_to_the_last_bit(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = float(sm_fleiss(table, method="fleiss"))
-    got = fleiss_kappa(items, list(range(cats))).value
+    got = fleiss_of([[int(x) for x in item] for item in items], list(range(cats))).value
     if math.isnan(want):
         assert got is None
     else:
@@ -176,22 +176,22 @@ def test_fleiss_kappa_equals_statsmodels_to_the_last_bit(seed):
 def test_fleiss_kappa_needs_no_statsmodels():
     """The closed form imports neither statsmodels nor scipy (0.7 s in every certification)."""
     code = (
-        "import sys; from workbench.stats import fleiss_kappa; "
-        "k = fleiss_kappa([['p', 'p', 'f'], ['f', 'f', 'f']], ['p', 'f']); "
+        "import sys; import numpy as np; from workbench.stats import fleiss_kappa_table; "
+        "k = fleiss_kappa_table(np.array([[2.0, 1.0], [0.0, 3.0]])); "
         "print(k.value is not None, 'statsmodels' in sys.modules, 'scipy' in sys.modules)"
     )
     assert run_fresh(code).split() == ["True", "False", "False"]
 
 
 def test_fleiss_kappa_unequal_rater_counts_is_undefined_with_a_note():
-    kappa = fleiss_kappa([["p", "p"], ["p", "f", "f"]], ["p", "f"])
+    kappa = fleiss_of([["p", "p"], ["p", "f", "f"]], ["p", "f"])
     assert kappa.value is None and kappa.n == 2 and "different numbers of raters" in kappa.note
 
 
 def test_fleiss_kappa_degenerate_cases():
-    assert fleiss_kappa([], ["p", "f"]).value is None
-    assert fleiss_kappa([["p"], ["f"]], ["p", "f"]).value is None
-    same = fleiss_kappa([["p", "p"], ["p", "p"]], ["p", "f"])
+    assert fleiss_of([], ["p", "f"]).value is None
+    assert fleiss_of([["p"], ["f"]], ["p", "f"]).value is None
+    same = fleiss_of([["p", "p"], ["p", "p"]], ["p", "f"])
     assert same.value is None and same.note
 
 
@@ -213,7 +213,7 @@ def kripp_units() -> list[dict[str, int]]:
 
 def test_krippendorff_alpha_textbook_example():
     units = kripp_units()
-    alpha = krippendorff_alpha_nominal(units, [1, 2, 3, 4, 5])
+    alpha = alpha_nominal_of(units, [1, 2, 3, 4, 5])
     assert alpha.value == pytest.approx(0.743, abs=5e-4)
     assert alpha.value == pytest.approx(alpha_by_coincidences(units), abs=1e-12)
     data = np.array(
@@ -235,16 +235,14 @@ def test_krippendorff_alpha_with_string_labels_and_missing_raters():
         {"a": "fail", "b": "fail", "c": "pass"},
         {"a": "pass"},
     ]
-    alpha = krippendorff_alpha_nominal(units, ["pass", "fail", "review_required"])
+    alpha = alpha_nominal_of(units, ["pass", "fail", "review_required"])
     assert alpha.value == pytest.approx(alpha_by_coincidences(units), abs=1e-12)
     assert alpha.n == 5
 
 
 def test_krippendorff_alpha_undefined_cases():
-    assert (
-        krippendorff_alpha_nominal([{"a": "pass"}, {"b": "fail"}], ["pass", "fail"]).value is None
-    )
-    same = krippendorff_alpha_nominal([{"a": "pass", "b": "pass"}] * 3, ["pass", "fail"])
+    assert alpha_nominal_of([{"a": "pass"}, {"b": "fail"}], ["pass", "fail"]).value is None
+    same = alpha_nominal_of([{"a": "pass", "b": "pass"}] * 3, ["pass", "fail"])
     assert same.value is None and same.n == 3 and same.note
 
 

@@ -437,7 +437,7 @@ def test_concurrent_requests_overlap() -> None:
 
 
 def test_openai_client_and_ragas_discrete_metric() -> None:
-    import openai  # noqa: I001 - workbench (imported above) must precede ragas
+    import openai
     from ragas.llms import llm_factory
     from ragas.metrics import DiscreteMetric
 

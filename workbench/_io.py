@@ -24,7 +24,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -72,6 +72,12 @@ def _fsync_dir(directory: Path) -> None:
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
+    atomic_write(path, lambda fh: fh.write(data))
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> None:
+    """Write ``path`` with ``write`` (given the open file) so that readers see the old file or
+    the new one, never half: a large file is written as it is produced, never held whole."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -79,7 +85,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         # mkstemp creates the file private (0600); give it the mode a plain open() would.
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -324,7 +330,7 @@ def open_for_reading(
             ],
         )
     try:
-        return open(loc, "rb")  # noqa: SIM115 - the caller closes it
+        return open(loc, "rb")
     except IsADirectoryError:
         raise WorkbenchError(
             f"{loc}: not a file",
@@ -523,7 +529,7 @@ def _open_plain(path: str | os.PathLike[str]) -> BinaryIO:
     mode = os.stat(loc).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         raise OSError(errno.EINVAL, "a named pipe or socket, not a file", loc)
-    return open(loc, "rb")  # noqa: SIM115 - the caller closes it
+    return open(loc, "rb")
 
 
 class JSONRecordError(ValueError):

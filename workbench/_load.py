@@ -156,7 +156,7 @@ def parse_yaml_text(
 # -- 3. line numbers --------------------------------------------------------------------------
 
 
-def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Path_, int]:
+def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Path_, int]:  # noqa: C901
     """The 1-based line of every mapping key and sequence item, by its path in the document.
 
     A key's line is the line of the key itself; an item's line is where the item starts.

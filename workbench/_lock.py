@@ -306,6 +306,15 @@ def read_lock(report_dir: str | Path) -> Lock:
         raise exc.at(str(path / LOCK_FILE)) from None
 
 
+def report_dirs(reports_root: Path) -> list[Path]:
+    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in name, version, n
+    order."""
+    if not reports_root.is_dir():
+        return []
+    found = [p for p in reports_root.glob("*/*/*") if p.is_dir() and p.name.isdigit()]
+    return sorted(found, key=lambda p: (p.parent.parent.name, p.parent.name, int(p.name)))
+
+
 def resolve_report_path(path: str | Path) -> Path:
     """A report directory from ``path`` (the directory or its ``lock.json``)."""
     p = Path(path)

@@ -132,7 +132,7 @@ def _url_problem(value: str) -> str | None:
     return None
 
 
-def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:
+def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:  # noqa: C901
     """``(field, what)`` for every secret-looking value in a spec-like mapping.
 
     Refused: a non-empty value under a credential-only name (``Authorization``, ``api-key``,
@@ -142,7 +142,7 @@ def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:
     """
     found: list[tuple[str, str]] = []
 
-    def walk(value: Any, where: str, name: str) -> None:
+    def walk(value: Any, where: str, name: str) -> None:  # noqa: C901
         if isinstance(value, dict):
             for k, v in value.items():
                 key = str(k)

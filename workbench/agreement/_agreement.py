@@ -10,26 +10,33 @@ interval levels, computed over the scale labels only (abstain labels are off the
 
 Crowd scale: reviewer pairs are listed only when they share at least ``min_shared`` cases
 (default :data:`DEFAULT_MIN_SHARED`); every block says how many pairs were left out.
+
+The reviews are read columnar (:class:`Ratings`: one integer triple per review), from the
+gold's validated index (:func:`~workbench.gold._index.gold_index`) or from loaded cases, and
+every figure is computed from integer codes with the arithmetic of :mod:`workbench.stats`
+(the same tables, so the same values to the last bit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .._record import LooseRecord as _Model
-from ..gold import GoldCase, GoldDataset, Partition
+from ..gold import GoldCase, GoldDataset, Partition, partition_name
 from ..gold._card import DISAGREEMENT_BASIS
+from ..gold._index import GoldIndex, gold_index
 from ..stats import (
     DEFAULT_MIN_SHARED,
     Correlation,
     Kappa,
     Rate,
-    cohen_kappa,
-    fleiss_kappa,
+    cohen_kappa_counts,
+    fleiss_kappa_table,
     krippendorff_alpha,
-    krippendorff_alpha_nominal,
-    shared_pairs,
+    krippendorff_alpha_nominal_matrix,
     spearman_correlation,
     weighted_cohen_kappa,
     wilson_rate,
@@ -177,119 +184,346 @@ class AgreementReport(_Model):
         return pd.DataFrame(rows).set_index("slice")
 
 
+@dataclass(frozen=True)
+class Ratings:
+    """The reviews of a set of cases, one integer triple per review (numpy arrays); a reviewer
+    reviews a case at most once, as validation requires."""
+
+    cases: int
+    """Cases in the set (a case may have no review)."""
+    case: Any
+    """Each review's case, ``0..cases - 1``."""
+    reviewer: Any
+    """Each review's reviewer, a position in :attr:`reviewers`."""
+    label: Any
+    """Each review's label, a position in the rubric's labels."""
+    reviewers: tuple[str, ...]
+    """Every reviewer name, sorted (so codes sort as names do)."""
+
+    @classmethod
+    def of(
+        cls, cases: int, case: Any, reviewers: Any, labels: Any, vocabulary: Sequence[str]
+    ) -> Ratings:
+        """From each review's case position, reviewer and label (sequences or Arrow string
+        arrays; labels outside ``vocabulary`` raise ``ValueError``, as the statistics do)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        reviewers, labels = pa.array(reviewers, pa.string()), pa.array(labels, pa.string())
+        names = tuple(sorted(pc.unique(reviewers).to_pylist()))
+        label = pc.index_in(labels, value_set=pa.array(list(vocabulary), pa.string()))
+        if label.null_count:
+            unknown = pc.unique(labels.filter(pc.is_null(label))).to_pylist()
+            raise ValueError(f"labels outside the vocabulary: {sorted(map(str, unknown))}")
+        reviewer = _integers(pc.index_in(reviewers, value_set=pa.array(names, pa.string())))
+        case = np.asarray(case, dtype=np.int64)
+        key = np.sort(case * len(names) + reviewer)
+        if (key[1:] == key[:-1]).any():
+            raise ValueError("a reviewer reviews the same case twice")  # validation refuses it
+        return cls(cases, case, reviewer, _integers(label), names)
+
+    def subset(self, keep: Any) -> Ratings:
+        """The reviews of the cases where the boolean array ``keep`` is true, renumbered."""
+        import numpy as np
+
+        position = np.cumsum(keep) - 1
+        mine = keep[self.case]
+        return Ratings(
+            cases=int(keep.sum()),
+            case=position[self.case[mine]],
+            reviewer=self.reviewer[mine],
+            label=self.label[mine],
+            reviewers=self.reviewers,
+        )
+
+
+def _integers(array: Any) -> Any:
+    """An Arrow integer array without nulls as int64 numpy, read from its buffer (pyarrow's
+    ``to_numpy`` imports pandas first: half a second of a call that needs none of it)."""
+    import numpy as np
+
+    if not len(array):
+        return np.zeros(0, dtype=np.int64)
+    kind = np.dtype(f"int{array.type.bit_width}")
+    values = np.frombuffer(array.buffers()[1], dtype=kind, count=array.offset + len(array))
+    return values[array.offset :].astype(np.int64)
+
+
+def _cases_ratings(cases: Sequence[GoldCase], labels: Sequence[str]) -> Ratings:
+    """The reviews of loaded cases."""
+    reviews = [(i, r.reviewer, r.label) for i, case in enumerate(cases) for r in case.reviews]
+    return Ratings.of(
+        len(cases),
+        [i for i, _, _ in reviews],
+        [name for _, name, _ in reviews],
+        [label for _, _, label in reviews],
+        labels,
+    )
+
+
 def agreement_block(
-    cases: list[GoldCase],
+    cases: Sequence[GoldCase] | Ratings,
     labels: list[str],
     *,
     scale_labels: Sequence[str] | None = None,
     scale_values: Mapping[str, float] | None = None,
     min_shared: int = 1,
 ) -> AgreementBlock:
-    """Compute pairwise, Fleiss and Krippendorff agreement over ``cases``' reviews.
+    """Compute pairwise, Fleiss and Krippendorff agreement over the reviews of ``cases``.
 
     ``scale_labels`` (in scale order) turns on the ordered figures, computed over ratings on
     the scale; ``scale_values`` are the values interval alpha uses (default ranks 1..k).
     Pairs sharing fewer than ``min_shared`` cases are counted in ``pairs_left_out``, not listed.
     """
+    import numpy as np
+
     if min_shared < 1:
         raise ValueError(f"min_shared must be at least 1, got {min_shared}")
-    units = [{review.reviewer: review.label for review in case.reviews} for case in cases]
-    reviewers = sorted({r for unit in units for r in unit})
-    on_scale = set(scale_labels) if scale_labels is not None else set()
-    pairs: list[PairAgreement] = []
-    left_out = 0
-    for (a, b), shared in shared_pairs(units).items():
-        if len(shared) < min_shared:
-            left_out += 1
-            continue
-        la = [x for x, _ in shared]
-        lb = [y for _, y in shared]
-        agreed = sum(1 for x, y in shared if x == y)
-        ordered: dict[str, Any] = {}
-        if scale_labels is not None:
-            sa = [x for x, y in shared if x in on_scale and y in on_scale]
-            sb = [y for x, y in shared if x in on_scale and y in on_scale]
-            ordered = {
-                "weighted_kappa_linear": weighted_cohen_kappa(
-                    sa, sb, scale_labels, "linear", scale_values
-                ),
-                "weighted_kappa_quadratic": weighted_cohen_kappa(
-                    sa, sb, scale_labels, "quadratic", scale_values
-                ),
-                "spearman": spearman_correlation(sa, sb, scale_labels, scale_values),
-            }
-        pairs.append(
-            PairAgreement(
-                reviewer_a=a,
-                reviewer_b=b,
-                n=len(shared),
-                raw_agreement=wilson_rate(agreed, len(shared)),
-                cohen_kappa=cohen_kappa(la, lb, labels=labels),
-                **ordered,
-            )
-        )
-    pairable = [case for case in cases if len(case.reviews) >= 2]
-    disagreeing = sum(1 for case in pairable if case.reviewers_disagree)
+    r = cases if isinstance(cases, Ratings) else _cases_ratings(cases, labels)
+    pairs, left_out = _pairs(r, labels, scale_labels, scale_values, min_shared)
+    per_case = np.bincount(r.case, minlength=r.cases)
+    pairable = per_case >= 2
     alphas: dict[str, Any] = {}
     if scale_labels is not None:
-        scale_units = [
-            {r: label for r, label in unit.items() if label in on_scale} for unit in units
-        ]
-        alphas = {
-            "krippendorff_alpha_ordinal": krippendorff_alpha(scale_units, scale_labels, "ordinal"),
-            "krippendorff_alpha_interval": krippendorff_alpha(
-                scale_units, scale_labels, "interval", scale_values
-            ),
-        }
+        alphas = _ordered_alphas(r, labels, scale_labels, scale_values)
     return AgreementBlock(
-        cases=len(cases),
-        reviewers=reviewers,
+        cases=r.cases,
+        reviewers=[r.reviewers[i] for i in np.flatnonzero(_present(r)).tolist()],
         pairs=pairs,
         min_shared=min_shared,
         pairs_left_out=left_out,
-        krippendorff_alpha=krippendorff_alpha_nominal(units, labels),
-        fleiss_kappa=fleiss_kappa([[r.label for r in case.reviews] for case in cases], labels),
-        disagreement=wilson_rate(disagreeing, len(pairable)),
+        krippendorff_alpha=krippendorff_alpha_nominal_matrix(_matrix(r), len(labels)),
+        fleiss_kappa=fleiss_kappa_table(_counts(r, len(labels)).astype(float)),
+        disagreement=wilson_rate(int((_disagree(r) & pairable).sum()), int(pairable.sum())),
         **alphas,
     )
 
 
+def _matrix(r: Ratings) -> Any:
+    """Reviewers present (in name order) x cases, each cell the label's position or NaN."""
+    import numpy as np
+
+    present = _present(r)
+    row = np.cumsum(present) - 1  # a reviewer's row among those present
+    data = np.full((int(present.sum()), r.cases), np.nan)
+    data[row[r.reviewer], r.case] = r.label
+    return data
+
+
+def _present(r: Ratings) -> Any:
+    """Per reviewer of :attr:`Ratings.reviewers`: whether any review in ``r`` is theirs."""
+    import numpy as np
+
+    return np.bincount(r.reviewer, minlength=len(r.reviewers)) > 0
+
+
+def _counts(r: Ratings, labels: int) -> Any:
+    """Cases x labels: how many reviews gave each label."""
+    import numpy as np
+
+    cells = np.bincount(r.case * labels + r.label, minlength=r.cases * labels)
+    return cells.reshape(r.cases, labels)
+
+
+def _disagree(r: Ratings) -> Any:
+    """Per case: its reviewers gave more than one label."""
+    import numpy as np
+
+    low = np.full(r.cases, np.iinfo(np.int64).max)
+    high = np.full(r.cases, -1)
+    np.minimum.at(low, r.case, r.label)
+    np.maximum.at(high, r.case, r.label)
+    return high > low
+
+
+def _pairs(
+    r: Ratings,
+    labels: list[str],
+    scale_labels: Sequence[str] | None,
+    scale_values: Mapping[str, float] | None,
+    min_shared: int,
+) -> tuple[list[PairAgreement], int]:
+    """Every reviewer pair sharing at least ``min_shared`` cases, and how many share fewer:
+    :func:`~workbench.stats.shared_pairs` over codes (pairs in name order, cases in order)."""
+    import numpy as np
+
+    a, b = _pair_reviews(r)
+    order = np.lexsort((r.case[a], r.reviewer[b], r.reviewer[a]))
+    a, b = a[order], b[order]
+    key = r.reviewer[a] * len(r.reviewers) + r.reviewer[b]
+    starts = np.flatnonzero(np.diff(key, prepend=-1))
+    ends = np.append(starts, len(key))[1:]
+    pairs: list[PairAgreement] = []
+    left_out = 0
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        if end - start < min_shared:
+            left_out += 1
+            continue
+        la, lb = r.label[a[start:end]], r.label[b[start:end]]
+        names = (r.reviewers[r.reviewer[a[start]]], r.reviewers[r.reviewer[b[start]]])
+        pairs.append(_pair(names, la, lb, labels, scale_labels, scale_values))
+    return pairs, left_out
+
+
+def _pair_reviews(r: Ratings) -> tuple[Any, Any]:
+    """Indices of the two reviews of every pair of reviews of the same case, the first by the
+    reviewer whose name sorts first."""
+    import numpy as np
+
+    order = np.lexsort((r.reviewer, r.case))
+    case = r.case[order]
+    most = int(np.bincount(case).max()) if len(case) else 0
+    first, second = [], []
+    for d in range(1, most):
+        same = np.flatnonzero(case[d:] == case[:-d])
+        first.append(order[same])
+        second.append(order[same + d])
+    empty = np.zeros(0, dtype=np.int64)
+    return (np.concatenate(first) if first else empty, np.concatenate(second) if second else empty)
+
+
+def _pair(
+    names: tuple[str, str],
+    la: Any,
+    lb: Any,
+    labels: list[str],
+    scale_labels: Sequence[str] | None,
+    scale_values: Mapping[str, float] | None,
+) -> PairAgreement:
+    """The figures of one reviewer pair from the labels each gave on their shared cases."""
+    import numpy as np
+
+    k = len(labels)
+    tally = np.bincount(la * k + lb, minlength=k * k)
+    counts = {
+        (labels[c // k], labels[c % k]): int(tally[c]) for c in np.flatnonzero(tally).tolist()
+    }
+    ordered: dict[str, Any] = {}
+    if scale_labels is not None:
+        on_scale = np.isin(la, [labels.index(x) for x in scale_labels]) & np.isin(
+            lb, [labels.index(x) for x in scale_labels]
+        )
+        sa = [labels[x] for x in la[on_scale].tolist()]
+        sb = [labels[y] for y in lb[on_scale].tolist()]
+        ordered = {
+            "weighted_kappa_linear": weighted_cohen_kappa(
+                sa, sb, scale_labels, "linear", scale_values
+            ),
+            "weighted_kappa_quadratic": weighted_cohen_kappa(
+                sa, sb, scale_labels, "quadratic", scale_values
+            ),
+            "spearman": spearman_correlation(sa, sb, scale_labels, scale_values),
+        }
+    return PairAgreement(
+        reviewer_a=names[0],
+        reviewer_b=names[1],
+        n=len(la),
+        raw_agreement=wilson_rate(int((la == lb).sum()), len(la)),
+        cohen_kappa=cohen_kappa_counts(counts, labels),
+        **ordered,
+    )
+
+
+def _ordered_alphas(
+    r: Ratings,
+    labels: list[str],
+    scale_labels: Sequence[str],
+    scale_values: Mapping[str, float] | None,
+) -> dict[str, Kappa]:
+    """Ordinal and interval alpha over the ratings on the scale."""
+    on_scale = set(scale_labels)
+    units: list[dict[str, str]] = [{} for _ in range(r.cases)]
+    for case, reviewer, label in zip(
+        r.case.tolist(), r.reviewer.tolist(), r.label.tolist(), strict=True
+    ):
+        if labels[label] in on_scale:
+            units[case][r.reviewers[reviewer]] = labels[label]
+    return {
+        "krippendorff_alpha_ordinal": krippendorff_alpha(units, scale_labels, "ordinal"),
+        "krippendorff_alpha_interval": krippendorff_alpha(
+            units, scale_labels, "interval", scale_values
+        ),
+    }
+
+
+def _index_ratings(index: GoldIndex, partition: str | None) -> tuple[Ratings, Any]:
+    """The reviews of the index's active cases (of one partition), and each case's slice."""
+    import pyarrow.compute as pc
+
+    table = index.table
+    keep = table["active"]
+    if partition is not None:
+        keep = pc.and_(keep, pc.equal(table["partition"], partition))
+    cases = table.select(["slice", "reviewers", "review_labels"]).filter(keep).combine_chunks()
+    reviewers = cases["reviewers"].chunk(0) if cases.num_rows else None
+    if reviewers is None:
+        return Ratings.of(0, [], [], [], index.rubric.labels), cases["slice"]
+    ratings = Ratings.of(
+        cases.num_rows,
+        _integers(pc.list_parent_indices(reviewers)),
+        pc.list_flatten(reviewers),
+        pc.list_flatten(cases["review_labels"].chunk(0)),
+        index.rubric.labels,
+    )
+    return ratings, cases["slice"]
+
+
 def human_agreement(
-    dataset: GoldDataset,
+    gold: GoldDataset | GoldIndex | str | Path,
     partition: str | Partition | None = None,
     *,
     min_shared: int = DEFAULT_MIN_SHARED,
 ) -> AgreementReport:
-    """Human agreement over the active cases of a dataset, overall and per slice.
+    """Human agreement over the active cases of a gold dataset, overall and per slice.
 
+    ``gold`` is a loaded dataset, its index, or its path (read through the validated index).
     Ordinal and numeric rubrics add the ordered figures. Reviewer pairs sharing fewer than
     ``min_shared`` cases are left out of the pair lists and counted in ``pairs_left_out``.
     """
-    cases = dataset.partition(partition)
-    rubric = dataset.rubric
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    scope = partition_name(partition) if partition is not None else None
+    if isinstance(gold, str | Path):
+        gold = gold_index(gold)
+    rubric = gold.rubric
     labels = list(rubric.labels)
+    if isinstance(gold, GoldIndex):
+        ratings, slice_of = _index_ratings(gold, scope)
+    else:
+        cases = gold.partition(scope)
+        ratings = _cases_ratings(cases, labels)
+        slice_of = pa.array([c.slice for c in cases], pa.string())
+    encoded = pc.dictionary_encode(
+        slice_of.combine_chunks() if hasattr(slice_of, "chunks") else slice_of
+    )
+    seen = encoded.dictionary.to_pylist()  # in order of first appearance
+    slice_code = _integers(encoded.indices)
     scale_labels = rubric.scale_labels if rubric.ordered else None
-    values = rubric.scale_values
-    # Every rubric slice is reported, also with no cases, as in the alignment report.
-    by_slice: dict[str, list[GoldCase]] = {name: [] for name in rubric.slices}
-    for case in cases:
-        by_slice.setdefault(case.slice, []).append(case)
     options: dict[str, Any] = {
         "scale_labels": scale_labels,
-        "scale_values": values,
+        "scale_values": rubric.scale_values,
         "min_shared": min_shared,
     }
+    # Every rubric slice is reported, also with no cases, as in the alignment report.
+    names = list(dict.fromkeys([*rubric.slices, *seen]))
     return AgreementReport(
-        dataset_sha256=dataset.sha256,
+        dataset_sha256=gold.sha256,
         rubric_version=rubric.version,
-        partition=Partition(partition).value if partition else None,
+        partition=scope,
         labels=labels,
         scale=rubric.scale.value,
         scale_labels=scale_labels,
-        scale_values=values,
+        scale_values=rubric.scale_values,
         min_shared=min_shared,
-        overall=agreement_block(cases, labels, **options),
+        overall=agreement_block(ratings, labels, **options),
         slices={
-            name: agreement_block(cases_, labels, **options) for name, cases_ in by_slice.items()
+            name: agreement_block(
+                ratings.subset(slice_code == (seen.index(name) if name in seen else -1)),
+                labels,
+                **options,
+            )
+            for name in names
         },
     )

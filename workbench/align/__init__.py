@@ -1,5 +1,6 @@
 """Alignment analysis: join judge results to gold, then confusion and per-slice error rates."""
 
+from ._evidence import CASE_COLUMNS, Evidence, align, flagged_cases, join_cases, read_evidence
 from ._join import ErrorClass, Join, JoinedCase, Outcome, PassFail, classify, join_results
 from ._lineage import (
     GoldChange,
@@ -23,9 +24,7 @@ from ._report import (
     Confusion,
     OrdinalAlignment,
     SliceAlignment,
-    align,
     alignment_report,
-    cases_frame,
     confusion_table,
     format_report,
     has_pass_fail_view,
@@ -35,6 +34,11 @@ from ._report import (
 )
 
 __all__ = [
+    "CASE_COLUMNS",
+    "Evidence",
+    "flagged_cases",
+    "join_cases",
+    "read_evidence",
     "GoldChange",
     "Lineage",
     "align_results",
@@ -62,7 +66,6 @@ __all__ = [
     "SliceAlignment",
     "align",
     "alignment_report",
-    "cases_frame",
     "classify",
     "confusion_table",
     "format_report",

@@ -1,18 +1,19 @@
-"""The alignment report as columnar joins and counts (Arrow compute, numpy over row numbers).
+"""Evidence as columnar joins and counts (Arrow compute, numpy over row numbers).
 
 Why pyarrow compute and not DuckDB: pyarrow is already a dependency (pandas' Parquet engine),
 its JSON reader parses JSON Lines in C++ threads, and a join plus a handful of group-by counts
 is all the report needs; DuckDB would add a ~60 MB wheel for the same plan. The benchmark
 (bench/bench_align.py) still runs the same query in DuckDB, when installed, as the yardstick.
 
-:func:`align_columnar` computes the same :class:`~workbench.align.AlignmentReport` as the
+:func:`evidence_columnar` computes the same :class:`~workbench.align.AlignmentReport` as the
 per-record join (:func:`~workbench.align.join_results` and
-:func:`~workbench.align.alignment_report`; tests/test_align_columnar.py asserts equal reports)
-for input that passes every check. It returns None (the caller then runs the per-record path,
-which reports every problem with its line, in the same words as always) when the results
-break the contract or any join rule: unknown or superseded cases, response-hash or partition
-mismatches, score-only results, verdicts outside the vocabulary, duplicates, attempts after a
-verdict, mixed judges, or a lineage that does not hold.
+:func:`~workbench.align.alignment_report`; tests/test_align_columnar.py asserts equal reports),
+and the same cases (:data:`~workbench.align.CASE_COLUMNS`), for input that passes every check.
+It returns None (the caller then runs the per-record path, which reports every problem with its
+line, in the same words as always) when the results break the contract or any join rule:
+unknown or superseded cases, response-hash or partition mismatches, score-only results,
+verdicts outside the vocabulary, duplicates, attempts after a verdict, mixed judges, or a
+lineage that does not hold.
 
 Results are joined to the gold by integer row numbers: their case ids are looked up among the
 gold's once per :data:`FLUSH_ROWS` results, and from then on every key is an integer (gold row,
@@ -23,18 +24,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..gold._index import GoldIndex
-from ..results._columnar import read_columnar
+from ..results._columnar import ColumnarResults, read_columnar
 from ..stats import cohen_kappa_counts, wilson_rate
 from ._join import classify
-from ._lineage import check_lineage, manifest_path_for, read_run_manifest
+from ._lineage import Lineage, check_lineage, manifest_path_for, read_run_manifest
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..gold import Rubric
+    from ..runs import RunManifest
     from ..runs._costs import SliceCost
     from ._report import AlignmentReport, SliceAlignment
 
@@ -49,15 +53,21 @@ _KEPT = (
     ("code", "int32"),
     ("error_kind", "string"),
     ("error_message", "string"),
+    ("reason", "string"),
     ("attempt", "int64"),
     ("repeat", "int64"),
     ("cost_usd", "float64"),
     ("tokens_in", "int64"),
     ("tokens_out", "int64"),
     ("cached", "bool"),
+    ("shard", "int32"),
+    ("line", "int64"),
 )
 """What is kept per result once joined: ``g`` is the gold row number (the join key from then
 on: integers, never case-id strings), ``code`` the verdict's position in the vocabulary."""
+
+OUTCOMES = ("verdict", "error", "missing")
+ERROR_CLASSES = ("aligned", "false_pass", "false_fail", "disagreement", "error", "missing")
 
 
 def _kept_schema() -> pa.Schema:
@@ -95,24 +105,10 @@ class _Joiner:
             raise ValueError("verdict outside the vocabulary")
         self._lineage(block)
         self.run_ids.update(pc.unique(block["run_id"]).to_pylist())
-        self.pending.append(
-            pa.table(
-                {
-                    "case_id": block["case_id"],
-                    "response_hash": block["response_hash"],
-                    "partition": block["partition"],
-                    "code": code,
-                    "error_kind": error_kind,
-                    "error_message": block["error_message"],
-                    "attempt": block["attempt"],
-                    "repeat": block["repeat"],
-                    "cost_usd": block["cost_usd"],
-                    "tokens_in": block["tokens_in"],
-                    "tokens_out": block["tokens_out"],
-                    "cached": pc.is_valid(block["cached_from_run_id"]),
-                }
-            )
-        )
+        kept = {name: block[name] for name, _ in _KEPT if name in block.column_names}
+        extra = {"code": code, "cached": pc.is_valid(block["cached_from_run_id"])}
+        keys = {name: block[name] for name in ("case_id", "response_hash", "partition")}
+        self.pending.append(pa.table({**keys, **kept, **extra}))
         self.pending_rows += block.num_rows
         if self.pending_rows >= FLUSH_ROWS:
             return self.flush()
@@ -229,53 +225,50 @@ def _duplicates_or_late_attempts(
     return _any(pc.greater(units["attempt_max"], units["va_min"]))
 
 
-def align_columnar(
-    index: GoldIndex,
-    results: str | Path,
-    *,
-    partition: str | None,
-    repeat: int,
-    allow_gold_change: bool,
-    partition_source: Literal["option", "run_manifest", "all"] | None,
-    gold_path: str,
-) -> AlignmentReport | None:
-    """The alignment report, columnar; None when the per-record path must judge the input."""
-    import numpy as np
+@dataclass(frozen=True)
+class _Read:
+    """The results, read, checked and joined to gold rows (columns :data:`_KEPT`)."""
+
+    rows: pa.Table
+    read: ColumnarResults
+    joiner: _Joiner
+
+
+def _read(index: GoldIndex, results: str | Path, labels: list[str]) -> _Read | None:
+    """Read and join the results; None when any check fails or the input is unusual (empty,
+    several judges, duplicates, late attempts)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from ._report import ERROR_COLUMN, MISSING_COLUMN, AlignmentReport, CaseError, Confusion
-
-    manifest = read_run_manifest(results)  # unreadable: WorkbenchError, as on the per-record path
-    rubric = index.rubric
-    if rubric.ordered or (manifest is not None and getattr(manifest, "sampling", None) is not None):
-        return None  # ordinal figures and sampled scopes: the per-record path computes them
-    labels = list(rubric.labels)
-    gold = index.table
-    joiner = _Joiner(gold, pa.array(labels, pa.string()))
+    joiner = _Joiner(index.table, pa.array(labels, pa.string()))
     read = read_columnar(results, joiner.block)
     if read is None:
         return None  # refused: the per-record path names every problem
     try:
-        res = pa.concat_tables([read.table, joiner.flush()])
+        rows = pa.concat_tables([read.table, joiner.flush()])
     except ValueError:
         return None
-    n_read = res.num_rows
-    if n_read == 0 or len(read.identities) != 1:
+    if rows.num_rows == 0 or len(read.identities) != 1:
         return None  # empty, or several judges
-    g = _numpy(res["g"])
-    repeats = _numpy(res["repeat"])
-    attempts = _numpy(res["attempt"])
-    code = _numpy(res["code"], -1)
-    if _duplicates_or_late_attempts(g, repeats, attempts, code >= 0, n_read):
+    verdict = _numpy(rows["code"], -1) >= 0
+    g, repeat, attempt = (_numpy(rows[name]) for name in ("g", "repeat", "attempt"))
+    if _duplicates_or_late_attempts(g, repeat, attempt, verdict, rows.num_rows):
         return None  # a duplicate result, or an attempt after a verdict
-    fingerprints = list(read.identities)
+    return _Read(rows, read, joiner)
 
-    # -- lineage (only the gold's own is handled here)
-    gold_lineage = (index.sha256, rubric.version)
+
+def _lineage(
+    index: GoldIndex,
+    joiner: _Joiner,
+    manifest: RunManifest | None,
+    results: str | Path,
+    allow_gold_change: bool,
+) -> Lineage | None:
+    """The lineage check when the results are the gold's own; None otherwise (the per-record
+    path names what changed)."""
+    gold_lineage = (index.sha256, index.rubric.version)
     if manifest is not None and manifest.rubric_version is not None:
         if (manifest.dataset_sha256, manifest.rubric_version) != gold_lineage:
-            return None  # another gold: the per-record path names what changed
+            return None  # another gold
     elif set(joiner.lineages) != {gold_lineage}:
         return None  # another gold, mixed or missing lineage
     lineage, problems = check_lineage(
@@ -286,148 +279,315 @@ def align_columnar(
         manifest_path=manifest_path_for(results),
         allow_gold_change=allow_gold_change,
     )
-    if problems or not lineage.comparable:
-        return None
+    return None if problems or not lineage.comparable else lineage
 
-    # -- scope, repeat, final attempts (gold rows and result rows as integer positions)
+
+@dataclass(frozen=True)
+class _Scope:
+    """The cases in scope as integer positions, and what became of each."""
+
+    pos: Any
+    """Gold rows of the cases in scope (active, of the partition), in file order."""
+    final: Any
+    """Result row of each case's counted (last) attempt of the repeat, -1 when none."""
+    col: Any
+    """Each case's confusion column: its verdict's vocabulary position, then error, missing."""
+    attempts: Any
+    """Attempts of the analysed repeat per case."""
+    human: Any
+    """Each case's adjudicated label as a vocabulary position."""
+    rows: Any
+    """Result rows of the analysed repeat, in scope (every attempt: the costs)."""
+    excluded: int
+    other_repeats: int
+    superseded: int
+
+
+def _scope(
+    index: GoldIndex, res: pa.Table, partition: str | None, repeat: int, labels: list[str]
+) -> _Scope | None:
+    """Final attempts per case in scope; None when a gold label is outside the vocabulary."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    gold = index.table
     active = _numpy(gold["active"])
-    if partition is None:
-        gold_in_scope = np.ones(len(active), dtype=bool)
-    else:
-        gold_in_scope = _numpy(pc.equal(gold["partition"], partition))
-    row_in_scope = gold_in_scope[g]
+    in_partition = (
+        np.ones(len(active), dtype=bool)
+        if partition is None
+        else _numpy(pc.equal(gold["partition"], partition))
+    )
+    g, repeats, attempts = (_numpy(res[name]) for name in ("g", "repeat", "attempt"))
+    row_in_scope = in_partition[g]
     in_scope = int(row_in_scope.sum())
-    excluded = n_read - in_scope
     rows = np.flatnonzero(row_in_scope & (repeats == repeat))  # this repeat's results
-    other_repeats = in_scope - len(rows)
     rows_g = g[rows]
     by_case = np.lexsort((attempts[rows], rows_g))  # per case, its last attempt last
     sorted_g = rows_g[by_case]
     last = np.ones(len(sorted_g), dtype=bool)
     last[:-1] = sorted_g[1:] != sorted_g[:-1]
-    superseded = len(rows) - int(last.sum())
     final_of = np.full(len(active), -1, dtype=np.int64)  # gold row -> its final result row
     final_of[sorted_g[last]] = rows[by_case[last]]
-
-    unit_sums = _unit_sums(res.take(pa.array(rows)))
-
-    pos = np.flatnonzero(active & gold_in_scope)  # the cases in scope, in file order
+    pos = np.flatnonzero(active & in_partition)
+    human = pc.index_in(pc.take(gold["label"], pa.array(pos)), value_set=pa.array(labels))
+    if human.null_count:
+        return None
     final = final_of[pos]
     answered = final >= 0
-    error_col, missing_col = len(labels), len(labels) + 1
+    col = np.full(len(pos), len(labels) + 1, dtype=np.int64)  # missing
     has_error = _numpy(pc.is_valid(res["error_kind"]))
-    col = np.full(len(pos), missing_col, dtype=np.int64)
-    answered_rows = final[answered]
-    col[answered] = np.where(has_error[answered_rows], error_col, code[answered_rows])
-
-    slices = pc.dictionary_encode(gold["slice"].combine_chunks(), null_encoding="encode")
-    humans = pc.dictionary_encode(gold["label"].combine_chunks(), null_encoding="encode")
-    slice_names = slices.dictionary.to_pylist()
-    human_names = humans.dictionary.to_pylist()
-    slice_code_all = _numpy(slices.indices).astype(np.int64)
-    slice_code = slice_code_all[pos]
-    human_code = _numpy(humans.indices).astype(np.int64)[pos]
-    columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
-    cells = (slice_code * len(human_names) + human_code) * len(columns) + col
-    tally = np.bincount(cells, minlength=len(slice_names) * len(human_names) * len(columns))
-    confusion: dict[str, dict[tuple[str, str], int]] = {}
-    for cell in np.flatnonzero(tally).tolist():
-        s, rest = divmod(cell, len(human_names) * len(columns))
-        h, j = divmod(rest, len(columns))
-        confusion.setdefault(slice_names[s], {})[(human_names[h], columns[j])] = int(tally[cell])
-
-    erred = np.flatnonzero(col == error_col)  # in file order
-    error_rows = pa.array(final[erred])
-    error_cases = pc.take(index.table["case_id"], pa.array(pos[erred])).to_pylist()
-    error_slices = [slice_names[s] for s in slice_code[erred].tolist()]
-    error_kind_list = pc.take(res["error_kind"], error_rows).to_pylist()
-    error_messages = pc.take(res["error_message"], error_rows).to_pylist()
-    error_kinds: dict[str, dict[str, int]] = {}
-    for s, k in zip(error_slices, error_kind_list, strict=True):
-        by_kind = error_kinds.setdefault(s, {})
-        by_kind[k or "unknown"] = by_kind.get(k or "unknown", 0) + 1
-
-    slice_order = list(rubric.slices)
-    seen, first = np.unique(slice_code, return_index=True)
-    for s in seen[np.argsort(first)].tolist():  # file order of first appearance
-        if slice_names[s] not in rubric.slices:
-            slice_order.append(slice_names[s])
-    abstain = list(rubric.abstain_labels)
-    slice_reports = [
-        _slice(
-            name,
-            rubric.risk_of(name),
-            confusion.get(name, {}),
-            error_kinds.get(name, {}),
-            labels,
-            rubric.pass_label,
-            rubric.fail_label,
-            abstain,
-        )
-        for name in slice_order
-    ]
-    overall_conf: dict[tuple[str, str], int] = {}
-    overall_kinds: dict[str, int] = {}
-    for conf in confusion.values():
-        for key, c in conf.items():
-            overall_conf[key] = overall_conf.get(key, 0) + c
-    for by_kind in error_kinds.values():
-        for k, c in by_kind.items():
-            overall_kinds[k] = overall_kinds.get(k, 0) + c
-    overall = _slice(
-        "(all)",
-        None,
-        overall_conf,
-        overall_kinds,
-        labels,
-        rubric.pass_label,
-        rubric.fail_label,
-        abstain,
+    code = _numpy(res["code"], -1)
+    col[answered] = np.where(has_error[final[answered]], len(labels), code[final[answered]])
+    return _Scope(
+        pos=pos,
+        final=final,
+        col=col,
+        attempts=np.bincount(rows_g, minlength=len(active))[pos],
+        human=_numpy(human).astype(np.int64),
+        rows=rows,
+        excluded=len(g) - in_scope,
+        other_repeats=in_scope - len(rows),
+        superseded=len(rows) - int(last.sum()),
     )
 
-    table = [[overall_conf.get((h, j), 0) for j in columns] for h in labels]
-    missing = pc.take(index.table["case_id"], pa.array(pos[col == missing_col])).to_pylist()
-    evaluator_errors = [
-        CaseError(case_id=c, slice=s, kind=k, message=m)
-        for c, s, k, m in zip(
-            error_cases, error_slices, error_kind_list, error_messages, strict=True
-        )
-    ]
-    fp = fingerprints[0]
+
+def _class_codes(rubric: Rubric, labels: list[str]) -> Any:
+    """``[human, column] -> ERROR_CLASSES position``: every verdict classified once."""
+    import numpy as np
+
+    table = np.empty((len(labels), len(labels) + 2), dtype=np.int64)
+    for h, human in enumerate(labels):
+        for j, judge in enumerate(labels):
+            table[h, j] = ERROR_CLASSES.index(classify(human, judge, view=rubric.pass_fail))
+    table[:, len(labels)] = ERROR_CLASSES.index("error")
+    table[:, len(labels) + 1] = ERROR_CLASSES.index("missing")
+    return table
+
+
+def _coded(codes: Any, names: Sequence[str], valid: Any = None) -> pa.Array:
+    """Strings from positions into ``names`` (null where ``valid`` is False)."""
+    import pyarrow as pa
+
+    mask = None if valid is None else ~valid
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes, pa.int32(), mask=mask), pa.array(list(names), pa.string())
+    ).cast(pa.string())
+
+
+def _cases(index: GoldIndex, res: pa.Table, scope: _Scope, labels: list[str]) -> pa.Table:
+    """The cases in scope as :data:`~workbench.align.CASE_COLUMNS`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(labels)
+    verdict, error = scope.col < n, scope.col == n
+    final = pa.array(scope.final, pa.int64(), mask=scope.final < 0)  # null: no result
+
+    def counted(name: str) -> Any:
+        return pc.take(res[name], final)
+
+    outcome = (~verdict).astype("int64") + (~(verdict | error)).astype("int64")
+    positions = pa.array(scope.pos, pa.int64())
+    return pa.table(
+        {
+            "row": positions,
+            "case_id": pc.take(index.table["case_id"], positions),
+            "slice": pc.take(index.table["slice"], positions),
+            "partition": pc.take(index.table["partition"], positions),
+            "human_label": _coded(scope.human, labels),
+            "outcome": _coded(outcome, OUTCOMES),
+            "judge_label": _coded(scope.col, labels, verdict),
+            "error_class": _coded(
+                _class_codes(index.rubric, labels)[scope.human, scope.col], ERROR_CLASSES
+            ),
+            "error_kind": counted("error_kind"),  # null but for errors
+            "reason": pc.if_else(pa.array(verdict), counted("reason"), counted("error_message")),
+            "attempts": pa.array(scope.attempts, pa.int64()),
+            "shard": counted("shard"),
+            "line": counted("line"),
+        }
+    )
+
+
+def evidence_columnar(
+    index: GoldIndex,
+    results: str | Path,
+    *,
+    partition: str | None,
+    repeat: int,
+    allow_gold_change: bool,
+    partition_source: Literal["option", "run_manifest", "all"] | None,
+    gold_path: str,
+) -> tuple[AlignmentReport, pa.Table] | None:
+    """The alignment report and the cases in scope, columnar; None when the per-record path
+    must judge the input."""
+    manifest = read_run_manifest(results)  # unreadable: WorkbenchError, as on the per-record path
+    rubric = index.rubric
+    if rubric.ordered or (manifest is not None and getattr(manifest, "sampling", None) is not None):
+        return None  # ordinal figures and sampled scopes: the per-record path computes them
+    labels = list(rubric.labels)
+    joined = _read(index, results, labels)
+    if joined is None:
+        return None
+    lineage = _lineage(index, joined.joiner, manifest, results, allow_gold_change)
+    if lineage is None:
+        return None
+    scope = _scope(index, joined.rows, partition, repeat, labels)
+    if scope is None:
+        return None
+    cases = _cases(index, joined.rows, scope, labels)
+    report = _report(
+        index,
+        joined,
+        scope,
+        cases,
+        lineage=lineage,
+        where={
+            "gold_path": gold_path,
+            "results_path": str(results),
+            "partition": partition,
+            "repeat": repeat,
+            "partition_source": partition_source,
+        },
+    )
+    return report, cases
+
+
+def _report(
+    index: GoldIndex,
+    joined: _Read,
+    scope: _Scope,
+    cases: pa.Table,
+    *,
+    lineage: Lineage,
+    where: dict[str, Any],
+) -> AlignmentReport:
+    """The report of a columnar join: counts per slice, then the rates of each."""
+    import pyarrow as pa
+
+    from ._report import AlignmentReport, has_pass_fail_view
+
+    rubric = index.rubric
+    slice_names, slice_of_row = _slice_codes(index)
+    figures = _figures(rubric, scope, cases, slice_names, slice_of_row[scope.pos])
+    unit_sums = _unit_sums(joined.rows.take(pa.array(scope.rows)))
+    read = joined.read
+    fp = next(iter(read.identities))
     return AlignmentReport(
         dataset_sha256=index.sha256,
         rubric_version=rubric.version,
-        gold_path=gold_path,
-        results_path=str(results),
         results_sha256=read.sha256,
         judge=read.identities[fp],
         judge_fingerprint=fp,
-        partition=partition,
-        repeat=repeat,
-        labels=labels,
+        labels=list(rubric.labels),
         pass_label=rubric.pass_label,
         fail_label=rubric.fail_label,
         abstain_labels=list(rubric.abstain_labels),
-        status="incomplete" if missing else "complete",
-        results_read=n_read,
-        excluded_other_partition=excluded,
-        other_repeats=other_repeats,
-        superseded_attempts=superseded,
-        missing_case_ids=missing,
-        evaluator_errors=evaluator_errors,
-        confusion=Confusion(rows=list(labels), columns=columns, counts=table),
-        overall=overall,
-        slices=slice_reports,
+        scale=rubric.scale.value,
+        pass_fail_view=has_pass_fail_view(rubric),
+        status="incomplete" if figures["missing_case_ids"] else "complete",
+        results_read=joined.rows.num_rows,
+        excluded_other_partition=scope.excluded,
+        other_repeats=scope.other_repeats,
+        superseded_attempts=scope.superseded,
         comparable=lineage.comparable,
         gold_changes=[],
         lineage=lineage,
-        partition_source=partition_source,
         costs=_costs(
             unit_sums,
-            [slice_names[s] for s in slice_code_all[_numpy(unit_sums["g"])].tolist()],
+            [slice_names[s] for s in slice_of_row[_numpy(unit_sums["g"])].tolist()],
             {name: rubric.risk_of(name) for name in rubric.slices},
         ),
+        **figures,
+        **where,
     )
+
+
+def _slice_codes(index: GoldIndex) -> tuple[list[str | None], Any]:
+    """The gold's slice names, and each gold row's position among them."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    slices = pc.dictionary_encode(index.table["slice"].combine_chunks(), null_encoding="encode")
+    return slices.dictionary.to_pylist(), _numpy(slices.indices).astype(np.int64)
+
+
+def _figures(
+    rubric: Rubric, scope: _Scope, cases: pa.Table, slice_names: list[str | None], slice_code: Any
+) -> dict[str, Any]:
+    """The report's counts and rates: the confusion, every slice and overall, the evaluator
+    errors and the missing cases."""
+    import pyarrow.compute as pc
+
+    from ._report import ERROR_COLUMN, MISSING_COLUMN, CaseError, Confusion
+
+    labels = list(rubric.labels)
+    columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
+    confusion = _confusion(slice_code, scope.human, scope.col, slice_names, labels, columns)
+    errors = cases.filter(pc.equal(cases["outcome"], "error"))
+    evaluator_errors = [
+        CaseError(case_id=c, slice=s, kind=k, message=m)
+        for c, s, k, m in zip(
+            *(errors[name].to_pylist() for name in ("case_id", "slice", "error_kind", "reason")),
+            strict=True,
+        )
+    ]
+    kinds: dict[str, Counter[str]] = {}
+    for e in evaluator_errors:
+        kinds.setdefault(e.slice, Counter())[e.kind or "unknown"] += 1
+    overall_conf: Counter[tuple[str, str]] = Counter()
+    for conf in confusion.values():
+        overall_conf.update(conf)
+    return {
+        "missing_case_ids": cases.filter(pc.equal(cases["outcome"], "missing"))[
+            "case_id"
+        ].to_pylist(),
+        "evaluator_errors": evaluator_errors,
+        "confusion": Confusion(
+            rows=list(labels),
+            columns=columns,
+            counts=[[overall_conf.get((h, j), 0) for j in columns] for h in labels],
+        ),
+        "overall": _slice("(all)", None, overall_conf, sum(kinds.values(), Counter[str]()), rubric),
+        "slices": [
+            _slice(name, rubric.risk_of(name), confusion.get(name, {}), kinds.get(name, {}), rubric)
+            for name in _slice_order(rubric, slice_names, slice_code)
+        ],
+    }
+
+
+def _confusion(
+    slice_code: Any,
+    human: Any,
+    col: Any,
+    slice_names: list[str | None],
+    labels: list[str],
+    columns: list[str],
+) -> dict[str, dict[tuple[str, str], int]]:
+    """``{slice: {(human label, column): cases}}`` (only counts above zero)."""
+    import numpy as np
+
+    cells = (slice_code * len(labels) + human) * len(columns) + col
+    tally = np.bincount(cells, minlength=len(slice_names) * len(labels) * len(columns))
+    confusion: dict[str, dict[tuple[str, str], int]] = {}
+    for cell in np.flatnonzero(tally).tolist():
+        s, rest = divmod(cell, len(labels) * len(columns))
+        h, j = divmod(rest, len(columns))
+        confusion.setdefault(str(slice_names[s]), {})[(labels[h], columns[j])] = int(tally[cell])
+    return confusion
+
+
+def _slice_order(rubric: Rubric, slice_names: list[str | None], slice_code: Any) -> list[str]:
+    """The rubric's slices, then any other slice with cases in scope in file order."""
+    import numpy as np
+
+    order = list(rubric.slices)
+    seen, first = np.unique(slice_code, return_index=True)
+    for s in seen[np.argsort(first)].tolist():  # file order of first appearance
+        if slice_names[s] not in rubric.slices:
+            order.append(str(slice_names[s]))
+    return order
 
 
 def _unit_sums(rows: pa.Table) -> pa.Table:
@@ -505,61 +665,56 @@ def _slice(
     risk: Any,
     conf: dict[tuple[str, str], int],
     error_kinds: dict[str, int],
-    labels: list[str],
-    pass_label: str | None,
-    fail_label: str | None,
-    abstain_labels: Sequence[str],
+    rubric: Rubric,
 ) -> SliceAlignment:
     """:func:`~workbench.align.slice_alignment` from a human x outcome count table."""
     from ._report import ERROR_COLUMN, MISSING_COLUMN, SliceAlignment
 
-    vocab = set(labels)
-    abstain = set(abstain_labels)
-    verdict = {(h, j): c for (h, j), c in conf.items() if j in vocab}
+    labels = list(rubric.labels)
+    pass_label, fail_label = rubric.pass_label, rubric.fail_label
+    abstain = set(rubric.abstain_labels)
+    verdict = {(h, j): c for (h, j), c in conf.items() if j in set(labels)}
     n = sum(conf.values())
     verdicts = sum(verdict.values())
     abstentions = sum(c for (_, j), c in verdict.items() if j in abstain)
-    decided = verdicts - abstentions
-    klass: dict[str, int] = {}
+    klass: Counter[str] = Counter()
     for (h, j), c in verdict.items():
-        k = classify(h, j, pass_label, fail_label)
-        klass[k] = klass.get(k, 0) + c
-    two_way = {
-        (h, j): c
-        for (h, j), c in verdict.items()
-        if pass_label is not None and j in (pass_label, fail_label)
-    }
+        klass[classify(h, j, pass_label, fail_label)] += c
+    two_way = {(h, j): c for (h, j), c in verdict.items() if j in (pass_label, fail_label)}
+    if pass_label is None:
+        two_way = {}
     judged_fails = sum(c for (h, _), c in two_way.items() if h == fail_label)
     judged_passes = sum(c for (h, _), c in two_way.items() if h == pass_label)
-    errors = sum(c for (_, j), c in conf.items() if j == ERROR_COLUMN)
-    missing = sum(c for (_, j), c in conf.items() if j == MISSING_COLUMN)
+    by_column: Counter[str] = Counter()
+    by_human: Counter[str] = Counter()
+    for (h, j), c in conf.items():
+        by_column[j] += c
+        by_human[h] += c
     return SliceAlignment(
         slice=name,
         risk=risk,
         n=n,
         verdicts=verdicts,
         abstentions=abstentions,
-        decided=decided,
+        decided=verdicts - abstentions,
         abstention_rate=wilson_rate(abstentions, verdicts),
-        coverage=wilson_rate(decided, n),
-        judge_labels={
-            label: sum(c for (_, j), c in verdict.items() if j == label) for label in labels
-        },
+        coverage=wilson_rate(verdicts - abstentions, n),
+        judge_labels={label: by_column[label] for label in labels},
         human_labels_with_verdict={
             label: sum(c for (h, _), c in verdict.items() if h == label) for label in labels
         },
-        errors=errors,
-        missing=missing,
-        complete=missing == 0,
-        aligned=klass.get("aligned", 0),
-        agreement=wilson_rate(klass.get("aligned", 0), verdicts),
-        human_passes=sum(c for (h, _), c in conf.items() if h == pass_label) if pass_label else 0,
-        human_fails=sum(c for (h, _), c in conf.items() if h == fail_label) if fail_label else 0,
-        false_passes=klass.get("false_pass", 0),
-        false_fails=klass.get("false_fail", 0),
-        other_disagreements=klass.get("disagreement", 0),
-        false_pass_rate=wilson_rate(klass.get("false_pass", 0), judged_fails),
-        false_fail_rate=wilson_rate(klass.get("false_fail", 0), judged_passes),
+        errors=by_column[ERROR_COLUMN],
+        missing=by_column[MISSING_COLUMN],
+        complete=by_column[MISSING_COLUMN] == 0,
+        aligned=klass["aligned"],
+        agreement=wilson_rate(klass["aligned"], verdicts),
+        human_passes=by_human[pass_label] if pass_label else 0,
+        human_fails=by_human[fail_label] if fail_label else 0,
+        false_passes=klass["false_pass"],
+        false_fails=klass["false_fail"],
+        other_disagreements=klass["disagreement"],
+        false_pass_rate=wilson_rate(klass["false_pass"], judged_fails),
+        false_fail_rate=wilson_rate(klass["false_fail"], judged_passes),
         cohen_kappa=cohen_kappa_counts(verdict, labels),
         errors_by_kind=dict(sorted(error_kinds.items())),
     )

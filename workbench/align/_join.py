@@ -169,7 +169,7 @@ class _Attempt:
     error_message: str | None
 
 
-def join_results(
+def join_results(  # noqa: C901, PLR0915
     dataset: GoldDataset,
     results: Iterable[ResultLine | Problem],
     *,

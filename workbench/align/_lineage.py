@@ -186,7 +186,7 @@ def resolve_partition(
     return (found, "run_manifest") if found is not None else (None, "all")
 
 
-def check_lineage(
+def check_lineage(  # noqa: C901, PLR0915
     dataset: GoldDataset,
     *,
     lineages: Counter[tuple[str | None, str | None]] | dict[tuple[str | None, str | None], int],

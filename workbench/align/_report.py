@@ -12,13 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .._io import bulk_load
 from .._record import LooseRecord as _Model
 from ..gold import Rubric
 from ..results import JudgeIdentity
 from ..results._columnar import results_sha256
 from ..runs._costs import SliceCost, costs_from_usage, format_slice_costs
-from ..sampling import SamplingPlan
 from ..stats import (
     Kappa,
     MeanAbsoluteError,
@@ -31,7 +29,7 @@ from ..stats import (
     wilson_rate,
 )
 from ._join import Join, JoinedCase, PassFail, _label_view
-from ._lineage import GoldChange, Lineage, align_results
+from ._lineage import GoldChange, Lineage
 
 ALIGNMENT_SCHEMA_VERSION = 3
 """2: adds abstentions, decided, abstention_rate and coverage; false-pass and false-fail
@@ -345,13 +343,7 @@ def slice_alignment(
     ``pass_labels``), its abstain labels are used, and an ordered rubric adds ``ordinal``.
     Without it, ``pass_label`` and ``fail_label`` are the only pass and fail labels.
     """
-    side_of: Callable[[str], PassFail]
-    if rubric is not None:
-        side_of = rubric.pass_fail
-        abstain = set(rubric.abstain_labels)
-    else:
-        side_of = _label_view(pass_label, fail_label)
-        abstain = set(abstain_labels)
+    side_of, abstain = _view(rubric, pass_label, fail_label, abstain_labels)
     side: dict[str, PassFail] = {label: side_of(label) for label in labels}
     outcome = Counter(c.outcome for c in cases)
     klass = Counter(c.error_class for c in cases)
@@ -407,6 +399,18 @@ def slice_alignment(
     )
 
 
+def _view(
+    rubric: Rubric | None,
+    pass_label: str | None,
+    fail_label: str | None,
+    abstain_labels: Sequence[str],
+) -> tuple[Callable[[str], PassFail], set[str]]:
+    """The pass/fail view and the abstain labels: the rubric's, or the labels given."""
+    if rubric is not None:
+        return rubric.pass_fail, set(rubric.abstain_labels)
+    return _label_view(pass_label, fail_label), set(abstain_labels)
+
+
 def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAlignment:
     """Weighted kappa, mean absolute error and the full ordinal confusion of ``cases``' verdicts.
 
@@ -459,6 +463,14 @@ def confusion_table(cases: Sequence[JoinedCase], labels: list[str]) -> Confusion
         )
         counts[row_index[c.human_label]][col_index[col]] += 1  # type: ignore[index]
     return Confusion(rows=list(labels), columns=columns, counts=counts)
+
+
+def _lineage_fields(lineage: Lineage | None) -> dict[str, Any]:
+    """``comparable``, ``gold_changes`` (when not comparable) and ``lineage`` of a report."""
+    if lineage is None:
+        return {"comparable": None, "gold_changes": [], "lineage": None}
+    changes = [] if lineage.comparable else list(lineage.gold_changes)
+    return {"comparable": lineage.comparable, "gold_changes": changes, "lineage": lineage}
 
 
 def alignment_report(
@@ -527,13 +539,7 @@ def alignment_report(
         confusion=confusion_table(join.cases, labels),
         overall=overall,
         slices=slices,
-        comparable=join.lineage.comparable if join.lineage is not None else None,
-        gold_changes=(
-            list(join.lineage.gold_changes)
-            if join.lineage is not None and not join.lineage.comparable
-            else []
-        ),
-        lineage=join.lineage,
+        **_lineage_fields(join.lineage),
         partition_source=partition_source,
         sampling_plan_sha256=join.sampling_plan_sha256,
         sampled_out_case_ids=list(join.sampled_out),
@@ -543,82 +549,6 @@ def alignment_report(
             slice_of,
             {name: rubric.risk_of(name) for name in rubric.slices},
         ),
-    )
-
-
-def align(
-    gold: str | Path,
-    results: str | Path,
-    *,
-    partition: str | None = None,
-    repeat: int = 0,
-    allow_gold_change: bool = False,
-    partition_source: Literal["option", "run_manifest", "all"] | None = None,
-    sampling_plan: SamplingPlan | None = None,
-) -> AlignmentReport:
-    """Load, join, check lineage and analyse in one call: the library form of ``workbench align``.
-
-    Columnar (:func:`~workbench.align._columnar.align_columnar` over the cached gold index);
-    input it cannot vouch for goes through the per-record join, which reports every problem.
-    ``results`` may be a file or a directory of result shards (JSON Lines or Parquet).
-
-    Refuses results produced against another gold (see :func:`align_results`) unless
-    ``allow_gold_change``, which marks the report not comparable. ``sampling_plan``: the
-    declared plan whose sampled-out cases leave the scope (see :func:`align_results`).
-    """
-    from ..gold._index import gold_index
-    from ._columnar import align_columnar
-
-    with bulk_load():
-        index = gold_index(gold)  # validated once per dataset sha256, then read from the cache
-        if sampling_plan is None:
-            report = align_columnar(
-                index,
-                results,
-                partition=partition,
-                repeat=repeat,
-                allow_gold_change=allow_gold_change,
-                partition_source=partition_source,
-                gold_path=str(gold),
-            )
-            if report is not None:
-                return report
-        # Refused or unusual input (or a declared sampling plan, an ordered rubric): the
-        # per-record path names every problem with its line.
-        join = align_results(
-            index.dataset(),
-            results,
-            partition=partition,
-            repeat=repeat,
-            allow_gold_change=allow_gold_change,
-            sampling_plan=sampling_plan,
-        )
-        return alignment_report(
-            join, gold_path=str(gold), results_path=str(results), partition_source=partition_source
-        )
-
-
-def cases_frame(join: Join) -> Any:
-    """Per-case joined rows as a DataFrame (for notebooks and review widgets)."""
-    import pandas as pd
-
-    return pd.DataFrame(
-        [
-            {
-                "case_id": c.case_id,
-                "slice": c.slice,
-                "partition": c.partition,
-                "tags": list(c.tags),
-                "human_label": c.human_label,
-                "outcome": c.outcome,
-                "judge_label": c.judge_label,
-                "error_class": c.error_class,
-                "error_kind": c.error_kind,
-                "reason": c.reason,
-                "attempts": c.attempts,
-            }
-            for c in join.cases
-        ]
     )
 
 
@@ -681,8 +611,10 @@ def _pass_fail_text(report: AlignmentReport) -> str:
 
 def format_report(report: AlignmentReport) -> str:
     """Human-readable text: header, per-slice table and confusion table."""
-    import pandas as pd
+    return "\n".join([*_header_lines(report), *_table_lines(report), *_tail_lines(report)])
 
+
+def _header_lines(report: AlignmentReport) -> list[str]:
     judge = (
         f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint"
         f" {report.judge_fingerprint[:12]})"
@@ -739,6 +671,13 @@ def format_report(report: AlignmentReport) -> str:
     if report.scale != "nominal":
         lines.append(f"scale:      {report.scale} ({' < '.join(report.scale_labels or [])})")
     lines.append(f"pass/fail:  {_pass_fail_text(report)}")
+    return lines
+
+
+def _table_lines(report: AlignmentReport) -> list[str]:
+    import pandas as pd
+
+    lines: list[str] = []
     lines.append("")
     lines.append(
         "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human"
@@ -781,6 +720,11 @@ def format_report(report: AlignmentReport) -> str:
         lines.append("")
         lines.append("Confusion (rows: adjudicated human label, columns: judge):")
         lines.append(report.confusion.to_frame().to_string())
+    return lines
+
+
+def _tail_lines(report: AlignmentReport) -> list[str]:
+    lines: list[str] = []
     if report.evaluator_errors:
         lines.append("")
         kinds = Counter(e.kind for e in report.evaluator_errors)
@@ -800,4 +744,4 @@ def format_report(report: AlignmentReport) -> str:
             " included, cached verdicts left out):"
         )
         lines.append(format_slice_costs(report.costs))
-    return "\n".join(lines)
+    return lines

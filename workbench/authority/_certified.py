@@ -86,7 +86,7 @@ def open_report(
     """A report's directory, lock and ``gate.json`` with what verification found (``verify``);
     lock and gate None when they cannot be read. Never raises for bad content. ``point``: how
     the fixes begin (``point --report`` for a command option)."""
-    from ..reports import LOCK_FILE, read_lock, verify_one
+    from .._lock import LOCK_FILE, read_lock, verify_lock
 
     root = Path(report_dir)
     if root.name == LOCK_FILE and root.is_file():
@@ -107,7 +107,7 @@ def open_report(
             f"the report does not verify: {p.message} [{p.code}]",
             fix,
         )
-        for p in (verify_one(root, gold=gold).problems if verify else [])
+        for p in (verify_lock(root, gold=gold).problems if verify else [])
         if p.severity == "error"
     ]
     try:
@@ -228,8 +228,7 @@ def last_certified(
     the first one whose outcome is ``certified`` and which verifies is returned, so a tampered
     or incomplete report is never shown as the last certified judge.
     """
-    from ..reports import LOCK_FILE
-    from ..reports._listing import report_dirs
+    from .._lock import LOCK_FILE, report_dirs
 
     name, version = _split(judge)
     candidates: list[tuple[datetime, Path]] = []

@@ -82,7 +82,7 @@ def beside_candidate(
 
 
 def _spec_copy(report_dir: Path) -> Path | None:
-    from ..reports import read_lock
+    from .._lock import read_lock
 
     try:
         rel = read_lock(report_dir).input_files.get("candidate")

@@ -534,7 +534,7 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
 # ------------------------------------------------------------------------------ policies
 
 
-def _check_policies(
+def _check_policies(  # noqa: C901
     inv: Inventory, golds: dict[Path, Any], fixture_sets: list[Any], checks: list[CheckResult]
 ) -> None:
     from ..controls import load_suite

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from .._io import bulk_load
 from ..agreement import DEFAULT_MIN_SHARED, AgreementBlock, AgreementReport, human_agreement
-from ..gold import PARTITIONS, load_dataset
+from ..gold import PARTITIONS
+from ..gold._index import gold_index
 from ..stats import Correlation, Kappa
 from ._common import echo_json, user_errors
 
@@ -107,7 +109,9 @@ def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) 
     weighted Cohen's kappa and Spearman's rho per reviewer pair, and Krippendorff's alpha at
     the ordinal and interval levels; the nominal figures stay, labelled as such.
     """
-    report = human_agreement(load_dataset(path), partition, min_shared=min_shared)
+    with bulk_load():
+        index = gold_index(path)  # validated once per dataset sha256, then read from the cache
+    report = human_agreement(index, partition, min_shared=min_shared)
     if as_json:
         echo_json(report.model_dump(mode="json"))
         return

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from ..align import align as align_fn
@@ -11,41 +14,56 @@ from ..heldout import check_held_out_results
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]:
+    """``--gold``, ``--results``, ``--partition`` and ``--repeat``: the evidence a command reads
+    (``workbench align``, ``workbench gate``)."""
+    options = (
+        click.option(
+            "--gold",
+            required=True,
+            type=click.Path(path_type=str),
+            help="Gold dataset directory or gold.jsonl.",
+        ),
+        click.option(
+            "--results",
+            required=True,
+            type=click.Path(path_type=str),
+            help=(
+                "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl,"
+                " *.parquet), judge-result contract."
+            ),
+        ),
+        click.option(
+            "--partition",
+            type=click.Choice(PARTITIONS),
+            default=None,
+            help=(
+                f"Only cases of this partition ({partition_note}default: the partition in the run"
+                " manifest beside the results)."
+            ),
+        ),
+        click.option(
+            "--repeat",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help=f"Which repeat index to {verb}.",
+        ),
+    )
+
+    def decorate(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
 
 @click.command()
-@click.option(
-    "--gold",
-    "gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
-@click.option(
-    "--results",
-    "results",
-    required=True,
-    type=click.Path(path_type=str),
-    help=(
-        "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet),"
-        " judge-result contract."
-    ),
-)
-@click.option(
-    "--partition",
-    type=click.Choice(PARTITIONS),
-    default=None,
-    help=(
-        "Only cases of this partition (default: the partition in the run manifest beside the"
-        " results)."
-    ),
-)
-@click.option(
-    "--repeat",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Which repeat index to align.",
-)
+@evidence_options("align")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report."
 )

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
 from .._load import validation_problems
-from ..align import align_results, alignment_report, resolve_partition
+from ..align import flagged_cases, read_evidence, resolve_partition
 from ..errors import Problem, WorkbenchError
-from ..gold import PARTITIONS, load_dataset
+from ..gold._index import gold_index
 from ..heldout import check_held_out_results
 from ..policy import (
     EXIT_CODES,
@@ -25,6 +25,7 @@ from ..policy import (
 )
 from ..runs import SUMMARY_FILE, RunSummary
 from ._common import echo_json, user_errors
+from .align import evidence_options
 
 T = TypeVar("T")
 
@@ -91,42 +92,12 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 
 
 @click.command()
-@click.option(
-    "--gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
-@click.option(
-    "--results",
-    required=True,
-    type=click.Path(path_type=str),
-    help=(
-        "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet),"
-        " judge-result contract."
-    ),
-)
+@evidence_options("evaluate", partition_note="normally held_out; ")
 @click.option(
     "--policy",
     required=True,
     type=click.Path(path_type=str),
     help="Release policy, data/policies/<name>@<version>.yaml.",
-)
-@click.option(
-    "--partition",
-    type=click.Choice(PARTITIONS),
-    default=None,
-    help=(
-        "Only cases of this partition (normally held_out; default: the partition in the run"
-        " manifest beside the results)."
-    ),
-)
-@click.option(
-    "--repeat",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Which repeat index to evaluate.",
 )
 @click.option(
     "--run",
@@ -186,36 +157,31 @@ def gate(
         (_collect(problems, lambda: load_overrides(overrides_path)) or []) if overrides_path else []
     )
     with bulk_load():
-        dataset = _collect(problems, lambda: load_dataset(gold))
-        resolved = _collect(problems, lambda: resolve_partition(results, partition))
-        if dataset is None or resolved is None or problems:
-            raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
-        partition, source = resolved
-        check_held_out_results(
-            gold, results, partition
-        )  # held-out results only from a recorded certification
-        # Cases a run's declared plan left out leave the scope only under the policy's own plan
-        # (same sha256).
-        join = align_results(
-            dataset,
-            results,
-            partition=partition,
-            repeat=repeat,
-            allow_gold_change=allow_gold_change,
-            sampling_plan=loaded_policy.sampling if loaded_policy is not None else None,
-        )
-        report = alignment_report(
-            join, gold_path=str(gold), results_path=str(results), partition_source=source
-        )
-    sha = policy_sha256(policy)
+        index = _collect(problems, lambda: gold_index(gold))  # every gold problem, as `validate`
+    resolved = _collect(problems, lambda: resolve_partition(results, partition))
+    if index is None or resolved is None or problems:
+        raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
+    partition, source = resolved
+    check_held_out_results(gold, results, partition)  # held out: only a certification's results
+    # Cases a run's declared plan left out leave the scope only under the policy's own plan
+    # (same sha256).
+    evidence = read_evidence(
+        gold,
+        results,
+        partition=partition,
+        repeat=repeat,
+        allow_gold_change=allow_gold_change,
+        partition_source=source,
+        sampling_plan=loaded_policy.sampling if loaded_policy is not None else None,
+    )
     result = evaluate_gate(
-        report,
+        evidence.report,
         loaded_policy,
-        rubric=dataset.rubric,
+        rubric=index.rubric,
         run=run,
         overrides=overrides,
-        join=join,
-        policy_sha256=sha,
+        flagged=flagged_cases(evidence.cases, index.rubric.abstain_labels),
+        policy_sha256=policy_sha256(policy),
     )
     if source == "run_manifest":
         click.echo(

@@ -400,7 +400,7 @@ def suite_release(suite: ControlSuite) -> Release | None:
     )
 
 
-def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
+def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:  # noqa: C901, PLR0915
     problems: list[Problem] = []
     loc = str(path)
     version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
@@ -549,7 +549,7 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     return problems
 
 
-def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> list[Problem]:
+def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> list[Problem]:  # noqa: C901
     out: list[Problem] = []
     cid = c.control_id
     if c.grading_notes is None and c.reference is None:
@@ -652,7 +652,7 @@ def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> lis
     return out
 
 
-def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
+def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:  # noqa: C901
     out: list[Problem] = []
     by_set: dict[str, list[tuple[int, Control]]] = defaultdict(list)
     for i, c in controls:

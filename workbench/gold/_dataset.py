@@ -553,7 +553,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _check_records(
+def _check_records(  # noqa: C901
     lines: list[_Line], rubric: Rubric | None, evidence_ids: frozenset[str] | None, loc: str
 ) -> list[Problem]:
     out: list[Problem] = []
@@ -681,7 +681,7 @@ def _raw_text(raw: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
+def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:  # noqa: C901, PLR0915
     out: list[Problem] = []
     # Identity fields are read from valid records and, when a line failed validation, from
     # its raw JSON, so that one bad field does not hide a duplicate or a leak elsewhere.

@@ -1,9 +1,10 @@
 """A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256.
 
 Validating a gold dataset builds one pydantic record per case and runs every record and
-cross-record check: seconds at 100,000 cases. Analyses that only need each case's id,
-partition, slice, adjudicated label and response hash (``align``, ``gate``) read those from
-an Arrow IPC file instead, written the first time the dataset validates.
+cross-record check: seconds at 100,000 cases. Every analysis that reads gold (``align``,
+``gate``, ``agreement``, the review table behind the widget) reads it from an Arrow IPC file
+instead, written the first time the dataset validates: the columns each one needs, memory
+mapped, so ``align`` never pages in the texts the review table shows.
 
 The cache (docs/formats.md#gold-index-cache):
 
@@ -36,13 +37,21 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from .._io import atomic_write_bytes, open_for_reading, sha256_file, sha256_json
+from .._io import (
+    atomic_write,
+    atomic_write_bytes,
+    open_for_reading,
+    sha256_file,
+    sha256_json,
+)
 from ..approval import RELEASES_FILE, Release, project_config, read_release_log
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
+from ._records import GoldCase
 from ._rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:
@@ -50,8 +59,8 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-INDEX_FORMAT = 1
-"""Version of the cached index layout; part of the cache key."""
+INDEX_FORMAT = 2
+"""Version of the cached index layout; part of the cache key (2: texts, reviews, records)."""
 CACHE_ENV = "WORKBENCH_CACHE_DIR"
 """Environment variable naming the cache directory (shared with the verdict cache)."""
 SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
@@ -60,8 +69,28 @@ MEMO_MARGIN_NS = 2_000_000_000
 """A gold file's hash is remembered only when the file last changed at least this long (2 s)
 before it was hashed: a file system with coarse timestamps (FAT: 2 s) could otherwise show a
 second write within the same tick as the same file."""
-INDEX_COLUMNS = ("case_id", "partition", "slice", "label", "response_hash", "active")
-"""One row per gold record in file order; ``active`` is False for superseded records."""
+INDEX_COLUMNS = (
+    "case_id",
+    "partition",
+    "slice",
+    "label",
+    "response_hash",
+    "active",
+    "tags",
+    "reviewers",
+    "review_labels",
+    "search_text",
+    "record",
+)
+"""One row per gold record in file order; ``active`` is False for superseded records.
+``reviewers`` and ``review_labels`` list each review's reviewer and label in record order;
+``search_text`` is what the review widget's search reads of the record, one part per line
+(input, response, every review rationale, the adjudication reason); ``record`` is the record
+as JSON (``model_dump_json``), read one case at a time."""
+
+
+INDEX_CHUNK = 1 << 16
+"""Records per chunk when an index is built (bounds the Python values alive at once)."""
 
 
 def cache_dir() -> Path | None:
@@ -111,7 +140,7 @@ class GoldIndex:
         mask = self.table["active"]
         if partition is not None:
             mask = pc.and_(mask, pc.equal(self.table["partition"], partition))
-        ids: list[str] = self.table.filter(mask)["case_id"].to_pylist()
+        ids: list[str] = self.table["case_id"].filter(mask).to_pylist()
         return ids
 
 
@@ -239,36 +268,60 @@ def _build(
     path: str | Path, root: Path, gold_path: Path, key: str | None, digest: str | None
 ) -> GoldIndex:
     dataset = load_dataset(path)
-    table = index_table(dataset)
-    if key is not None and dataset.sha256 == digest:  # the files did not change while validating
-        _write(cache_dir() / f"gold-{key}.arrow", table, key, digest)  # type: ignore[operator]
-    return GoldIndex(
+    index = GoldIndex(
         root=root,
         gold_path=gold_path,
         rubric=dataset.rubric,
         sha256=dataset.sha256,
         releases=dataset.releases,
-        table=table,
+        table=index_table(dataset),
         from_cache=False,
     )
+    del dataset  # the records (gigabytes at a million cases) are not kept while writing
+    if key is not None and index.sha256 == digest:  # the files did not change while validating
+        _write(cache_dir() / f"gold-{key}.arrow", index.table, key, digest)  # type: ignore[operator]
+    return index
 
 
 def index_table(dataset: GoldDataset) -> pa.Table:
-    """The index columns of a loaded dataset."""
+    """The index columns of a loaded dataset (built in chunks: a column's Python values for
+    a chunk of records at a time, never for the whole dataset)."""
     import pyarrow as pa
 
-    records = dataset.records
     active = dataset.cases
+    strings, lists = pa.string(), pa.list_(pa.string())
+    columns: dict[str, tuple[Callable[[GoldCase], Any], pa.DataType]] = {
+        "case_id": (lambda r: r.case_id, strings),
+        "partition": (lambda r: r.partition.value, strings),
+        "slice": (lambda r: r.slice, strings),
+        "label": (lambda r: r.gold_label, strings),
+        "response_hash": (lambda r: r.response_hash, strings),
+        "active": (lambda r: active.get(r.case_id) is r, pa.bool_()),
+        "tags": (lambda r: r.tags, lists),
+        "reviewers": (lambda r: [v.reviewer for v in r.reviews], lists),
+        "review_labels": (lambda r: [v.label for v in r.reviews], lists),
+        "search_text": (_search_text, strings),
+        "record": (lambda r: r.model_dump_json(), strings),
+    }
+    records = dataset.records
+    chunks = range(0, max(len(records), 1), INDEX_CHUNK)
     return pa.table(
         {
-            "case_id": pa.array([r.case_id for r in records], pa.string()),
-            "partition": pa.array([r.partition.value for r in records], pa.string()),
-            "slice": pa.array([r.slice for r in records], pa.string()),
-            "label": pa.array([r.gold_label for r in records], pa.string()),
-            "response_hash": pa.array([r.response_hash for r in records], pa.string()),
-            "active": pa.array([active.get(r.case_id) is r for r in records], pa.bool_()),
+            name: pa.chunked_array(
+                [pa.array([get(r) for r in records[i : i + INDEX_CHUNK]], kind) for i in chunks],
+                kind,
+            )
+            for name, (get, kind) in columns.items()
         }
     )
+
+
+def _search_text(record: GoldCase) -> str:
+    """The input, the response, every review rationale and the adjudication reason, one per
+    line (those given)."""
+    reason = record.adjudication.reason if record.adjudication else None
+    parts = [record.input, record.response, *(v.rationale for v in record.reviews), reason]
+    return "\n".join(p for p in parts if p is not None)
 
 
 def _read(path: Path, key: str, digest: str) -> pa.Table | None:
@@ -293,6 +346,7 @@ def _read(path: Path, key: str, digest: str) -> pa.Table | None:
 
 
 def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
+    """Write the index atomically, streamed to the file (never whole in memory twice)."""
     import pyarrow as pa
 
     stamped = table.replace_schema_metadata(
@@ -302,11 +356,13 @@ def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
             "workbench.format": str(INDEX_FORMAT),
         }
     )
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, stamped.schema) as writer:
-        writer.write_table(stamped)
+
+    def write(fh: BinaryIO) -> None:
+        with pa.ipc.new_file(fh, stamped.schema) as writer:
+            writer.write_table(stamped)
+
     with contextlib.suppress(OSError):  # a read-only or full cache only costs speed
-        atomic_write_bytes(path, sink.getvalue().to_pybytes())
+        atomic_write(path, write)
 
 
 __all__ = [

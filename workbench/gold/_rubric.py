@@ -210,7 +210,7 @@ def _as_number(label: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
+def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:  # noqa: C901, PLR0915
     """Every inconsistency between labels, scale, pass/fail and abstain labels: ``(code, field,
     message, fix)``."""
     out: list[tuple[str, str, str, str]] = []

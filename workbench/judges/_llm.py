@@ -242,7 +242,7 @@ class LLMJudge:
     needs_prompt: bool = True
     """Whether the spec must carry a prompt template (metrics with built-in prompts do not)."""
 
-    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:  # noqa: C901
         self.spec = spec
         loc = str(spec_path)
         problems: list[Problem] = []

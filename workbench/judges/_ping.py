@@ -197,7 +197,7 @@ async def aping(spec_path: str | Path) -> PingResult:
     return _assess(judge, exchange, result, error, latency)
 
 
-def _assess(
+def _assess(  # noqa: C901, PLR0915
     judge: LLMJudge, exchange: _Exchange, result: Any, error: Exception | None, latency: float
 ) -> PingResult:
     import openai
@@ -399,7 +399,7 @@ def _connection_problem(error: BaseException, url: str | None, source: str, prob
         )
 
 
-def _status_problem(
+def _status_problem(  # noqa: C901
     error: Any, spec: Any, where: str, json_asked: bool, key_hint: str, problem: Any
 ) -> None:
     status = error.status_code

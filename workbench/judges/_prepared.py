@@ -105,7 +105,7 @@ class _Direct:
         extensions = {**request.extensions, DIRECT_EXTENSION: True}
         return cls(client, client._client, request.url, str(request.url), headers, extensions)
 
-    async def post(self, body: dict[str, Any], wire: WireLog | None) -> Any:
+    async def post(self, body: dict[str, Any], wire: WireLog | None) -> Any:  # noqa: C901
         """Send ``body``; the parsed completion, or the exception the SDK would raise."""
         import httpx
         from openai import (
@@ -370,7 +370,7 @@ async def prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
         )
 
 
-async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
+async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:  # noqa: C901
     from instructor.process_response import handle_response_model  # type: ignore[attr-defined]
 
     sentinel = SENTINEL_PREFIX + secrets.token_hex(12)

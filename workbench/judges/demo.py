@@ -238,7 +238,7 @@ def _find_claim(sentences: list[list[str]], phrase: str) -> tuple[str | None, st
     return None, denied
 
 
-def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
+def _v2_verdict(response: str, grading_notes: str) -> MetricResult:  # noqa: C901
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
         return MetricResult(
@@ -438,7 +438,7 @@ def _unaccounted(sentences: list[str], phrases: list[str]) -> list[str]:
     return out
 
 
-def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
+def _v3_verdict(response: str, grading_notes: str) -> MetricResult:  # noqa: C901
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
         return MetricResult(

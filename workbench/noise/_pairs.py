@@ -546,7 +546,7 @@ def _dotted(path: Iterable[Any]) -> str:
 # -- validation -------------------------------------------------------------------------------
 
 
-def _translate(
+def _translate(  # noqa: C901
     chk: _Checker,
     exc: ValidationError,
     base: tuple[Any, ...],
@@ -797,7 +797,7 @@ def _check_trace(
                 )
 
 
-def _check_sign_off(
+def _check_sign_off(  # noqa: C901
     chk: _Checker,
     raw: dict[str, Any],
     base: tuple[Any, ...],
@@ -925,7 +925,7 @@ def _mapping_at(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _check_pair(
+def _check_pair(  # noqa: C901, PLR0915
     chk: _Checker, raw: dict[str, Any], i: int, header: _Header | None, slices: dict[str, Any]
 ) -> dict[str, list[RetrievedContext] | None]:
     base: tuple[Any, ...] = ("pairs", i)
@@ -1233,7 +1233,7 @@ def _normalize(text: str) -> str:
     return normalize_text(text)
 
 
-def _check_leakage(
+def _check_leakage(  # noqa: C901
     chk: _Checker,
     raw_pairs: list[Any],
     contexts_of: dict[int, dict[str, list[RetrievedContext] | None]],
@@ -1303,7 +1303,7 @@ def _check_leakage(
                     )
 
 
-def check_pairs(
+def check_pairs(  # noqa: C901, PLR0915
     raw: Any,
     *,
     location: str = "pairs",

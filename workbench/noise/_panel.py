@@ -155,7 +155,7 @@ def consensus(panel: ClaimPanel, pair_id: str, member: str) -> list[ClaimJudgmen
     return list(reviews[0].claims) if reviews and reviewers_agree(reviews) else None
 
 
-def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
+def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:  # noqa: C901
     """Read and check a panel against its suite; raise :class:`WorkbenchError` with every problem.
 
     Checked: the suite label; each reviewed pair exists and is in the calibration partition;

@@ -60,6 +60,7 @@ class PhaseSession:
         refuse_held_out(partition, where=f"{type(self).__name__}(partition=...)")
         check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
         self.partition = partition_name(partition)
+        self.gold = gold
         self.dataset: GoldDataset = load_dataset(gold)
         self.run_root = Path(run_root)
         self.cache_dir = cache_dir
@@ -199,10 +200,10 @@ class PhaseSession:
         self, iteration: Iteration, *, notes_path: str | Path, reviewer: str | None = None
     ) -> Any:
         """The disagreement review widget over ``iteration``, saving append-only review notes."""
-        from ..review import ReviewNotes, review_cases
+        from ..review import ReviewNotes, review_table
         from ..ui import ReviewWidget
 
-        table = review_cases(self.dataset, iteration.join, iteration.lines)
+        table = review_table(self.gold, iteration.summary.results_path, partition=self.partition)
         kwargs: dict[str, Any] = {
             "notes": ReviewNotes(notes_path),
             "judge_fingerprint": iteration.fingerprint,

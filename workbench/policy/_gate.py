@@ -107,7 +107,7 @@ before it uses held-out data (:func:`~workbench.policy._consistency.policy_rubri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -115,7 +115,15 @@ from typing import Any, Literal, cast
 from pydantic import Field
 
 from .._record import Record as _Model
-from ..align import AlignmentReport, Join, SliceAlignment, has_pass_fail_view, slice_alignment
+from ..align import (
+    AlignmentReport,
+    Join,
+    SliceAlignment,
+    flagged_cases,
+    has_pass_fail_view,
+    join_cases,
+    slice_alignment,
+)
 from ..gold import Risk, Rubric
 from ..outcomes import GATE_OUTCOMES, exit_codes
 from ..runs import RunSummary
@@ -248,11 +256,13 @@ def evaluate_gate(
     join: Join | None = None,
     policy_sha256: str | None = None,
     fingerprint: str | None = None,
+    flagged: Mapping[str, dict[str, list[str]]] | None = None,
 ) -> GateResult:
     """Decide whether ``report`` meets ``policy``; see the module doc for every rule.
 
-    ``join`` (the :class:`~workbench.align.Join` the report was computed from) supplies the
-    false-pass case ids; without it a critical false pass cannot be waived at all.
+    ``flagged`` (:func:`~workbench.align.flagged_cases` of the evidence the report was computed
+    from), or ``join`` (the :class:`~workbench.align.Join` it was computed from), supplies the
+    false-pass case ids; without either a critical false pass cannot be waived at all.
     ``extra_blockers`` come from other checks (controls, lineage) with their own codes; an
     ``incomplete`` one is never waivable. ``fingerprint`` is the candidate being certified:
     overrides are scoped to it (default: the results' judge fingerprint), and results from
@@ -265,8 +275,10 @@ def evaluate_gate(
     """
     if isinstance(report, NotEvaluated):
         return _not_evaluated(report, policy, rubric, extra_blockers, policy_sha256, fingerprint)
+    if join is not None:
+        flagged = flagged_cases(join_cases(join), join.dataset.rubric.abstain_labels)
     blockers = [
-        *_measured(report, policy, rubric, run, join),
+        *_measured(report, policy, rubric, run, flagged or {}),
         *_candidate(report, fingerprint),
         *_from_other_checks(report, extra_blockers),
     ]
@@ -302,7 +314,7 @@ def _measured(
     policy: Policy | None,
     rubric: Rubric,
     run: RunSummary | None,
-    join: Join | None,
+    flagged: Mapping[str, dict[str, list[str]]],
 ) -> list[Blocker]:
     """The blockers of the evidence itself: completeness, consistency, cost, slices, defenses."""
     blockers = [
@@ -311,7 +323,7 @@ def _measured(
     ]
     if policy is not None:
         blockers += _cost(policy, run)
-        blockers += _slices(report, policy, rubric, join)
+        blockers += _slices(report, policy, rubric, flagged)
     blockers += _no_pass_fail_view(rubric, policy)
     blockers += _constant_verdicts(report, rubric)
     blockers += _sampled(report)
@@ -700,7 +712,10 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
 
 
 def _slices(
-    report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join | None
+    report: AlignmentReport,
+    policy: Policy,
+    rubric: Rubric,
+    flagged: Mapping[str, dict[str, list[str]]],
 ) -> list[Blocker]:
     rows = {s.slice: s for s in report.slices}
     view = has_pass_fail_view(rubric)
@@ -741,7 +756,7 @@ def _slices(
                 )
             )
         out += _slice_checks(
-            row, spec, risk, policy.min_n_for(name), _case_ids(join, name), pass_fail=view
+            row, spec, risk, policy.min_n_for(name), flagged.get(name, {}), pass_fail=view
         )
     return out
 
@@ -794,21 +809,6 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
             },
         )
     ]
-
-
-def _case_ids(join: Join | None, slice_name: str) -> dict[str, list[str]]:
-    if join is None:
-        return {}
-    abstain = set(join.dataset.rubric.abstain_labels)
-    out: dict[str, list[str]] = {"false_pass": [], "false_fail": [], "abstained": []}
-    for case in join.cases:
-        if case.slice != slice_name:
-            continue
-        if case.error_class in ("false_pass", "false_fail"):
-            out[case.error_class].append(case.case_id)
-        if case.outcome == "verdict" and case.judge_label in abstain:
-            out["abstained"].append(case.case_id)
-    return out
 
 
 def _coverage(row: SliceAlignment) -> dict[str, Any]:

@@ -486,7 +486,7 @@ def _list_at(raw: dict[str, Any], key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
+def fixture_problems(raw: dict[str, Any]) -> list[_Found]:  # noqa: C901, PLR0915
     """Semantic problems of one fixture (shape problems are pydantic's): ``(field, code, message,
     fix)``."""
     found: list[_Found] = []
@@ -645,7 +645,7 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
     return found
 
 
-def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_Found]:
+def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_Found]:  # noqa: C901
     """Reviews and adjudication: enough reviewers, valid orders, adjudicated must-win disputes."""
     reviews = raw.get("reviews")
     adjudication = raw.get("adjudication")
@@ -803,7 +803,7 @@ def _line_map(text: str) -> tuple[dict[str, int], list[tuple[int, dict[str, int]
     return header, [(starts[i], keys.get(i, {})) for i in range(len(starts))]
 
 
-def load_fixtures(path: str | Path) -> FixtureSet:
+def load_fixtures(path: str | Path) -> FixtureSet:  # noqa: C901, PLR0915
     """Read and validate a fixture file; raise :class:`WorkbenchError` listing every problem.
 
     Each problem has ``file:line``, the case id when known, a stable code and a fix.

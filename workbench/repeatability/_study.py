@@ -453,7 +453,7 @@ def studies_of(
     ]
 
 
-def repeatability_blockers(
+def repeatability_blockers(  # noqa: C901
     policy: Policy,
     study: RepeatabilityStudy | None,
     *,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .._io import atomic_write_json, read_json_file, read_jsonl_records
-from .._lock import LOCK_FILE, STARTED_FILE, read_lock
+from .._lock import LOCK_FILE, STARTED_FILE, read_lock, report_dirs
 from ..errors import Problem, WorkbenchError, refusal
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport
 
@@ -51,15 +51,6 @@ def read_marker(report_dir: Path) -> dict[str, Any] | None:
         and isinstance(data.get("ledger_path"), str)
         else None
     )
-
-
-def report_dirs(reports_root: Path) -> list[Path]:
-    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in name, version, n
-    order."""
-    if not reports_root.is_dir():
-        return []
-    found = [p for p in reports_root.glob("*/*/*") if p.is_dir() and p.name.isdigit()]
-    return sorted(found, key=lambda p: (p.parent.parent.name, p.parent.name, int(p.name)))
 
 
 def ledgers_of(reports_root: Path) -> list[Path]:

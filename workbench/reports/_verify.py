@@ -34,12 +34,13 @@ from .._lock import (
     Lock,
     Verification,
     read_lock,
+    report_dirs,
     resolve_report_path,
     verify_lock,
 )
 from ..errors import Problem, WorkbenchError, refusal
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, ledger_path_for
-from ._listing import read_marker, report_dirs
+from ._listing import read_marker
 from ._recompute import EvidenceError, recompute
 
 GATE_FILE = "gate.json"

@@ -42,6 +42,7 @@ NARROW = (
     "case_id",
     "response_hash",
     "value",
+    "reason",
     "error_kind",
     "error_message",
     "judge_fingerprint",
@@ -184,8 +185,6 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
     buffers kept as well. Arrow's JSON reader copies what it parses, so the buffer is
     refilled once a block's table has been yielded.
     """
-    import numpy as np
-    import pyarrow as pa
 
     limit = max_line_bytes()
     line = 1
@@ -213,63 +212,72 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
                     raise _Refuse("line too long")
                 kept = end
                 continue
-            block = view[:cut]
-            raw = np.frombuffer(block, dtype=np.uint8)
-            ends = np.flatnonzero(scratch.equal(raw, 10))
-            starts = np.concatenate(([0], ends[:-1] + 1))
-            lengths = ends - starts
-            if int(lengths.min()) <= 1 or int(lengths.max()) > limit:
-                raise _Refuse("blank or too long line")
-            offsets = pa.py_buffer(
-                np.concatenate((starts, [len(block)])).astype(np.int64).tobytes()
-            )
-            buffer = pa.py_buffer(block)
-            lines = pa.LargeStringArray.from_buffers(len(starts), offsets, buffer)
-            lines.validate(full=True)  # UTF-8
-            if (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
-                raise _Refuse("a line that is not exactly one JSON object")
-            # Arrow reads an absent key as null. Count the keys each line really holds and require
-            # every key Arrow's columns imply: then null means null, as in the strict reader. A key
-            # ends in '":'; so does an escaped quote before a colon inside a string, or a string
-            # value that starts with a colon: those are counted from the parsed strings and added
-            # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
-            # and the block goes to the strict reader).
-            hits = _key_end_hits(raw, scratch)
-            written = np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
-            # A '":' that is not a key's end is an escaped quote in a string followed by a colon
-            # ('\\' before it) or a string opened right before a colon (JSON whitespace, ':',
-            # '[', ',' or '{' before it). With none in the block, no parsed string adds to the
-            # count and the strings need not be searched.
-            strings = bool(before_string[raw[hits - 1]].any()) if len(hits) else False
-            table = None
-            if schema is not None:
-                # The previous block's columns and types, given to Arrow: no type inference
-                # (about 40% of the parse). Arrow then refuses unknown keys and values of
-                # another type instead of converting them (only an integer where the schema
-                # has a float is read as that float, which the contract accepts too); when it
-                # refuses, or a key it would fill with null is absent, the block is parsed again
-                # with inference, as without a schema, and judged on that.
-                try:
-                    table = _parse_block(buffer, len(starts), schema)
-                except pa.ArrowInvalid:
-                    table = None
-                if table is not None and not _keys_match(table, written, lines, strings):
-                    table = None
-            if table is None:
-                table = _parse_block(buffer, len(starts), None)
-                if not _keys_match(table, written, lines, strings):
-                    raise _Refuse("a key absent on some line (Arrow would read it as null)")
-            # NaN, Inf, Infinity (and their negatives): Arrow reads them as floats, the strict
-            # reader refuses them. Arrow puts a number only in a float or integer column, so
-            # they are looked for in the parsed floats (a scan of the bytes costs more)
-            if _non_finite(table):
-                raise _Refuse("NaN/Inf/Infinity, which Arrow would accept")
+            table = _parse_lines(view[:cut], scratch, schema, before_string, limit)
+            del view  # the table holds copies of its values
             schema = table.schema
-            del lines, buffer, offsets, raw, block, view  # the table holds copies of its values
             yield table, line
-            line += len(starts)
+            line += table.num_rows
             kept = end - cut
             buf[:kept] = buf[cut:end]
+
+
+def _parse_lines(
+    block: memoryview, scratch: _Scratch, schema: pa.Schema | None, before_string: Any, limit: int
+) -> pa.Table:
+    """A block of whole lines parsed and checked: each line one JSON object with every key Arrow
+    implies written (``schema``: the previous block's, tried first)."""
+    import numpy as np
+    import pyarrow as pa
+
+    raw = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(scratch.equal(raw, 10))
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lengths = ends - starts
+    if int(lengths.min()) <= 1 or int(lengths.max()) > limit:
+        raise _Refuse("blank or too long line")
+    offsets = pa.py_buffer(np.concatenate((starts, [len(block)])).astype(np.int64).tobytes())
+    buffer = pa.py_buffer(block)
+    lines = pa.LargeStringArray.from_buffers(len(starts), offsets, buffer)
+    lines.validate(full=True)  # UTF-8
+    if (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
+        raise _Refuse("a line that is not exactly one JSON object")
+    # Arrow reads an absent key as null. Count the keys each line really holds and require
+    # every key Arrow's columns imply: then null means null, as in the strict reader. A key
+    # ends in '":'; so does an escaped quote before a colon inside a string, or a string
+    # value that starts with a colon: those are counted from the parsed strings and added
+    # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
+    # and the block goes to the strict reader).
+    hits = _key_end_hits(raw, scratch)
+    written = np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
+    # A '":' that is not a key's end is an escaped quote in a string followed by a colon
+    # ('\\' before it) or a string opened right before a colon (JSON whitespace, ':',
+    # '[', ',' or '{' before it). With none in the block, no parsed string adds to the
+    # count and the strings need not be searched.
+    strings = bool(before_string[raw[hits - 1]].any()) if len(hits) else False
+    table = None
+    if schema is not None:
+        # The previous block's columns and types, given to Arrow: no type inference
+        # (about 40% of the parse). Arrow then refuses unknown keys and values of
+        # another type instead of converting them (only an integer where the schema
+        # has a float is read as that float, which the contract accepts too); when it
+        # refuses, or a key it would fill with null is absent, the block is parsed again
+        # with inference, as without a schema, and judged on that.
+        try:
+            table = _parse_block(buffer, len(starts), schema)
+        except pa.ArrowInvalid:
+            table = None
+        if table is not None and not _keys_match(table, written, lines, strings):
+            table = None
+    if table is None:
+        table = _parse_block(buffer, len(starts), None)
+        if not _keys_match(table, written, lines, strings):
+            raise _Refuse("a key absent on some line (Arrow would read it as null)")
+    # NaN, Inf, Infinity (and their negatives): Arrow reads them as floats, the strict
+    # reader refuses them. Arrow puts a number only in a float or integer column, so
+    # they are looked for in the parsed floats (a scan of the bytes costs more)
+    if _non_finite(table):
+        raise _Refuse("NaN/Inf/Infinity, which Arrow would accept")
+    return table
 
 
 def _non_finite(table: pa.Table) -> bool:
@@ -402,35 +410,39 @@ def _check(
     t: pa.Table, first_line: int, shard: int, identities: dict[str, JudgeIdentity]
 ) -> pa.Table:
     """Every contract check the strict reader makes, over a whole block; the narrow columns."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    _check_fields(t)
+    _check_values(t)
+    _check_started_at(t)
+    error_kind, error_message = _check_error(t)
+    _check_judges(t, identities)
+    return _narrow(t, first_line, shard, error_kind, error_message)
 
-    n = t.num_rows
+
+def _typed(t: pa.Table, name: str, *ok: Any) -> None:
+    """Refuse a column of another type than ``ok`` (a column of nulls only is any type)."""
+    import pyarrow as pa
+
+    kind = t.schema.field(name).type
+    if not any(kind == k for k in ok) and not pa.types.is_null(kind):
+        raise _Refuse(f"{name} has type {kind}")
+
+
+def _check_fields(t: pa.Table) -> None:
+    """Known fields only, the required ones present (and not null), each of its type."""
+    import pyarrow as pa
+
     names = set(t.column_names)
     if (
         not names <= set(JudgeResult.model_fields)
         or "migration" in names
-        and t["migration"].null_count != n
+        and t["migration"].null_count != t.num_rows
     ):
         raise _Refuse("unknown field, or a migrated record")
-
-    def col(name: str) -> pa.ChunkedArray:
-        return t[name]
-
-    def typed(name: str, *ok: Any) -> None:
-        kind = t.schema.field(name).type
-        if not any(kind == k for k in ok) and not pa.types.is_null(kind):
-            raise _Refuse(f"{name} has type {kind}")
-
-    def true(mask: Any) -> bool:
-        return bool(pc.any(mask).as_py())
-
     for name in ("schema_version", "attempt", "repeat", *_STRINGS, "judge", "value", "reason"):
-        if name not in names or (name not in ("value", "reason") and col(name).null_count):
+        if name not in names or (name not in ("value", "reason") and t[name].null_count):
             raise _Refuse(f"{name} missing")
     for name in _STRINGS:
-        typed(name, pa.string())
+        _typed(t, name, pa.string())
         if pa.types.is_null(t.schema.field(name).type):
             raise _Refuse(f"{name} null")
     for name in ("schema_version", "attempt", "repeat"):
@@ -438,125 +450,147 @@ def _check(
             raise _Refuse(f"{name} not an integer")
     for name in _OPTIONAL_STRINGS:
         if name in names:
-            typed(name, pa.string())
-    if (
-        true(pc.not_equal(col("schema_version"), RESULT_SCHEMA_VERSION))
-        or true(pc.less(col("attempt"), 1))
-        or true(pc.less(col("repeat"), 0))
-    ):
-        raise _Refuse("schema_version, attempt or repeat out of range")
-    if (
-        true(pc.less(pc.utf8_length(col("case_id")), 1))
-        or true(pc.less(pc.utf8_length(col("partition")), 1))
-        or true(pc.not_equal(pc.utf8_length(col("response_hash")), 64))
-    ):
-        raise _Refuse("empty case_id/partition or a response_hash not 64 characters")
-    for name, kinds in (
-        ("score", (pa.float64(),)),
-        ("latency_s", (pa.float64(),)),
-        ("cost_usd", (pa.float64(),)),
-        ("tokens_in", (pa.int64(),)),
-        ("tokens_out", (pa.int64(),)),
-    ):
-        if name in names:
-            typed(name, *kinds)
-            if (
-                name != "score"
-                and not pa.types.is_null(t.schema.field(name).type)
-                and true(pc.less(col(name), 0))
-            ):
-                raise _Refuse(f"{name} negative")
-    if "order" in names:
-        typed("order", pa.list_(pa.string()))
-    if "presentation" in names and not (
+            _typed(t, name, pa.string())
+
+
+def _check_values(t: pa.Table) -> None:
+    """Ranges: schema version, attempt and repeat; ids and hashes; no negative figure; the
+    types of ``order`` and ``presentation``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "order" in t.column_names:
+        _typed(t, "order", pa.list_(pa.string()))
+    if "presentation" in t.column_names and not (
         pa.types.is_struct(t.schema.field("presentation").type)
         or pa.types.is_null(t.schema.field("presentation").type)
     ):
         raise _Refuse("presentation is not an object")
-    if "started_at" in names:
-        kind = t.schema.field("started_at").type
-        if pa.types.is_string(kind):
-            valid = pc.drop_null(col("started_at"))
-            if len(valid) and not pc.all(pc.match_substring_regex(valid, _ISO)).as_py():
-                raise _Refuse("started_at format")
-            pc.cast(valid, pa.timestamp("us", tz="UTC"))  # raises on an impossible date
-        elif not (pa.types.is_timestamp(kind) or pa.types.is_null(kind)):
-            raise _Refuse("started_at type")
+    if (
+        true_any(pc.not_equal(t["schema_version"], RESULT_SCHEMA_VERSION))
+        or true_any(pc.less(t["attempt"], 1))
+        or true_any(pc.less(t["repeat"], 0))
+    ):
+        raise _Refuse("schema_version, attempt or repeat out of range")
+    if (
+        true_any(pc.less(pc.utf8_length(t["case_id"]), 1))
+        or true_any(pc.less(pc.utf8_length(t["partition"]), 1))
+        or true_any(pc.not_equal(pc.utf8_length(t["response_hash"]), 64))
+    ):
+        raise _Refuse("empty case_id/partition or a response_hash not 64 characters")
+    for name, kind in (
+        ("score", pa.float64()),
+        ("latency_s", pa.float64()),
+        ("cost_usd", pa.float64()),
+        ("tokens_in", pa.int64()),
+        ("tokens_out", pa.int64()),
+    ):
+        if name not in t.column_names:
+            continue
+        _typed(t, name, kind)
+        numeric = not pa.types.is_null(t.schema.field(name).type)
+        if name != "score" and numeric and true_any(pc.less(t[name], 0)):
+            raise _Refuse(f"{name} negative")
 
-    # error: null, or {kind in ERROR_KINDS, message, retryable?}
-    has_error = pa.array([False] * n) if "error" not in names else pc.is_valid(col("error"))
+
+def _check_started_at(t: pa.Table) -> None:
+    """``started_at``: an ISO 8601 time with its offset, or null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "started_at" not in t.column_names:
+        return
+    kind = t.schema.field("started_at").type
+    if pa.types.is_string(kind):
+        valid = pc.drop_null(t["started_at"])
+        if len(valid) and not pc.all(pc.match_substring_regex(valid, _ISO)).as_py():
+            raise _Refuse("started_at format")
+        pc.cast(valid, pa.timestamp("us", tz="UTC"))  # raises on an impossible date
+    elif not (pa.types.is_timestamp(kind) or pa.types.is_null(kind)):
+        raise _Refuse("started_at type")
+
+
+def _check_error(t: pa.Table) -> tuple[Any, Any]:
+    """``error``: null, or ``{kind in ERROR_KINDS, message, retryable?}``; a verdict (or a
+    score) xor an error. The error kinds and messages (null without an error)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = t.num_rows
+    names = set(t.column_names)
+    has_error = pc.is_valid(t["error"]) if "error" in names else pa.array([False] * n)
     error_kind = error_message = pa.nulls(n, pa.string())
     if "error" in names and not pa.types.is_null(t.schema.field("error").type):
-        etype = t.schema.field("error").type
-        fields = {f.name for f in etype} if pa.types.is_struct(etype) else None
-        if fields is None or not {"kind", "message"} <= fields <= _ERROR_FIELDS:
-            raise _Refuse("error fields")
-        if etype.field("kind").type != pa.string() or etype.field("message").type != pa.string():
-            raise _Refuse("error field types")
-        if "retryable" in fields and not (
-            etype.field("retryable").type == pa.bool_()
-            or pa.types.is_null(etype.field("retryable").type)
-        ):
-            raise _Refuse("retryable type")
-        error_kind = pc.struct_field(col("error"), "kind")
-        error_message = pc.struct_field(col("error"), "message")
-        if (
-            "retryable" in fields
-            and pa.types.is_null(etype.field("retryable").type)
-            and true(has_error)
-        ):
-            raise _Refuse("retryable null")  # null is not a bool: the strict reader refuses it
-        if true(pc.and_(has_error, pc.or_(pc.is_null(error_kind), pc.is_null(error_message)))):
+        _check_error_type(t.schema.field("error").type, has_error)
+        error_kind = pc.struct_field(t["error"], "kind")
+        error_message = pc.struct_field(t["error"], "message")
+        if true_any(pc.and_(has_error, pc.or_(pc.is_null(error_kind), pc.is_null(error_message)))):
             raise _Refuse("error without kind or message")
-        if true(
-            pc.and_(has_error, pc.invert(pc.is_in(error_kind, value_set=pa.array(ERROR_KINDS))))
-        ):
+        known = pc.is_in(error_kind, value_set=pa.array(ERROR_KINDS))
+        if true_any(pc.and_(has_error, pc.invert(known))):
             raise _Refuse("unknown error kind")
-    value_set = pc.is_valid(col("value"))
-    score_set = pc.is_valid(col("score")) if "score" in names else pa.array([False] * n)
-    if true(pc.invert(pc.or_(pc.or_(value_set, score_set), has_error))) or true(
+    value_set = pc.is_valid(t["value"])
+    score_set = pc.is_valid(t["score"]) if "score" in names else pa.array([False] * n)
+    if true_any(pc.invert(pc.or_(pc.or_(value_set, score_set), has_error))) or true_any(
         pc.and_(has_error, pc.or_(value_set, score_set))
     ):
         raise _Refuse("verdict xor error")
+    nothing = pa.scalar(None, pa.string())
+    return pc.if_else(has_error, error_kind, nothing), pc.if_else(has_error, error_message, nothing)
 
-    _check_judges(t, identities)
-    lines = pa.array(range(first_line, first_line + n), pa.int64())
 
-    def optional(name: str) -> Any:
-        return col(name).cast(pa.string()) if name in names else pa.nulls(n, pa.string())
+def _check_error_type(etype: Any, has_error: Any) -> None:
+    """The error object's fields and their types."""
+    import pyarrow as pa
+
+    fields = {f.name for f in etype} if pa.types.is_struct(etype) else None
+    if fields is None or not {"kind", "message"} <= fields <= _ERROR_FIELDS:
+        raise _Refuse("error fields")
+    if etype.field("kind").type != pa.string() or etype.field("message").type != pa.string():
+        raise _Refuse("error field types")
+    if "retryable" not in fields:
+        return
+    retryable = etype.field("retryable").type
+    if not (retryable == pa.bool_() or pa.types.is_null(retryable)):
+        raise _Refuse("retryable type")
+    if pa.types.is_null(retryable) and true_any(has_error):
+        raise _Refuse("retryable null")  # null is not a bool: the strict reader refuses it
+
+
+def _narrow(
+    t: pa.Table, first_line: int, shard: int, error_kind: Any, error_message: Any
+) -> pa.Table:
+    """The columns :data:`NARROW` of a checked block (absent optional fields as nulls)."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = t.num_rows
+    s, f, i = pa.string(), pa.float64(), pa.int64()
+
+    def optional(name: str, kind: Any) -> Any:
+        return t[name].cast(kind) if name in t.column_names else pa.nulls(n, kind)
 
     return pa.table(
         {
-            "case_id": col("case_id"),
-            "response_hash": col("response_hash"),
-            "value": col("value").cast(pa.string()),
-            "error_kind": pc.if_else(has_error, error_kind, pa.scalar(None, pa.string())),
-            "error_message": pc.if_else(has_error, error_message, pa.scalar(None, pa.string())),
-            "judge_fingerprint": col("judge_fingerprint"),
-            "run_id": col("run_id"),
-            "partition": col("partition"),
-            "attempt": col("attempt"),
-            "repeat": col("repeat"),
-            "dataset_sha256": optional("dataset_sha256"),
-            "rubric_version": optional("rubric_version"),
-            "line": lines,
+            "case_id": t["case_id"],
+            "response_hash": t["response_hash"],
+            "value": t["value"].cast(s),
+            "reason": t["reason"].cast(s),
+            "error_kind": error_kind,
+            "error_message": error_message,
+            "judge_fingerprint": t["judge_fingerprint"],
+            "run_id": t["run_id"],
+            "partition": t["partition"],
+            "attempt": t["attempt"],
+            "repeat": t["repeat"],
+            "dataset_sha256": optional("dataset_sha256", s),
+            "rubric_version": optional("rubric_version", s),
+            "line": pa.array(range(first_line, first_line + n), i),
             "shard": pa.array(np.full(n, shard, dtype=np.int32)),
-            "cost_usd": (
-                col("cost_usd").cast(pa.float64())
-                if "cost_usd" in names
-                else pa.nulls(n, pa.float64())
-            ),
-            "tokens_in": (
-                col("tokens_in").cast(pa.int64())
-                if "tokens_in" in names
-                else pa.nulls(n, pa.int64())
-            ),
-            "tokens_out": (
-                col("tokens_out").cast(pa.int64())
-                if "tokens_out" in names
-                else pa.nulls(n, pa.int64())
-            ),
-            "cached_from_run_id": optional("cached_from_run_id"),
+            "cost_usd": optional("cost_usd", f),
+            "tokens_in": optional("tokens_in", i),
+            "tokens_out": optional("tokens_out", i),
+            "cached_from_run_id": optional("cached_from_run_id", s),
         }
     )
 
@@ -564,32 +598,10 @@ def _check(
 def _check_judges(t: pa.Table, identities: dict[str, JudgeIdentity]) -> None:
     """One fingerprint per block (several are refused by the join anyway), every row's judge
     equal to the first row's, and that identity hashes to the fingerprint."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    jtype = t.schema.field("judge").type
-    if not pa.types.is_struct(jtype):
-        raise _Refuse("judge is not an object")
-    fields = {f.name for f in jtype}
-    if not {"name", "version", "kind"} <= fields <= _JUDGE_FIELDS:
-        raise _Refuse("judge fields")
     judge = t["judge"].combine_chunks()
-    for name in ("name", "version", "kind"):
-        if jtype.field(name).type != pa.string():
-            raise _Refuse(f"judge.{name} type")
-        child = pc.struct_field(judge, name)
-        if child.null_count or true_any(pc.less(pc.utf8_length(child), 1)):
-            raise _Refuse(f"judge.{name} empty")
-    for name in ("model", "prompt_sha256", "ragas_version"):
-        if name in fields and not (
-            jtype.field(name).type == pa.string() or pa.types.is_null(jtype.field(name).type)
-        ):
-            raise _Refuse(f"judge.{name} type")
-    if "params" in fields and (
-        not pa.types.is_struct(jtype.field("params").type)
-        or pc.struct_field(judge, "params").null_count
-    ):
-        raise _Refuse("judge.params is not an object")
+    _check_judge_fields(t.schema.field("judge").type, judge)
     fingerprints = pc.unique(t["judge_fingerprint"]).to_pylist()
     if len(fingerprints) != 1:
         raise _Refuse("several judge fingerprints")
@@ -607,6 +619,33 @@ def _check_judges(t: pa.Table, identities: dict[str, JudgeIdentity]) -> None:
     if known is not None and known != identity:
         raise _Refuse("one fingerprint, two identities across blocks")
     identities.setdefault(fp, identity)
+
+
+def _check_judge_fields(jtype: Any, judge: Any) -> None:
+    """The judge identity's fields, their types, and name, version and kind not empty."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_struct(jtype):
+        raise _Refuse("judge is not an object")
+    fields = {f.name for f in jtype}
+    if not {"name", "version", "kind"} <= fields <= _JUDGE_FIELDS:
+        raise _Refuse("judge fields")
+    for name in ("name", "version", "kind"):
+        if jtype.field(name).type != pa.string():
+            raise _Refuse(f"judge.{name} type")
+        child = pc.struct_field(judge, name)
+        if child.null_count or true_any(pc.less(pc.utf8_length(child), 1)):
+            raise _Refuse(f"judge.{name} empty")
+    for name in ("model", "prompt_sha256", "ragas_version"):
+        kind = jtype.field(name).type if name in fields else pa.string()
+        if not (kind == pa.string() or pa.types.is_null(kind)):
+            raise _Refuse(f"judge.{name} type")
+    if "params" in fields and (
+        not pa.types.is_struct(jtype.field("params").type)
+        or pc.struct_field(judge, "params").null_count
+    ):
+        raise _Refuse("judge.params is not an object")
 
 
 def _periodic(array: Any, period: int) -> bool:

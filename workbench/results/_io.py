@@ -76,7 +76,7 @@ def read_results(
     return out
 
 
-def scan_results(
+def scan_results(  # noqa: C901, PLR0915
     path: str | Path,
     *,
     verify_requests: bool = False,

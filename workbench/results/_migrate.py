@@ -188,7 +188,7 @@ class MigrationReport:
         )
 
 
-def migrate_results_file(
+def migrate_results_file(  # noqa: C901, PLR0915
     path: str | Path, *, gold: str | Path | GoldDataset | None = None, out: str | Path | None = None
 ) -> MigrationReport:
     """Migrate every older record of a results file; write all or nothing.

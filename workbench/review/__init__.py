@@ -8,10 +8,11 @@ case-level detail is restricted to certification.
 from ._cases import (
     CODED_COLUMNS,
     COLUMNS,
+    DEFERRED,
     DISAGREEMENT_CLASSES,
     ERROR_CLASSES,
     ReviewTable,
-    review_cases,
+    review_table,
 )
 from ._drafts import (
     DRAFT_SCHEMA_VERSION,
@@ -28,6 +29,7 @@ __all__ = [
     "CHANGES",
     "CODED_COLUMNS",
     "COLUMNS",
+    "DEFERRED",
     "DISAGREEMENT_CLASSES",
     "DRAFT_SCHEMA_VERSION",
     "ERROR_CLASSES",
@@ -43,7 +45,7 @@ __all__ = [
     "change_of",
     "drafts_path",
     "proposed_record",
-    "review_cases",
+    "review_table",
     "transition_summary",
     "transitions",
 ]

@@ -1,23 +1,27 @@
 """Everything a reviewer needs per joined case, in a table built for fast filtering.
 
-:func:`review_cases` puts each case of a :class:`~workbench.align.Join` beside its gold
-record (input, response, evidence, every human review, the adjudication) and the request the
-judge actually received. It refuses the held-out partition: case-level held-out detail is
+:func:`review_table` reads the evidence once (:func:`~workbench.align.read_evidence`: the gold
+through its validated index, the results through the columnar reader) and puts each case in
+scope beside its gold record (input, response, evidence, every human review, the
+adjudication) and the request the judge actually received. Filters and search read columns;
+the heavy parts of a case (:data:`DEFERRED`: the records, the reviews, the request) are read
+when the case is shown. It refuses the held-out partition: case-level held-out detail is
 restricted to certification, and this table feeds development and calibration review.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..align import Join, lineage_problems
+from ..align import Evidence, read_evidence
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, Partition
-from ..results import ResultLine
+from ..gold import Partition
+from ..results._lines import ResultLines
 
 ERROR_CLASSES: tuple[str, ...] = (
     "false_pass",
@@ -60,6 +64,22 @@ COLUMNS: tuple[str, ...] = (
 )
 """Columns of :attr:`ReviewTable.frame`, in order."""
 
+DEFERRED: tuple[str, ...] = (
+    "input",
+    "response",
+    "grading_notes",
+    "reference",
+    "contexts",
+    "reviews",
+    "adjudication",
+    "gold_record",
+    "rendered_request",
+    "rendered_request_ref",
+    "rendered_request_sha256",
+)
+"""Columns a table built by :func:`review_table` reads per case when :meth:`ReviewTable.row`
+shows it (empty in its ``frame``)."""
+
 CODED_COLUMNS: tuple[str, ...] = ("slice", "risk", "partition", "error_class", "outcome")
 """Columns stored as pandas categoricals, with their integer codes precomputed."""
 
@@ -94,6 +114,11 @@ class ReviewTable:
     codes (``-1`` for a missing value) are in ``codes[column]`` and whose values are in
     ``categories[column]``. ``tag_rows`` maps each tag to the sorted row positions carrying
     it. A table never holds held-out cases: construction refuses them.
+
+    ``details`` (given by :func:`review_table`) reads the :data:`DEFERRED` columns of one row
+    when :meth:`row` shows it, and ``search_text`` reads, at the first search, each row's text
+    that ``frame`` defers (input, response, review rationales, adjudication reason, one per
+    line); without them both come from ``frame``.
     """
 
     def __init__(
@@ -103,57 +128,10 @@ class ReviewTable:
         judge_fingerprint: str | None = None,
         dataset_sha256: str | None = None,
         labels: Sequence[str] | None = None,
+        details: Callable[[int], dict[str, Any]] | None = None,
+        search_text: Callable[[], Sequence[str]] | None = None,
     ) -> None:
-        missing = [c for c in _REQUIRED if c not in frame.columns]
-        if missing:
-            raise WorkbenchError(
-                "not a review table",
-                [
-                    Problem(
-                        location="review",
-                        code="missing_column",
-                        message=f"missing column(s): {', '.join(missing)}",
-                        fix=(
-                            "build the table with review_cases(...) or give every record case_id,"
-                            " slice and error_class"
-                        ),
-                    )
-                ],
-            )
-        frame = frame.reset_index(drop=True).copy()
-        n = len(frame)
-        for col in COLUMNS:
-            if col not in frame.columns:
-                frame[col] = [[] for _ in range(n)] if col in _LIST_COLUMNS else None
-        if frame["case_id"].duplicated().any():
-            dupes = frame.loc[frame["case_id"].duplicated(), "case_id"].astype(str).tolist()
-            raise WorkbenchError(
-                "duplicate cases",
-                [
-                    Problem(
-                        location="review",
-                        code="duplicate_case_id",
-                        message=f"case_id(s) appear twice: {', '.join(dupes[:5])}",
-                        fix="one row per case",
-                    )
-                ],
-            )
-        held = (
-            frame.loc[frame["partition"].astype(object) == Partition.held_out.value, "case_id"]
-            .astype(str)
-            .tolist()
-        )
-        if held:
-            raise _held_out_refusal(held)
-        if frame["reviewers_disagree"].isna().any():
-            computed = [_reviewers_disagree(r) for r in frame["reviews"]]
-            frame["reviewers_disagree"] = [
-                c if v is None or v != v else bool(v)
-                for c, v in zip(computed, frame["reviewers_disagree"], strict=True)
-            ]
-        frame["reviewers_disagree"] = frame["reviewers_disagree"].astype(bool)
-        extra = [c for c in frame.columns if c not in COLUMNS]
-        frame = frame[list(COLUMNS) + extra]
+        frame = _checked(frame)
         self.codes: dict[str, np.ndarray] = {}
         self.categories: dict[str, tuple[str, ...]] = {}
         for col in CODED_COLUMNS:
@@ -174,9 +152,11 @@ class ReviewTable:
         self.dataset_sha256 = dataset_sha256
         """Hash of the gold dataset the table was built from (None if unknown)."""
         self.labels: tuple[str, ...] = tuple(labels) if labels else _labels_seen(frame)
-        """The label vocabulary (the rubric's when built by :func:`review_cases`)."""
+        """The label vocabulary (the rubric's when built by :func:`review_table`)."""
         self.reviewers_disagree: np.ndarray = frame["reviewers_disagree"].to_numpy(dtype=bool)
         """Boolean per row: the human reviewers gave different labels."""
+        self._details = details
+        self._search_text = search_text
         self._haystack: list[str] | None = None
 
     @classmethod
@@ -246,18 +226,11 @@ class ReviewTable:
     def _searchable(self) -> list[str]:
         if self._haystack is None:
             columns = [self.frame[c].tolist() for c in _SEARCHED]
-            reviews = self.frame["reviews"].tolist()
-            adjudications = self.frame["adjudication"].tolist()
+            notes = self._search_text() if self._search_text else _review_texts(self.frame)
             hay = []
-            for i in range(len(self.frame)):
+            for i, note in enumerate(notes):
                 parts = [str(col[i]) for col in columns if isinstance(col[i], str)]
-                for review in _tag_list(reviews[i]):
-                    if isinstance(review, Mapping) and isinstance(review.get("rationale"), str):
-                        parts.append(review["rationale"])
-                adj = adjudications[i]
-                if isinstance(adj, Mapping) and isinstance(adj.get("reason"), str):
-                    parts.append(adj["reason"])
-                hay.append("\n".join(parts).casefold())
+                hay.append("\n".join([*parts, note]).casefold())
             self._haystack = hay
         return self._haystack
 
@@ -268,7 +241,68 @@ class ReviewTable:
             if isinstance(value, np.generic):
                 value = value.item()
             out[str(col)] = None if _is_missing(value) else value
+        if self._details is not None:
+            out.update(self._details(position))
         return out
+
+
+def _checked(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every column of :data:`COLUMNS` (in order, extra ones after), refused when
+    a required column is missing, a case repeats or a case is held out."""
+    missing = [c for c in _REQUIRED if c not in frame.columns]
+    if missing:
+        raise _refusal(
+            "not a review table",
+            "missing_column",
+            f"missing column(s): {', '.join(missing)}",
+            "build the table with review_table(...) or give every record case_id, slice and"
+            " error_class",
+        )
+    frame = frame.reset_index(drop=True).copy()
+    for col in COLUMNS:
+        if col not in frame.columns:
+            frame[col] = [[] for _ in range(len(frame))] if col in _LIST_COLUMNS else None
+    if frame["case_id"].duplicated().any():
+        dupes = frame.loc[frame["case_id"].duplicated(), "case_id"].astype(str).tolist()
+        raise _refusal(
+            "duplicate cases",
+            "duplicate_case_id",
+            f"case_id(s) appear twice: {', '.join(dupes[:5])}",
+            "one row per case",
+        )
+    held = frame.loc[frame["partition"].astype(object) == Partition.held_out.value, "case_id"]
+    if len(held):
+        raise _held_out_refusal(held.astype(str).tolist())
+    if frame["reviewers_disagree"].isna().any():
+        computed = [_reviewers_disagree(r) for r in frame["reviews"]]
+        frame["reviewers_disagree"] = [
+            c if v is None or v != v else bool(v)
+            for c, v in zip(computed, frame["reviewers_disagree"], strict=True)
+        ]
+    frame["reviewers_disagree"] = frame["reviewers_disagree"].astype(bool)
+    extra = [c for c in frame.columns if c not in COLUMNS]
+    return frame[list(COLUMNS) + extra]
+
+
+def _refusal(summary: str, code: str, message: str, fix: str) -> WorkbenchError:
+    return WorkbenchError(
+        summary, [Problem(location="review", code=code, message=message, fix=fix)]
+    )
+
+
+def _review_texts(frame: pd.DataFrame) -> list[str]:
+    """Each row's review rationales and adjudication reason, one per line (the search's)."""
+    out = []
+    for reviews, adj in zip(frame["reviews"].tolist(), frame["adjudication"].tolist(), strict=True):
+        parts = [
+            r["rationale"]
+            for r in _tag_list(reviews)
+            if isinstance(r, Mapping) and isinstance(r.get("rationale"), str)
+        ]
+        if isinstance(adj, Mapping) and isinstance(adj.get("reason"), str):
+            parts.append(adj["reason"])
+        out.append("\n".join(parts))
+    return out
 
 
 def _is_missing(value: Any) -> bool:
@@ -297,104 +331,100 @@ def _tag_list(tags: Any) -> list[Any]:
     return []
 
 
-def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]) -> ReviewTable:
-    """One review row per joined case (every outcome), refusing held-out cases.
+def review_table(
+    gold: str | Path,
+    results: str | Path,
+    *,
+    partition: str | None = "development",
+    repeat: int = 0,
+    allow_gold_change: bool = False,
+) -> ReviewTable:
+    """One review row per case in scope (every outcome), refusing held-out cases.
 
-    ``results`` are the result lines the join was built from; each case's counted attempt is
-    found by the join's ``result_line`` and supplies the evaluator-visible request.
-    Raises :class:`WorkbenchError` (``held_out_refused``) when any joined case is held out,
-    (``lineage_unchecked``, ``gold_changed``) when the join's lineage was not checked or does
-    not hold (a mismatch accepted with ``allow_gold_change`` is reviewable), and
-    (``result_line_mismatch``) when a counted line is absent or belongs to another case.
+    Reads the evidence once (:func:`~workbench.align.read_evidence`): refused, with every
+    problem, when the results were not produced against this gold, unless
+    ``allow_gold_change`` (reviewable then, never compared). Raises :class:`WorkbenchError`
+    (``held_out_refused``) when any case in scope is held out. A case's :data:`DEFERRED`
+    columns are read when it is shown: its gold record from the index, its counted attempt's
+    request from the results (``results_changed`` when they changed since).
     """
-    held = [c.case_id for c in join.cases if c.partition == Partition.held_out.value]
-    if held:
-        raise _held_out_refusal(held)
-    if dataset.sha256 != join.dataset.sha256:
-        raise WorkbenchError(
-            "dataset mismatch",
-            [
-                Problem(
-                    location="review",
-                    code="different_datasets",
-                    message="the join was built on another dataset",
-                    fix="pass the dataset the join was built from",
-                )
-            ],
-        )
-    refused = lineage_problems(join, where="review", allow_forced=True)
-    if refused:
-        raise WorkbenchError(
-            "refusing to review results against gold they were not produced against", refused
-        )
-    by_line = {r.line: r for r in results}
-    problems: list[Problem] = []
-    records: list[dict[str, Any]] = []
-    rubric = dataset.rubric
-    for jc in join.cases:
-        gold = dataset.cases[jc.case_id]
-        request = request_ref = request_sha = None
-        if jc.result_line is not None:
-            line = by_line.get(jc.result_line)
-            if line is None or line.result.case_id != jc.case_id:
-                problems.append(
-                    Problem(
-                        location=f"results:{jc.result_line}",
-                        case_id=jc.case_id,
-                        code="result_line_mismatch",
-                        message=(
-                            "the counted attempt is not among the given results"
-                            if line is None
-                            else f"the counted line holds case {line.result.case_id!r}"
-                        ),
-                        fix="pass the same result lines the join was built from",
-                    )
-                )
-            else:
-                request, request_ref = (
-                    line.result.rendered_request,
-                    line.result.rendered_request_ref,
-                )
-                request_sha = line.result.rendered_request_sha256
-        records.append(
-            {
-                "case_id": jc.case_id,
-                "slice": jc.slice,
-                "risk": rubric.risk_of(jc.slice),
-                "partition": jc.partition,
-                "tags": list(jc.tags),
-                "error_class": jc.error_class,
-                "outcome": jc.outcome,
-                "human_label": jc.human_label,
-                "judge_label": jc.judge_label,
-                "judge_reason": jc.reason if jc.outcome == "verdict" else None,
-                "error_kind": jc.error_kind,
-                "error_message": jc.reason if jc.outcome == "error" else None,
-                "input": gold.input,
-                "response": gold.response,
-                "grading_notes": gold.grading_notes,
-                "reference": gold.reference,
-                "contexts": list(gold.contexts) if gold.contexts is not None else None,
-                "reviews": [r.model_dump(mode="json") for r in gold.reviews],
-                "adjudication": (
-                    gold.adjudication.model_dump(mode="json") if gold.adjudication else None
-                ),
-                "rendered_request": request,
-                "rendered_request_ref": request_ref,
-                "rendered_request_sha256": request_sha,
-                "attempts": jc.attempts,
-                "reviewers_disagree": gold.reviewers_disagree,
-                "gold_record": gold.model_dump(mode="json"),
-            }
-        )
-    if problems:
-        raise WorkbenchError(
-            f"refusing to build the review table: {len(problems)} problem(s)", problems
-        )
-    frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+    evidence = read_evidence(
+        gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change
+    )
+    return _evidence_table(evidence, results)
+
+
+def _evidence_table(evidence: Evidence, results: str | Path) -> ReviewTable:
+    """The review table of evidence read from ``results`` (see :func:`review_table`)."""
+    import pyarrow.compute as pc
+
+    cases = evidence.cases
+    held = cases.filter(pc.equal(cases["partition"], Partition.held_out.value))
+    if held.num_rows:
+        raise _held_out_refusal(held["case_id"].to_pylist())
+    index = evidence.index.table
+    rows = cases["row"]
+    rubric = evidence.index.rubric
+    outcome = cases["outcome"]
+    columns: dict[str, Any] = {
+        name: cases[name].to_pylist()
+        for name in ("case_id", "slice", "partition", "error_class", "outcome", "human_label")
+    }
+    columns |= {
+        "tags": index["tags"].take(rows).to_pylist(),
+        "risk": [rubric.risk_of(name) for name in columns["slice"]],
+        "judge_label": cases["judge_label"].to_pylist(),
+        "judge_reason": pc.if_else(pc.equal(outcome, "verdict"), cases["reason"], None).to_pylist(),
+        "error_kind": cases["error_kind"].to_pylist(),
+        "error_message": pc.if_else(pc.equal(outcome, "error"), cases["reason"], None).to_pylist(),
+        "attempts": cases["attempts"].to_pylist(),
+        "reviewers_disagree": [
+            len(set(x)) > 1 for x in index["review_labels"].take(rows).to_pylist()
+        ],
+    }
+    frame = pd.DataFrame({name: columns.get(name) for name in COLUMNS})
     return ReviewTable(
         frame,
-        judge_fingerprint=join.judge_fingerprint,
-        dataset_sha256=dataset.sha256,
+        judge_fingerprint=evidence.report.judge_fingerprint,
+        dataset_sha256=evidence.index.sha256,
         labels=rubric.labels,
+        details=_Details(index["record"], cases, ResultLines(results)),
+        search_text=lambda: index["search_text"].take(rows).to_pylist(),
     )
+
+
+_RECORD_COLUMNS = ("input", "response", "grading_notes", "reference", "contexts")
+"""Deferred columns that are the gold record's own fields."""
+
+
+class _Details:
+    """The :data:`DEFERRED` columns of one row: its gold record, and its counted attempt's
+    request read back from the results."""
+
+    def __init__(self, records: Any, cases: Any, lines: ResultLines) -> None:
+        self.records = records
+        self.where = cases.select(["row", "case_id", "shard", "line"])
+        self.lines = lines
+
+    def __call__(self, position: int) -> dict[str, Any]:
+        import json
+
+        row, case_id, shard, line = (
+            self.where[c][position].as_py() for c in self.where.column_names
+        )
+        record = json.loads(self.records[row].as_py())
+        out: dict[str, Any] = {
+            **{name: record[name] for name in _RECORD_COLUMNS},
+            "reviews": record["reviews"],
+            "adjudication": record["adjudication"],
+            "gold_record": record,
+            "rendered_request": None,
+            "rendered_request_ref": None,
+            "rendered_request_sha256": None,
+        }
+        if line is not None:
+            result = self.lines.result(shard, line, case_id)
+            out["rendered_request"] = result.rendered_request
+            out["rendered_request_ref"] = result.rendered_request_ref
+            out["rendered_request_sha256"] = result.rendered_request_sha256
+        return out

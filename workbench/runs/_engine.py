@@ -230,7 +230,7 @@ def _row_problem(row: Any) -> str | None:
     return None
 
 
-def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:  # noqa: C901
     """Recorded attempts per (case_id, repeat), in attempt order.
 
     A line that is not a usable record (a corrupt line in the middle; a torn *last* line is

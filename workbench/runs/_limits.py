@@ -186,7 +186,7 @@ class Limits:
             if name != lane and self.lane_open.get(name, 0) > 0
         )
 
-    async def admit(
+    async def admit(  # noqa: C901
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> bool:
         """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not

@@ -30,8 +30,8 @@ from ._stats import (
     Rate,
     cohen_kappa,
     cohen_kappa_counts,
-    fleiss_kappa,
-    krippendorff_alpha_nominal,
+    fleiss_kappa_table,
+    krippendorff_alpha_nominal_matrix,
     wilson_rate,
 )
 
@@ -51,9 +51,9 @@ __all__ = [
     "cases_to_bound",
     "cohen_kappa",
     "cohen_kappa_counts",
-    "fleiss_kappa",
+    "fleiss_kappa_table",
     "krippendorff_alpha",
-    "krippendorff_alpha_nominal",
+    "krippendorff_alpha_nominal_matrix",
     "mean_absolute_error",
     "more_without_errors",
     "ordinal_confusion",

@@ -157,37 +157,40 @@ def cohen_kappa_counts(
     return Kappa(value=value, n=n)
 
 
-def fleiss_kappa(items: Sequence[Sequence[Any]], categories: Sequence[Any]) -> Kappa:
-    """Fleiss' kappa when every item has the same number of ratings (statsmodels' arithmetic)."""
+def fleiss_kappa_table(table: Any) -> Kappa:
+    """Fleiss' kappa from an items x categories table of rating counts (numpy, float), defined
+    when every item has the same number of ratings, at least two (statsmodels' arithmetic)."""
     import numpy as np
 
-    n = len(items)
+    sums = table.sum(1)
+    counts = {
+        int(c) for c in (np.unique(sums) if len(sums) and sums.min() < sums.max() else sums[:1])
+    }
+    note = _fleiss_note(len(table), counts)
+    return _fleiss_kappa(table) if note is None else Kappa(value=None, n=len(table), note=note)
+
+
+def _fleiss_note(n: int, counts: set[int]) -> str | None:
+    """Why Fleiss' kappa is undefined before any arithmetic (``counts``: ratings per item)."""
     if n == 0:
-        return Kappa(value=None, n=0, note="no items")
-    counts = {len(item) for item in items}
+        return "no items"
     if len(counts) != 1:
-        return Kappa(
-            value=None,
-            n=n,
-            note=(
-                f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs"
-                " the same number"
-            ),
+        return (
+            f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs the"
+            " same number"
         )
-    if counts == {1}:
-        return Kappa(value=None, n=n, note="one rating per item")
-    index = {cat: i for i, cat in enumerate(categories)}
-    _check_vocabulary((label for item in items for label in item), index)
-    table = np.zeros((n, len(categories)), dtype=float)
-    for row, item in enumerate(items):
-        for label in item:
-            table[row, index[label]] += 1
+    return "one rating per item" if counts == {1} else None
+
+
+def _fleiss_kappa(table: Any) -> Kappa:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         value = _fleiss(table)
     if math.isnan(value):
-        return Kappa(value=None, n=n, note="undefined: every rating uses the same category")
-    return Kappa(value=value, n=n)
+        return Kappa(
+            value=None, n=len(table), note="undefined: every rating uses the same category"
+        )
+    return Kappa(value=value, n=len(table))
 
 
 def _fleiss(table: Any) -> float:
@@ -203,14 +206,29 @@ def _fleiss(table: Any) -> float:
     return float((p_mean - p_mean_exp) / (1 - p_mean_exp))
 
 
-def krippendorff_alpha_nominal(units: Sequence[dict[str, Any]], categories: Sequence[Any]) -> Kappa:
-    """Krippendorff's alpha (nominal) over units rated by any subset of raters.
+def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
+    """Krippendorff's alpha (nominal) over units rated by any subset of raters: a raters x units
+    matrix of category positions (``0..categories - 1``; NaN: not rated). ``n`` is the number
+    of units with at least two ratings."""
+    import krippendorff
+    import numpy as np
 
-    ``units`` is one ``{rater: label}`` mapping per item; missing ratings are allowed.
-    """
-    from ._ordinal import krippendorff_alpha
-
-    return krippendorff_alpha(units, categories, "nominal")
+    rated = ~np.isnan(data)
+    pairable = rated.sum(axis=0) >= 2
+    n = int(pairable.sum())
+    if not n:
+        return Kappa(value=None, n=0, note="no item has two ratings")
+    given = data[:, pairable][rated[:, pairable]]
+    if given.min() == given.max():  # fewer than two categories
+        return Kappa(value=None, n=n, note="only one category used: alpha is undefined")
+    value = float(
+        krippendorff.alpha(
+            reliability_data=data,
+            level_of_measurement="nominal",
+            value_domain=[float(i) for i in range(categories)],
+        )
+    )
+    return Kappa(value=value, n=n)
 
 
 def _check_vocabulary(labels: Any, vocabulary: dict[Any, Any]) -> None:

@@ -545,12 +545,12 @@ class FakeLLM:
     ``response_format`` as Azure does. ``report_usage=False`` leaves ``usage`` out of answers.
     """
 
-    def __init__(
+    def __init__(  # noqa: C901
         self,
         *,
         rules: Sequence[Rule] = (),
         responder: Callable[[ChatRequest], Reply] | None = None,
-        default: Reply = Reply(),  # noqa: B008 - Reply is frozen, sharing it is safe
+        default: Reply = Reply(),
         latency_s: float = 0.0,
         fault_rates: Mapping[str, float] | None = None,
         seed: int = 0,
@@ -813,7 +813,7 @@ class FakeLLM:
                     self._calls[i] = dataclasses.replace(call, status=status)
                     return
 
-    def _handle_chat(self, handler: _Handler, path: str, raw: bytes) -> None:
+    def _handle_chat(self, handler: _Handler, path: str, raw: bytes) -> None:  # noqa: C901, PLR0915
         headers: dict[str, str] = {}
         for name, value in handler.headers.items():
             key = name.lower()

@@ -165,7 +165,7 @@ class ReviewModel:
             )
 
     # -- filters -------------------------------------------------------------------------
-    def set_filter(
+    def set_filter(  # noqa: C901
         self,
         *,
         slice: str | None = None,

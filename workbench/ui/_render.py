@@ -104,7 +104,7 @@ def pretty_request(request: Any) -> str:
     return str(_pretty(request))
 
 
-def _pretty(request: Any) -> Markup:
+def _pretty(request: Any) -> Markup:  # noqa: C901
     if isinstance(request, str):
         return _macro("pre", request)
     if isinstance(request, Mapping):

@@ -58,7 +58,7 @@ class ReviewWidget:
     defaults to ``<notes stem>.gold_drafts.jsonl`` beside the notes file.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0915
         self,
         table: ReviewTable,
         notes: ReviewNotes | None = None,
