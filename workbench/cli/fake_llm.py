@@ -161,7 +161,7 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     ),
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def fake_llm(  # noqa: C901
+def fake_llm(
     host: str,
     port: int,
     latency: float,
