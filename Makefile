@@ -119,6 +119,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_ranking.py
 	$(BIN)/python bench/bench_llmbar.py
 	$(BIN)/python bench/bench_certify.py
+	$(BIN)/python bench/bench_patches.py
 	$(BIN)/python bench/bench_charts.py
 	$(BIN)/python bench/bench_widget.py
 	$(BIN)/python bench/bench_tests.py --by-process

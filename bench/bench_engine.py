@@ -48,7 +48,7 @@ import workbench  # noqa: E402,F401  (sets RAGAS_DO_NOT_TRACK before ragas loads
 from workbench.gold import load_dataset  # noqa: E402
 from workbench.judges import JudgeInput, load_candidate  # noqa: E402
 from workbench.judges._llm import CONNECTIONS_PER_CLIENT  # noqa: E402
-from workbench.runs import run_candidate  # noqa: E402
+from workbench.runs import RunOptions, run_candidate  # noqa: E402
 
 TARGET_RATIO = 1.25
 TARGET_CPU_MS = 3.0
@@ -116,9 +116,7 @@ def engine(
                     dataset,
                     "development",
                     out,
-                    concurrency=concurrency,
-                    cache_dir=False,
-                    progress=False,
+                    RunOptions(concurrency=concurrency, cache_dir=False, progress=False),
                 )
             ).model_dump()
         finally:

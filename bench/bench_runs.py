@@ -39,7 +39,7 @@ from fake_server import fake_llm_process  # noqa: E402
 import workbench  # noqa: E402,F401  (sets RAGAS_DO_NOT_TRACK before ragas loads)
 from workbench.gold import load_dataset  # noqa: E402
 from workbench.judges import JudgeInput, load_candidate  # noqa: E402
-from workbench.runs import run_candidate  # noqa: E402
+from workbench.runs import RunOptions, run_candidate  # noqa: E402
 
 PROMPT = (
     "Grading notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nReturn"
@@ -81,7 +81,11 @@ async def engine(
     dataset = load_dataset(gold)
     t0 = time.perf_counter()
     summary = await run_candidate(
-        judge, dataset, "development", out, concurrency=concurrency, cache_dir=cache, progress=False
+        judge,
+        dataset,
+        "development",
+        out,
+        RunOptions(concurrency=concurrency, cache_dir=cache, progress=False),
     )
     return time.perf_counter() - t0, summary.model_dump()
 

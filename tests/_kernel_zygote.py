@@ -232,12 +232,7 @@ def _check_request(request: dict[str, Any], fds: list[int]) -> None:
 
 
 def _fresh_kernel(argv: list[str]) -> None:
-    """Replace this client with the kernel the workbench itself would start (a batch process:
-    ``workbench._startup.batch_kernel_command``)."""
-    from workbench._startup import batch_kernel_command
-
-    command = batch_kernel_command([sys.executable, "-m", "ipykernel_launcher", *argv])
-    os.execv(command[0], command)
+    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
 
 
 def client(argv: list[str]) -> int:
@@ -408,9 +403,6 @@ def _become_kernel(request: dict[str, Any], fds: list[int], charts: str) -> None
         if parent.isdigit() and int(parent) > 1:
             watched.append(int(parent))
         _watch(watched)
-        from workbench._startup import batch_gc
-
-        batch_gc()
         from ipykernel import kernelapp
 
         try:

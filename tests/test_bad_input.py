@@ -30,6 +30,7 @@ from lineage_support import stamped
 
 from workbench.cli import main
 from workbench.errors import WorkbenchError
+from workbench.runs import RunOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 DEEP = 1000
@@ -754,9 +755,7 @@ def test_library_run_refuses_bad_concurrency(tmp_path: Path, make_dataset, value
             dataset,
             "development",
             tmp_path / "out",
-            concurrency=value,
-            progress=False,
-            cache_dir=False,
+            RunOptions(concurrency=value, progress=False, cache_dir=False),
         )  # type: ignore[arg-type]
     assert codes(info.value) == ["invalid_concurrency"]
     assert not (tmp_path / "out" / "results.jsonl").exists()
@@ -782,7 +781,11 @@ def test_library_run_refuses_other_bad_arguments(
     dataset = load_dataset(make_dataset([make_case("a")]))
     with pytest.raises(WorkbenchError) as info:
         run_candidate_sync(
-            judge, dataset, "development", tmp_path / "out", progress=False, cache_dir=False, **kw
+            judge,
+            dataset,
+            "development",
+            tmp_path / "out",
+            RunOptions(progress=False, cache_dir=False, **kw),
         )  # type: ignore[arg-type]
     assert codes(info.value) == [code]
 
@@ -888,7 +891,11 @@ def test_llm_judge_with_an_empty_reason_is_an_evaluator_error(
             endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY"},
         )
         summary = run_candidate_sync(
-            load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False
+            load(spec),
+            dataset,
+            "development",
+            tmp_path / "out",
+            RunOptions(progress=False, cache_dir=False),
         )
         assert server.call_count >= 2
     by_case = {line.result.case_id: line.result for line in read_results(summary.results_path)}
@@ -932,7 +939,11 @@ def test_missing_reason_is_retried_and_every_attempt_is_recorded(
             },
         )
         summary = run_candidate_sync(
-            load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False
+            load(spec),
+            dataset,
+            "development",
+            tmp_path / "out",
+            RunOptions(progress=False, cache_dir=False),
         )
     attempts: dict[str, list[Any]] = {}
     for line in read_results(summary.results_path):
@@ -971,7 +982,11 @@ def test_llm_judge_with_no_reason_field_is_an_evaluator_error(
             endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY"},
         )
         summary = run_candidate_sync(
-            load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False
+            load(spec),
+            dataset,
+            "development",
+            tmp_path / "out",
+            RunOptions(progress=False, cache_dir=False),
         )
     (line,) = read_results(summary.results_path)
     assert line.result.error is not None and line.result.error.kind == "missing_reason", (

@@ -21,6 +21,7 @@ from workbench.errors import WorkbenchError
 from workbench.judges import CandidateSpec, load_candidate, load_spec, make_identity
 from workbench.judges._ping import ping
 from workbench.judges._spec import Endpoint
+from workbench.runs import RunOptions
 from workbench.testing import FakeLLM, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -595,8 +596,7 @@ def test_a_recipe_runs_end_to_end_through_the_engine(
             load_dataset(gold),
             "development",
             tmp_path / "run",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
         calls = fake.calls
     finally:

@@ -25,7 +25,7 @@ from conftest import make_case, make_result
 from test_llm_runs import KEY_ENV, SECRET, rows, run, write_spec
 
 from workbench import _io
-from workbench.judges import _llm, _prepared
+from workbench.judges import _prepared
 from workbench.results import JudgeResult
 from workbench.runs import _engine
 from workbench.runs._writer import RecordWriter
@@ -178,45 +178,11 @@ def test_a_failed_write_fails_every_caller_of_its_batch(tmp_path: Path) -> None:
     assert all(isinstance(o, OSError) and o.errno == 28 for o in outcomes), outcomes
 
 
-def test_the_prepared_request_is_sent_without_the_sdk_rebuilding_it(
-    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from openai import AsyncOpenAI
-
-    built = {"n": 0}
-    real_build = AsyncOpenAI._build_request
-
-    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        built["n"] += 1
-        return real_build(self, *args, **kwargs)
-
-    monkeypatch.setattr(AsyncOpenAI, "_build_request", counting)
-    with FakeLLM(default=Reply(value="pass", reason="all concepts present")) as server:
-        summary = run(
-            write_spec(tmp_path, server.base_url),
-            _gold(make_dataset, 20),
-            tmp_path / "out",
-            concurrency=4,
-            cache_dir=False,
-        )
-        sent = len(server.calls)
-    assert summary.verdicts == 20 and sent == 20
-    # Built by the SDK only while preparing (the stock request it is checked against) and once
-    # per client shard: never once per call.
-    assert built["n"] <= 6, built
-    recorded = rows(tmp_path / "out")
-    assert all(r["tokens_in"] and r["rendered_request"]["messages"] for r in recorded)
-
-
 def _faulty_records(
     make_dataset, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, *, stock: bool
 ) -> list[dict[str, Any]]:
     if stock:
-
-        async def off(metric, make_llm):  # type: ignore[no-untyped-def]
-            return _prepared.Preparation(None, "disabled by the test")
-
-        monkeypatch.setattr(_llm, "prepare", off)
+        monkeypatch.setenv(_prepared.SWITCH, "0")  # every call through Ragas' own ascore
     rules = [
         Rule(contains="Answer number 0", reply=Reply(fault="http_429")),
         Rule(contains="Answer number 1", reply=Reply(fault="http_500")),
@@ -246,11 +212,11 @@ def _faulty_records(
 def test_provider_failures_are_recorded_as_the_stock_path_records_them(
     make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    direct = _faulty_records(make_dataset, tmp_path, "direct", monkeypatch, stock=False)
+    prepared = _faulty_records(make_dataset, tmp_path, "prepared", monkeypatch, stock=False)
     stock = _faulty_records(make_dataset, tmp_path, "stock", monkeypatch, stock=True)
-    assert direct == stock
-    kinds = {r["case_id"]: r["error"]["kind"] for r in direct if r["error"]}
+    assert prepared == stock
+    kinds = {r["case_id"]: r["error"]["kind"] for r in prepared if r["error"]}
     assert kinds["w0"] == "rate_limited" and kinds["w1"] == "provider_error"
     assert kinds["w2"] == "provider_error" and kinds["w3"] == "unparseable"
     assert kinds["w4"] == "invalid_label"
-    assert SECRET not in json.dumps(direct)
+    assert SECRET not in json.dumps(prepared)

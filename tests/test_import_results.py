@@ -38,7 +38,7 @@ from workbench.importers import (
 )
 from workbench.judges import load_candidate
 from workbench.results import JudgeIdentity, read_results
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -292,7 +292,11 @@ def test_the_candidate_beside_the_results_loads_and_replays_them(
     )
     # Replayed through the run engine: c07 stays missing, nothing is invented for it.
     summary = run_candidate_sync(
-        judge, load_dataset(gold), "development", tmp_path / "run", progress=False, cache_dir=False
+        judge,
+        load_dataset(gold),
+        "development",
+        tmp_path / "run",
+        RunOptions(progress=False, cache_dir=False),
     )
     assert summary.status == "incomplete" and summary.unrun == ["c07#0"] and summary.verdicts == 6
     report = align(gold, tmp_path / "run" / "results.jsonl", partition="development")

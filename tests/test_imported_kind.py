@@ -16,7 +16,7 @@ from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import freeze, load_dataset, validate_dataset
 from workbench.judges import load_candidate
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 
 
 def spec_for(directory: Path, results: str) -> Path:
@@ -60,7 +60,11 @@ def test_replays_verdicts_and_errors_and_leaves_absent_cases_missing(
     )
     judge = load_candidate(spec_for(tmp_path, source.name))
     summary = run_candidate_sync(
-        judge, load_dataset(gold), "development", tmp_path / "run", progress=False, cache_dir=False
+        judge,
+        load_dataset(gold),
+        "development",
+        tmp_path / "run",
+        RunOptions(progress=False, cache_dir=False),
     )
     assert (
         summary.status == "incomplete"
@@ -123,8 +127,7 @@ def test_results_without_lineage_are_refused_until_declared(make_dataset, tmp_pa
             load_dataset(gold),
             "development",
             tmp_path / "run",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
     assert [p.code for p in info.value.problems] == ["lineage_missing"]
     assert "workbench import results" in info.value.problems[0].fix
@@ -168,8 +171,7 @@ def test_results_without_lineage_are_refused_until_declared(make_dataset, tmp_pa
         load_dataset(gold),
         "development",
         tmp_path / "run2",
-        progress=False,
-        cache_dir=False,
+        RunOptions(progress=False, cache_dir=False),
     )
     assert summary.status == "complete" and summary.verdicts == 2
 

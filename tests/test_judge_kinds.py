@@ -24,16 +24,21 @@ from workbench.gold import load_dataset
 from workbench.judges import (
     BUILTIN_KINDS,
     CaseRef,
+    HoldsResources,
     JudgeInput,
     LLMJudge,
+    ModelJudge,
+    ReplayJudge,
     Verdict,
     available_kinds,
     declare_kind,
+    kind_info,
+    kinds_where,
     load_candidate,
     register_kind,
 )
 from workbench.judges import _registry as registry
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 from workbench.testing import FakeLLM, Reply, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +115,7 @@ def test_a_kind_outside_the_core_subclasses_llm_judge_and_runs(
             )
         )
         summary = run_candidate_sync(
-            judge, load_dataset(gold), "development", tmp_path / "out", progress=False
+            judge, load_dataset(gold), "development", tmp_path / "out", RunOptions(progress=False)
         )
     # the base class did the HTTP call, the wire capture and the token count ...
     assert direct.value == "pass" and direct.rendered_request is not None and direct.tokens_in
@@ -126,10 +131,10 @@ def test_a_kind_outside_the_core_subclasses_llm_judge_and_runs(
 
 def test_a_declared_kind_is_imported_when_first_built(tmp_path: Path, kinds: dict) -> None:
     declare_kind("test-declared", f"{__name__}:TerseReasonJudge")
-    assert kinds["test-declared"] == f"{__name__}:TerseReasonJudge"  # a stub until built
+    assert kinds["test-declared"].target == f"{__name__}:TerseReasonJudge"  # a stub until built
     judge = load_candidate(write_spec(tmp_path, "test-declared"))
     assert type(judge) is TerseReasonJudge
-    assert kinds["test-declared"] is TerseReasonJudge  # resolved once, then kept
+    assert kinds["test-declared"].target is TerseReasonJudge  # resolved once, then kept
 
 
 def test_a_declaration_must_name_module_and_attribute() -> None:
@@ -172,8 +177,9 @@ def test_an_unknown_kind_lists_the_registered_ones(tmp_path: Path) -> None:
 def test_every_builtin_stub_names_a_judge_factory() -> None:
     import importlib
 
-    for kind, target in BUILTIN_KINDS.items():
-        module, _, attribute = target.partition(":")
+    for kind, entry in BUILTIN_KINDS.items():
+        assert isinstance(entry.target, str)
+        module, _, attribute = entry.target.partition(":")
         assert callable(getattr(importlib.import_module(module), attribute)), kind
     assert set(BUILTIN_KINDS) <= set(available_kinds())
 
@@ -216,3 +222,92 @@ def test_a_builtin_kind_module_loads_only_when_its_judge_is_built(
     assert done.returncode == 0, done.stderr
     before, after = json.loads(done.stdout)
     assert before == [] and module in after
+
+
+def test_a_kind_declares_its_flags_and_the_ci_lanes_read_them(kinds: dict) -> None:
+    from workbench.ci import DETERMINISTIC_KINDS, LABEL_KINDS, RUNNABLE_KINDS
+
+    assert LABEL_KINDS == ("ragas-llm", "ragas-function", "imported")
+    assert DETERMINISTIC_KINDS == ("ragas-function",)
+    assert RUNNABLE_KINDS == ("ragas-llm", "ragas-function")  # imported verdicts are replayed
+    assert kinds_where(output="ranking") == ("ragas-ranking", "ragas-ranking-function")
+    register_kind("test-ranker", output="ranking", deterministic=True)(TerseReasonJudge)
+    declare_kind("test-scorer", f"{__name__}:TerseReasonJudge", output="score", command="x {spec}")
+    assert kinds_where(output="ranking", deterministic=True) == (
+        "ragas-ranking-function",
+        "test-ranker",
+    )
+    info = kind_info("test-scorer")
+    assert info is not None and info.command.format(spec="s.yaml") == "x s.yaml"
+    assert kind_info("no-such-kind") is None
+    with pytest.raises(TypeError):
+        register_kind("test-typo", outptu="label")(TerseReasonJudge)  # a flag that does not exist
+
+
+class _Plain:
+    """A judge with no optional capability."""
+
+    spec: Any = None
+    identity: Any = None
+
+    def render(self, judge_input: Any, ref: Any) -> dict[str, Any]:
+        return {}
+
+    def estimate_cost(self, judge_input: Any) -> float:
+        return 0.0
+
+    async def evaluate(self, judge_input: Any, ref: Any) -> Verdict:
+        return Verdict(value="pass")
+
+
+def test_capabilities_are_protocols_the_judges_implement(tmp_path: Path) -> None:
+    llm = load_candidate(write_spec(tmp_path, "ragas-llm"))
+    function = load_candidate(ROOT / "data" / "candidates" / "rubric-judge@2.yaml")
+    assert isinstance(llm, ModelJudge) and isinstance(llm, HoldsResources)
+    assert not isinstance(llm, ReplayJudge)
+    assert not isinstance(function, ModelJudge) and not isinstance(function, HoldsResources)
+    assert not isinstance(_Plain(), ModelJudge | HoldsResources | ReplayJudge)
+
+
+def test_the_engine_sizes_and_closes_a_model_judge_and_needs_nothing_of_a_plain_one(
+    make_dataset, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+
+    class Sized(_Plain):
+        endpoint_url = "http://endpoint.invalid/v1"
+
+        def __init__(self, spec: Any, identity: Any) -> None:
+            self.spec, self.identity = spec, identity
+
+        def prepare(self, concurrency: int) -> None:
+            seen.append(("prepare", concurrency))
+
+        async def aclose(self) -> None:
+            seen.append("aclose")
+
+        def secrets(self) -> list[str]:
+            return ["s3cr3t-value"]
+
+        def estimate_usage(self, judge_input: Any) -> tuple[int, int, str] | None:
+            return None
+
+        async def evaluate(self, judge_input: Any, ref: Any) -> Verdict:
+            return Verdict(value="pass", reason="echo s3cr3t-value")
+
+    base = load_candidate(ROOT / "data" / "candidates" / "rubric-judge@2.yaml")
+    gold = load_dataset(make_dataset([make_case(f"c{i}", "pass") for i in range(3)]))
+    sized = Sized(base.spec, base.identity)
+    summary = run_candidate_sync(
+        sized, gold, "development", tmp_path / "sized", RunOptions(concurrency=3, cache_dir=False)
+    )
+    assert seen == [("prepare", 3), "aclose"] and summary.verdicts == 3
+    assert summary.endpoint_url == "http://endpoint.invalid/v1"
+    records = (tmp_path / "sized" / "results.jsonl").read_text()
+    assert "s3cr3t-value" not in records and "echo" in records  # its secrets are redacted
+    plain = _Plain()
+    plain.spec, plain.identity = base.spec, base.identity
+    summary = run_candidate_sync(
+        plain, gold, "development", tmp_path / "plain", RunOptions(cache_dir=False)
+    )
+    assert summary.verdicts == 3 and summary.endpoint_url is None

@@ -19,7 +19,7 @@ from conftest import make_case, undocumented_fields
 from workbench.cli import main
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 
 POLICY = {
     "schema_version": 1,
@@ -74,8 +74,7 @@ def run_dir(make_dataset, tmp_path: Path) -> tuple[Path, Path]:
         load_dataset(gold),
         "development",
         out,
-        progress=False,
-        cache_dir=False,
+        RunOptions(progress=False, cache_dir=False),
     )
     assert summary.status == "complete"
     return gold, out
@@ -496,7 +495,11 @@ def test_runs_record_their_lineage_and_release(make_dataset, tmp_path: Path) -> 
     dataset = load_dataset(gold)
     out = tmp_path / "run"
     run_candidate_sync(
-        load_candidate(spec), dataset, "development", out, progress=False, cache_dir=False
+        load_candidate(spec),
+        dataset,
+        "development",
+        out,
+        RunOptions(progress=False, cache_dir=False),
     )
     manifest = json.loads((out / "manifest.json").read_text())
     assert (manifest["dataset_sha256"], manifest["rubric_version"], manifest["gold_release"]) == (
@@ -527,9 +530,7 @@ def test_a_run_started_before_a_freeze_resumes(make_dataset, tmp_path: Path) -> 
         load_dataset(gold),
         "development",
         out,
-        progress=False,
-        cache_dir=False,
-        max_cases=1,
+        RunOptions(progress=False, cache_dir=False, max_cases=1),
     )
     assert first.status == "incomplete"
     freeze(gold, approver="tester")
@@ -538,8 +539,7 @@ def test_a_run_started_before_a_freeze_resumes(make_dataset, tmp_path: Path) -> 
         load_dataset(gold),
         "development",
         out,
-        progress=False,
-        cache_dir=False,
+        RunOptions(progress=False, cache_dir=False),
     )
     assert (
         again.status == "complete"

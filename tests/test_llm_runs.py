@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,7 +26,7 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
 from workbench.results import read_results
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 from workbench.testing import FakeLLM, Reply, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,9 +92,18 @@ def gold(make_dataset) -> Path:
     return make_dataset(cases)
 
 
-def run(spec: Path, gold: Path, out: Path, **kw: object):
-    judge = load_candidate(spec)
-    return run_candidate_sync(judge, load_dataset(gold), "development", out, progress=False, **kw)
+def run(spec: Path, gold: Path, out: Path, **kw: Any):
+    """Run the candidate at ``spec`` on the development cases of ``gold``; ``kw`` holds
+    :class:`RunOptions` fields and run_candidate's own keywords."""
+    options = {k: kw.pop(k) for k in list(kw) if k in RunOptions.__dataclass_fields__}
+    return run_candidate_sync(
+        load_candidate(spec),
+        load_dataset(gold),
+        "development",
+        out,
+        RunOptions(progress=False, **options),
+        **kw,
+    )
 
 
 def rows(out: Path) -> list[dict]:

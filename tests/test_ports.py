@@ -30,7 +30,7 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate, load_spec, make_identity
 from workbench.phases import DEMO_LLM_URL_ENV, serve_demo_llm
-from workbench.runs import run_candidate
+from workbench.runs import RunOptions, run_candidate
 from workbench.testing import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -359,9 +359,7 @@ def test_the_demo_cache_survives_a_port_change(tmp_path: Path) -> None:
                     gold,
                     "development",
                     tmp_path / f"run{attempt}",
-                    cache_dir=tmp_path / "cache",
-                    max_cases=4,
-                    progress=False,
+                    RunOptions(cache_dir=tmp_path / "cache", max_cases=4, progress=False),
                 )
             )
             summaries.append(

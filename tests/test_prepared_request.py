@@ -15,7 +15,7 @@ from conftest import make_case
 from pydantic import BaseModel
 from test_llm_runs import GOLD_MARKER, KEY_ENV, SECRET, rows, run, write_spec
 
-from workbench.judges import _llm, _prepared
+from workbench.judges import _prepared
 from workbench.testing import FakeLLM, Reply, Rule
 
 
@@ -91,11 +91,7 @@ def _records(
     make_dataset, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, *, stock: bool
 ) -> tuple[list[dict], list[dict]]:
     if stock:
-
-        async def off(metric, make_llm):  # type: ignore[no-untyped-def]
-            return _prepared.Preparation(None, "disabled by the test")
-
-        monkeypatch.setattr(_llm, "prepare", off)
+        monkeypatch.setenv(_prepared.SWITCH, "0")  # the switch: every call through Ragas' ascore
     rules = [
         Rule(contains="Answer number 0", reply=Reply(value="fail", reason="missing review step")),
         Rule(contains="Answer number 2", reply=Reply(fault="malformed_json")),
@@ -167,3 +163,18 @@ def test_a_prepared_request_that_differs_on_the_wire_falls_back_to_ragas(
         bodies = [c.body for c in server.calls]
     assert summary.verdicts == 3 and counts.stock_ascore == 3
     assert all("seed" not in b for b in bodies)
+
+
+def test_the_switch_sends_every_call_through_ragas_ascore(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts = _Counts(monkeypatch)
+    monkeypatch.setenv(_prepared.SWITCH, "0")
+    with FakeLLM(default=Reply(value="pass", reason="all concepts present")) as server:
+        summary = run(
+            write_spec(tmp_path, server.base_url),
+            _gold(make_dataset, 3),
+            tmp_path / "out",
+            cache_dir=False,
+        )
+    assert summary.verdicts == 3 and counts.stock_ascore == 3 and counts.prepare == 0

@@ -32,7 +32,7 @@ from test_llm_runs import KEY_ENV, SECRET, write_spec  # noqa: E402
 from workbench.cli import main  # noqa: E402
 from workbench.gold import load_dataset  # noqa: E402
 from workbench.judges import load_candidate  # noqa: E402
-from workbench.runs import run_candidate_sync  # noqa: E402
+from workbench.runs import RunOptions, run_candidate_sync  # noqa: E402
 from workbench.runs._ray import run_candidate_ray  # noqa: E402
 from workbench.runs._shards import shard_dir, shard_of  # noqa: E402
 from workbench.testing import FakeLLM, Reply  # noqa: E402
@@ -153,8 +153,7 @@ def test_shards_run_the_engine_and_merge_into_one_run(gold: Path, tmp_path: Path
             load_dataset(gold),
             "development",
             tmp_path / "local",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
     run_id = json.loads((out / "manifest.json").read_text())["run_id"]
     plan = json.loads((out / "shards.json").read_text())
@@ -194,8 +193,7 @@ def test_shards_run_the_engine_and_merge_into_one_run(gold: Path, tmp_path: Path
             load_dataset(gold),
             "development",
             out,
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
 
 
@@ -207,8 +205,7 @@ def test_the_budget_holds_for_all_shards_together(gold: Path, tmp_path: Path) ->
             load_dataset(gold),
             "development",
             tmp_path / "full",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
         budget = full.cost_usd * 0.4  # each shard alone could spend this; together they must not
         before = server.call_count
@@ -217,10 +214,7 @@ def test_the_budget_holds_for_all_shards_together(gold: Path, tmp_path: Path) ->
             gold,
             "development",
             tmp_path / "out",
-            shards=2,
-            concurrency=8,
-            budget_usd=budget,
-            cache_dir=False,
+            RunOptions(executor="ray", shards=2, concurrency=8, budget_usd=budget, cache_dir=False),
         )
         ray_calls = server.call_count - before
     spent = sum(
@@ -242,10 +236,7 @@ def test_max_cases_and_the_token_bucket_are_global(gold: Path, tmp_path: Path) -
             gold,
             "development",
             tmp_path / "capped",
-            shards=2,
-            concurrency=4,
-            max_cases=3,
-            cache_dir=False,
+            RunOptions(executor="ray", shards=2, concurrency=4, max_cases=3, cache_dir=False),
         )
         assert (capped.stop_reason, capped.calls, server.call_count) == ("max_cases", 3, 3)
         rate = 6.0
@@ -254,10 +245,9 @@ def test_max_cases_and_the_token_bucket_are_global(gold: Path, tmp_path: Path) -
             gold,
             "development",
             tmp_path / "paced",
-            shards=2,
-            concurrency=8,
-            calls_per_second=rate,
-            cache_dir=False,
+            RunOptions(
+                executor="ray", shards=2, concurrency=8, calls_per_second=rate, cache_dir=False
+            ),
         )
     assert paced.status == "complete" and paced.calls == N
     from datetime import datetime
@@ -314,9 +304,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
             dataset,
             "development",
             tmp_path / "full",
-            progress=False,
-            cache_dir=False,
-            concurrency=N,
+            RunOptions(progress=False, cache_dir=False, concurrency=N),
         )
         observed = max(r["tokens_out"] for r in rows(tmp_path / "full" / "results.jsonl"))
         estimates = [
@@ -342,10 +330,9 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
                     gold,
                     "development",
                     out,
-                    shards=2,
-                    concurrency=2,
-                    budget_usd=budget,
-                    cache_dir=False,
+                    RunOptions(
+                        executor="ray", shards=2, concurrency=2, budget_usd=budget, cache_dir=False
+                    ),
                 )
             ),
             daemon=True,
@@ -378,10 +365,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
             gold,
             "development",
             out,
-            shards=2,
-            concurrency=2,
-            budget_usd=budget,
-            cache_dir=False,
+            RunOptions(executor="ray", shards=2, concurrency=2, budget_usd=budget, cache_dir=False),
         )
         after = calls_per_case(server)
     assert resumed.status == "complete" and resumed.verdicts == N
@@ -449,7 +433,11 @@ def test_a_killed_driver_is_resumed_on_the_same_cluster(
         )
         before = dict(calls_per_case(server))
         resumed = run_candidate_ray(
-            spec, gold, "development", out, shards=2, concurrency=2, cache_dir=False
+            spec,
+            gold,
+            "development",
+            out,
+            RunOptions(executor="ray", shards=2, concurrency=2, cache_dir=False),
         )
         after = calls_per_case(server)
     assert resumed.status == "complete" and resumed.verdicts == N
@@ -567,8 +555,7 @@ def test_reserved_slices_run_first_and_the_budget_is_global_over_shards(
             load_dataset(gold),
             "development",
             tmp_path / "measure",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         ).cost_usd
         budget = total * 0.5
         summary = run_candidate_ray(
@@ -576,10 +563,7 @@ def test_reserved_slices_run_first_and_the_budget_is_global_over_shards(
             gold,
             "development",
             tmp_path / "out",
-            shards=2,
-            concurrency=4,
-            budget_usd=budget,
-            cache_dir=False,
+            RunOptions(executor="ray", shards=2, concurrency=4, budget_usd=budget, cache_dir=False),
             sampling=plan,
             sampling_source="test plan",
         )
@@ -663,7 +647,7 @@ def test_a_dead_shards_unstarted_reserved_units_do_not_block_other_shards_lower_
             units={0: {"crit": 2}, 1: {"low": 2}},
             spent={},
         )
-        actor = GlobalLimits(1.0, None, 0.0, 5, None, None, 1, None, None, lanes)
+        actor = GlobalLimits(1.0, None, 0.0, 5, None, None, None, None, lanes)
         order: list[str] = []
 
         async def call(shard: int, lane: str, name: str) -> None:

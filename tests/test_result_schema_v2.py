@@ -33,6 +33,7 @@ from workbench.results import (
     migration_note,
     read_results,
 )
+from workbench.runs import RunOptions
 
 
 def v1_row(case: dict, value: str | None = "pass", **extra) -> dict:
@@ -227,8 +228,7 @@ def test_the_engine_writes_every_required_field(make_dataset, tmp_path: Path) ->
             ds,
             "development",
             tmp_path / "run",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
     )
     raw = [json.loads(line) for line in Path(summary.results_path).read_text().splitlines()]

@@ -71,7 +71,17 @@ def test_options_travel_as_one_frozen_object() -> None:
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         seen[0].concurrency = 9  # type: ignore[misc]
-    assert seen[0].engine_kwargs()["cache_dir"] == "c"
+    assert (seen[0].executor, seen[0].shards, seen[0].calls_per_second) == ("local", None, None)
+
+
+def test_the_executor_options_join_the_same_object() -> None:
+    probe, seen = _probe("concurrency", "executor", "shards", "calls_per_second")
+    args = ["--executor", "ray", "--shards", "3", "--calls-per-second", "2.5", "--concurrency", "6"]
+    result = CliRunner().invoke(probe, args)
+    assert result.exit_code == 0, result.output
+    assert seen == [RunOptions(concurrency=6, executor="ray", shards=3, calls_per_second=2.5)]
+    refused = CliRunner().invoke(probe, ["--executor", "dask"])
+    assert refused.exit_code == 2 and "'dask' is not one of 'local', 'ray'" in refused.output
 
 
 def test_no_cache_wins_and_defaults_are_the_engine_defaults() -> None:

@@ -15,7 +15,7 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
 from workbench.results import read_results
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 
 SPEC = {
     "name": "kw",
@@ -47,7 +47,7 @@ def judge(tmp_path: Path):
 def test_run_writes_contract_results_and_aligns(dataset_dir: Path, judge, tmp_path: Path) -> None:
     out = tmp_path / "run"
     summary = run_candidate_sync(
-        judge, load_dataset(dataset_dir), "development", out, progress=False
+        judge, load_dataset(dataset_dir), "development", out, RunOptions(progress=False)
     )
     assert (
         summary.status == "complete"
@@ -80,9 +80,11 @@ def test_run_writes_contract_results_and_aligns(dataset_dir: Path, judge, tmp_pa
 def test_rerun_resumes_without_calling_again(dataset_dir: Path, judge, tmp_path: Path) -> None:
     out = tmp_path / "run"
     ds = load_dataset(dataset_dir)
-    run_candidate_sync(judge, ds, "development", out, progress=False)
+    run_candidate_sync(judge, ds, "development", out, RunOptions(progress=False))
     judge_fixtures.SEEN.clear()
-    again = run_candidate_sync(judge, ds, "development", out, progress=False, cache_dir=False)
+    again = run_candidate_sync(
+        judge, ds, "development", out, RunOptions(progress=False, cache_dir=False)
+    )
     assert again.calls == 0 and again.resumed == 3 and judge_fixtures.SEEN == []
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
 
@@ -92,13 +94,15 @@ def test_torn_last_line_is_repaired_and_its_case_rerun(
 ) -> None:
     out = tmp_path / "run"
     ds = load_dataset(dataset_dir)
-    run_candidate_sync(judge, ds, "development", out, progress=False)
+    run_candidate_sync(judge, ds, "development", out, RunOptions(progress=False))
     path = out / "results.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     torn_case = json.loads(lines[-1])["case_id"]
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])  # a crash mid-write
     judge_fixtures.SEEN.clear()
-    again = run_candidate_sync(judge, ds, "development", out, progress=False, cache_dir=False)
+    again = run_candidate_sync(
+        judge, ds, "development", out, RunOptions(progress=False, cache_dir=False)
+    )
     assert again.calls == 1 and again.status == "complete"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     assert sorted(r["case_id"] for r in rows) == ["d1", "d2", "d3"]
@@ -109,9 +113,9 @@ def test_torn_last_line_is_repaired_and_its_case_rerun(
 def test_changed_manifest_is_refused(dataset_dir: Path, judge, tmp_path: Path) -> None:
     out = tmp_path / "run"
     ds = load_dataset(dataset_dir)
-    run_candidate_sync(judge, ds, "development", out, progress=False)
+    run_candidate_sync(judge, ds, "development", out, RunOptions(progress=False))
     with pytest.raises(WorkbenchError) as info:
-        run_candidate_sync(judge, ds, "development", out, repeats=2, progress=False)
+        run_candidate_sync(judge, ds, "development", out, RunOptions(repeats=2, progress=False))
     assert info.value.problems[0].code == "manifest_changed"
     assert "repeats" in info.value.problems[0].message
 
@@ -119,8 +123,28 @@ def test_changed_manifest_is_refused(dataset_dir: Path, judge, tmp_path: Path) -
 def test_repeats_are_separate_results(dataset_dir: Path, judge, tmp_path: Path) -> None:
     out = tmp_path / "run"
     summary = run_candidate_sync(
-        judge, load_dataset(dataset_dir), "calibration", out, repeats=3, progress=False
+        judge, load_dataset(dataset_dir), "calibration", out, RunOptions(repeats=3, progress=False)
     )
     assert summary.planned == 3 and summary.verdicts == 3
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["repeat"] for r in rows) == [0, 1, 2]
+
+
+def test_the_options_travel_whole_and_this_executor_refuses_ray(
+    dataset_dir: Path, judge, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(WorkbenchError) as info:
+        run_candidate_sync(
+            judge,
+            load_dataset(dataset_dir),
+            "development",
+            out,
+            RunOptions(executor="ray", shards=2),
+        )
+    assert [p.code for p in info.value.problems] == ["executor_mismatch"] and not out.exists()
+    options = RunOptions(repeats=2, max_cases=1, cache_dir=False, progress=False)
+    summary = run_candidate_sync(judge, load_dataset(dataset_dir), "development", out, options)
+    assert (summary.planned, summary.calls, summary.stop_reason) == (6, 1, "max_cases")
+    invocation = json.loads((out / "invocations.jsonl").read_text().splitlines()[-1])
+    assert invocation["cache"] is False and invocation["max_cases"] == 1

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,7 +27,7 @@ from workbench.cli import main as cli
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import JudgeInput, load_candidate
-from workbench.runs import LOCK_FILE, run_candidate_sync
+from workbench.runs import LOCK_FILE, RunOptions, run_candidate_sync
 from workbench.testing import ChatRequest, FakeLLM, Reply, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,9 +51,17 @@ def gold(make_dataset) -> Path:
     )
 
 
-def run(spec: Path, gold: Path, out: Path, **kw: object):
+def run(spec: Path, gold: Path, out: Path, **kw: Any):
+    """Run the candidate at ``spec`` on the development cases of ``gold``; ``kw`` holds
+    :class:`RunOptions` fields and run_candidate's own keywords."""
+    options = {k: kw.pop(k) for k in list(kw) if k in RunOptions.__dataclass_fields__}
     return run_candidate_sync(
-        load_candidate(spec), load_dataset(gold), "development", out, progress=False, **kw
+        load_candidate(spec),
+        load_dataset(gold),
+        "development",
+        out,
+        RunOptions(progress=False, **options),
+        **kw,
     )
 
 
@@ -544,8 +553,7 @@ def test_a_budget_that_covers_the_run_completes_it(
             demo,
             "development",
             tmp_path / "full",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
         assert full.status == "complete" and full.planned >= 100
         # The issue's ratio: a run costing $0.0029 under --budget-usd 0.003 (3.4% headroom).
@@ -555,10 +563,7 @@ def test_a_budget_that_covers_the_run_completes_it(
             demo,
             "development",
             tmp_path / "budget",
-            progress=False,
-            cache_dir=False,
-            budget_usd=budget,
-            concurrency=8,
+            RunOptions(progress=False, cache_dir=False, budget_usd=budget, concurrency=8),
         )
     # Old engine: stopped at 98 of 109 here (36 of 109 in the issue's figures).
     assert (
@@ -778,16 +783,14 @@ def test_two_runs_on_one_directory_in_one_process_one_is_refused(
                     dataset,
                     "development",
                     tmp_path / "out",
-                    progress=False,
-                    cache_dir=False,
+                    RunOptions(progress=False, cache_dir=False),
                 ),
                 run_candidate(
                     load_candidate(spec),
                     dataset,
                     "development",
                     tmp_path / "out",
-                    progress=False,
-                    cache_dir=False,
+                    RunOptions(progress=False, cache_dir=False),
                 ),
                 return_exceptions=True,
             )

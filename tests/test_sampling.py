@@ -25,7 +25,7 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
 from workbench.policy import load_policy
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 from workbench.runs._costs import distribution, percentile_nearest_rank, slice_costs
 from workbench.runs._limits import CallEstimate, Limits
 from workbench.sampling import (
@@ -280,7 +280,7 @@ def test_run_refuses_unknown_slices_reservations_over_budget_and_held_out(
             load_dataset(gold),
             "held_out",
             tmp_path / "o3",
-            progress=False,
+            RunOptions(progress=False),
             sampling=declared,
         )
     assert "held_out_refused" in [p.code for p in refused.value.problems]
@@ -649,7 +649,11 @@ def test_a_run_stopped_by_budget_never_leaves_a_critical_case_unrun(
         spec = write_spec(tmp_path, server.base_url)
         judge = load_candidate(spec)
         total = run_candidate_sync(
-            judge, dataset, "development", tmp_path / "measure", progress=False, cache_dir=False
+            judge,
+            dataset,
+            "development",
+            tmp_path / "measure",
+            RunOptions(progress=False, cache_dir=False),
         ).cost_usd
         budget = total * 0.5  # room for about half of the cases
         control = run_candidate_sync(
@@ -657,10 +661,7 @@ def test_a_run_stopped_by_budget_never_leaves_a_critical_case_unrun(
             dataset,
             "development",
             tmp_path / "plain",
-            budget_usd=budget,
-            concurrency=concurrency,
-            progress=False,
-            cache_dir=False,
+            RunOptions(budget_usd=budget, concurrency=concurrency, progress=False, cache_dir=False),
         )
         assert control.stop_reason == "budget_exhausted"
         assert any(u.startswith("b") for u in control.unrun)  # the failure mode a plan prevents
@@ -669,11 +670,8 @@ def test_a_run_stopped_by_budget_never_leaves_a_critical_case_unrun(
             dataset,
             "development",
             tmp_path / "planned",
-            budget_usd=budget,
-            concurrency=concurrency,
-            progress=False,
+            RunOptions(budget_usd=budget, concurrency=concurrency, progress=False, cache_dir=False),
             sampling=plan,
-            cache_dir=False,
         )
     assert summary.status == "incomplete" and summary.stop_reason == "budget_exhausted"
     assert summary.cost_usd <= budget + 1e-12
@@ -710,8 +708,7 @@ def test_a_reserved_slice_retry_is_paid_from_its_hold(tmp_path: Path, make_datas
             dataset,
             "development",
             tmp_path / "measure",
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         ).cost_usd
     budget = total * 0.6
     with FakeLLM(rules=rules, default=Reply(value="pass"), retry_after_s=0.3) as server:
@@ -721,11 +718,8 @@ def test_a_reserved_slice_retry_is_paid_from_its_hold(tmp_path: Path, make_datas
             dataset,
             "development",
             tmp_path / "out",
-            budget_usd=budget,
-            concurrency=4,
-            progress=False,
+            RunOptions(budget_usd=budget, concurrency=4, progress=False, cache_dir=False),
             sampling=plan,
-            cache_dir=False,
         )
     rows = results_of(tmp_path / "out")
     billing = [r for r in rows if r["case_id"].startswith("b")]

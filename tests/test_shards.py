@@ -16,7 +16,7 @@ from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
-from workbench.runs import run_candidate_sync
+from workbench.runs import RunOptions, run_candidate_sync
 from workbench.runs._manifest import ManifestCase, RunManifest
 from workbench.runs._shards import ShardPlan, merge_results, shard_dir, shard_of
 
@@ -72,8 +72,7 @@ def test_the_local_engine_refuses_a_sharded_run_directory(
             load_dataset(gold),
             "development",
             out,
-            progress=False,
-            cache_dir=False,
+            RunOptions(progress=False, cache_dir=False),
         )
     assert [p.code for p in caught.value.problems] == ["executor_mismatch"]
     assert not (out / "results.jsonl").exists()  # nothing was written beside the shards
@@ -182,3 +181,28 @@ def test_the_shard_plan_is_documented() -> None:
     assert undocumented_fields(ShardPlan, "schema_version") == []
     for name in ("shards/<k>/results.jsonl", "worker.json", "RAY_ADDRESS"):
         assert name in section
+
+
+@pytest.mark.parametrize(
+    ("options", "code"),
+    [
+        ({"shards": 0}, "invalid_shards"),
+        ({"shards": None}, "invalid_shards"),
+        ({"shards": 2, "calls_per_second": -1.0}, "invalid_rate"),
+        ({"shards": 2, "concurrency": "8"}, "invalid_concurrency"),
+    ],
+)
+def test_the_ray_executor_checks_its_options_before_anything_else(
+    spec: Path, gold: Path, tmp_path: Path, options: dict, code: str
+) -> None:
+    from workbench.runs._ray import run_candidate_ray
+
+    with pytest.raises(WorkbenchError) as caught:
+        run_candidate_ray(
+            spec, gold, "development", tmp_path / "o", RunOptions(executor="ray", **options)
+        )
+    assert [p.code for p in caught.value.problems] == [code]
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(WorkbenchError) as local:
+        run_candidate_ray(spec, gold, "development", tmp_path / "o", RunOptions(shards=2))
+    assert [p.code for p in local.value.problems] == ["executor_mismatch"]

@@ -46,8 +46,8 @@ print(json.dumps(state))
 """
 
 
-def _probe(first: str) -> dict:
-    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
+def _probe(first: str, **env_vars: str) -> dict:
+    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true", **env_vars}
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, first, json.dumps(_CHECKS)],
         cwd=ROOT,
@@ -71,6 +71,14 @@ def test_iri_checks_answer_as_without_the_deferral() -> None:
     assert plain["after_import"] == "module"  # the reference process loads the real package
     assert deferred["answers"] == plain["answers"] == [True, False, True, False]
     assert deferred["after_check"] == "module"  # the first check replaced the stand-in
+
+
+def test_the_switch_leaves_the_package_as_it_ships() -> None:
+    from workbench._startup import SWITCH
+
+    off = _probe("workbench", **{SWITCH: "0"})
+    assert off["after_import"] == "module" and off["lark_after_import"] is True
+    assert off["answers"] == [True, False, True, False]
 
 
 def test_no_stand_in_when_jsonschema_came_first() -> None:

@@ -43,6 +43,7 @@ from .._io import atomic_write_json
 from .._load import Problems
 from .._record import LooseRecord
 from ..errors import Problem, WorkbenchError
+from ..judges import kinds_where
 from ..outcomes import exit_codes
 from ._expected import apply_expected_failures
 from ._junit import CheckResult
@@ -50,9 +51,9 @@ from ._project import CONFIG_FILE, Inventory, discover
 
 CONTRACTS_SCHEMA_VERSION = 1
 REPORT_FILE = "contracts.json"
-LABEL_KINDS: tuple[str, ...] = ("ragas-llm", "ragas-function", "imported")
+LABEL_KINDS: tuple[str, ...] = kinds_where(output="label")
 """Kinds that return one label per gold case (rubric labels, controls, sentinels)."""
-DETERMINISTIC_KINDS: tuple[str, ...] = ("ragas-function",)
+DETERMINISTIC_KINDS: tuple[str, ...] = kinds_where(output="label", deterministic=True)
 """Kinds the contracts lane runs over the control suites (no model, no cost)."""
 PLACEHOLDER_KEY = "ci-contracts-placeholder-not-a-key"
 PLACEHOLDER_URL = "http://ci-contracts-placeholder.invalid/v1"

@@ -49,6 +49,7 @@ from typing import Any, Literal
 from .._io import atomic_write_json, sha256_text
 from .._record import LooseRecord as _Model
 from ..errors import Problem, WorkbenchError, problem, refusal
+from ..judges import kind_info, kinds_where
 from ._contracts import EXIT_CODES, Outcome, control_check, invocation_dir, lane_outcome
 from ._expected import apply_expected_failures
 from ._git import Changes, changed_since, show_at
@@ -57,17 +58,8 @@ from ._project import CONFIG_FILE, Inventory, discover
 
 SENTINEL_LANE_SCHEMA_VERSION = 1
 REPORT_FILE = "sentinel.json"
-RUNNABLE_KINDS: tuple[str, ...] = ("ragas-llm", "ragas-function")
+RUNNABLE_KINDS: tuple[str, ...] = kinds_where(output="label", replayed=False)
 """Kinds the sentinel lane runs on sentinels and controls."""
-_OTHER_LANES = {
-    "ragas-ranking": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
-    "ragas-ranking-function": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
-    "ragas-noise": "workbench noise --candidate {spec} --pairs FILE --sentinels-only",
-    "imported": (
-        "workbench ci contracts (it checks the results file; an imported judge's verdicts are"
-        " replayed, never re-run)"
-    ),
-}
 
 
 class AffectedCandidate(_Model):
@@ -584,7 +576,8 @@ def _open_lane(
 
 
 def _not_covered(lane: _Lane, c: _Candidate) -> CheckResult:
-    command = _OTHER_LANES.get(c.spec.kind, "its own command").format(spec=lane.inv.rel(c.path))
+    kind = kind_info(c.spec.kind)
+    command = kind.command.format(spec=lane.inv.rel(c.path)) if kind else "its own command"
     message = (
         f"a {c.spec.kind} candidate changed and this lane does not check that kind: check it with"
         f" `{command}`"

@@ -76,6 +76,40 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         },
     ),
     "no_progress": (("--no-progress",), {"is_flag": True, "help": "Hide the progress bar."}),
+    "executor": (
+        ("--executor",),
+        {
+            "type": click.Choice(["local", "ray"]),
+            "default": "local",
+            "show_default": True,
+            "help": (
+                "local: this process; ray: --shards Ray tasks (extra: pip install"
+                " 'judge-workbench[ray]'; RAY_ADDRESS selects an existing cluster)."
+            ),
+        },
+    ),
+    "shards": (
+        ("--shards",),
+        {
+            "type": click.IntRange(min=1),
+            "default": None,
+            "help": (
+                "With --executor ray: split the cases into N shards by case-id hash"
+                " (OUT/shards/<k>/); a resume gives the same N."
+            ),
+        },
+    ),
+    "calls_per_second": (
+        ("--calls-per-second",),
+        {
+            "type": click.FloatRange(min=0, min_open=True),
+            "default": None,
+            "help": (
+                "With --executor ray: start at most this many judge calls a second over all"
+                " shards (a token bucket)."
+            ),
+        },
+    ),
 }
 """Every run option: its click declaration and default settings (overridable per command)."""
 
@@ -88,6 +122,9 @@ _PARAMS = (
     "no_cache",
     "retry_errors",
     "no_progress",
+    "executor",
+    "shards",
+    "calls_per_second",
 )
 """The parameter names the options above can give a command."""
 

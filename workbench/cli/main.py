@@ -11,7 +11,6 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from .._startup import batch_gc, end_command
 from ._lazy_group import LazyCommand, LazyGroup
 
 COMMANDS: dict[str, LazyCommand] = {
@@ -157,16 +156,8 @@ def main() -> None:
 
 
 def run() -> None:
-    """The ``workbench`` console script: :func:`main` in a process that collects garbage as a batch
-    process (``workbench._startup.batch_gc``) and, when the command loaded pyarrow, ends without
-    Arrow's native teardown (``workbench._startup.end_command``). Importing
-    :mod:`workbench.cli` changes nothing."""
-    batch_gc()
-    try:
-        main()
-    except SystemExit as stop:
-        end_command(stop)
-        raise
+    """The ``workbench`` console script (and ``python -m workbench``)."""
+    main()
 
 
 if __name__ == "__main__":

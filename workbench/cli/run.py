@@ -15,7 +15,7 @@ from ..runs._costs import format_slice_costs
 from ..runs._options import RunOptions
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import report_problems, user_errors
-from ._run_options import fixed_concurrency, run_options
+from ._run_options import run_option, run_options
 
 
 @click.command()
@@ -87,34 +87,9 @@ from ._run_options import fixed_concurrency, run_options
     default=None,
     help="Apply this declared sampling plan file (instead of --policy).",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help=(
-        "local: this process; ray: --shards Ray tasks (extra: pip install 'judge-workbench[ray]';"
-        " RAY_ADDRESS selects an existing cluster)."
-    ),
-)
-@click.option(
-    "--shards",
-    type=click.IntRange(min=1),
-    default=None,
-    help=(
-        "With --executor ray: split the cases into N shards by case-id hash (OUT/shards/<k>/); a"
-        " resume gives the same N."
-    ),
-)
-@click.option(
-    "--calls-per-second",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help=(
-        "With --executor ray: start at most this many judge calls a second over all shards (a token"
-        " bucket)."
-    ),
-)
+@run_option("executor")
+@run_option("shards")
+@run_option("calls_per_second")
 @user_errors
 def run(
     candidate: str,
@@ -126,9 +101,6 @@ def run(
     label_mapping: str | None,
     policy_path: str | None,
     plan_path: str | None,
-    executor: str,
-    shards: int | None,
-    calls_per_second: float | None,
 ) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
@@ -165,58 +137,54 @@ def run(
     With a sampling plan the sampled cases are sharded, and reserved slices run first over all
     shards; the summary is a local run's.
     """
-    if executor == "ray":
-        if shadow_of is not None:
-            raise click.UsageError("--shadow-of runs on the local executor only")
-        if shards is None:
-            raise click.UsageError("--executor ray needs --shards N (the number of Ray tasks)")
-        from ..runs._ray import run_candidate_ray
-
-        plan, source = sampling_plan_from(policy_path, plan_path)
-        summary = run_candidate_ray(
-            candidate,
-            gold,
-            partition,
-            out,
-            shards=shards,
-            concurrency=fixed_concurrency(options),
-            repeats=options.repeats,
-            budget_usd=options.budget_usd,
-            max_cases=options.max_cases,
-            cache_dir=options.cache_dir,
-            retry_errors=options.retry_errors,
-            calls_per_second=calls_per_second,
-            sampling=plan,
-            sampling_source=source,
-        )
-        raise SystemExit(report_summary(summary))
-    if shards is not None or calls_per_second is not None:
-        raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
+    _check_combinations(options, shadow_of, label_mapping, policy_path, plan_path)
     if shadow_of is not None:
-        if policy_path is not None or plan_path is not None:
-            raise click.UsageError(
-                "--policy and --sampling-plan cannot be combined with --shadow-of: a shadow"
-                " comparison judges every case"
-            )
         _run_shadow(
             candidate, shadow_of, gold, partition, out, options, label_mapping=label_mapping
         )
         return
-    if label_mapping is not None:
-        raise click.UsageError("--label-mapping applies only with --shadow-of")
     plan, source = sampling_plan_from(policy_path, plan_path)
-    judge = load_candidate(candidate)
-    dataset = load_dataset(gold)
-    summary = run_candidate_sync(
-        judge,
-        dataset,
-        partition,
-        out,
-        **options.engine_kwargs(),
-        sampling=plan,
-        sampling_source=source,
-    )
+    if options.executor == "ray":
+        from ..runs._ray import run_candidate_ray
+
+        summary = run_candidate_ray(
+            candidate, gold, partition, out, options, sampling=plan, sampling_source=source
+        )
+    else:
+        summary = run_candidate_sync(
+            load_candidate(candidate),
+            load_dataset(gold),
+            partition,
+            out,
+            options,
+            sampling=plan,
+            sampling_source=source,
+        )
     raise SystemExit(report_summary(summary))
+
+
+def _check_combinations(
+    options: RunOptions,
+    shadow_of: str | None,
+    label_mapping: str | None,
+    policy_path: str | None,
+    plan_path: str | None,
+) -> None:
+    """Refuse options that do not go together, one line each (a usage error, exit 2)."""
+    if options.executor == "ray":
+        if shadow_of is not None:
+            raise click.UsageError("--shadow-of runs on the local executor only")
+        if options.shards is None:
+            raise click.UsageError("--executor ray needs --shards N (the number of Ray tasks)")
+    elif options.shards is not None or options.calls_per_second is not None:
+        raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
+    if shadow_of is not None and (policy_path is not None or plan_path is not None):
+        raise click.UsageError(
+            "--policy and --sampling-plan cannot be combined with --shadow-of: a shadow"
+            " comparison judges every case"
+        )
+    if shadow_of is None and label_mapping is not None:
+        raise click.UsageError("--label-mapping applies only with --shadow-of")
 
 
 def sampling_plan_from(

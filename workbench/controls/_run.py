@@ -28,6 +28,7 @@ from ..runs import RESULTS_FILE, RunSummary
 # ``workbench.runs`` does not re-export these yet (its __all__ names them), so import them
 # from the engine module directly.
 from ..runs._engine import WorkItem, run_items
+from ..runs._options import RunOptions
 from ._suite import ROLES, ControlSuite, load_suite
 
 if TYPE_CHECKING:
@@ -509,9 +510,9 @@ async def run_controls(
         judge,
         work_items(suite),
         out,
+        RunOptions(**engine_kwargs),
         partition=PARTITION,
         dataset_sha256=suite.sha256,
-        **engine_kwargs,
     )
     outcomes = _outcomes(suite, out / RESULTS_FILE, judge.identity.fingerprint())
     report = evaluate_controls(suite, outcomes, judge=judge.identity, run=summary)

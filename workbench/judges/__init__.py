@@ -1,22 +1,11 @@
 """Judge candidates: specs, fingerprints, the allow-listed judge input and the kind registry.
 
-Built-in kinds (:data:`BUILTIN_KINDS`): ``ragas-llm`` (a Ragas ``DiscreteMetric`` on an
-OpenAI-compatible endpoint), ``ragas-function`` (a deterministic Ragas ``@discrete_metric``),
-``imported`` (verdicts replayed from a results file), ``ragas-noise``
-(:mod:`workbench.noise`), ``ragas-ranking`` and ``ragas-ranking-function``
-(:mod:`workbench.ranking`). Each is a ``"module:attribute"`` stub, imported only when a judge
-of that kind is built: this package imports no package that defines a kind.
-
-A kind outside the core is a factory ``(spec, spec_path) -> Judge``, registered with
-:func:`register_kind` (decorator) or :func:`declare_kind` (``"module:attribute"``, imported on
-first use). A kind that asks an OpenAI-compatible model through a Ragas metric subclasses
-:class:`LLMJudge`, which brings the HTTP client, the wire capture, token usage, retries by
-the run engine and the error classification, and overrides its hooks:
-:attr:`~LLMJudge.allowed_placeholders`, :attr:`~LLMJudge.required_placeholder`,
-:attr:`~LLMJudge.needs_prompt`, ``_build_metric(spec, template)`` (the Ragas metric),
-``_score(llm, judge_input, ref)`` (the awaitable that asks the model),
-``_interpret(result, exchange, judge_input, ref)`` (result to :class:`Verdict`, through
-``self._verdict``/``self._failed``) and :meth:`~LLMJudge.render`.
+Every judge is a :class:`Judge`; optional capabilities are Protocols the run engine checks
+(:class:`ModelJudge`, :class:`HoldsResources`, :class:`ReplayJudge`). The built-in kinds and
+their flags are :data:`BUILTIN_KINDS`; a kind outside the core registers with
+:func:`register_kind` or :func:`declare_kind`, and one that asks an OpenAI-compatible model
+through a Ragas metric subclasses :class:`LLMJudge` and overrides its hooks (docs/formats.md,
+"Judge kinds").
 """
 
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
@@ -25,12 +14,18 @@ from ._ping import PING_CODES, PING_INPUT, PingResult, aping, ping
 from ._registry import (
     BUILTIN_KINDS,
     CaseRef,
+    HoldsResources,
     Judge,
+    Kind,
+    ModelJudge,
     NotAvailable,
+    ReplayJudge,
     Verdict,
     available_kinds,
     build_judge,
     declare_kind,
+    kind_info,
+    kinds_where,
     load_candidate,
     make_identity,
     ragas_version,
@@ -56,20 +51,26 @@ __all__ = [
     "CandidateSpec",
     "CaseRef",
     "Endpoint",
+    "HoldsResources",
     "Judge",
     "JudgeInput",
+    "Kind",
     "LLMJudge",
+    "ModelJudge",
     "NotAvailable",
     "PING_CODES",
     "PING_INPUT",
     "PingResult",
     "Pricing",
+    "ReplayJudge",
     "Threshold",
     "Verdict",
     "aping",
     "available_kinds",
     "build_judge",
     "declare_kind",
+    "kind_info",
+    "kinds_where",
     "load_candidate",
     "load_spec",
     "derive_spec",

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
-import functools
 import importlib
 import inspect
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from .._io import sha256_text
@@ -17,24 +16,76 @@ from ._registry import CaseRef, Verdict, make_identity
 from ._spec import CandidateSpec
 
 
-def with_input_model_built_once(metric: Any) -> Any:
-    """A shallow copy of a Ragas decorated metric that builds its input model once.
+def import_metric(
+    spec: CandidateSpec, loc: str, decorator: str, example: str, problems: list[Problem]
+) -> tuple[Any, ModuleType]:
+    """The Ragas metric ``spec.function`` names (``"module:attribute"``) and its module.
 
-    ``@discrete_metric`` (and the numeric and ranking decorators) check a call's arguments with
-    a pydantic model that ``_create_pydantic_model`` builds from the function's signature, anew
-    on every ``ascore`` call: 0.7 ms of the 0.71 ms a demo judge's call takes. The signature
-    does not change, so the copy builds the model on its first call and keeps it; the checks
-    and their errors are Ragas' own. The user's metric object is left as it is. A metric
-    without that method, or one whose copy cannot take the attribute, is returned unchanged.
+    Raises :class:`~workbench.errors.WorkbenchError` with ``problems`` (the kind's own, found
+    so far) and why the function cannot be had: ``function_missing`` or ``function_unresolved``.
     """
-    if not callable(getattr(metric, "_create_pydantic_model", None)):
-        return metric
+    name = spec.function or ""
+    module_name, _, attribute = name.partition(":")
+    if not module_name or not attribute:
+        problem = Problem(
+            location=loc,
+            code="function_missing",
+            message=f"a {spec.kind} candidate needs function: 'module:attribute'",
+            fix=f"set function to the import path of a {decorator}, e.g. {example}",
+        )
+        raise WorkbenchError("invalid candidate", [*problems, problem])
     try:
-        own = copy.copy(metric)
-        own._create_pydantic_model = functools.cache(own._create_pydantic_model)
-    except Exception:  # a metric class that refuses a copy or the attribute (slots, a frozen
-        return metric  # model, a custom __setattr__): Ragas' per-call build, as shipped
-    return own
+        module = importlib.import_module(module_name)
+        return getattr(module, attribute), module
+    except (ImportError, AttributeError) as exc:
+        problem = Problem(
+            location=loc,
+            code="function_unresolved",
+            message=f"cannot import {name!r} ({exc})",
+            fix="check the module path and attribute name, and that the module is importable",
+        )
+        raise WorkbenchError("invalid candidate", [*problems, problem]) from None
+
+
+def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem]:
+    """What makes ``metric`` unusable as this candidate's judge."""
+
+    def problem(code: str, message: str, fix: str) -> Problem:
+        return Problem(location=loc, code=code, message=message, fix=fix)
+
+    allowed = getattr(metric, "allowed_values", None)
+    if not hasattr(metric, "ascore") or not isinstance(allowed, list | tuple):
+        return [
+            problem(
+                "function_not_metric",
+                f"{spec.function!r} is not a Ragas discrete or numeric metric",
+                "decorate the function with ragas.metrics.discrete_metric(allowed_values=[...])"
+                " or numeric_metric(allowed_values=(low, high))",
+            )
+        ]
+    if isinstance(allowed, tuple):  # a numeric metric: scores need a threshold
+        return (
+            []
+            if spec.threshold is not None
+            else [
+                problem(
+                    "threshold_missing",
+                    f"{spec.function!r} returns scores; the candidate needs a threshold to turn"
+                    " them into labels",
+                    "add threshold: {value: ..., pass_if: at_least, pass_label: pass, fail_label:"
+                    " fail}; choose the value on the calibration partition",
+                )
+            ]
+        )
+    unknown = [v for v in allowed if v not in spec.labels]
+    return [
+        problem(
+            "labels_mismatch",
+            f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}",
+            "make the metric's allowed_values a subset of the spec's labels",
+        )
+        for _ in unknown[:1]
+    ]
 
 
 class FunctionJudge:
@@ -43,97 +94,17 @@ class FunctionJudge:
     def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         self.spec = spec
         loc = str(spec_path)
-        if not spec.function or ":" not in spec.function:
-            raise WorkbenchError(
-                "invalid candidate",
-                [
-                    Problem(
-                        location=loc,
-                        code="function_missing",
-                        message="a ragas-function candidate needs function: 'module:attribute'",
-                        fix=(
-                            "set function to the import path of a @discrete_metric, e.g."
-                            " workbench.judges.demo:rubric_judge_v1"
-                        ),
-                    )
-                ],
-            )
-        module_name, _, attr = spec.function.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-            metric = getattr(module, attr)
-        except (ImportError, AttributeError) as exc:
-            raise WorkbenchError(
-                "invalid candidate",
-                [
-                    Problem(
-                        location=loc,
-                        code="function_unresolved",
-                        message=f"cannot import {spec.function!r} ({exc})",
-                        fix=(
-                            "check the module path and attribute name, and that the module is"
-                            " importable"
-                        ),
-                    )
-                ],
-            ) from None
-        allowed = getattr(metric, "allowed_values", None)
-        self.numeric = isinstance(allowed, tuple)
-        if not hasattr(metric, "ascore") or not isinstance(allowed, list | tuple):
-            raise WorkbenchError(
-                "invalid candidate",
-                [
-                    Problem(
-                        location=loc,
-                        code="function_not_metric",
-                        message=f"{spec.function!r} is not a Ragas discrete or numeric metric",
-                        fix=(
-                            "decorate the function with"
-                            " ragas.metrics.discrete_metric(allowed_values=[...]) or"
-                            " numeric_metric(allowed_values=(low, high))"
-                        ),
-                    )
-                ],
-            )
-        if self.numeric and spec.threshold is None:
-            raise WorkbenchError(
-                "invalid candidate",
-                [
-                    Problem(
-                        location=loc,
-                        code="threshold_missing",
-                        message=(
-                            f"{spec.function!r} returns scores; the candidate needs a threshold to"
-                            " turn them into labels"
-                        ),
-                        fix=(
-                            "add threshold: {value: ..., pass_if: at_least, pass_label: pass,"
-                            " fail_label: fail}; choose the value on the calibration partition"
-                        ),
-                    )
-                ],
-            )
-        unknown = [] if self.numeric else [v for v in allowed if v not in spec.labels]
-        if unknown:
-            raise WorkbenchError(
-                "invalid candidate",
-                [
-                    Problem(
-                        location=loc,
-                        code="labels_mismatch",
-                        message=(
-                            f"the metric may return {unknown}, which are not in the spec's labels"
-                            f" {spec.labels}"
-                        ),
-                        fix="make the metric's allowed_values a subset of the spec's labels",
-                    )
-                ],
-            )
-        self.metric = with_input_model_built_once(metric)
+        metric, module = import_metric(
+            spec, loc, "@discrete_metric", "workbench.judges.demo:rubric_judge_v1", []
+        )
+        problems = _metric_problems(spec, metric, loc)
+        if problems:
+            raise WorkbenchError("invalid candidate", problems)
+        self.numeric = isinstance(metric.allowed_values, tuple)
+        self.metric = metric
         func = getattr(metric, "_func", None) or metric
         self._parameters = list(inspect.signature(func).parameters)
-        source = inspect.getsource(module)
-        self.identity: JudgeIdentity = make_identity(spec, sha256_text(source))
+        self.identity: JudgeIdentity = make_identity(spec, sha256_text(inspect.getsource(module)))
 
     def _arguments(self, judge_input: JudgeInput) -> dict[str, Any]:
         args = judge_input.arguments()
@@ -152,33 +123,19 @@ class FunctionJudge:
             return Verdict.failed("judge_exception", f"the case lacks judge inputs {missing}")
         try:
             result = await self.metric.ascore(**args)
-        except (
-            Exception
-        ) as exc:  # a user-supplied metric may raise anything; record it, never a verdict
+        except Exception as exc:  # a user-supplied metric may raise anything: record it
             return Verdict.failed("judge_exception", f"{type(exc).__name__}: {exc}")
-        if (
-            self.numeric
-            and isinstance(result.value, int | float)
-            and self.spec.threshold is not None
-        ):
+        threshold = self.spec.threshold
+        if self.numeric and isinstance(result.value, int | float) and threshold is not None:
             score = float(result.value)
-            t = self.spec.threshold
-            sign = ">=" if t.pass_if == "at_least" else "<="
-            return Verdict(
-                value=t.label(score),
-                reason=(
-                    f"score {score:.4g} ({'' if t.label(score) == t.pass_label else 'not '}{sign}"
-                    f" {t.value:g}): {result.reason}"
-                ),
-                score=score,
-            )
+            label = threshold.label(score)
+            sign = ">=" if threshold.pass_if == "at_least" else "<="
+            side = "" if label == threshold.pass_label else "not "
+            reason = f"score {score:.4g} ({side}{sign} {threshold.value:g}): {result.reason}"
+            return Verdict(value=label, reason=reason, score=score)
         if result.value is None or result.value not in self.spec.labels:
             reason = str(result.reason or f"value {result.value!r} outside {self.spec.labels}")
             # Ragas catches exceptions raised by the function and returns them as a reason.
-            kind = (
-                "judge_exception"
-                if reason.startswith(f"Error executing metric {self.metric.name}:")
-                else "invalid_label"
-            )
-            return Verdict.failed(kind, reason)
+            raised = reason.startswith(f"Error executing metric {self.metric.name}:")
+            return Verdict.failed("judge_exception" if raised else "invalid_label", reason)
         return Verdict(value=str(result.value), reason=result.reason)

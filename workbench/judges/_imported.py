@@ -141,48 +141,29 @@ class ImportedJudge:
                 f"{self.spec.results} has no result for {ref.case_id} repeat {ref.repeat}"
             )
         line, r = found
+        request = self.render(judge_input, ref)
         if r.response_hash != ref.response_hash:
             return Verdict.failed(
                 "missing_verdict",
                 f"the imported result (line {line}) judged a different response than the gold"
                 " record",
-                rendered_request=self.render(judge_input, ref),
+                rendered_request=request,
             )
+        recorded: dict[str, Any] = {
+            "tokens_in": r.tokens_in,
+            "tokens_out": r.tokens_out,
+            "rendered_request": request,
+            "latency_s": r.latency_s,
+            "cost_usd": r.cost_usd,
+        }
         if r.error is not None:
-            return Verdict.failed(
-                r.error.kind,
-                r.error.message,
-                tokens_in=r.tokens_in,
-                tokens_out=r.tokens_out,
-                rendered_request=self.render(judge_input, ref),
-                latency_s=r.latency_s,
-                cost_usd=r.cost_usd,
-            )
+            return Verdict.failed(r.error.kind, r.error.message, **recorded)
         if r.value is None and r.score is not None:  # a score-only result (e.g. noise sensitivity)
-            return Verdict(
-                value=None,
-                reason=r.reason,
-                score=r.score,
-                tokens_in=r.tokens_in,
-                tokens_out=r.tokens_out,
-                rendered_request=self.render(judge_input, ref),
-                latency_s=r.latency_s,
-                cost_usd=r.cost_usd,
-            )
+            return Verdict(value=None, reason=r.reason, score=r.score, **recorded)
         if r.value not in self.spec.labels:
             return Verdict.failed(
                 "invalid_label",
                 f"imported value {r.value!r} outside {self.spec.labels}",
-                rendered_request=self.render(judge_input, ref),
+                rendered_request=request,
             )
-        return Verdict(
-            value=r.value,
-            reason=r.reason,
-            score=r.score,
-            order=r.order,
-            tokens_in=r.tokens_in,
-            tokens_out=r.tokens_out,
-            rendered_request=self.render(judge_input, ref),
-            latency_s=r.latency_s,
-            cost_usd=r.cost_usd,
-        )
+        return Verdict(value=r.value, reason=r.reason, score=r.score, order=r.order, **recorded)

@@ -28,7 +28,7 @@ from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
-from ._prepared import DIRECT_EXTENSION, Preparation, prepare
+from ._prepared import Preparation, prepare
 from ._registry import CaseRef, Verdict, make_identity
 from ._spec import SECRET_FIX, CandidateSpec
 from ._tokens import prompt_tokens
@@ -61,16 +61,6 @@ class _Exchange:
     urls: list[str] = field(default_factory=list)
     """The URL of every request, as sent (for ``workbench ping``; never holds the key)."""
 
-    def sent(self, url: str, body: Any) -> None:
-        """A request of the prepared direct path (:class:`~._prepared.WireLog`): its body as
-        the hook would read it back from the wire (the same JSON values)."""
-        self.urls.append(url)
-        self.requests.append(body)
-
-    def received(self, status: int, retry_after: str | None, body: Any) -> None:
-        """A response of the prepared direct path, recorded as :func:`_on_response` does."""
-        self.responses.append({"status": status, "retry_after": retry_after, "body": body})
-
 
 _CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar(
     "workbench_llm_exchange", default=None
@@ -79,7 +69,7 @@ _CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar(
 
 async def _on_request(request: Any) -> None:
     exchange = _CURRENT.get()
-    if exchange is None or DIRECT_EXTENSION in request.extensions:  # it records itself
+    if exchange is None:
         return
     exchange.urls.append(str(request.url))
     try:
@@ -92,7 +82,7 @@ async def _on_request(request: Any) -> None:
 
 async def _on_response(response: Any) -> None:
     exchange = _CURRENT.get()
-    if exchange is None or DIRECT_EXTENSION in response.request.extensions:
+    if exchange is None:
         return
     await response.aread()
     try:
@@ -106,11 +96,6 @@ async def _on_response(response: Any) -> None:
             "body": body,
         }
     )
-
-
-def template_fields(template: str) -> list[str]:
-    """Placeholder names used by a ``str.format`` template."""
-    return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
 def _placeholders(template: str) -> tuple[list[str], list[str]]:
@@ -226,6 +211,45 @@ def _tls_context(cert_file: str, cert_dir: str) -> Any:
     return httpx.create_ssl_context()
 
 
+def _base_url(spec: CandidateSpec, loc: str) -> tuple[str | None, list[Problem]]:
+    """The base URL the judge calls (``endpoint.base_url_env`` or ``base_url``), or why there is
+    none: never the client's default (api.openai.com) or a fixed port when the spec names its URL
+    variable and no base_url."""
+    endpoint = spec.endpoint
+    try:
+        url = endpoint.resolved_base_url()
+    except ValueError as exc:
+        return None, [
+            Problem(
+                location=loc,
+                code="base_url_env_invalid",
+                message=f"endpoint.base_url_env: {exc}",
+                fix=(
+                    f"export {endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use"
+                    " endpoint.base_url"
+                ),
+            )
+        ]
+    name = endpoint.base_url_env
+    if not name or url is not None:
+        return url, []
+    return None, [
+        Problem(
+            location=loc,
+            code="base_url_unset",
+            message=(
+                f"endpoint.base_url_env names ${name}, which is not set, and the spec has no"
+                " base_url: there is no endpoint to call"
+            ),
+            fix=(
+                f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench"
+                f" fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() /"
+                " serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)"
+            ),
+        )
+    ]
+
+
 class LLMJudge:
     """A Ragas ``DiscreteMetric`` evaluated by an OpenAI-compatible model.
 
@@ -242,29 +266,60 @@ class LLMJudge:
     needs_prompt: bool = True
     """Whether the spec must carry a prompt template (metrics with built-in prompts do not)."""
 
-    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:  # noqa: C901
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         self.spec = spec
         loc = str(spec_path)
+        template, used, problems = self._template(spec, spec_path)
+        self.api_key_env = spec.endpoint.api_key_env
+        # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
+        # base_url and the name base_url_env are), so the local demo model may move ports.
+        self.base_url, url_problems = _base_url(spec, loc)
+        # As run.json and error messages name it: no query string, no user information, and the
+        # client's default when the spec names none (never carries the key).
+        default = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.endpoint_url: str = public_url(_recordable_url(self.base_url or default)) or ""
+        problems += url_problems + self._key_problems(loc)
+        problems += self._secret_problems(spec, template, loc)
+        if problems:
+            raise WorkbenchError("invalid candidate", problems)
+        self.template = template
+        self.placeholders = set(used)
+        self.identity = make_identity(spec, sha256_text(template))
+        _load_client_stack()
+        self.metric = self._build_metric(spec, template)
+        self._client_loop: tuple[Any, list[Any]] | None = None
+        self._rendered: OrderedDict[int, _Rendered] = OrderedDict()
+        self._prepared: dict[int, tuple[Any, Preparation]] = {}
+        self._prepare_lock: tuple[Any, asyncio.Lock] | None = None
+        self._shards = 1
+        self._next_shard = 0
+
+    def _template(
+        self, spec: CandidateSpec, spec_path: Path
+    ) -> tuple[str, list[str], list[Problem]]:
+        """The prompt template, the placeholders it uses, and every problem with the model, the
+        prompt and its placeholders."""
+        loc = str(spec_path)
+
+        def problem(code: str, message: str, fix: str) -> Problem:
+            return Problem(location=loc, code=code, message=message, fix=fix)
+
         problems: list[Problem] = []
         if not spec.model:
             problems.append(
-                Problem(
-                    location=loc,
-                    code="model_missing",
-                    message="a ragas-llm candidate needs a model",
-                    fix="set model: to the evaluator model name the endpoint serves",
+                problem(
+                    "model_missing",
+                    "a ragas-llm candidate needs a model",
+                    "set model: to the evaluator model name the endpoint serves",
                 )
             )
         if self.needs_prompt and bool(spec.prompt) == bool(spec.prompt_file):
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_missing",
-                    message="give exactly one of prompt (inline) or prompt_file",
-                    fix=(
-                        "put the judge prompt template inline under prompt:, or in a file named by"
-                        " prompt_file:"
-                    ),
+                problem(
+                    "prompt_missing",
+                    "give exactly one of prompt (inline) or prompt_file",
+                    "put the judge prompt template inline under prompt:, or in a file named by"
+                    " prompt_file:",
                 )
             )
         template = spec.prompt or ""
@@ -274,15 +329,21 @@ class LLMJudge:
         try:
             used, malformed = _placeholders(template)
         except ValueError as exc:
-            used, malformed = [], []
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_invalid",
-                    message=f"the prompt template is not a valid format string ({exc})",
-                    fix="double literal braces: {{ and }}",
+                problem(
+                    "prompt_invalid",
+                    f"the prompt template is not a valid format string ({exc})",
+                    "double literal braces: {{ and }}",
                 )
             )
+            return template, [], problems
+        return template, used, problems + self._placeholder_problems(template, used, malformed, loc)
+
+    def _placeholder_problems(
+        self, template: str, used: list[str], malformed: list[str], loc: str
+    ) -> list[Problem]:
+        """Malformed, unknown or missing placeholders of the template."""
+        problems: list[Problem] = []
         if malformed:
             problems.append(
                 Problem(
@@ -310,101 +371,34 @@ class LLMJudge:
                     + "; labels and reviews can never reach a prompt",
                 )
             )
-        if (
-            self.required_placeholder
-            and self.required_placeholder not in used
-            and not unknown
-            and not malformed
-            and template
-        ):
+        required = self.required_placeholder
+        if required and required not in used and not problems and template:
             problems.append(
                 Problem(
                     location=loc,
                     code="prompt_no_response",
-                    message=(
-                        f"the prompt never shows {{{self.required_placeholder}}}, the thing under"
-                        " judgment"
-                    ),
-                    fix=f"add {{{self.required_placeholder}}} to the prompt template",
+                    message=f"the prompt never shows {{{required}}}, the thing under judgment",
+                    fix=f"add {{{required}}} to the prompt template",
                 )
             )
-        self.api_key_env = spec.endpoint.api_key_env
-        # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
-        # base_url and the name base_url_env are), so the local demo model may move ports.
-        self.base_url: str | None = None
-        try:
-            self.base_url = spec.endpoint.resolved_base_url()
-        except ValueError as exc:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="base_url_env_invalid",
-                    message=f"endpoint.base_url_env: {exc}",
-                    fix=(
-                        f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to"
-                        " use endpoint.base_url"
-                    ),
-                )
+        return problems
+
+    def _key_problems(self, loc: str) -> list[Problem]:
+        """The API key's variable, when the spec names one, must be set."""
+        name = self.api_key_env
+        if not name or os.environ.get(name):
+            return []
+        return [
+            Problem(
+                location=loc,
+                code="api_key_missing",
+                message=f"the environment variable {name} is not set",
+                fix=(
+                    f"export {name}=<your key> (keys are read from the environment and never"
+                    " written to any file)"
+                ),
             )
-        else:
-            name = spec.endpoint.base_url_env
-            if name and self.base_url is None:
-                # Never fall back to the client's default (api.openai.com) or to a fixed port:
-                # a spec that names its URL variable and no base_url is served where that says.
-                problems.append(
-                    Problem(
-                        location=loc,
-                        code="base_url_unset",
-                        message=(
-                            f"endpoint.base_url_env names ${name}, which is not set, and the spec"
-                            " has no base_url: there is no endpoint to call"
-                        ),
-                        fix=(
-                            f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it:"
-                            f" `workbench fake-llm --port 0 --export {name} -- COMMAND`, or"
-                            " serve_demo_llm() / serve_ranking_llm() /"
-                            " workbench.demo.noise.serve() in a notebook)"
-                        ),
-                    )
-                )
-        # As run.json and error messages name it: no query string, no user information, and the
-        # client's default when the spec names none (never carries the key).
-        self.endpoint_url: str = (
-            public_url(
-                _recordable_url(
-                    self.base_url
-                    or os.environ.get("OPENAI_BASE_URL")
-                    or "https://api.openai.com/v1"
-                )
-            )
-            or ""
-        )
-        if self.api_key_env and not os.environ.get(self.api_key_env):
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="api_key_missing",
-                    message=f"the environment variable {self.api_key_env} is not set",
-                    fix=(
-                        f"export {self.api_key_env}=<your key> (keys are read from the environment"
-                        " and never written to any file)"
-                    ),
-                )
-            )
-        problems += self._secret_problems(spec, template, loc)
-        if problems:
-            raise WorkbenchError("invalid candidate", problems)
-        self.template = template
-        self.placeholders = set(used)
-        self.identity = make_identity(spec, sha256_text(template))
-        _load_client_stack()
-        self.metric = self._build_metric(spec, template)
-        self._client_loop: tuple[Any, list[Any]] | None = None
-        self._rendered: OrderedDict[int, _Rendered] = OrderedDict()
-        self._prepared: dict[int, tuple[Any, Preparation]] = {}
-        self._prepare_lock: tuple[Any, asyncio.Lock] | None = None
-        self._shards = 1
-        self._next_shard = 0
+        ]
 
     def _secret_problems(self, spec: CandidateSpec, template: str, loc: str) -> list[Problem]:
         """Secrets in the prompt file, or the key's own value anywhere in the spec."""
@@ -455,9 +449,7 @@ class LLMJudge:
         preparation = await self._preparation(metric)
         if preparation.request is None:
             return await metric.ascore(llm=llm, **self._arguments(judge_input))
-        return await preparation.request.ascore(
-            llm.client.client, self._prompt(judge_input), _CURRENT.get()
-        )
+        return await preparation.request.ascore(llm.client.client, self._prompt(judge_input))
 
     async def _preparation(self, metric: Any) -> Preparation:
         """The prepared request of ``metric``, built on first use (once per candidate and

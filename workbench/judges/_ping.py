@@ -19,6 +19,7 @@ import re
 import socket
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ PING_CODES: dict[str, str] = {
 }
 """Every problem code a ping can report, with its meaning."""
 
+_REFUSAL_FIX = "use a model that answers evaluation prompts, or review the prompt template"
 _REASON_FIX = (
     "make the prompt ask for a short reason before the value (the JSON is {reason, value}); a"
     " verdict without a reason cannot be reviewed"
@@ -197,159 +199,68 @@ async def aping(spec_path: str | Path) -> PingResult:
     return _assess(judge, exchange, result, error, latency)
 
 
-def _assess(  # noqa: C901, PLR0915
+@dataclass
+class _Findings:
+    """What a ping found so far: every problem and the facts about the answer."""
+
+    judge: LLMJudge
+    exchange: _Exchange
+    url: str | None
+    problems: list[Problem] = field(default_factory=list)
+    honoured: bool | None = None
+    parsed: bool = False
+    value: str | None = None
+    content: str | None = None
+
+    def problem(self, code: str, message: str, fix: str) -> None:
+        one_line = " ".join(redact(message, self.judge.secrets()).split())  # may span lines
+        where = self.url or str(self.judge.spec.label)
+        self.problems.append(Problem(location=where, code=code, message=one_line, fix=fix))
+
+    def parsed_value(self, value: Any) -> None:
+        self.parsed = True
+        self.value = None if value is None else str(value)
+
+
+def _assess(
     judge: LLMJudge, exchange: _Exchange, result: Any, error: Exception | None, latency: float
 ) -> PingResult:
+    """The ping's result: what went wrong on the wire, in the answer, and in its usage."""
     import openai
 
     spec = judge.spec
-    secrets = judge.secrets()
-    url = redact(exchange.urls[0], secrets) if exchange.urls else judge.display_url
-    where = url or str(spec.label)
-    problems: list[Problem] = []
-
-    def problem(code: str, message: str, fix: str) -> None:
-        one_line = " ".join(redact(message, secrets).split())  # provider messages may span lines
-        problems.append(Problem(location=where, code=code, message=one_line, fix=fix))
-
+    url = redact(exchange.urls[0], judge.secrets()) if exchange.urls else judge.display_url
+    found = _Findings(judge, exchange, url)
     last = exchange.responses[-1] if exchange.responses else None
     status = last["status"] if last else None
-    body = last["body"] if last else None
     json_asked = spec.endpoint.json_mode == "json_object"
-    honoured: bool | None = None
-    parsed = False
-    value: str | None = None
-    content: str | None = None
-    key_hint = (
-        f"${spec.endpoint.api_key_env}"
-        if spec.endpoint.api_key_env
-        else "the key (endpoint.api_key_env names no variable)"
-    )
-
     if isinstance(error, (openai.APITimeoutError, TimeoutError)):
-        problem(
+        found.problem(
             "timeout",
             f"no answer from {url} within {spec.endpoint.timeout_s:g} s",
             "check that the server is up and not overloaded, or raise endpoint.timeout_s (large"
             " local models can take long for the first call)",
         )
     elif isinstance(error, openai.APIConnectionError):
-        _connection_problem(error, url, _url_source(spec), problem)
+        _connection_problem(error, url, _url_source(spec), found.problem)
     elif isinstance(error, openai.APIStatusError):
-        _status_problem(error, spec, url or judge.display_url, json_asked, key_hint, problem)
-        if (
-            error.status_code == 400
-            and json_asked
-            and _JSON_MODE_REFUSED.search(_status_text(error))
-        ):
-            honoured = False
+        _status_problem(error, spec, url or judge.display_url, json_asked, found.problem)
+        if error.status_code == 400 and json_asked:
+            found.honoured = False if _JSON_MODE_REFUSED.search(_status_text(error)) else None
     else:
-        message = _assistant_message(body) if status == 200 else None
-        if status is not None and status != 200:
-            problem("bad_request", f"HTTP {status} from {url}", "see the endpoint's logs")
-        elif message is not None and message.get("refusal"):
-            problem(
-                "refusal",
-                f"the model refused the fixed ping case: {str(message['refusal'])[:200]}",
-                "use a model that answers evaluation prompts, or review the prompt template",
-            )
-        elif message is not None:
-            content = message.get("content") if isinstance(message.get("content"), str) else None
-            if json_asked and content is not None and content.strip():
-                honoured = content.lstrip().startswith("{")
-                if not honoured:
-                    problem(
-                        "no_json_mode",
-                        f"{url} accepted response_format json_object but answered prose around the"
-                        f" JSON ({content.strip()[:80]!r}...): JSON mode is not honoured",
-                        "set endpoint.json_mode: md_json (the fallback: no response_format, the"
-                        " answer is asked for in a ```json block) in a new candidate version, or"
-                        " enable JSON mode on the server",
-                    )
-            if error is None and result is not None:
-                parsed = True
-                value = None if result.value is None else str(result.value)
-                if not has_reason(result.reason):
-                    problem(
-                        "missing_reason",
-                        "the answer has an empty reason: a run records such an answer as an"
-                        " evaluator error (missing_reason)",
-                        _REASON_FIX,
-                    )
-            else:
-                kind, detail = judge._classify_output_failure(
-                    exchange, error or ValueError("no result")
-                )
-                if kind == "invalid_label":
-                    parsed = True
-                    raw = _value_in(content)
-                    value = None if raw is None else str(raw)
-                    problem(
-                        "label_not_allowed",
-                        f"the answer's value is not one of the labels: {detail}",
-                        "tell the model the exact labels in the prompt template (e.g. 'value: one"
-                        " of pass, fail'), or correct labels: in the spec",
-                    )
-                elif kind == "refusal":
-                    problem(
-                        "refusal",
-                        detail,
-                        "use a model that answers evaluation prompts, or review the prompt"
-                        " template",
-                    )
-                elif kind == "missing_reason":
-                    parsed = True
-                    raw = _value_in(content)
-                    value = None if raw is None else str(raw)
-                    problem(
-                        "missing_reason",
-                        f"{detail}: a run records such an answer as an evaluator error"
-                        " (missing_reason)",
-                        _REASON_FIX,
-                    )
-                else:
-                    problem(
-                        "unparseable",
-                        f"the answer is not the {{reason, value}} JSON the metric parses: {detail}",
-                        _unparseable_fix(spec, honoured),
-                    )
-        elif error is not None:
-            problem(
-                "unparseable",
-                f"no usable answer: {type(error).__name__}: {str(error)[:200]}",
-                _unparseable_fix(spec, honoured),
-            )
-
-    label_ok = value is not None and value in spec.labels
-    if (
-        parsed
-        and value is not None
-        and not label_ok
-        and not any(p.code == "label_not_allowed" for p in problems)
-    ):
-        problem(
+        _answer(found, status, last["body"] if last else None, result, error)
+    label_ok = found.value is not None and found.value in spec.labels
+    reported = any(p.code == "label_not_allowed" for p in found.problems)
+    if found.parsed and found.value is not None and not label_ok and not reported:
+        found.problem(
             "label_not_allowed",
-            f"the answer's value {value!r} is not one of {spec.labels}",
+            f"the answer's value {found.value!r} is not one of {spec.labels}",
             "tell the model the exact labels in the prompt template, or correct labels: in the"
             " spec",
         )
-
     tokens_in, tokens_out = judge._usage(exchange)
-    priced = spec.pricing.input_per_million_usd > 0 or spec.pricing.output_per_million_usd > 0
-    cost: float | None = None
-    if tokens_in is not None or tokens_out is not None:
-        cost = spec.pricing.cost(tokens_in, tokens_out)
-    elif status == 200:
-        if priced:
-            problem(
-                "usage_missing",
-                f"{url} answered without token usage: runs would record $0 for every call and"
-                " --budget-usd could not hold",
-                "enable usage reporting on the server (or the proxy), or use an endpoint that"
-                " reports it",
-            )
-        else:
-            cost = 0.0
+    cost = _cost(found, status, tokens_in, tokens_out)
+    content = found.content
     return PingResult(
         candidate=spec.label,
         model=spec.model,
@@ -358,18 +269,121 @@ def _assess(  # noqa: C901, PLR0915
         url=url,
         status=status,
         latency_s=round(latency, 4),
-        json_mode_honoured=honoured if json_asked else None,
-        parsed=parsed,
-        value=value,
+        json_mode_honoured=found.honoured if json_asked else None,
+        parsed=found.parsed,
+        value=found.value,
         label_ok=label_ok,
         labels=list(spec.labels),
-        answer_excerpt=None if content is None else redact(content[:300], secrets),
+        answer_excerpt=None if content is None else redact(content[:300], judge.secrets()),
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_usd=None if cost is None else round(cost, 10),
-        ok=not problems,
-        problems=problems,
+        ok=not found.problems,
+        problems=found.problems,
     )
+
+
+def _answer(found: _Findings, status: int | None, body: Any, result: Any, error: Any) -> None:
+    """An answer came (or none did, with no transport error): judge its content."""
+    spec = found.judge.spec
+    message = _assistant_message(body) if status == 200 else None
+    if status is not None and status != 200:
+        found.problem("bad_request", f"HTTP {status} from {found.url}", "see the endpoint's logs")
+    elif message is not None and message.get("refusal"):
+        found.problem(
+            "refusal",
+            f"the model refused the fixed ping case: {str(message['refusal'])[:200]}",
+            _REFUSAL_FIX,
+        )
+    elif message is not None:
+        content = message.get("content")
+        found.content = content if isinstance(content, str) else None
+        _json_mode(found)
+        if error is None and result is not None:
+            found.parsed_value(result.value)
+            if not has_reason(result.reason):
+                found.problem(
+                    "missing_reason",
+                    "the answer has an empty reason: a run records such an answer as an"
+                    " evaluator error (missing_reason)",
+                    _REASON_FIX,
+                )
+        else:
+            _unusable(found, error)
+    elif error is not None:
+        found.problem(
+            "unparseable",
+            f"no usable answer: {type(error).__name__}: {str(error)[:200]}",
+            _unparseable_fix(spec, found.honoured),
+        )
+
+
+def _json_mode(found: _Findings) -> None:
+    """Under JSON mode, an answer that is not bare JSON means the mode is not honoured."""
+    content = found.content
+    if found.judge.spec.endpoint.json_mode != "json_object" or not (content and content.strip()):
+        return
+    found.honoured = content.lstrip().startswith("{")
+    if not found.honoured:
+        found.problem(
+            "no_json_mode",
+            f"{found.url} accepted response_format json_object but answered prose around the"
+            f" JSON ({content.strip()[:80]!r}...): JSON mode is not honoured",
+            "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is"
+            " asked for in a ```json block) in a new candidate version, or enable JSON mode on"
+            " the server",
+        )
+
+
+def _unusable(found: _Findings, error: Any) -> None:
+    """An answer the metric could not use: classified as a run would record it."""
+    kind, detail = found.judge._classify_output_failure(
+        found.exchange, error or ValueError("no result")
+    )
+    if kind == "invalid_label":
+        found.parsed_value(_value_in(found.content))
+        found.problem(
+            "label_not_allowed",
+            f"the answer's value is not one of the labels: {detail}",
+            "tell the model the exact labels in the prompt template (e.g. 'value: one of pass,"
+            " fail'), or correct labels: in the spec",
+        )
+    elif kind == "refusal":
+        found.problem("refusal", detail, _REFUSAL_FIX)
+    elif kind == "missing_reason":
+        found.parsed_value(_value_in(found.content))
+        found.problem(
+            "missing_reason",
+            f"{detail}: a run records such an answer as an evaluator error (missing_reason)",
+            _REASON_FIX,
+        )
+    else:
+        found.problem(
+            "unparseable",
+            f"the answer is not the {{reason, value}} JSON the metric parses: {detail}",
+            _unparseable_fix(found.judge.spec, found.honoured),
+        )
+
+
+def _cost(
+    found: _Findings, status: int | None, tokens_in: int | None, tokens_out: int | None
+) -> float | None:
+    """The call's cost under the price table; None (and a problem when priced) without usage."""
+    pricing = found.judge.spec.pricing
+    if tokens_in is not None or tokens_out is not None:
+        return pricing.cost(tokens_in, tokens_out)
+    if status != 200:
+        return None
+    if pricing.input_per_million_usd > 0 or pricing.output_per_million_usd > 0:
+        found.problem(
+            "usage_missing",
+            f"{found.url} answered without token usage: runs would record $0 for every call and"
+            " --budget-usd could not hold",
+            "enable usage reporting on the server (or the proxy), or use an endpoint that"
+            " reports it",
+        )
+        return None
+    return 0.0
 
 
 def _connection_problem(error: BaseException, url: str | None, source: str, problem: Any) -> None:
@@ -399,44 +413,43 @@ def _connection_problem(error: BaseException, url: str | None, source: str, prob
         )
 
 
-def _status_problem(  # noqa: C901
-    error: Any, spec: Any, where: str, json_asked: bool, key_hint: str, problem: Any
-) -> None:
-    status = error.status_code
-    text = _status_text(error)
-    said = _api_message(error)
+_PLAIN_STATUS: dict[int, tuple[str, str, str]] = {
+    403: (
+        "forbidden",
+        "{said}",
+        "the key is valid but may not use this model or deployment: check its permissions,"
+        " project or quota",
+    ),
+    404: (
+        "endpoint_not_found",
+        "no chat-completions API at this path ({said})",
+        "check endpoint.base_url: OpenAI-compatible servers usually end in /v1 (Ollama:"
+        " http://HOST:11434/v1); for Azure give the resource root and provider: azure",
+    ),
+    429: ("rate_limited", "{said}", "wait and ping again; check the quota of this key"),
+    500: ("server_error", "{said}", "see the server's logs; ping again once it is healthy"),
+    400: (
+        "bad_request",
+        "{said}",
+        "check params: and the model name in the spec against what the server accepts",
+    ),
+}
+"""HTTP status -> (code, message after "HTTP <status> from <url>: ", fix) of the statuses a
+ping explains the same way every time (500: any 5xx; 400: any other 4xx)."""
+
+
+def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, problem: Any) -> None:
+    status, text, said = error.status_code, _status_text(error), _api_message(error)
+    head = f"HTTP {status} from {where}:"
     if status == 401:
-        fix = f"check that {key_hint} holds a valid key for this endpoint"
-        if spec.endpoint.provider == "azure":
-            fix += " (Azure takes the resource's key, sent as the api-key header)"
-        elif ".openai.azure.com" in where or "/openai/deployments/" in where:
-            fix += (
-                "; this looks like Azure OpenAI, which reads the key from an api-key header: set"
-                " endpoint.provider: azure with deployment and api_version"
-            )
-        problem("unauthorized", f"HTTP 401 from {where}: the key was refused ({said})", fix)
-    elif status == 403:
-        problem(
-            "forbidden",
-            f"HTTP 403 from {where}: {said}",
-            "the key is valid but may not use this model or deployment: check its permissions,"
-            " project or quota",
-        )
+        problem("unauthorized", f"{head} the key was refused ({said})", _key_fix(spec, where))
     elif status == 400 and json_asked and _JSON_MODE_REFUSED.search(text):
-        hint = ""
-        if spec.endpoint.provider == "azure":
-            hint = " (Azure: api-version 2023-12-01-preview or later, on a model that supports it)"
-        elif "litellm" in text.lower():
-            hint = (
-                " (LiteLLM: route to a model that supports response_format; drop_params: true only"
-                " hides the problem)"
-            )
         problem(
             "no_json_mode",
-            f"HTTP 400 from {where}: the endpoint refuses response_format json_object ({said})",
+            f"{head} the endpoint refuses response_format json_object ({said})",
             "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is"
             " asked for in a ```json block) in a new candidate version, or enable JSON mode on the"
-            f" server{hint}",
+            f" server{_json_mode_hint(spec, text)}",
         )
     elif status in (400, 404) and _MODEL_MISSING.search(text):
         what = (
@@ -446,36 +459,42 @@ def _status_problem(  # noqa: C901
         )
         problem(
             "model_not_found",
-            f"HTTP {status} from {where}: the endpoint does not serve {what} ({said})",
+            f"{head} the endpoint does not serve {what} ({said})",
             "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>;"
             " LiteLLM: the model_name in its config; Azure: the deployment name, not the model"
             " name)",
         )
-    elif status == 404:
-        problem(
-            "endpoint_not_found",
-            f"HTTP 404 from {where}: no chat-completions API at this path ({said})",
-            "check endpoint.base_url: OpenAI-compatible servers usually end in /v1 (Ollama:"
-            " http://HOST:11434/v1); for Azure give the resource root and provider: azure",
-        )
-    elif status == 429:
-        problem(
-            "rate_limited",
-            f"HTTP 429 from {where}: {said}",
-            "wait and ping again; check the quota of this key",
-        )
-    elif status >= 500:
-        problem(
-            "server_error",
-            f"HTTP {status} from {where}: {said}",
-            "see the server's logs; ping again once it is healthy",
-        )
     else:
-        problem(
-            "bad_request",
-            f"HTTP {status} from {where}: {said}",
-            "check params: and the model name in the spec against what the server accepts",
+        code, message, fix = (
+            _PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400]
         )
+        problem(code, f"{head} {message.format(said=said)}", fix)
+
+
+def _key_fix(spec: Any, where: str) -> str:
+    """How to fix a refused key (HTTP 401)."""
+    name = spec.endpoint.api_key_env
+    hint = f"${name}" if name else "the key (endpoint.api_key_env names no variable)"
+    fix = f"check that {hint} holds a valid key for this endpoint"
+    if spec.endpoint.provider == "azure":
+        return fix + " (Azure takes the resource's key, sent as the api-key header)"
+    if ".openai.azure.com" in where or "/openai/deployments/" in where:
+        return fix + (
+            "; this looks like Azure OpenAI, which reads the key from an api-key header: set"
+            " endpoint.provider: azure with deployment and api_version"
+        )
+    return fix
+
+
+def _json_mode_hint(spec: Any, text: str) -> str:
+    if spec.endpoint.provider == "azure":
+        return " (Azure: api-version 2023-12-01-preview or later, on a model that supports it)"
+    if "litellm" in text.lower():
+        return (
+            " (LiteLLM: route to a model that supports response_format; drop_params: true only"
+            " hides the problem)"
+        )
+    return ""
 
 
 def _url_source(spec: Any) -> str:

@@ -9,159 +9,42 @@ typed-dict transform. Only the user message, the formatted prompt, changes betwe
 :func:`prepare` runs that stack **once** against an in-memory transport, with a sentinel in
 place of the prompt, and keeps the request body exactly as it went onto the wire. A call
 then copies the body, puts the prompt where the sentinel was, and posts it with the same
-OpenAI client (same URL, headers, authentication, timeout and error mapping); the answer is
-parsed by instructor's own ``from_response`` with the response model instructor built (what
-``process_response_async`` does for a plain model), so parsing, validation and the exceptions
-raised are instructor's.
-
-**Direct sending.** Where it can, the prepared request does not go through the OpenAI SDK's
-per-call request machinery either (merging headers, options and the URL, its response
-wrapper): the headers, URL and timeout the client builds for this request are taken once per
-client (:class:`_Direct`), and each call builds one ``httpx.Request`` with the body and sends
-it with the client's own httpx client. Errors map as the SDK maps them
-(``APITimeoutError``, ``APIConnectionError``, the status error classes through the client's
-own ``_make_status_error_from_response``), and the response is parsed by the client's own
-``_process_response_data``. The wire capture is fed directly (:class:`WireLog`), so the
-response body is parsed once, not once by the capture hook and again by the SDK. Clients
-whose headers may change between calls (a key provider, custom auth, an idempotency header,
-Azure AD tokens) keep the SDK path.
+OpenAI client (``client.post``: the same URL, headers, authentication, timeout and error
+mapping); the answer is parsed by instructor's own ``from_response`` with the response model
+instructor built (what ``process_response_async`` does for a plain model), so parsing,
+validation and the exceptions raised are instructor's.
 
 Before a prepared request is used it is checked: the sentinel request sent through the
 prepared path must equal, byte for byte (method, URL, headers and body), the request the
-stock Ragas/instructor/OpenAI path sent. The direct path is tried first, then the SDK path;
-if neither matches (another library version, an option that is not part of the body),
-:func:`prepare` returns ``None`` with the reason and the judge keeps calling Ragas' ``ascore``:
-correct, only slower.
+stock Ragas/instructor/OpenAI path sent. If it does not (another library version, an option
+that is not part of the body), :func:`prepare` returns ``None`` with the reason and the judge
+keeps calling Ragas' ``ascore``: correct, only slower.
+
+This reaches into instructor (``handle_response_model``, ``from_response``), Ragas (the
+metric's ``_response_model``) and the OpenAI client (``_prepare_url``), so it is a speed-up
+on probation: it stays while ``bench/bench_patches.py --only prepared`` shows it saves at least
+10% of ``workbench run`` on 1,000 cases; ``WORKBENCH_PREPARED_REQUESTS=0`` turns it off (every
+call through Ragas' ``ascore``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
-import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from dataclasses import dataclass
+from typing import Any
 
+SWITCH = "WORKBENCH_PREPARED_REQUESTS"
+"""Set to ``0`` to send every call through Ragas' own ``ascore``."""
 SENTINEL_PREFIX = "workbench-prompt-sentinel-"
 _PATH = "/chat/completions"
-DIRECT_EXTENSION = "workbench_direct"
-"""Marks an httpx request sent by the direct path: the wire-capture hooks leave it alone (the
-direct path records it itself). httpcore ignores extensions it does not know."""
-_UNPARSED = object()
 
 
-class WireLog(Protocol):
-    """Where the direct path records what it sent and received (the judge's wire capture)."""
-
-    def sent(self, url: str, body: Any) -> None:
-        """The request's URL and JSON body, as sent."""
-
-    def received(self, status: int, retry_after: str | None, body: Any) -> None:
-        """The response's status, Retry-After header and JSON body (None when not JSON)."""
-
-
-def _direct_eligible(client: Any) -> bool:
-    """Whether ``client`` builds the same headers for every call of one request (nothing
-    refreshed or added per call), so they can be built once."""
-    return (
-        getattr(client, "custom_auth", None) is None
-        and getattr(client, "_idempotency_header", None) is None
-        and getattr(client, "_api_key_provider", None) is None
-        and getattr(client, "_azure_ad_token_provider", None) is None
-        and getattr(client, "_azure_ad_token", None) is None
-        and hasattr(client, "_build_request")
-        and hasattr(client, "_process_response_data")
-    )
-
-
-@dataclass(frozen=True)
-class _Direct:
-    """One OpenAI client's request for a prepared body, built once: its httpx client, URL,
-    headers (without ``Host`` and ``Content-Length``, which httpx adds per body) and
-    extensions (the timeout)."""
-
-    client: Any
-    http: Any
-    url: Any
-    url_text: str
-    headers: list[tuple[bytes, bytes]]
-    extensions: dict[str, Any]
-
-    @classmethod
-    async def build(cls, client: Any, path: str, template: dict[str, Any]) -> _Direct:
-        """What the client's own ``request`` builds for ``template`` (its first attempt)."""
-        from openai._models import FinalRequestOptions
-
-        options = FinalRequestOptions.construct(method="post", url=path, json_data=template)
-        options = await client._prepare_options(options)
-        request = client._build_request(options, retries_taken=0)
-        await client._prepare_request(request)
-        headers = [
-            (name, value)
-            for name, value in request.headers.raw
-            if name.lower() not in (b"host", b"content-length")
-        ]
-        extensions = {**request.extensions, DIRECT_EXTENSION: True}
-        return cls(client, client._client, request.url, str(request.url), headers, extensions)
-
-    async def post(self, body: dict[str, Any], wire: WireLog | None) -> Any:  # noqa: C901
-        """Send ``body``; the parsed completion, or the exception the SDK would raise."""
-        import httpx
-        from openai import (
-            APIConnectionError,
-            APIResponseValidationError,
-            APITimeoutError,
-            BaseModel,
-        )
-        from openai._models import add_request_id
-
-        request = httpx.Request(
-            "POST", self.url, headers=self.headers, json=body, extensions=self.extensions
-        )
-        if wire is not None:
-            wire.sent(self.url_text, body)
-        try:
-            response = await self.http.send(request)
-        except httpx.TimeoutException as err:
-            raise APITimeoutError(request=request) from err
-        except Exception as err:
-            raise APIConnectionError(request=request) from err
-        data: Any
-        try:
-            data = response.json()
-        except ValueError:
-            data = _UNPARSED
-        if wire is not None:
-            wire.received(
-                response.status_code,
-                response.headers.get("retry-after"),
-                None if data is _UNPARSED else data,
-            )
-        client = self.client
-        if not response.is_success:  # what raise_for_status refuses: any status but 2xx
-            raise client._make_status_error_from_response(response)
-        content_type, *_ = response.headers.get("content-type", "*").split(";")
-        if data is _UNPARSED:
-            if content_type.endswith("json"):
-                data = response.json()  # raises as the SDK's parse does
-            elif client._strict_response_validation:
-                raise APIResponseValidationError(
-                    response=response,
-                    message=(
-                        "Expected Content-Type response header to be `application/json` but"
-                        f" received `{content_type}` instead."
-                    ),
-                    body=response.text,
-                )
-            else:
-                return response.text
-        completion = client._process_response_data(
-            data=data, cast_to=_completion_type(), response=response
-        )
-        if isinstance(completion, BaseModel):
-            add_request_id(completion, response.headers.get("x-request-id"))
-        return completion
+def enabled() -> bool:
+    """Whether prepared requests are on (:data:`SWITCH`)."""
+    return os.environ.get(SWITCH, "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -185,13 +68,6 @@ class PreparedRequest:
     """Where the body is posted: the client's chat-completions URL, resolved once against its
     ``base_url`` (an absolute ``httpx.URL``: OpenAI's client then skips parsing and merging
     the URL on every call), or the relative path."""
-    direct: bool = False
-    """Send with the client's httpx client, skipping the SDK's per-call request build
-    (:class:`_Direct`); chosen only when it matched the stock request on the wire."""
-    _senders: weakref.WeakKeyDictionary[Any, _Direct] = field(
-        default_factory=weakref.WeakKeyDictionary, compare=False, repr=False
-    )
-    """The direct request of each OpenAI client, built on its first call."""
 
     def body(self, prompt: str) -> dict[str, Any]:
         """The request body for ``prompt``: a copy of the template; shared parts are not mutated."""
@@ -202,30 +78,26 @@ class PreparedRequest:
         }
         return {**self.template, "messages": messages}
 
-    async def ascore(self, client: Any, prompt: str, wire: WireLog | None = None) -> Any:
+    async def ascore(self, client: Any, prompt: str) -> Any:
         """One call: post the body with the OpenAI ``client``, parse as instructor does, return
-        a Ragas ``MetricResult``. ``wire`` records the exchange on the direct path."""
+        a Ragas ``MetricResult``."""
         from json import JSONDecodeError
 
         from instructor.retry import InstructorRetryException  # type: ignore[attr-defined]
         from openai import AsyncStream
-        from openai.types.chat import ChatCompletionChunk
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
         from pydantic import ValidationError
         from ragas.metrics.result import MetricResult
 
         body = self.body(prompt)
-        sender = await self._sender(client) if self.direct else None
-        if sender is not None:
-            completion = await sender.post(body, wire)
-        else:
-            completion = await client.post(
-                _PATH if self.direct else self.url,
-                body=body,
-                cast_to=_completion_type(),
-                options={},
-                stream=False,
-                stream_cls=AsyncStream[ChatCompletionChunk],
-            )
+        completion = await client.post(
+            self.url,
+            body=body,
+            cast_to=ChatCompletion,
+            options={},
+            stream=False,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
         try:
             # instructor's process_response_async for a plain (non-streaming, non-iterable)
             # response model is this one call, after logging the completion's repr.
@@ -242,45 +114,6 @@ class PreparedRequest:
                 total_usage=getattr(completion, "usage", None),
             ) from exc
         return MetricResult(**model.model_dump())
-
-    async def _sender(self, client: Any) -> _Direct | None:
-        """``client``'s direct request (built on its first call), or None when its headers
-        may change between calls (then the SDK sends, as the stock path does)."""
-        found = self._senders.get(client)
-        if found is None:
-            if not _direct_eligible(client):
-                return None
-            found = self._senders[client] = await _Direct.build(client, _PATH, self.template)
-        return found
-
-
-_COMPLETION: list[Any] = []
-
-
-def _completion_type() -> Any:
-    """``cast_to`` for the chat completion: OpenAI's client builds it through ``build`` (its
-    ``ModelBuilderProtocol``) instead of its recursive ``construct_type``.
-
-    ``build`` validates the JSON body into a plain ``ChatCompletion`` with pydantic (the same
-    fields and values for any body that matches the type, many times faster) and falls back to
-    exactly what the client does otherwise (``construct_type``), so an odd body is handled as
-    before. The class is made once per process.
-    """
-    if not _COMPLETION:
-        from openai._models import construct_type
-        from openai.types.chat import ChatCompletion
-        from pydantic import ValidationError
-
-        class _Completion(ChatCompletion):
-            @classmethod
-            def build(cls, *, response: Any, data: object) -> ChatCompletion:
-                try:
-                    return ChatCompletion.model_validate(data, strict=True)
-                except ValidationError:
-                    return cast(ChatCompletion, construct_type(type_=ChatCompletion, value=data))
-
-        _COMPLETION.append(_Completion)
-    return _COMPLETION[0]
 
 
 @dataclass(frozen=True)
@@ -362,6 +195,8 @@ async def prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
     client) on the given httpx client, exactly as calls use it. Never raises: anything
     unexpected keeps the stock path, with the reason.
     """
+    if not enabled():
+        return Preparation(None, f"{SWITCH}=0")
     try:
         return await _prepare(metric, make_llm)
     except Exception as exc:
@@ -370,16 +205,13 @@ async def prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
         )
 
 
-async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:  # noqa: C901
-    from instructor.process_response import handle_response_model  # type: ignore[attr-defined]
-
+async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
     sentinel = SENTINEL_PREFIX + secrets.token_hex(12)
     llms: list[Any] = []
 
     def make(http: Any) -> Any:
-        llm = make_llm(http)
-        llms.append(llm)
-        return llm
+        llms.append(make_llm(http))
+        return llms[-1]
 
     stock = await _capture(
         make, lambda llm: llm.agenerate(sentinel, response_model=metric._response_model)
@@ -393,26 +225,12 @@ async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation: 
     located = _locate(template, sentinel)
     if located is None:
         return Preparation(None, "the prompt is not one message's content in the stock request")
-    mode = getattr(llms[0].client, "mode", None)
-    if mode is None:
-        return Preparation(None, "the Ragas LLM's client carries no instructor mode")
-    messages = [{"role": "user", "content": sentinel}]
-    response_model, _ = handle_response_model(
-        response_model=metric._response_model, mode=mode, messages=messages
-    )
-    if not _plain(response_model):
-        return Preparation(
-            None,
-            f"instructor's response model {response_model!r} is not a plain OpenAISchema model",
-        )
+    response_model, mode = _response_model(metric, llms[0], sentinel)
+    if response_model is None:
+        return Preparation(None, mode)
     client = llms[0].client.client
-    candidates: list[tuple[Any, bool]] = [(client._prepare_url(_PATH), False), (_PATH, False)]
-    if _direct_eligible(client):
-        candidates.insert(0, (_PATH, True))
-    for url, direct in candidates:
-        prepared = PreparedRequest(
-            template, *located, response_model=response_model, mode=mode, url=url, direct=direct
-        )
+    for url in (client._prepare_url(_PATH), _PATH):
+        prepared = PreparedRequest(template, *located, response_model, mode, url)
 
         async def send(llm: Any, prepared: PreparedRequest = prepared) -> Any:
             return await prepared.ascore(llm.client.client, sentinel)
@@ -421,3 +239,19 @@ async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation: 
         if len(fast) == 1 and _wire(fast[0]) == _wire(stock[0]):
             return Preparation(prepared)
     return Preparation(None, "the prepared request differs from the stock request on the wire")
+
+
+def _response_model(metric: Any, llm: Any, sentinel: str) -> tuple[Any, Any]:
+    """instructor's response model for ``metric`` and its mode, or ``(None, why not)``."""
+    from instructor.process_response import handle_response_model  # type: ignore[attr-defined]
+
+    mode = getattr(llm.client, "mode", None)
+    if mode is None:
+        return None, "the Ragas LLM's client carries no instructor mode"
+    messages = [{"role": "user", "content": sentinel}]
+    response_model, _ = handle_response_model(
+        response_model=metric._response_model, mode=mode, messages=messages
+    )
+    if not _plain(response_model):
+        return None, f"instructor's response model {response_model!r} is not a plain OpenAISchema"
+    return response_model, mode

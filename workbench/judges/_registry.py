@@ -1,28 +1,37 @@
-"""The judge interface and the small registry of judge kinds.
+"""The judge interface, its optional capabilities, and the small registry of judge kinds.
 
-A kind is a factory ``(spec, spec_path) -> Judge`` (a judge class is one). The built-in kinds
-are declared in :data:`BUILTIN_KINDS` as ``"module:attribute"`` stubs: a kind's module is
-imported only when a judge of that kind is built, so this package imports none of the
-packages that define kinds (``workbench.noise``, ``workbench.ranking``), and they import it.
-Kinds outside the core register with :func:`register_kind` (a decorator, for a factory that
-is already imported) or :func:`declare_kind` (a stub, imported on first use).
+Every judge is a :class:`Judge`. What only some judges do is a capability Protocol the engine
+checks with ``isinstance``: :class:`ModelJudge` (calls a model at an endpoint),
+:class:`HoldsResources` (has something to close after a run) and :class:`ReplayJudge` (replays
+verdicts recorded against some gold).
+
+A kind is a factory ``(spec, spec_path) -> Judge`` (a judge class is one) and the flags other
+commands read (:class:`Kind`). The built-in kinds are declared in :data:`BUILTIN_KINDS` as
+``"module:attribute"`` stubs: a kind's module is imported only when a judge of that kind is
+built, so this package imports none of the packages that define kinds (``workbench.noise``,
+``workbench.ranking``), and they import it. Kinds outside the core register with
+:func:`register_kind` (a decorator, for a factory that is already imported) or
+:func:`declare_kind` (a stub, imported on first use).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._io import sha256_json
 from ..errors import Problem, WorkbenchError
 from ..results import EvaluatorError, JudgeIdentity
-from ._input import JudgeInput
 from ._spec import CandidateSpec, load_spec
+
+if TYPE_CHECKING:
+    from ..gold import GoldDataset
 
 
 @dataclass(frozen=True)
@@ -86,60 +95,155 @@ class NotAvailable(Exception):
 
 
 class Judge(Protocol):
-    """A runnable judge candidate."""
+    """A runnable judge candidate: what every kind provides."""
 
     spec: CandidateSpec
     identity: JudgeIdentity
 
-    def render(self, judge_input: JudgeInput, ref: CaseRef) -> dict[str, Any]:
+    def render(self, judge_input: Any, ref: CaseRef) -> dict[str, Any]:
         """The planned evaluator-visible request (deterministic; its hash keys the cache)."""
         ...
 
-    def estimate_cost(self, judge_input: JudgeInput) -> float:
+    def estimate_cost(self, judge_input: Any) -> float:
         """Upper estimate of one call's cost in USD, used to stop before a budget is exceeded."""
         ...
 
-    async def evaluate(self, judge_input: JudgeInput, ref: CaseRef) -> Verdict:
+    async def evaluate(self, judge_input: Any, ref: CaseRef) -> Verdict:
         """Judge one case. Never raises for evaluator failures: returns ``Verdict.failed``."""
         ...
 
 
+@runtime_checkable
+class HoldsResources(Protocol):
+    """Capability: the judge holds resources (HTTP clients, open files) the engine releases with
+    ``aclose()`` after a run's last call, on the run's event loop."""
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ModelJudge(HoldsResources, Protocol):
+    """Capability: the judge calls a model at an endpoint (``ragas-llm`` and its subclasses).
+
+    The engine sizes its HTTP clients for the run's concurrency before the first call
+    (``prepare``), reserves budget from the prompt's token estimate (``estimate_usage``; None: use
+    ``estimate_cost``), redacts ``secrets()`` from everything it records, and names
+    ``endpoint_url`` in the run summary and in the circuit breaker's message.
+    """
+
+    endpoint_url: str
+
+    def prepare(self, concurrency: int) -> None: ...
+
+    def secrets(self) -> list[str]: ...
+
+    def estimate_usage(self, judge_input: Any) -> tuple[int, int, str] | None: ...
+
+
+@runtime_checkable
+class ReplayJudge(Protocol):
+    """Capability: the judge replays verdicts produced elsewhere (``imported``).
+
+    ``check_gold(dataset)`` raises :class:`~workbench.errors.WorkbenchError` unless the verdicts
+    were produced against ``dataset``; every run calls it before it plans a case.
+    """
+
+    def check_gold(self, dataset: GoldDataset) -> None: ...
+
+
 JudgeFactory = Callable[[CandidateSpec, Path], Judge]
 
-BUILTIN_KINDS: dict[str, str] = {
-    "ragas-llm": "workbench.judges._llm:LLMJudge",
-    "ragas-function": "workbench.judges._function:FunctionJudge",
-    "imported": "workbench.judges._imported:ImportedJudge",
-    "ragas-noise": "workbench.noise._judge:NoiseJudge",
-    "ragas-ranking": "workbench.ranking._judges:LLMRankingJudge",
-    "ragas-ranking-function": "workbench.ranking._judges:FunctionRankingJudge",
+Output = Literal["label", "ranking", "score"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A registered judge kind: its factory and the flags other commands read."""
+
+    target: str | JudgeFactory
+    """``"module:attribute"`` of the factory ``(spec, spec_path) -> Judge`` (imported when a judge
+    of the kind is first built), or the factory itself."""
+    output: Output = "label"
+    """What a result carries: a ``label`` (align, gate, certify), a ``ranking`` (order) or a
+    ``score`` (noise sensitivity)."""
+    deterministic: bool = False
+    """It makes no model call: CI runs it over the controls on every change."""
+    replayed: bool = False
+    """Its verdicts were recorded elsewhere and are replayed, never re-run."""
+    command: str = "workbench run --candidate {spec} --gold G --partition P --out DIR"
+    """The command that runs a candidate of this kind (``{spec}``: its spec file)."""
+
+
+_RANKING = "workbench ranking run --candidate {spec} --fixtures FILE --policy P"
+
+BUILTIN_KINDS: dict[str, Kind] = {
+    "ragas-llm": Kind("workbench.judges._llm:LLMJudge"),
+    "ragas-function": Kind("workbench.judges._function:FunctionJudge", deterministic=True),
+    "imported": Kind(
+        "workbench.judges._imported:ImportedJudge",
+        replayed=True,
+        command=(
+            "workbench ci contracts (it checks the results file; an imported judge's verdicts are"
+            " replayed, never re-run)"
+        ),
+    ),
+    "ragas-noise": Kind(
+        "workbench.noise._judge:NoiseJudge",
+        output="score",
+        command="workbench noise --candidate {spec} --pairs FILE --sentinels-only",
+    ),
+    "ragas-ranking": Kind(
+        "workbench.ranking._judges:LLMRankingJudge", output="ranking", command=_RANKING
+    ),
+    "ragas-ranking-function": Kind(
+        "workbench.ranking._judges:FunctionRankingJudge",
+        output="ranking",
+        deterministic=True,
+        command=_RANKING,
+    ),
 }
-"""kind -> ``"module:attribute"`` of its factory, for every kind the workbench ships."""
+"""Every kind the workbench ships: its ``"module:attribute"`` stub and flags."""
 
-_KINDS: dict[str, JudgeFactory | str] = dict(BUILTIN_KINDS)
-"""kind -> its factory, or the ``"module:attribute"`` stub that names it until first use."""
+_KINDS: dict[str, Kind] = dict(BUILTIN_KINDS)
+"""Every registered kind (the built-in ones and those registered since)."""
 
 
-def register_kind(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
-    """Register a judge kind under ``name``: a decorator for its factory (or judge class)."""
+def register_kind(name: str, **flags: Any) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Register a judge kind under ``name``: a decorator for its factory (or judge class);
+    ``flags`` are :class:`Kind`'s (``output``, ``deterministic``, ``replayed``, ``command``)."""
 
     def decorate(factory: JudgeFactory) -> JudgeFactory:
-        _KINDS[name] = factory
+        _KINDS[name] = Kind(factory, **flags)
         return factory
 
     return decorate
 
 
-def declare_kind(name: str, target: str) -> None:
+def declare_kind(name: str, target: str, **flags: Any) -> None:
     """Register a judge kind under ``name`` by the import path of its factory,
-    ``"module:attribute"``.
+    ``"module:attribute"``, with :class:`Kind`'s ``flags``.
 
     Nothing is imported now: the module loads when a judge of this kind is first built.
     """
     module, _, attribute = target.partition(":")
     if not module or not attribute:
         raise ValueError(f"a judge kind is declared as 'module:attribute', got {target!r}")
-    _KINDS[name] = target
+    _KINDS[name] = Kind(target, **flags)
+
+
+def kind_info(name: str) -> Kind | None:
+    """The registered kind ``name`` (None when there is none)."""
+    return _KINDS.get(name)
+
+
+def kinds_where(**flags: Any) -> tuple[str, ...]:
+    """The registered kinds whose :class:`Kind` flags have these values, in registration order,
+    e.g. ``kinds_where(output="label", replayed=False)``."""
+    return tuple(
+        name
+        for name, kind in _KINDS.items()
+        if all(getattr(kind, flag) == value for flag, value in flags.items())
+    )
 
 
 def available_kinds() -> list[str]:
@@ -150,40 +254,35 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     """The factory of ``kind``, importing its module the first time it is asked for."""
     entry = _KINDS.get(kind)
     if entry is None:
-        raise WorkbenchError(
+        raise _refused(
             "unknown judge kind",
-            [
-                Problem(
-                    location=str(spec_path),
-                    code="unknown_kind",
-                    message=f"unknown judge kind {kind!r}",
-                    fix="use one of " + ", ".join(available_kinds()),
-                )
-            ],
+            spec_path,
+            "unknown_kind",
+            f"unknown judge kind {kind!r}",
+            "use one of " + ", ".join(available_kinds()),
         )
-    if not isinstance(entry, str):
-        return entry
-    module, _, attribute = entry.partition(":")
+    if not isinstance(entry.target, str):
+        return entry.target
+    module, _, attribute = entry.target.partition(":")
     try:
         factory: JudgeFactory = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
-        raise WorkbenchError(
+        raise _refused(
             "judge kind unavailable",
-            [
-                Problem(
-                    location=str(spec_path),
-                    code="kind_unavailable",
-                    message=(
-                        f"judge kind {kind!r} is declared as {entry!r}, which cannot be loaded"
-                        f" ({exc})"
-                    ),
-                    fix="install the package that provides the kind, or correct its declaration",
-                )
-            ],
+            spec_path,
+            "kind_unavailable",
+            f"judge kind {kind!r} is declared as {entry.target!r}, which cannot be loaded ({exc})",
+            "install the package that provides the kind, or correct its declaration",
         ) from None
     if _KINDS.get(kind) == entry:  # importing it may have registered the factory already
-        _KINDS[kind] = factory
+        _KINDS[kind] = dataclasses.replace(entry, target=factory)
     return factory
+
+
+def _refused(summary: str, path: Path, code: str, message: str, fix: str) -> WorkbenchError:
+    return WorkbenchError(
+        summary, [Problem(location=str(path), code=code, message=message, fix=fix)]
+    )
 
 
 @functools.cache

@@ -526,31 +526,13 @@ def derive_spec(
     versions are immutable.
     """
     loc = f"derive({parent.label} -> {parent.name}@{version})"
-    problems: list[Problem] = []
     current = parent.model_dump(mode="json")
     update: dict[str, Any] = {"version": version}
-    inferred: list[str] = []
     if prompt is not None:
         update.update(prompt=prompt, prompt_file=None)
-        inferred.append("prompt")
-    for name, value in fields.items():
-        kind = _DERIVABLE.get(name)
-        if kind is None:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="derive_field",
-                    message=f"{name!r} is not a field a new version may change",
-                    fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
-                )
-            )
-            continue
-        update[name] = value
-        dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-        if dumped != current.get(name) and kind not in inferred:
-            inferred.append(kind)
     if description is not None:
         update["description"] = description
+    inferred, problems = _changed(current, fields, update, loc, prompt is not None)
     declared = list(dict.fromkeys(changes)) if changes is not None else inferred
     undeclared = [k for k in inferred if k not in declared]
     if undeclared:
@@ -586,6 +568,32 @@ def derive_spec(
     update["parent"] = parent.label
     update["changes"] = declared or None
     return CandidateSpec.model_validate({**current, **update})
+
+
+def _changed(
+    current: dict[str, Any], fields: dict[str, Any], update: dict[str, Any], loc: str, prompt: bool
+) -> tuple[list[str], list[Problem]]:
+    """The change kinds ``fields`` make (``prompt``: a new prompt was given), in order, with
+    ``update`` extended by them; a field no version may change is a problem."""
+    inferred = ["prompt"] if prompt else []
+    problems: list[Problem] = []
+    for name, value in fields.items():
+        kind = _DERIVABLE.get(name)
+        if kind is None:
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="derive_field",
+                    message=f"{name!r} is not a field a new version may change",
+                    fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
+                )
+            )
+            continue
+        update[name] = value
+        dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        if dumped != current.get(name) and kind not in inferred:
+            inferred.append(kind)
+    return inferred, problems
 
 
 def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:

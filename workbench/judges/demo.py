@@ -154,26 +154,35 @@ def _sentence(parts: list[str]) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
+def _no_notes() -> MetricResult:
+    return MetricResult(
+        value="fail", reason="The grading notes contain no Required or Prohibited lines to check."
+    )
+
+
+def _failed(*parts: tuple[str, list[str]]) -> MetricResult | None:
+    """A fail whose reason names every non-empty part (``(what, items)``), or None when every
+    part is empty."""
+    listed = [f"{what} {', '.join(items)}" for what, items in parts if items]
+    return MetricResult(value="fail", reason=_sentence(listed)) if listed else None
+
+
 # ------------------------------------------------------------------------------ version 1
 
 
 def _v1_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(
-            value="fail",
-            reason="The grading notes contain no Required or Prohibited lines to check.",
-        )
+        return _no_notes()
     words = _tokens(response)
     missing = [p for p in notes.required if not _find(words, _tokens(p))]
     matched = [p for p in notes.prohibited if _find(words, _tokens(p))]
-    if missing or matched:
-        parts = []
-        if missing:
-            parts.append("missing required concept " + ", ".join(f"'{p}'" for p in missing))
-        if matched:
-            parts.append("prohibited claim matched " + ", ".join(f"'{p}'" for p in matched))
-        return MetricResult(value="fail", reason=_sentence(parts))
+    failed = _failed(
+        ("missing required concept", [f"'{p}'" for p in missing]),
+        ("prohibited claim matched", [f"'{p}'" for p in matched]),
+    )
+    if failed is not None:
+        return failed
     found = ", ".join(f"'{p}'" for p in notes.required) or "none listed"
     return MetricResult(
         value="pass", reason=f"All required concepts found ({found}); no prohibited claim matched."
@@ -238,13 +247,10 @@ def _find_claim(sentences: list[list[str]], phrase: str) -> tuple[str | None, st
     return None, denied
 
 
-def _v2_verdict(response: str, grading_notes: str) -> MetricResult:  # noqa: C901
+def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(
-            value="fail",
-            reason="The grading notes contain no Required or Prohibited lines to check.",
-        )
+        return _no_notes()
     sentences = _sentences(response)
     found: list[str] = []
     missing: list[str] = []
@@ -264,13 +270,12 @@ def _v2_verdict(response: str, grading_notes: str) -> MetricResult:  # noqa: C90
             asserted.append(f"'{phrase}'" + (f" (as '{surface}')" if surface != phrase else ""))
         elif cue is not None:
             denials.append(f"'{phrase}' only under negation ('{cue}')")
-    if missing or asserted:
-        parts = []
-        if missing:
-            parts.append("missing required concept " + ", ".join(f"'{p}'" for p in missing))
-        if asserted:
-            parts.append("prohibited claim matched " + ", ".join(asserted))
-        return MetricResult(value="fail", reason=_sentence(parts))
+    failed = _failed(
+        ("missing required concept", [f"'{p}'" for p in missing]),
+        ("prohibited claim matched", asserted),
+    )
+    if failed is not None:
+        return failed
     reason = (
         f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim"
         " asserted"
@@ -438,13 +443,10 @@ def _unaccounted(sentences: list[str], phrases: list[str]) -> list[str]:
     return out
 
 
-def _v3_verdict(response: str, grading_notes: str) -> MetricResult:  # noqa: C901
+def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(
-            value="fail",
-            reason="The grading notes contain no Required or Prohibited lines to check.",
-        )
+        return _no_notes()
     meanings = {p.strip(): m for p, m in _REQUIRED_LINE.findall(grading_notes or "")}
     answer = answer_text(response)
     clauses = _clauses(answer)
@@ -467,17 +469,14 @@ def _v3_verdict(response: str, grading_notes: str) -> MetricResult:  # noqa: C90
         else:
             found.append(f"'{phrase}'" if detail == phrase else f"'{phrase}' (as '{detail}')")
     asserted = [f"'{p}'" for p in notes.prohibited if _claim_v3(clauses, p) is not None]
-    if missing or denied or widened or asserted:
-        parts = []
-        if missing:
-            parts.append("missing required concept " + ", ".join(missing))
-        if denied:
-            parts.append("required concept denied " + ", ".join(denied))
-        if widened:
-            parts.append("required condition widened " + ", ".join(widened))
-        if asserted:
-            parts.append("prohibited claim matched " + ", ".join(asserted))
-        return MetricResult(value="fail", reason=_sentence(parts))
+    failed = _failed(
+        ("missing required concept", missing),
+        ("required concept denied", denied),
+        ("required condition widened", widened),
+        ("prohibited claim matched", asserted),
+    )
+    if failed is not None:
+        return failed
     extra = _unaccounted(_SENTENCE_SPLIT.split(answer), [*notes.required, *notes.prohibited])
     if extra:
         shown = extra[0] if len(extra[0]) <= 120 else extra[0][:117] + "..."

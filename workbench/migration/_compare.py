@@ -56,6 +56,7 @@ from ..runs import (
     RESULTS_FILE,
     SUMMARY_FILE,
     RunManifest,
+    RunOptions,
     RunSummary,
     WorkItem,
     run_candidate,
@@ -1016,10 +1017,12 @@ class _Runner:
                     self.setup.dataset,
                     self.setup.partition,
                     plan.out,
-                    concurrency=self.concurrency,
-                    budget_usd=self.limit(index),
-                    cache_dir=self.cache_dir,
-                    progress=self.progress,
+                    RunOptions(
+                        concurrency=self.concurrency,
+                        budget_usd=self.limit(index),
+                        cache_dir=self.cache_dir,
+                        progress=self.progress,
+                    ),
                 )
             summary = self.summaries[plan.name]
             if summary.status != "complete":

@@ -88,6 +88,7 @@ from ..policy import (
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunSummary
 from ..runs._engine import WorkItem, run_items
+from ..runs._options import RunOptions
 from ._companions import CompanionJoin
 from ._evidence import NoisePolicy
 from ._judge import KIND, METRIC
@@ -696,14 +697,18 @@ class _Allowance:
         partition: str,
         common: dict[str, Any],
     ) -> RunSummary:
+        options = {k: v for k, v in common.items() if k != "dataset_sha256"}
         summary = await run_items(
             judge,
             items,
             directory,
+            RunOptions(
+                budget_usd=self.budget_for(directory),
+                max_cases=max(0, self.max_cases - self.started),
+                **options,
+            ),
             partition=partition,
-            budget_usd=self.budget_for(directory),
-            max_cases=max(0, self.max_cases - self.started),
-            **common,
+            dataset_sha256=common["dataset_sha256"],
         )
         self.started += max(0, summary.planned - summary.resumed - len(summary.unrun))
         return summary

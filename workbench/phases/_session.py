@@ -19,7 +19,7 @@ from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import refuse_held_out
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
 from ..results import ResultLine, read_results
-from ..runs import RunSummary, run_candidate
+from ..runs import RunOptions, RunSummary, run_candidate
 
 DEMO_LLM_URL_ENV = "WORKBENCH_DEMO_LLM_URL"
 """The variable the demo LLM candidates (``support-llm-judge@*``) read their base URL from."""
@@ -172,10 +172,12 @@ class PhaseSession:
             self.dataset,
             self.partition,
             out,
-            concurrency=self.concurrency,
-            budget_usd=self.budget_usd,
-            cache_dir=self.cache_dir,
-            progress=progress,
+            RunOptions(
+                concurrency=self.concurrency,
+                budget_usd=self.budget_usd,
+                cache_dir=self.cache_dir,
+                progress=progress,
+            ),
         )
         lines = read_results(summary.results_path)
         # The lineage check (results vs this gold) uses the run manifest beside the results.

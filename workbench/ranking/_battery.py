@@ -221,6 +221,7 @@ async def run_ranking(
     planned items instead of the whole battery (a replay).
     """
     from ..runs._engine import run_items
+    from ..runs._options import RunOptions
 
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     fixture_set = as_fixture_set(fixtures)
@@ -261,14 +262,16 @@ async def run_ranking(
         CapturingJudge(judge, out, config),
         items,
         out_dir,
+        RunOptions(
+            concurrency=concurrency,
+            budget_usd=budget_usd,
+            max_cases=max_cases,
+            cache_dir=cache_dir,
+            retry_errors=retry_errors,
+            progress=progress,
+        ),
         partition=PARTITION,
         dataset_sha256=fixture_set.dataset_sha256,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        max_cases=max_cases,
-        cache_dir=cache_dir,
-        retry_errors=retry_errors,
-        progress=progress,
     )
     if cache_dir is not False:
         from ..runs._cache import default_cache_dir

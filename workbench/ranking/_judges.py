@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import inspect
 import json
 from pathlib import Path
@@ -31,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from .._docs import add_field_docs
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
-from ..judges._function import with_input_model_built_once
+from ..judges._function import import_metric
 from ..judges._llm import LLMJudge, _Exchange, has_reason
 from ..judges._registry import CaseRef, Verdict, make_identity
 from ..judges._spec import CandidateSpec
@@ -305,41 +304,9 @@ class FunctionRankingJudge:
         self.spec = spec
         loc = str(spec_path)
         problems = _check_labels(spec, loc)
-        if not spec.function or ":" not in spec.function:
-            raise WorkbenchError(
-                "invalid candidate",
-                [
-                    *problems,
-                    Problem(
-                        location=loc,
-                        code="function_missing",
-                        message=(
-                            "a ragas-ranking-function candidate needs function: 'module:attribute'"
-                        ),
-                        fix=(
-                            "set function to the import path of a @ranking_metric, e.g."
-                            " workbench.demo.ranking:policy_evidence_order"
-                        ),
-                    ),
-                ],
-            )
-        module_name, _, attr = spec.function.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-            metric = getattr(module, attr)
-        except (ImportError, AttributeError) as exc:
-            raise WorkbenchError(
-                "invalid candidate",
-                [
-                    *problems,
-                    Problem(
-                        location=loc,
-                        code="function_unresolved",
-                        message=f"cannot import {spec.function!r} ({exc})",
-                        fix="check the module path and attribute name",
-                    ),
-                ],
-            ) from None
+        metric, module = import_metric(
+            spec, loc, "@ranking_metric", "workbench.demo.ranking:policy_evidence_order", problems
+        )
         allowed = getattr(metric, "allowed_values", None)
         if (
             not hasattr(metric, "ascore")
@@ -386,7 +353,7 @@ class FunctionRankingJudge:
             )
         if problems:
             raise WorkbenchError("invalid candidate", problems)
-        self.metric = with_input_model_built_once(metric)
+        self.metric = metric
         self._parameters = [n for n in params if n in RANKING_PLACEHOLDERS]
         self.identity = make_identity(
             spec, sha256_text(inspect.getsource(module)), candidate_format=CANDIDATE_FORMAT

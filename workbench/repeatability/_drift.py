@@ -435,20 +435,23 @@ async def run_sentinels(
     """Run the sentinels afresh (never from the verdict cache) into ``run_dir``; the run's
     summary and observations."""
     from ..gold import gold_lineage
-    from ..runs import run_items
+    from ..runs import RunOptions, run_items
 
-    summary = await run_items(
-        judge,
-        sentinel_items(loaded),
-        run_dir,
-        partition=PARTITION,
-        dataset_sha256=dataset.sha256,
+    options = RunOptions(
         repeats=1,
-        grid=True,
         concurrency=concurrency,
         budget_usd=budget_usd,
         cache_dir=False,
         progress=progress,
+    )
+    summary = await run_items(
+        judge,
+        sentinel_items(loaded),
+        run_dir,
+        options,
+        partition=PARTITION,
+        dataset_sha256=dataset.sha256,
+        grid=True,
         lineage=gold_lineage(dataset, loaded.cases),
     )
     return summary, sentinel_observations(run_dir, loaded.case_ids)[1]

@@ -43,7 +43,15 @@ from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
 from ..policy import Blocker, Policy
 from ..results import ResultLine, read_results
-from ..runs import RESULTS_FILE, RunDir, RunManifest, RunSummary, WorkItem, run_candidate
+from ..runs import (
+    RESULTS_FILE,
+    RunDir,
+    RunManifest,
+    RunOptions,
+    RunSummary,
+    WorkItem,
+    run_candidate,
+)
 from ..sampling import RISK_ORDER
 from ..stats import Rate, wilson_rate
 from ._log import append_to_log, beside_gold, read_log
@@ -722,11 +730,13 @@ async def run_repeatability(
         dataset,
         partition,
         out,
-        repeats=repeats,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        cache_dir=cache_dir,
-        progress=progress,
+        RunOptions(
+            repeats=repeats,
+            concurrency=concurrency,
+            budget_usd=budget_usd,
+            cache_dir=cache_dir,
+            progress=progress,
+        ),
     )
     study = study_from_run(out, dataset, summary=summary)
     if log is not False:

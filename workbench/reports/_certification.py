@@ -41,7 +41,7 @@ from ..policy import (
     load_overrides,
     load_policy,
 )
-from ..runs import RunDir, RunSummary, run_candidate
+from ..runs import RunDir, RunOptions, RunSummary, run_candidate
 from ._certify import CONTROLS_DIR, GATE_FILE, RESTRICTED_DIR, RUN_DIR, held_out_items
 from ._evaluation import (
     FIGURES_FILE,
@@ -400,11 +400,13 @@ class Certification:
             self.dataset,
             "held_out",
             self.report_dir / directory,
-            concurrency=self.concurrency,
-            budget_usd=limit,
-            max_cases=self.max_cases,
-            cache_dir=False,  # held-out verdicts are neither reused nor shared through a cache
-            progress=False,  # progress widgets do not render in static HTML
+            RunOptions(
+                concurrency=self.concurrency,
+                budget_usd=limit,
+                max_cases=self.max_cases,
+                cache_dir=False,  # held-out verdicts are neither reused nor shared through a cache
+                progress=False,  # progress widgets do not render in static HTML
+            ),
             held_out_access=access,
         )
 
@@ -438,14 +440,16 @@ class Certification:
             self.judge,
             items,
             self.report_dir / SENTINELS_DIR,
+            RunOptions(
+                repeats=1,
+                concurrency=self.concurrency,
+                budget_usd=self._left(self.summary.cost_usd + baseline_cost),
+                cache_dir=False,
+                progress=False,
+            ),
             partition=PARTITION,
             dataset_sha256=self.dataset.sha256,
-            repeats=1,
             grid=True,
-            concurrency=self.concurrency,
-            budget_usd=self._left(self.summary.cost_usd + baseline_cost),
-            cache_dir=False,
-            progress=False,
             lineage=gold_lineage(self.dataset, loaded.cases),
         )
         return self.sentinels

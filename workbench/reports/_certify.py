@@ -77,7 +77,13 @@ from ..migration._certify import (
 from ..policy import Blocker, GateResult, Policy, load_overrides, load_policy
 from ..policy._consistency import check_policy_against_rubric
 from ..runs import RunDir
-from ._evaluation import FIGURES_FILE, HELD_OUT_GOLD, LINEAGE_FILE, RUBRIC_JSON, public_gate
+from ._evaluation import (
+    FIGURES_FILE,
+    HELD_OUT_GOLD,
+    LINEAGE_FILE,
+    RUBRIC_JSON,
+    public_gate,
+)
 from ._kernel import kernel_manager_class
 from ._listing import (
     check_ledger_complete,

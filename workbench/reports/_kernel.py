@@ -4,9 +4,6 @@ papermill's default kernel manager connects to the kernel over TCP on 127.0.0.1,
 kernel warns (``[IPKernelApp] WARNING | Kernel is running over TCP without encryption``) on
 every certification. Over IPC the kernel's sockets are files in a private temporary
 directory (mode 0700) that only this user can reach: no port, no warning.
-
-The kernel is a batch process the workbench owns: it collects garbage as the ``workbench``
-command does (``workbench._startup.batch_gc``).
 """
 
 from __future__ import annotations
@@ -18,8 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._startup import batch_kernel_command
-
 
 def ipc_kernel_manager(socket_dir: Path) -> type:
     """An ``AsyncKernelManager`` subclass whose kernels talk over IPC sockets in ``socket_dir``."""
@@ -30,9 +25,6 @@ def ipc_kernel_manager(socket_dir: Path) -> type:
             kwargs.setdefault("transport", "ipc")
             kwargs.setdefault("ip", str(socket_dir / "kernel"))
             super().__init__(**kwargs)
-
-        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-            return batch_kernel_command(super().format_kernel_cmd(extra_arguments))
 
     return IPCKernelManager
 

@@ -28,29 +28,26 @@ class VerdictCache:
     def __init__(self, root: Path, fingerprint: str) -> None:
         self.path = root / fingerprint[:2] / f"{fingerprint}.jsonl"
         self._entries: dict[tuple[str, int], dict[str, Any]] = {}
-        if self.path.exists():
-            self._log_repair()
-            not_utf8: list[int] = []
-            for number, line in iter_jsonl_lines(
-                self.path, not_utf8
-            ):  # bounded: a line too long is refused
-                if not_utf8:
-                    raise self._corrupt(not_utf8[0])
-                try:
-                    entry = loads_json(line)
-                    key = (entry["request_key"], entry["repeat"])
-                    if (
-                        not isinstance(key[0], str)
-                        or not isinstance(key[1], int)
-                        or not isinstance(entry["result"], dict)
-                    ):
-                        raise TypeError
-                except (ValueError, KeyError, TypeError):
-                    raise self._corrupt(number) from None
-                self._entries[key] = entry["result"]
-            if not_utf8:
-                raise self._corrupt(not_utf8[0])
         self._log: AppendOnlyLog | None = None
+        if not self.path.exists():
+            return
+        AppendOnlyLog(self.path).close()  # repairs a torn last line, if any
+        not_utf8: list[int] = []
+        for number, line in iter_jsonl_lines(self.path, not_utf8):  # a line too long is refused
+            if not_utf8:
+                break
+            try:
+                entry = loads_json(line)
+                key, result = (entry["request_key"], entry["repeat"]), entry["result"]
+            except (ValueError, KeyError, TypeError):
+                raise self._corrupt(number) from None
+            if not (
+                isinstance(key[0], str) and isinstance(key[1], int) and isinstance(result, dict)
+            ):
+                raise self._corrupt(number)
+            self._entries[key] = result
+        if not_utf8:
+            raise self._corrupt(not_utf8[0])
 
     def _corrupt(self, number: int) -> WorkbenchError:
         return WorkbenchError(
@@ -68,9 +65,6 @@ class VerdictCache:
             ],
         )
 
-    def _log_repair(self) -> None:
-        AppendOnlyLog(self.path).close()  # repairs a torn last line, if any
-
     def get(self, request_key: str, repeat: int) -> JudgeResult | None:
         stored = self._entries.get((request_key, repeat))
         if stored is None:
@@ -83,16 +77,6 @@ class VerdictCache:
             return JudgeResult.model_validate(stored)
         except ValueError:  # an entry that is not a valid result is a miss: the judge is called
             return None
-
-    def put(self, request_key: str, repeat: int, result: JudgeResult) -> None:
-        """Remember a verdict (errors are never cached). Called from the writer thread."""
-        if result.error is not None or (request_key, repeat) in self._entries:
-            return
-        dumped = result.model_dump(mode="json")
-        if self._log is None:
-            self._log = AppendOnlyLog(self.path)
-        self._log.append({"request_key": request_key, "repeat": repeat, "result": dumped})
-        self._entries[(request_key, repeat)] = dumped
 
     def put_many(self, entries: list[tuple[str, int, dict[str, Any]]]) -> None:
         """Remember several verdicts, given as ``(request_key, repeat, result dumped in JSON

@@ -175,45 +175,39 @@ def _count(value: float | None) -> str:
     return f"{value:.1f}" if value != int(value) else str(int(value))
 
 
+_HEADER = [
+    "slice",
+    "risk",
+    "cases",
+    "calls",
+    "cost total",
+    "cost/case median",
+    "p95",
+    "max",
+    "tokens in/case median",
+    "p95",
+    "max",
+    "tokens out/case median",
+    "p95",
+    "max",
+]
+
+
 def format_slice_costs(costs: Sequence[SliceCost]) -> str:
     """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and
     totals."""
-    header = (
-        "slice",
-        "risk",
-        "cases",
-        "calls",
-        "cost total",
-        "cost/case median",
-        "p95",
-        "max",
-        "tokens in/case median",
-        "p95",
-        "max",
-        "tokens out/case median",
-        "p95",
-        "max",
-    )
-    rows = [header] + [
-        (
-            c.slice,
-            c.risk or "",
-            str(c.cases),
-            str(c.calls),
-            _money(c.cost_usd.total),
-            _money(c.cost_usd.median),
-            _money(c.cost_usd.p95),
-            _money(c.cost_usd.max),
-            _count(c.tokens_in.median),
-            _count(c.tokens_in.p95),
-            _count(c.tokens_in.max),
-            _count(c.tokens_out.median),
-            _count(c.tokens_out.p95),
-            _count(c.tokens_out.max),
-        )
+
+    def spread(d: Distribution, fmt: Any) -> list[str]:
+        return [fmt(d.median), fmt(d.p95), fmt(d.max)]
+
+    rows = [_HEADER] + [
+        [c.slice, c.risk or "", str(c.cases), str(c.calls), _money(c.cost_usd.total)]
+        + spread(c.cost_usd, _money)
+        + spread(c.tokens_in, _count)
+        + spread(c.tokens_out, _count)
         for c in costs
     ]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
     )

@@ -14,6 +14,7 @@ unrun case and every case stopped mid-retry listed. Incomplete is never a pass.
 
 One invocation at a time writes a run directory: a second one is refused at once (a lock
 file, ``.run.lock``). Everything recorded from a provider is redacted (:mod:`workbench._redact`).
+How the run executes (concurrency, budget, cache ...) is one :class:`~._options.RunOptions`.
 """
 
 from __future__ import annotations
@@ -21,47 +22,41 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from filelock import FileLock, Timeout
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_result,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
 
-from .._args import check_run_arguments
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
 from .._record import LooseRecord
 from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, GoldLineage, Partition, partition_name
+from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess
-from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
+from ..judges import (
+    CaseRef,
+    HoldsResources,
+    Judge,
+    JudgeInput,
+    ModelJudge,
+    NotAvailable,
+    Verdict,
+)
 from ..results import RESULT_SCHEMA_VERSION, JudgeResult
-from ..sampling import Lanes, SamplingPlan
+from ..sampling import Lanes, SampleCase, SamplingPlan, check_plan, draw_sample, plan_lanes
 from ._cache import VerdictCache, default_cache_dir
 from ._costs import SliceCost, slice_costs
 from ._limits import CallEstimate, Estimator, Limits, StopReason
-from ._manifest import (
-    ManifestCase,
-    ManifestSampling,
-    ManifestUnit,
-    RunManifest,
-    freeze_manifest,
-    run_lineage,
-)
-from ._options import RunOptions
-from ._planned import plan_cases
+from ._manifest import ManifestCase, ManifestSampling, ManifestUnit, RunManifest, freeze_manifest
+from ._manifest import run_lineage as run_lineage
+from ._options import DEFAULT_OPTIONS, RunOptions, refusal
 from ._rundir import SHARDS_FILE, RunDir
 from ._writer import RecordWriter
 
@@ -165,33 +160,13 @@ class _Unit:
     ref: CaseRef
     admitted: bool = False
 
-    @property
-    def judge_input(self) -> Any:
-        return self.item.judge_input
 
-    @property
-    def repeat(self) -> int:
-        return self.item.repeat
-
-
-class _wait_retry_after:
-    """Exponential backoff with jitter, but never shorter than the provider's Retry-After."""
-
-    def __init__(self, cap_s: float = 60.0) -> None:
-        self.fallback = wait_exponential_jitter(initial=0.25, max=20.0)
-        self.cap_s = cap_s
-
-    def __call__(self, state: RetryCallState) -> float:
-        fallback = float(self.fallback(state))
-        verdict = state.outcome.result() if state.outcome and not state.outcome.failed else None
-        retry_after = getattr(verdict, "retry_after_s", None)
-        if retry_after is None:
-            return fallback
-        return float(min(self.cap_s, max(fallback, retry_after)))
-
-
-_WAIT = _wait_retry_after()
-"""One wait strategy for every unit (it holds no per-unit state)."""
+def backoff_s(retry: int, retry_after_s: float | None) -> float:
+    """Seconds to wait before retry number ``retry`` (1, 2, ...): exponential with jitter (0.25 s
+    doubling, plus up to 1 s, at most 20 s), never shorter than the provider's Retry-After
+    (itself capped at 60 s)."""
+    wait: float = min(20.0, 0.25 * 2.0 ** (retry - 1) + random.uniform(0.0, 1.0))
+    return wait if retry_after_s is None else min(60.0, max(wait, retry_after_s))
 
 
 def _row_problem(row: Any) -> str | None:
@@ -230,7 +205,7 @@ def _row_problem(row: Any) -> str | None:
     return None
 
 
-def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:  # noqa: C901
+def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Recorded attempts per (case_id, repeat), in attempt order.
 
     A line that is not a usable record (a corrupt line in the middle; a torn *last* line is
@@ -241,45 +216,47 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:  
     if not path.exists():
         return found
     problems: list[Problem] = []
-
-    def refuse(number: int, problem: str) -> None:
-        problems.append(
-            Problem(
-                location=f"{path}:{number}",
-                code="results_corrupt",
-                message=f"line {number} of the run's results cannot be resumed from: {problem}",
-                fix=(
-                    "restore results.jsonl from a copy, or move the run directory aside and run"
-                    " into a new --out (a torn last line alone is repaired automatically)"
-                ),
-            )
-        )
-
     not_utf8: list[int] = []
     for number, line in iter_jsonl_lines(path, not_utf8):  # bounded: a line too long is refused
-        while not_utf8:
-            refuse(not_utf8.pop(0), "it is not valid UTF-8")
+        problems += [_corrupt(path, n, "it is not valid UTF-8") for n in not_utf8]
+        not_utf8.clear()
         if len(problems) >= 10:
             break
-        try:
-            row = loads_json(
-                line
-            )  # strict: duplicate keys, NaN/Infinity and too-deep nesting refused
+        try:  # strict: duplicate keys, NaN/Infinity and too-deep nesting refused
+            row = loads_json(line)
         except ValueError as exc:
             problem: str | None = f"it is not valid JSON ({str(exc)[:80]})"
         else:
             problem = _row_problem(row)
         if problem is not None:
-            refuse(number, problem)
+            problems.append(_corrupt(path, number, problem))
             continue
         found.setdefault((row["case_id"], row.get("repeat", 0)), []).append(row)
-    for number in not_utf8:
-        refuse(number, "it is not valid UTF-8")
+    problems += [_corrupt(path, n, "it is not valid UTF-8") for n in not_utf8]
     if problems:
         raise WorkbenchError("refusing to resume: results.jsonl has corrupt lines", problems[:10])
     for rows in found.values():
         rows.sort(key=lambda r: r["attempt"])
     return found
+
+
+def _corrupt(path: Path, number: int, problem: str) -> Problem:
+    return Problem(
+        location=f"{path}:{number}",
+        code="results_corrupt",
+        message=f"line {number} of the run's results cannot be resumed from: {problem}",
+        fix=(
+            "restore results.jsonl from a copy, or move the run directory aside and run into a"
+            " new --out (a torn last line alone is repaired automatically)"
+        ),
+    )
+
+
+def read_recorded(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """The attempts recorded in a results file, after repairing a torn last line."""
+    if path.exists():
+        AppendOnlyLog(path).close()
+    return _read_attempts(path)
 
 
 def _max_attempts(judge: Judge) -> int:
@@ -297,27 +274,82 @@ def _state(
     return "final_error"
 
 
+def _settled(rows: list[dict[str, Any]], max_attempts: int, retry_errors: bool) -> bool:
+    """Whether a (case, repeat) with these recorded attempts is not run again."""
+    state = _state(rows, max_attempts) if rows else None
+    return state == "verdict" or (state == "final_error" and not retry_errors)
+
+
+def _cost(rows: list[dict[str, Any]]) -> float:
+    return sum(float(r.get("cost_usd") or 0.0) for r in rows)
+
+
+def _observed_outputs(rows: list[dict[str, Any]]) -> list[int]:
+    """Output tokens reported by calls that reached the model (not cached)."""
+    return [
+        int(r["tokens_out"])
+        for r in rows
+        if r.get("tokens_out")
+        and r.get("tokens_in") is not None
+        and not r.get("cached_from_run_id")
+    ]
+
+
+@dataclass
+class Recorded:
+    """What a run's results hold before an invocation, and what the invocation still runs."""
+
+    units: list[_Unit] = field(default_factory=list)
+    """The items still to judge, each with its next attempt number."""
+    resumed: int = 0
+    """Items settled already (not called again)."""
+    spent: float = 0.0
+    """Recorded spend."""
+    lane_spent: dict[str, float] = field(default_factory=dict)
+    """Recorded spend per slice."""
+    observed: list[int] = field(default_factory=list)
+    """Output tokens reported by recorded calls that reached the model."""
+
+    def add(
+        self,
+        items: list[WorkItem],
+        recorded: Mapping[tuple[str, int], list[dict[str, Any]]],
+        max_attempts: int,
+        retry_errors: bool,
+    ) -> Recorded:
+        """Take in one results file's attempts and the items planned from it."""
+        slice_of = {i.case_id: i.slice for i in items}
+        for (case_id, _), rows in recorded.items():
+            self.spent += _cost(rows)
+            lane = slice_of.get(case_id)
+            if lane is not None:
+                self.lane_spent[lane] = self.lane_spent.get(lane, 0.0) + _cost(rows)
+            self.observed += _observed_outputs(rows)
+        for item in items:
+            rows = recorded.get((item.case_id, item.repeat), [])
+            if _settled(rows, max_attempts, retry_errors):
+                self.resumed += 1
+                continue
+            ref = CaseRef(item.case_id, item.digest, item.repeat, item.presentation)
+            self.units.append(_Unit(item, rows[-1]["attempt"] + 1 if rows else 1, ref))
+        return self
+
+
 async def run_candidate(
     judge: Judge,
     dataset: GoldDataset,
     partition: str | Partition,
     out_dir: str | Path,
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
-    concurrency: int = 8,
-    repeats: int = 1,
-    budget_usd: float | None = None,
-    max_cases: int | None = None,
-    cache_dir: str | Path | None | Literal[False] = None,
-    retry_errors: bool = False,
-    progress: bool = True,
     held_out_access: HeldOutAccess | None = None,
     sampling: SamplingPlan | None = None,
     sampling_source: str | None = None,
 ) -> RunSummary:
     """Run ``judge`` on every case of ``partition``, resumably; ``await`` it in notebooks.
 
-    ``cache_dir``: None for the default cache, a path, or False to disable the cache.
-    ``retry_errors``: give cases whose last attempt is a final error another round of attempts.
+    ``options``: how the run executes (:class:`~._options.RunOptions`: concurrency, budget, case
+    limit, repeats, cache, retries, progress; the local executor).
     ``held_out_access``: required for the held-out partition; only certification grants it,
     after recording the use in the held-out ledger.
     ``sampling``: a declared plan (:mod:`workbench.sampling`), checked against the rubric, the
@@ -325,90 +357,124 @@ async def run_candidate(
     run first, and the plan, its sha256 and every sampled-out case id are frozen in the
     manifest before the first call. ``sampling_source`` names where the plan came from.
     """
-    check_run_arguments(
-        concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats
+    options = _local(options)
+    planned, items = plan_partition(
+        judge, dataset, partition, out_dir, options, held_out_access, sampling, sampling_source
     )
-    part = Partition(partition_name(partition)).value
-    if part == "held_out" and (
-        held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())
-    ):
-        raise WorkbenchError(
-            "held-out refused",
-            [
-                Problem(
-                    location=str(out_dir),
-                    code="held_out_refused",
-                    message=(
-                        "running a candidate on the held-out partition needs an open certification"
-                        " in the held-out ledger"
-                    ),
-                    fix=(
-                        "use development or calibration; held-out data is judged only by `workbench"
-                        " certify`"
-                    ),
-                )
-            ],
-        )
-    cases = dataset.partition(part)
-    if not cases:
-        raise WorkbenchError(
-            "nothing to run",
-            [
-                Problem(
-                    location=str(dataset.gold_path),
-                    code="empty_partition",
-                    message=f"partition {part!r} has no cases",
-                    fix="choose a partition that has cases",
-                )
-            ],
-        )
-    planned = plan_cases(dataset, cases, part, budget_usd, sampling, sampling_source)
-    cases, risks = planned.cases, planned.risks
-    recorded_plan, lanes = planned.sampling, planned.lanes
-    items = [
-        WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
-        for c in cases
-        for r in range(repeats)
-    ]
-    # imported judges refuse results produced against other gold
-    lineage = run_lineage(judge, dataset, cases)
     return await run_items(
         judge,
         items,
         out_dir,
-        partition=part,
+        options,
+        partition=planned.part,
         dataset_sha256=dataset.sha256,
-        repeats=repeats,
         grid=True,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        max_cases=max_cases,
-        cache_dir=cache_dir,
-        retry_errors=retry_errors,
-        progress=progress,
-        lineage=lineage,
-        lanes=lanes,
-        risks=risks,
-        sampling=recorded_plan,
+        lineage=planned.lineage,
+        lanes=planned.lanes,
+        risks=planned.risks,
+        sampling=planned.sampling,
         sampling_source=sampling_source,
     )
+
+
+def slice_risks(dataset: GoldDataset) -> dict[str, str | None]:
+    """slice -> risk, from the gold's rubric (orders lanes and cost figures)."""
+    return {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """What a run of a gold partition plans (both executors): the same plan freezes the same
+    manifest whichever runs it."""
+
+    part: str
+    """The partition's name."""
+    cases: list[GoldCase]
+    """Every case of the partition, or the plan's sample: reserved lanes first (stable)."""
+    risks: dict[str, str | None]
+    """slice -> risk."""
+    lineage: GoldLineage
+    """The gold lineage the run records."""
+    sampling: ManifestSampling | None = None
+    """The plan's record frozen in the manifest (None without a plan)."""
+    lanes: Lanes | None = None
+    """The plan's lanes (None without a plan)."""
+
+
+def plan_partition(
+    judge: Judge,
+    dataset: GoldDataset,
+    partition: str | Partition,
+    out_dir: str | Path,
+    options: RunOptions,
+    held_out_access: HeldOutAccess | None,
+    sampling: SamplingPlan | None,
+    sampling_source: str | None,
+) -> tuple[PlannedRun, list[WorkItem]]:
+    """What a run of ``judge`` on ``partition`` plans, and its work items (every repeat of each
+    case). A declared ``sampling`` plan is checked against the gold and the budget, and only its
+    sample is planned."""
+    part = Partition(partition_name(partition)).value
+    if part == "held_out" and (
+        held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())
+    ):
+        raise refusal(
+            "held_out_refused",
+            str(out_dir),
+            "running a candidate on the held-out partition needs an open certification in the"
+            " held-out ledger",
+            "use development or calibration; held-out data is judged only by `workbench certify`",
+            summary="held-out refused",
+        )
+    cases = dataset.partition(part)
+    if not cases:
+        raise refusal(
+            "empty_partition",
+            str(dataset.gold_path),
+            f"partition {part!r} has no cases",
+            "choose a partition that has cases",
+            summary="nothing to run",
+        )
+    risks = slice_risks(dataset)
+    record, lanes = None, None
+    if sampling is not None:
+        location = sampling_source or "sampling plan"
+        budget = options.budget_usd
+        check_plan(sampling, risks, location=location, scope=part, budget_usd=budget)
+        sample = draw_sample(sampling, [SampleCase(c.case_id, c.slice, c.group) for c in cases])
+        kept = set(sample.sampled)
+        record = ManifestSampling(
+            plan=sampling,
+            plan_sha256=sample.plan_sha256,
+            sampled_out=sorted(sample.sampled_out),
+            slices={
+                d.slice: {"cases": d.cases, "target": d.target, "sampled": d.sampled}
+                for d in sample.slices
+            },
+        )
+        lanes = plan_lanes(sampling, risks, budget)
+        cases = sorted(
+            (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
+        )
+    # imported judges refuse results produced against other gold
+    planned = PlannedRun(part, cases, risks, run_lineage(judge, dataset, cases), record, lanes)
+    items = [
+        WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
+        for c in cases
+        for r in range(options.repeats)
+    ]
+    return planned, items
 
 
 async def run_items(
     judge: Judge,
     items: list[WorkItem],
     out_dir: str | Path,
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
     partition: str,
     dataset_sha256: str,
-    repeats: int = 1,
     grid: bool = False,
-    concurrency: int = 8,
-    budget_usd: float | None = None,
-    max_cases: int | None = None,
-    cache_dir: str | Path | None | Literal[False] = None,
-    retry_errors: bool = False,
-    progress: bool = True,
     lineage: GoldLineage | None = None,
     lanes: Lanes | None = None,
     risks: Mapping[str, str | None] | None = None,
@@ -418,186 +484,146 @@ async def run_items(
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
+    ``options``: how the run executes (:class:`~._options.RunOptions`; the local executor).
     ``partition`` is a label recorded in the manifest and every result; ``held_out`` is
     refused here: held-out gold runs only through :func:`run_candidate` with access.
-    ``grid`` says the items are every case x every repeat (the manifest then stores the
-    cases only). ``lanes`` (:func:`workbench.sampling.plan_lanes`): items are reordered
-    reserved lanes first (stable) and admitted by :class:`~._limits.Limits`'s lane rules;
-    ``risks`` (slice -> risk) orders the lanes and the cost figures; ``sampling`` is the plan
-    record frozen in the manifest (production traffic can be sampled this way: draw with
+    ``grid`` says the items are every case x every repeat (``options.repeats``; the manifest
+    then stores the cases only). ``lanes`` (:func:`workbench.sampling.plan_lanes`): items are
+    reordered reserved lanes first (stable) and admitted by :class:`~._limits.Limits`'s lane
+    rules; ``risks`` (slice -> risk) orders the lanes and the cost figures; ``sampling`` is the
+    plan record frozen in the manifest (production traffic can be sampled this way: draw with
     :func:`workbench.sampling.draw_sample`, give the items their slices).
-    ``limits_factory`` replaces :class:`~._limits.Limits` (same arguments), e.g.
-    with limits held by a Ray actor for every shard of a sharded run (:mod:`._ray`).
+    ``limits_factory`` replaces :class:`~._limits.Limits` (same arguments), e.g. with limits
+    held by a Ray actor for every shard of a sharded run (:mod:`._ray`).
     """
-    check_run_arguments(
-        concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats
-    )
+    options = _local(options)
     out = Path(out_dir)
-    _prepare_run_dir(
-        items, out_dir, partition=partition, grid=grid, sampling=sampling, budget_usd=budget_usd
-    )
+    _prepare_run_dir(items, out, partition=partition, grid=grid, sampling=sampling)
     if lanes is not None:
         order = risks or {}
         items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
-    options = RunOptions(
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        max_cases=max_cases,
-        repeats=repeats,
-        cache_dir=cache_dir,
-        retry_errors=retry_errors,
-        progress=progress,
+    plan = _Plan(
+        partition, dataset_sha256, grid, lineage, lanes, risks or {}, sampling, sampling_source
     )
-    with _run_lock(out):
-        return await _run_locked(
-            judge,
-            items,
-            out,
-            partition=partition,
-            dataset_sha256=dataset_sha256,
-            repeats=repeats,
-            grid=grid,
-            options=options,
-            lineage=lineage,
-            lanes=lanes,
-            risks=risks,
-            sampling=sampling,
-            sampling_source=sampling_source,
-            limits_factory=limits_factory,
+    with run_lock(out):
+        return await _run_locked(judge, items, out, options, plan, limits_factory or Limits)
+
+
+def _local(options: RunOptions) -> RunOptions:
+    """``options`` checked, for this process's executor."""
+    if options.check().executor != "local":
+        raise refusal(
+            "executor_mismatch",
+            "executor",
+            f"run_candidate and run_items run in this process, not on the {options.executor!r}"
+            " executor",
+            "run a sharded run with workbench.runs._ray.run_candidate_ray (or the CLI's --executor"
+            " ray)",
         )
+    return options
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a run judges besides its items: recorded in the manifest and the summary."""
+
+    partition: str
+    dataset_sha256: str
+    grid: bool
+    lineage: GoldLineage | None
+    lanes: Lanes | None
+    risks: Mapping[str, str | None]
+    sampling: ManifestSampling | None
+    sampling_source: str | None
 
 
 def _prepare_run_dir(
     items: list[WorkItem],
-    out_dir: str | Path,
+    out: Path,
     *,
     partition: str,
     grid: bool,
     sampling: ManifestSampling | None,
-    budget_usd: float | None,
 ) -> None:
-    """Refuse what cannot run (held-out outside certification, a sharded directory, no items, a bad
-    budget); create the directory."""
+    """Refuse what cannot run (held-out outside certification, a sharded directory, no items);
+    create the directory."""
     if partition == "held_out" and not grid:
-        raise WorkbenchError(
-            "held-out refused",
-            [
-                Problem(
-                    location=str(out_dir),
-                    code="held_out_refused",
-                    message="held-out gold is judged only through certification",
-                    fix="use development or calibration",
-                )
-            ],
+        raise refusal(
+            "held_out_refused",
+            str(out),
+            "held-out gold is judged only through certification",
+            "use development or calibration",
+            summary="held-out refused",
         )
-    out = Path(out_dir)
+    if partition == "held_out" and sampling is not None:
+        raise refusal(
+            "sampling_held_out",
+            str(out),
+            "a sampling plan cannot be applied to the held-out partition: certification judges"
+            " every held-out case",
+            "run held-out data only through `workbench certify`, without a plan",
+            summary="held-out refused",
+        )
     out.mkdir(parents=True, exist_ok=True)
     if RunDir(out).shards_file.exists():
-        raise WorkbenchError(
-            "sharded run directory",
-            [
-                Problem(
-                    location=str(out),
-                    code="executor_mismatch",
-                    message=(
-                        f"this run directory holds a sharded run ({SHARDS_FILE}); its results live"
-                        " in its shard directories"
-                    ),
-                    fix=(
-                        "resume it with the same command and --executor ray --shards N, or give"
-                        " this run its own --out directory"
-                    ),
-                )
-            ],
+        raise refusal(
+            "executor_mismatch",
+            str(out),
+            f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its"
+            " shard directories",
+            "resume it with the same command and --executor ray --shards N, or give this run its"
+            " own --out directory",
+            summary="sharded run directory",
         )
     if not items:
-        raise WorkbenchError(
-            "nothing to run",
-            [
-                Problem(
-                    location=str(out),
-                    code="empty_plan",
-                    message="there is nothing to judge",
-                    fix="give at least one case",
-                )
-            ],
-        )
-    if sampling is not None and partition == "held_out":
-        raise WorkbenchError(
-            "held-out refused",
-            [
-                Problem(
-                    location=str(out_dir),
-                    code="sampling_held_out",
-                    message=(
-                        "a sampling plan cannot be applied to the held-out partition: certification"
-                        " judges every held-out case"
-                    ),
-                    fix="run held-out data only through `workbench certify`, without a plan",
-                )
-            ],
-        )
-    if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
-        raise WorkbenchError(
-            "invalid budget",
-            [
-                Problem(
-                    location="--budget-usd",
-                    code="invalid_budget",
-                    message="the budget is negative or not finite",
-                    fix="give a budget of 0 or more",
-                )
-            ],
+        raise refusal(
+            "empty_plan",
+            str(out),
+            "there is nothing to judge",
+            "give at least one case",
+            summary="nothing to run",
         )
 
 
 @contextmanager
-def _run_lock(out: Path) -> Iterator[None]:
+def run_lock(out: Path) -> Iterator[None]:
     """Hold ``.run.lock``: one invocation at a time writes a run directory; a second is refused at
     once."""
-    run_lock = FileLock(RunDir(out).lock)
+    lock = FileLock(RunDir(out).lock)
     try:
-        run_lock.acquire(timeout=0)
+        lock.acquire(timeout=0)
     except Timeout:
-        raise WorkbenchError(
-            "run directory busy",
-            [
-                Problem(
-                    location=str(out),
-                    code="run_locked",
-                    message="another workbench run is writing to this run directory right now",
-                    fix=(
-                        "wait for it to finish (then rerun to resume), or give this run its own"
-                        " --out directory"
-                    ),
-                )
-            ],
+        raise refusal(
+            "run_locked",
+            str(out),
+            "another workbench run is writing to this run directory right now",
+            "wait for it to finish (then rerun to resume), or give this run its own --out"
+            " directory",
+            summary="run directory busy",
         ) from None
     except OSError as exc:
-        raise WorkbenchError(
-            "run directory not writable",
-            [
-                Problem(
-                    location=str(RunDir(out).lock),
-                    code="run_unwritable",
-                    message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})",
-                    fix=(
-                        "give a writable --out directory (a locked report's run records are"
-                        " read-only)"
-                    ),
-                )
-            ],
+        raise refusal(
+            "run_unwritable",
+            str(RunDir(out).lock),
+            f"cannot lock the run directory ({exc.strerror or type(exc).__name__})",
+            "give a writable --out directory (a locked report's run records are read-only)",
+            summary="run directory not writable",
         ) from None
     try:
         yield
     finally:
-        run_lock.release()
+        lock.release()
+
+
+def endpoint_of(judge: Judge) -> str | None:
+    """The endpoint a judge calls (None for judges that call none)."""
+    return judge.endpoint_url if isinstance(judge, ModelJudge) else None
 
 
 def _secrets(judge: Judge) -> list[str]:
     """Values to redact from everything this judge's run records."""
-    found = list(judge.secrets()) if hasattr(judge, "secrets") else []
-    env = getattr(getattr(judge.spec, "endpoint", None), "api_key_env", None)
+    found = list(judge.secrets()) if isinstance(judge, ModelJudge) else []
+    env = judge.spec.endpoint.api_key_env
     if env and os.environ.get(env):
         found.append(os.environ[env])
     return found
@@ -607,30 +633,54 @@ async def _run_locked(
     judge: Judge,
     items: list[WorkItem],
     out: Path,
-    *,
-    partition: str,
-    dataset_sha256: str,
-    repeats: int,
-    grid: bool,
     options: RunOptions,
-    lineage: GoldLineage | None,
-    lanes: Lanes | None,
-    risks: Mapping[str, str | None] | None,
-    sampling: ManifestSampling | None,
-    sampling_source: str | None,
-    limits_factory: Callable[..., Limits] | None = None,
+    plan: _Plan,
+    limits_factory: Callable[..., Limits],
 ) -> RunSummary:
     """Freeze the manifest, read what is recorded, run what is left and write the summary."""
-    fingerprint = judge.identity.fingerprint()
-    manifest_cases = list(
-        {
-            (i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest)
-            for i in items
-        }.values()
+    manifest = _freeze(judge, items, out, options.repeats, plan)
+    run_dir = RunDir(out)
+    max_attempts = _max_attempts(judge)
+    recorded = read_recorded(run_dir.results)
+    state = Recorded().add(items, recorded, max_attempts, options.retry_errors)
+    limits = limits_factory(
+        options.budget_usd,
+        options.max_cases,
+        state.spent,
+        **limit_settings(judge, plan.lanes, state),
     )
-    units_plan = (
+    run = _Execution(judge, manifest, plan.partition, run_dir, limits, options, state)
+    await run.execute(state.units, total=len(items))
+    summary = summarize(
+        manifest,
+        judge,
+        run_dir.results,
+        _Tally(run.counters, state.resumed, max_attempts, run.estimator),
+        limits,
+        {i.case_id: i.slice for i in items},
+        plan,
+    )
+    record_invocation(
+        run_dir,
+        summary,
+        concurrency=options.concurrency,
+        retry_errors=options.retry_errors,
+        cache=run.cache is not None,
+    )
+    return summary
+
+
+def _freeze(
+    judge: Judge, items: list[WorkItem], out: Path, repeats: int, plan: _Plan
+) -> RunManifest:
+    """The run's manifest: written before the first call, checked on every resume."""
+    cases = {
+        (i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest)
+        for i in items
+    }
+    units = (
         None
-        if grid
+        if plan.grid
         else [
             ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation)
             for i in items
@@ -639,126 +689,48 @@ async def _run_locked(
     manifest, _ = freeze_manifest(
         out,
         judge.identity,
-        fingerprint,
-        dataset_sha256,
-        partition,
-        repeats if grid else max(i.repeat for i in items) + 1,
-        manifest_cases,
-        units_plan,
-        lineage,
-        sampling,
+        judge.identity.fingerprint(),
+        plan.dataset_sha256,
+        plan.partition,
+        repeats if plan.grid else max(i.repeat for i in items) + 1,
+        list(cases.values()),
+        units,
+        plan.lineage,
+        plan.sampling,
     )
-    run_dir = RunDir(out)
-    AppendOnlyLog(run_dir.results).close()  # repairs a torn last line before reading
-    recorded = _read_attempts(run_dir.results)
-    max_attempts = _max_attempts(judge)
-    units, resumed = _plan_units(items, recorded, max_attempts, options.retry_errors)
-    slice_of = {i.case_id: i.slice for i in items}
-    limits = _limits(judge, recorded, units, slice_of, lanes, options, limits_factory)
-    run = _Execution(
-        judge,
-        manifest,
-        partition,
-        run_dir,
-        limits,
-        options,
-        max_attempts,
-        len(items),
-        resumed,
-        recorded,
-    )
-    await run.execute(units)
-    summary = _summarize(
-        manifest,
-        judge,
-        run_dir.results,
-        run.counters,
-        resumed,
-        limits,
-        max_attempts,
-        run.estimator,
-        slice_of,
-        risks or {},
-        sampling_source,
-    )
+    return manifest
+
+
+def limit_settings(judge: Judge, lanes: Lanes | None, state: Recorded) -> dict[str, Any]:
+    """The keyword arguments of :class:`~._limits.Limits` for ``judge``'s run: the circuit
+    breaker, the endpoint and secrets for its messages, and under a sampling plan the lanes."""
+    settings: dict[str, Any] = {
+        "breaker_after": judge.spec.endpoint.circuit_breaker_after,
+        "endpoint": endpoint_of(judge),
+        "secrets": _secrets(judge),
+    }
+    if lanes is not None:
+        settings |= {
+            "priority": dict(lanes.priority),
+            "holds": dict(lanes.holds),
+            "lane_units": Counter(u.item.slice or "" for u in state.units),
+            "lane_spent": state.lane_spent,
+        }
+    return settings
+
+
+def record_invocation(run_dir: RunDir, summary: RunSummary, **settings: Any) -> None:
+    """Write ``run.json`` and append the invocation (its settings and summary) to
+    ``invocations.jsonl``."""
     atomic_write_json(run_dir.summary, summary.model_dump(mode="json"))
     with AppendOnlyLog(run_dir.invocations) as invocations:
         invocations.append(
             {
                 "finished_at": datetime.now(UTC).isoformat(),
-                "concurrency": options.concurrency,
-                "retry_errors": options.retry_errors,
-                "cache": run.cache is not None,
+                **settings,
                 **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"}),
             }
         )
-    return summary
-
-
-def _plan_units(
-    items: list[WorkItem],
-    recorded: Mapping[tuple[str, int], list[dict[str, Any]]],
-    max_attempts: int,
-    retry_errors: bool,
-) -> tuple[list[_Unit], int]:
-    """The items still to judge (each with its next attempt number) and how many are settled
-    already."""
-    units: list[_Unit] = []
-    resumed = 0
-    for item in items:
-        rows = recorded.get((item.case_id, item.repeat), [])
-        state = _state(rows, max_attempts) if rows else None
-        if state == "verdict" or (state == "final_error" and not retry_errors):
-            resumed += 1
-            continue
-        next_attempt = rows[-1]["attempt"] + 1 if rows else 1
-        units.append(
-            _Unit(
-                item,
-                next_attempt,
-                CaseRef(item.case_id, item.digest, item.repeat, item.presentation),
-            )
-        )
-    return units, resumed
-
-
-def _limits(
-    judge: Judge,
-    recorded: Mapping[tuple[str, int], list[dict[str, Any]]],
-    units: list[_Unit],
-    slice_of: Mapping[str, str | None],
-    lanes: Lanes | None,
-    options: RunOptions,
-    limits_factory: Callable[..., Limits] | None,
-) -> Limits:
-    """The run's limits, starting from the spend already recorded (per lane under a sampling
-    plan)."""
-    spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
-    lane_kw: dict[str, Any] = {}
-    if lanes is not None:
-        lane_spent: dict[str, float] = {}
-        for (case_id, _repeat), rows in recorded.items():
-            lane = slice_of.get(case_id)
-            if lane is not None:
-                lane_spent[lane] = lane_spent.get(lane, 0.0) + sum(
-                    float(r.get("cost_usd") or 0.0) for r in rows
-                )
-        lane_kw = {
-            "priority": dict(lanes.priority),
-            "holds": dict(lanes.holds),
-            "lane_units": Counter(u.item.slice or "" for u in units),
-            "lane_spent": lane_spent,
-        }
-    endpoint = getattr(judge, "endpoint_url", None)
-    return (limits_factory or Limits)(
-        options.budget_usd,
-        options.max_cases,
-        spent,
-        breaker_after=judge.spec.endpoint.circuit_breaker_after,
-        endpoint=endpoint if isinstance(endpoint, str) else None,
-        secrets=_secrets(judge),
-        **lane_kw,
-    )
 
 
 class _Execution:
@@ -773,30 +745,14 @@ class _Execution:
         run_dir: RunDir,
         limits: Limits,
         options: RunOptions,
-        max_attempts: int,
-        total: int,
-        resumed: int,
-        recorded: Mapping[tuple[str, int], list[dict[str, Any]]],
+        state: Recorded,
     ) -> None:
-        self.judge, self.manifest, self.partition, self.limits, self.options, self.max_attempts = (
-            judge,
-            manifest,
-            partition,
-            limits,
-            options,
-            max_attempts,
-        )
+        self.judge, self.manifest, self.partition = judge, manifest, partition
+        self.limits, self.options = limits, options
+        self.max_attempts = _max_attempts(judge)
         self.fingerprint = judge.identity.fingerprint()
         self.secrets = _secrets(judge)
-        observed = [
-            int(r["tokens_out"])
-            for rows in recorded.values()
-            for r in rows
-            if r.get("tokens_out")
-            and r.get("tokens_in") is not None
-            and not r.get("cached_from_run_id")
-        ]
-        self.estimator = Estimator(judge, max(observed) if observed else None)
+        self.estimator = Estimator(judge, max(state.observed) if state.observed else None)
         cache_dir = options.cache_dir
         self.cache = (
             VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), self.fingerprint)
@@ -805,26 +761,24 @@ class _Execution:
         )
         self.log = AppendOnlyLog(run_dir.results)
         self.writer = RecordWriter(self.log, self.cache, asyncio.get_running_loop())
-        if hasattr(judge, "prepare"):
-            judge.prepare(options.concurrency)
         self.counters: Counter[str] = Counter()
-        self.bar = _progress(total, resumed, judge.spec.label, options.progress)
+        self.resumed = state.resumed
+        self.bar: Any = None
 
-    async def execute(self, units: list[_Unit]) -> None:
+    async def execute(self, units: list[_Unit], *, total: int) -> None:
         """Settle every unit with ``concurrency`` workers, then close the judge, log, cache and
         bar."""
+        if isinstance(self.judge, ModelJudge):
+            self.judge.prepare(self.options.concurrency or 1)
+        self.bar = _progress(total, self.resumed, self.judge.spec.label, self.options.progress)
         queue: asyncio.Queue[_Unit] = asyncio.Queue()
         for unit in units:
             queue.put_nowait(unit)
+        workers = max(1, min(self.options.concurrency or 1, len(units) or 1))
         try:
-            await asyncio.gather(
-                *(
-                    self.worker(queue)
-                    for _ in range(max(1, min(self.options.concurrency or 1, len(units) or 1)))
-                )
-            )
+            await asyncio.gather(*(self.worker(queue) for _ in range(workers)))
         finally:
-            if hasattr(self.judge, "aclose"):
+            if isinstance(self.judge, HoldsResources):
                 await self.judge.aclose()
             self.writer.close()
             self.log.close()
@@ -851,92 +805,85 @@ class _Execution:
             elif tracked:  # drain: nothing new is scheduled after a limit is reached
                 await self.limits.unit_done(unit.item.slice, started=False)
 
-    async def append(self, result: JudgeResult, request_key: str | None) -> None:
-        """Record one attempt (and cache a verdict): returns once it is durable (:mod:`._writer`,
-        group commit with the records of calls that finish together)."""
-        await self.writer.append(result, request_key)
-
     async def settle_unit(self, unit: _Unit) -> None:
         """A unit's verdict from the cache, else from its attempts (retried while retryable and not
         halted)."""
         # The request key only addresses the cache: without one it is not computed.
-        request_key = (
-            sha256_json(self.judge.render(unit.judge_input, unit.ref))
-            if self.cache is not None
-            else None
-        )
-        cached = (
-            self.cache.get(request_key, unit.repeat)
-            if self.cache is not None and request_key is not None
-            else None
-        )
-        if cached is not None:
-            await self.append(self.reused(unit, cached), None)
-            self.counters["cache_hits"] += 1
-            _tick(self.bar, self.counters, self.limits)
-            return
+        request_key = None
+        if self.cache is not None:
+            request_key = sha256_json(self.judge.render(unit.item.judge_input, unit.ref))
+            cached = self.cache.get(request_key, unit.item.repeat)
+            if cached is not None:
+                await self.writer.append(self.reused(unit, cached), None)
+                self.counters["cache_hits"] += 1
+                self.tick()
+                return
         verdict = await self.attempts(unit, request_key)
-        if verdict is not None and verdict.error is not None:
-            self.counters["errors"] += 1
         if verdict is not None:
-            _tick(self.bar, self.counters, self.limits)
+            self.counters["errors"] += verdict.error is not None
+            self.tick()
+
+    def tick(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix(
+                errors=self.counters["errors"],
+                spend=f"${self.limits.spent:.4f}",
+                cached=self.counters["cache_hits"],
+                refresh=False,
+            )
 
     def reused(self, unit: _Unit, cached: JudgeResult) -> JudgeResult:
         """A cached verdict recorded as this run's attempt, at no cost."""
+        update = {
+            **self.stamp(unit),
+            "started_at": datetime.now(UTC),
+            "latency_s": 0.0,
+            "tokens_in": None,
+            "tokens_out": None,
+            "cost_usd": 0.0,
+            "attempt": unit.next_attempt,
+            "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
+            "schema_version": RESULT_SCHEMA_VERSION,
+            "migration": None,
+        }
+        return JudgeResult.model_validate(cached.model_copy(update=update).model_dump())
+
+    def stamp(self, unit: _Unit) -> dict[str, Any]:
+        """The fields every record of ``unit`` in this run carries."""
         manifest = self.manifest
-        reused = cached.model_copy(
-            update={
-                "case_id": unit.item.case_id,
-                "response_hash": unit.item.digest,
-                "presentation": unit.item.presentation,
-                "run_id": manifest.run_id,
-                "partition": self.partition,
-                "started_at": datetime.now(UTC),
-                "latency_s": 0.0,
-                "tokens_in": None,
-                "tokens_out": None,
-                "cost_usd": 0.0,
-                "attempt": unit.next_attempt,
-                "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
-                "schema_version": RESULT_SCHEMA_VERSION,
-                "migration": None,
-                "dataset_sha256": (
-                    manifest.dataset_sha256 if manifest.rubric_version is not None else None
-                ),
-                "rubric_version": manifest.rubric_version,
-            }
-        )
-        return JudgeResult.model_validate(reused.model_dump())
+        return {
+            "case_id": unit.item.case_id,
+            "response_hash": unit.item.digest,
+            "presentation": unit.item.presentation,
+            "run_id": manifest.run_id,
+            "partition": self.partition,
+            "dataset_sha256": (
+                manifest.dataset_sha256 if manifest.rubric_version is not None else None
+            ),
+            "rubric_version": manifest.rubric_version,
+        }
 
     async def attempts(self, unit: _Unit, request_key: str | None) -> Verdict | None:
         """Call the judge for ``unit`` until a verdict, a final error, the unit's attempts run out
-        or a limit halts."""
-        max_attempts, next_attempt = self.max_attempts, unit.next_attempt
-        attempts_left = (
-            max_attempts
-            if self.options.retry_errors or next_attempt == 1
-            else max(1, max_attempts - next_attempt + 1)
+        or a limit halts; wait :func:`backoff_s` between attempts."""
+        first = unit.next_attempt
+        allowed = (
+            self.max_attempts
+            if self.options.retry_errors or first == 1
+            else max(1, self.max_attempts - first + 1)
         )
         verdict: Verdict | None = None
-        limits = self.limits
-
-        def retryable(v: Verdict | None) -> bool:
-            return v is not None and v.error is not None and v.retryable and not limits.halted
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts_left),
-            wait=_WAIT,
-            retry=retry_if_result(retryable),
-            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
-        )
-        async for attempt in retrying:
-            with attempt:
-                n = attempt.retry_state.attempt_number
-                verdict = await self.one_attempt(
-                    unit, next_attempt + n - 1, first=(n == 1), request_key=request_key
-                )
-            if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
-                attempt.retry_state.set_result(verdict)
+        for n in range(allowed):
+            if n:
+                await asyncio.sleep(backoff_s(n, verdict.retry_after_s if verdict else None))
+            verdict = await self.one_attempt(
+                unit, first + n, first=(n == 0), request_key=request_key
+            )
+            if verdict is None or verdict.error is None or not verdict.retryable:
+                break
+            if self.limits.halted:
+                break
         return verdict
 
     async def one_attempt(
@@ -944,16 +891,15 @@ class _Execution:
     ) -> Verdict | None:
         """One admitted call: its cost settled with the limits and the attempt recorded (None when
         not admitted)."""
-        judge, limits = self.judge, self.limits
-        estimate: CallEstimate = self.estimator.estimate(unit.judge_input)
-        lane = unit.item.slice
+        judge, limits, lane = self.judge, self.limits, unit.item.slice
+        estimate: CallEstimate = self.estimator.estimate(unit.item.judge_input)
         if not await limits.admit(estimate, first, lane):
             return None
         unit.admitted = True
         started = datetime.now(UTC)
         t0 = time.perf_counter()
         try:
-            verdict = await judge.evaluate(unit.judge_input, unit.ref)
+            verdict = await judge.evaluate(unit.item.judge_input, unit.ref)
         except NotAvailable:
             await limits.settle(estimate, 0.0, called=False, lane=lane)
             return None
@@ -962,26 +908,19 @@ class _Execution:
             raise
         latency = time.perf_counter() - t0
         cost = self.checked_cost(unit, attempt, verdict, estimate)
+        error = verdict.error
         await limits.settle(
             estimate,
             cost,
             called=True,
-            endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None,
-            error=verdict.error.message if verdict.error is not None else None,
+            endpoint_failure=verdict.endpoint_failure if error is not None else None,
+            error=error.message if error is not None else None,
             lane=lane,
         )
-        sent = (
-            verdict.rendered_request
-            if verdict.rendered_request is not None
-            else judge.render(unit.judge_input, unit.ref)
-        )
-        await self.append(
-            self.make_result(unit, attempt, verdict, started, latency, sent, cost),
-            request_key if verdict.error is None else None,
-        )
+        record = self.make_result(unit, attempt, verdict, started, latency, cost)
+        await self.writer.append(record, request_key if error is None else None)
         self.counters["calls"] += 1
-        if not first:
-            self.counters["retries"] += 1
+        self.counters["retries"] += not first
         return verdict
 
     def checked_cost(
@@ -989,7 +928,7 @@ class _Execution:
     ) -> float:
         """The call's cost (the reservation when the judge reports an invalid one); usage beyond the
         reservation is warned about."""
-        limits = self.limits
+        limits, where = self.limits, f"{unit.item.case_id}#{unit.item.repeat} attempt {attempt}"
         cost = (
             verdict.cost_usd
             if verdict.cost_usd is not None
@@ -997,19 +936,19 @@ class _Execution:
         )
         if not math.isfinite(cost) or cost < 0:
             limits.warn(
-                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of"
-                f" {cost!r}; recorded as the call's reservation"
+                f"{where}: the judge reported a cost of {cost!r}; recorded as the call's"
+                " reservation"
             )
             cost = estimate.reservation
         self.estimator.observe(verdict.tokens_in, verdict.tokens_out)
         limits.observe(verdict.tokens_in, verdict.tokens_out)
         if cost > estimate.reservation + 1e-12:
             limits.warn(
-                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage"
-                f" ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f})"
-                f" exceeds the call's reservation (${estimate.reservation:.6f}:"
-                f" {estimate.tokens_in} input, {estimate.tokens_out_cap} output tokens); the budget"
-                " guarantee assumes it does not"
+                f"{where}: reported usage ({verdict.tokens_in} input, {verdict.tokens_out} output"
+                f" tokens, ${cost:.6f}) exceeds the call's reservation"
+                f" (${estimate.reservation:.6f}: {estimate.tokens_in} input,"
+                f" {estimate.tokens_out_cap} output tokens); the budget guarantee assumes it"
+                " does not"
             )
         return cost
 
@@ -1020,28 +959,25 @@ class _Execution:
         verdict: Verdict,
         started: datetime,
         latency: float,
-        sent: Any,
         cost: float,
     ) -> JudgeResult:
         """The judge-result record of one call, redacted."""
-        secrets, manifest = self.secrets, self.manifest
+        secrets = self.secrets
         error = verdict.error
         if error is not None:
             error = error.model_copy(update={"message": redact(error.message, secrets)})
+        sent = verdict.rendered_request
+        if sent is None:
+            sent = self.judge.render(unit.item.judge_input, unit.ref)
         sent = redact_values(sent, secrets)
         return JudgeResult(
-            case_id=unit.item.case_id,
-            response_hash=unit.item.digest,
+            **self.stamp(unit),
             value=verdict.value,
             reason=redact(verdict.reason, secrets) if verdict.reason is not None else None,
             score=verdict.score,
-            order=(
-                [redact(x, secrets) for x in verdict.order] if verdict.order is not None else None
-            ),
+            order=None if verdict.order is None else [redact(x, secrets) for x in verdict.order],
             judge=self.judge.identity,
             judge_fingerprint=self.fingerprint,
-            run_id=manifest.run_id,
-            partition=self.partition,
             started_at=started,
             latency_s=verdict.latency_s if verdict.latency_s is not None else latency,
             tokens_in=verdict.tokens_in,
@@ -1049,40 +985,42 @@ class _Execution:
             cost_usd=cost,
             error=error,
             attempt=attempt,
-            repeat=unit.repeat,
+            repeat=unit.item.repeat,
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
-            presentation=unit.item.presentation,
-            dataset_sha256=manifest.dataset_sha256 if manifest.rubric_version is not None else None,
-            rubric_version=manifest.rubric_version,
         )
 
 
-def _summarize(
+@dataclass(frozen=True)
+class _Tally:
+    """What an invocation counted, for its summary."""
+
+    counters: Counter[str]
+    resumed: int
+    max_attempts: int
+    estimator: Estimator
+
+
+def summarize(
     manifest: RunManifest,
     judge: Judge,
     results_path: Path,
-    counters: Counter[str],
-    resumed: int,
+    tally: _Tally,
     limits: Limits,
-    max_attempts: int,
-    estimator: Estimator,
     slice_of: Mapping[str, str | None],
-    risks: Mapping[str, str | None],
-    sampling_source: str | None,
+    plan: _Plan,
 ) -> RunSummary:
+    """The summary of a run's recorded attempts after an invocation."""
     recorded = _read_attempts(results_path)
     kinds: Counter[str] = Counter()
-    verdicts = 0
-    unrun: list[str] = []
-    pending: list[str] = []
+    verdicts, unrun, pending = 0, [], []
     planned = manifest.planned()
     for case_id, repeat in planned:
         rows = recorded.get((case_id, repeat))
         if not rows:
             unrun.append(f"{case_id}#{repeat}")
             continue
-        state = _state(rows, max_attempts)
+        state = _state(rows, tally.max_attempts)
         if state == "verdict":
             verdicts += 1
             continue
@@ -1090,6 +1028,7 @@ def _summarize(
         if state == "pending_retry":
             pending.append(f"{case_id}#{repeat}")
     rows_all = [r for rows in recorded.values() for r in rows]
+    sampling = manifest.sampling
     return RunSummary(
         run_id=manifest.run_id,
         status="incomplete" if unrun or pending or limits.stop_reason else "complete",
@@ -1102,48 +1041,37 @@ def _summarize(
         verdicts=verdicts,
         errors=sum(kinds.values()),
         errors_by_kind=dict(sorted(kinds.items())),
-        calls=counters["calls"],
-        retries=counters["retries"],
-        cache_hits=counters["cache_hits"],
-        resumed=resumed,
-        cost_usd=round(sum(float(r.get("cost_usd") or 0.0) for r in rows_all), 10),
+        calls=tally.counters["calls"],
+        retries=tally.counters["retries"],
+        cache_hits=tally.counters["cache_hits"],
+        resumed=tally.resumed,
+        cost_usd=round(_cost(rows_all), 10),
         budget_usd=limits.budget_usd,
         max_cases=limits.max_cases,
         tokens_in=sum(int(r.get("tokens_in") or 0) for r in rows_all),
         tokens_out=sum(int(r.get("tokens_out") or 0) for r in rows_all),
         unrun=unrun,
-        endpoint_url=getattr(judge, "endpoint_url", None),
+        endpoint_url=endpoint_of(judge),
         pending_retry=pending,
         results_path=str(results_path),
-        estimate_method=estimator.method,
-        max_output_tokens_observed=estimator.max_out,
+        estimate_method=tally.estimator.method,
+        max_output_tokens_observed=tally.estimator.max_out,
         warnings=limits.summary_warnings(),
-        sampling_plan_sha256=manifest.sampling.plan_sha256 if manifest.sampling else None,
-        sampling_plan_source=sampling_source if manifest.sampling else None,
-        sampled_out=list(manifest.sampling.sampled_out) if manifest.sampling else [],
-        slice_costs=slice_costs(rows_all, slice_of, risks),
+        sampling_plan_sha256=sampling.plan_sha256 if sampling else None,
+        sampling_plan_source=plan.sampling_source if sampling else None,
+        sampled_out=list(sampling.sampled_out) if sampling else [],
+        slice_costs=slice_costs(rows_all, slice_of, plan.risks),
     )
 
 
 def _progress(total: int, initial: int, label: str, enabled: bool) -> Any:
-    """A tqdm bar on a terminal or in a notebook; one line per 10% when output is not a terminal."""
+    """A tqdm bar on a terminal or in a notebook; one line per 10% when output is not a terminal;
+    None without progress."""
     if not enabled:
         return None
     from ._progress import progress_bar
 
     return progress_bar(total=total, initial=initial, label=label)
-
-
-def _tick(bar: Any, counters: Counter[str], limits: Limits) -> None:
-    if bar is None:
-        return
-    bar.update(1)
-    bar.set_postfix(
-        errors=counters["errors"],
-        spend=f"${limits.spent:.4f}",
-        cached=counters["cache_hits"],
-        refresh=False,
-    )
 
 
 def run_candidate_sync(*args: Any, **kwargs: Any) -> RunSummary:

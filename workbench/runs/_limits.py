@@ -1,52 +1,22 @@
 """What may start next: the budget, the case limit and the circuit breaker, shared by the workers.
 
-**Estimates.** Before a call starts it gets two prices from the candidate's price table:
+**Budget.** Before a call starts it gets two prices from the candidate's price table: its
+*reservation* (the input estimate, :mod:`workbench.judges._tokens`, plus the full output cap),
+held while it is in flight, and its *expected cost* (the input estimate plus the largest output
+reported so far in the run). Kinds without token estimates use ``estimate_cost`` for both. A
+call starts only if ``recorded spend + reservations in flight + its expected cost <= budget``;
+it waits while only calls in flight are in the way, and the run stops (``budget_exhausted``)
+when ``recorded spend + its expected cost`` alone exceeds the budget. Under a budget the first
+call of an invocation runs alone (a probe). The guarantee this gives, and what breaks it (a
+call reporting more than its reservation: a warning), is the README's "Budget guarantee".
 
-- its *reservation*: the input estimate (the rendered prompt's tokens, see
-  :mod:`workbench.judges._tokens`) plus the full output cap (``max_tokens``). It is held
-  while the call is in flight and is what the call may cost if the provider counts input
-  as estimated and honours ``max_tokens``;
-- its *expected cost*: the same input estimate plus the largest output the provider has
-  reported so far in this run (never above the cap; the cap until a call reported usage).
-
-Kinds without token estimates (deterministic functions, imported results, multi-call
-metrics that override ``estimate_cost``) use ``estimate_cost`` for both.
-
-**Admission.** A call starts only if ``recorded spend + reservations in flight + its
-expected cost <= budget``. When only calls in flight are in the way it waits for them to
-settle; when ``recorded spend + its expected cost`` alone exceeds the budget (or recorded
-spend already passed it) nothing new starts and the run stops: ``budget_exhausted``. Under a
-budget the first call of an invocation runs alone (a probe): nothing else starts until it has
-settled, so a provider that over-reports usage from the start costs one call, not a wave.
-
-**Guarantee.** Let L be the last call admitted. At its admission ``spend + Σ reservations of
-the calls in flight + expected(L) <= budget``, and nothing starts afterwards, so the final
-spend exceeds the budget by at most ``cost(L) - expected(L)`` plus, for each call that was
-in flight, how far its cost exceeds its reservation. If no call's reported usage exceeds
-its reservation, the spend exceeds the budget by at most ``reservation(L) - expected(L)``,
-less than the reservations of the calls in flight. A call whose reported cost exceeds its
-reservation breaks that assumption: it is recorded as a warning on the run, and once the
-recorded spend reaches the budget nothing new starts, retries included.
-
-**Lanes (runs under a sampling plan).** Units carry their slice; critical slices and slices
-with a reservation are *reserved* lanes, every other slice a *lower* lane
-(:func:`workbench.sampling.plan_lanes`). The engine queues reserved units first, and:
-
-- no call of a lower lane is admitted while a reserved unit of this invocation has not started
-  (its first attempt admitted) or finished (cached, stopped): every reserved unit starts before
-  any lower-lane call, whatever the scheduling of the workers;
-- while a reserved slice has unfinished units, its *hold* (its reservation less its recorded
-  spend and the reservations of its calls in flight, never below 0) is kept from lower lanes: a
-  lower-lane call is admitted only if ``spend + reservations in flight + its expected cost +
-  the holds of the unfinished reserved slices <= budget``;
-- a lower-lane call that does not fit never stops the run while a reserved slice is
-  unfinished; it waits. Only reserved calls, or lower-lane calls once every reserved slice has
-  finished, stop the run at the budget.
-
-So when a run stops at its budget, no reserved case is unrun while a lower-lane call was paid,
-and lower lanes spent only budget that no unfinished reserved slice had reserved. Reserved calls
-are admitted by the rule above without holds, so the guarantee is unchanged: every admission
-still satisfies ``spend + reservations in flight + expected <= budget``.
+**Lanes** (runs under a sampling plan, :func:`workbench.sampling.plan_lanes`): critical slices
+and slices with a reservation are *reserved* lanes, the others *lower* lanes. No lower-lane call
+starts while a reserved unit of the invocation has not started or finished; while a reserved
+slice has unfinished units its *hold* (its reservation less its recorded spend and in-flight
+reservations) is kept from lower lanes; a lower-lane call that does not fit waits, and never
+stops the run, while a reserved slice is unfinished. Reserved calls are admitted without holds,
+so the guarantee is unchanged.
 
 **Circuit breaker.** After ``endpoint.circuit_breaker_after`` consecutive calls that failed
 at the endpoint itself (connection failed, HTTP 401/403/404) nothing new starts, retries
@@ -61,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._redact import redact
+from ..judges import Judge, ModelJudge
 
 StopReason = Literal["budget_exhausted", "max_cases", "circuit_breaker"]
 _PRIORITY: dict[str, int] = {"max_cases": 0, "budget_exhausted": 1, "circuit_breaker": 2}
@@ -85,16 +56,15 @@ class CallEstimate:
 class Estimator:
     """Prices calls; learns the largest reported output of the run (never above the cap)."""
 
-    def __init__(self, judge: Any, observed_out: int | None = None) -> None:
+    def __init__(self, judge: Judge, observed_out: int | None = None) -> None:
         self.judge = judge
         self.max_out = observed_out
-        self.method = "estimate_cost" if not hasattr(judge, "estimate_usage") else None
+        self.by_tokens = isinstance(judge, ModelJudge)
+        self.method = None if self.by_tokens else "estimate_cost"
 
     def estimate(self, judge_input: Any) -> CallEstimate:
         usage = (
-            self.judge.estimate_usage(judge_input)
-            if hasattr(self.judge, "estimate_usage")
-            else None
+            self.judge.estimate_usage(judge_input) if isinstance(self.judge, ModelJudge) else None
         )
         if usage is None:
             cost = float(self.judge.estimate_cost(judge_input))
@@ -186,63 +156,66 @@ class Limits:
             if name != lane and self.lane_open.get(name, 0) > 0
         )
 
-    async def admit(  # noqa: C901
+    async def admit(
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> bool:
         """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not
         start."""
         lower = self._lower(lane)
         async with self.cond:
-            while True:
-                if self.halted:
-                    return False
-                if first_call and self.max_cases is not None and self.started >= self.max_cases:
-                    self._stop(
-                        "max_cases",
-                        f"{self.max_cases} case x repeat pair(s) started in this invocation"
-                        " (--max-cases); calls of started pairs, retries included, were allowed to"
-                        " finish",
-                    )
-                    return False
-                if lower and self.unstarted_reserved > 0:
-                    await self.cond.wait()  # reserved units start first
-                    continue
-                if self.budget_usd is not None:
-                    held = self.held_for_others(lane) if lower else 0.0
-                    if self.spent + estimate.expected > self.budget_usd + _EPS:
-                        if lower and self._reserved_open():
-                            await (
-                                self.cond.wait()
-                            )  # never stop a reserved slice's work for a lower lane's call
-                            continue
-                        self._stop(
-                            "budget_exhausted",
-                            f"recorded spend ${self.spent:.6f} + the next call's expected cost"
-                            f" ${estimate.expected:.6f} exceeds the budget ${self.budget_usd:.6f}",
-                        )
-                        self.cond.notify_all()
-                        return False
-                    probing = self.settled == 0 and self.in_flight > 0
-                    if (
-                        probing
-                        or self.spent + self.reserved + estimate.expected + held
-                        > self.budget_usd + _EPS
-                    ):
-                        # the probe, calls in flight or reserved slices' holds are in the way
-                        await self.cond.wait()
-                        continue
-                self.reserved += estimate.reservation
-                self.in_flight += 1
-                if lane is not None:
-                    self.lane_in_flight[lane] = (
-                        self.lane_in_flight.get(lane, 0.0) + estimate.reservation
-                    )
-                if first_call:
-                    self.started += 1
-                    if self.priority and not lower:
-                        self.unstarted_reserved -= 1
-                        self.cond.notify_all()
-                return True
+            while (decision := self._decide(estimate, first_call, lane, lower)) == "wait":
+                await self.cond.wait()
+            if decision == "refuse":
+                return False
+            self.reserved += estimate.reservation
+            self.in_flight += 1
+            if lane is not None:
+                self.lane_in_flight[lane] = (
+                    self.lane_in_flight.get(lane, 0.0) + estimate.reservation
+                )
+            if first_call:
+                self.started += 1
+                if self.priority and not lower:
+                    self.unstarted_reserved -= 1
+                    self.cond.notify_all()
+            return True
+
+    def _decide(
+        self, estimate: CallEstimate, first_call: bool, lane: str | None, lower: bool
+    ) -> Literal["admit", "wait", "refuse"]:
+        """Whether a call may start now, must wait for others to settle or start, or must not
+        start (the run stops)."""
+        if self.halted:
+            return "refuse"
+        if first_call and self.max_cases is not None and self.started >= self.max_cases:
+            self._stop(
+                "max_cases",
+                f"{self.max_cases} case x repeat pair(s) started in this invocation"
+                " (--max-cases); calls of started pairs, retries included, were allowed to finish",
+            )
+            return "refuse"
+        if lower and self.unstarted_reserved > 0:
+            return "wait"  # reserved units start first
+        if self.budget_usd is None:
+            return "admit"
+        if self.spent + estimate.expected > self.budget_usd + _EPS:
+            if lower and self._reserved_open():
+                return "wait"  # never stop a reserved slice's work for a lower lane's call
+            self._stop(
+                "budget_exhausted",
+                f"recorded spend ${self.spent:.6f} + the next call's expected cost"
+                f" ${estimate.expected:.6f} exceeds the budget ${self.budget_usd:.6f}",
+            )
+            self.cond.notify_all()
+            return "refuse"
+        held = self.held_for_others(lane) if lower else 0.0
+        probing = self.settled == 0 and self.in_flight > 0
+        if (
+            probing
+            or self.spent + self.reserved + estimate.expected + held > self.budget_usd + _EPS
+        ):
+            return "wait"  # the probe, calls in flight or reserved slices' holds are in the way
+        return "admit"
 
     @property
     def tracks_units(self) -> bool:

@@ -146,42 +146,12 @@ def freeze_manifest(
     )
     if not path.exists():
         # A run without a plan writes no ``sampling`` key, so its manifest reads as before.
-        atomic_write_json(
-            path,
-            proposed.model_dump(mode="json", exclude={"sampling"} if sampling is None else None),
-        )
+        unset = {"sampling"} if sampling is None else None
+        atomic_write_json(path, proposed.model_dump(mode="json", exclude=unset))
         return proposed, False
-    try:
-        existing = RunManifest.model_validate(read_json_file(path))
-    except SchemaTooNew as exc:
-        raise exc.at(str(path)) from None
-    except (OSError, ValueError) as exc:
-        raise WorkbenchError(
-            "unreadable manifest",
-            [
-                Problem(
-                    location=str(path),
-                    code="manifest_invalid",
-                    message=f"the run manifest cannot be read ({exc})",
-                    fix="restore the manifest or use a new --out directory",
-                )
-            ],
-        ) from None
+    existing = _read_manifest(path)
     if existing.content_sha256() != proposed.content_sha256():
-        changed = [
-            name
-            for name in (
-                "judge_fingerprint",
-                "dataset_sha256",
-                "rubric_version",
-                "partition",
-                "repeats",
-                "cases",
-                "units",
-                "sampling",
-            )
-            if getattr(existing, name) != getattr(proposed, name)
-        ]
+        changed = [n for n in _BOUND if getattr(existing, n) != getattr(proposed, n)]
         raise WorkbenchError(
             "refusing to resume: the run manifest changed",
             [
@@ -202,6 +172,38 @@ def freeze_manifest(
     return existing, True
 
 
+_BOUND = (
+    "judge_fingerprint",
+    "dataset_sha256",
+    "rubric_version",
+    "partition",
+    "repeats",
+    "cases",
+    "units",
+    "sampling",
+)
+"""The manifest fields a resumed run must match, named when one differs."""
+
+
+def _read_manifest(path: Path) -> RunManifest:
+    try:
+        return RunManifest.model_validate(read_json_file(path))
+    except SchemaTooNew as exc:
+        raise exc.at(str(path)) from None
+    except (OSError, ValueError) as exc:
+        raise WorkbenchError(
+            "unreadable manifest",
+            [
+                Problem(
+                    location=str(path),
+                    code="manifest_invalid",
+                    message=f"the run manifest cannot be read ({exc})",
+                    fix="restore the manifest or use a new --out directory",
+                )
+            ],
+        ) from None
+
+
 def run_lineage(judge: object, dataset: GoldDataset, cases: Sequence[GoldCase]) -> GoldLineage:
     """The gold lineage a run of ``judge`` on ``cases`` of ``dataset`` records.
 
@@ -209,8 +211,8 @@ def run_lineage(judge: object, dataset: GoldDataset, cases: Sequence[GoldCase]) 
     produced against this gold (``judge.check_gold(dataset)``, which raises when not).
     """
     from ..gold import gold_lineage
+    from ..judges import ReplayJudge
 
-    check = getattr(judge, "check_gold", None)
-    if check is not None:
-        check(dataset)
+    if isinstance(judge, ReplayJudge):
+        judge.check_gold(dataset)
     return gold_lineage(dataset, cases)

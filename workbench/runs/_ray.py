@@ -1,82 +1,69 @@
 """The Ray executor: one run split into N shards, each run by the unchanged engine in a Ray task.
 
-``workbench run ... --executor ray --shards N`` (extra: ``pip install .[ray]``):
+``workbench run ... --executor ray --shards N`` (extra: ``pip install .[ray]``;
+``RunOptions(executor="ray", shards=N)`` in a library call):
 
-1. The driver freezes the run's manifest (``OUT/manifest.json``, exactly as a local run does)
-   and the shard plan (``OUT/shards.json``), and writes each shard's manifest: the run's,
-   restricted to the shard's cases, with the same ``run_id`` (layout: :mod:`._shards`).
-2. One Ray actor, :class:`GlobalLimits`, holds the budget, the case limit, the circuit breaker
-   and a token bucket for every shard: each shard's engine asks it before every call and
-   reports to it after (:class:`RemoteLimits`), so the guarantee of :mod:`._limits` holds for
-   the run as a whole, reservations of calls in flight on every shard included.
+1. The driver plans the run as a local run does (:func:`~._engine.plan_partition`: the sampling
+   plan checked and drawn, reserved lanes first), freezes its manifest, the shard plan and each
+   shard's manifest (:mod:`._shards`).
+2. One Ray actor, :class:`GlobalLimits`, holds the budget, the case limit, the circuit breaker,
+   the lanes and a token bucket for every shard: each shard's engine asks it before every call
+   and reports to it after (:class:`RemoteLimits`), so the guarantee of :mod:`._limits` holds
+   for the run as a whole.
 3. Each shard is a Ray task that runs :func:`~._engine.run_items` on its cases in its own
    directory: the same append-only results, resume and lock as a local run.
-4. The driver merges the shard results into ``OUT/results.jsonl`` and writes the merged
-   ``OUT/run.json``; ``align``, ``gate`` and ``agreement`` read the run as one.
+4. The driver merges the shard results and writes the merged ``run.json``, the summary a local
+   run of the same manifest writes. A shard whose worker died leaves the run *incomplete*;
+   re-running the same command resumes every shard, calling no settled case again.
 
-Under a sampling plan the driver checks and draws it as a local run does, freezes the sample
-(reserved lanes first) and the plan's record in the manifest, and shards the sampled cases;
-each shard runs with the plan's lanes, and the actor holds them for the run as a whole
-(:class:`ShardLanes`): the summary is the one a local run of the same manifest writes.
-
-A shard whose worker dies leaves the run *incomplete* (exit 3) with its settled cases kept:
-re-running the same command resumes every shard, calling no settled case again. A killed
-driver takes its tasks with it (Ray ends the tasks of a driver that is gone) and is resumed
-the same way.
-
-On an existing Ray cluster, set ``RAY_ADDRESS`` (``ray://host:10001`` or ``auto`` on a node of
-the cluster): the same command connects to it instead of starting a local Ray. The candidate
-spec, the gold dataset, ``--out`` and the cache must then be on a file system every node sees
-at the same paths, the workers need ``judge-workbench`` installed, and the API key variable
-the candidate names must be set in the workers' environment (the key is never sent through
-Ray).
+``RAY_ADDRESS`` selects an existing cluster (README, "Scale out with Ray": shared file system,
+the package installed on the workers, the API key variable set in their environment).
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import socket
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from filelock import FileLock, Timeout
-
-from .._args import check_concurrency, check_run_arguments
-from .._io import AppendOnlyLog, atomic_write_json, read_json_file
+from .._io import atomic_write_json, read_json_file
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldCase, GoldDataset, Partition, load_dataset, partition_name
-from ..judges import JudgeInput, load_candidate
-from ..sampling import Lanes, SamplingPlan, plan_lanes
+from ..gold import Partition, load_dataset
+from ..judges import Judge, JudgeInput, load_candidate
+from ..sampling import SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
 from ._engine import (
+    PlannedRun,
+    Recorded,
     RunSummary,
     WorkItem,
+    _freeze,
     _max_attempts,
-    _read_attempts,
+    _Plan,
     _secrets,
-    _state,
-    _summarize,
+    _Tally,
+    endpoint_of,
+    plan_partition,
+    read_recorded,
+    record_invocation,
     run_items,
+    run_lock,
+    slice_risks,
+    summarize,
 )
 from ._limits import CallEstimate, Estimator, Limits
-from ._manifest import (
-    ManifestCase,
-    ManifestSampling,
-    RunManifest,
-    freeze_manifest,
-    run_lineage,
-)
-from ._planned import plan_cases, slice_risks
+from ._manifest import ManifestCase, ManifestSampling, RunManifest, run_lineage
+from ._options import DEFAULT_OPTIONS, RunOptions, refusal
 from ._rundir import RunDir
-from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_dir, shard_of
+from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_of
 
 RAY_MISSING = (
     "the Ray executor needs the optional extra: pip install 'judge-workbench[ray]' (or pip install"
@@ -116,9 +103,9 @@ class GlobalLimits:
     """The Ray actor behind every shard's limits: budget, case limit, breaker, lanes, token bucket.
 
     It wraps one :class:`~._limits.Limits` (the local engine's rules, unchanged) on the actor's
-    event loop, and adds a token bucket: ``calls_per_second`` tokens a second, at most
-    ``burst`` saved. A call starts only once it is admitted *and* has taken a token, so in any
-    window of ``t`` seconds at most ``burst + calls_per_second * t`` calls start, over all shards.
+    event loop, and adds a token bucket: ``calls_per_second`` tokens a second, at most one
+    saved. A call starts only once it is admitted *and* has taken a token, so in any window of
+    ``t`` seconds at most ``1 + calls_per_second * t`` calls start, over all shards.
     Under a sampling plan (``lanes``) it also holds the lanes of every shard.
     """
 
@@ -130,7 +117,6 @@ class GlobalLimits:
         breaker_after: int,
         endpoint: str | None,
         calls_per_second: float | None,
-        burst: int,
         pricing: Any = None,
         observed_out: int | None = None,
         lanes: ShardLanes | None = None,
@@ -157,8 +143,7 @@ class GlobalLimits:
             **lane_kw,
         )
         self.rate = calls_per_second
-        self.burst = float(burst)
-        self.tokens = float(burst)
+        self.burst = self.tokens = 1.0
         self.last = time.monotonic()
         self.bucket: asyncio.Lock | None = None
         self.calls = 0
@@ -329,30 +314,9 @@ class RemoteLimits(Limits):
     sampling plan, admissions, settlements and finished units carry their lane to the actor.
     """
 
-    def __init__(
-        self,
-        actor: Any,
-        shard: int,
-        budget_usd: float | None,
-        max_cases: int | None,
-        spent: float,
-        *,
-        breaker_after: int,
-        endpoint: str | None,
-        secrets: list[str],
-        **lane_kw: Any,
-    ) -> None:
-        super().__init__(
-            budget_usd,
-            max_cases,
-            spent,
-            breaker_after=breaker_after,
-            endpoint=endpoint,
-            secrets=secrets,
-            **lane_kw,
-        )
-        self.actor = actor
-        self.shard = shard
+    def __init__(self, actor: Any, shard: int, *args: Any, **settings: Any) -> None:
+        super().__init__(*args, **settings)
+        self.actor, self.shard = actor, shard
         self.observed: int | None = None
 
     def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
@@ -362,9 +326,8 @@ class RemoteLimits(Limits):
     def _sync(self, state: dict[str, Any]) -> None:
         self.spent = state["spent"]
         self.stop_reason = state["stop_reason"]
-        self.stop_detail = (
-            redact(state["stop_detail"], self.secrets) if state["stop_detail"] else None
-        )
+        detail = state["stop_detail"]
+        self.stop_detail = redact(detail, self.secrets) if detail else None
 
     async def admit(
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
@@ -392,15 +355,9 @@ class RemoteLimits(Limits):
         lane: str | None = None,
     ) -> None:
         observed, self.observed = self.observed, None
+        error = redact(error, self.secrets) if error else None
         state = await self.actor.settle.remote(
-            self.shard,
-            estimate.reservation,
-            cost,
-            called,
-            endpoint_failure,
-            redact(error, self.secrets) if error else None,
-            observed,
-            lane,
+            self.shard, estimate.reservation, cost, called, endpoint_failure, error, observed, lane
         )
         self._sync(state)
 
@@ -409,68 +366,63 @@ class RemoteLimits(Limits):
             await self.actor.unit_done.remote(self.shard, lane, started)
 
 
-def _shard_items(
-    dataset: GoldDataset, partition: str, case_ids: list[str], repeats: int
-) -> tuple[list[GoldCase], list[WorkItem]]:
-    """The shard's cases in its manifest's order, and their work items (each with its slice)."""
-    by_id = {c.case_id: c for c in dataset.partition(partition)}
-    cases = [by_id[i] for i in case_ids if i in by_id]  # a changed gold: the manifest refuses
-    return cases, [
-        WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
-        for c in cases
-        for r in range(repeats)
-    ]
+@dataclass(frozen=True)
+class _ShardTask:
+    """What a shard's task is given: the candidate and gold to load, how to run, which cases."""
+
+    candidate: str
+    gold: str
+    partition: str
+    options: RunOptions
+    """The run's options; a shard's task gets its share of the concurrency, executor local."""
+    sampling: dict[str, Any] | None = None
+    """The sampling plan's record frozen in the run's manifest, as JSON."""
+    sampling_source: str | None = None
+    out: str = ""
+    """The run directory (a shard runs in its own directory below it)."""
+    index: int = 0
+    case_ids: list[str] = field(default_factory=list)
 
 
-def run_shard(task: dict[str, Any], actor: Any) -> dict[str, Any]:
+def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
     """One shard, in a Ray worker: the engine on the shard's cases, limits from ``actor``.
 
-    Under a sampling plan (``task["sampling"]``, the manifest's record) the shard runs with
-    the plan's lanes, as a local run does. Returns ``{"summary": ...}`` or
-    ``{"problems": [...]}`` (a :class:`WorkbenchError`).
+    Under a sampling plan (``task.sampling``, the manifest's record) the shard runs with the
+    plan's lanes, as a local run does. Returns ``{"summary": ...}`` or ``{"problems": [...]}``
+    (a :class:`WorkbenchError`).
     """
-    out = Path(task["dir"])
-    atomic_write_json(
-        out / WORKER_FILE,
-        {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started_at": datetime.now(UTC).isoformat(),
-        },
-    )
+    out = RunDir(task.out).shard(task.index).path
+    out.mkdir(parents=True, exist_ok=True)
+    worker = {"pid": os.getpid(), "host": socket.gethostname()}
+    atomic_write_json(out / WORKER_FILE, {**worker, "started_at": datetime.now(UTC).isoformat()})
     try:
-        judge = load_candidate(task["candidate"])
-        dataset = load_dataset(task["gold"])
-        cases, items = _shard_items(
-            dataset, task["partition"], list(task["case_ids"]), task["repeats"]
-        )
+        judge = load_candidate(task.candidate)
+        dataset = load_dataset(task.gold)
+        by_id = {c.case_id: c for c in dataset.partition(task.partition)}
+        cases = [by_id[i] for i in task.case_ids if i in by_id]  # a changed gold: manifest refuses
+        items = [
+            WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
+            for c in cases
+            for r in range(task.options.repeats)
+        ]
         risks = slice_risks(dataset)
-        sampling = (
-            ManifestSampling.model_validate(task["sampling"]) if task.get("sampling") else None
-        )
-        lanes = plan_lanes(sampling.plan, risks, task["budget_usd"]) if sampling else None
-        lineage = run_lineage(judge, dataset, cases)
+        sampling = ManifestSampling.model_validate(task.sampling) if task.sampling else None
+        budget = task.options.budget_usd
         summary = asyncio.run(
             run_items(
                 judge,
                 items,
                 out,
-                partition=task["partition"],
+                replace(task.options, progress=False),
+                partition=task.partition,
                 dataset_sha256=dataset.sha256,
-                repeats=task["repeats"],
                 grid=True,
-                concurrency=task["concurrency"],
-                budget_usd=task["budget_usd"],
-                max_cases=task["max_cases"],
-                cache_dir=task["cache_dir"],
-                retry_errors=task["retry_errors"],
-                progress=False,
-                lineage=lineage,
-                lanes=lanes,
+                lineage=run_lineage(judge, dataset, cases),
+                lanes=plan_lanes(sampling.plan, risks, budget) if sampling else None,
                 risks=risks,
                 sampling=sampling,
-                sampling_source=task.get("sampling_source"),
-                limits_factory=partial(RemoteLimits, actor, task["index"]),
+                sampling_source=task.sampling_source,
+                limits_factory=partial(RemoteLimits, actor, task.index),
             )
         )
     except WorkbenchError as exc:
@@ -491,12 +443,6 @@ def _connect() -> bool:
     return True
 
 
-def _problem(code: str, location: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        message, [Problem(location=location, code=code, message=message, fix=fix)]
-    )
-
-
 def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str]]:
     """Write or check ``shards.json`` and every shard's manifest; the case ids of each shard."""
     by_shard: list[list[ManifestCase]] = [[] for _ in range(shards)]
@@ -510,14 +456,14 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
         try:
             existing = ShardPlan.model_validate(read_json_file(path))
         except (OSError, ValueError) as exc:
-            raise _problem(
+            raise refusal(
                 "shards_invalid",
                 str(path),
                 f"the shard plan cannot be read ({str(exc)[:120]})",
                 "restore shards.json or run into a new --out directory",
             ) from None
         if existing.shards != shards:
-            raise _problem(
+            raise refusal(
                 "shards_changed",
                 str(path),
                 f"this run was split into {existing.shards} shards, not {shards}: each case's"
@@ -525,7 +471,7 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
                 f"resume with --shards {existing.shards}, or run into a new --out directory",
             )
         if existing != plan:
-            raise _problem(
+            raise refusal(
                 "shards_changed",
                 str(path),
                 "the shard plan does not match this run's manifest",
@@ -548,324 +494,106 @@ def run_candidate_ray(
     gold: str | Path,
     partition: str | Partition,
     out_dir: str | Path,
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
-    shards: int,
-    concurrency: int | None = 8,
-    repeats: int = 1,
-    budget_usd: float | None = None,
-    max_cases: int | None = None,
-    cache_dir: str | Path | None | Literal[False] = None,
-    retry_errors: bool = False,
-    calls_per_second: float | None = None,
-    burst: int = 1,
     sampling: SamplingPlan | None = None,
     sampling_source: str | None = None,
 ) -> RunSummary:
     """Run the candidate at ``candidate`` (a spec path) over ``partition`` of ``gold`` in
-    ``shards`` Ray tasks.
+    ``options.shards`` Ray tasks (``options.executor`` must be ``ray``).
 
-    ``concurrency`` is the total: each shard runs ``ceil(concurrency / shards)`` calls at once.
-    ``budget_usd``, ``max_cases`` and ``calls_per_second`` hold for all shards together.
-    ``sampling``: a declared plan, as for :func:`~._engine.run_candidate`: checked, drawn and
-    frozen in the manifest by the driver; the sampled cases are sharded, and the plan's lanes
-    (reserved slices first, their holds) hold over every shard. Held-out data is refused
-    (certification runs locally, once).
+    ``options.concurrency`` is the total: each shard runs ``ceil(concurrency / shards)`` calls
+    at once. ``budget_usd``, ``max_cases`` and ``calls_per_second`` hold for all shards
+    together. ``sampling``: a declared plan, as for :func:`~._engine.run_candidate`: checked,
+    drawn and frozen in the manifest by the driver; the sampled cases are sharded, and the
+    plan's lanes (reserved slices first, their holds) hold over every shard. Held-out data is
+    refused (certification runs locally, once).
     """
-    total = _check_ray_arguments(
-        shards=shards,
-        concurrency=concurrency,
-        repeats=repeats,
-        budget_usd=budget_usd,
-        max_cases=max_cases,
-        calls_per_second=calls_per_second,
-    )
-    part = Partition(partition_name(partition)).value
-    out = Path(out_dir).resolve()
-    if part == "held_out":
-        raise _problem(
-            "held_out_refused",
-            str(out),
-            "held-out data is judged only by `workbench certify`, on the local executor",
-            "use development or calibration",
-        )
-    candidate_path, gold_path = str(Path(candidate).resolve()), str(Path(gold).resolve())
-    judge = load_candidate(candidate_path)
-    dataset = load_dataset(gold_path)
-    cases = dataset.partition(part)
-    if not cases:
-        raise _problem(
-            "empty_partition",
-            str(dataset.gold_path),
-            f"partition {part!r} has no cases",
-            "choose a partition that has cases",
-        )
-    drawn = _draw(dataset, cases, part, budget_usd, sampling, sampling_source)
-    out.mkdir(parents=True, exist_ok=True)
-    if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
-        raise _problem(
+    if options.check().executor != "ray":
+        raise refusal(
             "executor_mismatch",
-            str(out),
-            "this run directory holds a run of the local executor",
-            "resume it without --executor ray, or give this run its own --out directory",
-        )
-    lock = FileLock(RunDir(out).lock)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise _problem(
-            "run_locked",
-            str(out),
-            "another workbench run is writing to this run directory right now",
-            "wait for it to finish (then rerun to resume), or give this run its own --out"
-            " directory",
-        ) from None
-    try:
-        return _drive(
-            judge,
-            dataset,
-            drawn,
-            out,
-            _ShardTask(
-                candidate=candidate_path,
-                gold=gold_path,
-                partition=part,
-                repeats=repeats,
-                budget_usd=budget_usd,
-                max_cases=max_cases,
-                cache_dir=_cache_path(cache_dir),
-                retry_errors=retry_errors,
-                sampling_source=sampling_source,
-            ),
-            shards=shards,
-            concurrency=total,
-            calls_per_second=calls_per_second,
-            burst=burst,
-        )
-    finally:
-        lock.release()
-
-
-def _check_ray_arguments(
-    *,
-    shards: int,
-    concurrency: int | None,
-    repeats: int,
-    budget_usd: float | None,
-    max_cases: int | None,
-    calls_per_second: float | None,
-) -> int:
-    """Refuse what a sharded run cannot start with, one problem at a time (as the CLI does);
-    the total concurrency."""
-    check_run_arguments(
-        concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats
-    )
-    if shards < 1:
-        raise _problem(
-            "invalid_shards",
-            "--shards",
-            "--shards must be at least 1",
-            "give the number of Ray tasks to split the run into",
-        )
-    if calls_per_second is not None and (
-        not math.isfinite(calls_per_second) or calls_per_second <= 0
-    ):
-        raise _problem(
-            "invalid_rate",
-            "--calls-per-second",
-            "--calls-per-second must be a positive number",
-            "give the calls per second allowed over all shards",
-        )
-    if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
-        raise _problem(
-            "invalid_budget",
-            "--budget-usd",
-            "the budget is negative or not finite",
-            "give a budget of 0 or more",
+            "executor",
+            f"run_candidate_ray runs the Ray executor, not {options.executor!r}",
+            "pass RunOptions(executor='ray', shards=N), or run locally with run_candidate",
         )
     if not ray_available():
-        raise _problem(
+        raise refusal(
             "ray_missing",
             "--executor ray",
             RAY_MISSING,
             "install the extra, or run with --executor local",
         )
-    return check_concurrency(concurrency)
-
-
-def _cache_path(cache_dir: str | Path | None | Literal[False]) -> str | Literal[False]:
-    """The verdict cache as an absolute path every worker uses (False: no cache)."""
-    if cache_dir is False:
-        return False
-    return str(Path(cache_dir).resolve() if cache_dir else default_cache_dir())
-
-
-@dataclass(frozen=True)
-class _Drawn:
-    """The cases a run plans, in execution order, and the plan they were drawn under."""
-
-    cases: list[GoldCase]
-    """The planned cases: every case of the partition, or the plan's sample (reserved lanes
-    first, as the local engine orders them)."""
-    risks: dict[str, str | None]
-    """slice -> risk."""
-    sampling: ManifestSampling | None = None
-    """The plan's record frozen in the manifest."""
-    lanes: Lanes | None = None
-    """The plan's lanes (None without a plan)."""
-
-
-def _draw(
-    dataset: GoldDataset,
-    cases: list[GoldCase],
-    part: str,
-    budget_usd: float | None,
-    plan: SamplingPlan | None,
-    source: str | None,
-) -> _Drawn:
-    """The planned cases of a local run (:func:`._planned.plan_cases`), reserved lanes first."""
-    planned = plan_cases(dataset, cases, part, budget_usd, plan, source)
-    lanes = planned.lanes
-    if lanes is None:
-        return _Drawn(planned.cases, planned.risks)
-    ordered = sorted(planned.cases, key=lambda c: lanes.order_key(c.slice, planned.risks))
-    return _Drawn(ordered, planned.risks, planned.sampling, lanes)
-
-
-@dataclass(frozen=True)
-class _ShardTask:
-    """What every shard's task is given besides its index, directory, cases and concurrency."""
-
-    candidate: str
-    gold: str
-    partition: str
-    repeats: int
-    budget_usd: float | None
-    max_cases: int | None
-    cache_dir: str | Literal[False]
-    retry_errors: bool
-    sampling_source: str | None
-
-
-@dataclass
-class _Recorded:
-    """What the shards' results files hold before this invocation."""
-
-    spent: float = 0.0
-    observed: list[int] = field(default_factory=list)
-    """Output tokens reported by calls that reached the model (not cached)."""
-    units: dict[int, dict[str, int]] = field(default_factory=dict)
-    """Per shard, per slice: the units this invocation runs (as the engine plans them)."""
-    lane_spent: dict[str, float] = field(default_factory=dict)
-    """Per slice: the recorded spend."""
-
-
-def _read_shards(
-    out: Path,
-    by_shard: list[list[str]],
-    slice_of: dict[str, str],
-    repeats: int,
-    max_attempts: int,
-    retry_errors: bool,
-) -> _Recorded:
-    """Read every shard's results (repairing a torn last line): spend, outputs, units left."""
-    found = _Recorded()
-    for index, case_ids in enumerate(by_shard):
-        path = RunDir(out).shard(index).results
-        recorded: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        if path.exists():
-            AppendOnlyLog(path).close()  # repairs a torn last line before reading
-            recorded = _read_attempts(path)
-        for (case_id, _repeat), rows in recorded.items():
-            cost = sum(float(r.get("cost_usd") or 0.0) for r in rows)
-            found.spent += cost
-            lane = slice_of.get(case_id)
-            if lane is not None:
-                found.lane_spent[lane] = found.lane_spent.get(lane, 0.0) + cost
-            found.observed += [
-                int(r["tokens_out"])
-                for r in rows
-                if r.get("tokens_out")
-                and r.get("tokens_in") is not None
-                and not r.get("cached_from_run_id")
-            ]
-        units: Counter[str] = Counter()
-        for case_id in case_ids:
-            for repeat in range(repeats):
-                rows = recorded.get((case_id, repeat), [])
-                state = _state(rows, max_attempts) if rows else None
-                if state == "verdict" or (state == "final_error" and not retry_errors):
-                    continue
-                units[slice_of.get(case_id) or ""] += 1
-        if units:
-            found.units[index] = dict(units)
-    return found
+    out = Path(out_dir).resolve()
+    cache = options.cache_dir  # one absolute path every worker uses (False: no cache)
+    cache = (
+        False if cache is False else str(Path(cache).resolve() if cache else default_cache_dir())
+    )
+    options = replace(options, cache_dir=cache)
+    task = _ShardTask(str(Path(candidate).resolve()), str(Path(gold).resolve()), "", options)
+    judge, dataset = load_candidate(task.candidate), load_dataset(task.gold)
+    planned, items = plan_partition(
+        judge, dataset, partition, out, options, None, sampling, sampling_source
+    )
+    task = replace(
+        task,
+        partition=planned.part,
+        sampling=planned.sampling.model_dump(mode="json") if planned.sampling else None,
+        sampling_source=sampling_source,
+        out=str(out),
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
+        raise refusal(
+            "executor_mismatch",
+            str(out),
+            "this run directory holds a run of the local executor",
+            "resume it without --executor ray, or give this run its own --out directory",
+        )
+    with run_lock(out):
+        return _drive(judge, dataset.sha256, planned, items, out, task)
 
 
 def _drive(
-    judge: Any,
-    dataset: GoldDataset,
-    drawn: _Drawn,
+    judge: Judge,
+    dataset_sha256: str,
+    planned: PlannedRun,
+    items: list[WorkItem],
     out: Path,
     task: _ShardTask,
-    *,
-    shards: int,
-    concurrency: int,
-    calls_per_second: float | None,
-    burst: int,
 ) -> RunSummary:
     """Freeze the manifest and the shard plan, run the shards, merge and summarize."""
-    lineage = run_lineage(judge, dataset, drawn.cases)
-    manifest_cases = list(
-        {
-            (c.case_id, c.response_hash): ManifestCase(
-                case_id=c.case_id, response_hash=c.response_hash
-            )
-            for c in drawn.cases
-        }.values()
+    options = task.options
+    plan = _Plan(
+        planned.part,
+        dataset_sha256,
+        True,
+        planned.lineage,
+        planned.lanes,
+        planned.risks,
+        planned.sampling,
+        task.sampling_source,
     )
-    manifest, _ = freeze_manifest(
-        out,
-        judge.identity,
-        judge.identity.fingerprint(),
-        dataset.sha256,
-        task.partition,
-        task.repeats,
-        manifest_cases,
-        None,
-        lineage,
-        drawn.sampling,
-    )
-    by_shard = _freeze_plan(out, manifest, shards)
-    slice_of = {c.case_id: c.slice for c in drawn.cases}
-    recorded = _read_shards(
-        out, by_shard, slice_of, task.repeats, _max_attempts(judge), task.retry_errors
-    )
-    lanes = (
-        ShardLanes(
-            priority=dict(drawn.lanes.priority),
-            holds=dict(drawn.lanes.holds),
-            units=recorded.units,
-            spent=recorded.lane_spent,
-        )
-        if drawn.lanes is not None
+    manifest = _freeze(judge, items, out, options.repeats, plan)
+    by_shard = _freeze_plan(out, manifest, options.shards or 1)
+    recorded, units = _read_shards(out, by_shard, items, judge, options.retry_errors)
+    lanes = planned.lanes
+    shard_lanes = (
+        ShardLanes(dict(lanes.priority), dict(lanes.holds), units, recorded.lane_spent)
+        if lanes is not None
         else None
     )
-    endpoint = getattr(judge, "endpoint_url", None)
     limits_args = (
-        task.budget_usd,
-        task.max_cases,
+        options.budget_usd,
+        options.max_cases,
         recorded.spent,
         judge.spec.endpoint.circuit_breaker_after,
-        endpoint if isinstance(endpoint, str) else None,
-        calls_per_second,
-        max(1, burst),
+        endpoint_of(judge),
+        options.calls_per_second,
         judge.spec.pricing,
         max(recorded.observed) if recorded.observed else None,
-        lanes,
+        shard_lanes,
     )
-    results, warnings, final = _run_shards(
-        out, by_shard, task, drawn.sampling, concurrency, limits_args
-    )
+    results, warnings, final = _run_shards(out, by_shard, task, limits_args)
     problems = [
         Problem.model_validate(problem)
         for _, answer in sorted(results.items())
@@ -873,32 +601,44 @@ def _drive(
     ]
     if problems:
         raise WorkbenchError("a shard refused to run", problems)
-    merge_results(out, shards, RunDir(out).results)
-    summary = _merged_summary(judge, manifest, out, drawn, task, results, warnings, final)
-    atomic_write_json(RunDir(out).summary, summary.model_dump(mode="json"))
-    with AppendOnlyLog(RunDir(out).invocations) as invocations:
-        invocations.append(
-            {
-                "finished_at": datetime.now(UTC).isoformat(),
-                "executor": "ray",
-                "shards": shards,
-                "concurrency": concurrency,
-                "calls_per_second": calls_per_second,
-                "retry_errors": task.retry_errors,
-                "cache": task.cache_dir is not False,
-                **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"}),
-            }
-        )
+    merge_results(out, len(by_shard), RunDir(out).results)
+    summary = _merged_summary(judge, manifest, out, items, plan, options, results, warnings, final)
+    record_invocation(
+        RunDir(out),
+        summary,
+        executor="ray",
+        shards=len(by_shard),
+        concurrency=options.concurrency,
+        calls_per_second=options.calls_per_second,
+        retry_errors=options.retry_errors,
+        cache=options.cache_dir is not False,
+    )
     return summary
 
 
+def _read_shards(
+    out: Path, by_shard: list[list[str]], items: list[WorkItem], judge: Judge, retry_errors: bool
+) -> tuple[Recorded, dict[int, dict[str, int]]]:
+    """What every shard's results hold (a torn last line repaired first): spend and outputs over
+    all shards, and per shard, per slice, the units this invocation runs."""
+    recorded, units = Recorded(), {}
+    for index, case_ids in enumerate(by_shard):
+        ids = set(case_ids)
+        before = len(recorded.units)
+        recorded.add(
+            [i for i in items if i.case_id in ids],
+            read_recorded(RunDir(out).shard(index).results),
+            _max_attempts(judge),
+            retry_errors,
+        )
+        left = Counter(u.item.slice or "" for u in recorded.units[before:])
+        if left:
+            units[index] = dict(left)
+    return recorded, units
+
+
 def _run_shards(
-    out: Path,
-    by_shard: list[list[str]],
-    task: _ShardTask,
-    sampling: ManifestSampling | None,
-    concurrency: int,
-    limits_args: tuple[Any, ...],
+    out: Path, by_shard: list[list[str]], task: _ShardTask, limits_args: tuple[Any, ...]
 ) -> tuple[dict[int, dict[str, Any]], list[str], dict[str, Any]]:
     """Start the limits actor and one task per shard with cases; wait for every one.
 
@@ -908,7 +648,8 @@ def _run_shards(
     import ray
 
     active = [i for i, ids in enumerate(by_shard) if ids]
-    per_shard = max(1, math.ceil(concurrency / len(active)))
+    total = task.options.concurrency or 1
+    options = replace(task.options, executor="local", concurrency=max(1, -(-total // len(active))))
     started_ray = _connect()
     warnings: list[str] = []
     results: dict[int, dict[str, Any]] = {}
@@ -917,15 +658,7 @@ def _run_shards(
         remote_shard: Any = ray.remote(num_cpus=1, max_retries=0)(run_shard)
         refs = {
             index: remote_shard.remote(
-                {
-                    **asdict(task),
-                    "index": index,
-                    "dir": str(shard_dir(out, index)),
-                    "case_ids": by_shard[index],
-                    "concurrency": per_shard,
-                    "sampling": sampling.model_dump(mode="json") if sampling else None,
-                },
-                actor,
+                replace(task, options=options, index=index, case_ids=by_shard[index]), actor
             )
             for index in active
         }
@@ -952,11 +685,12 @@ def _run_shards(
 
 
 def _merged_summary(
-    judge: Any,
+    judge: Judge,
     manifest: RunManifest,
     out: Path,
-    drawn: _Drawn,
-    task: _ShardTask,
+    items: list[WorkItem],
+    plan: _Plan,
+    options: RunOptions,
     results: dict[int, dict[str, Any]],
     warnings: list[str],
     final: dict[str, Any],
@@ -968,14 +702,12 @@ def _merged_summary(
         if "summary" in a
     ]
     counters: Counter[str] = Counter()
-    resumed = 0
     for s in summaries:
         counters.update({"calls": s.calls, "retries": s.retries, "cache_hits": s.cache_hits})
-        resumed += s.resumed
     secrets = _secrets(judge)
     limits = Limits(
-        task.budget_usd,
-        task.max_cases,
+        options.budget_usd,
+        options.max_cases,
         final["spent"],
         breaker_after=1,
         endpoint=None,
@@ -990,24 +722,12 @@ def _merged_summary(
         for w in a["summary"]["warnings"]
     ]:
         limits.warn(message)
-    seen_out = [
-        s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed is not None
-    ]
-    estimator = Estimator(judge, max(seen_out) if seen_out else None)
+    seen = [s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed]
+    estimator = Estimator(judge, max(seen) if seen else None)
     estimator.method = next((s.estimate_method for s in summaries if s.estimate_method), None)
-    summary = _summarize(
-        manifest,
-        judge,
-        RunDir(out).results,
-        counters,
-        resumed,
-        limits,
-        _max_attempts(judge),
-        estimator,
-        {c.case_id: c.slice for c in drawn.cases},
-        drawn.risks,
-        task.sampling_source,
-    )
+    tally = _Tally(counters, sum(s.resumed for s in summaries), _max_attempts(judge), estimator)
+    slice_of = {i.case_id: i.slice for i in items}
+    summary = summarize(manifest, judge, RunDir(out).results, tally, limits, slice_of, plan)
     if warnings and summary.status == "complete":  # a shard that failed is never a pass
         summary = summary.model_copy(update={"status": "incomplete"})
     return summary

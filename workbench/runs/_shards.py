@@ -1,23 +1,10 @@
 """The layout of a sharded run directory (the Ray executor, :mod:`._ray`); no Ray needed here.
 
-A run started with ``workbench run ... --executor ray --shards N`` lays out ``OUT`` as::
-
-    OUT/manifest.json              the whole run's frozen manifest (every case), as for a local run
-    OUT/shards.json                the shard plan (:class:`ShardPlan`): N and the assignment rule
-    OUT/shards/<k>/manifest.json   shard k's manifest: the run's, restricted to its cases
-                                   (same run_id)
-    OUT/shards/<k>/results.jsonl   shard k's evidence: every attempt, appended by its engine
-    OUT/shards/<k>/run.json        shard k's summary of its last invocation
-    OUT/shards/<k>/worker.json     where shard k last ran (pid, host), written when it starts
-    OUT/results.jsonl              the shards' results merged, rewritten atomically by the driver
-    OUT/run.json                   the merged run summary (``RunSummary``), as for a local run
-    OUT/invocations.jsonl          one line per driver invocation
-
-``<k>`` is the shard index written with three digits (``000``, ``001``, ...). A case goes to
-shard ``int(sha256(case_id)[:16], 16) % N``, every repeat of it with it, so a resume with the
-same N finds each case's attempts in the same file. The shard files are the evidence;
-``OUT/results.jsonl`` is a derived copy, so that ``align``, ``gate`` and ``agreement`` read the
-run as one file, and it is current once a driver invocation has finished.
+``OUT/shards.json`` (:class:`ShardPlan`) fixes N and the rule that puts a case, with all its
+repeats, in a shard (:func:`shard_of`); shard ``k`` is a run directory of its own,
+``OUT/shards/<k>/`` (three digits), whose ``results.jsonl`` is the evidence, and
+``OUT/results.jsonl`` is their merge (:func:`merge_results`), current once a driver invocation
+has finished. The whole layout: docs/formats.md, "Sharded run directory".
 """
 
 from __future__ import annotations
