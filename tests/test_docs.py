@@ -16,10 +16,8 @@ from workbench.phases import Selection
 from workbench.policy import Blocker, GateResult, Policy, SlicePolicy
 from workbench.policy._overrides import Override
 from workbench.reports import Lock
-from workbench.results import JudgeIdentity, JudgeResult
+from workbench.results import Distribution, JudgeIdentity, JudgeResult, ManifestSampling, SliceCost
 from workbench.review import GoldCorrectionDraft, ReviewNote
-from workbench.runs import ManifestSampling
-from workbench.runs._costs import Distribution, SliceCost
 from workbench.sampling import SamplingPlan, SliceSampling
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")

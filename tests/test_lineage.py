@@ -559,7 +559,7 @@ def test_case_hashes_cover_every_gold_field() -> None:
 def test_lineage_models_are_documented() -> None:
     from workbench.align import GoldChange, Lineage
     from workbench.approval import Release
-    from workbench.runs import ManifestCase, RunManifest
+    from workbench.results import ManifestCase, RunManifest
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
     for model in (Release, Lineage, GoldChange):

@@ -20,9 +20,8 @@ from workbench._record import LooseRecord, Record, SchemaTooNew
 from workbench.errors import WorkbenchError
 from workbench.heldout import HeldOutLedger
 from workbench.reports._verify import verify_one
-from workbench.results import JudgeIdentity
-from workbench.runs._manifest import RunManifest, freeze_manifest
-from workbench.runs._rundir import MANIFEST_FILE
+from workbench.results import MANIFEST_FILE, JudgeIdentity, RunManifest
+from workbench.runs import freeze_manifest
 
 
 def _all_models(*, private: bool = False) -> list[type[BaseModel]]:

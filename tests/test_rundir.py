@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.runs import (
-    INVOCATIONS_FILE,
-    LOCK_FILE,
-    MANIFEST_FILE,
-    RESULTS_FILE,
-    SUMMARY_FILE,
-    RunDir,
-)
+from workbench.results import MANIFEST_FILE
+from workbench.runs import INVOCATIONS_FILE, LOCK_FILE, RESULTS_FILE, SUMMARY_FILE, RunDir
 from workbench.runs._shards import shard_dir
 
 ROOT = Path(__file__).resolve().parents[1] / "workbench"

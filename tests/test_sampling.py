@@ -25,8 +25,9 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
 from workbench.policy import load_policy
+from workbench.results import distribution, slice_costs
+from workbench.results._costs import percentile_nearest_rank
 from workbench.runs import RunOptions, run_candidate_sync
-from workbench.runs._costs import distribution, percentile_nearest_rank, slice_costs
 from workbench.runs._limits import CallEstimate, Limits
 from workbench.sampling import (
     SampleCase,

@@ -16,8 +16,8 @@ from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
+from workbench.results import ManifestCase, RunManifest
 from workbench.runs import RunOptions, run_candidate_sync
-from workbench.runs._manifest import ManifestCase, RunManifest
 from workbench.runs._shards import ShardPlan, merge_results, shard_dir, shard_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,8 +38,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..gold import Rubric
-    from ..runs import RunManifest
-    from ..runs._costs import SliceCost
+    from ..results import RunManifest, SliceCost
     from ._report import AlignmentReport, SliceAlignment
 
 
@@ -618,12 +617,12 @@ def _unit_sums(rows: pa.Table) -> pa.Table:
 def _costs(
     sums: pa.Table, slice_of_unit: list[str | None], risks: dict[str, str | None]
 ) -> list[SliceCost]:
-    """:func:`~workbench.runs._costs.costs_from_usage` over per-unit sums held as columns: the
+    """:func:`~workbench.results._costs.costs_from_usage` over per-unit sums held as columns: the
     same rows, values summed in the same order (so equal to the last bit), without a Python
     dict per unit."""
     import numpy as np
 
-    from ..runs._costs import ALL_SLICES, SliceCost, distribution
+    from ..results import ALL_SLICES, SliceCost, distribution
     from ..sampling import RISK_ORDER
 
     calls = _numpy(sums["calls_sum"])

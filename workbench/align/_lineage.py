@@ -36,7 +36,7 @@ from ..results import ResultLine, scan_results
 from ._join import Join, join_results
 
 if TYPE_CHECKING:
-    from ..runs import RunManifest
+    from ..results import RunManifest
     from ..sampling import SamplingPlan
 
 LineageSource = Literal["run_manifest", "results", "none", "no_results"]
@@ -122,7 +122,7 @@ class _Observer:
 def manifest_path_for(results: str | Path) -> Path:
     """Where the run manifest of results lives: ``manifest.json`` in the results file's
     directory, or in the directory of result shards itself."""
-    from ..runs import MANIFEST_FILE
+    from ..results import MANIFEST_FILE
 
     path = Path(results)
     return (path if path.is_dir() else path.parent) / MANIFEST_FILE
@@ -131,7 +131,7 @@ def manifest_path_for(results: str | Path) -> Path:
 def read_run_manifest(results: str | Path) -> RunManifest | None:
     """The run manifest beside ``results``, or None when there is none. Unreadable:
     WorkbenchError."""
-    from ..runs import RunManifest
+    from ..results import RunManifest
 
     path = manifest_path_for(results)
     if not path.exists():

@@ -14,9 +14,8 @@ from typing import Any, Literal
 
 from .._record import LooseRecord as _Model
 from ..gold import Rubric
-from ..results import JudgeIdentity
+from ..results import JudgeIdentity, SliceCost, costs_from_usage, format_slice_costs
 from ..results._columnar import results_sha256
-from ..runs._costs import SliceCost, costs_from_usage, format_slice_costs
 from ..stats import (
     Kappa,
     MeanAbsoluteError,
@@ -233,7 +232,7 @@ class AlignmentReport(_Model):
     sha256 takes cases out of scope."""
     costs: list[SliceCost] = []
     """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
-    rank), max (``workbench.runs._costs``; cached verdicts left out)."""
+    rank), max (``workbench.results._costs``; cached verdicts left out)."""
     """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
     def slice_frame(self) -> Any:

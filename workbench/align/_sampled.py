@@ -22,7 +22,7 @@ the report and the gate can say it.
 from __future__ import annotations
 
 from ..gold import GoldDataset
-from ..runs import RunManifest
+from ..results import RunManifest
 from ..sampling import SampleCase, SamplingPlan, draw_sample, plan_problems
 
 

@@ -9,7 +9,9 @@ deterministic checks live there too (:class:`ExpectedFailure`).
 """
 
 from ._contracts import (
+    DETERMINISTIC_KINDS,
     EXIT_CODES,
+    LABEL_KINDS,
     ContractsReport,
     format_contracts,
     run_contracts,
@@ -34,6 +36,7 @@ from ._release import (
     write_release_summary,
 )
 from ._sentinel import (
+    RUNNABLE_KINDS,
     AffectedCandidate,
     LaneRefused,
     LaneRun,
@@ -44,6 +47,9 @@ from ._sentinel import (
 )
 
 __all__ = [
+    "DETERMINISTIC_KINDS",
+    "LABEL_KINDS",
+    "RUNNABLE_KINDS",
     "AffectedCandidate",
     "Changes",
     "CheckResult",

@@ -10,8 +10,8 @@ from ..gold import PARTITIONS, load_dataset
 from ..judges import load_candidate
 from ..outcomes import ExitCode
 from ..policy import load_policy
+from ..results import format_slice_costs
 from ..runs import RunSummary, run_candidate_sync
-from ..runs._costs import format_slice_costs
 from ..runs._options import RunOptions
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import report_problems, user_errors

@@ -50,17 +50,8 @@ from ..gold import GoldDataset, load_dataset
 from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
-from ..results import ResultLine, read_results
-from ..runs import (
-    MANIFEST_FILE,
-    RESULTS_FILE,
-    SUMMARY_FILE,
-    RunManifest,
-    RunOptions,
-    RunSummary,
-    WorkItem,
-    run_candidate,
-)
+from ..results import MANIFEST_FILE, ResultLine, RunManifest, read_results
+from ..runs import RESULTS_FILE, SUMMARY_FILE, RunOptions, RunSummary, WorkItem, run_candidate
 from ..stats import Rate, wilson_rate
 from ._budget import RunEstimate, estimate_run
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems

@@ -42,8 +42,8 @@ from ..errors import problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
-from ..results import read_results
-from ..runs import MANIFEST_FILE, RESULTS_FILE, RunManifest, RunSummary, WorkItem
+from ..results import MANIFEST_FILE, RunManifest, read_results
+from ..runs import RESULTS_FILE, RunSummary, WorkItem
 from ._log import append_to_log, beside_gold, read_log
 from ._sentinels import LoadedSentinels, load_sentinels
 

@@ -42,16 +42,8 @@ from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
 from ..policy import Blocker, Policy
-from ..results import ResultLine, read_results
-from ..runs import (
-    RESULTS_FILE,
-    RunDir,
-    RunManifest,
-    RunOptions,
-    RunSummary,
-    WorkItem,
-    run_candidate,
-)
+from ..results import ResultLine, RunManifest, read_results
+from ..runs import RESULTS_FILE, RunDir, RunOptions, RunSummary, WorkItem, run_candidate
 from ..sampling import RISK_ORDER
 from ..stats import Rate, wilson_rate
 from ._log import append_to_log, beside_gold, read_log

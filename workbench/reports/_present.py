@@ -149,10 +149,10 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
 def cost_by_slice(rows: Sequence[dict[str, Any]], dataset: Any) -> Any:
     """Cost and tokens per judged case by slice (critical first), then ``(all)``: total,
     median, p95 (nearest rank) and max per case; retries included, cached verdicts left out
-    (:mod:`workbench.runs._costs`). A total hides the few cases that take most of the spend."""
+    (:mod:`workbench.results._costs`). A total hides the few cases that take most of the spend."""
     import pandas as pd
 
-    from ..runs._costs import slice_costs
+    from ..results import slice_costs
 
     slice_of = {case_id: case.slice for case_id, case in dataset.cases.items()}
     risks = {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}

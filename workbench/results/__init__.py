@@ -1,4 +1,5 @@
-"""The judge-result contract shared by every judge kind, and its reader."""
+"""The judge-result contract shared by every judge kind, its reader, the run manifest that binds
+results to what was planned, and the cost and token figures read from them."""
 
 from ._contract import (
     ERROR_KINDS,
@@ -9,7 +10,25 @@ from ._contract import (
     JudgeResult,
     ResultMigration,
 )
+from ._costs import (
+    ALL_SLICES,
+    Distribution,
+    SliceCost,
+    costs_from_usage,
+    distribution,
+    format_slice_costs,
+    slice_costs,
+    unit_usage,
+)
 from ._io import ResultLine, migration_note, read_results, scan_results
+from ._manifest import (
+    MANIFEST_FILE,
+    MANIFEST_SCHEMA_VERSION,
+    ManifestCase,
+    ManifestSampling,
+    ManifestUnit,
+    RunManifest,
+)
 from ._migrate import (
     MIGRATIONS,
     MigrationRefused,
@@ -20,6 +39,20 @@ from ._migrate import (
 )
 
 __all__ = [
+    "ALL_SLICES",
+    "MANIFEST_FILE",
+    "MANIFEST_SCHEMA_VERSION",
+    "Distribution",
+    "ManifestCase",
+    "ManifestSampling",
+    "ManifestUnit",
+    "RunManifest",
+    "SliceCost",
+    "costs_from_usage",
+    "distribution",
+    "format_slice_costs",
+    "slice_costs",
+    "unit_usage",
     "ERROR_KINDS",
     "MIGRATIONS",
     "MigrationRefused",

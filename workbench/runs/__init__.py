@@ -8,18 +8,11 @@ from ._engine import (
     run_candidate_sync,
     run_items,
 )
-from ._manifest import (
-    ManifestCase,
-    ManifestSampling,
-    ManifestUnit,
-    RunManifest,
-    freeze_manifest,
-)
+from ._manifest import freeze_manifest
 from ._options import RunOptions
 from ._rundir import (
     INVOCATIONS_FILE,
     LOCK_FILE,
-    MANIFEST_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
     RunDir,
@@ -28,14 +21,9 @@ from ._rundir import (
 __all__ = [
     "INVOCATIONS_FILE",
     "LOCK_FILE",
-    "MANIFEST_FILE",
     "RESULTS_FILE",
     "SUMMARY_FILE",
-    "ManifestCase",
-    "ManifestUnit",
-    "ManifestSampling",
     "RunDir",
-    "RunManifest",
     "RunOptions",
     "RunSummary",
     "WorkItem",

@@ -49,12 +49,20 @@ from ..judges import (
     NotAvailable,
     Verdict,
 )
-from ..results import RESULT_SCHEMA_VERSION, JudgeResult
+from ..results import (
+    RESULT_SCHEMA_VERSION,
+    JudgeResult,
+    ManifestCase,
+    ManifestSampling,
+    ManifestUnit,
+    RunManifest,
+    SliceCost,
+    slice_costs,
+)
 from ..sampling import Lanes, SampleCase, SamplingPlan, check_plan, draw_sample, plan_lanes
 from ._cache import VerdictCache, default_cache_dir
-from ._costs import SliceCost, slice_costs
 from ._limits import CallEstimate, Estimator, Limits, StopReason
-from ._manifest import ManifestCase, ManifestSampling, ManifestUnit, RunManifest, freeze_manifest
+from ._manifest import freeze_manifest
 from ._manifest import run_lineage as run_lineage
 from ._options import DEFAULT_OPTIONS, RunOptions, refusal
 from ._rundir import SHARDS_FILE, RunDir
@@ -132,7 +140,7 @@ class RunSummary(LooseRecord):
     not ``unrun`` (which lists planned pairs without a result)."""
     slice_costs: list[SliceCost] = []
     """Cost and tokens per judged case, per slice then ``(all)``: total, median, p95 (nearest
-    rank) and max (:mod:`workbench.runs._costs`)."""
+    rank) and max (:mod:`workbench.results._costs`)."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ..gold import Partition, load_dataset
 from ..judges import Judge, JudgeInput, load_candidate
+from ..results import ManifestCase, ManifestSampling, RunManifest
 from ..sampling import SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
 from ._engine import (
@@ -60,7 +61,7 @@ from ._engine import (
     summarize,
 )
 from ._limits import CallEstimate, Estimator, Limits
-from ._manifest import ManifestCase, ManifestSampling, RunManifest, run_lineage
+from ._manifest import run_lineage
 from ._options import DEFAULT_OPTIONS, RunOptions, refusal
 from ._rundir import RunDir
 from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_of

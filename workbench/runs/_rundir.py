@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._io import read_json_file
-from ..results import ResultLine, read_results
+from ..results import MANIFEST_FILE, ResultLine, read_results
 
 if TYPE_CHECKING:
     from ..gold import GoldDataset
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
-MANIFEST_FILE = "manifest.json"
 INVOCATIONS_FILE = "invocations.jsonl"
 LOCK_FILE = ".run.lock"
 SHARDS_FILE = "shards.json"
