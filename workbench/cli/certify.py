@@ -122,7 +122,7 @@ _TAKEN_FROM_THE_REPORT = (
 
 def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
     """``--resume-review``: every option the locked report fixes is refused, all at once."""
-    from ..reports._certify import resume_review
+    from ..reports import resume_review
 
     values = {f"--{k.replace('_', '-')}": given[k] for k in _TAKEN_FROM_THE_REPORT}
     values |= {"--budget-usd": options.budget_usd, "--max-cases": options.max_cases}
@@ -245,8 +245,13 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
     A certification whose process died is marked aborted in its ledger first.
     """
     from ..heldout import ledger_path_for
-    from ..reports import list_reports
-    from ..reports._listing import format_ledger, format_report_row, ledger_problems, read_ledgers
+    from ..reports import (
+        format_ledger,
+        format_report_row,
+        ledger_problems,
+        list_reports,
+        read_ledgers,
+    )
 
     extra = [ledger_path_for(gold)] if gold is not None else []
     if ledger:

@@ -88,7 +88,7 @@ def transition(
         "give {0}, or --list to see what needs review",
     )
     assert case_id and decision and evidence and reviewer
-    from ..reports._migration import record_transition_review
+    from ..reports import record_transition_review
 
     review = record_transition_review(
         report, case_id, decision, evidence, reviewer=reviewer, note=note, gold=gold
@@ -106,7 +106,7 @@ def transition(
 
 def _list(report: str, gold: str | None, as_json: bool) -> None:
     """``--list``: every changed critical verdict with its review status."""
-    from ..reports._migration import format_transition_status, transition_review_status
+    from ..reports import format_transition_status, transition_review_status
 
     rows, log = transition_review_status(report, gold)
     if as_json:
