@@ -30,6 +30,7 @@ from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.importers import (
+    command_line_options,
     import_results,
     results_from_dataframe,
     results_from_ragas,
@@ -1213,3 +1214,43 @@ def test_the_mapping_format_is_documented(model: str) -> None:
         and f" {name}:" not in section
     ] == []
     assert undocumented_fields(cls, "schema_version") == []
+
+
+def test_command_line_options_name_each_mapping_field() -> None:
+    options = command_line_options(
+        ("yes=pass", " no = fail "),
+        threshold=0.5,
+        pass_if="at_most",
+        prompt_file="prompt.txt",
+        case_id="id",
+        latency_s="lat",
+        name="j",
+        version="1",
+    )
+    assert options["case_id"] == "id" and options["latency_s"] == "lat"
+    assert options["labels"] == {"yes": "pass", "no": "fail"}
+    assert options["threshold"] == {"value": 0.5, "pass_if": "at_most"}
+    assert options["judge"]["name"] == "j" and options["judge"]["version"] == "1"
+    assert options["judge"]["prompt_file"] == str(Path("prompt.txt").resolve())
+    assert list(options) == [
+        "format",
+        "case_id",
+        "input",
+        "response",
+        "label",
+        "score",
+        "threshold",
+        "labels",
+        "reason",
+        "latency_s",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "judge",
+    ]
+    with pytest.raises(WorkbenchError) as caught:
+        command_line_options(("a", "b=c", "d"))
+    assert [p.message for p in caught.value.problems] == [
+        "'a' is not VALUE=LABEL",
+        "'d' is not VALUE=LABEL",
+    ]

@@ -37,7 +37,7 @@ from .._io import atomic_write_json
 from .._record import Record
 from ..errors import Problem, problem
 from ..policy import PolicyScope
-from ._grant import Level
+from ._grant import Level, describe_scope
 
 AUTHORITY_SCHEMA_VERSION = 1
 LOCK_TIMEOUT_S = 60.0
@@ -102,6 +102,17 @@ class AuthorityEntry(Record):
 
     def content_sha256(self) -> str:
         return content_sha256(self)
+
+    def describe(self) -> str:
+        """One line: the event, the levels, scope, shadow and report, who approved it and why."""
+        scope = f" on {describe_scope(self.scope)}" if self.scope is not None else ""
+        report = f"; report {self.report_id}" if self.report_id else ""
+        shadow = f" in shadow of {self.shadow_of}" if self.shadow_of else ""
+        return (
+            f"{self.event} {self.judge}: {self.previous_authority} -> {self.authority}{scope}"
+            f"{shadow}{report}; approved by {self.approver}: {self.reason} ({self.entry_id},"
+            f" {self.when:%Y-%m-%d %H:%M} UTC)"
+        )
 
 
 @dataclass(frozen=True)

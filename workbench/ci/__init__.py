@@ -13,6 +13,7 @@ from ._contracts import (
     EXIT_CODES,
     LABEL_KINDS,
     ContractsReport,
+    format_contracts,
     run_contracts,
 )
 from ._expected import apply_expected_failures
@@ -66,6 +67,7 @@ __all__ = [
     "SentinelLaneReport",
     "apply_expected_failures",
     "discover",
+    "format_contracts",
     "format_release",
     "format_sentinel_lane",
     "junit_xml",

@@ -94,6 +94,32 @@ class ContractsReport(LooseRecord):
     """The process exit code."""
 
 
+def format_contracts(report: ContractsReport, junit_path: str | None = None) -> str:
+    """Every check (with the details of a failed or incomplete one), the counts and the
+    outcome, for the terminal."""
+    lines = []
+    for c in report.checks:
+        lines.append(
+            f"{c.status.upper():16} {c.check_id}" + (f": {c.message}" if c.message else "")
+        )
+        if c.status in ("failed", "error"):
+            lines += [f"    {line}" for line in c.details[:20]]
+    counts = {
+        s: sum(c.status == s for c in report.checks)
+        for s in ("passed", "failed", "error", "expected_failure")
+    }
+    lines.append(
+        f"contracts: {counts['passed']} of {len(report.checks)} checks passed;"
+        f" {counts['failed']} failed, {counts['error']} incomplete,"
+        f" {counts['expected_failure']} failed as expected"
+    )
+    lines.append(
+        f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in"
+        f" {report.run_dir}" + (f"; JUnit {junit_path}" if junit_path else "")
+    )
+    return "\n".join(lines)
+
+
 def invocation_dir(parent: Path) -> Path:
     """A new directory of its own under ``parent`` (``<UTC time>-<id>``): a lane never resumes
     or mixes with the records of an earlier invocation."""

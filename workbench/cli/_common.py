@@ -6,12 +6,12 @@ import functools
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
 
-from ..errors import WorkbenchError
+from ..errors import Problem, WorkbenchError
 from ..outcomes import ExitCode
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,6 +38,30 @@ def report_problems(exc: WorkbenchError) -> None:
     click.echo(f"error: {exc.summary}", err=True)
     for problem in exc.problems:
         click.echo(problem.format(), err=True)
+
+
+def refuse_each(
+    summary: str,
+    items: Iterable[str],
+    code: str,
+    message: str,
+    fix: str,
+    location: str | None = None,
+) -> None:
+    """Raise one :class:`WorkbenchError` with a problem for each of ``items`` (an option name, a
+    value ...), if there is any: ``message`` and ``fix`` are formats of the item (``{0}``),
+    located at ``location`` or else at the item."""
+    problems = [
+        Problem(
+            location=location or item,
+            code=code,
+            message=message.format(item),
+            fix=fix.format(item),
+        )
+        for item in items
+    ]
+    if problems:
+        raise WorkbenchError(summary, problems)
 
 
 def user_errors(func: F) -> F:

@@ -1,32 +1,186 @@
-"""Short forms of the options and endings several commands share: a path option, ``--json``
-and showing a result with it, and the exit of a command whose budget refused it or whose
-outcome needs review."""
+"""The options several commands share, each declared once, and the endings they share.
+
+:data:`SHARED` holds every shared option: its flags, the parameter it gives the command and
+its settings (type, default, help). ``@option(name)`` adds one to a command, which receives its
+value as a keyword argument, as from any click option. Where an option means something more
+specific in a command, the command overrides any setting, most often the help::
+
+    @click.command()
+    @option("gold")                                  # --gold PATH, required, the common help
+    @option("policy", required=False, help="...")    # optional here, with this command's help
+    @option("overrides", "overrides_path", help="...")  # received as overrides_path
+    @option("json", help="Print the gate result as JSON.")
+    @user_errors
+    def gate(gold: str, policy: str | None, overrides_path: str | None, as_json: bool) -> None:
+
+An entry without a help text (``--out``, ``--report``, ``--overrides`` ...) means something
+different in every command: :func:`option` refuses it without ``help=``. The options of commands
+that run judges (``--concurrency``, ``--budget-usd``, ...) are :mod:`._run_options`'s, gathered
+into one ``RunOptions``.
+
+To adopt it in a command file (``gate.py``, ``align.py``, ``agreement.py``, ``run.py``,
+``ping.py``, ``ranking.py``, ``noise.py`` still declare these by hand): replace each
+``click.option`` whose flags are an entry's with ``option(name, ...)``, overriding only the
+settings that differ from the entry, so that ``--help`` stays byte for byte the same
+(``--gold``, ``--results``, ``--policy``, ``--candidate``, ``--json``, ``--out``,
+``--overrides``, ``--sign``, ``--trust``, ``--min-shared`` and ``--label-mapping`` appear there).
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import click
 
 from ..outcomes import ExitCode
 from ._common import echo_json, report_problems
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+PATH = click.Path(path_type=str)
+"""The type of a path option given to the command as text."""
+
 GOLD_HELP = "Gold dataset directory or gold.jsonl."
 
 
-def path(*decls: str, help: str, required: bool = False, **more: Any) -> Callable[[Any], Any]:
-    """A ``click.Path`` option given as text (``required`` only when asked)."""
-    return click.option(
-        *decls, required=required, type=click.Path(path_type=str), help=help, **more
-    )
+class Shared(NamedTuple):
+    """One shared option: its flags (with the parameter name, when it is not the flag's) and
+    its click settings."""
+
+    decls: tuple[str, ...]
+    settings: dict[str, Any]
 
 
-def json_flag(help: str) -> Callable[[Any], Any]:
-    """``--json`` (the command's ``as_json``)."""
-    return click.option("--json", "as_json", is_flag=True, help=help)
+SHARED: dict[str, Shared] = {
+    "json": Shared(("--json", "as_json"), {"is_flag": True, "help": "Print JSON."}),
+    "gold": Shared(("--gold",), {"required": True, "type": PATH, "help": GOLD_HELP}),
+    "candidate": Shared(
+        ("--candidate",),
+        {
+            "required": True,
+            "type": PATH,
+            "help": "Candidate spec, e.g. data/candidates/<name>@<version>.yaml.",
+        },
+    ),
+    "policy": Shared(
+        ("--policy",),
+        {
+            "required": True,
+            "type": PATH,
+            "help": "Release policy, data/policies/<name>@<version>.yaml.",
+        },
+    ),
+    "results": Shared(
+        ("--results",),
+        {
+            "required": True,
+            "type": PATH,
+            "help": (
+                "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl,"
+                " *.parquet), judge-result contract."
+            ),
+        },
+    ),
+    "report": Shared(("--report",), {"required": True, "type": PATH, "help": None}),
+    "out": Shared(("--out",), {"type": PATH, "help": None}),
+    "reports": Shared(
+        ("--reports", "reports_root"),
+        {
+            "default": "reports",
+            "show_default": True,
+            "type": PATH,
+            "help": "Reports root directory.",
+        },
+    ),
+    "overrides": Shared(("--overrides",), {"type": PATH, "help": None}),
+    "trust": Shared(
+        ("--trust",),
+        {
+            "type": PATH,
+            "help": (
+                "File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be"
+                " signed by one of them."
+            ),
+        },
+    ),
+    "sign": Shared(
+        ("--sign", "sign_key"),
+        {
+            "type": PATH,
+            "help": "Sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
+        },
+    ),
+    "notebook": Shared(
+        ("--notebook",),
+        {"type": PATH, "help": "Certification notebook (default notebooks/03_certify.ipynb)."},
+    ),
+    "partition": Shared(
+        ("--partition",),
+        {"required": True, "type": click.Choice(["development", "calibration"]), "help": None},
+    ),
+    "rerun_reason": Shared(("--rerun-reason",), {"help": None}),
+    "seed": Shared(("--seed",), {"type": int, "default": 0, "show_default": True, "help": None}),
+    "label_mapping": Shared(("--label-mapping",), {"type": PATH, "help": None}),
+    "junit": Shared(
+        ("--junit", "junit_path"), {"type": PATH, "help": "Write a JUnit XML report here."}
+    ),
+    "approver": Shared(("--approver",), {"required": True, "help": None}),
+    "reason": Shared(("--reason",), {"required": True, "help": None}),
+    "judge": Shared(("--judge",), {"help": "Only this judge (name@version)."}),
+    "min_shared": Shared(
+        ("--min-shared",),
+        {
+            "type": click.IntRange(min=1),
+            "default": 10,  # workbench.stats.DEFAULT_MIN_SHARED (tests/test_cli.py checks it)
+            "show_default": True,
+            "help": (
+                "List only reviewer pairs sharing at least this many cases; the others are counted"
+                " as left out."
+            ),
+        },
+    ),
+    "force": Shared(("--force",), {"is_flag": True, "help": "Replace a dataset already in --out."}),
+}
+"""Every shared option by name: flags and settings (each overridable per command)."""
+
+
+class SharedOption(click.Option):
+    """A click option declared by :data:`SHARED` (``tests/test_cli_options.py`` finds the
+    commands that still declare one by hand)."""
+
+
+def option(name: str, dest: str | None = None, **override: Any) -> Callable[[F], F]:
+    """The shared option ``name`` of :data:`SHARED`, with ``override`` applied to its settings;
+    ``dest`` names the command's parameter instead of the entry's."""
+    decls, settings = SHARED[name]
+    settings = {**settings, **override}
+    if settings.get("help") is None:
+        raise ValueError(f"{decls[0]} means something else in every command: give help=")
+    return click.option(*(decls[:1] + (dest,) if dest else decls), cls=SharedOption, **settings)
+
+
+def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several option decorators as one, in help order: a group of options commands share."""
+
+    def decorate(command: F) -> F:
+        for add in reversed(decorators):
+            command = add(command)
+        return command
+
+    return decorate
+
+
+def path(*decls: str, help: str, required: bool = False, **more: Any) -> Callable[[F], F]:
+    """A one-off path option given as text (``required`` only when asked)."""
+    return click.option(*decls, required=required, type=PATH, help=help, **more)
+
+
+def shown(*decls: str, default: Any, help: str, **more: Any) -> Callable[[F], F]:
+    """A one-off option whose default ``--help`` shows."""
+    return click.option(*decls, default=default, show_default=True, help=help, **more)
 
 
 def show(result: Any, as_json: bool, *text: Callable[[Any], str]) -> None:
@@ -49,10 +203,3 @@ def budget_refusal() -> Iterator[None]:
     except BudgetInsufficient as exc:
         report_problems(exc)
         sys.exit(ExitCode.INCOMPLETE)
-
-
-def exit_with(complete: bool, review: bool) -> None:
-    """3 when incomplete, else 4 when something needs review, else 0."""
-    if not complete:
-        sys.exit(ExitCode.INCOMPLETE)
-    sys.exit(ExitCode.REVIEW_REQUIRED if review else ExitCode.OK)

@@ -4,47 +4,44 @@ status``."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
-from ._options import json_flag, path, show
+from ._options import option, options, show
 
 if TYPE_CHECKING:
     from ..authority import AuthorityEntry
     from ..errors import Problem
 
 LEVEL_CHOICES = click.Choice(["none", "advisory", "route", "block"])
-GOLD_HELP = (
-    "Gold dataset the judge was certified on; its authority record lives beside it (or where"
-    " workbench.yaml's authority_record says)."
+
+_gold = option(
+    "gold",
+    help=(
+        "Gold dataset the judge was certified on; its authority record lives beside it (or where"
+        " workbench.yaml's authority_record says)."
+    ),
 )
-
-
-_gold = path("--gold", required=True, help=GOLD_HELP)
-_entry_json = json_flag("Print the entry as JSON.")
+_entry_json = option("json", help="Print the entry as JSON.")
+_judge = option("judge", required=True, help="The judge, name@version.")
+_decider = option("approver", required=False, help="Who decided (default: you).")
 
 
 def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
     if as_json:
         echo_json(e.model_dump(mode="json"))
-        return
-    scope = ""
-    if e.scope is not None:
-        from ..authority import describe_scope
-
-        scope = f" on {describe_scope(e.scope)}"
-    report = f"; report {e.report_id}" if e.report_id else ""
-    shadow = f" in shadow of {e.shadow_of}" if e.shadow_of else ""
-    click.echo(
-        f"{e.event} {e.judge}: {e.previous_authority} -> {e.authority}{scope}{shadow}{report};"
-        f" approved by {e.approver}: {e.reason} ({e.entry_id}, {e.when:%Y-%m-%d %H:%M} UTC)"
-    )
+    else:
+        click.echo(e.describe())
 
 
-def _warn_damaged(problems: list[Problem]) -> None:
+def _print_rollback(result: tuple[AuthorityEntry, list[Problem]], as_json: bool) -> None:
+    """A demotion or revocation, then a warning when the record it was appended to is damaged."""
+    entry, problems = result
+    _print_entry(entry, as_json)
     if problems:
         click.echo(
             f"warning: the authority record is damaged ({len(problems)} problem(s)); the entry was"
@@ -53,6 +50,23 @@ def _warn_damaged(problems: list[Problem]) -> None:
         )
         for problem in problems:
             click.echo(problem.format(), err=True)
+
+
+def _step_options(candidate: str, report: str, approver: str, reason: str) -> Callable[[Any], Any]:
+    """The options of a step up the path (``grant``, ``promote``), with their help texts."""
+    return options(
+        _gold,
+        option("candidate", help=candidate),
+        option("report", help=report),
+        option("approver", help=approver),
+        option("reason", help=reason),
+        _entry_json,
+    )
+
+
+def _rollback_options(reason: str, *more: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The options of a rollback (``demote``, ``revoke``): ``more`` go after ``--reason``."""
+    return options(_gold, _judge, option("reason", help=reason), *more, _decider, _entry_json)
 
 
 @click.group()
@@ -69,24 +83,16 @@ def authority() -> None:
 
 
 @authority.command("grant")
-@_gold
-@path(
-    "--candidate",
-    required=True,
-    help="The candidate spec the judge runs from (its fingerprint must be the certified one).",
+@_step_options(
+    candidate=(
+        "The candidate spec the judge runs from (its fingerprint must be the certified one)."
+    ),
+    report="A certified report of this version: reports/<name>/<version>/<n>.",
+    approver="The person accountable for this authority.",
+    reason="Why.",
 )
-@path(
-    "--report",
-    required=True,
-    help="A certified report of this version: reports/<name>/<version>/<n>.",
-)
-@click.option("--approver", required=True, help="The person accountable for this authority.")
-@click.option("--reason", required=True, help="Why.")
-@_entry_json
 @user_errors
-def grant_command(
-    gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool
-) -> None:
+def grant_command(as_json: bool, **step: str) -> None:
     """Record a certified report as a judge's evidence: a judge without authority becomes advisory.
 
     A judge that already holds authority keeps its level (capped by what the new report
@@ -96,24 +102,18 @@ def grant_command(
     """
     from ..authority import grant
 
-    _print_entry(grant(gold, candidate, report, approver=approver, reason=reason), as_json)
+    _print_entry(grant(**step), as_json)
 
 
 @authority.command("promote")
-@_gold
-@path("--candidate", required=True, help="The candidate spec the judge runs from.")
-@path(
-    "--report",
-    required=True,
-    help="A certified report of this version granting at least the next level.",
+@_step_options(
+    candidate="The candidate spec the judge runs from.",
+    report="A certified report of this version granting at least the next level.",
+    approver="The person accountable for the promotion.",
+    reason="Why, e.g. what the monitored window showed.",
 )
-@click.option("--approver", required=True, help="The person accountable for the promotion.")
-@click.option("--reason", required=True, help="Why, e.g. what the monitored window showed.")
-@_entry_json
 @user_errors
-def promote_command(
-    gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool
-) -> None:
+def promote_command(as_json: bool, **step: str) -> None:
     """One step up the path: advisory -> route, route -> block. No skipping.
 
     Needs what grant needs, a report granting at least the next level and, for block, a
@@ -121,76 +121,50 @@ def promote_command(
     """
     from ..authority import promote
 
-    _print_entry(promote(gold, candidate, report, approver=approver, reason=reason), as_json)
+    _print_entry(promote(**step), as_json)
 
 
 @authority.command("demote")
-@_gold
-@click.option("--judge", required=True, help="The judge, name@version.")
-@click.option(
-    "--reason",
-    required=True,
-    help="Why (e.g. the disagreement sample that found a critical false pass).",
+@_rollback_options(
+    "Why (e.g. the disagreement sample that found a critical false pass).",
+    click.option(
+        "--to",
+        "to",
+        type=LEVEL_CHOICES,
+        default=None,
+        help="The level to demote to (default: one step down).",
+    ),
 )
-@click.option(
-    "--to",
-    "to",
-    type=LEVEL_CHOICES,
-    default=None,
-    help="The level to demote to (default: one step down).",
-)
-@click.option("--approver", default=None, help="Who decided (default: you).")
-@_entry_json
 @user_errors
-def demote_command(
-    gold: str, judge: str, reason: str, to: str | None, approver: str | None, as_json: bool
-) -> None:
+def demote_command(as_json: bool, **rollback: Any) -> None:
     """Lower a judge's authority at once: a reason is all it needs. Nothing is deleted."""
     from ..authority import demote
 
-    entry, damaged = demote(gold, judge, reason=reason, to=to, approver=approver)
-    _print_entry(entry, as_json)
-    _warn_damaged(damaged)
+    _print_rollback(demote(**rollback), as_json)
 
 
 @authority.command("revoke")
-@_gold
-@click.option("--judge", required=True, help="The judge, name@version.")
-@click.option("--reason", required=True, help="Why.")
-@click.option("--approver", default=None, help="Who decided (default: you).")
-@_entry_json
+@_rollback_options("Why.")
 @user_errors
-def revoke_command(gold: str, judge: str, reason: str, approver: str | None, as_json: bool) -> None:
+def revoke_command(as_json: bool, **rollback: Any) -> None:
     """Take all authority from a judge (or detach a shadow) at once: a reason is all it needs."""
     from ..authority import revoke
 
-    entry, damaged = revoke(gold, judge, reason=reason, approver=approver)
-    _print_entry(entry, as_json)
-    _warn_damaged(damaged)
+    _print_rollback(revoke(**rollback), as_json)
 
 
 @authority.command("shadow")
 @_gold
-@path("--candidate", required=True, help="The judge to run in shadow (it must hold no authority).")
+@option("candidate", help="The judge to run in shadow (it must hold no authority).")
 @click.option("--of", "of", required=True, help="The judge holding authority, name@version.")
-@click.option("--approver", required=True, help="Who approved the attachment.")
-@click.option(
-    "--reason",
-    required=True,
-    help="Why (e.g. diagnosing a rolled-back version, or watching a migration).",
+@option("approver", help="Who approved the attachment.")
+@option("reason", help="Why (e.g. diagnosing a rolled-back version, or watching a migration).")
+@option(
+    "report", required=False, help="The candidate's latest report, if any (recorded, not required)."
 )
-@path("--report", help="The candidate's latest report, if any (recorded, not required).")
 @_entry_json
 @user_errors
-def shadow_command(
-    gold: str,
-    candidate: str,
-    of: str,
-    approver: str,
-    reason: str,
-    report: str | None,
-    as_json: bool,
-) -> None:
+def shadow_command(as_json: bool, **attachment: Any) -> None:
     """Attach a judge in shadow to the judge holding authority; run it with `workbench run
     --shadow-of`.
 
@@ -198,15 +172,13 @@ def shadow_command(
     """
     from ..authority import attach_shadow
 
-    _print_entry(
-        attach_shadow(gold, candidate, of, approver=approver, reason=reason, report=report), as_json
-    )
+    _print_entry(attach_shadow(**attachment), as_json)
 
 
 @authority.command("log")
 @_gold
-@click.option("--judge", default=None, help="Only this judge (name@version).")
-@json_flag("Print the entries as JSON.")
+@option("judge")
+@option("json", help="Print the entries as JSON.")
 @user_errors
 def log_command(gold: str, judge: str | None, as_json: bool) -> None:
     """Print the authority record and check its chain (exit 1 when it is damaged)."""
@@ -229,7 +201,7 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
             f" {'intact' if read.ok else 'DAMAGED'}"
         )
         for e in entries:
-            _print_entry(e, False)
+            click.echo(e.describe())
         for problem in read.problems:
             click.echo(problem.format(), err=True)
     if not read.ok:
@@ -238,8 +210,8 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
 
 @click.command()
 @_gold
-@click.option("--judge", default=None, help="Only this judge (name@version).")
-@json_flag("Print the AuthorityStatus as JSON.")
+@option("judge")
+@option("json", help="Print the AuthorityStatus as JSON.")
 @user_errors
 def status(gold: str, judge: str | None, as_json: bool) -> None:
     """Every judge with an authority record: recorded and effective authority, scope, last

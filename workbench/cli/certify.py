@@ -2,100 +2,70 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import click
 
-from ..errors import Problem, WorkbenchError, refusal
+from ..errors import refusal
 from ..outcomes import ExitCode, exit_code
 from ..runs._options import RunOptions
-from ._common import echo_json, user_errors
+from ._common import echo_json, refuse_each, user_errors
+from ._options import option, path
 from ._run_options import fixed_concurrency, run_options
 
 
-class _LedgerBlock(TypedDict):
-    """One held-out ledger in ``workbench reports --ledger`` (its JSON output)."""
-
-    ledger: str
-    exists: bool
-    chain_ok: bool
-    problems: list[dict[str, Any]]
-    entries: list[dict[str, Any]]
-
-
 @click.command()
-@click.option(
-    "--candidate",
-    default=None,
-    type=click.Path(path_type=str),
+@option(
+    "candidate",
+    required=False,
     help="Candidate spec to certify (required unless --resume-review).",
 )
-@click.option(
-    "--policy",
-    default=None,
-    type=click.Path(path_type=str),
+@option(
+    "policy",
+    required=False,
     help="Policy file, data/policies/<name>@<version>.yaml (required unless --resume-review).",
 )
-@click.option(
-    "--gold",
-    default=None,
-    type=click.Path(path_type=str),
+@option(
+    "gold",
+    required=False,
     help=(
         "Gold dataset directory or gold.jsonl (required: there is no default dataset; with"
         " --resume-review, default the dataset the report names). Its held-out ledger is found"
         " from it."
     ),
 )
-@click.option(
+@path(
     "--baseline",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Migration certification: the previous version's spec, judged on the same held-out cases"
         " under the same ledger entry (one use)."
     ),
 )
-@click.option(
-    "--label-mapping",
-    default=None,
-    type=click.Path(path_type=str),
+@option(
+    "label_mapping",
     help=(
         "With --baseline: the reviewed mapping of the baseline's labels into the rubric's (required"
         " when the rubric renamed categories; its hash is locked)."
     ),
 )
-@click.option(
+@path(
     "--resume-review",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "REPORT: re-evaluate a locked migration report with the transition reviews recorded since"
         " (a new report number; nothing is judged again, no held-out use)."
     ),
 )
-@click.option(
-    "--reports",
-    "reports_root",
-    default="reports",
-    show_default=True,
-    type=click.Path(path_type=str),
-    help="Reports root directory.",
-)
-@click.option(
-    "--rerun-reason",
-    default=None,
+@option("reports")
+@option(
+    "rerun_reason",
     help=(
         "Required to certify the same candidate again on the same held-out manifest; recorded in"
         " the ledger and the report."
     ),
 )
-@click.option(
-    "--overrides",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Override store (default: overrides.jsonl beside the policy).",
-)
+@option("overrides", help="Override store (default: overrides.jsonl beside the policy).")
 @run_options(
     "concurrency",
     "budget",
@@ -108,36 +78,11 @@ class _LedgerBlock(TypedDict):
     },
     max_cases={"help": "Case limit for the held-out run (a limited run is incomplete)."},
 )
-@click.option(
-    "--notebook",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Certification notebook (default notebooks/03_certify.ipynb).",
-)
-@click.option(
-    "--sign",
-    "sign_key",
-    default=None,
-    type=click.Path(path_type=str),
-    help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@option("notebook")
+@option("sign")
+@option("json", help="Print the result as JSON.")
 @user_errors
-def certify(
-    candidate: str | None,
-    policy: str | None,
-    gold: str | None,
-    baseline: str | None,
-    label_mapping: str | None,
-    resume_review: str | None,
-    reports_root: str,
-    rerun_reason: str | None,
-    overrides: str | None,
-    options: RunOptions,
-    notebook: str | None,
-    sign_key: str | None,
-    as_json: bool,
-) -> None:
+def certify(resume_review: str | None, options: RunOptions, as_json: bool, **given: Any) -> None:
     """Certify a candidate once on the held-out partition and write a locked report.
 
     Executes notebooks/03_certify.ipynb headless with papermill and writes
@@ -154,43 +99,14 @@ def certify(
     (`workbench review transition`) before the outcome can be certified. After the reviews,
     `--resume-review REPORT` re-evaluates the locked report without judging anything again.
     """
-    given: dict[str, Any] = {
-        "candidate": candidate,
-        "policy": policy,
-        "gold": gold,
-        "baseline": baseline,
-        "label_mapping": label_mapping,
-        "reports_root": reports_root,
-        "rerun_reason": rerun_reason,
-        "overrides": overrides,
-        "notebook": notebook,
-        "sign_key": sign_key,
-    }
     if resume_review is not None:
         result = _resume(resume_review, given, options)
     else:
         result = _certify(given, options)
     if as_json:
-        echo_json(
-            {
-                "report_dir": str(result.report_dir),
-                "report_id": result.report_id,
-                "outcome": result.outcome,
-                "blockers": result.blockers,
-                "lock_sha256": result.lock_sha256,
-                "timings_s": result.timings_s,
-            }
-        )
+        echo_json(result.to_json())
     else:
-        click.echo(f"report: {result.report_dir}")
-        click.echo(
-            f"outcome: {result.outcome.upper()} ({len(result.blockers)} blocker(s)); lock sha256"
-            f" {result.lock_sha256}"
-        )
-        for b in result.blockers:
-            where = f", {b['slice']}" if b.get("slice") else ""
-            click.echo(f"  - {b['code']} [{b['category']}{where}]: {b['message']}")
-        click.echo("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings_s.items()))
+        click.echo(result.format())
     raise SystemExit(exit_code(result.outcome))
 
 
@@ -206,24 +122,17 @@ _TAKEN_FROM_THE_REPORT = (
 
 def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
     """``--resume-review``: every option the locked report fixes is refused, all at once."""
-    from ..reports._certify import resume_review
+    from ..reports import resume_review
 
     values = {f"--{k.replace('_', '-')}": given[k] for k in _TAKEN_FROM_THE_REPORT}
     values |= {"--budget-usd": options.budget_usd, "--max-cases": options.max_cases}
-    extra = [name for name, value in values.items() if value is not None]
-    if extra:
-        raise WorkbenchError(
-            "cannot re-evaluate the report",
-            [
-                Problem(
-                    location=name,
-                    code="option_with_resume_review",
-                    message=f"{name} is taken from the locked report with --resume-review",
-                    fix=f"drop {name}",
-                )
-                for name in extra
-            ],
-        )
+    refuse_each(
+        "cannot re-evaluate the report",
+        [name for name, value in values.items() if value is not None],
+        "option_with_resume_review",
+        "{0} is taken from the locked report with --resume-review",
+        "drop {0}",
+    )
     return resume_review(
         report, gold=given["gold"], notebook=given["notebook"], sign_key=given["sign_key"]
     )
@@ -232,35 +141,21 @@ def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
 def _certify(given: dict[str, Any], options: RunOptions) -> Any:
     from ..reports import certify
 
-    missing = [f"--{name}" for name in ("candidate", "policy", "gold") if given[name] is None]
-    if missing:
-        raise WorkbenchError(
-            "cannot certify",
-            [
-                Problem(
-                    location=name,
-                    code="option_missing",
-                    message=f"Missing option '{name}' (there is no default)",
-                    fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration"
-                    " report)",
-                )
-                for name in missing
-            ],
-        )
+    refuse_each(
+        "cannot certify",
+        [f"--{name}" for name in ("candidate", "policy", "gold") if given[name] is None],
+        "option_missing",
+        "Missing option '{0}' (there is no default)",
+        "give {0} (or --resume-review REPORT to re-evaluate a migration report)",
+    )
     return certify(
-        given["candidate"],
-        given["policy"],
-        given["gold"],
-        reports_root=given["reports_root"],
-        rerun_reason=given["rerun_reason"],
+        given.pop("candidate"),
+        given.pop("policy"),
+        given.pop("gold"),
         concurrency=fixed_concurrency(options),
         budget_usd=options.budget_usd,
         max_cases=options.max_cases,
-        overrides=given["overrides"],
-        notebook=given["notebook"],
-        sign_key=given["sign_key"],
-        baseline=given["baseline"],
-        label_mapping=given["label_mapping"],
+        **given,
     )
 
 
@@ -292,25 +187,16 @@ def show_verifications(results: list[Any], as_json: bool) -> None:
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
-@click.option(
-    "--gold",
-    default=None,
-    type=click.Path(path_type=str),
+@option(
+    "gold",
+    required=False,
     help=(
         "The certified gold dataset, to check against its ledger (default: the dataset the lock"
         " names, when it is on this machine)."
     ),
 )
-@click.option(
-    "--trust",
-    default=None,
-    type=click.Path(path_type=str),
-    help=(
-        "File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be signed by"
-        " one of them."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
+@option("trust")
+@option("json", help="Print the verification as JSON.")
 @user_errors
 def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> None:
     """Verify a locked report of any kind (or every report under a reports root).
@@ -337,76 +223,20 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
     show_verifications(verify_path(path, gold=gold, trusted=trusted), as_json)
 
 
-def _show_ledgers(paths: list[Path], reports_root: str, as_json: bool) -> None:
-    """``workbench reports --ledger``: every held-out use, each ledger's chain checked (exit 1
-    where it is broken)."""
-    from ..heldout import HeldOutLedger
-    from ..reports._listing import reconcile_ledgers
-
-    if not paths:
-        raise refusal(
-            "no held-out ledger",
-            reports_root,
-            "ledger_not_found",
-            "no report here names a held-out ledger",
-            "pass --gold DATASET to show that dataset's ledger",
-        )
-    problems = reconcile_ledgers(paths)
-    out: list[_LedgerBlock] = []
-    for path in paths:
-        read = HeldOutLedger(path).read()
-        problems += [p for p in read.problems if p not in problems]
-        out.append(
-            {
-                "ledger": str(path),
-                "exists": path.exists(),
-                "chain_ok": not read.problems,
-                "problems": [p.model_dump(mode="json") for p in read.problems],
-                "entries": [e.model_dump(mode="json") for e in read.entries],
-            }
-        )
-    if as_json:
-        echo_json(out)
-    for block in [] if as_json else out:
-        state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
-        click.echo(
-            f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}"
-            + ("" if block["exists"] else " (no ledger yet)")
-        )
-        for e in block["entries"]:
-            click.echo(
-                f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28}"
-                f" {e['candidate_fingerprint'][:12]}  {e['report_id']:<32}"
-                f" {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
-            )
-    for problem in problems:
-        click.echo(problem.format(), err=True)
-    if problems:
-        raise SystemExit(ExitCode.FAILED)
-
-
 @click.command()
-@click.option(
-    "--reports",
-    "reports_root",
-    default="reports",
-    show_default=True,
-    type=click.Path(path_type=str),
-    help="Reports root directory.",
-)
+@option("reports")
 @click.option(
     "--ledger", is_flag=True, help="Show the held-out ledger(s) instead, and check their chain."
 )
-@click.option(
-    "--gold",
-    default=None,
-    type=click.Path(path_type=str),
+@option(
+    "gold",
+    required=False,
     help=(
         "A gold dataset whose ledger to include (default: the ledgers the reports under --reports"
         " were recorded in)."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@option("json")
 @user_errors
 def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) -> None:
     """List every report with its outcome, including aborted certifications (or, with --ledger,
@@ -414,33 +244,34 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
 
     A certification whose process died is marked aborted in its ledger first.
     """
-    from ..heldout import HeldOutLedger, ledger_path_for
-    from ..reports import list_reports
-    from ..reports._listing import ledgers_of
+    from ..heldout import ledger_path_for
+    from ..reports import (
+        format_ledger,
+        format_report_row,
+        ledger_problems,
+        list_reports,
+        read_ledgers,
+    )
 
     extra = [ledger_path_for(gold)] if gold is not None else []
     if ledger:
-        _show_ledgers(
-            list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))])), reports_root, as_json
-        )
-        return
-    rows = list_reports(reports_root, ledgers=extra)
-    damaged = [
-        p
-        for path in dict.fromkeys([*extra, *ledgers_of(Path(reports_root))])
-        for p in HeldOutLedger(path).read().problems
-    ]
-    if as_json:
-        echo_json(rows)
-    elif not rows:
-        click.echo(f"no reports under {reports_root}")
-    for r in [] if as_json else rows:
-        click.echo(
-            f"{(r.get('created_at') or '')[:19]:<20} {r['report_id']:<36} {r['status']:<10}"
-            f" {r['outcome']:<22} blockers {r.get('blockers', '-')!s:<3} {r.get('who') or '':<10}"
-            f" {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}"
-        )
-    for problem in damaged:
+        blocks, problems = read_ledgers(reports_root, extra)
+        _show(blocks, as_json, format_ledger, "")
+    else:
+        rows = list_reports(reports_root, ledgers=extra)
+        problems = ledger_problems(reports_root, extra)
+        _show(rows, as_json, format_report_row, f"no reports under {reports_root}")
+    for problem in problems:
         click.echo(problem.format(), err=True)
-    if damaged:
+    if problems:
         raise SystemExit(ExitCode.FAILED)
+
+
+def _show(items: list[Any], as_json: bool, line: Callable[[Any], str], none: str) -> None:
+    """``items`` as JSON, else one ``line`` each (``none`` when there is none)."""
+    if as_json:
+        echo_json(items)
+    elif not items and none:
+        click.echo(none)
+    for item in [] if as_json else items:
+        click.echo(line(item))

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import WorkbenchError
-from ..outcomes import ExitCode
 from ..runs._options import RunOptions
-from ._common import echo_json, report_problems, user_errors
-from ._options import json_flag, path, show
+from ._common import report_problems, user_errors
+from ._options import option, path, show
 from ._run_options import fixed_concurrency, run_option, run_options
 
 if TYPE_CHECKING:
     from ..ci import CheckResult
+
+_json = option("json", help="Print the report as JSON.")
+
+
+def _out(records: str, lane: str) -> Callable[[Any], Any]:
+    """``--out`` of a lane whose invocation directory holds ``records``."""
+    return option(
+        "out",
+        help=(
+            f"Parent of this invocation's directory ({records}): OUT/<time>-<id> (default"
+            f" runs/ci/{lane} under the project)."
+        ),
+    )
 
 
 @click.group("ci")
@@ -47,15 +59,9 @@ def _junit(path: str | None, lane: str, checks: list[CheckResult]) -> None:
     show_default=True,
     help="Project root (holds data/ and, optionally, workbench.yaml).",
 )
-@path("--junit", "junit_path", help="Write a JUnit XML report here.")
-@json_flag("Print the report as JSON.")
-@path(
-    "--out",
-    help=(
-        "Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id>"
-        " (default runs/ci/contracts under the project)."
-    ),
-)
+@option("junit")
+@_json
+@_out("control runs, contracts.json", "contracts")
 @user_errors
 def contracts(project: str, junit_path: str | None, as_json: bool, out: str | None) -> None:
     """Check every gold dataset, candidate, policy, control suite, ranking fixture file and
@@ -72,33 +78,11 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
     completed (no verdict on a control, retrieval evidence missing); 1 a deterministic
     control or retrieval assertion failed.
     """
-    from ..ci import run_contracts
+    from ..ci import format_contracts, run_contracts
 
     report = run_contracts(project, out=out)
     _junit(junit_path, "contracts", report.checks)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        for c in report.checks:
-            click.echo(
-                f"{c.status.upper():16} {c.check_id}" + (f": {c.message}" if c.message else "")
-            )
-            if c.status in ("failed", "error"):
-                for line in c.details[:20]:
-                    click.echo(f"    {line}")
-        counts = {
-            s: sum(c.status == s for c in report.checks)
-            for s in ("passed", "failed", "error", "expected_failure")
-        }
-        click.echo(
-            f"contracts: {counts['passed']} of {len(report.checks)} checks passed;"
-            f" {counts['failed']} failed, {counts['error']} incomplete,"
-            f" {counts['expected_failure']} failed as expected"
-        )
-        click.echo(
-            f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in"
-            f" {report.run_dir}" + (f"; JUnit {junit_path}" if junit_path else "")
-        )
+    show(report, as_json, lambda r: format_contracts(r, junit_path))
     sys.exit(report.exit_code)
 
 
@@ -112,15 +96,17 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
     ),
 )
 @path("--project", default=".", show_default=True, help="Project root.")
-@path(
-    "--gold",
+@option(
+    "gold",
+    required=False,
     help=(
         "Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with"
         " sentinels)."
     ),
 )
-@path(
-    "--policy",
+@option(
+    "policy",
+    required=False,
     help=(
         "Policy whose ci_budget_usd caps the job and whose control suite runs (default:"
         " ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd)."
@@ -133,15 +119,9 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
         "help": "A lower cap than the policy's ci_budget_usd (a higher one is refused).",
     },
 )
-@path("--junit", "junit_path", help="Write a JUnit XML report here.")
-@json_flag("Print the report as JSON.")
-@path(
-    "--out",
-    help=(
-        "Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default"
-        " runs/ci/sentinel under the project)."
-    ),
-)
+@option("junit")
+@_json
+@_out("runs, sentinel.json", "sentinel")
 @run_option("concurrency")
 @user_errors
 def sentinel(
@@ -189,19 +169,12 @@ def sentinel(
 
 
 @ci.command("release")
-@path("--candidate", required=True, help="Candidate spec to certify.")
-@click.option("--policy", required=True, type=click.Path(path_type=str), help="Policy file.")
-@path("--gold", required=True, help="Gold dataset (its held-out ledger is found from it).")
-@path(
-    "--reports",
-    "reports_root",
-    default="reports",
-    show_default=True,
-    help="Reports root directory.",
-)
-@click.option(
-    "--rerun-reason",
-    default=None,
+@option("candidate", help="Candidate spec to certify.")
+@option("policy", help="Policy file.")
+@option("gold", help="Gold dataset (its held-out ledger is found from it).")
+@option("reports")
+@option(
+    "rerun_reason",
     help="Required to certify the same candidate again on the same held-out manifest.",
 )
 @run_options(
@@ -212,19 +185,12 @@ def sentinel(
         "help": "Spend limit for the held-out run (the policy's budget_usd unless lower).",
     },
 )
-@path("--junit", "junit_path", help="Write a JUnit XML report here.")
+@option("junit")
 @path("--json", "json_path", help="Write the machine-readable summary (JSON) here.")
-@path("--notebook", help="Certification notebook (default notebooks/03_certify.ipynb).")
+@option("notebook")
+@user_errors  # verification input problems after the report exists
 def release(
-    candidate: str,
-    policy: str,
-    gold: str,
-    reports_root: str,
-    rerun_reason: str | None,
-    options: RunOptions,
-    junit_path: str | None,
-    json_path: str | None,
-    notebook: str | None,
+    options: RunOptions, junit_path: str | None, json_path: str | None, **certification: Any
 ) -> None:
     """Certify a candidate on the held-out partition (exactly `workbench certify`), verify
     the locked report, and write a machine-readable summary (--json FILE) and a JUnit report
@@ -235,20 +201,9 @@ def release(
     """
     from ..ci import format_release, run_release, write_release_summary
 
-    try:
-        summary = run_release(
-            candidate,
-            policy,
-            gold,
-            reports_root=reports_root,
-            rerun_reason=rerun_reason,
-            budget_usd=options.budget_usd,
-            concurrency=fixed_concurrency(options),
-            notebook=notebook,
-        )
-    except WorkbenchError as exc:  # verification input problems after the report exists
-        report_problems(exc)
-        sys.exit(ExitCode.INVALID_INPUT)
+    summary = run_release(
+        budget_usd=options.budget_usd, concurrency=fixed_concurrency(options), **certification
+    )
     if json_path:
         write_release_summary(json_path, summary)
     _junit(junit_path, "release", summary.checks)

@@ -11,28 +11,23 @@ from ..migration import compare_candidates_sync, default_out, format_comparison
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import user_errors
-from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path, show
+from ._options import budget_refusal, option, path, show
 from ._run_options import run_options
 
 
 @click.command()
 @path("--old", "old", required=True, help="The current version's candidate spec.")
 @path("--new", "new", required=True, help="The new version's candidate spec.")
-@path("--gold", required=True, help=GOLD_HELP)
-@click.option(
-    "--partition",
-    required=True,
-    type=click.Choice(["development", "calibration"]),
-    help="Partition to compare on (held-out data is for certification only).",
-)
-@path("--out", help="Comparison directory (default runs/compare/<old>__<new>/<partition>).")
+@option("gold")
+@option("partition", help="Partition to compare on (held-out data is for certification only).")
+@option("out", help="Comparison directory (default runs/compare/<old>__<new>/<partition>).")
 @path(
     "--old-run",
     help="Reuse this complete run of --old (its manifest is checked) instead of running it.",
 )
 @path("--new-run", help="Reuse this complete run of --new (checked likewise).")
-@path(
-    "--label-mapping",
+@option(
+    "label_mapping",
     help="Reviewed mapping of the old version's labels to the new ones (required when categories"
     " were renamed).",
 )
@@ -55,7 +50,7 @@ from ._run_options import run_options
     },
     no_progress={"help": "Hide the progress bars."},
 )
-@json_flag("Print the ComparisonReport as JSON.")
+@option("json", help="Print the ComparisonReport as JSON.")
 @user_errors
 def compare(
     old: str,
@@ -63,13 +58,11 @@ def compare(
     gold: str,
     partition: str,
     out: str | None,
-    old_run: str | None,
-    new_run: str | None,
-    label_mapping: str | None,
     controls: str | None,
     no_controls: bool,
     options: RunOptions,
     as_json: bool,
+    **reuse: str | None,
 ) -> None:
     """Compare an old and a new judge version case by case on development or calibration data.
 
@@ -104,21 +97,14 @@ def compare(
             gold,
             partition,
             out_dir,
-            old_run=old_run,
-            new_run=new_run,
-            label_mapping=label_mapping,
             controls=controls,
             budget_usd=options.budget_usd,
             concurrency=options.concurrency,
             cache_dir=options.cache_dir,
             progress=options.progress,
+            **reuse,
         )
     show(report, as_json, format_comparison, lambda _: f"comparison: {out_dir / 'comparison.json'}")
-    if report.status == "complete" and (report.old.errors or report.new.errors):
-        click.echo(
-            f"evaluator errors: {report.old.errors} case(s) of {report.old.label},"
-            f" {report.new.errors} of {report.new.label}: their verdicts are unknown",
-            err=True,
-        )
-        sys.exit(ExitCode.EVALUATOR_ERRORS)
-    exit_with(report.status == "complete", bool(report.review))
+    if report.exit_code == ExitCode.EVALUATOR_ERRORS:
+        click.echo(report.errors_note(), err=True)
+    sys.exit(report.exit_code)

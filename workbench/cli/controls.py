@@ -6,39 +6,23 @@ from pathlib import Path
 
 import click
 
-from ..controls import format_controls, load_suite, run_controls_sync
+from ..controls import default_run_dir, format_controls, load_suite, run_controls_sync
 from ..judges import load_candidate
-from ..policy import decide
 from ..runs._options import RunOptions
-from ._common import echo_json, user_errors
+from ._common import user_errors
+from ._options import option, path, show
 from ._run_options import run_options
 
 
-def default_out(candidate_label: str, suite_label: str) -> Path:
-    """``runs/controls/<candidate name@version>/<suite name@version>``."""
-    return Path("runs") / "controls" / candidate_label / suite_label
-
-
 @click.command()
-@click.option(
-    "--candidate",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.",
-)
-@click.option(
+@option("candidate")
+@path(
     "--suite",
     required=True,
-    type=click.Path(path_type=str),
     help="Control suite, e.g. data/controls/support-controls@1.yaml.",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Run directory (default runs/controls/<candidate>/<suite>).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the ControlsReport as JSON.")
+@option("out", help="Run directory (default runs/controls/<candidate>/<suite>).")
+@option("json", help="Print the ControlsReport as JSON.")
 @run_options("concurrency", "budget", "no_cache", "no_progress")
 @user_errors
 def controls(
@@ -59,7 +43,7 @@ def controls(
     """
     control_suite = load_suite(suite)
     judge = load_candidate(candidate)
-    run_dir = Path(out) if out else default_out(judge.spec.label, control_suite.label)
+    run_dir = Path(out) if out else default_run_dir(judge.spec.label, control_suite.label)
     report = run_controls_sync(
         judge,
         control_suite,
@@ -69,12 +53,5 @@ def controls(
         cache_dir=options.cache_dir,
         progress=options.progress,
     )
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_controls(report))
-        click.echo(f"run directory: {run_dir}")
-    # every role of the suite blocks here; the outcome is the one decision step's
-    roles = [r.role for r in report.roles]
-    decision = decide(report.blockers(roles), policy_label=None, fingerprint=None, clear="passed")
-    raise SystemExit(decision.exit_code)
+    show(report, as_json, format_controls, lambda _: f"run directory: {run_dir}")
+    raise SystemExit(report.decision().exit_code)

@@ -6,25 +6,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..outcomes import ExitCode
 from ._common import FiniteFloatRange, user_errors
-from ._options import json_flag, path, show
+from ._options import option, path, show, shown
 
 if TYPE_CHECKING:
     from ..estimate._estimate import RGInterval
 
 
 @click.command()
-@path(
-    "--report",
-    "report",
-    required=True,
-    help="Certification report directory, reports/<candidate>/<version>/<n>.",
-)
-@path(
-    "--results",
+@option("report", help="Certification report directory, reports/<candidate>/<version>/<n>.")
+@option(
     "results",
-    required=True,
     help=(
         "The certified judge's verdicts on production traffic (judge-result contract JSONL, no"
         " gold)."
@@ -52,28 +44,20 @@ if TYPE_CHECKING:
         " label}; adds PPI."
     ),
 )
-@click.option(
+@shown(
     "--interval",
     type=click.Choice(["bootstrap", "delta"]),
     default="bootstrap",
-    show_default=True,
     help="Corrected interval: parametric bootstrap (Jeffreys draws) or the delta method.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Seed of the bootstrap draws (same inputs and seed, same interval).",
-)
-@click.option(
+@option("seed", help="Seed of the bootstrap draws (same inputs and seed, same interval).")
+@shown(
     "--unstable-below",
     type=FiniteFloatRange(0, 1),
     default=0.2,
-    show_default=True,
     help="Flag the correction unstable when sensitivity + specificity - 1 is below this.",
 )
-@json_flag("Print the documented, versioned JSON estimate.")
+@option("json", help="Print the documented, versioned JSON estimate.")
 @user_errors
 def estimate(
     report: str,
@@ -113,5 +97,4 @@ def estimate(
         unstable_below=unstable_below,
     )
     show(result, as_json, format_estimate)
-    if result.status != "complete":
-        raise SystemExit(ExitCode.INCOMPLETE)
+    raise SystemExit(result.exit_code)

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ..testing import FAULTS, JSON_MODES, PROVIDERS, FakeLLM, Reply
+from ._options import option, shown
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -80,22 +81,20 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     "fake-llm",
     context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]},
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
-@click.option(
+@shown("--host", default="127.0.0.1", help="Interface to bind.")
+@shown(
     "--port",
     type=click.IntRange(0, 65535),
     default=0,
-    show_default=True,
     help=(
         "Port to bind; 0 (the default) picks a free port, reported on startup and exported to"
         " COMMAND."
     ),
 )
-@click.option(
+@shown(
     "--latency",
     type=click.FloatRange(min=0.0),
     default=0.0,
-    show_default=True,
     help="Seconds to wait before every answer.",
 )
 @click.option(
@@ -107,14 +106,9 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
         f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}."
     ),
 )
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the fault-injection RNG."
-)
-@click.option(
-    "--default-value",
-    default="pass",
-    show_default=True,
-    help="Label the judge answers when no responder is given.",
+@option("seed", help="Seed of the fault-injection RNG.")
+@shown(
+    "--default-value", default="pass", help="Label the judge answers when no responder is given."
 )
 @click.option(
     "--responder",
@@ -126,23 +120,21 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     metavar="NAME",
     help="Require 'Authorization: Bearer <key>' with the key read from this environment variable.",
 )
-@click.option(
+@shown(
     "--emulate",
     type=click.Choice(PROVIDERS),
     default="openai",
-    show_default=True,
     help=(
         "Behave like this provider: chat path (azure:"
         " /openai/deployments/<deployment>/chat/completions?api-version=...), key header (azure:"
         " api-key; ollama: none), error bodies."
     ),
 )
-@click.option(
+@shown(
     "--json-mode",
     "json_mode",
     type=click.Choice(JSON_MODES),
     default="honour",
-    show_default=True,
     help=(
         "What the server does with response_format: honour it, reject it (HTTP 400), or ignore it"
         " (prose around a ```json block)."
@@ -169,7 +161,7 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     ),
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def fake_llm(  # noqa: C901
+def fake_llm(
     host: str,
     port: int,
     latency: float,
@@ -198,14 +190,45 @@ def fake_llm(  # noqa: C901
 
         workbench fake-llm --export WORKBENCH_DEMO_LLM_URL -- workbench run --candidate ...
     """
+    if command and command[0] == "--":
+        command = command[1:]
+    server = FakeLLM(
+        default=Reply(value=default_value),
+        latency_s=latency,
+        seed=seed,
+        host=host,
+        port=port,
+        **_settings(fault_rate, responder, require_api_key_env, export, emulate, serve_model),
+        json_mode=json_mode,
+    )
+    try:
+        server.start()
+    except OSError as exc:
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    if not command:
+        _serve_forever(server, require_api_key_env, export)
+        return
+    sys.exit(_run_command(server, command, export))
+
+
+def _settings(
+    fault_rate: tuple[str, ...],
+    responder: str | None,
+    key_env: str | None,
+    export: tuple[str, ...],
+    emulate: str,
+    serve_model: tuple[str, ...],
+) -> dict[str, Any]:
+    """The server's faults, responder, API key and emulation from the options, each checked (a
+    bad one is a usage error, exit 2)."""
     rates = _parse_fault_rates(fault_rate)
     responder_fn = _load_responder(responder) if responder else None
     api_key: str | None = None
-    if require_api_key_env:
-        api_key = os.environ.get(require_api_key_env)
+    if key_env:
+        api_key = os.environ.get(key_env)
         if not api_key:
             raise click.BadParameter(
-                f"environment variable {require_api_key_env} is unset or empty",
+                f"environment variable {key_env} is unset or empty",
                 param_hint="--require-api-key-env",
             )
     for name in export:
@@ -213,37 +236,24 @@ def fake_llm(  # noqa: C901
             raise click.BadParameter(
                 f"{name!r} is not an environment variable name (A-Z, 0-9, _)", param_hint="--export"
             )
-    if command and command[0] == "--":
-        command = command[1:]
     if emulate == "ollama" and api_key:
         raise click.BadParameter(
             "Ollama ignores API keys; drop --require-api-key-env",
             param_hint="--require-api-key-env",
         )
-    emulation: dict[str, Any] = {"emulate": emulate, "json_mode": json_mode}
-    if serve_model:
-        emulation["azure_deployments" if emulate == "azure" else "models"] = list(serve_model)
+    served = {"azure_deployments" if emulate == "azure" else "models": list(serve_model)}
+    return {
+        "responder": responder_fn,
+        "fault_rates": rates,
+        "require_api_key": api_key,
+        "emulate": emulate,
+        **(served if serve_model else {}),
+    }
 
-    server = FakeLLM(
-        responder=responder_fn,
-        default=Reply(value=default_value),
-        latency_s=latency,
-        fault_rates=rates,
-        seed=seed,
-        require_api_key=api_key,
-        host=host,
-        port=port,
-        **emulation,
-    )
-    try:
-        server.start()
-    except OSError as exc:
-        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
-    if not command:
-        _serve_forever(server, require_api_key_env, export)
-        return
-
+def _run_command(server: FakeLLM, command: tuple[str, ...], export: tuple[str, ...]) -> int:
+    """Run ``command`` with the server's URL in its environment, then stop the server; the
+    command's exit code (128 + the signal that ended it)."""
     env = dict(os.environ, FAKE_LLM_BASE_URL=server.base_url, FAKE_LLM_PORT=str(server.port))
     env.update(dict.fromkeys(export, server.base_url))
     exported = "".join(f", {name}" for name in export)
@@ -265,7 +275,7 @@ def fake_llm(  # noqa: C901
                 continue
     finally:
         server.stop()
-    sys.exit(returncode if returncode >= 0 else 128 - returncode)
+    return returncode if returncode >= 0 else 128 - returncode
 
 
 def _serve_forever(server: FakeLLM, key_env: str | None, export: tuple[str, ...] = ()) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import echo_json, user_errors
+from ._options import option
 
 
 @click.command()
@@ -20,7 +21,7 @@ from ._common import echo_json, user_errors
     ),
 )
 @click.option("--note", "--reason", "note", default=None, help="Why this state is frozen.")
-@click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
+@option("json", help="Print the release record as JSON.")
 @user_errors
 def freeze(path: str, approver: str | None, note: str | None, as_json: bool) -> None:
     """Freeze an approved input as a release: a gold dataset, a ranking fixture file, a noise

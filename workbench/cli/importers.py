@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ..errors import Problem, WorkbenchError
 from ..importers import import_results, import_table, run_importer
-from ..importers.table import PENDING_FILE
 from ..outcomes import ExitCode
 from ._common import user_errors
+from ._options import option, shown
 
-"""Exit code when the dataset was written but some cases wait for an adjudicator."""
-
-_OUT = click.option(
-    "--out",
+_DIRECTORY = click.Path(path_type=Path, file_okay=False)
+_OUT = option(
+    "out",
     required=True,
-    type=click.Path(path_type=Path, file_okay=False),
+    type=_DIRECTORY,
     help="Directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).",
 )
-_FORCE = click.option("--force", is_flag=True, help="Replace a dataset already in --out.")
 
 
 @click.group(name="import")
@@ -43,18 +41,16 @@ def import_group() -> None:
     type=click.Path(path_type=Path),
     help="YAML mapping: which column is what (docs/formats.md#table-mapping).",
 )
-@click.option(
-    "--out",
+@option(
+    "out",
     required=True,
-    type=click.Path(path_type=Path, file_okay=False),
+    type=_DIRECTORY,
     help=(
         "Dataset directory to write gold.jsonl, rubric.yaml and card.md into (created if missing)."
     ),
 )
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Accept moved or dropped existing cases, or replace a dataset another tool wrote.",
+@option(
+    "force", help="Accept moved or dropped existing cases, or replace a dataset another tool wrote."
 )
 @user_errors
 def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
@@ -74,45 +70,27 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     Exit 0: written; 2: invalid mapping or source (every problem listed); 4: written, but some
     cases wait for an adjudicator (listed here and in adjudication_needed.csv).
     """
+    from ..importers.table import format_pending
+
     result, summary = import_table(source, out, mapping=mapping, force=force)
     click.echo(summary.format())
     if result.pending:
-        click.echo(
-            f"{len(result.pending)} case(s) need an adjudicator (also in {out / PENDING_FILE}):",
-            err=True,
-        )
-        for p in result.pending:
-            reviews = ", ".join(f"{who}={label}" for who, label in p.reviews)
-            click.echo(
-                f"  {p.case_id} ({p.partition}, slice {p.slice}; {p.rows}): {reviews} - {p.why}",
-                err=True,
-            )
-        click.echo(
-            "Fix: have an adjudicator decide each one and record the label in the source's"
-            " adjudication column, then re-run this import.",
-            err=True,
-        )
+        click.echo(format_pending(list(result.pending), out), err=True)
         sys.exit(ExitCode.REVIEW_REQUIRED)
 
 
 @import_group.command("results")
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option(
-    "--gold",
+@option("gold", help="The gold dataset the results were produced against.")
+@option(
+    "out",
     required=True,
-    type=click.Path(path_type=str),
-    help="The gold dataset the results were produced against.",
-)
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
+    type=_DIRECTORY,
     help="Directory to write results.jsonl (and the imported candidate) into (created if missing).",
 )
 @click.option(
     "--mapping",
     type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
     help=(
         "YAML mapping: which column is what, and who the judge was"
         " (docs/formats.md#results-mapping)."
@@ -120,38 +98,32 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
 )
 @click.option(
     "--format",
-    "fmt",
+    "format",
     type=click.Choice(["csv", "jsonl", "parquet"]),
-    default=None,
     help="Table format (default: from the extension).",
 )
-@click.option("--case-id", default=None, help="Column holding the gold case id.")
+@click.option("--case-id", help="Column holding the gold case id.")
 @click.option(
     "--input",
-    "input_col",
-    default=None,
+    "input",
     help=(
         "Column holding the exact input (matched with --response when there is no case id column)."
     ),
 )
 @click.option(
     "--response",
-    default=None,
     help=(
         "Column holding the exact response judged (its sha256 must equal the gold's response_hash)."
     ),
 )
-@click.option("--label", default=None, help="Prediction column holding labels.")
+@click.option("--label", help="Prediction column holding labels.")
 @click.option(
-    "--score",
-    default=None,
-    help="Prediction column holding scores (kept; labels come from --threshold).",
+    "--score", help="Prediction column holding scores (kept; labels come from --threshold)."
 )
-@click.option("--threshold", type=float, default=None, help="Score cut-off that makes labels.")
+@click.option("--threshold", type=float, help="Score cut-off that makes labels.")
 @click.option(
     "--pass-if",
     type=click.Choice(["at_least", "at_most"]),
-    default=None,
     help="at_least: score >= threshold passes (default); at_most: score <= threshold passes.",
 )
 @click.option(
@@ -164,58 +136,27 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
         " mapped."
     ),
 )
-@click.option("--reason", default=None, help="Column holding the judge's reason.")
-@click.option("--latency", default=None, help="Column holding latency in seconds.")
-@click.option("--tokens-in", default=None, help="Column holding prompt tokens.")
-@click.option("--tokens-out", default=None, help="Column holding completion tokens.")
-@click.option("--cost", default=None, help="Column holding cost in USD.")
-@click.option("--name", default=None, help="Judge name (also the imported candidate's name).")
-@click.option("--version", "judge_version", default=None, help="Judge version.")
-@click.option(
-    "--model", default=None, help="The model (or detector) that produced the predictions."
-)
+@click.option("--reason", help="Column holding the judge's reason.")
+@click.option("--latency", "latency_s", help="Column holding latency in seconds.")
+@click.option("--tokens-in", help="Column holding prompt tokens.")
+@click.option("--tokens-out", help="Column holding completion tokens.")
+@click.option("--cost", "cost_usd", help="Column holding cost in USD.")
+@click.option("--name", help="Judge name (also the imported candidate's name).")
+@click.option("--version", "version", help="Judge version.")
+@click.option("--model", help="The model (or detector) that produced the predictions.")
 @click.option(
     "--prompt-file",
     type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
     help="The judge's prompt template (hashed into the fingerprint).",
 )
 @click.option(
-    "--prompt-description",
-    default=None,
-    help="What the prompt asks, when the template is not available.",
+    "--prompt-description", help="What the prompt asks, when the template is not available."
 )
-@click.option(
-    "--description", default=None, help="What this judge version is (the candidate's description)."
-)
-@_FORCE
+@click.option("--description", help="What this judge version is (the candidate's description).")
+@option("force")
 @user_errors
 def results(
-    source: Path,
-    gold: str,
-    out: Path,
-    mapping: Path | None,
-    fmt: str | None,
-    case_id: str | None,
-    input_col: str | None,
-    response: str | None,
-    label: str | None,
-    score: str | None,
-    threshold: float | None,
-    pass_if: str | None,
-    label_map: tuple[str, ...],
-    reason: str | None,
-    latency: str | None,
-    tokens_in: str | None,
-    tokens_out: str | None,
-    cost: str | None,
-    name: str | None,
-    judge_version: str | None,
-    model: str | None,
-    prompt_file: Path | None,
-    prompt_description: str | None,
-    description: str | None,
-    force: bool,
+    source: Path, gold: str, out: Path, mapping: Path | None, force: bool, **flags: Any
 ) -> None:
     """Import judge results produced elsewhere, as produced against GOLD.
 
@@ -237,47 +178,9 @@ def results(
     attempt), refuses results that already name another gold, and writes OUT/results.jsonl
     stamped with the gold's dataset_sha256 and rubric_version.
     """
-    labels: dict[str, str] = {}
-    bad = [item for item in label_map if "=" not in item]
-    if bad:
-        raise WorkbenchError(
-            "invalid --label-map",
-            [
-                Problem(
-                    location="--label-map",
-                    code="mapping_invalid",
-                    message=f"{item!r} is not VALUE=LABEL",
-                    fix="write --label-map correct=pass",
-                )
-                for item in bad
-            ],
-        )
-    for item in label_map:
-        key, _, value = item.partition("=")
-        labels[key.strip()] = value.strip()
-    options = {
-        "format": fmt,
-        "case_id": case_id,
-        "input": input_col,
-        "response": response,
-        "label": label,
-        "score": score,
-        "threshold": {"value": threshold, "pass_if": pass_if},
-        "labels": labels,
-        "reason": reason,
-        "latency_s": latency,
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "cost_usd": cost,
-        "judge": {
-            "name": name,
-            "version": judge_version,
-            "model": model,
-            "prompt_file": str(prompt_file.resolve()) if prompt_file else None,
-            "prompt_description": prompt_description,
-            "description": description,
-        },
-    }
+    from ..importers import command_line_options
+
+    options = command_line_options(**flags)
     click.echo(
         import_results(source, gold, out, force=force, mapping=mapping, options=options).format()
     )
@@ -286,14 +189,13 @@ def results(
 @import_group.command("evalsbench")
 @click.argument("source_csv", type=click.Path(path_type=Path))
 @_OUT
-@click.option(
+@shown(
     "--slice-by",
     type=click.Choice(["theme", "topic"]),
     default="theme",
-    show_default=True,
     help="Slice by six hand-assigned themes, or by the 80 upstream topics (two cases each).",
 )
-@_FORCE
+@option("force")
 @user_errors
 def evalsbench(source_csv: Path, out: Path, slice_by: str, force: bool) -> None:
     """Import EvalsBench benchmark_df.csv (160 constructed pass/fail answers to 80 questions).
@@ -311,7 +213,7 @@ def evalsbench(source_csv: Path, out: Path, slice_by: str, force: bool) -> None:
 @import_group.command("pandalm")
 @click.argument("source_json", type=click.Path(path_type=Path))
 @_OUT
-@_FORCE
+@option("force")
 @user_errors
 def pandalm(source_json: Path, out: Path, force: bool) -> None:
     """Import PandaLM testset-v1.json (999 pairwise items, three human annotators each).
@@ -341,7 +243,7 @@ def pandalm(source_json: Path, out: Path, force: bool) -> None:
     help="Slice name; default: the path below LLMBar/, e.g. Adversarial/Neighbor.",
 )
 @_OUT
-@_FORCE
+@option("force")
 @user_errors
 def llmbar(
     subset_dir: Path, evaluator: Path | None, subset: str | None, out: Path, force: bool

@@ -8,6 +8,7 @@ import click
 
 from ..results import migrate_results_file
 from ._common import user_errors
+from ._options import option
 
 
 @click.group(name="migrate")
@@ -22,19 +23,17 @@ def migrate_group() -> None:
 
 @migrate_group.command("results")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option(
-    "--gold",
-    type=click.Path(path_type=str),
-    default=None,
+@option(
+    "gold",
+    required=False,
     help=(
         "The gold dataset the results were produced against: a record without a partition gets its"
         " case's partition from it (never guessed)."
     ),
 )
-@click.option(
-    "--out",
+@option(
+    "out",
     type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
     help=(
         "Write the migrated file here and leave FILE untouched (default: in place, keeping the"
         " original as FILE.v1)."

@@ -1,77 +1,36 @@
-"""``workbench override add`` and ``workbench override list``."""
+"""``workbench override add`` and ``workbench override list``.
+
+``override_options``, ``fields_of`` and ``append`` are every ``override add``'s (the release
+gate's here, ``workbench noise override add``'s)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypedDict
 
 import click
 
-from ..errors import Problem, WorkbenchError
 from ..policy import (
     DEFAULT_OVERRIDES_PATH,
     OverrideScope,
     Policy,
     add_override,
-    build_override,
     describe_override,
+    format_override,
     load_overrides,
-    load_policy,
+    policy_for_override,
+    resolve_policy_ref,
 )
 from ._common import echo_json, user_errors
+from ._options import PATH, option, options
 
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-DEFAULT_POLICIES_DIR = Path("data/policies")
-_STORE_HELP = f"Override store (append-only JSON Lines). Default: {DEFAULT_OVERRIDES_PATH}."
-
-
-def resolve_policy(value: str, store: str | Path) -> Path:
-    """The policy file ``--policy`` names: a path, or ``name@version`` looked up as
-    ``<name@version>.yaml`` beside the override store, then in ``data/policies/``."""
-    path = Path(value)
-    if path.suffix in (".yaml", ".yml") or path.exists() or not _LABEL.match(value):
-        return path
-    for folder in dict.fromkeys([Path(store).parent, DEFAULT_POLICIES_DIR]):
-        candidate = folder / f"{value}.yaml"
-        if candidate.is_file():
-            return candidate
-    return Path(store).parent / f"{value}.yaml"
-
-
-def _load(value: str, store: str) -> tuple[Policy | None, list[Problem]]:
-    path = resolve_policy(value, store)
-    try:
-        return load_policy(path), []
-    except WorkbenchError as exc:
-        problems = [
-            (
-                p.model_copy(
-                    update={
-                        "message": f"--policy {value!r}: {p.message}",
-                        "fix": (
-                            f"{p.fix} (an override must name a policy file that exists and loads: a"
-                            " path, or name@version found as"
-                            f" {Path(store).parent}/<name@version>.yaml or"
-                            f" {DEFAULT_POLICIES_DIR}/<name@version>.yaml)"
-                        ),
-                    }
-                )
-                if p.code == "policy_missing"
-                else p
-            )
-            for p in exc.problems
-        ]
-        return None, problems or [
-            Problem(
-                location="--policy",
-                code="policy_invalid",
-                message=exc.summary,
-                fix="correct the policy file",
-            )
-        ]
+_store = click.option(
+    "--store",
+    type=PATH,
+    default=str(DEFAULT_OVERRIDES_PATH),
+    show_default=True,
+    help=f"Override store (append-only JSON Lines). Default: {DEFAULT_OVERRIDES_PATH}.",
+)
 
 
 @click.group("override")
@@ -98,9 +57,8 @@ class _OverrideFields(TypedDict):
 
 
 _OPTIONS = (
-    click.option(
-        "--approver",
-        required=True,
+    option(
+        "approver",
         help="Who approves the waiver: a name in the project's approver list, not the author.",
     ),
     click.option(
@@ -108,9 +66,8 @@ _OPTIONS = (
         default=None,
         help="Who records it (default: $WORKBENCH_USER or the login name); never the approver.",
     ),
-    click.option(
-        "--reason",
-        required=True,
+    option(
+        "reason",
         help="Case-level rationale: why the blocker is acceptable, with the evidence reviewed.",
     ),
     click.option(
@@ -146,21 +103,12 @@ _OPTIONS = (
     click.option(
         "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
     ),
-    click.option(
-        "--store",
-        type=click.Path(path_type=str),
-        default=str(DEFAULT_OVERRIDES_PATH),
-        show_default=True,
-        help=_STORE_HELP,
-    ),
+    _store,
 )
 
 
-def override_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The options of every ``override add`` (the release gate's, ranking's, noise's)."""
-    for option in reversed(_OPTIONS):
-        command = option(command)
-    return command
+override_options = options(*_OPTIONS)
+"""The options of every ``override add`` (the release gate's, ranking's, noise's)."""
 
 
 def fields_of(options: dict[str, Any]) -> _OverrideFields:
@@ -194,9 +142,9 @@ def append(
 
 
 @override.command("add")
-@click.option(
-    "--policy",
-    required=True,
+@option(
+    "policy",
+    type=str,
     help=(
         "Policy file (data/policies/<name>@<version>.yaml) or name@version the override applies to."
     ),
@@ -214,57 +162,25 @@ def add(policy: str, store: str, **options: Any) -> None:
     from ..ranking import is_ranking_policy_file, ranking_override_scope
 
     fields = fields_of(options)
-    path = resolve_policy(policy, store)
+    path = resolve_policy_ref(policy, store)
     if is_ranking_policy_file(path):  # a ranking release policy (kind: ranking): its codes only
         append(store, ranking_override_scope(path), fields, None)
         return
-    loaded, problems = _load(policy, store)
-    if loaded is None:
-        label = policy if _LABEL.match(policy) else "unknown@unknown"
-        try:
-            build_override(store, policy=label, **fields)
-        except WorkbenchError as exc:
-            problems += exc.problems
-        raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
+    loaded = policy_for_override(policy, store, **fields)
     append(store, loaded, fields, loaded)
 
 
 @override.command("list")
-@click.option(
-    "--store",
-    type=click.Path(path_type=str),
-    default=str(DEFAULT_OVERRIDES_PATH),
-    show_default=True,
-    help=_STORE_HELP,
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the overrides as JSON.")
+@_store
+@option("json", help="Print the overrides as JSON.")
 @user_errors
 def list_(store: str, as_json: bool) -> None:
     """List every override in the store, marking the expired ones."""
     overrides = load_overrides(store)
     if as_json:
         echo_json([o.model_dump(mode="json") for o in overrides])
-        return
-    if not overrides:
+    elif not overrides:
         click.echo(f"no overrides in {store}")
-        return
     now = datetime.now(UTC)
-    for o in overrides:
-        state = "EXPIRED" if o.expires_at <= now else "active"
-        scope = []
-        if o.slices:
-            scope.append("slices " + ", ".join(o.slices))
-        if o.case_ids:
-            scope.append(
-                f"{len(o.case_ids)} case(s) "
-                + ", ".join(o.case_ids[:5])
-                + (" ..." if len(o.case_ids) > 5 else "")
-            )
-        if o.candidate_fingerprint:
-            scope.append(f"candidate {o.candidate_fingerprint[:12]}")
-        click.echo(
-            f"{o.override_id} [{state}] {o.policy}: codes {', '.join(o.codes)};"
-            f" {'; '.join(scope) or 'no slice'}; approved by {o.approver} on"
-            f" {o.created_at.date().isoformat()}, expires {o.expires_at.isoformat()}; reason:"
-            f" {o.reason}; follow-up: {o.follow_up}"
-        )
+    for o in [] if as_json else overrides:
+        click.echo(format_override(o, now))

@@ -9,22 +9,23 @@ from ..gold import PARTITIONS, load_dataset
 from ..outcomes import ExitCode
 from ..pairwise import format_pairwise, pairwise_report
 from ._common import user_errors
-from ._options import json_flag, path, show
+from ._options import option, show
 
 
 @click.command()
-@path("--gold", required=True, help="Gold dataset directory or gold.jsonl.")
-@path(
-    "--results",
+@option("gold")
+@option(
     "results",
-    required=True,
     help=(
         "Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its"
         " presentation."
     ),
 )
-@click.option(
-    "--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition."
+@option(
+    "partition",
+    required=False,
+    type=click.Choice(PARTITIONS),
+    help="Only cases of this partition.",
 )
 @click.option(
     "--tie-label",
@@ -35,7 +36,7 @@ from ._options import json_flag, path, show
         " outside a result's presented_order count as ties too."
     ),
 )
-@json_flag("Print the documented, versioned JSON report (workbench.pairwise).")
+@option("json", help="Print the documented, versioned JSON report (workbench.pairwise).")
 @click.option(
     "--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order."
 )

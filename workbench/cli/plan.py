@@ -12,34 +12,25 @@ from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..stats import INTERVALS, Interval
 from ._common import user_errors
-from ._options import json_flag, path, show
+from ._options import option, show, shown
 
 
 @click.command()
-@path(
-    "--policy", "policy", required=True, help="Release policy, data/policies/<name>@<version>.yaml."
-)
-@path(
-    "--gold",
-    "gold",
-    required=True,
-    help="Gold dataset directory (or gold.jsonl) to compare with, per partition.",
-)
-@click.option(
+@option("policy")
+@option("gold", help="Gold dataset directory (or gold.jsonl) to compare with, per partition.")
+@shown(
     "--at-fraction",
     type=float,
     default=0.5,
-    show_default=True,
     help="Plan for a judge whose true error rate is this fraction of each limit (0 <= f < 1).",
 )
-@click.option(
+@shown(
     "--interval",
     type=click.Choice(INTERVALS),
     default="wilson",
-    show_default=True,
     help="Upper-bound interval: wilson (the gate's) or clopper-pearson (exact).",
 )
-@json_flag("Print the documented, versioned JSON plan.")
+@option("json", help="Print the documented, versioned JSON plan.")
 @click.option(
     "--fail-short",
     is_flag=True,

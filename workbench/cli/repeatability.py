@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from ..runs._options import RunOptions
 from ._common import user_errors
-from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path, show
+from ._options import budget_refusal, option, path, show
 from ._run_options import run_options
 
 _BUDGET = {"help": "Spend limit; refused before any call when the estimate exceeds it."}
 
 
 @click.command()
-@path("--candidate", required=True, help="Candidate spec.")
-@path("--gold", required=True, help=GOLD_HELP)
-@click.option(
-    "--partition",
-    required=True,
-    type=click.Choice(["development", "calibration"]),
-    help="Partition to study (certification wants calibration; held-out is refused).",
+@option("candidate", help="Candidate spec.")
+@option("gold")
+@option(
+    "partition", help="Partition to study (certification wants calibration; held-out is refused)."
 )
 @click.option(
     "--repeats",
@@ -29,7 +27,7 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
     type=click.IntRange(min=2),
     help="K: judge every case K times (certification wants K >= 3).",
 )
-@path("--out", help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).")
+@option("out", help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).")
 @path("--log", help="Study log to append to (default repeatability_studies.jsonl beside the gold).")
 @run_options(
     "budget",
@@ -44,7 +42,7 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
         )
     },
 )
-@json_flag("Print the study as JSON.")
+@option("json", help="Print the study as JSON.")
 @user_errors
 def repeatability(
     candidate: str,
@@ -93,12 +91,12 @@ def repeatability(
         )
     where = f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}"
     show(study, as_json, format_study, lambda _: where)
-    exit_with(study.status == "complete", bool(study.review))
+    sys.exit(study.exit_code)
 
 
 @click.command()
-@path("--candidate", required=True, help="Candidate spec (the pinned judge).")
-@path("--gold", required=True, help="Gold dataset the sentinels belong to.")
+@option("candidate", help="Candidate spec (the pinned judge).")
+@option("gold", help="Gold dataset the sentinels belong to.")
 @path(
     "--against",
     help="Baseline: a certification report directory or a run directory of this judge (default:"
@@ -108,14 +106,18 @@ def repeatability(
 @click.option(
     "--record-baseline", is_flag=True, help="Record this run as the baseline instead of comparing."
 )
-@path("--report", help="With --record-baseline: the certification report the baseline belongs to.")
-@path(
-    "--out",
+@option(
+    "report",
+    required=False,
+    help="With --record-baseline: the certification report the baseline belongs to.",
+)
+@option(
+    "out",
     help="Parent of the run directories (default runs/drift/<candidate>); each run gets its own.",
 )
 @path("--log", help="Drift log to append to (default drift_log.jsonl beside the gold).")
 @run_options("budget", "concurrency", "no_progress", budget=_BUDGET)
-@json_flag("Print the drift-log entry as JSON.")
+@option("json", help="Print the drift-log entry as JSON.")
 @user_errors
 def drift(
     candidate: str,
@@ -163,4 +165,4 @@ def drift(
             progress=options.progress,
         )
     show(entry, as_json, lambda e: format_drift(e, log or drift_log_path_for(gold)))
-    exit_with(entry.status != "incomplete", entry.status == "drifted")
+    sys.exit(entry.exit_code)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import echo_json, user_errors
+from ._common import echo_json, refuse_each, user_errors
+from ._options import option
 
 
 @click.group("review")
@@ -14,10 +15,8 @@ def review_group() -> None:
 
 
 @review_group.command("transition")
-@click.option(
-    "--report",
-    required=True,
-    type=click.Path(path_type=str),
+@option(
+    "report",
     help="A locked migration certification report (reports/<candidate>/<version>/<n>).",
 )
 @click.option(
@@ -46,11 +45,8 @@ def review_group() -> None:
     "--reviewer", default=None, help="Who decides (a named reviewer, never the prompt author)."
 )
 @click.option("--note", default="", help="How the evidence settles it.")
-@click.option(
-    "--gold",
-    default=None,
-    type=click.Path(path_type=str),
-    help="The certified gold dataset (default: the one the report names).",
+@option(
+    "gold", required=False, help="The certified gold dataset (default: the one the report names)."
 )
 @click.option(
     "--list",
@@ -58,7 +54,7 @@ def review_group() -> None:
     is_flag=True,
     help="List the changed critical verdicts and their review status instead.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@option("json")
 @user_errors
 def transition(
     report: str,
@@ -75,76 +71,47 @@ def transition(
     transition_reviews.jsonl, or --list what needs one. Then `workbench certify --resume-review
     REPORT` re-evaluates the report. Exit 0 recorded/listed, 2 invalid input (restricted:
     prints held-out case ids)."""
-    from ..errors import Problem, WorkbenchError
-    from ..reports._migration import pending_for_report, record_transition_review
-    from ..review._transition_reviews import TransitionReviews
-
     if list_only:
-        pending, log, _ = pending_for_report(report, gold)
-        reviews = (
-            TransitionReviews(log).in_effect(pending[0].old_fingerprint, pending[0].new_fingerprint)
-            if pending
-            else {}
-        )
-        rows = []
-        for p in pending:
-            r = reviews.get(p.case_id)
-            status = (r.decision + "ed") if r is not None and r.matches(p) else "unreviewed"
-            rows.append(
-                {
-                    "case_id": p.case_id,
-                    "slice": p.slice,
-                    "human_label": p.human_label,
-                    "old_verdict": p.old_verdict,
-                    "new_verdict": p.new_verdict,
-                    "status": status,
-                    "cited": list(p.cited),
-                }
-            )
-        if as_json:
-            echo_json(rows)
-        else:
-            for row in rows:
-                click.echo(
-                    f"{row['case_id']}  [{row['slice']}]  human {row['human_label']}:"
-                    f" {row['old_verdict']} -> {row['new_verdict']}  {row['status']}"
-                    + (f"  (case cites {', '.join(row['cited'])})" if row["cited"] else "")
-                )
-            click.echo(f"{len(rows)} changed critical verdict(s); log {log}")
+        _list(report, gold, as_json)
         return
-    missing = [
-        name
-        for name, value in (
-            ("--case", case_id),
-            ("--decision", decision),
-            ("--evidence", evidence),
-            ("--reviewer", reviewer),
-        )
-        if not value
-    ]
-    if missing:
-        raise WorkbenchError(
-            "cannot record the transition review",
-            [
-                Problem(
-                    location=name,
-                    code="option_missing",
-                    message=f"{name} is required to record a review",
-                    fix=f"give {name}, or --list to see what needs review",
-                )
-                for name in missing
-            ],
-        )
+    given = {
+        "--case": case_id,
+        "--decision": decision,
+        "--evidence": evidence,
+        "--reviewer": reviewer,
+    }
+    refuse_each(
+        "cannot record the transition review",
+        [name for name, value in given.items() if not value],
+        "option_missing",
+        "{0} is required to record a review",
+        "give {0}, or --list to see what needs review",
+    )
     assert case_id and decision and evidence and reviewer
+    from ..reports import record_transition_review
+
     review = record_transition_review(
         report, case_id, decision, evidence, reviewer=reviewer, note=note, gold=gold
     )
     if as_json:
         echo_json(review.model_dump(mode="json"))
-    else:
-        click.echo(
-            f"recorded {review.review_id}: {review.case_id} {review.old_verdict} ->"
-            f" {review.new_verdict}: {review.decision} by {review.reviewer} on"
-            f" {', '.join(review.evidence_ids)}"
-        )
-        click.echo(f"next: workbench certify --resume-review {report}")
+        return
+    click.echo(
+        f"recorded {review.review_id}: {review.case_id} {review.old_verdict} ->"
+        f" {review.new_verdict}: {review.decision} by {review.reviewer} on"
+        f" {', '.join(review.evidence_ids)}"
+    )
+    click.echo(f"next: workbench certify --resume-review {report}")
+
+
+def _list(report: str, gold: str | None, as_json: bool) -> None:
+    """``--list``: every changed critical verdict with its review status."""
+    from ..reports import format_transition_status, transition_review_status
+
+    rows, log = transition_review_status(report, gold)
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        click.echo(format_transition_status(row))
+    click.echo(f"{len(rows)} changed critical verdict(s); log {log}")

@@ -21,7 +21,7 @@ from pydantic import Field, computed_field, model_validator
 from .._io import atomic_write_json, sha256_text
 from .._record import Record as _Model
 from ..judges import Judge
-from ..policy import Blocker
+from ..policy import Blocker, Decision, decide
 from ..results import JudgeIdentity, read_results
 from ..runs import RESULTS_FILE, RunSummary
 
@@ -165,6 +165,12 @@ class SuiteRef(_Model):
     """Where it was loaded from."""
 
 
+def default_run_dir(candidate_label: str, suite_label: str) -> Path:
+    """Where ``workbench controls`` runs a candidate on a suite by default:
+    ``runs/controls/<candidate name@version>/<suite name@version>``."""
+    return Path("runs") / "controls" / candidate_label / suite_label
+
+
 class ControlsReport(_Model):
     """The outcome of running a control suite with one judge."""
 
@@ -298,6 +304,13 @@ class ControlsReport(_Model):
                     )
                 )
         return out
+
+    def decision(self) -> Decision:
+        """The suite on its own (``workbench controls``): every role blocks, no override
+        applies, and the outcome is the one decision step's (``passed`` when every role passed;
+        missing evidence before a failure)."""
+        roles = [r.role for r in self.roles]
+        return decide(self.blockers(roles), policy_label=None, fingerprint=None, clear="passed")
 
     def frame(self) -> pd.DataFrame:
         """The control rows as a pandas DataFrame (for notebooks)."""

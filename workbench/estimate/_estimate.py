@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from .._record import Record as _Model
+from ..outcomes import exit_code
 from ..stats import Rate, wilson_rate
 from ._methods import Z95, RGResult, clip01, ppi_mean, rogan_gladen, rogan_gladen_draws
 
@@ -197,6 +198,11 @@ class ProductionEstimate(_Model):
     """All slices together."""
     warnings: list[str]
     """Estimate-wide warnings (incomplete traffic, unstable slices)."""
+
+    @property
+    def exit_code(self) -> int:
+        """``workbench estimate``'s exit: 3 when some traffic cases have no verdict, else 0."""
+        return exit_code(self.status)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,15 @@
 """Gold datasets: records, rubric, validation, corrections and dataset cards."""
 
 from ..approval import RELEASES_FILE
-from ._card import CARD_FIELDS, DatasetCard, card_statistics, counts_frame, read_card
+from ._card import (
+    CARD_FIELDS,
+    DatasetCard,
+    card_document,
+    card_statistics,
+    counts_frame,
+    format_card,
+    read_card,
+)
 from ._dataset import (
     CARD_FILE,
     GOLD_FILE,
@@ -70,8 +78,10 @@ __all__ = [
     "Scale",
     "SliceSpec",
     "ValidationReport",
+    "card_document",
     "card_statistics",
     "counts_frame",
+    "format_card",
     "load_dataset",
     "load_rubric",
     "read_card",

@@ -276,3 +276,121 @@ def counts_frame(dataset: GoldDataset) -> Any:
     )
     table["total"] = table.sum(axis=1)
     return table
+
+
+NAMES_SHOWN = 20
+"""A card lists reviewers (and reviewer pairs) one by one up to this many; beyond it, the most
+active and a count."""
+
+
+def card_document(dataset: GoldDataset, stats: dict[str, Any]) -> dict[str, Any]:
+    """The card as one JSON document: the documented part, the computed part (``stats``, from
+    :func:`card_statistics`), the dataset's sha256 and rubric version."""
+    return {
+        "documented": _documented(dataset),
+        "computed": stats,
+        "dataset_sha256": dataset.sha256,
+        "rubric_version": dataset.rubric.version,
+    }
+
+
+def _documented(dataset: GoldDataset) -> dict[str, Any]:
+    return dataset.card.model_dump(exclude_none=True) if dataset.card else {}
+
+
+def format_card(dataset: GoldDataset, stats: dict[str, Any]) -> str:
+    """The card as text: the documented front matter (and the fields it leaves undocumented),
+    then the computed part (``stats``): counts, reviewers, reviews per case, disagreement."""
+    import yaml
+
+    documented = _documented(dataset)
+    lines = ["# Dataset card"]
+    if documented:
+        lines.append(yaml.safe_dump(documented, sort_keys=False, allow_unicode=True).rstrip())
+    missing = [f for f in CARD_FIELDS if not documented.get(f)]
+    if missing:
+        lines.append(f"(undocumented: {', '.join(missing)})")
+    lines += [
+        "",
+        f"# Computed (dataset sha256 {dataset.sha256[:12]}, rubric {dataset.rubric.version})",
+        f"cases: {stats['cases']} active, {stats['superseded_records']} superseded record(s),"
+        f" {stats['groups']} groups",
+        *_count_lines(dataset, stats["by_partition_slice_label"]),
+        "by label: " + ", ".join(f"{k} {v}" for k, v in stats["by_label"].items()),
+        *_reviewer_lines(stats),
+        "reviews per case: " + ", ".join(f"{k}: {v}" for k, v in stats["reviews_per_case"].items()),
+    ]
+    d = stats["disagreement"]
+    rate = f"{d['rate']:.1%}" if d["rate"] is not None else "n/a"
+    lines.append(
+        f"reviewer disagreement: {d['cases']}/{d['n']} cases ({rate}), among"
+        f" {stats['disagreement_basis']}"
+    )
+    return "\n".join(lines)
+
+
+def _count_lines(dataset: GoldDataset, counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:
+    """The partition x slice x label table, with each slice's risk and total."""
+    labels = list(dataset.rubric.labels)
+    width = max([len("slice"), *(len(s) for slices in counts.values() for s in slices)]) + 2
+    cols = [max(len(label), 5) + 2 for label in labels]
+    lines = [
+        f"{'partition':<13}{'slice':<{width}}{'risk':<10}"
+        + "".join(f"{label:>{w}}" for label, w in zip(labels, cols, strict=True))
+        + f"{'total':>8}"
+    ]
+    for part, slices in counts.items():
+        for slice_name, by_label in slices.items():
+            risk = dataset.rubric.risk_of(slice_name) or "?"
+            lines.append(
+                f"{part:<13}{slice_name:<{width}}{risk:<10}"
+                + "".join(
+                    f"{by_label.get(label, 0):>{w}}" for label, w in zip(labels, cols, strict=True)
+                )
+                + f"{sum(by_label.values()):>8}"
+            )
+    return lines
+
+
+def _reviewer_lines(stats: dict[str, Any]) -> list[str]:
+    summary = stats["reviewer_summary"]
+    if not summary["count"]:
+        return ["reviewers: 0"]
+    lines = [
+        f"reviewers: {summary['count']} (reviews per reviewer: min {summary['reviews_min']}, median"
+        f" {summary['reviews_median']:g}, max {summary['reviews_max']})"
+    ]
+    by_reviews = sorted(stats["reviewers"].items(), key=lambda kv: (-kv[1], kv[0]))
+    if len(by_reviews) <= NAMES_SHOWN:
+        lines.append("  " + ", ".join(f"{k} ({v} reviews)" for k, v in by_reviews))
+    else:
+        shown = by_reviews[:10]
+        lines.append(
+            "  most reviews: "
+            + ", ".join(f"{k} ({v})" for k, v in shown)
+            + f", ... and {len(by_reviews) - len(shown)} more (--json lists all)"
+        )
+    return lines + _pair_lines(stats["reviewer_pairs"])
+
+
+def _pair_lines(pairs: dict[str, Any]) -> list[str]:
+    lines = [
+        f"reviewer pairs sharing >= {pairs['min_shared']} case(s): {pairs['listed']} of"
+        f" {pairs['total']} listed"
+        + (
+            f"; {pairs['left_out']} sharing fewer left out (--min-shared changes this)"
+            if pairs["left_out"]
+            else ""
+        )
+    ]
+    lines += [
+        f"  {p['reviewer_a']} & {p['reviewer_b']}: {p['shared']} shared cases, {p['same_label']}"
+        " with the same label"
+        for p in pairs["pairs"][:NAMES_SHOWN]
+    ]
+    if pairs["listed"] > NAMES_SHOWN:
+        lines.append(
+            f"  ... and {pairs['listed'] - NAMES_SHOWN} more pairs with the most shared cases above"
+            " (--json lists all; workbench agreement gives their kappas)"
+        )
+    return lines

@@ -123,6 +123,39 @@ class ValidationReport:
     def ok(self) -> bool:
         return not self.errors
 
+    def failing(self, strict: bool = False) -> list[Problem]:
+        """The problems that fail validation: the errors, or with ``strict`` every problem."""
+        return list(self.problems) if strict else self.errors
+
+    def to_json(self, strict: bool = False) -> dict[str, Any]:
+        """The report as ``workbench validate --json`` prints it."""
+        return {
+            "path": str(self.path),
+            "ok": not self.failing(strict),
+            "errors": len(self.errors),
+            "warnings": len(self.problems) - len(self.errors),
+            "problems": [p.model_dump() for p in self.problems],
+        }
+
+    def summary(self, strict: bool = False) -> str:
+        """One line: the dataset's counts, rubric, hash and release when it passes, else how many
+        errors and warnings were found."""
+        ds = self.dataset
+        if ds is None or self.failing(strict):
+            return (
+                f"{self.path}: {len(self.errors)} error(s),"
+                f" {len(self.problems) - len(self.errors)} warning(s)"
+            )
+        parts = ", ".join(
+            f"{p} {len(ds.partition(p))}" for p in ("development", "calibration", "held_out")
+        )
+        return (
+            f"{self.path}: OK - {len(ds.cases)} cases ({parts}),"
+            f" {len(ds.records) - len(ds.cases)} superseded record(s), rubric"
+            f" {ds.rubric.version}, dataset sha256 {ds.sha256[:12]}, release"
+            f" {ds.release.release_id if ds.release else '(not frozen)'}"
+        )
+
 
 @dataclass
 class _Line:

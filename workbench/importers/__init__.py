@@ -10,7 +10,12 @@ from ._registry import (
     run_importer,
 )
 from ._results import ResultsImport, import_results
-from ._results_mapping import JudgeDeclaration, ResultsMapping, ScoreThreshold
+from ._results_mapping import (
+    JudgeDeclaration,
+    ResultsMapping,
+    ScoreThreshold,
+    command_line_options,
+)
 from ._results_table import (
     ImportedResults,
     results_from_dataframe,
@@ -36,6 +41,7 @@ __all__ = [
     "TableImport",
     "TableMapping",
     "available_importers",
+    "command_line_options",
     "get_importer",
     "gold_from_dataframe",
     "import_evalsbench",

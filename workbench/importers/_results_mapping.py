@@ -9,7 +9,7 @@ or prompt. The format is documented in ``docs/formats.md#results-mapping``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, field_validator
 from .._io import read_bounded, sha256_text
 from .._load import Problems, error_field, load_yaml, validation_problems
 from .._record import Record as _Model
-from ..errors import WorkbenchError
+from ..errors import Problem, WorkbenchError
 from ._results_source import as_text
 from ._table_reader import number_as_text
 
@@ -157,6 +157,53 @@ def merge_options(raw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any
         else:
             merged[key] = value
     return merged
+
+
+def command_line_options(
+    label_map: Sequence[str] = (),
+    *,
+    threshold: float | None = None,
+    pass_if: str | None = None,
+    prompt_file: str | Path | None = None,
+    **flags: str | None,
+) -> dict[str, Any]:
+    """The ``options`` of :func:`~workbench.importers.import_results` from ``workbench import
+    results`` flags (None: not given), each named as its mapping field (``case_id``,
+    ``latency_s``, the judge's ``name``, ``version`` ...): ``label_map`` items ``VALUE=LABEL``
+    (every malformed one refused at once), the score threshold and ``prompt_file``, made
+    absolute."""
+    bad = [item for item in label_map if "=" not in item]
+    if bad:
+        raise WorkbenchError(
+            "invalid --label-map",
+            [
+                Problem(
+                    location="--label-map",
+                    code="mapping_invalid",
+                    message=f"{item!r} is not VALUE=LABEL",
+                    fix="write --label-map correct=pass",
+                )
+                for item in bad
+            ],
+        )
+    flags["prompt_file"] = str(Path(prompt_file).resolve()) if prompt_file else None
+    return {
+        **{k: flags.get(k) for k in ("format", "case_id", "input", "response", "label", "score")},
+        "threshold": {"value": threshold, "pass_if": pass_if},
+        "labels": {k.strip(): v.strip() for k, _, v in (i.partition("=") for i in label_map)},
+        **{k: flags.get(k) for k in ("reason", "latency_s", "tokens_in", "tokens_out", "cost_usd")},
+        "judge": {
+            k: flags.get(k)
+            for k in (
+                "name",
+                "version",
+                "model",
+                "prompt_file",
+                "prompt_description",
+                "description",
+            )
+        },
+    }
 
 
 def _loc(location: str, field: str) -> str:

@@ -49,6 +49,7 @@ from ..errors import Problem, WorkbenchError, refusal
 from ..gold import GoldDataset, load_dataset
 from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
+from ..outcomes import exit_code
 from ..results import MANIFEST_FILE, ResultLine, RunManifest, read_results
 from ..runs import RESULTS_FILE, SUMMARY_FILE, RunOptions, RunSummary, WorkItem, run_candidate
 from ..stats import Rate, wilson_rate
@@ -317,6 +318,23 @@ class ComparisonReport(_Model):
     """Every case."""
     review: list[str]
     """Case ids of changed verdicts in critical slices: each needs evidence-based review."""
+
+    @property
+    def exit_code(self) -> int:
+        """``workbench compare``'s exit: 3 incomplete, 5 complete but some cases ended in
+        evaluator errors, 4 changed critical verdicts to review, else 0."""
+        if self.status != "complete":
+            return exit_code("incomplete")
+        if self.old.errors or self.new.errors:
+            return exit_code("evaluator_errors")
+        return exit_code("review_required" if self.review else "complete")
+
+    def errors_note(self) -> str:
+        """How many cases of each version ended in evaluator errors."""
+        return (
+            f"evaluator errors: {self.old.errors} case(s) of {self.old.label},"
+            f" {self.new.errors} of {self.new.label}: their verdicts are unknown"
+        )
 
     def frame(self) -> Any:
         """The case transitions as a pandas DataFrame."""

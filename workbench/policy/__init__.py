@@ -26,6 +26,7 @@ from ._gate import (
 )
 from ._overrides import (
     DEFAULT_OVERRIDES_PATH,
+    DEFAULT_POLICIES_DIR,
     OVERRIDE_SCHEMA_VERSION,
     Override,
     OverrideScope,
@@ -35,8 +36,11 @@ from ._overrides import (
     check_override_scope,
     describe_override,
     expired_overrides,
+    format_override,
     load_overrides,
     override_id_of,
+    policy_for_override,
+    resolve_policy_ref,
     scope_of,
 )
 from ._policy import (
@@ -55,6 +59,7 @@ from ._policy import (
 __all__ = [
     "BLOCKER_CODES",
     "DEFAULT_OVERRIDES_PATH",
+    "DEFAULT_POLICIES_DIR",
     "EXIT_CODES",
     "GATE_SCHEMA_VERSION",
     "NON_WAIVABLE_CODES",
@@ -91,11 +96,14 @@ __all__ = [
     "figures_table",
     "expired_overrides",
     "format_gate",
+    "format_override",
     "load_overrides",
     "load_policy",
     "override_id_of",
+    "policy_for_override",
     "policy_sha256",
     "policy_snapshot",
+    "resolve_policy_ref",
     "scope_of",
     "unapplied_overrides",
     "waiver_for",

@@ -25,6 +25,7 @@ apply to. Which blockers an override then waives is decided by :func:`workbench.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
@@ -51,11 +52,13 @@ from ._codes import (
     FALSE_PASS_CODES,
     Feature,
 )
-from ._policy import NAME_PATTERN, Policy
+from ._policy import NAME_PATTERN, Policy, load_policy
 
 OVERRIDE_SCHEMA_VERSION = 2
 """2: adds ``author`` (who recorded the override; never its approver)."""
 DEFAULT_OVERRIDES_PATH = Path("data/policies/overrides.jsonl")
+DEFAULT_POLICIES_DIR = Path("data/policies")
+_POLICY_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
 @dataclass(frozen=True)
@@ -475,6 +478,74 @@ def approval_problems(
             )
         )
     return problems
+
+
+def format_override(override: Override, now: datetime) -> str:
+    """One line for a list of overrides: id, whether it has expired at ``now``, scope, approval,
+    reason and follow-up."""
+    o = override
+    scope = []
+    if o.slices:
+        scope.append("slices " + ", ".join(o.slices))
+    if o.case_ids:
+        more = " ..." if len(o.case_ids) > 5 else ""
+        scope.append(f"{len(o.case_ids)} case(s) " + ", ".join(o.case_ids[:5]) + more)
+    if o.candidate_fingerprint:
+        scope.append(f"candidate {o.candidate_fingerprint[:12]}")
+    return (
+        f"{o.override_id} [{'EXPIRED' if o.expires_at <= now else 'active'}] {o.policy}: codes"
+        f" {', '.join(o.codes)}; {'; '.join(scope) or 'no slice'}; approved by {o.approver} on"
+        f" {o.created_at.date().isoformat()}, expires {o.expires_at.isoformat()}; reason:"
+        f" {o.reason}; follow-up: {o.follow_up}"
+    )
+
+
+def resolve_policy_ref(value: str, store: str | Path) -> Path:
+    """The policy file an override names: a path, or ``name@version`` looked up as
+    ``<name@version>.yaml`` beside the override store, then in ``data/policies/``."""
+    path = Path(value)
+    if path.suffix in (".yaml", ".yml") or path.exists() or not _POLICY_LABEL.match(value):
+        return path
+    for folder in dict.fromkeys([Path(store).parent, DEFAULT_POLICIES_DIR]):
+        candidate = folder / f"{value}.yaml"
+        if candidate.is_file():
+            return candidate
+    return Path(store).parent / f"{value}.yaml"
+
+
+def policy_for_override(value: str, store: str | Path, **fields: Any) -> Policy:
+    """The policy an override names (:func:`resolve_policy_ref`), loaded. When it does not load,
+    refuses with its problems and every problem of the override's ``fields`` at once (those
+    :func:`build_override` finds without the policy)."""
+    try:
+        return load_policy(resolve_policy_ref(value, store))
+    except WorkbenchError as exc:
+        problems = [_missing_policy(p, value, store) for p in exc.problems] or [
+            Problem(
+                location="--policy",
+                code="policy_invalid",
+                message=exc.summary,
+                fix="correct the policy file",
+            )
+        ]
+    label = value if _POLICY_LABEL.match(value) else "unknown@unknown"
+    try:
+        build_override(store, policy=label, **fields)
+    except WorkbenchError as exc:
+        problems += exc.problems
+    raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
+
+
+def _missing_policy(p: Problem, value: str, store: str | Path) -> Problem:
+    """A missing policy file, explained as an override's reference to it."""
+    if p.code != "policy_missing":
+        return p
+    fix = (
+        f"{p.fix} (an override must name a policy file that exists and loads: a path, or"
+        f" name@version found as {Path(store).parent}/<name@version>.yaml or"
+        f" {DEFAULT_POLICIES_DIR}/<name@version>.yaml)"
+    )
+    return p.model_copy(update={"message": f"--policy {value!r}: {p.message}", "fix": fix})
 
 
 def load_overrides(path: str | Path) -> list[Override]:

@@ -41,6 +41,7 @@ from ..approval import current_user
 from ..errors import problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, JudgeInput, load_candidate
+from ..outcomes import exit_code
 from ..results import MANIFEST_FILE, RunManifest, read_results
 from ..runs import RESULTS_FILE, RunSummary, WorkItem
 from ._log import append_to_log, beside_gold, read_log
@@ -155,6 +156,13 @@ class DriftEntry(_Model):
     """Baseline: ``recorded`` (or ``incomplete``: not every sentinel was judged; never used as a
     baseline). Check: ``drifted`` (any change), ``incomplete`` (the run stopped early or a
     sentinel was not judged), else ``stable``."""
+
+    @property
+    def exit_code(self) -> int:
+        """``workbench drift``'s exit: 3 incomplete, 4 drifted (review), else 0."""
+        if self.status == "incomplete":
+            return exit_code("incomplete")
+        return exit_code("review_required" if self.status == "drifted" else "complete")
 
 
 def drift_log_path_for(gold: GoldDataset | str | Path) -> Path:

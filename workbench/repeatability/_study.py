@@ -40,6 +40,7 @@ from ..errors import problem, refusal
 from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
+from ..outcomes import exit_code
 from ..policy import Blocker, Policy
 from ..results import ResultLine, RunManifest, read_results
 from ..runs import RESULTS_FILE, RunDir, RunOptions, RunSummary, WorkItem, run_candidate
@@ -178,6 +179,13 @@ class RepeatabilityStudy(_Model):
     """Every case."""
     review: list[str]
     """Boundary-crossing cases in critical slices: for human review, not to be retried away."""
+
+    @property
+    def exit_code(self) -> int:
+        """``workbench repeatability``'s exit: 3 incomplete, 4 critical cases to review, else 0."""
+        if self.status != "complete":
+            return exit_code("incomplete")
+        return exit_code("review_required" if self.review else "complete")
 
     def frame(self) -> Any:
         """The cases as a pandas DataFrame (verdicts joined with ``|``)."""

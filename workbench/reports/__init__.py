@@ -13,7 +13,13 @@ from .._lock import LOCK_FILE, STARTED_FILE, Lock, read_lock
 from .._signing import LockSignature, load_signer, load_trust
 from ._blockers import BlockerGroup, group_blockers, more_needed, why_lines
 from ._certification import Certification
-from ._certify import CertificationResult, certify, default_notebook, resolve_budget
+from ._certify import (
+    CertificationResult,
+    certify,
+    default_notebook,
+    resolve_budget,
+    resume_review,
+)
 from ._charts import (
     candidates_chart,
     charts_row,
@@ -25,7 +31,18 @@ from ._charts import (
     to_svg,
 )
 from ._format import DASH, DASH_NOTE, pct, rate_text
-from ._listing import list_reports
+from ._listing import (
+    format_ledger,
+    format_report_row,
+    ledger_problems,
+    list_reports,
+    read_ledgers,
+)
+from ._migration import (
+    format_transition_status,
+    record_transition_review,
+    transition_review_status,
+)
 from ._ordinal import ordinal_section_html, ordinal_tables
 from ._present import (
     agreement_summary,
@@ -75,8 +92,6 @@ __all__ = [
     "SliceRow",
     "Table",
     "agreement_summary",
-    "ordinal_section_html",
-    "ordinal_tables",
     "blockers_display",
     "blockers_html",
     "candidates_chart",
@@ -92,9 +107,13 @@ __all__ = [
     "external_references",
     "first_screen",
     "first_screen_html",
+    "format_ledger",
+    "format_report_row",
+    "format_transition_status",
     "group_blockers",
     "key_value_html",
     "last_certified",
+    "ledger_problems",
     "lineage_html",
     "list_reports",
     "load_signer",
@@ -103,16 +122,21 @@ __all__ = [
     "more_needed",
     "next_step",
     "not_used_html",
+    "ordinal_section_html",
+    "ordinal_tables",
     "outcome_html",
     "pct",
     "percent",
     "previous_certification",
     "rate_columns",
     "rate_text",
+    "read_ledgers",
     "read_lock",
+    "record_transition_review",
     "render_document",
     "render_html",
     "resolve_budget",
+    "resume_review",
     "section_html",
     "slice_error_chart",
     "slice_rates_chart",
@@ -122,6 +146,7 @@ __all__ = [
     "svg_display",
     "threshold_sweep_chart",
     "to_svg",
+    "transition_review_status",
     "transition_summary_table",
     "transitions_table",
     "verify_one",

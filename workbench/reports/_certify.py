@@ -136,12 +136,38 @@ def default_notebook() -> Path:
 
 @dataclass(frozen=True)
 class CertificationResult:
+    """What one certification (or re-evaluation) wrote: the locked report and its outcome."""
+
     report_dir: Path
     report_id: str
     outcome: str
     blockers: list[dict[str, Any]]
     lock_sha256: str
     timings_s: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as ``workbench certify --json`` prints it."""
+        return {
+            "report_dir": str(self.report_dir),
+            "report_id": self.report_id,
+            "outcome": self.outcome,
+            "blockers": self.blockers,
+            "lock_sha256": self.lock_sha256,
+            "timings_s": self.timings_s,
+        }
+
+    def format(self) -> str:
+        """The report, the outcome with the lock's hash, every blocker, and the timings."""
+        lines = [
+            f"report: {self.report_dir}",
+            f"outcome: {self.outcome.upper()} ({len(self.blockers)} blocker(s)); lock sha256"
+            f" {self.lock_sha256}",
+        ]
+        for b in self.blockers:
+            where = f", {b['slice']}" if b.get("slice") else ""
+            lines.append(f"  - {b['code']} [{b['category']}{where}]: {b['message']}")
+        lines.append("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in self.timings_s.items()))
+        return "\n".join(lines)
 
 
 def resolve_budget(

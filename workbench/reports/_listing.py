@@ -11,7 +11,7 @@ entry the ledger no longer has.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .._io import atomic_write_json, read_json_file, read_jsonl_records
 from .._lock import LOCK_FILE, STARTED_FILE, read_lock, report_dirs
@@ -199,6 +199,85 @@ def list_reports(
     rows = [_row(d, d.relative_to(root).as_posix(), entries) for d in report_dirs(root)]
     rows.sort(key=lambda r: (r.get("created_at") or "", r["report_id"]))
     return rows
+
+
+def format_report_row(row: dict[str, Any]) -> str:
+    """One row of :func:`list_reports` as ``workbench reports`` prints it."""
+    rerun = ("rerun: " + row["rerun_reason"]) if row.get("rerun_reason") else ""
+    return (
+        f"{(row.get('created_at') or '')[:19]:<20} {row['report_id']:<36} {row['status']:<10}"
+        f" {row['outcome']:<22} blockers {row.get('blockers', '-')!s:<3} {row.get('who') or '':<10}"
+        f" {rerun}"
+    )
+
+
+def ledgers_for(reports_root: str | Path, extra: list[Path]) -> list[Path]:
+    """``extra`` ledgers, then those the reports under ``reports_root`` were recorded in."""
+    return list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]))
+
+
+def ledger_problems(reports_root: str | Path, extra: list[Path]) -> list[Problem]:
+    """What is wrong with the chain of each ledger of :func:`ledgers_for`."""
+    return [
+        p for path in ledgers_for(reports_root, extra) for p in HeldOutLedger(path).read().problems
+    ]
+
+
+class LedgerBlock(TypedDict):
+    """One held-out ledger as ``workbench reports --ledger`` shows it (its JSON output)."""
+
+    ledger: str
+    exists: bool
+    chain_ok: bool
+    problems: list[dict[str, Any]]
+    entries: list[dict[str, Any]]
+
+
+def read_ledgers(
+    reports_root: str | Path, extra: list[Path]
+) -> tuple[list[LedgerBlock], list[Problem]]:
+    """Every held-out use recorded in the ledgers of :func:`ledgers_for`, each ledger's chain
+    checked, after dead certifications are marked aborted; and every problem found."""
+    paths = ledgers_for(reports_root, extra)
+    if not paths:
+        raise refusal(
+            "no held-out ledger",
+            str(reports_root),
+            "ledger_not_found",
+            "no report here names a held-out ledger",
+            "pass --gold DATASET to show that dataset's ledger",
+        )
+    problems = reconcile_ledgers(paths)
+    blocks: list[LedgerBlock] = []
+    for path in paths:
+        read = HeldOutLedger(path).read()
+        problems += [p for p in read.problems if p not in problems]
+        blocks.append(
+            {
+                "ledger": str(path),
+                "exists": path.exists(),
+                "chain_ok": not read.problems,
+                "problems": [p.model_dump(mode="json") for p in read.problems],
+                "entries": [e.model_dump(mode="json") for e in read.entries],
+            }
+        )
+    return blocks, problems
+
+
+def format_ledger(block: LedgerBlock) -> str:
+    """A ledger of :func:`read_ledgers`: its state, then one line per entry."""
+    state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
+    lines = [
+        f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}"
+        + ("" if block["exists"] else " (no ledger yet)")
+    ]
+    lines += [
+        f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28}"
+        f" {e['candidate_fingerprint'][:12]}  {e['report_id']:<32}"
+        f" {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
+        for e in block["entries"]
+    ]
+    return "\n".join(lines)
 
 
 def _row(d: Path, report_id: str, ledgers: dict[Path, list[LedgerEntry]]) -> dict[str, Any]:

@@ -43,7 +43,12 @@ from ..migration._certify import (
 from ..migration._compare import mapped_controls
 from ..migration._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ..policy import Blocker, Policy
-from ..review._transition_reviews import TransitionReview, read_transition_reviews
+from ..review._transition_reviews import (
+    TransitionReview,
+    TransitionReviews,
+    read_transition_reviews,
+    transition_reviews_path_for,
+)
 from ._render import Section, section_html, table_section
 
 BASELINE_INPUTS = "inputs/baseline"
@@ -324,8 +329,6 @@ def pending_for_report(
     review of tampered transitions would decide nothing real); the evidence ids a review may
     cite come from the certified gold. Raises :class:`WorkbenchError` (exit 2).
     """
-    from ..review._transition_reviews import transition_reviews_path_for
-
     root, lock, dataset = locked_migration(report, gold, refused="no transitions to review")
     pending = pending_transitions(
         read_transitions(root),
@@ -335,6 +338,44 @@ def pending_for_report(
         dataset=dataset,
     )
     return pending, transition_reviews_path_for(dataset.root), dataset
+
+
+def transition_review_status(
+    report: str | Path, gold: str | Path | None = None
+) -> tuple[list[dict[str, Any]], Path]:
+    """Every changed critical verdict of a locked migration report with its review status
+    (``accepted``, ``rejected`` or ``unreviewed``), and the transition-review log's path."""
+    pending, log, _ = pending_for_report(report, gold)
+    reviews = (
+        TransitionReviews(log).in_effect(pending[0].old_fingerprint, pending[0].new_fingerprint)
+        if pending
+        else {}
+    )
+    rows = []
+    for p in pending:
+        r = reviews.get(p.case_id)
+        status = (r.decision + "ed") if r is not None and r.matches(p) else "unreviewed"
+        rows.append(
+            {
+                "case_id": p.case_id,
+                "slice": p.slice,
+                "human_label": p.human_label,
+                "old_verdict": p.old_verdict,
+                "new_verdict": p.new_verdict,
+                "status": status,
+                "cited": list(p.cited),
+            }
+        )
+    return rows, log
+
+
+def format_transition_status(row: dict[str, Any]) -> str:
+    """One row of :func:`transition_review_status`."""
+    cited = f"  (case cites {', '.join(row['cited'])})" if row["cited"] else ""
+    return (
+        f"{row['case_id']}  [{row['slice']}]  human {row['human_label']}:"
+        f" {row['old_verdict']} -> {row['new_verdict']}  {row['status']}{cited}"
+    )
 
 
 def record_transition_review(
@@ -348,8 +389,6 @@ def record_transition_review(
     gold: str | Path | None = None,
 ) -> Any:
     """Append a transition review of one changed critical verdict of a locked migration report."""
-    from ..review._transition_reviews import TransitionReviews
-
     pending, log, _ = pending_for_report(report, gold)
     match = next((p for p in pending if p.case_id == case_id), None)
     if match is None:

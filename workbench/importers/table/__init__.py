@@ -71,6 +71,7 @@ from ._render import (
     PENDING_FILE,
     card_text,
     computed_section,
+    format_pending,
     pending_csv,
     rubric_yaml,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "TableImport",
     "TableMapping",
     "assign_partition",
+    "format_pending",
     "gold_from_dataframe",
     "import_table",
     "load_mapping",

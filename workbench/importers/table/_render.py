@@ -20,6 +20,8 @@ from ._build import Pending
 from ._mapping import RULE_TEXT, TableMapping
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from . import TableImport
 
 CARD_MARKER = (
@@ -239,3 +241,19 @@ def pending_csv(pending: list[Pending]) -> str:
             ]
         )
     return buffer.getvalue()
+
+
+def format_pending(pending: list[Pending], out: Path) -> str:
+    """The cases waiting for an adjudicator and what to do, for the terminal (``out``: the
+    dataset directory, where :data:`PENDING_FILE` lists them too)."""
+    lines = [f"{len(pending)} case(s) need an adjudicator (also in {out / PENDING_FILE}):"]
+    for p in pending:
+        reviews = ", ".join(f"{who}={label}" for who, label in p.reviews)
+        lines.append(
+            f"  {p.case_id} ({p.partition}, slice {p.slice}; {p.rows}): {reviews} - {p.why}"
+        )
+    lines.append(
+        "Fix: have an adjudicator decide each one and record the label in the source's"
+        " adjudication column, then re-run this import."
+    )
+    return "\n".join(lines)
