@@ -570,45 +570,8 @@ def load_overrides(path: str | Path) -> list[Override]:
     not_utf8: list[int] = []
     for number, text in iter_jsonl_lines(path, not_utf8):
         where = f"{path}:{number}"
-        try:
-            raw = loads_json(text)
-        except JSONRecordError as exc:
-            code = "override_malformed" if exc.code == "malformed_json" else exc.code
-            problems.append(
-                Problem(
-                    location=where,
-                    code=code,
-                    message=f"not a valid JSON object ({exc.msg})",
-                    fix="restore the line from version control; the store is append-only",
-                )
-            )
-            continue
-        if not isinstance(raw, dict):
-            problems.append(
-                Problem(
-                    location=where,
-                    code="override_malformed",
-                    message="not a JSON object",
-                    fix="restore the line from version control; the store is append-only",
-                )
-            )
-            continue
-        try:
-            override = Override.model_validate(raw)
-        except SchemaTooNew as exc:
-            problems.append(exc.problem_at(where))
-            continue
-        except ValidationError as exc:
-            problems += validation_problems(
-                exc,
-                at=where,
-                code="override_invalid",
-                root="override",
-                fix=(
-                    "restore the line from version control; add a new override instead of"
-                    " editing one"
-                ),
-            )
+        override = _parse_line(text, where, problems)
+        if override is None:
             continue
         if override.override_id in seen:
             problems.append(
@@ -635,6 +598,39 @@ def load_overrides(path: str | Path) -> list[Override]:
     if problems:
         raise WorkbenchError(f"{path}: the override store has {len(problems)} problem(s)", problems)
     return out
+
+
+_RESTORE = "restore the line from version control; the store is append-only"
+
+
+def _parse_line(text: str, where: str, problems: list[Problem]) -> Override | None:
+    """One store line as an override, or None with its problem added."""
+    try:
+        raw = loads_json(text)
+    except JSONRecordError as exc:
+        code = "override_malformed" if exc.code == "malformed_json" else exc.code
+        message = f"not a valid JSON object ({exc.msg})"
+        problems.append(Problem(location=where, code=code, message=message, fix=_RESTORE))
+        return None
+    if not isinstance(raw, dict):
+        message = "not a JSON object"
+        problems.append(
+            Problem(location=where, code="override_malformed", message=message, fix=_RESTORE)
+        )
+        return None
+    try:
+        return Override.model_validate(raw)
+    except SchemaTooNew as exc:
+        problems.append(exc.problem_at(where))
+    except ValidationError as exc:
+        problems += validation_problems(
+            exc,
+            at=where,
+            code="override_invalid",
+            root="override",
+            fix="restore the line from version control; add a new override instead of editing one",
+        )
+    return None
 
 
 def active_overrides(
