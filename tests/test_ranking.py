@@ -325,6 +325,27 @@ def test_header_problems_and_file_name(tmp_path: Path) -> None:
     assert info.value.problems[0].code == "fixtures_yaml"
 
 
+def test_a_fixture_without_context_that_cites_a_passage_is_a_problem_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    nocontext = {k: v for k, v in fixture("cite-2").items() if k != "context"}
+    with pytest.raises(WorkbenchError) as info:
+        load_fixtures(write_fixtures(tmp_path / "set@1.yaml", [nocontext]))
+    assert [(p.case_id, p.code) for p in info.value.problems] == [
+        ("cite-2", "unknown_cited_context")
+    ]
+
+
+def test_a_change_entry_whose_case_id_is_not_text_is_a_problem_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    change = {"case_id": 7, "old_order": None, "new_order": None, "approver": "A", "reason": "r"}
+    path = write_fixtures(tmp_path / "set@2.yaml", [fixture()], supersedes="1", changes=[change])
+    with pytest.raises(WorkbenchError) as info:
+        load_fixtures(path)
+    assert {p.code for p in info.value.problems} == {"change_invalid"}
+
+
 def test_fixture_model_refuses_inconsistent_fixtures_in_code() -> None:
     with pytest.raises(ValueError, match="expected_order"):
         RankingFixture.model_validate({**fixture(), "expected_order": ["cand-1", "cand-2"]})
