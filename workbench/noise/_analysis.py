@@ -712,7 +712,7 @@ async def run_noise(
         "retry_errors": retry_errors,
         "progress": progress,
     }
-    select = {"partition": partition, "sentinels_only": sentinels_only}
+    select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
     run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
     if baseline is not None:
         b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
@@ -783,7 +783,7 @@ async def _run_suite(
         judge, items(suite.controls()), out / "controls", CONTROLS_PARTITION, common
     )
     results = [line.result for line in read_results(c_summary.results_path)] if c_summary else []
-    stops = {"controls": c_summary.stop_reason if c_summary else None}
+    stops: dict[str, str | None] = {"controls": c_summary.stop_reason if c_summary else None}
     checks = check_controls(suite, results, stops=stops, blocked=blocked)
     stopped = _controls_stop(checks, c_summary)
     k_items = items(candidates) if stopped is None else []

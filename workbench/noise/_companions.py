@@ -101,11 +101,12 @@ def join_companions(
     values: dict[str, dict[str, dict[str, float]]] = {}
     unjoined: list[str] = []
     for row in rows:
-        pair, member = members.get(row.case_id, (None, "clean"))
-        why = _unjoined(row, declared, pair, member)
+        found = members.get(row.case_id)
+        why = _unjoined(row, declared, found)
         if why is not None:
             unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: {why}")
-        elif pair is not None:
+        elif found is not None:
+            pair, member = found
             values.setdefault(pair.pair_id, {}).setdefault(row.metric, {})[member] = row.value
     missing = {
         f"{p.item_id(m)}:{metric}"
@@ -117,14 +118,14 @@ def join_companions(
 
 
 def _unjoined(
-    row: CompanionValue, declared: list[str], pair: NoisePair | None, member: Member
+    row: CompanionValue, declared: list[str], found: tuple[NoisePair, Member] | None
 ) -> str | None:
     """Why a row joins no member (None: it joins)."""
     if row.metric not in declared:
         return "metric not declared in the policy"
-    if pair is None:
+    if found is None:
         return "no such pair member in this selection"
-    trace = pair.member(member).generation_trace
+    trace = found[0].member(found[1]).generation_trace
     if trace is None:
         return "the member has no generation trace, so no run id to join on"
     if trace.run_id != row.run_id:

@@ -89,7 +89,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -592,7 +592,7 @@ def _explain(e: Any, loc: tuple[Any, ...]) -> tuple[str, str, str]:
 
 # -- one pair ---------------------------------------------------------------------------------
 
-Contexts = dict[str, list[RetrievedContext] | None]
+Contexts = dict[Member, list[RetrievedContext] | None]
 """Each member's checked contexts (None: absent or with a problem)."""
 
 
@@ -812,7 +812,8 @@ def _check_contexts(add: _Add, ctx: Any, name: str) -> list[RetrievedContext] | 
     if len(out) < len(found):
         return None
     ranks = [c.rank for c in out]
-    if None not in ranks and any(b <= a for a, b in zip(ranks, ranks[1:], strict=False)):
+    known = [r for r in ranks if r is not None]
+    if len(known) == len(ranks) and any(b <= a for a, b in zip(known, known[1:], strict=False)):
         add(
             where,
             "context_rank_order",
@@ -1000,7 +1001,7 @@ def _check_control_sign_off(add: _Add, raw: dict[str, Any], sign: SignOff) -> No
     _check_distractor_class(add, raw, sign.context_classes.get("noisy") or [])
 
 
-def _check_distractor_class(add: _Add, raw: dict[str, Any], noisy_classes: list[str]) -> None:
+def _check_distractor_class(add: _Add, raw: dict[str, Any], noisy_classes: Sequence[str]) -> None:
     """The reviewer's class of a control's distractor is the pair's mode."""
     mode = raw.get("mode")
     index = _mapping_at(_mapping_at(raw, "noisy"), "distractor").get("index")

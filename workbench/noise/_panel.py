@@ -199,7 +199,12 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
 
 
 def _member_problems(
-    problems: Problems, where: str, panel: ClaimPanel, suite: NoiseSuite, pair_id: str, member: str
+    problems: Problems,
+    where: str,
+    panel: ClaimPanel,
+    suite: NoiseSuite,
+    pair_id: str,
+    member: Member,
 ) -> None:
     """One reviewed member: a calibration pair of the suite, two independent reviewers, cited
     contexts that exist, an adjudication (with rationales) where the reviewers disagree."""
@@ -385,7 +390,11 @@ _Aligned = list[tuple[dict[str, Any], ClaimJudgment]]
 
 
 def _member_row(
-    suite: NoiseSuite, panel: ClaimPanel, final: dict[str, JudgeResult], pair_id: str, member: str
+    suite: NoiseSuite,
+    panel: ClaimPanel,
+    final: dict[str, JudgeResult],
+    pair_id: str,
+    member: Member,
 ) -> tuple[PanelMemberRow, _Aligned]:
     """One reviewed member's row and its aligned (metric statement, panel claim) pairs."""
     reviews = panel.reviews_of(pair_id, member)

@@ -70,7 +70,7 @@ import functools
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
@@ -581,7 +581,7 @@ def _order_problems(found: _Found, raw: dict[str, Any], ids: list[str] | None) -
                 "list every candidate id exactly once",
             )
     if _is_id_list(critical):
-        _critical_problems(found, critical, ids, _best(raw, expected) if valid else None)
+        _critical_problems(found, critical, ids, _best(raw, expected or []) if valid else None)
 
 
 def _critical_problems(
@@ -838,7 +838,7 @@ def _changes(
                 case_id=_str(entry.get("case_id")) if isinstance(entry, dict) else None,
                 code="change_invalid",
                 root="change",
-                message=lambda err, field, n=n: f"change {n + 1}: {field}: {err['msg']}",
+                message=functools.partial(_change_message, n),
                 fix=_CHANGE_FIX,
             )
     if raw_changes and supersedes is None:
@@ -850,6 +850,10 @@ def _changes(
             "set supersedes: to the frozen version this file replaces",
         )
     return changes
+
+
+def _change_message(n: int, err: Mapping[str, Any], field: str) -> str:
+    return f"change {n + 1}: {field}: {err['msg']}"
 
 
 def _fixture_items(
