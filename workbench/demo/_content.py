@@ -182,6 +182,29 @@ class Topic(_Content):
     """Hand-written whole responses: ambiguous answers and traps."""
 
 
+class VariantText(_Content):
+    """How one kind of response variant is labelled and explained (``variants.yaml``)."""
+
+    label: Literal["pass", "fail", "review_required"] | None = None
+    """The adjudicated label (a hand-written response carries its own)."""
+    tags: tuple[str, ...]
+    """The response-style tags (none: the kinds of alternative the response uses)."""
+    why: str = ""
+    """Why the label holds, with ``{fields}`` filled in by the builder (a hand-written response
+    carries its own)."""
+    dissent: str
+    """What a reviewer who disagreed writes, with ``{fields}`` filled in by the builder."""
+
+
+class Variants(_Content):
+    """``variants.yaml``: the generated kinds of response and the hand-written kinds."""
+
+    kinds: dict[str, VariantText]
+    """The generated kinds, in the order a topic may add them."""
+    specials: dict[str, VariantText]
+    """The hand-written kinds (:class:`Special`)."""
+
+
 class Content(NamedTuple):
     """Everything :func:`load_content` read."""
 
@@ -189,6 +212,7 @@ class Content(NamedTuple):
     evidence: tuple[Passage, ...]
     phrases: Phrases
     topics: tuple[Topic, ...]
+    variants: Variants
 
 
 _TOPICS = TypeAdapter(tuple[Topic, ...])
@@ -358,6 +382,12 @@ def load_content(root: Traversable | None = None) -> Content:
         f"workbench/demo/{CONTENT}/phrases.yaml",
         problems,
     )
+    variants = _validate(
+        Variants,
+        _yaml(root, "variants.yaml", problems),
+        f"workbench/demo/{CONTENT}/variants.yaml",
+        problems,
+    )
     evidence = _evidence(root, problems)
     topics: list[Topic] = []
     for info in handbook.slices if handbook is not None else ():
@@ -379,9 +409,9 @@ def load_content(root: Traversable | None = None) -> Content:
                 )
         topics.extend(found or ())
     _cross_checks(evidence, topics, problems)
-    if problems or handbook is None or phrases is None or evidence is None:
+    if problems or handbook is None or phrases is None or evidence is None or variants is None:
         raise WorkbenchError(f"the demo content is invalid: {len(problems)} problem(s)", problems)
-    return Content(handbook, tuple(evidence), phrases, tuple(topics))
+    return Content(handbook, tuple(evidence), phrases, tuple(topics), variants)
 
 
 _CONTENT = load_content()
@@ -401,3 +431,4 @@ CLOSERS: tuple[str, ...] = _CONTENT.phrases.closers
 VERBOSE_OPENERS: tuple[str, ...] = _CONTENT.phrases.verbose_openers
 VERBOSE_CLOSERS: tuple[str, ...] = _CONTENT.phrases.verbose_closers
 TOPICS: tuple[Topic, ...] = _CONTENT.topics
+VARIANTS: Variants = _CONTENT.variants

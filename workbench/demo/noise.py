@@ -39,13 +39,15 @@ _TOKEN = re.compile(r"\$?[a-z0-9]+(?:[.,:][0-9]+)*")
 _NEGATIONS = frozenset(
     {"not", "no", "never", "cannot", "none", "nothing", "without", "non", "nonrefundable"}
 )
-_STOP = frozenset(
+_STOP_WORDS = (
     "a an the is are was were be been being am do does did can could may might must shall "
     "should will would to of for in on at by with from as into onto about after before over "
     "under than then and or but if so it its it's this that these those there their they "
     "them you your yours we our us i me my he she his her also just only any all each every "
-    "some such what which who whom when where how why please".split()
+    "some such what which who whom when where how why please"
 )
+"""Words a statement's content leaves out: articles, auxiliaries, pronouns, connectives."""
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def parse_prompt(prompt: str) -> tuple[str, dict[str, Any]]:

@@ -1050,16 +1050,11 @@ def _battery_plan(
 
         battery = read_battery(Path(results).parent)
     if planned is None and battery and battery.get("fixtures_sha256") == fixture_set.dataset_sha256:
-        from ._battery import position_battery
+        from ._battery import _PLAN_KEYS, position_battery
 
         # the run's own plan: an attempt it planned and never recorded makes the report incomplete
         planned = position_battery(
-            fixture_set,
-            **{
-                k: battery[k]
-                for k in ("plan", "max_exhaustive", "sample", "seed", "repeats")
-                if k in battery
-            },
+            fixture_set, **{k: battery[k] for k in _PLAN_KEYS if k in battery}
         )
     return battery, planned
 
