@@ -416,7 +416,6 @@ def load_content(root: Traversable | None = None) -> Content:
 
 _CONTENT = load_content()
 
-COMPANY = _CONTENT.handbook.company
 HANDBOOK = _CONTENT.handbook.handbook
 SLICES: tuple[SliceInfo, ...] = _CONTENT.handbook.slices
 EVIDENCE: tuple[tuple[str, str, str], ...] = tuple(

@@ -511,24 +511,22 @@ def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> l
 
     Abstaining members are never scored: an abstention is an outcome of its own.
     """
-    items = []
     chosen = list(repeats)
-    for pair in pairs:
-        for member in MEMBERS:
-            if pair.member(member).abstained:
-                continue
-            judge_input = pair.judge_input(member)
-            for r in chosen:
-                items.append(
-                    WorkItem(
-                        pair.item_id(member),
-                        judge_input.digest(),
-                        r,
-                        judge_input,
-                        {"member": member, "mode": pair.mode, "pair_id": pair.pair_id},
-                    )
-                )
-    return items
+    return [
+        WorkItem(
+            pair.item_id(m),
+            digest,
+            r,
+            ji,
+            {"member": m, "mode": pair.mode, "pair_id": pair.pair_id},
+        )
+        for pair in pairs
+        for m in MEMBERS
+        if not pair.member(m).abstained
+        for ji in [pair.judge_input(m)]
+        for digest in [ji.digest()]
+        for r in chosen
+    ]
 
 
 def selected_candidates(
@@ -1814,55 +1812,41 @@ def _repeat_rows(
     ]
     _check_join(suite, located)
     by_repeat = [_final(located, r) for r in range(run.repeat)]
-    rows = []
-    for pair in suite.active():
-        if pair.pair_id not in set(suite.sentinels) or pair.pair_id in blocked:
-            continue
-        scores = {
-            m: [
-                None if pair.member(m).abstained else _score(f.get(pair.item_id(m)))
-                for f in by_repeat
-            ]
-            for m in MEMBERS
-        }
-        deltas = [
-            None if c is None or n is None else n - c
-            for c, n in zip(scores["clean"], scores["noisy"], strict=True)
-        ]
-        spreads = {m: _spread(scores[m]) if not pair.member(m).abstained else 0.0 for m in MEMBERS}
-        delta_spread = (
-            _spread(deltas) if not any(pair.member(m).abstained for m in MEMBERS) else 0.0
-        )
-        complete = all(
-            not pair.member(m).abstained and v is not None or pair.member(m).abstained
-            for m in MEMBERS
-            for v in scores[m]
-        )
-        limit = policy.max_spread if policy.max_spread is not None else 0.0
-        status = (
-            "incomplete"
-            if not complete
-            else (
-                "unstable"
-                if max(v or 0.0 for v in (*spreads.values(), delta_spread)) > limit + _EPS
-                else "stable"
-            )
-        )
-        rows.append(
-            RepeatRow(
-                pair_id=pair.pair_id,
-                role=pair.role,
-                slice=pair.slice,
-                clean_scores=scores["clean"],
-                noisy_scores=scores["noisy"],
-                clean_spread=spreads["clean"],
-                noisy_spread=spreads["noisy"],
-                delta_spread=delta_spread,
-                max_spread=policy.max_spread,
-                status=status,
-            )
-        )
-    return rows
+    sentinels = set(suite.sentinels) - blocked
+    return [_repeat_row(p, by_repeat, policy) for p in suite.active() if p.pair_id in sentinels]
+
+
+def _repeat_row(
+    pair: NoisePair, by_repeat: list[dict[str, JudgeResult]], policy: NoisePolicy
+) -> RepeatRow:
+    """One sentinel's scores per repeat and their spreads (an abstaining member's is 0)."""
+    abstained = {m: pair.member(m).abstained for m in MEMBERS}
+    scores = {
+        m: [None if abstained[m] else _score(f.get(pair.item_id(m))) for f in by_repeat]
+        for m in MEMBERS
+    }
+    deltas = [
+        None if c is None or n is None else n - c
+        for c, n in zip(scores["clean"], scores["noisy"], strict=True)
+    ]
+    spreads = {m: 0.0 if abstained[m] else _spread(scores[m]) for m in MEMBERS}
+    delta_spread = 0.0 if any(abstained.values()) else _spread(deltas)
+    complete = all(abstained[m] or v is not None for m in MEMBERS for v in scores[m])
+    widest = max(v or 0.0 for v in (*spreads.values(), delta_spread))
+    limit = policy.max_spread if policy.max_spread is not None else 0.0
+    status = "incomplete" if not complete else "unstable" if widest > limit + _EPS else "stable"
+    return RepeatRow(
+        pair_id=pair.pair_id,
+        role=pair.role,
+        slice=pair.slice,
+        clean_scores=scores["clean"],
+        noisy_scores=scores["noisy"],
+        clean_spread=spreads["clean"],
+        noisy_spread=spreads["noisy"],
+        delta_spread=delta_spread,
+        max_spread=policy.max_spread,
+        status=status,
+    )
 
 
 def _slice_row(
