@@ -171,6 +171,16 @@ def _has(text: str, phrase: str) -> bool:
     return _norm(phrase) in _norm(text)
 
 
+_CLAIM_SENTENCES = (
+    ("verbatim", True),
+    ("negated", True),
+    ("negated_after", True),
+    ("paraphrase", False),
+    ("abbreviated", False),
+)
+"""Each sentence of a claim and whether it states the claim's key phrase."""
+
+
 def check_topic(topic: Topic) -> list[str]:
     """Authoring checks: each sentence contains (or avoids) the key phrase it is meant to."""
     problems: list[str] = []
@@ -182,14 +192,11 @@ def check_topic(topic: Topic) -> list[str]:
         if (concept.alternative is None) != (concept.alt_term is None):
             problems.append(f"{topic.slug}: {concept.key!r} needs both alternative and alt_term")
     claim = topic.claim
-    for name in ("verbatim", "negated", "negated_after"):
+    for name, states in _CLAIM_SENTENCES:
         sentence = getattr(claim, name)
-        if sentence is not None and not _has(sentence, claim.key):
-            problems.append(f"{topic.slug}: claim {name} sentence lacks {claim.key!r}")
-    for name in ("paraphrase", "abbreviated"):
-        sentence = getattr(claim, name)
-        if sentence is not None and _has(sentence, claim.key):
-            problems.append(f"{topic.slug}: claim {name} sentence contains {claim.key!r}")
+        if sentence is not None and _has(sentence, claim.key) != states:
+            how = "lacks" if states else "contains"
+            problems.append(f"{topic.slug}: claim {name} sentence {how} {claim.key!r}")
     if topic.wrong_replaces >= len(topic.concepts):
         problems.append(f"{topic.slug}: wrong_replaces out of range")
     unknown = [e for e in topic.evidence if e not in {eid for eid, _, _ in EVIDENCE}]
@@ -283,7 +290,9 @@ def _variant(
         "post-negation": claim.negated_after,
         "abbreviated-prohibition": claim.abbreviated,
     }
-    sentences: Sequence[str | None] = [c.alternative if c in used else c.canonical for c in concepts]
+    sentences: Sequence[str | None] = [
+        c.alternative if c in used else c.canonical for c in concepts
+    ]
     if kind == "omission":
         dropped = rng.randrange(len(concepts))
         sentences = [s for i, s in enumerate(canonical) if i != dropped]
