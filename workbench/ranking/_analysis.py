@@ -50,7 +50,7 @@ from ..stats import Rate, wilson_rate
 from ._capture import is_stub, occurrences, request_text
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
 from ._gate import RankingGateResult
-from ._leakage import LeakageHit, LeakageRules, rules_for, scan_reason
+from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
 
 RANKING_SCHEMA_VERSION = 1
 """Version of :class:`RankingReport`'s JSON form."""
@@ -818,13 +818,6 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-@dataclass(frozen=True)
-class _Probe:
-    candidates: tuple[tuple[str, str], ...]
-    cited: tuple[tuple[str, str], ...]
-    leak_tokens: tuple[tuple[str, re.Pattern[str]], ...]
-
-
 @lru_cache(maxsize=4096)
 def _probe(
     case_id: str,
@@ -832,14 +825,11 @@ def _probe(
     cited: tuple[str, ...],
     texts: tuple[tuple[str, str], ...],
     passages: tuple[tuple[str, str], ...],
-    user_input: str,
-) -> _Probe:
-    fixture_text = "\n".join([user_input, *(t for _, t in passages), *(t for _, t in texts)])
-    tokens = tuple((cid, _token(cid)) for cid, _ in texts)
-    return _Probe(
-        candidates=tuple((cid, _norm(t)) for cid, t in texts),
-        cited=tuple((pid, _norm(dict(passages)[pid])) for pid in cited),
-        leak_tokens=tuple((cid, tok) for cid, tok in tokens if not tok.search(fixture_text)),
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """A fixture's candidate texts and cited passages, whitespace normalised (once per fixture)."""
+    return (
+        tuple((cid, _norm(t)) for cid, t in texts),
+        tuple((pid, _norm(dict(passages)[pid])) for pid in cited),
     )
 
 
@@ -858,20 +848,19 @@ def completeness(
         return Completeness(checked=False, complete=None)
     if is_stub(rendered_request):
         return _stub_completeness(fixture, rendered_request["evidence"], presentation or {})
-    probe = _probe(
+    candidates, cited = _probe(
         fixture.case_id,
         fixture.source_candidates_sha256,
         tuple(fixture.cited_context),
         tuple((c.id, c.text) for c in fixture.candidates),
         tuple((p.id, p.text) for p in fixture.context),
-        fixture.user_input,
     )
     text = request_text(rendered_request)
-    counts = occurrences(dict(probe.candidates), text)
-    missing_candidates = [cid for cid, _ in probe.candidates if counts[cid] == 0]
-    duplicated = [cid for cid, _ in probe.candidates if counts[cid] > 1]
-    missing_context = [pid for pid, t in probe.cited if t not in text]
-    leaked = [cid for cid, tok in probe.leak_tokens if cid in text and tok.search(text)]
+    counts = occurrences(dict(candidates), text)
+    missing_candidates = [cid for cid, _ in candidates if counts[cid] == 0]
+    duplicated = [cid for cid, _ in candidates if counts[cid] > 1]
+    missing_context = [pid for pid, t in cited if t not in text]
+    leaked = [cid for cid, tok in checkable_ids(fixture) if cid in text and tok.search(text)]
     return Completeness(
         checked=True,
         complete=not (missing_candidates or missing_context or duplicated),
@@ -905,10 +894,6 @@ def _stub_completeness(
         leaked_ids=list(evidence.get("leaked_ids") or []),
         source="capture_evidence",
     )
-
-
-def _token(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
 
 
 def ranking_report(
