@@ -614,8 +614,9 @@ def test_results_for_changed_candidates_or_unknown_cases_are_defects_and_judges_
         "unknown_case",
     ]
     other = rows[2].model_copy(update={"judge_fingerprint": "0" * 64})
-    with pytest.raises(WorkbenchError, match="mixed judges"):
+    with pytest.raises(WorkbenchError, match="mixed judges") as info:
         ranking_report(fs, [rows[0], other])
+    assert [p.code for p in info.value.problems] == ["mixed_judges"]
 
 
 def test_missing_and_planned_attempts_make_the_report_incomplete(tmp_path: Path) -> None:
@@ -647,8 +648,9 @@ def test_resume_and_cache_through_the_run_engine(tmp_path: Path) -> None:
     rows = [r.result for r in read_results(tmp_path / "run2" / "results.jsonl")]
     assert all(r.cached_from_run_id and r.presentation and r.order for r in rows)
     assert report_of(fs, tmp_path / "run2").passed
-    with pytest.raises(WorkbenchError, match="battery changed"):
+    with pytest.raises(WorkbenchError, match="battery changed") as info:
         run(spec, fs, tmp_path / "run", repeats=1)  # a different battery is a different run
+    assert [p.code for p in info.value.problems] == ["battery_changed"]
 
 
 def test_same_texts_under_another_mapping_never_share_a_cached_verdict(tmp_path: Path) -> None:
