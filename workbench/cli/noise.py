@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
 
 
-def _path(*decls: str, help: str, **settings: Any) -> Any:
+def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
     """A click option naming a file or directory (``None`` when not given)."""
     return click.option(*decls, type=click.Path(path_type=str), default=None, help=help, **settings)
 
