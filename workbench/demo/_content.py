@@ -11,7 +11,10 @@ models it must satisfy and reads it once, on import, through :func:`load_content
   their ids;
 * ``phrases.yaml``: the approved terminology and the openers and closers responses are
   padded with (:class:`Phrases`);
-* ``topics/<slice>.yaml``: the slice's topics, in generation order (:class:`Topic`).
+* ``topics/<slice>.yaml``: the slice's topics, in generation order (:class:`Topic`);
+* ``variants.yaml``: each kind of response's label, tags and texts (:class:`Variants`);
+* ``card.yaml`` and ``card.md``: the dataset card's front matter and body, with ``{fields}``
+  the builder fills in (read by :mod:`workbench.demo.build`).
 
 A :class:`Topic` is one source question (a paraphrase family). It declares the required
 concepts and the prohibited claim a correct answer is graded against, each with the
