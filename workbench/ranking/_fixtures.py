@@ -299,10 +299,6 @@ class RankingFixture(_Frozen):
         """``order`` (in this fixture's direction) as best-first."""
         return list(order) if self.direction == "best-first" else list(reversed(order))
 
-    def in_direction(self, best_first: Sequence[str]) -> list[str]:
-        """A best-first order expressed in this fixture's direction."""
-        return list(best_first) if self.direction == "best-first" else list(reversed(best_first))
-
     @property
     def accepted_orders(self) -> list[list[str]]:
         """``expected_order`` and every acceptable order (in ``direction``)."""
