@@ -198,8 +198,9 @@ def test_controls_must_separate_by_construction_and_relations_follow_roles(tmp_p
 
 
 def test_mode_is_mandatory_and_never_comes_from_the_candidate(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError) as missing:
         NoiseInput(user_input="q", response="r", reference="ref", retrieved_contexts=["c"])  # type: ignore[call-arg]
+    assert [(e["loc"], e["type"]) for e in missing.value.errors()] == [(("mode",), "missing")]
     spec = write_spec(
         tmp_path / "a", "http://127.0.0.1:9/v1", params={"mode": "relevant"}, prompt="{response}"
     )

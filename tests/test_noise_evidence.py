@@ -374,3 +374,22 @@ def test_origin_and_assertions_must_say_something(tmp_path: Path) -> None:
 
 def test_ctx_helper_is_a_valid_structured_context() -> None:
     assert RetrievedContext.model_validate(ctx("t", "d", "d#1", 1)).structured
+
+
+@pytest.mark.parametrize(
+    ("field", "code"),
+    [
+        ("mode", "mode_unknown"),
+        ("role", "role_unknown"),
+        ("pair_id", "field_invalid"),
+        ("slice", "field_invalid"),
+        ("supersedes", "field_invalid"),
+    ],
+)
+def test_a_list_where_text_belongs_is_a_problem_not_a_crash(
+    tmp_path: Path, field: str, code: str
+) -> None:
+    data = suite_dict([pair("ctl", role="control"), pair("cand")])
+    data["pairs"][1][field] = ["x"]
+    by_code = codes_of(tmp_path, data)
+    assert any(p.location.endswith(f"(pairs[1].{field})") for p in by_code[code])

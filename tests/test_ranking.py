@@ -325,6 +325,27 @@ def test_header_problems_and_file_name(tmp_path: Path) -> None:
     assert info.value.problems[0].code == "fixtures_yaml"
 
 
+def test_a_fixture_without_context_that_cites_a_passage_is_a_problem_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    nocontext = {k: v for k, v in fixture("cite-2").items() if k != "context"}
+    with pytest.raises(WorkbenchError) as info:
+        load_fixtures(write_fixtures(tmp_path / "set@1.yaml", [nocontext]))
+    assert [(p.case_id, p.code) for p in info.value.problems] == [
+        ("cite-2", "unknown_cited_context")
+    ]
+
+
+def test_a_change_entry_whose_case_id_is_not_text_is_a_problem_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    change = {"case_id": 7, "old_order": None, "new_order": None, "approver": "A", "reason": "r"}
+    path = write_fixtures(tmp_path / "set@2.yaml", [fixture()], supersedes="1", changes=[change])
+    with pytest.raises(WorkbenchError) as info:
+        load_fixtures(path)
+    assert {p.code for p in info.value.problems} == {"change_invalid"}
+
+
 def test_fixture_model_refuses_inconsistent_fixtures_in_code() -> None:
     with pytest.raises(ValueError, match="expected_order"):
         RankingFixture.model_validate({**fixture(), "expected_order": ["cand-1", "cand-2"]})
@@ -593,8 +614,9 @@ def test_results_for_changed_candidates_or_unknown_cases_are_defects_and_judges_
         "unknown_case",
     ]
     other = rows[2].model_copy(update={"judge_fingerprint": "0" * 64})
-    with pytest.raises(WorkbenchError, match="mixed judges"):
+    with pytest.raises(WorkbenchError, match="mixed judges") as info:
         ranking_report(fs, [rows[0], other])
+    assert [p.code for p in info.value.problems] == ["mixed_judges"]
 
 
 def test_missing_and_planned_attempts_make_the_report_incomplete(tmp_path: Path) -> None:
@@ -626,8 +648,9 @@ def test_resume_and_cache_through_the_run_engine(tmp_path: Path) -> None:
     rows = [r.result for r in read_results(tmp_path / "run2" / "results.jsonl")]
     assert all(r.cached_from_run_id and r.presentation and r.order for r in rows)
     assert report_of(fs, tmp_path / "run2").passed
-    with pytest.raises(WorkbenchError, match="battery changed"):
+    with pytest.raises(WorkbenchError, match="battery changed") as info:
         run(spec, fs, tmp_path / "run", repeats=1)  # a different battery is a different run
+    assert [p.code for p in info.value.problems] == ["battery_changed"]
 
 
 def test_same_texts_under_another_mapping_never_share_a_cached_verdict(tmp_path: Path) -> None:

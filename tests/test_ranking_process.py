@@ -1282,9 +1282,8 @@ def test_digest_and_excerpts_keeps_approved_excerpts_only_and_completeness_still
             sample=1,
             repeats=0,
         )
-        with pytest.raises(
-            WorkbenchError, match="capture changed"
-        ):  # a resumed run keeps its capture mode
+        # a resumed run keeps its capture mode
+        with pytest.raises(WorkbenchError, match="capture changed") as info:
             run(
                 llm_spec(tmp_path / "spec", llm.base_url),
                 fs,
@@ -1294,6 +1293,7 @@ def test_digest_and_excerpts_keeps_approved_excerpts_only_and_completeness_still
                 sample=2,
                 repeats=1,
             )
+        assert [p.code for p in info.value.problems] == ["capture_changed"]
     results_text = (tmp_path / "run" / "results.jsonl").read_text()
     assert (
         secret not in results_text and "quality 3" not in results_text
@@ -1421,11 +1421,11 @@ def test_a_payload_deleted_before_its_expiry_does_not_verify(tmp_path: Path) -> 
     assert prune_run(tmp_path / "run").pruned == []  # nothing has expired
     next((tmp_path / "run" / "payloads").glob("*.json")).unlink()
     assert [p.code for p in verify_ranking_run(tmp_path / "run")] == ["payload_missing"]
-    with pytest.raises(WorkbenchError, match="already locked"):
+    with pytest.raises(WorkbenchError, match="already locked") as info:
         lock_ranking_run(tmp_path / "run", "passed")
-    with pytest.raises(
-        WorkbenchError, match="run locked"
-    ):  # a locked run takes no further attempts
+    assert [p.code for p in info.value.problems] == ["run_locked"]
+    # a locked run takes no further attempts
+    with pytest.raises(WorkbenchError, match="run locked") as info:
         run(
             function_spec(tmp_path / "spec", "test_ranking_process:quality_ctx"),
             fs,
@@ -1434,6 +1434,7 @@ def test_a_payload_deleted_before_its_expiry_does_not_verify(tmp_path: Path) -> 
             max_exhaustive=0,
             sample=1,
         )
+    assert [p.code for p in info.value.problems] == ["run_locked"]
 
 
 def _locked_run(tmp_path: Path, *extra: str) -> tuple[Path, Any]:

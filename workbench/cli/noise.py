@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,27 +21,23 @@ _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
 
 
+def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
+    """A click option naming a file or directory (``None`` when not given)."""
+    return click.option(*decls, type=click.Path(path_type=str), default=None, help=help, **settings)
+
+
 @click.group("noise", invoke_without_command=True)
-@click.option(
-    "--candidate",
-    default=None,
-    type=click.Path(path_type=str),
-    help="A ragas-noise candidate spec, e.g. data/candidates/noise-judge@1.yaml.",
-)
-@click.option(
+@_path("--candidate", help="A ragas-noise candidate spec, e.g. data/candidates/noise-judge@1.yaml.")
+@_path(
     "--pairs",
     "pairs_path",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Pair suite YAML (policy, manifest, controls, candidates, slice limits), e.g."
         " data/noise/support-noise@2.yaml."
     ),
 )
-@click.option(
+@_path(
     "--out",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/,"
         " baseline/, noise_run.json, noise_report.json."
@@ -73,40 +70,34 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
         " replace the main scores)."
     ),
 )
-@click.option(
+@_path(
     "--baseline",
-    default=None,
-    type=click.Path(path_type=str),
     help=(
         "SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same"
         " evaluator) or an earlier `workbench noise` run directory / noise_report.json."
     ),
 )
-@click.option(
+@_path(
     "--companions",
     "companion_files",
     multiple=True,
-    type=click.Path(path_type=str),
     help=(
         "Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by"
         " generation run id. Repeatable."
     ),
 )
-@click.option(
+@_path(
     "--baseline-companions",
     "baseline_companion_files",
     multiple=True,
-    type=click.Path(path_type=str),
     help=(
         "Companion-metric values of the baseline suite's responses (with a SPEC --baseline)."
         " Repeatable."
     ),
 )
-@click.option(
+@_path(
     "--overrides",
     "overrides_path",
-    default=None,
-    type=click.Path(path_type=str),
     help=f"Override store applied to this suite version (default {_DEFAULT_STORE} when it exists).",
 )
 @run_options(

@@ -3,13 +3,15 @@ verify; ``workbench prune``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import click
 
-from ..errors import Problem, WorkbenchError, refusal
+from .._load import Problems
+from ..errors import refusal
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
@@ -17,22 +19,9 @@ from ._run_options import run_option, run_options
 
 if TYPE_CHECKING:
     from ..ranking import RankingHistoryEntry, RankingPolicy, ScalarCaseResult
-    from ..ranking._battery import Plan
 
-"""Exit code of a failed quality check (the gate's ``quality_failed``; a replay that reproduces a
-failure)."""
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
 DEFAULT_OVERRIDES = Path("data/policies/overrides.jsonl")
-
-
-class _Battery(TypedDict):
-    """The position-battery arguments shared by the run and its report."""
-
-    plan: Plan
-    max_exhaustive: int
-    sample: int
-    seed: int
-    repeats: int
 
 
 class _GateInputs(TypedDict):
@@ -42,6 +31,60 @@ class _GateInputs(TypedDict):
     history: list[RankingHistoryEntry]
     overrides: list[Any]
     scalar: list[ScalarCaseResult] | None
+
+
+def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
+    """A click option naming a file or directory (``None`` when not given)."""
+    return click.option(*decls, type=click.Path(path_type=str), default=None, help=help, **settings)
+
+
+_PLAN = click.option(
+    "--plan",
+    type=click.Choice(["exhaustive", "rotation"]),
+    default="exhaustive",
+    show_default=True,
+    help=(
+        "exhaustive: the position battery for every fixture; rotation: one seeded non-identity"
+        " rotation per fixture, the battery for fixtures marked diagnostic."
+    ),
+)
+_BATTERY = [
+    click.option(
+        "--max-exhaustive",
+        type=click.IntRange(min=0),
+        default=4,
+        show_default=True,
+        help="All permutations for fixtures with at most this many candidates.",
+    ),
+    click.option(
+        "--sample",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Permutations per larger fixture (identity, rotations, then seeded random).",
+    ),
+    click.option(
+        "--seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Seed of the permutation sample and of the rotation plan.",
+    ),
+    click.option(
+        "--repeats",
+        type=click.IntRange(min=0),
+        default=3,
+        show_default=True,
+        help="Repeatability baseline: the identity order this many times (0: none).",
+    ),
+]
+
+
+def _battery_options(func: Any) -> Any:
+    """``--max-exhaustive``, ``--sample``, ``--seed`` and ``--repeats``, in that order."""
+    for option in reversed(_BATTERY):
+        func = option(func)
+    return func
 
 
 class _DefaultGroup(click.Group):
@@ -81,44 +124,30 @@ def ranking() -> None:
 def _capture(
     policy: Any, capture: str | None, excerpts: tuple[str, ...], retention_days: int | None
 ) -> Any:
+    """The capture configuration: the policy's, else the CLI's, else the default (full)."""
     from ..ranking import CaptureConfig
 
     given = capture is not None or excerpts or retention_days is not None
+    if policy is not None and given:
+        raise refusal(
+            "capture set twice",
+            "--capture",
+            "arguments",
+            f"the ranking policy {policy.label} declares the capture mode and retention",
+            "drop --capture/--excerpt/--retention-days, or change the policy (a new version)",
+        )
     if policy is not None:
-        if given:
-            raise WorkbenchError(
-                "capture set twice",
-                [
-                    Problem(
-                        location="--capture",
-                        code="arguments",
-                        message=(
-                            f"the ranking policy {policy.label} declares the capture mode and"
-                            " retention"
-                        ),
-                        fix=(
-                            "drop --capture/--excerpt/--retention-days, or change the policy (a new"
-                            " version)"
-                        ),
-                    )
-                ],
-            )
         return policy.capture
-    mode = capture or "full"
-    if mode == "full" and excerpts:
-        raise WorkbenchError(
+    if (capture or "full") == "full" and excerpts:
+        raise refusal(
             "invalid capture",
-            [
-                Problem(
-                    location="--excerpt",
-                    code="arguments",
-                    message="--excerpt is an allow-list for --capture digest_and_excerpts",
-                    fix="add --capture digest_and_excerpts, or drop --excerpt",
-                )
-            ],
+            "--excerpt",
+            "arguments",
+            "--excerpt is an allow-list for --capture digest_and_excerpts",
+            "add --capture digest_and_excerpts, or drop --excerpt",
         )
     return CaptureConfig(
-        mode=mode,
+        mode=capture or "full",
         excerpts=list(excerpts),
         retention_days=retention_days,
         declared_by="cli" if given else "default",
@@ -126,49 +155,35 @@ def _capture(
 
 
 @ranking.command("run")
-@click.option(
-    "--candidate",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Ranking candidate spec (kind ragas-ranking or ragas-ranking-function).",
-)
-@click.option(
+@_path("--candidate", help="Ranking candidate spec (kind ragas-ranking or ragas-ranking-function).")
+@_path(
     "--fixtures",
     required=True,
-    type=click.Path(path_type=str),
     help="Ranking fixture file, e.g. data/ranking/<name>@<version>.yaml.",
 )
-@click.option(
+@_path(
     "--results",
-    type=click.Path(path_type=str),
-    default=None,
     help=(
         "Analyse these ranking results (imported or from an earlier run) instead of running a"
         " candidate."
     ),
 )
-@click.option(
+@_path(
     "--out",
-    type=click.Path(path_type=str),
-    default=None,
     help=(
         "Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure"
         " artifacts are written here."
     ),
 )
-@click.option(
+@_path(
     "--policy",
-    type=click.Path(path_type=str),
-    default=None,
     help=(
         "Ranking release policy (kind: ranking). Default: the built-in rules (see"
         " workbench.ranking.default_policy)."
     ),
 )
-@click.option(
+@_path(
     "--history",
-    type=click.Path(path_type=str),
-    default=None,
     help=(
         "Ranking history log (default runs/ranking/history/<fixture set>.jsonl): the last run and"
         " the last passing run are read from it, this run is appended."
@@ -179,31 +194,15 @@ def _capture(
     is_flag=True,
     help="Neither read nor append the history (no fixture-change or agreement-drop comparison).",
 )
-@click.option(
-    "--overrides",
-    type=click.Path(path_type=str),
-    default=None,
-    help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).",
-)
-@click.option(
+@_path("--overrides", help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
+@_path(
     "--scalar",
-    type=click.Path(path_type=str),
-    default=None,
     help=(
         "Per-case scalar gate outcomes (JSON Lines {case_id, passed, score}) to list beside the"
         " ranking outcome."
     ),
 )
-@click.option(
-    "--plan",
-    type=click.Choice(["exhaustive", "rotation"]),
-    default="exhaustive",
-    show_default=True,
-    help=(
-        "exhaustive: the position battery for every fixture; rotation: one seeded non-identity"
-        " rotation per fixture, the battery for fixtures marked diagnostic."
-    ),
-)
+@_PLAN
 @click.option(
     "--capture",
     type=click.Choice(["full", "digest_and_excerpts"]),
@@ -221,10 +220,8 @@ def _capture(
     "--retention-days",
     type=click.IntRange(min=0),
     default=None,
-    help=(
-        "Days request payloads are kept before `workbench prune` may delete them (without a"
-        " policy)."
-    ),
+    help="Days request payloads are kept before `workbench prune` may delete them (without a"
+    " policy).",
 )
 @click.option(
     "--lock",
@@ -249,34 +246,7 @@ def _capture(
     help="Print the versioned JSON report (workbench.ranking.RankingReport).",
 )
 @run_options("concurrency", "budget")
-@click.option(
-    "--max-exhaustive",
-    type=click.IntRange(min=0),
-    default=4,
-    show_default=True,
-    help="All permutations for fixtures with at most this many candidates.",
-)
-@click.option(
-    "--sample",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Permutations per larger fixture (identity, rotations, then seeded random).",
-)
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Seed of the permutation sample and of the rotation plan.",
-)
-@click.option(
-    "--repeats",
-    type=click.IntRange(min=0),
-    default=3,
-    show_default=True,
-    help="Repeatability baseline: the identity order this many times (0: none).",
-)
+@_battery_options
 @run_option("cache")
 @run_option("no_cache")
 @run_option("no_progress")
@@ -291,7 +261,6 @@ def run(
     no_history: bool,
     overrides: str | None,
     scalar: str | None,
-    plan: Plan,
     capture: str | None,
     excerpts: tuple[str, ...],
     retention_days: int | None,
@@ -299,10 +268,7 @@ def run(
     sign_key: str | None,
     as_json: bool,
     options: RunOptions,
-    max_exhaustive: int,
-    sample: int,
-    seed: int,
-    repeats: int,
+    **battery: Any,
 ) -> None:
     """Run a ranking judge's position-bias battery over reviewed fixtures, report it and apply the
     ranking gate.
@@ -318,7 +284,7 @@ def run(
     passing run blocks. Exit 0 passed (or report-only), 1 quality failed, 3 incomplete, 4
     review required, 2 invalid input.
     """
-    from ..ranking import format_ranking, load_fixtures
+    from ..ranking import format_ranking, load_fixtures, ranking_report
 
     if sign_key and not lock:
         raise refusal(
@@ -328,24 +294,24 @@ def run(
             "--sign signs the run's lock, but --lock was not given",
             "add --lock, or drop --sign",
         )
-    _one_source(candidate, results)
+    if (candidate is None) == (results is None):
+        raise refusal(
+            "invalid arguments",
+            "--candidate/--results",
+            "arguments",
+            "give exactly one of --candidate (run the battery) or --results (analyse existing"
+            " results)",
+            "pass --candidate SPEC to run, or --results FILE to analyse",
+        )
     fixture_set = load_fixtures(fixtures)
-    gate_inputs = _gate_inputs(fixture_set.name, policy, history, no_history, overrides, scalar)
+    history_path = _history_path(fixture_set.name, history, no_history)
+    gate_inputs = _gate_inputs(policy, history_path, overrides, scalar)
     config = _capture(gate_inputs["policy"], capture, excerpts, retention_days)
     if results is not None:
-        from ..ranking import ranking_report
-
         report = ranking_report(fixture_set, results, **gate_inputs)
         out_dir = Path(out) if out else None
     else:
         assert candidate is not None
-        battery: _Battery = {
-            "plan": plan,
-            "max_exhaustive": max_exhaustive,
-            "sample": sample,
-            "seed": seed,
-            "repeats": repeats,
-        }
         report, out_dir = _run_battery(
             candidate, fixture_set, out, battery, config, options, gate_inputs
         )
@@ -360,25 +326,6 @@ def run(
         raise SystemExit(report.gate.exit_code)
 
 
-def _one_source(candidate: str | None, results: str | None) -> None:
-    if (candidate is None) != (results is None):
-        return
-    raise WorkbenchError(
-        "invalid arguments",
-        [
-            Problem(
-                location="--candidate/--results",
-                code="arguments",
-                message=(
-                    "give exactly one of --candidate (run the battery) or --results (analyse"
-                    " existing results)"
-                ),
-                fix="pass --candidate SPEC to run, or --results FILE to analyse",
-            )
-        ],
-    )
-
-
 def _history_path(name: str, history: str | None, no_history: bool) -> Path | None:
     if no_history:
         return None
@@ -386,83 +333,54 @@ def _history_path(name: str, history: str | None, no_history: bool) -> Path | No
 
 
 def _gate_inputs(
-    fixtures_name: str,
-    policy: str | None,
-    history: str | None,
-    no_history: bool,
-    overrides: str | None,
-    scalar: str | None,
+    policy: str | None, history: Path | None, overrides: str | None, scalar: str | None
 ) -> _GateInputs:
     """The policy, history, overrides and scalar outcomes the ranking gate reads."""
+    from ..policy import load_overrides
     from ..ranking import load_ranking_policy, read_history, read_scalar
 
+    rules, entries = load_ranking_policy(policy) if policy else None, read_history(history)
+    store = Path(overrides) if overrides else DEFAULT_OVERRIDES
+    if overrides and not store.exists():  # the default store is optional, a named one is not
+        raise refusal(
+            "no overrides",
+            str(store),
+            "overrides_missing",
+            "the override store does not exist",
+            "point --overrides at an existing store, or drop it",
+        )
     return {
-        "policy": load_ranking_policy(policy) if policy else None,
-        "history": read_history(_history_path(fixtures_name, history, no_history)),
-        "overrides": _overrides(overrides),
+        "policy": rules,
+        "history": entries,
+        "overrides": list(load_overrides(store)) if store.exists() else [],
         "scalar": read_scalar(scalar) if scalar else None,
     }
-
-
-def _overrides(overrides: str | None) -> list[Any]:
-    """The override store's records: ``--overrides`` (which must exist), else the default store
-    when it exists."""
-    path = Path(overrides) if overrides else DEFAULT_OVERRIDES
-    if overrides and not path.exists():
-        raise WorkbenchError(
-            "no overrides",
-            [
-                Problem(
-                    location=str(path),
-                    code="overrides_missing",
-                    message="the override store does not exist",
-                    fix="point --overrides at an existing store, or drop it",
-                )
-            ],
-        )
-    if not path.exists():
-        return []
-    from ..policy import load_overrides
-
-    return list(load_overrides(path))
-
-
-def _ranking_judge(candidate: str) -> Any:
-    from ..judges import load_candidate
-
-    judge = load_candidate(candidate)
-    if judge.spec.kind in ("ragas-ranking", "ragas-ranking-function"):
-        return judge
-    raise WorkbenchError(
-        "not a ranking candidate",
-        [
-            Problem(
-                location=candidate,
-                code="not_ranking_kind",
-                message=f"kind {judge.spec.kind!r} is not a ranking judge",
-                fix=(
-                    "use a ragas-ranking or ragas-ranking-function candidate; analyse"
-                    " imported ranking results with --results"
-                ),
-            )
-        ],
-    )
 
 
 def _run_battery(
     candidate: str,
     fixture_set: Any,
     out: str | None,
-    battery: _Battery,
+    battery: dict[str, Any],
     config: Any,
     options: RunOptions,
     gate_inputs: _GateInputs,
 ) -> tuple[Any, Path]:
     """Run the battery into a new run directory, then report and gate it; one header line whose
     counts are the report's."""
+    from ..judges import load_candidate
     from ..ranking import position_battery, ranking_report, run_ranking_sync
 
-    judge = _ranking_judge(candidate)
+    judge = load_candidate(candidate)
+    if judge.spec.kind not in ("ragas-ranking", "ragas-ranking-function"):
+        raise refusal(
+            "not a ranking candidate",
+            candidate,
+            "not_ranking_kind",
+            f"kind {judge.spec.kind!r} is not a ranking judge",
+            "use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking"
+            " results with --results",
+        )
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
     from .._lock import LOCK_FILE, RETIRED_LOCKS
 
@@ -486,12 +404,8 @@ def _run_battery(
         candidate_path=candidate,
         **battery,
     )
-    report = ranking_report(
-        fixture_set,
-        summary.results_path,
-        planned=position_battery(fixture_set, **battery),
-        **gate_inputs,
-    )
+    planned = position_battery(fixture_set, **battery)
+    report = ranking_report(fixture_set, summary.results_path, planned=planned, **gate_inputs)
     # The counts are the report's (one place): the run summary counts an invalid ranking as an
     # error attempt, the report as an integration defect.
     click.echo(
@@ -516,17 +430,8 @@ def _keep(
     from ..ranking import lock_ranking_run, record_run, write_ranking_artifacts
 
     if lock and out_dir is None:
-        raise WorkbenchError(
-            "nothing to lock",
-            [
-                Problem(
-                    location="--lock",
-                    code="arguments",
-                    message="--lock needs a run directory",
-                    fix="pass --out",
-                )
-            ],
-        )
+        message = "--lock needs a run directory"
+        raise refusal("nothing to lock", "--lock", "arguments", message, "pass --out")
     if out_dir is not None:
         paths = write_ranking_artifacts(report, out_dir)
         click.echo(f"report and {len(paths) - 1} failure artifact(s) in {out_dir}", err=True)
@@ -547,12 +452,7 @@ def _keep(
 
 
 @ranking.command("agreement")
-@click.option(
-    "--fixtures",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Ranking fixture file with reviewer orders (reviews:).",
-)
+@_path("--fixtures", required=True, help="Ranking fixture file with reviewer orders (reviews:).")
 @click.option(
     "--json",
     "as_json",
@@ -608,18 +508,8 @@ def history_(fixtures: str, as_json: bool) -> None:
 
 
 @ranking.command("replay")
-@click.option(
-    "--candidate",
-    required=True,
-    type=click.Path(path_type=str),
-    help="The ranking candidate spec of the failing run.",
-)
-@click.option(
-    "--fixtures",
-    required=True,
-    type=click.Path(path_type=str),
-    help="The fixture file of the failing run.",
-)
+@_path("--candidate", required=True, help="The ranking candidate spec of the failing run.")
+@_path("--fixtures", required=True, help="The fixture file of the failing run.")
 @click.option("--case", "case_id", required=True, help="The fixture.")
 @click.option(
     "--repeat",
@@ -627,13 +517,8 @@ def history_(fixtures: str, as_json: bool) -> None:
     type=click.IntRange(min=0),
     help="The attempt's repeat index in the battery.",
 )
-@click.option(
-    "--plan", type=click.Choice(["exhaustive", "rotation"]), default="exhaustive", show_default=True
-)
-@click.option("--max-exhaustive", type=click.IntRange(min=0), default=4, show_default=True)
-@click.option("--sample", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--repeats", type=click.IntRange(min=0), default=3, show_default=True)
+@_PLAN
+@_battery_options
 @click.option(
     "--expect-fixtures-sha256",
     default=None,
@@ -644,10 +529,8 @@ def history_(fixtures: str, as_json: bool) -> None:
     default=None,
     help="Refuse unless the candidate still has this judge fingerprint.",
 )
-@click.option(
+@_path(
     "--out",
-    type=click.Path(path_type=str),
-    default=None,
     help=(
         "Where the replay is written (default"
         " runs/ranking/replay/<candidate>/<case>-r<repeat>-<n>)."
@@ -659,14 +542,10 @@ def replay(
     fixtures: str,
     case_id: str,
     repeat: int,
-    plan: Plan,
-    max_exhaustive: int,
-    sample: int,
-    seed: int,
-    repeats: int,
     expect_fixtures_sha256: str | None,
     expect_fingerprint: str | None,
     out: str | None,
+    **battery: Any,
 ) -> None:
     """Replay one attempt of a ranking battery from frozen inputs: the same presentation, a fresh
     call (no cache).
@@ -681,29 +560,19 @@ def replay(
 
     fixture_set = load_fixtures(fixtures)
     judge = load_candidate(candidate)
-    battery = position_battery(
-        fixture_set,
-        plan=plan,
-        max_exhaustive=max_exhaustive,
-        sample=sample,
-        seed=seed,
-        repeats=repeats,
-    )
-    items = [i for i in battery if i.case_id == case_id and i.repeat == repeat]
+    items = [
+        i
+        for i in position_battery(fixture_set, **battery)
+        if i.case_id == case_id and i.repeat == repeat
+    ]
     problems = _replay_problems(
         fixtures, fixture_set, candidate, judge, expect_fixtures_sha256, expect_fingerprint
     )
     if not items:
-        problems.append(
-            Problem(
-                location="--case/--repeat",
-                code="no_such_attempt",
-                message=f"the battery has no attempt {case_id}#{repeat}",
-                fix="copy --case and --repeat from the failure artifact",
-            )
-        )
-    if problems:
-        raise WorkbenchError("replay refused", problems)
+        message = f"the battery has no attempt {case_id}#{repeat}"
+        fix = "copy --case and --repeat from the failure artifact"
+        problems.add("--case/--repeat", "no_such_attempt", message, fix)
+    problems.raise_if_any("replay refused")
     out = out or _replay_dir(judge.spec.label, case_id, repeat)
     run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
     rows = [
@@ -728,32 +597,25 @@ def _replay_problems(
     judge: Any,
     expect_fixtures_sha256: str | None,
     expect_fingerprint: str | None,
-) -> list[Problem]:
+) -> Problems:
     """The fixtures or the candidate are not the frozen ones the failing run used."""
-    problems: list[Problem] = []
-    if expect_fixtures_sha256 and fixture_set.dataset_sha256 != expect_fixtures_sha256:
-        problems.append(
-            Problem(
-                location=fixtures,
-                code="fixtures_changed",
-                message=(
-                    f"the fixture file's sha256 is {fixture_set.dataset_sha256[:12]}, the failing"
-                    f" run used {expect_fixtures_sha256[:12]}"
-                ),
-                fix="replay against the fixture file version the run used (git checkout it)",
-            )
+    problems = Problems()
+    sha256, fingerprint = fixture_set.dataset_sha256, judge.identity.fingerprint()
+    if expect_fixtures_sha256 and sha256 != expect_fixtures_sha256:
+        problems.add(
+            fixtures,
+            "fixtures_changed",
+            f"the fixture file's sha256 is {sha256[:12]}, the failing run used"
+            f" {expect_fixtures_sha256[:12]}",
+            "replay against the fixture file version the run used (git checkout it)",
         )
-    if expect_fingerprint and judge.identity.fingerprint() != expect_fingerprint:
-        problems.append(
-            Problem(
-                location=candidate,
-                code="candidate_changed",
-                message=(
-                    f"the candidate's fingerprint is {judge.identity.fingerprint()[:12]}, the"
-                    f" failing run used {expect_fingerprint[:12]}"
-                ),
-                fix="replay with the candidate spec (and prompt, Ragas version) the run used",
-            )
+    if expect_fingerprint and fingerprint != expect_fingerprint:
+        problems.add(
+            candidate,
+            "candidate_changed",
+            f"the candidate's fingerprint is {fingerprint[:12]}, the failing run used"
+            f" {expect_fingerprint[:12]}",
+            "replay with the candidate spec (and prompt, Ragas version) the run used",
         )
     return problems
 
@@ -833,45 +695,48 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
     """
     from ..ranking import find_runs, prune_run
 
-    now = datetime.now(UTC)
-    if now_text:
-        try:
-            parsed = datetime.fromisoformat(now_text)
-        except ValueError:
-            raise WorkbenchError(
-                "invalid --now",
-                [
-                    Problem(
-                        location="--now",
-                        code="arguments",
-                        message=f"{now_text!r} is not an ISO date or datetime",
-                        fix="e.g. --now 2027-01-31",
-                    )
-                ],
-            ) from None
-        now = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     runs = find_runs(list(paths) or ["runs"])
-    done = [prune_run(r, now, dry_run=dry_run) for r in runs]
+    done = [prune_run(r, _now(now_text), dry_run=dry_run) for r in runs]
     if as_json:
         echo_json([d.model_dump(mode="json") for d in done])
-    else:
-        if not runs:
-            click.echo("no ranking runs with captured payloads found")
-        for d in done:
-            state = (
-                ""
-                if not d.locked
-                else (
-                    "; lock verifies"
-                    if not d.lock_problems
-                    else f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))"
-                )
-            )
-            click.echo(
-                f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s),"
-                f" kept {d.kept}, pruned earlier {d.already_pruned}{state}"
-            )
-            for p in d.lock_problems:
-                click.echo("  " + p.format())
+    for line in (
+        []
+        if as_json
+        else _pruned(done, dry_run) or ["no ranking runs with captured payloads found"]
+    ):
+        click.echo(line)
     if any(d.lock_problems for d in done):
         raise SystemExit(ExitCode.FAILED)
+
+
+def _pruned(done: list[Any], dry_run: bool) -> list[str]:
+    """A line per pruned run, and the lock's problems when it no longer verifies."""
+    lines = []
+    for d in done:
+        state = (
+            ""
+            if not d.locked
+            else "; lock verifies"
+            if not d.lock_problems
+            else (f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))")
+        )
+        lines.append(
+            f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s),"
+            f" kept {d.kept}, pruned earlier {d.already_pruned}{state}"
+        )
+        lines += ["  " + p.format() for p in d.lock_problems]
+    return lines
+
+
+def _now(text: str | None) -> datetime:
+    """``--now`` as an aware datetime (UTC when it names no zone), or the current time."""
+    if not text:
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        message = f"{text!r} is not an ISO date or datetime"
+        raise refusal(
+            "invalid --now", "--now", "arguments", message, "e.g. --now 2027-01-31"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

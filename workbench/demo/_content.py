@@ -11,7 +11,10 @@ models it must satisfy and reads it once, on import, through :func:`load_content
   their ids;
 * ``phrases.yaml``: the approved terminology and the openers and closers responses are
   padded with (:class:`Phrases`);
-* ``topics/<slice>.yaml``: the slice's topics, in generation order (:class:`Topic`).
+* ``topics/<slice>.yaml``: the slice's topics, in generation order (:class:`Topic`);
+* ``variants.yaml``: each kind of response's label, tags and texts (:class:`Variants`);
+* ``card.yaml`` and ``card.md``: the dataset card's front matter and body, with ``{fields}``
+  the builder fills in (read by :mod:`workbench.demo.build`).
 
 A :class:`Topic` is one source question (a paraphrase family). It declares the required
 concepts and the prohibited claim a correct answer is graded against, each with the
@@ -33,7 +36,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import Field, TypeAdapter, ValidationError
 
 from .._io import JSONRecordError, loads_json
-from .._load import parse_yaml
+from .._load import Problems, parse_yaml, validation_problems
 from .._record import Record as _Content
 from ..errors import Problem, WorkbenchError
 
@@ -183,6 +186,29 @@ class Topic(_Content):
     """Hand-written whole responses: ambiguous answers and traps."""
 
 
+class VariantText(_Content):
+    """How one kind of response variant is labelled and explained (``variants.yaml``)."""
+
+    label: Literal["pass", "fail", "review_required"] | None = None
+    """The adjudicated label (a hand-written response carries its own)."""
+    tags: tuple[str, ...]
+    """The response-style tags (none: the kinds of alternative the response uses)."""
+    why: str = ""
+    """Why the label holds, with ``{fields}`` filled in by the builder (a hand-written response
+    carries its own)."""
+    dissent: str
+    """What a reviewer who disagreed writes, with ``{fields}`` filled in by the builder."""
+
+
+class Variants(_Content):
+    """``variants.yaml``: the generated kinds of response and the hand-written kinds."""
+
+    kinds: dict[str, VariantText]
+    """The generated kinds, in the order a topic may add them."""
+    specials: dict[str, VariantText]
+    """The hand-written kinds (:class:`Special`)."""
+
+
 class Content(NamedTuple):
     """Everything :func:`load_content` read."""
 
@@ -190,6 +216,7 @@ class Content(NamedTuple):
     evidence: tuple[Passage, ...]
     phrases: Phrases
     topics: tuple[Topic, ...]
+    variants: Variants
 
 
 _TOPICS = TypeAdapter(tuple[Topic, ...])
@@ -198,38 +225,32 @@ _UNREAD = object()
 
 
 def _problems(exc: ValidationError, loc: str, prefix: str = "") -> list[Problem]:
-    return [
-        Problem(
-            location=loc,
-            code="demo_content_invalid",
-            message=(
-                f"{'.'.join(map(str, (*([prefix] if prefix else []), *e['loc']))) or 'file'}:"
-                f" {e['msg']}"
-            ),
-            fix=f"correct the field; the models are in {__name__}",
-        )
-        for e in exc.errors(include_url=False)
-    ]
+    def message(e: Any, _: str) -> str:
+        path = ".".join(map(str, (*([prefix] if prefix else []), *e["loc"])))
+        return f"{path or 'file'}: {e['msg']}"
+
+    fix = f"correct the field; the models are in {__name__}"
+    return validation_problems(exc, at=loc, code="demo_content_invalid", fix=fix, message=message)
 
 
 def _yaml(root: Traversable, name: str, problems: list[Problem]) -> Any:
     loc = f"workbench/demo/{CONTENT}/{name}"
     try:
-        return parse_yaml(
-            root.joinpath(*name.split("/")).read_text(encoding="utf-8"), loc, prefix="demo_content"
-        )
+        return parse_yaml(_read(root, name, loc), loc, prefix="demo_content")
     except WorkbenchError as exc:
         problems.extend(exc.problems)
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(
-            Problem(
-                location=loc,
-                code="demo_content_missing",
-                message=f"cannot read the file ({exc})",
-                fix="reinstall the workbench; the demo content ships with it",
-            )
-        )
     return _UNREAD
+
+
+def _read(root: Traversable, name: str, loc: str) -> str:
+    """A content file's text; an unreadable one is one ``demo_content_missing`` problem."""
+    try:
+        return root.joinpath(*name.split("/")).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        missing = Problems()
+        fix = "reinstall the workbench; the demo content ships with it"
+        missing.add(loc, "demo_content_missing", f"cannot read the file ({exc})", fix)
+        missing.fail("unreadable demo content")
 
 
 def _validate(model: Any, raw: Any, loc: str, problems: list[Problem], prefix: str = "") -> Any:
@@ -250,16 +271,9 @@ def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | Non
     """The passages, or ``None`` when a line could not be read (its problem is listed)."""
     loc = f"workbench/demo/{CONTENT}/evidence.jsonl"
     try:
-        text = root.joinpath("evidence.jsonl").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(
-            Problem(
-                location=loc,
-                code="demo_content_missing",
-                message=f"cannot read the file ({exc})",
-                fix="reinstall the workbench; the demo content ships with it",
-            )
-        )
+        text = _read(root, "evidence.jsonl", loc)
+    except WorkbenchError as exc:
+        problems.extend(exc.problems)
         return None
     out: list[Passage] = []
     complete = True
@@ -267,12 +281,10 @@ def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | Non
         try:
             raw = loads_json(line)
         except (JSONRecordError, ValueError) as exc:
+            message, fix = f"not valid JSON ({exc})", "write one JSON object a line"
             problems.append(
                 Problem(
-                    location=f"{loc}:{number}",
-                    code="demo_content_json",
-                    message=f"not valid JSON ({exc})",
-                    fix="write one JSON object a line",
+                    location=f"{loc}:{number}", code="demo_content_json", message=message, fix=fix
                 )
             )
             complete = False
@@ -289,53 +301,35 @@ def _cross_checks(
     """Duplicate ids and slugs, cited passages, concept positions (cited passages only when
     every passage was read, so a broken line is not reported again as missing passages)."""
     where = f"workbench/demo/{CONTENT}"
+    found = Problems()
     ids = [p.id for p in evidence or ()]
-    for dup in sorted({i for i in ids if ids.count(i) > 1}):
-        problems.append(
-            Problem(
-                location=f"{where}/evidence.jsonl",
-                code="demo_content_duplicate",
-                message=f"passage id {dup!r} appears more than once",
-                fix="give every passage its own id",
-            )
-        )
     slugs = [t.slug for t in topics]
-    for dup in sorted({s for s in slugs if slugs.count(s) > 1}):
-        problems.append(
-            Problem(
-                location=f"{where}/topics",
-                code="demo_content_duplicate",
-                message=f"topic slug {dup!r} appears more than once",
-                fix="give every topic its own slug",
-            )
-        )
+    for loc, what, values, fix in (
+        (f"{where}/evidence.jsonl", "passage id", ids, "give every passage its own id"),
+        (f"{where}/topics", "topic slug", slugs, "give every topic its own slug"),
+    ):
+        for dup in sorted({v for v in values if values.count(v) > 1}):
+            message = f"{what} {dup!r} appears more than once"
+            found.add(loc, "demo_content_duplicate", message, fix)
     for topic in topics:
         loc = f"{where}/topics/{topic.slice}.yaml"
         for eid in topic.evidence if evidence is not None else ():
             if eid not in ids:
-                problems.append(
-                    Problem(
-                        location=loc,
-                        code="demo_content_unknown_evidence",
-                        message=(
-                            f"topic {topic.slug!r} cites passage {eid!r}, which evidence.jsonl"
-                            " lacks"
-                        ),
-                        fix="cite a passage id of evidence.jsonl",
-                    )
+                found.add(
+                    loc,
+                    "demo_content_unknown_evidence",
+                    f"topic {topic.slug!r} cites passage {eid!r}, which evidence.jsonl lacks",
+                    "cite a passage id of evidence.jsonl",
                 )
         if topic.wrong_replaces >= len(topic.concepts):
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="demo_content_invalid",
-                    message=(
-                        f"topic {topic.slug!r}: wrong_replaces {topic.wrong_replaces} names no"
-                        f" concept ({len(topic.concepts)} concepts)"
-                    ),
-                    fix="name a concept by its 0-based position",
-                )
+            found.add(
+                loc,
+                "demo_content_invalid",
+                f"topic {topic.slug!r}: wrong_replaces {topic.wrong_replaces} names no concept"
+                f" ({len(topic.concepts)} concepts)",
+                "name a concept by its 0-based position",
             )
+    problems.extend(found)
 
 
 def load_content(root: Traversable | None = None) -> Content:
@@ -359,6 +353,12 @@ def load_content(root: Traversable | None = None) -> Content:
         f"workbench/demo/{CONTENT}/phrases.yaml",
         problems,
     )
+    variants = _validate(
+        Variants,
+        _yaml(root, "variants.yaml", problems),
+        f"workbench/demo/{CONTENT}/variants.yaml",
+        problems,
+    )
     evidence = _evidence(root, problems)
     topics: list[Topic] = []
     for info in handbook.slices if handbook is not None else ():
@@ -367,27 +367,22 @@ def load_content(root: Traversable | None = None) -> Content:
         found = _validate(_TOPICS, _yaml(root, name, problems), loc, problems, prefix="topics")
         for topic in found or ():
             if topic.slice != info.name:
+                message = (
+                    f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}"
+                )
+                fix = f"move it to topics/{topic.slice}.yaml"
                 problems.append(
-                    Problem(
-                        location=loc,
-                        code="demo_content_slice",
-                        message=(
-                            f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not"
-                            f" {info.name!r}"
-                        ),
-                        fix=f"move it to topics/{topic.slice}.yaml",
-                    )
+                    Problem(location=loc, code="demo_content_slice", message=message, fix=fix)
                 )
         topics.extend(found or ())
     _cross_checks(evidence, topics, problems)
-    if problems or handbook is None or phrases is None or evidence is None:
+    if problems or handbook is None or phrases is None or evidence is None or variants is None:
         raise WorkbenchError(f"the demo content is invalid: {len(problems)} problem(s)", problems)
-    return Content(handbook, tuple(evidence), phrases, tuple(topics))
+    return Content(handbook, tuple(evidence), phrases, tuple(topics), variants)
 
 
 _CONTENT = load_content()
 
-COMPANY = _CONTENT.handbook.company
 HANDBOOK = _CONTENT.handbook.handbook
 SLICES: tuple[SliceInfo, ...] = _CONTENT.handbook.slices
 EVIDENCE: tuple[tuple[str, str, str], ...] = tuple(
@@ -402,3 +397,4 @@ CLOSERS: tuple[str, ...] = _CONTENT.phrases.closers
 VERBOSE_OPENERS: tuple[str, ...] = _CONTENT.phrases.verbose_openers
 VERBOSE_CLOSERS: tuple[str, ...] = _CONTENT.phrases.verbose_closers
 TOPICS: tuple[Topic, ...] = _CONTENT.topics
+VARIANTS: Variants = _CONTENT.variants

@@ -25,24 +25,26 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .._io import atomic_write_text, sha256_text, write_jsonl
+from .._io import atomic_write_text, sha256_text, write_jsonl, yaml_loads
 from ..gold import GoldCase
 from ._content import (
     APPROVED_TERMS,
     CLOSERS,
+    CONTENT,
     EVIDENCE,
     HANDBOOK,
     OPENERS,
     SLICES,
     TOPICS,
+    VARIANTS,
     VERBOSE_CLOSERS,
     VERBOSE_OPENERS,
-    Claim,
     Concept,
     SliceInfo,
     Special,
@@ -169,7 +171,17 @@ def _has(text: str, phrase: str) -> bool:
     return _norm(phrase) in _norm(text)
 
 
-def check_topic(topic: Topic) -> list[str]:  # noqa: C901
+_CLAIM_SENTENCES = (
+    ("verbatim", True),
+    ("negated", True),
+    ("negated_after", True),
+    ("paraphrase", False),
+    ("abbreviated", False),
+)
+"""Each sentence of a claim and whether it states the claim's key phrase."""
+
+
+def check_topic(topic: Topic) -> list[str]:
     """Authoring checks: each sentence contains (or avoids) the key phrase it is meant to."""
     problems: list[str] = []
     for concept in topic.concepts:
@@ -180,14 +192,11 @@ def check_topic(topic: Topic) -> list[str]:  # noqa: C901
         if (concept.alternative is None) != (concept.alt_term is None):
             problems.append(f"{topic.slug}: {concept.key!r} needs both alternative and alt_term")
     claim = topic.claim
-    for name in ("verbatim", "negated", "negated_after"):
+    for name, states in _CLAIM_SENTENCES:
         sentence = getattr(claim, name)
-        if sentence is not None and not _has(sentence, claim.key):
-            problems.append(f"{topic.slug}: claim {name} sentence lacks {claim.key!r}")
-    for name in ("paraphrase", "abbreviated"):
-        sentence = getattr(claim, name)
-        if sentence is not None and _has(sentence, claim.key):
-            problems.append(f"{topic.slug}: claim {name} sentence contains {claim.key!r}")
+        if sentence is not None and _has(sentence, claim.key) != states:
+            how = "lacks" if states else "contains"
+            problems.append(f"{topic.slug}: claim {name} sentence {how} {claim.key!r}")
     if topic.wrong_replaces >= len(topic.concepts):
         problems.append(f"{topic.slug}: wrong_replaces out of range")
     unknown = [e for e in topic.evidence if e not in {eid for eid, _, _ in EVIDENCE}]
@@ -224,192 +233,91 @@ def _keys(concepts: Sequence[Concept]) -> str:
     return ", ".join(f"'{c.key}'" for c in concepts)
 
 
-def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant]:  # noqa: C901
-    concepts = topic.concepts
-    claim: Claim = topic.claim
-    canonical = [c.canonical for c in concepts]
-    termable = [c for c in concepts if c.alternative and c.alt_kind != "plain-language"]
-    plainable = [c for c in concepts if c.alternative and c.alt_kind == "plain-language"]
-    all_keys = _keys(concepts)
-
+def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant]:
+    """The topic's responses: concise, the optional kinds drawn by their probability, the
+    abbreviated claim when the topic has one, the hand-written specials; shuffled."""
+    claim = topic.claim
+    alternatives = {
+        kind: [
+            c
+            for c in topic.concepts
+            if c.alternative and (c.alt_kind == "plain-language") == (kind == "plain-language")
+        ]
+        for kind in ("terminology", "plain-language")
+    }
     kinds = ["concise"]
     for kind, p in OPTIONAL_KINDS:
         available = {
-            "terminology": bool(termable),
-            "plain-language": bool(plainable),
+            "terminology": bool(alternatives["terminology"]),
+            "plain-language": bool(alternatives["plain-language"]),
             "post-negation": claim.negated_after is not None,
         }.get(kind, True)
         if available and rng.random() < p:
             kinds.append(kind)
     if claim.abbreviated is not None:
         kinds.append("abbreviated-prohibition")
-
-    out: list[Variant] = []
-    for kind in kinds:
-        if kind == "concise":
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, canonical),
-                    "pass",
-                    ["concise"],
-                    f"States every required concept ({all_keys}) and makes no prohibited claim.",
-                    "Looks fine, but I would want the answer to explain more.",
-                )
-            )
-        elif kind == "terminology":
-            sentences = [c.alternative if c in termable else c.canonical for c in concepts]
-            terms = ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in termable)
-            tags = [str(k) for k in sorted({c.alt_kind for c in termable})]
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, sentences),
-                    "pass",
-                    tags,
-                    f"Uses standard terminology ({terms}); every required concept is present and no"
-                    " prohibited claim is made.",
-                    f"Not convinced {termable[0].alt_term!r} states '{termable[0].key}' as the"
-                    " notes require.",
-                )
-            )
-        elif kind == "plain-language":
-            sentences = [c.alternative if c in plainable else c.canonical for c in concepts]
-            terms = ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in plainable)
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, sentences),
-                    "pass",
-                    ["plain-language"],
-                    f"States the required concepts in equivalent plain words ({terms}); no"
-                    " prohibited claim.",
-                    f"'{plainable[0].alt_term}' is too loose to count as '{plainable[0].key}'.",
-                )
-            )
-        elif kind == "omission":
-            dropped = rng.randrange(len(concepts))
-            sentences = [s for i, s in enumerate(canonical) if i != dropped]
-            missing = concepts[dropped]
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, sentences),
-                    "fail",
-                    ["omission"],
-                    f"Omits a required concept: {missing.meaning}.",
-                    f"Covers the main point; leaving out '{missing.key}' seemed minor.",
-                )
-            )
-        elif kind == "prohibited-claim":
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, _with_claim(rng, canonical, claim.verbatim)),
-                    "fail",
-                    ["prohibited-claim"],
-                    f"Asserts the prohibited claim that {claim.meaning} ('{claim.key}').",
-                    "All required concepts are present.",
-                )
-            )
-        elif kind == "paraphrased-prohibition":
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, _with_claim(rng, canonical, claim.paraphrase)),
-                    "fail",
-                    ["paraphrased-prohibition"],
-                    f'Asserts in other words that {claim.meaning}: "{claim.paraphrase}"',
-                    "All required concepts are present; I read the extra sentence as friendly tone,"
-                    " not a promise.",
-                )
-            )
-        elif kind == "negation":
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, _with_claim(rng, canonical, claim.negated)),
-                    "pass",
-                    ["negation"],
-                    f"Mentions '{claim.key}' only to deny it, which is what the policy says; all"
-                    " required concepts present.",
-                    f"Contains the prohibited phrase '{claim.key}'.",
-                )
-            )
-        elif kind == "post-negation":
-            assert claim.negated_after is not None
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, _with_claim(rng, canonical, claim.negated_after)),
-                    "pass",
-                    ["negation", "post-negation"],
-                    f"Raises '{claim.key}' only to rule it out; all required concepts present.",
-                    f"Repeats the prohibited phrase '{claim.key}'; the denial is not explicit"
-                    " enough.",
-                )
-            )
-        elif kind == "abbreviated-prohibition":
-            assert claim.abbreviated is not None
-            out.append(
-                Variant(
-                    kind,
-                    _compose(rng, _with_claim(rng, canonical, claim.abbreviated)),
-                    "fail",
-                    ["prohibited-claim", "abbreviation"],
-                    f"'{claim.abbreviated_term}' is the prohibited claim that {claim.meaning},"
-                    " abbreviated.",
-                    "All required concepts are present and the prohibited phrase does not appear.",
-                )
-            )
-        elif kind == "verbose":
-            out.append(
-                Variant(
-                    kind,
-                    _compose_verbose(rng, canonical, topic, info),
-                    "pass",
-                    ["verbose", "long-answer"],
-                    f"Long, but states every required concept ({all_keys}) and makes no prohibited"
-                    " claim.",
-                    "Too long and padded for a support answer.",
-                )
-            )
-        elif kind == "polished-wrong":
-            target = concepts[topic.wrong_replaces]
-            sentences = [
-                topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)
-            ]
-            out.append(
-                Variant(
-                    kind,
-                    _compose_verbose(rng, sentences, topic, info),
-                    "fail",
-                    ["polished-wrong", "long-answer"],
-                    f"Fluent and confident but wrong: the policy is that {target.meaning}, and the"
-                    f' response says "{topic.wrong}"',
-                    "Reads well and answers the question.",
-                )
-            )
-    for special in topic.specials:
-        out.append(_special_variant(special))
+    out = [_variant(kind, topic, info, rng, alternatives) for kind in kinds]
+    out += [_special_variant(special) for special in topic.specials]
     rng.shuffle(out)
     return out
 
 
+def _variant(
+    kind: str,
+    topic: Topic,
+    info: SliceInfo,
+    rng: random.Random,
+    alternatives: dict[str, list[Concept]],
+) -> Variant:
+    """One response of ``kind``: its sentences, composed, with the label and texts of
+    ``variants.yaml``."""
+    concepts, claim = topic.concepts, topic.claim
+    canonical = [c.canonical for c in concepts]
+    used = alternatives.get(kind, [])
+    fields: dict[str, Any] = {
+        "all_keys": _keys(concepts),
+        "terms": ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in used),
+        "termable": alternatives["terminology"],
+        "plainable": alternatives["plain-language"],
+        "claim": claim,
+        "target": concepts[topic.wrong_replaces],
+        "wrong": topic.wrong,
+    }
+    claimed = {
+        "prohibited-claim": claim.verbatim,
+        "paraphrased-prohibition": claim.paraphrase,
+        "negation": claim.negated,
+        "post-negation": claim.negated_after,
+        "abbreviated-prohibition": claim.abbreviated,
+    }
+    sentences: Sequence[str | None] = [
+        c.alternative if c in used else c.canonical for c in concepts
+    ]
+    if kind == "omission":
+        dropped = rng.randrange(len(concepts))
+        sentences = [s for i, s in enumerate(canonical) if i != dropped]
+        fields["missing"] = concepts[dropped]
+    elif kind in claimed:
+        sentences = _with_claim(rng, canonical, str(claimed[kind]))
+    elif kind == "polished-wrong":
+        sentences = [
+            topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)
+        ]
+    if kind in ("verbose", "polished-wrong"):
+        response = _compose_verbose(rng, sentences, topic, info)
+    else:
+        response = _compose(rng, sentences)
+    text = VARIANTS.kinds[kind]
+    tags = list(text.tags) or [str(k) for k in sorted({c.alt_kind for c in used})]
+    why, dissent = text.why.format(**fields), text.dissent.format(**fields)
+    return Variant(kind, response, str(text.label), tags, why, dissent)
+
+
 def _special_variant(special: Special) -> Variant:
-    tags = {
-        "ambiguous": ["ambiguous"],
-        "false-reassurance": ["prohibited-claim", "false-reassurance"],
-        "near-synonym": ["omission", "near-synonym"],
-        "wrong-polarity": ["polished-wrong", "wrong-polarity"],
-    }[special.kind]
-    dissent = {
-        "ambiguous": "",
-        "false-reassurance": "Reads as reassurance; the required concepts are all there.",
-        "near-synonym": "The verification step is mentioned, which is close enough.",
-        "wrong-polarity": "Mentions the required concept.",
-    }[special.kind]
-    return Variant(special.kind, special.response, special.label, tags, special.note, dissent)
+    text = VARIANTS.specials[special.kind]
+    return Variant(
+        special.kind, special.response, special.label, list(text.tags), special.note, text.dissent
+    )
 
 
 # ------------------------------------------------------------------------ reviews
@@ -737,182 +645,67 @@ def _active(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _card(records: list[dict[str, Any]]) -> str:
+    """``card.md``: the front matter (``content/card.yaml``) and the body (``content/card.md``),
+    filled in with the dataset's figures."""
     active = _active(records)
-    front = {
-        "name": "tallowmere-support-demo",
-        "version": DATASET_VERSION,
-        "intended_use": (
-            "Demonstrating and testing the judge calibration workbench: validation, human"
-            " agreement, judge runs and alignment reports with the two demo judges. Not evidence"
-            " about any real product, policy, model or reviewer population; never use it to certify"
-            " a production judge."
-        ),
-        "sampling_window": (
-            f"Synthetic responses dated {SAMPLED} (2026-09-01 to 2026-09-28), written by the"
-            " project's demo builder (workbench/demo) from authored policy sentences; no real"
-            " traffic was sampled."
-        ),
-        "reviewer_qualifications": (
-            "Four pseudonymous reviewers (reviewer-a to reviewer-d) and two adjudicators are"
-            " simulated by the builder; they represent support-policy specialists trained on"
-            f" rubric {RUBRIC_VERSION}. Their labels, confidence and rationales are authored, not"
-            " collected from people."
-        ),
-        "adjudication_procedure": (
-            "Every case has two independent, blinded reviews from a rotating pair of reviewers."
-            " Every case is adjudicated: when reviewers agree the adjudicator confirms the label;"
-            " when they disagree, or a reviewer escalates, the adjudicator decides from the grading"
-            " notes and the evidence snapshot and records the rubric rule applied. Corrections are"
-            " new records that supersede the old one; preliminary labels are never edited."
-        ),
-        "known_gaps": [
-            (
-                "Synthetic English text only; real customer phrasing, typos and multilingual"
-                " traffic are absent."
-            ),
-            (
-                "Responses are composed from a small set of authored sentences, so wording is"
-                " repetitive within a group."
-            ),
-            (
-                "One fictional retailer's policies; other businesses and policy styles are not"
-                " covered."
-            ),
-            (
-                "Single-turn answers only; multi-turn conversations, tool use and retrieval are not"
-                " covered."
-            ),
-            (
-                "Adversarial prompt-injection inside responses is not in the gold set; it is"
-                " covered by the separate control suite data/controls/support-controls@1.yaml."
-            ),
-            "Reviewer behaviour is simulated; real reviewer drift and fatigue are not represented.",
-        ],
-        "excluded_domains": [
-            "medical, legal and financial advice",
-            "real company policies and real customer data",
-            "product recommendations and sales",
-        ],
-        "privacy_handling": (
-            "No personal data: customers, orders, reviewers and the company are fictional. The only"
-            " email address (privacy@tallowmere.example) uses the reserved .example domain."
-        ),
-        "source_authority": (
-            f"The evidence snapshot (evidence.jsonl) is the authored '{HANDBOOK}', owned by this "
-            "project. Grading notes cite its passage ids; it is the only authority for labels."
+    labels = ["pass", "fail", "review_required"]
+    counts = Counter((r["partition"], r["slice"], r["adjudication"]["label"]) for r in active)
+    groups = Counter((r["partition"], r["slice"]) for r in {r["group"]: r for r in active}.values())
+    distribution = [
+        [p, info.name, info.risk, str(groups[(p, info.name)])]
+        + [str(counts[(p, info.name, label)]) for label in labels]
+        for p in ("development", "calibration", "held_out")
+        for info in SLICES
+    ]
+    totals = Counter(r["adjudication"]["label"] for r in active)
+    split = sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1)
+    corrections = [r for r in records if r.get("supersedes")]
+    values = {
+        "dataset_version": DATASET_VERSION,
+        "sampled": SAMPLED,
+        "rubric_name": RUBRIC_NAME,
+        "rubric_version": RUBRIC_VERSION,
+        "handbook": HANDBOOK,
+        "seed": SEED,
+        "terms": _table(["concept", "accepted alternatives"], [[a, b] for a, b in APPROVED_TERMS]),
+        "active": len(active),
+        "groups": len({r["group"] for r in active}),
+        "records": len(records),
+        "corrections": len(corrections),
+        "passes": totals["pass"],
+        "fails": totals["fail"],
+        "reviews": totals["review_required"],
+        "distribution": _table(["partition", "slice", "risk", "groups", *labels], distribution),
+        "split": split,
+        "share": split / len(active),
+        "correction_lines": "\n".join(
+            f"- `{r['case_id']}` supersedes `{r['supersedes']}` ({r['partition']}, {r['slice']}): "
+            f"adjudicated {r['adjudication']['label']}."
+            for r in corrections
         ),
     }
+    front = _filled(yaml_loads(_content_text("card.yaml")), values)
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
-    return f"---\n{head}---\n\n{_card_body(records, active)}"
+    return f"---\n{head}---\n\n" + _content_text("card.md").format(**values)
+
+
+def _content_text(name: str) -> str:
+    return files(__package__).joinpath(CONTENT, name).read_text(encoding="utf-8")
+
+
+def _filled(value: Any, values: dict[str, Any]) -> Any:
+    """``value`` with every string's ``{name}`` fields filled in."""
+    if isinstance(value, str):
+        return value.format(**values)
+    if isinstance(value, list):
+        return [_filled(v, values) for v in value]
+    return {k: _filled(v, values) for k, v in value.items()}
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def _card_body(records: list[dict[str, Any]], active: list[dict[str, Any]]) -> str:
-    labels = ["pass", "fail", "review_required"]
-    partitions = ["development", "calibration", "held_out"]
-    counts = Counter((r["partition"], r["slice"], r["adjudication"]["label"]) for r in active)
-    groups = Counter((r["partition"], r["slice"]) for r in {r["group"]: r for r in active}.values())
-    dist_rows = []
-    for p in partitions:
-        for info in SLICES:
-            row = [p, info.name, info.risk, str(groups[(p, info.name)])]
-            row += [str(counts[(p, info.name, label)]) for label in labels]
-            dist_rows.append(row)
-    totals = Counter(r["adjudication"]["label"] for r in active)
-    split = sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1)
-    corrections = [r for r in records if r.get("supersedes")]
-    n_groups = len({r["group"] for r in active})
-    correction_lines = "\n".join(
-        f"- `{r['case_id']}` supersedes `{r['supersedes']}` ({r['partition']}, {r['slice']}): "
-        f"adjudicated {r['adjudication']['label']}."
-        for r in corrections
-    )
-    terms = _table(["concept", "accepted alternatives"], [[a, b] for a, b in APPROVED_TERMS])
-    distribution = _table(["partition", "slice", "risk", "groups", *labels], dist_rows)
-    return f"""# Tallowmere support-policy demo gold set
-
-**Synthetic data, authored by this project.** Tallowmere is a fictional online homeware shop.
-Its policies (the evidence snapshot), the customer questions, the support-bot responses, the
-reviewer labels and the adjudications were all written for this workbench by the demo builder
-(`python -m workbench.demo.build data/demo`, seed {SEED}). Nothing was copied from a public
-dataset and nothing comes from real customers. Regenerating gives byte-identical files.
-
-## What is judged
-
-Rubric `{RUBRIC_NAME}`, version `{RUBRIC_VERSION}`. Given the customer's question and the
-case's grading notes, a response **passes** when it states every required concept and asserts
-none of the prohibited claims; otherwise it **fails**. It is **review_required** when the notes
-cannot settle the verdict (kept rare on purpose).
-
-## Grading-notes format
-
-Every case carries `grading_notes`, the controlled evidence that both reviewers and judges
-read. One item per line:
-
-```
-Required: "<key phrase>" | <the concept, in words>
-Prohibited: "<key phrase>" | <the claim, in words>
-Rule: <how alternatives and denials are treated>
-Sources: <evidence ids>
-```
-
-- `Required` lines list the concepts a correct answer must state. The quoted key phrase is the
-  policy's own wording; the text after `|` says what the concept means.
-- `Prohibited` lines list claims a correct answer must not make. The quoted key phrase is the
-  typical wording of the claim; the text after `|` says what the claim is.
-- The `Rule` line is the same on every case: a required concept counts when it is stated in
-  equivalent words or an approved abbreviation (below); a prohibited claim counts when it is
-  asserted in any wording, but not when it is explicitly denied ("late requests are **not**
-  automatically approved" is correct).
-- `Sources` lists the ids of the passages in `evidence.jsonl` the notes come from.
-
-The quoted phrases make the notes machine-readable, but the label follows the meaning: a judge
-that only matches the quoted phrases will mis-grade abbreviations, denials and paraphrases.
-That is deliberate: the two demo judges (`workbench.judges.demo`) show exactly those errors.
-
-## Approved terminology
-
-Reviewers accept these alternatives for a required concept, besides equivalent plain wording:
-
-{terms}
-
-## Case design
-
-Each `group` is one source question with several paraphrased inputs and different responses.
-Partitions are assigned by group within each slice (about 40/30/30 of groups), so a group
-never straddles partitions and every partition holds every slice. Tags record the response
-style: `concise`, `verbose`, `abbreviation`, `synonym`, `spelling-variant`, `plain-language`,
-`omission`, `prohibited-claim`, `paraphrased-prohibition`, `negation`, `post-negation`,
-`polished-wrong`, `false-reassurance`, `near-synonym`, `wrong-polarity`, `ambiguous`,
-`corrected`. Case ids (`<slice prefix>-<group>-<variant>`) carry no label information.
-
-## Label distribution (active cases)
-
-- Active cases: {len(active)} in {n_groups} groups.
-- Records: {len(records)}, of which {len(corrections)} are superseded originals.
-- Labels: {totals["pass"]} pass, {totals["fail"]} fail, {totals["review_required"]} review_required.
-
-{distribution}
-
-## Reviews and adjudication
-
-Every case has two independent reviews from a rotating pair of four reviewers. Reviewers
-disagree on {split} of {len(active)} active cases ({split / len(active):.1%}), mostly on
-abbreviations, denials, plain-language alternatives, partial omissions and paraphrased claims.
-Every case is adjudicated, and the reason records the rubric rule applied.
-
-## Corrections
-
-{correction_lines}
-
-Each correction keeps the response, hash, partition and preliminary reviews of the record it
-supersedes and changes only the adjudication; the original record stays in `gold.jsonl`.
-"""
 
 
 def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:

@@ -19,48 +19,25 @@ better).
 from __future__ import annotations
 
 from ._analysis import (
-    CANDIDATES_PARTITION,
-    CONTROLS_PARTITION,
-    LOWER_IS_BETTER,
     NOISE_REPORT_FILE,
-    NOISE_REPORT_SCHEMA_VERSION,
-    NOISE_RUN_FILE,
-    REPEATS_PARTITION,
     ControlRow,
-    MemberError,
     NoiseReport,
     NoiseRun,
     PairRow,
     RepeatRow,
     RetiredRow,
     SliceRow,
-    check_controls,
     check_run_request,
     load_noise_run,
-    member_items,
     noise_override_scope,
     noise_report,
     run_noise,
     run_noise_sync,
     selected_candidates,
 )
-from ._companions import (
-    CompanionJoin,
-    CompanionValue,
-    join_companions,
-    load_companions,
-)
-from ._compare import (
-    check_baseline_suite,
-    compare_reports,
-    load_baseline_report,
-    scoring_fingerprint,
-    with_baseline,
-)
+from ._companions import CompanionValue, join_companions, load_companions
+from ._compare import load_baseline_report, scoring_fingerprint, with_baseline
 from ._evidence import (
-    ATTACKS,
-    CONTROL_ROLES,
-    ORIGINS,
     PARTITIONS,
     CompanionMetric,
     EvidenceManifest,
@@ -71,15 +48,11 @@ from ._evidence import (
     RetrievedContext,
     SignOff,
 )
-from ._judge import CLAIMS_PREFIX, KIND, METRIC, NoiseJudge, calls_per_score, explain, parse_claims
+from ._judge import CLAIMS_PREFIX, KIND, NoiseJudge, calls_per_score, explain
 from ._pairs import (
     DIRECTION,
-    MEMBERS,
     MODES,
-    PAIRS_SCHEMA_VERSION,
-    RELATIONS,
     ROLES,
-    SEPARATING_ROLES,
     CleanMember,
     Distractor,
     NoiseInput,
@@ -103,11 +76,7 @@ from ._panel import (
     load_panel,
     panel_agreement,
 )
-from ._present import (
-    comparison_chart,
-    format_noise,
-    noise_chart,
-)
+from ._present import comparison_chart, format_noise, noise_chart
 from ._release import (
     panel_release_of,
     panel_snapshot,
@@ -115,31 +84,16 @@ from ._release import (
     suite_snapshot,
     suite_snapshot_of,
 )
-from ._retrieval import (
-    RetrievalRow,
-    check_retrieval,
-    failed_pairs,
-    retrieval_blockers,
-)
-from ._trends import (
-    NoiseComparison,
-    PairDelta,
-    SliceDelta,
-    Trend,
-)
+from ._retrieval import RetrievalRow, check_retrieval, retrieval_blockers
+from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
 __all__ = [
     "CLAIMS_PREFIX",
-    "ATTACKS",
-    "CANDIDATES_PARTITION",
-    "CONTROLS_PARTITION",
-    "CONTROL_ROLES",
     "ClaimAdjudication",
     "ClaimJudgment",
     "ClaimPanel",
     "ClaimReview",
     "CleanMember",
-    "CompanionJoin",
     "CompanionMetric",
     "CompanionValue",
     "ControlRow",
@@ -148,14 +102,8 @@ __all__ = [
     "EvidenceManifest",
     "GenerationTrace",
     "KIND",
-    "LOWER_IS_BETTER",
-    "MEMBERS",
-    "METRIC",
     "MODES",
-    "MemberError",
     "NOISE_REPORT_FILE",
-    "NOISE_REPORT_SCHEMA_VERSION",
-    "NOISE_RUN_FILE",
     "NoiseComparison",
     "NoiseInput",
     "NoiseJudge",
@@ -165,15 +113,11 @@ __all__ = [
     "NoiseRun",
     "NoiseSuite",
     "NoisyMember",
-    "ORIGINS",
-    "PAIRS_SCHEMA_VERSION",
     "PARTITIONS",
     "PairDelta",
     "PairRow",
     "PanelMemberRow",
     "PanelReport",
-    "RELATIONS",
-    "REPEATS_PARTITION",
     "ROLES",
     "RepeatRow",
     "RetiredRow",
@@ -181,22 +125,17 @@ __all__ = [
     "RetrievalAssertions",
     "RetrievalRow",
     "RetrievedContext",
-    "SEPARATING_ROLES",
     "SignOff",
     "SliceDelta",
     "SliceLimit",
     "SliceRow",
     "Trend",
     "calls_per_score",
-    "check_baseline_suite",
-    "check_controls",
     "check_pairs",
     "check_retrieval",
     "check_run_request",
-    "compare_reports",
     "comparison_chart",
     "explain",
-    "failed_pairs",
     "format_noise",
     "format_panel",
     "join_companions",
@@ -205,12 +144,10 @@ __all__ = [
     "load_noise_run",
     "load_pairs",
     "load_panel",
-    "member_items",
     "noise_chart",
     "noise_override_scope",
     "noise_report",
     "panel_agreement",
-    "parse_claims",
     "parse_pairs",
     "panel_release_of",
     "panel_snapshot",

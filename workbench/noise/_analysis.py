@@ -61,16 +61,18 @@ Outcome: ``evaluation_incomplete`` (exit 3) > ``quality_failed`` (exit 1) > ``re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
 from .._args import check_budget, check_concurrency, check_repeats
 from .._io import atomic_write_json, read_json_file
+from .._load import Problems
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..gold import partition_name
@@ -511,24 +513,22 @@ def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> l
 
     Abstaining members are never scored: an abstention is an outcome of its own.
     """
-    items = []
     chosen = list(repeats)
-    for pair in pairs:
-        for member in MEMBERS:
-            if pair.member(member).abstained:
-                continue
-            judge_input = pair.judge_input(member)
-            for r in chosen:
-                items.append(
-                    WorkItem(
-                        pair.item_id(member),
-                        judge_input.digest(),
-                        r,
-                        judge_input,
-                        {"member": member, "mode": pair.mode, "pair_id": pair.pair_id},
-                    )
-                )
-    return items
+    return [
+        WorkItem(
+            pair.item_id(m),
+            digest,
+            r,
+            ji,
+            {"member": m, "mode": pair.mode, "pair_id": pair.pair_id},
+        )
+        for pair in pairs
+        for m in MEMBERS
+        if not pair.member(m).abstained
+        for ji in [pair.judge_input(m)]
+        for digest in [ji.digest()]
+        for r in chosen
+    ]
 
 
 def selected_candidates(
@@ -562,52 +562,30 @@ def _limit_problems(
     policy: NoisePolicy, judge: Any, concurrency: int | None, budget_usd: float | None
 ) -> list[Problem]:
     """The budget, concurrency and retries the policy bounds."""
-    problems: list[Problem] = []
+    problems = Problems()
     if budget_usd is not None and budget_usd > policy.max_cost_usd + _EPS:
-        problems.append(
-            Problem(
-                location="--budget-usd",
-                code="budget_above_policy",
-                message=(
-                    f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}"
-                ),
-                fix="give a budget within the policy, or have a new policy version reviewed",
-            )
+        problems.add(
+            "--budget-usd",
+            "budget_above_policy",
+            f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}",
+            "give a budget within the policy, or have a new policy version reviewed",
         )
-    if (
-        concurrency is not None
-        and policy.max_concurrency is not None
-        and concurrency > policy.max_concurrency
-    ):
-        problems.append(
-            Problem(
-                location="--concurrency",
-                code="concurrency_above_policy",
-                message=(
-                    f"{concurrency} is above the policy's max_concurrency {policy.max_concurrency}"
-                ),
-                fix=f"use --concurrency {policy.max_concurrency} or less",
-            )
+    limit = policy.max_concurrency
+    if concurrency is not None and limit is not None and concurrency > limit:
+        problems.add(
+            "--concurrency",
+            "concurrency_above_policy",
+            f"{concurrency} is above the policy's max_concurrency {limit}",
+            f"use --concurrency {limit} or less",
         )
     retries = getattr(getattr(getattr(judge, "spec", None), "endpoint", None), "max_retries", None)
-    if (
-        policy.max_provider_retries is not None
-        and isinstance(retries, int)
-        and retries > policy.max_provider_retries
-    ):
-        problems.append(
-            Problem(
-                location=str(getattr(judge.spec, "label", "candidate")),
-                code="retries_above_policy",
-                message=(
-                    f"the candidate retries {retries} times per call; the policy allows"
-                    f" {policy.max_provider_retries}"
-                ),
-                fix=(
-                    f"set endpoint.max_retries: {policy.max_provider_retries} or less (retries"
-                    " spend the budget)"
-                ),
-            )
+    allowed = policy.max_provider_retries
+    if allowed is not None and isinstance(retries, int) and retries > allowed:
+        problems.add(
+            str(getattr(judge.spec, "label", "candidate")),
+            "retries_above_policy",
+            f"the candidate retries {retries} times per call; the policy allows {allowed}",
+            f"set endpoint.max_retries: {allowed} or less (retries spend the budget)",
         )
     return problems
 
@@ -617,49 +595,32 @@ def _suite_problems(
 ) -> list[Problem]:
     """What the suite and the candidate must provide: sentinels, controls, the noise kind."""
     loc = suite.source or suite.label
-    problems: list[Problem] = []
+    problems = Problems()
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
-        problems.append(
-            Problem(
-                location=loc,
-                code="sentinels_missing",
-                message="the suite declares no sentinel set",
-                fix=(
-                    "declare sentinels: [pair ids] (frozen with the suite release) to use --repeat"
-                    " or --sentinels-only"
-                ),
-            )
+        problems.add(
+            loc,
+            "sentinels_missing",
+            "the suite declares no sentinel set",
+            "declare sentinels: [pair ids] (frozen with the suite release) to use --repeat or"
+            " --sentinels-only",
         )
     if repeat < 1:
-        problems.append(
-            Problem(
-                location="--repeat",
-                code="repeat_invalid",
-                message=f"--repeat {repeat}",
-                fix="give 1 or more",
-            )
-        )
+        problems.add("--repeat", "repeat_invalid", f"--repeat {repeat}", "give 1 or more")
     if not any(p.role == "control" for p in suite.controls()):
-        problems.append(
-            Problem(
-                location=loc,
-                code="controls_missing",
-                message="the suite has no control pair",
-                fix=(
-                    "add control pairs: they are scored first and must separate before candidates"
-                    " mean anything"
-                ),
-            )
+        problems.add(
+            loc,
+            "controls_missing",
+            "the suite has no control pair",
+            "add control pairs: they are scored first and must separate before candidates mean"
+            " anything",
         )
     kind = getattr(getattr(judge, "identity", None), "kind", None)
     if kind != KIND:
-        problems.append(
-            Problem(
-                location=str(getattr(getattr(judge, "spec", None), "label", "candidate")),
-                code="wrong_kind",
-                message=f"a noise suite is scored by a {KIND} candidate, not {kind!r}",
-                fix=f"use a candidate spec with kind: {KIND}",
-            )
+        problems.add(
+            str(getattr(getattr(judge, "spec", None), "label", "candidate")),
+            "wrong_kind",
+            f"a noise suite is scored by a {KIND} candidate, not {kind!r}",
+            f"use a candidate spec with kind: {KIND}",
         )
     return problems
 
@@ -696,7 +657,10 @@ class _Allowance:
         directory: Path,
         partition: str,
         common: dict[str, Any],
-    ) -> RunSummary:
+    ) -> RunSummary | None:
+        """Run ``items`` into ``directory`` within what is left (None: nothing to run)."""
+        if not items:
+            return None
         options = {k: v for k, v in common.items() if k != "dataset_sha256"}
         summary = await run_items(
             judge,
@@ -752,27 +716,10 @@ async def run_noise(
         "retry_errors": retry_errors,
         "progress": progress,
     }
-    run = await _run_suite(
-        judge,
-        suite,
-        out,
-        allowance,
-        common,
-        partition=partition,
-        sentinels_only=sentinels_only,
-        repeat=repeat,
-    )
+    select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
+    run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
     if baseline is not None:
-        b_run = await _run_suite(
-            judge,
-            baseline,
-            out / "baseline",
-            allowance,
-            common,
-            partition=partition,
-            sentinels_only=sentinels_only,
-            repeat=1,
-        )
+        b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
         run = run.model_copy(update={"baseline": b_run})
     atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
     return run
@@ -824,45 +771,32 @@ async def _run_suite(
     *,
     partition: str | None,
     sentinels_only: bool,
-    repeat: int,
+    repeat: int = 1,
 ) -> NoiseRun:
+    """Retrieval, then the controls; when they separate, the candidates and the repeats."""
     release = release_of(suite)
     common = {**common, "dataset_sha256": suite.sha256}
-    controls = suite.controls()
     candidates = selected_candidates(suite, partition, sentinels_only)
-    retrieval = check_retrieval([*controls, *candidates])
+    retrieval = check_retrieval([*suite.controls(), *candidates])
     blocked = failed_pairs(retrieval)
-    ctl_items = member_items([p for p in controls if p.pair_id not in blocked])
-    c_summary = (
-        await allowance.run(judge, ctl_items, out / "controls", CONTROLS_PARTITION, common)
-        if ctl_items
-        else None
+
+    def items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> list[WorkItem]:
+        return member_items([p for p in pairs if p.pair_id not in blocked], repeats)
+
+    c_summary = await allowance.run(
+        judge, items(suite.controls()), out / "controls", CONTROLS_PARTITION, common
     )
-    results = (
-        [line.result for line in read_results(Path(c_summary.results_path))] if c_summary else []
-    )
-    checks = check_controls(
-        suite,
-        results,
-        stops={"controls": c_summary.stop_reason if c_summary else None},
-        blocked=blocked,
-    )
+    results = [line.result for line in read_results(c_summary.results_path)] if c_summary else []
+    stops: dict[str, str | None] = {"controls": c_summary.stop_reason if c_summary else None}
+    checks = check_controls(suite, results, stops=stops, blocked=blocked)
     stopped = _controls_stop(checks, c_summary)
-    k_summary: RunSummary | None = None
-    k_items = member_items([p for p in candidates if p.pair_id not in blocked])
-    if stopped is None and k_items:
-        k_summary = await allowance.run(
-            judge, k_items, out / "candidates", CANDIDATES_PARTITION, common
-        )
-    sentinels = [
-        p for p in suite.active() if p.pair_id in set(suite.sentinels) and p.pair_id not in blocked
-    ]
-    r_items = member_items(sentinels, range(repeat)) if repeat > 1 and stopped is None else []
-    r_summary = (
-        await allowance.run(judge, r_items, out / "repeats", REPEATS_PARTITION, common)
-        if r_items
-        else None
+    k_items = items(candidates) if stopped is None else []
+    k_summary = await allowance.run(
+        judge, k_items, out / "candidates", CANDIDATES_PARTITION, common
     )
+    sentinels = [p for p in suite.active() if p.pair_id in set(suite.sentinels)]
+    r_items = items(sentinels, range(repeat)) if repeat > 1 and stopped is None else []
+    r_summary = await allowance.run(judge, r_items, out / "repeats", REPEATS_PARTITION, common)
     run = NoiseRun(
         out_dir=str(out),
         suite=suite.label,
@@ -942,12 +876,12 @@ def _collect(
     run = results if isinstance(results, NoiseRun) else None
     if run is None and isinstance(results, str | Path) and Path(results).is_dir():
         run = load_noise_run(results)
-    runs: dict[str, RunSummary] = {}
+    runs = {
+        label: summary
+        for label in ("controls", "candidates", "repeats")
+        if run is not None and (summary := getattr(run, label)) is not None
+    }
     if run is not None:
-        for label in ("controls", "candidates", "repeats"):
-            summary = getattr(run, label)
-            if summary is not None:
-                runs[label] = summary
         sources: Iterable[Any] = run.results_paths()
     elif isinstance(results, str | Path):
         sources = [results]
@@ -968,88 +902,67 @@ def _collect(
 
 def _final(results: Iterable[tuple[str, JudgeResult]], repeat: int = 0) -> dict[str, JudgeResult]:
     """Per member case id (one repeat): the latest result with a score, else the latest attempt."""
-    by_case: dict[str, list[JudgeResult]] = {}
+    by_case: dict[str, list[JudgeResult]] = defaultdict(list)
     for _, r in results:
         if r.repeat == repeat:
-            by_case.setdefault(r.case_id, []).append(r)
-    final: dict[str, JudgeResult] = {}
-    for case_id, rows in by_case.items():
-        rows.sort(key=lambda r: r.attempt)
-        scored = [r for r in rows if r.error is None]
-        final[case_id] = scored[-1] if scored else rows[-1]
-    return final
+            by_case[r.case_id].append(r)
+    return {
+        c: sorted(rows, key=lambda r: (r.error is None, r.attempt))[-1]
+        for c, rows in by_case.items()
+    }
 
 
 def _check_join(
     suite: NoiseSuite, located: list[tuple[str, JudgeResult]]
 ) -> tuple[JudgeIdentity | None, str | None]:
+    """The one judge of the results (identity and fingerprint); refuses results of unknown or
+    changed members, without a score, of several judges or of another kind."""
     expected = {p.item_id(m): p.judge_input(m).digest() for p in suite.pairs for m in MEMBERS}
-    problems: list[Problem] = []
+    problems = Problems()
     fingerprints: dict[str, JudgeIdentity] = {}
     for where, r in located:
         fingerprints.setdefault(r.judge_fingerprint, r.judge)
-        if r.case_id not in expected:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="result_unknown_member",
-                    message=f"no member {r.case_id!r} in suite {suite.label}",
-                    fix="analyse results with the pair suite they were run on",
-                )
-            )
-        elif r.response_hash != expected[r.case_id]:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="result_content_mismatch",
-                    message=(
-                        "the result was computed on other content (question, response, reference,"
-                        " contexts or mode) than the pair now holds"
-                    ),
-                    fix=(
-                        "re-run the changed pairs into a new run directory; a changed pair is a new"
-                        " suite version"
-                    ),
-                )
-            )
-        elif r.error is None and r.score is None:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="result_without_score",
-                    message="a noise result without a score",
-                    fix="noise results are score-only: score set, value null",
-                )
-            )
+        found = _join_problem(suite, r, expected.get(r.case_id))
+        if found is not None:
+            problems.add(where, *found, case_id=r.case_id)
     if len(fingerprints) > 1:
-        problems.append(
-            Problem(
-                location="results",
-                code="mixed_judges",
-                message=f"results from {len(fingerprints)} different judge fingerprints",
-                fix="analyse one candidate's results at a time",
-            )
+        problems.add(
+            "results",
+            "mixed_judges",
+            f"results from {len(fingerprints)} different judge fingerprints",
+            "analyse one candidate's results at a time",
         )
-    for ident in fingerprints.values():
-        if ident.kind != KIND:
-            problems.append(
-                Problem(
-                    location="results",
-                    code="wrong_kind",
-                    message=f"results of a {ident.kind!r} judge",
-                    fix=f"noise reports read {KIND} results",
-                )
-            )
-            break
-    if problems:
-        raise WorkbenchError(f"refusing the noise analysis: {len(problems)} problem(s)", problems)
-    if not fingerprints:
-        return None, None
-    fp, ident = next(iter(fingerprints.items()))
+    kind = next((i.kind for i in fingerprints.values() if i.kind != KIND), None)
+    if kind is not None:
+        fix = f"noise reports read {KIND} results"
+        problems.add("results", "wrong_kind", f"results of a {kind!r} judge", fix)
+    problems.raise_if_any(f"refusing the noise analysis: {len(problems)} problem(s)")
+    fp, ident = next(iter(fingerprints.items()), (None, None))
     return ident, fp
+
+
+def _join_problem(
+    suite: NoiseSuite, r: JudgeResult, digest: str | None
+) -> tuple[str, str, str] | None:
+    """``(code, message, fix)`` of a result that does not belong to the suite as it is."""
+    if digest is None:
+        return (
+            "result_unknown_member",
+            f"no member {r.case_id!r} in suite {suite.label}",
+            "analyse results with the pair suite they were run on",
+        )
+    if r.response_hash != digest:
+        return (
+            "result_content_mismatch",
+            "the result was computed on other content (question, response, reference, contexts"
+            " or mode) than the pair now holds",
+            "re-run the changed pairs into a new run directory; a changed pair is a new suite"
+            " version",
+        )
+    if r.error is None and r.score is None:
+        fix = "noise results are score-only: score set, value null"
+        return "result_without_score", "a noise result without a score", fix
+    return None
 
 
 def _score(r: JudgeResult | None) -> float | None:
@@ -1655,32 +1568,26 @@ def _abstention_blockers(s: Any, abstaining: list[str]) -> list[Blocker]:
     }
     if s.limit_max_abstention_rate is None:
         return [
-            Blocker(
-                code="noise_abstention_unreviewed",
-                category="review",
+            blocker(
+                "noise_abstention_unreviewed",
+                f"{s.abstentions} of {s.members} candidate members abstained and the slice sets"
+                " no max_abstention_rate: an abstention is neither a 0 nor a pass, a person"
+                " must judge it",
                 slice=s.slice,
                 risk=s.risk,
-                message=(
-                    f"{s.abstentions} of {s.members} candidate members abstained and the slice sets"
-                    " no max_abstention_rate: an abstention is neither a 0 nor a pass, a person"
-                    " must judge it"
-                ),
                 evidence=evidence,
                 case_ids=abstaining,
             )
         ]
     if (s.abstention_rate or 0.0) > s.limit_max_abstention_rate + _EPS:
         return [
-            Blocker(
-                code="noise_abstention_exceeded",
-                category="quality",
+            blocker(
+                "noise_abstention_exceeded",
+                f"{s.abstentions} of {s.members} candidate members abstained"
+                f" ({s.abstention_rate:.0%}), above max_abstention_rate"
+                f" {s.limit_max_abstention_rate:g}: a low noise score bought by not answering",
                 slice=s.slice,
                 risk=s.risk,
-                message=(
-                    f"{s.abstentions} of {s.members} candidate members abstained"
-                    f" ({s.abstention_rate:.0%}), above max_abstention_rate"
-                    f" {s.limit_max_abstention_rate:g}: a low noise score bought by not answering"
-                ),
                 evidence=evidence,
                 case_ids=abstaining,
             )
@@ -1697,76 +1604,71 @@ def _error_blockers(
 ) -> list[Blocker]:
     """Blockers of invalid scores, evaluator errors, members without a result and runs that stopped
     early."""
-    blockers: list[Blocker] = []
     invalid = [e for e in errors if e.kind == "invalid_score"]
     other = [e for e in errors if e.kind != "invalid_score" and e.role == "candidate"]
-    for code, group, what in (
-        ("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"),
-        ("noise_evaluator_errors", other, "evaluator errors"),
-    ):
-        for name in sorted({e.slice for e in group}):
-            mine_e = [e for e in group if e.slice == name]
-            kinds: dict[str, int] = {}
-            for e in mine_e:
-                kinds[e.kind] = kinds.get(e.kind, 0) + 1
-            blockers.append(
-                Blocker(
-                    code=code,
-                    category="incomplete",
-                    slice=name,
-                    risk=_risk(suite, name),
-                    message=f"{len(mine_e)} member(s) have {what}: no score, never counted as 0",
-                    evidence={"errors": len(mine_e), "by_kind": kinds},
-                    case_ids=sorted({e.case_id for e in mine_e}),
-                    waivable=False,
-                )
-            )
-    for name in sorted({suite.pair(m.rsplit(":", 1)[0]).slice for m in missing}):
-        mine_m = [m for m in missing if suite.pair(m.rsplit(":", 1)[0]).slice == name]
-        stop = stops.get("candidates")
-        why = f" ({_NOT_RUN[stop]})" if stop in _NOT_RUN else ""
+    blockers = [
+        blocker(
+            code,
+            f"{len(mine)} member(s) have {what}: no score, never counted as 0",
+            slice=name,
+            risk=_risk(suite, name),
+            evidence={"errors": len(mine), "by_kind": dict(Counter(e.kind for e in mine))},
+            case_ids=sorted({e.case_id for e in mine}),
+        )
+        for code, group, what in (
+            ("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"),
+            ("noise_evaluator_errors", other, "evaluator errors"),
+        )
+        for name, mine in _by_slice(group, lambda e: e.slice).items()
+    ]
+    stop = stops.get("candidates")
+    why = f" ({_NOT_RUN[stop]})" if stop in _NOT_RUN else ""
+    for name, ids in _by_slice(missing, lambda m: suite.pair(m.rsplit(":", 1)[0]).slice).items():
         blockers.append(
-            Blocker(
-                code="missing_results",
-                category="incomplete",
+            blocker(
+                "missing_results",
+                f"{len(ids)} candidate member(s) have no result{why}: the evaluation is"
+                " incomplete, never a pass",
                 slice=name,
                 risk=_risk(suite, name),
-                message=(
-                    f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is"
-                    " incomplete, never a pass"
-                ),
-                evidence={"missing": len(mine_m)},
-                case_ids=mine_m,
-                waivable=False,
+                evidence={"missing": len(ids)},
+                case_ids=ids,
             )
         )
-    for label, summary in runs.items():
-        stop_code = {
-            "budget_exhausted": "budget_exhausted",
-            "max_cases": "case_limit_reached",
-            "circuit_breaker": "run_incomplete",
-        }.get(summary.stop_reason or "")
-        if stop_code:
-            blockers.append(
-                Blocker(
-                    code=stop_code,
-                    category="incomplete",
-                    message=(
-                        f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f}"
-                        f" of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases};"
-                        f" {len(summary.unrun)} member scoring(s) never ran"
-                    ),
-                    evidence={
-                        "run": label,
-                        "cost_usd": summary.cost_usd,
-                        "budget_usd": summary.budget_usd,
-                        "max_cases": summary.max_cases,
-                        "unrun": len(summary.unrun),
-                    },
-                    waivable=False,
-                )
-            )
-    return blockers
+    return blockers + [
+        blocker(
+            _STOP_CODES[summary.stop_reason],
+            f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of"
+            f" ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases};"
+            f" {len(summary.unrun)} member scoring(s) never ran",
+            evidence={
+                "run": label,
+                "cost_usd": summary.cost_usd,
+                "budget_usd": summary.budget_usd,
+                "max_cases": summary.max_cases,
+                "unrun": len(summary.unrun),
+            },
+        )
+        for label, summary in runs.items()
+        if summary.stop_reason in _STOP_CODES
+    ]
+
+
+_STOP_CODES = {
+    "budget_exhausted": "budget_exhausted",
+    "max_cases": "case_limit_reached",
+    "circuit_breaker": "run_incomplete",
+}
+"""The blocker code of a run the engine stopped, by its stop reason."""
+_T = TypeVar("_T")
+
+
+def _by_slice(items: Iterable[_T], slice_of: Callable[[_T], str]) -> dict[str, list[_T]]:
+    """``items`` grouped by slice, in slice order."""
+    groups: dict[str, list[_T]] = defaultdict(list)
+    for item in items:
+        groups[slice_of(item)].append(item)
+    return dict(sorted(groups.items()))
 
 
 def _repeat_blockers(suite: NoiseSuite, repeats: list[Any]) -> list[Blocker]:
@@ -1775,33 +1677,26 @@ def _repeat_blockers(suite: NoiseSuite, repeats: list[Any]) -> list[Blocker]:
     for row in repeats:
         if row.status == "incomplete":
             blockers.append(
-                Blocker(
-                    code="noise_repeat_incomplete",
-                    category="incomplete",
+                blocker(
+                    "noise_repeat_incomplete",
+                    f"sentinel {row.pair_id} lacks a score in some of its"
+                    f" {len(row.clean_scores)} repeats: its repeatability is unproven",
                     slice=row.slice,
                     risk=_risk(suite, row.slice),
-                    message=(
-                        f"sentinel {row.pair_id} lacks a score in some of its"
-                        f" {len(row.clean_scores)} repeats: its repeatability is unproven"
-                    ),
                     evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores},
                     case_ids=[row.pair_id],
-                    waivable=False,
                 )
             )
         elif row.status == "unstable":
             blockers.append(
-                Blocker(
-                    code="noise_repeat_unstable",
-                    category="review",
+                blocker(
+                    "noise_repeat_unstable",
+                    f"sentinel {row.pair_id} varies across repeats (spreads clean"
+                    f" {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta"
+                    f" {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material"
+                    " judge variation, reviewed by a person, never retried away",
                     slice=row.slice,
                     risk=_risk(suite, row.slice),
-                    message=(
-                        f"sentinel {row.pair_id} varies across repeats (spreads clean"
-                        f" {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta"
-                        f" {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material"
-                        " judge variation, reviewed by a person, never retried away"
-                    ),
                     evidence={
                         "clean_scores": row.clean_scores,
                         "noisy_scores": row.noisy_scores,
@@ -1839,16 +1734,12 @@ def _companion_blockers(
             else f"{len(absent)} value(s) not joined by generation run id"
         )
         blockers.append(
-            Blocker(
-                code="noise_companion_missing",
-                category="incomplete",
-                message=(
-                    f"declared companion metrics ({', '.join(declared)}) are missing for candidate"
-                    f" members ({why}): a low noise score cannot be told from a refusal"
-                ),
+            blocker(
+                "noise_companion_missing",
+                f"declared companion metrics ({', '.join(declared)}) are missing for candidate"
+                f" members ({why}): a low noise score cannot be told from a refusal",
                 evidence={"missing": len(absent), "first": absent[:10]},
                 case_ids=sorted({a.split(":", 1)[0] for a in absent}),
-                waivable=False,
             )
         )
     for s in slices:
@@ -1856,23 +1747,15 @@ def _companion_blockers(
             mean = s.companions.get(metric)
             if spec.limit is None or mean is None:
                 continue
-            bad = (
-                mean < spec.limit - _EPS
-                if spec.direction == "higher_is_better"
-                else mean > spec.limit + _EPS
-            )
-            if bad:
+            if _worse(spec.direction, mean, spec.limit):
                 blockers.append(
-                    Blocker(
-                        code="noise_companion_exceeded",
-                        category="quality",
+                    blocker(
+                        "noise_companion_exceeded",
+                        f"companion {metric} averages {mean:.3f} in the slice, beyond its limit"
+                        f" {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score"
+                        f" is not bought by {metric}",
                         slice=s.slice,
                         risk=s.risk,
-                        message=(
-                            f"companion {metric} averages {mean:.3f} in the slice, beyond its limit"
-                            f" {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score"
-                            f" is not bought by {metric}"
-                        ),
                         evidence={
                             "metric": metric,
                             "mean": mean,
@@ -1935,55 +1818,41 @@ def _repeat_rows(
     ]
     _check_join(suite, located)
     by_repeat = [_final(located, r) for r in range(run.repeat)]
-    rows = []
-    for pair in suite.active():
-        if pair.pair_id not in set(suite.sentinels) or pair.pair_id in blocked:
-            continue
-        scores = {
-            m: [
-                None if pair.member(m).abstained else _score(f.get(pair.item_id(m)))
-                for f in by_repeat
-            ]
-            for m in MEMBERS
-        }
-        deltas = [
-            None if c is None or n is None else n - c
-            for c, n in zip(scores["clean"], scores["noisy"], strict=True)
-        ]
-        spreads = {m: _spread(scores[m]) if not pair.member(m).abstained else 0.0 for m in MEMBERS}
-        delta_spread = (
-            _spread(deltas) if not any(pair.member(m).abstained for m in MEMBERS) else 0.0
-        )
-        complete = all(
-            not pair.member(m).abstained and v is not None or pair.member(m).abstained
-            for m in MEMBERS
-            for v in scores[m]
-        )
-        limit = policy.max_spread if policy.max_spread is not None else 0.0
-        status = (
-            "incomplete"
-            if not complete
-            else (
-                "unstable"
-                if max(v or 0.0 for v in (*spreads.values(), delta_spread)) > limit + _EPS
-                else "stable"
-            )
-        )
-        rows.append(
-            RepeatRow(
-                pair_id=pair.pair_id,
-                role=pair.role,
-                slice=pair.slice,
-                clean_scores=scores["clean"],
-                noisy_scores=scores["noisy"],
-                clean_spread=spreads["clean"],
-                noisy_spread=spreads["noisy"],
-                delta_spread=delta_spread,
-                max_spread=policy.max_spread,
-                status=status,
-            )
-        )
-    return rows
+    sentinels = set(suite.sentinels) - blocked
+    return [_repeat_row(p, by_repeat, policy) for p in suite.active() if p.pair_id in sentinels]
+
+
+def _repeat_row(
+    pair: NoisePair, by_repeat: list[dict[str, JudgeResult]], policy: NoisePolicy
+) -> RepeatRow:
+    """One sentinel's scores per repeat and their spreads (an abstaining member's is 0)."""
+    abstained = {m: pair.member(m).abstained for m in MEMBERS}
+    scores = {
+        m: [None if abstained[m] else _score(f.get(pair.item_id(m))) for f in by_repeat]
+        for m in MEMBERS
+    }
+    deltas = [
+        None if c is None or n is None else n - c
+        for c, n in zip(scores["clean"], scores["noisy"], strict=True)
+    ]
+    spreads = {m: 0.0 if abstained[m] else _spread(scores[m]) for m in MEMBERS}
+    delta_spread = 0.0 if any(abstained.values()) else _spread(deltas)
+    complete = all(abstained[m] or v is not None for m in MEMBERS for v in scores[m])
+    widest = max(v or 0.0 for v in (*spreads.values(), delta_spread))
+    limit = policy.max_spread if policy.max_spread is not None else 0.0
+    status = "incomplete" if not complete else "unstable" if widest > limit + _EPS else "stable"
+    return RepeatRow(
+        pair_id=pair.pair_id,
+        role=pair.role,
+        slice=pair.slice,
+        clean_scores=scores["clean"],
+        noisy_scores=scores["noisy"],
+        clean_spread=spreads["clean"],
+        noisy_spread=spreads["noisy"],
+        delta_spread=delta_spread,
+        max_spread=policy.max_spread,
+        status=status,
+    )
 
 
 def _slice_row(

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._docs import add_field_docs
 from .._io import iter_jsonl_lines, loads_json
-from ..errors import Problem, WorkbenchError
+from .._load import Problems
 from ._pairs import MEMBERS, Member, NoisePair
 
 
@@ -46,61 +46,35 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
     """Every row of the companion files; refuses (every problem at once) malformed rows and
     non-finite values."""
     out: list[CompanionValue] = []
-    problems: list[Problem] = []
-    for path in paths:
-        path = Path(path)
+    problems = Problems()
+    for path in map(Path, paths):
         if not path.is_file():
-            problems.append(
-                Problem(
-                    location=str(path),
-                    code="companions_missing",
-                    message="the companion-metrics file does not exist",
-                    fix=(
-                        "point --companions at a JSON Lines file of {metric, run_id, case_id,"
-                        " value} rows"
-                    ),
-                )
+            problems.add(
+                str(path),
+                "companions_missing",
+                "the companion-metrics file does not exist",
+                "point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows",
             )
             continue
         not_utf8: list[int] = []
         for number, text in iter_jsonl_lines(path, not_utf8):
-            where = f"{path}:{number}"
             try:
-                row = CompanionValue.model_validate(
-                    loads_json(text)
-                )  # strict: duplicate keys, NaN refused
+                row = CompanionValue.model_validate(loads_json(text))  # strict: NaN refused
             except (ValueError, ValidationError) as exc:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="companion_invalid",
-                        message=f"not a companion row ({str(exc).splitlines()[0]})",
-                        fix="write {metric, run_id, case_id, value} per line",
-                    )
-                )
+                message = f"not a companion row ({str(exc).splitlines()[0]})"
+                fix = "write {metric, run_id, case_id, value} per line"
+                problems.add(f"{path}:{number}", "companion_invalid", message, fix)
                 continue
             if not math.isfinite(row.value):
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="companion_invalid",
-                        message=f"{row.metric} of {row.case_id} is {row.value}",
-                        fix="a companion value must be a finite number",
-                    )
-                )
+                message = f"{row.metric} of {row.case_id} is {row.value}"
+                fix = "a companion value must be a finite number"
+                problems.add(f"{path}:{number}", "companion_invalid", message, fix)
                 continue
             out.append(row)
-        problems += [
-            Problem(
-                location=f"{path}:{n}",
-                code="companion_invalid",
-                message="not a companion row (the line is not valid UTF-8)",
-                fix="save the file as UTF-8",
-            )
-            for n in not_utf8
-        ]
-    if problems:
-        raise WorkbenchError(f"invalid companion metrics: {len(problems)} problem(s)", problems)
+        for n in not_utf8:
+            message = "not a companion row (the line is not valid UTF-8)"
+            problems.add(f"{path}:{n}", "companion_invalid", message, "save the file as UTF-8")
+    problems.raise_if_any(f"invalid companion metrics: {len(problems)} problem(s)")
     return out
 
 
@@ -123,47 +97,37 @@ def join_companions(
     """Join rows to members by (case id, generation run id); list what is missing and what did not
     join."""
     declared = list(metrics)
-    by_case: dict[str, NoisePair] = {}
-    member_of: dict[str, Member] = {}
-    for p in pairs:
-        for m in MEMBERS:
-            by_case[p.item_id(m)] = p
-            member_of[p.item_id(m)] = m
+    members = {p.item_id(m): (p, m) for p in pairs for m in MEMBERS}
     values: dict[str, dict[str, dict[str, float]]] = {}
     unjoined: list[str] = []
     for row in rows:
-        pair = by_case.get(row.case_id)
-        if row.metric not in declared:
-            unjoined.append(
-                f"{row.case_id} {row.metric} run {row.run_id}: metric not declared in the policy"
-            )
-            continue
-        if pair is None:
-            unjoined.append(
-                f"{row.case_id} {row.metric} run {row.run_id}: no such pair member in this"
-                " selection"
-            )
-            continue
-        member = member_of[row.case_id]
-        trace = pair.member(member).generation_trace
-        if trace is None:
-            unjoined.append(
-                f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace,"
-                " so no run id to join on"
-            )
-            continue
-        if trace.run_id != row.run_id:
-            unjoined.append(
-                f"{row.case_id} {row.metric} run {row.run_id}: the response was generated in run"
-                f" {trace.run_id}"
-            )
-            continue
-        values.setdefault(pair.pair_id, {}).setdefault(row.metric, {})[member] = row.value
-    missing = [
+        found = members.get(row.case_id)
+        why = _unjoined(row, declared, found)
+        if why is not None:
+            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: {why}")
+        elif found is not None:
+            pair, member = found
+            values.setdefault(pair.pair_id, {}).setdefault(row.metric, {})[member] = row.value
+    missing = {
         f"{p.item_id(m)}:{metric}"
-        for p in by_case.values()
-        for m in MEMBERS
+        for p, m in members.values()
         for metric in declared
         if m not in values.get(p.pair_id, {}).get(metric, {})
-    ]
-    return CompanionJoin(values=values, missing=sorted(set(missing)), unjoined=unjoined)
+    }
+    return CompanionJoin(values=values, missing=sorted(missing), unjoined=unjoined)
+
+
+def _unjoined(
+    row: CompanionValue, declared: list[str], found: tuple[NoisePair, Member] | None
+) -> str | None:
+    """Why a row joins no member (None: it joins)."""
+    if row.metric not in declared:
+        return "metric not declared in the policy"
+    if found is None:
+        return "no such pair member in this selection"
+    trace = found[0].member(found[1]).generation_trace
+    if trace is None:
+        return "the member has no generation trace, so no run id to join on"
+    if trace.run_id != row.run_id:
+        return f"the response was generated in run {trace.run_id}"
+    return None

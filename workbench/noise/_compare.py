@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._io import read_json_file, sha256_json
+from .._load import Problems
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeIdentity
 from ._analysis import NOISE_REPORT_FILE, NoiseReport, PairRow
@@ -135,36 +136,27 @@ def _scorer_problems(
 ) -> list[Problem]:
     """``baseline_scorer_changed`` when the two sides' scoring fingerprints differ, one problem per
     differing field (empty when they are equal)."""
+    problems = Problems()
     if mine is None or theirs is None:
-        return [
-            Problem(
-                location=loc,
-                code="baseline_incompatible",
-                message="a side has no results, so no evaluator identity",
-                fix="compare two scored runs",
-            )
-        ]
-    if scoring_fingerprint(mine) == scoring_fingerprint(theirs):
-        return []
+        message = "a side has no results, so no evaluator identity"
+        problems.add(loc, "baseline_incompatible", message, "compare two scored runs")
+        return problems
     a, b = scoring_configuration(mine), scoring_configuration(theirs)
-    return [
-        Problem(
-            location=loc,
-            code="baseline_scorer_changed",
-            message=(
+    for k in (
+        sorted(set(a) | set(b)) if scoring_fingerprint(mine) != scoring_fingerprint(theirs) else []
+    ):
+        if a.get(k) != b.get(k):
+            problems.add(
+                loc,
+                "baseline_scorer_changed",
                 f"the scoring configuration differs: the {_label(k)} differs: baseline"
-                f" {b.get(k)!r}, candidate {a.get(k)!r}"
-            ),
-            fix=(
+                f" {b.get(k)!r}, candidate {a.get(k)!r}",
                 "score both application versions with the same evaluator configuration (pass the"
-                " baseline suite as SPEC to re-score it now with this candidate spec), or treat"
-                " the result as a calibration study; only the evaluator's name, version,"
-                " description, pricing and where it is served may differ"
-            ),
-        )
-        for k in sorted(set(a) | set(b))
-        if a.get(k) != b.get(k)
-    ]
+                " baseline suite as SPEC to re-score it now with this candidate spec), or treat the"
+                " result as a calibration study; only the evaluator's name, version, description,"
+                " pricing and where it is served may differ",
+            )
+    return problems
 
 
 def check_baseline_report(
@@ -180,16 +172,7 @@ def check_baseline_report(
     (checked before any call)."""
     from ._analysis import selected_candidates
 
-    problems: list[Problem] = []
-    if not baseline.candidates_interpreted:
-        problems.append(
-            Problem(
-                location=baseline_source,
-                code="baseline_incompatible",
-                message="the baseline's controls did not pass: its candidate scores mean nothing",
-                fix="fix the baseline run first (its controls must separate)",
-            )
-        )
+    problems = _controls_problems(baseline_source, "baseline", baseline)
     problems += _scorer_problems(baseline_source, identity, baseline.judge)
     mine = selected_candidates(suite, partition, sentinels_only)
     problems += _pair_problems(
@@ -202,6 +185,20 @@ def check_baseline_report(
     return problems
 
 
+def _controls_problems(loc: str, side: str, report: NoiseReport) -> list[Problem]:
+    """A side whose controls did not pass: its candidate scores mean nothing."""
+    if report.candidates_interpreted:
+        return []
+    return [
+        Problem(
+            location=loc,
+            code="baseline_incompatible",
+            message=f"the {side}'s controls did not pass: its candidate scores mean nothing",
+            fix=f"fix the {side} run first (its controls must separate)",
+        )
+    ]
+
+
 def _pair_problems(
     loc: str,
     mine: dict[str, str],
@@ -209,61 +206,42 @@ def _pair_problems(
     my_modes: dict[str, str],
     their_modes: dict[str, str],
 ) -> list[Problem]:
-    problems: list[Problem] = []
-    only_mine, only_theirs = sorted(set(mine) - set(theirs)), sorted(set(theirs) - set(mine))
-    if only_mine or only_theirs:
-        problems.append(
-            Problem(
-                location=loc,
-                code="baseline_incompatible",
-                message="not the same pairs: "
-                + "; ".join(
-                    x
-                    for x in (
-                        f"only the candidate has {', '.join(only_mine[:8])}" if only_mine else "",
-                        (
-                            f"only the baseline has {', '.join(only_theirs[:8])}"
-                            if only_theirs
-                            else ""
-                        ),
-                    )
-                    if x
-                ),
-                fix=(
-                    "compare on the same frozen pairs (the same suite pairs, partition and"
-                    " selection)"
-                ),
-            )
+    """Not the same frozen pairs: pairs on one side only, another mode, another frame."""
+    problems = Problems()
+    only = [
+        f"only the {side} has {', '.join(ids[:8])}"
+        for side, ids in (
+            ("candidate", sorted(set(mine) - set(theirs))),
+            ("baseline", sorted(set(theirs) - set(mine))),
+        )
+        if ids
+    ]
+    if only:
+        problems.add(
+            loc,
+            "baseline_incompatible",
+            "not the same pairs: " + "; ".join(only),
+            "compare on the same frozen pairs (the same suite pairs, partition and selection)",
         )
     for pid in sorted(set(mine) & set(theirs)):
         if my_modes.get(pid) != their_modes.get(pid):
-            problems.append(
-                Problem(
-                    location=loc,
-                    case_id=pid,
-                    code="baseline_incompatible",
-                    message=(
-                        f"pair {pid}: mode {their_modes.get(pid)} in the baseline,"
-                        f" {my_modes.get(pid)} in the candidate"
-                    ),
-                    fix="results of different NoiseSensitivity modes are not comparable",
-                )
+            problems.add(
+                loc,
+                "baseline_incompatible",
+                f"pair {pid}: mode {their_modes.get(pid)} in the baseline, {my_modes.get(pid)} in"
+                " the candidate",
+                "results of different NoiseSensitivity modes are not comparable",
+                case_id=pid,
             )
         elif mine[pid] != theirs[pid]:
-            problems.append(
-                Problem(
-                    location=loc,
-                    case_id=pid,
-                    code="baseline_incompatible",
-                    message=(
-                        f"pair {pid}: the question, reference (or its version), role, slice or"
-                        " partition differs"
-                    ),
-                    fix=(
-                        "a baseline holds the frozen pairs constant; only responses (and contexts)"
-                        " may differ"
-                    ),
-                )
+            problems.add(
+                loc,
+                "baseline_incompatible",
+                f"pair {pid}: the question, reference (or its version), role, slice or partition"
+                " differs",
+                "a baseline holds the frozen pairs constant; only responses (and contexts) may"
+                " differ",
+                case_id=pid,
             )
     return problems
 
@@ -272,35 +250,26 @@ def load_baseline_report(path: str | Path) -> NoiseReport:
     """The :class:`NoiseReport` of an earlier run: a run directory or a ``noise_report.json``."""
     path = Path(path)
     file = path / NOISE_REPORT_FILE if path.is_dir() else path
+    problems = Problems()
     if not file.is_file():
-        raise WorkbenchError(
-            "no baseline report",
-            [
-                Problem(
-                    location=str(path),
-                    code="baseline_missing",
-                    message=f"no {NOISE_REPORT_FILE} here",
-                    fix=(
-                        "give a pair-suite YAML (scored now) or the directory of an earlier"
-                        " `workbench noise` run"
-                    ),
-                )
-            ],
+        problems.add(
+            str(path),
+            "baseline_missing",
+            f"no {NOISE_REPORT_FILE} here",
+            "give a pair-suite YAML (scored now) or the directory of an earlier `workbench noise`"
+            " run",
         )
+        problems.fail("no baseline report")
     try:
         return NoiseReport.model_validate(read_json_file(file))  # bounded and strict
     except (OSError, ValueError) as exc:
-        raise WorkbenchError(
-            "invalid baseline report",
-            [
-                Problem(
-                    location=str(file),
-                    code="baseline_invalid",
-                    message=f"not a noise report ({str(exc).splitlines()[0]})",
-                    fix="point at the noise_report.json a `workbench noise` run wrote",
-                )
-            ],
-        ) from None
+        problems.add(
+            str(file),
+            "baseline_invalid",
+            f"not a noise report ({str(exc).splitlines()[0]})",
+            "point at the noise_report.json a `workbench noise` run wrote",
+        )
+        problems.fail("invalid baseline report")
 
 
 def _t95(n: int) -> float:
@@ -351,19 +320,10 @@ def compare_reports(
 
 def _report_problems(candidate: NoiseReport, baseline: NoiseReport, loc: str) -> list[Problem]:
     """Every reason the two reports cannot be compared: controls, scorer, pairs and modes."""
-    problems: list[Problem] = []
-    for side, report in (("baseline", baseline), ("candidate", candidate)):
-        if not report.candidates_interpreted:
-            problems.append(
-                Problem(
-                    location=loc if side == "baseline" else candidate.suite,
-                    code="baseline_incompatible",
-                    message=(
-                        f"the {side}'s controls did not pass: its candidate scores mean nothing"
-                    ),
-                    fix=f"fix the {side} run first (its controls must separate)",
-                )
-            )
+    problems = [
+        *_controls_problems(loc, "baseline", baseline),
+        *_controls_problems(candidate.suite, "candidate", candidate),
+    ]
     problems += _scorer_problems(loc, candidate.judge, baseline.judge)
     problems += _pair_problems(
         loc,

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from .._io import sha256_text
-from ..errors import Problem, WorkbenchError
+from .._load import Problems
+from ..errors import WorkbenchError
 from ..judges._llm import LLMJudge, _Exchange
 from ..judges._registry import CaseRef, Verdict, make_identity
 from ..judges._spec import CandidateSpec
@@ -165,42 +166,29 @@ class NoiseJudge(LLMJudge):
 
     def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         loc = str(spec_path)
-        problems: list[Problem] = []
+        problems = Problems()
         if spec.prompt or spec.prompt_file:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_not_allowed",
-                    message=(
-                        "a ragas-noise candidate has no prompt: NoiseSensitivity uses Ragas'"
-                        " built-in statement and faithfulness prompts"
-                    ),
-                    fix=(
-                        "remove prompt/prompt_file; the prompts are fingerprinted through the Ragas"
-                        " version and their source hash"
-                    ),
-                )
+            problems.add(
+                loc,
+                "prompt_not_allowed",
+                "a ragas-noise candidate has no prompt: NoiseSensitivity uses Ragas' built-in"
+                " statement and faithfulness prompts",
+                "remove prompt/prompt_file; the prompts are fingerprinted through the Ragas version"
+                " and their source hash",
             )
         if "mode" in spec.params:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="mode_in_spec",
-                    message="params.mode is set; the NoiseSensitivity mode comes from each pair",
-                    fix="remove params.mode and declare mode: on every pair",
-                )
+            problems.add(
+                loc,
+                "mode_in_spec",
+                "params.mode is set; the NoiseSensitivity mode comes from each pair",
+                "remove params.mode and declare mode: on every pair",
             )
         if spec.threshold is not None:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="threshold_not_allowed",
-                    message=(
-                        "a ragas-noise candidate is score-only; limits live in the pair suite's"
-                        " slices"
-                    ),
-                    fix="remove threshold: and set max_score per slice in the pairs file",
-                )
+            problems.add(
+                loc,
+                "threshold_not_allowed",
+                "a ragas-noise candidate is score-only; limits live in the pair suite's slices",
+                "remove threshold: and set max_score per slice in the pairs file",
             )
         try:
             super().__init__(spec, spec_path)

@@ -89,15 +89,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import yaml
 from pydantic import Field, ValidationError
 
-from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_loads
-from .._load import Problems, yaml_lines, yaml_problem
+from .._io import sha256_file, sha256_json, sha256_text
+from .._load import Problems, load_yaml, yaml_lines
 from .._record import Record as _Model
 from .._record import SchemaTooNew
 from ..errors import Problem, Severity, WorkbenchError, errors_only
@@ -406,75 +406,31 @@ class NoiseSuite(_Model):
         relation, status."""
         import pandas as pd
 
-        columns = [
-            "pair_id",
-            "role",
-            "partition",
-            "source_family",
-            "slice",
-            "mode",
-            "distractor",
-            "change",
-            "attack",
-            "expected_relation",
-            "contexts_clean",
-            "contexts_noisy",
-            "structured",
-            "assertions",
-            "status",
-        ]
         rows = [
-            {
-                "pair_id": p.pair_id,
-                "role": p.role,
-                "partition": p.partition,
-                "source_family": p.source_family,
-                "slice": p.slice,
-                "mode": p.mode,
-                "distractor": p.noisy.distractor.label,
-                "change": p.noisy.distractor.change,
-                "attack": p.noisy.distractor.attack,
-                "expected_relation": p.expected_relation,
-                "contexts_clean": len(p.clean.retrieved_contexts),
-                "contexts_noisy": len(p.noisy.retrieved_contexts),
-                "structured": any(c.structured for m in MEMBERS for c in p.member(m).contexts()),
-                "assertions": p.retrieval_assertions is not None,
-                "status": "retired: " + p.retired.reason if p.retired else "active",
-            }
+            (
+                *(p.pair_id, p.role, p.partition, p.source_family, p.slice, p.mode),
+                *(d.label, d.change, d.attack, p.expected_relation),
+                len(p.clean.retrieved_contexts),
+                len(p.noisy.retrieved_contexts),
+                any(c.structured for m in MEMBERS for c in p.member(m).contexts()),
+                p.retrieval_assertions is not None,
+                "retired: " + p.retired.reason if p.retired else "active",
+            )
             for p in self.pairs
+            for d in [p.noisy.distractor]
         ]
-        return pd.DataFrame(rows, columns=columns)
+        return pd.DataFrame(rows, columns=_PAIR_COLUMNS.split())
 
     def limits_frame(self) -> Any:
         """The gate per slice: max_score, max_delta and their direction (lower is better)."""
         import pandas as pd
 
         rows = [
-            {
-                "slice": name,
-                "risk": lim.risk,
-                "max_score": lim.max_score,
-                "max_delta": lim.max_delta,
-                "max_abstention_rate": lim.max_abstention_rate,
-                "direction": lim.direction,
-                "candidate_pairs": sum(1 for p in self.candidates() if p.slice == name),
-                "rationale": lim.rationale,
-            }
+            (name, lim.risk, lim.max_score, lim.max_delta, lim.max_abstention_rate, lim.direction)
+            + (sum(1 for p in self.candidates() if p.slice == name), lim.rationale)
             for name, lim in self.slices.items()
         ]
-        return pd.DataFrame(
-            rows,
-            columns=[
-                "slice",
-                "risk",
-                "max_score",
-                "max_delta",
-                "max_abstention_rate",
-                "direction",
-                "candidate_pairs",
-                "rationale",
-            ],
-        )
+        return pd.DataFrame(rows, columns=_LIMIT_COLUMNS.split())
 
     def pair(self, pair_id: str) -> NoisePair:
         """The pair with this id."""
@@ -482,6 +438,15 @@ class NoiseSuite(_Model):
             if p.pair_id == pair_id:
                 return p
         raise KeyError(pair_id)
+
+
+_PAIR_COLUMNS = (
+    "pair_id role partition source_family slice mode distractor change attack expected_relation"
+    " contexts_clean contexts_noisy structured assertions status"
+)
+_LIMIT_COLUMNS = (
+    "slice risk max_score max_delta max_abstention_rate direction candidate_pairs rationale"
+)
 
 
 class _Header(_Model):
@@ -504,26 +469,22 @@ class _Header(_Model):
 # -- locating problems ------------------------------------------------------------------------
 
 
-class _Checker:
+class _Checker(Problems):
+    """Every problem of one suite, each located as ``file:line (dotted.path)``."""
+
     def __init__(self, location: str, lines: dict[tuple[Any, ...], int]) -> None:
+        super().__init__()
         self.location = location
         self.lines = lines
-        self.problems = Problems()
 
     def where(self, path: tuple[Any, ...]) -> str:
-        line = None
-        for n in range(len(path), -1, -1):
-            line = self.lines.get(tuple(path[:n]))
-            if line is not None:
-                break
-        dotted = _dotted(path)
-        return (
-            f"{self.location}:{line}" + (f" ({dotted})" if dotted else "")
-            if line
-            else (f"{self.location} ({dotted})" if dotted else self.location)
-        )
+        """``file:line (path)``: the line of the deepest part of ``path`` the file has."""
+        found = (self.lines.get(path[:n]) for n in range(len(path), -1, -1))
+        line = next((n for n in found if n is not None), None)
+        at, dotted = (f"{self.location}:{line}" if line else self.location), _dotted(path)
+        return f"{at} ({dotted})" if dotted else at
 
-    def add(
+    def at(
         self,
         path: tuple[Any, ...],
         code: str,
@@ -533,7 +494,39 @@ class _Checker:
         case_id: str | None = None,
         severity: Severity = "error",
     ) -> None:
-        self.problems.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)
+        """Record one problem at ``path``."""
+        self.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)
+
+    def translate(
+        self,
+        exc: ValidationError,
+        base: tuple[Any, ...],
+        case_id: str | None = None,
+        skip: frozenset[tuple[Any, ...]] = frozenset(),
+    ) -> None:
+        """pydantic's errors below ``base`` with the pair suite's codes (:func:`_explain`)."""
+        for e in exc.errors(include_url=False):
+            loc = tuple(e["loc"])
+            if e["type"] == "missing" and loc in skip:
+                continue  # reported with its own code
+            if "retrieved_contexts" in loc and len(loc) > loc.index("retrieved_contexts") + 2:
+                continue  # the str | RetrievedContext union's branches: _context reports each once
+            self.at((*base, *loc), *_explain(e, loc), case_id=case_id)
+
+
+@dataclass(frozen=True)
+class _Add:
+    """Records the problems of ``pairs[i]``: a path below the pair, code, message and fix."""
+
+    chk: _Checker
+    i: int
+    pid: str | None
+
+    def __call__(self, sub: tuple[Any, ...], code: str, message: str, fix: str) -> None:
+        self.chk.at(("pairs", self.i, *sub), code, message, fix, case_id=self.pid)
+
+    def translate(self, exc: ValidationError, sub: tuple[Any, ...] = ()) -> None:
+        self.chk.translate(exc, ("pairs", self.i, *sub), self.pid)
 
 
 def _dotted(path: Iterable[Any]) -> str:
@@ -543,380 +536,72 @@ def _dotted(path: Iterable[Any]) -> str:
     return out
 
 
-# -- validation -------------------------------------------------------------------------------
+_UNKNOWN: dict[str, tuple[str, str, str]] = {
+    "mode": ("mode_unknown", "mode", "use mode: relevant or mode: irrelevant"),
+    "role": ("role_unknown", "role", "use role: " + ", ".join(ROLES)),
+    "partition": ("partition_unknown", "partition", "use partition: " + ", ".join(PARTITIONS)),
+    "change": (
+        "change_unknown",
+        "distractor change",
+        "use change: add (distractor inserted) or change: replace (distractor substituted)",
+    ),
+    "attack": ("attack_unknown", "distractor attack", "use attack: " + ", ".join(ATTACKS)),
+    "expected_relation": (
+        "relation_unknown",
+        "expected_relation",
+        "use " + ", ".join(sorted(set(RELATIONS.values()))),
+    ),
+}
+"""Field -> (code, what it is, fix) of a value outside the field's choices."""
+_PAIR_LEVEL = frozenset({"mode", "role", "partition"})
+"""Fields whose code applies to the pair's own field only."""
 
 
-def _translate(  # noqa: C901
-    chk: _Checker,
-    exc: ValidationError,
-    base: tuple[Any, ...],
-    case_id: str | None,
-    skip: frozenset[tuple[Any, ...]] = frozenset(),
-) -> None:
-    for e in exc.errors(include_url=False):
-        loc = tuple(e["loc"])
-        if e["type"] == "missing" and loc in skip:
-            continue  # reported with its own code
-        if "retrieved_contexts" in loc and len(loc) > loc.index("retrieved_contexts") + 2:
-            # the str | RetrievedContext union's branch errors: _check_contexts reports each
-            # context once
-            continue
-        path = (*base, *loc)
-        field = str(loc[-1]) if loc else ""
-        kind = e["type"]
-        if field == "mode" and len(loc) == 1:
-            if kind == "missing":
-                chk.add(
-                    path,
-                    "mode_missing",
-                    "the pair has no mode; NoiseSensitivity's mode is never defaulted",
-                    "add mode: relevant or mode: irrelevant (the mode the pair was built for)",
-                    case_id=case_id,
-                )
-            else:
-                chk.add(
-                    path,
-                    "mode_unknown",
-                    f"unknown mode {e.get('input')!r}",
-                    "use mode: relevant or mode: irrelevant",
-                    case_id=case_id,
-                )
-        elif field == "role" and len(loc) == 1 and kind != "missing":
-            chk.add(
-                path,
-                "role_unknown",
-                f"unknown role {e.get('input')!r}",
-                "use role: " + ", ".join(ROLES),
-                case_id=case_id,
-            )
-        elif field == "partition" and len(loc) == 1 and kind != "missing":
-            chk.add(
-                path,
-                "partition_unknown",
-                f"unknown partition {e.get('input')!r}",
-                "use partition: " + ", ".join(PARTITIONS),
-                case_id=case_id,
-            )
-        elif field == "change" and kind != "missing":
-            chk.add(
-                path,
-                "change_unknown",
-                f"unknown distractor change {e.get('input')!r}",
-                "use change: add (distractor inserted) or change: replace (distractor substituted)",
-                case_id=case_id,
-            )
-        elif field == "attack" and kind != "missing":
-            chk.add(
-                path,
-                "attack_unknown",
-                f"unknown distractor attack {e.get('input')!r}",
-                "use attack: " + ", ".join(ATTACKS),
-                case_id=case_id,
-            )
-        elif field == "direction" and kind == "missing":
-            chk.add(
-                path,
-                "direction_missing",
-                "a threshold without its direction",
-                f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is"
-                " better)",
-                case_id=case_id,
-            )
-        elif field == "direction" and "companions" not in loc:
-            chk.add(
-                path,
-                "direction_invalid",
-                f"direction {e.get('input')!r}: NoiseSensitivity is lower-is-better",
-                f"write direction: {DIRECTION}",
-                case_id=case_id,
-            )
-        elif field == "expected_relation" and kind != "missing":
-            chk.add(
-                path,
-                "relation_unknown",
-                f"unknown expected_relation {e.get('input')!r}",
-                "use " + ", ".join(sorted(set(RELATIONS.values()))),
-                case_id=case_id,
-            )
-        elif kind == "missing":
-            chk.add(
-                path,
-                "field_missing",
-                f"required field {_dotted(loc)!r} is missing",
-                f"add {field}: ({_FORMAT})",
-                case_id=case_id,
-            )
-        elif kind == "extra_forbidden":
-            chk.add(
-                path,
-                "field_unknown",
-                f"unknown field {_dotted(loc)!r}",
-                f"remove it or correct its spelling ({_FORMAT})",
-                case_id=case_id,
-            )
-        else:
-            chk.add(
-                path,
-                "field_invalid",
-                f"{_dotted(loc) or 'value'}: {e['msg']}",
-                f"correct this field ({_FORMAT})",
-                case_id=case_id,
-            )
+def _explain(e: Any, loc: tuple[Any, ...]) -> tuple[str, str, str]:
+    """``(code, message, fix)`` of one pydantic error at ``loc``."""
+    field, kind = (str(loc[-1]) if loc else ""), e["type"]
+    if loc == ("mode",) and kind == "missing":
+        return (
+            "mode_missing",
+            "the pair has no mode; NoiseSensitivity's mode is never defaulted",
+            "add mode: relevant or mode: irrelevant (the mode the pair was built for)",
+        )
+    if field in _UNKNOWN and kind != "missing" and (len(loc) == 1 or field not in _PAIR_LEVEL):
+        code, what, fix = _UNKNOWN[field]
+        return code, f"unknown {what} {e.get('input')!r}", fix
+    if field == "direction" and kind == "missing":
+        return (
+            "direction_missing",
+            "a threshold without its direction",
+            f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is better)",
+        )
+    if field == "direction" and "companions" not in loc:
+        return (
+            "direction_invalid",
+            f"direction {e.get('input')!r}: NoiseSensitivity is lower-is-better",
+            f"write direction: {DIRECTION}",
+        )
+    dotted = _dotted(loc)
+    if kind == "missing":
+        return "field_missing", f"required field {dotted!r} is missing", f"add {field}: ({_FORMAT})"
+    if kind == "extra_forbidden":
+        fix = f"remove it or correct its spelling ({_FORMAT})"
+        return "field_unknown", f"unknown field {dotted!r}", fix
+    return "field_invalid", f"{dotted or 'value'}: {e['msg']}", f"correct this field ({_FORMAT})"
+
+
+# -- one pair ---------------------------------------------------------------------------------
+
+Contexts = dict[Member, list[RetrievedContext] | None]
+"""Each member's checked contexts (None: absent or with a problem)."""
 
 
 def _text_ok(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _check_contexts(
-    chk: _Checker, ctx: list[Any], where: tuple[Any, ...], name: str, pid: str | None
-) -> list[RetrievedContext] | None:
-    """Each context: a non-empty string or a valid structured context; ranks in list order."""
-    out: list[RetrievedContext] = []
-    ok = True
-    for j, item in enumerate(ctx):
-        if isinstance(item, str):
-            if not item.strip():
-                chk.add(
-                    (*where, j),
-                    "context_empty",
-                    f"context {j} of the {name} member is empty",
-                    "remove it or record the passage text",
-                    case_id=pid,
-                )
-                ok = False
-            else:
-                out.append(RetrievedContext(text=item))
-        elif isinstance(item, dict):
-            try:
-                parsed = RetrievedContext.model_validate(item)
-            except ValidationError as exc:
-                for e in exc.errors(include_url=False):
-                    loc = tuple(e["loc"])
-                    code = (
-                        "field_missing"
-                        if e["type"] == "missing"
-                        else (
-                            "field_unknown" if e["type"] == "extra_forbidden" else "context_invalid"
-                        )
-                    )
-                    chk.add(
-                        (*where, j, *loc),
-                        code,
-                        f"context {j} of the {name} member: {_dotted(loc) or 'value'}: {e['msg']}",
-                        "a structured context is {text, document_id, version, chunk_id, rank,"
-                        " retrieval_score, tenant, corpus_id, retriever_config_sha256}; only text"
-                        " is required",
-                        case_id=pid,
-                    )
-                ok = False
-                continue
-            if not parsed.text.strip():
-                chk.add(
-                    (*where, j, "text"),
-                    "context_empty",
-                    f"context {j} of the {name} member has empty text",
-                    "record the passage text sent to generation",
-                    case_id=pid,
-                )
-                ok = False
-            out.append(parsed)
-        else:
-            chk.add(
-                (*where, j),
-                "context_invalid",
-                f"context {j} of the {name} member is neither text nor a mapping",
-                "write the passage text, or {text: ..., document_id: ..., ...}",
-                case_id=pid,
-            )
-            ok = False
-    ranks = [c.rank for c in out]
-    known = [r for r in ranks if r is not None]
-    if (
-        ok
-        and out
-        and len(known) == len(ranks)
-        and any(b <= a for a, b in zip(known, known[1:], strict=False))
-    ):
-        chk.add(
-            where,
-            "context_rank_order",
-            f"the {name} member's ranks {ranks} are not strictly increasing in list order",
-            "list the contexts in the order generation saw them, with their retriever ranks",
-            case_id=pid,
-        )
-    return out if ok else None
-
-
-def _check_trace(
-    chk: _Checker,
-    raw_trace: Any,
-    contexts: list[RetrievedContext] | None,
-    response: Any,
-    generator: Any,
-    where: tuple[Any, ...],
-    name: str,
-    pid: str | None,
-) -> None:
-    try:
-        trace = GenerationTrace.model_validate(raw_trace)
-    except ValidationError as exc:
-        _translate(chk, exc, where, pid)
-        return
-    if contexts is not None and trace.context_ids != [c.context_id() for c in contexts]:
-        chk.add(
-            (*where, "context_ids"),
-            "trace_contexts_mismatch",
-            f"the {name} member's generation trace lists contexts {trace.context_ids} but the"
-            f" member holds {[c.context_id() for c in contexts]}",
-            "record the exact contexts generation used (a later retrieval replay is a new run id"
-            " and new contexts)",
-            case_id=pid,
-        )
-    if isinstance(response, str) and trace.response_sha256 != sha256_text(response):
-        chk.add(
-            (*where, "response_sha256"),
-            "trace_response_mismatch",
-            f"the {name} member's response is not the one generation produced (sha256"
-            f" {sha256_text(response)[:12]} vs trace {trace.response_sha256[:12]})",
-            "record the response exactly as generated from these contexts, or regenerate under a"
-            " new run id",
-            case_id=pid,
-        )
-    if isinstance(generator, dict):
-        for field, key in (("generator_model", "model"), ("prompt_sha256", "prompt_sha256")):
-            value = getattr(trace, field)
-            if value is not None and generator.get(key) is not None and value != generator.get(key):
-                chk.add(
-                    (*where, field),
-                    "trace_generator_mismatch",
-                    f"the {name} member's trace has {field} {value!r}, the pair's generator {key}"
-                    f" is {generator.get(key)!r}",
-                    "the trace and the pair must name the same generator configuration",
-                    case_id=pid,
-                )
-
-
-def _check_sign_off(  # noqa: C901
-    chk: _Checker,
-    raw: dict[str, Any],
-    base: tuple[Any, ...],
-    pid: str | None,
-    contexts: dict[str, list[RetrievedContext] | None],
-) -> None:
-    role, mode = raw.get("role"), raw.get("mode")
-    where = (*base, "sign_off")
-    raw_sign = raw.get("sign_off")
-    if raw_sign is None:
-        if role in CONTROL_ROLES:
-            chk.add(
-                base,
-                "sign_off_missing",
-                f"the {role} pair has no reviewer sign-off",
-                "record sign_off: {reviewer, reference_sufficient, context_classes: {clean: [...],"
-                " noisy: [...]}, negative_adopts_false_claim}",
-                case_id=pid,
-            )
-        return
-    try:
-        sign = SignOff.model_validate(raw_sign)
-    except ValidationError as exc:
-        _translate(chk, exc, where, pid)
-        return
-    for member in MEMBERS:
-        ctx = contexts.get(member)
-        classes = sign.context_classes.get(member)
-        if classes is None:
-            chk.add(
-                (*where, "context_classes"),
-                "sign_off_context_classes",
-                f"the sign-off classifies no context of the {member} member",
-                f"give context_classes.{member}: one relevant/irrelevant per retrieved context",
-                case_id=pid,
-            )
-        elif ctx is not None and len(classes) != len(ctx):
-            chk.add(
-                (*where, "context_classes", member),
-                "sign_off_context_classes",
-                f"the sign-off classifies {len(classes)} contexts of the {member} member, which has"
-                f" {len(ctx)}",
-                "give one class per retrieved context, in order",
-                case_id=pid,
-            )
-    if role not in CONTROL_ROLES:
-        return
-    if sign.negative_adopts_false_claim is None:
-        chk.add(
-            (*where, "negative_adopts_false_claim"),
-            "sign_off_field_missing",
-            f"the {role} pair's sign-off does not say whether the negative control adopts the false"
-            " claim",
-            "record negative_adopts_false_claim: true or false, as the reviewer judged it",
-            case_id=pid,
-        )
-    if role == "reference_defect":
-        if sign.reference_sufficient:
-            chk.add(
-                (*where, "reference_sufficient"),
-                "sign_off_defect_not_flagged",
-                "a reference-defect control whose sign-off calls the reference sufficient: the"
-                " reviewer did not catch the defect",
-                "have the reviewer check the reference against the sources; a competent review"
-                " flags it (reference_sufficient: false)",
-                case_id=pid,
-            )
-        return
-    if not sign.reference_sufficient:
-        chk.add(
-            (*where, "reference_sufficient"),
-            "sign_off_reference_insufficient",
-            f"the reviewer flagged the {role} pair's reference as insufficient",
-            "fix the reference (a new pair version), or make the pair a reference_defect control",
-            case_id=pid,
-        )
-    if sign.negative_adopts_false_claim is False:
-        chk.add(
-            (*where, "negative_adopts_false_claim"),
-            "sign_off_negative_not_adopting",
-            "the reviewer says the negative control does not adopt the false claim",
-            "rewrite the noisy response so it adopts the distractor's false claim, or make the pair"
-            " a candidate",
-            case_id=pid,
-        )
-    clean_classes = sign.context_classes.get("clean") or []
-    if clean_classes and "relevant" not in clean_classes:
-        chk.add(
-            (*where, "context_classes", "clean"),
-            "sign_off_no_relevant_context",
-            "the positive control has no context the reviewer classed as relevant",
-            "a positive control needs sufficient relevant evidence",
-            case_id=pid,
-        )
-    distractor = (
-        (raw.get("noisy") or {}).get("distractor") if isinstance(raw.get("noisy"), dict) else None
-    )
-    noisy_classes = sign.context_classes.get("noisy") or []
-    if (
-        isinstance(distractor, dict)
-        and isinstance(distractor.get("index"), int)
-        and 0 <= distractor["index"] < len(noisy_classes)
-        and mode in MODES
-    ):
-        got = noisy_classes[distractor["index"]]
-        if got != mode:
-            wanted = (
-                "a plausible context that does not support the reference"
-                if mode == "irrelevant"
-                else "a context that supports part of the reference and carries the false statement"
-            )
-            chk.add(
-                (*where, "context_classes", "noisy"),
-                "sign_off_context_class_mode",
-                f"the reviewer classed the distractor {got}, but a {mode}-mode negative control"
-                f" needs a {mode} distractor context",
-                f"rebuild the distractor for {mode} mode ({wanted}), or change the mode",
-                case_id=pid,
-            )
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _mapping_at(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -925,385 +610,507 @@ def _mapping_at(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _check_pair(  # noqa: C901, PLR0915
+def _check_pair(
     chk: _Checker, raw: dict[str, Any], i: int, header: _Header | None, slices: dict[str, Any]
-) -> dict[str, list[RetrievedContext] | None]:
-    base: tuple[Any, ...] = ("pairs", i)
-    pid = raw.get("pair_id") if isinstance(raw.get("pair_id"), str) else None
-    if pid is not None and not _ID.match(pid):
-        chk.add(
-            (*base, "pair_id"),
-            "pair_id_invalid",
-            f"pair_id {pid!r} has characters other than letters, digits, '_', '.', '-'",
-            "use a simple stable id, e.g. ref-late-request",
-            case_id=pid,
-        )
-    for field in ("user_input", "reference", "source_family"):
-        if field in raw and isinstance(raw[field], str) and not raw[field].strip():
-            chk.add(
-                (*base, field),
-                "field_empty",
-                f"{field} is empty",
-                f"write the {field.replace('_', ' ')}",
-                case_id=pid,
-            )
-    role = raw.get("role")
+) -> Contexts:
+    """Every rule of one raw pair, in the order a reader meets its fields; its members' contexts."""
+    add = _Add(chk, i, _str(raw.get("pair_id")))
+    _check_fields(add, raw, header, slices)
+    _check_relation(add, raw)
+    origin = _check_provenance(add, raw)
+    _check_assertions(add, raw.get("retrieval_assertions"))
+    contexts = {name: _check_member(add, raw, name, origin) for name in MEMBERS}
+    clean, noisy = _mapping_at(raw, "clean"), _mapping_at(raw, "noisy")
     if (
-        header is not None
-        and isinstance(raw.get("reference_version"), str)
-        and raw["reference_version"] not in header.approved_reference_versions
-    ):
-        chk.add(
-            (*base, "reference_version"),
-            "reference_unapproved",
-            f"reference_version {raw['reference_version']!r} is not approved",
-            "use an approved reference version ("
-            + ", ".join(header.approved_reference_versions)
-            + ") or have the new version reviewed and add it to approved_reference_versions",
-            case_id=pid,
-        )
-    if isinstance(raw.get("slice"), str) and raw["slice"] not in slices:
-        chk.add(
-            (*base, "slice"),
-            "slice_unknown",
-            f"slice {raw['slice']!r} is not declared in the suite's slices",
-            "declare the slice with its max_score and direction, or correct the name",
-            case_id=pid,
-        )
-    generator = raw.get("generator")
-    if isinstance(generator, dict) and not generator.get("model"):
-        chk.add(
-            (*base, "generator"),
-            "generator_incomplete",
-            "the generator configuration does not name its model",
-            "record the generator model (and prompt hash, retriever) the responses came from",
-            case_id=pid,
-        )
-    relation = raw.get("expected_relation")
-    if (
-        role in RELATIONS
-        and isinstance(relation, str)
-        and relation in RELATIONS.values()
-        and relation != RELATIONS[role]
-    ):
-        chk.add(
-            (*base, "expected_relation"),
-            "relation_role_mismatch",
-            f"a {role} pair expects {relation!r}",
-            f"a {role} pair expects {RELATIONS[role]!r}; change the role or the relation",
-            case_id=pid,
-        )
-    if role == "reference_defect" and not _text_ok(raw.get("reference_defect")):
-        chk.add(
-            base,
-            "reference_defect_missing",
-            "a reference-defect control does not say what is wrong with its reference",
-            "write reference_defect: what the reference omits or gets wrong (and that the responses"
-            " are correct)",
-            case_id=pid,
-        )
-    elif role != "reference_defect" and raw.get("reference_defect") is not None:
-        chk.add(
-            (*base, "reference_defect"),
-            "reference_defect_unexpected",
-            f"a {role} pair describes a reference defect",
-            "make the pair a reference_defect control, or fix the reference in a new pair version",
-            case_id=pid,
-        )
-    provenance = raw.get("provenance")
-    origin = provenance.get("origin") if isinstance(provenance, dict) else None
-    if origin is None:
-        chk.add(
-            (*base, "provenance"),
-            "origin_missing",
-            "the pair does not say where its responses came from",
-            "add provenance: {origin: production | regenerated | constructed}; the origins are not"
-            " interchangeable",
-            case_id=pid,
-        )
-    elif origin not in ORIGINS:
-        chk.add(
-            (*base, "provenance", "origin"),
-            "origin_unknown",
-            f"unknown origin {origin!r}",
-            "use origin: " + ", ".join(ORIGINS),
-            case_id=pid,
-        )
-    assertions = raw.get("retrieval_assertions")
-    if isinstance(assertions, dict):
-        try:
-            parsed = RetrievalAssertions.model_validate(assertions)
-        except ValidationError:
-            parsed = None  # reported by the pair's model validation
-        if parsed is not None and parsed.empty():
-            chk.add(
-                (*base, "retrieval_assertions"),
-                "retrieval_assertions_empty",
-                "retrieval_assertions declares no check",
-                "assert expected_documents, forbidden_sources, tenant or max_rank, or remove the"
-                " block",
-                case_id=pid,
-            )
-        if parsed is not None:
-            for doc, rank in parsed.max_rank.items():
-                if rank < 1:
-                    chk.add(
-                        (*base, "retrieval_assertions", "max_rank", doc),
-                        "field_invalid",
-                        f"max_rank for {doc!r} is {rank}",
-                        "ranks start at 1",
-                        case_id=pid,
-                    )
-
-    clean, noisy = raw.get("clean"), raw.get("noisy")
-    members = {"clean": clean, "noisy": noisy}
-    raw_contexts: dict[str, list[Any] | None] = {}
-    contexts: dict[str, list[RetrievedContext] | None] = {}
-    for name, member in members.items():
-        if not isinstance(member, dict):
-            raw_contexts[name] = contexts[name] = None
-            continue
-        if isinstance(member.get("response"), str) and not member["response"].strip():
-            chk.add(
-                (*base, name, "response"),
-                "field_empty",
-                f"the {name} member's response is empty",
-                "record the response the system generated from these contexts",
-                case_id=pid,
-            )
-        ctx = member.get("retrieved_contexts")
-        raw_contexts[name] = ctx if isinstance(ctx, list) else None
-        contexts[name] = None
-        if isinstance(ctx, list):
-            if not ctx:
-                chk.add(
-                    (*base, name, "retrieved_contexts"),
-                    "contexts_empty",
-                    f"the {name} member has no retrieved_contexts",
-                    "record the exact contexts sent to generation; a missing context trace is never"
-                    " a low score",
-                    case_id=pid,
-                )
-            contexts[name] = _check_contexts(
-                chk, ctx, (*base, name, "retrieved_contexts"), name, pid
-            )
-        for shared in ("user_input", "reference", "generator"):
-            if member.get(shared) is not None and shared in raw and member[shared] != raw[shared]:
-                chk.add(
-                    (*base, name, shared),
-                    "member_mismatch",
-                    f"the {name} member's {shared} differs from the pair's",
-                    f"both members must share the pair's {shared}; a pair holds the question,"
-                    " reference and generator constant",
-                    case_id=pid,
-                )
-        if member.get("generation_trace") is not None:
-            _check_trace(
-                chk,
-                member["generation_trace"],
-                contexts[name],
-                member.get("response"),
-                generator,
-                (*base, name, "generation_trace"),
-                name,
-                pid,
-            )
-        elif origin in ("production", "regenerated"):
-            chk.add(
-                (*base, name),
-                "trace_missing",
-                f"the {name} member's response is {origin} but has no generation trace",
-                "record generation_trace: {run_id, context_ids, response_sha256} from the"
-                " generation run; without it the response cannot be shown to come from these"
-                " contexts",
-                case_id=pid,
-            )
-        if member.get("abstained") is True and role in CONTROL_ROLES:
-            chk.add(
-                (*base, name, "abstained"),
-                "control_abstained",
-                f"the {name} member of a {role} pair abstains",
-                "a control's responses must make claims; an abstention is an outcome of candidate"
-                " pairs only",
-                case_id=pid,
-            )
-    if (
-        role in SEPARATING_ROLES
-        and isinstance(clean, dict)
-        and isinstance(noisy, dict)
+        raw.get("role") in SEPARATING_ROLES
         and isinstance(clean.get("response"), str)
         and clean.get("response") == noisy.get("response")
     ):
-        chk.add(
-            (*base, "noisy", "response"),
+        add(
+            ("noisy", "response"),
             "control_response_unchanged",
             "the negative control's response equals the positive control's",
             "a negative control's response must adopt the distractor's false claim",
-            case_id=pid,
         )
-    _check_sign_off(chk, raw, base, pid, contexts)
+    _check_sign_off(add, raw, contexts)
+    _check_distractor(add, raw, contexts)
+    return contexts
 
+
+def _check_fields(
+    add: _Add, raw: dict[str, Any], header: _Header | None, slices: dict[str, Any]
+) -> None:
+    """Id, empty texts, an unapproved reference version, an unknown slice, the generator."""
+    if add.pid is not None and not _ID.match(add.pid):
+        add(
+            ("pair_id",),
+            "pair_id_invalid",
+            f"pair_id {add.pid!r} has characters other than letters, digits, '_', '.', '-'",
+            "use a simple stable id, e.g. ref-late-request",
+        )
+    for field in ("user_input", "reference", "source_family"):
+        if isinstance(raw.get(field), str) and not raw[field].strip():
+            add(
+                (field,), "field_empty", f"{field} is empty", f"write the {field.replace('_', ' ')}"
+            )
+    version = raw.get("reference_version")
+    if header is not None and isinstance(version, str):
+        approved = header.approved_reference_versions
+        if version not in approved:
+            add(
+                ("reference_version",),
+                "reference_unapproved",
+                f"reference_version {version!r} is not approved",
+                f"use an approved reference version ({', '.join(approved)}) or have the new"
+                " version reviewed and add it to approved_reference_versions",
+            )
+    if isinstance(raw.get("slice"), str) and raw["slice"] not in slices:
+        add(
+            ("slice",),
+            "slice_unknown",
+            f"slice {raw['slice']!r} is not declared in the suite's slices",
+            "declare the slice with its max_score and direction, or correct the name",
+        )
+    generator = raw.get("generator")
+    if isinstance(generator, dict) and not generator.get("model"):
+        add(
+            ("generator",),
+            "generator_incomplete",
+            "the generator configuration does not name its model",
+            "record the generator model (and prompt hash, retriever) the responses came from",
+        )
+
+
+def _check_relation(add: _Add, raw: dict[str, Any]) -> None:
+    """The expected relation and the reference defect fit the role."""
+    role, relation = raw.get("role"), raw.get("expected_relation")
+    expected = RELATIONS.get(role) if isinstance(role, str) else None
+    if expected and relation in RELATIONS.values() and relation != expected:
+        add(
+            ("expected_relation",),
+            "relation_role_mismatch",
+            f"a {role} pair expects {relation!r}",
+            f"a {role} pair expects {expected!r}; change the role or the relation",
+        )
+    if role == "reference_defect" and not _text_ok(raw.get("reference_defect")):
+        add(
+            (),
+            "reference_defect_missing",
+            "a reference-defect control does not say what is wrong with its reference",
+            "write reference_defect: what the reference omits or gets wrong (and that the"
+            " responses are correct)",
+        )
+    elif role != "reference_defect" and raw.get("reference_defect") is not None:
+        add(
+            ("reference_defect",),
+            "reference_defect_unexpected",
+            f"a {role} pair describes a reference defect",
+            "make the pair a reference_defect control, or fix the reference in a new pair version",
+        )
+
+
+def _check_provenance(add: _Add, raw: dict[str, Any]) -> Any:
+    """The responses' origin (mandatory, one of :data:`ORIGINS`); returns it."""
+    origin = _mapping_at(raw, "provenance").get("origin")
+    if origin is None:
+        add(
+            ("provenance",),
+            "origin_missing",
+            "the pair does not say where its responses came from",
+            "add provenance: {origin: production | regenerated | constructed}; the origins are"
+            " not interchangeable",
+        )
+    elif origin not in ORIGINS:
+        add(
+            ("provenance", "origin"),
+            "origin_unknown",
+            f"unknown origin {origin!r}",
+            "use origin: " + ", ".join(ORIGINS),
+        )
+    return origin
+
+
+def _check_assertions(add: _Add, assertions: Any) -> None:
+    """Retrieval assertions that assert something, with ranks from 1."""
+    if not isinstance(assertions, dict):
+        return
+    try:
+        parsed = RetrievalAssertions.model_validate(assertions)
+    except ValidationError:
+        return  # reported by the pair's model validation
+    if parsed.empty():
+        add(
+            ("retrieval_assertions",),
+            "retrieval_assertions_empty",
+            "retrieval_assertions declares no check",
+            "assert expected_documents, forbidden_sources, tenant or max_rank, or remove the block",
+        )
+    for doc, rank in parsed.max_rank.items():
+        if rank < 1:
+            where = ("retrieval_assertions", "max_rank", doc)
+            add(where, "field_invalid", f"max_rank for {doc!r} is {rank}", "ranks start at 1")
+
+
+def _check_member(add: _Add, raw: dict[str, Any], name: str, origin: Any) -> Any:
+    """One member: its response, contexts, shared fields, trace and abstention."""
+    member = raw.get(name)
+    if not isinstance(member, dict):
+        return None
+    if isinstance(member.get("response"), str) and not member["response"].strip():
+        add(
+            (name, "response"),
+            "field_empty",
+            f"the {name} member's response is empty",
+            "record the response the system generated from these contexts",
+        )
+    contexts = _check_contexts(add, member.get("retrieved_contexts"), name)
+    for shared in ("user_input", "reference", "generator"):
+        if member.get(shared) is not None and shared in raw and member[shared] != raw[shared]:
+            add(
+                (name, shared),
+                "member_mismatch",
+                f"the {name} member's {shared} differs from the pair's",
+                f"both members must share the pair's {shared}; a pair holds the question,"
+                " reference and generator constant",
+            )
+    if member.get("generation_trace") is not None:
+        _check_trace(add, member, contexts, raw.get("generator"), name)
+    elif origin in ("production", "regenerated"):
+        add(
+            (name,),
+            "trace_missing",
+            f"the {name} member's response is {origin} but has no generation trace",
+            "record generation_trace: {run_id, context_ids, response_sha256} from the generation"
+            " run; without it the response cannot be shown to come from these contexts",
+        )
+    if member.get("abstained") is True and raw.get("role") in CONTROL_ROLES:
+        add(
+            (name, "abstained"),
+            "control_abstained",
+            f"the {name} member of a {raw['role']} pair abstains",
+            "a control's responses must make claims; an abstention is an outcome of candidate"
+            " pairs only",
+        )
+    return contexts
+
+
+def _check_contexts(add: _Add, ctx: Any, name: str) -> list[RetrievedContext] | None:
+    """Each context a non-empty string or a valid structured context; ranks in list order."""
+    where = (name, "retrieved_contexts")
+    if not isinstance(ctx, list):
+        return None
+    if not ctx:
+        add(
+            where,
+            "contexts_empty",
+            f"the {name} member has no retrieved_contexts",
+            "record the exact contexts sent to generation; a missing context trace is never a"
+            " low score",
+        )
+    found = [_context(add, item, (*where, j), name) for j, item in enumerate(ctx)]
+    out = [c for c in found if c is not None]
+    if len(out) < len(found):
+        return None
+    ranks = [c.rank for c in out]
+    known = [r for r in ranks if r is not None]
+    if len(known) == len(ranks) and any(b <= a for a, b in zip(known, known[1:], strict=False)):
+        add(
+            where,
+            "context_rank_order",
+            f"the {name} member's ranks {ranks} are not strictly increasing in list order",
+            "list the contexts in the order generation saw them, with their retriever ranks",
+        )
+    return out
+
+
+_CONTEXT_FIX = (
+    "a structured context is {text, document_id, version, chunk_id, rank, retrieval_score, tenant,"
+    " corpus_id, retriever_config_sha256}; only text is required"
+)
+_CONTEXT_CODES = {"missing": "field_missing", "extra_forbidden": "field_unknown"}
+
+
+def _context(add: _Add, item: Any, where: tuple[Any, ...], name: str) -> RetrievedContext | None:
+    """One context, or None when it has a problem (recorded)."""
+    j = where[-1]
+    if isinstance(item, str) and not item.strip():
+        what, fix = "is empty", "remove it or record the passage text"
+        add(where, "context_empty", f"context {j} of the {name} member {what}", fix)
+        return None
+    if not isinstance(item, str | dict):
+        add(
+            where,
+            "context_invalid",
+            f"context {j} of the {name} member is neither text nor a mapping",
+            "write the passage text, or {text: ..., document_id: ..., ...}",
+        )
+        return None
+    try:
+        parsed = RetrievedContext.model_validate({"text": item} if isinstance(item, str) else item)
+    except ValidationError as exc:
+        for e in exc.errors(include_url=False):
+            loc = tuple(e["loc"])
+            message = f"context {j} of the {name} member: {_dotted(loc) or 'value'}: {e['msg']}"
+            add(
+                (*where, *loc),
+                _CONTEXT_CODES.get(e["type"], "context_invalid"),
+                message,
+                _CONTEXT_FIX,
+            )
+        return None
+    if not parsed.text.strip():
+        what, fix = "has empty text", "record the passage text sent to generation"
+        add((*where, "text"), "context_empty", f"context {j} of the {name} member {what}", fix)
+        return None
+    return parsed
+
+
+def _check_trace(
+    add: _Add,
+    member: dict[str, Any],
+    contexts: list[RetrievedContext] | None,
+    generator: Any,
+    name: str,
+) -> None:
+    """A generation trace names the member's contexts, response and the pair's generator."""
+    where = (name, "generation_trace")
+    try:
+        trace = GenerationTrace.model_validate(member["generation_trace"])
+    except ValidationError as exc:
+        add.translate(exc, where)
+        return
+    ids = None if contexts is None else [c.context_id() for c in contexts]
+    if ids is not None and trace.context_ids != ids:
+        add(
+            (*where, "context_ids"),
+            "trace_contexts_mismatch",
+            f"the {name} member's generation trace lists contexts {trace.context_ids} but the"
+            f" member holds {ids}",
+            "record the exact contexts generation used (a later retrieval replay is a new run id"
+            " and new contexts)",
+        )
+    response = member.get("response")
+    if isinstance(response, str) and trace.response_sha256 != sha256_text(response):
+        add(
+            (*where, "response_sha256"),
+            "trace_response_mismatch",
+            f"the {name} member's response is not the one generation produced (sha256"
+            f" {sha256_text(response)[:12]} vs trace {trace.response_sha256[:12]})",
+            "record the response exactly as generated from these contexts, or regenerate under a"
+            " new run id",
+        )
+    pair_generator = generator if isinstance(generator, dict) else {}
+    for field, key in (("generator_model", "model"), ("prompt_sha256", "prompt_sha256")):
+        value, pair_value = getattr(trace, field), pair_generator.get(key)
+        if value is not None and pair_value is not None and value != pair_value:
+            add(
+                (*where, field),
+                "trace_generator_mismatch",
+                f"the {name} member's trace has {field} {value!r}, the pair's generator {key}"
+                f" is {pair_value!r}",
+                "the trace and the pair must name the same generator configuration",
+            )
+
+
+def _check_sign_off(add: _Add, raw: dict[str, Any], contexts: Contexts) -> None:
+    """The reviewer's sign-off: mandatory on controls, one class per context, fits the role."""
+    role, raw_sign = raw.get("role"), raw.get("sign_off")
+    if raw_sign is None:
+        if role in CONTROL_ROLES:
+            add(
+                (),
+                "sign_off_missing",
+                f"the {role} pair has no reviewer sign-off",
+                "record sign_off: {reviewer, reference_sufficient, context_classes: {clean:"
+                " [...], noisy: [...]}, negative_adopts_false_claim}",
+            )
+        return
+    try:
+        sign = SignOff.model_validate(raw_sign)
+    except ValidationError as exc:
+        add.translate(exc, ("sign_off",))
+        return
+    for member in MEMBERS:
+        ctx, classes = contexts.get(member), sign.context_classes.get(member)
+        if classes is None:
+            add(
+                ("sign_off", "context_classes"),
+                "sign_off_context_classes",
+                f"the sign-off classifies no context of the {member} member",
+                f"give context_classes.{member}: one relevant/irrelevant per retrieved context",
+            )
+        elif ctx is not None and len(classes) != len(ctx):
+            add(
+                ("sign_off", "context_classes", member),
+                "sign_off_context_classes",
+                f"the sign-off classifies {len(classes)} contexts of the {member} member, which"
+                f" has {len(ctx)}",
+                "give one class per retrieved context, in order",
+            )
+    if role in CONTROL_ROLES:
+        _check_control_sign_off(add, raw, sign)
+
+
+def _check_control_sign_off(add: _Add, raw: dict[str, Any], sign: SignOff) -> None:
+    """What a control's reviewer must have seen: the false claim adopted, a sufficient (or, for a
+    reference-defect control, a flagged) reference, a relevant context, a distractor of the mode."""
+    role = raw["role"]
+    where = ("sign_off",)
+    if sign.negative_adopts_false_claim is None:
+        add(
+            (*where, "negative_adopts_false_claim"),
+            "sign_off_field_missing",
+            f"the {role} pair's sign-off does not say whether the negative control adopts the"
+            " false claim",
+            "record negative_adopts_false_claim: true or false, as the reviewer judged it",
+        )
+    if role == "reference_defect":
+        if sign.reference_sufficient:
+            add(
+                (*where, "reference_sufficient"),
+                "sign_off_defect_not_flagged",
+                "a reference-defect control whose sign-off calls the reference sufficient: the"
+                " reviewer did not catch the defect",
+                "have the reviewer check the reference against the sources; a competent review"
+                " flags it (reference_sufficient: false)",
+            )
+        return
+    if not sign.reference_sufficient:
+        add(
+            (*where, "reference_sufficient"),
+            "sign_off_reference_insufficient",
+            f"the reviewer flagged the {role} pair's reference as insufficient",
+            "fix the reference (a new pair version), or make the pair a reference_defect control",
+        )
+    if sign.negative_adopts_false_claim is False:
+        add(
+            (*where, "negative_adopts_false_claim"),
+            "sign_off_negative_not_adopting",
+            "the reviewer says the negative control does not adopt the false claim",
+            "rewrite the noisy response so it adopts the distractor's false claim, or make the"
+            " pair a candidate",
+        )
+    clean_classes = sign.context_classes.get("clean") or []
+    if clean_classes and "relevant" not in clean_classes:
+        add(
+            (*where, "context_classes", "clean"),
+            "sign_off_no_relevant_context",
+            "the positive control has no context the reviewer classed as relevant",
+            "a positive control needs sufficient relevant evidence",
+        )
+    _check_distractor_class(add, raw, sign.context_classes.get("noisy") or [])
+
+
+def _check_distractor_class(add: _Add, raw: dict[str, Any], noisy_classes: Sequence[str]) -> None:
+    """The reviewer's class of a control's distractor is the pair's mode."""
+    mode = raw.get("mode")
+    index = _mapping_at(_mapping_at(raw, "noisy"), "distractor").get("index")
+    if not isinstance(index, int) or not 0 <= index < len(noisy_classes) or mode not in MODES:
+        return
+    got = noisy_classes[index]
+    if got != mode:
+        wanted = (
+            "a plausible context that does not support the reference"
+            if mode == "irrelevant"
+            else "a context that supports part of the reference and carries the false statement"
+        )
+        add(
+            ("sign_off", "context_classes", "noisy"),
+            "sign_off_context_class_mode",
+            f"the reviewer classed the distractor {got}, but a {mode}-mode negative control"
+            f" needs a {mode} distractor context",
+            f"rebuild the distractor for {mode} mode ({wanted}), or change the mode",
+        )
+
+
+def _check_distractor(add: _Add, raw: dict[str, Any], contexts: Contexts) -> None:
+    """An adversarial distractor names its attack; the noisy contexts are the clean ones with the
+    one distractor added or substituted."""
+    noisy = raw.get("noisy")
     distractor = noisy.get("distractor") if isinstance(noisy, dict) else None
-    if role == "adversarial" and isinstance(distractor, dict) and distractor.get("attack") is None:
-        chk.add(
-            (*base, "noisy", "distractor"),
+    if not isinstance(distractor, dict):
+        return
+    if raw.get("role") == "adversarial" and distractor.get("attack") is None:
+        add(
+            ("noisy", "distractor"),
             "attack_missing",
             "an adversarial control's distractor does not say what it carries",
             "add attack: instruction | fake_policy | stale_date to the distractor",
-            case_id=pid,
         )
-    c_ctx, n_ctx = contexts.get("clean"), contexts.get("noisy")
-    if not isinstance(distractor, dict) or c_ctx is None or n_ctx is None:
-        return contexts
-    index, change = distractor.get("index"), distractor.get("change")
+    clean, noisy_ctx = contexts.get("clean"), contexts.get("noisy")
+    if clean is None or noisy_ctx is None:
+        return
     if "label" in distractor and not _text_ok(distractor.get("label")):
-        chk.add(
-            (*base, "noisy", "distractor", "label"),
+        add(
+            ("noisy", "distractor", "label"),
             "field_empty",
             "the distractor has no label",
             "label the distractor (e.g. stale-policy, other-product, injection)",
-            case_id=pid,
         )
-    if not isinstance(index, int) or isinstance(index, bool) or change not in ("add", "replace"):
-        return contexts
-    where = (*base, "noisy", "distractor", "index")
-    if not 0 <= index < len(n_ctx):
-        chk.add(
+    index, change = distractor.get("index"), distractor.get("change")
+    if isinstance(index, int) and not isinstance(index, bool) and change in ("add", "replace"):
+        _check_membership(add, index, change, clean, noisy_ctx)
+
+
+def _check_membership(
+    add: _Add,
+    index: int,
+    change: str,
+    clean: list[RetrievedContext],
+    noisy: list[RetrievedContext],
+) -> None:
+    """Noisy = clean with exactly one distractor inserted (``add``) or substituted at ``index``."""
+    where = ("noisy", "distractor", "index")
+    if not 0 <= index < len(noisy):
+        add(
             where,
             "distractor_index_out_of_range",
-            f"distractor index {index} is outside the noisy member's {len(n_ctx)} contexts",
+            f"distractor index {index} is outside the noisy member's {len(noisy)} contexts",
             "give the 0-based position of the distractor in noisy.retrieved_contexts (0 to"
-            f" {max(0, len(n_ctx) - 1)})",
-            case_id=pid,
+            f" {max(0, len(noisy) - 1)})",
         )
-        return contexts
-    c_ids, n_ids = [c.identity() for c in c_ctx], [c.identity() for c in n_ctx]
+        return
+    c_ids, n_ids = [c.identity() for c in clean], [c.identity() for c in noisy]
     fix = (
         "noisy.retrieved_contexts must be clean.retrieved_contexts with exactly one distractor"
         f" {'inserted' if change == 'add' else 'substituted'} at index {index} (same text and"
         " document evidence; only ranks may shift)"
     )
+    broken = ("noisy", "retrieved_contexts")
     if change == "add":
         if len(n_ids) != len(c_ids) + 1 or n_ids[:index] + n_ids[index + 1 :] != c_ids:
-            chk.add(
-                (*base, "noisy", "retrieved_contexts"),
-                "pair_membership_broken",
-                f"with change: add at {index}, the noisy contexts ({len(n_ids)}) are not the clean"
-                f" contexts ({len(c_ids)}) plus one distractor",
-                fix,
-                case_id=pid,
+            message = (
+                f"with change: add at {index}, the noisy contexts ({len(n_ids)}) are not the"
+                f" clean contexts ({len(c_ids)}) plus one distractor"
             )
-        elif n_ctx[index].text in [c.text for c in c_ctx]:
-            chk.add(
-                where,
-                "distractor_duplicate",
+            add(broken, "pair_membership_broken", message, fix)
+        elif noisy[index].text in [c.text for c in clean]:
+            message, why = (
                 "the added distractor repeats a clean context",
                 "a distractor must be a new passage",
-                case_id=pid,
             )
-    else:
-        same_len = len(n_ids) == len(c_ids)
-        others_equal = same_len and all(
-            a == b for j, (a, b) in enumerate(zip(n_ids, c_ids, strict=True)) if j != index
-        )
-        if not same_len or not others_equal:
-            chk.add(
-                (*base, "noisy", "retrieved_contexts"),
-                "pair_membership_broken",
-                f"with change: replace at {index}, the noisy contexts must equal the clean ones"
-                " everywhere else",
-                fix,
-                case_id=pid,
-            )
-        elif n_ctx[index].text == c_ctx[index].text:
-            chk.add(
-                where,
-                "pair_membership_broken",
-                f"with change: replace at {index}, the noisy context equals the clean one: nothing"
-                " was replaced",
-                fix,
-                case_id=pid,
-            )
-    return contexts
-
-
-def _normalize(text: str) -> str:
-    from ..gold._dataset import normalize_text
-
-    return normalize_text(text)
-
-
-def _check_leakage(  # noqa: C901
-    chk: _Checker,
-    raw_pairs: list[Any],
-    contexts_of: dict[int, dict[str, list[RetrievedContext] | None]],
-) -> None:
-    """As for gold: a source family never straddles partitions, nor does a question or an evidence
-    passage."""
-    families: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    questions: dict[str, list[tuple[int, str, str | None, str | None]]] = defaultdict(list)
-    passages: dict[str, list[tuple[int, str, str | None, str | None]]] = defaultdict(list)
-    for i, raw in enumerate(raw_pairs):
-        if not isinstance(raw, dict) or raw.get("partition") not in PARTITIONS:
-            continue
-        part, fam, pid = (
-            raw["partition"],
-            raw.get("source_family"),
-            raw.get("pair_id") if isinstance(raw.get("pair_id"), str) else None,
-        )
-        if isinstance(fam, str):
-            families[fam][part].append(i)
-        if isinstance(raw.get("user_input"), str):
-            questions[_normalize(raw["user_input"])].append(
-                (i, part, fam if isinstance(fam, str) else None, pid)
-            )
-        distractor = _mapping_at(_mapping_at(raw, "noisy"), "distractor")
-        for member in MEMBERS:
-            for j, ctx in enumerate(contexts_of.get(i, {}).get(member) or []):
-                if member == "noisy" and j == distractor.get("index"):
-                    continue  # the distractor is the controlled noise, not evidence
-                passages[_normalize(ctx.text)].append(
-                    (i, part, fam if isinstance(fam, str) else None, pid)
-                )
-    for fam, parts in families.items():
-        if len(parts) > 1:
-            where = ", ".join(
-                f"{p} (pairs {', '.join(map(str, ns[:5]))})" for p, ns in sorted(parts.items())
-            )
-            first = min(n for ns in parts.values() for n in ns)
-            chk.add(
-                ("pairs", first, "source_family"),
-                "family_leakage",
-                f"source family {fam!r} appears in {len(parts)} partitions: {where}",
-                "move every pair of the family into one partition; a family must not be tuned on in"
-                " one partition and certified on in another",
-            )
-    for code, what, groups in (
-        ("cross_partition_duplicate", "question", questions),
-        ("cross_partition_passage", "evidence passage", passages),
+            add(where, "distractor_duplicate", message, why)
+    elif (
+        len(n_ids) != len(c_ids)
+        or n_ids[:index] + n_ids[index + 1 :] != c_ids[:index] + c_ids[index + 1 :]
     ):
-        for members in groups.values():
-            seen: dict[str, tuple[int, str | None, str | None]] = {}
-            for i, part, fam, pid in members:
-                if part in seen:
-                    continue
-                other = next(
-                    ((n, f, p) for pt, (n, f, p) in seen.items() if pt != part and f != fam), None
-                )
-                seen[part] = (i, fam, pid)
-                if other is not None:
-                    chk.add(
-                        ("pairs", i),
-                        code,
-                        f"the same {what} (after normalizing Unicode, case and whitespace) as pair"
-                        f" {other[2]!r} in another partition and source family",
-                        "put both pairs in one source family and partition, or drop one:"
-                        " near-duplicates across partitions make a tuned prompt look general",
-                        case_id=pid,
-                    )
+        message = (
+            f"with change: replace at {index}, the noisy contexts must equal the clean ones"
+            " everywhere else"
+        )
+        add(broken, "pair_membership_broken", message, fix)
+    elif noisy[index].text == clean[index].text:
+        message = (
+            f"with change: replace at {index}, the noisy context equals the clean one: nothing"
+            " was replaced"
+        )
+        add(where, "pair_membership_broken", message, fix)
 
 
-def check_pairs(  # noqa: C901, PLR0915
+# -- the suite --------------------------------------------------------------------------------
+
+
+def check_pairs(
     raw: Any,
     *,
     location: str = "pairs",
@@ -1317,16 +1124,16 @@ def check_pairs(  # noqa: C901, PLR0915
     """
     chk = _Checker(location, lines or {})
     if not isinstance(raw, dict):
-        chk.add(
+        chk.at(
             (),
             "suite_shape",
             "the pair suite must be a YAML mapping",
             f"write the header fields and a pairs: list ({_FORMAT})",
         )
-        return None, chk.problems
+        return None, list(chk)
     version = raw.get("schema_version")
     if isinstance(version, int) and version < PAIRS_SCHEMA_VERSION:
-        chk.add(
+        chk.at(
             ("schema_version",),
             "schema_version_old",
             f"schema_version {version} suites have no noise policy, evidence manifest or"
@@ -1335,341 +1142,417 @@ def check_pairs(  # noqa: C901, PLR0915
             " max_cost_usd}, manifest:, and partition/source_family/provenance.origin per pair"
             f" (and sign_off on controls) ({_FORMAT})",
         )
-        return None, chk.problems
-    header: _Header | None = None
-    try:
-        header = _Header.model_validate(raw)
-    except SchemaTooNew as exc:
-        chk.add(
-            ("schema_version",), exc.problems[0].code, exc.problems[0].message, exc.problems[0].fix
-        )
-    except ValidationError as exc:
-        _translate(chk, exc, (), None)
-    if header is not None and not header.approved_reference_versions:
-        chk.add(
-            ("approved_reference_versions",),
-            "field_empty",
-            "no approved reference versions",
-            "list the reviewed reference versions pairs may cite",
-        )
-
-    policy: NoisePolicy | None = None
-    raw_policy = raw.get("policy")
-    if raw_policy is None:
-        chk.add(
-            (),
-            "policy_missing",
-            "the suite has no noise policy",
-            "add policy: {max_cases, max_cost_usd, ...}: budget and case limits live in reviewed"
-            " policy; without them nothing runs",
-        )
-    elif not isinstance(raw_policy, dict):
-        chk.add(
-            ("policy",),
-            "field_invalid",
-            "policy must be a mapping",
-            "write policy: {max_cases: N, max_cost_usd: X}",
-        )
-    else:
-        for field in ("max_cases", "max_cost_usd"):
-            if raw_policy.get(field) is None:
-                chk.add(
-                    ("policy",),
-                    "policy_limit_missing",
-                    f"the noise policy has no {field}",
-                    f"add policy.{field}: a missing limit fails closed, it never falls back to a"
-                    " default",
-                )
-        try:
-            policy = NoisePolicy.model_validate(raw_policy)
-        except ValidationError as exc:
-            _translate_policy(chk, exc)
-    raw_manifest = raw.get("manifest")
-    if raw_manifest is None:
-        chk.add(
-            (),
-            "manifest_missing",
-            "the suite has no evidence manifest",
-            "add manifest: {window, source_owners, licences, redaction, known_gaps, reviewers,"
-            " sampling, review_schedule}",
-        )
-    elif isinstance(raw_manifest, dict):
-        try:
-            EvidenceManifest.model_validate(raw_manifest)
-        except ValidationError as exc:
-            _translate(chk, exc, ("manifest",), None)
-    else:
-        chk.add(
-            ("manifest",),
-            "field_invalid",
-            "manifest must be a mapping",
-            "write manifest: {window: ..., ...}",
-        )
-
-    raw_slices = _mapping_at(raw, "slices")
-    slices: dict[str, SliceLimit] = {}
-    if isinstance(raw.get("slices"), dict) and not raw_slices:
-        chk.add(
-            ("slices",),
-            "field_empty",
-            "no slices",
-            "declare every slice with its max_score and direction: lower_is_better",
-        )
-    for name, limit in raw_slices.items():
-        try:
-            parsed = SliceLimit.model_validate(limit)
-        except ValidationError as exc:
-            _translate(chk, exc, ("slices", name), None)
-            continue
-        bad = False
-        for field in ("max_score", "max_delta", "max_abstention_rate"):
-            value = getattr(parsed, field)
-            if value is not None and not 0.0 <= value <= 1.0:
-                chk.add(
-                    ("slices", name, field),
-                    "threshold_out_of_range",
-                    f"{field} {value} is outside [0, 1]",
-                    "give a limit between 0 and 1 (lower is better)",
-                )
-                bad = True
-        if not bad:
-            slices[str(name)] = parsed
-
-    raw_pairs = raw.get("pairs")
-    pairs: list[NoisePair] = []
-    if raw_pairs is not None and not isinstance(raw_pairs, list):
-        chk.add(("pairs",), "field_invalid", "pairs must be a list", "write pairs: as a YAML list")
-        raw_pairs = []
-    elif isinstance(raw_pairs, list) and not raw_pairs:
-        chk.add(
-            ("pairs",), "field_empty", "the suite has no pairs", "add control and candidate pairs"
-        )
-    seen: dict[str, int] = {}
-    contexts_of: dict[int, dict[str, list[RetrievedContext] | None]] = {}
-    for i, item in enumerate(raw_pairs or []):
-        if not isinstance(item, dict):
-            chk.add(
-                ("pairs", i),
-                "pair_shape",
-                f"pair {i} is not a mapping",
-                f"write each pair as key: value fields ({_FORMAT})",
-            )
-            continue
-        pid = item.get("pair_id") if isinstance(item.get("pair_id"), str) else None
-        if pid is not None:
-            if pid in seen:
-                chk.add(
-                    ("pairs", i, "pair_id"),
-                    "pair_id_duplicate",
-                    f"pair_id {pid!r} is already used by pairs[{seen[pid]}]",
-                    "give every pair a unique id",
-                    case_id=pid,
-                )
-            else:
-                seen[pid] = i
-        data = dict(item)
-        if data.get("role") in RELATIONS and "expected_relation" not in data:
-            data["expected_relation"] = RELATIONS[data["role"]]
-        before = len(chk.problems)
-        try:
-            pair = NoisePair.model_validate(data)
-        except ValidationError as exc:
-            _translate(chk, exc, ("pairs", i), pid)
-            pair = None
-        contexts_of[i] = _check_pair(chk, item, i, header, raw_slices)
-        if pair is not None and len(errors_only(chk.problems[before:])) == 0:
-            pairs.append(pair)
-
-    dicts = [p for p in raw_pairs or [] if isinstance(p, dict)]
-    _check_lineage(chk, raw_pairs or [])
-    _check_leakage(chk, raw_pairs or [], contexts_of)
-    active = [p for p in dicts if p.get("retired") is None]
-    modes_with_controls = {p.get("mode") for p in active if p.get("role") == "control"}
-    candidate_modes = {
-        mode
-        for p in active
-        if p.get("role") == "candidate" and isinstance(mode := p.get("mode"), str) and mode in MODES
-    }
-    for mode in sorted(candidate_modes - modes_with_controls):
-        chk.add(
-            ("pairs",),
-            "controls_missing",
-            f"candidate pairs use mode {mode!r} but no control pair does",
-            f"add at least one control pair in mode {mode!r}: controls are run first and must"
-            " separate before candidates are interpreted",
-        )
-    if policy is not None:
-        for role in policy.required_control_roles:
-            if not any(p.get("role") == role for p in active):
-                chk.add(
-                    ("pairs",),
-                    "control_role_missing",
-                    f"the suite has no active {role} control, which the policy requires",
-                    f"add a {role} control pair; until then every report is incomplete",
-                    severity="warning",
-                )
-    sentinels = header.sentinels if header is not None else []
-    by_id = {p.get("pair_id"): p for p in dicts}
-    for j, sid in enumerate(sentinels):
-        if sid not in by_id:
-            chk.add(
-                ("sentinels", j),
-                "sentinel_unknown",
-                f"sentinel {sid!r} is not a pair of the suite",
-                "list pair ids of the suite",
-            )
-        elif by_id[sid].get("retired") is not None:
-            chk.add(
-                ("sentinels", j),
-                "sentinel_retired",
-                f"sentinel {sid!r} is retired",
-                "replace it with the pair that supersedes it (a new suite version)",
-            )
-    if sentinels and policy is not None and policy.max_spread is None:
-        chk.add(
-            ("policy",),
-            "policy_spread_missing",
-            "the suite declares sentinels but the policy has no max_spread",
-            "add policy.max_spread: the largest repeat spread before a pair routes to review",
-        )
-    used = Counter(p.get("slice") for p in active if p.get("role") == "candidate")
-    for name in raw_slices:
-        if not used.get(name):
-            chk.add(
-                ("slices", name),
-                "slice_without_pairs",
-                f"slice {name!r} has no candidate pair",
-                "add candidate pairs for it or remove it",
-                severity="warning",
-            )
-
-    if errors_only(chk.problems) or header is None or policy is None:
-        return None, chk.problems
+        return None, list(chk)
+    header = _check_header(chk, raw)
+    policy = _check_policy(chk, raw.get("policy"))
+    manifest = _check_manifest(chk, raw.get("manifest"))
+    slices = _check_slices(chk, raw)
+    pairs, items = _check_pair_list(chk, raw.get("pairs"), header, _mapping_at(raw, "slices"))
+    _check_suite_rules(chk, items, header, policy, _mapping_at(raw, "slices"))
+    if errors_only(chk) or header is None or policy is None or manifest is None:
+        return None, list(chk)
     suite = NoiseSuite(
-        schema_version=header.schema_version,
-        name=header.name,
+        **header.model_dump(
+            exclude={"version", "supersedes", "policy", "manifest", "slices", "pairs"}
+        ),
         version=str(header.version),
-        description=header.description,
-        owner=header.owner,
-        rationale=header.rationale,
-        approved_reference_versions=header.approved_reference_versions,
         policy=policy,
-        manifest=EvidenceManifest.model_validate(raw_manifest),
-        sentinels=list(sentinels),
+        manifest=manifest,
         slices=slices,
         pairs=pairs,
         source=location if lines else None,
         sha256=sha256 or sha256_json(raw),
         supersedes=None if header.supersedes is None else str(header.supersedes),
     )
-    return suite, chk.problems
+    return suite, list(chk)
 
 
-def _translate_policy(chk: _Checker, exc: ValidationError) -> None:
-    _translate(chk, exc, ("policy",), None, skip=frozenset({("max_cases",), ("max_cost_usd",)}))
+def _check_header(chk: _Checker, raw: dict[str, Any]) -> _Header | None:
+    header: _Header | None = None
+    try:
+        header = _Header.model_validate(raw)
+    except SchemaTooNew as exc:
+        newer = exc.problems[0]
+        chk.at(("schema_version",), newer.code, newer.message, newer.fix)
+    except ValidationError as exc:
+        chk.translate(exc, ())
+    if header is not None and not header.approved_reference_versions:
+        chk.at(
+            ("approved_reference_versions",),
+            "field_empty",
+            "no approved reference versions",
+            "list the reviewed reference versions pairs may cite",
+        )
+    return header
+
+
+def _check_policy(chk: _Checker, raw_policy: Any) -> NoisePolicy | None:
+    """The noise policy: mandatory, and its limits never fall back to a default."""
+    if raw_policy is None:
+        chk.at(
+            (),
+            "policy_missing",
+            "the suite has no noise policy",
+            "add policy: {max_cases, max_cost_usd, ...}: budget and case limits live in reviewed"
+            " policy; without them nothing runs",
+        )
+        return None
+    if not isinstance(raw_policy, dict):
+        fix = "write policy: {max_cases: N, max_cost_usd: X}"
+        chk.at(("policy",), "field_invalid", "policy must be a mapping", fix)
+        return None
+    limits = ("max_cases", "max_cost_usd")
+    for field in (f for f in limits if raw_policy.get(f) is None):
+        chk.at(
+            ("policy",),
+            "policy_limit_missing",
+            f"the noise policy has no {field}",
+            f"add policy.{field}: a missing limit fails closed, it never falls back to a default",
+        )
+    try:
+        return NoisePolicy.model_validate(raw_policy)
+    except ValidationError as exc:
+        chk.translate(exc, ("policy",), skip=frozenset((f,) for f in limits))
+        return None
+
+
+def _check_manifest(chk: _Checker, raw_manifest: Any) -> EvidenceManifest | None:
+    if raw_manifest is None:
+        chk.at(
+            (),
+            "manifest_missing",
+            "the suite has no evidence manifest",
+            "add manifest: {window, source_owners, licences, redaction, known_gaps, reviewers,"
+            " sampling, review_schedule}",
+        )
+        return None
+    if not isinstance(raw_manifest, dict):
+        fix = "write manifest: {window: ..., ...}"
+        chk.at(("manifest",), "field_invalid", "manifest must be a mapping", fix)
+        return None
+    try:
+        return EvidenceManifest.model_validate(raw_manifest)
+    except ValidationError as exc:
+        chk.translate(exc, ("manifest",))
+        return None
+
+
+def _check_slices(chk: _Checker, raw: dict[str, Any]) -> dict[str, SliceLimit]:
+    """Every slice's limits, each with its direction and within [0, 1]."""
+    raw_slices = _mapping_at(raw, "slices")
+    if isinstance(raw.get("slices"), dict) and not raw_slices:
+        fix = "declare every slice with its max_score and direction: lower_is_better"
+        chk.at(("slices",), "field_empty", "no slices", fix)
+    slices: dict[str, SliceLimit] = {}
+    for name, limit in raw_slices.items():
+        try:
+            parsed = SliceLimit.model_validate(limit)
+        except ValidationError as exc:
+            chk.translate(exc, ("slices", name))
+            continue
+        limits = {f: getattr(parsed, f) for f in ("max_score", "max_delta", "max_abstention_rate")}
+        outside = {f: v for f, v in limits.items() if v is not None and not 0.0 <= v <= 1.0}
+        for field, value in outside.items():
+            chk.at(
+                ("slices", name, field),
+                "threshold_out_of_range",
+                f"{field} {value} is outside [0, 1]",
+                "give a limit between 0 and 1 (lower is better)",
+            )
+        if not outside:
+            slices[str(name)] = parsed
+    return slices
+
+
+def _check_pair_list(
+    chk: _Checker, raw_pairs: Any, header: _Header | None, raw_slices: dict[str, Any]
+) -> tuple[list[NoisePair], list[Any]]:
+    """Every pair (a valid one is kept when it adds no error), then lineage and leakage."""
+    if raw_pairs is not None and not isinstance(raw_pairs, list):
+        chk.at(("pairs",), "field_invalid", "pairs must be a list", "write pairs: as a YAML list")
+    elif isinstance(raw_pairs, list) and not raw_pairs:
+        fix = "add control and candidate pairs"
+        chk.at(("pairs",), "field_empty", "the suite has no pairs", fix)
+    items = raw_pairs if isinstance(raw_pairs, list) else []
+    pairs: list[NoisePair] = []
+    seen: dict[str, int] = {}
+    contexts_of: dict[int, Contexts] = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            fix = f"write each pair as key: value fields ({_FORMAT})"
+            chk.at(("pairs", i), "pair_shape", f"pair {i} is not a mapping", fix)
+            continue
+        pid = _str(item.get("pair_id"))
+        if pid in seen:
+            chk.at(
+                ("pairs", i, "pair_id"),
+                "pair_id_duplicate",
+                f"pair_id {pid!r} is already used by pairs[{seen[pid]}]",
+                "give every pair a unique id",
+                case_id=pid,
+            )
+        elif pid is not None:
+            seen[pid] = i
+        errors = len(errors_only(chk))
+        pair = _parse_pair(chk, item, i, pid)
+        contexts_of[i] = _check_pair(chk, item, i, header, raw_slices)
+        if pair is not None and len(errors_only(chk)) == errors:
+            pairs.append(pair)
+    _check_lineage(chk, items)
+    _check_leakage(chk, items, contexts_of)
+    return pairs, items
+
+
+def _parse_pair(chk: _Checker, item: dict[str, Any], i: int, pid: str | None) -> NoisePair | None:
+    """The pair as a model (its role's relation when it names none), or None (reported)."""
+    data = dict(item)
+    role = data.get("role")
+    if isinstance(role, str) and role in RELATIONS and "expected_relation" not in data:
+        data["expected_relation"] = RELATIONS[role]
+    try:
+        return NoisePair.model_validate(data)
+    except ValidationError as exc:
+        chk.translate(exc, ("pairs", i), pid)
+        return None
+
+
+def _check_suite_rules(
+    chk: _Checker,
+    items: list[Any],
+    header: _Header | None,
+    policy: NoisePolicy | None,
+    raw_slices: dict[str, Any],
+) -> None:
+    """Controls for every candidate mode and every required role, sentinels, used slices."""
+    dicts = [p for p in items if isinstance(p, dict)]
+    active = [p for p in dicts if p.get("retired") is None]
+    modes = {
+        role: {_str(p.get("mode")) for p in active if p.get("role") == role}
+        for role in ("control", "candidate")
+    }
+    for mode in sorted(m for m in modes["candidate"] - modes["control"] if m in MODES):
+        chk.at(
+            ("pairs",),
+            "controls_missing",
+            f"candidate pairs use mode {mode!r} but no control pair does",
+            f"add at least one control pair in mode {mode!r}: controls are run first and must"
+            " separate before candidates are interpreted",
+        )
+    for role in policy.required_control_roles if policy is not None else ():
+        if not any(p.get("role") == role for p in active):
+            chk.at(
+                ("pairs",),
+                "control_role_missing",
+                f"the suite has no active {role} control, which the policy requires",
+                f"add a {role} control pair; until then every report is incomplete",
+                severity="warning",
+            )
+    _check_sentinels(chk, dicts, header.sentinels if header is not None else [], policy)
+    used = Counter(_str(p.get("slice")) for p in active if p.get("role") == "candidate")
+    for name in (n for n in raw_slices if not used.get(n)):
+        chk.at(
+            ("slices", name),
+            "slice_without_pairs",
+            f"slice {name!r} has no candidate pair",
+            "add candidate pairs for it or remove it",
+            severity="warning",
+        )
+
+
+def _check_sentinels(
+    chk: _Checker, dicts: list[dict[str, Any]], sentinels: list[str], policy: NoisePolicy | None
+) -> None:
+    """Sentinels are active pairs of the suite, with a spread limit in the policy."""
+    by_id = {pid: p for p in dicts if (pid := _str(p.get("pair_id"))) is not None}
+    for j, sid in enumerate(sentinels):
+        if sid not in by_id:
+            what, fix = "is not a pair of the suite", "list pair ids of the suite"
+            chk.at(("sentinels", j), "sentinel_unknown", f"sentinel {sid!r} {what}", fix)
+        elif by_id[sid].get("retired") is not None:
+            fix = "replace it with the pair that supersedes it (a new suite version)"
+            chk.at(("sentinels", j), "sentinel_retired", f"sentinel {sid!r} is retired", fix)
+    if sentinels and policy is not None and policy.max_spread is None:
+        chk.at(
+            ("policy",),
+            "policy_spread_missing",
+            "the suite declares sentinels but the policy has no max_spread",
+            "add policy.max_spread: the largest repeat spread before a pair routes to review",
+        )
+
+
+def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, Contexts]) -> None:
+    """As for gold: a source family never straddles partitions, nor does a question or an evidence
+    passage (after normalizing Unicode, case and whitespace)."""
+    from ..gold._dataset import normalize_text
+
+    families: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    texts: dict[str, dict[str, list[_Seen]]] = {
+        "question": defaultdict(list),
+        "passage": defaultdict(list),
+    }
+    for i, raw in enumerate(raw_pairs):
+        if not isinstance(raw, dict) or raw.get("partition") not in PARTITIONS:
+            continue
+        seen = _Seen(i, raw["partition"], _str(raw.get("source_family")), _str(raw.get("pair_id")))
+        if seen.family is not None:
+            families[seen.family][seen.partition].append(i)
+        if isinstance(raw.get("user_input"), str):
+            texts["question"][normalize_text(raw["user_input"])].append(seen)
+        for text in _evidence_texts(raw, contexts_of.get(i, {})):
+            texts["passage"][normalize_text(text)].append(seen)
+    for fam, parts in families.items():
+        if len(parts) > 1:
+            where = ", ".join(
+                f"{p} (pairs {', '.join(map(str, ns[:5]))})" for p, ns in sorted(parts.items())
+            )
+            chk.at(
+                ("pairs", min(n for ns in parts.values() for n in ns), "source_family"),
+                "family_leakage",
+                f"source family {fam!r} appears in {len(parts)} partitions: {where}",
+                "move every pair of the family into one partition; a family must not be tuned on"
+                " in one partition and certified on in another",
+            )
+    for code, what, key in (
+        ("cross_partition_duplicate", "question", "question"),
+        ("cross_partition_passage", "evidence passage", "passage"),
+    ):
+        for members in texts[key].values():
+            _check_cross_partition(chk, code, what, members)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """Where a text was seen: the pair's index, partition, source family and id."""
+
+    i: int
+    partition: str
+    family: str | None
+    pid: str | None
+
+
+def _evidence_texts(raw: dict[str, Any], contexts: Contexts) -> list[str]:
+    """Both members' context texts, the noisy member's distractor excluded (it is the controlled
+    noise, not evidence)."""
+    distractor = _mapping_at(_mapping_at(raw, "noisy"), "distractor").get("index")
+    return [
+        ctx.text
+        for member in MEMBERS
+        for j, ctx in enumerate(contexts.get(member) or [])
+        if not (member == "noisy" and j == distractor)
+    ]
+
+
+def _check_cross_partition(chk: _Checker, code: str, what: str, members: list[_Seen]) -> None:
+    """The first pair of each partition that shares the text with a pair of another partition
+    and another source family."""
+    first: dict[str, _Seen] = {}
+    for seen in members:
+        if seen.partition in first:
+            continue
+        other = next(
+            (
+                s
+                for s in first.values()
+                if s.partition != seen.partition and s.family != seen.family
+            ),
+            None,
+        )
+        first[seen.partition] = seen
+        if other is not None:
+            chk.at(
+                ("pairs", seen.i),
+                code,
+                f"the same {what} (after normalizing Unicode, case and whitespace) as pair"
+                f" {other.pid!r} in another partition and source family",
+                "put both pairs in one source family and partition, or drop one: near-duplicates"
+                " across partitions make a tuned prompt look general",
+                case_id=seen.pid,
+            )
 
 
 def _check_lineage(chk: _Checker, raw_pairs: list[Any]) -> None:
     """Retired pairs give a reason; a fixed case supersedes a retired pair and differs from it."""
     index = {
-        p.get("pair_id"): (i, p)
-        for i, p in enumerate(raw_pairs)
-        if isinstance(p, dict) and isinstance(p.get("pair_id"), str)
+        pid: p
+        for p in raw_pairs
+        if isinstance(p, dict) and (pid := _str(p.get("pair_id"))) is not None
     }
     claimed: dict[str, str] = {}
     for i, raw in enumerate(raw_pairs):
-        if not isinstance(raw, dict):
+        if not isinstance(raw, dict) or raw.get("supersedes") is None:
             continue
-        pid = raw.get("pair_id") if isinstance(raw.get("pair_id"), str) else None
-        sup = raw.get("supersedes")
-        if sup is None:
-            continue
-        if sup == pid:
-            chk.add(
-                ("pairs", i, "supersedes"),
-                "supersedes_cycle",
-                "the pair supersedes itself",
-                "point supersedes at the retired pair this one fixes",
-                case_id=pid,
-            )
-        elif sup not in index:
-            chk.add(
-                ("pairs", i, "supersedes"),
-                "supersedes_unknown",
-                f"supersedes {sup!r}, which is not in the suite",
-                "keep the retired pair in the file (retired with a reason, never deleted) and point"
-                " supersedes at it",
-                case_id=pid,
-            )
-        elif index[sup][1].get("retired") is None:
-            chk.add(
-                ("pairs", i, "supersedes"),
-                "supersedes_not_retired",
-                f"supersedes {sup!r}, which is still active",
-                f"retire {sup!r} with a reason (retired: {{reason, by, on}}); the fixed case"
-                " replaces it",
-                case_id=pid,
-            )
-        elif sup in claimed:
-            chk.add(
-                ("pairs", i, "supersedes"),
-                "supersedes_fork",
-                f"{sup!r} is already superseded by {claimed[sup]!r}",
-                "keep one chain: supersede the newest version",
-                case_id=pid,
-            )
-        else:
-            old = {
-                k: v
-                for k, v in index[sup][1].items()
-                if k not in ("pair_id", "retired", "supersedes")
-            }
-            new = {k: v for k, v in raw.items() if k not in ("pair_id", "retired", "supersedes")}
-            if old == new:
-                chk.add(
-                    ("pairs", i),
-                    "supersedes_unchanged",
-                    f"the pair repeats {sup!r} unchanged",
-                    "a new case version fixes something: change the reference, responses or"
-                    " contexts",
-                    case_id=pid,
-                )
+        pid, sup = _str(raw.get("pair_id")), raw["supersedes"]
+        found = _supersession(raw, pid, sup, index, claimed)
+        if found is not None:
+            sub, code, message, fix = found
+            chk.at(("pairs", i, *sub), code, message, fix, case_id=pid)
         if isinstance(sup, str) and pid is not None:
             claimed.setdefault(sup, pid)
+
+
+def _supersession(
+    raw: dict[str, Any], pid: str | None, sup: Any, index: dict[str, Any], claimed: dict[str, str]
+) -> tuple[tuple[str, ...], str, str, str] | None:
+    """What is wrong with one pair's ``supersedes`` (path below the pair, code, message, fix)."""
+    old = index.get(sup) if isinstance(sup, str) else None
+    if sup == pid:
+        fix = "point supersedes at the retired pair this one fixes"
+        return ("supersedes",), "supersedes_cycle", "the pair supersedes itself", fix
+    if old is None:
+        return (
+            ("supersedes",),
+            "supersedes_unknown",
+            f"supersedes {sup!r}, which is not in the suite",
+            "keep the retired pair in the file (retired with a reason, never deleted) and point"
+            " supersedes at it",
+        )
+    if old.get("retired") is None:
+        return (
+            ("supersedes",),
+            "supersedes_not_retired",
+            f"supersedes {sup!r}, which is still active",
+            f"retire {sup!r} with a reason (retired: {{reason, by, on}}); the fixed case"
+            " replaces it",
+        )
+    if sup in claimed:
+        fix = "keep one chain: supersede the newest version"
+        return (
+            ("supersedes",),
+            "supersedes_fork",
+            f"{sup!r} is already superseded by {claimed[sup]!r}",
+            fix,
+        )
+    lineage = ("pair_id", "retired", "supersedes")
+    if {k: v for k, v in old.items() if k not in lineage} == {
+        k: v for k, v in raw.items() if k not in lineage
+    }:
+        return (
+            (),
+            "supersedes_unchanged",
+            f"the pair repeats {sup!r} unchanged",
+            "a new case version fixes something: change the reference, responses or contexts",
+        )
+    return None
 
 
 def validate_pairs(path: str | Path) -> tuple[NoiseSuite | None, list[Problem]]:
     """Read and check a pair-suite file; return the suite (None on errors) and every problem."""
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        return None, [
-            Problem(
-                location=loc,
-                code="pairs_missing",
-                message="the pair suite does not exist",
-                fix="point at a pairs YAML file, e.g. data/noise/<name>@<version>.yaml",
-            )
-        ]
     try:
-        text = read_bounded(path).decode("utf-8")
-    except WorkbenchError as exc:  # not a file, unreadable or too large
+        doc = load_yaml(
+            path,
+            prefix="pairs",
+            what="pair suite",
+            missing_message="the pair suite does not exist",
+            missing_fix="point at a pairs YAML file, e.g. data/noise/<name>@<version>.yaml",
+            encoding_code="pairs_yaml",
+            shape=None,
+        )
+    except WorkbenchError as exc:  # missing, not a file, unreadable, too large, not UTF-8, YAML
         return None, list(exc.problems)
-    except UnicodeDecodeError as exc:
-        return None, [
-            Problem(
-                location=loc,
-                code="pairs_yaml",
-                message=f"not valid UTF-8 (byte {exc.start})",
-                fix="save the pair suite as UTF-8",
-            )
-        ]
-    try:
-        raw = yaml_loads(text)
-    except yaml.YAMLError as exc:
-        return None, [yaml_problem(exc, loc, code="pairs_yaml")]
-    lines = yaml_lines(text, root=True) or {(): 1}  # a field's line is its key's line
-    suite, problems = check_pairs(raw, location=loc, lines=lines, sha256=sha256_file(path))
+    lines = yaml_lines(doc.text, root=True) or {(): 1}  # a field's line is its key's line
+    suite, problems = check_pairs(doc.data, location=loc, lines=lines, sha256=sha256_file(path))
     if suite is not None and not errors_only(problems):
         from ._release import suite_lineage_problems
 
@@ -1703,15 +1586,16 @@ def load_pairs(path: str | Path) -> NoiseSuite:
     and supersession; sentinels.
     """
     suite, problems = validate_pairs(path)
-    errors = errors_only(problems)
-    if suite is None or errors:
-        raise WorkbenchError(f"{path}: invalid pair suite: {len(errors)} problem(s)", errors)
-    return suite
+    return _or_refuse(suite, problems, str(path))
 
 
 def parse_pairs(raw: dict[str, Any], *, location: str = "pairs") -> NoiseSuite:
     """Check an in-memory suite mapping (same rules as :func:`load_pairs`) and return the suite."""
     suite, problems = check_pairs(raw, location=location)
+    return _or_refuse(suite, problems, location)
+
+
+def _or_refuse(suite: NoiseSuite | None, problems: list[Problem], location: str) -> NoiseSuite:
     errors = errors_only(problems)
     if suite is None or errors:
         raise WorkbenchError(f"{location}: invalid pair suite: {len(errors)} problem(s)", errors)

@@ -38,9 +38,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from .._load import load_yaml, validation_problems
+from .._load import Problems, load_yaml, validation_problems
 from .._record import Record as _Model
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._judge import parse_claims
@@ -155,7 +155,7 @@ def consensus(panel: ClaimPanel, pair_id: str, member: str) -> list[ClaimJudgmen
     return list(reviews[0].claims) if reviews and reviewers_agree(reviews) else None
 
 
-def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:  # noqa: C901
+def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
     """Read and check a panel against its suite; raise :class:`WorkbenchError` with every problem.
 
     Checked: the suite label; each reviewed pair exists and is in the calibration partition;
@@ -183,121 +183,86 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:  # noqa: C901
         raise WorkbenchError(
             "invalid panel", validation_problems(exc, at=loc, code="panel_invalid", fix=fix)
         ) from None
-    problems: list[Problem] = []
+    problems = Problems()
     if panel.suite != suite.label:
-        problems.append(
-            Problem(
-                location=loc,
-                code="panel_suite_mismatch",
-                message=f"the panel reviews {panel.suite}, not {suite.label}",
-                fix="review the suite being analysed",
-            )
-        )
-    ids = {p.pair_id for p in suite.pairs}
+        message = f"the panel reviews {panel.suite}, not {suite.label}"
+        problems.add(loc, "panel_suite_mismatch", message, "review the suite being analysed")
     for pair_id, member in panel.members():
-        where = f"{loc} ({pair_id}:{member})"
-        if pair_id not in ids:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=pair_id,
-                    code="panel_unknown_pair",
-                    message=f"{pair_id} is not a pair of {suite.label}",
-                    fix="review pairs of the suite",
-                )
-            )
-            continue
-        pair = suite.pair(pair_id)
-        if pair.partition != "calibration":
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=pair_id,
-                    code="panel_not_calibration",
-                    message=f"{pair_id} is in the {pair.partition} partition",
-                    fix=(
-                        "the claim panel calibrates on the calibration partition only; held-out"
-                        " pairs stay unseen"
-                    ),
-                )
-            )
-        reviews = panel.reviews_of(pair_id, member)
-        names = [r.reviewer for r in reviews]
-        if len(set(names)) != len(names):
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=pair_id,
-                    code="panel_duplicate_review",
-                    message=f"a reviewer reviewed {pair_id}:{member} twice",
-                    fix="one independent review per reviewer",
-                )
-            )
-        if len(set(names)) < MIN_REVIEWERS:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=pair_id,
-                    code="panel_too_few_reviewers",
-                    message=f"{len(set(names))} reviewer(s) for {pair_id}:{member}",
-                    fix=(
-                        f"have at least {MIN_REVIEWERS} qualified reviewers judge the claims"
-                        " independently"
-                    ),
-                )
-            )
-        n_ctx = len(pair.member(member).retrieved_contexts)
-        adjudication = panel.adjudication_of(pair_id, member)
-        for judged in [
-            *(c for r in reviews for c in r.claims),
-            *(adjudication.claims if adjudication else []),
-        ]:
-            bad = [i for i in (*judged.supported_by, *judged.contradicted_by) if not 0 <= i < n_ctx]
-            if bad:
-                problems.append(
-                    Problem(
-                        location=where,
-                        case_id=pair_id,
-                        code="panel_context_index",
-                        message=(
-                            f"claim {judged.claim!r} cites context(s) {bad}; the member has {n_ctx}"
-                        ),
-                        fix=f"cite 0-based context indices 0..{n_ctx - 1}",
-                    )
-                )
-        if len(reviews) >= MIN_REVIEWERS and not reviewers_agree(reviews) and adjudication is None:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=pair_id,
-                    code="panel_unadjudicated",
-                    message=(
-                        f"the reviewers of {pair_id}:{member} disagree on claim boundaries or"
-                        " verdicts and there is no adjudication"
-                    ),
-                    fix="have an adjudicator decide and preserve the rationale (adjudications:)",
-                )
-            )
-        if adjudication is not None and any(
-            not (c.rationale or "").strip() for c in adjudication.claims
-        ):
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=pair_id,
-                    code="panel_rationale_missing",
-                    message="an adjudicated claim has no rationale",
-                    fix="preserve the rationale of every adjudicated claim",
-                )
-            )
+        _member_problems(problems, f"{loc} ({pair_id}:{member})", panel, suite, pair_id, member)
     if not problems:  # a frozen panel is checked against its releases at every load
         from ..approval import check_lineage
         from ._release import panel_snapshot_of
 
         problems += check_lineage(panel_snapshot_of(panel))
-    if problems:
-        raise WorkbenchError(f"{loc}: invalid panel: {len(problems)} problem(s)", problems)
+    problems.raise_if_any(f"{loc}: invalid panel: {len(problems)} problem(s)")
     return panel
+
+
+def _member_problems(
+    problems: Problems,
+    where: str,
+    panel: ClaimPanel,
+    suite: NoiseSuite,
+    pair_id: str,
+    member: Member,
+) -> None:
+    """One reviewed member: a calibration pair of the suite, two independent reviewers, cited
+    contexts that exist, an adjudication (with rationales) where the reviewers disagree."""
+
+    def add(code: str, message: str, fix: str) -> None:
+        problems.add(where, code, message, fix, case_id=pair_id)
+
+    if pair_id not in {p.pair_id for p in suite.pairs}:
+        add(
+            "panel_unknown_pair",
+            f"{pair_id} is not a pair of {suite.label}",
+            "review pairs of the suite",
+        )
+        return
+    pair = suite.pair(pair_id)
+    if pair.partition != "calibration":
+        add(
+            "panel_not_calibration",
+            f"{pair_id} is in the {pair.partition} partition",
+            "the claim panel calibrates on the calibration partition only; held-out pairs stay"
+            " unseen",
+        )
+    reviews = panel.reviews_of(pair_id, member)
+    names = [r.reviewer for r in reviews]
+    if len(set(names)) != len(names):
+        fix = "one independent review per reviewer"
+        add("panel_duplicate_review", f"a reviewer reviewed {pair_id}:{member} twice", fix)
+    if len(set(names)) < MIN_REVIEWERS:
+        add(
+            "panel_too_few_reviewers",
+            f"{len(set(names))} reviewer(s) for {pair_id}:{member}",
+            f"have at least {MIN_REVIEWERS} qualified reviewers judge the claims independently",
+        )
+    n_ctx = len(pair.member(member).retrieved_contexts)
+    adjudication = panel.adjudication_of(pair_id, member)
+    judged = [c for r in reviews for c in r.claims] + list(
+        adjudication.claims if adjudication else []
+    )
+    for claim in judged:
+        bad = [i for i in (*claim.supported_by, *claim.contradicted_by) if not 0 <= i < n_ctx]
+        if bad:
+            add(
+                "panel_context_index",
+                f"claim {claim.claim!r} cites context(s) {bad}; the member has {n_ctx}",
+                f"cite 0-based context indices 0..{n_ctx - 1}",
+            )
+    if len(reviews) >= MIN_REVIEWERS and not reviewers_agree(reviews) and adjudication is None:
+        add(
+            "panel_unadjudicated",
+            f"the reviewers of {pair_id}:{member} disagree on claim boundaries or verdicts and"
+            " there is no adjudication",
+            "have an adjudicator decide and preserve the rationale (adjudications:)",
+        )
+    if adjudication is not None and any(
+        not (c.rationale or "").strip() for c in adjudication.claims
+    ):
+        fix = "preserve the rationale of every adjudicated claim"
+        add("panel_rationale_missing", "an adjudicated claim has no rationale", fix)
 
 
 class PanelMemberRow(_Model):
@@ -398,75 +363,58 @@ def panel_agreement(
     for r in sorted((r for r in results if r.repeat == 0), key=lambda r: r.attempt):
         if r.error is None or r.case_id not in final:
             final[r.case_id] = r
-    rows: list[PanelMemberRow] = []
-    missing: list[str] = []
-    metric_flags: list[bool] = []
-    panel_flags: list[bool] = []
-    agree_members = 0
-    for pair_id, member in panel.members():
-        reviews = panel.reviews_of(pair_id, member)
-        agree = reviewers_agree(reviews)
-        agree_members += int(agree)
-        claims = consensus(panel, pair_id, member) or []
-        pair = suite.pair(pair_id)
-        result = final.get(pair.item_id(member)) if member in MEMBERS else None
-        verdicts = (
-            parse_claims(result.reason) if result is not None and result.error is None else None
-        )
-        base = {
-            "pair_id": pair_id,
-            "member": member,
-            "reviewers": [r.reviewer for r in reviews],
-            "reviewers_agree": agree,
-        }
-        if verdicts is None:
-            missing.append(f"{pair_id}:{member}")
-            rows.append(
-                PanelMemberRow(
-                    **base,
-                    status="no_metric_verdicts",
-                    aligned=0,
-                    agreed=0,
-                    metric_only_incorrect=[],
-                    panel_only_incorrect=[],
-                    boundary_differences=[],
-                )
-            )
-            continue
-        aligned, boundary = _align(verdicts, claims)
-        agreed = sum(1 for m, p in aligned if bool(m["incorrect"]) == p.incorrect)
-        metric_flags += [bool(m["incorrect"]) for m, _ in aligned]
-        panel_flags += [p.incorrect for _, p in aligned]
-        rows.append(
-            PanelMemberRow(
-                **base,
-                status="compared",
-                aligned=len(aligned),
-                agreed=agreed,
-                metric_only_incorrect=[
-                    p.claim for m, p in aligned if m["incorrect"] and not p.incorrect
-                ],
-                panel_only_incorrect=[
-                    p.claim for m, p in aligned if p.incorrect and not m["incorrect"]
-                ],
-                boundary_differences=boundary,
-            )
-        )
-    n = len(metric_flags)
+    compared = [_member_row(suite, panel, final, *m) for m in panel.members()]
+    rows = [row for row, _ in compared]
+    aligned = [pair for _, pairs in compared for pair in pairs]
+    metric_flags, panel_flags = (
+        [bool(m["incorrect"]) for m, _ in aligned],
+        [p.incorrect for _, p in aligned],
+    )
     return PanelReport(
         suite=suite.label,
         panel=panel.source,
         members=rows,
-        aligned=n,
+        aligned=len(aligned),
         agreement=wilson_rate(
-            sum(1 for a, b in zip(metric_flags, panel_flags, strict=True) if a == b), n
+            sum(bool(m["incorrect"]) == p.incorrect for m, p in aligned), len(aligned)
         ),
         kappa=cohen_kappa(metric_flags, panel_flags, labels=[True, False]),
-        reviewer_agreement=wilson_rate(agree_members, len(rows)),
+        reviewer_agreement=wilson_rate(sum(r.reviewers_agree for r in rows), len(rows)),
         boundary_differences=sum(len(r.boundary_differences) for r in rows),
-        missing=missing,
+        missing=[f"{r.pair_id}:{r.member}" for r in rows if r.status == "no_metric_verdicts"],
         release_id=_release_id(panel),
     )
+
+
+_Aligned = list[tuple[dict[str, Any], ClaimJudgment]]
+
+
+def _member_row(
+    suite: NoiseSuite,
+    panel: ClaimPanel,
+    final: dict[str, JudgeResult],
+    pair_id: str,
+    member: Member,
+) -> tuple[PanelMemberRow, _Aligned]:
+    """One reviewed member's row and its aligned (metric statement, panel claim) pairs."""
+    reviews = panel.reviews_of(pair_id, member)
+    result = final.get(suite.pair(pair_id).item_id(member)) if member in MEMBERS else None
+    verdicts = parse_claims(result.reason) if result is not None and result.error is None else None
+    claims = consensus(panel, pair_id, member) or []
+    aligned, boundary = _align(verdicts, claims) if verdicts is not None else ([], [])
+    row = PanelMemberRow(
+        pair_id=pair_id,
+        member=member,
+        reviewers=[r.reviewer for r in reviews],
+        reviewers_agree=reviewers_agree(reviews),
+        status="no_metric_verdicts" if verdicts is None else "compared",
+        aligned=len(aligned),
+        agreed=sum(1 for m, p in aligned if bool(m["incorrect"]) == p.incorrect),
+        metric_only_incorrect=[p.claim for m, p in aligned if m["incorrect"] and not p.incorrect],
+        panel_only_incorrect=[p.claim for m, p in aligned if p.incorrect and not m["incorrect"]],
+        boundary_differences=boundary,
+    )
+    return row, aligned
 
 
 def _release_id(panel: ClaimPanel) -> str | None:

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from .._io import atomic_write_json
 from .._record import Record as _Frozen
@@ -48,7 +50,7 @@ from ..stats import Rate, wilson_rate
 from ._capture import is_stub, occurrences, request_text
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
 from ._gate import RankingGateResult
-from ._leakage import LeakageHit, LeakageRules, rules_for, scan_reason
+from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
 
 RANKING_SCHEMA_VERSION = 1
 """Version of :class:`RankingReport`'s JSON form."""
@@ -621,6 +623,17 @@ def _rate_cols(prefix: str, r: Rate) -> dict[str, Any]:
     return {f"{prefix}_k": r.k, f"{prefix}_n": r.n, prefix: r.rate}
 
 
+def _flat(model: BaseModel, exclude: Collection[str] = (), **rename: str) -> dict[str, Any]:
+    """A record as a frame row, in field order: a :class:`Rate` field as ``<name>_k``,
+    ``<name>_n`` and ``<name>`` (its rate)."""
+    row: dict[str, Any] = {}
+    for name in type(model).model_fields:
+        value, column = getattr(model, name), rename.get(name, name)
+        if name not in exclude:
+            row.update(_rate_cols(column, value) if isinstance(value, Rate) else {column: value})
+    return row
+
+
 def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
     """Defects, errors, agreement, must-win and position figures."""
     bias = report.position_bias
@@ -633,61 +646,21 @@ def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
             [e.model_dump() for e in report.evaluator_errors],
             " ".join(EvaluatorErrorRow.model_fields),
         ),
-        "agreement": (
-            [
-                {
-                    "case_id": c.case_id,
-                    "gate": c.gate,
-                    "ties": c.ties,
-                    "attempts": c.attempts,
-                    **_rate_cols("agreement", c.pairs),
-                    **_rate_cols("exact", c.exact),
-                    "min_agreement": c.min_agreement,
-                }
-                for c in report.agreement.cases
-            ],
-            None,
-        ),
+        "agreement": ([_flat(c, pairs="agreement") for c in report.agreement.cases], None),
         "must_win": (
-            [
-                {
-                    "case_id": c.case_id,
-                    "gate": c.gate,
-                    "expected": c.expected,
-                    **_rate_cols("held", c.held),
-                    "reversed": c.reversed,
-                    "actual_winners": c.actual_winners,
-                    "reversed_by_battery": c.reversed_by_battery,
-                }
-                for c in report.must_win.cases
-            ],
+            [_flat(c, {"attempts_by_battery", "slice"}) for c in report.must_win.cases],
             None,
         ),
         "position_by_position": (
             [
-                {
-                    "position": p.position,
-                    **_rate_cols("wins", p.wins),
-                    "chance": p.chance,
-                    "ci95_low": p.wins.ci95_low,
-                    "ci95_high": p.wins.ci95_high,
-                }
+                {**_flat(p), "ci95_low": p.wins.ci95_low, "ci95_high": p.wins.ci95_high}
                 for p in bias.by_position
             ],
             None,
         ),
-        "position_by_candidate": (
-            [
-                {"case_id": c.case_id, "candidate_id": c.candidate_id, **_rate_cols("wins", c.wins)}
-                for c in bias.by_candidate
-            ],
-            None,
-        ),
+        "position_by_candidate": ([_flat(c) for c in bias.by_candidate], None),
         "expected_winner_by_position": (
-            [
-                {"position": p.position, **_rate_cols("held", p.wins)}
-                for p in bias.expected_winner_by_position
-            ],
+            [_flat(p, {"chance"}, wins="held") for p in bias.expected_winner_by_position],
             None,
         ),
     }
@@ -696,66 +669,18 @@ def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
 def _stability_rows(report: RankingReport) -> dict[str, _Rows]:
     """Stability, per slice, and criterion leakage."""
     figures = (report.repeatability, report.position_sensitivity)
-    case_fields = (
-        "case_id",
-        "gate",
-        "attempts",
-        "modal_winner",
-        "modal_count",
-        "winners",
-        "stable",
-    )
-    slice_rates = (
-        "agreement",
-        "reversed_cases",
-        "reversal_attempts",
-        "drift_cases",
-        "position_stable",
-        "first_shown_wins",
-    )
     return {
-        "stability": (
-            [
-                {
-                    "figure": f.label,
-                    "battery": f.battery,
-                    **_rate_cols("stable_cases", f.stable_cases),
-                    **_rate_cols("agreeing_attempts", f.agreeing_attempts),
-                }
-                for f in figures
-            ],
-            None,
-        ),
+        "stability": ([_flat(f, {"cases"}, label="figure") for f in figures], None),
         "stability_by_case": (
-            [
-                {"battery": f.battery, **{k: getattr(c, k) for k in case_fields}}
-                for f in figures
-                for c in f.cases
-            ],
+            [{"battery": f.battery, **_flat(c)} for f in figures for c in f.cases],
             None,
         ),
-        "slices": (
-            [
-                {
-                    "slice": s.slice,
-                    "cases": s.cases,
-                    "must_win_cases": s.must_win_cases,
-                    **{k: v for r in slice_rates for k, v in _rate_cols(r, getattr(s, r)).items()},
-                }
-                for s in report.slices
-            ],
-            None,
-        ),
+        "slices": ([_flat(s) for s in report.slices], None),
         "metric_defects": (
             [
                 {
-                    "case_id": m.case_id,
-                    "repeat": m.repeat,
-                    "slice": m.slice,
-                    "criterion_version": m.criterion_version,
-                    "order_held": m.held,
+                    **_flat(m, {"hits"}, held="order_held"),
                     "cites": ", ".join(f"{h.category}: {h.matched!r}" for h in m.hits),
-                    "reason": m.reason,
                 }
                 for m in report.metric_defects
             ],
@@ -791,19 +716,22 @@ def _gate_rows(report: RankingReport) -> dict[str, _Rows]:
         ),
         "side_by_side": (
             [
-                {"direction": "scalar passes, ranking does not", **r.model_dump()}
-                for r in (sides.scalar_pass_ranking_fail if sides else [])
+                {"direction": direction, **r.model_dump()}
+                for direction, rows in (
+                    ("scalar passes, ranking does not", sides.scalar_pass_ranking_fail),
+                    ("scalar fails, ranking passes", sides.scalar_fail_ranking_pass),
+                )
+                for r in rows
             ]
-            + [
-                {"direction": "scalar fails, ranking passes", **r.model_dump()}
-                for r in (sides.scalar_fail_ranking_pass if sides else [])
-            ],
+            if sides
+            else [],
             "direction case_id slice scalar_passed scalar_score ranking_status ranking_codes",
         ),
     }
 
 
 def _failure_row(a: FailureArtifact) -> dict[str, Any]:
+    c = a.completeness
     return {
         "case": a.case,
         "gate": a.gate,
@@ -815,10 +743,10 @@ def _failure_row(a: FailureArtifact) -> dict[str, Any]:
         "pairwise_agreement": a.pairwise_agreement,
         "must_win_expected": a.must_win_expected,
         "must_win_actual": a.must_win_actual,
-        "request_complete": a.completeness.complete,
-        "missing_context": a.completeness.missing_context,
-        "missing_candidates": a.completeness.missing_candidates,
-        "duplicated_candidates": a.completeness.duplicated_candidates,
+        "request_complete": c.complete,
+        "missing_context": c.missing_context,
+        "missing_candidates": c.missing_candidates,
+        "duplicated_candidates": c.duplicated_candidates,
         "source_candidates_sha256": a.source_candidates_sha256[:12],
         "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
         "owner": f"{a.owner}: {a.owners.get(a.owner) or 'not named'}",
@@ -890,24 +818,6 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def _strings(obj: Any, out: list[str]) -> None:
-    if isinstance(obj, str):
-        out.append(obj)
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            _strings(value, out)
-    elif isinstance(obj, list):
-        for value in obj:
-            _strings(value, out)
-
-
-@dataclass(frozen=True)
-class _Probe:
-    candidates: tuple[tuple[str, str], ...]
-    cited: tuple[tuple[str, str], ...]
-    leak_tokens: tuple[tuple[str, re.Pattern[str]], ...]
-
-
 @lru_cache(maxsize=4096)
 def _probe(
     case_id: str,
@@ -915,14 +825,11 @@ def _probe(
     cited: tuple[str, ...],
     texts: tuple[tuple[str, str], ...],
     passages: tuple[tuple[str, str], ...],
-    user_input: str,
-) -> _Probe:
-    fixture_text = "\n".join([user_input, *(t for _, t in passages), *(t for _, t in texts)])
-    tokens = tuple((cid, _token(cid)) for cid, _ in texts)
-    return _Probe(
-        candidates=tuple((cid, _norm(t)) for cid, t in texts),
-        cited=tuple((pid, _norm(dict(passages)[pid])) for pid in cited),
-        leak_tokens=tuple((cid, tok) for cid, tok in tokens if not tok.search(fixture_text)),
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """A fixture's candidate texts and cited passages, whitespace normalised (once per fixture)."""
+    return (
+        tuple((cid, _norm(t)) for cid, t in texts),
+        tuple((pid, _norm(dict(passages)[pid])) for pid in cited),
     )
 
 
@@ -941,20 +848,19 @@ def completeness(
         return Completeness(checked=False, complete=None)
     if is_stub(rendered_request):
         return _stub_completeness(fixture, rendered_request["evidence"], presentation or {})
-    probe = _probe(
+    candidates, cited = _probe(
         fixture.case_id,
         fixture.source_candidates_sha256,
         tuple(fixture.cited_context),
         tuple((c.id, c.text) for c in fixture.candidates),
         tuple((p.id, p.text) for p in fixture.context),
-        fixture.user_input,
     )
     text = request_text(rendered_request)
-    counts = occurrences(dict(probe.candidates), text)
-    missing_candidates = [cid for cid, _ in probe.candidates if counts[cid] == 0]
-    duplicated = [cid for cid, _ in probe.candidates if counts[cid] > 1]
-    missing_context = [pid for pid, t in probe.cited if t not in text]
-    leaked = [cid for cid, tok in probe.leak_tokens if cid in text and tok.search(text)]
+    counts = occurrences(dict(candidates), text)
+    missing_candidates = [cid for cid, _ in candidates if counts[cid] == 0]
+    duplicated = [cid for cid, _ in candidates if counts[cid] > 1]
+    missing_context = [pid for pid, t in cited if t not in text]
+    leaked = [cid for cid, tok in checkable_ids(fixture) if cid in text and tok.search(text)]
     return Completeness(
         checked=True,
         complete=not (missing_candidates or missing_context or duplicated),
@@ -988,10 +894,6 @@ def _stub_completeness(
         leaked_ids=list(evidence.get("leaked_ids") or []),
         source="capture_evidence",
     )
-
-
-def _token(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
 
 
 def ranking_report(
@@ -1074,13 +976,8 @@ def _analyse(
     missing_cases, missing_attempts = _missing(fixture_set, read, latest, planned)
     assembly, checks = _assembly(attempts, read.invalid_results, by_id)
     metric_defects, defect_rate = _metric_defects(attempts, policy.leakage)
-    failures = _failures(
-        fixture_set,
-        attempts,
-        read.invalid_results,
-        checks,
-        {"battery": battery, "owners": _owners(policy)},
-    )
+    context = {"battery": battery, "owners": _owners(policy)}
+    failures = _failures(fixture_set, read, checks, context)
     status: Literal["complete", "incomplete"] = (
         "incomplete" if missing_cases or missing_attempts or read.errors else "complete"
     )
@@ -1107,8 +1004,8 @@ def _analyse(
         evaluator_errors=read.errors,
         missing_cases=missing_cases,
         missing_attempts=missing_attempts,
-        agreement=_agreement(fixture_set, attempts),
-        must_win=_must_win(fixture_set, attempts),
+        agreement=_agreement(fixture_set, read),
+        must_win=_must_win(fixture_set, read),
         position_bias=_position_bias(attempts),
         repeatability=_stability(attempts, "repeat", "repeatability (identical presentations)"),
         position_sensitivity=_stability(
@@ -1118,7 +1015,7 @@ def _analyse(
         failures=failures,
         metric_defects=metric_defects,
         metric_defect_rate=defect_rate,
-        slices=_slices(fixture_set, attempts),
+        slices=_slices(fixture_set, read),
         fixture_hashes=fixture_set.fixture_hashes,
         fixtures_frozen=fixture_set.frozen,
         denominators=DENOMINATORS,
@@ -1138,16 +1035,11 @@ def _battery_plan(
 
         battery = read_battery(Path(results).parent)
     if planned is None and battery and battery.get("fixtures_sha256") == fixture_set.dataset_sha256:
-        from ._battery import position_battery
+        from ._battery import _PLAN_KEYS, position_battery
 
         # the run's own plan: an attempt it planned and never recorded makes the report incomplete
         planned = position_battery(
-            fixture_set,
-            **{
-                k: battery[k]
-                for k in ("plan", "max_exhaustive", "sample", "seed", "repeats")
-                if k in battery
-            },
+            fixture_set, **{k: battery[k] for k in _PLAN_KEYS if k in battery}
         )
     return battery, planned
 
@@ -1188,6 +1080,13 @@ class _Read:
     invalid_results: dict[str, list[JudgeResult]] = field(default_factory=lambda: defaultdict(list))
     answered: int = 0
 
+    def by_case(self) -> dict[str, list[_Attempt]]:
+        """The valid attempts of each fixture (fixtures without one are absent)."""
+        out: dict[str, list[_Attempt]] = defaultdict(list)
+        for a in self.attempts:
+            out[a.fixture.case_id].append(a)
+        return out
+
 
 def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture]) -> _Read:
     """Sort each last attempt into a valid attempt, an integration defect or an evaluator error."""
@@ -1216,36 +1115,29 @@ def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> Integ
     wrong presentation."""
     presented = (r.presentation or {}).get("presented_order")
     if fixture is None:
-        return IntegrationDefect(
-            case_id=r.case_id,
-            repeat=r.repeat,
-            code="unknown_case",
-            message="a result for a case the fixtures do not have",
-            returned=r.order,
-        )
-    if r.response_hash != fixture.source_candidates_sha256:
-        return IntegrationDefect(
-            case_id=r.case_id,
-            repeat=r.repeat,
-            code="candidates_changed",
-            message=(
+        code, message = "unknown_case", "a result for a case the fixtures do not have"
+    elif r.response_hash != fixture.source_candidates_sha256:
+        code, message = (
+            "candidates_changed",
+            (
                 f"the judged candidates digest {r.response_hash[:12]} differs from the frozen"
                 f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed"
                 " upstream"
             ),
-            returned=r.order,
         )
-    problem = _presentation_problem(fixture, r)
-    if problem is not None:
-        return IntegrationDefect(
-            case_id=r.case_id,
-            repeat=r.repeat,
-            code="presentation_mismatch",
-            message=problem,
-            returned=r.order,
-            presented_order=presented if isinstance(presented, list) else None,
-        )
-    return None
+    elif (problem := _presentation_problem(fixture, r)) is not None:
+        code, message = "presentation_mismatch", problem
+    else:
+        return None
+    shown = presented if code == "presentation_mismatch" and isinstance(presented, list) else None
+    return IntegrationDefect(
+        case_id=r.case_id,
+        repeat=r.repeat,
+        code=code,
+        message=message,
+        returned=r.order,
+        presented_order=shown,
+    )
 
 
 def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
@@ -1322,33 +1214,33 @@ def _invalid_defect(fixture: RankingFixture, r: JudgeResult, message: str) -> In
     )
 
 
-def _agreement(fixture_set: FixtureSet, attempts: list[_Attempt]) -> AgreementFigure:
-    by_case: dict[str, list[_Attempt]] = defaultdict(list)
-    for a in attempts:
-        by_case[a.fixture.case_id].append(a)
-    cases = []
-    for f in fixture_set.fixtures:
-        mine = by_case.get(f.case_id, [])
-        ties: Literal["none", "acceptable_orders", "critical_pair"] = (
-            "critical_pair"
-            if f.critical_pair
-            else "acceptable_orders"
-            if f.acceptable_orders
-            else "none"
+def _ties(f: RankingFixture) -> Literal["none", "acceptable_orders", "critical_pair"]:
+    return (
+        "critical_pair"
+        if f.critical_pair
+        else "acceptable_orders"
+        if f.acceptable_orders
+        else "none"
+    )
+
+
+def _agreement(fixture_set: FixtureSet, read: _Read) -> AgreementFigure:
+    by_case, attempts = read.by_case(), read.attempts
+    cases = [
+        CaseAgreement(
+            case_id=f.case_id,
+            gate=f.gate,
+            ties=_ties(f),
+            attempts=len(mine),
+            pairs=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
+            exact=wilson_rate(sum(a.agreed == a.pairs for a in mine), len(mine)),
+            min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine)
+            if mine
+            else None,
         )
-        cases.append(
-            CaseAgreement(
-                case_id=f.case_id,
-                gate=f.gate,
-                ties=ties,
-                attempts=len(mine),
-                pairs=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
-                exact=wilson_rate(sum(a.agreed == a.pairs for a in mine), len(mine)),
-                min_agreement=(
-                    min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine) if mine else None
-                ),
-            )
-        )
+        for f in fixture_set.fixtures
+        for mine in [by_case.get(f.case_id, [])]
+    ]
     return AgreementFigure(
         pairs=wilson_rate(sum(a.agreed for a in attempts), sum(a.pairs for a in attempts)),
         exact=wilson_rate(sum(a.agreed == a.pairs for a in attempts), len(attempts)),
@@ -1356,33 +1248,28 @@ def _agreement(fixture_set: FixtureSet, attempts: list[_Attempt]) -> AgreementFi
     )
 
 
-def _must_win(fixture_set: FixtureSet, attempts: list[_Attempt]) -> MustWinFigure:
-    by_case: dict[str, list[_Attempt]] = defaultdict(list)
-    for a in attempts:
-        by_case[a.fixture.case_id].append(a)
-    cases: list[CaseMustWin] = []
-    for f in fixture_set.fixtures:
-        mine = by_case.get(f.case_id, [])
-        held = sum(a.held for a in mine)
-        cases.append(
-            CaseMustWin(
-                case_id=f.case_id,
-                gate=f.gate,
-                expected=f.must_win_expected(),
-                held=wilson_rate(held, len(mine)),
-                reversed=len(mine) - held,
-                actual_winners=dict(Counter(a.winner for a in mine).most_common()),
-                reversed_by_battery=dict(
-                    sorted(Counter(a.battery for a in mine if not a.held).items())
-                ),
-                attempts_by_battery=dict(sorted(Counter(a.battery for a in mine).items())),
-                slice=f.slice,
-            )
+def _must_win(fixture_set: FixtureSet, read: _Read) -> MustWinFigure:
+    by_case = read.by_case()
+    cases = [
+        CaseMustWin(
+            case_id=f.case_id,
+            gate=f.gate,
+            expected=f.must_win_expected(),
+            held=wilson_rate(sum(a.held for a in mine), len(mine)),
+            reversed=sum(not a.held for a in mine),
+            actual_winners=dict(Counter(a.winner for a in mine).most_common()),
+            reversed_by_battery=dict(
+                sorted(Counter(a.battery for a in mine if not a.held).items())
+            ),
+            attempts_by_battery=dict(sorted(Counter(a.battery for a in mine).items())),
+            slice=f.slice,
         )
-    gates = {f.case_id: f.gate for f in fixture_set.fixtures}
+        for f in fixture_set.fixtures
+        for mine in [by_case.get(f.case_id, [])]
+    ]
 
     def rate(gate: str) -> Rate:
-        mine = [a for a in attempts if gates[a.fixture.case_id] == gate]
+        mine = [a for a in read.attempts if a.fixture.gate == gate]
         return wilson_rate(sum(a.held for a in mine), len(mine))
 
     return MustWinFigure(
@@ -1560,20 +1447,17 @@ def reproduce_command(battery: dict[str, Any] | None, case_id: str, repeat: int)
 
 def _failures(
     fixture_set: FixtureSet,
-    attempts: list[_Attempt],
-    invalid: dict[str, list[JudgeResult]],
+    read: _Read,
     checks: dict[tuple[str, int], Completeness],
     context: dict[str, Any],
 ) -> list[FailureArtifact]:
     """One artifact per failing fixture: an invalid result first, else its worst failing
     attempt."""
-    by_case: dict[str, list[_Attempt]] = defaultdict(list)
-    for a in attempts:
-        by_case[a.fixture.case_id].append(a)
+    by_case = read.by_case()
     out: list[FailureArtifact] = []
     for f in fixture_set.fixtures:
         mine = sorted(by_case.get(f.case_id, []), key=_sort_key)
-        bad = invalid.get(f.case_id, [])
+        bad = read.invalid_results.get(f.case_id, [])
         failing = [a for a in mine if a.failing]
         if not failing and not bad:
             continue
@@ -1714,49 +1598,45 @@ def _metric_defects(
     return out, wilson_rate(len(out), with_reason)
 
 
-def _slices(fixture_set: FixtureSet, attempts: list[_Attempt]) -> list[SliceFigure]:
+def _slices(fixture_set: FixtureSet, read: _Read) -> list[SliceFigure]:
     by_slice: dict[str, list[RankingFixture]] = defaultdict(list)
     for f in fixture_set.fixtures:
         by_slice[f.slice or "(none)"].append(f)
-    by_case: dict[str, list[_Attempt]] = defaultdict(list)
-    for a in attempts:
-        by_case[a.fixture.case_id].append(a)
-    out = []
-    for name, fixtures in sorted(by_slice.items()):
-        mine = [a for f in fixtures for a in by_case.get(f.case_id, [])]
-        must = [f for f in fixtures if f.gate == "must-win" and by_case.get(f.case_id)]
-        monitor = [f for f in fixtures if f.gate == "monitor-only" and by_case.get(f.case_id)]
-        must_attempts = [a for f in must for a in by_case[f.case_id]]
-        position = [a for a in mine if a.battery == "position" and a.presented]
-        stable_n = stable_k = 0
-        for f in fixtures:
-            winners = [a.winner for a in by_case.get(f.case_id, []) if a.battery == "position"]
-            if len(winners) >= 2:
-                stable_n += 1
-                stable_k += len(set(winners)) == 1
-        out.append(
-            SliceFigure(
-                slice=name,
-                cases=len(fixtures),
-                must_win_cases=sum(f.gate == "must-win" for f in fixtures),
-                agreement=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
-                reversed_cases=wilson_rate(
-                    sum(any(not a.held for a in by_case[f.case_id]) for f in must), len(must)
-                ),
-                reversal_attempts=wilson_rate(
-                    sum(not a.held for a in must_attempts), len(must_attempts)
-                ),
-                drift_cases=wilson_rate(
-                    sum(any(not a.held for a in by_case[f.case_id]) for f in monitor), len(monitor)
-                ),
-                position_stable=wilson_rate(stable_k, stable_n),
-                first_shown_wins=wilson_rate(
-                    sum((a.presented[0] if a.presented else None) == a.winner for a in position),
-                    len(position),
-                ),
-            )
-        )
-    return out
+    by_case = read.by_case()
+    return [_slice_figure(name, fixtures, by_case) for name, fixtures in sorted(by_slice.items())]
+
+
+def _slice_figure(
+    name: str, fixtures: list[RankingFixture], by_case: dict[str, list[_Attempt]]
+) -> SliceFigure:
+    """One slice's figures (see :data:`DENOMINATORS`, ``slices.*``)."""
+    tried = [f for f in fixtures if by_case.get(f.case_id)]
+    mine = [a for f in tried for a in by_case[f.case_id]]
+
+    def reversed_cases(gate: str) -> Rate:
+        cases = [any(not a.held for a in by_case[f.case_id]) for f in tried if f.gate == gate]
+        return wilson_rate(sum(cases), len(cases))
+
+    must = [a for a in mine if a.fixture.gate == "must-win"]
+    position = [a for a in mine if a.battery == "position" and a.presented]
+    winners = [
+        {a.winner for a in by_case.get(f.case_id, []) if a.battery == "position"} for f in fixtures
+    ]
+    shown = [sum(a.battery == "position" for a in by_case.get(f.case_id, [])) for f in fixtures]
+    stable = [len(w) == 1 for w, n in zip(winners, shown, strict=True) if n >= 2]
+    return SliceFigure(
+        slice=name,
+        cases=len(fixtures),
+        must_win_cases=sum(f.gate == "must-win" for f in fixtures),
+        agreement=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
+        reversed_cases=reversed_cases("must-win"),
+        reversal_attempts=wilson_rate(sum(not a.held for a in must), len(must)),
+        drift_cases=reversed_cases("monitor-only"),
+        position_stable=wilson_rate(sum(stable), len(stable)),
+        first_shown_wins=wilson_rate(
+            sum(a.presented[0] == a.winner for a in position if a.presented), len(position)
+        ),
+    )
 
 
 _ORDINAL_SUFFIX = {0: "st", 1: "nd", 2: "rd"}

@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._args import check_int, check_run_arguments
 from .._io import atomic_write_json, read_json_file
+from .._load import Problems
 from .._lock import LOCK_FILE, RETIRED_LOCKS
-from ..errors import Problem, WorkbenchError
 from ._capture import (
     CaptureConfig,
     CapturingJudge,
@@ -227,18 +227,15 @@ async def run_ranking(
     fixture_set = as_fixture_set(fixtures)
     out = Path(out_dir)
     if any((out / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
-        raise WorkbenchError(
-            "run locked",
-            [
-                Problem(
-                    location=str(out),
-                    code="run_locked",
-                    message=("the run directory is locked (lock.json): nothing may be added to it"),
-                    fix="use a new output directory",
-                )
-            ],
+        locked = Problems()
+        locked.add(
+            str(out),
+            "run_locked",
+            "the run directory is locked (lock.json): nothing may be added to it",
+            "use a new output directory",
         )
-    battery = {
+        locked.fail("run locked")
+    battery: dict[str, Any] = {
         "plan": plan,
         "max_exhaustive": max_exhaustive,
         "sample": sample,
@@ -246,14 +243,7 @@ async def run_ranking(
         "repeats": repeats,
     }
     if items is None:
-        items = position_battery(
-            fixture_set,
-            plan=plan,
-            max_exhaustive=max_exhaustive,
-            sample=sample,
-            seed=seed,
-            repeats=repeats,
-        )
+        items = position_battery(fixture_set, **battery)
         write_battery(out, fixture_set, battery, candidate_path, judge.identity.fingerprint())
     config = capture or CaptureConfig()
     out.mkdir(parents=True, exist_ok=True)
@@ -301,34 +291,24 @@ def write_battery(
     path = out / BATTERY_FILE
     if path.exists():
         before = _load_battery(path)
-        keep = (
-            "plan",
-            "max_exhaustive",
-            "sample",
-            "seed",
-            "repeats",
-            "fixtures_sha256",
-            "judge_fingerprint",
-        )
+        keep = (*_PLAN_KEYS, "fixtures_sha256", "judge_fingerprint")
         if {k: before.get(k) for k in keep} != {k: record[k] for k in keep}:
-            raise WorkbenchError(
-                "battery changed",
-                [
-                    Problem(
-                        location=str(path),
-                        code="battery_changed",
-                        message=(
-                            "the run directory holds another battery"
-                            f" ({ {k: before.get(k) for k in keep} })"
-                        ),
-                        fix="use a new --out directory for another plan, fixture version or judge",
-                    )
-                ],
+            changed = Problems()
+            changed.add(
+                str(path),
+                "battery_changed",
+                f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })",
+                "use a new --out directory for another plan, fixture version or judge",
             )
+            changed.fail("battery changed")
         return before
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, record)
     return record
+
+
+_PLAN_KEYS = ("plan", "max_exhaustive", "sample", "seed", "repeats")
+"""The battery parameters a run records (and a report reads to plan its attempts)."""
 
 
 def _load_battery(path: Path) -> dict[str, Any]:
@@ -339,17 +319,14 @@ def _load_battery(path: Path) -> dict[str, Any]:
         record = f"{exc}"
     if not isinstance(record, dict):
         why = record if isinstance(record, str) else "not a JSON object"
-        raise WorkbenchError(
-            "unreadable battery",
-            [
-                Problem(
-                    location=str(path),
-                    code="battery_unreadable",
-                    message=f"the run's battery record cannot be read ({why[:160]})",
-                    fix="restore battery.json as the run wrote it, or use a new --out directory",
-                )
-            ],
+        unreadable = Problems()
+        unreadable.add(
+            str(path),
+            "battery_unreadable",
+            f"the run's battery record cannot be read ({why[:160]})",
+            "restore battery.json as the run wrote it, or use a new --out directory",
         )
+        unreadable.fail("unreadable battery")
     return record
 
 

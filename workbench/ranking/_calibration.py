@@ -240,9 +240,7 @@ def _fixture(f: RankingFixture) -> FixtureCalibration:
         slice=f.slice,
         gate=f.gate,
         reviewers=[r.reviewer for r in f.reviews],
-        pairwise=wilson_rate(sum(r.agreed_pairs for r in rows), sum(r.pairs for r in rows)),
-        kendall_tau=sum(r.kendall_tau for r in rows) / len(rows) if rows else None,
-        top1=wilson_rate(sum(r.top1_agree for r in rows), len(rows)),
+        **_pooled(rows),
         reviewer_pairs=rows,
         disputed_pairs=[list(p) for p in disputed],
         must_win_disputed=[list(p) for p in must],
@@ -252,13 +250,20 @@ def _fixture(f: RankingFixture) -> FixtureCalibration:
     )
 
 
+def _pooled(rows: list[ReviewerPairAgreement]) -> dict[str, Any]:
+    """Pairwise agreement, mean Kendall's tau and top-1 agreement pooled over reviewer pairs."""
+    return {
+        "pairwise": wilson_rate(sum(r.agreed_pairs for r in rows), sum(r.pairs for r in rows)),
+        "kendall_tau": sum(r.kendall_tau for r in rows) / len(rows) if rows else None,
+        "top1": wilson_rate(sum(r.top1_agree for r in rows), len(rows)),
+    }
+
+
 def _figure(cases: list[FixtureCalibration]) -> CalibrationFigure:
     rows = [r for c in cases for r in c.reviewer_pairs]
     return CalibrationFigure(
         fixtures=len(cases),
-        pairwise=wilson_rate(sum(r.agreed_pairs for r in rows), sum(r.pairs for r in rows)),
-        kendall_tau=sum(r.kendall_tau for r in rows) / len(rows) if rows else None,
-        top1=wilson_rate(sum(r.top1_agree for r in rows), len(rows)),
+        **_pooled(rows),
         disputed_fixtures=sum(bool(c.disputed_pairs) for c in cases),
         adjudicated_fixtures=sum(c.adjudicated for c in cases),
     )

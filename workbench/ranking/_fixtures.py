@@ -66,10 +66,11 @@ reviewers' orders (``expected_order_unreviewed``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
@@ -77,7 +78,7 @@ from typing import Any, Literal, TypeGuard
 from pydantic import Field, ValidationError, computed_field, model_validator
 
 from .._io import sha256_file, sha256_json
-from .._load import load_yaml, validation_problems, yaml_lines
+from .._load import Lines, Problems, load_yaml, validation_problems
 from .._record import Record as _Frozen
 from .._record import version_problem
 from ..errors import Problem, WorkbenchError
@@ -298,10 +299,6 @@ class RankingFixture(_Frozen):
         """``order`` (in this fixture's direction) as best-first."""
         return list(order) if self.direction == "best-first" else list(reversed(order))
 
-    def in_direction(self, best_first: Sequence[str]) -> list[str]:
-        """A best-first order expressed in this fixture's direction."""
-        return list(best_first) if self.direction == "best-first" else list(reversed(best_first))
-
     @property
     def accepted_orders(self) -> list[list[str]]:
         """``expected_order`` and every acceptable order (in ``direction``)."""
@@ -461,7 +458,12 @@ def pairwise_agreement(expected: Sequence[str], actual: Sequence[str]) -> float:
 
 # -- validation --------------------------------------------------------------------------
 
-_Found = tuple[str, str, str, str]  # (field, code, message, fix)
+
+class _Found(list[tuple[str, str, str, str]]):
+    """The semantic problems of one fixture: ``(field, code, message, fix)``."""
+
+    def add(self, field: str, code: str, message: str, fix: str) -> None:
+        self.append((field, code, message, fix))
 
 
 def _ids(items: Any) -> list[str] | None:
@@ -475,341 +477,253 @@ def _is_id_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
-def _id_list(value: object) -> list[str] | None:
-    """``value`` when it is a list of ids (strings), else None."""
-    return value if _is_id_list(value) else None
+def _twice(ids: list[str]) -> list[str]:
+    return sorted(i for i, n in Counter(ids).items() if n > 1)
 
 
-def _list_at(raw: dict[str, Any], key: str) -> list[Any]:
-    """``raw[key]`` when it is a list, else an empty one."""
-    value = raw.get(key)
-    return value if isinstance(value, list) else []
+def _best(raw: dict[str, Any], order: list[str]) -> list[str]:
+    """``order`` of a raw fixture as best-first."""
+    return order[::-1] if raw.get("direction") == "worst-first" else list(order)
 
 
-def fixture_problems(raw: dict[str, Any]) -> list[_Found]:  # noqa: C901, PLR0915
+def fixture_problems(raw: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """Semantic problems of one fixture (shape problems are pydantic's): ``(field, code, message,
     fix)``."""
-    found: list[_Found] = []
-    cand_ids = _ids(raw.get("candidates"))
-    candidates = _list_at(raw, "candidates")
+    found = _Found()
+    cand_ids, ctx_ids = _ids(raw.get("candidates")), _ids(raw.get("context", []))
     if cand_ids is not None:
-        if len(candidates) < 2:
-            found.append(
-                (
-                    "candidates",
-                    "too_few_candidates",
-                    f"{len(candidates)} candidate(s); a ranking needs at least 2",
-                    "add the candidates being compared",
-                )
-            )
-        if len(candidates) > MAX_CANDIDATES:
-            found.append(
-                (
-                    "candidates",
-                    "too_many_candidates",
-                    f"{len(candidates)} candidates; at most {MAX_CANDIDATES} can be labelled A-Z",
-                    "split the comparison",
-                )
-            )
-        dup = sorted(i for i, n in Counter(cand_ids).items() if n > 1)
-        if dup:
-            found.append(
-                (
-                    "candidates",
-                    "duplicate_candidate_id",
-                    f"candidate ids used twice: {dup}",
-                    "give every candidate a unique, stable id",
-                )
-            )
-        for c in candidates:
-            if isinstance(c, dict) and isinstance(c.get("text"), str) and not c["text"].strip():
-                found.append(
-                    (
-                        "candidates",
-                        "empty_text",
-                        f"candidate {c.get('id')!r} has no text",
-                        "keep the full candidate text in the fixture",
-                    )
-                )
-    ctx_ids = _ids(raw.get("context"))
+        _candidate_problems(found, raw["candidates"], cand_ids)
     if ctx_ids is not None:
-        dup = sorted(i for i, n in Counter(ctx_ids).items() if n > 1)
-        if dup:
-            found.append(
-                (
-                    "context",
-                    "duplicate_context_id",
-                    f"context ids used twice: {dup}",
-                    "give every passage a unique id",
-                )
-            )
-        for p in raw.get("context") or []:
-            if isinstance(p, dict) and isinstance(p.get("text"), str) and not p["text"].strip():
-                found.append(
-                    (
-                        "context",
-                        "empty_text",
-                        f"passage {p.get('id')!r} has no text",
-                        "keep the full passage text",
-                    )
-                )
-    if cand_ids is not None and _is_id_list(raw.get("expected_order")):
-        check = check_permutation(cand_ids, raw["expected_order"])
-        if not check.ok:
-            found.append(
-                (
-                    "expected_order",
-                    "expected_order_not_permutation",
-                    f"expected_order is not a permutation of the candidate ids: {check.describe()}",
-                    "list every candidate id exactly once, in the stated direction",
-                )
-            )
-    acceptable = raw.get("acceptable_orders")
-    critical = raw.get("critical_pair")
-    if acceptable is not None and critical is not None:
-        found.append(
-            (
-                "acceptable_orders",
-                "ties_conflict",
-                "both acceptable_orders and critical_pair are given",
-                (
-                    "use acceptable_orders for accepted ties, or critical_pair to compare one pair"
-                    " only"
-                ),
-            )
-        )
-    if cand_ids is not None and isinstance(acceptable, list):
-        for n, item in enumerate(acceptable, start=1):
-            order = _id_list(item)
-            if order is None:
-                continue  # a shape problem, reported by the model
-            check = check_permutation(cand_ids, order)
-            if not check.ok:
-                found.append(
-                    (
-                        "acceptable_orders",
-                        "acceptable_order_not_permutation",
-                        (
-                            f"acceptable order {n} is not a permutation of the candidate ids:"
-                            f" {check.describe()}"
-                        ),
-                        "list every candidate id exactly once",
-                    )
-                )
-    if cand_ids is not None and _is_id_list(critical):
-        unknown = [x for x in critical if x not in cand_ids]
-        if len(critical) != 2 or len(set(critical)) != 2 or unknown:
-            found.append(
-                (
-                    "critical_pair",
-                    "critical_pair_invalid",
-                    "critical_pair must be two different candidate ids [better, worse]; got"
-                    f" {critical}" + (f" (unknown {unknown})" if unknown else ""),
-                    "name the better candidate, then the worse one",
-                )
-            )
-        elif (
-            _is_id_list(raw.get("expected_order"))
-            and check_permutation(cand_ids, raw["expected_order"]).ok
-        ):
-            order = list(raw["expected_order"])
-            best = order if raw.get("direction") != "worst-first" else order[::-1]
-            if best.index(critical[0]) > best.index(critical[1]):
-                found.append(
-                    (
-                        "critical_pair",
-                        "critical_pair_contradicts_expected",
-                        (
-                            f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the"
-                            " critical pair says the opposite"
-                        ),
-                        (
-                            "make critical_pair [better, worse] agree with expected_order and its"
-                            " direction"
-                        ),
-                    )
-                )
+        _passage_problems(found, raw, ctx_ids)
+    _order_problems(found, raw, cand_ids)
     cited = raw.get("cited_context")
-    if _is_id_list(cited) and ctx_ids is not None:
-        unknown = [x for x in cited if x not in ctx_ids]
-        if unknown:
-            found.append(
-                (
-                    "cited_context",
-                    "unknown_cited_context",
-                    f"cited passages not in context: {unknown}",
-                    "cite the ids of passages in this fixture's context, or add the passages",
-                )
+    if _is_id_list(cited) and ctx_ids is not None and [x for x in cited if x not in ctx_ids]:
+        found.add(
+            "cited_context",
+            "unknown_cited_context",
+            f"cited passages not in context: {[x for x in cited if x not in ctx_ids]}",
+            "cite the ids of passages in this fixture's context, or add the passages",
+        )
+    return found + _review_problems(raw, cand_ids)
+
+
+def _candidate_problems(found: _Found, candidates: list[Any], ids: list[str]) -> None:
+    if len(candidates) < 2:
+        found.add(
+            "candidates",
+            "too_few_candidates",
+            f"{len(candidates)} candidate(s); a ranking needs at least 2",
+            "add the candidates being compared",
+        )
+    if len(candidates) > MAX_CANDIDATES:
+        found.add(
+            "candidates",
+            "too_many_candidates",
+            f"{len(candidates)} candidates; at most {MAX_CANDIDATES} can be labelled A-Z",
+            "split the comparison",
+        )
+    if _twice(ids):
+        fix = "give every candidate a unique, stable id"
+        found.add(
+            "candidates", "duplicate_candidate_id", f"candidate ids used twice: {_twice(ids)}", fix
+        )
+    for c in candidates:
+        if isinstance(c, dict) and isinstance(c.get("text"), str) and not c["text"].strip():
+            fix = "keep the full candidate text in the fixture"
+            found.add("candidates", "empty_text", f"candidate {c.get('id')!r} has no text", fix)
+
+
+def _passage_problems(found: _Found, raw: dict[str, Any], ids: list[str]) -> None:
+    if _twice(ids):
+        fix = "give every passage a unique id"
+        found.add("context", "duplicate_context_id", f"context ids used twice: {_twice(ids)}", fix)
+    for p in raw.get("context") or []:
+        if isinstance(p, dict) and isinstance(p.get("text"), str) and not p["text"].strip():
+            fix = "keep the full passage text"
+            found.add("context", "empty_text", f"passage {p.get('id')!r} has no text", fix)
+
+
+def _order_problems(found: _Found, raw: dict[str, Any], ids: list[str] | None) -> None:
+    """The expected and acceptable orders are permutations; ties and a critical pair agree."""
+    expected, acceptable, critical = (
+        raw.get(k) for k in ("expected_order", "acceptable_orders", "critical_pair")
+    )
+    valid = ids is not None and _is_id_list(expected) and check_permutation(ids, expected).ok
+    if ids is not None and _is_id_list(expected) and not valid:
+        found.add(
+            "expected_order",
+            "expected_order_not_permutation",
+            "expected_order is not a permutation of the candidate ids:"
+            f" {check_permutation(ids, expected).describe()}",
+            "list every candidate id exactly once, in the stated direction",
+        )
+    if acceptable is not None and critical is not None:
+        found.add(
+            "acceptable_orders",
+            "ties_conflict",
+            "both acceptable_orders and critical_pair are given",
+            "use acceptable_orders for accepted ties, or critical_pair to compare one pair only",
+        )
+    if ids is None:
+        return  # the candidates' shape problem, reported by the model
+    for n, order in enumerate(acceptable if isinstance(acceptable, list) else [], start=1):
+        check = check_permutation(ids, order) if _is_id_list(order) else None
+        if check is not None and not check.ok:  # not a list of ids: the model's shape problem
+            found.add(
+                "acceptable_orders",
+                "acceptable_order_not_permutation",
+                f"acceptable order {n} is not a permutation of the candidate ids:"
+                f" {check.describe()}",
+                "list every candidate id exactly once",
             )
-    found += _review_problems(raw, cand_ids)
-    return found
+    if _is_id_list(critical):
+        _critical_problems(found, critical, ids, _best(raw, expected or []) if valid else None)
 
 
-def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_Found]:  # noqa: C901
+def _critical_problems(
+    found: _Found, critical: list[str], ids: list[str], best: list[str] | None
+) -> None:
+    unknown = [x for x in critical if x not in ids]
+    if len(critical) != 2 or len(set(critical)) != 2 or unknown:
+        found.add(
+            "critical_pair",
+            "critical_pair_invalid",
+            "critical_pair must be two different candidate ids [better, worse]; got"
+            f" {critical}" + (f" (unknown {unknown})" if unknown else ""),
+            "name the better candidate, then the worse one",
+        )
+    elif best is not None and best.index(critical[0]) > best.index(critical[1]):
+        found.add(
+            "critical_pair",
+            "critical_pair_contradicts_expected",
+            f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the critical pair says"
+            " the opposite",
+            "make critical_pair [better, worse] agree with expected_order and its direction",
+        )
+
+
+def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> _Found:
     """Reviews and adjudication: enough reviewers, valid orders, adjudicated must-win disputes."""
-    reviews = raw.get("reviews")
-    adjudication = raw.get("adjudication")
-    if not reviews:
-        if adjudication:
-            return [
-                (
-                    "adjudication",
-                    "adjudication_without_reviews",
-                    "an adjudication without reviewer orders",
-                    (
-                        "add the reviewers' independent orders under reviews:, or remove the"
-                        " adjudication"
-                    ),
-                )
-            ]
-        return []
-    if not isinstance(reviews, list) or cand_ids is None:
-        return []  # a shape problem, reported by the model
-    found: list[_Found] = []
+    found = _Found()
+    reviews, adjudication = raw.get("reviews"), raw.get("adjudication")
+    if not reviews and adjudication:
+        found.add(
+            "adjudication",
+            "adjudication_without_reviews",
+            "an adjudication without reviewer orders",
+            "add the reviewers' independent orders under reviews:, or remove the adjudication",
+        )
+    if not reviews or not isinstance(reviews, list) or cand_ids is None:
+        return found  # nothing to check, or a shape problem the model reports
     items = [r for r in reviews if isinstance(r, dict)]
     if len(items) < 2:
-        found.append(
-            (
-                "reviews",
-                "too_few_reviewers",
-                (
-                    f"{len(items)} reviewer order(s); calibration needs at least 2 independent"
-                    " reviewers"
-                ),
-                "add a second reviewer's independent order, or remove reviews:",
-            )
+        found.add(
+            "reviews",
+            "too_few_reviewers",
+            f"{len(items)} reviewer order(s); calibration needs at least 2 independent reviewers",
+            "add a second reviewer's independent order, or remove reviews:",
         )
     names = [name for r in items if isinstance(name := r.get("reviewer"), str)]
-    dup = sorted(n for n, k in Counter(names).items() if k > 1)
-    if dup:
-        found.append(
-            (
-                "reviews",
-                "duplicate_reviewer",
-                f"reviewers listed twice: {dup}",
-                "give each reviewer one independent order",
-            )
-        )
-    orders: list[list[str]] = []
+    if _twice(names):
+        fix = "give each reviewer one independent order"
+        found.add("reviews", "duplicate_reviewer", f"reviewers listed twice: {_twice(names)}", fix)
+    orders = [r["order"] for r in items if _is_id_list(r.get("order"))]
     for r in items:
-        order = _id_list(r.get("order"))
-        if order is None:
-            continue  # a shape problem, reported by the model
-        check = check_permutation(cand_ids, order)
-        if not check.ok:
-            found.append(
-                (
-                    "reviews",
-                    "review_order_not_permutation",
-                    (
-                        f"reviewer {r.get('reviewer')!r}: the order is not a permutation of the"
-                        f" candidate ids: {check.describe()}"
-                    ),
-                    "list every candidate id exactly once, in the fixture's direction",
-                )
+        check = check_permutation(cand_ids, r["order"]) if _is_id_list(r.get("order")) else None
+        if check is not None and not check.ok:  # not a list of ids: the model's shape problem
+            found.add(
+                "reviews",
+                "review_order_not_permutation",
+                f"reviewer {r.get('reviewer')!r}: the order is not a permutation of the candidate"
+                f" ids: {check.describe()}",
+                "list every candidate id exactly once, in the fixture's direction",
             )
-        else:
-            orders.append(list(order))
-    if found or len(orders) < 2 or len(orders) != len(items):
-        return found
-    expected = raw.get("expected_order")
-    if adjudication is None and _is_id_list(expected) and list(expected) not in orders:
-        found.append(
-            (
-                "expected_order",
-                "expected_order_unreviewed",
-                "expected_order is none of the reviewers' orders and there is no adjudication",
-                (
-                    "add adjudication: {adjudicator, reason} recording who decided this order and"
-                    " why, or use a reviewer's order"
-                ),
-            )
-        )
-    if (
-        adjudication is None
-        and raw.get("gate") == "must-win"
-        and _is_id_list(expected)
-        and check_permutation(cand_ids, expected).ok
-    ):
-        disputed = _disputed_must_win(raw, cand_ids, orders)
-        if disputed:
-            pairs = ", ".join(f"{a} vs {b}" for a, b in disputed)
-            found.append(
-                (
-                    "gate",
-                    "must_win_unadjudicated",
-                    (
-                        f"reviewers disagree on must-win pair(s) {pairs}: the fixture cannot be"
-                        " must-win until adjudicated"
-                    ),
-                    (
-                        "record adjudication: {adjudicator, reason, decided_on}, or make the"
-                        " fixture monitor-only"
-                    ),
-                )
-            )
+    if not found and len(orders) == len(items) >= 2 and adjudication is None:
+        _dispute_problems(found, raw, cand_ids, [list(o) for o in orders])
     return found
 
 
-def _disputed_must_win(
-    raw: dict[str, Any], cand_ids: list[str], orders: list[list[str]]
+def _dispute_problems(
+    found: _Found, raw: dict[str, Any], cand_ids: list[str], orders: list[list[str]]
+) -> None:
+    """Without an adjudication: the expected order is a reviewer's, and the reviewers agree on
+    every must-win pair of a must-win fixture."""
+    expected = raw.get("expected_order")
+    if not _is_id_list(expected):
+        return
+    if list(expected) not in orders:
+        found.add(
+            "expected_order",
+            "expected_order_unreviewed",
+            "expected_order is none of the reviewers' orders and there is no adjudication",
+            "add adjudication: {adjudicator, reason} recording who decided this order and why,"
+            " or use a reviewer's order",
+        )
+    if raw.get("gate") != "must-win" or not check_permutation(cand_ids, expected).ok:
+        return
+    ranked = [_best(raw, o) for o in orders]
+    disputed = [
+        (a, b)
+        for a, b in _must_win_pairs(raw, cand_ids, expected)
+        if len({o.index(a) < o.index(b) for o in ranked}) > 1
+    ]
+    if disputed:
+        pairs = ", ".join(f"{a} vs {b}" for a, b in disputed)
+        found.add(
+            "gate",
+            "must_win_unadjudicated",
+            f"reviewers disagree on must-win pair(s) {pairs}: the fixture cannot be must-win"
+            " until adjudicated",
+            "record adjudication: {adjudicator, reason, decided_on}, or make the fixture"
+            " monitor-only",
+        )
+
+
+def _must_win_pairs(
+    raw: dict[str, Any], cand_ids: list[str], expected: list[str]
 ) -> list[tuple[str, str]]:
-    """Must-win pairs (see :meth:`RankingFixture.must_win_pairs`) the reviewer ``orders`` disagree
-    on, from raw fields."""
-
-    def best_first(order: list[str]) -> list[str]:
-        return order[::-1] if raw.get("direction") == "worst-first" else list(order)
-
+    """:meth:`RankingFixture.must_win_pairs` of a raw fixture (a valid expected order)."""
     critical = raw.get("critical_pair")
     if (
         _is_id_list(critical)
-        and len(critical) == 2
-        and len(set(critical)) == 2
+        and len(set(critical)) == 2 == len(critical)
         and set(critical) <= set(cand_ids)
     ):
-        pairs = [(critical[0], critical[1])]
-    else:
-        accepted = [list(raw["expected_order"])] + [
-            list(o)
-            for o in raw.get("acceptable_orders") or []
-            if _is_id_list(o) and check_permutation(cand_ids, o).ok
-        ]
-        winners = list(dict.fromkeys(best_first(o)[0] for o in accepted))
-        pairs = [(w, c) for w in winners for c in cand_ids if c not in winners]
-    ranked = [best_first(o) for o in orders]
-    return [(a, b) for a, b in pairs if len({o.index(a) < o.index(b) for o in ranked}) > 1]
+        return [(critical[0], critical[1])]
+    accepted = [list(expected)] + [
+        list(o)
+        for o in raw.get("acceptable_orders") or []
+        if _is_id_list(o) and check_permutation(cand_ids, o).ok
+    ]
+    winners = list(dict.fromkeys(_best(raw, o)[0] for o in accepted))
+    return [(w, c) for w in winners for c in cand_ids if c not in winners]
 
 
-def _line_map(text: str) -> tuple[dict[str, int], list[tuple[int, dict[str, int]]]]:
-    """Line numbers (1-based) of header keys, and of each fixture and its keys."""
-    lines = yaml_lines(text)
-    header: dict[str, int] = {}
-    starts: dict[int, int] = {}
-    keys: dict[int, dict[str, int]] = {}
-    for path, line in lines.items():
-        if len(path) == 1 and isinstance(path[0], str):
-            header[path[0]] = line
-        elif len(path) == 2 and path[0] == "changes" and isinstance(path[1], int):
-            header[f"changes.{path[1]}"] = line
-        elif len(path) == 2 and path[0] == "fixtures" and isinstance(path[1], int):
-            starts[path[1]] = line
-        elif (
-            len(path) == 3
-            and path[0] == "fixtures"
-            and isinstance(path[1], int)
-            and isinstance(path[2], str)
-        ):
-            keys.setdefault(path[1], {})[path[2]] = line
-    return header, [(starts[i], keys.get(i, {})) for i in range(len(starts))]
+_HEADER_KEYS = frozenset(
+    {"schema_version", "name", "version", "description", "supersedes", "changes"}
+)
+_CHANGE_FIX = (
+    "each change needs case_id, old_order (null when added), new_order (null when retired),"
+    " approver, reason and approved_on (YYYY-MM-DD)"
+)
 
 
-def load_fixtures(path: str | Path) -> FixtureSet:  # noqa: C901, PLR0915
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _is_name(value: Any) -> bool:
+    """A name or version as written: letters, digits, ``.``, ``_`` or ``-`` (a number counts)."""
+    ok = isinstance(value, str | int) and not isinstance(value, bool)
+    return ok and bool(_NAME.match(str(value)))
+
+
+def load_fixtures(path: str | Path) -> FixtureSet:
     """Read and validate a fixture file; raise :class:`WorkbenchError` listing every problem.
 
     Each problem has ``file:line``, the case id when known, a stable code and a fix.
     """
     path = Path(path)
-    loc = str(path)
     doc = load_yaml(
         path,
         prefix="fixtures",
@@ -821,200 +735,12 @@ def load_fixtures(path: str | Path) -> FixtureSet:  # noqa: C901, PLR0915
             "see the format in workbench.ranking (module docstring)",
         ),
     )
-    raw = doc.data
-    header_lines, item_lines = _line_map(doc.text)
-    problems: list[Problem] = []
-
-    def at(line: int | None) -> str:
-        return f"{loc}:{line}" if line else loc
-
-    header = {k: v for k, v in raw.items() if k != "fixtures"}
-    for key in ("name", "version"):
-        if key not in header:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="header_invalid",
-                    message=f"the header lacks {key!r}",
-                    fix=f"add {key}: at the top of the file",
-                )
-            )
-    for key in sorted(
-        set(header) - {"schema_version", "name", "version", "description", "supersedes", "changes"}
-    ):
-        problems.append(
-            Problem(
-                location=at(header_lines.get(key)),
-                code="header_invalid",
-                message=f"unknown header field {key!r}",
-                fix=(
-                    "the header has schema_version, name, version, description, supersedes and"
-                    " changes only"
-                ),
-            )
-        )
-    version = header.get("schema_version", FIXTURES_SCHEMA_VERSION)
-    if not isinstance(version, int) or isinstance(version, bool):
-        problems.append(
-            Problem(
-                location=at(header_lines.get("schema_version")),
-                code="header_invalid",
-                message=f"schema_version must be an integer, got {version!r}",
-                fix=f"set schema_version: {FIXTURES_SCHEMA_VERSION}",
-            )
-        )
-    elif (
-        newer := version_problem(FixtureSet, header, at(header_lines.get("schema_version")))
-    ) is not None:
-        problems.append(newer)
-    if "name" in header and "version" in header:
-        expected = f"{header['name']}@{header['version']}"
-        if path.stem != expected:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="fixtures_filename",
-                    message=f"file name {path.name!r} does not match name@version {expected!r}",
-                    fix=f"rename the file to {expected}.yaml so versions cannot be confused",
-                )
-            )
-    for key in ("name", "version"):
-        value = header.get(key)
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, str | int)
-            or not _NAME.match(str(value))
-        ):
-            problems.append(
-                Problem(
-                    location=at(header_lines.get(key)),
-                    code="header_invalid",
-                    message=f"{key} must be letters, digits, '.', '_' or '-', got {value!r}",
-                    fix=f'e.g. {key}: "1"',
-                )
-            )
-    supersedes = header.get("supersedes")
-    if supersedes is not None and (
-        isinstance(supersedes, bool)
-        or not isinstance(supersedes, str | int)
-        or not _NAME.match(str(supersedes))
-    ):
-        problems.append(
-            Problem(
-                location=at(header_lines.get("supersedes")),
-                code="header_invalid",
-                message=(
-                    "supersedes must be a version (letters, digits, '.', '_' or '-'), got"
-                    f" {supersedes!r}"
-                ),
-                fix='e.g. supersedes: "1"',
-            )
-        )
-        supersedes = None
-    changes: list[FixtureChange] = []
-    raw_changes = header.get("changes") or []
-    if not isinstance(raw_changes, list):
-        problems.append(
-            Problem(
-                location=at(header_lines.get("changes")),
-                code="header_invalid",
-                message=(
-                    "changes must be a list of {case_id, old_order, new_order, approver, reason,"
-                    " approved_on}"
-                ),
-                fix="write one entry per changed fixture",
-            )
-        )
-        raw_changes = []
-    for n, entry in enumerate(raw_changes):
-        where = at(header_lines.get(f"changes.{n}", header_lines.get("changes")))
-        try:
-            changes.append(FixtureChange.model_validate(entry))
-        except ValidationError as exc:
-
-            def message(err: Mapping[str, Any], field: str, n: int = n) -> str:
-                return f"change {n + 1}: {field}: {err['msg']}"
-
-            problems += validation_problems(
-                exc,
-                at=where,
-                case_id=entry.get("case_id") if isinstance(entry, dict) else None,
-                code="change_invalid",
-                root="change",
-                message=message,
-                fix=(
-                    "each change needs case_id, old_order (null when added), new_order (null when"
-                    " retired), approver, reason and approved_on (YYYY-MM-DD)"
-                ),
-            )
-    if raw_changes and supersedes is None:
-        problems.append(
-            Problem(
-                location=at(header_lines.get("changes")),
-                code="changes_without_supersedes",
-                message=(
-                    "a change log without supersedes: it is not clear which version the changes are"
-                    " relative to"
-                ),
-                fix="set supersedes: to the frozen version this file replaces",
-            )
-        )
-    items = raw.get("fixtures")
-    if not isinstance(items, list) or not items:
-        problems.append(
-            Problem(
-                location=at(header_lines.get("fixtures")),
-                code="fixtures_empty",
-                message="'fixtures' must be a non-empty list",
-                fix="add the reviewed comparisons under fixtures:",
-            )
-        )
-        items = []
-
-    fixtures: list[RankingFixture] = []
-    seen: dict[str, int] = {}
-    for index, item in enumerate(items):
-        line, keys = item_lines[index] if index < len(item_lines) else (None, {})
-        if not isinstance(item, dict):
-            problems.append(
-                Problem(
-                    location=at(line),
-                    code="fixtures_shape",
-                    message=f"fixture {index + 1} is not a mapping",
-                    fix="write each fixture as key: value pairs",
-                )
-            )
-            continue
-        case_id = item.get("case_id") if isinstance(item.get("case_id"), str) else None
-        found = _item_problems(item, keys, line, at, case_id)
-        if isinstance(version, int) and version >= 2 and "slice" not in item:
-            found.append(
-                Problem(
-                    location=at(line),
-                    case_id=case_id,
-                    code="missing_field",
-                    message="missing required field 'slice' (schema_version 2)",
-                    fix=_FIELD_FIX["slice"],
-                )
-            )
-        if case_id is not None:
-            if case_id in seen:
-                found.append(
-                    Problem(
-                        location=at(keys.get("case_id", line)),
-                        case_id=case_id,
-                        code="duplicate_case_id",
-                        message=f"case_id also used by the fixture at line {seen[case_id]}",
-                        fix="give every fixture a unique case_id",
-                    )
-                )
-            else:
-                seen[case_id] = keys.get("case_id", line) or 0
-        problems += found
-        if not found:
-            fixtures.append(RankingFixture.model_validate(item))
-    if problems:
-        raise WorkbenchError(f"{loc}: {len(problems)} problem(s) in the ranking fixtures", problems)
+    header = {k: v for k, v in doc.data.items() if k != "fixtures"}
+    problems = Problems()
+    version, supersedes = _header_problems(problems, path, header, doc.lines)
+    changes = _changes(problems, header, supersedes, doc.lines)
+    fixtures = _fixture_items(problems, doc.data.get("fixtures"), version, doc.lines)
+    problems.raise_if_any(f"{path}: {len(problems)} problem(s) in the ranking fixtures")
     fixture_set = FixtureSet(
         schema_version=version,
         name=str(header["name"]),
@@ -1028,51 +754,170 @@ def load_fixtures(path: str | Path) -> FixtureSet:  # noqa: C901, PLR0915
     )
     from ._releases import check_release
 
-    case_lines = {
-        item["case_id"]: line
-        for item, (line, _) in zip(items, item_lines, strict=False)
-        if isinstance(item, dict) and isinstance(item.get("case_id"), str)
-    }
+    case_lines = {f.case_id: doc.lines.line("fixtures", i) or 0 for i, f in enumerate(fixtures)}
+    header_lines = {k: n for k in ("changes", "supersedes") if (n := doc.lines.line(k))}
     return check_release(path, fixture_set, case_lines, header_lines)
 
 
-def _item_problems(
-    item: dict[str, Any], keys: dict[str, int], line: int | None, at: Any, case_id: str | None
-) -> list[Problem]:
-    out: list[Problem] = []
-    if "source_candidates_sha256" in item:
-        out.append(
-            Problem(
-                location=at(keys.get("source_candidates_sha256", line)),
-                case_id=case_id,
-                code="computed_field",
-                message=(
-                    "source_candidates_sha256 is computed from the fixture, never written by hand"
-                ),
-                fix="remove the line",
+def _header_problems(
+    problems: Problems, path: Path, header: dict[str, Any], lines: Lines
+) -> tuple[Any, Any]:
+    """The header's fields and names; returns the schema version and the valid ``supersedes``."""
+    for key in ("name", "version"):
+        if key not in header:
+            fix = f"add {key}: at the top of the file"
+            problems.add(str(path), "header_invalid", f"the header lacks {key!r}", fix)
+    for key in sorted(set(header) - _HEADER_KEYS):
+        problems.add(
+            lines.at(key),
+            "header_invalid",
+            f"unknown header field {key!r}",
+            "the header has schema_version, name, version, description, supersedes and changes"
+            " only",
+        )
+    version = header.get("schema_version", FIXTURES_SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool):
+        problems.add(
+            lines.at("schema_version"),
+            "header_invalid",
+            f"schema_version must be an integer, got {version!r}",
+            f"set schema_version: {FIXTURES_SCHEMA_VERSION}",
+        )
+    elif (newer := version_problem(FixtureSet, header, lines.at("schema_version"))) is not None:
+        problems.append(newer)
+    expected = f"{header.get('name')}@{header.get('version')}"
+    if "name" in header and "version" in header and path.stem != expected:
+        problems.add(
+            str(path),
+            "fixtures_filename",
+            f"file name {path.name!r} does not match name@version {expected!r}",
+            f"rename the file to {expected}.yaml so versions cannot be confused",
+        )
+    for key in ("name", "version"):
+        if header.get(key) is not None and not _is_name(header[key]):
+            message = f"{key} must be letters, digits, '.', '_' or '-', got {header[key]!r}"
+            problems.add(lines.at(key), "header_invalid", message, f'e.g. {key}: "1"')
+    supersedes = header.get("supersedes")
+    if supersedes is not None and not _is_name(supersedes):
+        problems.add(
+            lines.at("supersedes"),
+            "header_invalid",
+            f"supersedes must be a version (letters, digits, '.', '_' or '-'), got {supersedes!r}",
+            'e.g. supersedes: "1"',
+        )
+        supersedes = None
+    return version, supersedes
+
+
+def _changes(
+    problems: Problems, header: dict[str, Any], supersedes: Any, lines: Lines
+) -> list[FixtureChange]:
+    """The change log: valid entries, relative to a version this file supersedes."""
+    raw_changes = header.get("changes") or []
+    if not isinstance(raw_changes, list):
+        problems.add(
+            lines.at("changes"),
+            "header_invalid",
+            "changes must be a list of {case_id, old_order, new_order, approver, reason,"
+            " approved_on}",
+            "write one entry per changed fixture",
+        )
+        raw_changes = []
+    changes: list[FixtureChange] = []
+    for n, entry in enumerate(raw_changes):
+        try:
+            changes.append(FixtureChange.model_validate(entry))
+        except ValidationError as exc:
+            problems += validation_problems(
+                exc,
+                at=lines.at("changes", n),
+                case_id=_str(entry.get("case_id")) if isinstance(entry, dict) else None,
+                code="change_invalid",
+                root="change",
+                message=functools.partial(_change_message, n),
+                fix=_CHANGE_FIX,
             )
+    if raw_changes and supersedes is None:
+        problems.add(
+            lines.at("changes"),
+            "changes_without_supersedes",
+            "a change log without supersedes: it is not clear which version the changes are"
+            " relative to",
+            "set supersedes: to the frozen version this file replaces",
+        )
+    return changes
+
+
+def _change_message(n: int, err: Mapping[str, Any], field: str) -> str:
+    return f"change {n + 1}: {field}: {err['msg']}"
+
+
+def _fixture_items(
+    problems: Problems, items: Any, version: Any, lines: Lines
+) -> list[RankingFixture]:
+    """Every fixture, each problem at its line; the fixtures without a problem."""
+    if not isinstance(items, list) or not items:
+        fix = "add the reviewed comparisons under fixtures:"
+        problems.add(
+            lines.at("fixtures"), "fixtures_empty", "'fixtures' must be a non-empty list", fix
+        )
+        return []
+    fixtures: list[RankingFixture] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        where = functools.partial(lines.at, "fixtures", index)
+        if not isinstance(item, dict):
+            message, fix = (
+                f"fixture {index + 1} is not a mapping",
+                "write each fixture as key: value pairs",
+            )
+            problems.add(where(), "fixtures_shape", message, fix)
+            continue
+        case_id = _str(item.get("case_id"))
+        found = _item_problems(item, where, case_id)
+        if isinstance(version, int) and version >= 2 and "slice" not in item:
+            message = "missing required field 'slice' (schema_version 2)"
+            found.add(where(), "missing_field", message, _FIELD_FIX["slice"], case_id=case_id)
+        if case_id in seen:
+            found.add(
+                where("case_id"),
+                "duplicate_case_id",
+                f"case_id also used by the fixture at line {seen[case_id]}",
+                "give every fixture a unique case_id",
+                case_id=case_id,
+            )
+        elif case_id is not None:
+            seen[case_id] = lines.line("fixtures", index, "case_id") or 0
+        problems += found
+        if not found:
+            fixtures.append(RankingFixture.model_validate(item))
+    return fixtures
+
+
+def _item_problems(
+    item: dict[str, Any], where: Callable[..., str], case_id: str | None
+) -> Problems:
+    """One fixture's problems: a computed field written by hand, its rules, its shape."""
+    out = Problems()
+    if "source_candidates_sha256" in item:
+        out.add(
+            where("source_candidates_sha256"),
+            "computed_field",
+            "source_candidates_sha256 is computed from the fixture, never written by hand",
+            "remove the line",
+            case_id=case_id,
         )
         item = {k: v for k, v in item.items() if k != "source_candidates_sha256"}
     for field, code, message, fix in fixture_problems(item):
-        out.append(
-            Problem(
-                location=at(keys.get(field, line)),
-                case_id=case_id,
-                code=code,
-                message=message,
-                fix=fix,
-            )
-        )
+        out.add(where(field), code, message, fix, case_id=case_id)
     try:
         RankingFixture.model_validate(item)
     except ValidationError as exc:
         out += validation_problems(
             exc,
-            at=lambda *path: at(keys.get(str(path[0]), line)),
+            at=lambda *path: where(path[0]),
             case_id=case_id,
-            keep=lambda err: bool(
-                err["loc"]
-            ),  # the model-level check: already reported above, one problem each
+            keep=lambda err: bool(err["loc"]),  # the model-level check: reported above
             code=lambda err: _ITEM_CODES.get(err["type"], "invalid_field"),
             message=_item_message,
             fix=_item_fix,

@@ -78,8 +78,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from pydantic import AwareDatetime, Field, ValidationError
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
+from .._load import Problems
 from .._record import Record as _Frozen
-from ..errors import Problem, WorkbenchError
 from ..outcomes import ExitCode
 from ..policy import (
     Blocker,
@@ -338,33 +338,20 @@ class RankingHistoryEntry(_Frozen):
 
 def _read_lines(
     path: str | Path, model: type[_M], code: str, what: str, fix: str
-) -> tuple[list[tuple[int, _M]], list[Problem]]:
+) -> tuple[list[tuple[int, _M]], Problems]:
     """Every line of a JSON Lines file as ``model`` with its number, and every bad line's
     problem."""
     rows: list[tuple[int, _M]] = []
-    problems: list[Problem] = []
+    problems = Problems()
     not_utf8: list[int] = []
     for number, line in iter_jsonl_lines(path, not_utf8):
         try:
             rows.append((number, model.model_validate(loads_json(line))))
         except (ValueError, ValidationError) as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code=code,
-                    message=f"not a {what} ({str(exc).splitlines()[0][:160]})",
-                    fix=fix,
-                )
-            )
-    problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code=code,
-            message=f"not a {what} (the line is not valid UTF-8)",
-            fix=fix,
-        )
-        for n in not_utf8
-    ]
+            message = f"not a {what} ({str(exc).splitlines()[0][:160]})"
+            problems.add(f"{path}:{number}", code, message, fix)
+    for n in not_utf8:
+        problems.add(f"{path}:{n}", code, f"not a {what} (the line is not valid UTF-8)", fix)
     return rows, problems
 
 
@@ -379,10 +366,7 @@ def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
         "ranking history entry",
         "restore the line; the history is append-only",
     )
-    if problems:
-        raise WorkbenchError(
-            f"{path}: the ranking history has {len(problems)} problem(s)", problems
-        )
+    problems.raise_if_any(f"{path}: the ranking history has {len(problems)} problem(s)")
     return [entry for _, entry in rows]
 
 
@@ -433,17 +417,14 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
     """Per-case scalar gate outcomes from a JSON Lines file; every bad line reported at once."""
     path = Path(path)
     if not path.is_file():
-        raise WorkbenchError(
-            "no scalar results",
-            [
-                Problem(
-                    location=str(path),
-                    code="scalar_missing",
-                    message="the scalar results file does not exist",
-                    fix="give a JSON Lines file of {case_id, passed, score, threshold, detail}",
-                )
-            ],
+        missing = Problems()
+        missing.add(
+            str(path),
+            "scalar_missing",
+            "the scalar results file does not exist",
+            "give a JSON Lines file of {case_id, passed, score, threshold, detail}",
         )
+        missing.fail("no scalar results")
     rows, problems = _read_lines(
         path,
         ScalarCaseResult,
@@ -454,19 +435,16 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
     out: dict[str, ScalarCaseResult] = {}
     for number, row in rows:
         if row.case_id in out:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="scalar_duplicate",
-                    case_id=row.case_id,
-                    message="a second scalar outcome for the case",
-                    fix="one line per case",
-                )
+            where, fix = f"{path}:{number}", "one line per case"
+            problems.add(
+                where,
+                "scalar_duplicate",
+                "a second scalar outcome for the case",
+                fix,
+                case_id=row.case_id,
             )
-        else:
-            out[row.case_id] = row
-    if problems:
-        raise WorkbenchError(f"{path}: {len(problems)} problem(s) in the scalar results", problems)
+        out.setdefault(row.case_id, row)
+    problems.raise_if_any(f"{path}: {len(problems)} problem(s) in the scalar results")
     return list(out.values())
 
 
@@ -512,54 +490,28 @@ def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]
 def _fixture_changes(
     fixture_set: FixtureSet, previous: RankingHistoryEntry | None
 ) -> list[FixtureChangeRow]:
+    """Fixtures added, changed or removed since the last run (none without one)."""
     if previous is None:
         return []
-    now = fixture_set.by_id()
-    out: list[FixtureChangeRow] = []
-    same = previous.fixtures_version == fixture_set.version
-    for case_id, f in now.items():
-        before = previous.cases.get(case_id)
-        if before is None:
-            out.append(
-                FixtureChangeRow(
-                    case_id=case_id,
-                    change="added",
-                    in_place=same,
-                    old_version=previous.fixtures_version,
-                    new_version=fixture_set.version,
-                    old_order=None,
-                    new_order=list(f.expected_order),
-                    recorded=fixture_set.change_for(case_id),
-                )
-            )
-        elif before.sha256 != f.fixture_sha256:
-            out.append(
-                FixtureChangeRow(
-                    case_id=case_id,
-                    change="changed",
-                    in_place=same,
-                    old_version=previous.fixtures_version,
-                    new_version=fixture_set.version,
-                    old_order=before.expected_order,
-                    new_order=list(f.expected_order),
-                    recorded=fixture_set.change_for(case_id),
-                )
-            )
-    for case_id, before in previous.cases.items():
-        if case_id not in now:
-            out.append(
-                FixtureChangeRow(
-                    case_id=case_id,
-                    change="removed",
-                    in_place=same,
-                    old_version=previous.fixtures_version,
-                    new_version=fixture_set.version,
-                    old_order=before.expected_order,
-                    new_order=None,
-                    recorded=fixture_set.change_for(case_id),
-                )
-            )
-    return out
+    now, before = fixture_set.by_id(), previous.cases
+    changed = [
+        (case_id, "added" if case_id not in before else "changed")
+        for case_id, f in now.items()
+        if case_id not in before or before[case_id].sha256 != f.fixture_sha256
+    ] + [(case_id, "removed") for case_id in before if case_id not in now]
+    return [
+        FixtureChangeRow(
+            case_id=case_id,
+            change=change,
+            in_place=previous.fixtures_version == fixture_set.version,
+            old_version=previous.fixtures_version,
+            new_version=fixture_set.version,
+            old_order=before[case_id].expected_order if case_id in before else None,
+            new_order=list(now[case_id].expected_order) if case_id in now else None,
+            recorded=fixture_set.change_for(case_id),
+        )
+        for case_id, change in changed
+    ]
 
 
 def _agreement_drop(

@@ -29,7 +29,8 @@ from pydantic import BaseModel, ConfigDict
 
 from .._docs import add_field_docs
 from .._io import sha256_text
-from ..errors import Problem, WorkbenchError
+from .._load import Problems
+from ..errors import WorkbenchError
 from ..judges._function import import_metric
 from ..judges._llm import LLMJudge, _Exchange, has_reason
 from ..judges._registry import CaseRef, Verdict, make_identity
@@ -148,21 +149,25 @@ def answer_mapping(ref: CaseRef | None) -> dict[str, Any] | None:
     }
 
 
-def _check_labels(spec: CandidateSpec, loc: str) -> list[Problem]:
+def _planned(visible: dict[str, Any], ref: CaseRef | None) -> dict[str, Any]:
+    """The planned request (its hash keys the cache): the visible request plus the answer
+    mapping."""
+    mapping = answer_mapping(ref)
+    return {**visible, "answer_mapping": mapping} if mapping is not None else visible
+
+
+def _check_labels(spec: CandidateSpec, loc: str) -> Problems:
+    problems = Problems()
     expected = list(NEUTRAL_LABELS[: len(spec.labels)])
     if list(spec.labels) != expected:
-        return [
-            Problem(
-                location=loc,
-                code="labels_not_neutral",
-                message=(
-                    "a ranking candidate's labels are the neutral presentation labels in order,"
-                    f" got {spec.labels}"
-                ),
-                fix=f"set labels: {expected} (one per candidate a fixture may have)",
-            )
-        ]
-    return []
+        problems.add(
+            loc,
+            "labels_not_neutral",
+            "a ranking candidate's labels are the neutral presentation labels in order, got"
+            f" {spec.labels}",
+            f"set labels: {expected} (one per candidate a fixture may have)",
+        )
+    return problems
 
 
 def _too_many(spec: CandidateSpec, judge_input: RankingInput) -> Verdict | None:
@@ -233,9 +238,7 @@ class LLMRankingJudge(LLMJudge):
     def render(self, judge_input: Any, ref: CaseRef | None = None) -> dict[str, Any]:
         """The planned request (its hash keys the cache): the visible request plus the answer
         mapping."""
-        planned = self.visible_request(judge_input)
-        mapping = answer_mapping(ref)
-        return {**planned, "answer_mapping": mapping} if mapping is not None else planned
+        return _planned(self.visible_request(judge_input), ref)
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
         verdict = _too_many(self.spec, judge_input) or await super().evaluate(judge_input, ref)
@@ -313,16 +316,11 @@ class FunctionRankingJudge:
             or not isinstance(allowed, int)
             or isinstance(allowed, bool)
         ):
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="function_not_metric",
-                    message=f"{spec.function!r} is not a Ragas ranking metric",
-                    fix=(
-                        "decorate the function with"
-                        " ragas.metrics.ranking_metric(allowed_values=<n>)"
-                    ),
-                )
+            problems.add(
+                loc,
+                "function_not_metric",
+                f"{spec.function!r} is not a Ragas ranking metric",
+                "decorate the function with ragas.metrics.ranking_metric(allowed_values=<n>)",
             )
         func = getattr(metric, "_func", None) or metric
         params = inspect.signature(func).parameters
@@ -332,27 +330,18 @@ class FunctionRankingJudge:
             if n not in RANKING_PLACEHOLDERS and p.default is inspect.Parameter.empty
         ]
         if unknown:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="function_parameters",
-                    message=(
-                        f"the function requires {unknown}, which a ranking judge does not receive"
-                    ),
-                    fix="take only user_input, context and candidates",
-                )
+            message = f"the function requires {unknown}, which a ranking judge does not receive"
+            problems.add(
+                loc, "function_parameters", message, "take only user_input, context and candidates"
             )
         if "candidates" not in params:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="function_parameters",
-                    message="the function does not take candidates",
-                    fix="add a candidates parameter (a list of {label, text} in presented order)",
-                )
+            problems.add(
+                loc,
+                "function_parameters",
+                "the function does not take candidates",
+                "add a candidates parameter (a list of {label, text} in presented order)",
             )
-        if problems:
-            raise WorkbenchError("invalid candidate", problems)
+        problems.raise_if_any("invalid candidate")
         self.metric = metric
         self._parameters = [n for n in params if n in RANKING_PLACEHOLDERS]
         self.identity = make_identity(
@@ -370,9 +359,7 @@ class FunctionRankingJudge:
     def render(self, judge_input: RankingInput, ref: CaseRef | None = None) -> dict[str, Any]:
         """The planned request (its hash keys the cache): the visible request plus the answer
         mapping."""
-        planned = self.visible_request(judge_input)
-        mapping = answer_mapping(ref)
-        return {**planned, "answer_mapping": mapping} if mapping is not None else planned
+        return _planned(self.visible_request(judge_input), ref)
 
     def estimate_cost(self, judge_input: RankingInput) -> float:
         return 0.0

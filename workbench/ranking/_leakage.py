@@ -105,6 +105,20 @@ def _checkable_ids(
     return tuple((cid, tok) for cid in ids for tok in [_id_token(cid)] if not tok.search(text))
 
 
+def checkable_ids(fixture: RankingFixture) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The candidate ids no fixture text contains, each with its pattern: an id a reason or a
+    request must not show (one that also occurs in a text cannot be told from an ordinary word)."""
+    text = "\n".join(
+        [
+            fixture.user_input,
+            *(p.text for p in fixture.context),
+            *(c.text for c in fixture.candidates),
+        ]
+    )
+    ids = tuple(fixture.candidate_ids)
+    return _checkable_ids(fixture.case_id, fixture.source_candidates_sha256, ids, text)
+
+
 def scan_reason(
     reason: str | None, fixture: RankingFixture, rules: LeakageRules
 ) -> list[LeakageHit]:
@@ -113,18 +127,11 @@ def scan_reason(
         return []
     hits: list[LeakageHit] = []
     if rules.candidate_ids:
-        text = "\n".join(
-            [
-                fixture.user_input,
-                *(p.text for p in fixture.context),
-                *(c.text for c in fixture.candidates),
-            ]
-        )
-        for cid, tok in _checkable_ids(
-            fixture.case_id, fixture.source_candidates_sha256, tuple(fixture.candidate_ids), text
-        ):
-            if tok.search(reason):
-                hits.append(LeakageHit(category="candidate_id", matched=cid))
+        hits += [
+            LeakageHit(category="candidate_id", matched=cid)
+            for cid, tok in checkable_ids(fixture)
+            if tok.search(reason)
+        ]
     groups: list[tuple[str, Iterable[str]]] = []
     if rules.position:
         groups.append(("position", POSITION_PATTERNS))

@@ -31,20 +31,29 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from .._io import sha256_file
-from .._load import load_yaml, peek_yaml, validation_problems
+from .._load import Problems, load_yaml, peek_yaml, validation_problems
 from .._record import Record as _Frozen
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError
 from ._capture import CaptureConfig
 from ._leakage import LeakageRules
 
 RANKING_POLICY_SCHEMA_VERSION = 1
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+
+
+def _number_as_text(value: Any) -> Any:
+    """A name or version written as a YAML number (``version: 1``) is its text."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+_Name = Annotated[str, BeforeValidator(_number_as_text), Field(pattern=_NAME)]
+"""A file's name or version: letters, digits, ``.``, ``_``, ``-`` (a number is read as text)."""
 
 
 class Confirmation(_Frozen):
@@ -91,9 +100,9 @@ class RankingPolicy(_Frozen):
     """Policy file format version."""
     kind: Literal["ranking"] = "ranking"
     """Marks a ranking policy (a scalar release policy has no kind)."""
-    name: str = Field(pattern=_NAME)
+    name: _Name
     """Policy name."""
-    version: str = Field(pattern=_NAME)
+    version: _Name
     """Policy version; a changed rule is a new version (a new file)."""
     owner: str = Field(min_length=1)
     """Who is accountable for these rules."""
@@ -132,13 +141,6 @@ class RankingPolicy(_Frozen):
     """The four owners failure artifacts name (required in a policy file)."""
     source: str | None = Field(default=None, exclude=True)
     """The file the policy was read from (not part of the file)."""
-
-    @field_validator("name", "version", mode="before")
-    @classmethod
-    def _number_as_text(cls, value: Any) -> Any:
-        return (
-            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-        )
 
     @property
     def label(self) -> str:
@@ -196,21 +198,14 @@ class AgreementDropExamples(_Frozen):
     """File format version."""
     kind: Literal["agreement-drop-examples"] = "agreement-drop-examples"
     """File type."""
-    name: str = Field(pattern=_NAME)
+    name: _Name
     """Name."""
-    version: str = Field(pattern=_NAME)
+    version: _Name
     """Version."""
     description: str = ""
     """Where the examples come from."""
     examples: list[AgreementDropExample] = Field(min_length=2)
     """The reviewed comparisons."""
-
-    @field_validator("name", "version", mode="before")
-    @classmethod
-    def _number_as_text(cls, value: Any) -> Any:
-        return (
-            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-        )
 
 
 class ThresholdChoice(_Frozen):
@@ -283,10 +278,6 @@ def choose_agreement_threshold(examples: list[AgreementDropExample]) -> Threshol
     )
 
 
-def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=loc, code=code, message=message, fix=fix)
-
-
 def load_agreement_examples(path: str | Path) -> AgreementDropExamples:
     """Read a reviewed-examples file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
@@ -301,45 +292,22 @@ def load_agreement_examples(path: str | Path) -> AgreementDropExamples:
         yaml_code="examples_invalid",
         shape=None,
     )
+    problems = Problems()
     try:
         examples = AgreementDropExamples.model_validate(doc.data)
     except ValidationError as exc:
-        raise WorkbenchError(
-            "invalid examples",
-            validation_problems(
-                exc,
-                at=loc,
-                code="examples_invalid",
-                root="file",
-                fix="see workbench/ranking/_policy.py",
-            ),
-        ) from None
+        fix = "see workbench/ranking/_policy.py"
+        problems += validation_problems(exc, at=loc, code="examples_invalid", root="file", fix=fix)
+        problems.fail("invalid examples")
     ids = [e.example_id for e in examples.examples]
+    label = f"{examples.name}@{examples.version}"
     if len(set(ids)) != len(ids):
-        raise WorkbenchError(
-            "invalid examples",
-            [
-                _problem(
-                    loc,
-                    "examples_invalid",
-                    "example ids used twice",
-                    "give every example a unique id",
-                )
-            ],
-        )
-    if path.stem != f"{examples.name}@{examples.version}":
-        raise WorkbenchError(
-            "invalid examples",
-            [
-                _problem(
-                    loc,
-                    "examples_invalid",
-                    f"file name {path.name!r} does not match name@version"
-                    f" {examples.name}@{examples.version}",
-                    "rename the file",
-                )
-            ],
-        )
+        fix = "give every example a unique id"
+        problems.add(loc, "examples_invalid", "example ids used twice", fix)
+    elif path.stem != label:
+        message = f"file name {path.name!r} does not match name@version {label}"
+        problems.add(loc, "examples_invalid", message, "rename the file")
+    problems.raise_if_any("invalid examples")
     return examples
 
 
@@ -365,16 +333,14 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
         encoding_code="policy_yaml",
         shape=("the policy must be a YAML mapping", "write the policy as key: value pairs"),
     ).data
-    problems: list[Problem] = []
+    problems = Problems()
     if raw.get("kind") != "ranking":
-        problems.append(
-            _problem(
-                loc,
-                "policy_kind",
-                f"kind is {raw.get('kind')!r}, not 'ranking'",
-                "a ranking policy declares kind: ranking (a scalar release policy is read by"
-                " workbench gate)",
-            )
+        problems.add(
+            loc,
+            "policy_kind",
+            f"kind is {raw.get('kind')!r}, not 'ranking'",
+            "a ranking policy declares kind: ranking (a scalar release policy is read by workbench"
+            " gate)",
         )
     policy: RankingPolicy | None = None
     try:
@@ -390,47 +356,9 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
             fix="correct this field; see workbench/ranking/_policy.py for every field's meaning",
         )
     if policy is not None:
-        if path.stem != policy.label:
-            problems.append(
-                _problem(
-                    loc,
-                    "policy_filename",
-                    f"file name {path.name!r} does not match name@version {policy.label}",
-                    f"rename the file to {policy.label}.yaml",
-                )
-            )
-        if policy.owners is None:
-            problems.append(
-                _problem(
-                    loc,
-                    "policy_owners_missing",
-                    "a ranking policy names the four owners failures are handed to",
-                    "add owners: {application, evaluation, platform, domain_reviewer}",
-                )
-            )
-        if policy.capture.mode == "full" and policy.capture.excerpts:
-            problems.append(
-                _problem(
-                    loc,
-                    "policy_invalid",
-                    "capture.excerpts is an allow-list for digest_and_excerpts mode; full capture"
-                    " keeps everything",
-                    "set capture.mode: digest_and_excerpts, or remove excerpts",
-                )
-            )
-        if policy.capture.retention_days is None:
-            problems.append(
-                _problem(
-                    loc,
-                    "policy_retention_missing",
-                    "capture.retention_days is not declared: a policy states how long request"
-                    " payloads are kept",
-                    "add capture: {retention_days: N}",
-                )
-            )
-        problems += _threshold_problems(path, policy)
+        _policy_problems(problems, path, policy)
     if problems or policy is None:
-        raise WorkbenchError(f"{loc}: invalid ranking policy: {len(problems)} problem(s)", problems)
+        problems.fail(f"{loc}: invalid ranking policy: {len(problems)} problem(s)")
     return policy.model_copy(
         update={
             "source": str(path),
@@ -439,54 +367,81 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
     )
 
 
-def _threshold_problems(path: Path, policy: RankingPolicy) -> list[Problem]:
+def _policy_problems(problems: Problems, path: Path, policy: RankingPolicy) -> None:
+    """What a policy file must state beyond its fields' shapes."""
     loc = str(path)
+    if path.stem != policy.label:
+        message = f"file name {path.name!r} does not match name@version {policy.label}"
+        problems.add(loc, "policy_filename", message, f"rename the file to {policy.label}.yaml")
+    if policy.owners is None:
+        problems.add(
+            loc,
+            "policy_owners_missing",
+            "a ranking policy names the four owners failures are handed to",
+            "add owners: {application, evaluation, platform, domain_reviewer}",
+        )
+    if policy.capture.mode == "full" and policy.capture.excerpts:
+        problems.add(
+            loc,
+            "policy_invalid",
+            "capture.excerpts is an allow-list for digest_and_excerpts mode; full capture keeps"
+            " everything",
+            "set capture.mode: digest_and_excerpts, or remove excerpts",
+        )
+    if policy.capture.retention_days is None:
+        problems.add(
+            loc,
+            "policy_retention_missing",
+            "capture.retention_days is not declared: a policy states how long request payloads"
+            " are kept",
+            "add capture: {retention_days: N}",
+        )
+    problems += _threshold_problems(path, policy)
+
+
+def _threshold_problems(path: Path, policy: RankingPolicy) -> Problems:
+    """``max_agreement_drop`` and its reviewed examples: both or neither, and supported."""
+    loc, problems = str(path), Problems()
+    if policy.max_agreement_drop is None and policy.agreement_drop_evidence is not None:
+        message = "agreement_drop_evidence without max_agreement_drop"
+        problems.add(
+            loc, "policy_invalid", message, "set max_agreement_drop, or remove the evidence"
+        )
     if policy.max_agreement_drop is None:
-        if policy.agreement_drop_evidence is not None:
-            return [
-                _problem(
-                    loc,
-                    "policy_invalid",
-                    "agreement_drop_evidence without max_agreement_drop",
-                    "set max_agreement_drop, or remove the evidence",
-                )
-            ]
-        return []
+        return problems
     if policy.agreement_drop_evidence is None:
-        return [
-            _problem(
-                loc,
-                "threshold_without_evidence",
-                "max_agreement_drop is set without the reviewed examples it was chosen from",
-                "set agreement_drop_evidence to a reviewed-examples file (see"
-                " notebooks/04_ranking.ipynb)",
-            )
-        ]
+        problems.add(
+            loc,
+            "threshold_without_evidence",
+            "max_agreement_drop is set without the reviewed examples it was chosen from",
+            "set agreement_drop_evidence to a reviewed-examples file (see"
+            " notebooks/04_ranking.ipynb)",
+        )
+        return problems
     try:
         examples = load_agreement_examples(path.parent / policy.agreement_drop_evidence)
     except WorkbenchError as exc:
-        return list(exc.problems)
+        problems += exc.problems
+        return problems
     best = choose_agreement_threshold(examples.examples)
     wrong = threshold_errors(examples.examples, policy.max_agreement_drop)
     if len(wrong) > best.errors:
-        return [
-            _problem(
-                loc,
-                "threshold_not_supported",
-                f"max_agreement_drop {policy.max_agreement_drop} misclassifies {len(wrong)}"
-                f" reviewed example(s) ({', '.join(wrong)}); the examples support {best.threshold}"
-                f" with {best.errors}"
-                + (
-                    f" (any value in [{best.largest_acceptable_drop}, {best.smallest_harmful_drop})"
-                    " separates them)"
-                    if best.separable
-                    else ""
-                ),
-                "choose the threshold from the reviewed examples"
-                " (workbench.ranking.choose_agreement_threshold), or review more examples",
-            )
-        ]
-    return []
+        separates = (
+            f" (any value in [{best.largest_acceptable_drop}, {best.smallest_harmful_drop})"
+            " separates them)"
+            if best.separable
+            else ""
+        )
+        problems.add(
+            loc,
+            "threshold_not_supported",
+            f"max_agreement_drop {policy.max_agreement_drop} misclassifies {len(wrong)} reviewed"
+            f" example(s) ({', '.join(wrong)}); the examples support {best.threshold} with"
+            f" {best.errors}{separates}",
+            "choose the threshold from the reviewed examples"
+            " (workbench.ranking.choose_agreement_threshold), or review more examples",
+        )
+    return problems
 
 
 def ranking_policy_sha256(policy: RankingPolicy) -> str | None:
