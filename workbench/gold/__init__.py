@@ -1,7 +1,14 @@
 """Gold datasets: records, rubric, validation, corrections and dataset cards."""
 
 from ..approval import RELEASES_FILE
-from ._card import CARD_FIELDS, DatasetCard, card_statistics, counts_frame, read_card
+from ._card import (
+    CARD_FIELDS,
+    DISAGREEMENT_BASIS,
+    DatasetCard,
+    card_statistics,
+    counts_frame,
+    read_card,
+)
 from ._dataset import (
     CARD_FILE,
     GOLD_FILE,
@@ -14,6 +21,7 @@ from ._dataset import (
     resolve_paths,
     validate_dataset,
 )
+from ._index import GoldIndex, gold_index
 from ._records import (
     GOLD_SCHEMA_VERSION,
     PARTITIONS,
@@ -33,6 +41,7 @@ from ._release import (
 )
 from ._rubric import (
     RUBRIC_SCHEMA_VERSION,
+    UNSET_RISK,
     Risk,
     Rubric,
     RubricProblems,
@@ -52,6 +61,10 @@ __all__ = [
     "normalize_text",
     "partition_name",
     "CARD_FIELDS",
+    "DISAGREEMENT_BASIS",
+    "GoldIndex",
+    "UNSET_RISK",
+    "gold_index",
     "CARD_FILE",
     "GOLD_FILE",
     "GOLD_SCHEMA_VERSION",

@@ -10,7 +10,14 @@ from ._ledger import (
     refuse_held_out,
     token_sha256,
 )
-from ._location import LEDGER_FILE, PROJECT_CONFIG, gold_directory, ledger_path_for, project_root
+from ._location import (
+    LEDGER_FILE,
+    PROJECT_CONFIG,
+    declared_path_for,
+    gold_directory,
+    ledger_path_for,
+    project_root,
+)
 
 __all__ = [
     "LEDGER_FILE",
@@ -20,6 +27,7 @@ __all__ = [
     "LedgerEntry",
     "PreviousReport",
     "check_held_out_results",
+    "declared_path_for",
     "gold_directory",
     "held_out_manifest_sha256",
     "ledger_path_for",

@@ -6,7 +6,18 @@ one budget, and reports case-level transitions by slice, the pass/fail/abstain m
 exact McNemar test and per-slice false-pass and false-fail deltas with paired intervals.
 """
 
-from ._budget import RunEstimate, estimate_run
+from ._certify import (
+    BASELINE_CONTROLS_DIR,
+    BASELINE_RUN_DIR,
+    MIGRATION_FILE,
+    REVIEWS_SNAPSHOT,
+    TRANSITIONS_FILE,
+    MigrationEvidence,
+    TransitionRow,
+    evaluate_migration,
+    map_old_lines,
+    pending_transitions,
+)
 from ._compare import (
     CATEGORIES,
     COMPARE_SCHEMA_VERSION,
@@ -26,6 +37,7 @@ from ._compare import (
     compare_candidates_sync,
     default_out,
     format_comparison,
+    mapped_controls,
 )
 from ._mapping import (
     MAPPING_SCHEMA_VERSION,
@@ -50,6 +62,17 @@ from ._parity import (
 from ._stats import exact_mcnemar, paired_rate_difference
 
 __all__ = [
+    "BASELINE_CONTROLS_DIR",
+    "BASELINE_RUN_DIR",
+    "MIGRATION_FILE",
+    "REVIEWS_SNAPSHOT",
+    "TRANSITIONS_FILE",
+    "MigrationEvidence",
+    "TransitionRow",
+    "evaluate_migration",
+    "map_old_lines",
+    "mapped_controls",
+    "pending_transitions",
     "mapping_snapshot",
     "mapping_snapshot_of",
     "CATEGORIES",
@@ -70,13 +93,11 @@ __all__ = [
     "McNemar",
     "RateDelta",
     "RequestParity",
-    "RunEstimate",
     "SliceComparison",
     "compare_candidates",
     "compare_candidates_sync",
     "declaration_problems",
     "default_out",
-    "estimate_run",
     "exact_mcnemar",
     "format_comparison",
     "identity_changes",

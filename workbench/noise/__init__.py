@@ -104,6 +104,7 @@ from ._panel import (
     panel_agreement,
 )
 from ._present import (
+    check_noise_lock,
     comparison_chart,
     format_noise,
     noise_chart,
@@ -190,6 +191,7 @@ __all__ = [
     "calls_per_score",
     "check_baseline_suite",
     "check_controls",
+    "check_noise_lock",
     "check_pairs",
     "check_retrieval",
     "check_run_request",

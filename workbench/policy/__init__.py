@@ -1,6 +1,7 @@
 """Release policies, the gate, the one decision step every feature ends in, the override store."""
 
 from ._codes import BLOCKER_CODES, NON_WAIVABLE_CODES, BlockerCode, codes_of
+from ._consistency import check_policy_against_rubric, policy_rubric_problems
 from ._decide import (
     Blocker,
     CheckOutcome,
@@ -83,6 +84,7 @@ __all__ = [
     "add_override",
     "blocker",
     "build_override",
+    "check_policy_against_rubric",
     "check_override_scope",
     "codes_of",
     "decide",
@@ -94,6 +96,7 @@ __all__ = [
     "load_overrides",
     "load_policy",
     "override_id_of",
+    "policy_rubric_problems",
     "policy_sha256",
     "policy_snapshot",
     "scope_of",

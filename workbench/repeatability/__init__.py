@@ -10,6 +10,7 @@ compares them the same way (:func:`run_sentinels`, :func:`sentinel_changes`).
 """
 
 from ._drift import (
+    SENTINEL_PARTITION,
     DriftEntry,
     Observation,
     SentinelChange,
@@ -54,6 +55,7 @@ from ._study import (
 __all__ = [
     "DEFAULT_PARTITION",
     "SENTINELS_FILE",
+    "SENTINEL_PARTITION",
     "CaseRepeatability",
     "DriftEntry",
     "Observation",

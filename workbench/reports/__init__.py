@@ -13,7 +13,15 @@ from .._lock import LOCK_FILE, STARTED_FILE, Lock, read_lock
 from .._signing import LockSignature, load_signer, load_trust
 from ._blockers import BlockerGroup, group_blockers, more_needed, why_lines
 from ._certification import Certification
-from ._certify import CertificationResult, certify, default_notebook, resolve_budget
+from ._certify import (
+    CONTROLS_DIR,
+    RUN_DIR,
+    CertificationResult,
+    certify,
+    default_notebook,
+    resolve_budget,
+    resume_review,
+)
 from ._charts import (
     candidates_chart,
     charts_row,
@@ -25,7 +33,8 @@ from ._charts import (
     to_svg,
 )
 from ._format import DASH, DASH_NOTE, pct, rate_text
-from ._listing import list_reports
+from ._listing import ledgers_of, list_reports, reconcile_ledgers
+from ._migration import pending_for_report, record_transition_review
 from ._ordinal import ordinal_section_html, ordinal_tables
 from ._present import (
     agreement_summary,
@@ -58,9 +67,23 @@ from ._tables import (
     transition_summary_table,
     transitions_table,
 )
-from ._verify import ReportVerification, verify_one, verify_path, verify_report
+from ._verify import (
+    ReportVerification,
+    check_certification,
+    verify_one,
+    verify_path,
+    verify_report,
+)
 
 __all__ = [
+    "CONTROLS_DIR",
+    "RUN_DIR",
+    "check_certification",
+    "ledgers_of",
+    "pending_for_report",
+    "reconcile_ledgers",
+    "record_transition_review",
+    "resume_review",
     "DASH",
     "DASH_NOTE",
     "LOCK_FILE",

@@ -1,6 +1,7 @@
 """The judge-result contract shared by every judge kind, its reader, the run manifest that binds
 results to what was planned, and the cost and token figures read from them."""
 
+from ._columnar import ColumnarResults, read_columnar, result_files, results_sha256
 from ._contract import (
     ERROR_KINDS,
     REQUIRED_SINCE_V2,
@@ -20,7 +21,9 @@ from ._costs import (
     slice_costs,
     unit_usage,
 )
+from ._gold_checks import GoldCheckFixes, check_against_gold
 from ._io import ResultLine, migration_note, read_results, scan_results
+from ._lines import ResultLines
 from ._manifest import (
     MANIFEST_FILE,
     MANIFEST_SCHEMA_VERSION,
@@ -39,6 +42,13 @@ from ._migrate import (
 )
 
 __all__ = [
+    "ColumnarResults",
+    "GoldCheckFixes",
+    "ResultLines",
+    "check_against_gold",
+    "read_columnar",
+    "result_files",
+    "results_sha256",
     "ALL_SLICES",
     "MANIFEST_FILE",
     "MANIFEST_SCHEMA_VERSION",

@@ -22,9 +22,23 @@ from ._drafts import (
     proposed_record,
 )
 from ._notes import CAUSES, EXPORT_FORMATS, NOTE_SCHEMA_VERSION, Cause, ReviewNote, ReviewNotes
+from ._transition_reviews import (
+    DECISIONS,
+    PendingTransition,
+    TransitionReview,
+    TransitionReviews,
+    read_transition_reviews,
+    transition_reviews_path_for,
+)
 from ._transitions import CHANGES, TRANSITION_COLUMNS, change_of, transition_summary, transitions
 
 __all__ = [
+    "DECISIONS",
+    "PendingTransition",
+    "TransitionReview",
+    "TransitionReviews",
+    "read_transition_reviews",
+    "transition_reviews_path_for",
     "CAUSES",
     "CHANGES",
     "CODED_COLUMNS",
