@@ -8,8 +8,9 @@ through a Ragas metric subclasses :class:`LLMJudge` and overrides its hooks (doc
 "Judge kinds").
 """
 
+from ._function import import_metric
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
-from ._llm import LLMJudge
+from ._llm import LLMJudge, has_reason
 from ._ping import PING_CODES, PING_INPUT, PingResult, aping, ping
 from ._registry import (
     BUILTIN_KINDS,
@@ -44,6 +45,8 @@ from ._spec import (
 )
 
 __all__ = [
+    "import_metric",
+    "has_reason",
     "BUILTIN_KINDS",
     "CANDIDATE_SCHEMA_VERSION",
     "CHANGE_KINDS",

@@ -48,6 +48,7 @@ from ._analysis import (
 )
 from ._battery import (
     PARTITION,
+    Plan,
     position_battery,
     presentation_orders,
     read_battery,
@@ -71,6 +72,7 @@ from ._capture import (
     find_runs,
     lock_ranking_run,
     prune_run,
+    ranking_html,
     read_payload,
     verify_ranking_run,
 )
@@ -143,6 +145,7 @@ __all__ = [
     "Candidate",
     "CaptureConfig",
     "CapturingJudge",
+    "Plan",
     "CaseAgreement",
     "CaseMustWin",
     "CaseStability",
@@ -191,6 +194,7 @@ __all__ = [
     "VersionHistory",
     "check_permutation",
     "check_ranking_lock",
+    "ranking_html",
     "choose_agreement_threshold",
     "completeness",
     "default_policy",

@@ -52,9 +52,17 @@ from ._present import (
     next_step,
     not_used_html,
     outcome_html,
+    outcome_section,
     previous_certification,
 )
-from ._render import Section, external_references, render_document, render_html, section_html
+from ._render import (
+    Section,
+    external_references,
+    render_document,
+    render_html,
+    section_html,
+    table_section,
+)
 from ._slices import SliceRow, slice_rows
 from ._tables import (
     Table,
@@ -76,6 +84,8 @@ from ._verify import (
 )
 
 __all__ = [
+    "table_section",
+    "outcome_section",
     "CONTROLS_DIR",
     "RUN_DIR",
     "check_certification",
