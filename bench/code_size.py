@@ -11,8 +11,10 @@
   the subpackage uses from its face. A name ``N`` of ``workbench.x`` counts as used when
 
   - a module of another node (``workbench.<y>`` nodes, as in tests/test_import_graph.py)
-    imports it from the face (``from ..x import N``) or names it in a lazy ``module:function``
-    reference (``"workbench.x:N"``);
+    imports it, ``TYPE_CHECKING`` blocks included, from the face (``from ..x import N``) or
+    from one of the node's modules (the imports tests/test_package_faces.py still allows: the
+    face offers what they will take), or names it in a lazy ``module:function`` reference
+    (``"workbench.x:N"``);
   - a Python file under ``tests/``, ``bench/`` or ``examples/``, or a code cell of a notebook
     (``notebooks/*.ipynb`` and the package's own ``*.ipynb``), imports it from the face
     (``from workbench.x import N``), reaches it as an attribute of the face (``workbench.x.N``,
@@ -21,8 +23,8 @@
   - ``README.md`` or a page of ``docs/`` writes ``workbench.x.N``, ``workbench.x:N`` or
     ``x.N``, or lists it in a ``from workbench.x import ...`` line.
 
-  An import from one of the subpackage's private modules (``workbench.x._m``) is not a use
-  of its face (tests may reach into their own package's private modules);
+  A test's, script's or notebook's import from one of the subpackage's private modules
+  (``workbench.x._m``) is not a use of its face (tests may use their package's private modules);
   ``--unused`` lists them, per package;
 - ``private_imports``: imports of another node's private module (``workbench.a._b`` imported
   from outside ``workbench.a``), counted per statement;
@@ -282,10 +284,12 @@ def measure(package: Path) -> dict[str, object]:
                     )
             if in_function and reaches_other:
                 body_imports += 1
-            module, names = _imported_names(stmt, package_name)
-            node = _node(module, top) if module else None
-            if node is not None and node != source and module == node:
-                used_from_outside.setdefault(node, set()).update(names)
+        for stmt in ast.walk(tree):  # every import here, ``TYPE_CHECKING`` blocks included
+            if isinstance(stmt, ast.ImportFrom):
+                module, names = _imported_names(stmt, package_name)
+                node = _node(module, top) if module else None
+                if node is not None and node != source:  # from the face or a module of the node
+                    used_from_outside.setdefault(node, set()).update(names)
         for face, used in _lazy_references(tree, top):
             if face != source:
                 used_from_outside.setdefault(face, set()).add(used)

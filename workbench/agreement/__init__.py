@@ -3,7 +3,6 @@ kappa, ordinal/interval alpha and Spearman on ordered rubrics."""
 
 from ..stats import DEFAULT_MIN_SHARED
 from ._agreement import (
-    AGREEMENT_SCHEMA_VERSION,
     AgreementBlock,
     AgreementReport,
     PairAgreement,
@@ -12,7 +11,6 @@ from ._agreement import (
 )
 
 __all__ = [
-    "AGREEMENT_SCHEMA_VERSION",
     "DEFAULT_MIN_SHARED",
     "AgreementBlock",
     "AgreementReport",

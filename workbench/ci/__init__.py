@@ -8,27 +8,13 @@ Each lane reports one :class:`CheckResult` per checked item, as JSON and as JUni
 deterministic checks live there too (:class:`ExpectedFailure`).
 """
 
-from ._contracts import (
-    DETERMINISTIC_KINDS,
-    EXIT_CODES,
-    LABEL_KINDS,
-    ContractsReport,
-    run_contracts,
-)
+from ._contracts import DETERMINISTIC_KINDS, EXIT_CODES, LABEL_KINDS, ContractsReport, run_contracts
 from ._expected import apply_expected_failures
 from ._git import Changes
 from ._junit import CheckResult, junit_xml, write_junit
-from ._project import (
-    CiConfig,
-    CiPaths,
-    ExpectedFailure,
-    SentinelDefaults,
-    discover,
-    load_ci_config,
-)
+from ._project import CiConfig, CiPaths, ExpectedFailure, SentinelDefaults, discover
 from ._release import (
     OUTCOME_EXIT,
-    RELEASE_SCHEMA_VERSION,
     ReleaseSummary,
     format_release,
     run_release,
@@ -60,7 +46,6 @@ __all__ = [
     "LaneRefused",
     "LaneRun",
     "OUTCOME_EXIT",
-    "RELEASE_SCHEMA_VERSION",
     "ReleaseSummary",
     "SentinelDefaults",
     "SentinelLaneReport",
@@ -69,7 +54,6 @@ __all__ = [
     "format_release",
     "format_sentinel_lane",
     "junit_xml",
-    "load_ci_config",
     "run_contracts",
     "run_release",
     "run_sentinel_lane",

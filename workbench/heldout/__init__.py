@@ -8,7 +8,6 @@ from ._ledger import (
     PreviousReport,
     held_out_manifest_sha256,
     refuse_held_out,
-    token_sha256,
 )
 from ._location import (
     LEDGER_FILE,
@@ -16,7 +15,6 @@ from ._location import (
     declared_path_for,
     gold_directory,
     ledger_path_for,
-    project_root,
 )
 
 __all__ = [
@@ -31,7 +29,5 @@ __all__ = [
     "gold_directory",
     "held_out_manifest_sha256",
     "ledger_path_for",
-    "project_root",
     "refuse_held_out",
-    "token_sha256",
 ]

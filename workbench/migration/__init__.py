@@ -19,11 +19,6 @@ from ._certify import (
     pending_transitions,
 )
 from ._compare import (
-    CATEGORIES,
-    COMPARE_SCHEMA_VERSION,
-    MANIFEST,
-    REPORT_FILE,
-    TRANSITIONS,
     BudgetInsufficient,
     CandidateSide,
     CaseTransition,
@@ -40,14 +35,11 @@ from ._compare import (
     mapped_controls,
 )
 from ._mapping import (
-    MAPPING_SCHEMA_VERSION,
     LabelMapping,
     LoadedMapping,
     load_label_mapping,
     mapping_problems,
-    mapping_required,
     mapping_snapshot,
-    mapping_snapshot_of,
 )
 from ._parity import (
     KeyCount,
@@ -55,11 +47,9 @@ from ._parity import (
     declaration_problems,
     identity_changes,
     judge_changes,
-    parity_warnings,
     request_parity,
-    text_diff,
 )
-from ._stats import exact_mcnemar, paired_rate_difference
+from ._stats import paired_rate_difference
 
 __all__ = [
     "BASELINE_CONTROLS_DIR",
@@ -74,13 +64,6 @@ __all__ = [
     "mapped_controls",
     "pending_transitions",
     "mapping_snapshot",
-    "mapping_snapshot_of",
-    "CATEGORIES",
-    "COMPARE_SCHEMA_VERSION",
-    "MANIFEST",
-    "MAPPING_SCHEMA_VERSION",
-    "REPORT_FILE",
-    "TRANSITIONS",
     "BudgetInsufficient",
     "CandidateSide",
     "CaseTransition",
@@ -98,15 +81,11 @@ __all__ = [
     "compare_candidates_sync",
     "declaration_problems",
     "default_out",
-    "exact_mcnemar",
     "format_comparison",
     "identity_changes",
     "judge_changes",
     "load_label_mapping",
     "mapping_problems",
-    "mapping_required",
     "paired_rate_difference",
-    "parity_warnings",
     "request_parity",
-    "text_diff",
 ]

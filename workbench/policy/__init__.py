@@ -1,6 +1,6 @@
 """Release policies, the gate, the one decision step every feature ends in, the override store."""
 
-from ._codes import BLOCKER_CODES, NON_WAIVABLE_CODES, BlockerCode, codes_of
+from ._codes import BLOCKER_CODES, NON_WAIVABLE_CODES, codes_of
 from ._consistency import check_policy_against_rubric, policy_rubric_problems
 from ._decide import (
     Blocker,
@@ -10,24 +10,18 @@ from ._decide import (
     WaivedBlocker,
     blocker,
     decide,
-    unapplied_overrides,
-    waiver_for,
 )
 from ._gate import (
     EXIT_CODES,
-    GATE_SCHEMA_VERSION,
     GateOutcome,
     GateResult,
     NotEvaluated,
-    PolicyRef,
     SliceFigures,
     evaluate_gate,
-    figures_table,
     format_gate,
 )
 from ._overrides import (
     DEFAULT_OVERRIDES_PATH,
-    OVERRIDE_SCHEMA_VERSION,
     Override,
     OverrideScope,
     active_overrides,
@@ -35,19 +29,15 @@ from ._overrides import (
     build_override,
     check_override_scope,
     describe_override,
-    expired_overrides,
     load_overrides,
     override_id_of,
     scope_of,
 )
 from ._policy import (
     POLICY_SCHEMA_VERSION,
-    USES,
-    ControlsPolicy,
     Policy,
     PolicyScope,
     SlicePolicy,
-    Use,
     load_policy,
     policy_sha256,
     policy_snapshot,
@@ -57,15 +47,10 @@ __all__ = [
     "BLOCKER_CODES",
     "DEFAULT_OVERRIDES_PATH",
     "EXIT_CODES",
-    "GATE_SCHEMA_VERSION",
     "NON_WAIVABLE_CODES",
-    "OVERRIDE_SCHEMA_VERSION",
     "POLICY_SCHEMA_VERSION",
-    "USES",
     "Blocker",
-    "BlockerCode",
     "CheckOutcome",
-    "ControlsPolicy",
     "Decision",
     "GateOutcome",
     "GateResult",
@@ -73,12 +58,10 @@ __all__ = [
     "Override",
     "OverrideScope",
     "Policy",
-    "PolicyRef",
     "PolicyScope",
     "SliceFigures",
     "SlicePolicy",
     "UnappliedOverride",
-    "Use",
     "WaivedBlocker",
     "active_overrides",
     "add_override",
@@ -90,8 +73,6 @@ __all__ = [
     "decide",
     "describe_override",
     "evaluate_gate",
-    "figures_table",
-    "expired_overrides",
     "format_gate",
     "load_overrides",
     "load_policy",
@@ -100,6 +81,4 @@ __all__ = [
     "policy_sha256",
     "policy_snapshot",
     "scope_of",
-    "unapplied_overrides",
-    "waiver_for",
 ]

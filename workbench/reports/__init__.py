@@ -9,30 +9,20 @@ Presentation shared with the notebooks: styled tables (:func:`slice_table`, :fun
 :func:`threshold_sweep_chart`) and blockers grouped per slice (:func:`blockers_display`).
 """
 
-from .._lock import LOCK_FILE, STARTED_FILE, Lock, read_lock
+from .._lock import Lock, read_lock
 from .._signing import LockSignature, load_signer, load_trust
-from ._blockers import BlockerGroup, group_blockers, more_needed, why_lines
+from ._blockers import group_blockers, more_needed, why_lines
 from ._certification import Certification
-from ._certify import (
-    CONTROLS_DIR,
-    RUN_DIR,
-    CertificationResult,
-    certify,
-    default_notebook,
-    resolve_budget,
-    resume_review,
-)
+from ._certify import CONTROLS_DIR, RUN_DIR, certify, resolve_budget, resume_review
 from ._charts import (
     candidates_chart,
-    charts_row,
     confusion_heatmap,
     slice_error_chart,
-    slice_rates_chart,
     svg_display,
     threshold_sweep_chart,
     to_svg,
 )
-from ._format import DASH, DASH_NOTE, pct, rate_text
+from ._format import DASH, DASH_NOTE, rate_text
 from ._listing import ledgers_of, list_reports, reconcile_ledgers
 from ._migration import pending_for_report, record_transition_review
 from ._ordinal import ordinal_section_html, ordinal_tables
@@ -45,43 +35,23 @@ from ._present import (
     cost_latency,
     disagreement_counts,
     first_screen,
-    first_screen_html,
     key_value_html,
     last_certified,
     lineage_html,
     next_step,
     not_used_html,
-    outcome_html,
     outcome_section,
     previous_certification,
 )
-from ._render import (
-    Section,
-    external_references,
-    render_document,
-    render_html,
-    section_html,
-    table_section,
-)
-from ._slices import SliceRow, slice_rows
+from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
-    Table,
-    confusion_table,
     merge_interval,
-    percent,
-    rate_columns,
     slice_table,
     styled,
     transition_summary_table,
     transitions_table,
 )
-from ._verify import (
-    ReportVerification,
-    check_certification,
-    verify_one,
-    verify_path,
-    verify_report,
-)
+from ._verify import check_certification, verify_one, verify_path, verify_report
 
 __all__ = [
     "table_section",
@@ -96,17 +66,10 @@ __all__ = [
     "resume_review",
     "DASH",
     "DASH_NOTE",
-    "LOCK_FILE",
-    "STARTED_FILE",
-    "BlockerGroup",
     "Certification",
-    "CertificationResult",
     "Lock",
     "LockSignature",
-    "ReportVerification",
     "Section",
-    "SliceRow",
-    "Table",
     "agreement_summary",
     "ordinal_section_html",
     "ordinal_tables",
@@ -114,17 +77,13 @@ __all__ = [
     "blockers_html",
     "candidates_chart",
     "certify",
-    "charts_row",
     "confusion_heatmap",
-    "confusion_table",
     "controls_html",
     "cost_by_slice",
     "cost_latency",
-    "default_notebook",
     "disagreement_counts",
     "external_references",
     "first_screen",
-    "first_screen_html",
     "group_blockers",
     "key_value_html",
     "last_certified",
@@ -136,20 +95,13 @@ __all__ = [
     "more_needed",
     "next_step",
     "not_used_html",
-    "outcome_html",
-    "pct",
-    "percent",
     "previous_certification",
-    "rate_columns",
     "rate_text",
     "read_lock",
     "render_document",
     "render_html",
     "resolve_budget",
-    "section_html",
     "slice_error_chart",
-    "slice_rates_chart",
-    "slice_rows",
     "slice_table",
     "styled",
     "svg_display",

@@ -19,27 +19,12 @@ from ._costs import (
     distribution,
     format_slice_costs,
     slice_costs,
-    unit_usage,
 )
 from ._gold_checks import GoldCheckFixes, check_against_gold
 from ._io import ResultLine, migration_note, read_results, scan_results
 from ._lines import ResultLines
-from ._manifest import (
-    MANIFEST_FILE,
-    MANIFEST_SCHEMA_VERSION,
-    ManifestCase,
-    ManifestSampling,
-    ManifestUnit,
-    RunManifest,
-)
-from ._migrate import (
-    MIGRATIONS,
-    MigrationRefused,
-    MigrationReport,
-    migrate_record,
-    migrate_results_file,
-    migrate_v1_to_v2,
-)
+from ._manifest import MANIFEST_FILE, ManifestCase, ManifestSampling, ManifestUnit, RunManifest
+from ._migrate import migrate_record, migrate_results_file, migrate_v1_to_v2
 
 __all__ = [
     "ColumnarResults",
@@ -51,7 +36,6 @@ __all__ = [
     "results_sha256",
     "ALL_SLICES",
     "MANIFEST_FILE",
-    "MANIFEST_SCHEMA_VERSION",
     "Distribution",
     "ManifestCase",
     "ManifestSampling",
@@ -62,11 +46,7 @@ __all__ = [
     "distribution",
     "format_slice_costs",
     "slice_costs",
-    "unit_usage",
     "ERROR_KINDS",
-    "MIGRATIONS",
-    "MigrationRefused",
-    "MigrationReport",
     "REQUIRED_SINCE_V2",
     "ResultMigration",
     "migrate_record",
