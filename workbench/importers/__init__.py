@@ -3,7 +3,7 @@ datasets into the gold format."""
 
 from ._registry import ImportSummary, available_importers, get_importer, run_importer
 from ._results import import_results
-from ._results_mapping import ResultsMapping
+from ._results_mapping import JudgeDeclaration, ResultsMapping, ScoreThreshold
 from ._results_table import results_from_dataframe, results_from_ragas, results_from_table
 from .evalsbench import import_evalsbench
 from .llmbar import import_llmbar
@@ -12,7 +12,9 @@ from .table import TableMapping, gold_from_dataframe, import_table, load_mapping
 
 __all__ = [
     "ImportSummary",
+    "JudgeDeclaration",
     "ResultsMapping",
+    "ScoreThreshold",
     "results_from_dataframe",
     "results_from_ragas",
     "results_from_table",
