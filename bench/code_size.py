@@ -7,8 +7,25 @@
   lines run from its ``def`` to its last line, decorators excluded, nested functions counted
   on their own as well);
 - ``exported``: public names of the subpackages' ``__init__`` (``__all__`` when there is one,
-  else every public name bound there) and ``exported_unused_outside``: those no module of
-  another node imports (``workbench.<x>`` nodes, as in tests/test_import_graph.py);
+  else every public name bound there) and ``exported_unused_outside``: those nothing outside
+  the subpackage uses from its face. A name ``N`` of ``workbench.x`` counts as used when
+
+  - a module of another node (``workbench.<y>`` nodes, as in tests/test_import_graph.py)
+    imports it, ``TYPE_CHECKING`` blocks included, from the face (``from ..x import N``) or
+    from one of the node's modules (the imports tests/test_package_faces.py still allows: the
+    face offers what they will take), or names it in a lazy ``module:function`` reference
+    (``"workbench.x:N"``);
+  - a Python file under ``tests/``, ``bench/`` or ``examples/``, or a code cell of a notebook
+    (``notebooks/*.ipynb`` and the package's own ``*.ipynb``), imports it from the face
+    (``from workbench.x import N``), reaches it as an attribute of the face (``workbench.x.N``,
+    or ``x.N`` after ``from workbench import x`` / ``import workbench.x as x``) or names it
+    in a ``module:function`` string;
+  - ``README.md`` or a page of ``docs/`` writes ``workbench.x.N``, ``workbench.x:N`` or
+    ``x.N``, or lists it in a ``from workbench.x import ...`` line.
+
+  A test's, script's or notebook's import from one of the subpackage's private modules
+  (``workbench.x._m``) is not a use of its face (tests may use their package's private modules);
+  ``--unused`` lists them, per package;
 - ``private_imports``: imports of another node's private module (``workbench.a._b`` imported
   from outside ``workbench.a``), counted per statement;
 - ``function_body_imports``: import statements inside function bodies that reach another node;
@@ -29,6 +46,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,6 +172,77 @@ def _exports(tree: ast.Module) -> set[str]:
     return {n for n in names if not n.startswith("_")}
 
 
+def _lazy_references(tree: ast.AST, top: str) -> Iterator[tuple[str, str]]:
+    """``(workbench.x, N)`` for every string constant ``"workbench.x:N"`` (a lazy reference)."""
+    pattern = re.compile(rf"({re.escape(top)}\.\w+):(\w+)")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found = pattern.fullmatch(node.value)
+            if found:
+                yield found[1], found[2]
+
+
+def _python_uses(text: str, top: str, faces: set[str]) -> Iterator[tuple[str, str]]:
+    """The face names a script or a notebook's code uses (see the module's docstring)."""
+    yield from _written_uses(text, top, faces)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:  # a notebook cell with shell or magic lines: the written uses only
+        return
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in faces:
+            yield from ((node.module, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == top:
+            for a in node.names:
+                if f"{top}.{a.name}" in faces:
+                    aliases[a.asname or a.name] = f"{top}.{a.name}"
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in faces})
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+        ):
+            yield aliases[node.value.id], node.attr
+
+
+def _written_uses(
+    text: str, top: str, faces: set[str], *, short: bool = False
+) -> Iterator[tuple[str, str]]:
+    """``workbench.x.N`` and ``workbench.x:N`` in any text; with ``short``, ``x.N`` too and the
+    names of ``from workbench.x import ...`` lines (the docs' code blocks)."""
+    for face, name in re.findall(rf"\b({re.escape(top)}\.\w+)[.:](\w+)", text):
+        if face in faces:
+            yield face, name
+    if not short:
+        return
+    subpackages = "|".join(sorted(f.rpartition(".")[2] for f in faces))
+    for sub, name in re.findall(rf"(?<![\w.])({subpackages})\.(\w+)", text):
+        yield f"{top}.{sub}", name
+    for face, names in re.findall(rf"from ({re.escape(top)}\.\w+) import \(?([\w, ]+)", text):
+        if face in faces:
+            yield from ((face, n.strip()) for n in names.split(",") if n.strip())
+
+
+def _uses_beside(root: Path, top: str, faces: set[str]) -> Iterator[tuple[str, str]]:
+    """The face names the tests, bench scripts, examples, notebooks and docs use."""
+    for folder in ("tests", "bench", "examples"):
+        for path in sorted((root / folder).rglob("*.py")):
+            yield from _python_uses(path.read_text(encoding="utf-8"), top, faces)
+    for path in sorted([*(root / "notebooks").glob("*.ipynb"), *(root / top).rglob("*.ipynb")]):
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        for cell in cells:
+            if cell.get("cell_type") == "code":
+                source = cell.get("source", "")
+                text = "".join(source) if isinstance(source, list) else source
+                yield from _python_uses(text, top, faces)
+    for path in sorted([root / "README.md", *(root / "docs").glob("*.md")]):
+        if path.exists():
+            yield from _written_uses(path.read_text(encoding="utf-8"), top, faces, short=True)
+
+
 def measure(package: Path) -> dict[str, object]:
     top = package.name
     sources = {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
@@ -171,7 +260,9 @@ def measure(package: Path) -> dict[str, object]:
         tree = ast.parse(text)
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                sizes.append((fn.end_lineno - fn.lineno + 1, f"{path.relative_to(ROOT)}:{fn.name}"))
+                sizes.append(
+                    (fn.end_lineno - fn.lineno + 1, f"{path.relative_to(package.parent)}:{fn.name}")
+                )
         source = _node(name, top)
         assert source is not None
         graph.setdefault(source, set())
@@ -188,15 +279,24 @@ def measure(package: Path) -> dict[str, object]:
                 graph[source].add(node)
                 parts = target.split(".")
                 if len(parts) > 2 and any(p.startswith("_") for p in parts[2:]):
-                    private_imports.append(f"{path.relative_to(ROOT)}:{stmt.lineno} {target}")
+                    private_imports.append(
+                        f"{path.relative_to(package.parent)}:{stmt.lineno} {target}"
+                    )
             if in_function and reaches_other:
                 body_imports += 1
-            module, names = _imported_names(stmt, package_name)
-            node = _node(module, top) if module else None
-            if node is not None and node != source and module == node:
-                used_from_outside.setdefault(node, set()).update(names)
+        for stmt in ast.walk(tree):  # every import here, ``TYPE_CHECKING`` blocks included
+            if isinstance(stmt, ast.ImportFrom):
+                module, names = _imported_names(stmt, package_name)
+                node = _node(module, top) if module else None
+                if node is not None and node != source:  # from the face or a module of the node
+                    used_from_outside.setdefault(node, set()).update(names)
+        for face, used in _lazy_references(tree, top):
+            if face != source:
+                used_from_outside.setdefault(face, set()).add(used)
+    for face, used in _uses_beside(package.parent, top, set(exported)):
+        used_from_outside.setdefault(face, set()).add(used)
     exported_total = sum(len(v) for v in exported.values())
-    unused = sum(len(v - used_from_outside.get(k, set())) for k, v in exported.items())
+    unused = {k: sorted(v - used_from_outside.get(k, set())) for k, v in sorted(exported.items())}
     sizes.sort(reverse=True)
     return {
         "lines": lines,
@@ -206,7 +306,8 @@ def measure(package: Path) -> dict[str, object]:
         "functions_over_100": sum(1 for n, _ in sizes if n > 100),
         "longest_functions": [f"{where} ({n})" for n, where in sizes[:5]],
         "exported": exported_total,
-        "exported_unused_outside": unused,
+        "exported_unused_outside": sum(len(v) for v in unused.values()),
+        "unused_exports": {k: v for k, v in unused.items() if v},
         "private_imports": len(private_imports),
         "function_body_imports": body_imports,
         "cycles_with_function_imports": _cycles(graph),
@@ -271,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--check", action="store_true", help="enforce the function-size limit")
     parser.add_argument(
+        "--unused", action="store_true", help="list each package's exports unused outside it"
+    )
+    parser.add_argument(
         "--write-ratchet",
         action="store_true",
         help=f"write {RATCHET.name} with the long functions of today (it may only shrink)",
@@ -292,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 1 if problems else 0
     figures = measure(Path(args.package).resolve())
+    unused = figures.pop("unused_exports")
+    if args.unused:
+        figures = {"unused_exports": unused}
     if args.json:
         print(json.dumps(figures, indent=2))
     else:

@@ -24,12 +24,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import make_case, sha256_hex, undocumented_fields
+from pydantic import BaseModel
 
 from workbench.align import align
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.importers import (
+    JudgeDeclaration,
+    ResultsMapping,
+    ScoreThreshold,
     command_line_options,
     import_results,
     results_from_dataframe,
@@ -1197,11 +1201,8 @@ def test_options_override_the_mapping_file(gold: Path, project: Path, tmp_path: 
     assert bad.exit_code == 2 and "is not VALUE=LABEL" in bad.output
 
 
-@pytest.mark.parametrize("model", ["ResultsMapping", "JudgeDeclaration", "ScoreThreshold"])
-def test_the_mapping_format_is_documented(model: str) -> None:
-    import workbench.importers as importers
-
-    cls = getattr(importers, model)
+@pytest.mark.parametrize("cls", [ResultsMapping, JudgeDeclaration, ScoreThreshold])
+def test_the_mapping_format_is_documented(cls: type[BaseModel]) -> None:
     doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     section = doc.split("## Results mapping", 1)[1].split("\n## ", 1)[0]
     assert [

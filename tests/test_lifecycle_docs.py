@@ -23,7 +23,6 @@ from workbench.migration import (
     McNemar,
     RateDelta,
     RequestParity,
-    RunEstimate,
     SliceComparison,
 )
 from workbench.migration._compare import BudgetLine, MappingRef
@@ -40,6 +39,7 @@ from workbench.repeatability import (
 )
 from workbench.repeatability._drift import BaselineRef
 from workbench.results import ResultMigration
+from workbench.runs import RunEstimate
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")

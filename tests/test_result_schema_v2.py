@@ -319,8 +319,7 @@ def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(
 
 
 def test_control_outcomes_read_version_1_records(tmp_path: Path) -> None:
-    from workbench.controls import load_suite, run_controls_sync
-    from workbench.controls._run import _outcomes
+    from workbench.controls import control_outcomes, load_suite, run_controls_sync
     from workbench.judges import load_candidate
 
     root = Path(__file__).resolve().parents[1]
@@ -328,9 +327,9 @@ def test_control_outcomes_read_version_1_records(tmp_path: Path) -> None:
     suite = load_suite(root / "data" / "controls" / "support-controls@1.yaml")
     run_controls_sync(judge, suite, tmp_path / "controls", progress=False, cache_dir=False)
     path = tmp_path / "controls" / "results.jsonl"
-    expected = _outcomes(suite, path, judge.identity.fingerprint())
+    expected = control_outcomes(suite, path, judge.identity.fingerprint())
     _as_version_1(path)
-    assert _outcomes(suite, path, judge.identity.fingerprint()) == expected and expected
+    assert control_outcomes(suite, path, judge.identity.fingerprint()) == expected and expected
 
 
 def test_import_results_migrates_older_records_on_read_with_a_note(

@@ -61,11 +61,11 @@ RETIRED_LOCKS = {"ranking_lock.json": "ranking lock format 1"}
 """Lock files of older formats this workbench refuses to read, never silently accepts."""
 Kind = Literal["certification", "migration", "review_reevaluation", "ranking", "noise"]
 KIND_CHECKS: dict[str, str] = {
-    "certification": "workbench.reports._verify:check_certification",
-    "migration": "workbench.reports._verify:check_certification",
-    "review_reevaluation": "workbench.reports._verify:check_certification",
-    "ranking": "workbench.ranking._capture:check_ranking_lock",
-    "noise": "workbench.noise._present:check_noise_lock",
+    "certification": "workbench.reports:check_certification",
+    "migration": "workbench.reports:check_certification",
+    "review_reevaluation": "workbench.reports:check_certification",
+    "ranking": "workbench.ranking:check_ranking_lock",
+    "noise": "workbench.noise:check_noise_lock",
 }
 """The checks of each kind, ``module:function(root, lock, result, gold)``, imported when used."""
 RUN_OUTCOMES = frozenset(

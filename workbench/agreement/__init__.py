@@ -1,10 +1,8 @@
 """Human-human agreement: pairwise Cohen's kappa, Fleiss' kappa and Krippendorff's alpha; weighted
 kappa, ordinal/interval alpha and Spearman on ordered rubrics."""
 
-from ..gold._card import DISAGREEMENT_BASIS
 from ..stats import DEFAULT_MIN_SHARED
 from ._agreement import (
-    AGREEMENT_SCHEMA_VERSION,
     AgreementBlock,
     AgreementReport,
     PairAgreement,
@@ -13,9 +11,7 @@ from ._agreement import (
 )
 
 __all__ = [
-    "AGREEMENT_SCHEMA_VERSION",
     "DEFAULT_MIN_SHARED",
-    "DISAGREEMENT_BASIS",
     "AgreementBlock",
     "AgreementReport",
     "PairAgreement",

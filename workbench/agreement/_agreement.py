@@ -12,7 +12,7 @@ Crowd scale: reviewer pairs are listed only when they share at least ``min_share
 (default :data:`DEFAULT_MIN_SHARED`); every block says how many pairs were left out.
 
 The reviews are read columnar (:class:`Ratings`: one integer triple per review), from the
-gold's validated index (:func:`~workbench.gold._index.gold_index`) or from loaded cases, and
+gold's validated index (:func:`~workbench.gold.gold_index`) or from loaded cases, and
 every figure is computed from integer codes with the arithmetic of :mod:`workbench.stats`
 (the same tables, so the same values to the last bit).
 """
@@ -25,9 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from .._record import LooseRecord as _Model
-from ..gold import GoldCase, GoldDataset, Partition, partition_name
-from ..gold._card import DISAGREEMENT_BASIS
-from ..gold._index import GoldIndex, gold_index
+from ..gold import (
+    DISAGREEMENT_BASIS,
+    GoldCase,
+    GoldDataset,
+    GoldIndex,
+    Partition,
+    gold_index,
+    partition_name,
+)
 from ..stats import (
     DEFAULT_MIN_SHARED,
     Correlation,

@@ -1,7 +1,7 @@
 """Alignment analysis: join judge results to gold, then confusion and per-slice error rates."""
 
 from ._evidence import CASE_COLUMNS, Evidence, align, flagged_cases, join_cases, read_evidence
-from ._join import ErrorClass, Join, JoinedCase, Outcome, PassFail, classify, join_results
+from ._join import Join, JoinedCase, classify, join_results
 from ._lineage import (
     GoldChange,
     Lineage,
@@ -9,27 +9,19 @@ from ._lineage import (
     check_lineage,
     check_results_file,
     lineage_problems,
-    manifest_path_for,
-    partition_from_manifest,
     read_run_manifest,
     require_comparable,
     resolve_partition,
 )
 from ._report import (
-    ALIGNMENT_SCHEMA_VERSION,
     ERROR_COLUMN,
     MISSING_COLUMN,
     AlignmentReport,
-    CaseError,
-    Confusion,
     OrdinalAlignment,
     SliceAlignment,
     alignment_report,
-    confusion_table,
     format_report,
     has_pass_fail_view,
-    lineage_lines,
-    ordinal_alignment,
     slice_alignment,
 )
 
@@ -44,33 +36,22 @@ __all__ = [
     "align_results",
     "check_lineage",
     "check_results_file",
-    "lineage_lines",
     "lineage_problems",
-    "manifest_path_for",
-    "partition_from_manifest",
     "read_run_manifest",
     "require_comparable",
     "resolve_partition",
-    "ALIGNMENT_SCHEMA_VERSION",
     "ERROR_COLUMN",
     "MISSING_COLUMN",
     "AlignmentReport",
-    "CaseError",
-    "Confusion",
-    "ErrorClass",
     "Join",
     "JoinedCase",
     "OrdinalAlignment",
-    "Outcome",
-    "PassFail",
     "SliceAlignment",
     "align",
     "alignment_report",
     "classify",
-    "confusion_table",
     "format_report",
     "has_pass_fail_view",
     "join_results",
-    "ordinal_alignment",
     "slice_alignment",
 ]

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..gold._index import GoldIndex
-from ..results._columnar import ColumnarResults, read_columnar
+from ..gold import GoldIndex
+from ..results import ColumnarResults, read_columnar
 from ..stats import cohen_kappa_counts, wilson_rate
 from ._join import classify
 from ._lineage import Lineage, check_lineage, manifest_path_for, read_run_manifest

@@ -1,7 +1,7 @@
 """One way to read evidence: judge results joined to their gold, once, for every analysis.
 
 :func:`read_evidence` is what ``align``, ``gate`` and the review table read: the gold through
-its validated columnar index (:func:`~workbench.gold._index.gold_index`, cached by dataset
+its validated columnar index (:func:`~workbench.gold.gold_index`, cached by dataset
 sha256), the results through the one checked columnar reader
 (:func:`~workbench.results._columnar.read_columnar`, a file or a directory of shards). It
 returns the alignment report and the cases in scope as one table (:data:`CASE_COLUMNS`).
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .._io import bulk_load
-from ..gold._index import GoldIndex, gold_index
+from ..gold import GoldIndex, gold_index
 from ._join import Join
 from ._lineage import align_results
 from ._report import AlignmentReport, alignment_report

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition, partition_name
-from ..results import JudgeIdentity, ResultLine
-from ..results._gold_checks import GoldCheckFixes, check_against_gold
+from ..results import GoldCheckFixes, JudgeIdentity, ResultLine, check_against_gold
 
 if TYPE_CHECKING:
     from ._lineage import Lineage

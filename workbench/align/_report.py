@@ -14,8 +14,13 @@ from typing import Any, Literal
 
 from .._record import LooseRecord as _Model
 from ..gold import Rubric
-from ..results import JudgeIdentity, SliceCost, costs_from_usage, format_slice_costs
-from ..results._columnar import results_sha256
+from ..results import (
+    JudgeIdentity,
+    SliceCost,
+    costs_from_usage,
+    format_slice_costs,
+    results_sha256,
+)
 from ..stats import (
     Kappa,
     MeanAbsoluteError,

@@ -10,39 +10,18 @@ for any of them (:func:`freeze`). The refusal codes are the same for every kind:
 :mod:`workbench.approval._lineage`.
 """
 
-from ._approvers import (
-    APPROVERS_KEY,
-    PROJECT_CONFIG,
-    Approvers,
-    current_user,
-    load_approvers,
-    project_config,
-)
+from ._approvers import Approvers, current_user, load_approvers, project_config
 from ._freeze import freeze
-from ._kinds import KINDS, Kind, freeze_path, kind_of, snapshot_of
+from ._kinds import freeze_path, snapshot_of
 from ._lineage import check_lineage, describe
-from ._log import RELEASE_SCHEMA_VERSION, RELEASES_FILE, Release, ReleaseLog, read_release_log
-from ._snapshot import (
-    Change,
-    ItemFields,
-    Snapshot,
-    changed_fields,
-    document_snapshot,
-    item_sha256,
-)
+from ._log import RELEASES_FILE, Release, read_release_log
+from ._snapshot import Change, Snapshot, changed_fields, document_snapshot
 
 __all__ = [
-    "APPROVERS_KEY",
-    "KINDS",
-    "PROJECT_CONFIG",
     "RELEASES_FILE",
-    "RELEASE_SCHEMA_VERSION",
     "Approvers",
     "Change",
-    "ItemFields",
-    "Kind",
     "Release",
-    "ReleaseLog",
     "Snapshot",
     "changed_fields",
     "check_lineage",
@@ -51,8 +30,6 @@ __all__ = [
     "document_snapshot",
     "freeze",
     "freeze_path",
-    "item_sha256",
-    "kind_of",
     "load_approvers",
     "project_config",
     "read_release_log",

@@ -25,7 +25,7 @@ from ._grant import (
     next_level,
     requested_authority,
 )
-from ._location import AUTHORITY_KEY, authority_path_for, shadow_log_path_for
+from ._location import authority_path_for, shadow_log_path_for
 from ._record import AuthorityEntry, AuthorityRecord
 from ._shadow import (
     ShadowDisagreement,
@@ -47,7 +47,6 @@ from ._status import (
 )
 
 __all__ = [
-    "AUTHORITY_KEY",
     "AuthorityContext",
     "AuthorityEntry",
     "AuthorityGrant",

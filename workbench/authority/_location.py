@@ -18,8 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import WorkbenchError, refusal
-from ..heldout import PROJECT_CONFIG
-from ..heldout._location import declared_path_for
+from ..heldout import PROJECT_CONFIG, declared_path_for
 
 AUTHORITY_FILE = "authority.jsonl"
 """The authority record's default file name, beside the gold dataset."""

@@ -150,7 +150,7 @@ class ShadowEntry(_Model):
 
 def read_shadow_log(log: str | Path) -> list[ShadowEntry]:
     """Every entry of a shadow log, oldest first (none when it does not exist)."""
-    from ..repeatability._log import read_log
+    from .._record import read_log
 
     fix = "the shadow log is append-only and written by `workbench run --shadow-of`; restore it"
     what = "a shadow-log entry"
@@ -251,8 +251,8 @@ async def run_shadow(
     directory) and :class:`~workbench.migration.BudgetInsufficient` before any call when the
     budget cannot cover both judges. Never affects a gate (module doc).
     """
+    from .._record import append_to_log
     from ..migration import compare_candidates
-    from ..repeatability._log import append_to_log
 
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     shadow_judge, current_judge = _as_judge(candidate), _as_judge(current)

@@ -19,17 +19,9 @@ from ._contracts import (
 from ._expected import apply_expected_failures
 from ._git import Changes
 from ._junit import CheckResult, junit_xml, write_junit
-from ._project import (
-    CiConfig,
-    CiPaths,
-    ExpectedFailure,
-    SentinelDefaults,
-    discover,
-    load_ci_config,
-)
+from ._project import CiConfig, CiPaths, ExpectedFailure, SentinelDefaults, discover
 from ._release import (
     OUTCOME_EXIT,
-    RELEASE_SCHEMA_VERSION,
     ReleaseSummary,
     format_release,
     run_release,
@@ -61,7 +53,6 @@ __all__ = [
     "LaneRefused",
     "LaneRun",
     "OUTCOME_EXIT",
-    "RELEASE_SCHEMA_VERSION",
     "ReleaseSummary",
     "SentinelDefaults",
     "SentinelLaneReport",
@@ -71,7 +62,6 @@ __all__ = [
     "format_release",
     "format_sentinel_lane",
     "junit_xml",
-    "load_ci_config",
     "run_contracts",
     "run_release",
     "run_sentinel_lane",

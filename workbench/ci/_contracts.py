@@ -539,8 +539,7 @@ def _check_policies(  # noqa: C901
     inv: Inventory, golds: dict[Path, Any], fixture_sets: list[Any], checks: list[CheckResult]
 ) -> None:
     from ..controls import load_suite
-    from ..policy import load_policy
-    from ..policy._consistency import policy_rubric_problems
+    from ..policy import load_policy, policy_rubric_problems
     from ..ranking import is_ranking_policy_file, load_ranking_policy
 
     for path in inv.policies:
@@ -665,8 +664,7 @@ def _check_policies(  # noqa: C901
 
 
 def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
-    from ..noise import check_retrieval, load_pairs, release_of, retrieval_blockers
-    from ..noise._panel import load_panel
+    from ..noise import check_retrieval, load_pairs, load_panel, release_of, retrieval_blockers
 
     suites: dict[str, Any] = {}
     for path in inv.noise:

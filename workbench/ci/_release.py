@@ -91,7 +91,7 @@ class ReleaseSummary(LooseRecord):
 
 def _run_usage(report_dir: Path) -> dict[str, Any]:
     """Cost, tokens and calls of the report's controls and held-out runs."""
-    from ..reports._certify import CONTROLS_DIR, RUN_DIR
+    from ..reports import CONTROLS_DIR, RUN_DIR
     from ..runs import RunDir
 
     keys = {"cost_usd": float, "tokens_in": int, "tokens_out": int, "calls": int}

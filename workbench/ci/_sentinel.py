@@ -597,8 +597,8 @@ def _controls_missing(lane: _Lane) -> CheckResult:
 def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
     """Price every planned call; above the cap the lane stops here (:class:`LaneRefused`)."""
     from ..controls import work_items
-    from ..migration import estimate_run
     from ..repeatability import sentinel_items
+    from ..runs import estimate_run
 
     items = sentinel_items(loaded)
     for plan in plans:

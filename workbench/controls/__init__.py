@@ -7,17 +7,13 @@ run_controls(judge, suite, out_dir)`` runs the judge through the run engine and 
 """
 
 from ._run import (
-    CONTROLS_SCHEMA_VERSION,
-    PARTITION,
-    REPORT_FILE,
     ROLE_MESSAGES,
     ControlOutcome,
-    ControlRow,
     ControlsReport,
-    ControlStatus,
     RoleSummary,
     SetSummary,
     SuiteRef,
+    control_outcomes,
     default_run_dir,
     evaluate_controls,
     format_controls,
@@ -25,40 +21,19 @@ from ._run import (
     run_controls_sync,
     work_items,
 )
-from ._suite import (
-    JUDGE_HIDDEN_FIELDS,
-    ROLES,
-    SET_MEMBERS,
-    SUITE_SCHEMA_VERSION,
-    Control,
-    ControlChange,
-    ControlSuite,
-    load_suite,
-    suite_release,
-    suite_snapshot,
-    suite_snapshot_of,
-)
+from ._suite import ROLES, ControlSuite, load_suite, suite_release, suite_snapshot
 
 __all__ = [
-    "CONTROLS_SCHEMA_VERSION",
-    "JUDGE_HIDDEN_FIELDS",
-    "PARTITION",
-    "REPORT_FILE",
     "ROLES",
     "ROLE_MESSAGES",
-    "SET_MEMBERS",
-    "SUITE_SCHEMA_VERSION",
-    "Control",
-    "ControlChange",
     "ControlOutcome",
-    "ControlRow",
-    "ControlStatus",
     "ControlSuite",
     "ControlsReport",
     "RoleSummary",
     "SetSummary",
     "SuiteRef",
     "default_run_dir",
+    "control_outcomes",
     "evaluate_controls",
     "format_controls",
     "load_suite",
@@ -66,6 +41,5 @@ __all__ = [
     "run_controls_sync",
     "suite_release",
     "suite_snapshot",
-    "suite_snapshot_of",
     "work_items",
 ]

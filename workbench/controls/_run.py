@@ -23,12 +23,7 @@ from .._record import Record as _Model
 from ..judges import Judge
 from ..policy import Blocker, Decision, decide
 from ..results import JudgeIdentity, read_results
-from ..runs import RESULTS_FILE, RunSummary
-
-# ``workbench.runs`` does not re-export these yet (its __all__ names them), so import them
-# from the engine module directly.
-from ..runs._engine import WorkItem, run_items
-from ..runs._options import RunOptions
+from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._suite import ROLES, ControlSuite, load_suite
 
 if TYPE_CHECKING:
@@ -449,7 +444,7 @@ def work_items(suite: ControlSuite) -> list[WorkItem]:
     ]
 
 
-def _outcomes(
+def control_outcomes(
     suite: ControlSuite, results_path: Path, fingerprint: str
 ) -> dict[str, ControlOutcome]:
     """The settled outcome of each control from the run's results: its verdict if it has one,
@@ -514,7 +509,7 @@ async def run_controls(
         partition=PARTITION,
         dataset_sha256=suite.sha256,
     )
-    outcomes = _outcomes(suite, out / RESULTS_FILE, judge.identity.fingerprint())
+    outcomes = control_outcomes(suite, out / RESULTS_FILE, judge.identity.fingerprint())
     report = evaluate_controls(suite, outcomes, judge=judge.identity, run=summary)
     atomic_write_json(out / REPORT_FILE, report.model_dump(mode="json"))
     return report

@@ -10,6 +10,7 @@ from ._estimate import (
     CorrectedEstimate,
     PPIEstimate,
     ProductionEstimate,
+    RGInterval,
     SliceEstimate,
     SliceInput,
     estimate_frame,
@@ -27,6 +28,7 @@ from ._simulate import (
 )
 
 __all__ = [
+    "RGInterval",
     "DEMO_SCENARIO",
     "CertificationRef",
     "CorrectedEstimate",

@@ -3,51 +3,25 @@
 from ..approval import RELEASES_FILE
 from ._card import (
     CARD_FIELDS,
-    DatasetCard,
+    DISAGREEMENT_BASIS,
     card_document,
     card_statistics,
     counts_frame,
     format_card,
-    read_card,
 )
 from ._dataset import (
     CARD_FILE,
     GOLD_FILE,
     RUBRIC_FILE,
     GoldDataset,
-    ValidationReport,
     load_dataset,
     normalize_text,
-    resolve_corrections,
-    resolve_paths,
     validate_dataset,
 )
-from ._records import (
-    GOLD_SCHEMA_VERSION,
-    PARTITIONS,
-    Adjudication,
-    GoldCase,
-    Partition,
-    Review,
-    partition_name,
-)
-from ._release import (
-    FIELD_GROUPS,
-    GoldLineage,
-    case_hashes,
-    freeze,
-    gold_lineage,
-    gold_snapshot,
-)
-from ._rubric import (
-    RUBRIC_SCHEMA_VERSION,
-    Risk,
-    Rubric,
-    RubricProblems,
-    Scale,
-    SliceSpec,
-    load_rubric,
-)
+from ._index import GoldIndex, gold_index
+from ._records import PARTITIONS, Adjudication, GoldCase, Partition, Review, partition_name
+from ._release import FIELD_GROUPS, GoldLineage, case_hashes, freeze, gold_lineage, gold_snapshot
+from ._rubric import UNSET_RISK, Risk, Rubric, Scale, SliceSpec, load_rubric
 
 __all__ = [
     "FIELD_GROUPS",
@@ -60,32 +34,28 @@ __all__ = [
     "normalize_text",
     "partition_name",
     "CARD_FIELDS",
+    "DISAGREEMENT_BASIS",
+    "GoldIndex",
+    "UNSET_RISK",
+    "gold_index",
     "CARD_FILE",
     "GOLD_FILE",
-    "GOLD_SCHEMA_VERSION",
     "PARTITIONS",
     "RUBRIC_FILE",
-    "RUBRIC_SCHEMA_VERSION",
     "Adjudication",
-    "DatasetCard",
     "GoldCase",
     "GoldDataset",
     "Partition",
     "Review",
     "Risk",
     "Rubric",
-    "RubricProblems",
     "Scale",
     "SliceSpec",
-    "ValidationReport",
     "card_document",
     "card_statistics",
     "counts_frame",
     "format_card",
     "load_dataset",
     "load_rubric",
-    "read_card",
-    "resolve_corrections",
-    "resolve_paths",
     "validate_dataset",
 ]

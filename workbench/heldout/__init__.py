@@ -8,9 +8,14 @@ from ._ledger import (
     PreviousReport,
     held_out_manifest_sha256,
     refuse_held_out,
-    token_sha256,
 )
-from ._location import LEDGER_FILE, PROJECT_CONFIG, gold_directory, ledger_path_for, project_root
+from ._location import (
+    LEDGER_FILE,
+    PROJECT_CONFIG,
+    declared_path_for,
+    gold_directory,
+    ledger_path_for,
+)
 
 __all__ = [
     "LEDGER_FILE",
@@ -20,10 +25,9 @@ __all__ = [
     "LedgerEntry",
     "PreviousReport",
     "check_held_out_results",
+    "declared_path_for",
     "gold_directory",
     "held_out_manifest_sha256",
     "ledger_path_for",
-    "project_root",
     "refuse_held_out",
-    "token_sha256",
 ]

@@ -19,7 +19,7 @@ from ._location import ledger_path_for
 
 def _result_case_ids(path: Path) -> set[str]:
     if path.is_dir():  # a directory of result shards: every shard's case ids
-        from ..results._columnar import result_files
+        from ..results import result_files
 
         return set().union(*(_result_case_ids(shard) for shard in result_files(path)))
     if path.suffix == ".parquet":
@@ -51,13 +51,13 @@ def check_held_out_results(gold: str | Path, results: str | Path, partition: str
     """
     if partition not in (None, "held_out"):
         return
-    from ..results._columnar import results_sha256
+    from ..results import results_sha256
 
     results_path = Path(results)
     if not results_path.is_file() and not results_path.is_dir():
         return  # the results reader reports a missing or unreadable file in its own words
     if partition is None:
-        from ..gold._index import gold_index
+        from ..gold import gold_index
 
         held_out_ids = set(gold_index(gold).case_ids("held_out"))
         found = _result_case_ids(results_path)

@@ -2,22 +2,14 @@
 datasets into the gold format."""
 
 from ._registry import (
-    Importer,
     ImportSummary,
     available_importers,
     get_importer,
-    register_importer,
     run_importer,
 )
-from ._results import ResultsImport, import_results
-from ._results_mapping import (
-    JudgeDeclaration,
-    ResultsMapping,
-    ScoreThreshold,
-    command_line_options,
-)
+from ._results import import_results
+from ._results_mapping import JudgeDeclaration, ResultsMapping, ScoreThreshold, command_line_options
 from ._results_table import (
-    ImportedResults,
     results_from_dataframe,
     results_from_ragas,
     results_from_table,
@@ -25,20 +17,16 @@ from ._results_table import (
 from .evalsbench import import_evalsbench
 from .llmbar import import_llmbar
 from .pandalm import import_pandalm
-from .table import TableImport, TableMapping, gold_from_dataframe, import_table, load_mapping
+from .table import TableMapping, gold_from_dataframe, import_table, load_mapping
 
 __all__ = [
     "ImportSummary",
-    "ImportedResults",
     "JudgeDeclaration",
     "ResultsMapping",
     "ScoreThreshold",
     "results_from_dataframe",
     "results_from_ragas",
     "results_from_table",
-    "ResultsImport",
-    "Importer",
-    "TableImport",
     "TableMapping",
     "available_importers",
     "command_line_options",
@@ -50,6 +38,5 @@ __all__ = [
     "import_results",
     "import_table",
     "load_mapping",
-    "register_importer",
     "run_importer",
 ]

@@ -23,8 +23,7 @@ from typing import Any
 
 from .._load import Problems
 from ..gold import load_dataset
-from ..results import migration_note, read_results
-from ..results._gold_checks import GoldCheckFixes, check_against_gold
+from ..results import GoldCheckFixes, check_against_gold, migration_note, read_results
 from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping
 from ._results_table import ResultsImport, results_from_table

@@ -445,7 +445,7 @@ def _build(
 
 def _threshold(mapping: ResultsMapping, dataset: GoldDataset) -> Any:
     """The mapping's threshold with the rubric's labels filled in (None without one)."""
-    from ..judges._spec import Threshold
+    from ..judges import Threshold
 
     t = mapping.threshold
     if t is None:
@@ -532,7 +532,7 @@ def _spec_data(
     mapping: ResultsMapping, table: Table, threshold: Any, fingerprint: str, labels: list[str]
 ) -> dict[str, Any]:
     """The ``imported`` candidate that replays the results, as written to YAML."""
-    from ..judges._spec import CandidateSpec
+    from ..judges import CandidateSpec
 
     if mapping.label:
         rule = f"labels from column {mapping.label!r}"

@@ -8,9 +8,10 @@ through a Ragas metric subclasses :class:`LLMJudge` and overrides its hooks (doc
 "Judge kinds").
 """
 
+from ._function import import_metric
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
-from ._llm import LLMJudge
-from ._ping import PING_CODES, PING_INPUT, PingResult, aping, ping
+from ._llm import LLMJudge, has_reason
+from ._ping import PING_INPUT, PingResult, aping, ping
 from ._registry import (
     BUILTIN_KINDS,
     CaseRef,
@@ -31,26 +32,16 @@ from ._registry import (
     ragas_version,
     register_kind,
 )
-from ._spec import (
-    CANDIDATE_SCHEMA_VERSION,
-    CHANGE_KINDS,
-    CandidateSpec,
-    Endpoint,
-    Pricing,
-    Threshold,
-    derive_spec,
-    load_spec,
-    save_spec,
-)
+from ._spec import CHANGE_KINDS, CandidateSpec, Threshold, derive_spec, load_spec, save_spec
 
 __all__ = [
+    "import_metric",
+    "has_reason",
     "BUILTIN_KINDS",
-    "CANDIDATE_SCHEMA_VERSION",
     "CHANGE_KINDS",
     "JUDGE_VISIBLE_FIELDS",
     "CandidateSpec",
     "CaseRef",
-    "Endpoint",
     "HoldsResources",
     "Judge",
     "JudgeInput",
@@ -58,10 +49,8 @@ __all__ = [
     "LLMJudge",
     "ModelJudge",
     "NotAvailable",
-    "PING_CODES",
     "PING_INPUT",
     "PingResult",
-    "Pricing",
     "ReplayJudge",
     "Threshold",
     "Verdict",

@@ -188,15 +188,13 @@ BUILTIN_KINDS: dict[str, Kind] = {
         ),
     ),
     "ragas-noise": Kind(
-        "workbench.noise._judge:NoiseJudge",
+        "workbench.noise:NoiseJudge",
         output="score",
         command="workbench noise --candidate {spec} --pairs FILE --sentinels-only",
     ),
-    "ragas-ranking": Kind(
-        "workbench.ranking._judges:LLMRankingJudge", output="ranking", command=_RANKING
-    ),
+    "ragas-ranking": Kind("workbench.ranking:LLMRankingJudge", output="ranking", command=_RANKING),
     "ragas-ranking-function": Kind(
-        "workbench.ranking._judges:FunctionRankingJudge",
+        "workbench.ranking:FunctionRankingJudge",
         output="ranking",
         deterministic=True,
         command=_RANKING,

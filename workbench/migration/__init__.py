@@ -6,13 +6,19 @@ one budget, and reports case-level transitions by slice, the pass/fail/abstain m
 exact McNemar test and per-slice false-pass and false-fail deltas with paired intervals.
 """
 
-from ._budget import RunEstimate, estimate_run
+from ._certify import (
+    BASELINE_CONTROLS_DIR,
+    BASELINE_RUN_DIR,
+    MIGRATION_FILE,
+    REVIEWS_SNAPSHOT,
+    TRANSITIONS_FILE,
+    MigrationEvidence,
+    TransitionRow,
+    evaluate_migration,
+    map_old_lines,
+    pending_transitions,
+)
 from ._compare import (
-    CATEGORIES,
-    COMPARE_SCHEMA_VERSION,
-    MANIFEST,
-    REPORT_FILE,
-    TRANSITIONS,
     BudgetInsufficient,
     CandidateSide,
     CaseTransition,
@@ -26,16 +32,14 @@ from ._compare import (
     compare_candidates_sync,
     default_out,
     format_comparison,
+    mapped_controls,
 )
 from ._mapping import (
-    MAPPING_SCHEMA_VERSION,
     LabelMapping,
     LoadedMapping,
     load_label_mapping,
     mapping_problems,
-    mapping_required,
     mapping_snapshot,
-    mapping_snapshot_of,
 )
 from ._parity import (
     KeyCount,
@@ -43,21 +47,23 @@ from ._parity import (
     declaration_problems,
     identity_changes,
     judge_changes,
-    parity_warnings,
     request_parity,
-    text_diff,
 )
-from ._stats import exact_mcnemar, paired_rate_difference
+from ._stats import paired_rate_difference
 
 __all__ = [
+    "BASELINE_CONTROLS_DIR",
+    "BASELINE_RUN_DIR",
+    "MIGRATION_FILE",
+    "REVIEWS_SNAPSHOT",
+    "TRANSITIONS_FILE",
+    "MigrationEvidence",
+    "TransitionRow",
+    "evaluate_migration",
+    "map_old_lines",
+    "mapped_controls",
+    "pending_transitions",
     "mapping_snapshot",
-    "mapping_snapshot_of",
-    "CATEGORIES",
-    "COMPARE_SCHEMA_VERSION",
-    "MANIFEST",
-    "MAPPING_SCHEMA_VERSION",
-    "REPORT_FILE",
-    "TRANSITIONS",
     "BudgetInsufficient",
     "CandidateSide",
     "CaseTransition",
@@ -70,22 +76,16 @@ __all__ = [
     "McNemar",
     "RateDelta",
     "RequestParity",
-    "RunEstimate",
     "SliceComparison",
     "compare_candidates",
     "compare_candidates_sync",
     "declaration_problems",
     "default_out",
-    "estimate_run",
-    "exact_mcnemar",
     "format_comparison",
     "identity_changes",
     "judge_changes",
     "load_label_mapping",
     "mapping_problems",
-    "mapping_required",
     "paired_rate_difference",
-    "parity_warnings",
     "request_parity",
-    "text_diff",
 ]

@@ -32,16 +32,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from .._record import Record as _Model
 from ..align import join_results
 from ..gold import GoldDataset
-from ..policy import Blocker
 from ..results import ResultLine
-from ..review._transition_reviews import PendingTransition, TransitionReview
 from ._compare import (
     CaseTransition,
     SliceComparison,
@@ -51,6 +49,13 @@ from ._compare import (
     summarize,
 )
 from ._mapping import LoadedMapping
+
+if TYPE_CHECKING:
+    from ..policy import Blocker
+    from ..review import PendingTransition, TransitionReview
+
+# The policy package (its gate, about 20 ms) and the review package (pandas) are imported where
+# a blocker or a pending transition is built, so that ``workbench compare`` does not load them.
 
 MIGRATION_SCHEMA_VERSION = 1
 MIGRATION_FILE = "migration.json"
@@ -260,6 +265,8 @@ def _unmapped_blocker(
 ) -> Blocker | None:
     if not unmapped:
         return None
+    from ..policy import Blocker
+
     return Blocker(
         code="label_unmapped",
         category="incomplete",
@@ -279,6 +286,8 @@ def _baseline_blocker(baseline: str, status: str | None, missing: list[str]) -> 
     if status == "complete" and not missing:
         return None
     without = f" and {len(missing)} case(s) have no old result" if missing else ""
+    from ..policy import Blocker
+
     return Blocker(
         code="baseline_incomplete",
         category="incomplete",
@@ -297,6 +306,8 @@ def _reviewed_rows(
 ) -> tuple[list[TransitionRow], list[TransitionReview]]:
     """Each transition with its review status: a changed critical verdict is ``accepted`` or
     ``rejected`` by the review in effect that saw it as it stands, else ``unreviewed``."""
+    from ..review import PendingTransition
+
     out: list[TransitionRow] = []
     used: list[TransitionReview] = []
     for t in transitions:
@@ -339,6 +350,8 @@ def _review_blockers(
     labels: tuple[str, str],
 ) -> list[Blocker]:
     """A critical slice's changed verdicts without a review (review), or rejected (quality)."""
+    from ..policy import Blocker
+
     baseline, candidate = labels
     mine = [r for r in rows if r.transition.slice == name and r.review is not None]
     ids = {
@@ -422,6 +435,8 @@ def pending_transitions(
     dataset: GoldDataset | None = None,
 ) -> list[PendingTransition]:
     """Every changed verdict in a critical slice of ``rows``, as a transition to review."""
+    from ..review import PendingTransition
+
     out = []
     for row in rows:
         t = row.transition

@@ -51,9 +51,17 @@ from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
 from ..results import MANIFEST_FILE, ResultLine, RunManifest, read_results
-from ..runs import RESULTS_FILE, SUMMARY_FILE, RunOptions, RunSummary, WorkItem, run_candidate
+from ..runs import (
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    RunEstimate,
+    RunOptions,
+    RunSummary,
+    WorkItem,
+    estimate_run,
+    run_candidate,
+)
 from ..stats import Rate, wilson_rate
-from ._budget import RunEstimate, estimate_run
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ._parity import RequestParity, judge_changes, parity_warnings, request_parity
 from ._stats import exact_mcnemar, paired_rate_difference
@@ -543,14 +551,13 @@ def mapped_controls(
 ) -> Any:
     """A control report rebuilt from a control run's records, verdicts the mapping covers put
     into the new vocabulary (a comparison's old side; a migration certification's baseline)."""
-    from ..controls import ControlOutcome, evaluate_controls
-    from ..controls._run import _outcomes
+    from ..controls import ControlOutcome, control_outcomes, evaluate_controls
     from ..results import JudgeIdentity
 
     identity = JudgeIdentity.model_validate(
         read_json_file(run_dir / "controls.json")["judge_identity"]
     )
-    outcomes = _outcomes(suite, run_dir / RESULTS_FILE, identity.fingerprint())
+    outcomes = control_outcomes(suite, run_dir / RESULTS_FILE, identity.fingerprint())
     if mapping is not None:
         outcomes = {
             cid: (
@@ -1030,13 +1037,13 @@ def _joined(setup: _Setup) -> tuple[dict[str, Join], dict[str, RunManifest | Non
     old_lines = read_results(setup.results("old"))
     observed = {line.result.value for line in old_lines if line.result.value is not None}
     if setup.suite is not None:
-        from ..controls._run import _outcomes
+        from ..controls import control_outcomes
 
         fingerprint = setup.old.identity.fingerprint()
         controls = setup.out / "controls" / "old" / RESULTS_FILE
         observed |= {
             o.verdict
-            for o in _outcomes(setup.suite, controls, fingerprint).values()
+            for o in control_outcomes(setup.suite, controls, fingerprint).values()
             if o.verdict is not None
         }
     late = mapping_problems(

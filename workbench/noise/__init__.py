@@ -36,7 +36,13 @@ from ._analysis import (
     selected_candidates,
 )
 from ._companions import CompanionValue, join_companions, load_companions
-from ._compare import load_baseline_report, scoring_fingerprint, with_baseline
+from ._compare import (
+    check_baseline_report,
+    check_baseline_suite,
+    load_baseline_report,
+    scoring_fingerprint,
+    with_baseline,
+)
 from ._evidence import (
     PARTITIONS,
     CompanionMetric,
@@ -55,10 +61,13 @@ from ._pairs import (
     ROLES,
     CleanMember,
     Distractor,
+    Member,
+    Mode,
     NoiseInput,
     NoisePair,
     NoiseSuite,
     NoisyMember,
+    PartitionName,
     SliceLimit,
     check_pairs,
     load_pairs,
@@ -76,7 +85,7 @@ from ._panel import (
     load_panel,
     panel_agreement,
 )
-from ._present import comparison_chart, format_noise, noise_chart
+from ._present import check_noise_lock, comparison_chart, format_noise, lock_noise_run, noise_chart
 from ._release import (
     panel_release_of,
     panel_snapshot,
@@ -106,7 +115,10 @@ __all__ = [
     "NOISE_REPORT_FILE",
     "NoiseComparison",
     "NoiseInput",
+    "Member",
+    "Mode",
     "NoiseJudge",
+    "PartitionName",
     "NoisePair",
     "NoisePolicy",
     "NoiseReport",
@@ -131,6 +143,10 @@ __all__ = [
     "SliceRow",
     "Trend",
     "calls_per_score",
+    "check_baseline_suite",
+    "check_baseline_report",
+    "check_noise_lock",
+    "lock_noise_run",
     "check_pairs",
     "check_retrieval",
     "check_run_request",

@@ -289,7 +289,7 @@ def threshold_failures(choice: dict[str, Any], iteration: Iteration, policy: Any
     a calibration preview are left to certification).
     """
     from ..policy import evaluate_gate
-    from ..reports._blockers import group_blockers
+    from ..reports import group_blockers
 
     out: list[str] = []
     if not choice.get("meets_limit", True):

@@ -5,15 +5,13 @@ overrides); notebooks resolve paths against it, so they run the same from the ro
 ``notebooks/``. :func:`init_project` writes a new project's commented, fail-closed templates.
 """
 
-from ._init import NAME_PATTERN, TEMPLATES, init_project, render
+from ._init import TEMPLATES, init_project
 from ._root import PROJECT_ROOT_ENV, project_path, project_root
 
 __all__ = [
-    "NAME_PATTERN",
     "PROJECT_ROOT_ENV",
     "TEMPLATES",
     "init_project",
     "project_path",
     "project_root",
-    "render",
 ]

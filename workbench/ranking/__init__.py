@@ -35,6 +35,7 @@ from ._analysis import (
 )
 from ._battery import (
     PARTITION,
+    Plan,
     position_battery,
     presentation_orders,
     read_battery,
@@ -53,9 +54,11 @@ from ._capture import (
     CaptureConfig,
     CapturingJudge,
     RankingLock,
+    check_ranking_lock,
     find_runs,
     lock_ranking_run,
     prune_run,
+    ranking_html,
     read_payload,
     verify_ranking_run,
 )
@@ -108,6 +111,7 @@ __all__ = [
     "Candidate",
     "CaptureConfig",
     "CapturingJudge",
+    "Plan",
     "Completeness",
     "Confirmation",
     "DENOMINATORS",
@@ -136,6 +140,8 @@ __all__ = [
     "SliceFigure",
     "VersionHistory",
     "check_permutation",
+    "check_ranking_lock",
+    "ranking_html",
     "choose_agreement_threshold",
     "completeness",
     "default_policy",

@@ -10,6 +10,7 @@ compares them the same way (:func:`run_sentinels`, :func:`sentinel_changes`).
 """
 
 from ._drift import (
+    SENTINEL_PARTITION,
     DriftEntry,
     Observation,
     SentinelChange,
@@ -31,7 +32,6 @@ from ._sentinels import (
     load_sentinels,
     sentinels_path_for,
     sentinels_snapshot,
-    sentinels_snapshot_of,
 )
 from ._study import (
     DEFAULT_PARTITION,
@@ -42,18 +42,17 @@ from ._study import (
     format_study,
     latest_study,
     read_studies,
-    record_study,
     repeatability_blockers,
     run_repeatability,
     run_repeatability_sync,
     studies_of,
     studies_path_for,
-    study_from_run,
 )
 
 __all__ = [
     "DEFAULT_PARTITION",
     "SENTINELS_FILE",
+    "SENTINEL_PARTITION",
     "CaseRepeatability",
     "DriftEntry",
     "Observation",
@@ -71,7 +70,6 @@ __all__ = [
     "load_sentinels",
     "read_drift_log",
     "read_studies",
-    "record_study",
     "recorded_baseline",
     "repeatability_blockers",
     "run_drift",
@@ -83,8 +81,6 @@ __all__ = [
     "sentinel_items",
     "sentinels_path_for",
     "sentinels_snapshot",
-    "sentinels_snapshot_of",
     "studies_of",
     "studies_path_for",
-    "study_from_run",
 ]

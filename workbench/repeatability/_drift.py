@@ -37,6 +37,7 @@ from pydantic import Field
 from .._args import check_run_arguments
 from .._io import read_json_file
 from .._record import Record as _Model
+from .._record import append_to_log, read_log
 from ..approval import current_user
 from ..errors import problem, refusal
 from ..gold import GoldDataset, load_dataset
@@ -44,7 +45,7 @@ from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
 from ..results import MANIFEST_FILE, RunManifest, read_results
 from ..runs import RESULTS_FILE, RunSummary, WorkItem
-from ._log import append_to_log, beside_gold, read_log
+from ._log import beside_gold
 from ._sentinels import LoadedSentinels, load_sentinels
 
 DRIFT_SCHEMA_VERSION = 1
@@ -52,7 +53,7 @@ DRIFT_LOG_FILE = "drift_log.jsonl"
 """The drift log's file name, beside the gold dataset by default."""
 SENTINEL_REPORT_DIR = "sentinels"
 """Where a certification report keeps its sentinel run (``manifest.json``, ``results.jsonl``)."""
-PARTITION = "sentinels"
+SENTINEL_PARTITION = "sentinels"
 """The partition label of a sentinel run's manifest and results."""
 ChangeKind = Literal[
     "verdict_changed", "now_error", "was_error", "no_baseline", "not_judged", "input_changed"
@@ -449,7 +450,7 @@ async def run_sentinels(
         sentinel_items(loaded),
         run_dir,
         options,
-        partition=PARTITION,
+        partition=SENTINEL_PARTITION,
         dataset_sha256=dataset.sha256,
         grid=True,
         lineage=gold_lineage(dataset, loaded.cases),
@@ -485,7 +486,8 @@ def _compared_with(
 
 
 def _check_budget(judge: Judge, loaded: LoadedSentinels, run_dir: Path, budget_usd: float) -> None:
-    from ..migration import BudgetInsufficient, estimate_run
+    from ..migration import BudgetInsufficient
+    from ..runs import estimate_run
 
     items = sentinel_items(loaded)
     estimate = estimate_run("sentinels", judge, items, run_dir, cache_dir=False)

@@ -34,6 +34,7 @@ from pydantic import Field
 from .._args import check_run_arguments
 from .._io import sha256_file
 from .._record import Record as _Model
+from .._record import append_to_log, read_log
 from ..align import align_results, read_run_manifest
 from ..approval import current_user
 from ..errors import problem, refusal
@@ -46,7 +47,7 @@ from ..results import ResultLine, RunManifest, read_results
 from ..runs import RESULTS_FILE, RunDir, RunOptions, RunSummary, WorkItem, run_candidate
 from ..sampling import RISK_ORDER
 from ..stats import Rate, wilson_rate
-from ._log import append_to_log, beside_gold, read_log
+from ._log import beside_gold
 
 STUDY_SCHEMA_VERSION = 1
 STUDIES_FILE = "repeatability_studies.jsonl"
@@ -653,7 +654,8 @@ def _check_budget(
     budget: float,
     cache: Any,
 ) -> None:
-    from ..migration import BudgetInsufficient, estimate_run
+    from ..migration import BudgetInsufficient
+    from ..runs import estimate_run
 
     items = [
         WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c))

@@ -9,23 +9,21 @@ Presentation shared with the notebooks: styled tables (:func:`slice_table`, :fun
 :func:`threshold_sweep_chart`) and blockers grouped per slice (:func:`blockers_display`).
 """
 
-from .._lock import LOCK_FILE, STARTED_FILE, Lock, read_lock
+from .._lock import Lock, read_lock
 from .._signing import LockSignature, load_signer, load_trust
-from ._blockers import BlockerGroup, group_blockers, more_needed, why_lines
+from ._blockers import group_blockers, more_needed, why_lines
 from ._certification import Certification
 from ._certify import (
-    CertificationResult,
+    CONTROLS_DIR,
+    RUN_DIR,
     certify,
-    default_notebook,
     resolve_budget,
     resume_review,
 )
 from ._charts import (
     candidates_chart,
-    charts_row,
     confusion_heatmap,
     slice_error_chart,
-    slice_rates_chart,
     svg_display,
     threshold_sweep_chart,
     to_svg,
@@ -35,11 +33,14 @@ from ._listing import (
     format_ledger,
     format_report_row,
     ledger_problems,
+    ledgers_of,
     list_reports,
     read_ledgers,
+    reconcile_ledgers,
 )
 from ._migration import (
     format_transition_status,
+    pending_for_report,
     record_transition_review,
     transition_review_status,
 )
@@ -53,60 +54,46 @@ from ._present import (
     cost_latency,
     disagreement_counts,
     first_screen,
-    first_screen_html,
     key_value_html,
     last_certified,
     lineage_html,
     next_step,
     not_used_html,
-    outcome_html,
+    outcome_section,
     previous_certification,
 )
-from ._render import Section, external_references, render_document, render_html, section_html
-from ._slices import SliceRow, slice_rows
+from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
-    Table,
-    confusion_table,
     merge_interval,
-    percent,
-    rate_columns,
     slice_table,
     styled,
     transition_summary_table,
     transitions_table,
 )
-from ._verify import ReportVerification, verify_one, verify_path, verify_report
+from ._verify import check_certification, verify_one, verify_path, verify_report
 
 __all__ = [
+    "CONTROLS_DIR",
     "DASH",
     "DASH_NOTE",
-    "LOCK_FILE",
-    "STARTED_FILE",
-    "BlockerGroup",
+    "RUN_DIR",
     "Certification",
-    "CertificationResult",
     "Lock",
     "LockSignature",
-    "ReportVerification",
     "Section",
-    "SliceRow",
-    "Table",
     "agreement_summary",
     "blockers_display",
     "blockers_html",
     "candidates_chart",
     "certify",
-    "charts_row",
+    "check_certification",
     "confusion_heatmap",
-    "confusion_table",
     "controls_html",
     "cost_by_slice",
     "cost_latency",
-    "default_notebook",
     "disagreement_counts",
     "external_references",
     "first_screen",
-    "first_screen_html",
     "format_ledger",
     "format_report_row",
     "format_transition_status",
@@ -114,6 +101,7 @@ __all__ = [
     "key_value_html",
     "last_certified",
     "ledger_problems",
+    "ledgers_of",
     "lineage_html",
     "list_reports",
     "load_signer",
@@ -124,26 +112,24 @@ __all__ = [
     "not_used_html",
     "ordinal_section_html",
     "ordinal_tables",
-    "outcome_html",
+    "outcome_section",
     "pct",
-    "percent",
+    "pending_for_report",
     "previous_certification",
-    "rate_columns",
     "rate_text",
     "read_ledgers",
     "read_lock",
+    "reconcile_ledgers",
     "record_transition_review",
     "render_document",
     "render_html",
     "resolve_budget",
     "resume_review",
-    "section_html",
     "slice_error_chart",
-    "slice_rates_chart",
-    "slice_rows",
     "slice_table",
     "styled",
     "svg_display",
+    "table_section",
     "threshold_sweep_chart",
     "to_svg",
     "transition_review_status",

@@ -26,14 +26,15 @@ from ..heldout import (
     ledger_path_for,
 )
 from ..judges import Judge, load_candidate
-from ..migration._certify import (
+from ..migration import (
     BASELINE_CONTROLS_DIR,
     BASELINE_RUN_DIR,
     REVIEWS_SNAPSHOT,
+    LoadedMapping,
     MigrationEvidence,
+    load_label_mapping,
     map_old_lines,
 )
-from ..migration._mapping import LoadedMapping, load_label_mapping
 from ..policy import (
     Blocker,
     GateResult,
@@ -370,7 +371,7 @@ class Certification:
             return self.summary
         limit = self.budget_usd
         if limit is not None and self.baseline_judge is not None:
-            from ..migration import estimate_run
+            from ..runs import estimate_run
 
             reserved = estimate_run(
                 "baseline",
@@ -418,7 +419,7 @@ class Certification:
         and no ledger use: it is the baseline ``workbench drift --against REPORT`` compares
         later runs of this judge with. Not a gate input. A re-evaluation keeps the copied run.
         """
-        from ..repeatability import load_sentinels, sentinels_path_for
+        from ..repeatability import SENTINEL_PARTITION, load_sentinels, sentinels_path_for
 
         if (
             self.summary is None
@@ -428,7 +429,6 @@ class Certification:
             return None
         from ..gold import gold_lineage
         from ..judges import JudgeInput
-        from ..repeatability._drift import PARTITION
         from ..runs import WorkItem, run_items
 
         loaded = load_sentinels(None, self.dataset)
@@ -447,7 +447,7 @@ class Certification:
                 cache_dir=False,
                 progress=False,
             ),
-            partition=PARTITION,
+            partition=SENTINEL_PARTITION,
             dataset_sha256=self.dataset.sha256,
             grid=True,
             lineage=gold_lineage(self.dataset, loaded.cases),
@@ -505,7 +505,7 @@ class Certification:
         store the repeatability studies and, for a migration, the transition reviews in effect
         (returned)."""
         from ..repeatability import studies_of, studies_path_for
-        from ..review._transition_reviews import TransitionReviews, transition_reviews_path_for
+        from ..review import TransitionReviews, transition_reviews_path_for
 
         runs: list[tuple[RunDir, LoadedMapping | None]] = [
             (RunDir(self.report_dir / RUN_DIR), None)

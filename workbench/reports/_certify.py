@@ -67,15 +67,21 @@ from ..heldout import (
     ledger_path_for,
 )
 from ..judges import Judge, load_candidate
-from ..migration._certify import (
+from ..migration import (
     BASELINE_CONTROLS_DIR,
     BASELINE_RUN_DIR,
     MIGRATION_FILE,
     REVIEWS_SNAPSHOT,
     TRANSITIONS_FILE,
 )
-from ..policy import Blocker, GateResult, Policy, load_overrides, load_policy
-from ..policy._consistency import check_policy_against_rubric
+from ..policy import (
+    Blocker,
+    GateResult,
+    Policy,
+    check_policy_against_rubric,
+    load_overrides,
+    load_policy,
+)
 from ..runs import RunDir
 from ._evaluation import (
     FIGURES_FILE,
@@ -452,7 +458,8 @@ def held_out_items(dataset: GoldDataset) -> list[Any]:
 
 def _check_paired_budget(judge: Judge, old: Judge, dataset: GoldDataset, budget: float) -> None:
     """Refuse, before the ledger, a budget that cannot cover both held-out runs."""
-    from ..migration import BudgetInsufficient, estimate_run
+    from ..migration import BudgetInsufficient
+    from ..runs import estimate_run
 
     items = held_out_items(dataset)
     needed = sum(
@@ -481,7 +488,7 @@ def _check_side_logs(dataset: GoldDataset, policy: Policy, *, migration: bool = 
     """Read what the notebook will read beside the gold before any held-out use: a damaged
     repeatability log, transition-review log or sentinel file is refused here (exit 2)."""
     from ..repeatability import load_sentinels, read_studies, sentinels_path_for, studies_path_for
-    from ..review._transition_reviews import read_transition_reviews, transition_reviews_path_for
+    from ..review import read_transition_reviews, transition_reviews_path_for
 
     studies = studies_path_for(dataset)
     if studies.exists() or needs_repeatability(policy):

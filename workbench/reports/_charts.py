@@ -318,7 +318,7 @@ def confusion_heatmap(
     abstain_labels: Sequence[str] = (),
     title: str = "Confusion: adjudicated label (rows) x judge (columns)",
 ) -> Any:
-    """A heatmap of a :class:`~workbench.align.Confusion` (or its dict), counts written in the
+    """A heatmap of an alignment report's ``confusion`` (or its dict), counts written in the
     cells.
 
     Disagreements (a decided judge label other than the adjudicated one) are outlined in red;

@@ -29,26 +29,23 @@ from .._lock import LOCK_FILE, Lock, read_lock, resolve_report_path
 from ..errors import Problem, WorkbenchError, refusal
 from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, load_candidate, load_spec
-from ..migration._certify import (
+from ..migration import (
     BASELINE_CONTROLS_DIR,
     BASELINE_RUN_DIR,
     MIGRATION_FILE,
     REVIEWS_SNAPSHOT,
     TRANSITIONS_FILE,
+    LoadedMapping,
     MigrationEvidence,
     TransitionRow,
     evaluate_migration,
+    load_label_mapping,
+    mapped_controls,
+    mapping_problems,
     pending_transitions,
 )
-from ..migration._compare import mapped_controls
-from ..migration._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ..policy import Blocker, Policy
-from ..review._transition_reviews import (
-    TransitionReview,
-    TransitionReviews,
-    read_transition_reviews,
-    transition_reviews_path_for,
-)
+from ..review import TransitionReview, TransitionReviews, read_transition_reviews
 from ._render import Section, section_html, table_section
 
 BASELINE_INPUTS = "inputs/baseline"
@@ -329,6 +326,8 @@ def pending_for_report(
     review of tampered transitions would decide nothing real); the evidence ids a review may
     cite come from the certified gold. Raises :class:`WorkbenchError` (exit 2).
     """
+    from ..review import transition_reviews_path_for
+
     root, lock, dataset = locked_migration(report, gold, refused="no transitions to review")
     pending = pending_transitions(
         read_transitions(root),
@@ -389,6 +388,8 @@ def record_transition_review(
     gold: str | Path | None = None,
 ) -> Any:
     """Append a transition review of one changed critical verdict of a locked migration report."""
+    from ..review import TransitionReviews
+
     pending, log, _ = pending_for_report(report, gold)
     match = next((p for p in pending if p.case_id == case_id), None)
     if match is None:

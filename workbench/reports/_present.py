@@ -518,7 +518,7 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
 
     if report is None:
         return str(fragment("fragments.html.j2", "no_controls"))
-    from ..controls._run import ROLE_MESSAGES
+    from ..controls import ROLE_MESSAGES
 
     rank = {"failed": 0, "incomplete": 1, "passed": 2}
     roles = sorted(

@@ -21,8 +21,7 @@ from ..align import AlignmentReport, Join, alignment_report, join_results
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset
 from ..heldout import held_out_manifest_sha256
-from ..migration._certify import MigrationEvidence
-from ..migration._mapping import LoadedMapping
+from ..migration import LoadedMapping, MigrationEvidence
 from ..policy import (
     Blocker,
     GateResult,
@@ -161,7 +160,7 @@ def _control_blockers(
     """The candidate's failed blocking control roles, from its stored control records."""
     if policy is None or policy.controls is None or suite is None:
         return []
-    from ..migration._compare import mapped_controls
+    from ..migration import mapped_controls
 
     report = mapped_controls(suite, report_dir / CONTROLS_DIR, None)
     if report.judge_fingerprint != fingerprint:

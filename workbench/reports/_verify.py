@@ -203,7 +203,7 @@ def _compare_gate(
 def _check_migration(
     root: Path, lock: Lock, migration: Any, gold: str | Path | None, result: Verification
 ) -> None:
-    from ..review._transition_reviews import transition_reviews_path_for
+    from ..review import transition_reviews_path_for
     from ._migration import migration_problems
 
     gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)

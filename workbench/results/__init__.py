@@ -1,6 +1,7 @@
 """The judge-result contract shared by every judge kind, its reader, the run manifest that binds
 results to what was planned, and the cost and token figures read from them."""
 
+from ._columnar import ColumnarResults, read_columnar, result_files, results_sha256
 from ._contract import (
     ERROR_KINDS,
     REQUIRED_SINCE_V2,
@@ -18,30 +19,23 @@ from ._costs import (
     distribution,
     format_slice_costs,
     slice_costs,
-    unit_usage,
 )
+from ._gold_checks import GoldCheckFixes, check_against_gold
 from ._io import ResultLine, migration_note, read_results, scan_results
-from ._manifest import (
-    MANIFEST_FILE,
-    MANIFEST_SCHEMA_VERSION,
-    ManifestCase,
-    ManifestSampling,
-    ManifestUnit,
-    RunManifest,
-)
-from ._migrate import (
-    MIGRATIONS,
-    MigrationRefused,
-    MigrationReport,
-    migrate_record,
-    migrate_results_file,
-    migrate_v1_to_v2,
-)
+from ._lines import ResultLines
+from ._manifest import MANIFEST_FILE, ManifestCase, ManifestSampling, ManifestUnit, RunManifest
+from ._migrate import migrate_record, migrate_results_file, migrate_v1_to_v2
 
 __all__ = [
+    "ColumnarResults",
+    "GoldCheckFixes",
+    "ResultLines",
+    "check_against_gold",
+    "read_columnar",
+    "result_files",
+    "results_sha256",
     "ALL_SLICES",
     "MANIFEST_FILE",
-    "MANIFEST_SCHEMA_VERSION",
     "Distribution",
     "ManifestCase",
     "ManifestSampling",
@@ -52,11 +46,7 @@ __all__ = [
     "distribution",
     "format_slice_costs",
     "slice_costs",
-    "unit_usage",
     "ERROR_KINDS",
-    "MIGRATIONS",
-    "MigrationRefused",
-    "MigrationReport",
     "REQUIRED_SINCE_V2",
     "ResultMigration",
     "migrate_record",

@@ -21,7 +21,7 @@ import pandas as pd
 from ..align import Evidence, read_evidence
 from ..errors import Problem, WorkbenchError
 from ..gold import Partition
-from ..results._lines import ResultLines
+from ..results import ResultLines
 
 ERROR_CLASSES: tuple[str, ...] = (
     "false_pass",

@@ -8,6 +8,7 @@ from ._engine import (
     run_candidate_sync,
     run_items,
 )
+from ._estimate import RunEstimate, estimate_run
 from ._manifest import freeze_manifest
 from ._options import RunOptions
 from ._rundir import (
@@ -24,11 +25,13 @@ __all__ = [
     "RESULTS_FILE",
     "SUMMARY_FILE",
     "RunDir",
+    "RunEstimate",
     "RunOptions",
     "RunSummary",
     "WorkItem",
     "VerdictCache",
     "default_cache_dir",
+    "estimate_run",
     "freeze_manifest",
     "run_candidate",
     "run_candidate_sync",

@@ -6,13 +6,7 @@ See :mod:`workbench.sampling._plan` (the plan and its rules) and :mod:`workbench
 plan back from the run manifest and re-draw it before they accept a case as sampled out.
 """
 
-from ._draw import (
-    Lanes,
-    Sample,
-    SampleCase,
-    draw_sample,
-    plan_lanes,
-)
+from ._draw import Lanes, SampleCase, draw_sample, plan_lanes
 from ._plan import (
     RISK_ORDER,
     SamplingPlan,
@@ -21,13 +15,11 @@ from ._plan import (
     check_plan,
     load_sampling_plan,
     plan_problems,
-    validation_problems,
 )
 
 __all__ = [
     "RISK_ORDER",
     "Lanes",
-    "Sample",
     "SampleCase",
     "SamplingPlan",
     "SamplingRuleError",
@@ -37,5 +29,4 @@ __all__ = [
     "load_sampling_plan",
     "plan_lanes",
     "plan_problems",
-    "validation_problems",
 ]

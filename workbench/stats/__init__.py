@@ -3,7 +3,6 @@ scipy/statsmodels/scikit-learn/krippendorff)."""
 
 from ._bound import (
     INTERVALS,
-    BoundPlan,
     Interval,
     bound_plan,
     cases_to_bound,
@@ -36,7 +35,6 @@ from ._stats import (
 )
 
 __all__ = [
-    "BoundPlan",
     "Correlation",
     "DEFAULT_MIN_SHARED",
     "INTERVALS",

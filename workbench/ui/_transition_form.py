@@ -5,7 +5,7 @@ restricted part, every held-out case of a critical slice whose verdict changed. 
 shows them one at a time (case, slice, human label, old and new verdict, the evidence the case
 cites) with the same note form as :class:`~workbench.ui.ReviewWidget` (a choice, a note, a
 save button) plus the decision and the evidence ids; ``save`` appends a
-:class:`~workbench.review._transition_reviews.TransitionReview` to the gold's append-only
+:class:`~workbench.review.TransitionReview` to the gold's append-only
 log, exactly as ``workbench review transition`` does. It is meant for the restricted review
 room: it shows held-out case ids.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from .._html import fragment
 from ..errors import WorkbenchError
-from ..review._transition_reviews import (
+from ..review import (
     DECISIONS,
     PendingTransition,
     TransitionReview,
@@ -43,7 +43,7 @@ class TransitionReviewForm:
     ) -> None:
         import ipywidgets as w
 
-        from ..reports._migration import pending_for_report
+        from ..reports import pending_for_report
 
         self.report = Path(report)
         self.pending, log, _ = pending_for_report(report, gold)

@@ -14,8 +14,16 @@ from pydantic import ValidationError
 from ..._io import JSONRecordError, loads_json
 from ..._load import Problems, validation_problems
 from ...errors import Problem, WorkbenchError
-from ...gold import PARTITIONS, Adjudication, GoldCase, Partition, Review, Risk, Rubric
-from ...gold._rubric import UNSET_RISK
+from ...gold import (
+    PARTITIONS,
+    UNSET_RISK,
+    Adjudication,
+    GoldCase,
+    Partition,
+    Review,
+    Risk,
+    Rubric,
+)
 from .._registry import refuse
 from .._table_reader import RowIssues, canonical
 from ._mapping import RULE_TEXT, TableMapping

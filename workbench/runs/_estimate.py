@@ -3,7 +3,7 @@
 For each planned run: the units already settled in its run directory (a verdict, or a final
 evaluator error, as the engine resumes them), the units the verdict cache already holds, and,
 for the rest, the sum of the engine's call *reservations*
-(:class:`workbench.runs._limits.Estimator`: the rendered prompt's input estimate plus the full
+(:class:`~workbench.runs._limits.Estimator`: the rendered prompt's input estimate plus the full
 output cap, or the kind's own ``estimate_cost``). One attempt per unit: retries are not included, so
 a run that needs retries may still stop at the budget and be marked incomplete.
 """
@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict
 from .._docs import add_field_docs
 from .._io import sha256_json
 from ..judges import CaseRef, Judge
-from ..runs import RESULTS_FILE, VerdictCache, WorkItem, default_cache_dir
-from ..runs._engine import _max_attempts, _read_attempts, _state
-from ..runs._limits import Estimator
+from ._cache import VerdictCache, default_cache_dir
+from ._engine import WorkItem, _max_attempts, _read_attempts, _state
+from ._limits import Estimator
+from ._rundir import RESULTS_FILE
 
 
 class RunEstimate(BaseModel):
@@ -61,7 +62,7 @@ def estimate_run(
     *,
     cache_dir: str | Path | None | Literal[False] = None,
 ) -> RunEstimate:
-    """Price what :func:`workbench.runs.run_items` would still call for ``items`` into
+    """Price what :func:`run_items` would still call for ``items`` into
     ``out_dir``."""
     out = Path(out_dir)
     recorded = _read_attempts(out / RESULTS_FILE) if (out / RESULTS_FILE).exists() else {}

@@ -1,0 +1,252 @@
+"""No package reaches into another package's private modules (issue 27, item 5).
+
+A package's face is its ``__init__``: what it names in ``__all__`` is what other packages may
+use. Everything else, its private modules (``workbench.runs._engine``) and its private names
+(``_max_attempts``), may change without notice to the rest of the workbench.
+
+What is read: every module of ``workbench/``, parsed with :mod:`ast`; every import statement
+(module level, class and function bodies) and every lazy ``"module:attribute"`` reference (a
+string constant imported later through importlib: the judge kinds, the lock checks).
+``if TYPE_CHECKING:`` blocks are read too: a type-only import costs nothing at run time, so there
+is never a reason to take a type from another package's private module rather than from its
+face, and it breaks type checking as soon as that package moves its internals.
+
+What is refused: a module (or a name) is private when a component of its dotted name starts with
+``_`` (dunder names such as ``__version__`` are not private). It belongs to the package that
+holds it: ``workbench.runs._engine`` to ``workbench.runs``, ``workbench.importers.table._build``
+to ``workbench.importers.table``, a private name to its module's package, and a top-level
+private module (``workbench._io``, ``workbench._record``) to the root package. A module may use
+what belongs to a package it is inside of (so every subpackage may use the root's shared
+internals, and ``importers.table`` may use ``importers._registry``), nothing else.
+
+The tests are not checked: a package's tests may use its private modules (no other package may).
+
+``python tests/test_package_faces.py`` prints every reach, allowlisted or not.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "workbench"
+
+# Reaches still allowed, `importing file -> {private module or name}`, only in the folders other
+# engineers are reworking (issue 27): cli/ (commands), ranking/, noise/ and demo/. This list only
+# shrinks: an entry that no longer matches fails `test_the_allowlist_only_shrinks`. What these
+# imports take is on the owner's face already (switching is a change of the import line), except
+# where the entry says otherwise.
+ALLOWED: dict[str, frozenset[str]] = {
+    # cli/: a command module imports RunOptions from runs' private module so that loading the
+    # command (`workbench <command> --help`) does not load the run engine behind runs' face.
+    "workbench/cli/_run_options.py": frozenset({"workbench.runs._options"}),
+    "workbench/cli/ci.py": frozenset({"workbench.runs._options"}),
+    "workbench/cli/compare.py": frozenset({"workbench.runs._options"}),
+    "workbench/cli/controls.py": frozenset({"workbench.runs._options"}),
+    "workbench/cli/repeatability.py": frozenset({"workbench.runs._options"}),
+    "workbench/cli/certify.py": frozenset({"workbench.runs._options"}),
+    "workbench/cli/run.py": frozenset(
+        # runs._ray needs the optional ray extra: not on runs' face (it would import ray)
+        {"workbench.runs._options", "workbench.runs._ray"}
+    ),
+    "workbench/cli/agreement.py": frozenset({"workbench.gold._index"}),
+    "workbench/cli/gate.py": frozenset({"workbench.gold._index"}),
+    "workbench/cli/estimate.py": frozenset({"workbench.estimate._estimate"}),  # TYPE_CHECKING
+    "workbench/cli/ping.py": frozenset({"workbench.judges._ping"}),
+    "workbench/cli/noise.py": frozenset(
+        # not on noise's face yet: check_baseline_report, lock_noise_run
+        {"workbench.runs._options", "workbench.noise._compare", "workbench.noise._present"}
+    ),
+    "workbench/cli/ranking.py": frozenset(
+        # not on ranking's face yet: ranking_html
+        {"workbench.runs._options", "workbench.ranking._capture"}
+    ),
+    # demo/: the demo data builders read the noise pair format's parts; the scripted demo model
+    # reuses the demo judges' verdict rules.
+    "workbench/demo/_noise_data.py": frozenset(
+        {"workbench.noise._pairs", "workbench.noise._panel"}
+    ),
+    "workbench/demo/fake_llm.py": frozenset(
+        {"workbench.judges.demo._v1_verdict", "workbench.judges.demo._v2_verdict"}
+    ),
+    # noise/ and ranking/: their judges also take the LLM judge's private _Exchange (not on
+    # judges' face: it needs a public name first), and the battery drives the run engine.
+    "workbench/noise/_analysis.py": frozenset(
+        {"workbench.runs._engine", "workbench.runs._options"}
+    ),
+    "workbench/noise/_judge.py": frozenset(
+        {"workbench.judges._llm", "workbench.judges._registry", "workbench.judges._spec"}
+    ),
+    "workbench/noise/_pairs.py": frozenset({"workbench.gold._dataset"}),
+    "workbench/noise/_panel.py": frozenset({"workbench.gold._dataset"}),
+    "workbench/noise/_present.py": frozenset(
+        {"workbench.reports._present", "workbench.reports._render"}
+    ),
+    "workbench/ranking/_battery.py": frozenset(
+        {"workbench.runs._engine", "workbench.runs._options", "workbench.runs._cache"}
+    ),
+    "workbench/ranking/_capture.py": frozenset(
+        {"workbench.reports._format", "workbench.reports._present", "workbench.reports._render"}
+    ),
+    "workbench/ranking/_judges.py": frozenset(
+        {
+            "workbench.judges._function",
+            "workbench.judges._llm",
+            "workbench.judges._registry",
+            "workbench.judges._spec",
+        }
+    ),
+    # Outside those folders, one entry whose fix is inside one of them: the demo's scripted
+    # server (serve_scripted) needs a place on workbench.demo's face, and demo/ is being reworked.
+    "workbench/phases/_session.py": frozenset({"workbench.demo._serve"}),
+}
+
+_LAZY = re.compile(r"(workbench(?:\.\w+)+):(\w+)")
+
+
+def _is_private(component: str) -> bool:
+    return component.startswith("_") and not component.startswith("__")
+
+
+def _owner(target: str, packages: set[str]) -> str | None:
+    """The package a private module or name belongs to (None: nothing private in ``target``)."""
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if _is_private(part):
+            holder = ".".join(parts[:i])  # a package, or the public module a private name is in
+            return holder if holder in packages else holder.rpartition(".")[0]
+    return None
+
+
+def _module_name(path: Path, package_root: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(package_root.parent).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_package else parts), is_package
+
+
+def _targets(tree: ast.AST, package: str) -> Iterator[str]:
+    """Every module (or module-qualified name) the code imports or names lazily."""
+    for node in ast.walk(tree):  # every statement: function bodies and TYPE_CHECKING included
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            yield module
+            for alias in node.names:
+                yield f"{module}.{alias.name}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found = _LAZY.fullmatch(node.value)
+            if found:
+                yield found[1]
+                yield f"{found[1]}.{found[2]}"
+
+
+def _reduce(target: str, modules: set[str]) -> str:
+    """A private module as itself; a private name of a public module as ``module.name``."""
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if _is_private(part):
+            head = ".".join(parts[: i + 1])
+            return head if head in modules else target
+    return target
+
+
+def private_reaches(package_root: Path = PACKAGE) -> dict[str, set[str]]:
+    """``importing file -> the private modules and names of other packages it uses``."""
+    sources = {_module_name(p, package_root): p for p in sorted(package_root.rglob("*.py"))}
+    modules = {name for name, _ in sources}
+    packages = {name for name, is_package in sources if is_package}
+    found: dict[str, set[str]] = {}
+    for (name, is_package), path in sources.items():
+        package = name if is_package else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for target in _targets(tree, package):
+            owner = _owner(target, packages)
+            if owner is None or f"{name}.".startswith(f"{owner}."):
+                continue  # nothing private, or private to a package this module is inside of
+            key = path.relative_to(package_root.parent).as_posix()
+            found.setdefault(key, set()).add(_reduce(target, modules))
+    return found
+
+
+def _unallowed(found: dict[str, set[str]]) -> dict[str, list[str]]:
+    return {
+        path: sorted(targets - ALLOWED.get(path, frozenset()))
+        for path, targets in sorted(found.items())
+        if targets - ALLOWED.get(path, frozenset())
+    }
+
+
+def test_no_package_reaches_into_another_packages_private_modules() -> None:
+    unallowed = _unallowed(private_reaches())
+    assert unallowed == {}, (
+        "import these from the owner's face (add the name to its __init__ and __all__), or move"
+        " the code to the package that owns it:\n"
+        + "\n".join(f"{path} -> {', '.join(targets)}" for path, targets in unallowed.items())
+    )
+
+
+def test_the_allowlist_only_shrinks() -> None:
+    found = private_reaches()
+    stale = sorted(
+        f"{path} -> {target}"
+        for path, targets in ALLOWED.items()
+        for target in targets
+        if target not in found.get(path, set())
+    )
+    assert stale == [], "no longer needed: take these off ALLOWED\n" + "\n".join(stale)
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / "workbench"
+
+
+def test_every_kind_of_reach_is_found_and_inside_reaches_are_not(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "workbench/__init__.py": "from . import _io\n__version__ = '1'\n",
+            "workbench/_io.py": "def _helper(): ...\n",
+            "workbench/a/__init__.py": "from ._x import f\n",
+            "workbench/a/_x.py": "def f(): ...\ndef _g(): ...\n",
+            "workbench/a/pub.py": "def _secret(): ...\n",
+            "workbench/a/_y.py": "from .pub import _secret\n",
+            "workbench/a/sub/__init__.py": "from .._x import _g\nfrom ..._io import _helper\n",
+            "workbench/b/__init__.py": (
+                "from typing import TYPE_CHECKING\n"
+                "from .. import __version__\n"
+                "from ..a import f\n"
+                "if TYPE_CHECKING:\n    from ..a._x import f\n"
+            ),
+            "workbench/b/m.py": (
+                "from .._io import _helper\n"
+                "def run():\n    from ..a import _x\n"
+                "class C:\n    def m(self):\n        import workbench.a._x\n"
+                "KINDS = {'k': 'workbench.a._x:f', 'ok': 'workbench.a:f'}\n"
+            ),
+            "workbench/b/n.py": "from ..a.pub import _secret\nfrom ..a.pub import *\n",
+        },
+    )
+    assert private_reaches(root) == {
+        "workbench/b/__init__.py": {"workbench.a._x"},  # a TYPE_CHECKING import counts
+        "workbench/b/m.py": {"workbench.a._x"},  # function body, method, lazy reference
+        "workbench/b/n.py": {"workbench.a.pub._secret"},  # a private name of a public module
+    }
+
+
+if __name__ == "__main__":
+    for path, targets in sorted(private_reaches().items()):
+        mark = "" if targets <= ALLOWED.get(path, frozenset()) else "  <- not allowed"
+        print(f"{path} -> {', '.join(sorted(targets))}{mark}")
