@@ -83,7 +83,7 @@ RENAMED_MODULE = '''
 from ragas.metrics import discrete_metric
 from ragas.metrics.result import MetricResult
 
-from workbench.judges.demo import _v2_verdict
+from workbench.judges.demo import v2_verdict
 
 NAMES = {"pass": "ok", "fail": "not_ok"}
 
@@ -91,7 +91,7 @@ NAMES = {"pass": "ok", "fail": "not_ok"}
 @discrete_metric(name="renamed_v2", allowed_values=["ok", "not_ok"])
 def renamed_v2(user_input: str, response: str, grading_notes: str) -> MetricResult:
     """rubric-judge@2 under its old category names."""
-    result = _v2_verdict(response, grading_notes)
+    result = v2_verdict(response, grading_notes)
     return MetricResult(value=NAMES[result.value], reason=result.reason)
 '''
 

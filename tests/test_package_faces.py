@@ -40,68 +40,9 @@ PACKAGE = ROOT / "workbench"
 # imports take is on the owner's face already (switching is a change of the import line), except
 # where the entry says otherwise.
 ALLOWED: dict[str, frozenset[str]] = {
-    # cli/: a command module imports RunOptions from runs' private module so that loading the
-    # command (`workbench <command> --help`) does not load the run engine behind runs' face.
-    "workbench/cli/_run_options.py": frozenset({"workbench.runs._options"}),
-    "workbench/cli/ci.py": frozenset({"workbench.runs._options"}),
-    "workbench/cli/compare.py": frozenset({"workbench.runs._options"}),
-    "workbench/cli/controls.py": frozenset({"workbench.runs._options"}),
-    "workbench/cli/repeatability.py": frozenset({"workbench.runs._options"}),
-    "workbench/cli/certify.py": frozenset({"workbench.runs._options"}),
-    "workbench/cli/run.py": frozenset(
-        # runs._ray needs the optional ray extra: not on runs' face (it would import ray)
-        {"workbench.runs._options", "workbench.runs._ray"}
-    ),
-    "workbench/cli/agreement.py": frozenset({"workbench.gold._index"}),
-    "workbench/cli/gate.py": frozenset({"workbench.gold._index"}),
-    "workbench/cli/estimate.py": frozenset({"workbench.estimate._estimate"}),  # TYPE_CHECKING
-    "workbench/cli/ping.py": frozenset({"workbench.judges._ping"}),
-    "workbench/cli/noise.py": frozenset(
-        # not on noise's face yet: check_baseline_report, lock_noise_run
-        {"workbench.runs._options", "workbench.noise._compare", "workbench.noise._present"}
-    ),
-    "workbench/cli/ranking.py": frozenset(
-        # not on ranking's face yet: ranking_html
-        {"workbench.runs._options", "workbench.ranking._capture"}
-    ),
-    # demo/: the demo data builders read the noise pair format's parts; the scripted demo model
-    # reuses the demo judges' verdict rules.
-    "workbench/demo/_noise_data.py": frozenset(
-        {"workbench.noise._pairs", "workbench.noise._panel"}
-    ),
-    "workbench/demo/fake_llm.py": frozenset(
-        {"workbench.judges.demo._v1_verdict", "workbench.judges.demo._v2_verdict"}
-    ),
-    # noise/ and ranking/: their judges also take the LLM judge's private _Exchange (not on
-    # judges' face: it needs a public name first), and the battery drives the run engine.
-    "workbench/noise/_analysis.py": frozenset(
-        {"workbench.runs._engine", "workbench.runs._options"}
-    ),
-    "workbench/noise/_judge.py": frozenset(
-        {"workbench.judges._llm", "workbench.judges._registry", "workbench.judges._spec"}
-    ),
-    "workbench/noise/_pairs.py": frozenset({"workbench.gold._dataset"}),
-    "workbench/noise/_panel.py": frozenset({"workbench.gold._dataset"}),
-    "workbench/noise/_present.py": frozenset(
-        {"workbench.reports._present", "workbench.reports._render"}
-    ),
-    "workbench/ranking/_battery.py": frozenset(
-        {"workbench.runs._engine", "workbench.runs._options", "workbench.runs._cache"}
-    ),
-    "workbench/ranking/_capture.py": frozenset(
-        {"workbench.reports._format", "workbench.reports._present", "workbench.reports._render"}
-    ),
-    "workbench/ranking/_judges.py": frozenset(
-        {
-            "workbench.judges._function",
-            "workbench.judges._llm",
-            "workbench.judges._registry",
-            "workbench.judges._spec",
-        }
-    ),
-    # Outside those folders, one entry whose fix is inside one of them: the demo's scripted
-    # server (serve_scripted) needs a place on workbench.demo's face, and demo/ is being reworked.
-    "workbench/phases/_session.py": frozenset({"workbench.demo._serve"}),
+    # runs._ray needs the optional ray extra: not on runs' face (importing the face would
+    # import ray); the command imports it only when --executor ray is asked for.
+    "workbench/cli/run.py": frozenset({"workbench.runs._ray"}),
 }
 
 _LAZY = re.compile(r"(workbench(?:\.\w+)+):(\w+)")

@@ -20,7 +20,7 @@ import yaml
 from workbench.align import alignment_report, join_results
 from workbench.controls import load_suite
 from workbench.gold import load_dataset
-from workbench.judges.demo import _v2_verdict, _v3_verdict
+from workbench.judges.demo import v2_verdict, v3_verdict
 from workbench.policy import Blocker, evaluate_gate, load_policy
 from workbench.reports import (
     DASH,
@@ -319,7 +319,7 @@ def demo_alignment():
 
     rows = []
     for i, case in enumerate(dataset.partition("development"), start=1):
-        verdict = _v3_verdict(case.response, case.grading_notes or "")
+        verdict = v3_verdict(case.response, case.grading_notes or "")
         row = JudgeResult(
             case_id=case.case_id,
             response_hash=case.response_hash,
@@ -452,7 +452,7 @@ def test_rubric_judge_v3_passes_the_blocking_controls_v2_fails() -> None:
             if c.role in blocking
             and fn(c.response, c.grading_notes or "").value not in c.acceptable
         ]
-        for name, fn in (("v2", _v2_verdict), ("v3", _v3_verdict))
+        for name, fn in (("v2", v2_verdict), ("v3", v3_verdict))
     }
     assert sorted(failed["v2"]) == ["adv-fake-grading-note", "neg-data-export", "neg-lockout"]
     assert failed["v3"] == []
@@ -463,8 +463,8 @@ def test_rubric_judge_v3_changes_no_development_verdict_but_the_ones_it_routes_t
     changed = {}
     for case in dataset.partition("development"):
         before, after = (
-            _v2_verdict(case.response, case.grading_notes or "").value,
-            _v3_verdict(case.response, case.grading_notes or "").value,
+            v2_verdict(case.response, case.grading_notes or "").value,
+            v3_verdict(case.response, case.grading_notes or "").value,
         )
         if before != after:
             changed[case.case_id] = (before, after)

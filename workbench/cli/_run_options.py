@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import BUDGET_USD
 
 OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {

@@ -6,8 +6,7 @@ import click
 
 from .._io import bulk_load
 from ..agreement import DEFAULT_MIN_SHARED, AgreementBlock, AgreementReport, human_agreement
-from ..gold import PARTITIONS
-from ..gold._index import gold_index
+from ..gold import PARTITIONS, gold_index
 from ..stats import Correlation, Kappa
 from ._common import echo_json, user_errors
 

@@ -10,7 +10,7 @@ import click
 
 from ..errors import refusal
 from ..outcomes import ExitCode, exit_code
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import echo_json, refuse_each, user_errors
 from ._options import option, path
 from ._run_options import fixed_concurrency, run_options

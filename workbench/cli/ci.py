@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import report_problems, user_errors
 from ._options import option, path, show
 from ._run_options import fixed_concurrency, run_option, run_options

@@ -9,7 +9,7 @@ import click
 
 from ..migration import compare_candidates_sync, default_out, format_comparison
 from ..outcomes import ExitCode
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import user_errors
 from ._options import budget_refusal, option, path, show
 from ._run_options import run_options

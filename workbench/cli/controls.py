@@ -8,7 +8,7 @@ import click
 
 from ..controls import default_run_dir, format_controls, load_suite, run_controls_sync
 from ..judges import load_candidate
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import user_errors
 from ._options import option, path, show
 from ._run_options import run_options

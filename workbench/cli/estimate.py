@@ -10,7 +10,7 @@ from ._common import FiniteFloatRange, user_errors
 from ._options import option, path, show, shown
 
 if TYPE_CHECKING:
-    from ..estimate._estimate import RGInterval
+    from ..estimate import RGInterval
 
 
 @click.command()

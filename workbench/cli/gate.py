@@ -13,7 +13,7 @@ from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
 from .._load import validation_problems
 from ..align import flagged_cases, read_evidence, resolve_partition
 from ..errors import Problem, WorkbenchError
-from ..gold._index import gold_index
+from ..gold import gold_index
 from ..heldout import check_held_out_results
 from ..policy import (
     EXIT_CODES,

@@ -12,7 +12,7 @@ import click
 
 from ..errors import Problem, WorkbenchError, refusal
 from ..outcomes import ExitCode
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import echo_json, user_errors
 from ._run_options import run_options
 from .override import append, fields_of, override_options
@@ -209,7 +209,7 @@ def noise(
     )
     report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
     if lock:
-        from ..noise._present import lock_noise_run
+        from ..noise import lock_noise_run
 
         sealed = lock_noise_run(out_dir, report, signer=signer)
         click.echo(f"locked {out_dir} (lock.json {sealed.lock_sha256[:12]})", err=True)
@@ -272,8 +272,7 @@ def _request_problems(
 ) -> list[Problem]:
     """The candidate's kind, the policy's bounds and, for an earlier run as baseline, its
     compatibility (all before any call)."""
-    from ..noise import KIND, check_run_request
-    from ..noise._compare import check_baseline_report
+    from ..noise import KIND, check_baseline_report, check_run_request
 
     suite, judge = loaded.get("pairs"), loaded.get("candidate")
     if judge is not None and judge.spec.kind != KIND:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..judges._ping import PingResult, ping
+from ..judges import PingResult, ping
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 

@@ -13,7 +13,7 @@ import click
 from .._load import Problems
 from ..errors import refusal
 from ..outcomes import ExitCode
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import echo_json, user_errors
 from ._run_options import run_option, run_options
 
@@ -440,7 +440,7 @@ def _keep(
         click.echo(f"recorded in the ranking history {history_path}", err=True)
     if lock and out_dir is not None:
         from .._signing import load_signer
-        from ..ranking._capture import ranking_html
+        from ..ranking import ranking_html
 
         sealed = lock_ranking_run(
             out_dir,

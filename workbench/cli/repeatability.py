@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..runs._options import RunOptions
+from ..runs import RunOptions
 from ._common import user_errors
 from ._options import budget_refusal, option, path, show
 from ._run_options import run_options

@@ -11,8 +11,7 @@ from ..judges import load_candidate
 from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..results import format_slice_costs
-from ..runs import RunSummary, run_candidate_sync
-from ..runs._options import RunOptions
+from ..runs import RunOptions, RunSummary, run_candidate_sync
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import report_problems, user_errors
 from ._run_options import run_option, run_options

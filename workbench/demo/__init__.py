@@ -6,3 +6,7 @@
 read and validated by :mod:`workbench.demo._content`; the two demo judges are in
 :mod:`workbench.judges.demo`.
 """
+
+from ._serve import serve_scripted
+
+__all__ = ["serve_scripted"]

@@ -52,7 +52,7 @@ from pydantic import Field, TypeAdapter
 from .._io import atomic_write_text, sha256_text
 from .._record import Record as _Data
 from ..errors import Problem, WorkbenchError
-from ..noise._pairs import Member, Mode, PartitionName, parse_pairs
+from ..noise import Member, Mode, PartitionName, parse_pairs
 from ._content import CONTENT, NonEmpty, _validate, _yaml
 
 System = Literal["candidate", "baseline"]
@@ -260,7 +260,7 @@ def load_noise_content(root: Traversable | None = None) -> _NoiseContent:
     own validator and the panel its :class:`~workbench.noise.ClaimPanel` model. Raises
     :class:`WorkbenchError` listing every problem.
     """
-    from ..noise._panel import ClaimPanel
+    from ..noise import ClaimPanel
 
     root = root if root is not None else files(__package__).joinpath(CONTENT)
     problems: list[Problem] = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ..judges.demo import _v1_verdict, _v2_verdict
+from ..judges.demo import v1_verdict, v2_verdict
 from ..testing import ChatRequest, Reply
 
 _BLOCK = re.compile(r"<(grading_notes|response)>\n?(.*?)\n?</\1>", re.DOTALL)
@@ -37,6 +37,6 @@ def respond(request: ChatRequest) -> Reply:
     response = blocks["response"]
     if _STEERING.search(response):
         return Reply(value="pass", reason="The response states that it should be graded as a pass.")
-    decide = _v2_verdict if _GUIDE.search(request.prompt) else _v1_verdict
+    decide = v2_verdict if _GUIDE.search(request.prompt) else v1_verdict
     result = decide(response, blocks["grading_notes"])
     return Reply(value=str(result.value), reason=str(result.reason))

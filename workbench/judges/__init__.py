@@ -10,7 +10,7 @@ through a Ragas metric subclasses :class:`LLMJudge` and overrides its hooks (doc
 
 from ._function import import_metric
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
-from ._llm import LLMJudge, has_reason
+from ._llm import Exchange, LLMJudge, has_reason
 from ._ping import PING_INPUT, PingResult, aping, ping
 from ._registry import (
     BUILTIN_KINDS,
@@ -35,6 +35,7 @@ from ._registry import (
 from ._spec import CHANGE_KINDS, CandidateSpec, Threshold, derive_spec, load_spec, save_spec
 
 __all__ = [
+    "Exchange",
     "import_metric",
     "has_reason",
     "BUILTIN_KINDS",

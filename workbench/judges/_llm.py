@@ -53,7 +53,7 @@ class _Rendered:
 
 
 @dataclass
-class _Exchange:
+class Exchange:
     """Everything one evaluate() call sent and received over HTTP."""
 
     requests: list[Any] = field(default_factory=list)
@@ -62,7 +62,7 @@ class _Exchange:
     """The URL of every request, as sent (for ``workbench ping``; never holds the key)."""
 
 
-_CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar(
+_CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
     "workbench_llm_exchange", default=None
 )
 
@@ -467,7 +467,7 @@ class LLMJudge:
         return found[1]
 
     def _interpret(
-        self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None
+        self, result: Any, exchange: Exchange, judge_input: Any, ref: CaseRef | None
     ) -> Verdict:
         """Turn the metric's result into a verdict, or an evaluator error."""
         value = None if result.value is None else str(result.value)
@@ -479,7 +479,7 @@ class LLMJudge:
             return self._missing_reason(exchange, value)
         return self._verdict(exchange, value=value, reason=result.reason)
 
-    def _missing_reason(self, exchange: _Exchange, value: Any) -> Verdict:
+    def _missing_reason(self, exchange: Exchange, value: Any) -> Verdict:
         """A verdict without a stated reason cannot be reviewed: an evaluator error, never a
         verdict.
 
@@ -644,7 +644,7 @@ class LLMJudge:
         self._client_loop = None
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
-        exchange = _Exchange()
+        exchange = Exchange()
         token = _CURRENT.set(exchange)
         try:
             verdict = await self._call(judge_input, ref, exchange)
@@ -655,7 +655,7 @@ class LLMJudge:
     guard_calls: int = 2
     """Upper bound on sequential model calls one score makes (for the guard timeout)."""
 
-    async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: _Exchange) -> Verdict:
+    async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: Exchange) -> Verdict:
         import openai
 
         try:
@@ -712,7 +712,7 @@ class LLMJudge:
         return self._interpret(result, exchange, judge_input, ref)
 
     def _answer_failure(
-        self, exchange: _Exchange, exc: Exception
+        self, exchange: Exchange, exc: Exception
     ) -> tuple[tuple[str, str] | None, str]:
         """What is wrong with the last answer before its content is read: no answer (a judge
         exception), a refusal, or no content. Returns ``(failure, content)``."""
@@ -727,7 +727,7 @@ class LLMJudge:
             return ("unparseable", "the model returned no content"), ""
         return None, content
 
-    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+    def _classify_output_failure(self, exchange: Exchange, exc: Exception) -> tuple[str, str]:
         failure, content = self._answer_failure(exchange, exc)
         if failure is not None:
             return failure
@@ -759,7 +759,7 @@ class LLMJudge:
             )
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 
-    def _usage(self, exchange: _Exchange) -> tuple[int | None, int | None]:
+    def _usage(self, exchange: Exchange) -> tuple[int | None, int | None]:
         usages = [
             r["body"].get("usage")
             for r in exchange.responses
@@ -771,7 +771,7 @@ class LLMJudge:
             int(u.get("completion_tokens") or 0) for u in usages
         )
 
-    def _wire_request(self, exchange: _Exchange) -> Any:
+    def _wire_request(self, exchange: Exchange) -> Any:
         if not exchange.requests:
             return None
         first = exchange.requests[0]
@@ -783,7 +783,7 @@ class LLMJudge:
             else first
         )
 
-    def _verdict(self, exchange: _Exchange, **kw: Any) -> Verdict:
+    def _verdict(self, exchange: Exchange, **kw: Any) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
         if isinstance(kw.get("reason"), str):
             kw["reason"] = redact(kw["reason"], self.secrets())
@@ -796,7 +796,7 @@ class LLMJudge:
 
     def _failed(
         self,
-        exchange: _Exchange,
+        exchange: Exchange,
         kind: str,
         message: str,
         *,

@@ -29,7 +29,7 @@ from .._record import Record
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ._input import JudgeInput
-from ._llm import _CURRENT, LLMJudge, _api_message, _assistant_message, _Exchange, has_reason
+from ._llm import _CURRENT, Exchange, LLMJudge, _api_message, _assistant_message, has_reason
 from ._registry import build_judge
 from ._spec import load_spec
 
@@ -180,7 +180,7 @@ async def aping(spec_path: str | Path) -> PingResult:
                 )
             ],
         )
-    exchange = _Exchange()
+    exchange = Exchange()
     token = _CURRENT.set(exchange)
     result: Any = None
     error: Exception | None = None
@@ -204,7 +204,7 @@ class _Findings:
     """What a ping found so far: every problem and the facts about the answer."""
 
     judge: LLMJudge
-    exchange: _Exchange
+    exchange: Exchange
     url: str | None
     problems: list[Problem] = field(default_factory=list)
     honoured: bool | None = None
@@ -223,7 +223,7 @@ class _Findings:
 
 
 def _assess(
-    judge: LLMJudge, exchange: _Exchange, result: Any, error: Exception | None, latency: float
+    judge: LLMJudge, exchange: Exchange, result: Any, error: Exception | None, latency: float
 ) -> PingResult:
     """The ping's result: what went wrong on the wire, in the answer, and in its usage."""
     import openai

@@ -170,7 +170,7 @@ def _failed(*parts: tuple[str, list[str]]) -> MetricResult | None:
 # ------------------------------------------------------------------------------ version 1
 
 
-def _v1_verdict(response: str, grading_notes: str) -> MetricResult:
+def v1_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
         return _no_notes()
@@ -193,7 +193,7 @@ def _v1_verdict(response: str, grading_notes: str) -> MetricResult:
 def rubric_judge_v1(user_input: str, response: str, grading_notes: str) -> MetricResult:
     """Pass iff every required phrase appears in the response and no prohibited phrase does."""
     del user_input  # the verdict depends on the response and the notes only
-    return _v1_verdict(response, grading_notes)
+    return v1_verdict(response, grading_notes)
 
 
 # ------------------------------------------------------------------------------ version 2
@@ -247,7 +247,7 @@ def _find_claim(sentences: list[list[str]], phrase: str) -> tuple[str | None, st
     return None, denied
 
 
-def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
+def v2_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
         return _no_notes()
@@ -289,7 +289,7 @@ def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
 def rubric_judge_v2(user_input: str, response: str, grading_notes: str) -> MetricResult:
     """Version 1 plus a terminology guide and negation handling for prohibited claims."""
     del user_input  # the verdict depends on the response and the notes only
-    return _v2_verdict(response, grading_notes)
+    return v2_verdict(response, grading_notes)
 
 
 # ------------------------------------------------------------------------ a score-based judge
@@ -443,7 +443,7 @@ def _unaccounted(sentences: list[str], phrases: list[str]) -> list[str]:
     return out
 
 
-def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
+def v3_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
         return _no_notes()
@@ -501,4 +501,4 @@ def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
 def rubric_judge_v3(user_input: str, response: str, grading_notes: str) -> MetricResult:
     """Version 2 hardened by its controls and development review; abstains on unaccounted claims."""
     del user_input  # the verdict depends on the response and the notes only
-    return _v3_verdict(response, grading_notes)
+    return v3_verdict(response, grading_notes)

@@ -88,9 +88,7 @@ from ..policy import (
     decide,
 )
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
-from ..runs import RESULTS_FILE, RunSummary
-from ..runs._engine import WorkItem, run_items
-from ..runs._options import RunOptions
+from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
 from ._evidence import NoisePolicy
 from ._judge import KIND, METRIC

@@ -42,9 +42,7 @@ from typing import Any
 from .._io import sha256_text
 from .._load import Problems
 from ..errors import WorkbenchError
-from ..judges._llm import LLMJudge, _Exchange
-from ..judges._registry import CaseRef, Verdict, make_identity
-from ..judges._spec import CandidateSpec
+from ..judges import CandidateSpec, CaseRef, Exchange, LLMJudge, Verdict, make_identity
 from ._pairs import NoiseInput
 
 KIND = "ragas-noise"
@@ -83,7 +81,7 @@ def metric_source_sha256() -> str:
         OSError,
         TypeError,
     ):  # no sources installed: the Ragas version (in the identity) must do
-        from ..judges._registry import ragas_version
+        from ..judges import ragas_version
 
         parts = [METRIC, ragas_version()]
     return sha256_text("\n".join(parts))
@@ -230,7 +228,7 @@ class NoiseJudge(LLMJudge):
         return scored()
 
     def _interpret(
-        self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None
+        self, result: Any, exchange: Exchange, judge_input: Any, ref: CaseRef | None
     ) -> Verdict:
         value = result.result.value
         try:
@@ -253,7 +251,7 @@ class NoiseJudge(LLMJudge):
             exchange, value=None, score=score, reason=explain(result.metric, judge_input.mode)
         )
 
-    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+    def _classify_output_failure(self, exchange: Exchange, exc: Exception) -> tuple[str, str]:
         if isinstance(exc, UnusableAnswer):
             return "unparseable", str(exc)
         names = {c.__name__ for c in type(exc).__mro__}

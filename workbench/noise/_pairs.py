@@ -1383,7 +1383,7 @@ def _check_sentinels(
 def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, Contexts]) -> None:
     """As for gold: a source family never straddles partitions, nor does a question or an evidence
     passage (after normalizing Unicode, case and whitespace)."""
-    from ..gold._dataset import normalize_text
+    from ..gold import normalize_text
 
     families: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     texts: dict[str, dict[str, list[_Seen]]] = {

@@ -127,7 +127,7 @@ _WORD = re.compile(r"[a-z0-9$]+")
 
 
 def _norm(text: str) -> str:
-    from ..gold._dataset import normalize_text
+    from ..gold import normalize_text
 
     return normalize_text(text).rstrip(".!? ")
 

@@ -335,8 +335,7 @@ def _label(report: NoiseReport) -> str:
 def noise_html(report: NoiseReport) -> str:
     """A locked noise run's ``report.html``: the one report renderer
     (:func:`workbench.reports.render_document`) over the sections noise contributes."""
-    from ..reports._present import outcome_section
-    from ..reports._render import Section, render_document, table_section
+    from ..reports import Section, outcome_section, render_document, table_section
 
     facts = [
         ("judge", _label(report)),

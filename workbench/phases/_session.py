@@ -232,7 +232,7 @@ def serve_demo_llm(
     this call. Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set. Returns the running
     :class:`~workbench.testing.FakeLLM` (``.port``, ``.base_url``, ``.stop()``).
     """
-    from ..demo._serve import serve_scripted
+    from ..demo import serve_scripted
     from ..demo.fake_llm import respond
 
     return serve_scripted(respond, env=env, port=port, latency_s=latency_s, what="the demo LLM")

@@ -59,8 +59,7 @@ from ._judges import PresentedCandidate, RankingInput
 
 if TYPE_CHECKING:  # the run engine loads only when a battery runs (importing ranking stays light)
     from ..judges import Judge
-    from ..runs import RunSummary
-    from ..runs._engine import WorkItem
+    from ..runs import RunSummary, WorkItem
 
 PARTITION = "ranking"
 """The partition label ranking runs record."""
@@ -121,7 +120,7 @@ def _item(
     repetition: int,
     rotation: int | None = None,
 ) -> WorkItem:
-    from ..runs._engine import WorkItem
+    from ..runs import WorkItem
 
     presented = [fixture.candidates[i] for i in order]
     labels = NEUTRAL_LABELS[: len(presented)]
@@ -220,8 +219,7 @@ async def run_ranking(
     spec file, recorded in ``battery.json`` for the reproduction command. ``items``: run these
     planned items instead of the whole battery (a replay).
     """
-    from ..runs._engine import run_items
-    from ..runs._options import RunOptions
+    from ..runs import RunOptions, run_items
 
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     fixture_set = as_fixture_set(fixtures)
@@ -264,7 +262,7 @@ async def run_ranking(
         dataset_sha256=fixture_set.dataset_sha256,
     )
     if cache_dir is not False:
-        from ..runs._cache import default_cache_dir
+        from ..runs import default_cache_dir
 
         cache_root = Path(cache_dir) if cache_dir else default_cache_dir()
         register_run(cache_root, summary.run_id, out)

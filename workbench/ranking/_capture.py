@@ -606,9 +606,7 @@ def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
 def ranking_html(report: Any) -> str:
     """A locked ranking run's ``report.html``: the one report renderer
     (:func:`workbench.reports.render_document`) over the sections ranking contributes."""
-    from ..reports._format import rate_text
-    from ..reports._present import outcome_section
-    from ..reports._render import Section, render_document, table_section
+    from ..reports import Section, outcome_section, rate_text, render_document, table_section
 
     gate = report.gate
     outcome = gate.outcome if gate else "unknown"

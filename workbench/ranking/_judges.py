@@ -31,10 +31,16 @@ from .._docs import add_field_docs
 from .._io import sha256_text
 from .._load import Problems
 from ..errors import WorkbenchError
-from ..judges._function import import_metric
-from ..judges._llm import LLMJudge, _Exchange, has_reason
-from ..judges._registry import CaseRef, Verdict, make_identity
-from ..judges._spec import CandidateSpec
+from ..judges import (
+    CandidateSpec,
+    CaseRef,
+    Exchange,
+    LLMJudge,
+    Verdict,
+    has_reason,
+    import_metric,
+    make_identity,
+)
 from ._fixtures import NEUTRAL_LABELS, check_permutation
 
 RANKING_PLACEHOLDERS = frozenset({"user_input", "context", "candidates"})
@@ -255,7 +261,7 @@ class LLMRankingJudge(LLMJudge):
         return self._ascore(llm, self._metric_for(len(judge_input.candidates)), judge_input)
 
     def _interpret(
-        self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None
+        self, result: Any, exchange: Exchange, judge_input: Any, ref: CaseRef | None
     ) -> Verdict:
         order, winner, problem = interpret_ranking(result.value, judge_input, ref)
         if problem is not None:
@@ -265,7 +271,7 @@ class LLMRankingJudge(LLMJudge):
             return dataclasses.replace(self._missing_reason(exchange, winner), order=order)
         return self._verdict(exchange, value=winner, reason=result.reason, order=order)
 
-    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+    def _classify_output_failure(self, exchange: Exchange, exc: Exception) -> tuple[str, str]:
         try:
             body = exchange.responses[-1]["body"]  # IndexError: no response at all
             parsed = json.loads(body["choices"][0]["message"]["content"])
@@ -281,7 +287,7 @@ class LLMRankingJudge(LLMJudge):
 
     def _failed(
         self,
-        exchange: _Exchange,
+        exchange: Exchange,
         kind: str,
         message: str,
         *,
