@@ -32,6 +32,7 @@ from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeR
 from ._migrate import (
     MigrationRefused,
     PartitionOf,
+    _case_id,
     gold_partitions,
     migrate_record,
     old_version_problem,
@@ -320,14 +321,6 @@ def migration_note(lines: list[ResultLine]) -> str | None:
         f"{len(migrated)} of {len(lines)} result(s) were written under schema_version"
         f" {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled:"
         f" {what}"
-    )
-
-
-def _case_id(raw: Any) -> str | None:
-    return (
-        raw.get("case_id")
-        if isinstance(raw, dict) and isinstance(raw.get("case_id"), str)
-        else None
     )
 
 
