@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,7 +110,15 @@ def scan_results(
     for number, text in lines:
         while not_utf8:
             yield _not_utf8(reader.loc, not_utf8.pop(0))
-        yield from reader.read(number, text)
+        where = f"{reader.loc}:{number}"
+        parsed = _parse(text, where)
+        if not isinstance(parsed, JudgeResult):  # problems, or an older record
+            parsed = reader.older(number, parsed, where) if isinstance(parsed, dict) else parsed
+            if not isinstance(parsed, JudgeResult):
+                yield from parsed
+                continue
+        problem = reader.contract_problem(parsed, where)
+        yield ResultLine(number, parsed) if problem is None else problem
     for number in not_utf8:
         yield _not_utf8(reader.loc, number)
     for version, numbers in sorted(reader.old.items()):
@@ -127,8 +135,8 @@ def _not_utf8(loc: str, number: int) -> Problem:
 
 
 class _LineReader:
-    """One results file, line by line: parse, migrate older records (or set them aside for one
-    ``schema_version_old`` problem), then check what the schema cannot."""
+    """What reading one results file keeps from line to line: older records migrated (or set
+    aside for one ``schema_version_old`` problem), judge identities already checked."""
 
     def __init__(
         self, path: Path, *, verify_requests: bool, migrate: bool, gold: GoldDataset | None
@@ -145,18 +153,7 @@ class _LineReader:
         if migrate and gold is not None:
             self.partition_of, self.source = gold_partitions(gold)
 
-    def read(self, number: int, text: str) -> Sequence[ResultLine | Problem]:
-        """The line's result, or its problems (none for an older record set aside)."""
-        where = f"{self.loc}:{number}"
-        parsed = _parse(text, where)
-        if isinstance(parsed, dict):
-            parsed = self._older(number, parsed, where)
-        if not isinstance(parsed, JudgeResult):
-            return parsed
-        problem = self._contract_problem(parsed, where)
-        return (ResultLine(number, parsed),) if problem is None else (problem,)
-
-    def _older(self, number: int, raw: dict[str, Any], where: str) -> JudgeResult | list[Problem]:
+    def older(self, number: int, raw: dict[str, Any], where: str) -> JudgeResult | list[Problem]:
         """An older record: migrated with ``migrate``, else set aside."""
         version = record_version(raw) or 1
         if not self.migrate:
@@ -181,7 +178,7 @@ class _LineReader:
         except ValidationError as exc:
             return _translate(exc, where, raw)
 
-    def _contract_problem(self, result: JudgeResult, where: str) -> Problem | None:
+    def contract_problem(self, result: JudgeResult, where: str) -> Problem | None:
         """The fingerprint is the judge identity's (checked once per identity), the inline
         request matches its hash (``verify_requests``), the error kind is known."""
         known = self.verified.get(result.judge_fingerprint)
