@@ -254,6 +254,65 @@ def test_each_broken_contract_is_reported_and_exits_2(
     assert junit_cases(assert_junit_shape(c_xml.read_text(encoding="utf-8")))[check_id] == "failure"
 
 
+def test_each_policy_contract_is_its_own_problem(tmp_path: Path) -> None:
+    """Policies that name a rubric no gold uses, a suite of another rubric or without a
+    blocking role, and fixtures that are not frozen: each check lists exactly its problems."""
+    project = copy_project(tmp_path / "p")
+    data = project / "data"
+    (data / "ranking" / "releases.jsonl").unlink()
+    for name in ("support-release@1.yaml", "support-release@2.yaml"):
+        path = data / "policies" / name
+        text = path.read_text(encoding="utf-8")
+        old, new = (
+            "rubric_version: support-policy-2026.09",
+            "rubric_version: support-policy-2025.01",
+        )
+        path.write_text(text.replace(old, new), encoding="utf-8")
+    suite = yaml.safe_load((data / "controls" / "support-controls@1.yaml").read_text("utf-8"))
+    suite["name"] = "mini-controls"
+    suite["controls"] = [c for c in suite["controls"] if c["role"] == "positive"]
+    (data / "extra").mkdir()
+    (data / "extra" / "mini-controls@1.yaml").write_text(yaml.safe_dump(suite), "utf-8")
+    path = data / "policies" / "support-release@3.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace("../controls/support-controls@1.yaml", "../extra/mini-controls@1.yaml"),
+        "utf-8",
+    )
+    report = run_contracts(project, out=tmp_path / "run")
+    found = {
+        c.check_id.rpartition("/")[2]: [line.partition(": error: ")[2] for line in c.details]
+        for c in report.checks
+        if c.group == "policies"
+    }
+    fixtures = (
+        "the policy requires frozen fixtures and support-ranking@1 (the current version) is not"
+        " frozen [policy_fixtures_not_frozen] Fix: freeze it: `workbench freeze"
+        f" {data / 'ranking' / 'support-ranking@1.yaml'} --approver NAME`"
+    )
+    unknown = (
+        "no valid gold dataset of the project uses rubric 'support-policy-2025.01'"
+        " [policy_rubric_unknown] Fix: write the policy for a rubric the project has (a new"
+        " version), or add that gold"
+    )
+    assert found == {
+        "support-ranking-release@1.yaml": [fixtures],
+        "support-ranking-rollout@1.yaml": [fixtures],
+        "support-release@1.yaml": [unknown],
+        "support-release@2.yaml": [
+            unknown,
+            "the control suite support-controls@1 follows rubric support-policy-2026.09, the"
+            " policy rubric support-policy-2025.01 [controls_rubric_mismatch] Fix: name a suite"
+            " written for the policy's rubric",
+        ],
+        "support-release@3.yaml": [
+            "blocking roles ['negative', 'adversarial'] have no control in mini-controls@1:"
+            " certification would stop there as incomplete [controls_role_missing] Fix: add"
+            " controls of those roles to a new suite version, or review the blocking roles"
+        ],
+    }
+
+
 def test_an_empty_or_mistyped_project_never_passes(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -261,29 +261,61 @@ def test_repeatability_blockers(gold: Path, flaky: Path, tmp_path: Path) -> None
     assert [b.code for b in repeatability_blockers(policy(), study)] == [
         "boundary_crossing_critical"
     ]
-    codes = {
-        b.code
-        for b in repeatability_blockers(
-            policy(billing=0.9),
-            study.model_copy(
-                update={
-                    "partition": "development",
-                    "repeats": 2,
-                    "status": "incomplete",
-                    "incomplete_reasons": ["x"],
-                }
-            ),
-            fingerprint="f" * 64,
-            dataset_sha256="d" * 64,
-        )
-    }
-    assert {
-        "repeatability_wrong_partition",
-        "repeatability_too_few_repeats",
-        "repeatability_incomplete",
-        "repeatability_study_other_candidate",
-        "repeatability_study_other_gold",
-    } <= codes
+    mismatched = repeatability_blockers(
+        policy(billing=0.9),
+        study.model_copy(
+            update={
+                "partition": "development",
+                "repeats": 2,
+                "status": "incomplete",
+                "incomplete_reasons": ["x"],
+            }
+        ),
+        fingerprint="f" * 64,
+        dataset_sha256="d" * 64,
+    )
+    sid = study.study_id
+    fix = (
+        "run `workbench repeatability --candidate SPEC --gold GOLD --partition calibration"
+        " --repeats 3`"
+    )
+    assert [(b.code, b.category, b.evidence, b.message) for b in mismatched[:5]] == [
+        (
+            "repeatability_study_other_candidate",
+            "incomplete",
+            {"study": sid},
+            f"the repeatability study is of {study.candidate} ({fp[:12]}), not the candidate"
+            f" certified ({'f' * 12}): {fix}",
+        ),
+        (
+            "repeatability_study_other_gold",
+            "incomplete",
+            {"study": sid},
+            f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not"
+            f" {'d' * 12}: {fix}",
+        ),
+        (
+            "repeatability_wrong_partition",
+            "incomplete",
+            {"study": sid, "partition": "development"},
+            "the repeatability study is on development; certification wants it on calibration:"
+            f" {fix}",
+        ),
+        (
+            "repeatability_too_few_repeats",
+            "incomplete",
+            {"study": sid, "repeats": 2, "min_repeats": 3},
+            f"the repeatability study has K=2 repeats; certification wants K >= 3: {fix}",
+        ),
+        (
+            "repeatability_incomplete",
+            "incomplete",
+            {"study": sid},
+            "the repeatability study is incomplete: x",
+        ),
+    ]
+    # billing's rate (0.5) is within 0.9: no flip-rate blocker, the crossing stays
+    assert [b.code for b in mismatched[5:]] == ["boundary_crossing_critical"]
     (unmeasured,) = [
         b
         for b in repeatability_blockers(policy(empty=0.2), study)

@@ -156,7 +156,7 @@ def parse_yaml_text(
 # -- 3. line numbers --------------------------------------------------------------------------
 
 
-def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Path_, int]:  # noqa: C901
+def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Path_, int]:
     """The 1-based line of every mapping key and sequence item, by its path in the document.
 
     A key's line is the line of the key itself; an item's line is where the item starts.
@@ -165,13 +165,7 @@ def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Pa
     scalars, and a node reached a second time through an alias, are not descended into: an
     alias bomb costs one visit per node, and the alias's own line stands for its content.
     """
-    if source is None or isinstance(source, yaml.Node):
-        node = source
-    else:
-        try:
-            node = yaml.compose(source, Loader=SAFE_LOADER)
-        except (yaml.YAMLError, RecursionError):
-            return {}
+    node = _composed(source)
     lines: dict[Path_, int] = {}
     if node is None:
         return lines
@@ -181,21 +175,37 @@ def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Pa
     stack: list[tuple[yaml.Node, Path_]] = [(node, ())]
     while stack:
         current, path = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        children: list[tuple[yaml.Node, Path_]] = []
-        if isinstance(current, yaml.MappingNode):
-            for key, value in current.value:
-                if isinstance(key, yaml.ScalarNode):
-                    lines.setdefault((*path, key.value), key.start_mark.line + 1)
-                    children.append((value, (*path, key.value)))
-        elif isinstance(current, yaml.SequenceNode):
-            for i, item in enumerate(current.value):
-                lines[(*path, i)] = item.start_mark.line + 1
-                children.append((item, (*path, i)))
-        stack.extend(reversed(children))  # depth first, in document order
+        if id(current) not in seen:
+            seen.add(id(current))
+            stack.extend(reversed(_children(current, path, lines)))  # depth first, in order
     return lines
+
+
+def _composed(source: str | yaml.Node | None) -> yaml.Node | None:
+    """The document's node tree (None when it is empty or does not parse)."""
+    if source is None or isinstance(source, yaml.Node):
+        return source
+    try:
+        return yaml.compose(source, Loader=SAFE_LOADER)
+    except (yaml.YAMLError, RecursionError):
+        return None
+
+
+def _children(
+    node: yaml.Node, path: Path_, lines: dict[Path_, int]
+) -> list[tuple[yaml.Node, Path_]]:
+    """The nodes under ``node`` with their paths, each path's line recorded in ``lines``."""
+    children: list[tuple[yaml.Node, Path_]] = []
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                lines.setdefault((*path, key.value), key.start_mark.line + 1)
+                children.append((value, (*path, key.value)))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[(*path, i)] = item.start_mark.line + 1
+            children.append((item, (*path, i)))
+    return children
 
 
 class Lines:

@@ -132,7 +132,7 @@ def _url_problem(value: str) -> str | None:
     return None
 
 
-def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:  # noqa: C901
+def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:
     """``(field, what)`` for every secret-looking value in a spec-like mapping.
 
     Refused: a non-empty value under a credential-only name (``Authorization``, ``api-key``,
@@ -141,38 +141,39 @@ def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:  # noqa: C9
     credential-like query parameter.
     """
     found: list[tuple[str, str]] = []
-
-    def walk(value: Any, where: str, name: str) -> None:  # noqa: C901
-        if isinstance(value, dict):
-            for k, v in value.items():
-                key = str(k)
-                walk(v, f"{where}.{key}" if where else key, key)
-            return
-        if isinstance(value, list | tuple):
-            for i, v in enumerate(value):
-                walk(v, f"{where}[{i}]", name)
-            return
-        normalized = name.replace("_", "-")
-        if _SECRET_FIELD.match(normalized) and value not in (None, "", False):
-            found.append((where, f"a value under the credential field name {name!r}"))
-            return
-        if not isinstance(value, str):
-            return
-        if (
-            _KEYISH_FIELD.search(name)
-            and not normalized.endswith("-env")
-            and _KEY_SHAPED.match(value.strip())
-        ):
-            found.append((where, "a key-shaped value"))
-            return
-        url = _url_problem(value)
-        if url is not None:
-            found.append((where, url))
-            return
-        for pattern, what in _CREDENTIAL_IN_TEXT:
-            if pattern.search(value):
-                found.append((where, what))
-                return
-
-    walk(obj, path, path.rsplit(".", 1)[-1])
+    _walk(obj, path, path.rsplit(".", 1)[-1], found)
     return found
+
+
+def _walk(value: Any, where: str, name: str, found: list[tuple[str, str]]) -> None:
+    """Every leaf of mappings and lists, with its dotted path and the name it is under."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = str(k)
+            _walk(v, f"{where}.{key}" if where else key, key, found)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _walk(v, f"{where}[{i}]", name, found)
+    else:
+        what = _secret_in(value, name)
+        if what is not None:
+            found.append((where, what))
+
+
+def _secret_in(value: Any, name: str) -> str | None:
+    """What makes one value under ``name`` look like a secret, or None."""
+    normalized = name.replace("_", "-")
+    if _SECRET_FIELD.match(normalized) and value not in (None, "", False):
+        return f"a value under the credential field name {name!r}"
+    if not isinstance(value, str):
+        return None
+    if (
+        _KEYISH_FIELD.search(name)
+        and not normalized.endswith("-env")
+        and _KEY_SHAPED.match(value.strip())
+    ):
+        return "a key-shaped value"
+    url = _url_problem(value)
+    if url is not None:
+        return url
+    return next((what for pattern, what in _CREDENTIAL_IN_TEXT if pattern.search(value)), None)

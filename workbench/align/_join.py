@@ -26,11 +26,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldDataset, Partition, partition_name
 from ..results import GoldCheckFixes, JudgeIdentity, ResultLine, check_against_gold
 
 if TYPE_CHECKING:
+    from ..gold import GoldCase
+    from ..results import JudgeResult
     from ._lineage import Lineage
 
 Outcome = Literal["verdict", "error", "missing"]
@@ -168,7 +170,7 @@ class _Attempt:
     error_message: str | None
 
 
-def join_results(  # noqa: C901, PLR0915
+def join_results(
     dataset: GoldDataset,
     results: Iterable[ResultLine | Problem],
     *,
@@ -184,101 +186,138 @@ def join_results(  # noqa: C901, PLR0915
     ``sampled_out``: case ids a declared plan left out (already verified); those without a
     result leave the scope.
     """
-    rubric = dataset.rubric
-    vocab = set(rubric.labels)
     scope = partition_name(partition) if partition is not None else None
-    records_by_id = {r.case_id: r for r in dataset.records}
-    problems: list[Problem] = []
-    final: dict[str, _Attempt] = {}
-    attempts: Counter[str] = Counter()
-    seen_attempt: dict[tuple[str, int, int], int] = {}
-    # (case_id, repeat) -> (attempt, line) of the earliest verdict and of the latest attempt
-    first_verdict: dict[tuple[str, int], tuple[int, int]] = {}
-    last_attempt: dict[tuple[str, int], tuple[int, int]] = {}
-    fingerprints: Counter[str] = Counter()
-    identity_of: dict[str, JudgeIdentity] = {}
-    first_line_of_fp: dict[str, int] = {}
-    excluded = other_repeats = superseded = read = 0
-    usage: dict[str, list[float]] = {}
-
+    fold = _Fold(dataset, scope, repeat, location)
+    add = fold.add
     for item in results:
+        add(item)
+    problems = [*fold.problems, *fold.attempts_after_verdicts(), *fold.mixed_judges()]
+    if problems:
+        raise WorkbenchError(f"{location}: refusing to align: {len(problems)} problem(s)", problems)
+    joined, left_out = fold.joined(sampled_out)
+    fp = next(iter(fold.fingerprints), None)
+    return Join(
+        dataset=dataset,
+        partition=scope,
+        repeat=repeat,
+        judge=fold.identity_of.get(fp) if fp else None,
+        judge_fingerprint=fp,
+        cases=tuple(joined),
+        excluded_other_partition=fold.excluded,
+        other_repeats=fold.other_repeats,
+        superseded_attempts=fold.superseded,
+        results_read=fold.read,
+        sampled_out=tuple(left_out),
+        usage={
+            k: (int(v[0]), float(v[1]), int(v[2]), int(v[3]), int(v[4]))
+            for k, v in fold.usage.items()
+        },
+    )
+
+
+class _Fold:
+    """Results folded one at a time into what the join needs: the final attempt of each case
+    in scope, the counts, and every refusal."""
+
+    def __init__(self, dataset: GoldDataset, scope: str | None, repeat: int, location: str):
+        self.dataset = dataset
+        self.scope = scope
+        self.repeat = repeat
+        self.location = location
+        self.vocab = set(dataset.rubric.labels)
+        self.records_by_id = {r.case_id: r for r in dataset.records}
+        self.problems: list[Problem] = []
+        self.final: dict[str, _Attempt] = {}
+        self.attempts: Counter[str] = Counter()
+        self.seen_attempt: dict[tuple[str, int, int], int] = {}
+        # (case_id, repeat) -> (attempt, line) of the earliest verdict and of the latest attempt
+        self.first_verdict: dict[tuple[str, int], tuple[int, int]] = {}
+        self.last_attempt: dict[tuple[str, int], tuple[int, int]] = {}
+        self.fingerprints: Counter[str] = Counter()
+        self.identity_of: dict[str, JudgeIdentity] = {}
+        self.first_line_of_fp: dict[str, int] = {}
+        self.excluded = self.other_repeats = self.superseded = self.read = 0
+        self.usage: dict[str, list[float]] = {}
+
+    def add(self, item: ResultLine | Problem) -> None:
+        """One result (or a bad line's problem): refused, out of scope, or counted."""
         if isinstance(item, Problem):
-            problems.append(item)
-            continue
-        read += 1
+            self.problems.append(item)
+            return
+        self.read += 1
         r = item.result
-        where = f"{item.source or location}:{item.line}"
-        fingerprints[r.judge_fingerprint] += 1
-        identity_of.setdefault(r.judge_fingerprint, r.judge)
-        first_line_of_fp.setdefault(r.judge_fingerprint, item.line)
-        gold = records_by_id.get(r.case_id)
-        mismatch = check_against_gold(r, gold, dataset, where, _ALIGN_FIXES)
-        if mismatch is not None or gold is None:  # an unknown case is always a mismatch
-            problems.extend([mismatch] if mismatch is not None else [])
-            continue
+        fp = r.judge_fingerprint
+        self.fingerprints[fp] += 1
+        if fp not in self.identity_of:
+            self.identity_of[fp] = r.judge
+            self.first_line_of_fp[fp] = item.line
+        gold = self.records_by_id.get(r.case_id)
+        refused = self._refusal(item, gold)
+        if refused is not None:
+            self.problems.append(refused)
+            return
+        assert gold is not None  # an unknown case is always refused
+        self._track_attempts(r, item.line)
+        if self.scope is not None and gold.partition.value != self.scope:
+            self.excluded += 1
+        elif r.repeat != self.repeat:
+            self.other_repeats += 1
+        else:
+            self._count(r, item.line)
+
+    def _refusal(self, item: ResultLine, gold: GoldCase | None) -> Problem | None:
+        """Why the result cannot be joined: it is not this gold's, has no verdict to compare,
+        a label outside the rubric, or is a second result for its case, repeat and attempt."""
+        r = item.result
+        where = f"{item.source or self.location}:{item.line}"
+        mismatch = check_against_gold(r, gold, self.dataset, where, _ALIGN_FIXES)
+        if mismatch is not None:
+            return mismatch
         if r.value is None and r.error is None:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="score_only_result",
-                    message="a score without a verdict cannot be compared with adjudicated labels",
-                    fix=(
-                        "align label verdicts only; analyse score metrics (e.g. noise sensitivity)"
-                        " with their own report"
-                    ),
-                )
+            message = "a score without a verdict cannot be compared with adjudicated labels"
+            fix = (
+                "align label verdicts only; analyse score metrics (e.g. noise sensitivity) with"
+                " their own report"
             )
-            continue
-        if r.value is not None and r.value not in vocab:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="unknown_judge_label",
-                    message=f"verdict {r.value!r} is not in the rubric's vocabulary",
-                    fix="map the judge's labels to "
-                    + ", ".join(rubric.labels)
-                    + " with a reviewed mapping, or record the attempt as an invalid_label error",
-                )
+            return problem(where, "score_only_result", message, fix, r.case_id)
+        if r.value is not None and r.value not in self.vocab:
+            message = f"verdict {r.value!r} is not in the rubric's vocabulary"
+            fix = (
+                f"map the judge's labels to {', '.join(self.dataset.rubric.labels)} with a"
+                " reviewed mapping, or record the attempt as an invalid_label error"
             )
-            continue
+            return problem(where, "unknown_judge_label", message, fix, r.case_id)
         # Duplicates are checked before the partition and repeat filters: a concatenated or
         # re-imported file is refused whichever slice of it is being analysed.
         key = (r.case_id, r.repeat, r.attempt)
-        if key in seen_attempt:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="duplicate_result",
-                    message=(
-                        f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
-                        f" {seen_attempt[key]})"
-                    ),
-                    fix=(
-                        "results files must not be concatenated or re-imported; keep one result per"
-                        " case, repeat and attempt"
-                    ),
-                )
+        if key in self.seen_attempt:
+            message = (
+                f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
+                f" {self.seen_attempt[key]})"
             )
-            continue
-        seen_attempt[key] = item.line
+            fix = (
+                "results files must not be concatenated or re-imported; keep one result per case,"
+                " repeat and attempt"
+            )
+            return problem(where, "duplicate_result", message, fix, r.case_id)
+        self.seen_attempt[key] = item.line
+        return None
+
+    def _track_attempts(self, r: JudgeResult, line: int) -> None:
+        """The earliest verdict and the latest attempt of the case and repeat (a later attempt
+        after a verdict is refused, whatever the scope)."""
         unit = (r.case_id, r.repeat)
-        if r.value is not None and (
-            unit not in first_verdict or r.attempt < first_verdict[unit][0]
-        ):
-            first_verdict[unit] = (r.attempt, item.line)
-        if unit not in last_attempt or r.attempt > last_attempt[unit][0]:
-            last_attempt[unit] = (r.attempt, item.line)
-        if scope is not None and gold.partition.value != scope:
-            excluded += 1
-            continue
-        if r.repeat != repeat:
-            other_repeats += 1
-            continue
-        attempts[r.case_id] += 1
-        spent = usage.setdefault(r.case_id, [0, 0.0, 0, 0, 0])
+        verdict = self.first_verdict.get(unit)
+        if r.value is not None and (verdict is None or r.attempt < verdict[0]):
+            self.first_verdict[unit] = (r.attempt, line)
+        latest = self.last_attempt.get(unit)
+        if latest is None or r.attempt > latest[0]:
+            self.last_attempt[unit] = (r.attempt, line)
+
+    def _count(self, r: JudgeResult, line: int) -> None:
+        """A result in scope: its usage, and whether it is the case's latest attempt so far."""
+        self.attempts[r.case_id] += 1
+        spent = self.usage.setdefault(r.case_id, [0, 0.0, 0, 0, 0])
         if r.cached_from_run_id:
             spent[4] += 1
         else:
@@ -286,134 +325,78 @@ def join_results(  # noqa: C901, PLR0915
             spent[1] += float(r.cost_usd or 0.0)
             spent[2] += int(r.tokens_in or 0)
             spent[3] += int(r.tokens_out or 0)
-        current = final.get(r.case_id)
-        if current is None or r.attempt > current.attempt:
-            if current is not None:
-                superseded += 1
-            err = r.error
-            final[r.case_id] = _Attempt(
-                r.attempt,
-                item.line,
-                r.value,
-                r.reason,
-                err.kind if err else None,
-                err.message if err else None,
-            )
-        else:
-            superseded += 1
+        current = self.final.get(r.case_id)
+        if current is not None:
+            self.superseded += 1
+            if r.attempt <= current.attempt:
+                return
+        err = r.error
+        self.final[r.case_id] = _Attempt(
+            r.attempt,
+            line,
+            r.value,
+            r.reason,
+            err.kind if err else None,
+            err.message if err else None,
+        )
 
-    for unit, (verdict_attempt, verdict_line) in first_verdict.items():
-        later_attempt, later_line = last_attempt[unit]
-        if later_attempt > verdict_attempt:
-            problems.append(
-                Problem(
-                    location=f"{location}:{later_line}",
-                    case_id=unit[0],
-                    code="attempt_after_verdict",
-                    message=(
-                        f"attempt {later_attempt} of repeat {unit[1]} comes after the verdict of"
-                        f" attempt {verdict_attempt} (line {verdict_line}); a verdict is final and"
-                        " is never replaced"
-                    ),
-                    fix=(
-                        "results must not be edited, merged or re-run into one file; keep the"
-                        " attempts of one run, or re-run the judge into a fresh --out"
-                    ),
+    def attempts_after_verdicts(self) -> list[Problem]:
+        """An attempt after a verdict for the same case and repeat: a verdict is final."""
+        out: list[Problem] = []
+        fix = (
+            "results must not be edited, merged or re-run into one file; keep the attempts of one"
+            " run, or re-run the judge into a fresh --out"
+        )
+        for unit, (verdict_attempt, verdict_line) in self.first_verdict.items():
+            later_attempt, later_line = self.last_attempt[unit]
+            if later_attempt > verdict_attempt:
+                message = (
+                    f"attempt {later_attempt} of repeat {unit[1]} comes after the verdict of"
+                    f" attempt {verdict_attempt} (line {verdict_line}); a verdict is final and is"
+                    " never replaced"
                 )
-            )
-    if len(fingerprints) > 1:
+                at = f"{self.location}:{later_line}"
+                out.append(problem(at, "attempt_after_verdict", message, fix, unit[0]))
+        return out
+
+    def mixed_judges(self) -> list[Problem]:
+        """Results from more than one judge fingerprint."""
+        if len(self.fingerprints) <= 1:
+            return []
         listing = "; ".join(
-            f"{fp[:12]} ({identity_of[fp].name}@{identity_of[fp].version}, {count} results, first"
-            f" on line {first_line_of_fp[fp]})"
-            for fp, count in fingerprints.most_common()
+            f"{fp[:12]} ({self.identity_of[fp].name}@{self.identity_of[fp].version}, {count}"
+            f" results, first on line {self.first_line_of_fp[fp]})"
+            for fp, count in self.fingerprints.most_common()
         )
-        problems.append(
-            Problem(
-                location=location,
-                code="mixed_judges",
-                message=f"results from {len(fingerprints)} judge fingerprints: {listing}",
-                fix="align one judge at a time; split the file by judge_fingerprint",
-            )
-        )
-    if problems:
-        raise WorkbenchError(f"{location}: refusing to align: {len(problems)} problem(s)", problems)
+        message = f"results from {len(self.fingerprints)} judge fingerprints: {listing}"
+        fix = "align one judge at a time; split the file by judge_fingerprint"
+        return [problem(self.location, "mixed_judges", message, fix)]
 
-    joined: list[JoinedCase] = []
-    left_out: list[str] = []
-    for case in dataset.partition(scope):
-        human = case.gold_label
-        assert human is not None  # validated datasets always carry an adjudication
-        a = final.get(case.case_id)
-        if a is None and case.case_id in sampled_out:
-            left_out.append(case.case_id)
-            continue
-        if a is None:
+    def joined(self, sampled_out: Collection[str]) -> tuple[list[JoinedCase], list[str]]:
+        """Every active case of the scope with its final attempt (missing when it has none),
+        and the cases a declared plan left out without a result."""
+        joined: list[JoinedCase] = []
+        left_out: list[str] = []
+        view = self.dataset.rubric.pass_fail
+        for case in self.dataset.partition(self.scope):
+            human = case.gold_label
+            assert human is not None  # validated datasets always carry an adjudication
+            a = self.final.get(case.case_id)
+            if a is None and case.case_id in sampled_out:
+                left_out.append(case.case_id)
+                continue
+            head = (case.case_id, case.slice, case.partition.value, tuple(case.tags), human)
+            if a is None:
+                joined.append(JoinedCase(*head, "missing", None, "missing", None, None, 0, None))
+                continue
+            n = self.attempts[case.case_id]
+            if a.error_kind is not None:
+                kind, message = a.error_kind, a.error_message
+                joined.append(JoinedCase(*head, "error", None, "error", kind, message, n, a.line))
+                continue
+            assert a.value is not None
+            error_class = classify(human, a.value, view=view)
             joined.append(
-                JoinedCase(
-                    case.case_id,
-                    case.slice,
-                    case.partition.value,
-                    tuple(case.tags),
-                    human,
-                    "missing",
-                    None,
-                    "missing",
-                    None,
-                    None,
-                    0,
-                    None,
-                )
+                JoinedCase(*head, "verdict", a.value, error_class, None, a.reason, n, a.line)
             )
-            continue
-        if a.error_kind is not None:
-            joined.append(
-                JoinedCase(
-                    case.case_id,
-                    case.slice,
-                    case.partition.value,
-                    tuple(case.tags),
-                    human,
-                    "error",
-                    None,
-                    "error",
-                    a.error_kind,
-                    a.error_message,
-                    attempts[case.case_id],
-                    a.line,
-                )
-            )
-            continue
-        assert a.value is not None
-        joined.append(
-            JoinedCase(
-                case.case_id,
-                case.slice,
-                case.partition.value,
-                tuple(case.tags),
-                human,
-                "verdict",
-                a.value,
-                classify(human, a.value, view=rubric.pass_fail),
-                None,
-                a.reason,
-                attempts[case.case_id],
-                a.line,
-            )
-        )
-    fp = next(iter(fingerprints), None)
-    return Join(
-        dataset=dataset,
-        partition=scope,
-        repeat=repeat,
-        judge=identity_of.get(fp) if fp else None,
-        judge_fingerprint=fp,
-        cases=tuple(joined),
-        excluded_other_partition=excluded,
-        other_repeats=other_repeats,
-        superseded_attempts=superseded,
-        results_read=read,
-        sampled_out=tuple(left_out),
-        usage={
-            k: (int(v[0]), float(v[1]), int(v[2]), int(v[3]), int(v[4])) for k, v in usage.items()
-        },
-    )
+        return joined, left_out

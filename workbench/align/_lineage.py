@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError
 from .._io import JSONRecordError, read_json_file
 from .._record import Record as _Model
 from ..approval import changed_fields, describe
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes
 from ..results import ResultLine, scan_results
 from ._join import Join, join_results
@@ -186,7 +186,7 @@ def resolve_partition(
     return (found, "run_manifest") if found is not None else (None, "all")
 
 
-def check_lineage(  # noqa: C901, PLR0915
+def check_lineage(
     dataset: GoldDataset,
     *,
     lineages: Counter[tuple[str | None, str | None]] | dict[tuple[str | None, str | None], int],
@@ -201,7 +201,8 @@ def check_lineage(  # noqa: C901, PLR0915
     ``lineages`` counts the ``(dataset_sha256, rubric_version)`` pairs carried by the results,
     ``run_ids`` and ``case_ids`` are theirs; ``manifest`` is their run manifest, if any.
     Returns the :class:`Lineage` and the problems that refuse the comparison (empty when it
-    holds, or when ``allow_gold_change`` accepted the mismatch).
+    holds, or when ``allow_gold_change`` accepted the mismatch). ``Lineage.problems`` are the
+    messages of the problems that are not about one case.
     """
     loc = str(dataset.gold_path)
     release = dataset.release
@@ -212,103 +213,22 @@ def check_lineage(  # noqa: C901, PLR0915
         "manifest_path": str(manifest_path) if manifest_path and manifest is not None else None,
         "allowed": allow_gold_change,
     }
-    reasons: list[str] = []
-    lineage_problems: list[Problem] = []
-    run_ids = set(run_ids)
-    case_ids = set(case_ids)
-    read = sum(lineages.values())
-
-    manifest_lineage = manifest is not None and manifest.rubric_version is not None
-    if manifest is not None and run_ids and not run_ids <= {manifest.run_id}:
-        others = sorted(run_ids - {manifest.run_id})
-        text = (
-            f"the run manifest beside the results is of run {manifest.run_id[:12]}, but results"
-            " come from run(s)"
-            f" {', '.join(o[:12] for o in others[:3])}{' ...' if len(others) > 3 else ''}"
-        )
-        reasons.append(text)
-        lineage_problems.append(
-            Problem(
-                location=str(manifest_path or loc),
-                code="lineage_manifest_mismatch",
-                message=text,
-                fix=(
-                    "keep each run's results.jsonl with its own manifest.json; results of several"
-                    " runs are never mixed in one file"
-                ),
-            )
-        )
-        manifest_lineage = False
-
+    problems: list[Problem] = []
+    manifest_loc = str(manifest_path or loc)
+    mismatch = (
+        None if manifest is None else _manifest_mismatch(manifest, set(run_ids), manifest_loc)
+    )
+    problems += [mismatch] if mismatch else []
+    # the run manifest is the results' lineage when it has one and is theirs
+    has_lineage = manifest is not None and manifest.rubric_version is not None
+    used = manifest if has_lineage and mismatch is None else None
     carried = [key for key in lineages if lineages[key]]
-    field_sha: str | None = None
-    field_rubric: str | None = None
-    if len(carried) > 1:
-        listing = "; ".join(
-            f"{(sha or '(none)')[:12]}/{rubric or '(none)'}: {lineages[(sha, rubric)]} result(s)"
-            for sha, rubric in carried
-        )
-        text = f"the results carry {len(carried)} different gold lineages ({listing})"
-        reasons.append(text)
-        lineage_problems.append(
-            Problem(
-                location=loc,
-                code="lineage_mixed",
-                message=text,
-                fix=(
-                    "align results of one run against the one gold they were produced against;"
-                    " split the file or re-run"
-                ),
-            )
-        )
-    elif carried:
-        field_sha, field_rubric = carried[0]
-
-    res_sha: str | None
-    res_rubric: str | None
-    if manifest_lineage:
-        assert manifest is not None
-        source: LineageSource = "run_manifest"
-        res_sha, res_rubric = manifest.dataset_sha256, manifest.rubric_version
-        if (
-            carried
-            and len(carried) == 1
-            and (field_sha, field_rubric) != (None, None)
-            and (field_sha, field_rubric) != (res_sha, res_rubric)
-        ):
-            text = (
-                f"the results say dataset {str(field_sha)[:12]} (rubric {field_rubric}) but their"
-                f" run manifest says dataset {res_sha[:12]} (rubric {res_rubric})"
-            )
-            reasons.append(text)
-            lineage_problems.append(
-                Problem(
-                    location=str(manifest_path or loc),
-                    code="lineage_conflict",
-                    message=text,
-                    fix=(
-                        "results must not be edited by hand or moved between run directories;"
-                        " re-run the judge"
-                    ),
-                )
-            )
-    elif read == 0:
+    problems += _mixed_lineages(lineages, carried, loc)
+    if used is None and sum(lineages.values()) == 0:
         return Lineage(source="no_results", comparable=True, cases_known=True, **base), []
-    elif field_sha is not None and field_rubric is not None and not lineage_problems:
-        source, res_sha, res_rubric = "results", field_sha, field_rubric
-    else:
-        source, res_sha, res_rubric = "none", field_sha, field_rubric
-        if not lineage_problems:
-            text = (
-                "the results carry no gold lineage: no dataset_sha256 and rubric_version on them"
-                " and no run manifest beside them"
-            )
-            reasons.append(text)
-            lineage_problems.append(
-                Problem(location=loc, code="lineage_missing", message=text, fix=FIX_MISSING)
-            )
-
-    results_release = manifest.gold_release if manifest_lineage and manifest is not None else None
+    field = carried[0] if len(carried) == 1 else (None, None)
+    source, res_sha, res_rubric = _results_lineage(used, field, problems, loc, manifest_loc)
+    results_release = used.gold_release if used is not None else None
     if results_release is None and res_sha is not None:
         frozen = dataset.release_for(res_sha)
         results_release = frozen.release_id if frozen else None
@@ -317,83 +237,155 @@ def check_lineage(  # noqa: C901, PLR0915
         "results_rubric_version": res_rubric,
         "results_release": results_release,
     }
-    same = (
-        not lineage_problems and res_sha == dataset.sha256 and res_rubric == dataset.rubric.version
-    )
-    if same:
+    if not problems and res_sha == dataset.sha256 and res_rubric == dataset.rubric.version:
         return Lineage(source=source, comparable=True, **fields, **base), []
-
-    changes: list[GoldChange] = []
-    cases_known = False
-    if (
-        res_sha is not None
-        and res_rubric is not None
-        and (res_sha != dataset.sha256 or res_rubric != dataset.rubric.version)
-    ):
-        reference: dict[str, dict[str, str]] | None = None
-        if (
-            manifest_lineage
-            and manifest is not None
-            and all(c.gold is not None for c in manifest.cases)
-        ):
-            reference = {c.case_id: c.gold for c in manifest.cases if c.gold is not None}
-        elif res_sha is not None and (frozen := dataset.release_for(res_sha)) is not None:
-            reference = {cid: h for cid, h in frozen.fields.items() if cid in case_ids}
-        if reference is not None:
-            cases_known = True
-            changes = _changes(dataset, reference)
-        headline = (
-            f"the results were produced against dataset {str(res_sha)[:12]} (rubric"
-            f" {res_rubric}{', release ' + results_release if results_release else ''}), the gold"
-            f" given is dataset {dataset.sha256[:12]} (rubric"
-            f" {dataset.rubric.version}{', release ' + release.release_id if release else ''})"
-        )
-        detail = []
-        if res_rubric != dataset.rubric.version:
-            detail.append(f"rubric version {res_rubric} -> {dataset.rubric.version}")
-        if cases_known:
-            detail.append(
-                f"{len(changes)} judged case(s) changed"
-                if changes
-                else (
-                    "no judged case changed, so the gold changed elsewhere (other cases,"
-                    " rubric.yaml or the evidence snapshot)"
-                )
-            )
-        else:
-            detail.append(
-                "which cases changed cannot be listed: no run manifest with per-case hashes beside"
-                " the results and no frozen release of that dataset (`workbench freeze`)"
-            )
-        text = headline + ": " + "; ".join(detail)
-        reasons.insert(0, text)
-        lineage_problems.insert(
-            0, Problem(location=loc, code="gold_changed", message=text, fix=FIX_CHANGED)
-        )
-        for change in changes:
-            lineage_problems.append(
-                Problem(
-                    location=loc,
-                    case_id=change.case_id,
-                    code="gold_changed",
-                    message=(
-                        f"{change.detail} changed since the results were produced"
-                        if change.changes[0] not in ("removed", "superseded")
-                        else change.detail
-                    ),
-                    fix=FIX_CHANGED,
-                )
-            )
+    changes: list[GoldChange] | None = None
+    if res_sha is not None and res_rubric is not None:
+        changes = _gold_changed(dataset, used, set(case_ids), fields, problems)
     lineage = Lineage(
         source=source,
         comparable=False,
-        cases_known=cases_known,
-        gold_changes=changes,
-        problems=reasons,
+        cases_known=changes is not None,
+        gold_changes=changes or [],
+        problems=[p.message for p in problems if p.case_id is None],
         **fields,
         **base,
     )
-    return lineage, ([] if allow_gold_change else lineage_problems)
+    return lineage, ([] if allow_gold_change else problems)
+
+
+def _manifest_mismatch(manifest: RunManifest, run_ids: set[str], at: str) -> Problem | None:
+    """The run manifest beside the results is another run's."""
+    if not run_ids or run_ids <= {manifest.run_id}:
+        return None
+    others = sorted(run_ids - {manifest.run_id})
+    message = (
+        f"the run manifest beside the results is of run {manifest.run_id[:12]}, but results come"
+        f" from run(s) {', '.join(o[:12] for o in others[:3])}{' ...' if len(others) > 3 else ''}"
+    )
+    fix = (
+        "keep each run's results.jsonl with its own manifest.json; results of several runs are"
+        " never mixed in one file"
+    )
+    return problem(at, "lineage_manifest_mismatch", message, fix)
+
+
+def _mixed_lineages(
+    lineages: dict[tuple[str | None, str | None], int],
+    carried: list[tuple[str | None, str | None]],
+    loc: str,
+) -> list[Problem]:
+    """The results carry more than one gold lineage."""
+    if len(carried) <= 1:
+        return []
+    listing = "; ".join(
+        f"{(sha or '(none)')[:12]}/{rubric or '(none)'}: {lineages[(sha, rubric)]} result(s)"
+        for sha, rubric in carried
+    )
+    message = f"the results carry {len(carried)} different gold lineages ({listing})"
+    fix = (
+        "align results of one run against the one gold they were produced against; split the"
+        " file or re-run"
+    )
+    return [problem(loc, "lineage_mixed", message, fix)]
+
+
+def _results_lineage(
+    manifest: RunManifest | None,
+    field: tuple[str | None, str | None],
+    problems: list[Problem],
+    loc: str,
+    manifest_loc: str,
+) -> tuple[LineageSource, str | None, str | None]:
+    """Where the results' lineage comes from and what it is: their run manifest (which the
+    results' own fields must not contradict), else their fields, else none (refused)."""
+    if manifest is not None:
+        assert manifest.rubric_version is not None
+        sha, rubric = manifest.dataset_sha256, manifest.rubric_version
+        if field != (None, None) and field != (sha, rubric):
+            message = (
+                f"the results say dataset {str(field[0])[:12]} (rubric {field[1]}) but their run"
+                f" manifest says dataset {sha[:12]} (rubric {rubric})"
+            )
+            fix = (
+                "results must not be edited by hand or moved between run directories; re-run the"
+                " judge"
+            )
+            problems.append(problem(manifest_loc, "lineage_conflict", message, fix))
+        return "run_manifest", sha, rubric
+    if field[0] is not None and field[1] is not None and not problems:
+        return "results", field[0], field[1]
+    if not problems:
+        message = (
+            "the results carry no gold lineage: no dataset_sha256 and rubric_version on them and"
+            " no run manifest beside them"
+        )
+        problems.append(problem(loc, "lineage_missing", message, FIX_MISSING))
+    return "none", field[0], field[1]
+
+
+def _gold_changed(
+    dataset: GoldDataset,
+    manifest: RunManifest | None,
+    case_ids: set[str],
+    fields: dict[str, str | None],
+    problems: list[Problem],
+) -> list[GoldChange] | None:
+    """When the results' gold is not this one: the judged cases that changed (None when they
+    cannot be listed), one ``gold_changed`` problem first and one per changed case last."""
+    res_sha, res_rubric = fields["results_dataset_sha256"], fields["results_rubric_version"]
+    assert res_sha is not None
+    if res_sha == dataset.sha256 and res_rubric == dataset.rubric.version:
+        return None
+    reference = _reference_hashes(dataset, manifest, res_sha, case_ids)
+    changes = _changes(dataset, reference) if reference is not None else None
+    loc = str(dataset.gold_path)
+    results_release, release = fields["results_release"], dataset.release
+    headline = (
+        f"the results were produced against dataset {res_sha[:12]} (rubric"
+        f" {res_rubric}{', release ' + results_release if results_release else ''}), the gold"
+        f" given is dataset {dataset.sha256[:12]} (rubric"
+        f" {dataset.rubric.version}{', release ' + release.release_id if release else ''})"
+    )
+    detail = []
+    if res_rubric != dataset.rubric.version:
+        detail.append(f"rubric version {res_rubric} -> {dataset.rubric.version}")
+    if changes is None:
+        detail.append(
+            "which cases changed cannot be listed: no run manifest with per-case hashes beside the"
+            " results and no frozen release of that dataset (`workbench freeze`)"
+        )
+    elif changes:
+        detail.append(f"{len(changes)} judged case(s) changed")
+    else:
+        detail.append(
+            "no judged case changed, so the gold changed elsewhere (other cases, rubric.yaml or"
+            " the evidence snapshot)"
+        )
+    problems.insert(
+        0, problem(loc, "gold_changed", headline + ": " + "; ".join(detail), FIX_CHANGED)
+    )
+    for change in changes or []:
+        message = (
+            f"{change.detail} changed since the results were produced"
+            if change.changes[0] not in ("removed", "superseded")
+            else change.detail
+        )
+        problems.append(problem(loc, "gold_changed", message, FIX_CHANGED, change.case_id))
+    return changes
+
+
+def _reference_hashes(
+    dataset: GoldDataset, manifest: RunManifest | None, res_sha: str, case_ids: set[str]
+) -> dict[str, dict[str, str]] | None:
+    """The per-case field hashes of the results' gold: from the run manifest, else from a
+    frozen release of that dataset (the judged cases); None when neither has them."""
+    if manifest is not None and all(c.gold is not None for c in manifest.cases):
+        return {c.case_id: c.gold for c in manifest.cases if c.gold is not None}
+    frozen = dataset.release_for(res_sha)
+    if frozen is None:
+        return None
+    return {cid: h for cid, h in frozen.fields.items() if cid in case_ids}
 
 
 def _changes(dataset: GoldDataset, reference: dict[str, dict[str, str]]) -> list[GoldChange]:

@@ -34,7 +34,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -42,7 +42,7 @@ from typing import Any, Literal
 from .._io import atomic_write_json
 from .._load import Problems
 from .._record import LooseRecord
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..judges import kinds_where
 from ..outcomes import exit_codes
 from ._expected import apply_expected_failures
@@ -224,16 +224,38 @@ def run_contracts(
     root = Path(project)
     inv = discover(root)
     run_dir = invocation_dir(Path(out) if out is not None else root / "runs" / "ci" / "contracts")
-    checks: list[CheckResult] = []
     config_path = root / CONFIG_FILE
-    checks.append(
-        _from_problems(
-            "config",
-            CONFIG_FILE if config_path.is_file() else f"{CONFIG_FILE} (absent: conventions)",
-            inv.problems,
-            0.0,
-        )
+    checks = _config_checks(root, inv, config_path)
+    golds = _check_golds(inv, checks)
+    candidates = _check_candidates(inv, golds, checks)
+    suites = _check_control_suites(inv, golds, checks)
+    fixture_sets = _check_ranking(inv, checks)
+    _check_policies(inv, golds, fixture_sets, checks)
+    noise_suites = _check_noise(inv, checks)
+    _run_controls(inv, candidates, suites, run_dir / "controls", concurrency, checks)
+
+    known, ran_here = _lane_scope(candidates, suites, noise_suites)
+    entries = [e for e in inv.config.expected_failures if ran_here(e.check) or not known(e.check)]
+    checks = apply_expected_failures(checks, entries, today=today, known=known)
+    outcome = lane_outcome(checks)
+    report = ContractsReport(
+        project=str(root),
+        config=str(config_path) if config_path.is_file() else None,
+        evaluated_at=datetime.now(UTC),
+        run_dir=str(run_dir),
+        checks=checks,
+        outcome=outcome,
+        exit_code=EXIT_CODES[outcome],
     )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(run_dir / REPORT_FILE, report.model_dump(mode="json"))
+    return report
+
+
+def _config_checks(root: Path, inv: Inventory, config_path: Path) -> list[CheckResult]:
+    """The configuration's own check, and a failed discovery when the project holds nothing."""
+    name = CONFIG_FILE if config_path.is_file() else f"{CONFIG_FILE} (absent: conventions)"
+    checks = [_from_problems("config", name, inv.problems, 0.0)]
     if inv.empty:
         checks.append(
             CheckResult(
@@ -252,16 +274,17 @@ def run_contracts(
                 ],
             )
         )
-    golds = _check_golds(inv, checks)
-    candidates = _check_candidates(inv, golds, checks)
-    suites = _check_control_suites(inv, golds, checks)
-    fixture_sets = _check_ranking(inv, checks)
-    _check_policies(inv, golds, fixture_sets, checks)
-    noise_suites = _check_noise(inv, checks)
-    _run_controls(inv, candidates, suites, run_dir / "controls", concurrency, checks)
+    return checks
 
+
+def _lane_scope(
+    candidates: dict[Path, dict[str, Any]], suites: dict[Path, Any], noise_suites: dict[str, Any]
+) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
+    """Which check ids an expected-failure entry may name: ``known`` (a control run or a
+    retrieval check of this project), and ``ran_here`` (one this lane runs)."""
     candidate_labels = {c["label"] for c in candidates.values()}
     suite_labels = {s.label for s in suites.values()}
+    deterministic = {c["label"] for c in candidates.values() if c["kind"] in DETERMINISTIC_KINDS}
 
     def known(check_id: str) -> bool:
         group, _, name = check_id.partition("/")
@@ -272,29 +295,13 @@ def run_contracts(
             return name in noise_suites
         return False
 
-    deterministic = {c["label"] for c in candidates.values() if c["kind"] in DETERMINISTIC_KINDS}
-
     def ran_here(check_id: str) -> bool:
         group, _, name = check_id.partition("/")
         return group == "noise-retrieval" or (
             group == "control-runs" and name.partition(" on ")[0] in deterministic
         )
 
-    entries = [e for e in inv.config.expected_failures if ran_here(e.check) or not known(e.check)]
-    checks = apply_expected_failures(checks, entries, today=today, known=known)
-    outcome = lane_outcome(checks)
-    report = ContractsReport(
-        project=str(root),
-        config=str(config_path) if config_path.is_file() else None,
-        evaluated_at=datetime.now(UTC),
-        run_dir=str(run_dir),
-        checks=checks,
-        outcome=outcome,
-        exit_code=EXIT_CODES[outcome],
-    )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / REPORT_FILE, report.model_dump(mode="json"))
-    return report
+    return known, ran_here
 
 
 # ------------------------------------------------------------------------------ gold
@@ -535,7 +542,7 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
 # ------------------------------------------------------------------------------ policies
 
 
-def _check_policies(  # noqa: C901
+def _check_policies(
     inv: Inventory, golds: dict[Path, Any], fixture_sets: list[Any], checks: list[CheckResult]
 ) -> None:
     from ..controls import load_suite
@@ -548,116 +555,88 @@ def _check_policies(  # noqa: C901
         if is_ranking_policy_file(path):
             policy = c.attempt(load_ranking_policy, path)
             if policy is not None and policy.fixtures is not None:
-                named = [s for s in fixture_sets if s.name == policy.fixtures]
-                superseded = {s.supersedes for s in named if s.supersedes is not None}
-                current = [s for s in named if s.version not in superseded]
-                if not named:
-                    c.problems.append(
-                        Problem(
-                            location=f"{loc}: fixtures",
-                            code="policy_fixtures_missing",
-                            message=(
-                                f"no valid ranking fixture file named {policy.fixtures!r} in the"
-                                " project"
-                            ),
-                            fix="restore the fixture file, or correct fixtures",
-                        )
-                    )
-                elif policy.require_frozen_fixtures:
-                    for s in current:
-                        if s.release is None:
-                            c.problems.append(
-                                Problem(
-                                    location=f"{loc}: fixtures",
-                                    code="policy_fixtures_not_frozen",
-                                    message=(
-                                        f"the policy requires frozen fixtures and {s.label} (the"
-                                        " current version) is not frozen"
-                                    ),
-                                    fix=(
-                                        f"freeze it: `workbench freeze {s.source} --approver NAME`"
-                                    ),
-                                )
-                            )
-            checks.append(_from_problems("policies", inv.rel(path), c.problems, c.seconds))
-            continue
-        policy = c.attempt(load_policy, path)
-        if policy is not None:
+                c.problems += _fixture_problems(policy, fixture_sets, loc)
+        elif (policy := c.attempt(load_policy, path)) is not None:
             matching = [
                 d for d in golds.values() if policy.rubric_version in (None, d.rubric.version)
             ]
-            if not matching:
-                c.problems.append(
-                    Problem(
-                        location=f"{loc}: rubric_version",
-                        code="policy_rubric_unknown",
-                        message=(
-                            "no valid gold dataset of the project uses rubric"
-                            f" {policy.rubric_version!r}"
-                        ),
-                        fix=(
-                            "write the policy for a rubric the project has (a new version), or add"
-                            " that gold"
-                        ),
-                    )
-                )
+            c.problems += [] if matching else [_policy_rubric_unknown(policy, loc)]
             for dataset in matching:
+                partition = policy.partition or "held_out"
                 c.problems += policy_rubric_problems(
-                    policy,
-                    dataset.rubric,
-                    policy_path=path,
-                    partition=policy.partition or "held_out",
+                    policy, dataset.rubric, policy_path=path, partition=partition
                 )
             if policy.controls is not None:
                 suite_path = (path.parent / policy.controls.suite).resolve()
-                if not suite_path.is_file():
-                    c.problems.append(
-                        Problem(
-                            location=f"{loc}: controls.suite",
-                            code="controls_missing",
-                            message=f"the control suite {policy.controls.suite!r} does not exist",
-                            fix="restore the suite or correct controls.suite",
-                        )
-                    )
-                else:
-                    suite = c.attempt(load_suite, suite_path)
-                    if suite is not None:
-                        if (
-                            policy.rubric_version is not None
-                            and suite.rubric_version != policy.rubric_version
-                        ):
-                            c.problems.append(
-                                Problem(
-                                    location=f"{loc}: controls.suite",
-                                    code="controls_rubric_mismatch",
-                                    message=(
-                                        f"the control suite {suite.label} follows rubric"
-                                        f" {suite.rubric_version}, the policy rubric"
-                                        f" {policy.rubric_version}"
-                                    ),
-                                    fix="name a suite written for the policy's rubric",
-                                )
-                            )
-                        missing = [
-                            r for r in policy.controls.blocking_roles if r not in suite.roles()
-                        ]
-                        if missing:
-                            c.problems.append(
-                                Problem(
-                                    location=f"{loc}: controls.blocking_roles",
-                                    code="controls_role_missing",
-                                    message=(
-                                        f"blocking roles {missing} have no control in"
-                                        f" {suite.label}: certification would stop there as"
-                                        " incomplete"
-                                    ),
-                                    fix=(
-                                        "add controls of those roles to a new suite version, or"
-                                        " review the blocking roles"
-                                    ),
-                                )
-                            )
+                found = suite_path.is_file()
+                suite = c.attempt(load_suite, suite_path) if found else None
+                c.problems += _policy_suite_problems(policy, found, suite, loc)
         checks.append(_from_problems("policies", inv.rel(path), c.problems, c.seconds))
+
+
+def _fixture_problems(policy: Any, fixture_sets: list[Any], loc: str) -> list[Problem]:
+    """A ranking policy's fixture set is one of the project's, frozen when the policy says so
+    (its current version: the one no other version supersedes)."""
+    named = [s for s in fixture_sets if s.name == policy.fixtures]
+    if not named:
+        message = f"no valid ranking fixture file named {policy.fixtures!r} in the project"
+        fix = "restore the fixture file, or correct fixtures"
+        return [problem(f"{loc}: fixtures", "policy_fixtures_missing", message, fix)]
+    if not policy.require_frozen_fixtures:
+        return []
+    superseded = {s.supersedes for s in named if s.supersedes is not None}
+    return [
+        problem(
+            f"{loc}: fixtures",
+            "policy_fixtures_not_frozen",
+            f"the policy requires frozen fixtures and {s.label} (the current version) is not"
+            " frozen",
+            f"freeze it: `workbench freeze {s.source} --approver NAME`",
+        )
+        for s in named
+        if s.version not in superseded and s.release is None
+    ]
+
+
+def _policy_rubric_unknown(policy: Any, loc: str) -> Problem:
+    return problem(
+        f"{loc}: rubric_version",
+        "policy_rubric_unknown",
+        f"no valid gold dataset of the project uses rubric {policy.rubric_version!r}",
+        "write the policy for a rubric the project has (a new version), or add that gold",
+    )
+
+
+def _policy_suite_problems(policy: Any, found: bool, suite: Any, loc: str) -> list[Problem]:
+    """A scalar policy's control suite exists, follows the policy's rubric and has a control
+    of every blocking role (a suite that does not load has its own problems)."""
+    at = f"{loc}: controls.suite"
+    if not found:
+        message = f"the control suite {policy.controls.suite!r} does not exist"
+        return [
+            problem(at, "controls_missing", message, "restore the suite or correct controls.suite")
+        ]
+    if suite is None:
+        return []
+    out: list[Problem] = []
+    if policy.rubric_version is not None and suite.rubric_version != policy.rubric_version:
+        message = (
+            f"the control suite {suite.label} follows rubric {suite.rubric_version}, the policy"
+            f" rubric {policy.rubric_version}"
+        )
+        fix = "name a suite written for the policy's rubric"
+        out.append(problem(at, "controls_rubric_mismatch", message, fix))
+    missing = [r for r in policy.controls.blocking_roles if r not in suite.roles()]
+    if missing:
+        message = (
+            f"blocking roles {missing} have no control in {suite.label}: certification would stop"
+            " there as incomplete"
+        )
+        fix = "add controls of those roles to a new suite version, or review the blocking roles"
+        out.append(
+            problem(f"{loc}: controls.blocking_roles", "controls_role_missing", message, fix)
+        )
+    return out
 
 
 # ------------------------------------------------------------------------------ noise
@@ -690,54 +669,7 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
         rows = check_retrieval([*suite.controls(), *suite.candidates()])
         blockers = retrieval_blockers(suite, rows)
         seconds = round(time.perf_counter() - t0, 3)
-        failing = sorted({f"{r.pair_id}:{r.member}" for r in rows if r.status != "passed"})
-        details = [
-            f"{r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}"
-            for r in rows
-            if r.status != "passed"
-        ]
-        name = suite.label
-        if not blockers:
-            checks.append(
-                CheckResult(
-                    group="noise-retrieval",
-                    name=name,
-                    status="passed",
-                    details=[f"{len(rows)} retrieval assertion(s) passed"],
-                    seconds=seconds,
-                )
-            )
-        elif any(b.category == "incomplete" for b in blockers):
-            checks.append(
-                CheckResult(
-                    group="noise-retrieval",
-                    name=name,
-                    status="error",
-                    category="incomplete",
-                    code=next(b.code for b in blockers if b.category == "incomplete"),
-                    message="retrieval evidence is missing: the assertions cannot be decided",
-                    details=details,
-                    failing=failing,
-                    seconds=seconds,
-                )
-            )
-        else:
-            checks.append(
-                CheckResult(
-                    group="noise-retrieval",
-                    name=name,
-                    status="failed",
-                    category="failure",
-                    code=blockers[0].code,
-                    message=(
-                        f"{len(failing)} retrieval assertion(s) failed before any model call:"
-                        f" {', '.join(failing)}"
-                    ),
-                    details=details,
-                    failing=failing,
-                    seconds=seconds,
-                )
-            )
+        checks.append(_retrieval_check(suite.label, rows, blockers, seconds))
     for path in inv.noise_panels:
         c = _Check()
         label = path.name[: -len(".panel.yaml")]
@@ -758,6 +690,54 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
             c.attempt(load_panel, path, suite)
         checks.append(_from_problems("noise", inv.rel(path), c.problems, c.seconds))
     return suites
+
+
+def _retrieval_check(
+    name: str, rows: list[Any], blockers: list[Any], seconds: float
+) -> CheckResult:
+    """A pair suite's retrieval assertions as one check: passed, incomplete (evidence missing)
+    or failed (before any model call)."""
+    if not blockers:
+        return CheckResult(
+            group="noise-retrieval",
+            name=name,
+            status="passed",
+            details=[f"{len(rows)} retrieval assertion(s) passed"],
+            seconds=seconds,
+        )
+    failing = sorted({f"{r.pair_id}:{r.member}" for r in rows if r.status != "passed"})
+    details = [
+        f"{r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}"
+        for r in rows
+        if r.status != "passed"
+    ]
+    incomplete = [b.code for b in blockers if b.category == "incomplete"]
+    if incomplete:
+        return CheckResult(
+            group="noise-retrieval",
+            name=name,
+            status="error",
+            category="incomplete",
+            code=incomplete[0],
+            message="retrieval evidence is missing: the assertions cannot be decided",
+            details=details,
+            failing=failing,
+            seconds=seconds,
+        )
+    return CheckResult(
+        group="noise-retrieval",
+        name=name,
+        status="failed",
+        category="failure",
+        code=blockers[0].code,
+        message=(
+            f"{len(failing)} retrieval assertion(s) failed before any model call:"
+            f" {', '.join(failing)}"
+        ),
+        details=details,
+        failing=failing,
+        seconds=seconds,
+    )
 
 
 # ------------------------------------------------------------------------------ control runs

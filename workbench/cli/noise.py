@@ -168,18 +168,7 @@ def noise(
     """
     if ctx.invoked_subcommand is not None:
         return
-    missing = [
-        Problem(
-            location=f"--{name}",
-            code="option_missing",
-            message=f"--{name} is required to score a suite",
-            fix=f"give --{name} (or use a subcommand: check, freeze, panel, override)",
-        )
-        for name, value in (("candidate", candidate), ("pairs", pairs_path))
-        if not value
-    ]
-    if missing:
-        raise WorkbenchError("invalid input", missing)
+    _require_options(candidate=candidate, pairs=pairs_path)
     assert candidate is not None and pairs_path is not None
     from ..noise import run_noise_sync
 
@@ -221,6 +210,22 @@ def noise(
         click.echo(format_noise(report))
         click.echo(f"\nrun directory: {out_dir}")
     sys.exit(report.exit_code)
+
+
+def _require_options(**values: str | None) -> None:
+    """Scoring a suite needs these options (a subcommand does not)."""
+    missing = [
+        Problem(
+            location=f"--{name}",
+            code="option_missing",
+            message=f"--{name} is required to score a suite",
+            fix=f"give --{name} (or use a subcommand: check, freeze, panel, override)",
+        )
+        for name, value in values.items()
+        if not value
+    ]
+    if missing:
+        raise WorkbenchError("invalid input", missing)
 
 
 def _load_inputs(

@@ -29,6 +29,8 @@ from ._suite import ROLES, ControlSuite, load_suite
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ._suite import Control
+
 CONTROLS_SCHEMA_VERSION = 1
 REPORT_FILE = "controls.json"
 """The report written next to the run records in the controls run directory."""
@@ -354,46 +356,7 @@ def evaluate_controls(
 
     A control absent from ``outcomes`` is incomplete (missing), never passed.
     """
-    rows: list[ControlRow] = []
-    for c in suite.controls:
-        outcome = outcomes.get(c.control_id)
-        acceptable = c.acceptable
-        verdict: str | None
-        reason: str | None
-        error: str | None
-        status: ControlStatus
-        if outcome is None:
-            verdict, reason, error, status = (
-                None,
-                "no result: the control was not judged (missing)",
-                None,
-                "incomplete",
-            )
-        elif outcome.verdict is None:
-            verdict, reason, error, status = (
-                None,
-                outcome.reason,
-                outcome.error or "no verdict",
-                "incomplete",
-            )
-        else:
-            verdict, reason, error = outcome.verdict, outcome.reason, None
-            status = "passed" if outcome.verdict in acceptable else "failed"
-        rows.append(
-            ControlRow(
-                control_id=c.control_id,
-                role=c.role,
-                set=c.set,
-                member=c.member,
-                slice=c.slice,
-                expected=c.expected_label,
-                acceptable=acceptable,
-                verdict=verdict,
-                reason=reason,
-                error=error,
-                status=status,
-            )
-        )
+    rows = [_control_row(c, outcomes.get(c.control_id)) for c in suite.controls]
     roles = [
         RoleSummary(role=role, **_summary_counts([r for r in rows if r.role == role]))
         for role in ROLES
@@ -428,6 +391,37 @@ def evaluate_controls(
         controls=rows,
         roles=roles,
         sets=sets,
+    )
+
+
+def _control_row(c: Control, outcome: ControlOutcome | None) -> ControlRow:
+    """One control against its outcome: passed or failed on a verdict, incomplete without one
+    (not judged, or an error)."""
+    verdict: str | None
+    reason: str | None
+    error: str | None
+    status: ControlStatus
+    if outcome is None:
+        verdict, reason, error = None, "no result: the control was not judged (missing)", None
+        status = "incomplete"
+    elif outcome.verdict is None:
+        verdict, reason, error = None, outcome.reason, outcome.error or "no verdict"
+        status = "incomplete"
+    else:
+        verdict, reason, error = outcome.verdict, outcome.reason, None
+        status = "passed" if outcome.verdict in c.acceptable else "failed"
+    return ControlRow(
+        control_id=c.control_id,
+        role=c.role,
+        set=c.set,
+        member=c.member,
+        slice=c.slice,
+        expected=c.expected_label,
+        acceptable=c.acceptable,
+        verdict=verdict,
+        reason=reason,
+        error=error,
+        status=status,
     )
 
 

@@ -47,7 +47,7 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from .._io import sha256_file, sha256_json
-from .._load import error_field, load_yaml, validation_problems
+from .._load import Problems, error_field, load_yaml, validation_problems
 from .._record import Record as _Model
 from .._record import version_problem
 from ..approval import Change, Release, Snapshot, check_lineage, read_release_log
@@ -261,10 +261,6 @@ class ControlSuite(_Model):
 # ------------------------------------------------------------------------------ loading
 
 
-def _problem(loc: str, code: str, message: str, fix: str, case_id: str | None = None) -> Problem:
-    return Problem(location=loc, code=code, message=message, fix=fix, case_id=case_id)
-
-
 def _top_field(e: Any) -> str:
     return str(e["loc"][0]) if e["loc"] else "control"
 
@@ -400,47 +396,52 @@ def suite_release(suite: ControlSuite) -> Release | None:
     )
 
 
-def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:  # noqa: C901, PLR0915
-    problems: list[Problem] = []
-    loc = str(path)
+def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
+    """Every problem of a suite file: its header, then each control, then each set."""
+    problems = Problems()
+    labels = _check_header(raw, path, at, problems)
+    items = raw.get("controls")
+    if items is None:
+        problems.add(
+            str(path), "controls_missing", "the suite has no controls", "add a controls: list"
+        )
+        return problems
+    if not isinstance(items, list) or not items:
+        message, fix = "controls must be a non-empty list", "write controls as a list of mappings"
+        problems.add(at("controls"), "controls_invalid", message, fix)
+        return problems
+    controls: list[tuple[int, Control]] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        control = _check_item(i, item, seen, at, problems)
+        if control is not None:
+            controls.append((i, control))
+            problems += _check_control(i, control, labels, at)
+    problems += _check_sets(controls, at)
+    return problems
+
+
+def _check_header(raw: dict[str, Any], path: Path, at: Any, problems: Problems) -> list[str] | None:
+    """The suite's fields but its controls (checked on their own, so that every control
+    problem is reported too); returns its label vocabulary, if it can be read."""
     version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
     newer = None
     if not isinstance(version, int) or isinstance(version, bool):
-        problems.append(
-            _problem(
-                at("schema_version"),
-                "schema_version_invalid",
-                f"schema_version must be an integer, not {version!r}",
-                f"write schema_version: {SUITE_SCHEMA_VERSION}",
-            )
-        )
+        message = f"schema_version must be an integer, not {version!r}"
+        fix = f"write schema_version: {SUITE_SCHEMA_VERSION}"
+        problems.add(at("schema_version"), "schema_version_invalid", message, fix)
     elif (newer := version_problem(ControlSuite, raw, at("schema_version"))) is not None:
         problems.append(newer)
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
-        problems.append(
-            _problem(
-                loc,
-                "suite_filename",
-                f"file name {path.name!r} does not match name@version {name}@{ver!s}",
-                f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions"
-                " cannot be confused",
-            )
+        message = f"file name {path.name!r} does not match name@version {name}@{ver!s}"
+        fix = (
+            f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot"
+            " be confused"
         )
-
-    # The header, checked on its own so that every control problem is reported too.
+        problems.add(str(path), "suite_filename", message, fix)
     header = {k: v for k, v in raw.items() if k != "controls"}
-    header["controls"] = [
-        {
-            "control_id": "x",
-            "role": "positive",
-            "input": "x",
-            "response": "x",
-            "grading_notes": "x",
-            "expected_label": "x",
-            "rationale": "x",
-        }
-    ]
+    header["controls"] = [_PLACEHOLDER_CONTROL]
     if newer is not None:  # reported above, at its line; the other fields are still checked
         header["schema_version"] = SUITE_SCHEMA_VERSION
     labels: list[str] | None = None
@@ -461,199 +462,154 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:  # noqa: 
         if isinstance(raw_labels, list) and all(isinstance(x, str) for x in raw_labels):
             labels = list(raw_labels)
     if isinstance(labels, list) and len(set(labels)) != len(labels):
-        problems.append(
-            _problem(
-                at("labels"),
-                "labels_duplicate",
-                "the label vocabulary lists a label twice",
-                "list each label once",
-            )
+        message = "the label vocabulary lists a label twice"
+        problems.add(at("labels"), "labels_duplicate", message, "list each label once")
+    return labels
+
+
+_PLACEHOLDER_CONTROL = {
+    "control_id": "x",
+    "role": "positive",
+    "input": "x",
+    "response": "x",
+    "grading_notes": "x",
+    "expected_label": "x",
+    "rationale": "x",
+}
+"""A valid control, standing in for the suite's controls when its header is checked."""
+
+
+def _check_item(
+    i: int, item: Any, seen: dict[str, int], at: Any, problems: Problems
+) -> Control | None:
+    """One entry of ``controls``: a mapping with a unique id and a known role that validates
+    as a :class:`Control` (None when it does not)."""
+    if not isinstance(item, dict):
+        message, fix = (
+            f"control #{i + 1} is not a mapping",
+            "write each control as key: value pairs",
         )
-
-    items = raw.get("controls")
-    if items is None:
-        problems.append(
-            _problem(loc, "controls_missing", "the suite has no controls", "add a controls: list")
+        problems.add(at("controls", i), "control_invalid", message, fix)
+        return None
+    cid = item.get("control_id")
+    cid = cid if isinstance(cid, str) else None
+    if cid is not None and cid in seen:
+        message = f"control id {cid!r} is used again (first at control #{seen[cid] + 1})"
+        fix = "give every control a unique id"
+        problems.add(
+            at("controls", i, "control_id"), "control_id_duplicate", message, fix, case_id=cid
         )
-        return problems
-    if not isinstance(items, list) or not items:
-        problems.append(
-            _problem(
-                at("controls"),
-                "controls_invalid",
-                "controls must be a non-empty list",
-                "write controls as a list of mappings",
-            )
+    elif cid is not None:
+        seen[cid] = i
+    role_reported = isinstance(item.get("role"), str)  # an unknown one is role_unknown
+    if role_reported and item["role"] not in ROLES:
+        message, fix = f"unknown role {item['role']!r}", "use one of " + ", ".join(ROLES)
+        problems.add(at("controls", i, "role"), "role_unknown", message, fix, case_id=cid)
+    try:
+        return Control.model_validate(item)
+    except ValidationError as exc:
+
+        def keep(e: Mapping[str, Any]) -> bool:
+            return not (role_reported and _top_field(e) == "role")
+
+        problems += validation_problems(
+            exc,
+            at=at,
+            base=("controls", i),
+            case_id=cid,
+            code=_field_code,
+            fix=_field_fix,
+            keep=keep,
         )
-        return problems
-
-    controls: list[tuple[int, Control]] = []
-    seen: dict[str, int] = {}
-    for i, item in enumerate(items):
-        cid = item.get("control_id") if isinstance(item, dict) else None
-        cid = cid if isinstance(cid, str) else None
-        if not isinstance(item, dict):
-            problems.append(
-                _problem(
-                    at("controls", i),
-                    "control_invalid",
-                    f"control #{i + 1} is not a mapping",
-                    "write each control as key: value pairs",
-                )
-            )
-            continue
-        if cid is not None:
-            if cid in seen:
-                problems.append(
-                    _problem(
-                        at("controls", i, "control_id"),
-                        "control_id_duplicate",
-                        f"control id {cid!r} is used again (first at control #{seen[cid] + 1})",
-                        "give every control a unique id",
-                        cid,
-                    )
-                )
-            else:
-                seen[cid] = i
-        if isinstance(item.get("role"), str) and item["role"] not in ROLES:
-            problems.append(
-                _problem(
-                    at("controls", i, "role"),
-                    "role_unknown",
-                    f"unknown role {item['role']!r}",
-                    "use one of " + ", ".join(ROLES),
-                    cid,
-                )
-            )
-        try:
-            control = Control.model_validate(item)
-        except ValidationError as exc:
-            role_reported = isinstance(item.get("role"), str)  # reported above as role_unknown
-
-            def keep(e: Mapping[str, Any], skip: bool = role_reported) -> bool:
-                return not (skip and _top_field(e) == "role")
-
-            problems += validation_problems(
-                exc,
-                at=at,
-                base=("controls", i),
-                case_id=cid,
-                code=_field_code,
-                fix=_field_fix,
-                keep=keep,
-            )
-            continue
-        controls.append((i, control))
-        problems += _check_control(i, control, labels, at)
-    problems += _check_sets(controls, at)
-    return problems
+        return None
 
 
-def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> list[Problem]:  # noqa: C901
-    out: list[Problem] = []
+def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> list[Problem]:
+    """A valid control's evidence, labels and set membership."""
+    out = Problems()
     cid = c.control_id
     if c.grading_notes is None and c.reference is None:
-        out.append(
-            _problem(
-                at("controls", i),
-                "evidence_missing",
-                "the control gives the judge neither grading_notes nor a reference",
-                "add the grading notes (or a reference) the judge grades against",
-                cid,
-            )
-        )
-    if labels is not None:
-        if c.expected_label not in labels:
-            out.append(
-                _problem(
-                    at("controls", i, "expected_label"),
-                    "label_unknown",
-                    f"expected_label {c.expected_label!r} is not in the suite's labels {labels}",
-                    "use a label of the vocabulary",
-                    cid,
-                )
-            )
-        for j, label in enumerate(c.acceptable_labels or []):
-            if label not in labels:
-                out.append(
-                    _problem(
-                        at("controls", i, "acceptable_labels", j),
-                        "label_unknown",
-                        f"acceptable label {label!r} is not in the suite's labels {labels}",
-                        "use labels of the vocabulary",
-                        cid,
-                    )
-                )
-    if c.acceptable_labels is not None:
-        if not c.acceptable_labels:
-            out.append(
-                _problem(
-                    at("controls", i, "acceptable_labels"),
-                    "acceptable_empty",
-                    "acceptable_labels is empty: no verdict could pass the control",
-                    "list the acceptable labels, or leave the field out to accept only"
-                    " expected_label",
-                    cid,
-                )
-            )
-        elif c.expected_label not in c.acceptable_labels:
-            out.append(
-                _problem(
-                    at("controls", i, "acceptable_labels"),
-                    "expected_not_acceptable",
-                    f"expected_label {c.expected_label!r} is not among acceptable_labels"
-                    f" {c.acceptable_labels}",
-                    "add the expected label to acceptable_labels",
-                    cid,
-                )
-            )
-    if c.role in SET_MEMBERS:
-        if c.set is None:
-            out.append(
-                _problem(
-                    at("controls", i),
-                    "set_missing",
-                    f"a {c.role} control must belong to a set",
-                    "name its set (set: ...), shared with the other members:"
-                    f" {', '.join(SET_MEMBERS[c.role])}",
-                    cid,
-                )
-            )
-        if c.member is None:
-            out.append(
-                _problem(
-                    at("controls", i),
-                    "member_missing",
-                    f"a {c.role} control must say which member of its set it is",
-                    "add member: " + " | ".join(SET_MEMBERS[c.role]),
-                    cid,
-                )
-            )
-        elif c.member not in SET_MEMBERS[c.role]:
-            out.append(
-                _problem(
-                    at("controls", i, "member"),
-                    "member_invalid",
-                    f"{c.member!r} is not a member of a {c.role} set",
-                    "use member: " + " | ".join(SET_MEMBERS[c.role]),
-                    cid,
-                )
-            )
-    elif c.member is not None:
-        out.append(
-            _problem(
-                at("controls", i, "member"),
-                "member_unexpected",
-                f"member is only for boundary and verbosity controls, not {c.role}",
-                "remove member",
-                cid,
-            )
-        )
+        message = "the control gives the judge neither grading_notes nor a reference"
+        fix = "add the grading notes (or a reference) the judge grades against"
+        out.add(at("controls", i), "evidence_missing", message, fix, case_id=cid)
+    _check_vocabulary(i, c, labels, at, out)
+    _check_acceptable(i, c, at, out)
+    _check_membership(i, c, at, out)
     return out
 
 
-def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:  # noqa: C901
-    out: list[Problem] = []
+def _check_vocabulary(i: int, c: Control, labels: list[str] | None, at: Any, out: Problems) -> None:
+    """Expected and acceptable labels are labels of the suite (when its labels are known)."""
+    if labels is None:
+        return
+    cid = c.control_id
+    if c.expected_label not in labels:
+        message = f"expected_label {c.expected_label!r} is not in the suite's labels {labels}"
+        fix = "use a label of the vocabulary"
+        out.add(at("controls", i, "expected_label"), "label_unknown", message, fix, case_id=cid)
+    for j, label in enumerate(c.acceptable_labels or []):
+        if label not in labels:
+            message = f"acceptable label {label!r} is not in the suite's labels {labels}"
+            where = at("controls", i, "acceptable_labels", j)
+            out.add(where, "label_unknown", message, "use labels of the vocabulary", case_id=cid)
+
+
+def _check_acceptable(i: int, c: Control, at: Any, out: Problems) -> None:
+    """Acceptable labels, when listed, are some and include the expected label."""
+    if c.acceptable_labels is None:
+        return
+    where = at("controls", i, "acceptable_labels")
+    if not c.acceptable_labels:
+        message = "acceptable_labels is empty: no verdict could pass the control"
+        fix = "list the acceptable labels, or leave the field out to accept only expected_label"
+        out.add(where, "acceptable_empty", message, fix, case_id=c.control_id)
+    elif c.expected_label not in c.acceptable_labels:
+        message = (
+            f"expected_label {c.expected_label!r} is not among acceptable_labels"
+            f" {c.acceptable_labels}"
+        )
+        fix = "add the expected label to acceptable_labels"
+        out.add(where, "expected_not_acceptable", message, fix, case_id=c.control_id)
+
+
+def _check_membership(i: int, c: Control, at: Any, out: Problems) -> None:
+    """Boundary and verbosity controls name their set and their member; others name neither."""
+    cid = c.control_id
+    wanted = SET_MEMBERS.get(c.role)
+    if wanted is None:
+        if c.member is not None:
+            message = f"member is only for boundary and verbosity controls, not {c.role}"
+            out.add(
+                at("controls", i, "member"),
+                "member_unexpected",
+                message,
+                "remove member",
+                case_id=cid,
+            )
+        return
+    if c.set is None:
+        message = f"a {c.role} control must belong to a set"
+        fix = f"name its set (set: ...), shared with the other members: {', '.join(wanted)}"
+        out.add(at("controls", i), "set_missing", message, fix, case_id=cid)
+    if c.member is None:
+        message = f"a {c.role} control must say which member of its set it is"
+        out.add(
+            at("controls", i),
+            "member_missing",
+            message,
+            "add member: " + " | ".join(wanted),
+            case_id=cid,
+        )
+    elif c.member not in wanted:
+        message = f"{c.member!r} is not a member of a {c.role} set"
+        where = at("controls", i, "member")
+        out.add(where, "member_invalid", message, "use member: " + " | ".join(wanted), case_id=cid)
+
+
+def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
+    """Each set holds one role; a boundary or verbosity set has exactly its members, labelled
+    as its role requires."""
+    out = Problems()
     by_set: dict[str, list[tuple[int, Control]]] = defaultdict(list)
     for i, c in controls:
         if c.set is not None:
@@ -661,82 +617,73 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]: 
     for name, members in by_set.items():
         first = at("controls", members[0][0], "set")
         ids = ", ".join(c.control_id for _, c in members)
+        cid = members[0][1].control_id
         roles = sorted({c.role for _, c in members})
         if len(roles) > 1:
-            out.append(
-                _problem(
-                    first,
-                    "set_mixed_roles",
-                    f"set {name!r} mixes roles {roles} ({ids})",
-                    "a set groups controls of one role; rename one of the sets",
-                    members[0][1].control_id,
-                )
-            )
-            continue
-        role = roles[0]
-        wanted = SET_MEMBERS.get(role)
-        if wanted is None:
-            continue
-        found = [c.member for _, c in members if c.member in wanted]
-        if len(members) != len(wanted) or sorted(found) != sorted(wanted):
-            missing = [m for m in wanted if m not in found]
-            doubled = sorted({m for m in found if found.count(m) > 1})
-            detail = []
-            if missing:
-                detail.append("missing " + ", ".join(missing))
-            if doubled:
-                detail.append("repeated " + ", ".join(doubled))
-            if len(members) != len(wanted):
-                detail.append(f"{len(members)} members instead of {len(wanted)}")
-            out.append(
-                _problem(
-                    first,
-                    "set_incomplete",
-                    f"{role} set {name!r} ({ids}) is not complete: " + "; ".join(detail),
-                    f"a {role} set has exactly one each of: " + ", ".join(wanted),
-                    members[0][1].control_id,
-                )
-            )
-            continue
-        label_of = {c.member: c.expected_label for _, c in members}
-        if (
-            role == "boundary"
-            and label_of["omits_noncritical_detail"] == label_of["omits_required_condition"]
-        ):
-            out.append(
-                _problem(
-                    first,
-                    "boundary_same_label",
-                    f"boundary set {name!r} expects the same label"
-                    f" {label_of['omits_required_condition']!r} for both neighbours",
-                    "a boundary pair straddles the rubric's line; if humans label both alike,"
-                    " repair the rubric or the pair",
-                    members[0][1].control_id,
-                )
-            )
-        if role == "verbosity":
-            if label_of["concise_correct"] != label_of["long_correct"]:
-                out.append(
-                    _problem(
-                        first,
-                        "verbosity_inconsistent",
-                        f"verbosity set {name!r}: the concise and the long correct answers are"
-                        " expected differently",
-                        "the two correct members state the same content and must carry the same"
-                        " label",
-                        members[0][1].control_id,
-                    )
-                )
-            if label_of["long_polished_wrong"] == label_of["concise_correct"]:
-                out.append(
-                    _problem(
-                        first,
-                        "verbosity_inconsistent",
-                        f"verbosity set {name!r}: the long polished wrong answer is expected like"
-                        " the correct ones",
-                        "the polished wrong member must state something wrong, and be labelled"
-                        " for it",
-                        members[0][1].control_id,
-                    )
-                )
+            message = f"set {name!r} mixes roles {roles} ({ids})"
+            fix = "a set groups controls of one role; rename one of the sets"
+            out.add(first, "set_mixed_roles", message, fix, case_id=cid)
+        elif roles[0] in SET_MEMBERS and _check_complete(name, roles[0], members, first, out):
+            label_of: dict[str | None, str] = {c.member: c.expected_label for _, c in members}
+            _check_set_labels(name, roles[0], label_of, first, cid, out)
     return out
+
+
+def _check_complete(
+    name: str, role: str, members: list[tuple[int, Control]], first: str, out: Problems
+) -> bool:
+    """The set has each member of its role exactly once (False, with a problem, otherwise)."""
+    wanted = SET_MEMBERS[role]
+    found = [c.member for _, c in members if c.member in wanted]
+    if len(members) == len(wanted) and sorted(found) == sorted(wanted):
+        return True
+    missing = [m for m in wanted if m not in found]
+    doubled = sorted({m for m in found if found.count(m) > 1})
+    detail = []
+    if missing:
+        detail.append("missing " + ", ".join(missing))
+    if doubled:
+        detail.append("repeated " + ", ".join(doubled))
+    if len(members) != len(wanted):
+        detail.append(f"{len(members)} members instead of {len(wanted)}")
+    ids = ", ".join(c.control_id for _, c in members)
+    message = f"{role} set {name!r} ({ids}) is not complete: " + "; ".join(detail)
+    fix = f"a {role} set has exactly one each of: " + ", ".join(wanted)
+    out.add(first, "set_incomplete", message, fix, case_id=members[0][1].control_id)
+    return False
+
+
+def _check_set_labels(
+    name: str, role: str, label_of: dict[str | None, str], first: str, cid: str, out: Problems
+) -> None:
+    """A boundary pair is labelled apart; a verbosity set's correct members alike and its
+    polished wrong member differently."""
+    if (
+        role == "boundary"
+        and label_of["omits_noncritical_detail"] == label_of["omits_required_condition"]
+    ):
+        message = (
+            f"boundary set {name!r} expects the same label"
+            f" {label_of['omits_required_condition']!r} for both neighbours"
+        )
+        fix = (
+            "a boundary pair straddles the rubric's line; if humans label both alike, repair the"
+            " rubric or the pair"
+        )
+        out.add(first, "boundary_same_label", message, fix, case_id=cid)
+    if role != "verbosity":
+        return
+    if label_of["concise_correct"] != label_of["long_correct"]:
+        message = (
+            f"verbosity set {name!r}: the concise and the long correct answers are expected"
+            " differently"
+        )
+        fix = "the two correct members state the same content and must carry the same label"
+        out.add(first, "verbosity_inconsistent", message, fix, case_id=cid)
+    if label_of["long_polished_wrong"] == label_of["concise_correct"]:
+        message = (
+            f"verbosity set {name!r}: the long polished wrong answer is expected like the correct"
+            " ones"
+        )
+        fix = "the polished wrong member must state something wrong, and be labelled for it"
+        out.add(first, "verbosity_inconsistent", message, fix, case_id=cid)

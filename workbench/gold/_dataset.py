@@ -30,9 +30,10 @@ from .._io import (
     sha256_file,
     sha256_json,
 )
+from .._load import Problems
 from .._record import SchemaTooNew
 from ..approval import Release, check_lineage, read_release_log
-from ..errors import Problem, Severity, WorkbenchError, errors_only
+from ..errors import Problem, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
 from ._records import PARTITIONS, GoldCase, Partition, partition_name
 from ._release import snapshot_of_records
@@ -185,59 +186,22 @@ def load_dataset(path: str | Path) -> GoldDataset:
 def validate_dataset(path: str | Path) -> ValidationReport:
     """Check a dataset and report every problem found, errors and warnings, in one pass."""
     root, gold_path = resolve_paths(path)
-    problems: list[Problem] = []
     if not gold_path.exists():
-        problems.append(
-            Problem(
-                location=str(gold_path),
-                code="gold_missing",
-                message="the gold file does not exist",
-                fix=(
-                    f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file"
-                    " itself"
-                ),
-            )
+        fix = f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself"
+        missing = Problem(
+            location=str(gold_path),
+            code="gold_missing",
+            message="the gold file does not exist",
+            fix=fix,
         )
-        return ValidationReport(gold_path, tuple(problems), None)
-
-    rubric: Rubric | None = None
-    rubric_path = root / RUBRIC_FILE
-    try:
-        rubric = load_rubric(rubric_path)
-    except WorkbenchError as exc:
-        problems.extend(exc.problems)
-
-    evidence_ids: frozenset[str] | None = None
-    evidence_path: Path | None = None
-    if rubric is not None and rubric.evidence_snapshot:
-        evidence_path = (
-            rubric_path.parent / rubric.evidence_snapshot
-        )  # not resolved: problems name the declared path
-        evidence_ids, evidence_problems = _read_evidence_ids(
-            evidence_path, rubric.evidence_snapshot
-        )
-        problems.extend(evidence_problems)
-
+        return ValidationReport(gold_path, (missing,), None)
+    problems: list[Problem] = []
+    rubric, evidence_path, evidence_ids = _read_rubric(root, problems)
     card, card_problems = read_card(root / CARD_FILE)
     problems.extend(card_problems)
-
-    loc = str(gold_path)
     gold_digest = hashlib.sha256()  # fed while parsing: the gold file is read once
-    with bulk_load():
-        parsed = _parse_lines(gold_path, problems, gold_digest)
-    lines = parsed or []
-    if parsed is not None and not lines:
-        problems.append(
-            Problem(
-                location=loc,
-                code="gold_empty",
-                message="the gold file holds no records",
-                fix=(
-                    "add one JSON object per line; an empty dataset cannot support any alignment"
-                    " claim"
-                ),
-            )
-        )
+    lines = _read_gold(gold_path, problems, gold_digest)
+    loc = str(gold_path)
     problems.extend(_check_records(lines, rubric, evidence_ids, loc))
     problems.extend(_check_cross_records(lines, loc))
     problems.extend(_check_near_duplicates(lines, loc))
@@ -247,19 +211,17 @@ def validate_dataset(path: str | Path) -> ValidationReport:
         # no dataset hash yet (the rubric and evidence are read only once they validated): the
         # lineage check compares every frozen record
         problems.extend(check_lineage(snapshot_of_records(root, records, "", loc), release_log))
-
     problems.sort(key=_problem_order)
     if errors_only(problems) or rubric is None:
         return ValidationReport(gold_path, tuple(problems), None)
-
-    cases, history, superseded_by = resolve_corrections(case for _, case in records)
     digest = sha256_json(
         {
             "gold": gold_digest.hexdigest(),
-            "rubric": sha256_file(rubric_path),
+            "rubric": sha256_file(root / RUBRIC_FILE),
             "evidence": sha256_file(evidence_path) if evidence_path else None,
         }
     )
+    cases, history, superseded_by = resolve_corrections(case for _, case in records)
     dataset = GoldDataset(
         root=root,
         gold_path=gold_path,
@@ -275,6 +237,45 @@ def validate_dataset(path: str | Path) -> ValidationReport:
         releases=tuple(r for r in release_log.releases if r.kind == "gold"),
     )
     return ValidationReport(gold_path, tuple(problems), dataset)
+
+
+def _read_rubric(
+    root: Path, problems: list[Problem]
+) -> tuple[Rubric | None, Path | None, frozenset[str] | None]:
+    """The rubric beside the gold, the evidence snapshot it declares and that snapshot's ids
+    (each None when absent or unreadable: the problems say why)."""
+    rubric_path = root / RUBRIC_FILE
+    try:
+        rubric = load_rubric(rubric_path)
+    except WorkbenchError as exc:
+        problems.extend(exc.problems)
+        return None, None, None
+    if not rubric.evidence_snapshot:
+        return rubric, None, None
+    # not resolved: problems name the declared path
+    evidence_path = rubric_path.parent / rubric.evidence_snapshot
+    evidence_ids, evidence_problems = _read_evidence_ids(evidence_path, rubric.evidence_snapshot)
+    problems.extend(evidence_problems)
+    return rubric, evidence_path, evidence_ids
+
+
+def _read_gold(gold_path: Path, problems: list[Problem], digest: Any) -> list[_Line]:
+    """Every line of the gold file, parsed (none when it cannot be read to its end)."""
+    with bulk_load():
+        parsed = _parse_lines(gold_path, problems, digest)
+    if parsed is not None and not parsed:
+        problems.append(
+            Problem(
+                location=str(gold_path),
+                code="gold_empty",
+                message="the gold file holds no records",
+                fix=(
+                    "add one JSON object per line; an empty dataset cannot support any alignment"
+                    " claim"
+                ),
+            )
+        )
+    return parsed or []
 
 
 def resolve_corrections(
@@ -553,126 +554,134 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _check_records(  # noqa: C901
+def _check_records(
     lines: list[_Line], rubric: Rubric | None, evidence_ids: frozenset[str] | None, loc: str
 ) -> list[Problem]:
-    out: list[Problem] = []
+    """Each valid record on its own: its response, its fit to the rubric, its reviews and
+    adjudication, the evidence it cites (in that order per record)."""
+    out = Problems()
     vocab = set(rubric.labels) if rubric else None
     for line in lines:
         case = line.case
         if case is None:
             continue
         where = f"{loc}:{line.number}"
-        cid = case.case_id
-
-        def add(
-            code: str,
-            message: str,
-            fix: str,
-            severity: Severity = "error",
-            _w: str = where,
-            _c: str = cid,
-        ) -> None:
-            out.append(
-                Problem(
-                    location=_w, case_id=_c, code=code, message=message, fix=fix, severity=severity
-                )
-            )
-
-        if not case.response.strip():
-            add(
-                "empty_response",
-                "the response under judgment is empty",
-                "check the export: an empty response is rarely what reviewers judged; keep it only"
-                " if judging empty answers is intended",
-                "warning",
-            )
-        actual_hash = hashlib.sha256(case.response.encode("utf-8")).hexdigest()
-        if case.response_hash != actual_hash:
-            add(
-                "response_hash_mismatch",
-                "response_hash does not match the response",
-                "if the response was edited after review, restore the reviewed text; if the hash"
-                f" was computed wrongly, set it to sha256 of the UTF-8 response ({actual_hash})",
-            )
+        _check_response(case, where, out)
         if rubric is not None:
-            if case.rubric_version != rubric.version:
-                add(
-                    "rubric_version_mismatch",
-                    f"reviewed under rubric_version {case.rubric_version!r} but the rubric is"
-                    f" {rubric.version!r}",
-                    "re-review the case under the current rubric, or validate it against the rubric"
-                    " it was reviewed under",
-                )
-            if case.slice not in rubric.slices:
-                add(
-                    "unknown_slice",
-                    f"unknown slice {case.slice!r}",
-                    "use one of the rubric's slices ("
-                    + ", ".join(rubric.slices)
-                    + ") or declare this slice, with a risk level, in rubric.yaml",
-                )
             assert vocab is not None
-            for i, review in enumerate(case.reviews):
-                if review.label not in vocab:
-                    add(
-                        "unknown_label",
-                        f"reviews[{i}] ({review.reviewer}) has unknown label {review.label!r}",
-                        "use one of " + ", ".join(rubric.labels),
-                    )
-            if case.adjudication and case.adjudication.label not in vocab:
-                add(
-                    "unknown_label",
-                    f"adjudication has unknown label {case.adjudication.label!r}",
-                    "use one of " + ", ".join(rubric.labels),
-                )
-            if len(case.reviews) < rubric.min_reviews:
-                add(
-                    "too_few_reviews",
-                    f"{len(case.reviews)} review(s); the rubric requires {rubric.min_reviews}",
-                    "collect more independent reviews before adding the case",
-                )
-        reviewers = [r.reviewer for r in case.reviews]
-        if len(set(reviewers)) != len(reviewers):
-            add(
-                "duplicate_reviewer",
-                "the same reviewer appears twice",
-                "reviews must come from different reviewers; keep the first label and record"
-                " changes in adjudication",
-            )
-        if case.adjudication is None:
-            if case.reviewers_disagree:
-                labels = ", ".join(f"{r.reviewer}={r.label}" for r in case.reviews)
-                add(
-                    "unresolved_disagreement",
-                    f"reviewers disagree ({labels}) and there is no adjudication",
-                    "have an adjudicator decide and record {label, reason, adjudicator}",
-                )
-            else:
-                add(
-                    "no_adjudication",
-                    "the case has no adjudication",
-                    "record the adjudicated label {label, reason, adjudicator}, even when reviewers"
-                    " agree",
-                )
-        cited = list(case.evidence) + [e for r in case.reviews for e in r.evidence]
-        if cited and rubric is not None and not rubric.evidence_snapshot:
-            add(
-                "unresolved_evidence",
-                f"cites evidence {', '.join(map(repr, dict.fromkeys(cited)))} but the rubric"
-                " declares no evidence_snapshot to resolve it in",
-                "declare evidence_snapshot in rubric.yaml, or remove the evidence ids",
-            )
-        if evidence_ids is not None:
-            for eid in dict.fromkeys(cited):
-                if eid not in evidence_ids:
-                    add(
-                        "unresolved_evidence",
-                        f"evidence id {eid!r} is not in the evidence snapshot",
-                        "cite an id from the snapshot, or add the passage to the snapshot as a new"
-                        " dataset version",
-                    )
+            _check_rubric_fit(case, rubric, vocab, where, out)
+        _check_adjudication(case, where, out)
+        if case.evidence or any(review.evidence for review in case.reviews):
+            _check_evidence(case, rubric, evidence_ids, where, out)
     return out
+
+
+def _check_response(case: GoldCase, where: str, out: Problems) -> None:
+    """The response is written, and ``response_hash`` is its sha256."""
+    cid = case.case_id
+    if not case.response.strip():
+        fix = (
+            "check the export: an empty response is rarely what reviewers judged; keep it only if"
+            " judging empty answers is intended"
+        )
+        message = "the response under judgment is empty"
+        out.add(where, "empty_response", message, fix, case_id=cid, severity="warning")
+    actual_hash = hashlib.sha256(case.response.encode("utf-8")).hexdigest()
+    if case.response_hash != actual_hash:
+        fix = (
+            "if the response was edited after review, restore the reviewed text; if the hash was"
+            f" computed wrongly, set it to sha256 of the UTF-8 response ({actual_hash})"
+        )
+        message = "response_hash does not match the response"
+        out.add(where, "response_hash_mismatch", message, fix, case_id=cid)
+
+
+def _check_rubric_fit(
+    case: GoldCase, rubric: Rubric, vocab: set[str], where: str, out: Problems
+) -> None:
+    """Reviewed under the rubric's version, in one of its slices, with its labels, by as many
+    reviewers as it requires."""
+    cid = case.case_id
+    if case.rubric_version != rubric.version:
+        message = (
+            f"reviewed under rubric_version {case.rubric_version!r} but the rubric is"
+            f" {rubric.version!r}"
+        )
+        fix = (
+            "re-review the case under the current rubric, or validate it against the rubric it"
+            " was reviewed under"
+        )
+        out.add(where, "rubric_version_mismatch", message, fix, case_id=cid)
+    if case.slice not in rubric.slices:
+        fix = (
+            f"use one of the rubric's slices ({', '.join(rubric.slices)}) or declare this slice,"
+            " with a risk level, in rubric.yaml"
+        )
+        out.add(where, "unknown_slice", f"unknown slice {case.slice!r}", fix, case_id=cid)
+    for i, review in enumerate(case.reviews):
+        if review.label not in vocab:
+            message = f"reviews[{i}] ({review.reviewer}) has unknown label {review.label!r}"
+            out.add(where, "unknown_label", message, _use_labels(rubric), case_id=cid)
+    if case.adjudication and case.adjudication.label not in vocab:
+        message = f"adjudication has unknown label {case.adjudication.label!r}"
+        out.add(where, "unknown_label", message, _use_labels(rubric), case_id=cid)
+    if len(case.reviews) < rubric.min_reviews:
+        message = f"{len(case.reviews)} review(s); the rubric requires {rubric.min_reviews}"
+        fix = "collect more independent reviews before adding the case"
+        out.add(where, "too_few_reviews", message, fix, case_id=cid)
+
+
+def _use_labels(rubric: Rubric) -> str:
+    return "use one of " + ", ".join(rubric.labels)
+
+
+def _check_adjudication(case: GoldCase, where: str, out: Problems) -> None:
+    """Reviews come from different reviewers, and an adjudicator decided the label."""
+    cid = case.case_id
+    reviewers = [r.reviewer for r in case.reviews]
+    if len(set(reviewers)) != len(reviewers):
+        fix = (
+            "reviews must come from different reviewers; keep the first label and record changes"
+            " in adjudication"
+        )
+        out.add(where, "duplicate_reviewer", "the same reviewer appears twice", fix, case_id=cid)
+    if case.adjudication is not None:
+        return
+    if case.reviewers_disagree:
+        labels = ", ".join(f"{r.reviewer}={r.label}" for r in case.reviews)
+        message = f"reviewers disagree ({labels}) and there is no adjudication"
+        fix = "have an adjudicator decide and record {label, reason, adjudicator}"
+        out.add(where, "unresolved_disagreement", message, fix, case_id=cid)
+    else:
+        fix = "record the adjudicated label {label, reason, adjudicator}, even when reviewers agree"
+        out.add(where, "no_adjudication", "the case has no adjudication", fix, case_id=cid)
+
+
+def _check_evidence(
+    case: GoldCase,
+    rubric: Rubric | None,
+    evidence_ids: frozenset[str] | None,
+    where: str,
+    out: Problems,
+) -> None:
+    """Cited evidence resolves in the rubric's evidence snapshot."""
+    cited = list(case.evidence) + [e for r in case.reviews for e in r.evidence]
+    if rubric is not None and not rubric.evidence_snapshot:
+        message = (
+            f"cites evidence {', '.join(map(repr, dict.fromkeys(cited)))} but the rubric declares"
+            " no evidence_snapshot to resolve it in"
+        )
+        fix = "declare evidence_snapshot in rubric.yaml, or remove the evidence ids"
+        out.add(where, "unresolved_evidence", message, fix, case_id=case.case_id)
+    if evidence_ids is None:
+        return
+    fix = (
+        "cite an id from the snapshot, or add the passage to the snapshot as a new dataset version"
+    )
+    for eid in dict.fromkeys(cited):
+        if eid not in evidence_ids:
+            message = f"evidence id {eid!r} is not in the evidence snapshot"
+            out.add(where, "unresolved_evidence", message, fix, case_id=case.case_id)
 
 
 def _raw_text(raw: dict[str, Any], key: str) -> str | None:
@@ -681,11 +690,30 @@ def _raw_text(raw: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:  # noqa: C901, PLR0915
-    out: list[Problem] = []
-    # Identity fields are read from valid records and, when a line failed validation, from
-    # its raw JSON, so that one bad field does not hide a duplicate or a leak elsewhere.
-    ident: list[tuple[int, str | None, str | None, str | None, str | None, str | None]] = []
+_Ident = tuple[int, str | None, str | None, str | None, str | None, str | None]
+"""A record's identity fields: ``(line, case_id, partition, group, supersedes, response_hash)``."""
+
+
+def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
+    """What records must not do to each other: share an id, split a group across partitions,
+    or correct records in ways that break a correction chain."""
+    ident = _identities(lines)
+    out = Problems()
+    _check_duplicate_ids(ident, loc, out)
+    _check_group_leakage(ident, loc, out)
+    record_of: dict[str, tuple[int, str | None, str | None]] = {}
+    for number, cid, partition, _group, _sup, rhash in ident:
+        if cid is not None and cid not in record_of:
+            record_of[cid] = (number, partition, rhash)
+    successor = _check_corrections(ident, record_of, loc, out)
+    _check_supersede_cycles(successor, record_of, loc, out)
+    return out
+
+
+def _identities(lines: list[_Line]) -> list[_Ident]:
+    """Identity fields of valid records and, when a line failed validation, from its raw JSON,
+    so that one bad field does not hide a duplicate or a leak elsewhere."""
+    ident: list[_Ident] = []
     for line in lines:
         if line.case is not None:
             c = line.case
@@ -693,42 +721,34 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:  # noqa
                 (line.number, c.case_id, c.partition.value, c.group, c.supersedes, c.response_hash)
             )
         elif line.raw is not None:
-            r = line.raw
-            ident.append(
-                (
-                    line.number,
-                    _raw_text(r, "case_id"),
-                    _raw_text(r, "partition"),
-                    _raw_text(r, "group"),
-                    _raw_text(r, "supersedes"),
-                    _raw_text(r, "response_hash"),
-                )
-            )
+            keys = ("case_id", "partition", "group", "supersedes", "response_hash")
+            cid, partition, group, sup, rhash = (_raw_text(line.raw, key) for key in keys)
+            ident.append((line.number, cid, partition, group, sup, rhash))
+    return ident
 
+
+def _check_duplicate_ids(ident: list[_Ident], loc: str, out: Problems) -> None:
     first_line: dict[str, int] = {}
+    fix = "give the case a new id; to correct the earlier record, add 'supersedes' pointing at it"
     for number, cid, *_ in ident:
         if cid is None:
             continue
         if cid in first_line:
-            out.append(
-                Problem(
-                    location=f"{loc}:{number}",
-                    case_id=cid,
-                    code="duplicate_case_id",
-                    message=f"case_id already used on line {first_line[cid]}",
-                    fix=(
-                        "give the case a new id; to correct the earlier record, add 'supersedes'"
-                        " pointing at it"
-                    ),
-                )
-            )
+            message = f"case_id already used on line {first_line[cid]}"
+            out.add(f"{loc}:{number}", "duplicate_case_id", message, fix, case_id=cid)
         else:
             first_line[cid] = number
 
+
+def _check_group_leakage(ident: list[_Ident], loc: str, out: Problems) -> None:
+    """Every case of a group (paraphrases of one prompt) is in one partition."""
     partitions_of_group: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for number, _cid, partition, group, *_ in ident:
         if group is not None and partition in PARTITIONS:
             partitions_of_group[group][partition].append(number)
+    fix = (
+        "move every case of the group into one partition; paraphrases must not straddle partitions"
+    )
     for group, parts in partitions_of_group.items():
         if len(parts) > 1:
             where = ", ".join(
@@ -736,118 +756,91 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:  # noqa
                 for p, ns in sorted(parts.items())
             )
             first = min(n for ns in parts.values() for n in ns)
-            out.append(
-                Problem(
-                    location=f"{loc}:{first}",
-                    code="group_leakage",
-                    message=f"group {group!r} appears in {len(parts)} partitions: {where}",
-                    fix=(
-                        "move every case of the group into one partition; paraphrases must not"
-                        " straddle partitions"
-                    ),
-                )
-            )
+            message = f"group {group!r} appears in {len(parts)} partitions: {where}"
+            out.add(f"{loc}:{first}", "group_leakage", message, fix)
 
-    record_of: dict[str, tuple[int, str | None, str | None]] = {}
-    for number, cid, partition, _group, _sup, rhash in ident:
-        if cid is not None and cid not in record_of:
-            record_of[cid] = (number, partition, rhash)
+
+def _check_corrections(
+    ident: list[_Ident],
+    record_of: dict[str, tuple[int, str | None, str | None]],
+    loc: str,
+    out: Problems,
+) -> dict[str, str]:
+    """A correction (``supersedes``) points at another record of the dataset, keeps its
+    partition and response, and is its only correction. Returns each correction's target."""
     targets: dict[str, list[tuple[int, str]]] = defaultdict(list)
     successor: dict[str, str] = {}
     for number, cid, partition, _group, sup, rhash in ident:
         if sup is None or cid is None:
             continue
+        at = f"{loc}:{number}"
         if sup not in record_of:
-            out.append(
-                Problem(
-                    location=f"{loc}:{number}",
-                    case_id=cid,
-                    code="supersedes_unknown",
-                    message=f"supersedes {sup!r}, which is not in the dataset",
-                    fix=(
-                        "point supersedes at the case_id of the record being corrected, or"
-                        " remove it"
-                    ),
-                )
-            )
+            message = f"supersedes {sup!r}, which is not in the dataset"
+            fix = "point supersedes at the case_id of the record being corrected, or remove it"
+            out.add(at, "supersedes_unknown", message, fix, case_id=cid)
             continue
         if sup == cid:
-            out.append(
-                Problem(
-                    location=f"{loc}:{number}",
-                    case_id=cid,
-                    code="supersedes_cycle",
-                    message="the record supersedes itself",
-                    fix="point supersedes at the earlier record's case_id",
-                )
-            )
+            fix = "point supersedes at the earlier record's case_id"
+            out.add(at, "supersedes_cycle", "the record supersedes itself", fix, case_id=cid)
             continue
         targets[sup].append((number, cid))
         successor[cid] = sup
-        old_number, old_partition, old_hash = record_of[sup]
-        if partition is not None and old_partition is not None and partition != old_partition:
-            out.append(
-                Problem(
-                    location=f"{loc}:{number}",
-                    case_id=cid,
-                    code="correction_moves_partition",
-                    message=(
-                        f"corrects {sup!r} (line {old_number}) but moves it from {old_partition} to"
-                        f" {partition}"
-                    ),
-                    fix="keep a correction in the partition of the record it corrects",
-                )
-            )
-        if rhash is not None and old_hash is not None and rhash != old_hash:
-            out.append(
-                Problem(
-                    location=f"{loc}:{number}",
-                    case_id=cid,
-                    code="correction_changes_response",
-                    message=f"corrects {sup!r} (line {old_number}) but judges a different response",
-                    fix="a new response is a new case: give it its own case_id without supersedes",
-                )
-            )
+        _check_correction_fits(at, cid, sup, partition, rhash, record_of[sup], out)
+    fix = "keep one correction chain: make the later correction supersede the earlier correction"
     for sup, claimants in targets.items():
         if len(claimants) > 1:
             lines_text = ", ".join(f"{c} (line {n})" for n, c in claimants)
-            out.append(
-                Problem(
-                    location=f"{loc}:{claimants[1][0]}",
-                    case_id=sup,
-                    code="supersedes_fork",
-                    message=f"superseded by more than one record: {lines_text}",
-                    fix=(
-                        "keep one correction chain: make the later correction supersede the earlier"
-                        " correction"
-                    ),
-                )
-            )
+            message = f"superseded by more than one record: {lines_text}"
+            out.add(f"{loc}:{claimants[1][0]}", "supersedes_fork", message, fix, case_id=sup)
+    return successor
 
+
+def _check_correction_fits(
+    at: str,
+    cid: str,
+    sup: str,
+    partition: str | None,
+    rhash: str | None,
+    old: tuple[int, str | None, str | None],
+    out: Problems,
+) -> None:
+    old_number, old_partition, old_hash = old
+    if partition is not None and old_partition is not None and partition != old_partition:
+        message = (
+            f"corrects {sup!r} (line {old_number}) but moves it from {old_partition} to {partition}"
+        )
+        fix = "keep a correction in the partition of the record it corrects"
+        out.add(at, "correction_moves_partition", message, fix, case_id=cid)
+    if rhash is not None and old_hash is not None and rhash != old_hash:
+        message = f"corrects {sup!r} (line {old_number}) but judges a different response"
+        fix = "a new response is a new case: give it its own case_id without supersedes"
+        out.add(at, "correction_changes_response", message, fix, case_id=cid)
+
+
+def _check_supersede_cycles(
+    successor: dict[str, str],
+    record_of: dict[str, tuple[int, str | None, str | None]],
+    loc: str,
+    out: Problems,
+) -> None:
+    """Following ``supersedes`` from any record ends; each cycle is reported once, at its
+    smallest case id."""
     reported: set[str] = set()
+    fix = "a correction must point at an older record; break the cycle"
     for start in successor:
         seen: list[str] = []
         node: str | None = start
         while node is not None and node in successor and node not in seen:
             seen.append(node)
             node = successor[node]
-        if node is not None and node in seen:
-            cycle = seen[seen.index(node) :]
-            key = min(cycle)
-            if key in reported:
-                continue
+        if node is None or node not in seen:
+            continue
+        cycle = seen[seen.index(node) :]
+        key = min(cycle)
+        if key not in reported:
             reported.add(key)
-            number = record_of[key][0]
-            out.append(
-                Problem(
-                    location=f"{loc}:{number}",
-                    case_id=key,
-                    code="supersedes_cycle",
-                    message="supersedes chain forms a cycle: " + " -> ".join(cycle + [node]),
-                    fix="a correction must point at an older record; break the cycle",
-                )
-            )
-    return out
+            message = "supersedes chain forms a cycle: " + " -> ".join(cycle + [node])
+            out.add(f"{loc}:{record_of[key][0]}", "supersedes_cycle", message, fix, case_id=key)
 
 
 def normalize_text(text: str) -> str:

@@ -13,6 +13,7 @@ pass/fail view through ``pass_labels``: an unbroken run of labels at one end of 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -210,213 +211,163 @@ def _as_number(label: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:  # noqa: C901, PLR0915
+Issue = tuple[str, str, str, str]
+"""One inconsistency of a rubric: ``(code, field, message, fix)``."""
+
+
+def _label_problems(r: Rubric) -> list[Issue]:
     """Every inconsistency between labels, scale, pass/fail and abstain labels: ``(code, field,
-    message, fix)``."""
-    out: list[tuple[str, str, str, str]] = []
-    vocab = set(r.labels)
+    message, fix)``, in the order of the steps below."""
+    steps = [_vocabulary_issues, _abstain_issues]
+    if r.scale == Scale.nominal:
+        steps.append(_nominal_issues)
+    else:
+        steps += [_ordered_issues, _pass_labels_issues]
+    return [issue for step in steps for issue in step(r)]
+
+
+def _invalid(field: str, message: str, fix: str) -> Issue:
+    return ("rubric_invalid", field, message, fix)
+
+
+def _scale(field: str, message: str, fix: str) -> Issue:
+    return ("rubric_scale", field, message, fix)
+
+
+def _vocabulary_issues(r: Rubric) -> Iterator[Issue]:
+    """Each label listed once; ``pass_label`` and ``fail_label`` labels, both or neither, apart."""
     duplicates = sorted({label for label in r.labels if r.labels.count(label) > 1})
     if duplicates:
-        out.append(
-            (
-                "rubric_invalid",
-                "labels",
-                f"labels contains duplicates: {duplicates}",
-                "list every label once",
-            )
+        yield _invalid(
+            "labels", f"labels contains duplicates: {duplicates}", "list every label once"
         )
     for name in ("pass_label", "fail_label"):
         value = getattr(r, name)
-        if value is not None and value not in vocab:
-            out.append(
-                (
-                    "rubric_invalid",
-                    name,
-                    f"{name} {value!r} is not one of labels {r.labels}",
-                    f"set {name} to one of {r.labels}, or add it to labels",
-                )
-            )
+        if value is not None and value not in r.labels:
+            message = f"{name} {value!r} is not one of labels {r.labels}"
+            yield _invalid(name, message, f"set {name} to one of {r.labels}, or add it to labels")
     if (r.pass_label is None) != (r.fail_label is None):
-        out.append(
-            (
-                "rubric_invalid",
-                "pass_label",
-                "declare both pass_label and fail_label, or neither",
-                "add the missing one, or remove both for a rubric without pass/fail",
-            )
-        )
+        message = "declare both pass_label and fail_label, or neither"
+        fix = "add the missing one, or remove both for a rubric without pass/fail"
+        yield _invalid("pass_label", message, fix)
     if r.pass_label is not None and r.pass_label == r.fail_label:
-        out.append(
-            (
-                "rubric_invalid",
-                "fail_label",
-                "pass_label and fail_label must differ",
-                "name two different labels",
-            )
+        yield _invalid(
+            "fail_label", "pass_label and fail_label must differ", "name two different labels"
         )
+
+
+def _abstain_issues(r: Rubric) -> Iterator[Issue]:
+    """Each abstain label is a label, and neither pass nor fail."""
     for label in r.abstain_labels:
-        if label not in vocab:
-            out.append(
-                (
-                    "rubric_invalid",
-                    "abstain_labels",
-                    f"abstain label {label!r} is not one of labels {r.labels}",
-                    "add it to labels or remove it from abstain_labels",
-                )
+        if label not in r.labels:
+            message = f"abstain label {label!r} is not one of labels {r.labels}"
+            yield _invalid(
+                "abstain_labels", message, "add it to labels or remove it from abstain_labels"
             )
         if label in (r.pass_label, r.fail_label) or (r.pass_labels and label in r.pass_labels):
-            out.append(
-                (
-                    "rubric_invalid",
-                    "abstain_labels",
-                    f"abstain label {label!r} cannot also be pass or fail",
-                    "remove it from abstain_labels or from the pass/fail labels",
-                )
-            )
-    scale = r.scale.value
-    scale_labels = [label for label in r.labels if label not in r.abstain_labels]
-    if r.scale == Scale.nominal:
-        if r.pass_labels is not None:
-            out.append(
-                (
-                    "rubric_scale",
-                    "pass_labels",
-                    "pass_labels is for ordered rubrics, and this rubric's scale is nominal",
-                    (
-                        "declare scale: ordinal (or numeric) for an ordered scale, or use"
-                        " pass_label and fail_label"
-                    ),
-                )
-            )
-        return out
+            message = f"abstain label {label!r} cannot also be pass or fail"
+            fix = "remove it from abstain_labels or from the pass/fail labels"
+            yield _invalid("abstain_labels", message, fix)
+
+
+def _nominal_issues(r: Rubric) -> Iterator[Issue]:
+    """A nominal rubric has no ``pass_labels``."""
+    if r.pass_labels is not None:
+        message = "pass_labels is for ordered rubrics, and this rubric's scale is nominal"
+        fix = (
+            "declare scale: ordinal (or numeric) for an ordered scale, or use pass_label and"
+            " fail_label"
+        )
+        yield _scale("pass_labels", message, fix)
+
+
+def _ordered_issues(r: Rubric) -> Iterator[Issue]:
+    """An ordered rubric: ``pass_labels``, not pass_label/fail_label; two scale labels at least;
+    numeric labels are distinct finite numbers in increasing order."""
+    scale, scale_labels = r.scale.value, r.scale_labels
     if r.pass_label is not None or r.fail_label is not None:
         example = scale_labels[-2:] if len(scale_labels) >= 3 else scale_labels[-1:]
-        out.append(
-            (
-                "rubric_scale",
-                "pass_label",
-                (
-                    f"a {scale} rubric declares its pass labels with pass_labels, not"
-                    " pass_label/fail_label"
-                ),
-                (
-                    "replace pass_label and fail_label with pass_labels, e.g. pass_labels:"
-                    f" {example}; every other scale label then counts as fail"
-                ),
-            )
+        message = (
+            f"a {scale} rubric declares its pass labels with pass_labels, not pass_label/fail_label"
         )
+        fix = (
+            f"replace pass_label and fail_label with pass_labels, e.g. pass_labels: {example};"
+            " every other scale label then counts as fail"
+        )
+        yield _scale("pass_label", message, fix)
     if len(scale_labels) < 2:
-        out.append(
-            (
-                "rubric_scale",
-                "labels",
-                (
-                    f"a {scale} scale needs at least two labels that are not abstain labels; it has"
-                    f" {scale_labels}"
-                ),
-                (
-                    "list the scale's labels, lowest first, and keep abstain labels for answers off"
-                    " the scale"
-                ),
-            )
+        message = (
+            f"a {scale} scale needs at least two labels that are not abstain labels; it has"
+            f" {scale_labels}"
         )
+        fix = (
+            "list the scale's labels, lowest first, and keep abstain labels for answers off the"
+            " scale"
+        )
+        yield _scale("labels", message, fix)
     if r.scale == Scale.numeric:
-        not_numbers = [label for label in scale_labels if _as_number(label) is None]
-        if not_numbers:
-            out.append(
-                (
-                    "rubric_scale",
-                    "labels",
-                    f"a numeric scale needs number labels; {not_numbers} are not finite numbers",
-                    (
-                        "use numbers (e.g. 0, 0.5, 1), declare the others as abstain_labels, or use"
-                        " scale: ordinal for ordered categories"
-                    ),
-                )
+        yield from _numeric_issues(scale_labels)
+
+
+def _numeric_issues(scale_labels: list[str]) -> Iterator[Issue]:
+    not_numbers = [label for label in scale_labels if _as_number(label) is None]
+    if not_numbers:
+        message = f"a numeric scale needs number labels; {not_numbers} are not finite numbers"
+        fix = (
+            "use numbers (e.g. 0, 0.5, 1), declare the others as abstain_labels, or use scale:"
+            " ordinal for ordered categories"
+        )
+        yield _scale("labels", message, fix)
+    numbers = [label for label in scale_labels if label not in not_numbers]
+    values = [float(label) for label in numbers]
+    if len(set(values)) != len(values):
+        yield _scale(
+            "labels",
+            f"numeric labels {numbers} name the same number twice",
+            "list each number once",
+        )
+    elif values != sorted(values):
+        message = f"numeric labels must be listed in increasing order; got {numbers}"
+        yield _scale("labels", message, f"list them as {sorted(numbers, key=float)}")
+
+
+def _pass_labels_issues(r: Rubric) -> Iterator[Issue]:
+    """``pass_labels``: known labels, each once, not empty, not every scale label, and an unbroken
+    run at one end of the scale."""
+    if r.pass_labels is None:
+        return
+    scale_labels = r.scale_labels
+    unknown = [label for label in r.pass_labels if label not in r.labels]
+    if unknown:
+        message = f"pass_labels {unknown} are not among labels {r.labels}"
+        yield _scale("pass_labels", message, f"choose pass labels among {scale_labels}")
+    if len(set(r.pass_labels)) != len(r.pass_labels):
+        message = f"pass_labels contains duplicates: {r.pass_labels}"
+        yield _scale("pass_labels", message, "list every pass label once")
+    on_scale = [label for label in r.pass_labels if label in scale_labels]
+    if not r.pass_labels:
+        message = "pass_labels is empty: no label would count as pass"
+        fix = (
+            f"list the passing labels, e.g. pass_labels: {scale_labels[-1:]}, or remove pass_labels"
+        )
+        yield _scale("pass_labels", message, fix)
+    elif len(set(on_scale)) == len(scale_labels):
+        message = "every scale label is a pass label: nothing could fail"
+        yield _scale("pass_labels", message, "leave at least one scale label out of pass_labels")
+    elif on_scale:
+        positions = sorted({scale_labels.index(label) for label in on_scale})
+        run = positions == list(range(positions[0], positions[-1] + 1))
+        if not (run and (positions[0] == 0 or positions[-1] == len(scale_labels) - 1)):
+            message = (
+                f"pass_labels {r.pass_labels} are not an unbroken run at one end of the scale"
+                f" {scale_labels}"
             )
-        numbers = [label for label in scale_labels if label not in not_numbers]
-        values = [float(label) for label in numbers]
-        if len(set(values)) != len(values):
-            out.append(
-                (
-                    "rubric_scale",
-                    "labels",
-                    f"numeric labels {numbers} name the same number twice",
-                    "list each number once",
-                )
+            fix = (
+                f"a pass region is a threshold: use the top labels, e.g."
+                f" {scale_labels[-len(positions) :]}, or the bottom ones for a scale where lower is"
+                " better"
             )
-        elif values != sorted(values):
-            out.append(
-                (
-                    "rubric_scale",
-                    "labels",
-                    f"numeric labels must be listed in increasing order; got {numbers}",
-                    f"list them as {sorted(numbers, key=float)}",
-                )
-            )
-    if r.pass_labels is not None:
-        unknown = [label for label in r.pass_labels if label not in vocab]
-        if unknown:
-            out.append(
-                (
-                    "rubric_scale",
-                    "pass_labels",
-                    f"pass_labels {unknown} are not among labels {r.labels}",
-                    f"choose pass labels among {scale_labels}",
-                )
-            )
-        if len(set(r.pass_labels)) != len(r.pass_labels):
-            out.append(
-                (
-                    "rubric_scale",
-                    "pass_labels",
-                    f"pass_labels contains duplicates: {r.pass_labels}",
-                    "list every pass label once",
-                )
-            )
-        on_scale = [label for label in r.pass_labels if label in scale_labels]
-        if not r.pass_labels:
-            out.append(
-                (
-                    "rubric_scale",
-                    "pass_labels",
-                    "pass_labels is empty: no label would count as pass",
-                    (
-                        f"list the passing labels, e.g. pass_labels: {scale_labels[-1:]}, or remove"
-                        " pass_labels"
-                    ),
-                )
-            )
-        elif len(set(on_scale)) == len(scale_labels):
-            out.append(
-                (
-                    "rubric_scale",
-                    "pass_labels",
-                    "every scale label is a pass label: nothing could fail",
-                    "leave at least one scale label out of pass_labels",
-                )
-            )
-        elif on_scale:
-            positions = sorted({scale_labels.index(label) for label in on_scale})
-            run = positions == list(range(positions[0], positions[-1] + 1))
-            at_end = positions[0] == 0 or positions[-1] == len(scale_labels) - 1
-            if not (run and at_end):
-                top = scale_labels[-len(positions) :]
-                out.append(
-                    (
-                        "rubric_scale",
-                        "pass_labels",
-                        (
-                            f"pass_labels {r.pass_labels} are not an unbroken run at one end of the"
-                            f" scale {scale_labels}"
-                        ),
-                        (
-                            f"a pass region is a threshold: use the top labels, e.g. {top}, or the"
-                            " bottom ones for a scale where lower is better"
-                        ),
-                    )
-                )
-    return out
+            yield _scale("pass_labels", message, fix)
 
 
 def load_rubric(path: str | Path) -> Rubric:

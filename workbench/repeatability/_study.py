@@ -454,7 +454,7 @@ def studies_of(
     ]
 
 
-def repeatability_blockers(  # noqa: C901
+def repeatability_blockers(
     policy: Policy,
     study: RepeatabilityStudy | None,
     *,
@@ -482,161 +482,175 @@ def repeatability_blockers(  # noqa: C901
         for name, spec in policy.slices.items()
         if spec.max_flip_rate is not None
     }
-    out: list[Blocker] = []
     fix_cmd = (
         f"run `workbench repeatability --candidate SPEC --gold GOLD --partition {partition}"
         f" --repeats {min_repeats}`"
     )
-
-    def incomplete(code: str, message: str, **evidence: Any) -> Blocker:
-        return Blocker(
-            code=code,
-            category="incomplete",
-            message=message,
-            evidence=evidence,
-            case_ids=[],
-            waivable=False,
-        )
-
     if study is None:
-        if limited:
-            out.append(
-                incomplete(
-                    "repeatability_study_missing",
-                    f"the policy limits the flip rate of {', '.join(sorted(limited))} but there is"
-                    f" no repeatability study of this candidate: {fix_cmd}",
-                    slices=sorted(limited),
-                )
-            )
-        return out
+        if not limited:
+            return []
+        message = (
+            f"the policy limits the flip rate of {', '.join(sorted(limited))} but there is no"
+            f" repeatability study of this candidate: {fix_cmd}"
+        )
+        return [_incomplete("repeatability_study_missing", message, slices=sorted(limited))]
+    out: list[Blocker] = []
     if limited:
-        if fingerprint is not None and study.candidate_fingerprint != fingerprint:
+        wanted = (fingerprint, dataset_sha256, partition, min_repeats)
+        out += _study_fit_blockers(study, *wanted, fix_cmd)
+        out += _flip_rate_blockers(policy, study, limited)
+    return out + _crossing_blockers(study, earlier)
+
+
+def _incomplete(code: str, message: str, **evidence: Any) -> Blocker:
+    return Blocker(
+        code=code,
+        category="incomplete",
+        message=message,
+        evidence=evidence,
+        case_ids=[],
+        waivable=False,
+    )
+
+
+def _study_fit_blockers(
+    study: RepeatabilityStudy,
+    fingerprint: str | None,
+    dataset_sha256: str | None,
+    partition: str,
+    min_repeats: int,
+    fix_cmd: str,
+) -> list[Blocker]:
+    """The study is of this candidate and gold, on the partition, with enough repeats, and
+    complete (each mismatch an ``incomplete`` blocker)."""
+    out: list[Blocker] = []
+    sid = study.study_id
+    if fingerprint is not None and study.candidate_fingerprint != fingerprint:
+        message = (
+            f"the repeatability study is of {study.candidate} ({study.candidate_fingerprint[:12]}),"
+            f" not the candidate certified ({fingerprint[:12]}): {fix_cmd}"
+        )
+        out.append(_incomplete("repeatability_study_other_candidate", message, study=sid))
+    if dataset_sha256 is not None and study.dataset_sha256 != dataset_sha256:
+        message = (
+            f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not"
+            f" {dataset_sha256[:12]}: {fix_cmd}"
+        )
+        out.append(_incomplete("repeatability_study_other_gold", message, study=sid))
+    if study.partition != partition:
+        message = (
+            f"the repeatability study is on {study.partition}; certification wants it on"
+            f" {partition}: {fix_cmd}"
+        )
+        code = "repeatability_wrong_partition"
+        out.append(_incomplete(code, message, study=sid, partition=study.partition))
+    if study.repeats < min_repeats:
+        message = (
+            f"the repeatability study has K={study.repeats} repeats; certification wants K >="
+            f" {min_repeats}: {fix_cmd}"
+        )
+        evidence = {"study": sid, "repeats": study.repeats, "min_repeats": min_repeats}
+        out.append(_incomplete("repeatability_too_few_repeats", message, **evidence))
+    if study.status != "complete":
+        message = "the repeatability study is incomplete: " + "; ".join(study.incomplete_reasons)
+        out.append(_incomplete("repeatability_incomplete", message, study=sid))
+    return out
+
+
+def _flip_rate_blockers(
+    policy: Policy, study: RepeatabilityStudy, limited: dict[str, float]
+) -> list[Blocker]:
+    """Per limited slice: unmeasured (no assessed case) or a flip rate above the limit."""
+    out: list[Blocker] = []
+    rows = {s.slice: s for s in study.slices}
+    for name, limit in sorted(limited.items()):
+        row = rows.get(name)
+        risk = policy.slices[name].risk.value
+        if row is None or row.assessed == 0:
+            message = (
+                f"slice {name} limits the flip rate to {limit:g}, but the study assessed none of"
+                " its cases"
+            )
             out.append(
-                incomplete(
-                    "repeatability_study_other_candidate",
-                    f"the repeatability study is of {study.candidate}"
-                    f" ({study.candidate_fingerprint[:12]}), not the candidate certified"
-                    f" ({fingerprint[:12]}): {fix_cmd}",
-                    study=study.study_id,
+                Blocker(
+                    code="flip_rate_unmeasured",
+                    category="incomplete",
+                    slice=name,
+                    risk=risk,
+                    message=message,
+                    evidence={"study": study.study_id, "limit": limit},
+                    case_ids=[],
+                    waivable=False,
                 )
             )
-        if dataset_sha256 is not None and study.dataset_sha256 != dataset_sha256:
-            out.append(
-                incomplete(
-                    "repeatability_study_other_gold",
-                    f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not"
-                    f" {dataset_sha256[:12]}: {fix_cmd}",
-                    study=study.study_id,
-                )
+            continue
+        rate = row.flip_rate
+        assert rate.rate is not None
+        if rate.rate <= limit:
+            continue
+        message = (
+            f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict across"
+            f" {study.repeats} repeats of the same judge (flip rate {rate.rate:.3f} > {limit:g})"
+        )
+        out.append(
+            Blocker(
+                code="flip_rate_exceeded",
+                category="quality",
+                slice=name,
+                risk=risk,
+                message=message,
+                evidence={
+                    "study": study.study_id,
+                    "flipped": row.flipped,
+                    "assessed": row.assessed,
+                    "rate": rate.rate,
+                    "ci95_low": rate.ci95_low,
+                    "ci95_high": rate.ci95_high,
+                    "limit": limit,
+                    "repeats": study.repeats,
+                },
+                case_ids=[c.case_id for c in study.cases if c.slice == name and c.flipped],
+                waivable=False,
             )
-        if study.partition != partition:
-            out.append(
-                incomplete(
-                    "repeatability_wrong_partition",
-                    f"the repeatability study is on {study.partition}; certification wants it on"
-                    f" {partition}: {fix_cmd}",
-                    study=study.study_id,
-                    partition=study.partition,
-                )
-            )
-        if study.repeats < min_repeats:
-            out.append(
-                incomplete(
-                    "repeatability_too_few_repeats",
-                    f"the repeatability study has K={study.repeats} repeats; certification wants K"
-                    f" >= {min_repeats}: {fix_cmd}",
-                    study=study.study_id,
-                    repeats=study.repeats,
-                    min_repeats=min_repeats,
-                )
-            )
-        if study.status != "complete":
-            out.append(
-                incomplete(
-                    "repeatability_incomplete",
-                    "the repeatability study is incomplete: " + "; ".join(study.incomplete_reasons),
-                    study=study.study_id,
-                )
-            )
-        rows = {s.slice: s for s in study.slices}
-        for name, limit in sorted(limited.items()):
-            row = rows.get(name)
-            risk = policy.slices[name].risk.value
-            if row is None or row.assessed == 0:
-                out.append(
-                    Blocker(
-                        code="flip_rate_unmeasured",
-                        category="incomplete",
-                        slice=name,
-                        risk=risk,
-                        message=(
-                            f"slice {name} limits the flip rate to {limit:g}, but the study"
-                            " assessed none of its cases"
-                        ),
-                        evidence={"study": study.study_id, "limit": limit},
-                        case_ids=[],
-                        waivable=False,
-                    )
-                )
-                continue
-            assert row.flip_rate.rate is not None
-            if row.flip_rate.rate > limit:
-                flipped = [c.case_id for c in study.cases if c.slice == name and c.flipped]
-                out.append(
-                    Blocker(
-                        code="flip_rate_exceeded",
-                        category="quality",
-                        slice=name,
-                        risk=risk,
-                        message=(
-                            f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict"
-                            f" across {study.repeats} repeats of the same judge (flip rate"
-                            f" {row.flip_rate.rate:.3f} > {limit:g})"
-                        ),
-                        evidence={
-                            "study": study.study_id,
-                            "flipped": row.flipped,
-                            "assessed": row.assessed,
-                            "rate": row.flip_rate.rate,
-                            "ci95_low": row.flip_rate.ci95_low,
-                            "ci95_high": row.flip_rate.ci95_high,
-                            "limit": limit,
-                            "repeats": study.repeats,
-                        },
-                        case_ids=flipped,
-                        waivable=False,
-                    )
-                )
+        )
+    return out
+
+
+def _crossing_blockers(
+    study: RepeatabilityStudy,
+    earlier: list[RepeatabilityStudy] | tuple[RepeatabilityStudy, ...],
+) -> list[Blocker]:
+    """Per slice: the cases that crossed the pass/fail boundary in this study or an earlier one
+    of the same candidate (a later, calmer study does not erase them)."""
     crossings: dict[str, dict[str, list[str]]] = {}
     risks: dict[str, str | None] = {}
-    for each in [
-        *(
-            e
-            for e in earlier
-            if e.candidate_fingerprint == study.candidate_fingerprint
-            and e.study_id != study.study_id
-        ),
-        study,
-    ]:
+    same = [
+        e
+        for e in earlier
+        if e.candidate_fingerprint == study.candidate_fingerprint and e.study_id != study.study_id
+    ]
+    for each in [*same, study]:
         for c in each.cases:
             if c.needs_review:
                 crossings.setdefault(c.slice, {}).setdefault(c.case_id, []).append(each.study_id)
                 risks[c.slice] = c.risk
+    out: list[Blocker] = []
     for name, cases in crossings.items():
         ids = sorted(cases)
         studies = sorted({sid for sids in cases.values() for sid in sids})
+        message = (
+            f"slice {name}: {len(ids)} case(s) crossed the pass/fail boundary across repeats of"
+            f" the same pinned judge ({len(studies)} stud{'y' if len(studies) == 1 else 'ies'});"
+            " each needs human review (tighten the evidence, widen review or remove authority),"
+            " not more retries"
+        )
         out.append(
             Blocker(
                 code="boundary_crossing_critical",
                 category="review",
                 slice=name,
                 risk=risks[name],
-                message=(
-                    f"slice {name}: {len(ids)} case(s) crossed the pass/fail boundary across"
-                    f" repeats of the same pinned judge ({len(studies)}"
-                    f" stud{'y' if len(studies) == 1 else 'ies'}); each needs human review (tighten"
-                    " the evidence, widen review or remove authority), not more retries"
-                ),
+                message=message,
                 evidence={"studies": studies, "cases": len(ids), "repeats": study.repeats},
                 case_ids=ids,
                 waivable=False,

@@ -31,6 +31,8 @@ from ..errors import Problem, WorkbenchError
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
 from ._migrate import (
     MigrationRefused,
+    PartitionOf,
+    _case_id,
     gold_partitions,
     migrate_record,
     old_version_problem,
@@ -76,7 +78,7 @@ def read_results(
     return out
 
 
-def scan_results(  # noqa: C901, PLR0915
+def scan_results(
     path: str | Path,
     *,
     verify_requests: bool = False,
@@ -91,87 +93,102 @@ def scan_results(  # noqa: C901, PLR0915
     file (after its last line), or migrated on read with ``migrate``.
     """
     path = Path(path)
-    loc = str(path)
     if path.is_dir():
         yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
         return
     if not path.exists():
         yield Problem(
-            location=loc,
+            location=str(path),
             code="results_missing",
             message="the results file does not exist",
             fix="point --results at a results.jsonl written by `workbench run` or an importer",
         )
         return
-    verified: dict[str, JudgeIdentity] = {}
+    reader = _LineReader(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
     not_utf8: list[int] = []
-    old: dict[int, list[int]] = {}
-    partition_of = source = None
-    if migrate and gold is not None:
-        partition_of, source = gold_partitions(gold)
     lines = _parquet_lines(path) if path.suffix == ".parquet" else iter_jsonl_lines(path, not_utf8)
     for number, text in lines:
         while not_utf8:
-            yield Problem(
-                location=f"{loc}:{not_utf8.pop(0)}",
-                code="not_utf8",
-                message="the line is not valid UTF-8",
-                fix=(
-                    "results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read"
-                ),
+            yield _not_utf8(reader.loc, not_utf8.pop(0))
+        where = f"{reader.loc}:{number}"
+        parsed = _parse(text, where)
+        if not isinstance(parsed, JudgeResult):  # problems, or an older record
+            parsed = reader.older(number, parsed, where) if isinstance(parsed, dict) else parsed
+            if not isinstance(parsed, JudgeResult):
+                yield from parsed
+                continue
+        problem = reader.contract_problem(parsed, where)
+        yield ResultLine(number, parsed) if problem is None else problem
+    for number in not_utf8:
+        yield _not_utf8(reader.loc, number)
+    for version, numbers in sorted(reader.old.items()):
+        yield old_version_problem(path, numbers, version)
+
+
+def _not_utf8(loc: str, number: int) -> Problem:
+    return Problem(
+        location=f"{loc}:{number}",
+        code="not_utf8",
+        message="the line is not valid UTF-8",
+        fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
+    )
+
+
+class _LineReader:
+    """What reading one results file keeps from line to line: older records migrated (or set
+    aside for one ``schema_version_old`` problem), judge identities already checked."""
+
+    def __init__(
+        self, path: Path, *, verify_requests: bool, migrate: bool, gold: GoldDataset | None
+    ) -> None:
+        self.loc = str(path)
+        self.verify_requests = verify_requests
+        self.migrate = migrate
+        self.verified: dict[str, JudgeIdentity] = {}
+        """Judge identities whose fingerprint was checked, by fingerprint."""
+        self.old: dict[int, list[int]] = {}
+        """Lines of older records set aside (not ``migrate``), by schema version."""
+        self.partition_of: PartitionOf | None = None
+        self.source: str | None = None
+        if migrate and gold is not None:
+            self.partition_of, self.source = gold_partitions(gold)
+
+    def older(self, number: int, raw: dict[str, Any], where: str) -> JudgeResult | list[Problem]:
+        """An older record: migrated with ``migrate``, else set aside."""
+        version = record_version(raw) or 1
+        if not self.migrate:
+            self.old.setdefault(version, []).append(number)
+            return []
+        try:
+            migrated = migrate_record(
+                raw, partition_of=self.partition_of, partition_source=self.source
             )
-        where = f"{loc}:{number}"
-        raw: Any = None
-        try:
-            check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
-        except JSONRecordError as exc:
-            yield json_problem(exc, where)
-            continue
-        try:
-            result = JudgeResult.model_validate_json(text)
-        except SchemaTooNew as exc:
-            yield exc.problem_at(where, case_id=_case_id(loads_json(text)))
-            continue
-        except ValidationError as exc:
-            raw = loads_json(text)  # cannot fail: check_json accepted the text
-            version = record_version(raw) if isinstance(raw, dict) else None
-            if version is None or version == RESULT_SCHEMA_VERSION:
-                yield from _translate(exc, where, raw)
-                continue
-        else:
-            # No schema_version at all is version 1's default: a version-1 record.
-            raw = None if "schema_version" in result.model_fields_set else loads_json(text)
-        if raw is not None:
-            version = record_version(raw) or 1
-            if not migrate:
-                old.setdefault(version, []).append(number)
-                continue
-            try:
-                migrated = migrate_record(raw, partition_of=partition_of, partition_source=source)
-                result = JudgeResult.model_validate(migrated)
-            except MigrationRefused as exc:
-                yield Problem(
-                    location=where,
-                    case_id=_case_id(raw),
-                    code="migration_needs_gold",
-                    message=(
-                        f"cannot migrate this schema_version {version} record on read: cannot fill"
-                        f" {exc.field!r} ({exc})"
-                    ),
-                    fix=exc.fix,
+            return JudgeResult.model_validate(migrated)
+        except MigrationRefused as exc:
+            message = (
+                f"cannot migrate this schema_version {version} record on read: cannot fill"
+                f" {exc.field!r} ({exc})"
+            )
+            code = "migration_needs_gold"
+            return [
+                Problem(
+                    location=where, case_id=_case_id(raw), code=code, message=message, fix=exc.fix
                 )
-                continue
-            except ValidationError as exc:
-                yield from _translate(exc, where, raw)
-                continue
-        known = verified.get(result.judge_fingerprint)
+            ]
+        except ValidationError as exc:
+            return _translate(exc, where, raw)
+
+    def contract_problem(self, result: JudgeResult, where: str) -> Problem | None:
+        """The fingerprint is the judge identity's (checked once per identity), the inline
+        request matches its hash (``verify_requests``), the error kind is known."""
+        known = self.verified.get(result.judge_fingerprint)
         if known is None or known != result.judge:
             try:
                 actual = result.judge.fingerprint()
             except ValueError:  # a value canonical JSON cannot hold
                 actual = None
             if actual != result.judge_fingerprint:
-                yield Problem(
+                return Problem(
                     location=where,
                     case_id=result.case_id,
                     code="fingerprint_mismatch",
@@ -181,36 +198,45 @@ def scan_results(  # noqa: C901, PLR0915
                         " hand"
                     ),
                 )
-                continue
-            verified[result.judge_fingerprint] = result.judge
-        if verify_requests and result.request_hash_matches() is False:
-            yield Problem(
+            self.verified[result.judge_fingerprint] = result.judge
+        if self.verify_requests and result.request_hash_matches() is False:
+            return Problem(
                 location=where,
                 case_id=result.case_id,
                 code="request_hash_mismatch",
                 message="rendered_request_sha256 does not match the inline rendered request",
                 fix="results must not be edited by hand; re-run the judge",
             )
-            continue
         if result.error is not None and result.error.kind not in ERROR_KINDS:
-            yield Problem(
+            return Problem(
                 location=where,
                 case_id=result.case_id,
                 code="unknown_error_kind",
                 message=f"unknown error kind {result.error.kind!r}",
                 fix="use one of " + ", ".join(ERROR_KINDS),
             )
-            continue
-        yield ResultLine(number, result)
-    for number in not_utf8:
-        yield Problem(
-            location=f"{loc}:{number}",
-            code="not_utf8",
-            message="the line is not valid UTF-8",
-            fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
-        )
-    for version, numbers in sorted(old.items()):
-        yield old_version_problem(path, numbers, version)
+        return None
+
+
+def _parse(text: str, where: str) -> JudgeResult | dict[str, Any] | list[Problem]:
+    """A current record, an older record (its JSON object, to migrate or set aside), or the
+    problems of a line that is neither."""
+    try:
+        check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+    except JSONRecordError as exc:
+        return [json_problem(exc, where)]
+    try:
+        result = JudgeResult.model_validate_json(text)
+    except SchemaTooNew as exc:
+        return [exc.problem_at(where, case_id=_case_id(loads_json(text)))]
+    except ValidationError as exc:
+        raw = loads_json(text)  # cannot fail: check_json accepted the text
+        version = record_version(raw) if isinstance(raw, dict) else None
+        if version is None or version == RESULT_SCHEMA_VERSION:
+            return _translate(exc, where, raw)
+        return dict(raw)
+    # No schema_version at all is version 1's default: a version-1 record.
+    return result if "schema_version" in result.model_fields_set else dict(loads_json(text))
 
 
 def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Problem]:
@@ -295,20 +321,8 @@ def migration_note(lines: list[ResultLine]) -> str | None:
     )
 
 
-def _case_id(raw: Any) -> str | None:
-    return (
-        raw.get("case_id")
-        if isinstance(raw, dict) and isinstance(raw.get("case_id"), str)
-        else None
-    )
-
-
 def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
-    case_id = (
-        raw.get("case_id")
-        if isinstance(raw, dict) and isinstance(raw.get("case_id"), str)
-        else None
-    )
+    case_id = _case_id(raw)
     out = []
     for err in exc.errors(include_url=False):
         path = ".".join(str(p) for p in err["loc"]) or "record"

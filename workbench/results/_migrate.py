@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from .._io import JSONRecordError, atomic_write_text, iter_jsonl_lines, json_problem, loads_json
-from ..errors import Problem, WorkbenchError
+from .._load import Problems
+from ..errors import Problem, refusal
 from ._contract import RESULT_SCHEMA_VERSION, JudgeResult
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ class MigrationReport:
         )
 
 
-def migrate_results_file(  # noqa: C901, PLR0915
+def migrate_results_file(
     path: str | Path, *, gold: str | Path | GoldDataset | None = None, out: str | Path | None = None
 ) -> MigrationReport:
     """Migrate every older record of a results file; write all or nothing.
@@ -203,83 +204,77 @@ def migrate_results_file(  # noqa: C901, PLR0915
     path = Path(path)
     loc = str(path)
     if not path.is_file():
-        raise WorkbenchError(
-            "cannot migrate results",
-            [
-                Problem(
-                    location=loc,
-                    code="results_missing",
-                    message="the results file does not exist",
-                    fix="point at a results.jsonl",
-                )
-            ],
+        message = "the results file does not exist"
+        raise refusal(
+            "cannot migrate results", loc, "results_missing", message, "point at a results.jsonl"
         )
     partition_of: PartitionOf | None = None
     source: str | None = None
     if gold is not None:
         dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
         partition_of, source = gold_partitions(dataset)
-    now = datetime.now(UTC)
-    problems: list[Problem] = []
-    rows: list[str] = []
-    migrated = 0
-    filled: Counter[str] = Counter()
+    migration = _Migration(partition_of, source)
     not_utf8: list[int] = []
     for number, text in iter_jsonl_lines(path, not_utf8):
-        where = f"{loc}:{number}"
-        try:
-            raw = loads_json(text)  # strict: duplicate keys, NaN/Infinity, too deep refused
-        except JSONRecordError as exc:
-            problems.append(json_problem(exc, where))
-            continue
-        if not isinstance(raw, dict):
-            problems.append(
-                Problem(
-                    location=where,
-                    code="invalid_result",
-                    message="the line is not a JSON object",
-                    fix="each line must be one judge-result object",
-                )
-            )
-            continue
-        case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
-        version = record_version(raw)
-        if version is None or version > RESULT_SCHEMA_VERSION:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="schema_version_newer" if version else "invalid_result",
-                    message=(
-                        f"schema_version {raw.get('schema_version')!r} cannot be migrated by this"
-                        " workbench"
-                    ),
-                    fix="upgrade the workbench, or correct schema_version",
-                )
-            )
-            continue
-        record = raw
-        if version < RESULT_SCHEMA_VERSION:
-            try:
-                record = migrate_record(
-                    raw, partition_of=partition_of, partition_source=source, now=now
-                )
-            except MigrationRefused as exc:
-                problems.append(
-                    Problem(
-                        location=where,
-                        case_id=case_id,
-                        code="migration_needs_gold",
-                        message=f"cannot fill {exc.field!r}: {exc}",
-                        fix=exc.fix,
-                    )
-                )
-                continue
-            migrated += 1
-            filled.update(record["migration"]["filled"].keys())
+        migration.line(f"{loc}:{number}", text)
+    for number in not_utf8:
+        fix = "results files are UTF-8 JSON Lines"
+        migration.problems.add(f"{loc}:{number}", "not_utf8", "the line is not valid UTF-8", fix)
+    migration.problems.raise_if_any(
+        f"{loc}: nothing migrated: {len(migration.problems)} problem(s)"
+    )
+    if out is None and migration.migrated == 0:
+        return MigrationReport(
+            source=loc, out=loc, backup=None, lines=len(migration.rows), migrated=0, filled={}
+        )
+    target, backup = _target(path, out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, "".join(row + "\n" for row in migration.rows))
+    return MigrationReport(
+        source=loc,
+        out=str(target),
+        backup=str(backup) if backup else None,
+        lines=len(migration.rows),
+        migrated=migration.migrated,
+        filled=dict(migration.filled),
+    )
+
+
+def _case_id(raw: Any) -> str | None:
+    """The ``case_id`` of a raw record, when it is one (for locating its problems)."""
+    return (
+        raw.get("case_id")
+        if isinstance(raw, dict) and isinstance(raw.get("case_id"), str)
+        else None
+    )
+
+
+class _Migration:
+    """The lines of a results file taken to the current version, and every problem."""
+
+    def __init__(self, partition_of: PartitionOf | None, source: str | None) -> None:
+        self.partition_of = partition_of
+        self.source = source
+        self.now = datetime.now(UTC)
+        self.problems = Problems()
+        self.rows: list[str] = []
+        """Every line to write: current lines as they were, migrated ones re-serialized."""
+        self.migrated = 0
+        self.filled: Counter[str] = Counter()
+
+    def line(self, where: str, text: str) -> None:
+        """One line: kept when current, migrated when older, else its problems."""
+        raw = self._object(where, text)
+        record = self._current(where, raw) if raw is not None else None
+        if record is None:
+            return
         try:
             result = JudgeResult.model_validate(record)
         except ValidationError as exc:
+            fix = (
+                "a migration fills only what the older version defaulted; correct the record or"
+                " re-run the judge"
+            )
             for err in exc.errors(include_url=False):
                 field = ".".join(str(p) for p in err["loc"]) or "record"
                 message = (
@@ -287,75 +282,69 @@ def migrate_results_file(  # noqa: C901, PLR0915
                     if err["type"] == "missing"
                     else f"{field}: {err['msg']}"
                 )
-                problems.append(
-                    Problem(
-                        location=where,
-                        case_id=case_id,
-                        code="invalid_result",
-                        message=message,
-                        fix=(
-                            "a migration fills only what the older version defaulted; correct the"
-                            " record or re-run the judge"
-                        ),
-                    )
-                )
-            continue
-        rows.append(result.model_dump_json() if record is not raw else text)
-    for number in not_utf8:
-        problems.append(
-            Problem(
-                location=f"{loc}:{number}",
-                code="not_utf8",
-                message="the line is not valid UTF-8",
-                fix="results files are UTF-8 JSON Lines",
+                self.problems.add(where, "invalid_result", message, fix, case_id=_case_id(raw))
+            return
+        self.rows.append(result.model_dump_json() if record is not raw else text)
+
+    def _object(self, where: str, text: str) -> dict[str, Any] | None:
+        try:
+            raw = loads_json(text)  # strict: duplicate keys, NaN/Infinity, too deep refused
+        except JSONRecordError as exc:
+            self.problems.append(json_problem(exc, where))
+            return None
+        if not isinstance(raw, dict):
+            message, fix = (
+                "the line is not a JSON object",
+                "each line must be one judge-result object",
             )
-        )
-    if problems:
-        raise WorkbenchError(f"{loc}: nothing migrated: {len(problems)} problem(s)", problems)
-    target = Path(out) if out is not None else path
-    backup: Path | None = None
-    if out is None:
-        if migrated == 0:
-            return MigrationReport(
-                source=loc, out=loc, backup=None, lines=len(rows), migrated=0, filled={}
+            self.problems.add(where, "invalid_result", message, fix)
+            return None
+        return raw
+
+    def _current(self, where: str, raw: dict[str, Any]) -> dict[str, Any] | None:
+        """The record at the current version (migrated when older), or None (a problem)."""
+        version = record_version(raw)
+        if version is None or version > RESULT_SCHEMA_VERSION:
+            message = (
+                f"schema_version {raw.get('schema_version')!r} cannot be migrated by this workbench"
             )
-        backup = path.with_name(path.name + ".v1")
-        if backup.exists():
-            raise WorkbenchError(
-                "cannot migrate results",
-                [
-                    Problem(
-                        location=str(backup),
-                        code="backup_exists",
-                        message="a kept original from an earlier migration is in the way",
-                        fix="move it aside, or give --out to write the migrated file elsewhere",
-                    )
-                ],
+            code = "schema_version_newer" if version else "invalid_result"
+            fix = "upgrade the workbench, or correct schema_version"
+            self.problems.add(where, code, message, fix, case_id=_case_id(raw))
+            return None
+        if version == RESULT_SCHEMA_VERSION:
+            return raw
+        try:
+            record = migrate_record(
+                raw, partition_of=self.partition_of, partition_source=self.source, now=self.now
             )
-        shutil.copy2(path, backup)
-    elif target.exists():
-        same = target.resolve() == path.resolve()
-        raise WorkbenchError(
-            "cannot migrate results",
-            [
-                Problem(
-                    location=str(target),
-                    code="out_is_source" if same else "out_exists",
-                    message="--out names the source file" if same else "--out already exists",
-                    fix=(
-                        "omit --out to migrate in place (the original is kept as <file>.v1), or"
-                        " name a new file"
-                    ),
-                )
-            ],
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, "".join(row + "\n" for row in rows))
-    return MigrationReport(
-        source=loc,
-        out=str(target),
-        backup=str(backup) if backup else None,
-        lines=len(rows),
-        migrated=migrated,
-        filled=dict(filled),
-    )
+        except MigrationRefused as exc:
+            message = f"cannot fill {exc.field!r}: {exc}"
+            self.problems.add(
+                where, "migration_needs_gold", message, exc.fix, case_id=_case_id(raw)
+            )
+            return None
+        self.migrated += 1
+        self.filled.update(record["migration"]["filled"].keys())
+        return record
+
+
+def _target(path: Path, out: str | Path | None) -> tuple[Path, Path | None]:
+    """Where the migrated file goes, and where the original is kept (in place: ``<file>.v1``,
+    copied now); refuses to overwrite either."""
+    fix = "omit --out to migrate in place (the original is kept as <file>.v1), or name a new file"
+    if out is not None:
+        target = Path(out)
+        if target.exists():
+            same = target.resolve() == path.resolve()
+            code = "out_is_source" if same else "out_exists"
+            message = "--out names the source file" if same else "--out already exists"
+            raise refusal("cannot migrate results", str(target), code, message, fix)
+        return target, None
+    backup = path.with_name(path.name + ".v1")
+    if backup.exists():
+        message = "a kept original from an earlier migration is in the way"
+        fix = "move it aside, or give --out to write the migrated file elsewhere"
+        raise refusal("cannot migrate results", str(backup), "backup_exists", message, fix)
+    shutil.copy2(path, backup)
+    return path, backup

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
-from .._load import first_error, validation_problems
+from .._load import Problems, first_error, validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
@@ -168,50 +168,8 @@ class GoldCorrectionDrafts:
         note without text (the reason), a label outside ``labels`` and a label equal to the
         current one.
         """
-        where = str(self.path)
-        problems: list[Problem] = []
-        if note.cause != "gold_label_defect":
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=note.case_id,
-                    code="not_a_gold_defect",
-                    message=f"the note's cause is {note.cause}, not gold_label_defect",
-                    fix="save a note with cause gold_label_defect first",
-                )
-            )
-        if not note.note.strip():
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=note.case_id,
-                    code="no_reason",
-                    message="the note has no text: an adjudicator needs the reason",
-                    fix="write why the gold label is wrong in the note, then draft",
-                )
-            )
-        if labels and proposed_label not in labels:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=note.case_id,
-                    code="unknown_label",
-                    message=f"{proposed_label!r} is not one of the labels {', '.join(labels)}",
-                    fix="propose a label from the rubric",
-                )
-            )
-        if proposed_label == current_label:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=note.case_id,
-                    code="same_label",
-                    message=f"the gold label already is {proposed_label!r}",
-                    fix="propose a different label",
-                )
-            )
-        if problems:
-            raise WorkbenchError("cannot draft a gold correction", problems)
+        problems = _draft_problems(note, proposed_label, current_label, labels, str(self.path))
+        problems.raise_if_any("cannot draft a gold correction")
         earlier = sum(1 for d in self.all() if d.supersedes == note.case_id)
         record = None
         if gold_record is not None:
@@ -249,3 +207,33 @@ class GoldCorrectionDrafts:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _draft_problems(
+    note: ReviewNote,
+    proposed_label: str,
+    current_label: str | None,
+    labels: tuple[str, ...] | None,
+    where: str,
+) -> Problems:
+    """Why a note cannot become a draft: not a gold defect, no reason, a label outside the
+    rubric or the label the gold already has."""
+    problems = Problems()
+    cid = note.case_id
+    if note.cause != "gold_label_defect":
+        message = f"the note's cause is {note.cause}, not gold_label_defect"
+        fix = "save a note with cause gold_label_defect first"
+        problems.add(where, "not_a_gold_defect", message, fix, case_id=cid)
+    if not note.note.strip():
+        message = "the note has no text: an adjudicator needs the reason"
+        fix = "write why the gold label is wrong in the note, then draft"
+        problems.add(where, "no_reason", message, fix, case_id=cid)
+    if labels and proposed_label not in labels:
+        message = f"{proposed_label!r} is not one of the labels {', '.join(labels)}"
+        problems.add(
+            where, "unknown_label", message, "propose a label from the rubric", case_id=cid
+        )
+    if proposed_label == current_label:
+        message = f"the gold label already is {proposed_label!r}"
+        problems.add(where, "same_label", message, "propose a different label", case_id=cid)
+    return problems

@@ -34,7 +34,7 @@ from typing import Literal, get_args
 from pydantic import Field, ValidationError, field_validator
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
-from .._load import first_error, validation_problems
+from .._load import Problems, first_error, validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
@@ -187,50 +187,8 @@ class TransitionReviews:
         listing every problem (unknown decision, no evidence, evidence that does not resolve)."""
         ids = parse_evidence_ids(evidence_ids)
         loc = str(self.path)
-        problems: list[Problem] = []
-        if decision not in DECISIONS:
-            problems.append(
-                Problem(
-                    location=loc,
-                    case_id=pending.case_id,
-                    code="transition_decision_invalid",
-                    message=f"decision {decision!r} is not one of {', '.join(DECISIONS)}",
-                    fix=(
-                        "accept (the changed verdict stands on the evidence) or reject (it does"
-                        " not)"
-                    ),
-                )
-            )
-        if not ids:
-            problems.append(
-                Problem(
-                    location=loc,
-                    case_id=pending.case_id,
-                    code="transition_evidence_missing",
-                    message="a transition review must cite the evidence it rests on",
-                    fix="give one or more evidence ids"
-                    + (f" (the case cites {', '.join(pending.cited)})" if pending.cited else ""),
-                )
-            )
-        elif pending.evidence_ids is not None:
-            unknown = [i for i in ids if i not in pending.evidence_ids]
-            if unknown:
-                problems.append(
-                    Problem(
-                        location=loc,
-                        case_id=pending.case_id,
-                        code="unresolved_evidence",
-                        message=f"evidence id(s) {unknown} do not resolve in the gold's evidence",
-                        fix="cite ids of the gold's evidence snapshot"
-                        + (
-                            f", e.g. the case's own {', '.join(pending.cited)}"
-                            if pending.cited
-                            else ""
-                        ),
-                    )
-                )
-        if problems:
-            raise WorkbenchError(f"invalid transition review of {pending.case_id}", problems)
+        problems = _review_problems(pending, decision, ids, loc)
+        problems.raise_if_any(f"invalid transition review of {pending.case_id}")
         try:
             review = TransitionReview(
                 review_id=f"trv-{uuid.uuid4().hex[:16]}",
@@ -318,3 +276,32 @@ def read_transition_reviews(path: str | Path) -> list[TransitionReview]:
     if problems:
         raise WorkbenchError(f"{path}: {len(problems)} bad transition-review line(s)", problems)
     return reviews
+
+
+def _review_problems(
+    pending: PendingTransition, decision: str, ids: list[str], loc: str
+) -> Problems:
+    """Why a review of ``pending`` is refused: an unknown decision, no evidence, or evidence
+    that does not resolve in the gold's snapshot."""
+    problems = Problems()
+    cid = pending.case_id
+    if decision not in DECISIONS:
+        message = f"decision {decision!r} is not one of {', '.join(DECISIONS)}"
+        fix = "accept (the changed verdict stands on the evidence) or reject (it does not)"
+        problems.add(loc, "transition_decision_invalid", message, fix, case_id=cid)
+    cited = ", ".join(pending.cited)
+    if not ids:
+        message = "a transition review must cite the evidence it rests on"
+        fix = "give one or more evidence ids" + (
+            f" (the case cites {cited})" if pending.cited else ""
+        )
+        problems.add(loc, "transition_evidence_missing", message, fix, case_id=cid)
+    elif pending.evidence_ids is not None:
+        unknown = [i for i in ids if i not in pending.evidence_ids]
+        if unknown:
+            message = f"evidence id(s) {unknown} do not resolve in the gold's evidence"
+            fix = "cite ids of the gold's evidence snapshot" + (
+                f", e.g. the case's own {cited}" if pending.cited else ""
+            )
+            problems.add(loc, "unresolved_evidence", message, fix, case_id=cid)
+    return problems

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..align import Join, lineage_problems
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import Partition
 
 CHANGES: tuple[str, ...] = ("fixed", "broken", "changed", "same")
@@ -64,61 +64,11 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
     different datasets or different case sets, and, unless ``allow_held_out``
     (certification only), held-out cases.
     """
-    problems: list[Problem] = [
-        *lineage_problems(before, where="transitions (before)"),
-        *lineage_problems(after, where="transitions (after)"),
-    ]
-    if before.dataset.sha256 != after.dataset.sha256:
-        problems.append(
-            Problem(
-                location="transitions",
-                code="different_datasets",
-                message=(
-                    f"before is on dataset {before.dataset.sha256[:12]}, after on"
-                    f" {after.dataset.sha256[:12]}"
-                ),
-                fix="run both judges on the same frozen dataset and compare those runs",
-            )
-        )
-    b_ids = [c.case_id for c in before.cases]
-    a_ids = {c.case_id for c in after.cases}
-    only_before = [c for c in b_ids if c not in a_ids]
-    only_after = sorted(a_ids - set(b_ids))
-    if only_before or only_after:
-        parts = []
-        if only_before:
-            parts.append(f"{len(only_before)} only in before ({_summarize(only_before)})")
-        if only_after:
-            parts.append(f"{len(only_after)} only in after ({_summarize(only_after)})")
-        problems.append(
-            Problem(
-                location="transitions",
-                code="different_cases",
-                message="the joins cover different cases: " + "; ".join(parts),
-                fix="join both results on the same partition of the same dataset",
-            )
-        )
-    held = [c.case_id for c in before.cases if c.partition == Partition.held_out.value]
-    if held and not allow_held_out:
-        problems.append(
-            Problem(
-                location="transitions",
-                code="held_out_refused",
-                message=(
-                    f"{len(held)} held_out case(s) ({_summarize(held)}): case-level held-out detail"
-                    " is restricted to certification"
-                ),
-                fix=(
-                    "compare development or calibration joins; certification passes"
-                    " allow_held_out=True"
-                ),
-            )
-        )
+    problems = _comparison_problems(before, after, allow_held_out)
     if problems:
         raise WorkbenchError(
             f"refusing to compare judge versions: {len(problems)} problem(s)", problems
         )
-
     rubric = before.dataset.rubric
     after_of = {c.case_id: c for c in after.cases}
     rows = []
@@ -143,6 +93,43 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
             )
         )
     return pd.DataFrame.from_records(rows, columns=list(TRANSITION_COLUMNS))
+
+
+def _comparison_problems(before: Join, after: Join, allow_held_out: bool) -> list[Problem]:
+    """Why two joins cannot be compared case by case: an unchecked or broken lineage, other
+    datasets or other cases, or held-out cases outside certification."""
+    problems: list[Problem] = [
+        *lineage_problems(before, where="transitions (before)"),
+        *lineage_problems(after, where="transitions (after)"),
+    ]
+    if before.dataset.sha256 != after.dataset.sha256:
+        message = (
+            f"before is on dataset {before.dataset.sha256[:12]}, after on"
+            f" {after.dataset.sha256[:12]}"
+        )
+        fix = "run both judges on the same frozen dataset and compare those runs"
+        problems.append(problem("transitions", "different_datasets", message, fix))
+    b_ids = [c.case_id for c in before.cases]
+    a_ids = {c.case_id for c in after.cases}
+    only_before = [c for c in b_ids if c not in a_ids]
+    only_after = sorted(a_ids - set(b_ids))
+    parts = (
+        [f"{len(only_before)} only in before ({_summarize(only_before)})"] if only_before else []
+    )
+    parts += [f"{len(only_after)} only in after ({_summarize(only_after)})"] if only_after else []
+    if parts:
+        message = "the joins cover different cases: " + "; ".join(parts)
+        fix = "join both results on the same partition of the same dataset"
+        problems.append(problem("transitions", "different_cases", message, fix))
+    held = [c.case_id for c in before.cases if c.partition == Partition.held_out.value]
+    if held and not allow_held_out:
+        message = (
+            f"{len(held)} held_out case(s) ({_summarize(held)}): case-level held-out detail is"
+            " restricted to certification"
+        )
+        fix = "compare development or calibration joins; certification passes allow_held_out=True"
+        problems.append(problem("transitions", "held_out_refused", message, fix))
+    return problems
 
 
 def transition_summary(df: pd.DataFrame) -> pd.DataFrame:

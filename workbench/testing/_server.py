@@ -519,6 +519,100 @@ def _model_entry(model: str = MODEL_ID) -> dict[str, Any]:
     return {"id": model, "object": "model", "created": 0, "owned_by": "workbench"}
 
 
+def _check_provider(
+    emulate: str,
+    json_mode: str,
+    require_api_key: str | None,
+    azure_deployments: Sequence[str] | None,
+    azure_api_versions: Sequence[str] | None,
+) -> None:
+    """Refuse (``ValueError``) a provider emulation that cannot be: the first refusal found."""
+    azure_only = azure_deployments is not None or azure_api_versions is not None
+    refusals = (
+        (
+            emulate not in PROVIDERS,
+            f"unknown provider {emulate!r}; expected one of {', '.join(PROVIDERS)}",
+        ),
+        (
+            json_mode not in JSON_MODES,
+            f"unknown json_mode {json_mode!r}; expected one of {', '.join(JSON_MODES)}",
+        ),
+        (
+            emulate == "ollama" and require_api_key is not None,
+            "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'",
+        ),
+        (
+            emulate != "azure" and azure_only,
+            "azure_deployments and azure_api_versions apply only to emulate='azure'",
+        ),
+    )
+    for refused, message in refusals:
+        if refused:
+            raise ValueError(message)
+
+
+def _check_faults(
+    rates: dict[str, float],
+    latency_s: float,
+    hang_s: float,
+    retry_after_s: float,
+    rules: Sequence[Rule],
+    inflated_usage_tokens: int,
+) -> None:
+    """Refuse unknown faults, rates outside [0, 1] or summing above 1, negative waits, rules
+    that are not :class:`Rule` objects and negative inflated usage, in that order."""
+    for name, rate in rates.items():
+        _check_fault(name)
+        if not 0.0 <= float(rate) <= 1.0:
+            raise ValueError(f"fault rate for {name!r} must be within [0, 1], got {rate}")
+    if sum(rates.values()) > 1.0 + 1e-9:
+        raise ValueError(f"fault rates sum to {sum(rates.values())}, which exceeds 1")
+    if latency_s < 0 or hang_s < 0 or retry_after_s < 0:
+        raise ValueError("latency_s, hang_s and retry_after_s must be >= 0")
+    for rule in rules:
+        if not isinstance(rule, Rule):
+            raise TypeError(f"rules must be Rule objects, got {type(rule).__name__}")
+    if inflated_usage_tokens < 0:
+        raise ValueError("inflated_usage_tokens must be >= 0")
+
+
+def _recorded_headers(handler: _Handler) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The request's headers as recorded (lower-case names, repeats joined, credentials left
+    out), and the names of the credential headers it presented."""
+    headers: dict[str, str] = {}
+    for name, value in handler.headers.items():
+        key = name.lower()
+        if key in _SECRET_HEADERS:
+            continue
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    auth_headers = tuple(
+        sorted(name.lower() for name in handler.headers if name.lower() in _SECRET_HEADERS)
+    )
+    return headers, auth_headers
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """The request body as a JSON object, or None (empty, not JSON, or not an object)."""
+    try:
+        parsed = json.loads(raw.decode("utf-8")) if raw else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        parsed = None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _invalid_request(body: dict[str, Any] | None, raw: bytes) -> str | None:
+    """Why a real API would reject this chat request before doing any work, or None."""
+    if body is None:
+        return "The request body is not a JSON object." if raw else "The request body is empty."
+    if not isinstance(body.get("messages"), list) or not body["messages"]:
+        return "'messages' must be a non-empty list."
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "you must provide a model parameter"
+    if body.get("stream"):
+        return "streaming is not supported by the fake LLM; send stream=false."
+    return None
+
+
 class FakeLLM:
     """A scripted, local OpenAI-compatible chat-completions server.
 
@@ -545,7 +639,7 @@ class FakeLLM:
     ``response_format`` as Azure does. ``report_usage=False`` leaves ``usage`` out of answers.
     """
 
-    def __init__(  # noqa: C901
+    def __init__(
         self,
         *,
         rules: Sequence[Rule] = (),
@@ -567,22 +661,9 @@ class FakeLLM:
         azure_api_versions: Sequence[str] | None = None,
         report_usage: bool = True,
     ) -> None:
-        if emulate not in PROVIDERS:
-            raise ValueError(
-                f"unknown provider {emulate!r}; expected one of {', '.join(PROVIDERS)}"
-            )
-        if json_mode not in JSON_MODES:
-            raise ValueError(
-                f"unknown json_mode {json_mode!r}; expected one of {', '.join(JSON_MODES)}"
-            )
-        if emulate == "ollama" and require_api_key is not None:
-            raise ValueError(
-                "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
-            )
-        if emulate != "azure" and (azure_deployments is not None or azure_api_versions is not None):
-            raise ValueError(
-                "azure_deployments and azure_api_versions apply only to emulate='azure'"
-            )
+        _check_provider(emulate, json_mode, require_api_key, azure_deployments, azure_api_versions)
+        rates = dict(fault_rates or {})
+        _check_faults(rates, latency_s, hang_s, retry_after_s, rules, inflated_usage_tokens)
         self.emulate = emulate
         self.models: tuple[str, ...] | None = None if models is None else tuple(models)
         self.json_mode = json_mode
@@ -593,18 +674,6 @@ class FakeLLM:
             None if azure_api_versions is None else tuple(azure_api_versions)
         )
         self.report_usage = report_usage
-        rates = dict(fault_rates or {})
-        for name, rate in rates.items():
-            _check_fault(name)
-            if not 0.0 <= float(rate) <= 1.0:
-                raise ValueError(f"fault rate for {name!r} must be within [0, 1], got {rate}")
-        if sum(rates.values()) > 1.0 + 1e-9:
-            raise ValueError(f"fault rates sum to {sum(rates.values())}, which exceeds 1")
-        if latency_s < 0 or hang_s < 0 or retry_after_s < 0:
-            raise ValueError("latency_s, hang_s and retry_after_s must be >= 0")
-        for rule in rules:
-            if not isinstance(rule, Rule):
-                raise TypeError(f"rules must be Rule objects, got {type(rule).__name__}")
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.responder = responder
         self.default = default
@@ -614,8 +683,6 @@ class FakeLLM:
         self.retry_after_s = float(retry_after_s)
         self.hang_s = float(hang_s)
         self.require_api_key = require_api_key
-        if inflated_usage_tokens < 0:
-            raise ValueError("inflated_usage_tokens must be >= 0")
         self.inflated_usage_tokens = int(inflated_usage_tokens)
         self.host = host
         self._requested_port = port
@@ -813,28 +880,14 @@ class FakeLLM:
                     self._calls[i] = dataclasses.replace(call, status=status)
                     return
 
-    def _handle_chat(self, handler: _Handler, path: str, raw: bytes) -> None:  # noqa: C901, PLR0915
-        headers: dict[str, str] = {}
-        for name, value in handler.headers.items():
-            key = name.lower()
-            if key in _SECRET_HEADERS:
-                continue
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    def _handle_chat(self, handler: _Handler, path: str, raw: bytes) -> None:
+        headers, auth_headers = _recorded_headers(handler)
         authorized = self._authorize(handler)
-        auth_headers = tuple(
-            sorted(name.lower() for name in handler.headers if name.lower() in _SECRET_HEADERS)
-        )
         query = {k: v[0] for k, v in parse_qs(urlsplit(handler.path).query).items()}
         with self._lock:
             index = self._next_index
             self._next_index += 1
-
-        body: dict[str, Any] | None
-        try:
-            parsed = json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            parsed = None
-        body = parsed if isinstance(parsed, dict) else None
+        body = _json_object(raw)
 
         def record(reply: Reply, status: int) -> RecordedCall:
             call = RecordedCall(
@@ -850,25 +903,12 @@ class FakeLLM:
             self._wait(reply)
             handler._send_json(401, _unauthorized(self.emulate))
             return
-
         # request validation (a real API rejects these before doing any work)
-        problem = None
-        if body is None:
-            problem = (
-                "The request body is not a JSON object." if raw else "The request body is empty."
-            )
-        elif not isinstance(body.get("messages"), list) or not body["messages"]:
-            problem = "'messages' must be a non-empty list."
-        elif not isinstance(body.get("model"), str) or not body["model"]:
-            problem = "you must provide a model parameter"
-        elif body.get("stream"):
-            problem = "streaming is not supported by the fake LLM; send stream=false."
+        problem = _invalid_request(body, raw)
         if problem is not None:
-            reply = Reply(value=None, reason=problem, fault="http_400")
-            record(reply, 400)
+            record(Reply(value=None, reason=problem, fault="http_400"), 400)
             handler._send_json(400, _error_body(problem, "invalid_request_error"))
             return
-
         assert body is not None
         emulated = self._emulation_error(handler, path, body)
         if emulated is not None:
@@ -876,22 +916,23 @@ class FakeLLM:
             record(Reply(value=None, reason=json.dumps(payload)[:300]), status)
             handler._send_json(status, payload)
             return
-
         messages = [m for m in body["messages"] if isinstance(m, dict)]
         prompt = "\n\n".join(_message_text(m.get("content")) for m in messages)
         request = ChatRequest(
             body=body, prompt=prompt, messages=messages, model=body["model"], index=index
         )
+        self._respond(handler, request, self._choose(request), record)
 
-        # (2) random faults, (3) rules
+    def _choose(self, request: ChatRequest) -> Reply:
+        """(2) a random fault, (3) the first applicable rule, (4) the responder, (5) the
+        default reply."""
         with self._lock:
             fault = self._draw_fault()
             chosen = (
                 dataclasses.replace(self.default, fault=fault)
                 if fault
-                else self._match_rule(prompt)
+                else self._match_rule(request.prompt)
             )
-        # (4) responder, (5) default
         if chosen is None and self.responder is not None:
             try:
                 chosen = self.responder(request)
@@ -907,10 +948,7 @@ class FakeLLM:
                     reason=f"responder returned {type(chosen).__name__}, not Reply",
                     fault="http_500",
                 )
-        if chosen is None:
-            chosen = self.default
-
-        self._respond(handler, request, chosen, record)
+        return self.default if chosen is None else chosen
 
     def _wait(self, reply: Reply) -> None:
         delay = self.latency_s if reply.latency_s is None else reply.latency_s

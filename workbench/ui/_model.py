@@ -9,7 +9,7 @@ then shows ("1 of N").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import numpy as np
@@ -165,7 +165,7 @@ class ReviewModel:
             )
 
     # -- filters -------------------------------------------------------------------------
-    def set_filter(  # noqa: C901
+    def set_filter(
         self,
         *,
         slice: str | None = None,
@@ -177,24 +177,29 @@ class ReviewModel:
         search: str | None = None,
     ) -> None:
         """Change any filters (``None`` leaves one unchanged) and go to the first match."""
-        if slice is not None:
-            if slice != ALL_SLICES and slice not in self.table.categories["slice"]:
-                raise ValueError(f"unknown slice {slice!r}")
-            self.slice = slice
-        if error_class is not None:
-            if error_class not in (ALL_DISAGREEMENTS, ALL_CASES, *ERROR_CLASSES):
-                raise ValueError(f"unknown error class {error_class!r}")
-            self.error_class = error_class
-        if tag is not None:
-            if tag != ANY_TAG and tag not in self.table.tag_rows:
-                raise ValueError(f"unknown tag {tag!r}")
-            self.tag = tag
-        if humans_disagree is not None:
-            self.humans_disagree = bool(humans_disagree)
-        if critical_only is not None:
-            self.critical_only = bool(critical_only)
-        if unreviewed_only is not None:
-            self.unreviewed_only = bool(unreviewed_only)
+        choices: tuple[tuple[str, str, str | None, Collection[str]], ...] = (
+            ("slice", "slice", slice, (ALL_SLICES, *self.table.categories["slice"])),
+            (
+                "error_class",
+                "error class",
+                error_class,
+                (ALL_DISAGREEMENTS, ALL_CASES, *ERROR_CLASSES),
+            ),
+            ("tag", "tag", tag, (ANY_TAG, *self.table.tag_rows)),
+        )
+        for name, what, value, known in choices:  # each checked, then set, in this order
+            if value is not None:
+                if value not in known:
+                    raise ValueError(f"unknown {what} {value!r}")
+                setattr(self, name, value)
+        toggles = (
+            ("humans_disagree", humans_disagree),
+            ("critical_only", critical_only),
+            ("unreviewed_only", unreviewed_only),
+        )
+        for name, on in toggles:
+            if on is not None:
+                setattr(self, name, bool(on))
         if search is not None:
             self.search = str(search)
         self._apply()

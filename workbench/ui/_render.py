@@ -104,44 +104,46 @@ def pretty_request(request: Any) -> str:
     return str(_pretty(request))
 
 
-def _pretty(request: Any) -> Markup:  # noqa: C901
+def _pretty(request: Any) -> Markup:
     if isinstance(request, str):
         return _macro("pre", request)
     if isinstance(request, Mapping):
-        parts: list[Markup] = []
-        messages = request.get("messages")
-        scalars = {
-            k: v
-            for k, v in request.items()
-            if k not in ("messages", "follow_up_requests") and not isinstance(v, Mapping | list)
-        }
-        if scalars:
-            parts.append(_macro("meta", list(scalars.items())))
-        if isinstance(messages, list):
-            for message in messages:
-                if isinstance(message, Mapping):
-                    parts.append(
-                        _block(
-                            str(message.get("role", "message")),
-                            _content_text(message.get("content")),
-                        )
-                    )
-                else:
-                    parts.append(_block("message", _content_text(message)))
-        for key, value in request.items():
-            if key in scalars or key in ("messages", "follow_up_requests"):
-                continue
-            if isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()):
-                parts.append(_macro("role", key))
-                parts.extend(_block(str(k), v) for k, v in value.items())
-            else:
-                parts.append(_block(str(key), _content_text(value)))
-        for k, follow in enumerate(request.get("follow_up_requests") or [], start=1):
-            parts.append(_macro("follow_up", k, _pretty(follow)))
-        return safe("").join(parts)
+        return _pretty_mapping(request)
     if isinstance(request, list):
         return safe("").join(_pretty(item) for item in request)
     return _macro("pre", json.dumps(request, ensure_ascii=False, default=str))
+
+
+_NESTED = ("messages", "follow_up_requests")
+"""Request keys shown in their own way: the chat messages, and the follow-up requests."""
+
+
+def _pretty_mapping(request: Mapping[str, Any]) -> Markup:
+    """Scalars first, then each message, then each other field, then each follow-up request."""
+    parts: list[Markup] = []
+    scalars = {
+        k: v for k, v in request.items() if k not in _NESTED and not isinstance(v, Mapping | list)
+    }
+    if scalars:
+        parts.append(_macro("meta", list(scalars.items())))
+    messages = request.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, Mapping):
+            role = str(message.get("role", "message"))
+            parts.append(_block(role, _content_text(message.get("content"))))
+        else:
+            parts.append(_block("message", _content_text(message)))
+    for key, value in request.items():
+        if key in scalars or key in _NESTED:
+            continue
+        if isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()):
+            parts.append(_macro("role", key))
+            parts.extend(_block(str(k), v) for k, v in value.items())
+        else:
+            parts.append(_block(str(key), _content_text(value)))
+    for k, follow in enumerate(request.get("follow_up_requests") or [], start=1):
+        parts.append(_macro("follow_up", k, _pretty(follow)))
+    return safe("").join(parts)
 
 
 def request_html(case: Mapping[str, Any]) -> Markup:

@@ -58,7 +58,7 @@ class ReviewWidget:
     defaults to ``<notes stem>.gold_drafts.jsonl`` beside the notes file.
     """
 
-    def __init__(  # noqa: PLR0915
+    def __init__(
         self,
         table: ReviewTable,
         notes: ReviewNotes | None = None,
@@ -67,8 +67,6 @@ class ReviewWidget:
         drafts: GoldCorrectionDrafts | str | Path | None = None,
     ) -> None:
         import ipywidgets as w
-
-        from ._sidebar import ReviewSidebar
 
         self.table = table
         self.notes = notes
@@ -87,8 +85,19 @@ class ReviewWidget:
                 self._latest[earlier.case_id] = earlier
         self.model = ReviewModel(table, reviewed=self._latest)
         self._quiet = False
-        m = self.model
+        self._build_filters(w)
+        self._build_case_pane(w)
+        self._build_note_form(w)
+        self._connect()
+        self.box = self._layout(w)
+        self.box.add_class("wb-review")
+        self._refresh_filters()
+        self._refresh_causes()
+        self._render()
 
+    # -- building ---------------------------------------------------------------------------
+    def _build_filters(self, w: Any) -> None:
+        """The dropdowns, the search box and the toggles (filled by :meth:`_refresh_filters`)."""
         narrow = w.Layout(width="auto", flex="1 1 0", min_width="0")
         self.slice_filter = w.Dropdown(
             description="slice", layout=narrow, style={"description_width": "32px"}
@@ -114,6 +123,11 @@ class ReviewWidget:
         self.unreviewed_toggle = w.Checkbox(
             description="unreviewed only", indent=False, layout=toggle
         )
+
+    def _build_case_pane(self, w: Any) -> None:
+        """The sidebar (chart, case list, keys), navigation and progress, the case itself."""
+        from ._sidebar import ReviewSidebar
+
         self.sidebar = ReviewSidebar(layout=w.Layout(width="100%"))
         small = w.Layout(width="auto")
         self.prev_button = w.Button(
@@ -125,6 +139,11 @@ class ReviewWidget:
         self.position = w.Label()
         self.progress = w.Label(layout=w.Layout(margin="0 0 0 12px"))
         self.detail = w.HTML(layout=w.Layout(width="100%"))
+
+    def _build_note_form(self, w: Any) -> None:
+        """The cause and note with their save button, the gold-correction draft form, the key
+        legend and the status line."""
+        small = w.Layout(width="auto")
         self.cause = w.Dropdown(
             description="cause",
             layout=w.Layout(width="270px"),
@@ -142,9 +161,8 @@ class ReviewWidget:
             button_style="primary",
             layout=small,
         )
-        labels = list(table.labels) or ["pass", "fail"]
         self.draft_label = w.Dropdown(
-            options=labels,
+            options=list(self.table.labels) or ["pass", "fail"],
             description="proposed label",
             layout=w.Layout(width="220px"),
             style={"description_width": "88px"},
@@ -158,11 +176,7 @@ class ReviewWidget:
             layout=small,
         )
         self.draft_box = w.HBox(
-            [
-                self.draft_label,
-                self.draft_button,
-                w.HTML(draft_note_html()),
-            ],
+            [self.draft_label, self.draft_button, w.HTML(draft_note_html())],
             layout=w.Layout(display="none", align_items="center"),
         )
         self.legend = w.HTML(
@@ -172,6 +186,9 @@ class ReviewWidget:
         self.status = w.Label(layout=w.Layout(flex="0 1 auto", min_width="0"))
         self.status.add_class("wb-status")
 
+    def _connect(self) -> None:
+        """What each control does when it changes or is clicked."""
+        m = self.model
         for widget in (
             self.slice_filter,
             self.class_filter,
@@ -189,6 +206,8 @@ class ReviewWidget:
         self.draft_button.on_click(lambda _b: self.draft_correction())
         self.sidebar.on_msg(self._on_message)
 
+    def _layout(self, w: Any) -> Any:
+        """Filters on two rows, then the sidebar beside the case pane."""
         side = w.VBox(
             [self.sidebar], layout=w.Layout(width="250px", flex="0 0 250px", margin="0 6px 0 0")
         )
@@ -209,7 +228,7 @@ class ReviewWidget:
             ],
             layout=w.Layout(flex="1 1 auto", min_width="0"),
         )
-        self.box = w.VBox(
+        return w.VBox(
             [
                 w.HBox(
                     [self.slice_filter, self.class_filter, self.tag_filter, self.search],
@@ -220,10 +239,6 @@ class ReviewWidget:
             ],
             layout=w.Layout(width="100%"),
         )
-        self.box.add_class("wb-review")
-        self._refresh_filters()
-        self._refresh_causes()
-        self._render()
 
     # -- filters ----------------------------------------------------------------------------
     @contextlib.contextmanager
