@@ -32,6 +32,7 @@ from workbench.results import (
     migrate_results_file,
     migration_note,
     read_results,
+    scan_results,
 )
 from workbench.runs import RunOptions
 
@@ -375,3 +376,18 @@ def test_import_results_migrates_older_records_on_read_with_a_note(
         ],
     )
     assert aligned.exit_code == 0, aligned.output
+
+
+@pytest.mark.parametrize("version", [0, -3])
+def test_a_result_of_no_known_version_is_refused_not_crashed(tmp_path: Path, version: int) -> None:
+    """Before: schema_version 0 made the migrating reader and `migrate results` raise a bare
+    ValueError (a traceback). Now it is one problem, exit 2."""
+    row = {**make_result(make_case("a")), "schema_version": version}
+    path = write_results(tmp_path / "results.jsonl", [row])
+    scanned = list(scan_results(path, migrate=True))
+    assert [(p.code, p.location) for p in scanned] == [("invalid_result", f"{path}:1")]
+    with pytest.raises(WorkbenchError) as refused:
+        migrate_results_file(path)
+    assert [p.code for p in refused.value.problems] == ["invalid_result"]
+    out = CliRunner().invoke(main, ["migrate", "results", str(path)])
+    assert out.exit_code == 2 and "invalid_result" in out.output and "Traceback" not in out.output

@@ -27,7 +27,7 @@ from .._io import (
     loads_json,
 )
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
 from ._migrate import (
     MigrationRefused,
@@ -155,7 +155,12 @@ class _LineReader:
 
     def older(self, number: int, raw: dict[str, Any], where: str) -> JudgeResult | list[Problem]:
         """An older record: migrated with ``migrate``, else set aside."""
-        version = record_version(raw) or 1
+        read = record_version(raw)
+        version = 1 if read is None else read
+        if version < 1:  # no result format has this version: nothing to migrate from
+            message = f"schema_version {version} is not a version of the result format"
+            fix = "correct schema_version (1 or 2; docs/formats.md#judge-results)"
+            return [problem(where, "invalid_result", message, fix, _case_id(raw))]
         if not self.migrate:
             self.old.setdefault(version, []).append(number)
             return []

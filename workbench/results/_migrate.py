@@ -304,11 +304,12 @@ class _Migration:
     def _current(self, where: str, raw: dict[str, Any]) -> dict[str, Any] | None:
         """The record at the current version (migrated when older), or None (a problem)."""
         version = record_version(raw)
-        if version is None or version > RESULT_SCHEMA_VERSION:
+        if version is None or version < 1 or version > RESULT_SCHEMA_VERSION:
             message = (
                 f"schema_version {raw.get('schema_version')!r} cannot be migrated by this workbench"
             )
-            code = "schema_version_newer" if version else "invalid_result"
+            newer = version is not None and version > RESULT_SCHEMA_VERSION
+            code = "schema_version_newer" if newer else "invalid_result"
             fix = "upgrade the workbench, or correct schema_version"
             self.problems.add(where, code, message, fix, case_id=_case_id(raw))
             return None
