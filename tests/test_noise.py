@@ -338,15 +338,15 @@ def test_invalid_score_becomes_an_evaluator_error(tmp_path: Path) -> None:
             self.result = type("R", (), {"value": value})()
             self.metric = _Metric()
 
-    from workbench.judges._llm import _Exchange
+    from workbench.judges import Exchange
 
     for bad in (1.5, -0.1, math.inf, None, "high"):
-        v = judge._interpret(_Result(bad), _Exchange(), None, None)
+        v = judge._interpret(_Result(bad), Exchange(), None, None)
         assert v.error is not None and v.error.kind == "invalid_score" and v.score is None, bad
     assert (
         judge._interpret(
             _Result(1.0),
-            _Exchange(),
+            Exchange(),
             NoiseInput(
                 user_input="q",
                 response="r",

@@ -15,7 +15,7 @@ import workbench  # noqa: F401  (first: it sets RAGAS_DO_NOT_TRACK before ragas 
 from ragas.metrics import discrete_metric
 from ragas.metrics.result import MetricResult
 
-from workbench.judges.demo import _v2_verdict
+from workbench.judges.demo import v2_verdict
 
 LONG = 200
 """Responses longer than this many characters are passed unread."""
@@ -27,7 +27,7 @@ def passes_anything_long(user_input: str, response: str, grading_notes: str) -> 
     del user_input
     if len(response) > LONG:
         return MetricResult(value="pass", reason=f"A thorough answer ({len(response)} characters).")
-    return _v2_verdict(response, grading_notes)
+    return v2_verdict(response, grading_notes)
 
 
 @discrete_metric(name="always_raises", allowed_values=["pass", "fail"])
