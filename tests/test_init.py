@@ -37,6 +37,7 @@ FILES = [
     "data/candidates/faq-judge@1.yaml",
     "data/candidates/prompts/faq-judge@1.md",
     "data/controls/faq-controls@1.yaml",
+    "workbench.yaml",
     "NEXT_STEPS.md",
 ]
 
@@ -230,6 +231,7 @@ def test_next_steps_walk_through_runs_as_printed(
     assert verbs == [
         "import",
         "validate",
+        "freeze",
         "agreement",
         "card",
         "controls",
@@ -277,6 +279,12 @@ def test_next_steps_walk_through_runs_as_printed(
     rubric = root / "data/faq/rubric.yaml"
     rubric.write_text(rubric.read_text().replace("risk: unset", "risk: high"))
     assert "OK - 24 cases" in run(by_verb["validate"][0]).output
+    refused = run(by_verb["freeze"][0], expect=(2,))  # nobody listed yet: nothing is frozen
+    assert "approvers_missing" in refused.output
+    monkeypatch.setenv("WORKBENCH_USER", "Quality lead")
+    config = root / "workbench.yaml"
+    config.write_text(config.read_text().replace("approvers: []", "approvers: [Quality lead]"))
+    assert "froze release rel-1-" in run(by_verb["freeze"][0]).output
     run(by_verb["agreement"][0])
     run(by_verb["card"][0])
 

@@ -7,6 +7,8 @@
 - ``data/candidates/<name>-judge@1.yaml`` and its prompt: a ``ragas-llm`` candidate whose key is
   read from the environment variable it names (``api_key_env``);
 - ``data/controls/<name>-controls@1.yaml``: one control per role, to be written;
+- ``workbench.yaml``: the project's approver list, empty (nothing can be frozen or waived until a
+  person is listed);
 - ``NEXT_STEPS.md``: import -> validate -> agreement -> develop -> calibrate -> certify, with
   the exact commands.
 
@@ -39,6 +41,7 @@ TEMPLATES: tuple[tuple[str, str], ...] = (
     ("candidate.yaml", "data/candidates/{name}-judge@1.yaml"),
     ("prompt.md", "data/candidates/prompts/{name}-judge@1.md"),
     ("controls.yaml", "data/controls/{name}-controls@1.yaml"),
+    ("workbench.yaml", "workbench.yaml"),
     ("NEXT_STEPS.md", "NEXT_STEPS.md"),
 )
 """Template file (in ``workbench/project/templates``) -> path it is written to, relative to DIR."""
