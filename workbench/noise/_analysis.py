@@ -1248,8 +1248,8 @@ def _release_blockers(suite: NoiseSuite, frozen: bool) -> list[Blocker]:
     return [
         blocker(
             "noise_suite_unfrozen",
-            f"{suite.label} has no frozen release: freeze it (workbench freeze FILE --approver NAME)"
-            " so its cases, references and manifest cannot change under the evidence",
+            f"{suite.label} has no frozen release: freeze it (workbench freeze FILE --approver"
+            " NAME) so its cases, references and manifest cannot change under the evidence",
             evidence={"suite_sha256": suite.sha256},
         )
     ]
