@@ -11,7 +11,7 @@ same run:
   cache is built once, by ``align_cold``);
 - ``align_cold``: the same with an empty cache (validates the gold once and writes the index);
 - ``per_record``: the per-record path the columnar one replaced (``load_dataset`` +
-  ``align_results`` + ``alignment_report``), kept as the tests' reference;
+  ``align_results`` + ``alignment_report``), still the path of refused input;
 - ``python_join``: a plain-Python join (``json.loads`` both files, dict join, ``Counter``
   per slice), no validation at all;
 - ``duckdb``: the same join and per-slice counts as one DuckDB query over the same files

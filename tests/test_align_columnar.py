@@ -1,8 +1,9 @@
 """The columnar align path gives the per-record path's report, bit for bit, and refuses alike.
 
-The per-record join (``align_results`` + ``alignment_report`` over ``load_dataset``) is the
-reference here; production ``align`` is columnar (cached gold index, Arrow joins and counts)
-and hands input it cannot vouch for to the per-record path.
+The per-record join (``align_results`` over ``load_dataset``, its report computed record by
+record in tests/report_reference.py) is the reference here; production ``align`` is columnar
+(cached gold index, Arrow joins and counts) and hands input it cannot vouch for to the
+per-record path.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from _fresh import run_fresh
 from click.testing import CliRunner
 from conftest import make_case, make_result, write_dataset, write_results
 from lineage_support import stamped
+from report_reference import reference_report
 
-from workbench.align import align, align_results, alignment_report, format_report
+from workbench.align import align, align_results, format_report
 from workbench.align._columnar import evidence_columnar
 from workbench.cli import main
 from workbench.errors import WorkbenchError
@@ -32,9 +34,9 @@ TIMEOUT = {"kind": "timeout", "message": "no answer", "retryable": False}
 
 
 def reference(gold: Path | str, results: Path | str, partition: str | None, repeat: int = 0):
-    """The per-record path: the report as align computed it before the columnar path."""
+    """The per-record join, its report computed record by record (tests/report_reference.py)."""
     join = align_results(load_dataset(gold), results, partition=partition, repeat=repeat)
-    return alignment_report(join, gold_path=str(gold), results_path=str(results))
+    return reference_report(join, gold_path=str(gold), results_path=str(results))
 
 
 def columnar(gold: Path | str, results: Path | str, partition: str | None, repeat: int = 0):

@@ -131,12 +131,13 @@ def test_classify_through_the_pass_fail_view() -> None:
     }
     for (human, judge), expected in cases.items():
         assert classify(human, judge, view=rubric.pass_fail) == expected, (human, judge)
-    # the nominal form is unchanged
+    # a nominal rubric's view: its pass_label and fail_label
+    nominal = Rubric.model_validate(RUBRIC).pass_fail
     assert (
-        classify("fail", "pass", "pass", "fail") == "false_pass"
-        and classify("pass", "fail", "pass", "fail") == "false_fail"
+        classify("fail", "pass", view=nominal) == "false_pass"
+        and classify("pass", "fail", view=nominal) == "false_fail"
     )
-    assert classify("fail", "review_required", "pass", "fail") == "disagreement"
+    assert classify("fail", "review_required", view=nominal) == "disagreement"
     # without a pass/fail view nothing is a false pass
     assert classify("1", "5", view=Rubric.model_validate(NO_VIEW).pass_fail) == "disagreement"
 

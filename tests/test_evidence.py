@@ -29,6 +29,7 @@ from conftest import (
     write_results,
 )
 from lineage_support import stamped
+from report_reference import reference_report
 from test_policy import BASE_POLICY
 
 from workbench.agreement import AgreementBlock, AgreementReport, PairAgreement, human_agreement
@@ -36,9 +37,12 @@ from workbench.align import (
     align_results,
     alignment_report,
     flagged_cases,
+    format_report,
     join_cases,
+    join_results,
     read_evidence,
 )
+from workbench.align._columnar import evidence_columnar
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import GoldCase, Partition, load_dataset
@@ -170,7 +174,7 @@ def reference_gate(gold: Path, results: Path, policy: Path, overrides: Path, par
     """The gate as ``workbench gate`` computed it: every record loaded, the join's case ids."""
     dataset = load_dataset(gold)
     join = align_results(dataset, results, partition=partition)
-    report = alignment_report(join, gold_path=str(gold), results_path=str(results))
+    report = reference_report(join, gold_path=str(gold), results_path=str(results))
     return evaluate_gate(
         report,
         load_policy(policy),
@@ -384,6 +388,112 @@ def test_the_columnar_cases_equal_the_per_record_join_cases(tmp_path, make_datas
         reference = join_cases(join, gold_index(gold)).drop_columns(["shard"])
         assert evidence.cases.drop_columns(["shard"]).to_pylist() == reference.to_pylist()
         assert set(evidence.cases["shard"].drop_null().to_pylist()) == {0}
+
+
+# -- one report, whichever way the evidence was read -----------------------------------------
+NUMERIC = {**ORDINAL, "scale": "numeric", "labels": ["0", "1", "2.5", "4", "n/a"]}
+NUMERIC["pass_labels"] = ["2.5", "4"]
+SCALES = {"nominal": RUBRIC, "ordinal": ORDINAL, "numeric": NUMERIC}
+
+
+def varied(make_dataset, scale: str, seed: int) -> tuple[Path, list[dict[str, Any]]]:
+    """A small gold on ``scale`` and results with every outcome: verdicts of every class and
+    abstentions, evaluator errors of several kinds, missing results, retries, verdicts reused
+    from the cache, costs and tokens (some unreported), a second repeat, two partitions."""
+    rng = random.Random(seed)
+    rubric = SCALES[scale]
+    labels = [str(label) for label in rubric["labels"]]
+    cases = [
+        make_case(
+            f"v{i:03d}",
+            rng.choice(labels[:-1]) if rng.random() < 0.9 else labels[-1],
+            slice=rng.choice(("billing", "general", "general")),
+            partition=rng.choice(("development", "calibration")),
+        )
+        for i in range(rng.randint(40, 70))
+    ]
+    gold = make_dataset(cases, rubric=rubric)
+    rows: list[dict[str, Any]] = []
+    for case in cases:
+        roll = rng.random()
+        spent = {
+            "cost_usd": rng.choice((None, 0.0, round(rng.uniform(0, 0.01), 7), 0.1)),
+            "tokens_in": rng.choice((None, rng.randint(1, 5000))),
+            "tokens_out": rng.randint(0, 900),
+        }
+        if roll < 0.1:
+            continue  # missing
+        if roll < 0.2:
+            kind = rng.choice(("timeout", "invalid_label", "rate_limited"))
+            rows.append(make_result(case, error={**TIMEOUT, "kind": kind}, **spent))
+        elif roll < 0.35:  # retried: an error first (maybe reused from the cache), then a verdict
+            cached = {"cached_from_run_id": "run-0"} if rng.random() < 0.3 else {}
+            retry = {**TIMEOUT, "retryable": True}
+            rows.append(make_result(case, error=retry, attempt=1, **spent, **cached))
+            rows.append(make_result(case, rng.choice(labels), attempt=2, **spent))
+        elif roll < 0.45:  # a verdict reused from the cache: no call
+            rows.append(make_result(case, rng.choice(labels), cached_from_run_id="run-0"))
+        else:
+            rows.append(make_result(case, rng.choice(labels), **spent))
+        if rng.random() < 0.5:
+            rows.append(make_result(case, rng.choice(labels), repeat=1, **spent))
+    rng.shuffle(rows)  # the results' order is not the gold's
+    return gold, stamped(rows, gold)
+
+
+def _text(report: Any) -> str:
+    return json.dumps(report.model_dump(mode="json"), sort_keys=True)
+
+
+@pytest.mark.parametrize("scale", sorted(SCALES))
+@pytest.mark.parametrize("seed", range(3))
+def test_either_reading_gives_the_reference_report(tmp_path, make_dataset, scale, seed):
+    """The columnar reading and the per-record join give identical cases and one report, equal
+    to the report computed record by record (tests/report_reference.py)."""
+    gold, rows = varied(make_dataset, scale, seed)
+    results = write_results(tmp_path / "results.jsonl", rows)
+    dataset, index = load_dataset(gold), gold_index(gold)
+    for partition in (None, "development"):
+        for repeat in (0, 1):
+            where = {"gold_path": str(gold), "results_path": str(results)}
+            join = align_results(dataset, results, partition=partition, repeat=repeat)
+            expected = reference_report(join, **where)
+            per_record = alignment_report(join, **where)
+            found = evidence_columnar(
+                index,
+                results,
+                partition=partition,
+                repeat=repeat,
+                allow_gold_change=False,
+                partition_source=None,
+                gold_path=str(gold),
+            )
+            assert found is not None, "valid input must stay on the columnar path"
+            columnar, cases = found
+            assert _text(per_record) == _text(expected) == _text(columnar)
+            assert format_report(columnar) == format_report(expected)
+            assert (columnar.overall.ordinal is not None) == (scale != "nominal")
+            joined = join_cases(join, index).drop_columns(["shard"])
+            assert cases.drop_columns(["shard"]).to_pylist() == joined.to_pylist()
+
+
+@pytest.mark.parametrize("scale", sorted(SCALES))
+def test_a_sampled_scope_gives_the_reference_report(make_dataset, scale):
+    """Cases a declared plan left out leave the scope (those without a result) and are counted
+    per slice; the report equals the reference computed record by record."""
+    from workbench.results import scan_results
+
+    gold, rows = varied(make_dataset, scale, 7)
+    results = write_results(gold.parent / "sampled.jsonl", rows)
+    dataset = load_dataset(gold)
+    judged = {r["case_id"] for r in rows}
+    left_out = [c for c in sorted(dataset.cases) if c not in judged][:4]
+    left_out += sorted(judged)[:2]  # listed, but judged after all: they stay in scope
+    join = join_results(dataset, scan_results(results), sampled_out=left_out)
+    assert 0 < len(join.sampled_out) < len(left_out)
+    report = alignment_report(join, results_path=str(results))
+    assert _text(report) == _text(reference_report(join, results_path=str(results)))
+    assert sum(s.sampled_out for s in report.slices) == report.overall.sampled_out > 0
 
 
 # -- review table ---------------------------------------------------------------------------

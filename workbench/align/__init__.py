@@ -1,6 +1,7 @@
 """Alignment analysis: join judge results to gold, then confusion and per-slice error rates."""
 
-from ._evidence import CASE_COLUMNS, Evidence, align, flagged_cases, join_cases, read_evidence
+from ._cases import CASE_COLUMNS, alignment_report, empty_slice, join_cases
+from ._evidence import Evidence, align, flagged_cases, read_evidence
 from ._join import Join, JoinedCase, classify, join_results
 from ._lineage import (
     GoldChange,
@@ -19,10 +20,8 @@ from ._report import (
     AlignmentReport,
     OrdinalAlignment,
     SliceAlignment,
-    alignment_report,
     format_report,
     has_pass_fail_view,
-    slice_alignment,
 )
 
 __all__ = [
@@ -50,8 +49,8 @@ __all__ = [
     "align",
     "alignment_report",
     "classify",
+    "empty_slice",
     "format_report",
     "has_pass_fail_view",
     "join_results",
-    "slice_alignment",
 ]

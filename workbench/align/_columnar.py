@@ -5,15 +5,15 @@ its JSON reader parses JSON Lines in C++ threads, and a join plus a handful of g
 is all the report needs; DuckDB would add a ~60 MB wheel for the same plan. The benchmark
 (bench/bench_align.py) still runs the same query in DuckDB, when installed, as the yardstick.
 
-:func:`evidence_columnar` computes the same :class:`~workbench.align.AlignmentReport` as the
-per-record join (:func:`~workbench.align.join_results` and
-:func:`~workbench.align.alignment_report`; tests/test_align_columnar.py asserts equal reports),
-and the same cases (:data:`~workbench.align.CASE_COLUMNS`), for input that passes every check.
-It returns None (the caller then runs the per-record path, which reports every problem with its
-line, in the same words as always) when the results break the contract or any join rule:
-unknown or superseded cases, response-hash or partition mismatches, score-only results,
-verdicts outside the vocabulary, duplicates, attempts after a verdict, mixed judges, or a
-lineage that does not hold.
+:func:`evidence_columnar` builds the cases in scope (:data:`~workbench.align.CASE_COLUMNS`)
+the per-record join builds (:func:`~workbench.align.join_cases`), for input that passes every
+check; its report is computed from them by the one computation both paths share
+(:func:`~workbench.align._cases.cases_report`). It returns None (the caller then runs the
+per-record path, which reports every problem with its line, in the same words as always) when
+the results break the contract or any join rule: unknown or superseded cases, response-hash or
+partition mismatches, score-only results, verdicts outside the vocabulary, duplicates, attempts
+after a verdict, mixed judges, a lineage that does not hold, or a sampled run (whose plan the
+per-record path verifies).
 
 Results are joined to the gold by integer row numbers: their case ids are looked up among the
 gold's once per :data:`FLUSH_ROWS` results, and from then on every key is an integer (gold row,
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..gold import GoldIndex
 from ..results import ColumnarResults, read_columnar
-from ..stats import cohen_kappa_counts, wilson_rate
+from ._cases import _numpy, cases_report
 from ._join import classify
 from ._lineage import Lineage, check_lineage, manifest_path_for, read_run_manifest
 
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..gold import Rubric
-    from ..results import RunManifest, SliceCost
-    from ._report import AlignmentReport, SliceAlignment
+    from ..results import RunManifest
+    from ._report import AlignmentReport
 
 
 FLUSH_ROWS = 1 << 20
@@ -171,15 +171,6 @@ def _all(mask: Any) -> bool:
     import pyarrow.compute as pc
 
     return not bool(pc.any(pc.invert(mask)).as_py())
-
-
-def _numpy(column: Any, fill: int | None = None) -> Any:
-    """A column as a numpy array (nulls replaced by ``fill`` first)."""
-    import pyarrow.compute as pc
-
-    if fill is not None:
-        column = pc.fill_null(column, fill)
-    return column.to_numpy(zero_copy_only=False) if hasattr(column, "to_numpy") else column
 
 
 def _duplicates_or_late_attempts(
@@ -403,10 +394,34 @@ def _cases(index: GoldIndex, res: pa.Table, scope: _Scope, labels: list[str]) ->
             "error_kind": counted("error_kind"),  # null but for errors
             "reason": pc.if_else(pa.array(verdict), counted("reason"), counted("error_message")),
             "attempts": pa.array(scope.attempts, pa.int64()),
+            **_usage(res, scope, index.table.num_rows),
             "shard": counted("shard"),
             "line": counted("line"),
         }
     )
+
+
+def _usage(res: pa.Table, scope: _Scope, gold_rows: int) -> dict[str, pa.Array]:
+    """Per case in scope, over every attempt of the analysed repeat: the calls (attempts not
+    reused from the cache) and their cost and tokens, summed in the results' order as the
+    per-record join sums them (``np.bincount`` adds its weights row by row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    g = _numpy(res["g"])[scope.rows]
+    called = ~_numpy(res["cached"])[scope.rows]
+
+    def total(name: str) -> Any:
+        values = _numpy(res[name], 0)[scope.rows]
+        weights = np.where(called, values, 0).astype(np.float64)
+        return np.bincount(g, weights=weights, minlength=gold_rows)[scope.pos]
+
+    return {
+        "calls": pa.array(np.bincount(g[called], minlength=gold_rows)[scope.pos], pa.int64()),
+        "cost_usd": pa.array(total("cost_usd"), pa.float64()),
+        "tokens_in": pa.array(total("tokens_in").astype(np.int64), pa.int64()),
+        "tokens_out": pa.array(total("tokens_out").astype(np.int64), pa.int64()),
+    }
 
 
 def evidence_columnar(
@@ -422,10 +437,9 @@ def evidence_columnar(
     """The alignment report and the cases in scope, columnar; None when the per-record path
     must judge the input."""
     manifest = read_run_manifest(results)  # unreadable: WorkbenchError, as on the per-record path
-    rubric = index.rubric
-    if rubric.ordered or (manifest is not None and getattr(manifest, "sampling", None) is not None):
-        return None  # ordinal figures and sampled scopes: the per-record path computes them
-    labels = list(rubric.labels)
+    if manifest is not None and getattr(manifest, "sampling", None) is not None:
+        return None  # a sampled scope: the per-record path verifies the plan
+    labels = list(index.rubric.labels)
     joined = _read(index, results, labels)
     if joined is None:
         return None
@@ -436,284 +450,25 @@ def evidence_columnar(
     if scope is None:
         return None
     cases = _cases(index, joined.rows, scope, labels)
-    report = _report(
-        index,
-        joined,
-        scope,
-        cases,
-        lineage=lineage,
-        where={
-            "gold_path": gold_path,
-            "results_path": str(results),
-            "partition": partition,
-            "repeat": repeat,
-            "partition_source": partition_source,
-        },
-    )
-    return report, cases
-
-
-def _report(
-    index: GoldIndex,
-    joined: _Read,
-    scope: _Scope,
-    cases: pa.Table,
-    *,
-    lineage: Lineage,
-    where: dict[str, Any],
-) -> AlignmentReport:
-    """The report of a columnar join: counts per slice, then the rates of each."""
-    import pyarrow as pa
-
-    from ._report import AlignmentReport, has_pass_fail_view
-
-    rubric = index.rubric
-    slice_names, slice_of_row = _slice_codes(index)
-    figures = _figures(rubric, scope, cases, slice_names, slice_of_row[scope.pos])
-    unit_sums = _unit_sums(joined.rows.take(pa.array(scope.rows)))
     read = joined.read
-    fp = next(iter(read.identities))
-    return AlignmentReport(
+    fingerprint = next(iter(read.identities))
+    report = cases_report(
+        cases,
+        index.rubric,
+        lineage=lineage,
+        sampled_out={},
         dataset_sha256=index.sha256,
-        rubric_version=rubric.version,
+        gold_path=gold_path,
+        results_path=str(results),
         results_sha256=read.sha256,
-        judge=read.identities[fp],
-        judge_fingerprint=fp,
-        labels=list(rubric.labels),
-        pass_label=rubric.pass_label,
-        fail_label=rubric.fail_label,
-        abstain_labels=list(rubric.abstain_labels),
-        scale=rubric.scale.value,
-        pass_fail_view=has_pass_fail_view(rubric),
-        status="incomplete" if figures["missing_case_ids"] else "complete",
+        judge=read.identities[fingerprint],
+        judge_fingerprint=fingerprint,
+        partition=partition,
+        repeat=repeat,
         results_read=joined.rows.num_rows,
         excluded_other_partition=scope.excluded,
         other_repeats=scope.other_repeats,
         superseded_attempts=scope.superseded,
-        comparable=lineage.comparable,
-        gold_changes=[],
-        lineage=lineage,
-        costs=_costs(
-            unit_sums,
-            [slice_names[s] for s in slice_of_row[_numpy(unit_sums["g"])].tolist()],
-            {name: rubric.risk_of(name) for name in rubric.slices},
-        ),
-        **figures,
-        **where,
+        partition_source=partition_source,
     )
-
-
-def _slice_codes(index: GoldIndex) -> tuple[list[str | None], Any]:
-    """The gold's slice names, and each gold row's position among them."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    slices = pc.dictionary_encode(index.table["slice"].combine_chunks(), null_encoding="encode")
-    return slices.dictionary.to_pylist(), _numpy(slices.indices).astype(np.int64)
-
-
-def _figures(
-    rubric: Rubric, scope: _Scope, cases: pa.Table, slice_names: list[str | None], slice_code: Any
-) -> dict[str, Any]:
-    """The report's counts and rates: the confusion, every slice and overall, the evaluator
-    errors and the missing cases."""
-    import pyarrow.compute as pc
-
-    from ._report import ERROR_COLUMN, MISSING_COLUMN, CaseError, Confusion
-
-    labels = list(rubric.labels)
-    columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
-    confusion = _confusion(slice_code, scope.human, scope.col, slice_names, labels, columns)
-    errors = cases.filter(pc.equal(cases["outcome"], "error"))
-    evaluator_errors = [
-        CaseError(case_id=c, slice=s, kind=k, message=m)
-        for c, s, k, m in zip(
-            *(errors[name].to_pylist() for name in ("case_id", "slice", "error_kind", "reason")),
-            strict=True,
-        )
-    ]
-    kinds: dict[str, Counter[str]] = {}
-    for e in evaluator_errors:
-        kinds.setdefault(e.slice, Counter())[e.kind or "unknown"] += 1
-    overall_conf: Counter[tuple[str, str]] = Counter()
-    for conf in confusion.values():
-        overall_conf.update(conf)
-    return {
-        "missing_case_ids": cases.filter(pc.equal(cases["outcome"], "missing"))[
-            "case_id"
-        ].to_pylist(),
-        "evaluator_errors": evaluator_errors,
-        "confusion": Confusion(
-            rows=list(labels),
-            columns=columns,
-            counts=[[overall_conf.get((h, j), 0) for j in columns] for h in labels],
-        ),
-        "overall": _slice("(all)", None, overall_conf, sum(kinds.values(), Counter[str]()), rubric),
-        "slices": [
-            _slice(name, rubric.risk_of(name), confusion.get(name, {}), kinds.get(name, {}), rubric)
-            for name in _slice_order(rubric, slice_names, slice_code)
-        ],
-    }
-
-
-def _confusion(
-    slice_code: Any,
-    human: Any,
-    col: Any,
-    slice_names: list[str | None],
-    labels: list[str],
-    columns: list[str],
-) -> dict[str, dict[tuple[str, str], int]]:
-    """``{slice: {(human label, column): cases}}`` (only counts above zero)."""
-    import numpy as np
-
-    cells = (slice_code * len(labels) + human) * len(columns) + col
-    tally = np.bincount(cells, minlength=len(slice_names) * len(labels) * len(columns))
-    confusion: dict[str, dict[tuple[str, str], int]] = {}
-    for cell in np.flatnonzero(tally).tolist():
-        s, rest = divmod(cell, len(labels) * len(columns))
-        h, j = divmod(rest, len(columns))
-        confusion.setdefault(str(slice_names[s]), {})[(labels[h], columns[j])] = int(tally[cell])
-    return confusion
-
-
-def _slice_order(rubric: Rubric, slice_names: list[str | None], slice_code: Any) -> list[str]:
-    """The rubric's slices, then any other slice with cases in scope in file order."""
-    import numpy as np
-
-    order = list(rubric.slices)
-    seen, first = np.unique(slice_code, return_index=True)
-    for s in seen[np.argsort(first)].tolist():  # file order of first appearance
-        if slice_names[s] not in rubric.slices:
-            order.append(str(slice_names[s]))
-    return order
-
-
-def _unit_sums(rows: pa.Table) -> pa.Table:
-    """Per case (gold row ``g``), over every attempt of the analysed repeat, in order of first
-    appearance: calls, cost USD, tokens in, tokens out and cached attempts (``*_sum``), as the
-    per-record join's ``usage`` (a cached attempt costs nothing)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    cached = rows["cached"]
-    called = pc.invert(cached)
-    zero_f, zero_i = pa.scalar(0.0, pa.float64()), pa.scalar(0, pa.int64())
-    table = pa.table(
-        {
-            "g": rows["g"],
-            "calls": pc.cast(called, pa.int64()),
-            "cost": pc.if_else(called, pc.fill_null(rows["cost_usd"], zero_f), zero_f),
-            "tin": pc.if_else(called, pc.fill_null(rows["tokens_in"], zero_i), zero_i),
-            "tout": pc.if_else(called, pc.fill_null(rows["tokens_out"], zero_i), zero_i),
-            "cached": pc.cast(cached, pa.int64()),
-        }
-    )
-    return table.group_by("g", use_threads=False).aggregate(
-        [("calls", "sum"), ("cost", "sum"), ("tin", "sum"), ("tout", "sum"), ("cached", "sum")]
-    )
-
-
-def _costs(
-    sums: pa.Table, slice_of_unit: list[str | None], risks: dict[str, str | None]
-) -> list[SliceCost]:
-    """:func:`~workbench.results._costs.costs_from_usage` over per-unit sums held as columns: the
-    same rows, values summed in the same order (so equal to the last bit), without a Python
-    dict per unit."""
-    import numpy as np
-
-    from ..results import ALL_SLICES, SliceCost, distribution
-    from ..sampling import RISK_ORDER
-
-    calls = _numpy(sums["calls_sum"])
-    cost = _numpy(sums["cost_sum"])
-    tokens_in = _numpy(sums["tin_sum"]).astype(np.float64)
-    tokens_out = _numpy(sums["tout_sum"]).astype(np.float64)
-    called = calls > 0
-    cached = ~called & (_numpy(sums["cached_sum"]) > 0)
-    unit_slice = np.array(slice_of_unit, dtype=object)
-    names = sorted(
-        {s for s in set(slice_of_unit) if s},
-        key=lambda s: (RISK_ORDER.get(risks.get(s) or "", len(RISK_ORDER)), s),
-    )
-
-    def row_for(name: str, risk: str | None, units: Any, cached_n: int) -> SliceCost:
-        return SliceCost(
-            slice=name,
-            risk=risk,
-            cases=int(units.sum()),
-            calls=int(calls[units].sum()),
-            cached=cached_n,
-            cost_usd=distribution(cost[units].tolist()),
-            tokens_in=distribution(tokens_in[units].tolist()),
-            tokens_out=distribution(tokens_out[units].tolist()),
-        )
-
-    out = []
-    for name in names:
-        of_slice = unit_slice == name
-        out.append(
-            row_for(name, risks.get(name), called & of_slice, int((cached & of_slice).sum()))
-        )
-    out.append(row_for(ALL_SLICES, None, called, int(cached.sum())))
-    return out
-
-
-def _slice(
-    name: str,
-    risk: Any,
-    conf: dict[tuple[str, str], int],
-    error_kinds: dict[str, int],
-    rubric: Rubric,
-) -> SliceAlignment:
-    """:func:`~workbench.align.slice_alignment` from a human x outcome count table."""
-    from ._report import ERROR_COLUMN, MISSING_COLUMN, SliceAlignment
-
-    labels = list(rubric.labels)
-    pass_label, fail_label = rubric.pass_label, rubric.fail_label
-    abstain = set(rubric.abstain_labels)
-    verdict = {(h, j): c for (h, j), c in conf.items() if j in set(labels)}
-    n = sum(conf.values())
-    verdicts = sum(verdict.values())
-    abstentions = sum(c for (_, j), c in verdict.items() if j in abstain)
-    klass: Counter[str] = Counter()
-    for (h, j), c in verdict.items():
-        klass[classify(h, j, pass_label, fail_label)] += c
-    two_way = {(h, j): c for (h, j), c in verdict.items() if j in (pass_label, fail_label)}
-    if pass_label is None:
-        two_way = {}
-    judged_fails = sum(c for (h, _), c in two_way.items() if h == fail_label)
-    judged_passes = sum(c for (h, _), c in two_way.items() if h == pass_label)
-    by_column: Counter[str] = Counter()
-    by_human: Counter[str] = Counter()
-    for (h, j), c in conf.items():
-        by_column[j] += c
-        by_human[h] += c
-    return SliceAlignment(
-        slice=name,
-        risk=risk,
-        n=n,
-        verdicts=verdicts,
-        abstentions=abstentions,
-        decided=verdicts - abstentions,
-        abstention_rate=wilson_rate(abstentions, verdicts),
-        coverage=wilson_rate(verdicts - abstentions, n),
-        judge_labels={label: by_column[label] for label in labels},
-        human_labels_with_verdict={
-            label: sum(c for (h, _), c in verdict.items() if h == label) for label in labels
-        },
-        errors=by_column[ERROR_COLUMN],
-        missing=by_column[MISSING_COLUMN],
-        complete=by_column[MISSING_COLUMN] == 0,
-        aligned=klass["aligned"],
-        agreement=wilson_rate(klass["aligned"], verdicts),
-        human_passes=by_human[pass_label] if pass_label else 0,
-        human_fails=by_human[fail_label] if fail_label else 0,
-        false_passes=klass["false_pass"],
-        false_fails=klass["false_fail"],
-        other_disagreements=klass["disagreement"],
-        false_pass_rate=wilson_rate(klass["false_pass"], judged_fails),
-        false_fail_rate=wilson_rate(klass["false_fail"], judged_passes),
-        cohen_kappa=cohen_kappa_counts(verdict, labels),
-        errors_by_kind=dict(sorted(error_kinds.items())),
-    )
+    return report, cases

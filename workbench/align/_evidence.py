@@ -4,12 +4,14 @@
 its validated columnar index (:func:`~workbench.gold.gold_index`, cached by dataset
 sha256), the results through the one checked columnar reader
 (:func:`~workbench.results._columnar.read_columnar`, a file or a directory of shards). It
-returns the alignment report and the cases in scope as one table (:data:`CASE_COLUMNS`).
+returns the alignment report and the cases in scope as one table
+(:data:`~workbench.align.CASE_COLUMNS`).
 
-Input the columnar path cannot vouch for (a refused result, another gold, an ordered rubric's
-figures, a declared sampling plan) goes through the per-record join
-(:func:`~workbench.align.align_results`), which names every problem with its line; its cases
-become the same table (:func:`join_cases`), so no reader downstream has two paths.
+Input the columnar path cannot vouch for (a refused result, another gold, a sampled run) goes
+through the per-record join (:func:`~workbench.align.align_results`), which names every problem
+with its line; its cases become the same table (:func:`~workbench.align.join_cases`), and one
+computation makes the report of either table (:mod:`workbench.align._cases`), so no reader
+downstream has two paths.
 """
 
 from __future__ import annotations
@@ -21,35 +23,14 @@ from typing import TYPE_CHECKING, Literal
 
 from .._io import bulk_load
 from ..gold import GoldIndex, gold_index
-from ._join import Join
+from ._cases import join_cases, join_report
 from ._lineage import align_results
-from ._report import AlignmentReport, alignment_report
+from ._report import AlignmentReport
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..sampling import SamplingPlan
-
-CASE_COLUMNS = (
-    "row",
-    "case_id",
-    "slice",
-    "partition",
-    "human_label",
-    "outcome",
-    "judge_label",
-    "error_class",
-    "error_kind",
-    "reason",
-    "attempts",
-    "shard",
-    "line",
-)
-"""The cases of :attr:`Evidence.cases`, one row per case in scope in the gold file's order:
-``row`` is the case's row in the gold index, ``reason`` the judge's reason of a verdict or the
-message of an evaluator error, ``shard`` and ``line`` where the counted attempt is (the shard's
-position among the results' files; null without a result, and ``shard`` also when the
-per-record path did not say)."""
 
 FLAGGED = ("false_pass", "false_fail", "abstained")
 """The case lists :func:`flagged_cases` gives per slice."""
@@ -63,7 +44,7 @@ class Evidence:
     """The gold, as its validated columnar index."""
     report: AlignmentReport
     cases: pa.Table
-    """Columns :data:`CASE_COLUMNS`."""
+    """Columns :data:`~workbench.align.CASE_COLUMNS`."""
 
 
 def read_evidence(
@@ -99,8 +80,8 @@ def read_evidence(
             if found is not None:
                 _release_unused()
                 return Evidence(index, *found)
-        # Refused or unusual input (or a declared sampling plan, an ordered rubric): the
-        # per-record path names every problem with its line.
+        # Refused or unusual input (or a declared sampling plan): the per-record path names
+        # every problem with its line.
         join = align_results(
             index.dataset(),
             results,
@@ -109,10 +90,15 @@ def read_evidence(
             allow_gold_change=allow_gold_change,
             sampling_plan=sampling_plan,
         )
-        report = alignment_report(
-            join, gold_path=str(gold), results_path=str(results), partition_source=partition_source
+        cases = join_cases(join, index)
+        report = join_report(
+            join,
+            cases,
+            gold_path=str(gold),
+            results_path=str(results),
+            partition_source=partition_source,
         )
-        return Evidence(index, report, join_cases(join, index))
+        return Evidence(index, report, cases)
 
 
 def _release_unused() -> None:
@@ -151,41 +137,6 @@ def align(
         partition_source=partition_source,
         sampling_plan=sampling_plan,
     ).report
-
-
-def join_cases(join: Join, index: GoldIndex | None = None) -> pa.Table:
-    """The cases of a per-record join as :data:`CASE_COLUMNS` (``row`` from ``index``, null
-    without it; ``shard`` null: a joined case records only its line)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ids = pa.array([c.case_id for c in join.cases], pa.string())
-    rows = (
-        pc.index_in(ids, value_set=index.table["case_id"])
-        if index is not None
-        else pa.nulls(len(ids), pa.int32())
-    )
-    values = {
-        "case_id": ids,
-        "slice": [c.slice for c in join.cases],
-        "partition": [c.partition for c in join.cases],
-        "human_label": [c.human_label for c in join.cases],
-        "outcome": [c.outcome for c in join.cases],
-        "judge_label": [c.judge_label for c in join.cases],
-        "error_class": [c.error_class for c in join.cases],
-        "error_kind": [c.error_kind for c in join.cases],
-        "reason": [c.reason for c in join.cases],
-    }
-    strings = {name: pa.array(v, pa.string()) for name, v in values.items()}
-    return pa.table(
-        {
-            "row": rows.cast(pa.int64()),
-            **strings,
-            "attempts": pa.array([c.attempts for c in join.cases], pa.int64()),
-            "shard": pa.nulls(len(ids), pa.int32()),
-            "line": pa.array([c.result_line for c in join.cases], pa.int64()),
-        }
-    )
 
 
 def flagged_cases(

@@ -117,45 +117,24 @@ PassFail = Literal["pass", "fail"] | None
 """A label's pass/fail view (:meth:`~workbench.gold.Rubric.pass_fail`): pass, fail or neither."""
 
 
-def classify(
-    human: str,
-    judge: str,
-    pass_label: str | None = None,
-    fail_label: str | None = None,
-    *,
-    view: Callable[[str], PassFail] | None = None,
-) -> ErrorClass:
+def classify(human: str, judge: str, *, view: Callable[[str], PassFail]) -> ErrorClass:
     """Error class of one verdict against the adjudicated label.
 
-    ``view`` maps a label to its pass/fail side (normally :meth:`Rubric.pass_fail
-    <workbench.gold.Rubric.pass_fail>`, which covers nominal rubrics through
-    ``pass_label``/``fail_label`` and ordered rubrics through ``pass_labels``). Without it,
-    ``pass_label`` and ``fail_label`` are the only pass and fail labels. A false pass is a
-    human label on the fail side judged on the pass side, whatever the exact labels (on a 1-5
-    scale with ``pass_labels: [4, 5]``, human 2 judged 4 is a false pass); any other mismatch,
-    including one on the same side of the threshold (human 2, judge 3) or one involving an
-    abstain label, is a ``disagreement``.
+    ``view`` maps a label to its pass/fail side (:meth:`Rubric.pass_fail
+    <workbench.gold.Rubric.pass_fail>`: a nominal rubric's ``pass_label``/``fail_label``, an
+    ordered rubric's ``pass_labels``). A false pass is a human label on the fail side judged on
+    the pass side, whatever the exact labels (on a 1-5 scale with ``pass_labels: [4, 5]``,
+    human 2 judged 4 is a false pass); any other mismatch, including one on the same side of
+    the threshold (human 2, judge 3) or one involving an abstain label, is a ``disagreement``.
     """
     if human == judge:
         return "aligned"
-    side_of = view if view is not None else _label_view(pass_label, fail_label)
-    side = (side_of(human), side_of(judge))
+    side = (view(human), view(judge))
     if side == ("fail", "pass"):
         return "false_pass"
     if side == ("pass", "fail"):
         return "false_fail"
     return "disagreement"
-
-
-def _label_view(pass_label: str | None, fail_label: str | None) -> Callable[[str], PassFail]:
-    """The pass/fail view of a rubric given only as one pass and one fail label."""
-
-    def side(label: str) -> PassFail:
-        if pass_label is not None and label == pass_label:
-            return "pass"
-        return "fail" if fail_label is not None and label == fail_label else None
-
-    return side
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,10 +119,10 @@ from ..align import (
     AlignmentReport,
     Join,
     SliceAlignment,
+    empty_slice,
     flagged_cases,
     has_pass_fail_view,
     join_cases,
-    slice_alignment,
 )
 from ..gold import Risk, Rubric
 from ..outcomes import GATE_OUTCOMES, exit_codes
@@ -731,7 +731,7 @@ def _slices(
     ]
     for name in names:
         risk = rubric.risk_of(name)
-        row = rows.get(name) or slice_alignment(name, risk, [], list(rubric.labels), rubric=rubric)
+        row = rows.get(name) or empty_slice(name, rubric)
         spec = policy.slices.get(name)
         if spec is None:
             out.append(
