@@ -144,6 +144,17 @@ class ReleaseLog:
         """``(line, release)`` of every release of ``snapshot``'s input, oldest first."""
         return [(n, r) for n, r in zip(self.lines, self.releases, strict=True) if r.is_of(snapshot)]
 
+    def release_of(self, snapshot: Snapshot) -> Release | None:
+        """The latest release that froze exactly ``snapshot`` (same version and hash), or None."""
+        return next(
+            (
+                r
+                for _, r in reversed(self.of(snapshot))
+                if r.version == snapshot.version and r.dataset_sha256 == snapshot.sha256
+            ),
+            None,
+        )
+
     def latest_for(self, dataset_sha256: str, kind: str = "gold") -> Release | None:
         """The latest release of ``kind`` that froze exactly this content hash."""
         return next(

@@ -385,15 +385,7 @@ def suite_release(suite: ControlSuite) -> Release | None:
     if suite.path is None:
         return None
     snapshot = suite_snapshot_of(suite)
-    mine = read_release_log(snapshot.folder).of(snapshot)
-    return next(
-        (
-            r
-            for _, r in reversed(mine)
-            if r.version == snapshot.version and r.dataset_sha256 == snapshot.sha256
-        ),
-        None,
-    )
+    return read_release_log(snapshot.folder).release_of(snapshot)
 
 
 def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:

@@ -103,15 +103,7 @@ def release_of(suite: NoiseSuite) -> Release | None:
 
 
 def _release_of(snapshot: Snapshot) -> Release | None:
-    log = read_release_log(snapshot.folder)
-    return next(
-        (
-            r
-            for _, r in reversed(log.of(snapshot))
-            if r.version == snapshot.version and r.dataset_sha256 == snapshot.sha256
-        ),
-        None,
-    )
+    return read_release_log(snapshot.folder).release_of(snapshot)
 
 
 def suite_snapshot(path: Path) -> Snapshot:

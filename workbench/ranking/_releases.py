@@ -107,19 +107,8 @@ def check_release(
         raise WorkbenchError(
             f"{path}: {len(problems)} problem(s) with the fixture release", problems
         )
-    release = _release_of(snapshot, log.of(snapshot))
+    release = log.release_of(snapshot)
     return fixture_set.model_copy(update={"release": release}) if release else fixture_set
-
-
-def _release_of(snapshot: Snapshot, mine: list[tuple[int, Release]]) -> Release | None:
-    return next(
-        (
-            r
-            for _, r in reversed(mine)
-            if r.version == snapshot.version and r.dataset_sha256 == snapshot.sha256
-        ),
-        None,
-    )
 
 
 def previous_path(path: Path, fixture_set: FixtureSet) -> Path:
