@@ -118,7 +118,42 @@ def _node(module: str, top: str) -> str | None:
     return ".".join(parts[:2]) if parts[0] == top else None
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def _cross_imports(
+    tree: ast.AST, name: str, is_package: bool, modules: set[str], top: str
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, str, str]]:
+    """``(statement, in a function, target module, target node)`` of every import of module
+    ``name`` that reaches another node (``TYPE_CHECKING`` blocks left out)."""
+    source = _node(name, top)
+    package = name if is_package else name.rpartition(".")[0]
+    for stmt, in_function in _imports(tree):
+        for target in _targets(stmt, package, modules):
+            node = _node(target, top)
+            if node is not None and node != source:
+                yield stmt, in_function, target, node
+
+
+def _sources(package: Path) -> dict[tuple[str, bool], Path]:
+    return {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """node -> the nodes its modules import, function bodies included (no self edges).
+
+    Nodes are ``<top>.<first component>`` and the root ``<top>``; tests/test_import_graph.py
+    fails on any cycle of this graph."""
+    top = package.name
+    sources = _sources(package)
+    modules = {name for name, _ in sources}
+    graph: dict[str, set[str]] = {}
+    for (name, is_package), path in sources.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        edges = _cross_imports(tree, name, is_package, modules, top)
+        graph.setdefault(str(_node(name, top)), set()).update(node for *_, node in edges)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -245,7 +280,7 @@ def _uses_beside(root: Path, top: str, faces: set[str]) -> Iterator[tuple[str, s
 
 def measure(package: Path) -> dict[str, object]:
     top = package.name
-    sources = {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+    sources = _sources(package)
     modules = {name for name, _ in sources}
     lines = 0
     sizes: list[tuple[int, str]] = []
@@ -269,21 +304,15 @@ def measure(package: Path) -> dict[str, object]:
         if is_package and name.count(".") == 1:
             exported[name] = _exports(tree)
         package_name = name if is_package else name.rpartition(".")[0]
-        for stmt, in_function in _imports(tree):
-            reaches_other = False
-            for target in _targets(stmt, package_name, modules):
-                node = _node(target, top)
-                if node is None or node == source:
-                    continue
-                reaches_other = True
-                graph[source].add(node)
-                parts = target.split(".")
-                if len(parts) > 2 and any(p.startswith("_") for p in parts[2:]):
-                    private_imports.append(
-                        f"{path.relative_to(package.parent)}:{stmt.lineno} {target}"
-                    )
-            if in_function and reaches_other:
-                body_imports += 1
+        in_body: set[int] = set()
+        for stmt, in_function, target, node in _cross_imports(tree, name, is_package, modules, top):
+            graph[source].add(node)
+            parts = target.split(".")
+            if len(parts) > 2 and any(p.startswith("_") for p in parts[2:]):
+                private_imports.append(f"{path.relative_to(package.parent)}:{stmt.lineno} {target}")
+            if in_function:
+                in_body.add(id(stmt))
+        body_imports += len(in_body)
         for stmt in ast.walk(tree):  # every import here, ``TYPE_CHECKING`` blocks included
             if isinstance(stmt, ast.ImportFrom):
                 module, names = _imported_names(stmt, package_name)
@@ -310,7 +339,7 @@ def measure(package: Path) -> dict[str, object]:
         "unused_exports": {k: v for k, v in unused.items() if v},
         "private_imports": len(private_imports),
         "function_body_imports": body_imports,
-        "cycles_with_function_imports": _cycles(graph),
+        "cycles_with_function_imports": cycles(graph),
     }
 
 

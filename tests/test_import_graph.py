@@ -12,14 +12,18 @@ cycle. Imports inside one node are not edges.
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "workbench"
+_spec = importlib.util.spec_from_file_location("code_size", ROOT / "bench" / "code_size.py")
+assert _spec is not None and _spec.loader is not None
+code_size = importlib.util.module_from_spec(_spec)
+sys.modules["code_size"] = code_size
+_spec.loader.exec_module(code_size)
 
 ALLOWED_CYCLES: list[frozenset[str]] = []
 """Strongly connected groups of packages tolerated for now, each with the reason. Empty: the
@@ -27,106 +31,14 @@ one cycle there was (judges <-> noise, judges <-> ranking, through the kind regi
 and any new one fails :func:`test_no_import_cycles_between_packages`."""
 
 
-def _module_name(path: Path, package_root: Path) -> tuple[str, bool]:
-    parts = list(path.relative_to(package_root.parent).with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(parts), is_package
-
-
-def _executed_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement of ``body``, function bodies included, ``TYPE_CHECKING`` blocks
-    left out."""
-    for statement in body:
-        if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            yield statement
-            continue
-        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
-            yield from _executed_imports(statement.orelse)
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            yield from _executed_imports(getattr(statement, field, None) or [])
-        for handler in getattr(statement, "handlers", None) or []:
-            yield from _executed_imports(handler.body)
-        for case in getattr(statement, "cases", None) or []:
-            yield from _executed_imports(case.body)
-
-
-def _targets(statement: ast.Import | ast.ImportFrom, package: str, modules: set[str]) -> list[str]:
-    """The modules an import statement loads (``from m import x`` is ``m.x`` when x is a module)."""
-    if isinstance(statement, ast.Import):
-        return [alias.name for alias in statement.names]
-    if statement.level:
-        base = package.split(".")
-        base = base[: len(base) - (statement.level - 1)]
-        module = ".".join([*base, statement.module] if statement.module else base)
-    else:
-        module = statement.module or ""
-    return [
-        f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in statement.names
-    ]
-
-
-def _node(module: str, top: str) -> str | None:
-    parts = module.split(".")
-    if parts[0] != top:
-        return None
-    return ".".join(parts[:2])
-
-
 def import_graph(package_root: Path = PACKAGE) -> dict[str, set[str]]:
-    """node -> the nodes its modules import at import time (no self edges)."""
-    top = package_root.name
-    sources = {_module_name(p, package_root): p for p in sorted(package_root.rglob("*.py"))}
-    modules = {name for name, _ in sources}
-    graph: dict[str, set[str]] = {}
-    for (name, is_package), path in sources.items():
-        source = _node(name, top)
-        assert source is not None
-        graph.setdefault(source, set())
-        package = name if is_package else name.rpartition(".")[0]
-        for statement in _executed_imports(ast.parse(path.read_text(encoding="utf-8")).body):
-            for target in _targets(statement, package, modules):
-                node = _node(target, top)
-                if node is not None and node != source:
-                    graph[source].add(node)
-    return graph
+    """node -> the nodes its modules import (bench/code_size.py builds it: one graph for the
+    figures and this test)."""
+    return code_size.import_graph(package_root)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
-    """The strongly connected groups of more than one node (Tarjan), i.e. the import cycles."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[frozenset[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for other in sorted(graph.get(node, ())):
-            if other not in index:
-                visit(other)
-                low[node] = min(low[node], low[other])
-            elif other in on_stack:
-                low[node] = min(low[node], index[other])
-        if low[node] == index[node]:
-            group = set()
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.add(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                found.append(frozenset(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+    return [frozenset(c) for c in code_size.cycles(graph)]
 
 
 def format_graph(graph: dict[str, set[str]]) -> str:
