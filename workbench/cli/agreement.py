@@ -5,10 +5,11 @@ from __future__ import annotations
 import click
 
 from .._io import bulk_load
-from ..agreement import DEFAULT_MIN_SHARED, AgreementBlock, AgreementReport, human_agreement
+from ..agreement import AgreementBlock, AgreementReport, human_agreement
 from ..gold import PARTITIONS, gold_index
 from ..stats import Correlation, Kappa
 from ._common import echo_json, user_errors
+from ._options import option
 
 NAMES_SHOWN = 20
 """Reviewer names are listed in a block header up to this many; beyond it, only the count."""
@@ -85,20 +86,9 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
-@click.option(
-    "--partition", type=click.Choice(PARTITIONS), default=None, help="Only this partition."
-)
-@click.option(
-    "--min-shared",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MIN_SHARED,
-    show_default=True,
-    help=(
-        "List only reviewer pairs sharing at least this many cases; the others are counted as left"
-        " out."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the documented JSON structure.")
+@option("partition", type=click.Choice(PARTITIONS), help="Only this partition.", required=False)
+@option("min_shared")
+@option("json", help="Print the documented JSON structure.")
 @user_errors
 def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) -> None:
     """Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha,

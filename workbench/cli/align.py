@@ -13,6 +13,7 @@ from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
+from ._options import option, options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,26 +21,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]:
     """``--gold``, ``--results``, ``--partition`` and ``--repeat``: the evidence a command reads
     (``workbench align``, ``workbench gate``)."""
-    options = (
-        click.option(
-            "--gold",
-            required=True,
-            type=click.Path(path_type=str),
-            help="Gold dataset directory or gold.jsonl.",
-        ),
-        click.option(
-            "--results",
-            required=True,
-            type=click.Path(path_type=str),
-            help=(
-                "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl,"
-                " *.parquet), judge-result contract."
-            ),
-        ),
-        click.option(
-            "--partition",
+    return options(
+        option("gold"),
+        option("results"),
+        option(
+            "partition",
+            required=False,
             type=click.Choice(PARTITIONS),
-            default=None,
             help=(
                 f"Only cases of this partition ({partition_note}default: the partition in the run"
                 " manifest beside the results)."
@@ -54,19 +42,10 @@ def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]
         ),
     )
 
-    def decorate(fn: F) -> F:
-        for option in reversed(options):
-            fn = option(fn)
-        return fn
-
-    return decorate
-
 
 @click.command()
 @evidence_options("align")
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report."
-)
+@option("json", help="Print the documented, versioned JSON report.")
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
 @click.option(
     "--allow-gold-change",
@@ -76,15 +55,12 @@ def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]
         " named and the report is marked not comparable."
     ),
 )
-@click.option(
-    "--policy",
+@option(
+    "policy",
     "policy_path",
-    type=click.Path(path_type=str),
-    default=None,
-    help=(
-        "Accept the cases a run's sampling plan left out only if the plan is this policy's"
-        " `sampling:` plan (same sha256); otherwise they are missing."
-    ),
+    help="Accept the cases a run's sampling plan left out only if the plan is this policy's"
+    " `sampling:` plan (same sha256); otherwise they are missing.",
+    required=False,
 )
 @click.option(
     "--sampling-plan",

@@ -25,6 +25,7 @@ from ..policy import (
 )
 from ..runs import SUMMARY_FILE, RunSummary
 from ._common import echo_json, user_errors
+from ._options import option
 from .align import evidence_options
 
 T = TypeVar("T")
@@ -93,12 +94,7 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 
 @click.command()
 @evidence_options("evaluate", partition_note="normally held_out; ")
-@click.option(
-    "--policy",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Release policy, data/policies/<name>@<version>.yaml.",
-)
+@option("policy")
 @click.option(
     "--run",
     "run_path",
@@ -106,14 +102,12 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
     default=None,
     help="The run's run.json (or run directory): completeness, stop reason and spend.",
 )
-@click.option(
-    "--overrides",
+@option(
+    "overrides",
     "overrides_path",
-    type=click.Path(path_type=str),
-    default=None,
     help="Override store to apply (JSON Lines); none are applied unless given.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the gate result as JSON.")
+@option("json", help="Print the gate result as JSON.")
 @click.option(
     "--allow-gold-change",
     is_flag=True,

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from ..errors import Problem, WorkbenchError, refusal
 from ..outcomes import ExitCode
 from ..runs import RunOptions
 from ._common import echo_json, user_errors
+from ._options import option, path
 from ._run_options import run_options
 from .override import append, fields_of, override_options
 
@@ -21,14 +21,13 @@ _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
 
 
-def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
-    """A click option naming a file or directory (``None`` when not given)."""
-    return click.option(*decls, type=click.Path(path_type=str), default=None, help=help, **settings)
-
-
 @click.group("noise", invoke_without_command=True)
-@_path("--candidate", help="A ragas-noise candidate spec, e.g. data/candidates/noise-judge@1.yaml.")
-@_path(
+@option(
+    "candidate",
+    help="A ragas-noise candidate spec, e.g. data/candidates/noise-judge@1.yaml.",
+    required=False,
+)
+@path(
     "--pairs",
     "pairs_path",
     help=(
@@ -36,24 +35,18 @@ def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
         " data/noise/support-noise@2.yaml."
     ),
 )
-@_path(
-    "--out",
-    help=(
-        "Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/,"
-        " baseline/, noise_run.json, noise_report.json."
-    ),
+@option(
+    "out",
+    help="Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/,"
+    " baseline/, noise_run.json, noise_report.json.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the report as JSON (kind workbench.noise)."
-)
-@click.option(
-    "--partition",
+@option("json", help="Print the report as JSON (kind workbench.noise).")
+@option(
+    "partition",
     type=click.Choice(_PARTITIONS),
-    default=None,
-    help=(
-        "Score the candidate pairs of this partition only (controls always run). Default: every"
-        " partition."
-    ),
+    help="Score the candidate pairs of this partition only (controls always run). Default: every"
+    " partition.",
+    required=False,
 )
 @click.option(
     "--sentinels-only",
@@ -70,14 +63,14 @@ def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
         " replace the main scores)."
     ),
 )
-@_path(
+@path(
     "--baseline",
     help=(
         "SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same"
         " evaluator) or an earlier `workbench noise` run directory / noise_report.json."
     ),
 )
-@_path(
+@path(
     "--companions",
     "companion_files",
     multiple=True,
@@ -86,7 +79,7 @@ def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
         " generation run id. Repeatable."
     ),
 )
-@_path(
+@path(
     "--baseline-companions",
     "baseline_companion_files",
     multiple=True,
@@ -95,8 +88,8 @@ def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
         " Repeatable."
     ),
 )
-@_path(
-    "--overrides",
+@option(
+    "overrides",
     "overrides_path",
     help=f"Override store applied to this suite version (default {_DEFAULT_STORE} when it exists).",
 )
@@ -127,12 +120,8 @@ def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
         " further scoring."
     ),
 )
-@click.option(
-    "--sign",
-    "sign_key",
-    default=None,
-    type=click.Path(path_type=str),
-    help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
+@option(
+    "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
 )
 @click.pass_context
 @user_errors
@@ -391,10 +380,8 @@ def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
 
 
 @noise.command("check")
-@click.option(
-    "--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="Pair suite YAML."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@path("--pairs", "pairs_path", required=True, help="Pair suite YAML.")
+@option("json", help="Print the checks as JSON.")
 @user_errors
 def check(pairs_path: str, as_json: bool) -> None:
     """The deterministic lane, no model call: validation, traces, release and lineage, retrieval
@@ -452,9 +439,7 @@ def check(pairs_path: str, as_json: bool) -> None:
 
 
 @noise.command("panel")
-@click.option(
-    "--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="Pair suite YAML."
-)
+@path("--pairs", "pairs_path", required=True, help="Pair suite YAML.")
 @click.option(
     "--panel",
     "panel_path",
@@ -462,14 +447,12 @@ def check(pairs_path: str, as_json: bool) -> None:
     type=click.Path(path_type=str),
     help="Claim-level review panel YAML of the calibration partition.",
 )
-@click.option(
-    "--results",
+@option(
+    "results",
     "results_path",
-    required=True,
-    type=click.Path(path_type=str),
     help="A `workbench noise` run directory (e.g. run with --partition calibration).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the panel report as JSON.")
+@option("json", help="Print the panel report as JSON.")
 @user_errors
 def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) -> None:
     """Agreement between the metric's claim verdicts and the reviewers' (calibration partition).
@@ -507,11 +490,10 @@ def override() -> None:
 
 
 @override.command("add")
-@click.option(
+@path(
     "--pairs",
     "pairs_path",
     required=True,
-    type=click.Path(path_type=str),
     help="The suite version (its name@version is the policy the override applies to).",
 )
 @override_options

@@ -7,23 +7,16 @@ import click
 from ..judges import PingResult, ping
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
+from ._options import option
 
 """The endpoint answered badly or not at all: every problem is printed with its code."""
 
 
 @click.command("ping")
-@click.option(
-    "--candidate",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Candidate spec (kind ragas-llm), e.g. data/candidates/<name>@<version>.yaml.",
+@option(
+    "candidate", help="Candidate spec (kind ragas-llm), e.g. data/candidates/<name>@<version>.yaml."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the result as JSON (schema: docs/formats.md#ping-result).",
-)
+@option("json", help="Print the result as JSON (schema: docs/formats.md#ping-result).")
 @user_errors
 def ping_command(candidate: str, as_json: bool) -> None:
     """Send ONE real request to a candidate's endpoint and say whether a run can work.

@@ -3,7 +3,6 @@ verify; ``workbench prune``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -15,6 +14,7 @@ from ..errors import refusal
 from ..outcomes import ExitCode
 from ..runs import RunOptions
 from ._common import echo_json, user_errors
+from ._options import option, path
 from ._run_options import run_option, run_options
 
 if TYPE_CHECKING:
@@ -31,11 +31,6 @@ class _GateInputs(TypedDict):
     history: list[RankingHistoryEntry]
     overrides: list[Any]
     scalar: list[ScalarCaseResult] | None
-
-
-def _path(*decls: str, help: str, **settings: Any) -> Callable[[Any], Any]:
-    """A click option naming a file or directory (``None`` when not given)."""
-    return click.option(*decls, type=click.Path(path_type=str), default=None, help=help, **settings)
 
 
 _PLAN = click.option(
@@ -63,13 +58,7 @@ _BATTERY = [
         show_default=True,
         help="Permutations per larger fixture (identity, rotations, then seeded random).",
     ),
-    click.option(
-        "--seed",
-        type=int,
-        default=0,
-        show_default=True,
-        help="Seed of the permutation sample and of the rotation plan.",
-    ),
+    option("seed", help="Seed of the permutation sample and of the rotation plan."),
     click.option(
         "--repeats",
         type=click.IntRange(min=0),
@@ -82,8 +71,8 @@ _BATTERY = [
 
 def _battery_options(func: Any) -> Any:
     """``--max-exhaustive``, ``--sample``, ``--seed`` and ``--repeats``, in that order."""
-    for option in reversed(_BATTERY):
-        func = option(func)
+    for add in reversed(_BATTERY):
+        func = add(func)
     return func
 
 
@@ -155,34 +144,34 @@ def _capture(
 
 
 @ranking.command("run")
-@_path("--candidate", help="Ranking candidate spec (kind ragas-ranking or ragas-ranking-function).")
-@_path(
+@option(
+    "candidate",
+    help="Ranking candidate spec (kind ragas-ranking or ragas-ranking-function).",
+    required=False,
+)
+@path(
     "--fixtures",
     required=True,
     help="Ranking fixture file, e.g. data/ranking/<name>@<version>.yaml.",
 )
-@_path(
-    "--results",
-    help=(
-        "Analyse these ranking results (imported or from an earlier run) instead of running a"
-        " candidate."
-    ),
+@option(
+    "results",
+    help="Analyse these ranking results (imported or from an earlier run) instead of running a"
+    " candidate.",
+    required=False,
 )
-@_path(
-    "--out",
-    help=(
-        "Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure"
-        " artifacts are written here."
-    ),
+@option(
+    "out",
+    help="Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure"
+    " artifacts are written here.",
 )
-@_path(
-    "--policy",
-    help=(
-        "Ranking release policy (kind: ranking). Default: the built-in rules (see"
-        " workbench.ranking.default_policy)."
-    ),
+@option(
+    "policy",
+    help="Ranking release policy (kind: ranking). Default: the built-in rules (see"
+    " workbench.ranking.default_policy).",
+    required=False,
 )
-@_path(
+@path(
     "--history",
     help=(
         "Ranking history log (default runs/ranking/history/<fixture set>.jsonl): the last run and"
@@ -194,8 +183,8 @@ def _capture(
     is_flag=True,
     help="Neither read nor append the history (no fixture-change or agreement-drop comparison).",
 )
-@_path("--overrides", help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
-@_path(
+@option("overrides", help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
+@path(
     "--scalar",
     help=(
         "Per-case scalar gate outcomes (JSON Lines {case_id, passed, score}) to list beside the"
@@ -232,19 +221,10 @@ def _capture(
         " report, and report.html): `workbench verify RUN_DIR` checks it, also after pruning."
     ),
 )
-@click.option(
-    "--sign",
-    "sign_key",
-    default=None,
-    type=click.Path(path_type=str),
-    help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
+@option(
+    "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the versioned JSON report (workbench.ranking.RankingReport).",
-)
+@option("json", help="Print the versioned JSON report (workbench.ranking.RankingReport).")
 @run_options("concurrency", "budget")
 @_battery_options
 @run_option("cache")
@@ -452,13 +432,8 @@ def _keep(
 
 
 @ranking.command("agreement")
-@_path("--fixtures", required=True, help="Ranking fixture file with reviewer orders (reviews:).")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the versioned JSON report (workbench.ranking.ReviewerAgreementReport).",
-)
+@path("--fixtures", required=True, help="Ranking fixture file with reviewer orders (reviews:).")
+@option("json", help="Print the versioned JSON report (workbench.ranking.ReviewerAgreementReport).")
 @user_errors
 def agreement(fixtures: str, as_json: bool) -> None:
     """Reviewer-reviewer agreement on the fixtures: pairwise agreement, Kendall's tau and top-1
@@ -479,7 +454,7 @@ def agreement(fixtures: str, as_json: bool) -> None:
 
 @ranking.command("history")
 @click.argument("fixtures", type=click.Path(path_type=str))
-@click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
+@option("json", help="Print the chain as JSON.")
 @user_errors
 def history_(fixtures: str, as_json: bool) -> None:
     """The label history of a fixture file: every version it supersedes, oldest first, with its
@@ -508,8 +483,8 @@ def history_(fixtures: str, as_json: bool) -> None:
 
 
 @ranking.command("replay")
-@_path("--candidate", required=True, help="The ranking candidate spec of the failing run.")
-@_path("--fixtures", required=True, help="The fixture file of the failing run.")
+@option("candidate", help="The ranking candidate spec of the failing run.")
+@path("--fixtures", required=True, help="The fixture file of the failing run.")
 @click.option("--case", "case_id", required=True, help="The fixture.")
 @click.option(
     "--repeat",
@@ -529,12 +504,10 @@ def history_(fixtures: str, as_json: bool) -> None:
     default=None,
     help="Refuse unless the candidate still has this judge fingerprint.",
 )
-@_path(
-    "--out",
-    help=(
-        "Where the replay is written (default"
-        " runs/ranking/replay/<candidate>/<case>-r<repeat>-<n>)."
-    ),
+@option(
+    "out",
+    help="Where the replay is written (default"
+    " runs/ranking/replay/<candidate>/<case>-r<repeat>-<n>).",
 )
 @user_errors
 def replay(
@@ -654,13 +627,10 @@ def _replayed(fixture: Any, r: Any) -> int:
 
 @ranking.command("verify")
 @click.argument("run_dir", type=click.Path(path_type=str))
-@click.option(
-    "--trust",
-    default=None,
-    type=click.Path(path_type=str),
-    help="File of trusted Ed25519 public keys; the lock must be signed by one of them.",
+@option(
+    "trust", help="File of trusted Ed25519 public keys; the lock must be signed by one of them."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
+@option("json", help="Print the verification as JSON.")
 @user_errors
 def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
     """Verify a locked ranking run: `workbench verify RUN_DIR`, the one verification of every
@@ -683,7 +653,7 @@ def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
     help="Treat this ISO date/datetime as now (default: the current time, UTC).",
 )
 @click.option("--dry-run", is_flag=True, help="List what would be pruned, delete nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@option("json", help="Print the results as JSON.")
 @user_errors
 def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: bool) -> None:
     """Delete expired request payloads of ranking runs (default: under runs/), keeping every digest.

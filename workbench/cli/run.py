@@ -14,31 +14,15 @@ from ..results import format_slice_costs
 from ..runs import RunOptions, RunSummary, run_candidate_sync
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import report_problems, user_errors
+from ._options import option
 from ._run_options import run_option, run_options
 
 
 @click.command()
-@click.option(
-    "--candidate",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.",
-)
-@click.option(
-    "--gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
-@click.option(
-    "--partition", required=True, type=click.Choice(PARTITIONS), help="Partition to judge."
-)
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Run directory (manifest.json, results.jsonl, run.json).",
-)
+@option("candidate")
+@option("gold")
+@option("partition", type=click.Choice(PARTITIONS), help="Partition to judge.")
+@option("out", required=True, help="Run directory (manifest.json, results.jsonl, run.json).")
 @run_options(
     "concurrency",
     "budget",
@@ -60,24 +44,17 @@ from ._run_options import run_option, run_options
         " the shadow log, never in a gate."
     ),
 )
-@click.option(
-    "--label-mapping",
-    type=click.Path(path_type=str),
-    default=None,
-    help=(
-        "With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when"
-        " categories were renamed)."
-    ),
+@option(
+    "label_mapping",
+    help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when"
+    " categories were renamed).",
 )
-@click.option(
-    "--policy",
+@option(
+    "policy",
     "policy_path",
-    type=click.Path(path_type=str),
-    default=None,
-    help=(
-        "Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every"
-        " case."
-    ),
+    help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every"
+    " case.",
+    required=False,
 )
 @click.option(
     "--sampling-plan",

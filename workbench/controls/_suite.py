@@ -42,7 +42,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
@@ -67,16 +67,7 @@ Role = Literal[
     "missing_evidence",
     "conflicting_evidence",
 ]
-ROLES: tuple[str, ...] = (
-    "positive",
-    "negative",
-    "boundary",
-    "verbosity",
-    "terminology",
-    "adversarial",
-    "missing_evidence",
-    "conflicting_evidence",
-)
+ROLES: tuple[str, ...] = get_args(Role)
 """Every control role, in reporting order."""
 
 Member = Literal[
