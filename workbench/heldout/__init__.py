@@ -1,6 +1,7 @@
 """Held-out hygiene: the hash-chained ledger, where it lives, held-out access and accounting."""
 
 from ._accounting import check_held_out_results
+from ._content import content_key, item_key, item_keys, normalize_text
 from ._ledger import (
     HeldOutAccess,
     HeldOutLedger,
@@ -25,9 +26,13 @@ __all__ = [
     "LedgerEntry",
     "PreviousReport",
     "check_held_out_results",
+    "content_key",
     "declared_path_for",
     "gold_directory",
     "held_out_manifest_sha256",
+    "item_key",
+    "item_keys",
     "ledger_path_for",
+    "normalize_text",
     "refuse_held_out",
 ]
