@@ -4,7 +4,9 @@ The module fixture certifies the demo's offline judge (rubric-judge@2) three tim
 of the demo data: under a lenient policy declaring ``use: block`` (certified), under the same
 limits declaring ``use: route`` (certified), and under ``support-release@1`` (quality failed).
 Each test works on its own copy of that gold, so its authority record, drift log and shadow
-log are its own; nothing is written under data/.
+log are its own; nothing is written under data/. The reports are signed with a key the
+project around each copy trusts (``trusted_keys:``), and the approvers the tests name are on
+its approver list (tests/test_authority_trust.py refuses the rest).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from conftest import approve
 
 from workbench.authority import (
     AuthorityRecord,
@@ -33,7 +36,12 @@ from workbench.authority import (
 )
 from workbench.cli import main
 from workbench.policy import load_policy
-from workbench.repeatability import DriftEntry, SentinelChange, drift_log_path_for, read_drift_log
+from workbench.repeatability import (
+    SentinelChange,
+    append_drift,
+    drift_log_path_for,
+    read_drift_log,
+)
 from workbench.reports import certify
 
 pytestmark = pytest.mark.notebook
@@ -86,9 +94,51 @@ LENIENT: dict[str, Any] = {
 }
 
 
+APPROVERS = ("Ana Quality", "A")
+"""The approvers the tests name, added to the project's list."""
+
+
+def keypair(directory: Path, name: str = "release") -> tuple[Path, Path]:
+    """An Ed25519 private key (OpenSSH) and its public key line (``<name>.pub``)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = directory / name
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+    )
+    public = directory / f"{name}.pub"
+    line = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    public.write_text(line.decode() + f" {name}@test\n", encoding="utf-8")
+    return private, public
+
+
+def project(folder: Path, trusted: Path | None, *names: str) -> Path:
+    """``folder``'s workbench.yaml: the approver list with ``names`` added, and ``trusted`` as its
+    trusted keys (None: none declared)."""
+    path = approve(folder, *names)
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config.pop("trusted_keys", None)
+    if trusted is not None:
+        config["trusted_keys"] = [str(trusted)]
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("authority")
+    keys = base / "keys"
+    keys.mkdir()
+    private, public = keypair(keys)
+    project(base, public, *APPROVERS)
     gold = base / "gold"
     shutil.copytree(
         GOLD, gold
@@ -107,13 +157,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
     reports = base / "reports"
     spec = candidates / "rubric-judge@2.yaml"
-    first = certify(spec, block, gold, reports_root=reports)
+    first = certify(spec, block, gold, reports_root=reports, sign_key=private)
     second = certify(
         spec,
         route,
         gold,
         reports_root=reports,
         rerun_reason="the same limits, declaring use: route",
+        sign_key=private,
     )
     third = certify(
         spec,
@@ -121,6 +172,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         gold,
         reports_root=reports,
         rerun_reason="the released policy",
+        sign_key=private,
     )
     assert (first.outcome, second.outcome, third.outcome) == (
         "certified",
@@ -136,12 +188,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "block": first.report_dir,
         "route": second.report_dir,
         "failed": third.report_dir,
+        "public": public,
     }
 
 
 @pytest.fixture
 def gold(world: dict[str, Path], tmp_path: Path) -> Path:
-    """This test's own copy of the certified gold (same dataset, release and ledger)."""
+    """This test's own copy of the certified gold (same dataset, release and ledger), in a
+    project that trusts the reports' key and lists the tests' approvers."""
+    project(tmp_path, world["public"], *APPROVERS)
     target = tmp_path / "gold"
     shutil.copytree(world["gold"], target)
     return target
@@ -557,7 +612,7 @@ def test_a_report_that_no_longer_verifies_leaves_no_authority(
     assert result.exit_code == 1, result.output
     assert (
         "rubric-judge@2: NONE (recorded advisory, effective none)" in result.output
-        and "DOES NOT VERIFY" in result.output
+        and "NOT VERIFIED" in result.output
     )
 
 
@@ -620,8 +675,7 @@ def test_a_drift_check_crossing_pass_fail_withholds_block(
             ],
         }
     )
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(DriftEntry.model_validate(crossed.model_dump()).model_dump_json() + "\n")
+    append_drift(log, crossed)  # a real drifted check would be recorded the same way
     result = cli("status", "--gold", gold)
     assert result.exit_code == 4, result.output
     assert "rubric-judge@2: ROUTE (recorded block, effective route)" in result.output
@@ -642,8 +696,7 @@ def test_a_rebound_judge_keeps_block_only_with_a_drift_check_after_its_report(
     early = read_drift_log(log)[-1].model_copy(
         update={"entry_id": "drift-early", "recorded_at": datetime(2000, 1, 1, tzinfo=UTC)}
     )
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(early.model_dump_json() + "\n")  # now the latest check predates the report
+    append_drift(log, early)  # now the latest check predates the report
     assert "granted rubric-judge@2: block -> route" in ok(grant(world, gold))
     refused(promote(world, gold), "drift_check_required")
 

@@ -16,6 +16,7 @@ from ci_support import ROOT, assert_junit_shape, copy_project, junit_cases
 from click.testing import CliRunner, Result
 
 import workbench.ci
+from workbench.approval import Approvers
 from workbench.ci import (
     CheckResult,
     ContractsReport,
@@ -441,10 +442,11 @@ def test_an_incomplete_check_is_never_covered_by_an_expected_failure() -> None:
     entry = ExpectedFailure(
         check="control-runs/j@1 on s@1", failing=["a"], reason="r", approver="a"
     )
-    (out,) = apply_expected_failures([check], [entry], today=dt.date(2026, 1, 1))
+    listed = Approvers(frozenset({"a"}), Path("workbench.yaml"))
+    (out,) = apply_expected_failures([check], [entry], approvers=listed, today=dt.date(2026, 1, 1))
     assert out.status == "error" and out.category == "incomplete"
     failed = check.model_copy(update={"status": "failed", "category": "failure"})
-    (out,) = apply_expected_failures([failed], [entry], today=dt.date(2026, 1, 1))
+    (out,) = apply_expected_failures([failed], [entry], approvers=listed, today=dt.date(2026, 1, 1))
     assert (
         out.status == "expected_failure" and out.category == "ok" and "accepted by a" in out.message
     )

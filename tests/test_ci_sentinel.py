@@ -109,7 +109,7 @@ def test_a_changed_prompt_runs_only_its_candidate_and_flags_control_failures_and
             "check": controls.check_id,
             "failing": controls.failing,
             "reason": "the demo model obeys steering text",
-            "approver": "test",
+            "approver": "Support Quality lead (demo)",
         }
     )
     (project / "workbench.yaml").write_text(

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._docs import add_field_docs
 from .._io import read_json_file, sha256_file
+from .._signing import LockSignature
 from ..errors import Problem, WorkbenchError, problem
 from ._grant import AuthorityGrant, grant_for
 
@@ -69,6 +70,12 @@ class ReportFacts(BaseModel):
     """The judge's model name as certified (None for deterministic judges)."""
     grant: AuthorityGrant
     """What it grants: at most its policy's use, only in its scope."""
+    certified_by: str | None = None
+    """Who certified it (the ``who`` of its ``started`` held-out ledger entry): never its own
+    authority's approver."""
+    signature: LockSignature | None = None
+    """The lock's Ed25519 signature (None: unsigned); route and block need one by a key the
+    project trusts."""
 
     @property
     def certified(self) -> bool:
@@ -82,10 +89,13 @@ def open_report(
     verify: bool = True,
     gold: str | Path | None = None,
     point: str = "point",
+    trusted: dict[bytes, str] | None = None,
 ) -> tuple[Path, Any, dict[str, Any], list[Problem]] | tuple[Path, None, None, list[Problem]]:
     """A report's directory, lock and ``gate.json`` with what verification found (``verify``);
     lock and gate None when they cannot be read. Never raises for bad content. ``point``: how
-    the fixes begin (``point --report`` for a command option)."""
+    the fixes begin (``point --report`` for a command option). ``gold``: verify against that
+    gold's ledger (else the one the lock names); ``trusted``: the keys the signature must be
+    by (``--trust``)."""
     from .._lock import LOCK_FILE, read_lock, verify_lock
 
     root = Path(report_dir)
@@ -107,7 +117,7 @@ def open_report(
             f"the report does not verify: {p.message} [{p.code}]",
             fix,
         )
-        for p in (verify_lock(root, gold=gold).problems if verify else [])
+        for p in (verify_lock(root, gold=gold, trusted=trusted).problems if verify else [])
         if p.severity == "error"
     ]
     try:
@@ -167,7 +177,11 @@ def _grant(
 
 
 def read_report(
-    report_dir: str | Path, *, verify: bool = True, gold: str | Path | None = None
+    report_dir: str | Path,
+    *,
+    verify: bool = True,
+    gold: str | Path | None = None,
+    trusted: dict[bytes, str] | None = None,
 ) -> tuple[ReportFacts | None, list[Problem]]:
     """Verify ``report_dir`` and read its facts; never raises for bad content.
 
@@ -175,7 +189,7 @@ def read_report(
     problems verification found (``facts.verified`` is False when there are any, or when
     ``verify`` is False).
     """
-    root, lock, gate, problems = open_report(report_dir, verify=verify, gold=gold)
+    root, lock, gate, problems = open_report(report_dir, verify=verify, gold=gold, trusted=trusted)
     if lock is None or gate is None:
         return None, problems
     grant, policy_label, policy_sha = _grant(root, lock, gate, problems)
@@ -204,6 +218,8 @@ def read_report(
         gold=lock.gold,
         model=judge.get("model"),
         grant=grant,
+        certified_by=lock.ledger_entry.get("who"),
+        signature=lock.signature,
     )
     return facts, problems
 

@@ -21,6 +21,13 @@ is a separate, approved entry). What each step needs:
   verdicts are recorded by ``workbench run --shadow-of`` and never used.
 
 Every entry names the report, the approver, the reason and the date.
+
+Trusted evidence (:mod:`._trust`): the report must verify against the gold the command is
+given (its held-out ledger must record the report as finished, with its lock hash), ``route``
+and ``block`` need a lock signed by a key of the project's ``trusted_keys:`` (``--trust``
+narrows them), and the approver of a grant, promotion or shadow must be on the project's
+approver list and must not be the person who certified the report. A demotion or revocation
+needs no approver; one that names an ``--approver`` names a listed one.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .._signing import load_trust
 from ..approval import current_user
 from ..errors import Problem, WorkbenchError, problem
 from ..judges import load_candidate
@@ -38,6 +46,7 @@ from ._grant import LEVELS, level_rank, lower, next_level
 from ._location import authority_path_for
 from ._record import AuthorityEntry, AuthorityRecord, JudgeAuthority, RecordRead, new_entry_id
 from ._stale import gold_state, staleness
+from ._trust import approver_problems, ledger_problems, project_trust, signature_problems
 
 _FIX_JUDGE = "name the judge as name@version, as `workbench status` lists it"
 
@@ -98,15 +107,20 @@ def _refuse_if(problems: list[Problem], what: str) -> None:
 def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
     """Whether the latest drift check of the certified fingerprint is stable and made after the
     report, and how it reads."""
-    from ..repeatability import drift_log_path_for, latest_drift
+    from ..repeatability import drift_log_path_for, latest_drift, verify_drift_run
 
     log, fingerprint = drift_log_path_for(gold), facts.candidate_fingerprint
     try:
         entry = latest_drift(log, fingerprint)
     except WorkbenchError as exc:
-        return False, f"the drift log {log} cannot be read ({exc.summary})"
+        found = "; ".join(p.format() for p in exc.problems[:3])
+        return False, f"the drift log {log} cannot be relied on ({exc.summary}: {found})"
     if entry is None:
         return False, f"no drift check of fingerprint {fingerprint[:12]} in {log}"
+    unrelied = verify_drift_run(entry)
+    if unrelied:
+        found = "; ".join(p.format() for p in unrelied)
+        return False, f"drift check {entry.entry_id} cannot be relied on: {found}"
     how = f"drift check {entry.entry_id} of {entry.recorded_at:%Y-%m-%d %H:%M} is {entry.status}"
     if entry.status != "stable":
         return False, how
@@ -115,16 +129,33 @@ def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
     return True, how
 
 
+def _given_trust(trust: str | Path | None, problems: list[Problem]) -> dict[bytes, str] | None:
+    """The keys of ``--trust`` (None when not given; an unreadable file is a problem)."""
+    if trust is None:
+        return None
+    try:
+        return load_trust(trust)
+    except WorkbenchError as exc:
+        problems += exc.problems
+        return {}
+
+
 def _evidence(
-    gold: str | Path, spec: str | Path, report: str | Path, state: JudgeAuthority | None
+    gold: str | Path,
+    spec: str | Path,
+    report: str | Path,
+    state: JudgeAuthority | None,
+    trusted: dict[bytes, str] | None,
 ) -> tuple[ReportFacts | None, list[Problem]]:
-    """The report as evidence for the judge at ``spec``: every reason it is not enough."""
+    """The report as evidence for the judge at ``spec`` on ``gold``: every reason it is not
+    enough (verified against ``gold`` and its ledger, its signature against ``trusted``)."""
     judge = load_candidate(spec)
     label, fingerprint = judge.spec.label, judge.identity.fingerprint()
-    facts, problems = read_report(report)
+    facts, problems = read_report(report, gold=gold, trusted=trusted)
     if facts is None:
         return None, problems
     loc = str(report)
+    problems += ledger_problems(gold, facts, loc)
     fix_certify = (
         f"certify {label} as it is now (`workbench certify --candidate {spec} ...`) and use that"
         " report"
@@ -205,23 +236,54 @@ def _entry(
     )
 
 
+def _trusted_step(
+    gold: str | Path,
+    facts: ReportFacts | None,
+    approver: str,
+    level: str | None,
+    trust: str | Path | None,
+    where: str,
+) -> list[Problem]:
+    """Why the step to ``level`` on ``facts`` is not from trusted evidence: the approver (listed,
+    not the certifier) and, for route and block, the lock's signature (module doc)."""
+    if facts is None:
+        return []
+    out = approver_problems(gold, approver, facts.certified_by) if approver.strip() else []
+    if level is not None:
+        out += signature_problems(facts, level, project_trust(gold, trust), where)
+    return out
+
+
 def grant(
-    gold: str | Path, candidate: str | Path, report: str | Path, *, approver: str, reason: str
+    gold: str | Path,
+    candidate: str | Path,
+    report: str | Path,
+    *,
+    approver: str,
+    reason: str,
+    trust: str | Path | None = None,
 ) -> AuthorityEntry:
-    """Record a certified report as the evidence for a judge's authority (module doc)."""
+    """Record a certified report as the evidence for a judge's authority (module doc).
+
+    ``trust``: a file of public keys (``--trust``): the lock must be signed by one of them, and
+    route or block only by one the project also trusts."""
     problems = _text_problems(approver, reason, approver_required=True)
+    trusted = _given_trust(trust, problems)
     with _locked(gold, problems, grants=True) as (record, read):
         label = load_candidate(candidate).spec.label
         state = read.judges().get(label)
-        facts, more = _evidence(gold, candidate, report, state)
+        facts, more = _evidence(gold, candidate, report, state, trusted)
         problems += more
-        _refuse_if(problems, f"grant {label} authority")
-        assert facts is not None
         current = state.authority if state is not None else "none"
-        level = lower(current if current != "none" else "advisory", facts.grant.use)
-        if level == "block" and not _drift_after(gold, facts)[0]:
-            # block rests on sentinels seen stable after *this* report: promote again once checked
-            level = "route"
+        level: str | None = None
+        if facts is not None:
+            level = lower(current if current != "none" else "advisory", facts.grant.use)
+            if level == "block" and not _drift_after(gold, facts)[0]:
+                # block rests on sentinels seen stable after *this* report: promote again then
+                level = "route"
+        problems += _trusted_step(gold, facts, approver, level, trust, str(report))
+        _refuse_if(problems, f"grant {label} authority")
+        assert facts is not None and level is not None
         entry = _entry(
             label,
             "granted",
@@ -282,20 +344,29 @@ def _promotion_problems(
 
 
 def promote(
-    gold: str | Path, candidate: str | Path, report: str | Path, *, approver: str, reason: str
+    gold: str | Path,
+    candidate: str | Path,
+    report: str | Path,
+    *,
+    approver: str,
+    reason: str,
+    trust: str | Path | None = None,
 ) -> AuthorityEntry:
-    """One step up the path advisory -> route -> block (module doc)."""
+    """One step up the path advisory -> route -> block (module doc); ``trust`` as for
+    :func:`grant`."""
     problems = _text_problems(approver, reason, approver_required=True)
+    trusted = _given_trust(trust, problems)
     with _locked(gold, problems, grants=True) as (record, read):
         label = load_candidate(candidate).spec.label
         state = read.judges().get(label)
         current = state.authority if state is not None else "none"
         target = next_level(current)
         problems += _step_problems(gold, candidate, label, current)
-        facts, more = _evidence(gold, candidate, report, state)
+        facts, more = _evidence(gold, candidate, report, state, trusted)
         problems += more
         if facts is not None and target is not None:
             problems += _promotion_problems(gold, candidate, report, target, facts)
+        problems += _trusted_step(gold, facts, approver, target, trust, str(report))
         _refuse_if(problems, f"promote {label}")
         assert facts is not None and target is not None
         entry = _entry(
@@ -325,6 +396,8 @@ def demote(
     Returns the entry and the record's problems (a damaged record is appended to anyway).
     """
     problems = _text_problems(approver, reason, approver_required=False)
+    if approver is not None and approver.strip():
+        problems += approver_problems(gold, approver, None)
     if to is not None and to not in LEVELS:
         message = f"unknown authority level {to!r}"
         problems.append(
@@ -367,6 +440,8 @@ def revoke(
     On a damaged record a judge the record no longer shows can still be revoked.
     """
     problems = _text_problems(approver, reason, approver_required=False)
+    if approver is not None and approver.strip():
+        problems += approver_problems(gold, approver, None)
     with _locked(gold, problems, grants=False) as (record, read):
         state = read.judges().get(judge)
         if state is None and read.ok:
@@ -431,7 +506,7 @@ def attach_shadow(
         problems += _shadow_problems(gold, label, of, read, record)
         facts: ReportFacts | None = None
         if report is not None:
-            facts, more = read_report(report)
+            facts, more = read_report(report, gold=gold)
             problems += more
             if facts is not None and (
                 facts.candidate != label
@@ -443,6 +518,9 @@ def attach_shadow(
                 )
                 fix = "give a report of this candidate, or none"
                 problems.append(problem(str(report), "report_other_judge", message, fix))
+        if approver.strip():
+            certifier = facts.certified_by if facts is not None else None
+            problems += approver_problems(gold, approver, certifier)
         _refuse_if(problems, f"attach {label} in shadow")
         mine = read.judges().get(label)
         previous = mine.authority if mine else "none"

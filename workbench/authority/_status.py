@@ -4,8 +4,12 @@ For each judge it lists the **recorded** authority and scope (its last entry), t
 authority rests on (verified again), whether the judge is **stale** (:mod:`._stale`), its
 latest sentinel drift check, its shadows, and the **effective** authority:
 
-- ``none`` when the record is damaged, or the report no longer verifies or is not the one the
-  entry was bound to (its lock hash);
+- ``none`` when the record is damaged, or the report is "not verified": it does not verify
+  against the gold given (``--gold``) and that gold's held-out ledger (a finished entry with
+  its lock hash), or against ``--trust`` when given, or is not the one the entry was bound to
+  (its lock hash);
+- at most ``advisory`` when its lock is not signed by a key of the project's ``trusted_keys:``
+  (narrowed by ``--trust``): route and block rest only on trusted evidence (:mod:`._trust`);
 - at most ``route`` when the judge is stale: a stale judge loses ``block`` until it is
   recertified (and the new report granted);
 - at most ``route`` when its latest drift check crossed the release boundary (a sentinel
@@ -36,6 +40,7 @@ from ._grant import Level, describe_scope, level_rank, lower
 from ._location import authority_path_for, shadow_log_path_for
 from ._record import AuthorityRecord, JudgeAuthority
 from ._stale import GoldState, StaleReason, gold_state, staleness
+from ._trust import Trust, ledger_problems, project_trust, signature_problems
 
 STATUS_SCHEMA_VERSION = 1
 
@@ -166,20 +171,26 @@ class AuthorityStatus(_Model):
 
 def _drift(
     gold: str | Path, fingerprint: str, since: datetime | None
-) -> tuple[DriftSummary | None, list[str]]:
-    from ..repeatability import drift_log_path_for, read_drift_log
+) -> tuple[DriftSummary | None, list[str], bool]:
+    """The latest drift check's summary, its flags, and whether it cannot be relied on (a
+    damaged drift log, or a check whose sentinel run is missing or differs)."""
+    from ..repeatability import drift_log_path_for, read_drift_log, verify_drift_run
 
     log = drift_log_path_for(gold)
     try:
         entries = read_drift_log(log)
     except WorkbenchError as exc:
-        return None, [f"the drift log {log} cannot be read ({exc.summary})"]
+        found = "; ".join(p.format() for p in exc.problems[:3])
+        return None, [f"the drift log {log} cannot be relied on ({exc.summary}: {found})"], True
     checks = [e for e in entries if e.candidate_fingerprint == fingerprint and e.kind == "check"]
     if not checks:
-        return None, [
-            f"no sentinel drift check of fingerprint {fingerprint[:12]} (`workbench drift`)"
-        ]
+        return (
+            None,
+            [f"no sentinel drift check of fingerprint {fingerprint[:12]} (`workbench drift`)"],
+            False,
+        )
     latest = checks[-1]
+    run_problems = verify_drift_run(latest)
     previous = checks[-2].status if len(checks) > 1 else None
     summary = DriftSummary(
         entry_id=latest.entry_id,
@@ -207,7 +218,8 @@ def _drift(
         flags.append(f"drift status changed: {previous} -> {latest.status}")
     if not summary.since_report:
         flags.append("no drift check since the report the authority rests on")
-    return summary, flags
+    flags += [f"the check's sentinel run cannot be relied on: {p.format()}" for p in run_problems]
+    return summary, flags, bool(run_problems)
 
 
 def _shadows(name: str, states: dict[str, JudgeAuthority], gold: str | Path) -> list[ShadowPair]:
@@ -247,29 +259,49 @@ class _Evidence:
     drift: DriftSummary | None = None
     flags: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    untrusted: list[str] = field(default_factory=list)
+    """Why the lock cannot carry route or block (its signature, the project's keys)."""
+    drift_unusable: bool = False
+    """The drift log, or the run its latest check summarizes, cannot be relied on."""
 
 
-def _read_evidence(
-    state: JudgeAuthority, gold: str | Path, now: GoldState, installed: str
-) -> _Evidence:
+@dataclass(frozen=True)
+class _Given:
+    """What ``workbench status`` was given to check the evidence with."""
+
+    gold: str | Path
+    now: GoldState
+    installed: str
+    trusted: dict[bytes, str] | None
+    trust: Trust
+
+
+def _read_evidence(state: JudgeAuthority, given: _Given) -> _Evidence:
     evidence, out = state.evidence, _Evidence()
     if evidence is None or not evidence.report_dir:
         return out
-    facts, found = read_report(evidence.report_dir)
+    gold, now, installed = given.gold, given.now, given.installed
+    facts, found = read_report(evidence.report_dir, gold=gold, trusted=given.trusted)
+    if facts is not None:
+        found += ledger_problems(gold, facts, evidence.report_dir)
+        level = state.last.authority
+        out.untrusted = [
+            p.format() for p in signature_problems(facts, level, given.trust, evidence.report_dir)
+        ]
     out.problems = [p.format() for p in found]
     if facts is not None and facts.lock_sha256 != evidence.lock_sha256:
         out.problems.append(
             f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record was"
             f" bound to {str(evidence.lock_sha256)[:12]} [report_rebound]"
         )
-    out.verified = (
-        facts is not None and facts.verified and facts.lock_sha256 == evidence.lock_sha256
-    )
+    out.verified = facts is not None and not found and facts.lock_sha256 == evidence.lock_sha256
     if facts is not None:
         out.created = facts.created_at
         spec = state.last.candidate_spec or evidence.candidate_spec
         out.stale = staleness(facts, now, spec, installed_ragas=installed)
-        out.drift, out.flags = _drift(gold, facts.candidate_fingerprint, facts.created_at)
+        out.drift, out.flags, out.drift_unusable = _drift(
+            gold, facts.candidate_fingerprint, facts.created_at
+        )
     return out
 
 
@@ -286,11 +318,23 @@ def _effective(state: JudgeAuthority, damaged: bool, ev: _Evidence) -> tuple[Lev
         effective = "none"
     elif state.last.authority != "none" and not ev.verified:
         assert evidence is not None
-        limits.append(f"its report {evidence.report_id} does not verify: no authority rests on it")
+        limits.append(
+            f"its report {evidence.report_id} is not verified against this gold: no authority"
+            " rests on it"
+        )
         effective = "none"
+    if ev.untrusted and level_rank(effective) > level_rank("advisory"):
+        limits.append(
+            f"its report's lock is not signed by a key the project trusts: held at advisory"
+            f" ({'; '.join(ev.untrusted)})"
+        )
+        effective = lower(effective, "advisory")
     if ev.stale and level_rank(effective) > level_rank("route"):
         kinds = "; ".join(r.kind for r in ev.stale)
         limits.append(f"stale: block is withheld until the judge is recertified ({kinds})")
+        effective = lower(effective, "route")
+    if ev.drift_unusable and level_rank(effective) > level_rank("route"):
+        limits.append("its drift evidence cannot be relied on: block is withheld")
         effective = lower(effective, "route")
     crossed = ev.drift.boundary_crossings if ev.drift is not None else []
     if crossed and level_rank(effective) > level_rank("route"):
@@ -302,15 +346,11 @@ def _effective(state: JudgeAuthority, damaged: bool, ev: _Evidence) -> tuple[Lev
 
 
 def _judge_status(
-    state: JudgeAuthority,
-    states: dict[str, JudgeAuthority],
-    gold: str | Path,
-    now: GoldState,
-    damaged: bool,
-    installed: str,
+    state: JudgeAuthority, states: dict[str, JudgeAuthority], given: _Given, damaged: bool
 ) -> JudgeStatus:
     last, evidence = state.last, state.evidence
-    ev = _read_evidence(state, gold, now, installed)
+    gold = given.gold
+    ev = _read_evidence(state, given)
     effective, limits = _effective(state, damaged, ev)
     return JudgeStatus(
         judge=state.judge,
@@ -336,8 +376,12 @@ def _judge_status(
     )
 
 
-def authority_status(gold: str | Path, *, judge: str | None = None) -> AuthorityStatus:
-    """Status of every judge in ``gold``'s authority record (module doc); ``judge``: one only."""
+def authority_status(
+    gold: str | Path, *, judge: str | None = None, trust: str | Path | None = None
+) -> AuthorityStatus:
+    """Status of every judge in ``gold``'s authority record (module doc); ``judge``: one only;
+    ``trust``: a file of public keys the locks must be signed by (narrows the project's)."""
+    from .._signing import load_trust
     from ..judges import ragas_version
 
     record = AuthorityRecord(authority_path_for(gold))
@@ -354,13 +398,15 @@ def authority_status(gold: str | Path, *, judge: str | None = None) -> Authority
             "name the judge as name@version, as `workbench status` lists it",
         )
     chosen = [states[judge]] if judge is not None else list(states.values())
+    trusted = load_trust(trust) if trust is not None else None  # unreadable: refused (exit 2)
+    given = _Given(gold, now, installed, trusted, project_trust(gold, trust))
     return AuthorityStatus(
         record=str(record.path),
         gold=now,
         ragas_version=installed,
         checked_at=datetime.now(UTC),
         record_problems=[p.format() for p in read.problems],
-        judges=[_judge_status(s, states, gold, now, not read.ok, installed) for s in chosen],
+        judges=[_judge_status(s, states, given, not read.ok) for s in chosen],
     )
 
 
@@ -377,7 +423,7 @@ def _judge_lines(j: JudgeStatus) -> list[str]:
     ]
     if j.report_id:
         when = f" ({j.report_created_at:%Y-%m-%d %H:%M})" if j.report_created_at else ""
-        verified = "verified" if j.report_verified else "DOES NOT VERIFY"
+        verified = "verified" if j.report_verified else "NOT VERIFIED"
         stale = "YES: " + "; ".join(r.message for r in j.stale_reasons) if j.stale else "no"
         lines += [f"  last certified report: {j.report_id}{when}, {verified}", f"  stale: {stale}"]
     if (d := j.drift) is not None:

@@ -42,6 +42,7 @@ from typing import Any, Literal
 from .._io import atomic_write_json
 from .._load import Problems
 from .._record import LooseRecord
+from ..approval import load_approvers
 from ..errors import Problem, WorkbenchError, problem
 from ..judges import kinds_where
 from ..outcomes import exit_codes
@@ -236,7 +237,8 @@ def run_contracts(
 
     known, ran_here = _lane_scope(candidates, suites, noise_suites)
     entries = [e for e in inv.config.expected_failures if ran_here(e.check) or not known(e.check)]
-    checks = apply_expected_failures(checks, entries, today=today, known=known)
+    approvers = load_approvers(root)
+    checks = apply_expected_failures(checks, entries, approvers=approvers, today=today, known=known)
     outcome = lane_outcome(checks)
     report = ContractsReport(
         project=str(root),

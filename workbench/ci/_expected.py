@@ -6,7 +6,9 @@ Only a *failed* check of group ``control-runs`` (a candidate's controls) or
 exactly: the check's failing ids must all be listed. Invalid input, broken lineage and
 incomplete checks are never covered. An entry is strict, like a strict xfail: one that names
 an id that no longer fails, a check that now passes, an unknown check, or that has expired,
-is itself a problem (exit 2), so the list always states the truth.
+is itself a problem (exit 2), so the list always states the truth. An entry's ``approver``
+must be on the project's approver list (``approvers:`` in the same ``workbench.yaml``):
+``approver_unknown``, or ``approvers_missing`` when the project lists nobody.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..approval import Approvers
 from ._junit import CheckResult, problem_check
 from ._project import CONFIG_FILE, ExpectedFailure
 
@@ -34,9 +37,13 @@ def _entry_problem(
     ran: Mapping[str, Any],
     known: Callable[[str], bool],
     strict_unrun: bool,
+    approvers: Approvers,
 ) -> tuple[str, str] | None:
     """Why an entry cannot cover a check of this lane (code, message); None when it can, or
     when its check did not run here and that is no problem (``ran`` lacks it)."""
+    unlisted = approvers.problems(entry.approver, entry.check, "the approver")
+    if unlisted:
+        return unlisted[0].code, f"{unlisted[0].message}: an unlisted name approves nothing"
     group = entry.check.split("/", 1)[0]
     if group not in EXPECTABLE_GROUPS:
         return (
@@ -93,6 +100,7 @@ def apply_expected_failures(
     checks: Sequence[CheckResult],
     entries: Sequence[ExpectedFailure],
     *,
+    approvers: Approvers,
     today: dt.date | None = None,
     known: Callable[[str], bool] = lambda check_id: True,
     strict_unrun: bool = True,
@@ -103,6 +111,8 @@ def apply_expected_failures(
     ``known(check_id)``: whether an entry's check names something in the project (an entry
     for an unknown check is a problem). ``strict_unrun``: whether an entry whose (known)
     check this lane did not run is a problem; False in a lane that runs only some candidates.
+    ``approvers``: the project's approver list (:func:`~workbench.approval.load_approvers`); an
+    entry whose approver is not on it covers nothing and is a problem.
     """
     today = today or dt.date.today()
     by_id = {c.check_id: c for c in checks}
@@ -115,7 +125,7 @@ def apply_expected_failures(
         config.append(problem_check("config", name, "contract", code, message, details))
 
     for entry in entries:
-        found = _entry_problem(entry, today, live, by_id, known, strict_unrun)
+        found = _entry_problem(entry, today, live, by_id, known, strict_unrun, approvers)
         if found is not None:
             problem(entry, *found)
         elif entry.check in by_id:

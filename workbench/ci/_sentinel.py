@@ -733,8 +733,14 @@ async def run_sentinel_lane(
             await _run_plan(lane, plan, suite, loaded, concurrency, progress)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    from ..approval import load_approvers
+
     lane.checks = apply_expected_failures(
-        lane.checks, lane.inv.config.expected_failures, strict_unrun=False, known=lambda _: True
+        lane.checks,
+        lane.inv.config.expected_failures,
+        approvers=load_approvers(lane.inv.root),
+        strict_unrun=False,
+        known=lambda _: True,
     )
     return lane.finish()
 

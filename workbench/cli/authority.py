@@ -28,7 +28,19 @@ _gold = option(
 )
 _entry_json = option("json", help="Print the entry as JSON.")
 _judge = option("judge", required=True, help="The judge, name@version.")
-_decider = option("approver", required=False, help="Who decided (default: you).")
+_decider = option(
+    "approver",
+    required=False,
+    help="Who decided (default: you); a name given must be on the project's approver list.",
+)
+_trust = option(
+    "trust",
+    help=(
+        "File of trusted Ed25519 public keys, one OpenSSH key per line: the report's lock must be"
+        " signed by one of them. Route and block need a key the project lists in workbench.yaml's"
+        " trusted_keys; --trust can narrow that list, never widen it."
+    ),
+)
 
 
 def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
@@ -60,6 +72,7 @@ def _step_options(candidate: str, report: str, approver: str, reason: str) -> Ca
         option("report", help=report),
         option("approver", help=approver),
         option("reason", help=reason),
+        _trust,
         _entry_json,
     )
 
@@ -76,8 +89,11 @@ def authority() -> None:
 
     The promotion path is advisory -> route -> block, one approved step at a time: grant
     (advisory), promote, promote. Each step needs a certified report of exactly this version
-    that verifies, is not stale and grants at least that use; block also needs a stable
-    sentinel drift check after certification. Rollback needs only a reason: demote, revoke.
+    that verifies against --gold and its held-out ledger, is not stale and grants at least
+    that use; route and block need a lock signed by a key in the project's trusted_keys
+    (workbench.yaml); block also needs a stable sentinel drift check after certification. The
+    approver must be on the project's approver list and must not be who certified the report.
+    Rollback needs only a reason: demote, revoke.
     Every entry is appended to a hash-chained record beside the gold.
     """
 
@@ -211,17 +227,20 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
 @click.command()
 @_gold
 @option("judge")
+@_trust
 @option("json", help="Print the AuthorityStatus as JSON.")
 @user_errors
-def status(gold: str, judge: str | None, as_json: bool) -> None:
+def status(gold: str, judge: str | None, trust: str | None, as_json: bool) -> None:
     """Every judge with an authority record: recorded and effective authority, scope, last
     certified report, staleness, drift and shadows.
 
     A judge is stale when the installed Ragas version, the gold's rubric version, the gold
     release or the model name (or anything else in its fingerprint) differs from what its
     certification saw; a stale judge loses block until it is recertified. A latest drift
-    check that crossed pass/fail withholds block too. A damaged record or a report that no
-    longer verifies leaves no authority at all.
+    check that crossed pass/fail withholds block too. A damaged record or a report that does
+    not verify against --gold and its held-out ledger ("not verified") leaves no authority at
+    all; route and block need a lock signed by a key of the project's trusted_keys (else the
+    judge is held at advisory).
 
     Exit codes: 0 every judge may do what it is recorded to; 4 review required (a judge may do
     less than recorded, or one with authority is stale or drifted); 1 the record is damaged or
@@ -229,6 +248,6 @@ def status(gold: str, judge: str | None, as_json: bool) -> None:
     """
     from ..authority import authority_status, format_status
 
-    result = authority_status(gold, judge=judge)
+    result = authority_status(gold, judge=judge, trust=trust)
     show(result, as_json, format_status)
     sys.exit(result.exit_code)

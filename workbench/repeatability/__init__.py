@@ -14,6 +14,7 @@ from ._drift import (
     DriftEntry,
     Observation,
     SentinelChange,
+    append_drift,
     drift_log_path_for,
     format_drift,
     latest_drift,
@@ -24,6 +25,7 @@ from ._drift import (
     run_sentinels,
     sentinel_changes,
     sentinel_items,
+    verify_drift_run,
 )
 from ._sentinels import (
     SENTINELS_FILE,
@@ -62,6 +64,7 @@ __all__ = [
     "SentinelChange",
     "SentinelSet",
     "SliceRepeatability",
+    "append_drift",
     "drift_log_path_for",
     "format_drift",
     "format_study",
@@ -83,4 +86,5 @@ __all__ = [
     "sentinels_snapshot",
     "studies_of",
     "studies_path_for",
+    "verify_drift_run",
 ]

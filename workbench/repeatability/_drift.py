@@ -22,24 +22,33 @@ verdict, a sentinel not judged this time, a judged response that changed. Each b
 check is appended to the drift log (``drift_log.jsonl`` beside the gold, append-only), which
 ``workbench status`` reads: the latest check per judge, ``stable``, ``drifted`` or
 ``incomplete``.
+
+The drift log is evidence for ``block`` authority, so it is kept like the held-out ledger
+(:class:`~workbench._chain.ChainedLog`): every entry carries ``previous_sha256`` and
+``entry_sha256`` (an edited, inserted or deleted line breaks the chain there), names the
+sha256 of the sentinel run's ``results.jsonl`` it summarizes (:func:`verify_drift_run` checks
+the run is there, unchanged, of this judge, and says what the entry says), and is refused when
+its time lies in the future (beyond :data:`CLOCK_SKEW`). A log written before entries were
+chained (format 1) is refused as a whole (``drift_log_unchained``): move it aside and record a
+new baseline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from .._args import check_run_arguments
-from .._io import read_json_file
+from .._chain import ChainedLog, ChainTerms
+from .._io import read_json_file, sha256_file
 from .._record import Record as _Model
-from .._record import append_to_log, read_log
 from ..approval import current_user
-from ..errors import problem, refusal
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
@@ -48,7 +57,12 @@ from ..runs import RESULTS_FILE, RunSummary, WorkItem
 from ._log import beside_gold
 from ._sentinels import LoadedSentinels, load_sentinels
 
-DRIFT_SCHEMA_VERSION = 1
+DRIFT_SCHEMA_VERSION = 2
+CHAINED_SINCE = 2
+"""The first drift-log format whose entries are hash-chained and bound to their run."""
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far in the future an entry's time may lie (clocks differ a little), no further."""
+LOCK_TIMEOUT_S = 60.0
 DRIFT_LOG_FILE = "drift_log.jsonl"
 """The drift log's file name, beside the gold dataset by default."""
 SENTINEL_REPORT_DIR = "sentinels"
@@ -115,7 +129,7 @@ class DriftEntry(_Model):
     """One line of the drift log: a baseline or a check."""
 
     schema_version: int = DRIFT_SCHEMA_VERSION
-    """Drift log format version."""
+    """Drift log format version (2: hash-chained, bound to the run's results)."""
     entry_id: str
     """Id of the entry."""
     kind: Literal["baseline", "check"]
@@ -157,6 +171,13 @@ class DriftEntry(_Model):
     """Baseline: ``recorded`` (or ``incomplete``: not every sentinel was judged; never used as a
     baseline). Check: ``drifted`` (any change), ``incomplete`` (the run stopped early or a
     sentinel was not judged), else ``stable``."""
+    run_results_sha256: str | None = None
+    """sha256 of the sentinel run's ``results.jsonl`` (``run_dir``): the entry summarizes that
+    run and no other (:func:`verify_drift_run`)."""
+    previous_sha256: str | None = None
+    """``entry_sha256`` of the line before this one (None for the first line): the chain."""
+    entry_sha256: str = ""
+    """sha256 over the canonical JSON of this entry without this field."""
 
     @property
     def exit_code(self) -> int:
@@ -171,18 +192,122 @@ def drift_log_path_for(gold: GoldDataset | str | Path) -> Path:
     return beside_gold(gold, DRIFT_LOG_FILE)
 
 
-def read_drift_log(log: str | Path) -> list[DriftEntry]:
-    """Every entry of a drift log, oldest first (none when it does not exist; a bad line is
-    refused)."""
-    fix = "the drift log is append-only and written by `workbench drift`; restore it"
-    return read_log(
-        log,
-        DriftEntry,
-        code="drift_log_invalid",
-        what="a drift-log entry",
-        name="drift log",
-        fix=fix,
+FIX_DRIFT_LOG = (
+    "the drift log is append-only evidence written by `workbench drift`: restore it from version"
+    " control or a backup; never edit or write its lines"
+)
+_TERMS = ChainTerms(
+    invalid="drift_log_invalid",
+    broken="drift_log_chain_broken",
+    unreadable="drift_log_unreadable",
+    noun="drift-log entry",
+    fix=FIX_DRIFT_LOG,
+    busy="drift_log_busy",
+    busy_title="drift log busy",
+    busy_subject="the drift log lock",
+    busy_fix="wait for the other `workbench drift` to finish, then run again",
+    drop_torn_tail=True,
+)
+
+
+def _chain(log: str | Path) -> ChainedLog[DriftEntry]:
+    return ChainedLog(
+        log, DriftEntry, _TERMS, schema_version=DRIFT_SCHEMA_VERSION, lock_timeout_s=LOCK_TIMEOUT_S
     )
+
+
+def _line_problems(entry: DriftEntry, where: str, now: datetime) -> list[Problem]:
+    """An entry of the old unchained format, or one dated in the future."""
+    if entry.schema_version < CHAINED_SINCE:
+        message = (
+            "the drift log was written before drift entries were hash-chained and bound to their"
+            " sentinel run: nothing in it can be relied on"
+        )
+        fix = (
+            "move the old log aside (e.g. to drift_log.v1.jsonl, kept as history) and record a new"
+            " baseline and check with `workbench drift`"
+        )
+        return [problem(where, "drift_log_unchained", message, fix)]
+    when = entry.recorded_at if entry.recorded_at.tzinfo else entry.recorded_at.replace(tzinfo=UTC)
+    if when > now + CLOCK_SKEW:
+        message = (
+            f"entry {entry.entry_id} is dated {when:%Y-%m-%d %H:%M:%S} UTC, in the future (now"
+            f" {now:%Y-%m-%d %H:%M:%S} UTC)"
+        )
+        return [problem(where, "drift_entry_future", message, FIX_DRIFT_LOG)]
+    return []
+
+
+def _read_chain(log: str | Path) -> tuple[list[DriftEntry], list[Problem]]:
+    """Every entry of the drift log and every problem with it; never raises for bad content."""
+    path = Path(log)
+    if not path.exists():
+        return [], []
+    chain = _chain(path)
+    rows, unreadable = chain.rows()
+    if unreadable:
+        return [], unreadable
+    now = datetime.now(UTC)
+    entries, problems = chain.verify(rows, lambda e, _n, where: _line_problems(e, where, now))
+    unchained = [p for p in problems if p.code == "drift_log_unchained"]
+    return entries, (unchained or problems)  # an old log: one cause, one fix
+
+
+def read_drift_log(log: str | Path) -> list[DriftEntry]:
+    """Every entry of a drift log, oldest first (none when it does not exist).
+
+    Refused as a whole (:class:`WorkbenchError`, every problem at once) when a line cannot be
+    read, the chain is broken, an entry is dated in the future or the log is of the old
+    unchained format (module doc)."""
+    entries, problems = _read_chain(log)
+    if problems:
+        raise WorkbenchError(f"{log}: the drift log cannot be relied on", problems)
+    return entries
+
+
+def append_drift(log: str | Path, entry: DriftEntry) -> DriftEntry:
+    """Chain ``entry`` to the drift log's last line and append it (refused on a damaged or old
+    log); the sealed entry."""
+    chain = _chain(log)
+    with chain.locked():
+        entries, problems = _read_chain(log)
+        if problems:
+            raise WorkbenchError(f"refusing to append to the drift log {log}", problems)
+        return chain.append(entry, entries[-1].entry_sha256 if entries else None)
+
+
+def verify_drift_run(entry: DriftEntry) -> list[Problem]:
+    """Why ``entry`` does not summarize the sentinel run it names: the run's results missing or
+    changed since (their sha256), another run or judge, or other verdicts than the entry's."""
+    where = entry.run_dir
+    fix = (
+        "a drift check is evidence only with the sentinel run it summarizes: restore the run"
+        " directory, or run `workbench drift` again"
+    )
+    results = Path(entry.run_dir) / RESULTS_FILE
+    if entry.run_results_sha256 is None:
+        message = f"entry {entry.entry_id} names no sha256 of its sentinel run's results"
+        return [problem(where, "drift_run_unbound", message, fix)]
+    if not results.is_file():
+        message = f"the sentinel run of entry {entry.entry_id} is missing ({results})"
+        return [problem(where, "drift_run_missing", message, fix)]
+    if sha256_file(results) != entry.run_results_sha256:
+        message = f"the sentinel run's results changed after entry {entry.entry_id} was recorded"
+        return [problem(str(results), "drift_run_changed", message, fix)]
+    try:
+        manifest, observed = sentinel_observations(Path(entry.run_dir), entry.sentinel_ids)
+    except WorkbenchError as exc:
+        return list(exc.problems)
+    if (manifest.run_id, manifest.judge_fingerprint) != (entry.run_id, entry.candidate_fingerprint):
+        message = (
+            f"the run is {manifest.run_id} of {manifest.judge_fingerprint[:12]}; entry"
+            f" {entry.entry_id} names {entry.run_id} of {entry.candidate_fingerprint[:12]}"
+        )
+        return [problem(where, "drift_run_other", message, fix)]
+    if observed != entry.observations:
+        message = f"entry {entry.entry_id} records other verdicts than its sentinel run holds"
+        return [problem(where, "drift_run_mismatch", message, fix)]
+    return []
 
 
 def latest_drift(
@@ -543,12 +668,13 @@ async def run_drift(
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
     loaded = load_sentinels(sentinels, dataset)
     log_path = Path(log) if log is not None else drift_log_path_for(dataset)
+    read_drift_log(log_path)  # a damaged or unchained log is refused before any call
     baseline, before, report_id = _compared_with(
         record_baseline, against, report, judge, loaded.case_ids, log_path
     )
     entry_id = f"drift-{uuid.uuid4().hex[:12]}"
     parent = Path(out) if out is not None else Path("runs") / "drift" / judge.spec.label
-    run_dir = parent / entry_id
+    run_dir = (parent / entry_id).resolve()
     if budget_usd is not None:
         _check_budget(judge, loaded, run_dir, budget_usd)
     check = getattr(judge, "check_gold", None)
@@ -584,9 +710,11 @@ async def run_drift(
         baseline=baseline,
         changes=changes,
         status=_status(record_baseline, summary, after, changes, len(loaded.cases)),
+        run_results_sha256=(
+            sha256_file(run_dir / RESULTS_FILE) if (run_dir / RESULTS_FILE).is_file() else None
+        ),
     )
-    append_to_log(log_path, entry)
-    return entry
+    return append_drift(log_path, entry)
 
 
 def run_drift_sync(*args: Any, **kwargs: Any) -> DriftEntry:
