@@ -8,6 +8,7 @@ only its real options. The blocks marked ``lifecycle-demo`` are executed in a te
 directory standing for ``$WORK`` (``cp -r`` and the one ``sed -i`` are done in Python), each
 line's exit code checked against its ``# exit N`` comment (0 without one), and each ``status``
 output compared with the output block the guide shows (times, ids and versions normalized).
+``ssh-keygen -t ed25519 -N "" -f KEY`` is done in Python too (an Ed25519 key pair, OpenSSH).
 """
 
 from __future__ import annotations
@@ -135,6 +136,25 @@ def _normalize(text: str, work: Path) -> list[str]:
     return [line.rstrip() for line in text.strip().splitlines()]
 
 
+def _keygen(private: Path) -> None:
+    """``ssh-keygen -t ed25519 -N "" -f private``: the key and ``private.pub``."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    private.with_name(private.name + ".pub").write_bytes(public + b" release@walk-through\n")
+
+
 def _run(body: str, work: Path) -> list[str]:
     """Run a demo block; return the output of its ``workbench status`` lines."""
     statuses: list[str] = []
@@ -142,6 +162,9 @@ def _run(body: str, work: Path) -> list[str]:
         words = shlex.split(line.replace("$WORK", str(work)), comments=True)
         if words[:2] == ["cp", "-r"]:
             shutil.copytree(words[2], words[3])
+            continue
+        if words[0] == "ssh-keygen":
+            _keygen(Path(words[words.index("-f") + 1]))
             continue
         if words[:2] == ["sed", "-i"]:
             _, old, new, _ = words[2].split("/")
@@ -152,7 +175,7 @@ def _run(body: str, work: Path) -> list[str]:
             target.write_text(changed, encoding="utf-8")
             continue
         assert words[0] == "workbench", (
-            f"the walk-through runs only workbench, cp -r and sed -i: {line}"
+            f"the walk-through runs only workbench, cp -r, ssh-keygen and sed -i: {line}"
         )
         result = CliRunner().invoke(main, words[1:])
         assert result.exit_code == expected, f"{line}\n{result.output}"
@@ -166,10 +189,18 @@ def test_the_authority_walk_through_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marked = {mark: body for mark, _, body in _blocks() if mark}
-    assert set(marked) == {"policy", "promote", "output promote", "stale", "output stale"}
+    assert set(marked) == {
+        "project",
+        "policy",
+        "promote",
+        "output promote",
+        "stale",
+        "output stale",
+    }
     monkeypatch.chdir(ROOT)  # the guide's paths are relative to the project root
     work = tmp_path / "work"
     work.mkdir()
+    (work / "workbench.yaml").write_text(marked["project"], encoding="utf-8")
     (work / "lenient-block@1.yaml").write_text(marked["policy"], encoding="utf-8")
     [promoted] = _run(marked["promote"], work)
     assert _normalize(promoted, work) == _normalize(marked["output promote"], work)
