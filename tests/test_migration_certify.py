@@ -249,7 +249,21 @@ def test_a_second_migration_without_a_reason_is_a_reuse(
     )
 
 
-def test_reviews_then_resume_certify_and_a_rejection_fails(copy: dict[str, Any]) -> None:
+def _trusted_key(folder: Path) -> Path:
+    """A signing key whose public key the project at ``folder`` trusts (route and block rest only
+    on a lock signed by such a key)."""
+    from test_authority import keypair
+
+    private, public = keypair(folder)
+    config = folder / "workbench.yaml"
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    config.write_text(yaml.safe_dump({**raw, "trusted_keys": str(public)}), encoding="utf-8")
+    return private
+
+
+def test_reviews_then_resume_certify_and_a_rejection_fails(
+    copy: dict[str, Any], tmp_path: Path
+) -> None:
     from workbench.ui import TransitionReviewForm
 
     first, gold = copy["first_dir"], copy["gold"]
@@ -309,7 +323,7 @@ def test_reviews_then_resume_certify_and_a_rejection_fails(copy: dict[str, Any])
     assert listed.exit_code == 0 and {r["status"] for r in json.loads(listed.output)} == {
         "accepted"
     }
-    again = resume_review(first, gold=gold)
+    again = resume_review(first, gold=gold, sign_key=_trusted_key(tmp_path))
     assert again.outcome == "certified", again.blockers
     lock = read_lock(again.report_dir)
     assert (
