@@ -362,6 +362,17 @@ def test_block_does_not_rest_on_a_chained_check_without_its_sentinel_run(
     log = drift_log_path_for(gold)
     check = read_drift_log(log)[-1]
     assert check.status == "stable" and check.run_results_sha256
+    from workbench.repeatability import verify_drift_run
+
+    assert verify_drift_run(check) == []
+    # an old run under a new date, or other verdicts than the run holds, is no evidence
+    too_early = verify_drift_run(check, after=datetime.now(UTC))
+    assert [p.code for p in too_early] == ["drift_run_too_early"]
+    case_id = check.sentinel_ids[0]
+    seen = check.observations[case_id]
+    flipped = seen.model_copy(update={"value": "pass" if seen.value != "pass" else "fail"})
+    edited = check.model_copy(update={"observations": {**check.observations, case_id: flipped}})
+    assert [p.code for p in verify_drift_run(edited)] == ["drift_run_mismatch"]
     shutil.rmtree(check.run_dir)  # the run the entry summarizes is gone
     output = refused(step("promote", world, gold, world["signed"]), "drift_check_required")
     assert "drift_run_missing" in output

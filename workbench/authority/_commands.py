@@ -117,7 +117,7 @@ def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
         return False, f"the drift log {log} cannot be relied on ({exc.summary}: {found})"
     if entry is None:
         return False, f"no drift check of fingerprint {fingerprint[:12]} in {log}"
-    unrelied = verify_drift_run(entry)
+    unrelied = verify_drift_run(entry, after=facts.created_at)
     if unrelied:
         found = "; ".join(p.format() for p in unrelied)
         return False, f"drift check {entry.entry_id} cannot be relied on: {found}"

@@ -276,9 +276,10 @@ def append_drift(log: str | Path, entry: DriftEntry) -> DriftEntry:
         return chain.append(entry, entries[-1].entry_sha256 if entries else None)
 
 
-def verify_drift_run(entry: DriftEntry) -> list[Problem]:
+def verify_drift_run(entry: DriftEntry, *, after: datetime | None = None) -> list[Problem]:
     """Why ``entry`` does not summarize the sentinel run it names: the run's results missing or
-    changed since (their sha256), another run or judge, or other verdicts than the entry's."""
+    changed since (their sha256), another run or judge, other verdicts than the entry's, or
+    (``after`` given) a run started before ``after`` (an old run under a new date)."""
     where = entry.run_dir
     fix = (
         "a drift check is evidence only with the sentinel run it summarizes: restore the run"
@@ -307,6 +308,12 @@ def verify_drift_run(entry: DriftEntry) -> list[Problem]:
     if observed != entry.observations:
         message = f"entry {entry.entry_id} records other verdicts than its sentinel run holds"
         return [problem(where, "drift_run_mismatch", message, fix)]
+    if after is not None and manifest.created_at <= after:
+        message = (
+            f"the sentinel run of entry {entry.entry_id} started"
+            f" {manifest.created_at:%Y-%m-%d %H:%M:%S}, not after {after:%Y-%m-%d %H:%M:%S}"
+        )
+        return [problem(where, "drift_run_too_early", message, fix)]
     return []
 
 
