@@ -104,7 +104,10 @@ def authority() -> None:
         "The candidate spec the judge runs from (its fingerprint must be the certified one)."
     ),
     report="A certified report of this version: reports/<name>/<version>/<n>.",
-    approver="The person accountable for this authority.",
+    approver=(
+        "The person accountable for this authority: on the project's approver list, not who"
+        " certified the report."
+    ),
     reason="Why.",
 )
 @user_errors
@@ -113,8 +116,11 @@ def grant_command(as_json: bool, **step: str) -> None:
 
     A judge that already holds authority keeps its level (capped by what the new report
     grants) and is rebound to the new report: record a recertification this way. Refused
-    (exit 2) unless the report verifies, is certified, is of this version, grants a use and
-    is not stale; after a revocation, only a report certified after it.
+    (exit 2) unless the report verifies against --gold (whose held-out ledger records it as
+    finished), is certified, is of this version, grants a use and is not stale; after a
+    revocation, only a report certified after it. The approver must be on the project's
+    approver list and must not be who certified the report; keeping route or block needs a
+    lock signed by a key of the project's trusted_keys.
     """
     from ..authority import grant
 
@@ -132,8 +138,9 @@ def grant_command(as_json: bool, **step: str) -> None:
 def promote_command(as_json: bool, **step: str) -> None:
     """One step up the path: advisory -> route, route -> block. No skipping.
 
-    Needs what grant needs, a report granting at least the next level and, for block, a
-    stable sentinel drift check of this fingerprint made after the report (`workbench drift`).
+    Needs what grant needs, a report granting at least the next level and signed by a key of
+    the project's trusted_keys (workbench.yaml) and, for block, a stable sentinel drift check
+    of this fingerprint made after the report (`workbench drift`), bound to its sentinel run.
     """
     from ..authority import promote
 
