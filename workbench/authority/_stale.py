@@ -202,11 +202,9 @@ def _policy(lock: dict[str, Any]) -> tuple[str, str | None, str] | None:
 
 def _ragas_pin(places: list[Path], certified: str | None) -> tuple[str, str] | None:
     """``(pyproject, requirement)`` when the project's ``pyproject.toml`` (nearest above
-    ``places``) pins Ragas to versions that exclude ``certified``."""
-    import tomllib
-
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.version import InvalidVersion
+    ``places``) requires a Ragas the certified version does not meet (or one it cannot
+    compare with)."""
+    from ..judges import project_requirements, requirement_allows
 
     for place in places:
         found = next(
@@ -220,22 +218,12 @@ def _ragas_pin(places: list[Path], certified: str | None) -> tuple[str, str] | N
         if found is None:
             continue
         try:
-            project = tomllib.loads(found.read_text(encoding="utf-8")).get("project", {})
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            wanted = project_requirements(found.read_text(encoding="utf-8")).get("ragas")
+        except (OSError, UnicodeDecodeError):
             return None
-        for line in project.get("dependencies", []) if isinstance(project, dict) else []:
-            try:
-                req = Requirement(str(line))
-            except InvalidRequirement:
-                continue
-            if req.name.lower() != "ragas" or not req.specifier:
-                continue
-            try:
-                ok = certified is not None and req.specifier.contains(certified, prereleases=True)
-            except InvalidVersion:
-                ok = False
-            return None if ok else (str(found), str(req))
-        return None
+        if wanted is None or requirement_allows(wanted, certified) is True:
+            return None
+        return str(found), f"ragas{wanted}"
     return None
 
 
@@ -266,7 +254,12 @@ def _judge_changes(
         return []
     out: list[tuple[StaleKind, str | None, str | None, str]] = []
     old_params, new_params = was.get("params") or {}, now.get("params") or {}
-    old_code, new_code = old_params.get("code_sha256"), new_params.get("code_sha256")
+
+    def mapping(params: Any, key: str) -> dict[str, str] | None:
+        value = params.get(key) if isinstance(params, dict) else None
+        return value if isinstance(value, dict) else None
+
+    old_code, new_code = mapping(old_params, "code_sha256"), mapping(new_params, "code_sha256")
     if new_code is not None and old_code is None:
         message = (
             f"the report records no manifest of the code {judge.spec.function} runs (certified"
@@ -274,7 +267,7 @@ def _judge_changes(
             " recertify"
         )
         out.append(("code", None, sha256_json(new_code)[:12], message))
-    elif new_code is not None and new_code != old_code:
+    elif new_code is not None and old_code is not None and new_code != old_code:
         changed = "; ".join(_diff(old_code, new_code))
         message = f"the code {judge.spec.function} runs changed since certification: {changed}"
         out.append(("code", sha256_json(old_code)[:12], sha256_json(new_code)[:12], message))
@@ -282,7 +275,7 @@ def _judge_changes(
         old, new = str(was.get("prompt_sha256"))[:12], str(now.get("prompt_sha256"))[:12]
         message = f"the prompt of {spec} changed since certification (sha256 {old} -> {new})"
         out.append(("prompt", old, new, message))
-    old_deps, new_deps = old_params.get("dependencies"), new_params.get("dependencies")
+    old_deps, new_deps = mapping(old_params, "dependencies"), mapping(new_params, "dependencies")
     if new_deps is not None and old_deps is not None and old_deps != new_deps:
         changed = "; ".join(_versions(old_deps, new_deps))
         message = f"a dependency of the judge's code changed since certification: {changed}"

@@ -231,25 +231,15 @@ PYPROJECT = "pyproject.toml"
 
 
 def _requirements(data: bytes | None) -> dict[str, str]:
-    """``name -> requirement`` of a ``pyproject.toml``'s ``[project] dependencies`` (names
-    normalized); empty when it is absent or unreadable."""
-    import tomllib
-
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
+    """``name -> requirement`` of a ``pyproject.toml``'s ``[project] dependencies``; empty when
+    it is absent or unreadable."""
+    from ..judges import project_requirements
 
     try:
-        project = tomllib.loads(data.decode("utf-8")).get("project", {}) if data else {}
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = data.decode("utf-8") if data else ""
+    except UnicodeDecodeError:
         return {}
-    out: dict[str, str] = {}
-    for line in project.get("dependencies", []) if isinstance(project, dict) else []:
-        try:
-            req = Requirement(str(line))
-        except InvalidRequirement:
-            continue
-        out[canonicalize_name(req.name)] = str(req)
-    return out
+    return {name: f"{name}{spec}" for name, spec in project_requirements(text).items()}
 
 
 def pinned_changes(inv: Inventory, changes: Changes) -> dict[str, str]:
@@ -287,14 +277,14 @@ def _spec_changes(changes: Changes, path: Path, spec: Any) -> list[str]:
 def _dependency_reasons(spec: Any, pins: dict[str, str]) -> list[str]:
     """Why a pinned requirement change affects this candidate: Ragas for every Ragas-based
     kind; any distribution the code of a function candidate imports."""
-    from packaging.utils import canonicalize_name
+    from ..judges import distribution_key
 
     out = []
     if "ragas" in pins and spec.kind in RAGAS_KINDS:
         out.append(f"ragas: {PYPROJECT} {pins['ragas']}")
     code = function_code(spec.function) if spec.function else None
     for dist in code.dependencies if code is not None else {}:
-        name = canonicalize_name(dist)
+        name = distribution_key(dist)
         if name in pins and name != "ragas":
             out.append(f"dependency: {PYPROJECT} {pins[name]}")
     return out

@@ -28,7 +28,9 @@ import ast
 import hashlib
 import importlib.util
 import os
+import re
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -238,10 +240,10 @@ def _dependencies(names: set[str]) -> dict[str, str]:
     for top in sorted(names):
         if top in stdlib or top == "__main__":
             continue
-        names = _distribution_names(top)
-        if not names:
+        found = _distribution_names(top)
+        if not found:
             out[top] = NOT_INSTALLED
-        out.update({name: _version(name) for name in names})
+        out.update({name: _version(name) for name in found})
     return dict(sorted(out.items()))
 
 
@@ -299,3 +301,68 @@ def _exists(root: str, head: str) -> bool:
     return os.path.isdir(os.path.join(root, head)) or os.path.isfile(
         os.path.join(root, head + ".py")
     )
+
+
+# -- what a project's pyproject.toml requires ------------------------------------------------------
+
+_REQUIREMENT = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?(.*)")
+_CLAUSE = re.compile(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*([^\s,]+)\s*")
+
+
+def distribution_key(name: str) -> str:
+    """A distribution name as package indexes compare it (``PyYAML`` and ``pyyaml`` alike)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def project_requirements(text: str) -> dict[str, str]:
+    """``name -> specifier`` of the ``[project] dependencies`` of a ``pyproject.toml``'s text
+    (names as :func:`distribution_key` makes them, environment markers dropped); empty when it
+    cannot be read."""
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return {}
+    listed = project.get("dependencies", []) if isinstance(project, dict) else []
+    out: dict[str, str] = {}
+    for line in listed if isinstance(listed, list) else []:
+        found = _REQUIREMENT.fullmatch(str(line).split(";")[0])
+        if found is not None:
+            out[distribution_key(found.group(1))] = found.group(2).strip().strip("()").strip()
+    return out
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    return (
+        tuple(int(p) for p in version.split(".")) if re.fullmatch(r"\d+(\.\d+)*", version) else None
+    )
+
+
+def _clause(op: str, wanted: str, have: tuple[int, ...]) -> bool | None:
+    if op in ("==", "!=") and wanted.endswith(".*"):
+        prefix = _release(wanted[:-2])
+        return None if prefix is None else (have[: len(prefix)] == prefix) == (op == "==")
+    want = _release(wanted)
+    if want is None:
+        return None
+    width = max(len(want), len(have))
+    a, b = have + (0,) * (width - len(have)), want + (0,) * (width - len(want))
+    if op == "~=":
+        return a >= b and have[: len(want) - 1] == want[:-1]
+    checks = {"==": a == b, "===": a == b, "!=": a != b, "<=": a <= b, ">=": a >= b}
+    return checks.get(op, a < b if op == "<" else a > b)
+
+
+def requirement_allows(specifier: str, version: str | None) -> bool | None:
+    """Whether ``version`` meets ``specifier`` (``==0.4.3``, ``>=0.4,<0.5``, ``~=0.4.0``,
+    ``==0.4.*``); None when either cannot be read as plain release numbers."""
+    have = _release(version) if version else None
+    if have is None:
+        return None
+    results = []
+    for part in (p for p in specifier.split(",") if p.strip()):
+        found = _CLAUSE.fullmatch(part)
+        result = _clause(found.group(1), found.group(2), have) if found is not None else None
+        if result is None:
+            return None
+        results.append(result)
+    return all(results)
