@@ -252,7 +252,7 @@ def test_the_report_keeps_a_copy_of_the_code_its_fingerprint_covers(
 ) -> None:
     report = Path(world["report"])
     copy = report / "restricted" / "code"
-    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest = json.loads((copy / "coverage.json").read_text())
     files = {f"{PACKAGE}/__init__.py", f"{PACKAGE}/metric.py", f"{PACKAGE}/rules.py"}
     assert set(manifest["code_sha256"]) == files, manifest["code_sha256"]
     for rel in files:
@@ -265,7 +265,7 @@ def test_the_report_keeps_a_copy_of_the_code_its_fingerprint_covers(
     assert manifest["candidate_fingerprint"] == run["judge_fingerprint"]
     lock = json.loads((report / "lock.json").read_text())
     assert {f"restricted/code/files/{rel}" for rel in files} <= set(lock["files"])
-    assert "restricted/code/manifest.json" in lock["files"]
+    assert "restricted/code/coverage.json" in lock["files"]
     assert lock["policy_file"] == str(world["policy"].resolve())
     # the copy is locked like every other file: an edit of it no longer verifies
     facts, problems = read_report(report)

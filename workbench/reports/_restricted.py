@@ -9,7 +9,7 @@ adjudication and its reason and the grading notes beside the judge's verdict and
 For a judge that runs code (a ``ragas-function`` candidate), ``restricted/code/`` keeps that
 code as it was certified (:func:`write_code_copy`): every file its fingerprint covers under
 ``files/`` (paths relative to the package's parent, or the script's folder), and
-``manifest.json`` with their sha256 and the dependency versions. The lock hashes them like
+``coverage.json`` with their sha256 and the dependency versions. The lock hashes them like
 every other file, so the certified code can be read, and compared, after the judge changed.
 """
 
@@ -87,13 +87,13 @@ def write_restricted(
 
 CODE_DIR = "code"
 """The code copy's folder inside ``restricted/``."""
-CODE_MANIFEST = "manifest.json"
+CODE_MANIFEST = "coverage.json"
 
 
 def write_code_copy(directory: Path, judge: Any) -> bool:
     """Copy the code ``judge`` runs (its ``code``, :class:`~workbench.judges.CodeCoverage`) into
     ``directory``: ``files/<path>`` as read when its fingerprint was computed, and
-    ``manifest.json``. False (nothing written) for a judge that runs no code of its own."""
+    ``coverage.json``. False (nothing written) for a judge that runs no code of its own."""
     code = getattr(judge, "code", None)
     if code is None:
         return False
