@@ -147,6 +147,14 @@ def test_an_edit_of_an_imported_module_changes_the_fingerprint(
     assert load_candidate(spec).identity.fingerprint() == before
 
 
+def test_the_ranking_function_kind_covers_its_code_too() -> None:
+    ROOT = Path(__file__).resolve().parents[1]
+    judge = load_candidate(ROOT / "data" / "candidates" / "policy-ranker@1.yaml")
+    covered = judge.identity.params["code_sha256"]
+    assert "workbench/demo/ranking.py" in covered and "workbench/__init__.py" in covered
+    assert judge.identity.params["dependencies"]["ragas"] == ragas_version()
+
+
 # -- ci sentinel names what a change affects ---------------------------------------------------
 
 
