@@ -286,7 +286,7 @@ def code_coverage(module: ModuleType) -> CodeCoverage:
             pending += resolved[imported]
             if top is None and not resolved[imported] and not _exists(root, head):
                 external.add(head)
-    rel = {Path(p).relative_to(root_path).as_posix(): s for p, s in seen.items()}
+    rel = {Path(os.path.relpath(p, root)).as_posix(): s for p, s in seen.items()}
     ordered = sorted(rel)
     return CodeCoverage(
         root=root_path,

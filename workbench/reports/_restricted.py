@@ -98,7 +98,9 @@ def write_code_copy(directory: Path, judge: Any) -> bool:
     if code is None:
         return False
     for rel, data in code.files.items():
-        target = directory / "files" / rel
+        parts = Path(rel).parts
+        inside = not Path(rel).is_absolute() and ".." not in parts
+        target = directory / "files" / (rel if inside else f"_outside/{'_'.join(parts)}")
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, data)
     manifest = {
