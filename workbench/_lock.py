@@ -90,6 +90,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "grant": None,
     "last_certified": None,
     "payloads": None,
+    "policy_file": None,
 }
 """Fields added to lock format 2 after its first locks: a lock without them dumps, and so
 hashes, as before."""
@@ -141,6 +142,10 @@ class Lock(Record):
     """Absolute path of the gold dataset directory certified on."""
     ledger_path: str | None = None
     """Absolute path of the held-out ledger the certification was recorded in."""
+    policy_file: str | None = None
+    """Absolute path of the policy file certified under (its copy is ``input_files.policy``,
+    its hash ``evidence.policy``): ``workbench status`` names the judge stale when that file
+    changes. None for runs and for locks written before it was recorded."""
     ledger_entry: dict[str, Any] = {}
     """The ``started`` held-out ledger entry opened for this certification (runs: none)."""
     rerun_reason: str | None = None

@@ -6,9 +6,21 @@ is **stale** when any of these differs from what the certification saw:
 - ``ragas_version``: the installed Ragas version;
 - ``rubric_version``: the gold's rubric version;
 - ``gold_release``: the gold's state (its dataset hash, and the frozen release naming it);
+- ``policy``: the policy file the report was certified under (the lock's ``policy_file``)
+  no longer has the hash the lock records for it (edited in place, or gone); a lock that does
+  not record the file cannot tell, and says so;
 - ``model``: the judge's model name in the candidate spec it runs from;
-- ``candidate``: anything else that makes the spec another judge (its fingerprint: prompt,
-  parameters, function source), or the spec is gone.
+- ``prompt``: the prompt template's hash (``prompt_sha256``);
+- ``code``: a file of the code a function judge runs (its fingerprint's ``code_sha256``,
+  :mod:`workbench.judges`) changed, appeared or disappeared; a report certified before the code
+  was covered cannot tell, and says so;
+- ``dependencies``: the installed version of a third-party distribution that code imports;
+- ``candidate``: anything else that makes the spec another judge (its fingerprint: parameters,
+  kind, name), or the spec is gone.
+
+The Ragas version is also stale when the project pins Ragas (``pyproject.toml`` nearest above
+the candidate spec, else the gold) to versions that exclude the certified one: the upgrade is
+on its way even where the old Ragas is still installed.
 
 A stale judge loses ``block`` authority until it is recertified
 (:func:`workbench.authority.authority_status`), and cannot be granted or promoted.
@@ -21,18 +33,28 @@ exactly when status must still answer.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from .._io import sha256_file, sha256_json
+from .._io import read_json_file, sha256_file, sha256_json
 from .._load import load_yaml
 from .._record import Record as _Model
 from ..errors import WorkbenchError
 from ..heldout import gold_directory
-from ._certified import ReportFacts
+from ._certified import RUN_MANIFEST, ReportFacts
 
-StaleKind = Literal["ragas_version", "rubric_version", "gold_release", "model", "candidate"]
+StaleKind = Literal[
+    "ragas_version",
+    "rubric_version",
+    "gold_release",
+    "policy",
+    "model",
+    "prompt",
+    "code",
+    "dependencies",
+    "candidate",
+]
 
 
 class GoldState(_Model):
@@ -55,7 +77,8 @@ class StaleReason(_Model):
     """One thing that differs from what the certification saw."""
 
     kind: StaleKind
-    """``ragas_version``, ``rubric_version``, ``gold_release``, ``model`` or ``candidate``."""
+    """``ragas_version``, ``rubric_version``, ``gold_release``, ``policy``, ``model``,
+    ``prompt``, ``code``, ``dependencies`` or ``candidate`` (module doc)."""
     certified: str | None
     """What the certification saw."""
     now: str | None
@@ -117,13 +140,217 @@ def gold_state(gold: str | Path) -> GoldState:
 def spec_identity(spec: str | Path) -> tuple[str | None, str | None, str | None]:
     """``(label, fingerprint, model)`` of the candidate spec at ``spec``; Nones when it cannot be
     loaded."""
+    judge = _load(spec)
+    if judge is None:
+        return None, None, None
+    return judge.spec.label, judge.identity.fingerprint(), judge.identity.model
+
+
+def _load(spec: str | Path) -> Any:
+    """The judge the spec at ``spec`` builds, or None when it cannot be built."""
     from ..judges import load_candidate
 
     try:
-        judge = load_candidate(spec)
+        return load_candidate(spec)
     except (WorkbenchError, OSError, ValueError, ImportError):
-        return None, None, None
-    return judge.spec.label, judge.identity.fingerprint(), judge.identity.model
+        return None
+
+
+def _certified(report_dir: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The judge identity the report's held-out run recorded (None when unreadable) and its
+    ``lock.json`` (empty when unreadable)."""
+    root = Path(report_dir)
+
+    def read(rel: str) -> dict[str, Any]:
+        try:
+            raw = read_json_file(root / rel)
+        except (OSError, ValueError):
+            return {}
+        return raw if isinstance(raw, dict) else {}
+
+    judge = read(RUN_MANIFEST).get("judge")
+    return (judge if isinstance(judge, dict) else None), read("lock.json")
+
+
+def _policy(lock: dict[str, Any]) -> tuple[str, str | None, str] | None:
+    """``(certified, now, message)`` when the policy file certified under changed (module doc)."""
+    certified = lock.get("evidence", {}).get("policy") if lock else None
+    recorded = lock.get("policy_file")
+    if not isinstance(recorded, str):
+        return (
+            str(certified)[:12],
+            None,
+            "the report does not record the policy file it was certified under: whether it"
+            " changed cannot be told (recertify to record it)",
+        )
+    try:
+        now: str | None = sha256_file(recorded)
+    except OSError:
+        now = None
+    if now == certified:
+        return None
+    if now is None:
+        return str(certified)[:12], None, f"the policy file certified under, {recorded}, is gone"
+    return (
+        str(certified)[:12],
+        now[:12],
+        f"the policy file {recorded} was edited since certification (sha256"
+        f" {str(certified)[:12]} then, {now[:12]} now): a policy change needs a new version and"
+        " a new certification",
+    )
+
+
+def _ragas_pin(places: list[Path], certified: str | None) -> tuple[str, str] | None:
+    """``(pyproject, requirement)`` when the project's ``pyproject.toml`` (nearest above
+    ``places``) requires a Ragas the certified version does not meet (or one it cannot
+    compare with)."""
+    from ..judges import project_requirements, requirement_allows
+
+    for place in places:
+        found = next(
+            (
+                d / "pyproject.toml"
+                for d in (place, *place.parents)
+                if (d / "pyproject.toml").is_file()
+            ),
+            None,
+        )
+        if found is None:
+            continue
+        try:
+            wanted = project_requirements(found.read_text(encoding="utf-8")).get("ragas")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if wanted is None or requirement_allows(wanted, certified) is True:
+            return None
+        return str(found), f"ragas{wanted}"
+    return None
+
+
+def _diff(certified: dict[str, str], now: dict[str, str], limit: int = 6) -> list[str]:
+    """What differs between two name -> hash/version maps, one short phrase each."""
+    out = [f"{k} changed" for k in sorted(certified.keys() & now.keys()) if certified[k] != now[k]]
+    out += [f"{k} added" for k in sorted(now.keys() - certified.keys())]
+    out += [f"{k} removed" for k in sorted(certified.keys() - now.keys())]
+    return out[:limit] + ([f"and {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def _versions(certified: dict[str, str], now: dict[str, str]) -> list[str]:
+    keys = sorted(certified.keys() | now.keys())
+    return [
+        f"{k} {certified.get(k, '(none)')} -> {now.get(k, '(none)')}"
+        for k in keys
+        if certified.get(k) != now.get(k)
+    ]
+
+
+def _judge_changes(
+    was: dict[str, Any] | None, judge: Any, spec: str | Path
+) -> list[tuple[StaleKind, str | None, str | None, str]]:
+    """What about the judge at ``spec`` differs from the certified identity ``was``: its
+    prompt, its code, its dependencies (module doc); the rest is the fingerprint's."""
+    now = judge.identity.model_dump(mode="json")
+    if was is None:
+        return []
+    out: list[tuple[StaleKind, str | None, str | None, str]] = []
+    old_params, new_params = was.get("params") or {}, now.get("params") or {}
+
+    def mapping(params: Any, key: str) -> dict[str, str] | None:
+        value = params.get(key) if isinstance(params, dict) else None
+        return value if isinstance(value, dict) else None
+
+    old_code, new_code = mapping(old_params, "code_sha256"), mapping(new_params, "code_sha256")
+    if new_code is not None and old_code is None:
+        message = (
+            f"the report records no manifest of the code {judge.spec.function} runs (certified"
+            " before the fingerprint covered it): whether the code changed cannot be told;"
+            " recertify"
+        )
+        out.append(("code", None, sha256_json(new_code)[:12], message))
+    elif new_code is not None and old_code is not None and new_code != old_code:
+        changed = "; ".join(_diff(old_code, new_code))
+        message = f"the code {judge.spec.function} runs changed since certification: {changed}"
+        out.append(("code", sha256_json(old_code)[:12], sha256_json(new_code)[:12], message))
+    elif was.get("prompt_sha256") != now.get("prompt_sha256"):
+        old, new = str(was.get("prompt_sha256"))[:12], str(now.get("prompt_sha256"))[:12]
+        message = f"the prompt of {spec} changed since certification (sha256 {old} -> {new})"
+        out.append(("prompt", old, new, message))
+    old_deps, new_deps = mapping(old_params, "dependencies"), mapping(new_params, "dependencies")
+    if new_deps is not None and old_deps is not None and old_deps != new_deps:
+        changed = "; ".join(_versions(old_deps, new_deps))
+        message = f"a dependency of the judge's code changed since certification: {changed}"
+        out.append(
+            ("dependencies", sha256_json(old_deps)[:12], sha256_json(new_deps)[:12], message)
+        )
+    return out
+
+
+def _rest_changed(was: dict[str, Any] | None, judge: Any) -> bool:
+    """Whether the identity differs beyond model, prompt, Ragas, code and dependencies."""
+    if was is None:
+        return True
+    now = judge.identity.model_dump(mode="json")
+    skip = {"model", "prompt_sha256", "ragas_version"}
+    params = {"code_sha256", "dependencies"}
+
+    def rest(identity: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in identity.items() if k not in skip}
+        out["params"] = {k: v for k, v in (identity.get("params") or {}).items() if k not in params}
+        return out
+
+    return rest(was) != rest(now)
+
+
+def _ragas(f: ReportFacts, installed: str, places: list[Path]) -> list[StaleReason]:
+    out: list[StaleReason] = []
+    if f.ragas_version != installed:
+        message = (
+            f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge"
+            " may behave differently"
+        )
+        out.append(
+            StaleReason(
+                kind="ragas_version", certified=f.ragas_version, now=installed, message=message
+            )
+        )
+    pin = _ragas_pin(places, f.ragas_version)
+    if pin is not None:
+        message = (
+            f"certified with Ragas {f.ragas_version}, the project now requires {pin[1]}"
+            f" ({pin[0]}): recertify with the Ragas it will run"
+        )
+        out.append(
+            StaleReason(
+                kind="ragas_version", certified=f.ragas_version, now=pin[1], message=message
+            )
+        )
+    return out
+
+
+def _gold(f: ReportFacts, gold: GoldState) -> list[StaleReason]:
+    out: list[StaleReason] = []
+    if f.rubric_version != gold.rubric_version:
+        out.append(
+            StaleReason(
+                kind="rubric_version",
+                certified=f.rubric_version,
+                now=gold.rubric_version,
+                message=f"certified against rubric {f.rubric_version}, the gold's rubric is now"
+                f" {gold.rubric_version}",
+            )
+        )
+    if f.dataset_sha256 != gold.dataset_sha256 or f.gold_release != gold.release:
+        was = f"release {f.gold_release or '(not frozen)'}, dataset {str(f.dataset_sha256)[:12]}"
+        now = f"release {gold.release or '(not frozen)'}, dataset {str(gold.dataset_sha256)[:12]}"
+        out.append(
+            StaleReason(
+                kind="gold_release",
+                certified=f.gold_release,
+                now=gold.release,
+                message=f"certified on {was}; the gold is now {now}",
+            )
+        )
+    return out
 
 
 def staleness(
@@ -134,59 +361,48 @@ def staleness(
     installed_ragas: str | None = None,
 ) -> list[StaleReason]:
     """Every way the certification in ``facts`` no longer describes the judge that runs from
-    ``spec`` on ``gold`` (module doc)."""
+    ``spec`` on ``gold`` under the policy it was certified under (module doc)."""
     from ..judges import ragas_version
 
-    installed = installed_ragas or ragas_version()
-    out: list[StaleReason] = []
     f = facts
-
-    def stale(kind: StaleKind, certified: str | None, now: str | None, message: str) -> None:
-        out.append(StaleReason(kind=kind, certified=certified, now=now, message=message))
-
-    if f.ragas_version != installed:
-        stale(
-            "ragas_version",
-            f.ragas_version,
-            installed,
-            f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge may"
-            " behave differently",
+    places = [Path(spec).resolve().parent] if spec is not None else []
+    out = _ragas(f, installed_ragas or ragas_version(), [*places, Path(gold.path)])
+    out += _gold(f, gold)
+    was, lock = _certified(f.report_dir)
+    policy = _policy(lock)
+    if policy is not None:
+        out.append(
+            StaleReason(kind="policy", certified=policy[0], now=policy[1], message=policy[2])
         )
-    if f.rubric_version != gold.rubric_version:
-        stale(
-            "rubric_version",
-            f.rubric_version,
-            gold.rubric_version,
-            f"certified against rubric {f.rubric_version}, the gold's rubric is now"
-            f" {gold.rubric_version}",
-        )
-    if f.dataset_sha256 != gold.dataset_sha256 or f.gold_release != gold.release:
-        was = f"release {f.gold_release or '(not frozen)'}, dataset {str(f.dataset_sha256)[:12]}"
-        now = f"release {gold.release or '(not frozen)'}, dataset {str(gold.dataset_sha256)[:12]}"
-        stale(
-            "gold_release",
-            f.gold_release,
-            gold.release,
-            f"certified on {was}; the gold is now {now}",
-        )
-    label, fingerprint, model = spec_identity(spec) if spec is not None else (None, None, None)
-    if label is None:
+    judge = _load(spec) if spec is not None else None
+    if judge is None:
         unknown = (
             "no candidate spec is recorded for the judge"
             if spec is None
             else f"the candidate spec {spec} no longer loads"
         )
-        stale("candidate", f.candidate, None, f"{unknown}: what runs now is unknown")
+        message = f"{unknown}: what runs now is unknown"
+        out.append(StaleReason(kind="candidate", certified=f.candidate, now=None, message=message))
         return out
+    assert spec is not None
+    label, fingerprint, model = judge.spec.label, judge.identity.fingerprint(), judge.identity.model
     if model != f.model:
         message = f"certified with model {f.model}, the spec now names {model}"
-        stale("model", f.model, model, message)
-    if label != f.candidate or fingerprint != f.candidate_fingerprint:
-        stale(
-            "candidate",
-            f.candidate_fingerprint[:12],
-            (fingerprint or "")[:12],
-            f"the spec {spec} is now {label} with fingerprint {str(fingerprint)[:12]}, not the"
-            f" certified {f.candidate} ({f.candidate_fingerprint[:12]})",
+        out.append(StaleReason(kind="model", certified=f.model, now=model, message=message))
+    out += [
+        StaleReason(kind=kind, certified=c, now=n, message=m)
+        for kind, c, n, m in _judge_changes(was, judge, spec)
+    ]
+    if label != f.candidate or (
+        fingerprint != f.candidate_fingerprint and _rest_changed(was, judge)
+    ):
+        out.append(
+            StaleReason(
+                kind="candidate",
+                certified=f.candidate_fingerprint[:12],
+                now=fingerprint[:12],
+                message=f"the spec {spec} is now {label} with fingerprint {fingerprint[:12]}, not"
+                f" the certified {f.candidate} ({f.candidate_fingerprint[:12]})",
+            )
         )
     return out

@@ -3,10 +3,15 @@
 1. **What changed**: ``git diff --name-only`` from the merge base of REF and ``HEAD`` (for a
    pull request, the branch point), plus untracked files (:mod:`._git`).
 2. **Which candidates it affects** (:func:`affected_candidates`): a candidate is affected when
-   its spec, its prompt file, the module of its ``function``, or its imported results file
+   its spec (its model and inline prompt are named), its prompt file, the module of its
+   ``function`` or any module of its own package that module imports (the files its
+   fingerprint covers, :func:`~workbench.judges.code_coverage`), or its imported results file
    changed; a ``ragas-llm`` or ``ragas-function`` candidate also when the lane's gold
-   ``rubric.yaml`` or ``sentinels.yaml``, the control suite, or a file matching
-   ``ci: sentinel: judge_code`` in ``workbench.yaml`` changed.
+   ``rubric.yaml`` or ``sentinels.yaml``, the control suite, a release policy of the project,
+   or a file matching ``ci: sentinel: judge_code`` in ``workbench.yaml`` changed. A changed
+   requirement in the project's ``pyproject.toml`` affects every Ragas-based candidate when it
+   is Ragas's (``ragas: pyproject.toml ragas==A -> ragas==B``), and every function candidate
+   whose code imports that distribution (``dependency: ...``).
 3. **The cap**: the policy's ``ci_budget_usd`` (``--budget-usd`` may lower it, never raise it;
    neither: refused). Every planned call of every run (controls, sentinels, baselines) is
    priced with the engine's reservations first; an estimate above the cap stops the lane
@@ -36,6 +41,8 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import hashlib
+import importlib
 import importlib.util
 import shutil
 import tempfile
@@ -46,7 +53,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .._io import atomic_write_json, sha256_text
+import yaml
+
+from .._io import atomic_write_json, sha256_text, yaml_loads
 from .._record import LooseRecord as _Model
 from ..errors import Problem, WorkbenchError, problem, refusal
 from ..judges import kind_info, kinds_where
@@ -60,6 +69,8 @@ SENTINEL_LANE_SCHEMA_VERSION = 1
 REPORT_FILE = "sentinel.json"
 RUNNABLE_KINDS: tuple[str, ...] = kinds_where(output="label", replayed=False)
 """Kinds the sentinel lane runs on sentinels and controls."""
+RAGAS_KINDS: tuple[str, ...] = kinds_where(replayed=False)
+"""Kinds that run Ragas (every kind but replayed verdicts): a Ragas upgrade affects them."""
 
 
 class AffectedCandidate(_Model):
@@ -184,16 +195,98 @@ def _module_file(function: str | None) -> Path | None:
     )
 
 
+def function_code(function: str | None) -> Any:
+    """The code the function ``module:attribute`` runs (:func:`~workbench.judges.code_coverage`),
+    or None when its module cannot be imported (its own file is still checked)."""
+    from ..judges import code_coverage
+
+    if not function or ":" not in function:
+        return None
+    try:
+        module = importlib.import_module(function.partition(":")[0])
+    except Exception:  # noqa: BLE001 - a user module may raise anything on import: not ours to judge
+        return None
+    return code_coverage(module) if getattr(module, "__file__", None) else None
+
+
 def own_files(spec: Any, spec_path: Path) -> dict[Path, str]:
-    """The files that make up one candidate: spec, prompt file, function module, results file."""
+    """The files that make up one candidate: spec, prompt file, function module, the other
+    modules of its own package the function imports (``function code``), results file."""
     out: dict[Path, str] = {spec_path.resolve(): "spec"}
     if spec.prompt_file:
         out[(spec_path.parent / spec.prompt_file).resolve()] = "prompt"
+    code = function_code(spec.function) if spec.function else None
+    if code is not None:
+        for rel in code.manifest:
+            out[(code.root / rel).resolve()] = "function code"
     module = _module_file(spec.function)
     if module is not None:
         out[module] = "function module"
     if spec.results:
         out[(spec_path.parent / spec.results).resolve()] = "results"
+    return out
+
+
+PYPROJECT = "pyproject.toml"
+
+
+def _requirements(data: bytes | None) -> dict[str, str]:
+    """``name -> requirement`` of a ``pyproject.toml``'s ``[project] dependencies``; empty when
+    it is absent or unreadable."""
+    from ..judges import project_requirements
+
+    try:
+        text = data.decode("utf-8") if data else ""
+    except UnicodeDecodeError:
+        return {}
+    return {name: f"{name}{spec}" for name, spec in project_requirements(text).items()}
+
+
+def pinned_changes(inv: Inventory, changes: Changes) -> dict[str, str]:
+    """``name -> "was -> now"`` for every dependency whose requirement in the project's
+    ``pyproject.toml`` changed since the ref (a Ragas upgrade is one)."""
+    path = (inv.root / PYPROJECT).resolve()
+    if path not in changes.absolute():
+        return {}
+    before = _requirements(show_at(changes, path))
+    now = _requirements(path.read_bytes() if path.is_file() else None)
+    return {
+        name: f"{before.get(name, '(none)')} -> {now.get(name, '(none)')}"
+        for name in sorted(before.keys() | now.keys())
+        if before.get(name) != now.get(name)
+    }
+
+
+def _spec_changes(changes: Changes, path: Path, spec: Any) -> list[str]:
+    """The model and inline prompt changes of a spec changed since the ref, named."""
+    raw = show_at(changes, path)
+    try:
+        was = yaml_loads(raw.decode("utf-8")) if raw is not None else None
+    except (UnicodeDecodeError, yaml.YAMLError):
+        return []
+    if not isinstance(was, dict):
+        return []
+    out = []
+    if was.get("model") != spec.model:
+        out.append(f"model: {was.get('model')} -> {spec.model}")
+    if was.get("prompt") != spec.prompt:
+        out.append("prompt: the inline prompt template changed")
+    return out
+
+
+def _dependency_reasons(spec: Any, pins: dict[str, str]) -> list[str]:
+    """Why a pinned requirement change affects this candidate: Ragas for every Ragas-based
+    kind; any distribution the code of a function candidate imports."""
+    from ..judges import distribution_key
+
+    out = []
+    if "ragas" in pins and spec.kind in RAGAS_KINDS:
+        out.append(f"ragas: {PYPROJECT} {pins['ragas']}")
+    code = function_code(spec.function) if spec.function else None
+    for dist in code.dependencies if code is not None else {}:
+        name = distribution_key(dist)
+        if name in pins and name != "ragas":
+            out.append(f"dependency: {PYPROJECT} {pins[name]}")
     return out
 
 
@@ -215,6 +308,34 @@ class _Plan:
     no_baseline: str | None = None
 
 
+def _candidate(
+    inv: Inventory,
+    changes: Changes,
+    path: Path,
+    spec: Any,
+    context: tuple[dict[Path, str], list[str], dict[str, str]],
+) -> _Candidate | None:
+    """The candidate at ``path`` when the change affects it, with every reason."""
+    shared, code_hits, pins = context
+    changed = changes.absolute()
+    files = own_files(spec, path)
+    reasons = [f"{role}: {inv.rel(f)}" for f, role in files.items() if f in changed]
+    if path.resolve() in changed:
+        reasons += _spec_changes(changes, path, spec)
+    code_roles = ("function module", "function code")
+    code_changed = any(role in code_roles and f in changed for f, role in files.items())
+    if spec.kind in RUNNABLE_KINDS:
+        reasons += [f"{role}: {inv.rel(f)}" for f, role in shared.items() if f in changed]
+        reasons += [f"judge code: {f}" for f in code_hits]
+        code_changed = code_changed or bool(code_hits)
+    deps = _dependency_reasons(spec, pins)
+    reasons += deps
+    code_changed = code_changed or bool(deps)
+    if not reasons:
+        return None
+    return _Candidate(path=path, spec=spec, reasons=reasons, code_changed=code_changed)
+
+
 def affected_candidates(
     inv: Inventory, changes: Changes, shared: dict[Path, str]
 ) -> tuple[list[_Candidate], list[str], list[CheckResult]]:
@@ -225,6 +346,7 @@ def affected_candidates(
     changed = changes.absolute()
     code_globs = inv.config.sentinel.judge_code
     code_hits = sorted(f for f in changes.files if any(fnmatch.fnmatch(f, g) for g in code_globs))
+    context = (shared, code_hits, pinned_changes(inv, changes))
     out: list[_Candidate] = []
     checks: list[CheckResult] = []
     for path in inv.candidates:
@@ -240,15 +362,9 @@ def affected_candidates(
                     )
                 )
             continue
-        files = own_files(spec, path)
-        reasons = [f"{role}: {inv.rel(f)}" for f, role in files.items() if f in changed]
-        code_changed = any(role == "function module" and f in changed for f, role in files.items())
-        if spec.kind in RUNNABLE_KINDS:
-            reasons += [f"{role}: {inv.rel(f)}" for f, role in shared.items() if f in changed]
-            reasons += [f"judge code: {f}" for f in code_hits]
-            code_changed = code_changed or bool(code_hits)
-        if reasons:
-            out.append(_Candidate(path=path, spec=spec, reasons=reasons, code_changed=code_changed))
+        found = _candidate(inv, changes, path, spec, context)
+        if found is not None:
+            out.append(found)
     present = {p.resolve() for p in inv.candidates}
     candidate_dirs = {p.parent.resolve() for p in inv.candidates} | {
         (inv.root / "data" / "candidates").resolve()
@@ -398,7 +514,9 @@ def _ref_version(
         source = show_at(changes, module) if module is not None else None
         if source is None:
             return None
-        fingerprint = make_identity(spec, sha256_text(source.decode("utf-8"))).fingerprint()
+        params = _code_at_ref(changes, function_code(spec.function))
+        digest = sha256_text(source.decode("utf-8"))
+        fingerprint = make_identity(spec, digest, **params).fingerprint()
         unchanged = module is not None and not any(
             (changes.top / f).resolve() == module for f in changes.files
         )
@@ -409,6 +527,24 @@ def _ref_version(
     except WorkbenchError:
         return None
     return spec, (None if candidate.code_changed else judge), judge.identity.fingerprint()
+
+
+def _code_at_ref(changes: Changes, code: Any) -> dict[str, Any]:
+    """The fingerprint's ``code_sha256`` and ``dependencies`` of a function's code as it was at
+    the ref: each file it imports now, read at the ref (a file outside the repository, or
+    unchanged, as it is now; one the ref lacks, left out). The dependencies are the installed
+    ones: the ref's cannot be read."""
+    if code is None:
+        return {}
+    changed = changes.absolute()
+    files: dict[str, str] = {}
+    for rel, digest in code.manifest.items():
+        path = (code.root / rel).resolve()
+        data = show_at(changes, path) if path in changed else None
+        if path in changed and data is None:
+            continue
+        files[rel] = hashlib.sha256(data).hexdigest() if data is not None else digest
+    return {"code_sha256": files, "dependencies": dict(code.dependencies)}
 
 
 def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
@@ -440,7 +576,13 @@ def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
     elif ref_judge is not None:
         plan.baseline_judge, plan.baseline_label = ref_judge, f"{ref_spec.label} at {since}"
     else:
-        code_reasons = [r for r in c.reasons if r.startswith(("function module", "judge code"))]
+        code_reasons = [
+            r
+            for r in c.reasons
+            if r.startswith(
+                ("function module", "function code", "judge code", "ragas", "dependency")
+            )
+        ]
         plan.no_baseline = (
             f"the change touches code ({'; '.join(code_reasons)}) so {ref_spec.label} cannot be"
             f" rebuilt as it was at {since}, and the drift log records no baseline of it"
@@ -528,6 +670,14 @@ class _Lane:
         return report
 
 
+def _label_policies(inv: Inventory, lane_policy: Path) -> list[Path]:
+    """The lane's policy and every release policy of the project (not ranking policies): a
+    change to one may change what certifies a label judge, so it affects every one."""
+    from ..ranking import is_ranking_policy_file
+
+    return [lane_policy, *(p for p in inv.policies if not is_ranking_policy_file(p))]
+
+
 def _open_lane(
     project: str | Path, since: str, gold: str | None, policy: str | None, out: str | Path | None
 ) -> _Lane:
@@ -556,6 +706,7 @@ def _open_lane(
     }
     if suite_path is not None:
         shared[suite_path] = "controls"
+    shared |= {p.resolve(): "policy" for p in _label_policies(inv, policy_path)}
     candidates, removed, checks = affected_candidates(inv, changes, shared)
     return _Lane(
         root,

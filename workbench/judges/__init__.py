@@ -8,6 +8,14 @@ through a Ragas metric subclasses :class:`LLMJudge` and overrides its hooks (doc
 "Judge kinds").
 """
 
+from ._code import (
+    NOT_INSTALLED,
+    CodeCoverage,
+    code_coverage,
+    distribution_key,
+    project_requirements,
+    requirement_allows,
+)
 from ._function import import_metric
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
 from ._llm import Exchange, LLMJudge, has_reason
@@ -35,6 +43,12 @@ from ._registry import (
 from ._spec import CHANGE_KINDS, CandidateSpec, Threshold, derive_spec, load_spec, save_spec
 
 __all__ = [
+    "NOT_INSTALLED",
+    "CodeCoverage",
+    "code_coverage",
+    "distribution_key",
+    "project_requirements",
+    "requirement_allows",
     "Exchange",
     "import_metric",
     "has_reason",

@@ -11,6 +11,7 @@ from typing import Any
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeIdentity
+from ._code import code_coverage
 from ._input import JudgeInput
 from ._registry import CaseRef, Verdict, make_identity
 from ._spec import CandidateSpec
@@ -104,7 +105,11 @@ class FunctionJudge:
         self.metric = metric
         func = getattr(metric, "_func", None) or metric
         self._parameters = list(inspect.signature(func).parameters)
-        self.identity: JudgeIdentity = make_identity(spec, sha256_text(inspect.getsource(module)))
+        self.code = code_coverage(module)
+        """The code it runs (:mod:`._code`): its fingerprint covers every file and dependency."""
+        self.identity: JudgeIdentity = make_identity(
+            spec, sha256_text(inspect.getsource(module)), **self.code.params()
+        )
 
     def _arguments(self, judge_input: JudgeInput) -> dict[str, Any]:
         args = judge_input.arguments()

@@ -37,6 +37,7 @@ from ..judges import (
     Exchange,
     LLMJudge,
     Verdict,
+    code_coverage,
     has_reason,
     import_metric,
     make_identity,
@@ -350,8 +351,12 @@ class FunctionRankingJudge:
         problems.raise_if_any("invalid candidate")
         self.metric = metric
         self._parameters = [n for n in params if n in RANKING_PLACEHOLDERS]
+        self.code = code_coverage(module)  # the fingerprint covers the code it runs
         self.identity = make_identity(
-            spec, sha256_text(inspect.getsource(module)), candidate_format=CANDIDATE_FORMAT
+            spec,
+            sha256_text(inspect.getsource(module)),
+            candidate_format=CANDIDATE_FORMAT,
+            **self.code.params(),
         )
 
     def _arguments(self, judge_input: RankingInput) -> dict[str, Any]:

@@ -116,6 +116,7 @@ class Certification:
         self.ledger_entry: LedgerEntry = self._open(ledger_path, certification_token)
         self.ledger_path = self.ledger.path
         self.ledger_entry_id = self.ledger_entry.entry_id
+        self._copy_code()
         self.concurrency = concurrency
         self.budget_usd = self.ledger_entry.budget_usd  # decided by certify, recorded in the ledger
         self.max_cases = max_cases
@@ -539,6 +540,16 @@ class Certification:
         snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
         write_jsonl(self.report_dir / REVIEWS_SNAPSHOT, snapshot)
         return reviews
+
+    def _copy_code(self) -> None:
+        """Keep the code the candidate (and a baseline) runs in ``restricted/code/``
+        (``restricted/baseline_code/``), as its fingerprint covered it."""
+        from ._restricted import CODE_DIR, write_code_copy
+
+        restricted = self.report_dir / RESTRICTED_DIR
+        write_code_copy(restricted / CODE_DIR, self.judge)
+        if self.baseline_judge is not None:
+            write_code_copy(restricted / f"baseline_{CODE_DIR}", self.baseline_judge)
 
     def _write_restricted(self) -> None:
         from ._migration import write_transitions_html

@@ -266,6 +266,7 @@ class _Job:
     resumes: PreviousReport | None = None
     resume_from: Path | None = None
     copies: dict[str, Path] = field(default_factory=dict)
+    policy_file: str | None = None
 
     @property
     def report_id(self) -> str:
@@ -313,6 +314,7 @@ def certify(
     job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
     job.max_cases, job.kernel_name = max_cases, kernel_name
+    job.policy_file = str(inputs.policy_path.resolve())
 
     def copy_inputs() -> dict[str, Path]:
         return _copy_inputs(
@@ -684,6 +686,7 @@ def resume_review(
         },
     )
     job.signer, job.kernel_name, job.resume_from = signer, kernel_name, first
+    job.policy_file = lock.policy_file
     job.resumes = PreviousReport(
         report_id=lock.report_id, lock_sha256=lock.lock_sha256, status="locked"
     )
@@ -862,6 +865,7 @@ def _lock_of(job: _Job, gate: dict[str, Any], timings: dict[str, float], ran: bo
         git=git_state(),
         gold=entry.gold,
         ledger_path=str(job.ledger.path),
+        policy_file=job.policy_file,
         ledger_entry=entry.model_dump(mode="json"),
         rerun_reason=entry.rerun_reason,
         previous_report=job.previous,

@@ -5,6 +5,12 @@ process gets this directory instead: every case with its human and judge labels,
 reason and the text, as JSON Lines, and an HTML page (same styling as the report, every value
 escaped by the template engine) that puts the reviewers' labels and rationales, the
 adjudication and its reason and the grading notes beside the judge's verdict and reason.
+
+For a judge that runs code (a ``ragas-function`` candidate), ``restricted/code/`` keeps that
+code as it was certified (:func:`write_code_copy`): every file its fingerprint covers under
+``files/`` (paths relative to the package's parent, or the script's folder), and
+``coverage.json`` with their sha256 and the dependency versions. The lock hashes them like
+every other file, so the certified code can be read, and compared, after the judge changed.
 """
 
 from __future__ import annotations
@@ -12,7 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, atomic_write_text, read_jsonl_records, write_jsonl
+from .._io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    read_jsonl_records,
+    write_jsonl,
+)
 from ..align import Join
 from ..gold import GoldDataset
 from ._templates import CSP, render, stylesheet
@@ -71,6 +83,36 @@ def write_restricted(
     write_jsonl(directory / "held_out_cases.jsonl", rows)
     atomic_write_json(directory / "gate_with_cases.json", gate.model_dump(mode="json"))
     atomic_write_text(directory / "held_out_cases.html", restricted_html(rows, report_id=report_id))
+
+
+CODE_DIR = "code"
+"""The code copy's folder inside ``restricted/``."""
+CODE_MANIFEST = "coverage.json"
+
+
+def write_code_copy(directory: Path, judge: Any) -> bool:
+    """Copy the code ``judge`` runs (its ``code``, :class:`~workbench.judges.CodeCoverage`) into
+    ``directory``: ``files/<path>`` as read when its fingerprint was computed, and
+    ``coverage.json``. False (nothing written) for a judge that runs no code of its own."""
+    code = getattr(judge, "code", None)
+    if code is None:
+        return False
+    for rel, data in code.files.items():
+        parts = Path(rel).parts
+        inside = not Path(rel).is_absolute() and ".." not in parts
+        target = directory / "files" / (rel if inside else f"_outside/{'_'.join(parts)}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, data)
+    manifest = {
+        "candidate": judge.spec.label,
+        "candidate_fingerprint": judge.identity.fingerprint(),
+        "function": judge.spec.function,
+        "root": str(code.root),
+        "code_sha256": code.manifest,
+        "dependencies": code.dependencies,
+    }
+    atomic_write_json(directory / CODE_MANIFEST, manifest)
+    return True
 
 
 def restricted_html(rows: list[dict[str, Any]], *, report_id: str | None = None) -> str:
