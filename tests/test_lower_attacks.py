@@ -35,10 +35,10 @@ from conftest import approve
 from test_compare import function_spec
 from test_import_results import GOLD, MAPPING, PREDICTIONS, PROMPT, cases
 
-from workbench._redact import ENCODED_MIN_LENGTH, REDACTED, find_encoded, redact
+from workbench._redact import REDACTED, redact
 from workbench.cli.main import main
 from workbench.heldout import HeldOutLedger, ledger_path_for
-from workbench.reports import read_lock, verify_report
+from workbench.reports import verify_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -113,10 +113,29 @@ def test_redaction_removes_every_encoded_form_of_the_key(form: str) -> None:
     assert REDACTED in redacted and redacted.startswith("upstream said: ")
     leaked = [t for t in traces(KEY) if t.decode() in redacted]
     assert leaked == [], (form, redacted)
-    assert find_encoded(text, KEY) and find_encoded(redacted, KEY) == []
+
+
+def test_find_encoded_names_each_form_and_finds_none_after_redaction() -> None:
+    from workbench._redact import find_encoded
+
+    found = {form: find_encoded(text, KEY) for form, text in encodings(KEY).items()}
+    assert found == {
+        "base64": ["base64"],
+        "base64 url-safe, offset 1": ["base64"],
+        "reversed": ["reversed"],
+        "hex": ["hex"],
+        "hex upper with colons": ["hex"],
+        "url-encoded": ["literal"],
+        "every character %XX": ["literal"],
+        "zero-width split": ["literal"],
+        "whitespace split": ["literal"],
+    }
+    assert all(find_encoded(redact(text, [KEY]), KEY) == [] for text in encodings(KEY).values())
 
 
 def test_ordinary_text_and_short_values_are_left_alone() -> None:
+    from workbench._redact import ENCODED_MIN_LENGTH, find_encoded
+
     text = "The refund arrives in 5 business days; see https://example.com/help?topic=refunds."
     assert redact(text, [KEY, OTHER]) == text and find_encoded(text, KEY) == []
     # A short known value is only replaced literally: its encodings would match ordinary words.
@@ -433,11 +452,13 @@ def import_with(vendor: tuple[Path, Path], out: Path, **changes: Any) -> Any:
 def test_import_results_refuses_an_unneeded_inverted_label_mapping(
     vendor: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    inverted = import_with(vendor, tmp_path / "a", labels={"pass": "fail", "fail": "pass"})
+    flipped = {"pass": "fail", "fail": "pass", "review_required": "review_required"}
+    inverted = import_with(vendor, tmp_path / "a", labels=flipped)
     assert inverted.exit_code == 2, inverted.output
     assert inverted.output.count("[mapping_relabels]") == 2 and "Traceback" not in inverted.output
     assert not (tmp_path / "a" / "results.jsonl").exists()
-    identity = import_with(vendor, tmp_path / "b", labels={"pass": "pass", "fail": "fail"})
+    same = {"pass": "pass", "fail": "fail", "review_required": "review_required"}
+    identity = import_with(vendor, tmp_path / "b", labels=same)
     assert identity.exit_code == 2 and "[mapping_labels_unneeded]" in identity.output
     # Without the mapping the same predictions import as they are.
     plain = import_with(vendor, tmp_path / "c", labels=None)

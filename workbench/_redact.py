@@ -169,17 +169,56 @@ def _encoded_pattern(secret: str) -> re.Pattern[str]:
     return re.compile("|".join(branches))
 
 
+_FORMAT_RUN = re.compile(f"[{_FORMAT_CHARACTERS}]+")
+_HEX_NOISE = re.compile(r"[:.,+]|\\x|0x")
+
+
+class Searchable:
+    """A text prepared once for :meth:`forms` searches of many secrets (a report's file): URL
+    escapes decoded, whitespace and format characters removed, case folded, the URL-safe base64
+    characters read as the standard ones; each form of a secret is prepared the same way and
+    found with a plain substring search."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.canonical = _canonical(text)
+        self._hex: str | None = None
+
+    def forms(self, secret: str) -> list[str]:
+        """The forms of ``secret`` (:func:`encoded_forms`) this text holds, each once; only the
+        literal value for secrets shorter than :data:`ENCODED_MIN_LENGTH`."""
+        if len(secret) < ENCODED_MIN_LENGTH:
+            return ["literal"] if len(secret) >= _MIN_SECRET_LENGTH and secret in self.text else []
+        found: list[str] = []
+        for form, text in encoded_forms(secret):
+            if form in found:
+                continue
+            if form == "hex":
+                if self._hex is None:
+                    self._hex = _HEX_NOISE.sub("", self.canonical)
+                hit = _canonical(text) in self._hex
+            else:
+                hit = _canonical(text) in self.canonical
+            if hit:
+                found.append(form)
+        return found
+
+
+def _canonical(text: str) -> str:
+    """``text`` as :class:`Searchable` compares it."""
+    from urllib.parse import unquote
+
+    text = unquote(text, errors="replace") if "%" in text else text
+    text = "".join(text.split())  # whitespace
+    if not text.isascii():  # (a flag: free) format characters
+        text = _FORMAT_RUN.sub("", text)
+    return text.casefold().replace("-", "+").replace("_", "/")
+
+
 def find_encoded(text: str, secret: str) -> list[str]:
-    """The forms of ``secret`` (:func:`encoded_forms`) found in ``text``, each once, in order of
-    appearance; empty for secrets shorter than :data:`ENCODED_MIN_LENGTH` unless literal."""
-    if len(secret) < ENCODED_MIN_LENGTH:
-        return ["literal"] if len(secret) >= _MIN_SECRET_LENGTH and secret in text else []
-    found: list[str] = []
-    for match in _encoded_pattern(secret).finditer(text):
-        form = (match.lastgroup or "literal").rsplit("_", 1)[0]
-        if form not in found:
-            found.append(form)
-    return found
+    """The forms of ``secret`` (:func:`encoded_forms`) found in ``text`` (see
+    :class:`Searchable`)."""
+    return Searchable(text).forms(secret)
 
 
 _CREDENTIAL_VARIABLE = re.compile(r"(?i)key|token|secret|credential|passw")
@@ -241,12 +280,12 @@ def _readable_text(path: Path) -> str:
         except ValueError:
             return text
     if suffix == ".jsonl":
-        parts = [text]  # the raw text too: a line that is not JSON is still searched
+        parts: list[str] = []
         for line in text.splitlines():
             try:
                 parts.extend(_strings(json.loads(line)))
             except ValueError:
-                continue
+                parts.append(line)  # a line that is not JSON is searched as it is
         return "\n".join(parts)
     if suffix in (".html", ".htm", ".svg", ".xml"):
         return html.unescape(text)
@@ -260,9 +299,9 @@ def secrets_in_files(root: Path, secrets: dict[str, str]) -> list[tuple[str, str
     if not secrets:
         return found
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        text = _readable_text(path)
+        text = Searchable(_readable_text(path))
         for name, value in sorted(secrets.items()):
-            forms = find_encoded(text, value)
+            forms = text.forms(value)
             if forms:
                 found.append((path.relative_to(root).as_posix(), name, forms))
     return found
