@@ -12,7 +12,7 @@ Reproductions (old main):
 - c. A label mapping nothing needed was accepted, even one inverting pass and fail: ``certify
   --baseline`` and ``compare`` read the old version's ``pass`` as ``fail``; ``import results``
   took ``labels: {pass: fail, fail: pass}`` or a threshold whose passing side is labelled
-  ``fail``.
+  ``fail``; ``import table`` turned the reviewers' ``pass`` into a gold ``fail``.
 """
 
 from __future__ import annotations
@@ -495,3 +495,27 @@ def test_import_results_refuses_a_threshold_that_inverts_the_verdicts(
     assert result.exit_code == 2, result.output
     assert result.output.count("[mapping_threshold_inverted]") == 2
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_import_table_refuses_a_mapping_that_inverts_the_reviewers_labels(tmp_path: Path) -> None:
+    source = tmp_path / "reviews.csv"
+    source.write_text(
+        "question,answer,ann_a,ann_b\n"
+        + "".join(f"Q{i}?,A{i}.,{lab},{lab}\n" for i, lab in enumerate(["pass", "fail"] * 3)),
+        encoding="utf-8",
+    )
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text(
+        "name: flipped\ninput: question\nresponse: answer\n"
+        'grading_notes: {value: "Correct."}\nslice: {value: general}\n'
+        "partition: {assign: {seed: 3, development: 1, calibration: 0, held_out: 0}}\n"
+        "reviews: {form: wide, columns: {alice: ann_a, bob: ann_b}}\n"
+        "labels: {pass: fail, fail: pass}\n"
+        "adjudication: {rule: majority}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "gold"
+    result = invoke("import", "table", source, "--mapping", mapping, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert result.output.count("[mapping_relabels]") == 2 and "Traceback" not in result.output
+    assert not (out / "gold.jsonl").exists()
