@@ -269,8 +269,8 @@ def _strings(value: Any) -> Iterator[str]:
 def _readable_text(path: Path) -> str:
     """A file's text as a reader sees it: JSON strings decoded (``\\u200b``, ``\\n``), HTML
     entities resolved; other files as UTF-8 (undecodable bytes replaced)."""
-    import html
     import json
+    from html import unescape  # reading only: entities resolved, nothing escaped
 
     text = path.read_bytes().decode("utf-8", errors="replace")
     suffix = path.suffix.lower()
@@ -288,7 +288,7 @@ def _readable_text(path: Path) -> str:
                 parts.append(line)  # a line that is not JSON is searched as it is
         return "\n".join(parts)
     if suffix in (".html", ".htm", ".svg", ".xml"):
-        return html.unescape(text)
+        return unescape(text)
     return text
 
 

@@ -27,9 +27,9 @@ def secret_problems(report_dir: Path, judge: Judge) -> list[Problem]:
             code="secret_in_report",
             message=f"{rel} holds the value of ${name} ({', '.join(forms)} form) after"
             " redaction: the report is not locked",
-            fix=f"find what wrote ${name}'s value into the report (a judge's reason or error, the"
-            " gold data, the notebook's output), remove it at its source, rotate the credential,"
-            " and certify again",
+            fix=f"rotate ${name}'s credential; find what wrote it into the report (a judge's"
+            " reason or error, the gold data, the notebook's output) and remove it at its source;"
+            " delete the unlocked report (the ledger keeps the held-out use) and certify again",
         )
         for rel, name, forms in secrets_in_files(report_dir, secrets)
     ]
