@@ -101,6 +101,7 @@ def traces(secret: str) -> list[bytes]:
         data.hex().encode(),
         data.hex().upper().encode(),
         quote(secret, safe="").encode(),
+        quote(secret[14:], safe="").encode(),  # the tail of a URL-encoded key
         secret[14:].encode(),  # the tail of a split key
         secret[9:].encode(),
     ]
