@@ -8,7 +8,12 @@ error messages, judge reasons, the run summary's stop detail and warnings. It re
   headers or fields, however they are quoted;
 - ``Bearer`` and ``Basic`` credentials;
 - ``sk-...``-shaped tokens (OpenAI-style keys, masked or not);
-- URL user information (``scheme://user:password@host``) and key-like URL query parameters
+- URL user information (``scheme://user:password@host``) and key-like URL query parameters;
+- the common encodings of a known secret of :data:`ENCODED_MIN_LENGTH` characters or more
+  (:func:`encoded_forms`): base64 (standard or URL-safe, at any alignment inside the encoded
+  text), reversed, hex, URL-encoded (any character as ``%XX``), in any letter case where the
+  encoding allows it, and split by whitespace or invisible format characters (Unicode ``Cf``:
+  zero-width space, joiners, BOM ...)
 
 with :data:`REDACTED`. :func:`find_secrets` finds the same shapes, plus credential-named
 fields, in a candidate spec, which is then refused.
@@ -16,8 +21,11 @@ fields, in a candidate spec, which is then refused.
 
 from __future__ import annotations
 
+import base64
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -54,6 +62,8 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
     ):
         text = text.replace(secret, REDACTED)
+        if len(secret) >= ENCODED_MIN_LENGTH:
+            text = _encoded_pattern(secret).sub(REDACTED, text)
     text = _HEADER_VALUE.sub(
         lambda m: (
             m.group("name") + (m.group("scheme") + " " if m.group("scheme") else "") + REDACTED
@@ -93,6 +103,208 @@ def redact_values(obj: Any, secrets: Iterable[str | None]) -> Any:
         return value
 
     return walk(obj)
+
+
+# -- encoded forms of a known secret ---------------------------------------------------------
+
+ENCODED_MIN_LENGTH = 12
+"""Known secrets at least this long are also searched for in their encoded forms (shorter
+ones only literally: their encodings would match ordinary text)."""
+
+_FORMAT_CHARACTERS = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+"""Every Unicode format character (category ``Cf``) as a regex class body (a test keeps it equal
+to :mod:`unicodedata`)."""
+_SEPARATOR = rf"(?:[\s{_FORMAT_CHARACTERS}]|%(?:20|0[9aAdD])|%[eE]2%80%[89][bBcCdDeEfF])"
+"""What may split a secret: whitespace and format characters, also URL-encoded."""
+_HEX_SEPARATOR = rf"(?:{_SEPARATOR}|[:.,\-]|\\x|0x)"
+"""What may also stand between the digits of a hex dump (``73:6b``, ``\\x73\\x6b``)."""
+_BASE64_TWINS = {"+": "-", "/": "_"}
+"""The URL-safe alphabet's characters for the standard one's."""
+
+
+def encoded_forms(secret: str) -> Iterator[tuple[str, str]]:
+    """``(form, text)``: the forms of ``secret`` searched for, each as it is written when the
+    secret is embedded in a longer encoded text (a base64 form is the part of the encoding that
+    only the secret's bytes make, for each of the three alignments)."""
+    data = secret.encode()
+    yield "literal", secret
+    yield "reversed", secret[::-1]
+    yield "hex", data.hex()
+    for offset in range(3):
+        full, first = (offset + len(data)) // 3, 1 if offset else 0
+        core = base64.b64encode(bytes(offset) + data)[first * 4 : full * 4].decode()
+        if len(core) >= ENCODED_MIN_LENGTH:
+            yield "base64", core
+
+
+def _char_pattern(char: str, form: str) -> str:
+    """One character of a form: itself (either case unless base64; the URL-safe twin in
+    base64), or URL-encoded."""
+    same = {char}
+    if form != "base64":
+        same |= {char.lower(), char.upper()}
+    if form == "base64" and char in _BASE64_TWINS:
+        same.add(_BASE64_TWINS[char])
+    alternatives = [re.escape(c) for c in sorted(same)]
+    if char.isascii():
+        code = f"{ord(char):02x}"
+        alternatives.append("%" + "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in code))
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+@functools.lru_cache(maxsize=64)
+def _encoded_pattern(secret: str) -> re.Pattern[str]:
+    """Every encoded form of ``secret``, each character optionally separated; the group of a
+    match is named after its form."""
+    branches = []
+    for i, (form, text) in enumerate(encoded_forms(secret)):
+        separator = _HEX_SEPARATOR if form == "hex" else _SEPARATOR
+        body = f"{separator}*".join(_char_pattern(c, form) for c in text)
+        branches.append(f"(?P<{form}_{i}>{body})")
+    return re.compile("|".join(branches))
+
+
+_FORMAT_RUN = re.compile(f"[{_FORMAT_CHARACTERS}]+")
+_HEX_NOISE = re.compile(r"[:.,+]|\\x|0x")
+
+
+class Searchable:
+    """A text prepared once for :meth:`forms` searches of many secrets (a report's file): URL
+    escapes decoded, whitespace and format characters removed, case folded, the URL-safe base64
+    characters read as the standard ones; each form of a secret is prepared the same way and
+    found with a plain substring search."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.canonical = _canonical(text)
+        self._hex: str | None = None
+
+    def forms(self, secret: str) -> list[str]:
+        """The forms of ``secret`` (:func:`encoded_forms`) this text holds, each once; only the
+        literal value for secrets shorter than :data:`ENCODED_MIN_LENGTH`."""
+        if len(secret) < ENCODED_MIN_LENGTH:
+            return ["literal"] if len(secret) >= _MIN_SECRET_LENGTH and secret in self.text else []
+        found: list[str] = []
+        for form, text in encoded_forms(secret):
+            if form in found:
+                continue
+            if form == "hex":
+                if self._hex is None:
+                    self._hex = _HEX_NOISE.sub("", self.canonical)
+                hit = _canonical(text) in self._hex
+            else:
+                hit = _canonical(text) in self.canonical
+            if hit:
+                found.append(form)
+        return found
+
+
+def _canonical(text: str) -> str:
+    """``text`` as :class:`Searchable` compares it."""
+    from urllib.parse import unquote
+
+    text = unquote(text, errors="replace") if "%" in text else text
+    text = "".join(text.split())  # whitespace
+    if not text.isascii():  # (a flag: free) format characters
+        text = _FORMAT_RUN.sub("", text)
+    return text.casefold().replace("-", "+").replace("_", "/")
+
+
+def find_encoded(text: str, secret: str) -> list[str]:
+    """The forms of ``secret`` (:func:`encoded_forms`) found in ``text`` (see
+    :class:`Searchable`)."""
+    return Searchable(text).forms(secret)
+
+
+_CREDENTIAL_VARIABLE = re.compile(r"(?i)key|token|secret|credential|passw")
+"""Environment variables whose value is taken for a credential (with :data:`_KEYISH_FIELD`'s
+words)."""
+
+
+def environment_secrets(names: Iterable[str | None] = ()) -> dict[str, str]:
+    """``{variable: value}``: the variables ``names`` (a spec's ``api_key_env``) and every
+    credential-named variable of the environment (``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
+    ``*CREDENTIAL*``, ``*PASSW*``) whose value could be a credential: at least
+    :data:`ENCODED_MIN_LENGTH` characters, no whitespace, not a path."""
+    import os
+
+    wanted = {n for n in names if n}
+    found: dict[str, str] = {}
+    for name, value in os.environ.items():
+        named = name in wanted and len(value) >= _MIN_SECRET_LENGTH
+        if named or _credential_like(name, value):
+            found[name] = value
+    return found
+
+
+def _credential_like(name: str, value: str) -> bool:
+    """A credential-named variable whose value could be a credential."""
+    return bool(
+        _CREDENTIAL_VARIABLE.search(name)
+        and len(value) >= ENCODED_MIN_LENGTH
+        and not any(c.isspace() for c in value)
+        and not value.startswith(("/", "~", "."))
+        and "://" not in value
+    )
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _readable_text(path: Path) -> str:
+    """A file's text as a reader sees it: JSON strings decoded (``\\u200b``, ``\\n``), HTML
+    entities resolved; other files as UTF-8 (undecodable bytes replaced)."""
+    import json
+    from html import unescape  # reading only: entities resolved, nothing escaped
+
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    suffix = path.suffix.lower()
+    if suffix in (".json", ".ipynb"):
+        try:
+            return "\n".join(_strings(json.loads(text)))
+        except ValueError:
+            return text
+    if suffix == ".jsonl":
+        parts: list[str] = []
+        for line in text.splitlines():
+            try:
+                parts.extend(_strings(json.loads(line)))
+            except ValueError:
+                parts.append(line)  # a line that is not JSON is searched as it is
+        return "\n".join(parts)
+    if suffix in (".html", ".htm", ".svg", ".xml"):
+        return unescape(text)
+    return text
+
+
+def secrets_in_files(root: Path, secrets: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+    """``(file relative to root, variable, forms)`` for every file under ``root`` holding a
+    secret (``{variable: value}``) in any form :func:`find_encoded` knows, never the value."""
+    found: list[tuple[str, str, list[str]]] = []
+    if not secrets:
+        return found
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        text = Searchable(_readable_text(path))
+        for name, value in sorted(secrets.items()):
+            forms = text.forms(value)
+            if forms:
+                found.append((path.relative_to(root).as_posix(), name, forms))
+    return found
 
 
 def public_url(url: str | None) -> str | None:

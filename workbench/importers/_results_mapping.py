@@ -273,9 +273,11 @@ def check_mapping(
     _check_columns(raw, columns, add)
     _check_prediction(raw, add)
     _check_labels(raw, rubric_labels, add)
+    _check_label_meaning(raw, rubric_labels, add)
     threshold = raw.get("threshold")
     if isinstance(threshold, dict):
         _check_threshold(threshold, rubric_labels, rubric_pass, rubric_fail, add)
+        _check_threshold_direction(threshold, rubric_pass, rubric_fail, add)
     judge = raw.get("judge")
     prompt_sha = _check_judge(judge, base_dir, add) if isinstance(judge, dict) else None
     problems.raise_if_any(f"{location}: the results mapping has {len(problems)} problem(s)")
@@ -375,6 +377,60 @@ def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> No
                 f" ({', '.join(rubric_labels)})",
                 "map every source value to one of the rubric's labels",
             )
+
+
+def _check_label_meaning(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> None:
+    """The label mapping translates a foreign vocabulary only: a source value that is already a
+    rubric label keeps its meaning (``pass: fail`` inverts the verdicts), and a mapping of
+    nothing but rubric labels onto themselves is not needed."""
+    labels = raw.get("labels")
+    if not isinstance(labels, dict) or not labels:
+        return
+    targets = {as_text(k): number_as_text(v) for k, v in labels.items()}
+    relabelled = {k: v for k, v in targets.items() if k in rubric_labels and v != k}
+    for key, target in relabelled.items():
+        add(
+            f"labels.{key}",
+            "mapping_relabels",
+            f"{key!r} is a rubric label, mapped to {target!r}: the predictions would count as"
+            " what they did not say",
+            f"remove {key!r} from labels (a rubric label is read as itself); predictions whose"
+            " labels mean something else are a different judge, not a mapping",
+        )
+    if not relabelled and all(k in rubric_labels for k in targets):
+        add(
+            "labels",
+            "mapping_labels_unneeded",
+            "every source value is already a rubric label mapped to itself: the mapping is not"
+            " needed",
+            "remove labels: predictions in the rubric's labels are read as they are",
+        )
+
+
+def _check_threshold_direction(
+    threshold: dict[str, Any], rubric_pass: str | None, rubric_fail: str | None, add: Add
+) -> None:
+    """A score on the passing side never becomes the rubric's fail label (nor the reverse):
+    ``pass_if`` states the direction, the labels do not invert it."""
+    pass_label, fail_label = threshold.get("pass_label"), threshold.get("fail_label")
+    inverted = [
+        side
+        for side, label, other in (
+            ("pass_label", pass_label, rubric_fail),
+            ("fail_label", fail_label, rubric_pass),
+        )
+        if label is not None and other is not None and label == other
+    ]
+    for side in inverted:
+        add(
+            f"threshold.{side}",
+            "mapping_threshold_inverted",
+            f"threshold {side} {threshold.get(side)!r} is the rubric's"
+            f" {'fail' if side == 'pass_label' else 'pass'} label: the threshold would invert"
+            " the verdicts",
+            "state the direction with threshold.pass_if (at_least or at_most) and leave"
+            " pass_label and fail_label to the rubric",
+        )
 
 
 def _check_threshold(

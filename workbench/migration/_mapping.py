@@ -18,7 +18,10 @@ mapped. The mapping is a reviewed file, never inferred::
 Rules (:func:`load_label_mapping`, :func:`mapping_problems`; every problem at once): an
 approver and an approval date are required; every target is a label of the new vocabulary;
 every source is a label of the old vocabulary; and every old label, and every verdict the old
-results hold, is mapped: an unmapped label blocks the comparison. The file's sha256 is
+results hold, is mapped: an unmapped label blocks the comparison. A mapping is for renamed
+labels only: one that nothing needs (every old label is already a new label,
+``label_mapping_unneeded``) or that turns a label both vocabularies have into another
+(``pass: fail``, an inversion; ``label_mapping_relabels``) is refused. The file's sha256 is
 recorded wherever the mapped verdicts are used (``workbench compare``'s report).
 """
 
@@ -238,6 +241,7 @@ def mapping_problems(
                 "map every old label to a label of the new vocabulary",
             ),
         ]
+    found += _shape_problems(m.mapping, old_label, new_label, old_labels, new_labels, seen)
     unmapped = sorted({label for label in [*old_labels, *seen] if label not in m.mapping})
     found.append(
         (
@@ -253,6 +257,43 @@ def mapping_problems(
         Problem(location=loaded.path, code=code, message=message, fix=fix)
         for failed, code, message, fix in found
         if failed
+    ]
+
+
+def _shape_problems(
+    mapping: dict[str, str],
+    old_label: str,
+    new_label: str,
+    old_labels: list[str],
+    new_labels: list[str],
+    seen: list[str],
+) -> list[tuple[bool, str, str, str]]:
+    """A mapping is for renamed labels only: refused when nothing needs mapping (every old label
+    and verdict is already a label of the vocabulary compared in) or when it turns a label that
+    vocabulary has into another one (``pass: fail``, an inversion)."""
+    needed = set(mapping_required(old_labels, new_labels)) | {
+        v for v in seen if v not in new_labels
+    }
+    relabelled = sorted(
+        (old, new) for old, new in mapping.items() if old in new_labels and new != old
+    )
+    changes = ", ".join(f"{old!r} -> {new!r}" for old, new in relabelled)
+    return [
+        (
+            not needed,
+            "label_mapping_unneeded",
+            f"{old_label}'s labels {old_labels} are all labels of the vocabulary {new_label} is"
+            f" compared in ({new_labels}): no label was renamed, so no mapping is needed",
+            "drop --label-mapping: labels both versions share are compared as they are",
+        ),
+        (
+            bool(relabelled),
+            "label_mapping_relabels",
+            f"the mapping turns labels the vocabulary {new_label} is compared in also has into"
+            f" other labels ({changes}): old verdicts would count as what they did not say",
+            "map a label both vocabularies have to itself; a label whose meaning changed needs"
+            " a new rubric and gold release, not a mapping",
+        ),
     ]
 
 

@@ -107,6 +107,7 @@ from ._migration import (
     needs_repeatability,
 )
 from ._render import not_run_html, render_html
+from ._secrets import refuse_secrets
 
 NOTEBOOK_NAME = "03_certify.ipynb"
 EXECUTED_NOTEBOOK = "certification.ipynb"
@@ -728,6 +729,9 @@ def _run_and_lock(job: _Job) -> CertificationResult:
     atomic_write_text(job.report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)
+    refuse_secrets(
+        job.report_dir, job.judge
+    )  # fail closed: a report holding a secret is not locked
     lock = seal(job.report_dir, _lock_of(job, gate, timings, failure is None), job.signer)
     run = RunDir(job.report_dir / RUN_DIR)
     # Any held-out run directory (even a partial run) is a use: calls may have been in flight.

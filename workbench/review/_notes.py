@@ -7,6 +7,7 @@ rewritten or deleted. A later note for the same case and judge supersedes an ear
 
 from __future__ import annotations
 
+import csv
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Literal, get_args
 import pandas as pd
 from pydantic import Field, ValidationError, field_validator
 
+from .._csv import spreadsheet_safe
 from .._io import (
     AppendOnlyLog,
     JSONRecordError,
@@ -229,7 +231,11 @@ class ReviewNotes:
     def export(
         self, path: str | Path, judge_fingerprint: str | None = None, *, latest_only: bool = False
     ) -> Path:
-        """Write :meth:`to_frame` to ``path`` (``.csv`` or ``.parquet``, atomically); return it."""
+        """Write :meth:`to_frame` to ``path`` (``.csv`` or ``.parquet``, atomically); return it.
+
+        The ``.csv`` is for spreadsheets: a cell starting with ``=``, ``+``, ``-``, ``@``, a tab
+        or a carriage return gets a leading ``'`` (:mod:`workbench._csv`); the ``.parquet`` keeps
+        every value exactly."""
         target = Path(path)
         suffix = target.suffix.lower()
         if suffix not in EXPORT_FORMATS:
@@ -257,8 +263,12 @@ class ReviewNotes:
                 ],
             )
         frame = self.to_frame(judge_fingerprint, latest_only=latest_only)
-        if suffix == ".csv":
-            atomic_write_text(target, frame.to_csv(index=False))
+        if suffix == ".csv":  # for spreadsheets: formula-like cells neutralized (workbench._csv)
+            for column in frame.columns:
+                if pd.api.types.is_string_dtype(frame[column]):
+                    frame[column] = frame[column].map(spreadsheet_safe)
+            # Every text cell quoted: a carriage return inside a note never breaks a row.
+            atomic_write_text(target, frame.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC))
         else:
             import io
 

@@ -588,7 +588,7 @@ def _draft_rubric(
 ) -> tuple[dict[str, Any], list[Problem], list[str]]:
     hints = m.rubric
     labels, found = _labels(cases, m, at)
-    problems = Problems(found)
+    problems = Problems(found + _relabel_problems(m, labels, at))
     both = "pass" in labels and "fail" in labels
     pass_label = hints.pass_label or ("pass" if both else None)
     fail_label = hints.fail_label or ("fail" if both else None)
@@ -640,6 +640,23 @@ def _draft_rubric(
             " does not show yet are declared",
         )
     return rubric, problems, notes
+
+
+def _relabel_problems(m: TableMapping, labels: list[str], at: Any) -> list[Problem]:
+    """Reviewers' labels keep their meaning: a source value that is itself a label of the
+    rubric is mapped to itself (``pass: fail`` would invert what the reviewers decided)."""
+    problems = Problems()
+    for value, label in (m.labels or {}).items():
+        if value in labels and value != label:
+            problems.add(
+                at("labels", value),
+                "mapping_relabels",
+                f"source value {value!r} is a label of the rubric, mapped to {label!r}: the gold"
+                " would say what the reviewers did not",
+                f"remove {value!r} from labels (a rubric label is read as itself), or correct the"
+                " rows if the reviewers' labels are wrong",
+            )
+    return problems
 
 
 def _labels(cases: dict[str, _Case], m: TableMapping, at: Any) -> tuple[list[str], list[Problem]]:

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ..._csv import spreadsheet_safe
 from ...gold import PARTITIONS, GoldCase
 from .._registry import render_text
 from ._build import Pending
@@ -225,21 +226,21 @@ def _label_table(cases: list[GoldCase], labels: list[str]) -> list[str]:
 
 
 def pending_csv(pending: list[Pending]) -> str:
-    """``adjudication_needed.csv``: one row per case waiting for an adjudicator."""
+    """``adjudication_needed.csv``: one row per case waiting for an adjudicator; a cell a
+    spreadsheet would run as a formula starts with ``'`` (:mod:`workbench._csv`)."""
     buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(["case_id", "partition", "slice", "reviews", "source_rows", "why"])
     for p in pending:
-        writer.writerow(
-            [
-                p.case_id,
-                p.partition,
-                p.slice,
-                "; ".join(f"{who}={label}" for who, label in p.reviews),
-                p.rows,
-                p.why,
-            ]
-        )
+        cells = [
+            p.case_id,
+            p.partition,
+            p.slice,
+            "; ".join(f"{who}={label}" for who, label in p.reviews),
+            p.rows,
+            p.why,
+        ]
+        writer.writerow([spreadsheet_safe(cell) for cell in cells])  # for people (workbench._csv)
     return buffer.getvalue()
 
 
