@@ -242,26 +242,18 @@ def test_a_notebook_that_rewrites_the_policy_copy_is_refused(
     assert not list((root / "reports").rglob("lock.json"))
 
 
-def test_a_pinned_notebook_runs_but_verify_compares_its_records_with_the_real_gold(
+def test_a_notebook_that_relabels_held_out_cases_does_not_verify_against_the_real_gold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A policy may pin a custom notebook by sha256 (no notebook_unpinned); the notebook still
-    cannot relabel held-out cases: verify --gold compares the stored held-out records with the
-    real gold and names the cases (gold_case_changed, exit 1); without --gold the report is
-    intact but not verified (exit 3)."""
+    """A custom notebook relabels every held-out case "pass" in memory, so the report stores
+    relabelled held-out records and its gate is re-run on them (old: verify --gold exit 0).
+    verify --gold compares the stored records with the real gold's and names the cases
+    (gold_case_changed, exit 1); without --gold it is intact but not verified (exit 3)."""
     root = project(tmp_path, monkeypatch)
     relabel = injected(root / "relabel.ipynb", RELABEL_HELD_OUT)
-    policy = root / POLICY.name
-    policy.write_text(
-        POLICY.read_text() + f"certification:\n  notebook_sha256: {sha256_file(relabel)}\n"
-    )
-    result = certify_cli("--notebook", relabel, policy=policy)
-    assert result.exit_code in (0, 1, 3, 4), result.output
-    data = json.loads(result.output)
-    assert data["advisory"] is None
-    assert "notebook_unpinned" not in {b["code"] for b in data["blockers"]}
-    report = Path(data["report_dir"])
-    assert read_lock(report).provenance["notebook"] == "pinned"  # type: ignore[index]
+    result = certify_cli("--notebook", relabel)
+    assert result.exit_code in (1, 3, 4), result.output
+    report = Path(json.loads(result.output)["report_dir"])
     checked = invoke("verify", report, "--gold", "gold", "--json")
     assert checked.exit_code == 1, checked.output
     found = json.loads(checked.output)["reports"][0]
@@ -271,3 +263,26 @@ def test_a_pinned_notebook_runs_but_verify_compares_its_records_with_the_real_go
     unchecked = invoke("verify", report)
     assert unchecked.exit_code == 3, unchecked.output
     assert "NOT VERIFIED (intact" in unchecked.output and "--gold" in unchecked.output
+
+
+def test_a_policy_may_pin_a_custom_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """certification.notebook_sha256 pins a custom notebook: it certifies like the packaged
+    one (no notebook_unpinned; quality failed, exit 1) and the lock says ``pinned``; a notebook
+    with another hash under the same policy is still advisory."""
+    root = project(tmp_path, monkeypatch)
+    notebook = injected(root / "annotated.ipynb", "# our team's annotated copy")
+    policy = root / POLICY.name
+    policy.write_text(
+        POLICY.read_text() + f"certification:\n  notebook_sha256: {sha256_file(notebook)}\n"
+    )
+    result = certify_cli("--notebook", notebook, policy=policy)
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    assert data["advisory"] is None and data["outcome"] == "quality_failed"
+    assert "notebook_unpinned" not in {b["code"] for b in data["blockers"]}
+    provenance = read_lock(data["report_dir"]).provenance
+    assert provenance is not None and provenance["notebook"] == "pinned"
+    verified = invoke("verify", data["report_dir"], "--gold", "gold")
+    assert verified.exit_code == 0 and "pinned notebook" in verified.output
