@@ -173,6 +173,25 @@ def test_without_the_gold_a_report_is_intact_but_not_verified(setup) -> None:
     assert invoke("verify", report, "--gold", str(setup["gold"])).exit_code == 0
 
 
+def test_a_lock_from_before_provenance_verifies_with_a_note(setup) -> None:
+    """Locks written before provenance was recorded hash as before (the field is omitted when
+    None) and verify on their other checks, with the note "not recorded"."""
+    from workbench._lock import Verification
+    from workbench.reports._verify import _check_provenance
+
+    report = setup["first"].report_dir
+    lock = read_lock(report)
+    assert lock.provenance is not None and lock.provenance["notebook"] == "packaged"
+    older = lock.model_copy(update={"provenance": None})
+    assert "provenance" not in older.model_dump(mode="json")
+    result = Verification(path=report)
+    assert _check_provenance(report, older, result) is None
+    assert result.problems == [] and result.checks["provenance"].startswith("not recorded")
+    bad = lock.model_copy(update={"provenance": {"notebook": "packaged"}})
+    assert _check_provenance(report, bad, result) is None
+    assert [p.code for p in result.problems] == ["provenance_invalid"]
+
+
 def test_the_gold_must_be_the_certified_one_and_its_ledger_must_record_the_lock(
     setup, tmp_path: Path
 ) -> None:

@@ -7,8 +7,11 @@
     check the ledger's chain and that it knows every report of this reports root, refuse an
     unexplained re-certification, allocate reports/<c>/<v>/<n>, open a ``started`` entry
     with a one-time token -> copy the inputs -> execute 03_certify.ipynb with papermill
-    (it finds its entry by the token) -> render HTML -> hash everything into lock.json (and
-    sign it) -> close the ledger entry -> make the report read-only.
+    (the copy shipped in the package, or a ``--notebook`` recorded by its sha256; it finds its
+    entry by the token) -> refuse a notebook that changed the copied inputs -> cap an unpinned
+    custom notebook's gate (``notebook_unpinned``, :mod:`._provenance`) -> render HTML -> hash
+    everything into lock.json with the provenance (and sign it) -> close the ledger entry ->
+    make the report read-only.
 
 The notebook does the evaluation through :class:`~workbench.reports.Certification`, so the
 logic lives in the library, where it is tested, and the notebook only calls and displays.

@@ -82,7 +82,8 @@ def check_certification(
         result.checks["gold"] = "not checked: no --gold"
         result.unverified = (
             "the held-out records stored in the report were not compared with the real gold"
-            " dataset, nor its ledger required: verify with --gold G (the certified dataset)"
+            " dataset: verify with --gold G (the certified dataset, whose ledger must record"
+            " this lock)"
         )
     else:
         _check_gold(root, lock, gold, result)
