@@ -286,3 +286,18 @@ def test_a_policy_may_pin_a_custom_notebook(
     assert provenance is not None and provenance["notebook"] == "pinned"
     verified = invoke("verify", data["report_dir"], "--gold", "gold")
     assert verified.exit_code == 0 and "pinned notebook" in verified.output
+
+
+def test_a_custom_notebook_that_is_no_notebook_is_refused_before_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path, monkeypatch)
+    garbage = root / "garbage.ipynb"
+    garbage.write_text("not a notebook")
+    result = certify_cli("--notebook", garbage)
+    assert result.exit_code == 2 and "notebook_invalid" in result.output, result.output
+    assert not (root / "reports").exists()
+    from workbench.heldout import ledger_path_for
+
+    ledger = ledger_path_for(root / "gold")
+    assert not ledger.exists() or "started" not in ledger.read_text()

@@ -39,6 +39,7 @@ the candidate on the gold's sentinels (``sentinels.yaml``, never held-out cases)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -802,6 +803,26 @@ def _check_inputs_unchanged(job: _Job, before: dict[str, str | None]) -> None:
         )
 
 
+def _notebook_node(job: _Job) -> Any:
+    """The notebook to run, parsed from the very bytes whose sha256 the lock records: a file
+    replaced since the inputs were checked is refused (``notebook_changed``)."""
+    import nbformat
+
+    data = job.notebook.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if job.provenance is not None and digest != job.provenance.notebook_sha256:
+        raise refusal(
+            "certification refused",
+            str(job.notebook),
+            "notebook_changed",
+            f"the certification notebook changed after it was checked (sha256"
+            f" {job.provenance.notebook_sha256[:12]} -> {digest[:12]})",
+            "certify again; drop --notebook to run the notebook shipped in the package",
+        )
+    reads: Any = nbformat.reads  # untyped
+    return reads(data.decode("utf-8"), as_version=4)
+
+
 def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
     """Run the certification notebook headless; its failure (if any) is returned, not raised."""
     import papermill
@@ -821,10 +842,11 @@ def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
         "concurrency": job.concurrency,
         "max_cases": job.max_cases,
     }
+    notebook = _notebook_node(job)
     try:
         with kernel_manager_class() as manager:  # IPC: no TCP port, no unencrypted-TCP warning
             papermill.execute_notebook(
-                str(job.notebook),
+                notebook,
                 str(executed),
                 parameters=parameters,
                 cwd=str(job.report_dir),

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from .._io import sha256_file
+from ..errors import refusal
 from ..outcomes import outcome_of
 from ..policy import BLOCKER_CODES, Blocker, Policy
 from ._blockers import CATEGORY_RANK
@@ -83,8 +84,11 @@ def package_sha256() -> str:
 def notebook_provenance(notebook: Path | None, policy: Policy) -> Provenance:
     """The provenance of a certification running ``notebook`` (None: the packaged one)."""
     path = notebook if notebook is not None else packaged_notebook()
-    digest = sha256_file(path)
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
     packaged = sha256_file(packaged_notebook())
+    if digest != packaged:
+        _check_readable(path, data)
     pinned = policy.certification.notebook_sha256 if policy.certification else None
     source: NotebookSource = (
         "packaged"
@@ -100,6 +104,23 @@ def notebook_provenance(notebook: Path | None, policy: Policy) -> Provenance:
         notebook_path=str(path.resolve()),
         package_sha256=package_sha256(),
     )
+
+
+def _check_readable(path: Path, data: bytes) -> None:
+    """A custom notebook must be a notebook papermill can run (refused before the ledger)."""
+    import nbformat
+
+    reads: Any = nbformat.reads  # untyped
+    try:
+        reads(data.decode("utf-8"), as_version=4)
+    except Exception as exc:  # nbformat raises many kinds for a file that is no notebook
+        raise refusal(
+            "cannot certify",
+            str(path),
+            "notebook_invalid",
+            f"--notebook is not a Jupyter notebook ({type(exc).__name__})",
+            "drop --notebook to run the notebook shipped in the package",
+        ) from None
 
 
 def advisory_title(provenance: Provenance) -> str:
