@@ -223,6 +223,9 @@ def test_a_custom_notebook_gives_an_advisory_report_never_a_certification(
     assert gate["outcome"] == "review_required"
     title = (report / "report.html").read_text().split("<title>")[1].split("</title>")[0]
     assert title.startswith("ADVISORY, not a certification")
+    body = (report / "report.html").read_text().split("<main", 1)[1]
+    first_heading = body[body.index("<h") :].split(">", 1)[1]
+    assert first_heading.startswith("ADVISORY, not a certification")  # first on the page
     verified = invoke("verify", report, "--gold", "gold", "--trust", public)
     assert verified.exit_code == 0, verified.output  # a true advisory report, verified as such
     assert "outcome review_required" in verified.output and "ADVISORY" in verified.output

@@ -112,6 +112,7 @@ from ._migration import (
 )
 from ._provenance import (
     Provenance,
+    advisory_section,
     advisory_title,
     cap_unpinned,
     notebook_provenance,
@@ -748,7 +749,8 @@ def _run_and_lock(job: _Job) -> CertificationResult:
     )
     title = f"Certification report: {job.judge.spec.label} ({job.report_id})"
     title = f"{advisory} - {title}" if advisory else title
-    html = render_html(executed, title=title) if executed.exists() else not_run_html()
+    notice = [advisory_section(job.provenance)] if advisory and job.provenance else []
+    html = render_html(executed, title, notice) if executed.exists() else not_run_html()
     atomic_write_text(job.report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)

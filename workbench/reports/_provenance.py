@@ -32,6 +32,7 @@ from ..errors import refusal
 from ..outcomes import outcome_of
 from ..policy import BLOCKER_CODES, Blocker, Policy
 from ._blockers import CATEGORY_RANK
+from ._render import Section
 
 NOTEBOOK_NAME = "03_certify.ipynb"
 UNPINNED = "notebook_unpinned"
@@ -126,6 +127,25 @@ def _check_readable(path: Path, data: bytes) -> None:
 def advisory_title(provenance: Provenance) -> str:
     """The first words of an advisory report's title."""
     return f"ADVISORY, not a certification: custom notebook {provenance.notebook_sha256[:12]}"
+
+
+def advisory_section(provenance: Provenance) -> Section:
+    """The notice an advisory report opens with (above the notebook's first screen)."""
+    return Section(
+        "facts",
+        {
+            "title": advisory_title(provenance),
+            "rows": [
+                ("notebook", f"custom: {provenance.notebook_path}"),
+                ("notebook sha256", provenance.notebook_sha256),
+                (
+                    "why advisory",
+                    "the policy does not pin this notebook (certification.notebook_sha256):"
+                    " what it computed is shown, but it is never a certification",
+                ),
+            ],
+        },
+    )
 
 
 def cap_unpinned(gate: dict[str, Any], provenance: Provenance | None) -> dict[str, Any]:
