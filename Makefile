@@ -72,7 +72,7 @@ demo: $(STAMP)
 		echo "(exit $$status: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required)"; \
 	done
 	@echo
-	$(BIN)/workbench verify $(DEMO_OUT)/reports
+	$(BIN)/workbench verify $(DEMO_OUT)/reports --gold $(DEMO_CERT_GOLD)
 	$(BIN)/workbench reports --reports $(DEMO_OUT)/reports --ledger
 	@echo; echo "Open the reports: $(DEMO_OUT)/reports/rubric-judge/2/1/report.html and $(DEMO_OUT)/reports/rubric-judge/3/1/report.html"
 

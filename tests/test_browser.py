@@ -213,7 +213,7 @@ def hostile_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> 
     policy = _hostile_policy(root)
     candidate = _hostile_candidate(root)
     with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(ROOT)  # certify finds notebooks/03_certify.ipynb from the project root
+        mp.chdir(ROOT)  # the project root (certify runs the packaged notebook from anywhere)
         mp.setenv("WORKBENCH_CACHE_DIR", str(root / "cache"))
         # The certification notebook runs in its own kernel, which inherits the environment.
         mp.setenv("PYTHONPATH", str(TESTS), prepend=":")

@@ -108,7 +108,7 @@ def test_lock_records_every_hash_and_verifies(first, demo_gold: Path) -> None:
         == str(demo_gold.resolve() / "held_out_ledger.jsonl")
     )
     assert verify_report(report_dir) == []
-    result = CliRunner().invoke(main, ["verify", str(report_dir)])
+    result = CliRunner().invoke(main, ["verify", str(report_dir), "--gold", str(demo_gold)])
     assert result.exit_code == 0 and "verified" in result.output
 
 

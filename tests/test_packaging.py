@@ -83,9 +83,10 @@ def test_the_package_data_ships_the_certification_notebook_and_py_typed() -> Non
     )
 
 
-def test_default_notebook_falls_back_to_the_packaged_copy(
+def test_default_notebook_is_always_the_packaged_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 28: certify runs the notebook shipped in the package, never a project's copy."""
     from workbench.reports._certify import default_notebook
 
     monkeypatch.chdir(tmp_path)  # no notebooks/ here
@@ -97,4 +98,4 @@ def test_default_notebook_falls_back_to_the_packaged_copy(
     )
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "03_certify.ipynb").write_text("{}", encoding="utf-8")
-    assert default_notebook() == Path("notebooks") / "03_certify.ipynb"  # a project's own copy wins
+    assert default_notebook() == packaged  # a project's own copy is never run

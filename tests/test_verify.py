@@ -128,7 +128,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_the_reports_verify_with_every_check(setup) -> None:
-    result = invoke("verify", str(setup["reports"]), "--json")
+    result = invoke("verify", str(setup["reports"]), "--gold", str(setup["gold"]), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["verified"] is True and [r["report_id"] for r in data["reports"]] == [
@@ -141,6 +141,8 @@ def test_the_reports_verify_with_every_check(setup) -> None:
             r["checks"]["ledger"] == "ok"
             and r["checks"]["chain"] == "ok"
             and r["checks"]["files"] == "ok"
+            and r["checks"]["gold"].startswith("ok (")
+            and r["status"] == "verified"
         )
     first, second = data["reports"]
     assert (
@@ -151,8 +153,70 @@ def test_the_reports_verify_with_every_check(setup) -> None:
         second["checks"]["signature"] == "unsigned"
         and "only show accidental change" in second["signature"]
     )
-    text = invoke("verify", str(setup["second"].report_dir))
+    text = invoke("verify", str(setup["second"].report_dir), "--gold", str(setup["gold"]))
     assert text.exit_code == 0 and "only show accidental change" in text.output
+
+
+def test_without_the_gold_a_report_is_intact_but_not_verified(setup) -> None:
+    """Issue 28 point 2: ``verify`` without --gold called a certification verified (exit 0);
+    the report's own stored gold proves nothing about the real dataset. Now: not verified
+    (status not_verified, exit 3), its integrity checks reported apart."""
+    report = str(setup["first"].report_dir)
+    text = invoke("verify", report)
+    assert text.exit_code == 3, text.output
+    assert "NOT VERIFIED (intact" in text.output and "verify with --gold G" in text.output
+    data = json.loads(invoke("verify", report, "--json").output)
+    first = data["reports"][0]
+    assert data["verified"] is False and first["verified"] is False
+    assert first["status"] == "not_verified" and first["intact"] is True
+    assert first["problems"] == [] and first["checks"]["gold"] == "not checked: no --gold"
+    assert invoke("verify", report, "--gold", str(setup["gold"])).exit_code == 0
+
+
+def test_a_lock_from_before_provenance_verifies_with_a_note(setup) -> None:
+    """Locks written before provenance was recorded hash as before (the field is omitted when
+    None) and verify on their other checks, with the note "not recorded"."""
+    from workbench._lock import Verification
+    from workbench.reports._verify import _check_provenance
+
+    report = setup["first"].report_dir
+    lock = read_lock(report)
+    assert lock.provenance is not None and lock.provenance["notebook"] == "packaged"
+    older = lock.model_copy(update={"provenance": None})
+    assert "provenance" not in older.model_dump(mode="json")
+    result = Verification(path=report)
+    assert _check_provenance(report, older, result) is None
+    assert result.problems == [] and result.checks["provenance"].startswith("not recorded")
+    bad = lock.model_copy(update={"provenance": {"notebook": "packaged"}})
+    assert _check_provenance(report, bad, result) is None
+    assert [p.code for p in result.problems] == ["provenance_invalid"]
+
+
+def test_the_gold_must_be_the_certified_one_and_its_ledger_must_record_the_lock(
+    setup, tmp_path: Path
+) -> None:
+    """--gold G: the stored held-out records are compared with G's held-out cases, case by
+    case, and G's own ledger must record this lock as finished. A fresh copy of the demo (the
+    same held-out cases, no ledger) and a copy with one held-out case relabelled both fail."""
+    report = str(setup["first"].report_dir)
+    fresh = tmp_path / "fresh"
+    shutil.copytree(DEMO, fresh)
+    unrecorded = json.loads(invoke("verify", report, "--gold", str(fresh), "--json").output)
+    codes = {p["code"] for p in unrecorded["reports"][0]["problems"]}
+    assert unrecorded["reports"][0]["checks"]["gold"].startswith("ok (")
+    assert codes & {"ledger_missing", "ledger_entry_missing"}, codes
+    relabelled = tmp_path / "relabelled"
+    shutil.copytree(setup["gold"], relabelled)
+    rows = [json.loads(line) for line in (relabelled / "gold.jsonl").read_text().splitlines()]
+    target = next(r for r in rows if r["partition"] == "held_out" and r.get("adjudication"))
+    target["adjudication"]["label"] = (
+        "pass" if target["adjudication"]["label"] == "fail" else "fail"
+    )
+    (relabelled / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (relabelled / "releases.jsonl").unlink()  # unfrozen, so the relabelled copy loads
+    result = invoke("verify", report, "--gold", str(relabelled))
+    assert result.exit_code == 1, result.output
+    assert "gold_case_changed" in result.output and target["case_id"] in result.output
 
 
 # -- the chain of two certifications ---------------------------------------------------------
@@ -273,7 +337,7 @@ def test_a_report_copied_on_its_own_verifies_with_the_chain_not_checked(
 ) -> None:
     alone = tmp_path / "shared-copy"
     shutil.copytree(setup["second"].report_dir, alone)
-    result = verify_one(alone)
+    result = verify_one(alone, gold=setup["gold"])
     assert result.verified, result.problems
     assert result.checks["chain"].startswith("not checked") and result.checks["ledger"] == "ok"
     moved = setup["gold"].with_name("gold-moved")
@@ -281,7 +345,8 @@ def test_a_report_copied_on_its_own_verifies_with_the_chain_not_checked(
     try:
         result = invoke("verify", str(alone), "--json")
         report = json.loads(result.output)["reports"][0]
-        assert result.exit_code == 0 and report["checks"]["ledger"].startswith("not checked")
+        assert result.exit_code == 3 and report["checks"]["ledger"].startswith("not checked")
+        assert report["status"] == "not_verified" and report["intact"] is True
         assert report["checks"]["chain"].startswith("not checked") and report["checks"][
             "outcome"
         ].startswith("ok")
@@ -293,7 +358,7 @@ def test_a_report_copied_on_its_own_verifies_with_the_chain_not_checked(
 
 def test_no_traceback_on_any_path(setup, tmp_path: Path) -> None:
     lock_file = setup["first"].report_dir / "lock.json"
-    assert invoke("verify", str(lock_file)).exit_code == 0
+    assert invoke("verify", str(lock_file), "--gold", str(setup["gold"])).exit_code == 0
     missing = invoke("verify", str(tmp_path / "nope"))
     assert missing.exit_code == 2 and "report_missing" in missing.output
     empty = tmp_path / "empty"
@@ -329,7 +394,9 @@ def test_a_signed_lock_is_trusted_only_for_a_trusted_key(setup, tmp_path: Path) 
         and lock.signature.public_key.split()[:2] == setup["openssh_pub"].read_text().split()[:2]
     )
     assert lock.content_sha256() == lock.lock_sha256  # the signature is outside the hashed content
-    trusted = invoke("verify", str(first), "--trust", str(setup["openssh_pub"]))
+    trusted = invoke(
+        "verify", str(first), "--gold", str(setup["gold"]), "--trust", str(setup["openssh_pub"])
+    )
     assert trusted.exit_code == 0 and "signed by a trusted key: team@test" in trusted.output
     untrusted = invoke("verify", str(first), "--trust", str(setup["pem_pub"]))
     assert untrusted.exit_code == 1 and "signature_untrusted" in untrusted.output
@@ -364,7 +431,9 @@ def test_pem_keys_sign_and_a_trusted_resigner_is_trusted(setup, tmp_path: Path) 
     reports = writable_copy(setup["reports"], tmp_path / "reports")
     report = reports / setup["second"].report_id
     write_lock(report, read_lock(report), signer=load_signer(setup["pem"]))
-    result = invoke("verify", str(report), "--trust", str(setup["pem_pub"]))
+    result = invoke(
+        "verify", str(report), "--gold", str(setup["gold"]), "--trust", str(setup["pem_pub"])
+    )
     assert result.exit_code == 0 and "other@test" in result.output
 
 

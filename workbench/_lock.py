@@ -91,6 +91,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "last_certified": None,
     "payloads": None,
     "policy_file": None,
+    "provenance": None,
 }
 """Fields added to lock format 2 after its first locks: a lock without them dumps, and so
 hashes, as before."""
@@ -177,6 +178,11 @@ class Lock(Record):
     payloads: dict[str, str] | None = None
     """A ranking run: sha256 of every request payload (``payloads/<sha>.json``), present or
     pruned; ``workbench prune`` may delete them after their expiry."""
+    provenance: dict[str, Any] | None = None
+    """A certification: what ran it (:class:`~workbench.reports.Provenance`): ``workbench``
+    (version), ``notebook`` (``packaged``, ``pinned`` by the policy, or ``custom``: advisory),
+    ``notebook_sha256``, ``notebook_path`` and ``package_sha256`` (every file of the installed
+    package). None in locks written before it was recorded (``verify`` says so)."""
     lock_sha256: str = ""
     """sha256 over the canonical JSON of this lock without this field and ``signature``."""
     signature: LockSignature | None = None
@@ -354,10 +360,25 @@ class Verification:
     problems: list[Problem] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
     signature: str = "not checked"
+    unverified: str | None = None
+    """Why an intact report is still not verified (a certification checked without its gold)."""
+
+    @property
+    def intact(self) -> bool:
+        """No check failed (the hashes, the lock, the recomputed outcome, the ledger hold)."""
+        return not self.problems
+
+    @property
+    def status(self) -> str:
+        """``verified``; ``not_verified`` (intact, but a check that decides it could not run:
+        :attr:`unverified`); ``failed`` (a check failed)."""
+        if self.problems:
+            return "failed"
+        return "not_verified" if self.unverified else "verified"
 
     @property
     def verified(self) -> bool:
-        return not self.problems
+        return self.status == "verified"
 
     def fail(
         self, check: str, location: str | Path, code: str, message: str, fix: str = RESTORE
@@ -374,6 +395,9 @@ class Verification:
             "kind": self.kind,
             "report_id": self.report_id,
             "verified": self.verified,
+            "status": self.status,
+            "intact": self.intact,
+            "unverified": self.unverified,
             "outcome": self.outcome,
             "lock_sha256": self.lock_sha256,
             "files": self.files,

@@ -11,7 +11,8 @@ exit  outcomes
 0     ``certified``, ``passed``, ``complete`` (ok)
 1     ``quality_failed``, ``failed`` (a judge misses a limit, a check or ``verify`` failed)
 2     ``invalid_input``, ``contract_problems`` (bad input, a refused join, a contract problem)
-3     ``evaluation_incomplete``, ``incomplete`` (evidence missing: budget, case limit, breaker)
+3     ``evaluation_incomplete``, ``incomplete`` (evidence missing: budget, case limit, breaker;
+      ``verify`` of a certification without its gold)
 4     ``review_required`` (a person must decide)
 5     ``evaluator_errors`` (a run finished, but some cases ended in evaluator errors)
 ====  =====================================================================================

@@ -209,7 +209,7 @@ def run_release(
     except WorkbenchError as exc:
         return _invalid(base, candidate, exc)
     report_dir = Path(result.report_dir)
-    verification = verify_path(report_dir)[0]
+    verification = verify_path(report_dir, gold=gold)[0]
     checks = [*_certification_checks(result), _verify_check(result.report_id, verification)]
     lock = json.loads((report_dir / "lock.json").read_text(encoding="utf-8"))
     exit_code = OUTCOME_EXIT[result.outcome]

@@ -115,7 +115,14 @@ SHARED: dict[str, Shared] = {
     ),
     "notebook": Shared(
         ("--notebook",),
-        {"type": PATH, "help": "Certification notebook (default notebooks/03_certify.ipynb)."},
+        {
+            "type": PATH,
+            "help": (
+                "Custom certification notebook (default: the one shipped in the package). Its"
+                " sha256 is locked; unless the policy pins it (certification.notebook_sha256)"
+                " the report is advisory, never certified."
+            ),
+        },
     ),
     "partition": Shared(
         ("--partition",),

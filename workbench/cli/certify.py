@@ -85,7 +85,9 @@ from ._run_options import fixed_concurrency, run_options
 def certify(resume_review: str | None, options: RunOptions, as_json: bool, **given: Any) -> None:
     """Certify a candidate once on the held-out partition and write a locked report.
 
-    Executes notebooks/03_certify.ipynb headless with papermill and writes
+    Executes the certification notebook shipped in the installed package (never one in the
+    current directory; a --notebook the policy does not pin by sha256 gives an advisory report,
+    never certified) headless with papermill and writes
     reports/<candidate>/<version>/<n>/: the executed notebook, report.html (no code, charts
     as inline SVG, nothing loaded from the network), lock.json with every hash, and a
     restricted/ directory with case-level held-out detail. Every held-out use is recorded in
@@ -160,8 +162,9 @@ def _certify(given: dict[str, Any], options: RunOptions) -> Any:
 
 
 def show_verifications(results: list[Any], as_json: bool) -> None:
-    """Print verifications (``workbench verify``, ``workbench ranking verify``); exit 1 unless
-    every report verified."""
+    """Print verifications (``workbench verify``, ``workbench ranking verify``); exit 0 when
+    every report verified, 1 when a check failed, else 3 when a report is intact but not
+    verified (a certification checked without its gold)."""
     if as_json:
         echo_json(
             {
@@ -172,17 +175,22 @@ def show_verifications(results: list[Any], as_json: bool) -> None:
     for r in [] if as_json else results:
         for problem in r.problems:
             click.echo(problem.format(), err=True)
+        what = (
+            f"{r.kind or 'report'}, {r.files} files, lock sha256 {r.lock_sha256}, outcome"
+            f" {r.outcome}"
+        )
         if r.verified:
-            click.echo(
-                f"{r.path}: verified - {r.kind or 'report'}, {r.files} files, lock sha256"
-                f" {r.lock_sha256}, outcome {r.outcome}"
-            )
+            click.echo(f"{r.path}: verified - {what}")
+        elif r.intact:
+            click.echo(f"{r.path}: NOT VERIFIED (intact: {what}) - {r.unverified}", err=True)
         else:
             click.echo(f"{r.path}: NOT VERIFIED - {len(r.problems)} problem(s)", err=True)
         click.echo("  " + "; ".join(f"{k}: {v}" for k, v in r.checks.items()))
         click.echo(f"  signature: {r.signature}")
-    if not all(r.verified for r in results):
+    if not all(r.intact for r in results):
         raise SystemExit(ExitCode.FAILED)
+    if not all(r.verified for r in results):
+        raise SystemExit(ExitCode.INCOMPLETE)
 
 
 @click.command()
@@ -191,8 +199,9 @@ def show_verifications(results: list[Any], as_json: bool) -> None:
     "gold",
     required=False,
     help=(
-        "The certified gold dataset, to check against its ledger (default: the dataset the lock"
-        " names, when it is on this machine)."
+        "The certified gold dataset: the report's stored held-out records are compared with its"
+        " held-out cases and its ledger must record the lock as finished. Without it a"
+        " certification is at best intact, never verified (exit 3)."
     ),
 )
 @option("trust")
@@ -205,9 +214,12 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
     signature; for a certification the gate re-run on the evidence stored in the report
     (outcome, blockers, figures; a migration's transitions), the held-out ledger (chain,
     started and finished entries, reports the ledger knows but the disk lacks) and the chain
-    of reports; for a ranking or noise run, its report against the lock. Exit 0 verified, 1
-    not verified, 2 invalid input. PATH may be a report directory, its lock.json, a reports
-    root, or a run directory locked with --lock.
+    of reports, and what ran it (workbench version, notebook and package hashes; a custom
+    notebook's report is advisory); with --gold, the stored held-out records against the real
+    gold and its ledger; for a ranking or noise run, its report against the lock. Exit 0
+    verified, 1 a check failed, 3 intact but not verified (a certification without --gold), 2
+    invalid input. PATH may be a report directory, its lock.json, a reports root, or a run
+    directory locked with --lock.
     """
     from ..reports import load_trust, verify_path
 

@@ -14,8 +14,8 @@ Features: ``gate`` (the release gate, :mod:`workbench.policy._gate`), ``ranking`
 (:meth:`workbench.controls.ControlsReport.blockers`: ``quality`` when a control failed,
 ``incomplete`` when the role could not be evaluated), ``repeatability``
 (:func:`workbench.repeatability.repeatability_blockers`), ``migration``
-(:mod:`workbench.migration._certify`) and ``certify`` (lineage and a failed certification
-notebook).
+(:mod:`workbench.migration._certify`) and ``certify`` (lineage, a failed certification
+notebook, and ``notebook_unpinned``: a custom notebook the policy does not pin).
 
 Deliberately a plain module (no pydantic): every feature imports it.
 """
@@ -160,6 +160,12 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "baseline_incomplete": _missing("migration"),
     "lineage_failed": _missing("certify"),
     "certification_failed": _missing("certify"),
+    "notebook_unpinned": BlockerCode(
+        "review",
+        "certify",
+        "a notebook the policy does not pin decided nothing: certify with the packaged notebook",
+        "no",
+    ),
 }
 """code -> :class:`BlockerCode`: every blocker code, its category, feature and waivability."""
 

@@ -216,6 +216,15 @@ class ControlsPolicy(_Model):
     cannot be edited between certifications."""
 
 
+class CertificationPolicy(_Model):
+    """How certification under this policy may run."""
+
+    notebook_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of a custom certification notebook (``workbench certify --notebook``) this policy
+    accepts. Without it, only the notebook shipped in the installed package certifies; any other
+    notebook gives an advisory report (the ``notebook_unpinned`` blocker: never certified)."""
+
+
 class Policy(_Model):
     """A release policy, exactly as stored in ``data/policies/<name>@<version>.yaml``."""
 
@@ -257,6 +266,9 @@ class Policy(_Model):
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None
     """The control suite certification runs first, and which roles block."""
+    certification: CertificationPolicy | None = None
+    """Pins a custom certification notebook by its sha256 (``notebook_sha256``). None: only the
+    packaged notebook certifies."""
     use: Use | None = None
     """The judge's declared use: ``advisory`` (annotate experiments; every verdict is reviewed),
     ``route`` (verdicts route cases, e.g. clear passes and fails, while humans inspect

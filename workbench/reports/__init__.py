@@ -62,6 +62,7 @@ from ._present import (
     outcome_section,
     previous_certification,
 )
+from ._provenance import Provenance, package_sha256, packaged_notebook
 from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
     merge_interval,
@@ -78,6 +79,7 @@ __all__ = [
     "DASH_NOTE",
     "RUN_DIR",
     "Certification",
+    "Provenance",
     "Lock",
     "LockSignature",
     "Section",
@@ -113,6 +115,8 @@ __all__ = [
     "ordinal_section_html",
     "ordinal_tables",
     "outcome_section",
+    "package_sha256",
+    "packaged_notebook",
     "pct",
     "pending_for_report",
     "previous_certification",

@@ -7,8 +7,11 @@
     check the ledger's chain and that it knows every report of this reports root, refuse an
     unexplained re-certification, allocate reports/<c>/<v>/<n>, open a ``started`` entry
     with a one-time token -> copy the inputs -> execute 03_certify.ipynb with papermill
-    (it finds its entry by the token) -> render HTML -> hash everything into lock.json (and
-    sign it) -> close the ledger entry -> make the report read-only.
+    (the copy shipped in the package, or a ``--notebook`` recorded by its sha256; it finds its
+    entry by the token) -> refuse a notebook that changed the copied inputs -> cap an unpinned
+    custom notebook's gate (``notebook_unpinned``, :mod:`._provenance`) -> render HTML -> hash
+    everything into lock.json with the provenance (and sign it) -> close the ledger entry ->
+    make the report read-only.
 
 The notebook does the evaluation through :class:`~workbench.reports.Certification`, so the
 logic lives in the library, where it is tested, and the notebook only calls and displays.
@@ -36,6 +39,7 @@ the candidate on the gold's sentinels (``sentinels.yaml``, never held-out cases)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -106,10 +110,17 @@ from ._migration import (
     locked_migration,
     needs_repeatability,
 )
+from ._provenance import (
+    Provenance,
+    advisory_section,
+    advisory_title,
+    cap_unpinned,
+    notebook_provenance,
+    packaged_notebook,
+)
 from ._render import not_run_html, render_html
 from ._secrets import refuse_secrets
 
-NOTEBOOK_NAME = "03_certify.ipynb"
 EXECUTED_NOTEBOOK = "certification.ipynb"
 HTML_FILE = "report.html"
 GATE_FILE = "gate.json"
@@ -130,15 +141,10 @@ _LOCKED_EVIDENCE = (
 
 
 def default_notebook() -> Path:
-    """The certification notebook: the project's ``notebooks/03_certify.ipynb`` when the
-    current directory has one, else the copy shipped in the package (``workbench/notebooks/``,
-    package data), so an installed wheel certifies from any directory."""
-    local = Path("notebooks") / NOTEBOOK_NAME
-    if local.exists():
-        return local
-    from importlib.resources import files
-
-    return Path(str(files("workbench") / "notebooks" / NOTEBOOK_NAME))
+    """The certification notebook: always the copy shipped in the installed package
+    (``workbench/notebooks/``, package data), never one found in the working directory (a
+    project's ``notebooks/03_certify.ipynb`` is there to read; :mod:`._provenance`)."""
+    return packaged_notebook()
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,8 @@ class CertificationResult:
     blockers: list[dict[str, Any]]
     lock_sha256: str
     timings_s: dict[str, float]
+    advisory: str | None = None
+    """Set when a custom notebook the policy does not pin ran: the advisory note."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as ``workbench certify --json`` prints it."""
@@ -161,11 +169,13 @@ class CertificationResult:
             "blockers": self.blockers,
             "lock_sha256": self.lock_sha256,
             "timings_s": self.timings_s,
+            "advisory": self.advisory,
         }
 
     def format(self) -> str:
         """The report, the outcome with the lock's hash, every blocker, and the timings."""
         lines = [
+            *([self.advisory] if self.advisory else []),
             f"report: {self.report_dir}",
             f"outcome: {self.outcome.upper()} ({len(self.blockers)} blocker(s)); lock sha256"
             f" {self.lock_sha256}",
@@ -213,6 +223,7 @@ class _Inputs:
     old_judge: Judge | None
     budget: float | None
     signer: Signer | None
+    provenance: Provenance
 
     @property
     def fingerprint(self) -> str:
@@ -268,6 +279,7 @@ class _Job:
     resume_from: Path | None = None
     copies: dict[str, Path] = field(default_factory=dict)
     policy_file: str | None = None
+    provenance: Provenance | None = None
 
     @property
     def report_id(self) -> str:
@@ -314,6 +326,7 @@ def certify(
     ledger = HeldOutLedger(ledger_path_for(inputs.gold))
     job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
+    job.provenance = inputs.provenance
     job.max_cases, job.kernel_name = max_cases, kernel_name
     job.policy_file = str(inputs.policy_path.resolve())
 
@@ -371,7 +384,7 @@ def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: P
                 notebook,
                 "notebook_missing",
                 "the certification notebook is missing",
-                "run from the project root, or pass --notebook",
+                "drop --notebook to run the notebook shipped in the package",
             ),
             (
                 mapping is not None and baseline is None,
@@ -404,7 +417,8 @@ def _check_inputs(
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
     baseline_path = Path(baseline) if baseline is not None else None
     mapping_path = Path(label_mapping) if label_mapping is not None else None
-    notebook_path = Path(notebook) if notebook else default_notebook()
+    custom = Path(notebook) if notebook else None
+    notebook_path = custom or default_notebook()
     _check_paths(policy, notebook_path, mapping_path, baseline_path)
     judge = load_candidate(candidate)  # every input is checked before anything is written
     policy_model = load_policy(policy)
@@ -445,6 +459,7 @@ def _check_inputs(
         old_judge,
         budget,
         signer,
+        notebook_provenance(custom, policy_model),
     )
 
 
@@ -641,7 +656,8 @@ def resume_review(
     start). Refused (exit 2) for a report that does not verify, that is no migration, that
     judged no held-out case, or whose gold, candidate or policy changed since.
     """
-    notebook_path = Path(notebook) if notebook else default_notebook()
+    custom = Path(notebook) if notebook else None
+    notebook_path = custom or default_notebook()
     refused = "cannot re-evaluate the report"
     first, lock, dataset = locked_migration(report, gold, refused=refused, notebook=notebook_path)
     if "/".join(first.resolve().parts[-3:]) != lock.report_id:
@@ -664,7 +680,8 @@ def resume_review(
             "certify the candidate as it is now (a new certification)",
         )
     signer = load_signer(sign_key) if sign_key is not None else None
-    _check_side_logs(dataset, load_policy(first / str(lock.input_files.get("policy"))))
+    policy = load_policy(first / str(lock.input_files.get("policy")))
+    _check_side_logs(dataset, policy)
     root = first.resolve().parents[2]
     job = _open_entry(
         HeldOutLedger(ledger_path_for(dataset.root)),
@@ -688,6 +705,7 @@ def resume_review(
     )
     job.signer, job.kernel_name, job.resume_from = signer, kernel_name, first
     job.policy_file = lock.policy_file
+    job.provenance = notebook_provenance(custom, policy)
     job.resumes = PreviousReport(
         report_id=lock.report_id, lock_sha256=lock.lock_sha256, status="locked"
     )
@@ -718,14 +736,25 @@ def _copy_locked_evidence(first: Path, report_dir: Path, lock: Lock) -> dict[str
 def _run_and_lock(job: _Job) -> CertificationResult:
     t0 = time.perf_counter()
     executed = job.report_dir / EXECUTED_NOTEBOOK
+    inputs = _input_hashes(job)
     failure = _execute_notebook(job, executed)
     executed_at = time.perf_counter()
+    _check_inputs_unchanged(job, inputs)
     gate = _read_gate(job.report_dir)
     if failure is not None or gate is None:
         gate = public_gate(_failed_gate(failure, job.judge))
         atomic_write_json(job.report_dir / GATE_FILE, gate)
+    capped = cap_unpinned(gate, job.provenance)  # outside the notebook, which cannot skip it
+    if capped is not gate:
+        gate = capped
+        atomic_write_json(job.report_dir / GATE_FILE, gate)
+    advisory = (
+        advisory_title(job.provenance) if job.provenance and job.provenance.advisory else None
+    )
     title = f"Certification report: {job.judge.spec.label} ({job.report_id})"
-    html = render_html(executed, title=title) if executed.exists() else not_run_html()
+    title = f"{advisory} - {title}" if advisory else title
+    notice = [advisory_section(job.provenance)] if advisory and job.provenance else []
+    html = render_html(executed, title, notice) if executed.exists() else not_run_html()
     atomic_write_text(job.report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)
@@ -748,8 +777,59 @@ def _run_and_lock(job: _Job) -> CertificationResult:
     )
     timings["lock"] = round(time.perf_counter() - rendered_at, 3)
     return CertificationResult(
-        job.report_dir, job.report_id, gate["outcome"], gate["blockers"], lock.lock_sha256, timings
+        job.report_dir,
+        job.report_id,
+        gate["outcome"],
+        gate["blockers"],
+        lock.lock_sha256,
+        timings,
+        advisory,
     )
+
+
+def _input_hashes(job: _Job) -> dict[str, str | None]:
+    """sha256 of every input copied into the report (what the gate is decided under)."""
+    return {name: maybe_sha256(path) for name, path in sorted(job.copies.items())}
+
+
+def _check_inputs_unchanged(job: _Job, before: dict[str, str | None]) -> None:
+    """The notebook must leave the copied inputs as certify wrote them: a notebook that
+    rewrote the policy (or spec, overrides, suite) copy is refused (the use counts)."""
+    changed = [name for name, digest in _input_hashes(job).items() if before.get(name) != digest]
+    if changed:
+        raise WorkbenchError(
+            "certification refused",
+            [
+                Problem(
+                    location=str(job.copies[name]),
+                    code="input_changed_by_notebook",
+                    message=f"the certification notebook changed the {name} copied into the"
+                    " report: nothing it decided can be trusted",
+                    fix="certify with the notebook shipped in the package (drop --notebook)",
+                )
+                for name in changed
+            ],
+        )
+
+
+def _notebook_node(job: _Job) -> Any:
+    """The notebook to run, parsed from the very bytes whose sha256 the lock records: a file
+    replaced since the inputs were checked is refused (``notebook_changed``)."""
+    import nbformat
+
+    data = job.notebook.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if job.provenance is not None and digest != job.provenance.notebook_sha256:
+        raise refusal(
+            "certification refused",
+            str(job.notebook),
+            "notebook_changed",
+            f"the certification notebook changed after it was checked (sha256"
+            f" {job.provenance.notebook_sha256[:12]} -> {digest[:12]})",
+            "certify again; drop --notebook to run the notebook shipped in the package",
+        )
+    reads: Any = nbformat.reads  # untyped
+    return reads(data.decode("utf-8"), as_version=4)
 
 
 def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
@@ -771,10 +851,11 @@ def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
         "concurrency": job.concurrency,
         "max_cases": job.max_cases,
     }
+    notebook = _notebook_node(job)
     try:
         with kernel_manager_class() as manager:  # IPC: no TCP port, no unencrypted-TCP warning
             papermill.execute_notebook(
-                str(job.notebook),
+                notebook,
                 str(executed),
                 parameters=parameters,
                 cwd=str(job.report_dir),
@@ -882,6 +963,7 @@ def _lock_of(job: _Job, gate: dict[str, Any], timings: dict[str, float], ran: bo
         requested_authority=requested_authority(policy).model_dump(mode="json"),
         grant=grant_for(policy, gate, report_id=job.report_id).model_dump(mode="json"),
         last_certified=_last_certified(policy, job),
+        provenance=job.provenance.model_dump(mode="json") if job.provenance else None,
     )
 
 

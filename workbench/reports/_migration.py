@@ -274,7 +274,7 @@ def locked_migration(
         raise refuse(
             "notebook_missing",
             f"the certification notebook {notebook} is missing",
-            "run from the project root, or pass --notebook",
+            "drop --notebook to run the notebook shipped in the package",
         )
     lock = read_lock(root)
     if lock.baseline_fingerprint is None:

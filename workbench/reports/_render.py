@@ -85,8 +85,14 @@ def render_document(title: str, parts: Sequence[Section | str]) -> str:
     return add_content_security_policy(strip_scripts(strip_external(page)))
 
 
-def render_html(notebook_path: str | Path, title: str = "Certification report") -> str:
-    """A certification's page: the executed notebook's outputs as its sections (module doc)."""
+def render_html(
+    notebook_path: str | Path,
+    title: str = "Certification report",
+    first: Sequence[Section] = (),
+) -> str:
+    """A certification's page: ``first`` (sections certify puts above everything, e.g. the
+    advisory notice of a custom notebook), then the executed notebook's outputs as its
+    sections (module doc)."""
     import nbformat
 
     read: Any = nbformat.read  # untyped
@@ -97,7 +103,7 @@ def render_html(notebook_path: str | Path, title: str = "Certification report") 
         if SKIP_TAG not in cell.get("metadata", {}).get("tags", [])
         for block in _cell_blocks(cell)
     ]
-    return render_document(title, blocks)
+    return render_document(title, [*first, *blocks])
 
 
 def _cell_blocks(cell: Any) -> list[str]:

@@ -13,6 +13,17 @@ file, the signature); a certification (kinds ``certification``, ``migration``,
   lock's hash; no report of the same reports root that the ledger knows is missing on disk.
   Not checked when the dataset (hence its ledger) is not on this machine and no ``--gold``
   is given;
+- **gold**: with ``--gold G``, the held-out records stored in the report (labels, slices,
+  responses, inputs: :func:`~workbench.heldout.content_key`) are the held-out cases of ``G``,
+  case by case (``gold_case_changed``, ``gold_case_missing``, ``gold_case_added`` name the case
+  ids), and the ledger checked is ``G``'s own (:func:`~workbench.heldout.ledger_path_for`),
+  which must record this lock as finished. Without ``--gold`` an intact report is **not
+  verified** (status ``not_verified``, exit 3): a report's own stored gold proves nothing
+  about the real dataset;
+- **provenance**: what ran (the lock's :class:`~workbench.reports.Provenance`: workbench
+  version, notebook and its sha256, package sha256) is reported; a report of a custom notebook
+  its policy does not pin is advisory (its re-run gate gets ``notebook_unpinned`` too). A lock
+  written before provenance was recorded verifies with the note "not recorded";
 - **chain**: the previous report the lock names (and, for a re-evaluation, the report it
   resumes) exists, its lock unchanged with the recorded hash (or as the aborted directory it
   was); a lock naming no previous report while an earlier one exists is refused. Not checked
@@ -39,8 +50,10 @@ from .._lock import (
     verify_lock,
 )
 from ..errors import Problem, WorkbenchError, refusal
-from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, ledger_path_for
+from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, content_key, ledger_path_for
+from ._evaluation import HELD_OUT_GOLD, read_gold_evidence
 from ._listing import read_marker
+from ._provenance import Provenance, cap_unpinned
 from ._recompute import EvidenceError, recompute
 
 GATE_FILE = "gate.json"
@@ -63,9 +76,107 @@ def check_certification(
 ) -> None:
     """The checks of a certification-like report (module doc)."""
     _check_consistency(root, lock, result)
-    _check_outcome(root, lock, result, gold)
+    provenance = _check_provenance(root, lock, result)
+    _check_outcome(root, lock, result, gold, provenance)
+    if gold is None:
+        result.checks["gold"] = "not checked: no --gold"
+        result.unverified = (
+            "the held-out records stored in the report were not compared with the real gold"
+            " dataset: verify with --gold G (the certified dataset, whose ledger must record"
+            " this lock)"
+        )
+    else:
+        _check_gold(root, lock, gold, result)
     entries, started = _check_ledger(root, lock, gold, result)
     _check_chain(root, lock, entries, started, result)
+
+
+def _check_provenance(root: Path, lock: Lock, result: Verification) -> Provenance | None:
+    """What ran the certification, as a note; a lock from before provenance was recorded
+    says so (it verifies on its other checks)."""
+    if lock.provenance is None:
+        result.checks["provenance"] = "not recorded (a lock written before provenance was locked)"
+        return None
+    try:
+        provenance = Provenance.model_validate(lock.provenance)
+    except ValueError:
+        result.fail(
+            "provenance",
+            root / LOCK_FILE,
+            "provenance_invalid",
+            "the lock's provenance is not a workbench version, notebook and package hash",
+        )
+        return None
+    advisory = " - ADVISORY: not a certification" if provenance.advisory else ""
+    result.checks["provenance"] = (
+        f"workbench {provenance.workbench}, {provenance.notebook} notebook sha256"
+        f" {provenance.notebook_sha256[:12]}, package sha256"
+        f" {provenance.package_sha256[:12]}{advisory}"
+    )
+    return provenance
+
+
+def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) -> None:
+    """The stored held-out records against the held-out cases of the real gold ``gold``."""
+    from ..gold import load_dataset
+
+    if not (root / HELD_OUT_GOLD).exists() and _failed_before_gate(lock):
+        result.ok("gold", "ok (certification failed before held-out records were stored)")
+        return
+    try:
+        real = load_dataset(gold)
+        stored = read_gold_evidence(root, str(lock.evidence.get("gold_dataset")))
+    except WorkbenchError as exc:
+        result.problems.extend(exc.problems)
+        result.checks["gold"] = "failed"
+        return
+    except (OSError, ValueError, RecursionError) as exc:
+        result.fail(
+            "gold",
+            root / HELD_OUT_GOLD,
+            "evidence_missing",
+            f"the stored held-out records cannot be read ({type(exc).__name__})",
+        )
+        return
+    mine, theirs = _content_keys(stored), _content_keys(real)
+    where = str(real.gold_path)
+    for code, ids, what in (
+        (
+            "gold_case_changed",
+            [i for i in mine if i in theirs and mine[i] != theirs[i]],
+            "stored in the report differ from the gold dataset's (label, slice, input or response)",
+        ),
+        (
+            "gold_case_missing",
+            [i for i in mine if i not in theirs],
+            "stored in the report are not held-out cases of the gold dataset",
+        ),
+        (
+            "gold_case_added",
+            [i for i in theirs if i not in mine],
+            "of the gold dataset are not in the report",
+        ),
+    ):
+        if ids:
+            shown = ", ".join(sorted(ids)[:10]) + (" ..." if len(ids) > 10 else "")
+            result.fail(
+                "gold",
+                where,
+                code,
+                f"{len(ids)} held-out case(s) {what}: {shown}",
+                "verify against the dataset the report certified; a report whose stored held-out"
+                " records are not the real gold's is no certification of it",
+            )
+    result.ok("gold", f"ok ({len(mine)} held-out case(s) as in {where})")
+
+
+def _content_keys(dataset: Any) -> dict[str, str]:
+    """Held-out case id -> :func:`~workbench.heldout.content_key` (item, label, slice)."""
+    return {c.case_id: content_key(c) for c in dataset.partition("held_out")}
+
+
+def _failed_before_gate(lock: Lock) -> bool:
+    return [b.get("code") for b in lock.blockers] == ["certification_failed"]
 
 
 def _check_consistency(root: Path, lock: Lock, result: Verification) -> None:
@@ -127,7 +238,11 @@ def _gate_file(root: Path, result: Verification) -> dict[str, Any]:
 
 
 def _check_outcome(
-    root: Path, lock: Lock, result: Verification, gold: str | Path | None = None
+    root: Path,
+    lock: Lock,
+    result: Verification,
+    gold: str | Path | None = None,
+    provenance: Provenance | None = None,
 ) -> None:
     gate_file = _gate_file(root, result)
     try:
@@ -147,7 +262,7 @@ def _check_outcome(
             )
         result.ok("outcome", "ok (certification failed before the gate: incomplete)")
         return
-    _compare_gate(root, lock, again.gate, gate_file, result)
+    _compare_gate(root, lock, cap_unpinned(again.gate, provenance), gate_file, result)
     if _canon(lock.figures) != _canon(again.figures):
         result.fail(
             "outcome",
