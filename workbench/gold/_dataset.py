@@ -844,10 +844,12 @@ def _check_supersede_cycles(
 
 
 def normalize_text(text: str) -> str:
-    """Text as compared for near-exact duplicates: Unicode NFKC, case-folded, whitespace
-    collapsed."""
+    """Text as compared for near-exact duplicates: Unicode NFKC, format characters (category
+    ``Cf``: zero-width spaces and joiners, BOMs, bidi controls) removed, case-folded, whitespace
+    collapsed. An invisible variant of a case is the same case."""
     if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
         return " ".join(text.lower().split())
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return " ".join(
         unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).split()
     )
@@ -885,8 +887,8 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                     "the same input and response as"
                     if exact
                     else (
-                        "the same input and response, after normalizing Unicode, case and"
-                        " whitespace, as"
+                        "the same input and response, after normalizing Unicode, invisible"
+                        " (format) characters, case and whitespace, as"
                     )
                 )
                 out.append(

@@ -27,14 +27,24 @@ from typing import Protocol
 from .._io import sha256_json
 
 
-class _Case(Protocol):
-    input: str
-    response: str
-    grading_notes: str | None
-    reference: str | None
-    contexts: list[str] | None
-    slice: str
+class _Item(Protocol):
+    """What the judge sees of a case (a gold case, a control, a sentinel ...)."""
 
+    @property
+    def input(self) -> str: ...
+    @property
+    def response(self) -> str: ...
+    @property
+    def grading_notes(self) -> str | None: ...
+    @property
+    def reference(self) -> str | None: ...
+    @property
+    def contexts(self) -> list[str] | None: ...
+
+
+class _Case(_Item, Protocol):
+    @property
+    def slice(self) -> str: ...
     @property
     def gold_label(self) -> str | None: ...
 
@@ -49,7 +59,7 @@ def normalize_text(text: str | None) -> str | None:
     return " ".join(text.split())
 
 
-def _item(case: _Case) -> dict[str, object]:
+def _item(case: _Item) -> dict[str, object]:
     contexts = case.contexts
     return {
         "input": normalize_text(case.input),
@@ -60,7 +70,7 @@ def _item(case: _Case) -> dict[str, object]:
     }
 
 
-def item_key(case: _Case) -> str:
+def item_key(case: _Item) -> str:
     """sha256 of what the judge sees of ``case``, normalized (see the module doc)."""
     return sha256_json(_item(case))
 
@@ -76,6 +86,6 @@ def content_key(case: _Case) -> str:
     )
 
 
-def item_keys(cases: Iterable[_Case]) -> frozenset[str]:
+def item_keys(cases: Iterable[_Item]) -> frozenset[str]:
     """The item keys of ``cases``."""
     return frozenset(item_key(c) for c in cases)
