@@ -186,10 +186,12 @@ def used_held_out_of(directory: str | Path) -> dict[str, str] | None:
     path = ledger_path_for(root)
     if not path.is_file():
         return {}
+    beside = path.parent == root  # a ledger beside the data records this dataset's uses (and a
+    # copy's: its entries name the original's path)
     used = [
         e
         for e in HeldOutLedger(path).entries()
-        if e.event == "started" and gold_directory(e.gold) == root
+        if e.event == "started" and (beside or gold_directory(e.gold) == root)
     ]
     if not used:
         return {}
