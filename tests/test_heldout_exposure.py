@@ -23,14 +23,7 @@ from workbench.cli.main import main
 from workbench.controls import load_suite
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
-from workbench.heldout import (
-    EXPOSED,
-    HeldOutLedger,
-    held_out_item_keys,
-    item_keys,
-    ledger_path_for,
-    refuse_held_out_content,
-)
+from workbench.heldout import HeldOutLedger, item_keys, ledger_path_for
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -38,6 +31,7 @@ JUDGE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 OLD_JUDGE = ROOT / "data" / "candidates" / "rubric-judge@1.yaml"
 EXAMPLE = ROOT / "examples" / "faq-reviews"
 ZWSP = "\u200b"
+EXPOSED = "held_out_content_exposed"
 
 
 def cli(*args: Any, cwd: Path | None = None, monkeypatch: Any = None) -> Any:
@@ -118,6 +112,8 @@ def _append_development_copy(gold: Path, row: dict[str, Any], case_id: str) -> N
 
 
 def test_controls_copying_held_out_cases_are_refused_by_content(tmp_path: Path) -> None:
+    from workbench.heldout import held_out_item_keys, refuse_held_out_content
+
     dataset = load_dataset(DEMO)
     rows = _held_out(DEMO, 3)
     suite = load_suite(_leaky_suite(tmp_path, rows))
@@ -462,3 +458,106 @@ def test_without_a_reviewer_list_validate_accepts_with_one_warning(
     assert result.output.count("[reviewers_undeclared]") == 1
     listed = cli("validate", DEMO, cwd=ROOT, monkeypatch=monkeypatch)  # the demo declares its own
     assert listed.exit_code == 0 and "reviewers_undeclared" not in listed.output
+
+
+# ------------------------------------------------------------------------------ estimate
+
+LENIENT = {
+    "schema_version": 1,
+    "name": "lenient",
+    "version": "1",
+    "owner": "held-out exposure tests",
+    "rationale": "Lenient enough for the demo's small held-out partition: a real certified report.",
+    "rubric_version": "support-policy-2026.09",
+    "partition": "held_out",
+    "max_evaluator_errors": 0,
+    "min_n_per_slice": 1,
+    "slices": {
+        name: {
+            "risk": risk,
+            "max_abstention_rate": 0.5,
+            **(
+                {"max_false_pass_rate": 0.95, "false_pass_rate_basis": "upper_95"}
+                if risk == "critical"
+                else {}
+            ),
+        }
+        for name, risk in (
+            ("refund_policy", "critical"),
+            ("account_security", "critical"),
+            ("billing_payments", "high"),
+            ("subscription_cancellation", "high"),
+            ("privacy_data_requests", "high"),
+            ("shipping_delivery", "medium"),
+            ("escalation_handoff", "low"),
+        )
+    },
+}
+
+
+@pytest.mark.notebook
+def test_estimate_refuses_traffic_holding_the_reports_held_out_cases(tmp_path: Path) -> None:
+    """Attack: the certified judge's verdicts on held-out cases, renamed as production traffic
+    (with a labelled sample), corrected by the report's own held-out error rates."""
+    from workbench.reports import certify
+
+    policy = tmp_path / "lenient@1.yaml"
+    policy.write_text(yaml.safe_dump(LENIENT), encoding="utf-8")
+    gold = tmp_path / "gold"
+    shutil.copytree(DEMO, gold)
+    result = certify(JUDGE, policy, gold, reports_root=tmp_path / "reports")
+    assert result.outcome == "certified", result.blockers
+    run = tmp_path / "run"
+    ran = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--candidate",
+            str(JUDGE),
+            "--gold",
+            str(DEMO),
+            "--partition",
+            "development",
+            "--out",
+            str(run),
+            "--no-cache",
+            "--no-progress",
+        ],
+    )
+    assert ran.exit_code == 0, ran.output
+    lines = [json.loads(x) for x in (run / "results.jsonl").read_text("utf-8").splitlines()]
+    held = [
+        json.loads(x)
+        for x in (result.report_dir / "restricted/gold/held_out.jsonl").read_text().splitlines()
+    ][:5]
+    traffic = [
+        dict(
+            lines[i], case_id=f"prod-{i}", response_hash=h["response_hash"], partition="production"
+        )
+        for i, h in enumerate(held)
+    ]
+    results = tmp_path / "traffic.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in traffic), encoding="utf-8")
+    slices = tmp_path / "slices.csv"
+    slices.write_text(
+        "case_id,slice\n" + "".join(f"prod-{i},{h['slice']}\n" for i, h in enumerate(held)),
+        encoding="utf-8",
+    )
+    out = CliRunner().invoke(
+        main,
+        [
+            "estimate",
+            "--report",
+            str(result.report_dir),
+            "--results",
+            str(results),
+            "--slices",
+            str(slices),
+            "--rubric",
+            str(DEMO),
+            "--json",
+        ],
+    )
+    assert out.exit_code == 2, out.output
+    assert out.output.count(f"[{EXPOSED}]") == len(held)
+    assert all(f"prod-{i}" in out.output for i in range(len(held)))
