@@ -54,6 +54,8 @@ def normalize_text(text: str | None) -> str | None:
     stays None."""
     if text is None:
         return None
+    if text.isascii():  # NFKC leaves ASCII alone and no ASCII character is Cf (the fast case)
+        return " ".join(text.split())
     text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return " ".join(text.split())

@@ -169,6 +169,8 @@ def raw_held_out(gold: str | Path) -> dict[str, str] | None:
     held: dict[str, str] = {}
     try:
         for _number, line in iter_jsonl_lines(path):
+            if "held_out" not in line and "\\u" not in line:
+                continue  # cheap: not held out (only a \u escape could spell it otherwise)
             row = loads_json(line)
             if isinstance(row, dict) and row.get("partition") == "held_out":
                 case = _raw_case(row)
