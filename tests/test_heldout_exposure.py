@@ -183,6 +183,19 @@ def test_controls_command_refuses_a_suite_built_from_held_out_cases(
     assert named.exit_code == 2 and f"[{EXPOSED}]" in named.output
 
 
+def test_ci_contracts_fail_a_control_suite_built_from_held_out_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = yaml.safe_load((ROOT / "workbench.yaml").read_text("utf-8"))
+    config.pop("ci")  # no expected failures of checks this project does not have
+    project = _project(tmp_path, yaml.safe_dump(config, sort_keys=False))
+    _leaky_suite(project, _held_out(project / "data" / "demo", 2))
+    result = cli("ci", "contracts", "--project", project, cwd=project, monkeypatch=monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert f"[{EXPOSED}]" in result.output
+    assert "FAILED           controls/data/controls/leaky@1.yaml" in result.output
+
+
 def test_compare_refuses_held_out_controls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = _project(tmp_path)
     suite = _leaky_suite(project, _held_out(project / "data" / "demo", 2))
