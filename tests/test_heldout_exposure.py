@@ -236,7 +236,7 @@ def test_validate_catches_a_held_out_case_copied_into_development_with_invisible
     assert "dev-copy-1" in result.output and row["case_id"] in result.output
 
 
-@pytest.mark.parametrize("command", ["drift", "repeatability", "compare"])
+@pytest.mark.parametrize("command", ["drift", "repeatability", "compare", "import results"])
 def test_commands_refuse_a_gold_with_a_disguised_held_out_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
@@ -303,7 +303,31 @@ def test_commands_refuse_a_gold_with_a_disguised_held_out_copy(
             out,
         ],
     }
-    result = cli(*args[command], "--no-progress", cwd=project, monkeypatch=monkeypatch)
+    preds = project / "preds.csv"
+    preds.write_text("id,verdict\ndev-copy-1,pass\n", encoding="utf-8")
+    args["import results"] = [
+        "import",
+        "results",
+        preds,
+        "--gold",
+        gold,
+        "--out",
+        out,
+        "--case-id",
+        "id",
+        "--label",
+        "verdict",
+        "--name",
+        "vendor",
+        "--version",
+        "1",
+        "--model",
+        "m",
+        "--prompt-description",
+        "a vendor's verdicts",
+    ]
+    progress = [] if command == "import results" else ["--no-progress"]
+    result = cli(*args[command], *progress, cwd=project, monkeypatch=monkeypatch)
     assert result.exit_code == 2, result.output
     assert "[cross_partition_duplicate]" in result.output and "dev-copy-1" in result.output
     assert not out.exists() or not any(out.rglob("results.jsonl"))
