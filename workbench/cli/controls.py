@@ -21,10 +21,11 @@ from ._run_options import run_options
     required=True,
     help="Control suite, e.g. data/controls/support-controls@1.yaml.",
 )
-@path(
-    "--gold",
+@option(
+    "gold",
     "golds",
     multiple=True,
+    required=False,
     help=(
         "Gold dataset whose held-out cases no control may copy (repeatable; default: every gold"
         " dataset of the project, data/*/gold.jsonl or ci.paths.gold)."

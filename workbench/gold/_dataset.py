@@ -891,8 +891,8 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                     "the same input and response as"
                     if exact
                     else (
-                        "the same input and response, after normalizing Unicode, invisible"
-                        " (format) characters, case and whitespace, as"
+                        "the same input and response, after normalizing Unicode, case and"
+                        " whitespace (invisible format characters removed), as"
                     )
                 )
                 out.append(

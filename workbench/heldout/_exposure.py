@@ -25,7 +25,7 @@ from .._io import iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset
 from ._content import item_key
-from ._ledger import HeldOutLedger
+from ._ledger import HeldOutLedger, LedgerEntry
 from ._location import gold_directory, ledger_path_for
 
 EXPOSED = "held_out_content_exposed"
@@ -57,6 +57,8 @@ def recorded_item_keys(gold: str | Path | GoldDataset) -> dict[str, str]:
     records for a use (the :data:`LEDGER_ITEM_KEYS_FIELD` of its entries). The hook through
     which a project-level ledger's record of held-out content reaches every command: empty
     while the ledger's entries do not record item keys."""
+    if LEDGER_ITEM_KEYS_FIELD not in LedgerEntry.model_fields:
+        return {}  # this ledger format records no item keys: nothing to read
     path = ledger_path_for(gold.root if isinstance(gold, GoldDataset) else gold)
     if not path.is_file():
         return {}
