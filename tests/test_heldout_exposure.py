@@ -196,6 +196,36 @@ def test_ci_contracts_fail_a_control_suite_built_from_held_out_cases(
     assert "FAILED           controls/data/controls/leaky@1.yaml" in result.output
 
 
+def test_ci_sentinel_refuses_a_policy_control_suite_built_from_held_out_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack: held-out cases added to the policy's control suite (unfrozen); the sentinel lane
+    runs them and prints each expected label against the verdict."""
+    from ci_support import git, git_project
+
+    from workbench.phases import serve_demo_llm
+
+    project = git_project(tmp_path / "repo")
+    suite = project / "data" / "controls" / "support-controls@1.yaml"
+    (project / "data" / "controls" / "releases.jsonl").unlink()
+    data = yaml.safe_load(suite.read_text("utf-8"))
+    data["controls"] += [_control(r, i) for i, r in enumerate(_held_out(project / "data/demo", 2))]
+    suite.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "controls from held-out cases")
+    monkeypatch.setenv("DEMO_LLM_API_KEY", "test-placeholder-key")
+    server = serve_demo_llm(latency_s=0.0)
+    try:
+        result = cli(
+            "ci", "sentinel", "--project", project, "--since", "HEAD~1", "--out", tmp_path / "lane"
+        )
+    finally:
+        server.stop()
+    assert result.exit_code == 2, result.output
+    assert result.output.count(f"[{EXPOSED}]") == 2 and "probe-1" in result.output
+    assert server.call_count == 0
+
+
 def test_compare_refuses_held_out_controls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = _project(tmp_path)
     suite = _leaky_suite(project, _held_out(project / "data" / "demo", 2))
