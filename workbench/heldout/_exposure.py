@@ -183,22 +183,22 @@ def raw_held_out(gold: str | Path) -> dict[str, str] | None:
 
 
 def used_held_out_of(directory: str | Path) -> dict[str, str] | None:
-    """Item key -> case id of the held-out records in ``directory``'s existing ``gold.jsonl``
-    when its held-out ledger records a use of that dataset; ``{}`` when it records none; None
-    when a use is recorded but the file cannot be read (the caller refuses: it cannot check)."""
+    """Item key -> held-out case of every held-out case ``directory``'s held-out ledger records
+    as used: the held-out records of its existing ``gold.jsonl`` when the ledger records a
+    certification of that dataset (a ``started`` entry), and the item keys the ledger records.
+    None when a use is recorded but the file cannot be read (the caller refuses: it cannot
+    check)."""
     root = gold_directory(directory)
     path = ledger_path_for(root)
     if not path.is_file():
         return {}
+    held = recorded_item_keys(root)
     beside = path.parent == root  # a ledger beside the data records this dataset's uses (and a
     # copy's: its entries name the original's path)
-    used = [
-        e
+    if not any(
+        e.event == "started" and (beside or gold_directory(e.gold) == root)
         for e in HeldOutLedger(path).entries()
-        if e.event == "started" and (beside or gold_directory(e.gold) == root)
-    ]
-    if not used:
-        return {}
-    held = recorded_item_keys(root)
+    ):
+        return held
     raw = raw_held_out(root)
     return None if raw is None else held | raw
