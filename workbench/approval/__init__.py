@@ -10,7 +10,13 @@ for any of them (:func:`freeze`). The refusal codes are the same for every kind:
 :mod:`workbench.approval._lineage`.
 """
 
-from ._approvers import Approvers, current_user, load_approvers, project_config
+from ._approvers import (
+    REVIEWERS_KEY,
+    Approvers,
+    current_user,
+    load_approvers,
+    project_config,
+)
 from ._freeze import freeze
 from ._kinds import freeze_path, snapshot_of
 from ._lineage import check_lineage, describe
@@ -18,6 +24,7 @@ from ._log import RELEASES_FILE, Release, read_release_log
 from ._snapshot import Change, Snapshot, changed_fields, document_snapshot
 
 __all__ = [
+    "REVIEWERS_KEY",
     "RELEASES_FILE",
     "Approvers",
     "Change",

@@ -25,6 +25,8 @@ from ..errors import Problem, WorkbenchError
 
 PROJECT_CONFIG = "workbench.yaml"
 APPROVERS_KEY = "approvers"
+REVIEWERS_KEY = "reviewers"
+"""The project's reviewer list (gold reviews and adjudications), loaded like the approvers."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,9 @@ def project_config(start: str | Path) -> Path | None:
     return None
 
 
-def load_approvers(start: str | Path) -> Approvers:
-    """The approver list of the project that holds ``start``.
+def load_approvers(start: str | Path, key: str = APPROVERS_KEY) -> Approvers:
+    """The approver list of the project that holds ``start`` (``key``: another list of names
+    of the same configuration, e.g. :data:`REVIEWERS_KEY`).
 
     Raises :class:`WorkbenchError` (``approvers_invalid``) when the configuration cannot be
     read or the list is not a list of distinct, written names.
@@ -93,19 +96,19 @@ def load_approvers(start: str | Path) -> Approvers:
     raw, unreadable = read_config(config)
     if unreadable is not None:
         raise WorkbenchError("invalid project configuration", [unreadable])
-    value = raw.get(APPROVERS_KEY) if isinstance(raw, dict) else None
+    value = raw.get(key) if isinstance(raw, dict) else None
     if value is None:
         return Approvers(frozenset(), config)
     names = [v.strip() for v in value if isinstance(v, str)] if isinstance(value, list) else []
     if not isinstance(value, list) or len(names) != len(value) or not all(names):
         bad = "a list of names" if not isinstance(value, list) else "names written as text"
-        raise _invalid(config, f"`{APPROVERS_KEY}:` must be {bad}")
+        raise _invalid(config, f"`{key}:` must be {bad}", key)
     if len(set(names)) != len(names):
-        raise _invalid(config, f"`{APPROVERS_KEY}:` lists a name twice")
+        raise _invalid(config, f"`{key}:` lists a name twice", key)
     return Approvers(frozenset(names), config)
 
 
-def _invalid(config: Path, message: str) -> WorkbenchError:
+def _invalid(config: Path, message: str, key: str = APPROVERS_KEY) -> WorkbenchError:
     return WorkbenchError(
         "invalid approver list",
         [
@@ -113,7 +116,7 @@ def _invalid(config: Path, message: str) -> WorkbenchError:
                 location=str(config),
                 code="approvers_invalid",
                 message=message,
-                fix=f"write `{APPROVERS_KEY}:` as a YAML list of distinct names",
+                fix=f"write `{key}:` as a YAML list of distinct names",
             )
         ],
     )

@@ -486,7 +486,12 @@ def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Proble
                     fix=f"use one of {', '.join(rubric.slices)}",
                 )
             )
-    return out
+    from ..heldout import exposure_problems, held_out_content
+
+    # a control with held-out content would be judged, and shown, outside a certification
+    return out + exposure_problems(
+        suite.controls, held_out_content(golds.values()), loc, what="control"
+    )
 
 
 def _check_control_suites(

@@ -861,6 +861,7 @@ async def run_sentinel_lane(
     """Run the lane (module doc). Raises :class:`WorkbenchError` on invalid input and
     :class:`LaneRefused` when it stops before any call (its ``report`` holds the checks)."""
     from ..controls import load_suite
+    from ..heldout import refuse_held_out_content
     from ..repeatability import drift_log_path_for, load_sentinels
 
     lane = _open_lane(project, since, gold, policy, out)
@@ -875,6 +876,8 @@ async def run_sentinel_lane(
     suite = load_suite(lane.suite_path) if lane.suite_path is not None else None
     if suite is None:
         lane.checks.append(_controls_missing(lane))
+    else:  # held-out content never runs as a control (the sentinels are checked on load)
+        refuse_held_out_content(suite.controls, lane.dataset, str(lane.suite_path), what="control")
     log = drift_log_path_for(lane.dataset)
     scratch = Path(tempfile.mkdtemp(prefix="workbench-ci-ref-"))
     try:

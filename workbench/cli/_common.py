@@ -81,3 +81,18 @@ def user_errors(func: F) -> F:
 def echo_json(obj: Any) -> None:
     """Print JSON deterministically (sorted keys, two-space indent)."""
     click.echo(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def project_golds(start: str) -> list[str]:
+    """The gold dataset directories of the project holding ``start`` (else of the working
+    directory's project), found as the CI lanes find them (``data/*/gold.jsonl``, or
+    ``ci.paths.gold`` in workbench.yaml); none outside a project."""
+    from pathlib import Path
+
+    from ..approval import project_config
+    from ..ci import discover
+
+    config = project_config(start) or project_config(Path.cwd())
+    if config is None:
+        return []
+    return [str(g) for g in discover(config.parent).gold]

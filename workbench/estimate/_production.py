@@ -27,6 +27,10 @@ Refusals (:class:`~workbench.errors.WorkbenchError`, CLI exit 2), every problem 
 - its scope does not cover the traffic: the rubric version differs (``rubric_mismatch``), a
   traffic slice was not certified (``slice_not_certified``) or its certification has no decided
   human-pass or human-fail case (``slice_rates_unmeasured``);
+- the traffic holds held-out cases (``held_out_content_exposed``): a result of the held-out
+  partition, or one whose case id or judged response hash is a held-out case the report was
+  certified on (``restricted/gold/held_out.jsonl``): held-out cases are judged only by a
+  certification, never estimated or labelled as traffic;
 - the inputs break their formats: contract violations, duplicate results, mixed judges, verdicts
   outside the rubric, unmapped cases, duplicate or unknown slices and labels.
 """
@@ -45,6 +49,7 @@ from pydantic import ValidationError
 from .._io import (
     MAX_LINE_BYTES_ENV,
     JSONRecordError,
+    iter_jsonl_lines,
     loads_json,
     max_document_bytes,
     read_bounded,
@@ -234,10 +239,47 @@ class Traffic:
     other_repeats: int
 
 
+HELD_OUT_RECORDS = "restricted/gold/held_out.jsonl"
+"""The held-out gold records a certification report keeps (as judged)."""
+
+
+def held_out_of_report(report_dir: str | Path) -> frozenset[str]:
+    """Case ids and response hashes of the held-out records ``report_dir`` was certified on
+    (empty when it keeps none: the report is refused for other reasons then)."""
+    path = Path(report_dir) / HELD_OUT_RECORDS
+    if not path.is_file():
+        return frozenset()
+    found: set[str] = set()
+    for _number, line in iter_jsonl_lines(path):
+        row = loads_json(line)
+        if isinstance(row, dict):
+            found.update(str(row[k]) for k in ("case_id", "response_hash") if row.get(k))
+    return frozenset(found)
+
+
+def _held_out_problem(r: Any, held: frozenset[str]) -> tuple[str, str, str] | None:
+    if r.partition != "held_out" and r.case_id not in held and r.response_hash not in held:
+        return None
+    return (
+        "held_out_content_exposed",
+        "the result judges a held-out case the report was certified on (its partition, case id"
+        " or response hash): held-out cases are judged only by a certification",
+        "estimate production traffic only; leave held-out cases out of --results and --labelled",
+    )
+
+
 def _result_problem(
-    r: Any, line: int, vocab: set[str], seen: dict[tuple[str, int, int], int], slice_of: Any
+    r: Any,
+    line: int,
+    vocab: set[str],
+    seen: dict[tuple[str, int, int], int],
+    slice_of: Any,
+    held: frozenset[str] = frozenset(),
 ) -> tuple[str, str, str] | None:
     """Why the result on ``line`` cannot be estimated (code, message, fix), or None."""
+    exposed = _held_out_problem(r, held)
+    if exposed is not None:
+        return exposed
     if r.value is None and r.error is None:
         return (
             "score_only_result",
@@ -268,7 +310,11 @@ def _result_problem(
 
 
 def _verdicts(
-    results: str | Path, slice_of: dict[str, str], rubric: Rubric, problems: list[Problem]
+    results: str | Path,
+    slice_of: dict[str, str],
+    rubric: Rubric,
+    problems: list[Problem],
+    held: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, str], Counter[str], int]:
     """The final outcome of repeat 0 per mapped case, the judge fingerprints, other repeats."""
     loc, vocab = str(results), set(rubric.labels)
@@ -282,7 +328,7 @@ def _verdicts(
             continue
         r = item.result
         fingerprints[r.judge_fingerprint] += 1
-        found = _result_problem(r, item.line, vocab, seen, slice_of)
+        found = _result_problem(r, item.line, vocab, seen, slice_of, held)
         if found is not None:
             problems.append(problem(f"{loc}:{item.line}", *found, r.case_id))
             continue
@@ -306,7 +352,11 @@ def _verdicts(
 
 
 def _labels(
-    labelled: str | Path, slice_of: dict[str, str], rubric: Rubric, problems: list[Problem]
+    labelled: str | Path,
+    slice_of: dict[str, str],
+    rubric: Rubric,
+    problems: list[Problem],
+    held: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
     """case_id -> human label of the labelled sample."""
     rows, more = _read_table(Path(labelled), ("case_id", "label"), "labelled")
@@ -319,6 +369,12 @@ def _labels(
                 "labelled_duplicate",
                 "case labelled twice",
                 "give each sampled case one adjudicated label",
+            )
+        elif cid in held:
+            found = (
+                "held_out_content_exposed",
+                "the labelled case is a held-out case the report was certified on",
+                "label a sample of production traffic; held-out cases stay with certification",
             )
         elif cid not in slice_of:
             found = (
@@ -340,12 +396,18 @@ def _labels(
 
 
 def read_traffic(
-    results: str | Path, slices: str | Path, rubric: Rubric, labelled: str | Path | None = None
+    results: str | Path,
+    slices: str | Path,
+    rubric: Rubric,
+    labelled: str | Path | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> tuple[Traffic, list[Problem]]:
-    """Read the traffic files; every problem is returned (the caller raises)."""
+    """Read the traffic files; every problem is returned (the caller raises). ``held``: case ids
+    and response hashes of held-out cases (:func:`held_out_of_report`), refused in the
+    traffic."""
     slice_of, problems = read_slice_map(slices, rubric)
-    outcome, fingerprints, other_repeats = _verdicts(results, slice_of, rubric, problems)
-    human = _labels(labelled, slice_of, rubric, problems) if labelled is not None else {}
+    outcome, fingerprints, other_repeats = _verdicts(results, slice_of, rubric, problems, held)
+    human = _labels(labelled, slice_of, rubric, problems, held) if labelled is not None else {}
     fp = next(iter(fingerprints), None) if len(fingerprints) == 1 else None
     traffic = Traffic(
         slice_of=slice_of,
@@ -432,7 +494,7 @@ def estimate_production(
         message = "the rubric declares no pass_label and fail_label: a pass rate is undefined"
         fix = "give the rubric the certification used (it names its pass and fail labels)"
         problems.append(problem(str(rubric), "rubric_without_pass_fail", message, fix))
-    traffic, more = read_traffic(results, slices, rub, labelled)
+    traffic, more = read_traffic(results, slices, rub, labelled, held_out_of_report(report))
     problems += more
     if certified is not None:
         problems += _scope_problems(certified, traffic, rub, report, results, rubric)

@@ -32,7 +32,7 @@ from .._io import (
 )
 from .._load import Problems
 from .._record import SchemaTooNew
-from ..approval import Release, check_lineage, read_release_log
+from ..approval import REVIEWERS_KEY, Release, check_lineage, load_approvers, read_release_log
 from ..errors import Problem, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
 from ._records import PARTITIONS, GoldCase, Partition, partition_name
@@ -183,8 +183,11 @@ def load_dataset(path: str | Path) -> GoldDataset:
     return report.dataset
 
 
-def validate_dataset(path: str | Path) -> ValidationReport:
-    """Check a dataset and report every problem found, errors and warnings, in one pass."""
+def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> ValidationReport:
+    """Check a dataset and report every problem found, errors and warnings, in one pass.
+
+    ``warn_undeclared`` (``workbench validate``): warn once (``reviewers_undeclared``) when the
+    project lists no reviewers, so reviewer and adjudicator names could not be checked."""
     root, gold_path = resolve_paths(path)
     if not gold_path.exists():
         fix = f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself"
@@ -205,6 +208,7 @@ def validate_dataset(path: str | Path) -> ValidationReport:
     problems.extend(_check_records(lines, rubric, evidence_ids, loc))
     problems.extend(_check_cross_records(lines, loc))
     problems.extend(_check_near_duplicates(lines, loc))
+    problems.extend(_check_reviewers(lines, root, loc, warn_undeclared))
     release_log = read_release_log(root)
     records = [(line.number, line.case) for line in lines if line.case is not None]
     if release_log.releases or release_log.problems:  # hashing every record costs: only then
@@ -844,10 +848,12 @@ def _check_supersede_cycles(
 
 
 def normalize_text(text: str) -> str:
-    """Text as compared for near-exact duplicates: Unicode NFKC, case-folded, whitespace
-    collapsed."""
+    """Text as compared for near-exact duplicates: Unicode NFKC, format characters (category
+    ``Cf``: zero-width spaces and joiners, BOMs, bidi controls) removed, case-folded, whitespace
+    collapsed. An invisible variant of a case is the same case."""
     if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
         return " ".join(text.lower().split())
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return " ".join(
         unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).split()
     )
@@ -886,7 +892,7 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                     if exact
                     else (
                         "the same input and response, after normalizing Unicode, case and"
-                        " whitespace, as"
+                        " whitespace (invisible format characters removed), as"
                     )
                 )
                 out.append(
@@ -905,5 +911,53 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                             " another"
                         ),
                     )
+                )
+    return out
+
+
+def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> list[Problem]:
+    """Every reviewer and adjudicator named in the project's ``reviewers:`` list
+    (``reviewer_unknown``, one problem per record and name); without a list, with ``warn``,
+    one ``reviewers_undeclared`` warning: a review signed by any string is accepted, but said
+    so."""
+    listed = load_approvers(root, REVIEWERS_KEY)
+    named = [line for line in lines if line.case is not None]
+    if not listed.names:
+        if not warn or not any(
+            line.case.reviews or line.case.adjudication for line in named if line.case
+        ):
+            return []
+        where = str(listed.config) if listed.config is not None else loc
+        message = (
+            "the project declares no reviewer list: reviewer and adjudicator names are not checked"
+        )
+        fix = (
+            f"list the project's reviewers and adjudicators as `{REVIEWERS_KEY}:` in workbench.yaml"
+        )
+        return [
+            Problem(
+                location=where,
+                code="reviewers_undeclared",
+                message=message,
+                fix=fix,
+                severity="warning",
+            )
+        ]
+    out = Problems()
+    fix = (
+        f"name a reviewer listed in {listed.config}, or have the project add the person to"
+        f" `{REVIEWERS_KEY}:`"
+    )
+    for line in named:
+        case = line.case
+        assert case is not None
+        names = [("reviewer", r.reviewer) for r in case.reviews]
+        if case.adjudication is not None and case.adjudication.adjudicator is not None:
+            names.append(("adjudicator", case.adjudication.adjudicator))
+        for role, name in names:
+            if name.strip() not in listed.names:
+                message = f"{role} {name!r} is not in the project's reviewer list"
+                out.add(
+                    f"{loc}:{line.number}", "reviewer_unknown", message, fix, case_id=case.case_id
                 )
     return out

@@ -251,9 +251,8 @@ def _gold_releases(root: Path) -> tuple[Release, ...]:
 
 
 def _approvers_key(root: Path) -> str | None:
-    """The project configuration's hash, when the gold has releases to check against it."""
-    if not (root / RELEASES_FILE).exists():
-        return None
+    """The project configuration's hash: its approver list checks the releases, its reviewer
+    list the reviews."""
     config = project_config(root)
     return _hash_file(config) if config is not None else None
 

@@ -2,6 +2,15 @@
 
 from ._accounting import check_held_out_results
 from ._content import content_key, item_key, item_keys, normalize_text
+from ._exposure import (
+    EXPOSED,
+    exposure_problems,
+    held_out_content,
+    held_out_item_keys,
+    recorded_item_keys,
+    refuse_held_out_content,
+    used_held_out_of,
+)
 from ._ledger import (
     HeldOutAccess,
     HeldOutLedger,
@@ -19,6 +28,7 @@ from ._location import (
 )
 
 __all__ = [
+    "EXPOSED",
     "LEDGER_FILE",
     "PROJECT_CONFIG",
     "HeldOutAccess",
@@ -28,11 +38,17 @@ __all__ = [
     "check_held_out_results",
     "content_key",
     "declared_path_for",
+    "exposure_problems",
     "gold_directory",
+    "held_out_content",
+    "held_out_item_keys",
     "held_out_manifest_sha256",
     "item_key",
     "item_keys",
     "ledger_path_for",
     "normalize_text",
+    "recorded_item_keys",
     "refuse_held_out",
+    "refuse_held_out_content",
+    "used_held_out_of",
 ]

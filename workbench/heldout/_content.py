@@ -27,8 +27,8 @@ from typing import Protocol
 from .._io import sha256_json
 
 
-class _Case(Protocol):
-    """What the keys read of a case (a gold record, or anything shaped like one)."""
+class _Item(Protocol):
+    """What the judge sees of a case (a gold case, a control, a sentinel ...)."""
 
     @property
     def input(self) -> str: ...
@@ -40,6 +40,9 @@ class _Case(Protocol):
     def reference(self) -> str | None: ...
     @property
     def contexts(self) -> list[str] | None: ...
+
+
+class _Case(_Item, Protocol):
     @property
     def slice(self) -> str: ...
     @property
@@ -51,12 +54,14 @@ def normalize_text(text: str | None) -> str | None:
     stays None."""
     if text is None:
         return None
+    if text.isascii():  # NFKC leaves ASCII alone and no ASCII character is Cf (the fast case)
+        return " ".join(text.split())
     text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return " ".join(text.split())
 
 
-def _item(case: _Case) -> dict[str, object]:
+def _item(case: _Item) -> dict[str, object]:
     contexts = case.contexts
     return {
         "input": normalize_text(case.input),
@@ -67,7 +72,7 @@ def _item(case: _Case) -> dict[str, object]:
     }
 
 
-def item_key(case: _Case) -> str:
+def item_key(case: _Item) -> str:
     """sha256 of what the judge sees of ``case``, normalized (see the module doc)."""
     return sha256_json(_item(case))
 
@@ -83,6 +88,6 @@ def content_key(case: _Case) -> str:
     )
 
 
-def item_keys(cases: Iterable[_Case]) -> frozenset[str]:
+def item_keys(cases: Iterable[_Item]) -> frozenset[str]:
     """The item keys of ``cases``."""
     return frozenset(item_key(c) for c in cases)

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .._load import Problems
+from ..errors import Problem
 from ..gold import load_dataset
+from ..heldout import exposure_problems, held_out_content
 from ..results import GoldCheckFixes, check_against_gold, migration_note, read_results
 from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping
@@ -159,4 +161,17 @@ def _check_lines(lines: list[Any], dataset: Any, loc: str) -> Problems:
             " that gold, or re-run the judge on this one"
         )
         problems[:0] = [p.model_copy(update={"fix": fix}) for p in lineage_problems]
+    problems += _exposed([line.result.case_id for line in lines], dataset, loc)
     return problems
+
+
+def _exposed(case_ids: list[str], dataset: Any, loc: str) -> list[Problem]:
+    """Results for development or calibration cases whose content is held out (a copy under
+    another id, or content the held-out ledger records): judged outside a certification."""
+    by_id = {r.case_id: r for r in dataset.records}
+    cases = {
+        cid: by_id[cid]
+        for cid in case_ids
+        if cid in by_id and by_id[cid].partition.value != "held_out"
+    }
+    return exposure_problems(cases.values(), held_out_content([dataset]), loc)

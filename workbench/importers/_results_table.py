@@ -42,6 +42,7 @@ from .._io import (
 from .._load import Problems, peek_yaml
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
+from ..heldout import refuse_held_out_content
 from ..results import JudgeIdentity, JudgeResult
 from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping, check_mapping, load_mapping_file, merge_options
@@ -399,6 +400,11 @@ def _build(
     fingerprint = identity.fingerprint()
     run = {"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256}
     values, empty = _read_rows(table, mapping, dataset, threshold)
+    refuse_held_out_content(  # a development or calibration case with held-out content
+        {c.case_id: c for c, _ in values if c.partition.value != "held_out"}.values(),
+        dataset,
+        table.location,
+    )
     results = [
         JudgeResult(
             case_id=case.case_id,

@@ -47,7 +47,7 @@ from .._record import Record as _Model
 from ..align import Join, JoinedCase, align_results, read_run_manifest
 from ..errors import Problem, WorkbenchError, refusal
 from ..gold import GoldDataset, load_dataset
-from ..heldout import refuse_held_out
+from ..heldout import exposure_problems, held_out_content, refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
 from ..results import MANIFEST_FILE, ResultLine, RunManifest, read_results
@@ -709,6 +709,10 @@ def _input_problems(setup: _Setup) -> list[Problem]:
         run_dir = setup.reuse[side]
         if run_dir is not None:
             problems += _reused_problems(run_dir, judge, setup, side)
+    held = held_out_content([setup.dataset])  # held-out content under another id, or a control
+    problems += exposure_problems(setup.cases, held, str(setup.dataset.gold_path))
+    if setup.suite is not None:
+        problems += exposure_problems(setup.suite.controls, held, "--controls", what="control")
     return problems
 
 

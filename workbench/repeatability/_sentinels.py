@@ -30,6 +30,7 @@ from .._record import Record, SchemaTooNew
 from ..approval import Snapshot, check_lineage, document_snapshot
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset
+from ..heldout import exposure_problems, held_out_content
 from ._log import beside_gold
 
 SENTINELS_SCHEMA_VERSION = 1
@@ -176,6 +177,9 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
             cases.append(dataset.cases[s.case_id])
         else:
             problems.append(problem(loc, *found, s.case_id))
+    # held-out content under another id (a copy, or one the held-out ledger records) is refused
+    # like a held-out case: sentinels are re-run and shown on a schedule
+    problems += exposure_problems(cases, held_out_content([dataset]), loc, what="sentinel")
     problems += check_lineage(sentinels_snapshot_of(parsed, path))
     if problems:
         raise WorkbenchError(f"{loc}: invalid sentinels: {len(problems)} problem(s)", problems)

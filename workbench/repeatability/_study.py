@@ -39,7 +39,7 @@ from ..align import align_results, read_run_manifest
 from ..approval import current_user
 from ..errors import problem, refusal
 from ..gold import GoldDataset, load_dataset, partition_name
-from ..heldout import refuse_held_out
+from ..heldout import refuse_held_out, refuse_held_out_content
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
 from ..policy import Blocker, Policy
@@ -731,6 +731,7 @@ async def run_repeatability(
             f"partition {partition!r} has no cases",
             "choose a partition that has cases",
         )
+    refuse_held_out_content(cases, dataset, str(dataset.gold_path))
     if budget_usd is not None:
         _check_budget(judge, cases, partition, repeats, out, budget_usd, cache_dir)
     summary = await run_candidate(

@@ -43,6 +43,7 @@ from ..._io import (
 from ..._load import Problems, peek_yaml
 from ...errors import Problem, WorkbenchError
 from ...gold import CARD_FILE, GOLD_FILE, PARTITIONS, RUBRIC_FILE, GoldCase, validate_dataset
+from ...heldout import exposure_problems, used_held_out_of
 from .._registry import (
     ImportSummary,
     check_out_dir,
@@ -369,7 +370,36 @@ def _check_stability(result: TableImport, before: dict[str, str], gold_path: Pat
     return problems
 
 
+def _refuse_used_held_out(result: TableImport, out: Path) -> None:
+    """Refuse, with or without ``--force``, to put a held-out case that the dataset's held-out
+    ledger records as used into another partition, by content (any case id): it was judged by
+    a certification and must never be tuned on."""
+    if not (out / GOLD_FILE).is_file():
+        return
+    used = used_held_out_of(out)
+    if used is None:
+        refuse(
+            "refusing to overwrite a dataset",
+            str(out / GOLD_FILE),
+            "held_out_unchecked",
+            "the held-out ledger records a use of this dataset, but its gold.jsonl cannot be read:"
+            " the import cannot check that no used held-out case leaves the held-out partition",
+            "repair gold.jsonl from version control, then import again",
+        )
+
+    moved = [c for c in result.cases if c.partition.value != "held_out"]
+    problems = exposure_problems(moved, used, str(out / GOLD_FILE))
+    if problems:
+        raise WorkbenchError(
+            f"{out}: the import would move {len(problems)} held-out case(s) a certification used"
+            " into another partition (--force does not accept this; the held-out ledger records"
+            " the use)",
+            problems,
+        )
+
+
 def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
+    _refuse_used_held_out(result, out)
     previous_rubric, previous_card, before = _existing(out, force)
     if before and not force:
         problems = _check_stability(result, before, out / GOLD_FILE)

@@ -1,0 +1,204 @@
+"""Held-out content never judged or shown outside a certification.
+
+Held-out cases are judged once, by ``workbench certify``, under the ledger. Every other command
+that judges cases or shows per-case outcomes against human labels (``controls``, ``drift`` and
+sentinel sets, ``ci sentinel``, ``repeatability``, ``compare``, ``estimate``, ``import
+results``, ``import table``) refuses a case whose *content* is a held-out case's, whatever its
+id, partition or file: :func:`refuse_held_out_content`, code ``held_out_content_exposed``, exit
+2, naming every offending case and the held-out case it copies.
+
+Content is the :func:`~workbench.heldout.item_key` (what the judge sees, normalized: NFKC,
+``Cf`` characters removed, whitespace folded), so a copy with new ids, zero-width characters or
+compatibility forms is the same item. The held-out keys of a gold dataset are computed once per
+dataset hash (:func:`held_out_item_keys`); the keys a held-out ledger records for its uses are
+added when the ledger records them (:func:`recorded_item_keys`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from .._io import iter_jsonl_lines, loads_json
+from ..errors import Problem, WorkbenchError, problem, refusal
+from ..gold import GoldDataset
+from ._content import item_key
+from ._ledger import HeldOutLedger, LedgerEntry
+from ._location import gold_directory, ledger_path_for
+
+EXPOSED = "held_out_content_exposed"
+"""The refusal code: held-out content outside a certification."""
+LEDGER_ITEM_KEYS_FIELD = "held_out_item_keys"
+"""The ledger entry field that lists the item keys of the held-out cases a use judged (read by
+:func:`recorded_item_keys` when entries carry it)."""
+
+_KEYS_BY_DATASET: dict[str, dict[str, str]] = {}
+"""Held-out item key -> held-out case id, per dataset sha256 (computed once per process)."""
+_CACHE_LIMIT = 8
+
+
+def held_out_item_keys(dataset: GoldDataset) -> dict[str, str]:
+    """Item key -> case id of every held-out record of ``dataset`` (active and superseded: an
+    older version of a held-out case was held out too). Cached by the dataset's sha256."""
+    cached = _KEYS_BY_DATASET.get(dataset.sha256)
+    if cached is not None:
+        return cached
+    keys = {item_key(r): r.case_id for r in dataset.records if r.partition.value == "held_out"}
+    if len(_KEYS_BY_DATASET) >= _CACHE_LIMIT:
+        _KEYS_BY_DATASET.pop(next(iter(_KEYS_BY_DATASET)))
+    _KEYS_BY_DATASET[dataset.sha256] = keys
+    return keys
+
+
+def recorded_item_keys(gold: str | Path | GoldDataset) -> dict[str, str]:
+    """Item key -> ``held out (ledger entry ID)`` for every key the held-out ledger of ``gold``
+    records for a use (the :data:`LEDGER_ITEM_KEYS_FIELD` of its entries). The hook through
+    which a project-level ledger's record of held-out content reaches every command: empty
+    while the ledger's entries do not record item keys."""
+    if LEDGER_ITEM_KEYS_FIELD not in LedgerEntry.model_fields:
+        return {}  # this ledger format records no item keys: nothing to read
+    path = ledger_path_for(gold.root if isinstance(gold, GoldDataset) else gold)
+    if not path.is_file():
+        return {}
+    found: dict[str, str] = {}
+    for entry in HeldOutLedger(path).entries():
+        for key in getattr(entry, LEDGER_ITEM_KEYS_FIELD, None) or ():
+            found.setdefault(key, f"held out (ledger entry {entry.entry_id})")
+    return found
+
+
+def _label(item: Any) -> str:
+    for name in ("case_id", "control_id", "pair_id"):
+        value = getattr(item, name, None)
+        if isinstance(value, str):
+            return value
+    return "?"
+
+
+def exposure_problems(
+    items: Iterable[Any], held: Mapping[str, str], where: str, *, what: str = "case"
+) -> list[Problem]:
+    """One ``held_out_content_exposed`` problem per item of ``items`` whose item key is in
+    ``held`` (item key -> the held-out case it copies)."""
+    out: list[Problem] = []
+    for item in items:
+        source = held.get(item_key(item))
+        if source is None:
+            continue
+        name = _label(item)
+        out.append(
+            problem(
+                where,
+                EXPOSED,
+                f"{what} {name!r} has the content of held-out case {source!r} (input, response"
+                " and grading fields equal after normalizing Unicode, invisible characters and"
+                " whitespace): held-out cases are judged only by a certification",
+                f"remove {name!r} (or write a new case); held-out content stays out of every run"
+                " but `workbench certify`",
+                name,
+            )
+        )
+    return out
+
+
+def held_out_content(golds: Iterable[str | Path | GoldDataset]) -> dict[str, str]:
+    """Item key -> held-out case id over ``golds`` and what their ledgers record. A dataset is
+    read from its records; a path from its ``gold.jsonl`` as it is (every line marked
+    ``held_out``, no validation: an unvalidated dataset's held-out cases are still held out).
+    A ``gold.jsonl`` that cannot be read is refused (``held_out_unchecked``): the check cannot
+    be made, so nothing runs."""
+    held: dict[str, str] = {}
+    for gold in golds:
+        held.update(recorded_item_keys(gold))
+        if isinstance(gold, GoldDataset):
+            held.update(held_out_item_keys(gold))
+            continue
+        raw = raw_held_out(gold)
+        if raw is None:
+            raise refusal(
+                "held-out content cannot be checked",
+                str(gold),
+                "held_out_unchecked",
+                "the gold file cannot be read, so no case can be checked against its held-out"
+                " cases",
+                "repair the gold dataset (workbench validate), or name the datasets to check",
+            )
+        held.update(raw)
+    return held
+
+
+def refuse_held_out_content(
+    items: Iterable[Any],
+    gold: str | Path | GoldDataset | Iterable[str | Path | GoldDataset],
+    where: str,
+    *,
+    what: str = "case",
+) -> None:
+    """Raise :class:`WorkbenchError` (``held_out_content_exposed``, every offending item at once)
+    when any of ``items`` (cases with input, response, grading notes, reference and contexts:
+    gold cases, controls ...) has the content of a held-out case of ``gold`` (one dataset or
+    several) or of a use its held-out ledger records."""
+    golds = [gold] if isinstance(gold, (str, Path, GoldDataset)) else list(gold)
+    problems = exposure_problems(items, held_out_content(golds), where, what=what)
+    if problems:
+        raise WorkbenchError(
+            f"refusing held-out content outside a certification: {len(problems)} {what}(s)",
+            problems,
+        )
+
+
+def _raw_case(row: dict[str, Any]) -> Any:
+    contexts = row.get("contexts")
+    notes, reference = row.get("grading_notes"), row.get("reference")
+    return SimpleNamespace(
+        case_id=str(row.get("case_id")),
+        input=str(row.get("input") or ""),
+        response=str(row.get("response") or ""),
+        grading_notes=notes if isinstance(notes, str) else None,
+        reference=reference if isinstance(reference, str) else None,
+        contexts=[str(c) for c in contexts] if isinstance(contexts, list) else None,
+    )
+
+
+def raw_held_out(gold: str | Path) -> dict[str, str] | None:
+    """Item key -> case id of every line of ``gold``'s ``gold.jsonl`` marked ``held_out``, read
+    as it is (no validation); ``{}`` when there is no gold file, None when it cannot be read."""
+    path = gold_directory(gold) / "gold.jsonl"
+    if not path.is_file():
+        return {}
+    held: dict[str, str] = {}
+    try:
+        for _number, line in iter_jsonl_lines(path):
+            if "held_out" not in line and "\\u" not in line:
+                continue  # cheap: not held out (only a \u escape could spell it otherwise)
+            row = loads_json(line)
+            if isinstance(row, dict) and row.get("partition") == "held_out":
+                case = _raw_case(row)
+                held[item_key(case)] = case.case_id
+    except (WorkbenchError, ValueError):
+        return None
+    return held
+
+
+def used_held_out_of(directory: str | Path) -> dict[str, str] | None:
+    """Item key -> held-out case of every held-out case ``directory``'s held-out ledger records
+    as used: the held-out records of its existing ``gold.jsonl`` when the ledger records a
+    certification of that dataset (a ``started`` entry), and the item keys the ledger records.
+    None when a use is recorded but the file cannot be read (the caller refuses: it cannot
+    check)."""
+    root = gold_directory(directory)
+    path = ledger_path_for(root)
+    if not path.is_file():
+        return {}
+    held = recorded_item_keys(root)
+    beside = path.parent == root  # a ledger beside the data records this dataset's uses (and a
+    # copy's: its entries name the original's path)
+    if not any(
+        e.event == "started" and (beside or gold_directory(e.gold) == root)
+        for e in HeldOutLedger(path).entries()
+    ):
+        return held
+    raw = raw_held_out(root)
+    return None if raw is None else held | raw
