@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .._io import read_json_file
+from .._io import iter_jsonl_lines, read_json_file
 from .._lock import (
     LOCK_FILE,
     RETIRED_LOCKS,
@@ -117,15 +117,21 @@ def _check_provenance(root: Path, lock: Lock, result: Verification) -> Provenanc
 
 
 def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) -> None:
-    """The stored held-out records against the held-out cases of the real gold ``gold``."""
-    from ..gold import load_dataset
+    """The stored held-out records against the held-out cases of the real gold ``gold``.
 
+    When ``gold`` is still the certified dataset (same sha256) the stored held-out records must
+    be exactly its held-out cases. When the gold has moved on since (a correction, a rubric
+    change: the staleness ``workbench status`` names), every stored record must still be one of
+    the held-out records in its history (``gold.jsonl`` keeps superseded records), read record
+    by record without the dataset's cross-checks, so a relabelled or invented record never
+    verifies and a later, legitimate change is not called a forgery.
+    """
     if not (root / HELD_OUT_GOLD).exists() and _failed_before_gate(lock):
         result.ok("gold", "ok (certification failed before held-out records were stored)")
         return
     try:
-        real = load_dataset(gold)
         stored = read_gold_evidence(root, str(lock.evidence.get("gold_dataset")))
+        history, active, sha, where = _gold_held_out(gold)
     except WorkbenchError as exc:
         result.problems.extend(exc.problems)
         result.checks["gold"] = "failed"
@@ -138,25 +144,30 @@ def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) 
             f"the stored held-out records cannot be read ({type(exc).__name__})",
         )
         return
-    mine, theirs = _content_keys(stored), _content_keys(real)
-    where = str(real.gold_path)
-    for code, ids, what in (
+    mine = _content_keys(stored)
+    same = sha is not None and sha == lock.evidence.get("gold_dataset")
+    checks = [
         (
             "gold_case_changed",
-            [i for i in mine if i in theirs and mine[i] != theirs[i]],
-            "stored in the report differ from the gold dataset's (label, slice, input or response)",
+            [i for i in mine if i in history and mine[i] not in history[i]],
+            "stored in the report differ from every version of the gold dataset's record (label,"
+            " slice, input or response)",
         ),
         (
             "gold_case_missing",
-            [i for i in mine if i not in theirs],
+            [i for i in mine if i not in history],
             "stored in the report are not held-out cases of the gold dataset",
         ),
-        (
-            "gold_case_added",
-            [i for i in theirs if i not in mine],
-            "of the gold dataset are not in the report",
-        ),
-    ):
+    ]
+    if same:
+        checks.append(
+            (
+                "gold_case_added",
+                [i for i in active if i not in mine],
+                "of the gold dataset are not in the report",
+            )
+        )
+    for code, ids, what in checks:
         if ids:
             shown = ", ".join(sorted(ids)[:10]) + (" ..." if len(ids) > 10 else "")
             result.fail(
@@ -167,7 +178,44 @@ def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) 
                 "verify against the dataset the report certified; a report whose stored held-out"
                 " records are not the real gold's is no certification of it",
             )
-    result.ok("gold", f"ok ({len(mine)} held-out case(s) as in {where})")
+    since = "" if same else "; the gold changed since certification (`workbench status` names it)"
+    result.ok("gold", f"ok ({len(mine)} held-out case(s) as in {where}{since})")
+
+
+def _gold_held_out(
+    gold: str | Path,
+) -> tuple[dict[str, set[str]], set[str], str | None, str]:
+    """Every held-out record of ``gold`` (case id -> content keys of all its versions), the
+    held-out ids no record supersedes, the dataset sha256 (None when the dataset does not
+    validate as a whole) and the gold file's path."""
+    from ..gold import GoldCase, load_dataset
+    from ..heldout import gold_directory
+
+    try:
+        sha: str | None = load_dataset(gold).sha256
+    except WorkbenchError:
+        sha = None  # e.g. a rubric change the records do not follow yet: staleness, not forgery
+    path = gold_directory(gold) / "gold.jsonl"
+    if not path.is_file():
+        raise refusal(
+            "gold not found",
+            str(path),
+            "gold_missing",
+            "the gold dataset to verify against has no gold.jsonl",
+            "pass --gold the certified dataset directory",
+        )
+    history: dict[str, set[str]] = {}
+    superseded: set[str] = set()
+    for _number, line in iter_jsonl_lines(path):
+        try:
+            case = GoldCase.model_validate_json(line)
+        except ValueError:
+            continue  # an unreadable record matches nothing; validate names it
+        if case.supersedes:
+            superseded.add(case.supersedes)
+        if case.partition == "held_out":
+            history.setdefault(case.case_id, set()).add(content_key(case))
+    return history, set(history) - superseded, sha, str(path)
 
 
 def _content_keys(dataset: Any) -> dict[str, str]:
