@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner, Result
@@ -19,6 +20,8 @@ from conftest import canonical_sha256
 
 from workbench.cli import main
 from workbench.gold import load_dataset
+from workbench.heldout import ledger_path_for
+from workbench.importers import results_from_dataframe
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -260,3 +263,128 @@ def test_f_gate_never_says_certified_for_results_that_are_not_held_out(
     assert "WOULD_CERTIFY (advisory" in result.output
     as_json = _gate(gold, results, _lenient_policy(tmp_path, partition), "--json")
     assert json.loads(as_json.stdout)["outcome"] == "would_certify"
+
+
+# --- e. certification reads a frozen gold release only -------------------------------------------
+
+
+def test_e_certify_refuses_an_unfrozen_gold_before_any_held_out_use(tmp_path: Path) -> None:
+    """Before: `certify` accepted a gold that was never frozen (its lineage row for the gold
+    release was written ``ok: true`` whatever the release); it now refuses it with the approval
+    kernel's ``gold_not_frozen`` (exit 2) before the held-out ledger is touched."""
+    gold = tmp_path / "gold"
+    shutil.copytree(DEMO, gold)
+    (gold / "releases.jsonl").unlink()  # a copy of the gold that was never frozen
+    result = _cli(
+        "certify",
+        "--candidate",
+        CANDIDATES / "rubric-judge@3.yaml",
+        "--policy",
+        POLICIES / "support-release@3.yaml",
+        "--gold",
+        gold,
+        "--reports",
+        tmp_path / "reports",
+    )
+    _refused(result, "gold_not_frozen")
+    assert not ledger_path_for(gold).exists()
+    assert not (tmp_path / "reports").exists()
+
+
+def test_e_run_on_development_stays_allowed_on_an_unfrozen_gold(tmp_path: Path) -> None:
+    """`run` on development or calibration data is not a certification: allowed, and its run
+    manifest records that no release froze the gold (``gold_release: null``)."""
+    gold, run = _project(tmp_path)
+    (gold / "releases.jsonl").unlink()
+    again = tmp_path / "again"
+    result = _cli(
+        "run", "--candidate", CANDIDATES / "rubric-judge@2.yaml", "--gold", gold,
+        "--partition", "development", "--out", again,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads((again / "manifest.json").read_text(encoding="utf-8"))["gold_release"] is None
+
+
+# --- g. imported predictions that copy the gold labels -------------------------------------------
+
+
+def _oracle(gold: Path, out: Path, partition: str) -> Path:
+    """Imported "predictions" that are the adjudicated labels of ``partition``, copied."""
+    dataset = load_dataset(gold)
+    frame = pd.DataFrame(
+        [{"case": c.case_id, "label": c.gold_label} for c in dataset.partition(partition)]
+    )
+    mapping = {
+        "case_id": "case",
+        "label": "label",
+        "judge": {
+            "name": "oracle",
+            "version": "1",
+            "model": "vendor-model",
+            "prompt_description": "a vendor judge",
+        },
+    }
+    written = results_from_dataframe(frame, mapping, gold=dataset).write(out)
+    return Path(written.spec)
+
+
+def test_g_imported_predictions_equal_to_every_label_need_review_at_the_gate(
+    tmp_path: Path,
+) -> None:
+    """Before: imported predictions equal to the gold labels passed the gate without controls.
+    Now the gate asks for review (``predictions_match_labels``, exit 4)."""
+    gold = tmp_path / "gold"
+    shutil.copytree(DEMO, gold)
+    spec = _oracle(gold, tmp_path / "oracle", "calibration")
+    result = _gate(
+        gold, spec.parent / "results.jsonl", _lenient_policy(tmp_path, "calibration"),
+        "--partition", "calibration",
+    )  # fmt: skip
+    assert result.exit_code == 4, result.output
+    assert "predictions_match_labels" in result.output
+
+
+@pytest.mark.notebook
+def test_g_imported_copies_of_the_held_out_labels_are_not_certified(tmp_path: Path) -> None:
+    """Before: `certify` of imported predictions that copy the held-out labels under a policy
+    without controls ended CERTIFIED (exit 0). Now: REVIEW_REQUIRED (exit 4) with the
+    ``predictions_match_labels`` blocker."""
+    gold = tmp_path / "gold"
+    shutil.copytree(DEMO, gold)
+    spec = _oracle(gold, tmp_path / "oracle", "held_out")
+    result = _cli(
+        "certify", "--candidate", spec, "--policy", _lenient_policy(tmp_path, "held_out"),
+        "--gold", gold, "--reports", tmp_path / "reports",
+    )  # fmt: skip
+    assert result.exit_code == 4, result.output
+    assert "predictions_match_labels" in result.output
+
+
+# --- d. route and block need a policy that runs controls -----------------------------------------
+
+
+@pytest.mark.notebook
+def test_d_a_policy_without_controls_cannot_carry_route_or_block(tmp_path: Path) -> None:
+    """Before: a policy without ``controls:`` certified rubric-judge@2 (which fails its negative
+    and adversarial controls) with ``use: block``, and the judge was granted and promoted to
+    block. Now the certification still certifies, but its grant is capped at advisory with
+    ``controls_not_required`` named, and `authority promote` to route refuses it (exit 2)."""
+    gold = tmp_path / "gold"
+    shutil.copytree(DEMO, gold)
+    scope = {"slices": ["billing_payments", "shipping_delivery"]}
+    policy = _lenient_policy(tmp_path, "held_out", use="block", scope=scope)
+    spec = CANDIDATES / "rubric-judge@2.yaml"
+    result = _cli(
+        "certify", "--candidate", spec, "--policy", policy, "--gold", gold,
+        "--reports", tmp_path / "reports",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (report,) = (tmp_path / "reports" / "rubric-judge" / "2").iterdir()
+    grant = json.loads((report / "lock.json").read_text(encoding="utf-8"))["grant"]
+    assert grant["use"] == "advisory", grant
+    assert any("controls_not_required" in w for w in grant["withheld"]), grant
+    common = ("--gold", gold, "--candidate", spec, "--report", report)
+    people = ("--approver", "Support Quality lead (demo)", "--reason", "certified")
+    granted = _cli("authority", "grant", *common, *people)
+    assert granted.exit_code == 0, granted.output
+    _refused(_cli("authority", "promote", *common, *people), "controls_not_required")
