@@ -18,10 +18,12 @@ import yaml
 from click.testing import CliRunner, Result
 from conftest import canonical_sha256
 
+from workbench.authority import grant_for
 from workbench.cli import main
 from workbench.gold import load_dataset
 from workbench.heldout import ledger_path_for
 from workbench.importers import results_from_dataframe
+from workbench.policy import controls_for_authority, load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -388,3 +390,33 @@ def test_d_a_policy_without_controls_cannot_carry_route_or_block(tmp_path: Path)
     granted = _cli("authority", "grant", *common, *people)
     assert granted.exit_code == 0, granted.output
     _refused(_cli("authority", "promote", *common, *people), "controls_not_required")
+
+
+@pytest.mark.parametrize(
+    ("controls", "use", "granted"),
+    [
+        (None, "block", "advisory"),
+        (None, "route", "advisory"),
+        (None, "advisory", "advisory"),
+        ({"suite": "c.yaml", "blocking_roles": ["positive"]}, "block", "advisory"),
+        ({"suite": "c.yaml", "blocking_roles": ["negative", "adversarial"]}, "block", "block"),
+        ({"suite": "c.yaml"}, "route", "route"),
+    ],
+)
+def test_d_route_and_block_rest_on_blocking_negative_and_adversarial_controls(
+    tmp_path: Path, controls: dict[str, Any] | None, use: str, granted: str
+) -> None:
+    scope = {"slices": ["billing_payments"]}
+    path = _lenient_policy(tmp_path, "held_out", use=use, scope=scope, controls=controls)
+    policy = load_policy(path)
+    gate = {
+        "outcome": "certified",
+        "partition": "held_out",
+        "figures": [{"slice": "billing_payments", "decided": 5}],
+        "waived": [],
+    }
+    grant = grant_for(policy, gate)
+    assert grant.use == granted
+    capped = [w for w in grant.withheld if "controls_not_required" in w]
+    assert bool(capped) == (granted != use), grant.withheld
+    assert (controls_for_authority(policy) is None) == (granted == use)
