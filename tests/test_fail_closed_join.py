@@ -330,22 +330,6 @@ def _oracle(gold: Path, out: Path, partition: str) -> Path:
     return Path(written.spec)
 
 
-def test_g_imported_predictions_equal_to_every_label_need_review_at_the_gate(
-    tmp_path: Path,
-) -> None:
-    """Before: imported predictions equal to the gold labels passed the gate without controls.
-    Now the gate asks for review (``predictions_match_labels``, exit 4)."""
-    gold = tmp_path / "gold"
-    shutil.copytree(DEMO, gold)
-    spec = _oracle(gold, tmp_path / "oracle", "calibration")
-    result = _gate(
-        gold, spec.parent / "results.jsonl", _lenient_policy(tmp_path, "calibration"),
-        "--partition", "calibration",
-    )  # fmt: skip
-    assert result.exit_code == 4, result.output
-    assert "predictions_match_labels" in result.output
-
-
 @pytest.mark.notebook
 def test_g_imported_copies_of_the_held_out_labels_are_not_certified(tmp_path: Path) -> None:
     """Before: `certify` of imported predictions that copy the held-out labels under a policy

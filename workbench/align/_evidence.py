@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .._io import bulk_load
-from ..errors import WorkbenchError
 from ..gold import GoldIndex, gold_index
-from ._attempts import attempt_problems
 from ._cases import join_cases, join_report
 from ._lineage import align_results
 from ._report import AlignmentReport
@@ -67,9 +65,6 @@ def read_evidence(
     """
     from ._columnar import evidence_columnar
 
-    removed = attempt_problems(results)  # a deleted retry reads as a valid file: counted here
-    if removed:
-        raise WorkbenchError("the results lack attempts their run counted", removed)
     with bulk_load():
         index = gold_index(gold)  # validated once per dataset sha256, then read from the cache
         if sampling_plan is None:

@@ -44,7 +44,7 @@ false_fail_rate_unproven    review      the same for false fails (too few cases 
 cost_exceeded               review      run spend > ``max_cost_usd``
 cost_unverified             review      ``max_cost_usd`` is set but no run summary was given
 sampled_out                 review      a declared sampling plan left cases out (never waivable)
-predictions_match_labels    review      imported verdicts equal every gold label, no controls ran
+predictions_match_labels    review      imported verdicts equal every held-out label, no controls
 ==========================  ==========  ======================================================
 
 Cost is a *review* blocker: spending beyond the approved budget says nothing about how well
@@ -1203,7 +1203,7 @@ def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]
 
 def _copied_labels(report: AlignmentReport, policy: Policy | None) -> list[Blocker]:
     """``predictions_match_labels``: imported verdicts equal to the adjudicated label on every
-    case in scope, under a policy that runs no controls.
+    held-out case in scope, under a policy that runs no controls.
 
     Imported predictions were made where the workbench cannot see; a file that copies the gold
     labels agrees perfectly and would certify. Perfect agreement on every case is the mark of
@@ -1211,7 +1211,9 @@ def _copied_labels(report: AlignmentReport, policy: Policy | None) -> list[Block
     real judge, so a person decides (``review_required``).
     """
     judge, row = report.judge, report.overall
-    if judge is None or judge.kind != "imported" or (policy and policy.controls):
+    if judge is None or judge.kind != "imported" or policy is None or policy.controls:
+        return []  # no policy: never certified anyway (policy_missing)
+    if report.partition != "held_out":  # only held-out results certify (the clear outcome)
         return []
     if row.n == 0 or row.aligned != row.n:
         return []

@@ -5,7 +5,7 @@
 ``cache_hits``) and, for the last invocation, in ``run.json``. Deleting attempts from the
 results (the retries that show a judge was unstable or erred, say) leaves a file that still
 reads as valid. :func:`attempt_problems` compares the attempts present with what the run
-directory counted, wherever results meet gold (``align``, ``gate``):
+directory counted; ``align`` and ``gate`` refuse results that fail it before they are read:
 
 - with ``invocations.jsonl``: the lines of ``results.jsonl`` must be exactly the sum over
   invocations; fewer is ``attempts_missing``, more is ``attempts_unrecorded``;
@@ -24,7 +24,7 @@ from typing import Any
 
 from .._io import JSONRecordError, iter_jsonl_lines, loads_json, read_json_file
 from ..errors import Problem, problem
-from ..runs import RESULTS_FILE, RunDir
+from ._rundir import RESULTS_FILE, RunDir
 
 _FIX_MISSING = (
     "use the results exactly as `workbench run` wrote them (every attempt, retries included);"
