@@ -9,9 +9,9 @@ import click
 
 from ..align import align as align_fn
 from ..align import format_report, resolve_partition
+from ..errors import WorkbenchError
 from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
-from ..errors import WorkbenchError
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 from ._options import option, options
@@ -87,8 +87,9 @@ def align(
     Refuses duplicate results, unknown cases, response-hash mismatches and mixed judges
     (exit 2); so are an LLM verdict without a reason (verdict_reason_missing), a judge
     identity missing the fingerprint fields its kind requires (fingerprint_incomplete) and a
-    run directory's results lacking attempts its run counted (attempts_missing). Cases without a result are 'missing': the evaluation is incomplete, which is
-    never a pass and never a disagreement. Coverage (decided verdicts / cases in scope) is
+    run directory's results lacking attempts its run counted (attempts_missing). Cases
+    without a result are 'missing': the evaluation is incomplete, which is never a pass and
+    never a disagreement. Coverage (decided verdicts / cases in scope) is
     shown beside every rate; abstentions (verdicts in the rubric's abstain labels) are in no
     false-pass or false-fail numerator or denominator.
 
