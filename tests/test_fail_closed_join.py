@@ -216,7 +216,7 @@ def test_c_retry_attempts_deleted_from_the_results_are_noticed(tmp_path: Path) -
     the attempts present (``attempts_missing``)."""
     gold, run = _project(tmp_path)
     _retried(run, 55)  # the run counted 164 calls; the 55 retry lines are gone
-    results = _forge(run, gold, judge=LLM_IDENTITY)
+    results = _forge(run, gold)
     result = _gate(gold, results, _lenient_policy(tmp_path), "--run", run)
     _refused(result, "attempts_missing")
     assert "164" in result.output and "109" in result.output, result.output
