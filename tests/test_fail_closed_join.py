@@ -18,12 +18,10 @@ import yaml
 from click.testing import CliRunner, Result
 from conftest import canonical_sha256
 
-from workbench.authority import grant_for
 from workbench.cli import main
 from workbench.gold import load_dataset
 from workbench.heldout import ledger_path_for
 from workbench.importers import results_from_dataframe
-from workbench.policy import controls_for_authority, load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -390,6 +388,9 @@ def test_d_a_policy_without_controls_cannot_carry_route_or_block(tmp_path: Path)
 def test_d_route_and_block_rest_on_blocking_negative_and_adversarial_controls(
     tmp_path: Path, controls: dict[str, Any] | None, use: str, granted: str
 ) -> None:
+    from workbench.authority import grant_for
+    from workbench.policy import controls_for_authority, load_policy
+
     scope = {"slices": ["billing_payments"]}
     path = _lenient_policy(tmp_path, "held_out", use=use, scope=scope, controls=controls)
     policy = load_policy(path)
