@@ -509,8 +509,9 @@ def test_end_to_end_ordinal_gold_align_and_gate(make_dataset, tmp_path: Path) ->
         cohen_kappa_score(h, j, labels=LIKERT, weights="quadratic")
     )
     # billing: 0 false passes of 8 human fails, Wilson upper 3.841459/11.841459 = 0.324 <= 0.5
-    assert gated.exit_code == 0, gated.output
-    assert json.loads(gated.output)["outcome"] == "certified"
+    # (limits met on development results: advisory, only held-out results certify)
+    assert gated.exit_code == 6, gated.output
+    assert json.loads(gated.output)["outcome"] == "would_certify"
 
     # one human 2 judged 4 in general: a false pass over the threshold -> quality failed
     bad = [

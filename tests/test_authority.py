@@ -91,7 +91,30 @@ LENIENT: dict[str, Any] = {
     },
     "use": "block",
     "scope": {"slices": SLICES, "products": ["support-chat"]},
+    # route and block need blocking negative and adversarial controls (controls_not_required)
+    "controls": {"suite": "passing-controls@1.yaml"},
 }
+FAILED_BY_RUBRIC_JUDGE_2 = {
+    "adv-fake-grading-note",
+    "conf-reference-disagrees",
+    "miss-question-not-covered",
+    "neg-data-export",
+    "neg-lockout",
+    "term-plain-language-compromise",
+}
+"""The demo controls rubric-judge@2 fails (workbench.yaml's expected failures)."""
+
+
+def passing_controls(policies: Path) -> None:
+    """The demo control suite without the controls rubric-judge@2 fails, beside the policies."""
+    suite = yaml.safe_load(
+        (ROOT / "data" / "controls" / "support-controls@1.yaml").read_text(encoding="utf-8")
+    )
+    suite["name"] = "passing-controls"
+    suite["controls"] = [
+        c for c in suite["controls"] if c["control_id"] not in FAILED_BY_RUBRIC_JUDGE_2
+    ]
+    (policies / "passing-controls@1.yaml").write_text(yaml.safe_dump(suite), encoding="utf-8")
 
 
 APPROVERS = ("Ana Quality", "A")
@@ -149,6 +172,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         shutil.copyfile(ROOT / "data" / "candidates" / name, candidates / name)
     policies = base / "policies"
     policies.mkdir()
+    passing_controls(policies)
     block = policies / "lenient-block@1.yaml"
     block.write_text(yaml.safe_dump(LENIENT), encoding="utf-8")
     route = policies / "lenient-route@1.yaml"

@@ -60,6 +60,7 @@ BASE: dict[str, Any] = {
         "billing_payments": {"risk": "high", "max_abstention_rate": 0.5},
         "shipping_delivery": {"risk": "medium", "max_abstention_rate": 0.5},
     },
+    "controls": {"suite": "controls.yaml"},  # route and block need controls to block on
     "use": "block",
     "scope": {
         "slices": ["refund_policy", "billing_payments"],

@@ -82,8 +82,8 @@ def test_unproven_blocker_headline_and_plan_agree(evaluated, tmp_path: Path) -> 
     planned = row["needed"]
     assert (
         planned == cases_to_bound(0.10) == 127
-        and row["have"]["development"] == 6
-        and row["shortfall"]["development"] == 121
+        and row["have"]["held_out"] == 6
+        and row["shortfall"]["held_out"] == 121
     )
     # the gate cites the plan's number, in its words, then the zero-error floor, labelled
     assert (
@@ -98,7 +98,7 @@ def test_unproven_blocker_headline_and_plan_agree(evaluated, tmp_path: Path) -> 
     assert b.evidence["verdicts_needed_at_zero_errors"] == cases_needed(0.10) == 35
     # the report's headline: the same figures
     (group,) = [g for g in group_blockers([b.model_dump(mode="json")]) if g.slice == "general"]
-    assert group.more_cases == row["shortfall"]["development"] == 121
+    assert group.more_cases == row["shortfall"]["held_out"] == 121
     assert (
         f"121 more human-fail cases judged pass or fail needed: {planned} to bound it at half the"
         " limit (35 at zero errors)" in group.headline

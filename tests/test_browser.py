@@ -35,6 +35,7 @@ from conftest import RUBRIC, make_case, write_dataset
 from widget_lab import lab_env
 
 from workbench.align import join_results
+from workbench.approval import freeze_path
 from workbench.gold import GoldDataset, load_dataset
 from workbench.reports import certify
 from workbench.results import read_results
@@ -143,7 +144,9 @@ def _hostile_dataset(root: Path) -> Path:
         ),
         make_case("c-2", "fail", partition="calibration", slice="general", response="no"),
     ]
-    return write_dataset(root / "gold", [*others, *held_out])
+    gold = write_dataset(root / "gold", [*others, *held_out])
+    freeze_path(gold, approver="Support Quality lead (demo)")  # certification needs a release
+    return gold
 
 
 HOSTILE_DESCRIPTION = " | ".join(PAYLOADS)

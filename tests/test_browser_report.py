@@ -30,6 +30,7 @@ from _certified import demo_endings
 from browser_support import launch_chromium, require_chromium, watch_page
 from conftest import RUBRIC, make_case, write_dataset
 
+from workbench.approval import freeze_path
 from workbench.gold import load_dataset
 from workbench.reports import certify, read_lock
 from workbench.stats import cases_to_bound
@@ -324,7 +325,9 @@ def _hostile_gold(root: Path) -> Path:
         ),
         make_case("c-1", "fail", partition="calibration", slice="general", response="no"),
     ]
-    return write_dataset(root / "gold", [*others, *held_out])
+    gold = write_dataset(root / "gold", [*others, *held_out])
+    freeze_path(gold, approver="Support Quality lead (demo)")  # certification needs a release
+    return gold
 
 
 @pytest.fixture(scope="module")

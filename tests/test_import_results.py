@@ -739,7 +739,7 @@ def test_dataframe_api_writes_results_and_candidate(gold: Path, tmp_path: Path) 
         {
             "case": ["c01", "c03", "c08"],
             "pred": [1, 0, 1],
-            "why": ["a", None, "c"],
+            "why": ["a", "b", "c"],  # a mapped reason is stated with every verdict
             "ms": [0.2, float("nan"), 0.4],
         }
     )
@@ -754,7 +754,7 @@ def test_dataframe_api_writes_results_and_candidate(gold: Path, tmp_path: Path) 
     imported = results_from_dataframe(frame, mapping, gold=gold)
     assert [(r.case_id, r.value, r.reason, r.latency_s) for r in imported.results] == [
         ("c01", "pass", "a", 0.2),
-        ("c03", "fail", None, None),
+        ("c03", "fail", "b", None),
         ("c08", "pass", "c", 0.4),
     ]
     assert list(imported.frame()["value"]) == ["pass", "fail", "pass"]

@@ -22,6 +22,7 @@ from conftest import make_case
 
 from workbench.cli import main
 from workbench.outcomes import (
+    ADVISORY_CLEAR,
     CATEGORY_OUTCOMES,
     GATE_OUTCOMES,
     OUTCOMES,
@@ -84,7 +85,8 @@ def test_every_mapping_is_read_from_the_table() -> None:
     from workbench.policy import CheckOutcome, GateOutcome
     from workbench.ranking._gate import Outcome as RankingOutcome
 
-    assert tuple(typing.get_args(GateOutcome)) == GATE_OUTCOMES
+    # the release gate's outcomes, and its advisory clear outcome off held-out results
+    assert tuple(typing.get_args(GateOutcome)) == (*GATE_OUTCOMES, ADVISORY_CLEAR)
     # the ranking and noise gates end in the one decision step: its outcomes, its exit codes
     assert RankingOutcome is CheckOutcome and NoiseOutcome is CheckOutcome
     for literal, mapping in ((GateOutcome, GATE_EXIT), (LaneOutcome, LANE_EXIT)):
@@ -270,7 +272,7 @@ def test_commands_exit_with_the_code_of_their_outcome(make_dataset, tmp_path: Pa
 
     seen: dict[str, int] = {}
     for run_dir, general in (
-        (full, LAX),  # certified
+        (full, LAX),  # would_certify: development results never certify
         (full, {**LAX, "max_false_passes": 0}),  # quality_failed: d3
         (full, {**LAX, "min_n": 100}),  # review_required: too few cases
         (partial, LAX),  # evaluation_incomplete: the run stopped at --max-cases
@@ -296,7 +298,8 @@ def test_commands_exit_with_the_code_of_their_outcome(make_dataset, tmp_path: Pa
         outcome = json.loads(gate.output)["outcome"]
         assert gate.exit_code == exit_code(outcome), (outcome, gate.output)
         seen[outcome] = gate.exit_code
-    assert set(seen) == set(GATE_OUTCOMES)
+    assert set(seen) == {*GATE_OUTCOMES, ADVISORY_CLEAR} - {"certified"}
+    assert seen[ADVISORY_CLEAR] == 6
     bad = runner.invoke(
         main,
         [

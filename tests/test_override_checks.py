@@ -302,7 +302,7 @@ def test_gate_cli_lists_unapplied_overrides_in_text_and_json(
     from lineage_support import stamped
     from test_policy import cases_for
 
-    cases, rows = cases_for(clean_spec())
+    cases, rows = cases_for(clean_spec(), "development")
     gold = make_dataset(cases)
     results = write_results(tmp_path / "r.jsonl", stamped(rows, gold))
     store = tmp_path / "o.jsonl"
@@ -324,7 +324,7 @@ def test_gate_cli_lists_unapplied_overrides_in_text_and_json(
         str(store),
     ]
     text = CliRunner().invoke(gate_cmd, args)
-    assert text.exit_code == 0, text.output
+    assert text.exit_code == 6, text.output  # would certify: development results, advisory
     assert (
         "overrides that did not apply (1):" in text.output
         and "other_policy: it is for other@1, the gate applied test-release@1" in text.output

@@ -63,6 +63,8 @@ BASE_POLICY: dict[str, Any] = {
     "owner": "QA lead",
     "rationale": "Limits for the unit-test rubric, written before results.",
     "rubric_version": "r1",
+    # imported results that equal every held-out label need controls (predictions_match_labels)
+    "controls": {"suite": "controls.yaml"},
     "slices": {
         "billing": {
             "risk": "critical",
@@ -96,12 +98,19 @@ def make_policy(**changes: Any) -> Policy:
     return Policy.model_validate(raw)
 
 
-def cases_for(spec: dict[str, list[tuple[str, str | None]]]) -> tuple[list[dict], list[dict]]:
-    """``{slice: [(human_label, judge_value | None (missing) | "ERR"), ...]}`` -> cases, results."""
+def cases_for(
+    spec: dict[str, list[tuple[str, str | None]]], partition: str = "held_out"
+) -> tuple[list[dict], list[dict]]:
+    """``{slice: [(human_label, judge_value | None (missing) | "ERR"), ...]}`` -> cases, results.
+
+    Held-out by default: only held-out results are ``certified`` (elsewhere the clear outcome
+    is the advisory ``would_certify``)."""
     cases, rows = [], []
     for slice_name, items in spec.items():
         for i, (human, judge) in enumerate(items):
-            case = make_case(f"{slice_name[:3]}-{i:02d}", human, slice=slice_name)
+            case = make_case(
+                f"{slice_name[:3]}-{i:02d}", human, slice=slice_name, partition=partition
+            )
             cases.append(case)
             if judge == "ERR":
                 rows.append(make_result(case, error=TIMEOUT))
@@ -124,7 +133,7 @@ class Evaluated:
     def __init__(self, make_dataset, spec: dict[str, list[tuple[str, str | None]]]) -> None:
         cases, rows = cases_for(spec)
         self.dataset = load_dataset(make_dataset(cases))
-        self.join = join_results(self.dataset, result_lines(rows), partition="development")
+        self.join = join_results(self.dataset, result_lines(rows), partition="held_out")
         self.report = alignment_report(self.join)
 
     def gate(self, policy: Policy | None, **kw: Any) -> GateResult:
@@ -172,7 +181,7 @@ def run_summary(**changes: Any) -> RunSummary:
                 ).encode()
             ).hexdigest()
         ),
-        "partition": "development",
+        "partition": "held_out",
         "planned": 21,
         "verdicts": 21,
         "errors": 0,
@@ -203,7 +212,7 @@ def test_clean_results_are_certified(evaluated) -> None:
     assert result.outcome == "certified" and result.blockers == [] and result.exit_code == 0
     assert result.policy is not None and result.policy.sha256 == "ab" * 32
     assert result.summary.startswith("CERTIFIED: 0 blocker(s)")
-    assert result.judge == "rubric-judge@1" and result.partition == "development"
+    assert result.judge == "rubric-judge@1" and result.partition == "held_out"
 
 
 def test_wilson_upper_bound_by_hand_upper_fails_point_passes(evaluated) -> None:
@@ -392,10 +401,10 @@ def test_policy_and_rubric_must_fit(evaluated) -> None:
     assert only(unknown, "policy_unknown_slice").slice == "nowhere"
     risk = ev.gate(make_policy(slices={"general": {"risk": "high"}}))
     assert only(risk, "policy_risk_mismatch").evidence == {"policy": "high", "rubric": "low"}
-    part = ev.gate(make_policy(partition="held_out"))
+    part = ev.gate(make_policy(partition="development"))
     assert only(part, "partition_mismatch").evidence == {
-        "policy": "held_out",
-        "report": "development",
+        "policy": "development",
+        "report": "held_out",
     }
     other = load_rubric(ev.dataset.root / "rubric.yaml").model_copy(update={"version": "r2"})
     mismatched = ev.gate(make_policy(), rubric=other)
@@ -424,7 +433,7 @@ def test_missing_results_are_incomplete_never_a_pass(evaluated) -> None:
 
 
 def test_no_cases_in_scope(make_dataset) -> None:
-    cases, rows = cases_for(clean_spec())
+    cases, rows = cases_for(clean_spec(), "development")
     dataset = load_dataset(make_dataset(cases))
     join = join_results(dataset, result_lines(rows), partition="held_out")
     result = evaluate_gate(alignment_report(join), make_policy(), rubric=dataset.rubric, now=NOW)
@@ -1008,7 +1017,7 @@ def cli_files(tmp_path, make_dataset):
     def build(
         spec: dict[str, list[tuple[str, str | None]]], **policy_changes: Any
     ) -> dict[str, str]:
-        cases, rows = cases_for(spec)
+        cases, rows = cases_for(spec, "development")  # held-out results: only a certification's
         gold = make_dataset(cases)
         results = write_results(
             tmp_path / f"results-{len(list(tmp_path.iterdir()))}.jsonl", stamped(rows, gold)
@@ -1039,7 +1048,7 @@ def gate_args(files: dict[str, str], *extra: str) -> list[str]:
 @pytest.mark.parametrize(
     ("mutate", "outcome", "exit_code"),
     [
-        (lambda s: None, "certified", 0),
+        (lambda s: None, "would_certify", 6),  # development results never certify
         (lambda s: s["billing"].__setitem__(0, ("fail", "pass")), "quality_failed", 1),
         (lambda s: s["billing"].__setitem__(0, ("fail", None)), "evaluation_incomplete", 3),
         (
@@ -1048,7 +1057,7 @@ def gate_args(files: dict[str, str], *extra: str) -> list[str]:
             4,
         ),
     ],
-    ids=["certified", "quality_failed", "evaluation_incomplete", "review_required"],
+    ids=["would_certify", "quality_failed", "evaluation_incomplete", "review_required"],
 )
 def test_gate_cli_exit_codes(cli_files, mutate, outcome, exit_code) -> None:
     spec = clean_spec()
@@ -1112,7 +1121,8 @@ def test_gate_cli_with_run_and_overrides(cli_files, tmp_path) -> None:
     assert CliRunner().invoke(gate_cmd, gate_args(files)).exit_code == 4  # cost_unverified
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "run.json").write_text(run_summary(cost_usd=3.0).model_dump_json(), encoding="utf-8")
+    summary = run_summary(cost_usd=3.0, partition="development")
+    (run_dir / "run.json").write_text(summary.model_dump_json(), encoding="utf-8")
     over = CliRunner().invoke(gate_cmd, gate_args(files, "--run", str(run_dir)))
     assert over.exit_code == 4 and "cost_exceeded" in over.output and "cost_usd=3" in over.output
     store = tmp_path / "overrides.jsonl"
@@ -1141,7 +1151,7 @@ def test_gate_cli_with_run_and_overrides(cli_files, tmp_path) -> None:
     ok = CliRunner().invoke(
         gate_cmd, gate_args(files, "--run", str(run_dir / "run.json"), "--overrides", str(store))
     )
-    assert ok.exit_code == 0, ok.output
+    assert ok.exit_code == 6, ok.output  # would certify: development results, advisory
     assert "waived by ovr-" in ok.output
     listed = CliRunner().invoke(override_cmd, ["list", "--store", str(store)])
     assert (

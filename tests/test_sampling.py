@@ -465,6 +465,18 @@ def test_gate_accepts_the_sampled_scope_only_under_the_policy_plan(
     assert code == 3 and "not under the declared plan" in missing["message"]
 
 
+def _uncount(out: Path) -> None:
+    """Lower the last invocation's call count by one in ``run.json`` and ``invocations.jsonl``."""
+    summary = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    summary["calls"] -= 1
+    (out / "run.json").write_text(json.dumps(summary), encoding="utf-8")
+    lines = (out / "invocations.jsonl").read_text(encoding="utf-8").splitlines()
+    last = json.loads(lines[-1])
+    last["calls"] -= 1
+    text = "".join(line + "\n" for line in [*lines[:-1], json.dumps(last)])
+    (out / "invocations.jsonl").write_text(text, encoding="utf-8")
+
+
 def test_a_manifest_edited_to_hide_a_dropped_case_does_not_shrink_the_scope(
     sampled_run: dict[str, Any],
 ) -> None:
@@ -474,6 +486,9 @@ def test_a_manifest_edited_to_hide_a_dropped_case_does_not_shrink_the_scope(
     (out / "results.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in rows if r is not dropped), encoding="utf-8"
     )
+    refused = run_cli("align", "--gold", sampled_run["gold"], "--results", out / "results.jsonl")
+    assert refused.exit_code == 2 and "attempts_missing" in refused.output  # the run counted it
+    _uncount(out)  # a forger who also lowers the run's counts
     manifest = json.loads((out / "manifest.json").read_text())
     manifest["sampling"]["sampled_out"] = sorted(
         [*manifest["sampling"]["sampled_out"], dropped["case_id"]]

@@ -15,12 +15,15 @@ exit  outcomes
       ``verify`` of a certification without its gold)
 4     ``review_required`` (a person must decide)
 5     ``evaluator_errors`` (a run finished, but some cases ended in evaluator errors)
+6     ``would_certify`` (the release gate's limits are met on results that cannot certify:
+      not held-out results a certification recorded; advisory)
 ====  =====================================================================================
 
 Gate outcomes follow from blocker categories, by precedence: any ``incomplete`` blocker
 -> ``evaluation_incomplete``, else any ``quality`` -> ``quality_failed``, else any ``review``
--> ``review_required``, else the clear outcome (``certified`` for the release gate,
-``passed`` for the ranking and noise gates). :func:`outcome_of` is that rule.
+-> ``review_required``, else the clear outcome (``certified`` for the release gate on held-out
+results, ``would_certify`` for it on any other partition, ``passed`` for the ranking and noise
+gates). :func:`outcome_of` is that rule.
 
 Deliberately a plain module (no pydantic, no third-party import): the CLI imports it at start.
 """
@@ -48,6 +51,10 @@ class ExitCode(IntEnum):
     """Review required: a person must decide."""
     EVALUATOR_ERRORS = 5
     """A run finished, but some cases ended in evaluator errors (their verdicts are unknown)."""
+    ADVISORY = 6
+    """Advisory: the release gate's limits are met, on results that cannot certify (development
+    or calibration results, or every partition at once). Never 0: a script that reads exit 0
+    as certified cannot mistake them for a certification."""
 
 
 @dataclass(frozen=True)
@@ -100,12 +107,21 @@ OUTCOMES: dict[str, Outcome] = {
             Style("REVIEW REQUIRED", "review", "#4a148c", "#f3e5f5"),
         ),
         Outcome("evaluator_errors", ExitCode.EVALUATOR_ERRORS),
+        Outcome(
+            "would_certify",
+            ExitCode.ADVISORY,
+            Style("WOULD CERTIFY (ADVISORY, NOT HELD-OUT)", "notrun", "#33691e", "#f1f8e9"),
+        ),
     )
 }
 """Every outcome a command can end in, by name."""
 
 GATE_OUTCOMES = ("certified", "quality_failed", "evaluation_incomplete", "review_required")
 """The release gate's (and certification's) outcomes."""
+
+ADVISORY_CLEAR = "would_certify"
+"""The release gate's clear outcome on results that are not held-out: limits met, nothing
+certified (only held-out results a certification recorded can certify)."""
 
 CATEGORY_OUTCOMES: dict[str, str] = {
     "incomplete": "evaluation_incomplete",

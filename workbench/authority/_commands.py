@@ -41,6 +41,7 @@ from .._signing import load_trust
 from ..approval import current_user
 from ..errors import Problem, WorkbenchError, problem
 from ..judges import load_candidate
+from ..policy import AUTHORITY_CONTROL_ROLES, CONTROLS_NOT_REQUIRED
 from ._certified import ReportFacts, read_report
 from ._grant import LEVELS, level_rank, lower, next_level
 from ._location import authority_path_for
@@ -324,7 +325,11 @@ def _promotion_problems(
 ) -> list[Problem]:
     """What the report and the drift log lack for the step to ``target``."""
     out = []
-    if facts.grant.use != "none" and level_rank(facts.grant.use) < level_rank(target):
+    capped = [w for w in facts.grant.withheld if CONTROLS_NOT_REQUIRED in w]
+    if capped and level_rank(target) > level_rank("advisory"):
+        fix = f"certify under a policy whose controls block on {', '.join(AUTHORITY_CONTROL_ROLES)}"
+        out.append(problem(str(report), CONTROLS_NOT_REQUIRED, capped[0], fix))
+    elif facts.grant.use != "none" and level_rank(facts.grant.use) < level_rank(target):
         message = f"the report grants {facts.grant.use}, the next step is {target}"
         fix = f"certify under a policy that declares use: {target} (or block) to promote further"
         out.append(problem(str(report), "report_grants_less", message, fix))

@@ -13,6 +13,8 @@ evidence is weaker:
   (authority does not rest on a waiver, which expires);
 - a waived blocker that names no slice (a cost or evaluator-error limit, say) caps the use at
   ``route``: a judge never blocks unattended on a waived certification;
+- a policy that does not run blocking negative and adversarial controls caps the use at
+  ``advisory`` (:func:`~workbench.policy.controls_for_authority`, ``controls_not_required``);
 - nothing remains in scope: no authority.
 
 Every reduction is listed in :attr:`AuthorityGrant.withheld`.
@@ -26,7 +28,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .._record import Record as _Model
-from ..policy import Policy, PolicyScope
+from ..policy import Policy, PolicyScope, controls_for_authority
 
 GRANT_SCHEMA_VERSION = 1
 Level = Literal["none", "advisory", "route", "block"]
@@ -193,6 +195,10 @@ def _grant_in_scope(policy: Policy, g: dict[str, Any], base: dict[str, Any]) -> 
             " unattended on a waived certification"
         )
         use = "route"
+    capped = controls_for_authority(policy)
+    if capped is not None and level_rank(use) > level_rank("advisory"):
+        withheld.append(capped)
+        use = "advisory"
     if not kept:
         withheld.append("no scope slice remains: no authority")
         return AuthorityGrant(**base, use="none", scope=None, withheld=withheld)

@@ -9,6 +9,7 @@ import click
 
 from ..align import align as align_fn
 from ..align import format_report, resolve_partition
+from ..errors import WorkbenchError
 from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
 from ..outcomes import ExitCode
@@ -84,8 +85,11 @@ def align(
     """Join judge results to adjudicated gold labels and report alignment per slice.
 
     Refuses duplicate results, unknown cases, response-hash mismatches and mixed judges
-    (exit 2). Cases without a result are 'missing': the evaluation is incomplete, which is
-    never a pass and never a disagreement. Coverage (decided verdicts / cases in scope) is
+    (exit 2); so are an LLM verdict without a reason (verdict_reason_missing), a judge
+    identity missing the fingerprint fields its kind requires (fingerprint_incomplete) and a
+    run directory's results lacking attempts its run counted (attempts_missing). Cases
+    without a result are 'missing': the evaluation is incomplete, which is never a pass and
+    never a disagreement. Coverage (decided verdicts / cases in scope) is
     shown beside every rate; abstentions (verdicts in the rubric's abstain labels) are in no
     false-pass or false-fail numerator or denominator.
 
@@ -101,6 +105,11 @@ def align(
     (the evaluation is incomplete). The report ends with cost and tokens per judged case by
     slice: median, p95 and max, beside the totals.
     """
+    from ..runs import attempt_problems
+
+    removed = attempt_problems(results)  # a deleted retry reads as a valid results file
+    if removed:
+        raise WorkbenchError("the results lack attempts their run counted", removed)
     partition, source = resolve_partition(results, partition)
     check_held_out_results(
         gold, results, partition

@@ -23,7 +23,7 @@ from ..policy import (
     load_policy,
     policy_sha256,
 )
-from ..runs import SUMMARY_FILE, RunSummary
+from ..runs import SUMMARY_FILE, RunSummary, attempt_problems
 from ._common import echo_json, user_errors
 from ._options import option
 from .align import evidence_options
@@ -138,7 +138,14 @@ def gate(
     table with coverage (decided verdicts / cases in scope) beside every rate.
 
     Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required,
-    2 invalid input. A missing result is never a pass.
+    2 invalid input, 6 would certify (advisory). A missing result is never a pass. Only
+    held-out results a certification recorded can be certified: the same limits met on
+    development or calibration results (or every partition at once) are WOULD_CERTIFY, exit 6.
+
+    Refused at the join (exit 2): an LLM verdict without a reason (verdict_reason_missing), a
+    judge identity missing the fingerprint fields its kind requires (fingerprint_incomplete),
+    a run directory's results lacking attempts its invocations.jsonl or run.json counted
+    (attempts_missing).
 
     Lineage: results produced against another gold (dataset hash, rubric version) are
     refused with the changed cases listed (exit 2), as in `workbench align`. Without
@@ -153,6 +160,7 @@ def gate(
     with bulk_load():
         index = _collect(problems, lambda: gold_index(gold))  # every gold problem, as `validate`
     resolved = _collect(problems, lambda: resolve_partition(results, partition))
+    problems += attempt_problems(results)  # a deleted retry reads as a valid results file
     if index is None or resolved is None or problems:
         raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
     partition, source = resolved

@@ -43,7 +43,7 @@ from .._load import Problems, peek_yaml
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..heldout import refuse_held_out_content
-from ..results import JudgeIdentity, JudgeResult
+from ..results import JudgeIdentity, JudgeResult, has_reason
 from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping, check_mapping, load_mapping_file, merge_options
 from ._results_source import (
@@ -712,6 +712,16 @@ def _verdict(
         )
     if m.reason is not None and not is_empty(row.get(m.reason)):
         reason = str(row.get(m.reason))
+    if m.reason is not None and value not in (None, _BAD) and not has_reason(reason):
+        issues.add(
+            "verdict_reason_missing",
+            f"column {m.reason!r}: {{n}} verdict(s) state no reason ({{rows}})",
+            "a judge whose reasons are mapped states one with every verdict (`workbench run`"
+            " records a model answer without one as an evaluator error): re-run or re-export"
+            " those rows, or leave their prediction empty (a missing result)",
+            i,
+        )
+        return None
     numbers = {
         name: _usage(i, row, getattr(m, name), name, whole, issues) for name, whole in _NUMBERS
     }

@@ -27,6 +27,7 @@ from typing import Any, cast
 from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
+from ..results import has_reason as has_reason  # the judges face re-exports it
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
 from ._prepared import Preparation, prepare
 from ._registry import CaseRef, Verdict, make_identity
@@ -823,11 +824,6 @@ class LLMJudge:
 
 RETRYABLE_ANSWER_KINDS: frozenset[str] = frozenset({"unparseable", "missing_reason"})
 """Unusable answers that are retried up to ``endpoint.max_retries``, like transient errors."""
-
-
-def has_reason(reason: Any) -> bool:
-    """Whether a judge's stated reason is present and not blank."""
-    return isinstance(reason, str) and bool(reason.strip())
 
 
 def _assistant_message(body: Any) -> dict[str, Any] | None:

@@ -38,16 +38,22 @@ from ._overrides import (
     scope_of,
 )
 from ._policy import (
+    AUTHORITY_CONTROL_ROLES,
+    CONTROLS_NOT_REQUIRED,
     POLICY_SCHEMA_VERSION,
     Policy,
     PolicyScope,
     SlicePolicy,
+    controls_for_authority,
     load_policy,
     policy_sha256,
     policy_snapshot,
 )
 
 __all__ = [
+    "AUTHORITY_CONTROL_ROLES",
+    "CONTROLS_NOT_REQUIRED",
+    "controls_for_authority",
     "BLOCKER_CODES",
     "DEFAULT_OVERRIDES_PATH",
     "DEFAULT_POLICIES_DIR",

@@ -106,6 +106,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "cost_exceeded": BlockerCode("review", "gate"),
     "cost_unverified": BlockerCode("review", "gate", _INPUTS),
     "sampled_out": BlockerCode("review", "gate", _SAMPLE),
+    "predictions_match_labels": BlockerCode("review", "gate"),
     # the ranking gate (workbench/ranking/_gate.py)
     "ranking_incomplete": _missing("ranking"),
     "ranking_repeats_short": _missing("ranking"),

@@ -44,6 +44,7 @@ false_fail_rate_unproven    review      the same for false fails (too few cases 
 cost_exceeded               review      run spend > ``max_cost_usd``
 cost_unverified             review      ``max_cost_usd`` is set but no run summary was given
 sampled_out                 review      a declared sampling plan left cases out (never waivable)
+predictions_match_labels    review      imported verdicts equal every held-out label, no controls
 ==========================  ==========  ======================================================
 
 Cost is a *review* blocker: spending beyond the approved budget says nothing about how well
@@ -125,7 +126,7 @@ from ..align import (
     join_cases,
 )
 from ..gold import Risk, Rubric
-from ..outcomes import GATE_OUTCOMES, exit_codes
+from ..outcomes import ADVISORY_CLEAR, GATE_OUTCOMES, exit_codes
 from ..runs import RunSummary
 from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
 from ._decide import Blocker, Decision, UnappliedOverride, WaivedBlocker, decide
@@ -134,8 +135,10 @@ from ._policy import Basis, Policy, SlicePolicy
 
 GATE_SCHEMA_VERSION = 2
 """2: adds ``figures`` (coverage beside every rate) and ``unapplied_overrides``."""
-GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "review_required"]
-EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES)
+GateOutcome = Literal[
+    "certified", "quality_failed", "evaluation_incomplete", "review_required", "would_certify"
+]
+EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES, ADVISORY_CLEAR)
 """Process exit code of ``workbench gate`` per outcome (2 is invalid input):
 :mod:`workbench.outcomes`."""
 
@@ -209,7 +212,9 @@ class GateResult(_Model):
     kind: Literal["workbench.gate"] = "workbench.gate"
     """Document kind."""
     outcome: GateOutcome
-    """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
+    """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``; on
+    results that are not held-out (development, calibration, every partition at once) the clear
+    outcome is ``would_certify`` (advisory, exit 6), never ``certified``."""
     blockers: list[Blocker]
     """Blockers no override waived, sorted by category (incomplete, quality, review), slice,
     code."""
@@ -289,6 +294,7 @@ def evaluate_gate(
         policy_label=policy.label if policy else None,
         fingerprint=fingerprint,
         now=now,
+        clear="certified" if report.partition == "held_out" else ADVISORY_CLEAR,
     )
     ref = _ref(policy, policy_sha256)
     return GateResult(
@@ -326,6 +332,7 @@ def _measured(
         blockers += _slices(report, policy, rubric, flagged)
     blockers += _no_pass_fail_view(rubric, policy)
     blockers += _constant_verdicts(report, rubric)
+    blockers += _copied_labels(report, policy)
     blockers += _sampled(report)
     return blockers
 
@@ -1194,6 +1201,36 @@ def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]
     return out
 
 
+def _copied_labels(report: AlignmentReport, policy: Policy | None) -> list[Blocker]:
+    """``predictions_match_labels``: imported verdicts equal to the adjudicated label on every
+    held-out case in scope, under a policy that runs no controls.
+
+    Imported predictions were made where the workbench cannot see; a file that copies the gold
+    labels agrees perfectly and would certify. Perfect agreement on every case is the mark of
+    such a copy: without controls (cases the labels do not come with) nothing tells it from a
+    real judge, so a person decides (``review_required``).
+    """
+    judge, row = report.judge, report.overall
+    if judge is None or judge.kind != "imported" or policy is None or policy.controls:
+        return []  # no policy: never certified anyway (policy_missing)
+    if report.partition != "held_out":  # only held-out results certify (the clear outcome)
+        return []
+    if row.n == 0 or row.aligned != row.n:
+        return []
+    return [
+        Blocker(
+            code="predictions_match_labels",
+            category="review",
+            message=(
+                f"The imported verdicts equal the adjudicated label on all {row.n} cases in scope"
+                " and the policy runs no controls: nothing shows they were not copied from the"
+                " gold labels."
+            ),
+            evidence={"cases": row.n, "aligned": row.aligned, "judge_kind": judge.kind},
+        )
+    ]
+
+
 def _constant(
     row: SliceAlignment,
     passes: list[str],
@@ -1249,6 +1286,11 @@ def _constant(
 def format_gate(result: GateResult) -> str:
     """Human-readable text: outcome, identity, then one line per blocker with its numbers."""
     lines = [f"gate:       {result.outcome.upper()}"]
+    if result.outcome == ADVISORY_CLEAR:
+        lines[0] += (
+            f" (advisory: {result.partition or 'every partition'} results meet the limits; only"
+            " held-out results a certification recorded can be certified)"
+        )
     if result.policy:
         lines.append(
             f"policy:     {result.policy.name}@{result.policy.version}"

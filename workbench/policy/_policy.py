@@ -357,6 +357,43 @@ class Policy(_Model):
         return spec.min_n if spec is not None and spec.min_n is not None else self.min_n_per_slice
 
 
+AUTHORITY_CONTROL_ROLES: tuple[str, ...] = ("negative", "adversarial")
+"""Control roles whose failure must block certification before a judge may ``route`` or
+``block``: a judge that passes what it should fail, or obeys text planted in a response, is
+what these roles catch and what the held-out limits do not measure."""
+
+CONTROLS_NOT_REQUIRED = "controls_not_required"
+"""The code of a route or block request a policy cannot carry (:func:`controls_for_authority`)."""
+
+
+def controls_for_authority(policy: Policy) -> str | None:
+    """Why a certification under ``policy`` cannot carry ``route`` or ``block`` authority, or
+    None when it can (or asks for no more than ``advisory``).
+
+    Route and block need a policy that runs controls before held-out data (``controls:``) and
+    blocks on every role of :data:`AUTHORITY_CONTROL_ROLES`. Without them a certification still
+    certifies, but grants at most ``advisory``: its report says so, and ``workbench authority
+    promote`` to route or block is refused with :data:`CONTROLS_NOT_REQUIRED`.
+    """
+    if policy.use not in ("route", "block"):
+        return None
+    blocking = set(policy.controls.blocking_roles) if policy.controls is not None else set()
+    missing = [role for role in AUTHORITY_CONTROL_ROLES if role not in blocking]
+    if not missing:
+        return None
+    what = (
+        "declares no controls"
+        if policy.controls is None
+        else f"does not block on its {'/'.join(missing)} controls"
+    )
+    return (
+        f"{policy.use} withheld ({CONTROLS_NOT_REQUIRED}): policy {policy.label} {what}, so"
+        " nothing showed the judge fails what it must fail; it grants at most advisory (declare"
+        f" controls: with blocking_roles including {', '.join(AUTHORITY_CONTROL_ROLES)} in a new"
+        " policy version)"
+    )
+
+
 def policy_sha256(path: str | Path) -> str:
     """sha256 of the policy file's bytes: the identity of the reviewed file."""
     return sha256_file(path)

@@ -286,7 +286,7 @@ class Certification:
                 "gold release (recorded in the run manifest)",
                 "releases.jsonl beside the gold",
                 dataset.release.release_id if dataset.release else "(not frozen)",
-                True,
+                dataset.release is not None,
             ),
         ]
         if self.baseline_judge is not None:

@@ -366,6 +366,23 @@ def _check_control_suite(policy: Path, controls: Any) -> None:
         )
 
 
+def _check_frozen(dataset: GoldDataset) -> None:
+    """Certification reads a frozen gold release only (``gold_not_frozen``, before the ledger):
+    a report must name the release of the labels it was measured against, and labels edited
+    after the last freeze were approved by no one."""
+    if dataset.release is not None:
+        return
+    latest = dataset.releases[-1].release_id if dataset.releases else None
+    raise refusal(
+        "cannot certify",
+        str(dataset.gold_path),
+        "gold_not_frozen",
+        f"the gold's current state (sha256 {dataset.sha256[:12]}) is not a frozen release"
+        + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
+        f"freeze it (`workbench freeze {dataset.gold_path.parent} --approver NAME`), then certify",
+    )
+
+
 def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: Path | None) -> None:
     """The files that must exist and the option pairs that must go together, all at once."""
     problems = [
@@ -433,6 +450,7 @@ def _check_inputs(
             "the dataset has no held-out cases",
             "certification needs a held_out partition",
         )
+    _check_frozen(dataset)
     check_policy_against_rubric(policy_model, dataset.rubric, policy_path=policy)
     old_judge = None
     if baseline_path is not None:

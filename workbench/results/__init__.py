@@ -4,12 +4,16 @@ results to what was planned, and the cost and token figures read from them."""
 from ._columnar import ColumnarResults, read_columnar, result_files, results_sha256
 from ._contract import (
     ERROR_KINDS,
+    IDENTITY_FIELDS,
     REQUIRED_SINCE_V2,
     RESULT_SCHEMA_VERSION,
     EvaluatorError,
     JudgeIdentity,
     JudgeResult,
     ResultMigration,
+    has_reason,
+    missing_identity_fields,
+    states_reasons,
 )
 from ._costs import (
     ALL_SLICES,
@@ -47,6 +51,10 @@ __all__ = [
     "format_slice_costs",
     "slice_costs",
     "ERROR_KINDS",
+    "IDENTITY_FIELDS",
+    "has_reason",
+    "missing_identity_fields",
+    "states_reasons",
     "REQUIRED_SINCE_V2",
     "ResultMigration",
     "migrate_record",

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .._io import max_line_bytes, open_for_reading, sha256_json
-from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
+from ._contract import (
+    ERROR_KINDS,
+    RESULT_SCHEMA_VERSION,
+    JudgeIdentity,
+    JudgeResult,
+    missing_identity_fields,
+    states_reasons,
+)
 
 if TYPE_CHECKING:
     from io import BufferedIOBase
@@ -619,6 +626,26 @@ def _check_judges(t: pa.Table, identities: dict[str, JudgeIdentity]) -> None:
     if known is not None and known != identity:
         raise _Refuse("one fingerprint, two identities across blocks")
     identities.setdefault(fp, identity)
+    if missing_identity_fields(identity):
+        raise _Refuse("fingerprint fields missing")  # the strict reader names them
+    if states_reasons(identity):
+        _check_reasons(t)
+
+
+_SPACE = r"\t\n\x0b\x0c\r \x1c-\x1f\x85\p{Z}"
+"""Characters ``str.strip`` removes (``str.isspace``), as an RE2 class: a reason made only of
+them is blank."""
+
+
+def _check_reasons(t: pa.Table) -> None:
+    """Every verdict states a reason: a null or blank one is refused here and named by the strict
+    reader (``verdict_reason_missing``)."""
+    import pyarrow.compute as pc
+
+    verdicts = pc.and_(pc.is_valid(t["value"]), pc.is_null(t["error"]))
+    stated = pc.fill_null(pc.match_substring_regex(t["reason"], f"[^{_SPACE}]"), False)
+    if pc.any(pc.and_(verdicts, pc.invert(stated))).as_py():
+        raise _Refuse("a verdict without a reason")
 
 
 def _check_judge_fields(jtype: Any, judge: Any) -> None:

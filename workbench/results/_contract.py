@@ -38,6 +38,16 @@ ERROR_KINDS: tuple[str, ...] = (
 )
 """Documented evaluator-error kinds. Importers and judge kinds may only use these."""
 
+IDENTITY_FIELDS: dict[str, tuple[str, ...]] = {
+    "ragas-llm": ("model", "prompt_sha256", "ragas_version"),
+    "ragas-function": ("prompt_sha256", "ragas_version"),
+}
+"""The fingerprint fields a judge kind's identity must fill (``fingerprint_incomplete``
+otherwise): a ``ragas-llm`` verdict names its model, prompt hash and Ragas version, a
+``ragas-function`` verdict its source hash and Ragas version. An identity missing them does not
+say what judged, so its results are refused wherever they meet gold (``align``, ``gate``,
+certification)."""
+
 
 class _Record(Record):
     # Numbers are finite; ints, floats and bools are strict (``"1"`` is not an attempt
@@ -201,3 +211,27 @@ class JudgeResult(_Record):
     @property
     def is_error(self) -> bool:
         return self.error is not None
+
+
+def has_reason(reason: Any) -> bool:
+    """Whether a judge's stated reason is present and not blank."""
+    return isinstance(reason, str) and bool(reason.strip())
+
+
+def missing_identity_fields(judge: JudgeIdentity) -> list[str]:
+    """The fingerprint fields :data:`IDENTITY_FIELDS` requires of ``judge``'s kind that are
+    null or blank."""
+    return [
+        name
+        for name in IDENTITY_FIELDS.get(judge.kind, ())
+        if not has_reason(getattr(judge, name))  # a present, non-blank string
+    ]
+
+
+def states_reasons(judge: JudgeIdentity) -> bool:
+    """Whether every verdict of ``judge`` must state its reason: a model-backed judge
+    (``ragas-llm``). ``workbench run`` records a model answer without a reason as a
+    ``missing_reason`` evaluator error; a results file holding such a verdict anyway is refused
+    (``verdict_reason_missing``). Imported predictions are held to it at import, when their
+    reason column is mapped (``workbench import results --reason``)."""
+    return judge.kind == "ragas-llm"

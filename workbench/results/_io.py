@@ -28,7 +28,15 @@ from .._io import (
 )
 from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError, problem
-from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
+from ._contract import (
+    ERROR_KINDS,
+    RESULT_SCHEMA_VERSION,
+    JudgeIdentity,
+    JudgeResult,
+    has_reason,
+    missing_identity_fields,
+    states_reasons,
+)
 from ._migrate import (
     MigrationRefused,
     PartitionOf,
@@ -204,6 +212,40 @@ class _LineReader:
                     ),
                 )
             self.verified[result.judge_fingerprint] = result.judge
+        return self._identity_problem(result, where) or self._other_problem(result, where)
+
+    def _identity_problem(self, result: JudgeResult, where: str) -> Problem | None:
+        """The judge kind's fingerprint fields are filled; a model's verdict states its reason."""
+        missing = missing_identity_fields(result.judge)
+        if missing:
+            return problem(
+                where,
+                "fingerprint_incomplete",
+                f"the {result.judge.kind} judge identity leaves {', '.join(missing)} empty: the"
+                " fingerprint does not say what judged, so these results cannot be trusted",
+                "re-run the judge with `workbench run` (it records the model, prompt hash and"
+                " Ragas version); results must not be edited by hand",
+                result.case_id,
+            )
+        if (
+            result.error is None
+            and result.value is not None
+            and states_reasons(result.judge)
+            and not has_reason(result.reason)
+        ):
+            return problem(
+                where,
+                "verdict_reason_missing",
+                f"the verdict {result.value!r} of a model-backed judge states no reason (empty"
+                " or null): `workbench run` records such an answer as a missing_reason evaluator"
+                " error, never as a verdict",
+                "re-run the judge with `workbench run`; for imported predictions, map the column"
+                " that holds the judge's reason (--reason)",
+                result.case_id,
+            )
+        return None
+
+    def _other_problem(self, result: JudgeResult, where: str) -> Problem | None:
         if self.verify_requests and result.request_hash_matches() is False:
             return Problem(
                 location=where,

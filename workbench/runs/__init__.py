@@ -1,5 +1,6 @@
 """The run engine: frozen manifests, append-only results, resumable execution."""
 
+from ._attempts import attempt_problems
 from ._cache import VerdictCache, default_cache_dir
 from ._engine import (
     RunSummary,
@@ -30,6 +31,7 @@ __all__ = [
     "RunSummary",
     "WorkItem",
     "VerdictCache",
+    "attempt_problems",
     "default_cache_dir",
     "estimate_run",
     "freeze_manifest",
