@@ -6,11 +6,11 @@ inputs each: rubric-judge@2 under support-release@1 on a copy of the demo gold (
 the demo's two endings (rubric-judge@2 then @3 under support-release@3, two modules).
 :func:`shared_certification` certifies each distinct sequence of inputs once per test run: under
 pytest-xdist the first worker to ask certifies under an exclusive file lock in the run's common
-temporary directory, and the other workers read its result. The gold copy (with its held-out
-ledger), the reports root and the reports are then shared: a test may read and verify them but
-never write there. A test that certifies again or edits a report copies what it changes first
-(a copied reports root cannot continue the original's ledger chain: the ledger records the
-absolute reports root, so such a test certifies its own gold).
+temporary directory, and the other workers read its result. The gold copy, the project it was
+certified in (its held-out ledger), the reports root and the reports are then shared: a test
+may read and verify them but never write there. A test that certifies again or edits a report
+copies what it changes first (a copied reports root cannot continue the original's ledger
+chain: the ledger records the absolute reports root, so such a test certifies its own gold).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from _kernel_zygote import ENV_FRESH
+from conftest import PROJECT_ROOT_ENV, make_project
 from filelock import FileLock
 
 from workbench.reports import certify
@@ -41,7 +42,10 @@ class SharedCertification:
     """Certifications run in order on one copy of the demo gold into one reports root."""
 
     gold: Path
-    """The copy of the demo gold; its held-out ledger lives beside it."""
+    """The copy of the demo gold."""
+    project: Path
+    """The project the steps certified in (its held-out ledger): a test reading the
+    certifications runs in it (set by :func:`shared_certification`)."""
     reports: Path
     """The reports root every step certified into."""
     results: tuple[CertificationResult, ...]
@@ -64,15 +68,17 @@ def _certify_all(
     gold = into / "gold"
     shutil.copytree(DEMO, gold)
     reports = into / "reports"
+    project = make_project(into)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
+        mp.setenv(PROJECT_ROOT_ENV, str(project))
         mp.setenv("WORKBENCH_CACHE_DIR", str(into / "cache"))
         if fresh_kernels:  # a new interpreter per kernel, as outside the suite (tests/_kernels.py)
             mp.setenv(ENV_FRESH, "1")
         results = tuple(
             certify(candidate, policy, gold, reports_root=reports) for candidate, policy in steps
         )
-    return SharedCertification(gold=gold, reports=reports, results=results)
+    return SharedCertification(gold=gold, project=project, reports=reports, results=results)
 
 
 def shared_certification(
@@ -96,6 +102,9 @@ def shared_certification(
             partial.write_bytes(pickle.dumps(shared))
             partial.replace(done)
         loaded: SharedCertification = pickle.loads(done.read_bytes())
+    # The module's fixtures and the tests that use them read the ledger of this project (the
+    # module's own project, tests/conftest.py, is restored after the module).
+    os.environ[PROJECT_ROOT_ENV] = str(loaded.project)
     return loaded
 
 

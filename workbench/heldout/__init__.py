@@ -2,6 +2,7 @@
 
 from ._accounting import check_held_out_results
 from ._content import content_key, item_key, item_keys, normalize_text
+from ._items import ContentUses, held_out_use_line, items_sha256
 from ._ledger import (
     HeldOutAccess,
     HeldOutLedger,
@@ -19,6 +20,7 @@ from ._location import (
 )
 
 __all__ = [
+    "ContentUses",
     "LEDGER_FILE",
     "PROJECT_CONFIG",
     "HeldOutAccess",
@@ -29,9 +31,11 @@ __all__ = [
     "content_key",
     "declared_path_for",
     "gold_directory",
+    "held_out_use_line",
     "held_out_manifest_sha256",
     "item_key",
     "item_keys",
+    "items_sha256",
     "ledger_path_for",
     "normalize_text",
     "refuse_held_out",

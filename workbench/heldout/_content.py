@@ -28,13 +28,18 @@ from .._io import sha256_json
 
 
 class _Case(Protocol):
-    input: str
-    response: str
-    grading_notes: str | None
-    reference: str | None
-    contexts: list[str] | None
-    slice: str
-
+    @property
+    def input(self) -> str: ...
+    @property
+    def response(self) -> str: ...
+    @property
+    def grading_notes(self) -> str | None: ...
+    @property
+    def reference(self) -> str | None: ...
+    @property
+    def contexts(self) -> list[str] | None: ...
+    @property
+    def slice(self) -> str: ...
     @property
     def gold_label(self) -> str | None: ...
 
