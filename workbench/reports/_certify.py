@@ -312,6 +312,7 @@ def certify(
     baseline's labels, required when the rubric lacks any of them.
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
+    ledger = HeldOutLedger(ledger_path_for(gold))  # no project, no declared ledger: refused first
     inputs = _check_inputs(
         candidate,
         policy,
@@ -323,7 +324,6 @@ def certify(
         overrides=overrides,
         sign_key=sign_key,
     )
-    ledger = HeldOutLedger(ledger_path_for(inputs.gold))
     job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
     job.max_cases, job.kernel_name = max_cases, kernel_name
