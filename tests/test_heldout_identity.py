@@ -137,6 +137,34 @@ def test_the_same_held_out_content_needs_a_rerun_reason(
 
 
 @pytest.mark.notebook
+@pytest.mark.parametrize(
+    "change",
+    [_appended_development_case, _superseded_with_the_same_content],
+    ids=lambda f: f.__name__.strip("_"),
+)
+def test_the_same_dataset_changed_in_place_needs_a_rerun_reason(
+    world: dict[str, Any], tmp_path: Path, change: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack 3 where it was found: the certified dataset itself gets a development case or a
+    superseding record with the same content (a new dataset hash, a new held-out manifest); its
+    held-out items are unchanged. (A copy of the whole project, data and ledger, so the module's
+    stays as it is.)"""
+    project = tmp_path / "project"
+    shutil.copytree(world["project"], project)
+    for path in project.rglob("*"):
+        path.chmod(path.stat().st_mode | 0o200)
+    monkeypatch.setenv(ENV, str(project))
+    gold = project / "data" / "gold"
+    change(gold)
+    reports = tmp_path / "reports"
+    result = run_certify(gold, reports)
+    assert result.exit_code == 2, result.output
+    assert "held_out_reuse" in result.stderr and world["first"].report_id in result.stderr
+    assert "held-out content used once before (overlap 100%)" in result.stderr
+    assert not reports.exists()
+
+
+@pytest.mark.notebook
 def test_a_trivial_variant_of_the_candidate_needs_a_rerun_reason_and_is_counted(
     world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
