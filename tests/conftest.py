@@ -270,10 +270,15 @@ def _repo_approvers() -> list[str]:
 
 def make_project(directory: Path) -> Path:
     """Make ``directory`` a test project: a ``workbench.yaml`` with the repository's approver
-    list and a held-out ledger of its own (``held_out_ledger.jsonl`` in it). Returns it."""
+    list and a held-out ledger of its own (``held_out_ledger.jsonl`` in it), and the
+    repository's ``data/`` and ``notebooks/`` linked in (read only), so notebook parameters
+    relative to the project root (``data/demo``) resolve. Returns it."""
     directory.mkdir(parents=True, exist_ok=True)
     config = {"approvers": _repo_approvers(), "held_out_ledger": TEST_LEDGER}
     (directory / "workbench.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    for part in ("data", "notebooks"):
+        if not (directory / part).exists():
+            (directory / part).symlink_to(REPO / part, target_is_directory=True)
     return directory
 
 
@@ -300,8 +305,9 @@ def copy_project(monkeypatch: pytest.MonkeyPatch, directory: Path) -> Path:
             shutil.copytree(source / name, directory / name)
         elif (source / name).is_file():
             shutil.copyfile(source / name, directory / name)
-    for path in directory.rglob("*"):
-        path.chmod(path.stat().st_mode | 0o200)
+    for path in (directory / TEST_LEDGER, *(directory / (TEST_LEDGER + ".items")).glob("*")):
+        if path.exists():
+            path.chmod(path.stat().st_mode | 0o200)
     return use_project(monkeypatch, directory)
 
 
@@ -321,7 +327,11 @@ def _module_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _uses_a_module_fixture(request: pytest.FixtureRequest) -> bool:
-    """Whether the test uses a module- or session-scoped fixture of its own module."""
+    """Whether the test, in a module that sets ``MODULE_PROJECT = True`` (its module fixtures
+    certify a world its tests read the ledger of), uses a module- or session-scoped fixture of
+    its own module."""
+    if not getattr(request.module, "MODULE_PROJECT", False):
+        return False
     info = request.node._fixtureinfo
     for name in info.names_closure:
         defs = info.name2fixturedefs.get(name) or ()
@@ -338,9 +348,11 @@ def _test_project(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Path:
     """Every test runs in a project of its own (its held-out ledger empty, the repository's
-    approvers), except a test that uses a module-scoped fixture of its module: it runs in the
-    project that fixture certified in (the module's, or a shared certification's), to read its
-    ledger. :func:`approve` adds names to the current project's list."""
+    approvers), except, in a module that sets ``MODULE_PROJECT = True``, a test that uses a
+    module-scoped fixture of its module: it runs in the project that fixture certified in (the
+    module's, or a shared certification's), to read its ledger; it never writes there (it copies
+    the project first, :func:`copy_project`). :func:`approve` adds names to the current
+    project's list."""
     if _uses_a_module_fixture(request):
         return current_project()
     return use_project(monkeypatch, make_project(tmp_path_factory.mktemp("project")))

@@ -24,6 +24,9 @@ from workbench.runs import RunSummary
 pytestmark = pytest.mark.notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified world run in its project, to read its held-out
+# ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"
 DEMO = ROOT / "data" / "demo"
@@ -102,11 +105,8 @@ def test_lock_records_every_hash_and_verifies(first, demo_gold: Path) -> None:
     )
     assert set(lock.git) == {"commit", "dirty"}
     assert lock.ledger_entry["event"] == "started" and lock.previous_report is None
-    assert (
-        lock.ledger_path
-        == str(ledger_path_for(demo_gold))
-        == str(demo_gold.resolve() / "held_out_ledger.jsonl")
-    )
+    assert lock.ledger_path == str(ledger_path_for(demo_gold))  # the project's one ledger
+    assert Path(lock.ledger_path).parent != demo_gold.resolve()  # not beside the data
     assert verify_report(report_dir) == []
     result = CliRunner().invoke(main, ["verify", str(report_dir)])
     assert result.exit_code == 0 and "verified" in result.output

@@ -38,6 +38,9 @@ from workbench.judges import load_candidate
 from workbench.reports import certify, read_lock, verify_report
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified world run in its project, to read its held-out
+# ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"
 DEMO = ROOT / "data" / "demo"

@@ -123,10 +123,7 @@ class ContentUses:
 
     def describe(self) -> str:
         """One line for the report and ``certify``'s output."""
-        if not self.entries:
-            return "held-out content not used before (first use)"
-        times = "once" if self.count == 1 else f"{self.count} times"
-        return f"held-out content used {times} before (overlap {self.overlap:.0%})"
+        return _use_line(self.count, self.overlap)
 
     def listing(self) -> str:
         """The earlier uses: report, candidate, time and user."""
@@ -181,9 +178,13 @@ def content_uses(
 def held_out_use_line(entry: LedgerEntry) -> str:
     """What a ``started`` entry records of the earlier uses of its held-out content, as one line
     (empty when it records none: a re-evaluation, an entry from before item keys)."""
-    if entry.held_out_prior_uses is None:
+    count = getattr(entry, "held_out_prior_uses", None)  # an entry read back may predate them
+    if count is None:
         return ""
-    count, overlap = entry.held_out_prior_uses, entry.held_out_overlap or 0.0
+    return _use_line(count, getattr(entry, "held_out_overlap", None) or 0.0)
+
+
+def _use_line(count: int, overlap: float) -> str:
     if not count:
         return "held-out content not used before (first use)"
     times = "once" if count == 1 else f"{count} times"

@@ -1,12 +1,15 @@
 """The held-out ledger: every use of the held-out partition, append-only and hash-chained.
 
-The ledger of a gold dataset lives where :func:`~workbench.heldout.ledger_path_for` says
-(beside the dataset, or the one path the project declares), whatever ``--reports`` directory a
-certification writes to. Certification writes a ``started`` entry before the first held-out
-call and a ``finished`` entry with the outcome afterwards. A certification that died (kill -9,
-power loss) leaves its ``started`` entry open; the next command that reads the ledger
-(``certify``, ``reports``, ``verify``) notices that no process holds it any more and appends
-an ``aborted`` entry. An open or aborted certification counts as a use.
+The project's one ledger lives where :func:`~workbench.heldout.ledger_path_for` says (the path
+the project root's ``workbench.yaml`` declares), whatever gold dataset, copy of one or
+``--reports`` directory a certification uses. A use is identified by the content of the
+held-out items it judges (:mod:`workbench.heldout._items`): any overlap with an earlier use needs
+a ``--rerun-reason``, and the entry records how often that content was used before.
+Certification writes a ``started`` entry before the first held-out call and a ``finished``
+entry with the outcome afterwards. A certification that died (kill -9, power loss) leaves its
+``started`` entry open; the next command that reads the ledger (``certify``, ``reports``,
+``verify``) notices that no process holds it any more and appends an ``aborted`` entry. An
+open or aborted certification counts as a use.
 
 Integrity:
 
@@ -272,7 +275,7 @@ _TERMS = ChainTerms(
 
 
 class HeldOutLedger:
-    """The append-only, hash-chained ledger of one gold dataset's held-out partition."""
+    """The append-only, hash-chained ledger of a project's held-out uses."""
 
     def __init__(self, path: str | Path) -> None:
         self.log = ChainedLog(
