@@ -15,11 +15,12 @@ chain: the ledger records the absolute reports root, so such a test certifies it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,8 +45,16 @@ class SharedCertification:
     gold: Path
     """The copy of the demo gold."""
     project: Path
-    """The project the steps certified in (its held-out ledger): a test reading the
-    certifications runs in it (set by :func:`shared_certification`)."""
+    """The project the steps certified in (its held-out ledger): a test that verifies the
+    reports or reads the ledger runs in it (:meth:`pinned`), and never writes there."""
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[SharedCertification]:
+        """Pin the project root to :attr:`project` meanwhile (a module fixture yields in it)."""
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(PROJECT_ROOT_ENV, str(self.project))
+            yield self
+
     reports: Path
     """The reports root every step certified into."""
     results: tuple[CertificationResult, ...]
@@ -102,9 +111,6 @@ def shared_certification(
             partial.write_bytes(pickle.dumps(shared))
             partial.replace(done)
         loaded: SharedCertification = pickle.loads(done.read_bytes())
-    # The module's fixtures and the tests that use them read the ledger of this project (the
-    # module's own project, tests/conftest.py, is restored after the module).
-    os.environ[PROJECT_ROOT_ENV] = str(loaded.project)
     return loaded
 
 

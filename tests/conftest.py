@@ -311,8 +311,19 @@ def copy_project(monkeypatch: pytest.MonkeyPatch, directory: Path) -> Path:
     return use_project(monkeypatch, directory)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _session_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The project of session-scoped fixtures: never the repository's (see below)."""
+    project = make_project(tmp_path_factory.mktemp("session-project"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(PROJECT_ROOT_ENV, str(project))
+        yield project
+
+
 @pytest.fixture(autouse=True, scope="module")
-def _module_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def _module_project(
+    _session_project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
     """The project a test module's module-scoped fixtures (a certified world) run in.
 
     The project root is pinned from ``$WORKBENCH_PROJECT_ROOT`` (workbench/project/_root.py): the

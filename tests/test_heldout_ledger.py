@@ -92,8 +92,8 @@ def lines(path: Path) -> list[str]:
 def certified(tmp_path_factory: pytest.TempPathFactory):
     """One real certification of a copy of the demo gold into reports root A (shared by the run,
     tests/_certified.py: read it, never write there)."""
-    shared = demo_release_certification(tmp_path_factory)
-    return shared.gold, shared.reports, shared.results[0]
+    with demo_release_certification(tmp_path_factory).pinned() as shared:  # its project
+        yield shared.gold, shared.reports, shared.results[0]
 
 
 # -- where the ledger lives ----------------------------------------------------------------
