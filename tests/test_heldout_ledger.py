@@ -682,3 +682,15 @@ def test_held_out_access_cannot_be_made_by_hand(tmp_path: Path) -> None:
         )  # the dataset's own ledger, open: granted
     finally:
         hold.release()
+
+
+def test_no_test_runs_in_the_repositorys_project(tmp_path: Path) -> None:
+    """The suite runs from the repository, whose workbench.yaml declares the demo's ledger: every
+    test (and module and session fixture, tests/conftest.py) is pinned to a project of its own."""
+    from workbench.approval import project_config
+    from workbench.project import project_root
+
+    assert project_root() == current_project().resolve() != ROOT
+    assert ROOT not in ledger_path_for(fresh_gold(tmp_path)).parents
+    config = project_config()
+    assert config is not None and ROOT not in config.parents
