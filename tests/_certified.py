@@ -6,25 +6,27 @@ inputs each: rubric-judge@2 under support-release@1 on a copy of the demo gold (
 the demo's two endings (rubric-judge@2 then @3 under support-release@3, two modules).
 :func:`shared_certification` certifies each distinct sequence of inputs once per test run: under
 pytest-xdist the first worker to ask certifies under an exclusive file lock in the run's common
-temporary directory, and the other workers read its result. The gold copy (with its held-out
-ledger), the reports root and the reports are then shared: a test may read and verify them but
-never write there. A test that certifies again or edits a report copies what it changes first
-(a copied reports root cannot continue the original's ledger chain: the ledger records the
-absolute reports root, so such a test certifies its own gold).
+temporary directory, and the other workers read its result. The gold copy, the project it was
+certified in (its held-out ledger), the reports root and the reports are then shared: a test
+may read and verify them but never write there. A test that certifies again or edits a report
+copies what it changes first (a copied reports root cannot continue the original's ledger
+chain: the ledger records the absolute reports root, so such a test certifies its own gold).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from _kernel_zygote import ENV_FRESH
+from conftest import PROJECT_ROOT_ENV, make_project
 from filelock import FileLock
 
 from workbench.reports import certify
@@ -41,7 +43,18 @@ class SharedCertification:
     """Certifications run in order on one copy of the demo gold into one reports root."""
 
     gold: Path
-    """The copy of the demo gold; its held-out ledger lives beside it."""
+    """The copy of the demo gold."""
+    project: Path
+    """The project the steps certified in (its held-out ledger): a test that verifies the
+    reports or reads the ledger runs in it (:meth:`pinned`), and never writes there."""
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[SharedCertification]:
+        """Pin the project root to :attr:`project` meanwhile (a module fixture yields in it)."""
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(PROJECT_ROOT_ENV, str(self.project))
+            yield self
+
     reports: Path
     """The reports root every step certified into."""
     results: tuple[CertificationResult, ...]
@@ -64,15 +77,17 @@ def _certify_all(
     gold = into / "gold"
     shutil.copytree(DEMO, gold)
     reports = into / "reports"
+    project = make_project(into)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
+        mp.setenv(PROJECT_ROOT_ENV, str(project))
         mp.setenv("WORKBENCH_CACHE_DIR", str(into / "cache"))
         if fresh_kernels:  # a new interpreter per kernel, as outside the suite (tests/_kernels.py)
             mp.setenv(ENV_FRESH, "1")
         results = tuple(
             certify(candidate, policy, gold, reports_root=reports) for candidate, policy in steps
         )
-    return SharedCertification(gold=gold, reports=reports, results=results)
+    return SharedCertification(gold=gold, project=project, reports=reports, results=results)
 
 
 def shared_certification(

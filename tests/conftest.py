@@ -12,7 +12,9 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 from collections import Counter
+from collections.abc import Iterator
 from itertools import permutations
 from pathlib import Path
 from typing import Any
@@ -256,26 +258,115 @@ def _isolated_verdict_cache(
     return path
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _inside_the_demo_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every test's files sit inside a project whose approver list is the repository's own.
+REPO = Path(__file__).resolve().parents[1]
+PROJECT_ROOT_ENV = "WORKBENCH_PROJECT_ROOT"  # workbench.project.PROJECT_ROOT_ENV
+TEST_LEDGER = "held_out_ledger.jsonl"
 
-    A frozen input names its approver, and its lineage check reads the approver list of the
-    nearest ``workbench.yaml`` above it (workbench/approval/_approvers.py): the demo data copied
-    under a test's ``tmp_path`` checks against the same names as in the repository. A test of
-    the approver list writes a nearer ``workbench.yaml`` of its own.
+
+def _repo_approvers() -> list[str]:
+    config = yaml.safe_load((REPO / "workbench.yaml").read_text(encoding="utf-8"))
+    return list(config["approvers"])
+
+
+def make_project(directory: Path) -> Path:
+    """Make ``directory`` a test project: a ``workbench.yaml`` with the repository's approver
+    list and a held-out ledger of its own (``held_out_ledger.jsonl`` in it), and the
+    repository's ``data/`` and ``notebooks/`` linked in (read only), so notebook parameters
+    relative to the project root (``data/demo``) resolve. Returns it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {"approvers": _repo_approvers(), "held_out_ledger": TEST_LEDGER}
+    (directory / "workbench.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    for part in ("data", "notebooks"):
+        if not (directory / part).exists():
+            (directory / part).symlink_to(REPO / part, target_is_directory=True)
+    return directory
+
+
+def use_project(monkeypatch: pytest.MonkeyPatch, project: Path) -> Path:
+    """Pin the project root (held-out ledger, approvers) to ``project`` for the test."""
+    monkeypatch.setenv(PROJECT_ROOT_ENV, str(project))
+    return project
+
+
+def current_project() -> Path:
+    """The project root the test runs in (set by the fixtures below)."""
+    return Path(os.environ[PROJECT_ROOT_ENV])
+
+
+def copy_project(monkeypatch: pytest.MonkeyPatch, directory: Path) -> Path:
+    """Copy the current project's configuration and held-out ledger (with its items) to
+    ``directory`` and pin the project root there: a test that changes a ledger it read from a
+    shared or module project changes its own copy."""
+    source = current_project()
+    make_project(directory)
+    shutil.copyfile(source / "workbench.yaml", directory / "workbench.yaml")
+    for name in (TEST_LEDGER, TEST_LEDGER + ".items"):
+        if (source / name).is_dir():
+            shutil.copytree(source / name, directory / name)
+        elif (source / name).is_file():
+            shutil.copyfile(source / name, directory / name)
+    for path in (directory / TEST_LEDGER, *(directory / (TEST_LEDGER + ".items")).glob("*")):
+        if path.exists():
+            path.chmod(path.stat().st_mode | 0o200)
+    return use_project(monkeypatch, directory)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The project of session-scoped fixtures: never the repository's (see below)."""
+    project = make_project(tmp_path_factory.mktemp("session-project"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(PROJECT_ROOT_ENV, str(project))
+        yield project
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_project(
+    _session_project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """The project a test module's module-scoped fixtures (a certified world) run in.
+
+    The project root is pinned from ``$WORKBENCH_PROJECT_ROOT`` (workbench/project/_root.py): the
+    suite runs with the repository as its working directory, whose ``workbench.yaml`` would make
+    the repository's own held-out ledger and approver list the project's. No test may write
+    there, so every module, and every test (below), has a project of its own.
     """
-    root = Path(__file__).resolve().parents[1]
-    approvers = yaml.safe_load((root / "workbench.yaml").read_text(encoding="utf-8"))["approvers"]
-    base = tmp_path_factory.getbasetemp()
-    # an xdist worker's base is popen-gwN inside the run's: files shared across workers (the
-    # shared certifications of tests/_certified.py) sit in the run's
-    top = base.parent if base.name.startswith("popen-") else base
-    path = top / "workbench.yaml"
-    scratch = base / f".workbench.yaml.{os.getpid()}"
-    scratch.write_text(yaml.safe_dump({"approvers": approvers}), encoding="utf-8")
-    os.replace(scratch, path)
-    return path
+    project = make_project(tmp_path_factory.mktemp("module-project"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(PROJECT_ROOT_ENV, str(project))
+        yield project
+
+
+def _uses_a_module_fixture(request: pytest.FixtureRequest) -> bool:
+    """Whether the test, in a module that sets ``MODULE_PROJECT = True`` (its module fixtures
+    certify a world its tests read the ledger of), uses a module- or session-scoped fixture of
+    its own module."""
+    if not getattr(request.module, "MODULE_PROJECT", False):
+        return False
+    info = request.node._fixtureinfo
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name) or ()
+        if defs and defs[-1].scope in ("module", "session") and defs[-1].baseid.endswith(".py"):
+            return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _test_project(
+    request: pytest.FixtureRequest,
+    _module_project: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """Every test runs in a project of its own (its held-out ledger empty, the repository's
+    approvers), except, in a module that sets ``MODULE_PROJECT = True``, a test that uses a
+    module-scoped fixture of its module: it runs in the project that fixture certified in (the
+    module's, or a shared certification's), to read its ledger; it never writes there (it copies
+    the project first, :func:`copy_project`). :func:`approve` adds names to the current
+    project's list."""
+    if _uses_a_module_fixture(request):
+        return current_project()
+    return use_project(monkeypatch, make_project(tmp_path_factory.mktemp("project")))
 
 
 DEMO_URL_ENVS = ("WORKBENCH_DEMO_LLM_URL", "WORKBENCH_DEMO_RANKER_URL", "WORKBENCH_DEMO_NOISE_URL")
@@ -339,27 +430,14 @@ def undocumented_fields(model: type[Any], *exempt: str) -> list[str]:
 
 
 def approve(folder: Path, *names: str) -> Path:
-    """Add ``names`` to the approver list of the project ``folder`` (its ``workbench.yaml``); a
-    new file starts from the list of the project around it (the demo's, in every test)."""
+    """Add ``names`` to the approver list of the current test project (the pinned project root:
+    the list never comes from beside an input); ``folder`` is created, as the input's place."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "workbench.yaml"
+    path = current_project() / "workbench.yaml"
     config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
     config = config if isinstance(config, dict) else {}
     listed = config.get("approvers")
     current = listed if isinstance(listed, list) else []
-    inherited: list[str] = []
-    if not path.exists():
-        above = next(
-            (
-                p / "workbench.yaml"
-                for p in folder.resolve().parents
-                if (p / "workbench.yaml").is_file()
-            ),
-            None,
-        )
-        if above is not None:
-            raw = yaml.safe_load(above.read_text(encoding="utf-8")) or {}
-            inherited = list(raw.get("approvers") or []) if isinstance(raw, dict) else []
-    config["approvers"] = sorted({*inherited, *current, *names})
+    config["approvers"] = sorted({*current, *names})
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path

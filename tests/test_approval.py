@@ -21,7 +21,7 @@ import pytest
 import yaml
 from ci_support import copy_project
 from click.testing import CliRunner
-from conftest import approve, make_case
+from conftest import approve, current_project, make_case, use_project
 
 from workbench.approval import (
     Change,
@@ -245,9 +245,12 @@ def test_the_same_codes_for_every_kind_and_the_release_log_chain(tmp_path: Path)
     assert [p.code for p in read_release_log(tmp_path).problems] == ["release_chain_broken"]
 
 
-def test_approvers_come_from_the_project_list_only(tmp_path: Path) -> None:
+def test_approvers_come_from_the_project_list_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "project" / "inputs"
     folder.mkdir(parents=True)
+    use_project(monkeypatch, tmp_path / "project")  # the pinned project root
     snap = _snapshot(folder, {"a": {"label": "1"}})
     (tmp_path / "project" / "workbench.yaml").write_text("ci: {}\n", encoding="utf-8")
     with pytest.raises(WorkbenchError) as info:
@@ -271,7 +274,8 @@ def test_a_gold_release_names_a_listed_approver(make_dataset, tmp_path: Path) ->
     gold = make_dataset([make_case("a"), make_case("b", "fail")])
     freeze_path(gold, approver="tester")
     assert validate_dataset(gold).ok
-    (tmp_path / "workbench.yaml").write_text("approvers: [someone else]\n", encoding="utf-8")
+    config = current_project() / "workbench.yaml"
+    config.write_text("approvers: [someone else]\n", encoding="utf-8")
     assert [p.code for p in validate_dataset(gold).errors] == ["approver_unknown"]
     out = CliRunner().invoke(main, ["validate", str(gold)])
     assert out.exit_code == 2 and "approver_unknown" in out.output and "Traceback" not in out.output

@@ -35,6 +35,7 @@ from workbench.authority import (
     staleness,
 )
 from workbench.cli import main
+from workbench.heldout import ledger_path_for
 from workbench.policy import load_policy
 from workbench.repeatability import (
     SentinelChange,
@@ -47,6 +48,9 @@ from workbench.reports import certify
 pytestmark = pytest.mark.notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified world run in its project, to read its held-out
+# ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 GOLD = ROOT / "data" / "demo"
 SLICES = [
     "refund_policy",
@@ -794,7 +798,7 @@ def test_a_shadow_runs_on_the_same_cases_and_records_disagreements_without_any_g
             "watch v1 beside v2",
         )
     )
-    ledger = (gold / "held_out_ledger.jsonl").read_bytes()
+    ledger = ledger_path_for(gold).read_bytes()
     record = authority_path_for(gold).read_bytes()
     out = tmp_path / "shadow"
     result = cli(
@@ -836,9 +840,10 @@ def test_a_shadow_runs_on_the_same_cases_and_records_disagreements_without_any_g
     assert entry.entry_id == summary["entry_id"]
     # No gate: the held-out ledger and the authority record are untouched, no gate result is
     # written.
-    assert (gold / "held_out_ledger.jsonl").read_bytes() == ledger and authority_path_for(
-        gold
-    ).read_bytes() == record
+    assert (
+        ledger_path_for(gold).read_bytes() == ledger
+        and authority_path_for(gold).read_bytes() == record
+    )
     assert not list(out.rglob("gate.json"))
     shown = ok(cli("status", "--gold", gold))
     assert (

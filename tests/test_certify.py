@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ from workbench.runs import RunSummary
 pytestmark = pytest.mark.notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified world run in its project, to read its held-out
+# ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"
 DEMO = ROOT / "data" / "demo"
@@ -40,10 +44,12 @@ def fresh_gold(directory: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> SharedCertification:
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCertification]:
     """rubric-judge@2 under support-release@1 on a copy of the demo gold, certified once per run
-    (tests/_certified.py): the tests below read and verify it, never write there."""
-    return demo_release_certification(tmp_path_factory)
+    (tests/_certified.py): the tests below read and verify it in its project, never write
+    there."""
+    with demo_release_certification(tmp_path_factory).pinned() as shared:
+        yield shared
 
 
 @pytest.fixture(scope="module")
@@ -102,11 +108,8 @@ def test_lock_records_every_hash_and_verifies(first, demo_gold: Path) -> None:
     )
     assert set(lock.git) == {"commit", "dirty"}
     assert lock.ledger_entry["event"] == "started" and lock.previous_report is None
-    assert (
-        lock.ledger_path
-        == str(ledger_path_for(demo_gold))
-        == str(demo_gold.resolve() / "held_out_ledger.jsonl")
-    )
+    assert lock.ledger_path == str(ledger_path_for(demo_gold))  # the project's one ledger
+    assert Path(lock.ledger_path).parent != demo_gold.resolve()  # not beside the data
     assert verify_report(report_dir) == []
     result = CliRunner().invoke(main, ["verify", str(report_dir), "--gold", str(demo_gold)])
     assert result.exit_code == 0 and "verified" in result.output
@@ -298,13 +301,16 @@ def test_failed_blocking_controls_stop_before_held_out(tmp_path: Path) -> None:
     assert again.report_id.endswith("/2") and again.outcome == "quality_failed"
 
 
-def test_demo_has_both_endings(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_demo_has_both_endings(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """make demo's two certifications: rubric-judge@2 fails its controls, rubric-judge@3 needs
     review and says how many more human-fail cases each critical slice needs."""
     from workbench.stats import cases_needed
 
     policy = ROOT / "data" / "policies" / "support-release@3.yaml"
     endings = demo_endings(tmp_path_factory)  # shared by the run (tests/_certified.py)
+    monkeypatch.setenv("WORKBENCH_PROJECT_ROOT", str(endings.project))  # its ledger, read only
     gold = endings.gold
     two, three = endings.results
     assert two.outcome == "quality_failed" and {b["code"] for b in two.blockers} == {

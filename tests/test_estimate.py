@@ -41,6 +41,9 @@ from workbench.gold import load_dataset
 from workbench.reports import certify, read_lock, verify_report
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified report run in its project, to verify it against
+# its held-out ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 GOLD = ROOT / "data" / "demo"
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 OTHER_CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@1.yaml"

@@ -22,6 +22,7 @@ import pytest
 import yaml
 from _certified import demo_release_certification
 from click.testing import CliRunner
+from conftest import copy_project, current_project, make_project, use_project
 
 from workbench.cli import main
 from workbench.errors import WorkbenchError
@@ -37,6 +38,9 @@ from workbench.judges import load_candidate
 from workbench.reports import certify, read_lock, verify_report
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified world run in its project, to read its held-out
+# ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"
 DEMO = ROOT / "data" / "demo"
@@ -88,8 +92,8 @@ def lines(path: Path) -> list[str]:
 def certified(tmp_path_factory: pytest.TempPathFactory):
     """One real certification of a copy of the demo gold into reports root A (shared by the run,
     tests/_certified.py: read it, never write there)."""
-    shared = demo_release_certification(tmp_path_factory)
-    return shared.gold, shared.reports, shared.results[0]
+    with demo_release_certification(tmp_path_factory).pinned() as shared:  # its project
+        yield shared.gold, shared.reports, shared.results[0]
 
 
 # -- where the ledger lives ----------------------------------------------------------------
@@ -98,8 +102,9 @@ def certified(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.notebook
 def test_certifying_into_another_reports_directory_is_refused(certified, tmp_path: Path) -> None:
     gold, _, first = certified
-    ledger = gold / LEDGER_FILE
-    assert ledger.is_file() and ledger_path_for(gold) == ledger.resolve()  # beside the data
+    ledger = ledger_path_for(gold)
+    assert ledger.is_file() and ledger.parent == current_project().resolve()  # the project's
+    assert not (gold / LEDGER_FILE).exists()  # not beside the data
     assert not (first.report_dir.parents[2] / LEDGER_FILE).exists()  # not in the reports root
     before = ledger.read_bytes()
     other = tmp_path / "reports-B"
@@ -121,21 +126,25 @@ def test_certifying_into_another_reports_directory_is_refused(certified, tmp_pat
     )
 
 
-def test_the_project_declares_one_ledger(tmp_path: Path) -> None:
+def test_the_project_declares_one_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = tmp_path / "project"
     gold = fresh_gold(project / "data")
-    (project / ".git").mkdir()
-    assert (
-        ledger_path_for(gold) == (gold / LEDGER_FILE).resolve()
-    )  # a git root without config: beside the data
+    use_project(monkeypatch, project)
+    with pytest.raises(WorkbenchError) as info:
+        ledger_path_for(gold)  # no workbench.yaml: no fallback to a fresh ledger anywhere
+    assert [p.code for p in info.value.problems] == ["held_out_ledger_undeclared"]
     (project / "workbench.yaml").write_text("held_out_ledger: evidence/held_out.jsonl\n")
     assert ledger_path_for(gold) == (project / "evidence" / "held_out.jsonl").resolve()
     assert ledger_path_for(gold / "gold.jsonl") == ledger_path_for(gold)
+    # markers dropped into the data directory change nothing
+    (gold / ".git").mkdir()
+    (gold / "workbench.yaml").write_text("held_out_ledger: fresh.jsonl\n")
+    assert ledger_path_for(gold) == (project / "evidence" / "held_out.jsonl").resolve()
     (project / "workbench.yaml").write_text("held_out_ledger: [1, 2]\n")
     with pytest.raises(WorkbenchError) as info:
         ledger_path_for(gold)
     assert info.value.problems[0].code == "project_config_invalid"
-    # uses already recorded beside the data cannot be left behind by declaring a fresh ledger
+    # uses recorded beside the data by an older workbench are not left behind
     (project / "workbench.yaml").write_text("held_out_ledger: evidence/held_out.jsonl\n")
     (gold / LEDGER_FILE).write_text('{"entry_id": "x"}\n')
     with pytest.raises(WorkbenchError) as info:
@@ -184,12 +193,13 @@ def _delete_a_middle_line(rows: list[dict]) -> tuple[list[dict], int]:
     ids=lambda f: f.__name__.strip("_"),
 )
 def test_an_edited_or_deleted_ledger_line_breaks_the_chain(
-    certified, tmp_path: Path, tamper
+    certified, tmp_path: Path, tamper, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gold, _, first = certified
     copy = tmp_path / "gold"
-    shutil.copytree(gold, copy)  # the dataset travels with its ledger
-    ledger = copy / LEDGER_FILE
+    shutil.copytree(gold, copy)
+    copy_project(monkeypatch, tmp_path / "project")  # the shared ledger is never written
+    ledger = ledger_path_for(copy)
     rows = [json.loads(line) for line in lines(ledger)]
     assert [r["event"] for r in rows] == ["started", "finished"]
     rows.append(
@@ -226,7 +236,7 @@ def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path
     gold = fresh_gold(tmp_path)
     reports = tmp_path / "reports"
     first = certify(CANDIDATE, POLICY, gold, reports_root=reports)
-    (gold / LEDGER_FILE).write_text("")  # every line gone: no chain left to break
+    ledger_path_for(gold).write_text("")  # every line gone: no chain left to break
     result = run_cli(*certify_args(gold, reports))
     assert (
         result.returncode == 2
@@ -301,7 +311,7 @@ def _race_to_start(
 
 @pytest.mark.parametrize("contenders", [2, 3])
 def test_check_then_start_admits_one_of_simultaneous_processes(
-    tmp_path: Path, contenders: int
+    tmp_path: Path, contenders: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The critical section ``certify`` runs under the ledger lock (reconcile, checks, allocate,
     append ``started``), raced by processes released together by a barrier, 12 times over: each
@@ -313,6 +323,7 @@ def test_check_then_start_admits_one_of_simultaneous_processes(
 
     fork = multiprocessing.get_context("fork")  # the contenders share the loaded inputs
     for trial in range(12):
+        use_project(monkeypatch, make_project(tmp_path / f"project-{trial}"))  # a fresh ledger
         gold = fresh_gold(tmp_path, f"gold-{trial}")
         inputs = _check_inputs(
             CANDIDATE,
@@ -485,13 +496,28 @@ def test_align_refuses_held_out_results_no_certification_recorded(
             partition,
             refused.output,
         )
-    elsewhere = fresh_gold(
-        tmp_path, "no-ledger"
-    )  # the same data without its ledger accounts for nothing
-    refused = CliRunner().invoke(
+    # a copy of the data is accounted for by the same project ledger; another project's ledger
+    # (which recorded nothing) accounts for nothing
+    elsewhere = fresh_gold(tmp_path, "copy")
+    ok = CliRunner().invoke(
         main,
         ["align", "--gold", str(elsewhere), "--results", str(recorded), "--partition", "held_out"],
     )
+    assert ok.exit_code == 0, ok.output
+    with pytest.MonkeyPatch.context() as mp:
+        use_project(mp, make_project(tmp_path / "other-project"))
+        refused = CliRunner().invoke(
+            main,
+            [
+                "align",
+                "--gold",
+                str(elsewhere),
+                "--results",
+                str(recorded),
+                "--partition",
+                "held_out",
+            ],
+        )
     assert refused.exit_code == 2 and "held_out_unaccounted" in refused.output
 
 
@@ -656,3 +682,15 @@ def test_held_out_access_cannot_be_made_by_hand(tmp_path: Path) -> None:
         )  # the dataset's own ledger, open: granted
     finally:
         hold.release()
+
+
+def test_no_test_runs_in_the_repositorys_project(tmp_path: Path) -> None:
+    """The suite runs from the repository, whose workbench.yaml declares the demo's ledger: every
+    test (and module and session fixture, tests/conftest.py) is pinned to a project of its own."""
+    from workbench.approval import project_config
+    from workbench.project import project_root
+
+    assert project_root() == current_project().resolve() != ROOT
+    assert ROOT not in ledger_path_for(fresh_gold(tmp_path)).parents
+    config = project_config()
+    assert config is not None and ROOT not in config.parents

@@ -261,6 +261,7 @@ def test_next_steps_walk_through_runs_as_printed(
 
     source = _reviews_csv(tmp_path / "reviews.csv")
     monkeypatch.chdir(root)
+    monkeypatch.delenv("WORKBENCH_PROJECT_ROOT")  # the user's way: the project is where they are
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-for-the-fake-server")
 

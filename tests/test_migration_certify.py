@@ -33,6 +33,9 @@ from workbench.reports._migration import pending_for_report, record_transition_r
 pytestmark = pytest.mark.notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified world run in its project, to read its held-out
+# ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 DEMO = ROOT / "data" / "demo"
 SLICES = [
     "refund_policy",

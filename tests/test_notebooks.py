@@ -73,15 +73,16 @@ def _assert_tables_read_at_a_glance(nb: nbformat.NotebookNode) -> None:
 def test_overview_runs_from_the_notebooks_folder_and_shows_alignment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Jupyter's way, in a fresh copy of the project (its data/ and notebooks/ only): the kernel
-    starts in notebooks/ with the default parameters, whose project-relative paths still resolve,
-    and the runs go under the project's runs/."""
+    """Jupyter's way, in a fresh copy of the project (its workbench.yaml, data/ and notebooks/
+    only): the kernel starts in notebooks/ with the default parameters, whose project-relative
+    paths still resolve, and the runs go under the project's runs/."""
     from workbench.project import PROJECT_ROOT_ENV
 
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
     project = tmp_path / "proj"
     for part in ("data", "notebooks"):
         shutil.copytree(ROOT / part, project / part)
+    shutil.copyfile(ROOT / "workbench.yaml", project / "workbench.yaml")  # marks the root
     out = tmp_path / "out.ipynb"
     _execute(
         str(project / "notebooks" / "00_overview.ipynb"),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import approve
+from conftest import approve, current_project
 from test_policy import (
     NOW,
     Evaluated,
@@ -362,7 +362,9 @@ def test_an_override_is_approved_by_a_listed_approver_who_is_not_its_author(
         2,
     )
     # a store whose approver was later taken off the project's list no longer loads
-    (tmp_path / "workbench.yaml").write_text("approvers: [Someone Else]\n", encoding="utf-8")
+    (current_project() / "workbench.yaml").write_text(
+        "approvers: [Someone Else]\n", encoding="utf-8"
+    )
     with pytest.raises(WorkbenchError) as refused:
         load_overrides(store)
     assert [p.code for p in refused.value.problems] == ["approver_unknown"]

@@ -35,10 +35,11 @@ def _printed_command() -> str:
 
 
 def _copy_project(dest: Path) -> Path:
-    """A fresh project: the repository's data/ and notebooks/ (nothing else), so runs never touch
-    the repo.
+    """A fresh project: the repository's workbench.yaml (what marks the root), data/ and
+    notebooks/ (nothing else), so runs never touch the repo.
     """
     shutil.copytree(ROOT / "data", dest / "data")
+    shutil.copyfile(ROOT / "workbench.yaml", dest / "workbench.yaml")
     shutil.copytree(ROOT / "notebooks", dest / "notebooks")
     return dest
 
@@ -64,7 +65,8 @@ def test_project_root_is_refused_outside_a_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
-    (tmp_path / "data").mkdir()  # data/ alone is not a project
+    (tmp_path / "data").mkdir()  # data/ and notebooks/ without workbench.yaml are no project
+    (tmp_path / "notebooks").mkdir()
     with pytest.raises(WorkbenchError) as info:
         project_root(tmp_path)
     assert [p.code for p in info.value.problems] == ["project_root_missing"]

@@ -36,6 +36,9 @@ from workbench.reports import (
 pytestmark = pytest.mark.notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that use this module's certified world run in its project, to read its held-out
+# ledger (tests/conftest.py); every other test has a project of its own.
+MODULE_PROJECT = True
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"
 DEMO = ROOT / "data" / "demo"

@@ -1,8 +1,10 @@
 """The project's approver list: the only names that may freeze an approved input or approve a
 change to one.
 
-The list is the ``approvers:`` key of the project configuration, ``workbench.yaml``, found
-from the input upwards (the nearest folder holding one)::
+The list is the ``approvers:`` key of the project configuration, ``workbench.yaml`` at the
+pinned project root (:func:`workbench.project.project_root`: ``$WORKBENCH_PROJECT_ROOT``, else the
+nearest folder from the working directory upwards holding one). It is never found from the
+input: a ``workbench.yaml`` dropped beside a copied input brings no list of its own::
 
     approvers:
       - Support Quality lead (demo)
@@ -47,8 +49,9 @@ class Approvers:
                     location=location,
                     code="approvers_missing",
                     message=(
-                        f"{role} {who!r} cannot be checked: no {PROJECT_CONFIG} with an"
-                        f" `{APPROVERS_KEY}:` list above this input"
+                        f"{role} {who!r} cannot be checked: the project has no {PROJECT_CONFIG}"
+                        f" with an `{APPROVERS_KEY}:` list (the project root is pinned from the"
+                        " working directory or $WORKBENCH_PROJECT_ROOT, never from the input)"
                     ),
                     fix=(
                         f"list the people who approve inputs in the project's {PROJECT_CONFIG}:"
@@ -71,21 +74,22 @@ class Approvers:
         ]
 
 
-def project_config(start: str | Path) -> Path | None:
-    """The nearest ``workbench.yaml`` from ``start`` (a file's folder, or a folder) upwards."""
-    here = Path(start).resolve()
-    if not here.is_dir():
-        here = here.parent
-    for folder in (here, *here.parents):
-        candidate = folder / PROJECT_CONFIG
-        if candidate.is_file():
-            return candidate
-    return None
+def project_config(start: str | Path | None = None) -> Path | None:
+    """The pinned project's ``workbench.yaml`` (None without a project or without the file).
+
+    ``start`` (the input being checked) is ignored: the list never comes from beside an input.
+    """
+    from ..project import find_project_root
+
+    del start
+    root = find_project_root()
+    config = root / PROJECT_CONFIG if root is not None else None
+    return config if config is not None and config.is_file() else None
 
 
-def load_approvers(start: str | Path, key: str = APPROVERS_KEY) -> Approvers:
-    """The approver list of the project that holds ``start`` (``key``: another list of names
-    of the same configuration, e.g. :data:`REVIEWERS_KEY`).
+def load_approvers(start: str | Path | None = None, key: str = APPROVERS_KEY) -> Approvers:
+    """The approver list of the pinned project (``start``, the input, does not choose it;
+    ``key``: another list of names of the same configuration, e.g. :data:`REVIEWERS_KEY`).
 
     Raises :class:`WorkbenchError` (``approvers_invalid``) when the configuration cannot be
     read or the list is not a list of distinct, written names.

@@ -11,6 +11,7 @@ from ._exposure import (
     refuse_held_out_content,
     used_held_out_of,
 )
+from ._items import ContentUses, held_out_use_line, items_sha256
 from ._ledger import (
     HeldOutAccess,
     HeldOutLedger,
@@ -29,6 +30,7 @@ from ._location import (
 
 __all__ = [
     "EXPOSED",
+    "ContentUses",
     "LEDGER_FILE",
     "PROJECT_CONFIG",
     "HeldOutAccess",
@@ -42,9 +44,11 @@ __all__ = [
     "gold_directory",
     "held_out_content",
     "held_out_item_keys",
+    "held_out_use_line",
     "held_out_manifest_sha256",
     "item_key",
     "item_keys",
+    "items_sha256",
     "ledger_path_for",
     "normalize_text",
     "recorded_item_keys",

@@ -25,14 +25,11 @@ from .._io import iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset
 from ._content import item_key
-from ._ledger import HeldOutLedger, LedgerEntry
+from ._ledger import HeldOutLedger
 from ._location import gold_directory, ledger_path_for
 
 EXPOSED = "held_out_content_exposed"
 """The refusal code: held-out content outside a certification."""
-LEDGER_ITEM_KEYS_FIELD = "held_out_item_keys"
-"""The ledger entry field that lists the item keys of the held-out cases a use judged (read by
-:func:`recorded_item_keys` when entries carry it)."""
 
 _KEYS_BY_DATASET: dict[str, dict[str, str]] = {}
 """Held-out item key -> held-out case id, per dataset sha256 (computed once per process)."""
@@ -53,18 +50,30 @@ def held_out_item_keys(dataset: GoldDataset) -> dict[str, str]:
 
 
 def recorded_item_keys(gold: str | Path | GoldDataset) -> dict[str, str]:
-    """Item key -> ``held out (ledger entry ID)`` for every key the held-out ledger of ``gold``
-    records for a use (the :data:`LEDGER_ITEM_KEYS_FIELD` of its entries). The hook through
-    which a project-level ledger's record of held-out content reaches every command: empty
-    while the ledger's entries do not record item keys."""
-    if LEDGER_ITEM_KEYS_FIELD not in LedgerEntry.model_fields:
-        return {}  # this ledger format records no item keys: nothing to read
+    """Item key -> ``held out (ledger entry ID)`` for every held-out item the project's ledger
+    records a use of (the verified item-key sidecar of each ``started`` entry): the record of
+    held-out content that reaches every command, whatever dataset or copy the use judged. A
+    missing or damaged sidecar is refused (``ledger_items_missing``/``ledger_items_invalid``)."""
+    from ._items import read_keys
+
     path = ledger_path_for(gold.root if isinstance(gold, GoldDataset) else gold)
     if not path.is_file():
         return {}
     found: dict[str, str] = {}
     for entry in HeldOutLedger(path).entries():
-        for key in getattr(entry, LEDGER_ITEM_KEYS_FIELD, None) or ():
+        digest = entry.held_out_items_sha256
+        if entry.event != "started" or digest is None:
+            continue
+        keys = read_keys(path, digest)
+        if keys is None:
+            raise refusal(
+                "the held-out ledger cannot show which held-out content was used",
+                str(path),
+                "ledger_items_missing",
+                f"the held-out items of ledger entry {entry.entry_id} are missing",
+                "restore the ledger's items folder from version control or a backup",
+            )
+        for key in keys:
             found.setdefault(key, f"held out (ledger entry {entry.entry_id})")
     return found
 

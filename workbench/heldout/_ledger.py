@@ -1,12 +1,15 @@
 """The held-out ledger: every use of the held-out partition, append-only and hash-chained.
 
-The ledger of a gold dataset lives where :func:`~workbench.heldout.ledger_path_for` says
-(beside the dataset, or the one path the project declares), whatever ``--reports`` directory a
-certification writes to. Certification writes a ``started`` entry before the first held-out
-call and a ``finished`` entry with the outcome afterwards. A certification that died (kill -9,
-power loss) leaves its ``started`` entry open; the next command that reads the ledger
-(``certify``, ``reports``, ``verify``) notices that no process holds it any more and appends
-an ``aborted`` entry. An open or aborted certification counts as a use.
+The project's one ledger lives where :func:`~workbench.heldout.ledger_path_for` says (the path
+the project root's ``workbench.yaml`` declares), whatever gold dataset, copy of one or
+``--reports`` directory a certification uses. A use is identified by the content of the
+held-out items it judges (:mod:`workbench.heldout._items`): any overlap with an earlier use needs
+a ``--rerun-reason``, and the entry records how often that content was used before.
+Certification writes a ``started`` entry before the first held-out call and a ``finished``
+entry with the outcome afterwards. A certification that died (kill -9, power loss) leaves its
+``started`` entry open; the next command that reads the ledger (``certify``, ``reports``,
+``verify``) notices that no process holds it any more and appends an ``aborted`` entry. An
+open or aborted certification counts as a use.
 
 Integrity:
 
@@ -53,6 +56,7 @@ from .._record import Record
 from ..approval import current_user
 from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldCase
+from ._items import ContentUses, content_uses, read_keys, store_keys
 
 LEDGER_SCHEMA_VERSION = 3
 LOCK_TIMEOUT_S = 120.0
@@ -70,6 +74,10 @@ _OMITTED_WHEN_DEFAULT: dict[str, object] = {
     "baseline_fingerprint": None,
     "resumes": None,
     "baseline_run_records_sha256": None,
+    "held_out_items_sha256": None,
+    "held_out_items": None,
+    "held_out_prior_uses": None,
+    "held_out_overlap": None,
 }
 """Fields added after ledger format 2: an entry that does not use them dumps, and so hashes,
 exactly as before they existed (old ledgers keep an intact chain, old locks their copies)."""
@@ -114,7 +122,8 @@ class LedgerEntry(Record):
     """One line of the held-out ledger."""
 
     schema_version: int = LEDGER_SCHEMA_VERSION
-    """Ledger line format version (2: hash-chained; 3: ``kind``, ``baseline``, ``resumes``)."""
+    """Ledger line format version (2: hash-chained; 3: ``kind``, ``baseline``, ``resumes``, and
+    later the optional ``held_out_items*`` fields, omitted when absent)."""
     entry_id: str
     """Unique id; a ``finished`` or ``aborted`` entry names its ``started`` entry in ``opens``."""
     event: Event
@@ -179,6 +188,19 @@ class LedgerEntry(Record):
     reused."""
     baseline_run_records_sha256: str | None = None
     """For a ``finished`` migration: sha256 of the baseline's held-out ``results.jsonl``."""
+    held_out_items_sha256: str | None = None
+    """sha256 of the sorted item keys (:func:`~workbench.heldout.item_key`) of the held-out cases
+    judged: the content-addressed sidecar ``<ledger>.items/<sha256>.keys`` beside the ledger
+    (workbench/heldout/_items.py). A later certification whose held-out items overlap these is a
+    re-use, whatever its candidate, fingerprint or dataset path. None in entries recorded before
+    item keys were (a review re-evaluation judges none)."""
+    held_out_items: int | None = None
+    """How many held-out items the sidecar holds."""
+    held_out_prior_uses: int | None = None
+    """How many earlier recorded uses judged any of these held-out items, decided under the
+    ledger lock (0: first use of this content)."""
+    held_out_overlap: float | None = None
+    """The share (0 to 1) of these held-out items an earlier use judged."""
     previous_sha256: str | None = None
     """``entry_sha256`` of the line before this one (None for the first line): the chain."""
     entry_sha256: str = ""
@@ -253,7 +275,7 @@ _TERMS = ChainTerms(
 
 
 class HeldOutLedger:
-    """The append-only, hash-chained ledger of one gold dataset's held-out partition."""
+    """The append-only, hash-chained ledger of a project's held-out uses."""
 
     def __init__(self, path: str | Path) -> None:
         self.log = ChainedLog(
@@ -353,18 +375,60 @@ class HeldOutLedger:
             and e.held_out_manifest_sha256 == manifest_sha256
         ]
 
+    def content_uses(
+        self,
+        keys: frozenset[str],
+        manifest_sha256: str,
+        entries: list[LedgerEntry] | None = None,
+        *,
+        exclude: str | None = None,
+    ) -> ContentUses:
+        """Every earlier use that judged any of the held-out items ``keys`` (any candidate, any
+        fingerprint, any dataset path; :func:`~workbench.heldout._items.content_uses`)."""
+        entries = self.entries() if entries is None else entries
+        return content_uses(self.path, keys, manifest_sha256, entries, exclude=exclude)
+
+    def uses_before(self, entry: LedgerEntry) -> ContentUses:
+        """The uses recorded before ``entry`` (a ``started`` entry) that judged any of its
+        held-out items; for an entry from before item keys, its fingerprint's earlier uses on the
+        same manifest."""
+        entries = self.entries()
+        index = next((i for i, e in enumerate(entries) if e.entry_id == entry.entry_id), None)
+        before = entries if index is None else entries[:index]
+        if entry.held_out_items_sha256 is None:
+            earlier = self.previous_uses(
+                entry.candidate_fingerprint, entry.held_out_manifest_sha256, before
+            )
+            return ContentUses(earlier)
+        keys = read_keys(self.path, entry.held_out_items_sha256)
+        if keys is None:
+            raise refusal(
+                "the held-out ledger cannot show which held-out content was used",
+                str(self.path),
+                "ledger_items_missing",
+                f"the held-out items of ledger entry {entry.entry_id} are missing",
+                FIX_RESTORE,
+            )
+        return self.content_uses(keys, entry.held_out_manifest_sha256, before)
+
     def check_rerun(
         self,
-        fingerprint: str,
+        keys: frozenset[str],
         manifest_sha256: str,
         rerun_reason: str | None,
         entries: list[LedgerEntry] | None = None,
-    ) -> None:
-        """Refuse a second certification of the same fingerprint on the same manifest without a
-        reason."""
-        earlier = self.previous_uses(fingerprint, manifest_sha256, entries)
-        if earlier and not (rerun_reason and rerun_reason.strip()):
-            raise WorkbenchError("refusing to certify again", [_reuse_problem(self.path, earlier)])
+    ) -> ContentUses:
+        """Refuse, without a reason, a certification whose held-out content any earlier use
+        judged; return the earlier uses (the count the entry and the report show).
+
+        Identity is the content: a copied, renamed or superseded dataset, an appended
+        development case or a trivial variant of the candidate judges the same held-out items.
+        The same fingerprint on the same manifest is such a use too.
+        """
+        uses = self.content_uses(keys, manifest_sha256, entries)
+        if uses.entries and not (rerun_reason and rerun_reason.strip()):
+            raise WorkbenchError("refusing to certify again", [_reuse_problem(self.path, uses)])
+        return uses
 
     # -- liveness --------------------------------------------------------------------------
 
@@ -441,9 +505,22 @@ class HeldOutLedger:
         baseline: str | None = None,
         baseline_fingerprint: str | None = None,
         resumes: str | None = None,
+        held_out_keys: frozenset[str] | None = None,
+        prior: ContentUses | None = None,
     ) -> tuple[LedgerEntry, str, RunningHold]:
         """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and
-        the liveness hold."""
+        the liveness hold. ``held_out_keys`` (the item keys judged) go to the sidecar first;
+        ``prior`` is the earlier use of that content :meth:`check_rerun` found."""
+        items: dict[str, object] = {}
+        if held_out_keys is not None:
+            digest, count = store_keys(self.path, held_out_keys)
+            prior = prior if prior is not None else ContentUses(total=count)
+            items = {
+                "held_out_items_sha256": digest,
+                "held_out_items": count,
+                "held_out_prior_uses": prior.count,
+                "held_out_overlap": round(prior.overlap, 6),
+            }
         entry_id = _new_id()
         token = secrets.token_hex(32)
         self.running_dir.mkdir(parents=True, exist_ok=True)
@@ -470,6 +547,7 @@ class HeldOutLedger:
                     baseline=baseline,
                     baseline_fingerprint=baseline_fingerprint,
                     resumes=resumes,
+                    **items,
                 )
             )
         except BaseException:
@@ -555,13 +633,12 @@ def _new_id() -> str:
     return f"ldg-{uuid.uuid4().hex[:16]}"
 
 
-def _reuse_problem(path: Path, earlier: list[LedgerEntry]) -> Problem:
-    listing = ", ".join(f"{e.report_id} ({e.when:%Y-%m-%d %H:%M} by {e.who})" for e in earlier)
+def _reuse_problem(path: Path, uses: ContentUses) -> Problem:
     return problem(
         str(path),
         "held_out_reuse",
-        "this candidate fingerprint was already certified (or is being certified) on the same"
-        f" held-out manifest: {listing}",
+        f"{uses.describe()}: {uses.seen} of these {uses.total} held-out item(s) were already"
+        f" judged (or are being judged) by {uses.listing()}",
         'pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and'
         " printed in the report",
     )

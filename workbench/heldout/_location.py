@@ -1,18 +1,27 @@
-"""Where the held-out ledger of a gold dataset lives: it belongs to the data, not to a report
-folder.
+"""Where the held-out ledger lives: one ledger for the whole project, pinned to its root.
 
-The ledger records every use of a dataset's held-out partition. It must be the same ledger
-whichever ``--reports`` directory a certification writes to, so it is found from the gold
-dataset alone:
+The ledger records every use of held-out data. It must be the same ledger whichever gold
+dataset (or copy of one), and whichever ``--reports`` directory, a certification uses, and
+nothing inside a data directory may choose another:
 
-1. the *project root* is the first directory, walking up from the gold dataset directory,
-   that holds ``workbench.yaml`` or ``.git``;
-2. if that root holds ``workbench.yaml`` with a ``held_out_ledger`` key, the ledger is that
-   path (relative to the root, or absolute): one ledger for every dataset of the project;
-3. otherwise the ledger is ``<gold dataset directory>/held_out_ledger.jsonl``.
+1. the *project root* is pinned independently of the data: ``$WORKBENCH_PROJECT_ROOT``, else
+   the nearest folder from the working directory upwards holding ``workbench.yaml``
+   (:func:`workbench.project.project_root`). A ``workbench.yaml`` or ``.git`` dropped into a
+   data directory changes nothing;
+2. the root's ``workbench.yaml`` declares the ledger, ``held_out_ledger: PATH`` (relative to the
+   root, or absolute; ``workbench init`` writes it). No project, or no declaration, is refused
+   (``project_root_missing``, ``held_out_ledger_undeclared``): there is no fallback that could
+   give a fresh, empty ledger;
+3. a ledger left beside a dataset by an older workbench (``<gold>/held_out_ledger.jsonl`` with
+   entries) is refused (``ledger_conflict``) until it is moved into the project's ledger.
 
 Nothing else can choose the ledger: ``workbench certify`` has no ledger option and the
-certification notebook resolves it again itself and refuses any other.
+certification notebook resolves it again itself and refuses any other. Which held-out cases a
+use judged is recorded by content (:mod:`workbench.heldout._items`), so a copy, rename or
+supersede of a dataset is the same held-out content.
+
+:func:`declared_path_for` (another file a project declares, beside the data by default) still
+finds its project from the gold dataset: the authority record uses it.
 """
 
 from __future__ import annotations
@@ -107,18 +116,40 @@ def declared_path_for(
     return declared
 
 
-def ledger_path_for(gold: str | Path) -> Path:
-    """The one ledger ``gold``'s held-out partition is recorded in (see the module doc)."""
+def _project_ledger() -> tuple[Path, Path]:
+    """``(project root, declared ledger)`` of the pinned project; refused when undeclared."""
+    from ..project import project_root as pinned_root
 
-    def conflict(default: Path, declared: Path) -> WorkbenchError:
-        return refusal(
-            "two held-out ledgers",
-            str(default),
-            "ledger_conflict",
-            f"the project declares the ledger {declared} but this dataset already has a ledger with"
-            " entries beside it",
-            f"keep one ledger: move {default} to {declared} while that one does not exist yet (the"
-            f" chain stays intact), or remove {LEDGER_KEY} from {PROJECT_CONFIG}",
+    root = pinned_root()
+    config = root / PROJECT_CONFIG
+    declared = configured_path(root, LEDGER_KEY, LEDGER_FILE)
+    if declared is None:
+        raise refusal(
+            "no held-out ledger declared",
+            str(config),
+            "held_out_ledger_undeclared",
+            f"the project {root} declares no held-out ledger"
+            + ("" if config.is_file() else f" (it has no {PROJECT_CONFIG})"),
+            f"add `{LEDGER_KEY}: evidence/{LEDGER_FILE}` to {config} (`workbench init` writes it);"
+            " the project keeps one ledger for every dataset and copy of one",
         )
+    return root, declared
 
-    return declared_path_for(gold, LEDGER_KEY, LEDGER_FILE, conflict)
+
+def ledger_path_for(gold: str | Path) -> Path:
+    """The one ledger ``gold``'s held-out partition is recorded in: the project's (module doc)."""
+    root, declared = _project_ledger()
+    legacy = gold_directory(gold) / LEDGER_FILE
+    if legacy != declared and legacy.is_file() and legacy.stat().st_size > 0:
+        raise refusal(
+            "two held-out ledgers",
+            str(legacy),
+            "ledger_conflict",
+            f"this dataset has a held-out ledger with entries beside it, but the project {root}"
+            f" keeps one ledger for every dataset: {declared}",
+            f"move {legacy} (and {legacy.name}.items/ if present) to {declared} while that does"
+            " not exist yet (the chain stays intact); if the project ledger already has entries,"
+            " keep the old ledger outside the data directory as a record and certify with"
+            " --rerun-reason",
+        )
+    return declared

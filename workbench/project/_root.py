@@ -1,17 +1,21 @@
-"""Where the project is, so notebooks resolve paths the same way from any working directory.
+"""Where the project is: one root for the held-out ledger, the approver list and notebook paths.
 
-A notebook's parameters name project files relative to the **project root** (``data/demo``,
-``runs/...``), never relative to the working directory. Jupyter starts a kernel in the
-notebook's folder, papermill in the folder it was called from; :func:`project_path` makes
-both mean the same file.
-
-The project root is ``$WORKBENCH_PROJECT_ROOT`` when set, else the nearest folder, from the
-working directory upwards, that holds both a ``data/`` and a ``notebooks/`` folder.
+The **project root** is ``$WORKBENCH_PROJECT_ROOT`` when set, else the nearest folder, from the
+*working directory* upwards, that holds ``workbench.yaml`` (``workbench init`` writes it). It is
+never found from an input: a ``workbench.yaml`` or ``.git`` dropped into a data directory, or a
+copy of a gold dataset elsewhere, does not move it. Everything the project keeps once comes
+from it: the held-out ledger its ``workbench.yaml`` declares
+(:func:`~workbench.heldout.ledger_path_for`), the approver list
+(:func:`~workbench.approval.load_approvers`), and the folder notebook parameters are relative
+to (:func:`project_path`: Jupyter starts a kernel in the notebook's folder, papermill in the
+folder it was called from, and both mean the same file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import refusal
@@ -19,17 +23,17 @@ from ..errors import refusal
 PROJECT_ROOT_ENV = "WORKBENCH_PROJECT_ROOT"
 """Environment variable that names the project root explicitly."""
 
-PROJECT_MARKERS: tuple[str, ...] = ("data", "notebooks")
-"""Folders a project root holds."""
+PROJECT_CONFIG = "workbench.yaml"
+"""The file that marks a project root and holds its configuration."""
 
 
 def project_root(start: str | Path | None = None) -> Path:
     """The project root.
 
     ``$WORKBENCH_PROJECT_ROOT``, else the nearest ancestor of ``start`` (default: the working
-    directory) holding ``data/`` and ``notebooks/``.
+    directory) holding ``workbench.yaml``.
 
-    Raises :class:`~workbench.errors.WorkbenchError` when there is none.
+    Raises :class:`~workbench.errors.WorkbenchError` (``project_root_missing``) when there is none.
     """
     explicit = os.environ.get(PROJECT_ROOT_ENV)
     if explicit:
@@ -40,22 +44,32 @@ def project_root(start: str | Path | None = None) -> Path:
                 PROJECT_ROOT_ENV,
                 "project_root_missing",
                 f"{PROJECT_ROOT_ENV}={explicit} is not a directory",
-                f"point {PROJECT_ROOT_ENV} at the project folder (the one holding data/ and"
-                " notebooks/), or unset it",
+                f"point {PROJECT_ROOT_ENV} at the project folder (the one holding"
+                f" {PROJECT_CONFIG}), or unset it",
             )
         return root
     here = Path(start if start is not None else Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if all((folder / marker).is_dir() for marker in PROJECT_MARKERS):
+        if (folder / PROJECT_CONFIG).is_file():
             return folder
     raise refusal(
         "no project root",
         str(here),
         "project_root_missing",
-        f"neither {here} nor any folder above it holds both"
-        f" {' and '.join(m + '/' for m in PROJECT_MARKERS)}",
-        f"run from inside the project (its root or notebooks/), or set {PROJECT_ROOT_ENV}",
+        f"neither {here} nor any folder above it holds {PROJECT_CONFIG}",
+        "run from inside the project (its root or a folder below it); a new project starts with"
+        f" `workbench init`; or set {PROJECT_ROOT_ENV}",
     )
+
+
+def find_project_root() -> Path | None:
+    """:func:`project_root` from the working directory, or None when there is no project."""
+    from ..errors import WorkbenchError
+
+    try:
+        return project_root()
+    except WorkbenchError:
+        return None
 
 
 def project_path(path: str | Path, start: str | Path | None = None) -> Path:
@@ -65,3 +79,18 @@ def project_path(path: str | Path, start: str | Path | None = None) -> Path:
     """
     path = Path(path).expanduser()
     return path if path.is_absolute() else project_root(start) / path
+
+
+@contextlib.contextmanager
+def pinned_project_root(root: Path) -> Iterator[None]:
+    """Set ``$WORKBENCH_PROJECT_ROOT`` to ``root`` for what starts meanwhile (a notebook kernel
+    runs in another folder but must find the same ledger), then restore it."""
+    before = os.environ.get(PROJECT_ROOT_ENV)
+    os.environ[PROJECT_ROOT_ENV] = str(root)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PROJECT_ROOT_ENV, None)
+        else:
+            os.environ[PROJECT_ROOT_ENV] = before

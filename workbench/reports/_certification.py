@@ -23,6 +23,8 @@ from ..heldout import (
     HeldOutLedger,
     LedgerEntry,
     held_out_manifest_sha256,
+    item_keys,
+    items_sha256,
     ledger_path_for,
 )
 from ..judges import Judge, load_candidate
@@ -225,15 +227,13 @@ class Certification:
             )
         if not entry.uses_held_out or (entry.rerun_reason and entry.rerun_reason.strip()):
             return None
-        earlier = self.ledger.previous_uses(
-            entry.candidate_fingerprint, entry.held_out_manifest_sha256, exclude=entry.entry_id
-        )
-        if not earlier:
+        earlier = self.ledger.uses_before(entry)
+        if not earlier.entries:
             return None
         return (
             "held_out_reuse",
-            "the held-out partition was already used for this candidate"
-            f" ({', '.join(e.report_id for e in earlier)}) and the entry gives no re-run reason",
+            f"{earlier.describe()} ({', '.join(e.report_id for e in earlier.entries)}) and the"
+            " entry gives no re-run reason",
         )
 
     # -- steps ----------------------------------------------------------------------------
@@ -263,6 +263,17 @@ class Certification:
                 "held-out manifest sha256",
                 entry.held_out_manifest_sha256,
                 held_out_manifest_sha256(dataset.sha256, held_out),
+            ),
+            *(
+                [
+                    _check(
+                        "held-out items sha256 (content)",
+                        entry.held_out_items_sha256,
+                        items_sha256(item_keys(held_out)),
+                    )
+                ]
+                if entry.held_out_items_sha256 is not None
+                else []
             ),
             _check(
                 "partition isolation (no held-out group elsewhere)",

@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,8 @@ from ..heldout import (
     PreviousReport,
     gold_directory,
     held_out_manifest_sha256,
+    held_out_use_line,
+    item_keys,
     ledger_path_for,
 )
 from ..judges import Judge, load_candidate
@@ -86,6 +89,7 @@ from ..policy import (
     load_overrides,
     load_policy,
 )
+from ..project import pinned_project_root, project_root
 from ..runs import RunDir
 from ._evaluation import (
     FIGURES_FILE,
@@ -159,6 +163,9 @@ class CertificationResult:
     timings_s: dict[str, float]
     advisory: str | None = None
     """Set when a custom notebook the policy does not pin ran: the advisory note."""
+    held_out_use: str = ""
+    """How often the held-out content was used before, as the ledger entry records it
+    ("held-out content used 2 times before (overlap 100%)"); empty for a re-evaluation."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as ``workbench certify --json`` prints it."""
@@ -170,6 +177,7 @@ class CertificationResult:
             "lock_sha256": self.lock_sha256,
             "timings_s": self.timings_s,
             "advisory": self.advisory,
+            "held_out_use": self.held_out_use,
         }
 
     def format(self) -> str:
@@ -177,6 +185,7 @@ class CertificationResult:
         lines = [
             *([self.advisory] if self.advisory else []),
             f"report: {self.report_dir}",
+            *([self.held_out_use] if self.held_out_use else []),
             f"outcome: {self.outcome.upper()} ({len(self.blockers)} blocker(s)); lock sha256"
             f" {self.lock_sha256}",
         ]
@@ -232,6 +241,11 @@ class _Inputs:
     @property
     def manifest_sha(self) -> str:
         return held_out_manifest_sha256(self.dataset.sha256, self.dataset.partition("held_out"))
+
+    @cached_property
+    def held_out_keys(self) -> frozenset[str]:
+        """The item keys of the held-out cases: what this certification judges, by content."""
+        return item_keys(self.dataset.partition("held_out"))
 
     def entry_fields(self, root: Path, rerun_reason: str | None) -> dict[str, Any]:
         """What the ``started`` ledger entry records."""
@@ -312,6 +326,7 @@ def certify(
     baseline's labels, required when the rubric lacks any of them.
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
+    ledger = HeldOutLedger(ledger_path_for(gold))  # no project, no declared ledger: refused first
     inputs = _check_inputs(
         candidate,
         policy,
@@ -323,7 +338,6 @@ def certify(
         overrides=overrides,
         sign_key=sign_key,
     )
-    ledger = HeldOutLedger(ledger_path_for(inputs.gold))
     job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
     job.provenance = inputs.provenance
@@ -552,11 +566,13 @@ def _start(ledger: HeldOutLedger, inputs: _Inputs, root: Path, rerun_reason: str
     """Check-then-start, serialized: two certifications of one candidate give one start and one
     refusal."""
 
-    def check_reuse(entries: list[LedgerEntry]) -> None:
-        # Only the candidate's earlier uses need a re-run reason: the baseline is judged again
-        # as the reference its transitions are read against, and the entry records it too.
-        ledger.check_rerun(inputs.fingerprint, inputs.manifest_sha, rerun_reason, entries)
+    def check_reuse(entries: list[LedgerEntry]) -> dict[str, Any]:
+        # Any earlier use of the same held-out content (any candidate, fingerprint or dataset
+        # path) needs a re-run reason; the entry records the items and the use count.
+        keys = inputs.held_out_keys
+        prior = ledger.check_rerun(keys, inputs.manifest_sha, rerun_reason, entries)
         check_legacy_ledger(root, inputs.fingerprint, inputs.manifest_sha, rerun_reason)
+        return {"held_out_keys": keys, "prior": prior}
 
     return _open_entry(
         ledger,
@@ -576,17 +592,17 @@ def _open_entry(
     dataset: GoldDataset,
     notebook: Path,
     fields: dict[str, Any],
-    check: Callable[[list[LedgerEntry]], None] | None = None,
+    check: Callable[[list[LedgerEntry]], dict[str, Any]] | None = None,
 ) -> _Job:
     """Under the ledger lock: close dead certifications, check the ledger knows every report of
-    ``root`` (and ``check``), allocate the report directory and append its ``started`` entry."""
+    ``root`` (and ``check``, which returns more fields of the entry), allocate the report
+    directory and append its ``started`` entry."""
     name, version = judge.spec.name, judge.spec.version
     with ledger.locked():
         ledger.reconcile()  # a certification that died is closed as aborted first
         entries = ledger.entries()
         check_ledger_complete(ledger, entries, root)
-        if check is not None:
-            check(entries)
+        fields = fields | (check(entries) if check is not None else {})
         report_dir, n = _allocate(root, name, version)
         try:
             previous = previous_report(root, name, version, n, ledger, entries)
@@ -755,7 +771,9 @@ def _run_and_lock(job: _Job) -> CertificationResult:
     t0 = time.perf_counter()
     executed = job.report_dir / EXECUTED_NOTEBOOK
     inputs = _input_hashes(job)
-    failure = _execute_notebook(job, executed)
+    # The kernel runs in the report directory: it must find the same project (ledger, approvers).
+    with pinned_project_root(project_root()):
+        failure = _execute_notebook(job, executed)
     executed_at = time.perf_counter()
     _check_inputs_unchanged(job, inputs)
     gate = _read_gate(job.report_dir)
@@ -802,6 +820,7 @@ def _run_and_lock(job: _Job) -> CertificationResult:
         lock.lock_sha256,
         timings,
         advisory,
+        held_out_use_line(job.entry),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .._html import fragment
 from ..align import AlignmentReport, Join
+from ..heldout import held_out_use_line
 from ..outcomes import style as outcome_style
 from ._render import Section, section_html
 
@@ -463,6 +464,7 @@ def first_screen_html(cert: Any, gate: Any) -> str:
                 if held_out_used
                 else "not used: certification stopped before held-out data"
             )
+            + (f"; {use}" if (use := held_out_use_line(entry)) else "")
         ),
         "rerun_reason": entry.rerun_reason,
         "why": why,
