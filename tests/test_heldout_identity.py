@@ -258,3 +258,22 @@ def test_an_approver_list_beside_a_copied_input_is_not_the_projects(
     assert result.exit_code == 2 and "approver_unknown" in result.output, result.output
     assert not (gold / "releases.jsonl").exists()
     assert os.environ[ENV] == str(project)
+
+
+@pytest.mark.parametrize("marker", ["workbench.yaml", ".git"])
+def test_a_marker_in_the_data_directory_does_not_move_the_authority_record(
+    tmp_path: Path, marker: str
+) -> None:
+    """A revoked judge's record must not be escaped by a fresh record: a `workbench.yaml`
+    declaring another `authority_record:` (or a `.git`) dropped into the gold directory is not
+    the project's configuration."""
+    from workbench.authority import authority_path_for
+
+    gold = tmp_path / "gold"
+    shutil.copytree(DEMO, gold)
+    before = authority_path_for(gold)
+    if marker == ".git":
+        (gold / ".git").mkdir()
+    fresh = tmp_path / "fresh" / "authority.jsonl"
+    (gold / "workbench.yaml").write_text(f"authority_record: {fresh}\n", encoding="utf-8")
+    assert authority_path_for(gold) == before == gold / "authority.jsonl"

@@ -20,8 +20,9 @@ certification notebook resolves it again itself and refuses any other. Which hel
 use judged is recorded by content (:mod:`workbench.heldout._items`), so a copy, rename or
 supersede of a dataset is the same held-out content.
 
-:func:`declared_path_for` (another file a project declares, beside the data by default) still
-finds its project from the gold dataset: the authority record uses it.
+:func:`declared_path_for` (another file a project declares, beside the data by default: the
+authority record) reads the declaration from the same pinned project root, never from a
+``workbench.yaml`` or ``.git`` found near the data.
 """
 
 from __future__ import annotations
@@ -42,15 +43,6 @@ def gold_directory(gold: str | Path) -> Path:
     path = Path(gold)
     directory = path if path.is_dir() else path.parent
     return directory.resolve()
-
-
-def project_root(start: str | Path) -> Path | None:
-    """The first directory from ``start`` upwards holding ``workbench.yaml`` or ``.git``."""
-    here = Path(start).resolve()
-    for directory in (here, *here.parents):
-        if (directory / PROJECT_CONFIG).is_file() or (directory / ".git").exists():
-            return directory
-    return None
 
 
 def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
@@ -105,8 +97,10 @@ def declared_path_for(
     """The one file ``key`` names for ``gold``: the project's declaration, else ``filename``
     beside the dataset (see the module doc). A declaration that would leave entries already
     recorded beside the data behind raises ``conflict(default, declared)``."""
+    from ..project import find_project_root
+
     directory = gold_directory(gold)
-    root = project_root(directory)
+    root = find_project_root()  # pinned: a marker inside the data directory chooses nothing
     declared = configured_path(root, key, filename) if root is not None else None
     default = directory / filename
     if declared is None:
