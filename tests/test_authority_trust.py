@@ -30,8 +30,8 @@ import pytest
 import yaml
 from ci_support import copy_project
 from click.testing import CliRunner, Result
-from conftest import approve
-from test_authority import LENIENT
+from conftest import PROJECT_ROOT_ENV, TEST_LEDGER, make_project
+from test_authority import LENIENT, passing_controls
 
 from workbench._chain import content_sha256
 from workbench._lock import read_lock, write_lock
@@ -72,15 +72,30 @@ def keypair(directory: Path, name: str) -> tuple[Path, Path]:
 
 
 def project(folder: Path, trusted: Path | None) -> Path:
-    """``folder``'s workbench.yaml: the demo's approvers plus the tests' and the certifier's, and
-    ``trusted`` as its trusted keys (None: none declared)."""
-    path = approve(folder, APPROVER, current_user())
+    """``folder`` as a test project (a held-out ledger of its own): the demo's approvers plus the
+    tests' and the certifier's, and ``trusted`` as its trusted keys (None: none declared)."""
+    if not (folder / "workbench.yaml").is_file():
+        make_project(folder)
+    path = folder / "workbench.yaml"
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config["approvers"] = sorted({*(config.get("approvers") or []), APPROVER, current_user()})
     config.pop("trusted_keys", None)
     if trusted is not None:
         config["trusted_keys"] = [str(trusted)]
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
+
+
+def carry_ledger(source: Path, target: Path) -> None:
+    """Copy project ``source``'s held-out ledger (with its items) into project ``target``."""
+    for name in (TEST_LEDGER, TEST_LEDGER + ".items"):
+        if (source / name).is_dir():
+            shutil.copytree(source / name, target / name)
+        elif (source / name).is_file():
+            shutil.copyfile(source / name, target / name)
+    for path in (target / TEST_LEDGER, *(target / (TEST_LEDGER + ".items")).glob("*")):
+        if path.exists():
+            path.chmod(path.stat().st_mode | 0o200)
 
 
 @pytest.fixture(scope="module")
@@ -93,19 +108,27 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     spec = base / "rubric-judge@2.yaml"
     shutil.copyfile(ROOT / "data" / "candidates" / "rubric-judge@2.yaml", spec)
     policy = base / "lenient-block@1.yaml"
+    passing_controls(base)  # route and block need blocking controls (controls_not_required)
     policy.write_text(yaml.safe_dump(LENIENT), encoding="utf-8")
     home, elsewhere = base / "project", base / "elsewhere"
     project(home, public)
-    project(elsewhere, public)
+    project(elsewhere, public)  # another project: a copy of the gold certified on its own ledger
     shutil.copytree(DEMO, home / "gold")
-    shutil.copytree(DEMO, elsewhere / "gold")  # a copy of the gold without its ledger
-    signed = certify(spec, policy, home / "gold", reports_root=home / "reports", sign_key=private)
-    copied = certify(
-        spec, policy, elsewhere / "gold", reports_root=elsewhere / "reports", sign_key=private
-    )
+    shutil.copytree(DEMO, elsewhere / "gold")
+    with pytest.MonkeyPatch.context() as pinned:
+        pinned.setenv(PROJECT_ROOT_ENV, str(home))
+        signed = certify(
+            spec, policy, home / "gold", reports_root=home / "reports", sign_key=private
+        )
+        pinned.setenv(PROJECT_ROOT_ENV, str(elsewhere))
+        copied = certify(
+            spec, policy, elsewhere / "gold", reports_root=elsewhere / "reports", sign_key=private
+        )
     assert (signed.outcome, copied.outcome) == ("certified", "certified")
     return {
+        "home": home,
         "gold": home / "gold",
+        "elsewhere_project": elsewhere,
         "elsewhere": elsewhere / "gold",
         "spec": spec,
         "signed": signed.report_dir,
@@ -117,12 +140,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture
-def gold(world: dict[str, Path], tmp_path: Path) -> Path:
-    """This test's own copy of the project's gold (its ledger included), in a project that trusts
-    the release key."""
+def gold(world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own copy of the project's gold and held-out ledger, in a project (pinned for
+    the test) that trusts the release key."""
     project(tmp_path, world["public"])
+    carry_ledger(world["home"], tmp_path)
     target = tmp_path / "gold"
     shutil.copytree(world["gold"], target)
+    monkeypatch.setenv(PROJECT_ROOT_ENV, str(tmp_path))
     return target
 
 
@@ -209,13 +234,18 @@ def test_grant_refuses_a_lock_whose_gold_is_not_on_this_machine(
 
 
 def test_status_shows_a_report_the_gold_ledger_never_recorded_as_not_verified(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The record is granted on the copy (whose ledger holds the report) and carried to the gold."""
-    project(tmp_path / "other", world["public"])
-    copy = tmp_path / "other" / "gold"
+    """The record is granted on the copy, in the project whose ledger holds the report, and
+    carried to the gold."""
+    other = tmp_path / "other"
+    project(other, world["public"])
+    carry_ledger(world["elsewhere_project"], other)
+    copy = other / "gold"
     shutil.copytree(world["elsewhere"], copy)
+    monkeypatch.setenv(PROJECT_ROOT_ENV, str(other))
     ok(step("grant", world, copy, world["copied"]))
+    monkeypatch.setenv(PROJECT_ROOT_ENV, str(tmp_path))
     for path in copy.iterdir():
         if path.name.lstrip(".").startswith("authority.jsonl"):
             shutil.copyfile(path, gold / path.name)
