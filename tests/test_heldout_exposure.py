@@ -35,8 +35,9 @@ EXPOSED = "held_out_content_exposed"
 
 
 def cli(*args: Any, cwd: Path | None = None, monkeypatch: Any = None) -> Any:
-    if cwd is not None:
+    if cwd is not None:  # the project root is pinned: the working directory and the env agree
         monkeypatch.chdir(cwd)
+        monkeypatch.setenv("WORKBENCH_PROJECT_ROOT", str(cwd))
     return CliRunner().invoke(main, [str(a) for a in args])
 
 

@@ -86,14 +86,24 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"project": project, "gold": gold, "first": first, "base": base}
 
 
+def _refreeze(gold: Path) -> None:
+    """The changed dataset frozen as a new release by a listed approver (certification needs a
+    frozen gold: `gold_not_frozen`), as whoever changed it would do."""
+    approver = yaml.safe_load((ROOT / "workbench.yaml").read_text(encoding="utf-8"))["approvers"][0]
+    result = CliRunner().invoke(main, ["freeze", str(gold), "--approver", approver])
+    assert result.exit_code == 0, result.output
+
+
 def _appended_development_case(gold: Path) -> None:
     dev = next(r for r in gold_rows(gold) if r["partition"] == "development")
     append_rows(gold, {**dev, "case_id": "zz-extra-dev", "group": "zz-extra-group"})
+    _refreeze(gold)
 
 
 def _superseded_with_the_same_content(gold: Path) -> None:
     held = next(r for r in gold_rows(gold) if r["partition"] == "held_out")
     append_rows(gold, {**held, "case_id": held["case_id"] + "-v2", "supersedes": held["case_id"]})
+    _refreeze(gold)
 
 
 def _git_marker(gold: Path) -> None:
