@@ -8,7 +8,8 @@ only its real options. The blocks marked ``lifecycle-demo`` are executed in a te
 directory standing for ``$WORK`` (``cp -r`` and the one ``sed -i`` are done in Python), each
 line's exit code checked against its ``# exit N`` comment (0 without one), and each ``status``
 output compared with the output block the guide shows (times, ids and versions normalized).
-``ssh-keygen -t ed25519 -N "" -f KEY`` is done in Python too (an Ed25519 key pair, OpenSSH).
+``ssh-keygen -t ed25519 -N "" -f KEY`` is done in Python too (an Ed25519 key pair, OpenSSH), and
+``export WORKBENCH_PROJECT_ROOT=DIR`` pins the project root for the rest of the test.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import undocumented_fields
+from conftest import PROJECT_ROOT_ENV, undocumented_fields
 from pydantic import BaseModel
 
 from workbench.authority import (
@@ -155,11 +156,16 @@ def _keygen(private: Path) -> None:
     private.with_name(private.name + ".pub").write_bytes(public + b" release@walk-through\n")
 
 
-def _run(body: str, work: Path) -> list[str]:
+def _run(body: str, work: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Run a demo block; return the output of its ``workbench status`` lines."""
     statuses: list[str] = []
     for line, expected in _command_lines(body):
         words = shlex.split(line.replace("$WORK", str(work)), comments=True)
+        if words[0] == "export" and len(words) == 2 and "=" in words[1]:
+            name, value = words[1].split("=", 1)
+            assert name == PROJECT_ROOT_ENV, f"the walk-through exports only {PROJECT_ROOT_ENV}"
+            monkeypatch.setenv(name, value)
+            continue
         if words[:2] == ["cp", "-r"]:
             shutil.copytree(words[2], words[3])
             continue
@@ -175,7 +181,7 @@ def _run(body: str, work: Path) -> list[str]:
             target.write_text(changed, encoding="utf-8")
             continue
         assert words[0] == "workbench", (
-            f"the walk-through runs only workbench, cp -r, ssh-keygen and sed -i: {line}"
+            f"the walk-through runs only workbench, export, cp -r, ssh-keygen and sed -i: {line}"
         )
         result = CliRunner().invoke(main, words[1:])
         assert result.exit_code == expected, f"{line}\n{result.output}"
@@ -202,11 +208,12 @@ def test_the_authority_walk_through_runs_as_written(
     work.mkdir()
     (work / "workbench.yaml").write_text(marked["project"], encoding="utf-8")
     (work / "lenient-block@1.yaml").write_text(marked["policy"], encoding="utf-8")
-    [promoted] = _run(marked["promote"], work)
+    [promoted] = _run(marked["promote"], work, monkeypatch)
     assert _normalize(promoted, work) == _normalize(marked["output promote"], work)
-    [stale] = _run(marked["stale"], work)
+    [stale] = _run(marked["stale"], work, monkeypatch)
     assert _normalize(stale, work) == _normalize(marked["output stale"], work)
     assert not (ROOT / "data" / "demo" / "authority.jsonl").exists()
+    assert (work / "held_out_ledger.jsonl").is_file()  # the walk-through's project's ledger
 
 
 MODELS = [

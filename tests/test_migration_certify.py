@@ -253,12 +253,13 @@ def test_a_second_migration_without_a_reason_is_a_reuse(
 
 
 def _trusted_key(folder: Path) -> Path:
-    """A signing key whose public key the project at ``folder`` trusts (route and block rest only
-    on a lock signed by such a key)."""
+    """A signing key (written in ``folder``) whose public key the current project trusts (route
+    and block rest only on a lock signed by such a key)."""
+    from conftest import current_project
     from test_authority import keypair
 
     private, public = keypair(folder)
-    config = folder / "workbench.yaml"
+    config = current_project() / "workbench.yaml"
     raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     config.write_text(yaml.safe_dump({**raw, "trusted_keys": str(public)}), encoding="utf-8")
     return private

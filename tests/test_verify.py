@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import make_project, use_project
 
 from workbench._lock import hash_tree, write_lock
 from workbench.cli import main
@@ -196,15 +197,20 @@ def test_a_lock_from_before_provenance_verifies_with_a_note(setup) -> None:
 
 
 def test_the_gold_must_be_the_certified_one_and_its_ledger_must_record_the_lock(
-    setup, tmp_path: Path
+    setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--gold G: the stored held-out records are compared with G's held-out cases, case by
-    case, and G's own ledger must record this lock as finished. A fresh copy of the demo (the
-    same held-out cases, no ledger) and a copy with one held-out case relabelled both fail."""
+    case, and the project's ledger must record this lock as finished. A fresh copy of the demo
+    (the same held-out cases) verifies in the project that recorded the certification and fails
+    in another project (its own, empty ledger); a copy with one held-out case relabelled fails."""
     report = str(setup["first"].report_dir)
     fresh = tmp_path / "fresh"
     shutil.copytree(DEMO, fresh)
-    unrecorded = json.loads(invoke("verify", report, "--gold", str(fresh), "--json").output)
+    recorded = invoke("verify", report, "--gold", str(fresh))
+    assert recorded.exit_code == 0, recorded.output  # the same held-out content, recorded
+    with monkeypatch.context() as elsewhere:
+        use_project(elsewhere, make_project(tmp_path / "other-project"))
+        unrecorded = json.loads(invoke("verify", report, "--gold", str(fresh), "--json").output)
     codes = {p["code"] for p in unrecorded["reports"][0]["problems"]}
     assert unrecorded["reports"][0]["checks"]["gold"].startswith("ok (")
     assert codes & {"ledger_missing", "ledger_entry_missing"}, codes
