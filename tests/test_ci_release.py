@@ -25,7 +25,11 @@ def _gold(tmp_path: Path) -> Path:
 
 @pytest.mark.notebook
 def test_release_certifies_verifies_and_summarizes(tmp_path: Path) -> None:
+    from test_authority import keypair
+
     gold = _gold(tmp_path)
+    (tmp_path / "keys").mkdir()
+    private, public = keypair(tmp_path / "keys")  # the CI release key
     policy = ROOT / "data" / "policies" / "support-release@1.yaml"
     summary_path, junit = tmp_path / "out" / "release.json", tmp_path / "out" / "release.xml"
     result = CliRunner().invoke(
@@ -47,6 +51,8 @@ def test_release_certifies_verifies_and_summarizes(tmp_path: Path) -> None:
             str(junit),
             "--notebook",
             str(NOTEBOOK),
+            "--sign",
+            str(private),
         ],
     )
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
@@ -60,6 +66,11 @@ def test_release_certifies_verifies_and_summarizes(tmp_path: Path) -> None:
     assert (
         summary["lock_sha256"] == lock["lock_sha256"] and summary["report_id"] == lock["report_id"]
     )
+    assert lock["signature"] is not None  # signed with the CI key: verifies against it
+    trusted = CliRunner().invoke(
+        main, ["verify", summary["report_dir"], "--gold", str(gold), "--trust", str(public)]
+    )
+    assert trusted.exit_code == 0 and "signature: trusted" in trusted.output, trusted.output
     assert [b["code"] for b in summary["blockers"]] == [
         b["code"] for b in lock["blockers"]
     ] and "false_passes_exceeded" in [b["code"] for b in summary["blockers"]]

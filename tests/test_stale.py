@@ -1,12 +1,14 @@
 """A certified judge goes stale when anything it depends on changes, and ``status`` names it.
 
 The module fixture certifies a ``ragas-function`` judge of its own on a fresh project copy of
-the demo: a package (``stalejudge_h5``) whose metric module defines the function and imports
-the rule it applies from a second module, which imports a third-party distribution
-(``fakedep_h5``, installed beside it with its own ``.dist-info``). The project's
-``pyproject.toml`` pins the installed Ragas. Each test grants the judge advisory authority on
-its own copy of the gold, changes one thing in place (and restores it), and reads
-``workbench status``:
+the demo, in that project (pinned as the project root, so its held-out ledger records the
+certification; the lock signed with a key of its ``trusted_keys:``): a package
+(``stalejudge_h5``) whose metric module defines the function and imports the rule it applies
+from a second module, which imports a third-party distribution (``fakedep_h5``, installed
+beside it with its own ``.dist-info``). The project's ``pyproject.toml`` pins the installed
+Ragas. Each test grants the judge advisory authority on its own copy of the gold, in a project
+of its own holding a copy of that ledger, changes one thing in place (and restores it), and
+reads ``workbench status``:
 
 - an edit to the module the function's module imports (issue 28, point 6: the fingerprint
   hashed only the defining module, so ``status`` said "stale: no");
@@ -29,6 +31,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from conftest import PROJECT_ROOT_ENV, copy_project, make_project, use_project
+from test_authority import keypair
 
 from workbench.authority import ReportFacts, gold_state, read_report, staleness
 from workbench.cli import main
@@ -162,22 +166,46 @@ def _write_project(project: Path) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    project = tmp_path_factory.mktemp("stale") / "project"
+    """The judge certified, signed with a key the project trusts, in its own project, pinned as
+    the project root meanwhile (the certification is recorded in that project's held-out
+    ledger)."""
+    project = make_project(tmp_path_factory.mktemp("stale") / "project")
+    keys = project / "keys"
+    keys.mkdir()
+    private, public = keypair(keys)
+    config = project / "workbench.yaml"
+    trusted = {**yaml.safe_load(config.read_text()), "trusted_keys": [str(public)]}
+    config.write_text(yaml.safe_dump(trusted, sort_keys=False))
     w = _write_project(project)
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(w["code"]))
         mp.setenv("PYTHONPATH", f"{w['code']}:{ROOT}")  # the notebook kernel imports it too
         mp.setenv("WORKBENCH_CACHE_DIR", str(project / "cache"))
+        mp.setenv(PROJECT_ROOT_ENV, str(project))
         mp.chdir(ROOT)
-        result = certify(w["spec"], w["policy"], w["gold"], reports_root=project / "reports")
+        result = certify(
+            w["spec"], w["policy"], w["gold"], reports_root=project / "reports", sign_key=private
+        )
         assert result.outcome == "certified", result.blockers
+        w["project"] = project
         w["report"] = result.report_dir
         yield w
 
 
 @pytest.fixture
-def gold(world: dict[str, Path], tmp_path: Path) -> Path:
-    """This test's own copy of the certified gold (its own authority record)."""
+def in_world(world: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """The world, with the project root pinned to the project it was certified in (read only:
+    the test reads its ledger, never writes it)."""
+    use_project(monkeypatch, world["project"])
+    return world
+
+
+@pytest.fixture
+def gold(world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own copy of the certified gold (its own authority record), in a project of
+    its own (pinned for the test) holding a copy of the certifying project's held-out ledger."""
+    use_project(monkeypatch, world["project"])
+    copy_project(monkeypatch, tmp_path / "project")
     target = tmp_path / "gold"
     shutil.copytree(world["gold"], target)
     return target
@@ -231,6 +259,9 @@ def promote_refused(world: dict[str, Path], gold: Path) -> None:
     )
     assert result.exit_code == 2, result.output
     assert "[judge_stale]" in result.output and "Traceback" not in result.output, result.output
+    # the report is signed by a key the project trusts: the refusal is not for want of one
+    assert "[authority_unsigned]" not in result.output, result.output
+    assert "[trusted_keys_missing]" not in result.output, result.output
 
 
 @contextmanager
@@ -248,8 +279,9 @@ def changed(path: Path, text: str) -> Iterator[None]:
 
 
 def test_the_report_keeps_a_copy_of_the_code_its_fingerprint_covers(
-    world: dict[str, Path],
+    in_world: dict[str, Path],
 ) -> None:
+    world = in_world
     report = Path(world["report"])
     copy = report / "restricted" / "code"
     manifest = json.loads((copy / "coverage.json").read_text())

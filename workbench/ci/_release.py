@@ -183,6 +183,7 @@ def run_release(
     concurrency: int = 8,
     notebook: str | Path | None = None,
     overrides: str | Path | None = None,
+    sign_key: str | Path | None = None,
 ) -> ReleaseSummary:
     """Certify, verify, summarize (module doc). Never raises for invalid input: the summary says
     it."""
@@ -205,6 +206,7 @@ def run_release(
             budget_usd=budget_usd,
             notebook=notebook,
             overrides=overrides,
+            sign_key=sign_key,
         )
     except WorkbenchError as exc:
         return _invalid(base, candidate, exc)

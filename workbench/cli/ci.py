@@ -171,11 +171,17 @@ def sentinel(
 @ci.command("release")
 @option("candidate", help="Candidate spec to certify.")
 @option("policy", help="Policy file.")
-@option("gold", help="Gold dataset (its held-out ledger is found from it).")
+@option("gold", help="Gold dataset (its held-out uses go to the project's one ledger).")
 @option("reports")
 @option(
     "rerun_reason",
-    help="Required to certify the same candidate again on the same held-out manifest.",
+    help="Required when the held-out content was judged before (by any candidate, from any"
+    " copy of the gold): recorded in the ledger and the report.",
+)
+@option(
+    "sign",
+    help="Sign the lock with this Ed25519 private key (the CI release key: route"
+    " and block rest only on a lock signed by a key of the project's trusted_keys).",
 )
 @run_options(
     "budget",
