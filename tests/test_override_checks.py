@@ -403,3 +403,46 @@ def test_a_schema_1_override_without_an_author_still_loads(tmp_path: Path) -> No
     store.write_text(json.dumps({**body, "override_id": override_id_of(body)}) + "\n", "utf-8")
     (loaded,) = load_overrides(store)
     assert loaded.author is None and loaded.approver == "Dana Reviewer"
+
+
+def test_a_certifier_cannot_certify_through_a_waiver_they_approved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28, point 9: the certifier approved their own waiver. A waiver that would apply to
+    the certification (its policy, its candidate, not expired) and names the certifier as its
+    approver is refused before any held-out use (approver_is_certifier); the same waiver counts
+    when someone else certifies."""
+    import shutil
+
+    from workbench.heldout import ledger_path_for
+    from workbench.policy import add_override, load_policy
+    from workbench.reports import certify
+
+    root = Path(__file__).resolve().parents[1]
+    gold = tmp_path / "gold"
+    shutil.copytree(root / "data" / "demo", gold)
+    policy = root / "data" / "policies" / "support-release@3.yaml"
+    candidate = root / "data" / "candidates" / "rubric-judge@3.yaml"
+    approve(tmp_path, "Dana Reviewer", "Sam Author")
+    store = tmp_path / "overrides.jsonl"
+    add_override(
+        store,
+        policy=load_policy(policy),
+        approver="Dana Reviewer",
+        author="Sam Author",
+        reason="the refund slice is reviewed by hand this quarter",
+        expires_at="2099-01-01",
+        follow_up="QUAL-1",
+        codes=["cost_exceeded"],
+    )
+    monkeypatch.setenv("WORKBENCH_USER", "Dana Reviewer")
+    with pytest.raises(WorkbenchError) as refused:
+        certify(candidate, policy, gold, reports_root=tmp_path / "reports", overrides=store)
+    assert [p.code for p in refused.value.problems] == ["approver_is_certifier"]
+    assert not ledger_path_for(gold).exists() and not (tmp_path / "reports").exists()
+    from workbench.judges import load_candidate
+    from workbench.reports._certify import _refuse_self_waivers
+
+    fingerprint = load_candidate(candidate).identity.fingerprint()
+    monkeypatch.setenv("WORKBENCH_USER", "Someone Else")  # the waiver counts for another certifier
+    assert _refuse_self_waivers(load_overrides(store), load_policy(policy), fingerprint) is None
