@@ -276,9 +276,14 @@ def test_the_promotion_path_is_ordered() -> None:
 # -- where the record lives ---------------------------------------------------------------------
 
 
-def test_the_record_lives_beside_the_gold_unless_the_project_declares_one(tmp_path: Path) -> None:
+def test_the_record_lives_beside_the_gold_unless_the_project_declares_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The declaration is the pinned project's (``$WORKBENCH_PROJECT_ROOT``, else the working
+    directory's), never a workbench.yaml near the data."""
     gold = tmp_path / "proj" / "data" / "gold"
     gold.mkdir(parents=True)
+    monkeypatch.setenv("WORKBENCH_PROJECT_ROOT", str(tmp_path / "proj"))
     assert authority_path_for(gold) == (gold / "authority.jsonl").resolve()
     assert shadow_log_path_for(gold) == (gold / "shadow_log.jsonl").resolve()
     (tmp_path / "proj" / "workbench.yaml").write_text(
