@@ -61,8 +61,8 @@ from ._run_options import fixed_concurrency, run_options
 @option(
     "rerun_reason",
     help=(
-        "Required to certify the same candidate again on the same held-out manifest; recorded in"
-        " the ledger and the report."
+        "Required when the held-out content was judged before (by any candidate, from any copy"
+        " of the gold); recorded in the ledger and the report."
     ),
 )
 @option("overrides", help="Override store (default: overrides.jsonl beside the policy).")
@@ -90,10 +90,12 @@ def certify(resume_review: str | None, options: RunOptions, as_json: bool, **giv
     never certified) headless with papermill and writes
     reports/<candidate>/<version>/<n>/: the executed notebook, report.html (no code, charts
     as inline SVG, nothing loaded from the network), lock.json with every hash, and a
-    restricted/ directory with case-level held-out detail. Every held-out use is recorded in
-    the gold dataset's held-out ledger (held_out_ledger.jsonl beside the dataset, or the path
-    workbench.yaml declares), whatever --reports is. Exit code: 0 certified, 1 quality
-    failed, 3 evaluation incomplete, 4 review required, 2 invalid input.
+    restricted/ directory with case-level held-out detail. Every held-out use is recorded, by
+    the content of the held-out cases, in the project's one held-out ledger (held_out_ledger:
+    in the workbench.yaml of the project root: $WORKBENCH_PROJECT_ROOT, else the nearest
+    folder upwards from here), whatever gold copy or --reports is used; content judged before
+    needs --rerun-reason. Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete,
+    4 review required, 2 invalid input.
 
     With --baseline OLD it is a migration certification: both versions' controls first, then
     both on held-out data under one ledger entry; transitions by case in restricted/, counts
