@@ -27,6 +27,7 @@ from ...gold import (
 from .._registry import refuse
 from .._table_reader import RowIssues, canonical
 from ._mapping import RULE_TEXT, TableMapping
+from ._nested import NestedReviews
 from ._source import SourceTable
 
 CONFIDENCES = ("low", "medium", "high")
@@ -119,9 +120,11 @@ def _blank(value: Any) -> bool:
 class _Reader:
     """Cell access with the problem bookkeeping every column shares."""
 
-    def __init__(self, table: SourceTable, issues: RowIssues) -> None:
+    def __init__(self, table: SourceTable, issues: RowIssues, nested: Any = None) -> None:
         self.table = table
         self.issues = issues
+        self.nested: NestedReviews | None = nested
+        """Nested form: the reader of each row's list of reviews."""
 
     def raw(self, i: int, column: str) -> Any:
         return self.table.rows[i].get(column)
@@ -173,8 +176,12 @@ class _Reader:
 def build_cases(table: SourceTable, mapping: TableMapping, *, at: Any) -> Built:
     """Turn the rows into gold cases and a drafted rubric; raise listing every problem found."""
     issues = RowIssues(table)
-    reader = _Reader(table, issues)
-    cases = _cases([_read_row(reader, mapping, i) for i in range(len(table.rows))], mapping, issues)
+    nested = NestedReviews(mapping.reviews, issues) if mapping.reviews.form == "nested" else None
+    reader = _Reader(table, issues, nested)
+    rows = [_read_row(reader, mapping, i) for i in range(len(table.rows))]
+    if nested is not None:
+        nested.finish()
+    cases = _cases(rows, mapping, issues)
     _check_labels(cases, mapping, issues)
     _check_reviews(cases, issues, mapping)
     _assign(cases, mapping, issues, table)
@@ -200,7 +207,7 @@ def _cases(rows: list[_Case], mapping: TableMapping, issues: RowIssues) -> dict[
             by_key.setdefault(row.case_id, []).append(row)
     cases: dict[str, _Case] = {}
     for key, members in by_key.items():
-        if mapping.reviews.form == "wide" and len(members) > 1:
+        if mapping.reviews.form != "long" and len(members) > 1:
             how = (
                 f"case id column {mapping.case_id.column!r}"
                 if mapping.case_id
@@ -208,7 +215,8 @@ def _cases(rows: list[_Case], mapping: TableMapping, issues: RowIssues) -> dict[
             )
             issues.add(
                 "duplicate_case",
-                f"case {key!r} appears on several rows ({how}); in wide form each case is one row",
+                f"case {key!r} appears on several rows ({how}); in {mapping.reviews.form} form"
+                " each case is one row",
                 "keep one row per case, or add a case id column that tells them apart",
                 [i for r in members for i in r.rows],
             )
@@ -352,7 +360,7 @@ def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
 def _review_columns(spec: Any) -> list[tuple[str | None, str | None, str, Any, Any]]:
     """Per review a row may hold: reviewer name (wide columns) or reviewer column, and the
     label, rationale and confidence columns."""
-    if spec.form == "long":
+    if spec.form in ("long", "nested"):
         return [(None, spec.reviewer, spec.label, spec.rationale, spec.confidence)]
     if spec.columns is not None:
         return [
@@ -361,7 +369,18 @@ def _review_columns(spec: Any) -> list[tuple[str | None, str | None, str, Any, A
     return [(None, p.reviewer, p.label, p.rationale, p.confidence) for p in spec.pairs or []]
 
 
+def _nested_reviews(reader: _Reader, i: int) -> list[RowReview]:
+    nested = reader.nested
+    assert nested is not None
+    return [
+        RowReview(r.reviewer, r.label, r.rationale, r.confidence, row=i)
+        for r in nested.row(i, reader.raw(i, nested.column))
+    ]
+
+
 def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
+    if m.reviews.form == "nested":
+        return _nested_reviews(reader, i)
     out: list[RowReview] = []
     long = m.reviews.form == "long"
     for name, reviewer_col, label_col, rationale_col, confidence_col in _review_columns(m.reviews):
@@ -522,12 +541,14 @@ def _label_columns(m: TableMapping) -> list[str]:
 def _check_reviews(cases: dict[str, _Case], issues: RowIssues, m: TableMapping) -> None:
     for case in cases.values():
         if not case.reviews:
-            issues.add(
-                "no_reviews",
-                f"case {case.case_id!r} has no review",
-                "every case needs at least one review: fill in a label column, or drop the rows",
-                case.rows,
-            )
+            if m.reviews.form != "nested":  # nested: the row's problem is already recorded
+                issues.add(
+                    "no_reviews",
+                    f"case {case.case_id!r} has no review",
+                    "every case needs at least one review: fill in a label column, or drop the"
+                    " rows",
+                    case.rows,
+                )
             continue
         counts = Counter(r.reviewer for r in case.reviews)
         for reviewer, n in counts.items():

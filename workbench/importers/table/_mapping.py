@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..._load import Lines, Problems, load_yaml, validation_problems, yaml_lines
 from ..._record import Record as _Model
@@ -27,6 +28,7 @@ from ..._record import SchemaTooNew
 from ...errors import Problem
 from ...gold import Partition
 from .._table_reader import canonical, number_as_text
+from ._paths import EXAMPLE, PATH_FIELDS, ItemPath, PathError, parse_path
 
 MAPPING_SCHEMA_VERSION = 1
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -212,23 +214,42 @@ class Reviews(_Model):
     ``form: long``: one row per review; rows with the same case key form one case, and
     ``reviewer`` and ``label`` name the reviewer and label columns. ``form: wide``: one row per
     case; ``columns`` maps each reviewer to their label column (or lists the label columns,
-    named after their reviewers), or ``pairs`` lists reviewer/label column pairs.
+    named after their reviewers), or ``pairs`` lists reviewer/label column pairs. ``form:
+    nested``: one row per case whose reviews are the items of a list column; ``reviewer``,
+    ``label`` (and ``rationale``, ``confidence``) are paths into each item, e.g.
+    ``annotations[].annotator`` (see :mod:`._paths`).
     """
 
-    form: Literal["long", "wide"]
-    """``long`` (one row per review) or ``wide`` (one row per case)."""
+    form: Literal["long", "wide", "nested"]
+    """``long`` (one row per review), ``wide`` (one row per case, a label column per reviewer) or
+    ``nested`` (one row per case, its reviews the items of a list column)."""
     reviewer: str | None = Field(default=None, min_length=1)
-    """long: the column holding the reviewer id."""
+    """long: the column holding the reviewer id; nested: its path in each review, e.g.
+    ``annotations[].annotator``."""
     label: str | None = Field(default=None, min_length=1)
-    """long: the column holding the label."""
+    """long: the column holding the label; nested: its path, e.g. ``annotations[].label``."""
     rationale: str | None = Field(default=None, min_length=1)
-    """long: the column holding the rationale."""
+    """long: the column holding the rationale; nested: its path, e.g. ``annotations[].note``, or
+    a list inside each review read with a second ``[]`` (``annotations[].spans[].text``: the
+    texts, one per line)."""
     confidence: str | None = Field(default=None, min_length=1)
-    """long: the column holding the confidence (low, medium or high)."""
+    """long: the column holding the confidence (low, medium or high); nested: its path."""
     columns: dict[str, ReviewerColumns] | None = None
     """wide: reviewer id -> their label column (or ``{label, rationale, confidence}``)."""
     pairs: list[ReviewPair] | None = None
     """wide: reviewer/label column pairs, for tables whose reviewer ids vary by row."""
+
+    @field_validator(*PATH_FIELDS)
+    @classmethod
+    def _path(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Nested form: each path is checked on its own, so every bad one is named at its
+        line."""
+        if value is not None and info.data.get("form") == "nested":
+            try:
+                parse_path(value, many=info.field_name == "rationale")
+            except PathError as exc:
+                raise PydanticCustomError("review_path", str(exc)) from None
+        return value
 
     @field_validator("columns", mode="before")
     @classmethod
@@ -246,6 +267,14 @@ class Reviews(_Model):
             for n in ("reviewer", "label", "rationale", "confidence")
             if getattr(self, n) is not None
         ]
+        if self.form == "nested":
+            return self._nested()
+        paths = [n for n in long_fields if "[]" in (getattr(self, n) or "")]
+        if paths:
+            raise ValueError(
+                f"{', '.join(paths)} {'is a path' if len(paths) == 1 else 'are paths'} into a"
+                " list column ([]): write form: nested"
+            )
         if self.form == "long":
             missing = [n for n in ("reviewer", "label") if getattr(self, n) is None]
             if missing:
@@ -271,6 +300,29 @@ class Reviews(_Model):
             if self.pairs is not None and not self.pairs:
                 raise ValueError("pairs is empty")
         return self
+
+    def _nested(self) -> Reviews:
+        missing = [n for n in ("reviewer", "label") if getattr(self, n) is None]
+        if missing:
+            raise ValueError(
+                f"nested form needs {' and '.join(missing)}: the path(s) to each review's"
+                f" reviewer and label, e.g. reviewer: {EXAMPLE}"
+            )
+        if self.columns is not None or self.pairs is not None:
+            raise ValueError("columns and pairs are for form: wide")
+        columns = {name: path.column for name, path in self.item_paths().items()}
+        if len(set(columns.values())) > 1:
+            named = ", ".join(f"{n} {c!r}" for n, c in columns.items())
+            raise ValueError(f"every path must read the same list column ({named})")
+        return self
+
+    def item_paths(self) -> dict[str, ItemPath]:
+        """Nested form: each given path field, parsed."""
+        return {
+            name: parse_path(getattr(self, name), many=name == "rationale")
+            for name in PATH_FIELDS
+            if getattr(self, name) is not None
+        }
 
 
 class AdjudicationSpec(_Model):
@@ -421,8 +473,10 @@ _FIX: dict[str, str] = {
         " <share>} with shares adding up to 1"
     ),
     "reviews": (
-        "write reviews: {form: long, reviewer: <column>, label: <column>} or reviews: {form: wide,"
-        " columns: {<reviewer>: <label column>}}"
+        "write reviews: {form: long, reviewer: <column>, label: <column>}, reviews: {form: wide,"
+        " columns: {<reviewer>: <label column>}} or, for a list of reviews per row, reviews:"
+        " {form: nested, reviewer: <column>[].<key>, label: <column>[].<key>}"
+        " (docs/formats.md#table-mapping)"
     ),
     "adjudication": (
         "write adjudication: {rule: majority} (or any_fail, unanimous_else_review), or"
@@ -460,7 +514,16 @@ def _error_message(err: Any, where: str) -> str:
     ) or f"{where}: {err['msg'].removeprefix('Value error, ')}"
 
 
+PATH_FIX = (
+    "write <list column>[].<key>, e.g. reviewer: annotations[].annotator, label:"
+    " annotations[].label; only rationale may read a list in each review with a second [] (e.g."
+    " annotations[].spans[].text); see docs/formats.md#table-mapping"
+)
+
+
 def _error_fix(err: Any) -> str:
+    if err["type"] == "review_path":
+        return PATH_FIX
     if err["type"] == "extra_forbidden":
         return "remove it or correct its spelling; see docs/formats.md#table-mapping for every key"
     keys = [p for p in err["loc"] if isinstance(p, str)]
@@ -519,7 +582,10 @@ def _walk(node: Any, pattern: tuple[str, ...], path: tuple[Any, ...] = ()) -> It
 
 
 def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """Every column the raw mapping names, with its path, read without validating the rest."""
+    """Every column the raw mapping names, with its path, read without validating the rest.
+
+    In nested form a review field names a path, whose list column (before the first ``[]``) is
+    the column referenced; a path without ``[]`` is left to the mapping's validation."""
     refs: list[tuple[tuple[Any, ...], str]] = []
     for pattern, name_here, keys in _COLUMN_PATHS:
         for path, value in _walk(raw, pattern):
@@ -527,7 +593,22 @@ def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
                 refs.append((path, value))
             elif isinstance(value, dict):
                 refs += [((*path, k), value[k]) for k in keys if isinstance(value.get(k), str)]
-    return refs
+    reviews = raw.get("reviews")
+    nested = isinstance(reviews, dict) and reviews.get("form") == "nested"
+    return [
+        _list_column(ref)
+        for ref in refs
+        if not (nested and _is_review_field(ref[0]) and "[]" not in ref[1])
+    ]
+
+
+def _is_review_field(path: tuple[Any, ...]) -> bool:
+    return len(path) == 2 and path[0] == "reviews" and path[1] in _REVIEW_COLUMNS
+
+
+def _list_column(ref: tuple[tuple[Any, ...], str]) -> tuple[tuple[Any, ...], str]:
+    path, value = ref
+    return (path, value.split("[]", 1)[0]) if _is_review_field(path) and "[]" in value else ref
 
 
 def column_problems(

@@ -197,6 +197,11 @@ def _review_form(m: TableMapping) -> str:
     r = m.reviews
     if r.form == "long":
         return f"long form (one row per review): reviewer `{r.reviewer}`, label `{r.label}`"
+    if r.form == "nested":
+        return (
+            f"nested form (a list of reviews per row): reviewer `{r.reviewer}`, label `{r.label}`"
+            + (f", rationale `{r.rationale}`" if r.rationale else "")
+        )
     if r.columns is not None:
         return "wide form, one label column per reviewer: " + ", ".join(
             f"{name} `{c.label}`" for name, c in r.columns.items()
