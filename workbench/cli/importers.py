@@ -58,9 +58,10 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
 
     The mapping names the columns: case id (or a generated one), input, response, reference,
     grading notes, contexts, slice, group, partition (a column or a seeded, group-aware
-    assignment), tags, metadata, the reviews (long or wide form), the label mapping and the
-    adjudication (a column, or the rule majority, any_fail or unanimous_else_review). Response
-    hashes are computed here.
+    assignment), tags, metadata, the reviews (long or wide form, or nested: a list of reviews
+    per row read by path, e.g. annotations[].label), the label mapping and the adjudication (a
+    column, or the rule majority, any_fail or unanimous_else_review). Response hashes are
+    computed here.
 
     Writes gold.jsonl, a drafted rubric.yaml (slice risks 'unset': set them, validate refuses
     'unset') and card.md (computed part filled in). Re-running on the same input writes the
