@@ -63,7 +63,7 @@ FLAGS: dict[str, str] = {
     "judge.name": "--name",
     "judge.version": "--version",
     "judge.model": "--model",
-    "judge.prompt": "--prompt-file",
+    "judge.prompt": "--prompt-file or --prompt-description",
     "judge.prompt_file": "--prompt-file",
     "judge.prompt_description": "--prompt-description",
     "judge.description": "--description",
