@@ -172,15 +172,25 @@ def invalid_arguments(exc: ValidationError, where: str) -> WorkbenchError:
     problem per argument, naming it, what it got and what it expects."""
     problems = []
     for error in exc.errors(include_url=False):
-        name = ".".join(map(str, error["loc"])) or "arguments"
+        if not error["loc"]:  # a rule across fields: its own message says what is wrong
+            rule = str(error["msg"]).removeprefix("Value error, ")
+            problems.append(
+                Problem(
+                    location=where,
+                    code="invalid_argument",
+                    message=rule,
+                    fix=f"correct the arguments to {where} as the message says",
+                )
+            )
+            continue
+        name = ".".join(map(str, error["loc"]))
         value = error.get("input")
-        got = f"{value!r} ({type(value).__name__})"
         expected = _expected(error)
         problems.append(
             Problem(
                 location=f"{where}({name}=...)",
                 code="invalid_argument",
-                message=f"{name} must be {expected}, got {got}",
+                message=f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
                 fix=f"pass {name} as {expected}"
                 + (f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""),
             )
