@@ -269,7 +269,7 @@ def test_the_library_with_a_mapping_dict_keeps_the_mapping_syntax(
 # --- held-out predictions ------------------------------------------------------------------------
 
 
-def test_held_out_predictions_get_a_note_at_import_and_align_names_the_partition(
+def test_held_out_predictions_get_a_note_at_import_naming_what_to_do(
     gold: Path, tmp_path: Path
 ) -> None:
     flags = ["--case-id", "id", "--label", "verdict", *LABEL_FLAGS, "--label-map", "unsure=fail"]
@@ -280,6 +280,16 @@ def test_held_out_predictions_get_a_note_at_import_and_align_names_the_partition
     assert "note: 2 result(s) judge held-out cases" in imported.output, imported.output
     assert "judged only by `workbench certify`" in imported.output
     assert "--partition development" in imported.output
+
+
+def test_align_refusing_held_out_results_names_the_partition_to_use(
+    gold: Path, tmp_path: Path
+) -> None:
+    flags = ["--case-id", "id", "--label", "verdict", *LABEL_FLAGS, "--label-map", "unsure=fail"]
+    imported = _import(
+        tmp_path, gold, HELD_OUT, [*flags, *JUDGE_FLAGS, "--prompt-description", "x"]
+    )
+    assert imported.exit_code == 0, imported.output
     results = tmp_path / "out" / "results.jsonl"
     refused = invoke("align", "--gold", gold, "--results", results)
     assert refused.exit_code == 2 and "[held_out_unaccounted]" in refused.output, refused.output
