@@ -1153,8 +1153,11 @@ def test_derived_candidate_with_non_finite_params_is_refused() -> None:
     from workbench.judges import derive_spec, load_spec
 
     spec, _ = load_spec(ROOT / "data" / "candidates" / "rubric-judge@1.yaml")
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(WorkbenchError) as info:  # a refusal, never a pydantic traceback
         derive_spec(spec, version="9", params={"temperature": float("nan")})
+    [problem] = info.value.problems
+    assert problem.code == "invalid_argument" and "params.temperature" in problem.message
+    assert "finite" in problem.message
 
 
 # -- readers that came with lineage, the ledger chain, reports, ranking and importers ----------

@@ -1,15 +1,21 @@
 """Checks for arguments of the library functions that notebooks and scripts call.
 
 A notebook parameter arrives as whatever papermill injected: the string ``"8"`` for a
-concurrency, ``0``, or a number for a partition. The library refuses such values with a
-:class:`~workbench.errors.WorkbenchError` (one problem, with a fix), never a ``TypeError``
-deep inside the run engine or a silently "corrected" value.
+concurrency, ``0``, or a number for a partition (``-p new_version 3`` injects the int 3). The
+library refuses such values with a :class:`~workbench.errors.WorkbenchError` (one problem per
+argument, with a fix), never a ``TypeError`` or a pydantic ``ValidationError`` deep inside,
+nor a silently "corrected" value. A mistyped keyword is refused with the closest valid name.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
+import os
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from pydantic import ValidationError
 
 from .errors import Problem, WorkbenchError
 
@@ -101,3 +107,96 @@ def check_run_arguments(
     check_budget(budget_usd)
     check_max_cases(max_cases)
     check_repeats(repeats)
+
+
+_PAPERMILL_TEXT = (
+    "papermill reads `-p NAME 3` as a number; pass text with `-r NAME 3`, or quote it in the"
+    " notebook"
+)
+
+
+def closest(name: str, valid: Iterable[str]) -> str | None:
+    """The valid name closest to a mistyped ``name`` (None when none is close)."""
+    found = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def check_keywords(given: Mapping[str, Any], valid: Iterable[str], where: str) -> None:
+    """Refuse, every one at once, keyword arguments ``where`` does not take (``unknown_argument``),
+    each with the closest valid name."""
+    names = sorted(valid)
+    problems = []
+    for name in given:
+        if name in names:
+            continue
+        near = closest(name, names)
+        problems.append(
+            Problem(
+                location=f"{where}({name}=...)",
+                code="unknown_argument",
+                message=f"{where} takes no argument {name!r}"
+                + (f"; did you mean {near!r}?" if near else ""),
+                fix=(f"write {near}=... (" if near else "use one of (")
+                + f"{where} takes {', '.join(names)})",
+            )
+        )
+    if problems:
+        raise WorkbenchError(f"invalid arguments to {where}", problems)
+
+
+def check_path(value: Any, name: str, example: str) -> Any:
+    """``value`` if it is a path (a string or ``os.PathLike``) (``invalid_argument``)."""
+    if isinstance(value, str | os.PathLike) and str(value):
+        return value
+    raise _refuse(
+        name,
+        "invalid_argument",
+        f"{name} must be a path (text), got {value!r} ({type(value).__name__})",
+        f'set {name} to a path, e.g. {name}="{example}"',
+    )
+
+
+def _expected(error: Mapping[str, Any]) -> str:
+    kind, ctx = str(error["type"]), error.get("ctx") or {}
+    if kind == "string_pattern_mismatch":
+        return "a name of letters, digits, '_', '.' and '-' (starting with a letter or digit)"
+    if kind == "string_type":
+        return "text (a string)"
+    if "expected" in ctx:
+        return f"one of {ctx['expected']}"
+    return str(error["msg"]).removeprefix("Input should be ").removeprefix("Value error, ")
+
+
+def invalid_arguments(exc: ValidationError, where: str) -> WorkbenchError:
+    """A pydantic error on the arguments of ``where`` as a refusal: one ``invalid_argument``
+    problem per argument, naming it, what it got and what it expects."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        if not error["loc"]:  # a rule across fields: its own message says what is wrong
+            rule = str(error["msg"]).removeprefix("Value error, ")
+            problems.append(
+                Problem(
+                    location=where,
+                    code="invalid_argument",
+                    message=rule,
+                    fix=f"correct the arguments to {where} as the message says",
+                )
+            )
+            continue
+        name = ".".join(map(str, error["loc"]))
+        value = error.get("input")
+        expected = _expected(error)
+        problems.append(
+            Problem(
+                location=f"{where}({name}=...)",
+                code="invalid_argument",
+                message=f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
+                fix=f"pass {name} as {expected}"
+                + (f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""),
+            )
+        )
+    return WorkbenchError(f"invalid arguments to {where}", problems)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -58,6 +58,11 @@ class WorkbenchError(Exception):
         lines += [p.format() for p in self.problems]
         return "\n".join(lines)
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (a notebook, papermill) shows instead of a traceback: the refusal's
+        summary and every problem with its fix, as the CLI prints them."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 def errors_only(problems: Iterable[Problem]) -> list[Problem]:
     """The problems that block use, without warnings."""

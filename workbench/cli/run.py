@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -11,7 +12,7 @@ from ..judges import load_candidate
 from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..results import format_slice_costs
-from ..runs import RunOptions, RunSummary, run_candidate_sync
+from ..runs import SUMMARY_FILE, RunOptions, RunSummary, run_candidate_sync
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import report_problems, user_errors
 from ._options import option
@@ -188,6 +189,20 @@ def sampling_plan_from(
     return None, None
 
 
+SHOWN_IDS = 10
+"""Case ids a run summary prints per list; the full lists are in the run directory's run.json."""
+
+
+def _first(ids: list[str], where: Path, key: str) -> str:
+    """The first :data:`SHOWN_IDS` of ``ids``, and where the rest are listed."""
+    if len(ids) <= SHOWN_IDS:
+        return ", ".join(ids)
+    return (
+        ", ".join(ids[:SHOWN_IDS])
+        + f" and {len(ids) - SHOWN_IDS} more (every one in {where}, key {key!r})"
+    )
+
+
 def report_summary(summary: RunSummary) -> int:
     """Print a run summary; return the exit code (0, 3 or 5)."""
     status = summary.status.upper() + (
@@ -227,12 +242,16 @@ def report_summary(summary: RunSummary) -> int:
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)
     if summary.status != "complete":
+        where = Path(summary.results_path).parent / SUMMARY_FILE
         if summary.unrun:
-            click.echo(f"unrun ({len(summary.unrun)}): " + ", ".join(summary.unrun), err=True)
+            click.echo(
+                f"unrun ({len(summary.unrun)}): " + _first(summary.unrun, where, "unrun"), err=True
+            )
         if summary.pending_retry:
             click.echo(
                 f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error"
-                " with attempts left, rerun to continue): " + ", ".join(summary.pending_retry),
+                " with attempts left, rerun to continue): "
+                + _first(summary.pending_retry, where, "pending_retry"),
                 err=True,
             )
         return ExitCode.INCOMPLETE

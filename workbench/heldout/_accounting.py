@@ -77,6 +77,7 @@ def check_held_out_results(gold: str | Path, results: str | Path, partition: str
         "held_out_unaccounted",
         "these results judge held-out cases but no finished certification in the held-out ledger"
         f" ({ledger.path}) recorded them (sha256 {digest[:12]})",
-        "held-out data is judged once, by `workbench certify`; analyse the run records of a"
-        " certification report (restricted/run/results.jsonl), or use development or calibration",
+        "held-out data is judged once, by `workbench certify`; analyse the development or"
+        " calibration cases with `--partition development` (or `--partition calibration`), or"
+        " the run records of a certification report (restricted/run/results.jsonl)",
     )

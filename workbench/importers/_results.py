@@ -119,6 +119,7 @@ def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) 
         rubric_version=dataset.rubric.version,
         release_id=release.release_id if release else None,
         migration_note=migration_note(lines),
+        held_out=sum(row.get("partition") == "held_out" for row in rows),
     )
 
 

@@ -10,6 +10,7 @@ or prompt. The format is documented in ``docs/formats.md#results-mapping``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +41,70 @@ COLUMN_FIELDS: tuple[str, ...] = (
 """Mapping fields that name a column of the predictions table."""
 
 FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
+FIX_FLAGS = "correct the option; see `workbench import results --help`"
+
+FLAGS: dict[str, str] = {
+    "format": "--format",
+    "case_id": "--case-id",
+    "input": "--input",
+    "response": "--response",
+    "label": "--label",
+    "score": "--score",
+    "threshold": "--threshold",
+    "threshold.value": "--threshold",
+    "threshold.pass_if": "--pass-if",
+    "labels": "--label-map",
+    "reason": "--reason",
+    "latency_s": "--latency",
+    "tokens_in": "--tokens-in",
+    "tokens_out": "--tokens-out",
+    "cost_usd": "--cost",
+    "judge": "--name, --version, --model",
+    "judge.name": "--name",
+    "judge.version": "--version",
+    "judge.model": "--model",
+    "judge.prompt": "--prompt-file or --prompt-description",
+    "judge.prompt_file": "--prompt-file",
+    "judge.prompt_description": "--prompt-description",
+    "judge.description": "--description",
+}
+"""Each mapping field and the ``workbench import results`` option that sets it."""
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """How an import's problems name what to change: the mapping's YAML keys, or the
+    ``workbench import results`` options when the import was driven by options alone."""
+
+    flags: bool = False
+    """True: the user gave options and no ``--mapping``; fixes name the options."""
+
+    def name(self, field: str) -> str:
+        """``field`` (a dotted mapping key) as the user writes it: the key, or its option."""
+        if not self.flags:
+            return field
+        if field.startswith("labels."):
+            return f"--label-map {field.removeprefix('labels.')}=LABEL"
+        return FLAGS.get(field, field)
+
+    def pick(self, mapping: str, flags: str) -> str:
+        """The text for a mapping-driven import, or the one for an option-driven import."""
+        return flags if self.flags else mapping
+
+    def where(self, location: str, field: str) -> str:
+        """A problem's location: the mapping (and key), or the command line (and option)."""
+        if self.flags:
+            return f"command line ({self.name(field)})" if field else "command line"
+        return _loc(location, field)
+
+    @property
+    def fix(self) -> str:
+        """The general fix: correct the mapping, or the option."""
+        return self.pick(FIX_MAPPING, FIX_FLAGS)
+
+
+MAPPING_SYNTAX = Syntax()
+FLAG_SYNTAX = Syntax(flags=True)
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 
 
@@ -213,29 +278,40 @@ def _loc(location: str, field: str) -> str:
 _ERROR_CODES = {"extra_forbidden": "mapping_unknown_key", "missing": "mapping_missing_key"}
 
 
-def _error_message(e: Any, field: str) -> str:
-    return {"extra_forbidden": f"unknown key {field!r}", "missing": f"{field} is required"}.get(
-        e["type"], f"{field}: {e['msg']}"
+def _error_message(e: Any, field: str, s: Syntax) -> str:
+    name = s.name(field)
+    return {"extra_forbidden": f"unknown key {field!r}", "missing": f"{name} is required"}.get(
+        e["type"], f"{name}: {e['msg']}"
     )
 
 
-def _error_fix(e: Any) -> str:
+_JUDGE_FLAGS = (
+    "give --name NAME, --version VERSION, --model MODEL, and --prompt-file FILE (the template)"
+    " or --prompt-description TEXT (what it asks)"
+)
+
+
+def _error_fix(e: Any, s: Syntax) -> str:
+    field = error_field(e, "mapping")
     if e["type"] == "extra_forbidden":
         return (
             "remove it or correct its spelling; the keys are listed in"
             " docs/formats.md#results-mapping"
         )
+    if e["type"] == "missing" and s.flags:
+        return _JUDGE_FLAGS if field == "judge" else f"give {s.name(field)}"
     if e["type"] == "missing":
         return "declare it" + (
             " (the judge's name, version and model, and its prompt)"
-            if error_field(e, "mapping").startswith("judge")
+            if field.startswith("judge")
             else ""
         )
-    return FIX_MAPPING
+    return s.pick(FIX_MAPPING, f"correct {s.name(field)}; see `workbench import results --help`")
 
 
 Add = Callable[..., None]
-"""``add(field, code, message, fix=FIX_MAPPING)``: record a problem at a mapping field."""
+"""``add(field, code, message, fix=None)``: record a problem at a mapping field (``fix`` None:
+the general fix of the import's :class:`Syntax`)."""
 
 
 def check_mapping(
@@ -247,16 +323,19 @@ def check_mapping(
     rubric_labels: list[str],
     rubric_pass: str | None,
     rubric_fail: str | None,
+    syntax: Syntax = MAPPING_SYNTAX,
 ) -> tuple[ResultsMapping, str | None]:
     """Validate ``raw`` against the table's ``columns`` and the rubric; raise with every problem.
 
     Returns the mapping and the prompt's sha256 (None when only described). The checks beyond
     the model's own read the raw values, so they are listed even when other keys are wrong.
+    Problems name keys and fixes in ``syntax``: the mapping's, or the command line's options.
     """
     problems = Problems()
+    s = syntax
 
-    def add(field: str, code: str, message: str, fix: str = FIX_MAPPING) -> None:
-        problems.add(_loc(location, field), code, message, fix)
+    def add(field: str, code: str, message: str, fix: str | None = None) -> None:
+        problems.add(s.where(location, field), code, message, fix or s.fix)
 
     mapping: ResultsMapping | None = None
     try:
@@ -264,23 +343,24 @@ def check_mapping(
     except ValidationError as exc:
         problems += validation_problems(
             exc,
-            at=lambda *path: _loc(location, ".".join(map(str, path)) or "mapping"),
+            at=lambda *path: s.where(location, ".".join(map(str, path)) or "mapping"),
             root="mapping",
             code=lambda e: _ERROR_CODES.get(e["type"], "mapping_invalid"),
-            message=_error_message,
-            fix=_error_fix,
+            message=lambda e, field: _error_message(e, field, s),
+            fix=lambda e: _error_fix(e, s),
         )
-    _check_columns(raw, columns, add)
-    _check_prediction(raw, add)
-    _check_labels(raw, rubric_labels, add)
-    _check_label_meaning(raw, rubric_labels, add)
+    _check_columns(raw, columns, add, s)
+    _check_prediction(raw, add, s)
+    _check_labels(raw, rubric_labels, add, s)
+    _check_label_meaning(raw, rubric_labels, add, s)
     threshold = raw.get("threshold")
     if isinstance(threshold, dict):
-        _check_threshold(threshold, rubric_labels, rubric_pass, rubric_fail, add)
+        _check_threshold(threshold, rubric_labels, rubric_pass, rubric_fail, add, s)
         _check_threshold_direction(threshold, rubric_pass, rubric_fail, add)
     judge = raw.get("judge")
-    prompt_sha = _check_judge(judge, base_dir, add) if isinstance(judge, dict) else None
-    problems.raise_if_any(f"{location}: the results mapping has {len(problems)} problem(s)")
+    prompt_sha = _check_judge(judge, base_dir, add, s) if isinstance(judge, dict) else None
+    what = s.pick("the results mapping", "the options")
+    problems.raise_if_any(f"{location}: {what} {s.pick('has', 'have')} {len(problems)} problem(s)")
     assert mapping is not None
     return mapping, prompt_sha
 
@@ -290,7 +370,7 @@ def _text(source: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _check_columns(raw: dict[str, Any], columns: tuple[str, ...], add: Add) -> None:
+def _check_columns(raw: dict[str, Any], columns: tuple[str, ...], add: Add, s: Syntax) -> None:
     """Every column the mapping names is one the table has."""
     available = ", ".join(columns[:30]) + (" ..." if len(columns) > 30 else "")
     for field in COLUMN_FIELDS:
@@ -299,53 +379,68 @@ def _check_columns(raw: dict[str, Any], columns: tuple[str, ...], add: Add) -> N
             add(
                 field,
                 "mapping_unknown_column",
-                f"{field}: the table has no column {column!r} (columns: {available})",
+                f"{s.name(field)}: the table has no column {column!r} (columns: {available})",
                 "name a column of the table (names are case-sensitive)",
             )
 
 
-def _check_prediction(raw: dict[str, Any], add: Add) -> None:
+def _check_prediction(raw: dict[str, Any], add: Add, s: Syntax) -> None:
     """A case key, one prediction column, and a threshold exactly when a score makes labels."""
     if _text(raw, "case_id") is None and not (_text(raw, "input") and _text(raw, "response")):
-        add(
-            "case_id",
-            "mapping_no_key",
-            "no case key: give case_id (a column holding the gold case id), or both input and"
-            " response (columns holding the exact texts, e.g. Ragas user_input and response)",
+        give = s.pick(
+            "give case_id (a column holding the gold case id), or both input and response"
+            " (columns holding the exact texts, e.g. Ragas user_input and response)",
+            "give --case-id COLUMN (a column holding the gold case id), or both --input COLUMN"
+            " and --response COLUMN (columns holding the exact texts, e.g. Ragas user_input and"
+            " response)",
         )
+        add("case_id", "mapping_no_key", f"no case key: {give}", s.pick(FIX_MAPPING, give))
     label, score, threshold = _text(raw, "label"), _text(raw, "score"), raw.get("threshold")
     if label is None and score is None:
+        give = s.pick(
+            "give label (a column of labels) or score (a column of scores, with a threshold)",
+            "give --label COLUMN (a column of labels) or --score COLUMN with --threshold X (a"
+            " column of scores and the cut-off that makes labels)",
+        )
         add(
             "label",
             "mapping_no_prediction",
-            "no prediction column: give label (a column of labels) or score (a column of scores,"
-            " with a threshold)",
+            f"no prediction column: {give}",
+            s.pick(FIX_MAPPING, give),
         )
     if score is not None and label is None and threshold is None:
         add(
             "threshold",
             "mapping_threshold_missing",
             f"score column {score!r} needs a threshold to make labels",
-            "add threshold: {value: X, pass_if: at_least | at_most}",
+            s.pick(
+                "add threshold: {value: X, pass_if: at_least | at_most}",
+                "add --threshold X (and --pass-if at_least or at_most)",
+            ),
         )
     if threshold is not None and score is None:
         add(
             "threshold",
             "mapping_threshold_unused",
             "a threshold without a score column",
-            "name the score column (score: COLUMN), or remove the threshold",
+            s.pick(
+                "name the score column (score: COLUMN), or remove the threshold",
+                "name the score column (--score COLUMN), or drop --threshold",
+            ),
         )
     if threshold is not None and score is not None and label is not None:
         add(
             "threshold",
             "mapping_prediction_ambiguous",
             "both a label column and a score threshold: which one makes the label?",
-            "remove label (the threshold makes labels) or threshold (labels come from the label"
-            " column; the score is kept)",
+            s.pick("remove label", "drop --label")
+            + " (the threshold makes labels) or "
+            + s.pick("threshold", "--threshold")
+            + " (labels come from the label column; the score is kept)",
         )
 
 
-def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> None:
+def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Syntax) -> None:
     """The label mapping: used, each source value once, onto rubric labels."""
     labels = raw.get("labels")
     if not isinstance(labels, dict) or not labels:
@@ -355,7 +450,10 @@ def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> No
             "labels",
             "mapping_labels_unused",
             "a label mapping without a label column",
-            "name the label column (label: COLUMN), or remove labels",
+            s.pick(
+                "name the label column (label: COLUMN), or remove labels",
+                "name the label column (--label COLUMN), or drop --label-map",
+            ),
         )
     seen: dict[str, Any] = {}
     for key, target in labels.items():
@@ -365,7 +463,7 @@ def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> No
                 "labels",
                 "mapping_duplicate_value",
                 f"source values {seen[norm]!r} and {key!r} are the same value ({norm!r})",
-                "list each source value once",
+                s.pick("list each source value once", "give each source value one --label-map"),
             )
         seen[norm] = key
         target = number_as_text(target)
@@ -375,11 +473,17 @@ def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> No
                 "mapping_unknown_label",
                 f"{key!r} maps to {target!r}, which is not a rubric label"
                 f" ({', '.join(rubric_labels)})",
-                "map every source value to one of the rubric's labels",
+                s.pick(
+                    "map every source value to one of the rubric's labels",
+                    f"write --label-map {key}=LABEL with LABEL one of the rubric's labels"
+                    f" ({', '.join(rubric_labels)})",
+                ),
             )
 
 
-def _check_label_meaning(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> None:
+def _check_label_meaning(
+    raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Syntax
+) -> None:
     """The label mapping translates a foreign vocabulary only: a source value that is already a
     rubric label keeps its meaning (``pass: fail`` inverts the verdicts), and a mapping of
     nothing but rubric labels onto themselves is not needed."""
@@ -394,8 +498,9 @@ def _check_label_meaning(raw: dict[str, Any], rubric_labels: list[str], add: Add
             "mapping_relabels",
             f"{key!r} is a rubric label, mapped to {target!r}: the predictions would count as"
             " what they did not say",
-            f"remove {key!r} from labels (a rubric label is read as itself); predictions whose"
-            " labels mean something else are a different judge, not a mapping",
+            s.pick(f"remove {key!r} from labels", f"drop --label-map {key}={target}")
+            + " (a rubric label is read as itself); predictions whose labels mean something else"
+            " are a different judge, not a mapping",
         )
     if not relabelled and all(k in rubric_labels for k in targets):
         add(
@@ -403,7 +508,8 @@ def _check_label_meaning(raw: dict[str, Any], rubric_labels: list[str], add: Add
             "mapping_labels_unneeded",
             "every source value is already a rubric label mapped to itself: the mapping is not"
             " needed",
-            "remove labels: predictions in the rubric's labels are read as they are",
+            s.pick("remove labels", "drop every --label-map")
+            + ": predictions in the rubric's labels are read as they are",
         )
 
 
@@ -439,8 +545,10 @@ def _check_threshold(
     rubric_pass: str | None,
     rubric_fail: str | None,
     add: Add,
+    s: Syntax,
 ) -> None:
-    """The threshold's two labels: given or the rubric's, rubric labels, and not the same."""
+    """The threshold's two labels: given or the rubric's, rubric labels, and not the same.
+    Options cannot set them: an option-driven import is told to use a mapping."""
     chosen = {
         "pass_label": threshold.get("pass_label", rubric_pass),
         "fail_label": threshold.get("fail_label", rubric_fail),
@@ -451,7 +559,9 @@ def _check_threshold(
                 f"threshold.{side}",
                 "mapping_threshold_label",
                 f"the rubric declares no {side}, so the threshold needs one",
-                f"add threshold.{side}: one of {', '.join(rubric_labels)}",
+                s.pick("add ", "no option sets it: pass --mapping FILE with ")
+                + f"threshold.{side}: one of {', '.join(rubric_labels)}"
+                + s.pick("", " (docs/formats.md#results-mapping)"),
             )
         elif isinstance(label, str) and label not in rubric_labels:
             add(
@@ -469,7 +579,7 @@ def _check_threshold(
         )
 
 
-def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add) -> str | None:
+def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add, s: Syntax) -> str | None:
     """The judge's prompt, declared once, and no credential; returns the prompt's sha256."""
     from .._redact import find_secrets
 
@@ -486,12 +596,16 @@ def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add) -> str | None:
             "judge.prompt",
             "mapping_prompt_missing",
             "the judge's prompt is not declared",
-            "give judge.prompt (the template), judge.prompt_file (a file holding it) or"
-            " judge.prompt_description (what it asks, when the template is not available)",
+            s.pick(
+                "give judge.prompt (the template), judge.prompt_file (a file holding it) or"
+                " judge.prompt_description (what it asks, when the template is not available)",
+                "give --prompt-file FILE (a file holding the template) or --prompt-description"
+                " TEXT (what it asks, when the template is not available)",
+            ),
         )
     prompt_sha = sha256_text(prompt) if prompt else None
     if not prompt and prompt_file:
-        prompt_sha = _prompt_file_sha(base_dir / prompt_file, add)
+        prompt_sha = _prompt_file_sha(base_dir / prompt_file, add, s)
     for where, what in find_secrets({"judge": judge}):
         add(
             where,
@@ -502,7 +616,7 @@ def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add) -> str | None:
     return prompt_sha
 
 
-def _prompt_file_sha(path: Path, add: Add) -> str | None:
+def _prompt_file_sha(path: Path, add: Add, s: Syntax) -> str | None:
     """The sha256 of a prompt file's text (bounded, like a spec's ``prompt_file``)."""
     try:
         return sha256_text(read_bounded(path).decode("utf-8"))
@@ -518,7 +632,10 @@ def _prompt_file_sha(path: Path, add: Add) -> str | None:
             "judge.prompt_file",
             "mapping_prompt_file",
             f"prompt file {str(path)!r}: {reason}",
-            "point prompt_file at the template (relative to the mapping file), or use"
-            " prompt_description",
+            s.pick(
+                "point prompt_file at the template (relative to the mapping file), or use"
+                " prompt_description",
+                "point --prompt-file at the template, or use --prompt-description",
+            ),
         )
         return None

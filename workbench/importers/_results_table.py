@@ -45,7 +45,15 @@ from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..heldout import refuse_held_out_content
 from ..results import JudgeIdentity, JudgeResult, has_reason
 from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
-from ._results_mapping import ResultsMapping, check_mapping, load_mapping_file, merge_options
+from ._results_mapping import (
+    FLAG_SYNTAX,
+    MAPPING_SYNTAX,
+    ResultsMapping,
+    Syntax,
+    check_mapping,
+    load_mapping_file,
+    merge_options,
+)
 from ._results_source import (
     Table,
     as_text,
@@ -87,6 +95,9 @@ class ResultsImport:
     """Per gold partition: (results written, active cases)."""
     migration_note: str | None = None
     """Set when records written under an older result schema were migrated on read."""
+    held_out: int = 0
+    """Results for held-out cases: held-out data is judged only by ``workbench certify``, so
+    ``align`` and ``gate`` refuse these results (the summary's note says what to do)."""
 
     def format(self) -> str:
         release = f"release {self.release_id}" if self.release_id else "not frozen"
@@ -96,11 +107,31 @@ class ResultsImport:
                 f" {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote"
                 f" {self.out}"
             )
-            return text + (
-                f"\nnote: {self.migration_note} (each migrated line records it in 'migration')"
-                if self.migration_note
-                else ""
+            return (
+                text
+                + (
+                    f"\nnote: {self.migration_note} (each migrated line records it in 'migration')"
+                    if self.migration_note
+                    else ""
+                )
+                + self._held_out_note()
             )
+        return self._table_text(release) + self._held_out_note()
+
+    def _held_out_note(self) -> str:
+        """What to do with results for held-out cases (none: nothing)."""
+        if not self.held_out:
+            return ""
+        return (
+            f"\nnote: {self.held_out} result(s) judge held-out cases. Held-out cases are judged"
+            " only by `workbench certify` (once, on the record): `align` and `gate` refuse these"
+            " results as they are (held_out_unaccounted). Analyse the development or calibration"
+            " cases with `--partition development` (or `--partition calibration`), and leave"
+            " the held-out partition to `workbench certify`."
+        )
+
+    def _table_text(self, release: str) -> str:
+        """The summary of a table import: judge, partitions, cases without a prediction."""
         text = (
             f"imported {self.results} result(s) of judge {self.judge} (fingerprint"
             f" {str(self.fingerprint)[:12]}) from {self.source} against dataset"
@@ -218,6 +249,7 @@ class ImportedResults:
             missing_case_ids=self.missing_case_ids,
             cases=self.cases,
             partitions=self.partitions,
+            held_out=self.partitions.get("held_out", (0, 0))[0],
         )
 
 
@@ -285,14 +317,23 @@ def results_from_table(
 
     ``mapping`` is a YAML file, a dict or a :class:`ResultsMapping`; ``options`` (command-line
     flags) are laid over it. Relative ``prompt_file`` paths resolve against the mapping file's
-    directory (or ``base_dir``). Raises :class:`WorkbenchError` listing every problem.
+    directory (or ``base_dir``). Raises :class:`WorkbenchError` listing every problem; without
+    a ``mapping``, the problems name the command-line options and fixes are written in them.
     """
     dataset = _dataset(gold)
     raw, directory, where = _raw_mapping(mapping, base_dir)
+    syntax = FLAG_SYNTAX if mapping is None else MAPPING_SYNTAX
     raw = merge_options(raw, options or {})
     declared = raw.get("format") if raw.get("format") in ("csv", "jsonl", "parquet") else None
     table = read_table(Path(source), table_format(Path(source), declared))
-    return _build(table, raw, dataset, location=where, base_dir=directory)
+    return _build(
+        table,
+        raw,
+        dataset,
+        location="command line" if syntax.flags else where,
+        base_dir=directory,
+        syntax=syntax,
+    )
 
 
 def results_from_dataframe(
@@ -383,7 +424,13 @@ _BAD = object()
 
 
 def _build(
-    table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location: str, base_dir: Path
+    table: Table,
+    raw: dict[str, Any],
+    dataset: GoldDataset,
+    *,
+    location: str,
+    base_dir: Path,
+    syntax: Syntax = MAPPING_SYNTAX,
 ) -> ImportedResults:
     rubric = dataset.rubric
     mapping, prompt_sha = check_mapping(
@@ -394,12 +441,13 @@ def _build(
         rubric_labels=list(rubric.labels),
         rubric_pass=rubric.pass_label,
         rubric_fail=rubric.fail_label,
+        syntax=syntax,
     )
     threshold = _threshold(mapping, dataset)
     identity = _identity(mapping, prompt_sha, threshold)
     fingerprint = identity.fingerprint()
     run = {"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256}
-    values, empty = _read_rows(table, mapping, dataset, threshold)
+    values, empty = _read_rows(table, mapping, dataset, threshold, syntax)
     refuse_held_out_content(  # a development or calibration case with held-out content
         {c.case_id: c for c, _ in values if c.partition.value != "held_out"}.values(),
         dataset,
@@ -428,7 +476,11 @@ def _build(
             "no_predictions",
             f"none of the {len(table.rows)} row(s) has a prediction in column"
             f" {(mapping.label or mapping.score)!r}",
-            "check the prediction column named in the mapping; empty cells are missing predictions",
+            syntax.pick(
+                "check the prediction column named in the mapping",
+                "check the column given to " + ("--label" if mapping.label else "--score"),
+            )
+            + "; empty cells are missing predictions",
         )
     judged = {r.case_id for r in results}
     release = dataset.release
@@ -485,7 +537,7 @@ def _identity(mapping: ResultsMapping, prompt_sha: str | None, threshold: Any) -
 
 
 def _read_rows(
-    table: Table, mapping: ResultsMapping, dataset: GoldDataset, threshold: Any
+    table: Table, mapping: ResultsMapping, dataset: GoldDataset, threshold: Any, syntax: Syntax
 ) -> tuple[list[tuple[GoldCase, dict[str, Any]]], list[tuple[str, int]]]:
     """Each predicting row's gold case and verdict fields, in gold order, and the rows whose
     prediction is empty; raise listing every problem."""
@@ -499,11 +551,11 @@ def _read_rows(
     empty: list[tuple[str, int]] = []
     labels = set(dataset.rubric.labels)
     for i, row in enumerate(table.rows):
-        case = _find_case(i, row, mapping, dataset, by_text, issues)
+        case = _find_case(i, row, mapping, dataset, by_text, issues, syntax)
         if case is None:
             continue
         found[case.case_id].append(i)
-        verdict = _verdict(i, row, mapping, threshold, labels, issues)
+        verdict = _verdict(i, row, mapping, threshold, labels, issues, syntax)
         if verdict == "empty":
             empty.append((case.case_id, i))
         elif isinstance(verdict, dict):
@@ -583,8 +635,10 @@ def _find_case(
     dataset: GoldDataset,
     by_text: dict[tuple[str, str], list[GoldCase]],
     issues: RowIssues,
+    syntax: Syntax = MAPPING_SYNTAX,
 ) -> GoldCase | None:
     """The gold case row ``i`` predicts: by its case id, else by its exact texts."""
+    by_id = syntax.pick("map a case_id column", "give --case-id COLUMN")
     if m.case_id is not None:
         return _case_by_id(i, row, m, dataset, issues)
     inp = row.get(m.input) if m.input else None
@@ -593,7 +647,7 @@ def _find_case(
         issues.add(
             "empty_key",
             "{n} row(s) have no input or no response to match a gold case on ({rows})",
-            "give every row its input and response (or map a case_id column)",
+            f"give every row its input and response (or {by_id})",
             i,
             key="",
         )
@@ -603,7 +657,7 @@ def _find_case(
         issues.add(
             "unmatched_row",
             "{n} row(s) match no active gold case on the exact input and response ({rows})",
-            _FIX_SOURCE + "; texts must match exactly, or map a case_id column",
+            _FIX_SOURCE + f"; texts must match exactly, or {by_id}",
             i,
             key="",
         )
@@ -614,7 +668,7 @@ def _find_case(
             i,
             "ambiguous_match",
             f"the row's input and response match {len(matches)} gold cases ({ids})",
-            "map a case_id column: the texts do not tell these cases apart",
+            f"{by_id}: the texts do not tell these cases apart",
         )
         return None
     return matches[0]
@@ -691,6 +745,7 @@ def _verdict(
     threshold: Any,
     labels: set[str],
     issues: RowIssues,
+    syntax: Syntax = MAPPING_SYNTAX,
 ) -> dict[str, Any] | str | None:
     """The verdict fields of row ``i``, ``"empty"`` when it has no prediction, None after a
     problem."""
@@ -705,7 +760,7 @@ def _verdict(
         score_cell, reason = unpacked[0], reason or unpacked[1]
     score = _score(i, m, score_cell, issues)
     if m.label is not None:
-        value = _label(i, m, label_cell, labels, issues)
+        value = _label(i, m, label_cell, labels, issues, syntax)
     else:
         value = (
             threshold.label(score) if isinstance(score, float) and threshold is not None else None
@@ -751,7 +806,14 @@ def _score(i: int, m: ResultsMapping, cell: Any, issues: RowIssues) -> Any:
     return number
 
 
-def _label(i: int, m: ResultsMapping, cell: Any, labels: set[str], issues: RowIssues) -> Any:
+def _label(
+    i: int,
+    m: ResultsMapping,
+    cell: Any,
+    labels: set[str],
+    issues: RowIssues,
+    syntax: Syntax = MAPPING_SYNTAX,
+) -> Any:
     """The rubric label of the row's label cell, None when it is empty, or :data:`_BAD`."""
     if is_empty(cell):
         return None
@@ -759,11 +821,14 @@ def _label(i: int, m: ResultsMapping, cell: Any, labels: set[str], issues: RowIs
     target = m.labels.get(text) if m.labels else (text if text in labels else None)
     if target is not None:
         return target
-    known = "listed in labels" if m.labels else "a rubric label (" + ", ".join(sorted(labels)) + ")"
+    listed = syntax.pick("listed in labels", "given a --label-map")
+    known = listed if m.labels else "a rubric label (" + ", ".join(sorted(labels)) + ")"
     issues.add(
         "unmapped_label",
         f"column {m.label!r}: value {text!r} is not {known} ({{rows}})",
-        "map every source value to a rubric label: labels: {" + f"{text}: <label>" + "}",
+        "map every source value to a rubric label: "
+        + syntax.pick("labels: {" + f"{text}: <label>" + "}", f"--label-map {text}=<label>")
+        + f" (<label> one of {', '.join(sorted(labels))})",
         i,
         key=text,
     )

@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._args import closest, invalid_arguments
 from .._docs import add_field_docs
 from .._load import read_yaml, validation_problems
 from .._record import Record, SchemaTooNew
@@ -567,7 +568,10 @@ def derive_spec(
         raise WorkbenchError(f"{loc}: refused", problems)
     update["parent"] = parent.label
     update["changes"] = declared or None
-    return CandidateSpec.model_validate({**current, **update})
+    try:
+        return CandidateSpec.model_validate({**current, **update})
+    except ValidationError as exc:  # e.g. version=3 (papermill's -p reads numbers)
+        raise invalid_arguments(exc, "derive") from None
 
 
 def _changed(
@@ -580,11 +584,13 @@ def _changed(
     for name, value in fields.items():
         kind = _DERIVABLE.get(name)
         if kind is None:
+            near = closest(name, ["prompt", "description", "changes", *_DERIVABLE])
             problems.append(
                 Problem(
                     location=loc,
                     code="derive_field",
-                    message=f"{name!r} is not a field a new version may change",
+                    message=f"{name!r} is not a field a new version may change"
+                    + (f"; did you mean {near!r}?" if near else ""),
                     fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
                 )
             )

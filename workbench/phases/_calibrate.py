@@ -10,10 +10,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal
 
+from .._args import check_keywords
 from .._io import AppendOnlyLog
 from .._record import Record
 from ..approval import current_user
-from ._session import Iteration, PhaseSession
+from ._session import SESSION_OPTIONS, Iteration, PhaseSession
 
 SELECTION_SCHEMA_VERSION = 1
 
@@ -22,6 +23,7 @@ class CalibrationSession(PhaseSession):
     """Runs candidates on the untouched calibration partition and records the selected one."""
 
     def __init__(self, gold: str | Path, *, run_root: str | Path, **kw: Any) -> None:
+        check_keywords(kw, SESSION_OPTIONS, type(self).__name__)
         super().__init__(gold, partition="calibration", run_root=run_root, **kw)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .._args import check_run_arguments
+from .._args import check_keywords, check_path, check_run_arguments
 from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset, partition_name
@@ -44,6 +44,10 @@ class Iteration:
         return self.judge.identity.fingerprint()
 
 
+SESSION_OPTIONS = ("cache_dir", "concurrency", "budget_usd")
+"""The keyword options of a phase session beside ``gold`` and ``run_root``."""
+
+
 class PhaseSession:
     """Runs and compares candidates on one non-held-out partition."""
 
@@ -58,6 +62,8 @@ class PhaseSession:
         budget_usd: float | None = None,
     ) -> None:
         refuse_held_out(partition, where=f"{type(self).__name__}(partition=...)")
+        check_path(gold, "gold", "../data/demo")
+        check_path(run_root, "run_root", "../runs/notebooks")
         check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
         self.partition = partition_name(partition)
         self.gold = gold
@@ -219,6 +225,7 @@ class DevelopSession(PhaseSession):
     """Prompt tuning on the development partition only."""
 
     def __init__(self, gold: str | Path, *, run_root: str | Path, **kw: Any) -> None:
+        check_keywords(kw, SESSION_OPTIONS, type(self).__name__)
         super().__init__(gold, partition="development", run_root=run_root, **kw)
 
 
