@@ -16,6 +16,9 @@ there is no integration test against one.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -293,3 +296,33 @@ def test_fixing_the_key_and_retrying_errors_completes_the_run(
 )
 def test_endpoint_failure_reads_status_and_body(status: int, body: dict, kind: str | None) -> None:
     assert endpoint_failure(status, json.dumps(body)) == kind
+
+
+# -- the emulation on the command line ------------------------------------------------------
+
+
+def test_fake_llm_litellm_no_db_recipe_from_the_docs() -> None:
+    """The recipe in docs/endpoints.md: `workbench fake-llm --litellm-no-db` around a real ping."""
+    env = {
+        **os.environ,
+        "PROXY_MASTER_KEY": MASTER_KEY,
+        "LITELLM_API_KEY": WRONG_KEY,
+        "RAGAS_DO_NOT_TRACK": "true",
+    }
+    cli = [sys.executable, "-m", "workbench"]
+    fake = ["fake-llm", "--emulate", "litellm", "--require-api-key-env", "PROXY_MASTER_KEY"]
+    ping_cmd = [*cli, "ping", "--candidate", "examples/endpoints/litellm-judge@1.yaml"]
+    done = subprocess.run(
+        [*cli, *fake, "--litellm-no-db", "--export", "LITELLM_BASE_URL", "--", *ping_cmd],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAILED [proxy_config]" in done.stdout and "$LITELLM_API_KEY" in done.stdout
+    assert WRONG_KEY not in done.stdout + done.stderr and MASTER_KEY not in done.stdout
+    assert "--litellm-no-db" in (ROOT / "docs" / "endpoints.md").read_text()
+    code, out = invoke("fake-llm", "--litellm-no-db", "--", "true")
+    assert code == 2 and "--emulate litellm" in out  # needs a LiteLLM emulation with a key
