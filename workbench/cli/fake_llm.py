@@ -151,6 +151,15 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     ),
 )
 @click.option(
+    "--litellm-no-db",
+    "litellm_no_db",
+    is_flag=True,
+    help=(
+        "With --emulate litellm and --require-api-key-env: a proxy with a master key and no"
+        ' database, which answers any other key with HTTP 400 "No connected db.".'
+    ),
+)
+@click.option(
     "--export",
     "export",
     multiple=True,
@@ -175,6 +184,7 @@ def fake_llm(
     emulate: str = "openai",
     json_mode: str = "honour",
     serve_model: tuple[str, ...] = (),
+    litellm_no_db: bool = False,
 ) -> None:
     """Serve a scripted OpenAI-compatible chat API locally: try a judge with no API key.
 
@@ -192,7 +202,14 @@ def fake_llm(
     """
     if command and command[0] == "--":
         command = command[1:]
+    if litellm_no_db and (emulate != "litellm" or not require_api_key_env):
+        raise click.BadParameter(
+            "a proxy without a database needs --emulate litellm and --require-api-key-env (its"
+            " master key)",
+            param_hint="--litellm-no-db",
+        )
     server = FakeLLM(
+        litellm_database=not litellm_no_db,
         default=Reply(value=default_value),
         latency_s=latency,
         seed=seed,

@@ -29,7 +29,7 @@ def ping_command(candidate: str, as_json: bool) -> None:
 
     Exit codes: 0 everything fine; 1 a check failed, each problem printed with its code
     (dns_failure, connection_refused, connection_failed, timeout, unauthorized, forbidden,
-    model_not_found, endpoint_not_found, no_json_mode, rate_limited, server_error,
+    proxy_config, model_not_found, endpoint_not_found, no_json_mode, rate_limited, server_error,
     bad_request, refusal, unparseable, label_not_allowed, usage_missing; see
     docs/endpoints.md); 2 invalid input (bad spec, unset key variable, not ragas-llm).
     """

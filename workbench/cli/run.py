@@ -87,8 +87,9 @@ def run(
     candidate, request and repeat is reused. One invocation at a time may write OUT.
 
     Exit codes: 0 complete, every case judged; 3 incomplete (--budget-usd or --max-cases
-    reached, or the circuit breaker stopped the run after consecutive connection, 401, 403 or
-    404 failures): every unrun case and every case stopped mid-retry is listed; 5 complete, but
+    reached, or the circuit breaker stopped the run after consecutive connection failures or
+    400, 401, 403, 404 refusals of the endpoint, with the fix): every unrun case and every case
+    stopped mid-retry is listed; 5 complete, but
     some cases ended in an evaluator error (counted by kind); 2 invalid input.
 
     Sampling (--policy P with a `sampling:` plan, or --sampling-plan FILE): only the plan's

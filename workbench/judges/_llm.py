@@ -6,8 +6,10 @@ records every request body and every response (status, Retry-After, usage), beca
 client's own retries are off (``max_retries=0``); the run engine retries with backoff and
 records every attempt. Provider errors, timeouts, unparseable output, out-of-vocabulary
 labels and refusals become evaluator errors with a kind, never verdicts. Error messages and
-reasons are redacted (:mod:`workbench._redact`) before they leave the judge; connection, 401,
-403 and 404 failures are marked as endpoint failures for the run's circuit breaker.
+reasons are redacted (:mod:`workbench._redact`) before they leave the judge; connection
+failures and non-retryable 4xx that condemn the endpoint rather than the case (a refused key, a
+misconfigured proxy, an unknown model, a bad request: :mod:`._http_errors`) are marked as
+endpoint failures for the run's circuit breaker.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
 from ..results import has_reason as has_reason  # the judges face re-exports it
+from ._http_errors import endpoint_failure, status_text
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
 from ._prepared import Preparation, prepare
 from ._registry import CaseRef, Verdict, make_identity
@@ -690,7 +693,7 @@ class LLMJudge:
         except openai.APIStatusError as exc:
             status = exc.status_code
             retryable = status >= 500 or status in (408, 409)
-            failure = "auth" if status in (401, 403) else "not_found" if status == 404 else None
+            failure = endpoint_failure(status, status_text(exc))
             return self._failed(
                 exchange,
                 "provider_error",

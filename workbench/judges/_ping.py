@@ -28,6 +28,7 @@ from pydantic import Field
 from .._record import Record
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
+from ._http_errors import MODEL_MISSING, endpoint_failure, status_text
 from ._input import JudgeInput
 from ._llm import _CURRENT, Exchange, LLMJudge, _api_message, _assistant_message, has_reason
 from ._registry import build_judge
@@ -51,8 +52,12 @@ PING_CODES: dict[str, str] = {
         "the connection failed or was dropped before an answer (TLS, reset, unreachable)"
     ),
     "timeout": "no answer within endpoint.timeout_s",
-    "unauthorized": "HTTP 401: the key was refused",
+    "unauthorized": "the key was refused: HTTP 401, or another 4xx whose body speaks of the key",
     "forbidden": "HTTP 403: the key may not use this model or deployment",
+    "proxy_config": (
+        "a proxy refused the call from its own configuration, before any model (LiteLLM's \"No"
+        ' connected db" for a key it cannot check, a budget, a team)'
+    ),
     "model_not_found": "the endpoint does not serve the model (or Azure deployment) named",
     "endpoint_not_found": "HTTP 404 for the path itself: the base URL is wrong",
     "no_json_mode": (
@@ -80,11 +85,6 @@ _REASON_FIX = (
     " verdict without a reason cannot be reviewed"
 )
 
-_MODEL_MISSING = re.compile(
-    r"(?i)\b(model|deployment)\b.*\b(not found|does not exist|not"
-    r" exist|unknown|invalid)\b|\binvalid model\b|\bunknown"
-    r" model\b|deploymentnotfound|model_not_found"
-)
 _JSON_MODE_REFUSED = re.compile(r"(?i)response_format|json_object|json mode")
 
 
@@ -246,7 +246,7 @@ def _assess(
     elif isinstance(error, openai.APIStatusError):
         _status_problem(error, spec, url or judge.display_url, json_asked, found.problem)
         if error.status_code == 400 and json_asked:
-            found.honoured = False if _JSON_MODE_REFUSED.search(_status_text(error)) else None
+            found.honoured = False if _JSON_MODE_REFUSED.search(status_text(error)) else None
     else:
         _answer(found, status, last["body"] if last else None, result, error)
     label_ok = found.value is not None and found.value in spec.labels
@@ -438,44 +438,89 @@ _PLAIN_STATUS: dict[int, tuple[str, str, str]] = {
 ping explains the same way every time (500: any 5xx; 400: any other 4xx)."""
 
 
+def _ping_code(status: int, text: str, json_asked: bool) -> str:
+    """The problem code of an HTTP error, by its status AND its body (the run's circuit breaker
+    reads the same classes, :func:`~._http_errors.endpoint_failure`)."""
+    kind = endpoint_failure(status, text)
+    if kind == "proxy":
+        return "proxy_config"
+    if status == 401 or (kind == "auth" and status != 403):
+        return "unauthorized"
+    if status == 400 and json_asked and _JSON_MODE_REFUSED.search(text):
+        return "no_json_mode"
+    if status in (400, 404) and MODEL_MISSING.search(text):
+        return "model_not_found"
+    if status == 403:
+        return "forbidden"
+    return _PLAIN_STATUS.get(status, _PLAIN_STATUS[500 if status >= 500 else 400])[0]
+
+
 def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, problem: Any) -> None:
-    status, text, said = error.status_code, _status_text(error), _api_message(error)
+    status, text, said = error.status_code, status_text(error), _api_message(error)
     head = f"HTTP {status} from {where}:"
-    if status == 401:
-        problem("unauthorized", f"{head} the key was refused ({said})", _key_fix(spec, where))
-    elif status == 400 and json_asked and _JSON_MODE_REFUSED.search(text):
+    code = _ping_code(status, text, json_asked)
+    if code == "proxy_config":
         problem(
-            "no_json_mode",
+            code,
+            f"{head} the proxy refused the call from its own configuration, before any model"
+            f" ({said})",
+            _proxy_fix(spec),
+        )
+    elif code == "unauthorized":
+        problem(code, f"{head} the key was refused ({said})", _key_fix(spec, where))
+    elif code == "forbidden":
+        problem(
+            code,
+            f"{head} {said}",
+            f"the key in {_key_var(spec)} is valid but may not use this model or deployment:"
+            " check its permissions, project or quota, or use a key that may",
+        )
+    elif code == "no_json_mode":
+        problem(
+            code,
             f"{head} the endpoint refuses response_format json_object ({said})",
             "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is"
             " asked for in a ```json block) in a new candidate version, or enable JSON mode on the"
             f" server{_json_mode_hint(spec, text)}",
         )
-    elif status in (400, 404) and _MODEL_MISSING.search(text):
+    elif code == "model_not_found":
         what = (
             f"deployment {spec.endpoint.deployment!r}"
             if spec.endpoint.provider == "azure"
             else f"model {spec.model!r}"
         )
         problem(
-            "model_not_found",
+            code,
             f"{head} the endpoint does not serve {what} ({said})",
-            "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>;"
-            " LiteLLM: the model_name in its config; Azure: the deployment name, not the model"
-            " name)",
+            "correct model: in a new candidate version, to a name the server lists at GET"
+            " <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its"
+            " config; Azure: endpoint.deployment, the deployment name, not the model name)",
         )
     else:
-        code, message, fix = (
-            _PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400]
-        )
-        problem(code, f"{head} {message.format(said=said)}", fix)
+        plain = _PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400]
+        problem(code, f"{head} {plain[1].format(said=said)}", plain[2])
+
+
+def _key_var(spec: Any) -> str:
+    """The variable holding the key, as a fix names it (never the key itself)."""
+    name = spec.endpoint.api_key_env
+    return f"${name}" if name else "the key (endpoint.api_key_env names no variable)"
+
+
+def _proxy_fix(spec: Any) -> str:
+    """How to fix a proxy that refused the call from its own configuration."""
+    return (
+        f"not the model name or params: the proxy itself refused. A LiteLLM proxy with a master"
+        f' key and no database takes any other key for a virtual key it cannot check ("No'
+        f" connected db\"): check that {_key_var(spec)} holds the proxy's master key or a key"
+        " it issued; otherwise the proxy's admin must fix its config (database_url for virtual"
+        " keys, the key's or team's budget, the team's models)"
+    )
 
 
 def _key_fix(spec: Any, where: str) -> str:
-    """How to fix a refused key (HTTP 401)."""
-    name = spec.endpoint.api_key_env
-    hint = f"${name}" if name else "the key (endpoint.api_key_env names no variable)"
-    fix = f"check that {hint} holds a valid key for this endpoint"
+    """How to fix a refused key (HTTP 401, or a body about the key)."""
+    fix = f"check that {_key_var(spec)} holds a valid key for this endpoint"
     if spec.endpoint.provider == "azure":
         return fix + " (Azure takes the resource's key, sent as the api-key header)"
     if ".openai.azure.com" in where or "/openai/deployments/" in where:
@@ -503,14 +548,6 @@ def _url_source(spec: Any) -> str:
     if name and os.environ.get(name, "").strip():
         return f"${name} (the variable named by endpoint.base_url_env)"
     return "endpoint.base_url"
-
-
-def _status_text(error: Any) -> str:
-    body = getattr(error, "body", None)
-    try:
-        return json.dumps(body) if body is not None else str(error)
-    except (TypeError, ValueError):
-        return str(error)
 
 
 def _unparseable_fix(spec: Any, honoured: bool | None) -> str:

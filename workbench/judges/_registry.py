@@ -73,8 +73,11 @@ class Verdict:
     order: list[str] | None = None
     """A ranking judge's returned order, mapped back to stable candidate ids."""
     endpoint_failure: str | None = None
-    """``connection``, ``auth`` (HTTP 401/403) or ``not_found`` (HTTP 404) when the endpoint
-    itself failed; consecutive ones trip the run's circuit breaker."""
+    """When the endpoint itself failed, not this case: ``connection``, ``auth`` (HTTP 401/403, or
+    a body about the key), ``proxy`` (a proxy refusing from its own configuration: no database
+    for virtual keys, a budget, a team), ``not_found`` (HTTP 404, or a body naming an unknown
+    model) or ``bad_request`` (any other HTTP 400 not about this case's content; see
+    :mod:`workbench.judges._http_errors`); consecutive ones trip the run's circuit breaker."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:

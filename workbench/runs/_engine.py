@@ -87,7 +87,8 @@ class RunSummary(LooseRecord):
     ``max_cases`` or ``circuit_breaker``."""
     stop_detail: str | None = None
     """The stop in words: the figures that stopped the budget, or for the circuit breaker the
-    number and kinds of consecutive endpoint failures, the endpoint URL and the last error."""
+    number and kinds of consecutive endpoint failures, the endpoint URL, the last error and the
+    fix for the most frequent kind (never the key: the variable holding it)."""
     judge: str
     judge_fingerprint: str
     partition: str
@@ -716,6 +717,7 @@ def limit_settings(judge: Judge, lanes: Lanes | None, state: Recorded) -> dict[s
         "breaker_after": judge.spec.endpoint.circuit_breaker_after,
         "endpoint": endpoint_of(judge),
         "secrets": _secrets(judge),
+        "key_env": judge.spec.endpoint.api_key_env,
     }
     if lanes is not None:
         settings |= {

@@ -19,8 +19,13 @@ stops the run, while a reserved slice is unfinished. Reserved calls are admitted
 so the guarantee is unchanged.
 
 **Circuit breaker.** After ``endpoint.circuit_breaker_after`` consecutive calls that failed
-at the endpoint itself (connection failed, HTTP 401/403/404) nothing new starts, retries
-included: ``circuit_breaker``. Any other outcome resets the count.
+at the endpoint itself (connection failed; a non-retryable 400, 401, 403 or 404 that condemns the
+endpoint, not the case: a refused key, a misconfigured proxy, an unknown model, a bad request,
+see :mod:`workbench.judges._http_errors`) nothing new starts, retries included:
+``circuit_breaker``. The stop detail names the failures by kind and the fix for the most
+frequent one (:func:`breaker_fix`). Any other outcome resets the count. While the count is not
+zero the breaker is *half-open*: calls start one at a time, so a refusing endpoint sees at most
+``circuit_breaker_after`` calls after the first burst (not that many per worker).
 """
 
 from __future__ import annotations
@@ -38,6 +43,34 @@ _PRIORITY: dict[str, int] = {"max_cases": 0, "budget_exhausted": 1, "circuit_bre
 _EPS = 1e-12
 MAX_WARNINGS = 20
 """Warnings kept verbatim on a run summary; further ones are counted."""
+
+
+def breaker_fix(kind: str, key_env: str | None) -> str:
+    """What to do when consecutive calls failed at the endpoint with ``kind`` (the key is never
+    named, only the variable holding it)."""
+    key = f"${key_env}" if key_env else "the variable endpoint.api_key_env names"
+    fixes = {
+        "auth": f"the endpoint refused the key: check that {key} holds a valid key for it",
+        "proxy": (
+            "the proxy refused the call from its own configuration (no database to check a"
+            f" virtual key, a budget, a team): use the proxy's master key in {key} or ask the"
+            " proxy's admin to fix its config (e.g. LiteLLM's DATABASE_URL, the key's budget)"
+        ),
+        "not_found": (
+            "the endpoint does not serve the model or the path: check model: (a name the server"
+            " lists at GET <base_url>/models) and endpoint.base_url"
+        ),
+        "bad_request": (
+            "the endpoint refuses every request: check params: and the model name against what"
+            " the server accepts"
+        ),
+        "connection": "check that the server is up and endpoint.base_url is right",
+    }
+    fix = fixes.get(kind, "see the last error")
+    return (
+        f"{fix}; `workbench ping --candidate <spec>` diagnoses it with one call; then rerun"
+        " the same command with --retry-errors (unrun cases start, failed ones are called again)"
+    )
 
 
 @dataclass(frozen=True)
@@ -96,6 +129,7 @@ class Limits:
         breaker_after: int,
         endpoint: str | None,
         secrets: list[str],
+        key_env: str | None = None,
         priority: Mapping[str, int] | None = None,
         holds: Mapping[str, float] | None = None,
         lane_units: Mapping[str, int] | None = None,
@@ -103,7 +137,8 @@ class Limits:
     ) -> None:
         """``priority``: slice -> lane (0 reserved, 1 lower); ``holds``: slice -> USD reserved;
         ``lane_units``: units per slice in this invocation; ``lane_spent``: recorded spend per
-        slice before it. Without ``priority`` every call is in one lane (no ordering, no holds)."""
+        slice before it. Without ``priority`` every call is in one lane (no ordering, no holds).
+        ``key_env`` names the variable holding the endpoint's key, for the breaker's fix."""
         self.priority = dict(priority or {})
         self.holds = dict(holds or {})
         self.lane_open = dict(lane_units or {})
@@ -126,6 +161,7 @@ class Limits:
         self.breaker_after = breaker_after
         self.endpoint = endpoint
         self.secrets = secrets
+        self.key_env = key_env
         self.consecutive = 0
         self.failure_kinds: dict[str, int] = {}
         self.warnings: list[str] = []
@@ -194,6 +230,8 @@ class Limits:
                 " (--max-cases); calls of started pairs, retries included, were allowed to finish",
             )
             return "refuse"
+        if self.consecutive > 0 and self.in_flight > 0:
+            return "wait"  # half-open breaker: one call at a time until one gets through
         if lower and self.unstarted_reserved > 0:
             return "wait"  # reserved units start first
         if self.budget_usd is None:
@@ -263,13 +301,7 @@ class Limits:
                         self.failure_kinds.get(endpoint_failure, 0) + 1
                     )
                     if self.consecutive >= self.breaker_after:
-                        kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.failure_kinds.items()))
-                        self._stop(
-                            "circuit_breaker",
-                            f"{self.consecutive} consecutive calls failed at the endpoint"
-                            f" {self.endpoint or '(unknown)'} ({kinds}); last error:"
-                            f" {error or 'unknown'}",
-                        )
+                        self._stop("circuit_breaker", self._breaker_detail(error))
                 else:
                     self.consecutive = 0
                     self.failure_kinds = {}
@@ -279,6 +311,15 @@ class Limits:
                     f"recorded spend ${self.spent:.6f} passed the budget ${self.budget_usd:.6f}",
                 )
             self.cond.notify_all()
+
+    def _breaker_detail(self, error: str | None) -> str:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.failure_kinds.items()))
+        worst = max(sorted(self.failure_kinds), key=lambda k: self.failure_kinds[k])
+        return (
+            f"{self.consecutive} consecutive calls failed at the endpoint"
+            f" {self.endpoint or '(unknown)'} ({kinds}); last error: {error or 'unknown'}; fix:"
+            f" {breaker_fix(worst, self.key_env)}"
+        )
 
     def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
         """A call's reported usage (the engine's estimator learns it too); shared limits use it."""

@@ -13,7 +13,8 @@ never recorded), so tests can assert on what the client actually sent.
 
 Decision order per chat request:
 
-1. ``require_api_key`` set and the bearer key does not match: 401 (``authorized=False``).
+1. ``require_api_key`` set and the bearer key does not match: 401 (``authorized=False``; a
+   LiteLLM emulation with ``litellm_database=False`` answers 400 "No connected db." instead).
 2. Random fault injection: one draw from ``random.Random(seed)`` per request, faults taken
    in :data:`FAULTS` order with the probabilities in ``fault_rates``; the reply is then the
    ``default`` reply carrying that fault (rules and the responder are not consulted, so rule
@@ -637,6 +638,9 @@ class FakeLLM:
     ``azure_api_versions`` are the deployments and api-versions an Azure emulation knows
     (``None``: any); an api-version older than :data:`AZURE_JSON_MODE_SINCE` refuses
     ``response_format`` as Azure does. ``report_usage=False`` leaves ``usage`` out of answers.
+    ``litellm_database=False`` (with ``emulate="litellm"`` and ``require_api_key``) emulates a
+    LiteLLM proxy with a master key and no database: a wrong key gets its HTTP 400 "No
+    connected db." instead of a 401.
     """
 
     def __init__(
@@ -660,6 +664,7 @@ class FakeLLM:
         azure_deployments: Sequence[str] | None = None,
         azure_api_versions: Sequence[str] | None = None,
         report_usage: bool = True,
+        litellm_database: bool = True,
     ) -> None:
         _check_provider(emulate, json_mode, require_api_key, azure_deployments, azure_api_versions)
         rates = dict(fault_rates or {})
@@ -674,6 +679,7 @@ class FakeLLM:
             None if azure_api_versions is None else tuple(azure_api_versions)
         )
         self.report_usage = report_usage
+        self.litellm_database = litellm_database
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.responder = responder
         self.default = default
@@ -800,6 +806,14 @@ class FakeLLM:
         scheme, _, token = header.partition(" ")
         return scheme.lower() == "bearer" and token.strip() == self.require_api_key
 
+    def _refused_key(self) -> tuple[int, dict[str, Any]]:
+        """Status and body for a wrong or missing key. A LiteLLM proxy with a master key and no
+        database takes any other key for a virtual key it cannot look up: HTTP 400 "No
+        connected db." (the proxy's own message, which names no key)."""
+        if self.emulate == "litellm" and not self.litellm_database:
+            return 400, _error_body("No connected db.", "no_db_connection", "400", "None")
+        return 401, _unauthorized(self.emulate)
+
     def _is_chat_path(self, path: str) -> bool:
         """Whether ``path`` is the chat-completions path of the emulated provider."""
         if self.emulate == "azure":
@@ -898,10 +912,11 @@ class FakeLLM:
 
         # (1) authentication
         if authorized is False:
+            status, payload = self._refused_key()
             reply = Reply(value=None, reason="missing or wrong API key", fault="http_401")
-            record(reply, 401)
+            record(reply, status)
             self._wait(reply)
-            handler._send_json(401, _unauthorized(self.emulate))
+            handler._send_json(status, payload)
             return
         # request validation (a real API rejects these before doing any work)
         problem = _invalid_request(body, raw)
