@@ -263,6 +263,9 @@ def test_a_start_time_arrow_reads_but_python_refuses_is_refused(migrated, when):
     assert {p["code"] for p in old} == {"invalid_result"}
     assert all("started_at" in p["message"] for p in old)
     assert _problems(lambda: align(gold, native)) == old
+    run = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(native)])
+    assert run.exit_code == 2, run.output  # the old columnar path aligned them (exit 0)
+    assert "invalid_result" in run.output
 
 
 def test_cli_align_refuses_a_malformed_migration_with_exit_2(migrated):
@@ -275,3 +278,24 @@ def test_cli_align_refuses_a_malformed_migration_with_exit_2(migrated):
     assert "invalid_result" in run.output
     assert f"{results}:6" in run.output
     assert "Traceback" not in run.output
+
+
+@pytest.mark.parametrize("drop", ["reason", "value"])
+def test_a_required_key_absent_beside_a_partial_filled_is_refused(migrated, drop):
+    """The block's ``filled`` objects differ (some lines fill ``attempt``, some not) and a line
+    leaves out ``reason`` or ``value``, whose nested namesake is written: the top-level key is
+    looked up apart from the nested one, found absent, and the strict reader names it."""
+    gold, results, _ = migrated
+    lines = _lines(results)
+    assert any("attempt" not in line["migration"]["filled"] for line in lines)
+    victim = next(i for i, line in enumerate(lines) if "attempt" not in line["migration"]["filled"])
+    if drop == "value":
+        lines[victim]["migration"]["filled"]["value"] = None
+    del lines[victim][drop]
+    write_results(results, lines)
+    assert read_columnar(results) is None
+    old = _problems(lambda: reference(gold, results, None))
+    assert [(p["location"], p["code"]) for p in old] == [
+        (f"{results}:{victim + 1}", "invalid_result")
+    ]
+    assert _problems(lambda: align(gold, results)) == old
