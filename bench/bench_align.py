@@ -214,6 +214,7 @@ def run(
         files = {m: results for m in modes}
         if "migrated" in modes:
             files["migrated"] = write_migrated(gold, results)
+        sizes = {m: f.stat().st_size for m, f in files.items() if m in ("align", "migrated")}
         runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
         for _ in range(repeats):
             for mode in modes:
@@ -252,6 +253,10 @@ def run(
         if m != "align"
     }
     if "migrated" in med:  # migrated results over the same results written natively
+        if "align" in sizes:  # each line keeps its migration object: more bytes to read
+            figures["results_bytes_migrated_over_native"] = round(
+                sizes["migrated"] / sizes["align"], 2
+            )
         for key, kind in (("ratios_wall", "wall_s"), ("ratios_cpu", "cpu_s")):
             ratios = cast("dict[str, float]", figures[key])
             ratios["migrated_over_align"] = round(med["migrated"][kind] / med["align"][kind], 2)
