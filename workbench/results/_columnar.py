@@ -5,7 +5,8 @@ Parquet), once: it hashes the bytes it reads, parses each block of lines with Ar
 reader and checks the whole block with Arrow compute kernels against the judge-result
 contract (``docs/formats.md#judge-results``): field names and types, required and non-empty
 fields, ``schema_version`` 2, attempt and repeat ranges, verdict-xor-error, error kinds, and
-that every judge identity hashes to its fingerprint. Only the narrow columns an analysis needs
+that every judge identity hashes to its fingerprint, and the ``migration`` object a migrated
+line keeps (:class:`~workbench.results.ResultMigration`). Only the narrow columns an analysis needs
 are kept, so a large file never becomes Python objects.
 
 It accepts nothing the strict per-line reader (:func:`~workbench.results.scan_results`)
