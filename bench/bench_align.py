@@ -9,6 +9,11 @@ same run:
 
 - ``align``: ``workbench.align.align`` with a warm gold index (the production path; the
   cache is built once, by ``align_cold``);
+- ``migrated``: the same over the same results written as schema version 1 and migrated
+  (``workbench.results.migrate_results_file`` with the gold, what ``workbench import results``
+  does with a v1 file): every line keeps its ``migration`` object (``ratios_wall``
+  ``migrated_over_align``: the cost of reading migrated results; about 1 when they take the
+  columnar path);
 - ``align_cold``: the same with an empty cache (validates the gold once and writes the index);
 - ``per_record``: the per-record path the columnar one replaced (``load_dataset`` +
   ``align_results`` + ``alignment_report``), still the path of refused input;
@@ -38,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -50,12 +55,12 @@ MEASURE = (
     + r"""
 mode, gold, results, partition = sys.argv[1:5]
 t_import = time.perf_counter()
-if mode in ("align", "align_cold", "per_record"):
+if mode in ("align", "align_cold", "per_record", "migrated"):
     import workbench.align, workbench.gold
 t_import = time.perf_counter() - t_import
 t0 = time.perf_counter()
 c0 = time.process_time()
-if mode in ("align", "align_cold"):
+if mode in ("align", "align_cold", "migrated"):
     report = workbench.align.align(gold, results, partition=partition)
     n = report.overall.n
 elif mode == "per_record":
@@ -128,7 +133,10 @@ print(json.dumps(out))
 """
 )
 
-MODES = ("baseline", "arrow_parse", "python_join", "duckdb", "per_record", "align")
+MODES = ("baseline", "arrow_parse", "python_join", "duckdb", "per_record", "align", "migrated")
+V1_FILLED = ("schema_version", "reason", "partition", "attempt", "repeat")
+"""What a schema-version-1 line may leave out (version 1 defaulted them): the ``migrated`` mode
+strips them and migrates the file back."""
 SKIPPABLE = (*MODES, "align_cold")
 
 
@@ -151,6 +159,25 @@ def measure(
         env=env,
     )
     return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+
+
+def write_migrated(gold: Path, results: Path) -> Path:
+    """``results`` as a schema-version-1 file migrated with ``gold``, beside it (kept)."""
+    from workbench.results import migrate_results_file
+
+    out = results.with_name("results-migrated.jsonl")
+    if out.is_file():
+        return out
+    v1 = results.with_name("results-v1.jsonl")
+    with open(results, encoding="utf-8") as fh, open(v1, "w", encoding="utf-8") as dst:
+        for line in fh:
+            row = json.loads(line)
+            for name in V1_FILLED:
+                row.pop(name, None)
+            dst.write(json.dumps(row) + "\n")
+    migrate_results_file(v1, gold=gold, out=out)
+    v1.unlink()
+    return out
 
 
 def have_duckdb() -> bool:
@@ -184,10 +211,14 @@ def run(
         built = cache is not None and any((cache / "gold-index").glob("gold-*.arrow"))
         if "align" in modes and not built:
             measure("align", gold, results, warm, src=src)  # the index in `warm`, unmeasured
+        files = {m: results for m in modes}
+        if "migrated" in modes:
+            files["migrated"] = write_migrated(gold, results)
+        sizes = {m: f.stat().st_size for m, f in files.items() if m in ("align", "migrated")}
         runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
         for _ in range(repeats):
             for mode in modes:
-                runs[mode].append(measure(mode, gold, results, warm, src=src))
+                runs[mode].append(measure(mode, gold, files[mode], warm, src=src))
     counts = {
         mode: {r["n"] for r in rs}
         for mode, rs in runs.items()
@@ -221,6 +252,14 @@ def run(
         for m in med
         if m != "align"
     }
+    if "migrated" in med:  # migrated results over the same results written natively
+        if "align" in sizes:  # each line keeps its migration object: more bytes to read
+            figures["results_bytes_migrated_over_native"] = round(
+                sizes["migrated"] / sizes["align"], 2
+            )
+        for key, kind in (("ratios_wall", "wall_s"), ("ratios_cpu", "cpu_s")):
+            ratios = cast("dict[str, float]", figures[key])
+            ratios["migrated_over_align"] = round(med["migrated"][kind] / med["align"][kind], 2)
     target_s = 2.0 if cases <= 100_000 else 10.0
     figures["target"] = f"align under {target_s:g} s wall and under 1024 MB peak at {cases} cases"
     figures["met"] = align_wall < target_s and med["align"]["peak_rss_mb"] < 1024

@@ -5,7 +5,8 @@ Parquet), once: it hashes the bytes it reads, parses each block of lines with Ar
 reader and checks the whole block with Arrow compute kernels against the judge-result
 contract (``docs/formats.md#judge-results``): field names and types, required and non-empty
 fields, ``schema_version`` 2, attempt and repeat ranges, verdict-xor-error, error kinds, and
-that every judge identity hashes to its fingerprint. Only the narrow columns an analysis needs
+that every judge identity hashes to its fingerprint, and the ``migration`` object a migrated
+line keeps (:class:`~workbench.results.ResultMigration`). Only the narrow columns an analysis needs
 are kept, so a large file never becomes Python objects.
 
 It accepts nothing the strict per-line reader (:func:`~workbench.results.scan_results`)
@@ -82,7 +83,16 @@ _JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_ver
 _ERROR_FIELDS = {"kind", "message", "retryable"}
 _KEY_PREFIX = r'[{,]\s*"'
 """A key starts right after "{" or "," (inside a string a quote is always escaped)."""
-_ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
+_ISO = (
+    r"^(000[1-9]|00[1-9]\d|0[1-9]\d\d|[1-9]\d{3})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?"
+    r"(Z|[+-]\d{2}:\d{2})$"
+)
+"""The times the columnar checks vouch for: ISO 8601 with seconds and an offset, year 1 or later
+(Arrow casts year 0, Python's ``datetime`` and so the strict reader refuse it); the cast to a
+timestamp then refuses impossible dates and times."""
+_MIGRATION_REQUIRED = ("from_version", "to_version", "function", "filled", "migrated_at")
+"""The fields of :class:`~workbench.results.ResultMigration` without a default."""
+_MIGRATION_FIELDS = {*_MIGRATION_REQUIRED, "partition_source"}
 
 
 class _Refuse(Exception):
@@ -277,6 +287,9 @@ def _parse_lines(
             table = None
     if table is None:
         table = _parse_block(buffer, len(starts), None)
+        as_strings = _strings_for_times(table.schema)
+        if as_strings is not None:
+            table = _parse_block(buffer, len(starts), as_strings)
         if not _keys_match(table, written, lines, strings):
             raise _Refuse("a key absent on some line (Arrow would read it as null)")
     # NaN, Inf, Infinity (and their negatives): Arrow reads them as floats, the strict
@@ -306,6 +319,29 @@ def _non_finite(table: pa.Table) -> bool:
         return False
 
     return any(bad(column.combine_chunks()) for column in table.columns)
+
+
+def _strings_for_times(schema: pa.Schema) -> pa.Schema | None:
+    """``schema`` with every timestamp (nested ones too) a string; None when it has none.
+
+    Arrow infers a timestamp from strings Python's ``datetime`` refuses (``2026-12-06T21``, year
+    0) and the parsed timestamp no longer says what was written: the block is parsed again with
+    the times as strings, which :func:`_check_times` judges (and later blocks get this schema).
+    """
+    import pyarrow as pa
+
+    def strings(kind: Any) -> Any:
+        if pa.types.is_timestamp(kind):
+            return pa.string()
+        if pa.types.is_struct(kind):
+            return pa.struct([f.with_type(strings(f.type)) for f in kind])
+        if pa.types.is_list(kind):
+            return pa.list_(kind.value_field.with_type(strings(kind.value_type)))
+        return kind
+
+    fields = [f.with_type(strings(f.type)) for f in schema]
+    changed = pa.schema(fields)
+    return None if changed.equals(schema) else changed
 
 
 def _parse_block(buffer: pa.Buffer, rows: int, schema: pa.Schema | None) -> pa.Table:
@@ -420,6 +456,7 @@ def _check(
     _check_fields(t)
     _check_values(t)
     _check_started_at(t)
+    _check_migration(t)
     error_kind, error_message = _check_error(t)
     _check_judges(t, identities)
     return _narrow(t, first_line, shard, error_kind, error_message)
@@ -439,12 +476,8 @@ def _check_fields(t: pa.Table) -> None:
     import pyarrow as pa
 
     names = set(t.column_names)
-    if (
-        not names <= set(JudgeResult.model_fields)
-        or "migration" in names
-        and t["migration"].null_count != t.num_rows
-    ):
-        raise _Refuse("unknown field, or a migrated record")
+    if not names <= set(JudgeResult.model_fields):
+        raise _Refuse("unknown field")
     for name in ("schema_version", "attempt", "repeat", *_STRINGS, "judge", "value", "reason"):
         if name not in names or (name not in ("value", "reason") and t[name].null_count):
             raise _Refuse(f"{name} missing")
@@ -502,19 +535,60 @@ def _check_values(t: pa.Table) -> None:
 
 def _check_started_at(t: pa.Table) -> None:
     """``started_at``: an ISO 8601 time with its offset, or null."""
+    if "started_at" in t.column_names:
+        _check_times(t["started_at"], "started_at")
+
+
+def _check_times(column: Any, name: str) -> None:
+    """Each value an ISO 8601 time with its offset (:data:`_ISO`), or null. A JSON Lines block
+    never holds a timestamp column (:func:`_strings_for_times`); a Parquet shard may."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if "started_at" not in t.column_names:
-        return
-    kind = t.schema.field("started_at").type
+    kind = column.type
     if pa.types.is_string(kind):
-        valid = pc.drop_null(t["started_at"])
+        valid = pc.drop_null(column)
         if len(valid) and not pc.all(pc.match_substring_regex(valid, _ISO)).as_py():
-            raise _Refuse("started_at format")
+            raise _Refuse(f"{name} format")
         pc.cast(valid, pa.timestamp("us", tz="UTC"))  # raises on an impossible date
     elif not (pa.types.is_timestamp(kind) or pa.types.is_null(kind)):
-        raise _Refuse("started_at type")
+        raise _Refuse(f"{name} type")
+
+
+def _check_migration(t: pa.Table) -> None:
+    """``migration``: null, or a :class:`~workbench.results.ResultMigration` object: its fields
+    only, the required ones set, versions integers, ``function`` a string, ``filled`` an object
+    (of anything), ``partition_source`` a string or null, ``migrated_at`` a time."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "migration" not in t.column_names or pa.types.is_null(t.schema.field("migration").type):
+        return
+    kind = t.schema.field("migration").type
+    if not pa.types.is_struct(kind) or not (
+        set(_MIGRATION_REQUIRED) <= {f.name for f in kind} <= _MIGRATION_FIELDS
+    ):
+        raise _Refuse("migration fields")
+    for name, ok in (
+        ("from_version", pa.int64()),
+        ("to_version", pa.int64()),
+        ("function", pa.string()),
+        ("migrated_at", pa.string()),
+    ):
+        if kind.field(name).type != ok:
+            raise _Refuse(f"migration.{name} type")
+    if not pa.types.is_struct(kind.field("filled").type):
+        raise _Refuse("migration.filled is not an object")
+    if "partition_source" in {f.name for f in kind}:
+        source = kind.field("partition_source").type
+        if not (source == pa.string() or pa.types.is_null(source)):
+            raise _Refuse("migration.partition_source type")
+    migration = t["migration"].combine_chunks()
+    migrated = pc.is_valid(migration)
+    for name in _MIGRATION_REQUIRED:
+        if true_any(pc.and_(migrated, pc.is_null(pc.struct_field(migration, name)))):
+            raise _Refuse(f"migration.{name} null")
+    _check_times(pc.struct_field(migration, "migrated_at"), "migration.migrated_at")
 
 
 def _check_error(t: pa.Table) -> tuple[Any, Any]:
@@ -720,9 +794,11 @@ def _nested_names(kind: Any, out: set[str]) -> set[str]:
 def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
     """Keys per line when top-level fields may be absent (optional ones default to null).
 
-    Each top-level column with nulls is looked up by name on every line (present or absent);
-    refused when a nested object has a key of the same name (the count would be ambiguous) or
-    when ``value`` or ``reason``, required even when null, is absent.
+    Each top-level column with nulls is looked up by name on every line (present or absent),
+    less the keys of that name inside the line's objects (``migration.filled.reason``), counted
+    as if every nested key were written: a nested key absent makes the top-level key look
+    absent too, never present, and the block is refused when ``value`` or ``reason``, required
+    even when null, looks absent.
     """
     import numpy as np
     import pyarrow.compute as pc
@@ -739,16 +815,98 @@ def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
         if column.null_count == 0:
             total += 1
             continue
-        if name in nested:
-            raise _Refuse(f"a nested key named {name!r}")
         count = pc.count_substring_regex(lines, _KEY_PREFIX + name + r'"\s*:').to_numpy(
             zero_copy_only=False
         )
+        if name in nested:  # e.g. migration.filled.reason: its keys are not the top-level one
+            count = count - sum(
+                (_named_keys(col.combine_chunks(), name) for col in table.columns),
+                np.zeros(table.num_rows, dtype=np.int64),
+            )
         present = np.where(pc.is_valid(column).to_numpy(zero_copy_only=False), 1, count)
-        if name in ("value", "reason") and (present == 0).any():
+        if name in ("value", "reason") and (present <= 0).any():
             raise _Refuse(f"{name} absent on a line")
         total += present
-    return total
+    return total - _filled_absent(table, lines)
+
+
+def _filled_absent(table: pa.Table, lines: Any) -> Any:
+    """Per line, the keys of ``migration.filled`` Arrow reads as null that the line does not
+    write: ``filled`` is an object of anything, so one line may fill ``attempt`` and the next
+    not. Each such key is looked up inside the one object written under a ``filled`` key (no
+    other object of the block has a key of that name; the lookup stops at any brace, so it
+    never leaves that object: a nested value makes the key look absent, and the block is
+    refused); a key that is not a plain name is not looked up (the block is refused)."""
+    import re
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    absent = np.zeros(table.num_rows, dtype=np.int64)
+    if "migration" not in table.column_names:
+        return absent
+    kind = table.schema.field("migration").type
+    if not pa.types.is_struct(kind) or kind.get_field_index("filled") < 0:
+        return absent
+    filled = pc.struct_field(table["migration"].combine_chunks(), "filled")
+    if not pa.types.is_struct(filled.type):
+        return absent
+    names: list[str] = []
+    for field in table.schema:
+        names.extend(_all_names(field.type))
+    if names.count("filled") != 1:
+        raise _Refuse("another object with a key named 'filled'")
+    valid = pc.is_valid(filled).to_numpy(zero_copy_only=False)
+    for i, field in enumerate(filled.type):
+        child = pc.struct_field(filled, i)
+        if not child.null_count:
+            continue
+        if not re.fullmatch(r"\w+", field.name, re.ASCII):
+            raise _Refuse("a filled key that is not a plain name")
+        pattern = r'[{,]\s*"filled"\s*:\s*\{(?:[^{}]*,)?\s*"' + field.name + r'"\s*:'
+        written = pc.count_substring_regex(lines, pattern).to_numpy(zero_copy_only=False)
+        null = pc.is_null(child).to_numpy(zero_copy_only=False)
+        absent += np.where(valid & null, 1 - np.minimum(written, 1), 0)
+    return absent
+
+
+def _all_names(kind: Any) -> list[str]:
+    """Every field name inside ``kind`` (structs, lists), once per field."""
+    import pyarrow as pa
+
+    out: list[str] = []
+    if pa.types.is_struct(kind):
+        for field in kind:
+            out.append(field.name)
+            out.extend(_all_names(field.type))
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        out.extend(_all_names(kind.value_type))
+    return out
+
+
+def _named_keys(array: Any, name: str) -> Any:
+    """How many keys ``name`` each row's JSON holds inside its objects when every field of
+    every object is present (as :func:`_keys_per_row` counts them; written keys fewer than
+    that make the block's key count fall short, and the block is refused)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(array)
+    kind = array.type
+    if pa.types.is_struct(kind):
+        total = np.zeros(n, dtype=np.int64)
+        for i, field in enumerate(kind):
+            total += (field.name == name) + _named_keys(pc.struct_field(array, i), name)
+        return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        flat = pc.list_flatten(array)
+        if not len(flat):
+            return np.zeros(n, dtype=np.int64)
+        parents = pc.list_parent_indices(array).to_numpy()
+        return np.bincount(parents, weights=_named_keys(flat, name), minlength=n).astype(np.int64)
+    return np.zeros(n, dtype=np.int64)
 
 
 def _keys_per_row(array: Any, strings: bool = True) -> Any:
