@@ -226,4 +226,6 @@ def test_develop_notebook_shows_the_notice_on_top_with_a_policy_for_another_rubr
     assert "Notice: policy other-release@3 does not match rubric" in outputs[first]
     assert "policy_rubric_mismatch" in outputs[first]
     assert all("<table" not in text for text in outputs[:first])
-    assert f"gold: {project / 'data' / 'demo'} (from {project / 'workbench.yaml'})" in outputs[first]
+    assert (
+        f"gold: {project / 'data' / 'demo'} (from {project / 'workbench.yaml'})" in outputs[first]
+    )

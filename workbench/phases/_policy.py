@@ -93,9 +93,7 @@ def phase_policy(
         return policy, None
     common = set(policy.slices) & set(rubric.slices)
     whole = not common or any(p.code in _NO_MATCH for p in problems)
-    title = (
-        f"policy {policy.label} does not match rubric {rubric.name} {rubric.version}: "
-        + ("no limit applies, results show –" if whole else "some slices show no limit")
+    title = f"policy {policy.label} does not match rubric {rubric.name} {rubric.version}: " + (
+        "no limit applies, results show –" if whole else "some slices show no limit"
     )
     return policy, PolicyNotice(title, tuple(problems))
-

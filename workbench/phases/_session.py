@@ -17,8 +17,8 @@ from ..align import AlignmentReport, Join, align_results, alignment_report, read
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import refuse_held_out
-from ..policy import Policy
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
+from ..policy import Policy
 from ..results import ResultLine, read_results
 from ..runs import RunOptions, RunSummary, run_candidate
 from ._policy import PolicyNotice, phase_policy
@@ -76,9 +76,7 @@ class PhaseSession:
     ) -> tuple[Policy | None, PolicyNotice | None]:
         """The policy at ``path`` for this gold, and the notice to show at the top when it
         does not fit the gold's rubric (:func:`~workbench.phases.phase_policy`)."""
-        return phase_policy(
-            path, self.dataset.rubric, partition=self.partition, required=required
-        )
+        return phase_policy(path, self.dataset.rubric, partition=self.partition, required=required)
 
     def load(self, spec_path: str | Path) -> Judge:
         judge = load_candidate(spec_path)

@@ -52,7 +52,9 @@ class ProjectInputs:
             ("policy", str(self.policy) if self.policy else "(none)"),
             ("candidates", ", ".join(map(str, self.candidates))),
         ]
-        return "\n".join(f"{key}: {value} (from {self.sources.get(key, '?')})" for key, value in rows)
+        return "\n".join(
+            f"{key}: {value} (from {self.sources.get(key, '?')})" for key, value in rows
+        )
 
 
 def declared_inputs(root: Path) -> dict[str, Any]:
@@ -122,7 +124,9 @@ def project_inputs(
         sources[key] = "none"
         if key != "policy":
             message = f"no {key} given: the parameter is not set and workbench.yaml has no `{key}:`"
-            fix = f"set the notebook's {key} parameter, or write `{_EXAMPLES[key]}` in workbench.yaml"
+            fix = (
+                f"set the notebook's {key} parameter, or write `{_EXAMPLES[key]}` in workbench.yaml"
+            )
             missing.append(problem(config, "project_input_missing", message, fix))
         return None
 

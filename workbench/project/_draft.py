@@ -147,7 +147,9 @@ def draft_policy(gold: str | Path) -> PolicyDraft | None:
             " by hand",
         )
     parsed = _parse(text)
-    template = render("policy.yaml", name=parsed["name"], root=root, today=_created(parsed["created"]))
+    template = render(
+        "policy.yaml", name=parsed["name"], root=root, today=_created(parsed["created"])
+    )
     drafted = draft_text(template, version, slices)
     if drafted != text:
         atomic_write_text(path, drafted)
