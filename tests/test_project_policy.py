@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from conftest import make_project, use_project
 
 from workbench.cli.main import main
-from workbench.errors import WorkbenchError
-from workbench.phases import DevelopSession
+from workbench.errors import WorkbenchError, problem
+from workbench.phases import DevelopSession, PolicyNotice
 from workbench.policy import load_policy
 from workbench.project import init_project, project_inputs
 from workbench.reports import slice_table
@@ -190,6 +190,10 @@ def test_develop_session_says_when_the_policy_does_not_fit_and_shows_limits_when
     assert "does not match rubric" in notice.title and "results show –" in notice.title
     assert "policy_rubric_mismatch" in [p.code for p in notice.problems]
     assert "Notice: policy other-release@3 does not match" in notice._repr_html_()
+    hostile = PolicyNotice("<script>t</script>", (problem("x", "c", "<img src=x>", "<b>f</b>"),))
+    shown = hostile._repr_html_()  # the notice's text is escaped, never markup
+    assert "<script>" not in shown and "<img" not in shown and "<b>f" not in shown
+    assert "&lt;img src=x&gt;" in shown
 
     _configure(project, policy=None)  # no policy named at all
     none, notice = session.release_policy(project_inputs().policy)

@@ -9,7 +9,6 @@ named (neither the parameter nor ``policy:`` in ``workbench.yaml``), a policy th
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,15 +37,10 @@ class PolicyNotice:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        items = "".join(
-            f"<li><code>{html.escape(p.code)}</code>: {html.escape(p.message)}<br>"
-            f"<em>fix:</em> {html.escape(p.fix)}</li>"
-            for p in self.problems
-        )
-        return (
-            '<div class="wb-notice" role="alert" style="border:2px solid #b45309;'
-            'background:#fffbeb;padding:0.5em 1em;margin:0.5em 0">'
-            f"<strong>Notice: {html.escape(self.title)}</strong><ul>{items}</ul></div>"
+        from .._html import fragment
+
+        return str(
+            fragment("calibration.html.j2", "policy_notice", self.title, list(self.problems))
         )
 
 
