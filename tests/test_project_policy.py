@@ -24,9 +24,9 @@ from conftest import make_project, use_project
 
 from workbench.cli.main import main
 from workbench.errors import WorkbenchError, problem
-from workbench.phases import DevelopSession, PolicyNotice
+from workbench.phases import DevelopSession
 from workbench.policy import load_policy
-from workbench.project import init_project, project_inputs
+from workbench.project import init_project
 from workbench.reports import slice_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,6 +150,8 @@ def _configure(project: Path, **keys: object) -> None:
 def test_inputs_come_from_workbench_yaml_and_missing_ones_are_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from workbench.project import project_inputs
+
     project = use_project(monkeypatch, make_project(tmp_path / "proj"))
     inputs = project_inputs()
     assert inputs.gold == project / "data" / "demo"
@@ -175,6 +177,9 @@ def test_inputs_come_from_workbench_yaml_and_missing_ones_are_named(
 def test_develop_session_says_when_the_policy_does_not_fit_and_shows_limits_when_it_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from workbench.phases import PolicyNotice
+    from workbench.project import project_inputs
+
     project = use_project(monkeypatch, make_project(tmp_path / "proj"))
     inputs = project_inputs(candidates=[ROOT / "data" / "candidates" / "rubric-judge@2.yaml"])
     session = DevelopSession(inputs.gold, run_root=tmp_path / "runs")
