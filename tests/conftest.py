@@ -263,18 +263,21 @@ PROJECT_ROOT_ENV = "WORKBENCH_PROJECT_ROOT"  # workbench.project.PROJECT_ROOT_EN
 TEST_LEDGER = "held_out_ledger.jsonl"
 
 
-def _repo_approvers() -> list[str]:
+def _repo_config() -> dict[str, Any]:
+    """The repository's approver list and the demo inputs its workbench.yaml names."""
     config = yaml.safe_load((REPO / "workbench.yaml").read_text(encoding="utf-8"))
-    return list(config["approvers"])
+    keys = ("approvers", "gold", "policy", "candidates")  # workbench.project.INPUT_KEYS
+    return {key: config[key] for key in keys}
 
 
 def make_project(directory: Path) -> Path:
     """Make ``directory`` a test project: a ``workbench.yaml`` with the repository's approver
-    list and a held-out ledger of its own (``held_out_ledger.jsonl`` in it), and the
+    list and demo inputs (gold, policy, candidates: what the phase notebooks use by default)
+    and a held-out ledger of its own (``held_out_ledger.jsonl`` in it), and the
     repository's ``data/`` and ``notebooks/`` linked in (read only), so notebook parameters
     relative to the project root (``data/demo``) resolve. Returns it."""
     directory.mkdir(parents=True, exist_ok=True)
-    config = {"approvers": _repo_approvers(), "held_out_ledger": TEST_LEDGER}
+    config = {**_repo_config(), "held_out_ledger": TEST_LEDGER}
     (directory / "workbench.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     for part in ("data", "notebooks"):
         if not (directory / part).exists():

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import JUDGE, fingerprint, make_case, make_result, write_results
+from conftest import JUDGE, RUBRIC, fingerprint, make_case, make_result, write_results
 from lineage_support import stamped
 
 from workbench.cli import main
@@ -343,7 +343,9 @@ def test_invalid_line_limit_setting_exits_2(
 
 
 def test_yaml_size_limit_is_overridable(make_dataset, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = make_dataset([make_case("a")])
+    # The rubric is the largest YAML file validate reads (the project's workbench.yaml included).
+    rubric = {**RUBRIC, "criterion": RUBRIC["criterion"] + " Written at length." * 40}
+    root = make_dataset([make_case("a")], rubric=rubric)
     size = (root / "rubric.yaml").stat().st_size
     monkeypatch.setenv("WORKBENCH_MAX_YAML_BYTES", str(size - 1))
     assert "rubric.yaml" in refused(invoke("validate", str(root)), "file_too_large")

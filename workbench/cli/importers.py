@@ -66,15 +66,21 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     Writes gold.jsonl, a drafted rubric.yaml (slice risks 'unset': set them, validate refuses
     'unset') and card.md (computed part filled in). Re-running on the same input writes the
     same bytes and keeps the risks and the card's human part; it refuses to move an existing
-    case to another partition or drop one unless --force.
+    case to another partition or drop one unless --force. Into the project's gold (`gold:` in
+    workbench.yaml) it also drafts the project's `policy:` (one block per slice, the rubric's
+    version) while that file is still the template `workbench init` wrote.
 
     Exit 0: written; 2: invalid mapping or source (every problem listed); 4: written, but some
     cases wait for an adjudicator (listed here and in adjudication_needed.csv).
     """
     from ..importers.table import format_pending
+    from ..project import draft_policy
 
     result, summary = import_table(source, out, mapping=mapping, force=force)
     click.echo(summary.format())
+    drafted = draft_policy(out)  # the project's policy, while still the init template
+    if drafted is not None:
+        click.echo(drafted.message)
     if result.pending:
         click.echo(format_pending(list(result.pending), out), err=True)
         sys.exit(ExitCode.REVIEW_REQUIRED)

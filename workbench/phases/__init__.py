@@ -9,6 +9,7 @@ from ._calibrate import (
     record_selection,
     threshold_sweep,
 )
+from ._policy import PolicyNotice, phase_policy
 from ._session import DEMO_LLM_URL_ENV, DevelopSession, PhaseSession, serve_demo_llm
 
 __all__ = [
@@ -16,10 +17,12 @@ __all__ = [
     "CalibrationSession",
     "DevelopSession",
     "PhaseSession",
+    "PolicyNotice",
     "Selection",
     "choose_threshold",
     "freeze_threshold",
     "paired_comparison",
+    "phase_policy",
     "record_selection",
     "serve_demo_llm",
     "threshold_sweep",

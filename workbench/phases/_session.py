@@ -18,8 +18,10 @@ from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import refuse_held_out
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
+from ..policy import Policy
 from ..results import ResultLine, read_results
 from ..runs import RunOptions, RunSummary, run_candidate
+from ._policy import PolicyNotice, phase_policy
 
 DEMO_LLM_URL_ENV = "WORKBENCH_DEMO_LLM_URL"
 """The variable the demo LLM candidates (``support-llm-judge@*``) read their base URL from."""
@@ -74,6 +76,13 @@ class PhaseSession:
         self.budget_usd = budget_usd
         self._spec_paths: dict[str, Path] = {}
         self._judges: dict[str, Judge] = {}
+
+    def release_policy(
+        self, path: str | Path | None, *, required: bool = False
+    ) -> tuple[Policy | None, PolicyNotice | None]:
+        """The policy at ``path`` for this gold, and the notice to show at the top when it
+        does not fit the gold's rubric (:func:`~workbench.phases.phase_policy`)."""
+        return phase_policy(path, self.dataset.rubric, partition=self.partition, required=required)
 
     def load(self, spec_path: str | Path) -> Judge:
         judge = load_candidate(spec_path)

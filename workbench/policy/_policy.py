@@ -421,6 +421,23 @@ def _rule_problems(e: Any, where: str, loc: str) -> list[Problem] | None:
     return None
 
 
+OWNER_DOCS = "docs/formats.md#policy-owner-and-rationale"
+"""Where the policy's ``owner`` and ``rationale`` are explained (a blank one's fix points here)."""
+
+
+def _field_fix(error: Any) -> str:
+    """The fix of an invalid policy field: the docs section a person reads to write it."""
+    field_name = error["loc"][0] if error.get("loc") else None
+    if field_name == "owner":
+        return f"write the named person or team accountable for these limits (see {OWNER_DOCS})"
+    if field_name == "rationale":
+        return (
+            "write why these limits, in the harm a wrong verdict does, before any result is seen"
+            f" (see {OWNER_DOCS})"
+        )
+    return "correct this field; see docs/formats.md#policy for every field's meaning"
+
+
 def load_policy(path: str | Path) -> Policy:
     """Read and check a policy file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
@@ -455,7 +472,7 @@ def load_policy(path: str | Path) -> Policy:
             at=loc,
             code="policy_invalid",
             root="policy",
-            fix="correct this field; see workbench/policy/_policy.py for every field's meaning",
+            fix=_field_fix,
             expand=_rule_problems,
         )
     if problems or policy is None:
