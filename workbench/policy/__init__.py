@@ -19,6 +19,7 @@ from ._gate import (
     SliceFigures,
     evaluate_gate,
     format_gate,
+    slice_blockers,
 )
 from ._overrides import (
     DEFAULT_OVERRIDES_PATH,
@@ -84,6 +85,7 @@ __all__ = [
     "decide",
     "describe_override",
     "evaluate_gate",
+    "slice_blockers",
     "format_gate",
     "format_override",
     "load_overrides",

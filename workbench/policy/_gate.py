@@ -737,34 +737,54 @@ def _slices(
         if name not in rubric.slices
     ]
     for name in names:
-        risk = rubric.risk_of(name)
         row = rows.get(name) or empty_slice(name, rubric)
-        spec = policy.slices.get(name)
-        if spec is None:
-            out.append(
-                _review(
-                    "slice_not_in_policy",
-                    f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.",
-                    slice=name,
-                    risk=risk,
-                    evidence={"cases": row.n, "verdicts": row.verdicts},
-                )
+        out += _slice_blockers(row, rubric.risk_of(name), policy, flagged.get(name, {}), view)
+    return out
+
+
+def _slice_blockers(
+    row: SliceAlignment, risk: str | None, policy: Policy, ids: dict[str, list[str]], view: bool
+) -> list[Blocker]:
+    """One slice's blockers: no reviewed limits, a risk the policy did not review, its checks."""
+    name = row.slice
+    spec = policy.slices.get(name)
+    if spec is None:
+        return [
+            _review(
+                "slice_not_in_policy",
+                f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.",
+                slice=name,
+                risk=risk,
+                evidence={"cases": row.n, "verdicts": row.verdicts},
             )
-            continue
-        if risk is not None and spec.risk.value != risk:
-            out.append(
-                _review(
-                    "policy_risk_mismatch",
-                    f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric"
-                    f" says {risk}.",
-                    slice=name,
-                    risk=risk,
-                    evidence={"policy": spec.risk.value, "rubric": risk},
-                )
+        ]
+    out = []
+    if risk is not None and spec.risk.value != risk:
+        out.append(
+            _review(
+                "policy_risk_mismatch",
+                f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric"
+                f" says {risk}.",
+                slice=name,
+                risk=risk,
+                evidence={"policy": spec.risk.value, "rubric": risk},
             )
-        out += _slice_checks(
-            row, spec, risk, policy.min_n_for(name), flagged.get(name, {}), pass_fail=view
         )
+    return out + _slice_checks(row, spec, risk, policy.min_n_for(name), ids, pass_fail=view)
+
+
+def slice_blockers(report: AlignmentReport, policy: Policy) -> list[Blocker]:
+    """The gate's own blockers that name the slices of ``report``, without a rubric or a run.
+
+    For previews that show a per-slice result before any gate is applied (development and
+    calibration tables and charts): completeness (missing results, evaluator errors, which name
+    their slices in the evidence) and every slice's checks, computed by the functions
+    :func:`evaluate_gate` uses, so a preview and the gate never disagree about a slice.
+    """
+    out = _completeness(report, None, policy.max_evaluator_errors)
+    for row in report.slices:
+        if row.n > 0:
+            out += _slice_blockers(row, row.risk, policy, {}, report.pass_fail_view)
     return out
 
 

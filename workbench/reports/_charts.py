@@ -2,8 +2,8 @@
 JavaScript).
 
 * :func:`slice_error_chart`: false-pass and false-fail rates per slice with 95% Wilson
-  intervals, each slice's policy limit as a rule mark, slices coloured by result (or, without
-  a gate, by whether the compared figure is within the limit);
+  intervals, each slice's policy limit as a rule mark, slices coloured by their status
+  (:mod:`workbench.reports._status`: read from the gate's blockers, never compared here);
 * :func:`confusion_heatmap`: adjudicated label x judge label, counts in the cells;
 * :func:`threshold_sweep_chart`: a score judge's false-pass rate (with its upper bound) and
   false-fail rate at every threshold, the policy's limit drawn and the chosen threshold marked.
@@ -22,57 +22,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._format import DASH, kn, pct
-from ._slices import SliceRow, slice_rows
+from ._slices import SliceRow, rows_from_alignment, slice_rows
+from ._status import STATUS_COLORS
 
 TITLE = "Judge error rates by slice"
-STATUS_COLORS = {
-    "pass": "#1a7f37",
-    "within limit": "#1a7f37",
-    "fail": "#cf222e",
-    "over limit": "#cf222e",
-    "review": "#8250df",
-    "bound too wide": "#8250df",
-    "incomplete": "#bc4c00",
-    "waived": "#0969da",
-    "no limit": "#57606a",
-    "not run": "#8c959f",
-    DASH: "#57606a",
-}
 
 
 def _rows(source: Any, policy: Any, gate: Any) -> list[SliceRow]:
     if isinstance(source, list) and (not source or isinstance(source[0], SliceRow)):
         return list(source)
     slices = getattr(source, "slices", None)
-    if slices is None and isinstance(source, dict):
+    if slices is not None:
+        return rows_from_alignment(source, policy, gate)
+    if isinstance(source, dict):
         slices = source.get("slices")
     return slice_rows(slices if slices is not None else source, policy, gate)
-
-
-def _status(row: SliceRow, metric: str, gated: bool) -> str:
-    """Colour key of one point: the slice's gate result, or the limit comparison without a gate."""
-    if gated:
-        return row.result
-    limits = row.limits
-    rate = row.false_pass_rate if metric == "fp" else row.false_fail_rate
-    limit = (
-        (limits.max_false_pass_rate if metric == "fp" else limits.max_false_fail_rate)
-        if limits
-        else None
-    )
-    basis = (
-        (limits.false_pass_basis if metric == "fp" else limits.false_fail_basis)
-        if limits
-        else "point"
-    )
-    value = _get(rate, "rate")
-    if limit is None or value is None:
-        return "no limit"
-    if value > limit:
-        return "over limit"
-    if basis == "upper_95" and (_get(rate, "ci95_high") or 0) > limit:
-        return "bound too wide"
-    return "within limit"
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -84,7 +48,6 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
     import pandas as pd
 
     rows = _rows(source, policy, gate)
-    gated = gate is not None
     records = []
     for row in rows:
         for metric, title, rate in (
@@ -113,7 +76,7 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
                         if limits
                         else None
                     ),
-                    "status": _status(row, metric, gated),
+                    "status": row.result,
                     "rate_text": pct(value),
                     "limit_text": pct(limit) if limit is not None else DASH,
                 }
@@ -169,9 +132,10 @@ def slice_error_chart(
     ``source``: an :class:`~workbench.align.AlignmentReport`, a list of figures (the gate's
     ``figures``) or of :class:`SliceRow`. ``policy`` draws each slice's limit as a black rule mark
     across the slice's row;
-    ``gate`` colours each slice by its result (otherwise by whether the figure the gate would
-    compare is within the limit). Rates over no case are left out of the marks (their k/n is
-    still written).
+    ``gate`` colours each slice by its status from the gate's blockers (without a gate, an
+    alignment report under ``policy`` by the gate's own per-slice checks; otherwise by the
+    result each :class:`SliceRow` carries). Rates over no case are left out of the marks (their
+    k/n is still written).
     """
     import altair as alt
 
@@ -180,7 +144,7 @@ def slice_error_chart(
     statuses = [s for s in STATUS_COLORS if s in set(data["status"])]
     color = alt.Color(
         "status:N",
-        title="slice result" if gate is not None else "against the limit",
+        title="slice result",
         scale=alt.Scale(domain=statuses, range=[STATUS_COLORS[s] for s in statuses]),
         legend=alt.Legend(orient="bottom"),
     )

@@ -3,20 +3,19 @@
 The figures come from the gate (:class:`~workbench.policy.SliceFigures`, also in ``gate.json``)
 or from an alignment report (:class:`~workbench.align.SliceAlignment`); both carry the same
 fields, so a row can be built from either, and from their JSON dicts. The *result* of a slice
-is read from the gate's blockers, never recomputed here: ``fail`` when a quality blocker names
-the slice, ``review`` for a review blocker, ``incomplete`` for an incomplete one, ``waived``
-when its only blockers were waived, ``pass`` otherwise; ``not run`` when held-out data was not
-used, and ``-`` when no gate was applied (development and calibration previews without a
-policy).
+is read from the gate's blockers, never recomputed here: :func:`~workbench.reports._status.
+slice_status` (``fail``, ``incomplete``, ``review``, ``waived``, ``pass``, ``not run``, ``-``)
+is the one vocabulary every per-slice surface uses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._format import DASH, kn, limit_text, pct, rate_text
+from ._status import preview_gate, slice_status
 
 RESULT_ORDER = {
     "fail": 0,
@@ -166,7 +165,9 @@ def slice_rows(
         if name == "(all)":
             continue
         risk = _get(f, "risk") or ""
-        result, codes = _result(name, blockers, waived, gate is not None, held_out_used)
+        result, codes = slice_status(
+            name, blockers, waived, gated=gate is not None, held_out_used=held_out_used
+        )
         rows.append(
             SliceRow(
                 slice=name,
@@ -185,29 +186,10 @@ def slice_rows(
     return rows
 
 
-def _result(
-    name: str, blockers: Iterable[Any], waived: Iterable[Any], gated: bool, held_out_used: bool
-) -> tuple[str, tuple[str, ...]]:
-    if not held_out_used:
-        return "not run", ()
-    if not gated:
-        return DASH, ()
-    mine = [b for b in blockers if _get(b, "slice") == name]
-    codes = tuple(dict.fromkeys(_get(b, "code") for b in mine))
-    categories = {_get(b, "category") for b in mine}
-    if "quality" in categories:
-        return "fail", codes
-    if "incomplete" in categories:
-        return "incomplete", codes
-    if "review" in categories:
-        return "review", codes
-    if any(_get(b, "slice") == name for b in waived):
-        return "waived", tuple(
-            dict.fromkeys(_get(b, "code") for b in waived if _get(b, "slice") == name)
-        )
-    return "pass", ()
-
-
 def rows_from_alignment(report: Any, policy: Any = None, gate: Any = None) -> list[SliceRow]:
-    """:func:`slice_rows` over an :class:`~workbench.align.AlignmentReport`'s slices."""
+    """:func:`slice_rows` over an :class:`~workbench.align.AlignmentReport`'s slices; without a
+    gate but with a policy, each slice's result comes from the gate's per-slice checks
+    (:func:`~workbench.reports._status.preview_gate`)."""
+    if gate is None:
+        gate = preview_gate(report, policy)
     return slice_rows(_get(report, "slices", []) or [], policy, gate)

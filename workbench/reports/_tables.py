@@ -14,6 +14,7 @@ from typing import Any
 
 from ._format import DASH, DASH_NOTE, missing, number, pct, rate_text
 from ._slices import SliceRow, rows_from_alignment, slice_rows
+from ._status import HIGHLIGHT as STATUS_HIGHLIGHT
 
 HIGHLIGHT = {
     "critical": "background-color:#ffebe9;color:#82071e;font-weight:600",
@@ -161,36 +162,25 @@ def slice_table(
     """The per-slice table: coverage, rates with intervals and k/n, the policy's limits, the result.
 
     ``source``: an :class:`~workbench.align.AlignmentReport`, the gate's figures, or
-    :class:`SliceRow` objects. Without a gate, the result column compares each figure with its
-    limit the way the gate does (``over limit``, ``bound too wide``, ``within limits``).
-    Critical slices over a limit are highlighted in red, other slices over a limit in a lighter
-    red, slices whose bound is too wide in purple.
+    :class:`SliceRow` objects. The result column is each slice's status from the gate's blockers
+    (:mod:`workbench.reports._status`; without a gate, an alignment report under ``policy`` gets
+    them from the gate's own per-slice checks). Failing critical slices are highlighted in red,
+    other failing slices in a lighter red, slices to review in purple.
     """
     import pandas as pd
 
     rows = _slice_rows(source, policy, gate)
-    records = []
-    for row in rows:
-        record = row.record()
-        if gate is None:
-            record["result"] = _limit_result(row)
-        records.append(record)
+    records = [row.record() for row in rows]
     keep = [c for c in columns if not (c in ("FP limit", "basis", "FF limit") and policy is None)]
-    if gate is None and policy is None:
+    if all(row.result == DASH for row in rows):
         keep = [c for c in keep if c != "result"]
     frame = pd.DataFrame(records, columns=list(SLICE_COLUMNS) + ["abstention limit"])[keep]
     by_slice = {r.slice: r for r in rows}
 
     def highlight(record: Mapping[str, Any]) -> str | None:
-        result = record.get("result")
         row = by_slice.get(record["slice"])
-        if result in ("fail", "over limit"):
-            return "critical" if row is not None and row.critical else "fail"
-        if result in ("review", "bound too wide"):
-            return "review"
-        if result == "incomplete":
-            return "incomplete"
-        return None
+        status = STATUS_HIGHLIGHT.get(row.result) if row is not None else None
+        return "critical" if status == "fail" and row is not None and row.critical else status
 
     notes = [
         "Rates are over cases judged pass or fail: FP over human fails, FF over human passes"
@@ -210,44 +200,6 @@ def _slice_rows(source: Any, policy: Any, gate: Any) -> list[SliceRow]:
     if hasattr(source, "slices"):
         return rows_from_alignment(source, policy, gate)
     return slice_rows(source, policy, gate)
-
-
-def _limit_result(row: SliceRow) -> str:
-    """Without a gate: how the slice's figures compare with its limits (the gate's comparisons)."""
-    limits = row.limits
-    if limits is None:
-        return DASH
-    fp = row.false_pass_rate
-    verdicts = [_rate_verdict(fp, limits.max_false_pass_rate, limits.false_pass_basis)]
-    verdicts.append(
-        _rate_verdict(row.false_fail_rate, limits.max_false_fail_rate, limits.false_fail_basis)
-    )
-    fp_k, fp_n = _get(fp, "k"), _get(fp, "n")
-    if limits.max_false_passes is not None and fp_n and fp_k > limits.max_false_passes:
-        verdicts.append("over limit")
-    abst = _get(row.abstention_rate, "rate")
-    cap = limits.max_abstention_rate
-    if abst is not None and cap is not None and abst > cap:
-        verdicts.append("over limit")
-    return next(
-        (w for w in ("over limit", "bound too wide", "unbounded") if w in verdicts),
-        "within limits",
-    )
-
-
-def _rate_verdict(rate: Any, limit: float | None, basis: str | None) -> str | None:
-    if limit is None:
-        return None
-    value, high = _get(rate, "rate"), _get(rate, "ci95_high")
-    if value is None:
-        return "unbounded"
-    if value > limit:
-        return "over limit"
-    return "bound too wide" if basis == "upper_95" and high is not None and high > limit else None
-
-
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 def confusion_table(confusion: Any) -> Table:
