@@ -33,7 +33,16 @@ def cli(*args: Any) -> Any:
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run") / "run"
     result = cli(
-        "run", "--candidate", CANDIDATE, "--gold", DEMO, "--partition", "development", "--out", out
+        "run",
+        "--candidate",
+        CANDIDATE,
+        "--gold",
+        DEMO,
+        "--partition",
+        "development",
+        "--no-cache",
+        "--out",
+        out,
     )
     assert result.exit_code == 0, result.output
     return out / "results.jsonl"
@@ -145,6 +154,7 @@ def test_run_prints_the_count_and_the_first_ten_sampled_out_ids(tmp_path: Path) 
         "development",
         "--sampling-plan",
         plan,
+        "--no-cache",
         "--out",
         out,
     )

@@ -496,19 +496,30 @@ _SLICE_NOTE = (
 )
 
 
+def _unit(report: AlignmentReport) -> str:
+    ordinal = report.overall.ordinal
+    return ordinal.mean_absolute_error.unit if ordinal is not None else "scale step"
+
+
 def _narrow_table_lines(report: AlignmentReport) -> list[str]:
     """The tables of the default text: the narrow per-slice (and ordinal) tables, whose counts
     are in ``--wide`` and ``--json``, and the confusion table."""
     from . import _narrow
 
-    lines = ["", _SLICE_NOTE + "; counts in --wide and --json):", *_narrow.slice_table(report)]
+    kappa = "; kappa = nominal Cohen's kappa" if report.scale != "nominal" else ""
+    lines = [
+        "",
+        _SLICE_NOTE + f"{kappa}; counts in --wide and --json):",
+        *_narrow.slice_table(report),
+    ]
     ordinal = _narrow.ordinal_table(report)
     if ordinal is not None:
         lines += [
             "",
             "Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge label"
             " both on the scale, the denominator of every figure; weighted Cohen's kappa, linear"
-            " and quadratic; MAE = mean |judge - adjudicated|; exact, within one, judge"
+            f" and quadratic; MAE = mean |judge - adjudicated| in {_unit(report)}s; exact, within"
+            " one, judge"
             " higher/lower as shares of pairs; counts in --wide and --json):",
             *ordinal,
         ]
