@@ -17,6 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 from workbench.align import align, format_report
+from workbench.align._report import Confusion
 from workbench.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +117,13 @@ def test_long_slice_names_of_one_family_fit_and_stay_distinct(demo_run: Path) ->
     rename = dict(zip([s.slice for s in report.slices], LONG, strict=False))
     slices = [s.model_copy(update={"slice": rename.get(s.slice, s.slice)}) for s in report.slices]
     costs = [c.model_copy(update={"slice": rename.get(c.slice, c.slice)}) for c in report.costs]
-    long = report.model_copy(update={"slices": slices, "costs": costs})
+    labels = [
+        f"{family}-rating-{grade}" for family in ("helpful", "harmless") for grade in "ABCDEF"
+    ]
+    confusion = Confusion(
+        rows=labels, columns=labels, counts=[[i * j for j in range(12)] for i in range(12)]
+    )  # a rubric of many long labels: the confusion prints in column blocks
+    long = report.model_copy(update={"slices": slices, "costs": costs, "confusion": confusion})
     lines = format_report(long).splitlines()
     assert max(len(line) for line in lines) <= WIDTH, max(lines, key=len)
     names = _row_names(lines, "slice  ")
@@ -124,6 +131,8 @@ def test_long_slice_names_of_one_family_fit_and_stay_distinct(demo_run: Path) ->
     assert len(set(names)) == len(names)
     cost_names = _row_names(lines, "slice    ")
     assert set(LONG) <= set(cost_names)
+    text = "\n".join(lines)
+    assert all(f"{label} " in text for label in labels)
 
 
 def test_run_prints_the_count_and_the_first_ten_sampled_out_ids(tmp_path: Path) -> None:

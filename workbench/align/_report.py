@@ -519,24 +519,20 @@ def _narrow_table_lines(report: AlignmentReport) -> list[str]:
             "Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge label"
             " both on the scale, the denominator of every figure; weighted Cohen's kappa, linear"
             f" and quadratic; MAE = mean |judge - adjudicated| in {_unit(report)}s; exact, within"
-            " one, judge"
-            " higher/lower as shares of pairs; counts in --wide and --json):",
+            " one, judge higher/lower as shares of pairs; counts in --wide and --json):",
             *ordinal,
         ]
-    import pandas as pd
-
-    with pd.option_context("display.width", 120, "display.max_columns", 20):
-        if report.overall.ordinal is not None:
-            frame = report.overall.ordinal.confusion.to_frame()
-            frame.index.name, frame.columns.name = "human \\ judge", None
-            lines += [
-                "",
-                f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
-                " pairs; rows: adjudicated label, columns: judge):",
-                frame.to_string(),
-            ]
-        lines += ["", "Confusion (rows: adjudicated human label, columns: judge):"]
-        lines.append(report.confusion.to_frame().to_string())
+    if report.overall.ordinal is not None:
+        frame = report.overall.ordinal.confusion.to_frame()
+        frame.index.name, frame.columns.name = "human \\ judge", None
+        lines += [
+            "",
+            f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
+            " pairs; rows: adjudicated label, columns: judge):",
+            frame.to_string(line_width=_narrow.WIDTH),  # wide tables in column blocks
+        ]
+    lines += ["", "Confusion (rows: adjudicated human label, columns: judge):"]
+    lines.append(report.confusion.to_frame().to_string(line_width=_narrow.WIDTH))
     return lines
 
 
