@@ -370,6 +370,13 @@ def test_align_shows_coverage_in_text_and_json(make_dataset, tmp_path: Path) -> 
     )
     assert "8 verdicts (6 decided, 2 abstentions)" in text and "coverage:   6/8 = 0.75" in text
     row = next(line for line in text.splitlines() if line.startswith("general"))
+    assert row.split()[-3:] == ["0.75", "8", "low"]  # coverage 6/8 beside the rates
+    wide = (
+        CliRunner()
+        .invoke(align_cmd, ["--gold", files["gold"], "--results", files["results"], "--wide"])
+        .output
+    )
+    row = next(line for line in wide.splitlines() if line.startswith("general"))
     assert "6/8 = 0.75" in row and "0/3" in row  # coverage beside the FP column
 
 

@@ -299,7 +299,10 @@ def test_align_text_and_json(make_dataset, tmp_path: Path) -> None:
     general = next(s for s in body["slices"] if s["slice"] == "general")
     assert general["ordinal"]["weighted_kappa_quadratic"]["value"] == pytest.approx(39 / 88)
     assert general["ordinal"]["confusion"]["predicted_higher"] == 3 and general["false_passes"] == 2
-    text = CliRunner().invoke(align_cmd, args).output
+    narrow = CliRunner().invoke(align_cmd, args).output
+    assert "Ordinal agreement per slice" in narrow and "kappa quadratic" in narrow
+    assert max(len(line) for line in narrow.splitlines()) <= 120
+    text = CliRunner().invoke(align_cmd, [*args, "--wide"]).output
     assert "scale:      ordinal (1 < 2 < 3 < 4 < 5)" in text
     assert "pass/fail:  pass = 4, 5; fail = 1, 2, 3; neither = n/a" in text
     assert (

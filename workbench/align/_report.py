@@ -369,9 +369,15 @@ def _pass_fail_text(report: AlignmentReport) -> str:
     )
 
 
-def format_report(report: AlignmentReport) -> str:
-    """Human-readable text: header, per-slice table and confusion table."""
-    return "\n".join([*_header_lines(report), *_table_lines(report), *_tail_lines(report)])
+def format_report(report: AlignmentReport, *, wide: bool = False) -> str:
+    """Human-readable text: header, per-slice table and confusion table. By default every line
+    fits 120 columns (:mod:`workbench.align._narrow`); ``wide`` prints the full tables."""
+    if wide:
+        return "\n".join([*_header_lines(report), *_table_lines(report), *_tail_lines(report)])
+    from . import _narrow
+
+    lines = [*_header_lines(report), *_narrow_table_lines(report), *_tail_lines(report, wide)]
+    return "\n".join(_narrow.fit(lines))
 
 
 def _header_lines(report: AlignmentReport) -> list[str]:
@@ -483,7 +489,54 @@ def _table_lines(report: AlignmentReport) -> list[str]:
     return lines
 
 
-def _tail_lines(report: AlignmentReport) -> list[str]:
+_SLICE_NOTE = (
+    "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human"
+    " fail judged pass, over human fails judged pass or fail; FF = human pass judged fail, over"
+    " human passes judged pass or fail; abstentions are in neither"
+)
+
+
+def _unit(report: AlignmentReport) -> str:
+    ordinal = report.overall.ordinal
+    return ordinal.mean_absolute_error.unit if ordinal is not None else "scale step"
+
+
+def _narrow_table_lines(report: AlignmentReport) -> list[str]:
+    """The tables of the default text: the narrow per-slice (and ordinal) tables, whose counts
+    are in ``--wide`` and ``--json``, and the confusion table."""
+    from . import _narrow
+
+    kappa = "; kappa = nominal Cohen's kappa" if report.scale != "nominal" else ""
+    lines = [
+        "",
+        _SLICE_NOTE + f"{kappa}; counts in --wide and --json):",
+        *_narrow.slice_table(report),
+    ]
+    ordinal = _narrow.ordinal_table(report)
+    if ordinal is not None:
+        lines += [
+            "",
+            "Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge label"
+            " both on the scale, the denominator of every figure; weighted Cohen's kappa, linear"
+            f" and quadratic; MAE = mean |judge - adjudicated| in {_unit(report)}s; exact, within"
+            " one, judge higher/lower as shares of pairs; counts in --wide and --json):",
+            *ordinal,
+        ]
+    if report.overall.ordinal is not None:
+        frame = report.overall.ordinal.confusion.to_frame()
+        frame.index.name, frame.columns.name = "human \\ judge", None
+        lines += [
+            "",
+            f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
+            " pairs; rows: adjudicated label, columns: judge):",
+            frame.to_string(line_width=_narrow.WIDTH),  # wide tables in column blocks
+        ]
+    lines += ["", "Confusion (rows: adjudicated human label, columns: judge):"]
+    lines.append(report.confusion.to_frame().to_string(line_width=_narrow.WIDTH))
+    return lines
+
+
+def _tail_lines(report: AlignmentReport, wide: bool = True) -> list[str]:
     lines: list[str] = []
     if report.evaluator_errors:
         lines.append("")
@@ -503,5 +556,14 @@ def _tail_lines(report: AlignmentReport) -> list[str]:
             "Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries"
             " included, cached verdicts left out):"
         )
-        lines.append(format_slice_costs(report.costs))
+        if wide:
+            lines.append(format_slice_costs(report.costs))
+        else:
+            from ._narrow import cost_table
+
+            lines[-1] = (
+                "Cost per judged case, by slice (median, p95 nearest rank, max; retries included,"
+                " cached verdicts left out; tokens in --wide and --json):"
+            )
+            lines.append(cost_table(report))
     return lines

@@ -47,6 +47,12 @@ def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]
 @click.command()
 @evidence_options("align")
 @option("json", help="Print the documented, versioned JSON report.")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print the full per-slice, ordinal and cost tables (every count and the token columns;"
+    " wider than 120 columns). The default text fits 120 columns.",
+)
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
 @click.option(
     "--allow-gold-change",
@@ -77,6 +83,7 @@ def align(
     partition: str | None,
     repeat: int,
     as_json: bool,
+    wide: bool,
     fail_incomplete: bool,
     allow_gold_change: bool,
     policy_path: str | None,
@@ -104,6 +111,10 @@ def align(
     or --sampling-plan FILE): same sha256, re-drawn and confirmed. Otherwise they are missing
     (the evaluation is incomplete). The report ends with cost and tokens per judged case by
     slice: median, p95 and max, beside the totals.
+
+    The text fits 120 columns: per slice the alignment, false-pass and false-fail rates with
+    their 95% intervals, kappa, coverage, cases and risk; long slice names wrap. --wide prints
+    the full tables (every count, token columns); --json has everything.
     """
     from ..runs import attempt_problems
 
@@ -129,6 +140,6 @@ def align(
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
-        click.echo(format_report(report))
+        click.echo(format_report(report, wide=wide))
     if fail_incomplete and report.status != "complete":
         raise SystemExit(ExitCode.INCOMPLETE)

@@ -225,7 +225,14 @@ def report_summary(summary: RunSummary) -> int:
             f" {summary.sampling_plan_sha256[:12]}"
             + (f" from {summary.sampling_plan_source}" if summary.sampling_plan_source else "")
             + "; not judged, never a pass): "
-            + (", ".join(summary.sampled_out) or "none")
+            + (
+                _first(
+                    summary.sampled_out,
+                    Path(summary.results_path).parent / SUMMARY_FILE,
+                    "sampled_out",
+                )
+                or "none"
+            )
         )
     if summary.slice_costs and summary.slice_costs[-1].cases:
         click.echo(

@@ -22,6 +22,7 @@ from ._costs import (
     costs_from_usage,
     distribution,
     format_slice_costs,
+    slice_cost_rows,
     slice_costs,
 )
 from ._gold_checks import GoldCheckFixes, check_against_gold
@@ -49,6 +50,7 @@ __all__ = [
     "costs_from_usage",
     "distribution",
     "format_slice_costs",
+    "slice_cost_rows",
     "slice_costs",
     "ERROR_KINDS",
     "IDENTITY_FIELDS",

@@ -193,20 +193,26 @@ _HEADER = [
 ]
 
 
-def format_slice_costs(costs: Sequence[SliceCost]) -> str:
-    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and
-    totals."""
+def slice_cost_rows(costs: Sequence[SliceCost], *, tokens: bool = True) -> list[list[str]]:
+    """The cost table as text cells, header first: per slice, cost (and, with ``tokens``, tokens
+    in and out) per case as median / p95 / max, and totals."""
 
     def spread(d: Distribution, fmt: Any) -> list[str]:
         return [fmt(d.median), fmt(d.p95), fmt(d.max)]
 
-    rows = [_HEADER] + [
+    header = _HEADER if tokens else _HEADER[:8]
+    return [header] + [
         [c.slice, c.risk or "", str(c.cases), str(c.calls), _money(c.cost_usd.total)]
         + spread(c.cost_usd, _money)
-        + spread(c.tokens_in, _count)
-        + spread(c.tokens_out, _count)
+        + (spread(c.tokens_in, _count) + spread(c.tokens_out, _count) if tokens else [])
         for c in costs
     ]
+
+
+def format_slice_costs(costs: Sequence[SliceCost]) -> str:
+    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and
+    totals."""
+    rows = slice_cost_rows(costs)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
