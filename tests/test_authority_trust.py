@@ -31,7 +31,7 @@ import yaml
 from ci_support import copy_project
 from click.testing import CliRunner, Result
 from conftest import PROJECT_ROOT_ENV, TEST_LEDGER, make_project
-from test_authority import LENIENT, passing_controls
+from test_authority import LENIENT, keypair, passing_controls
 
 from workbench._chain import content_sha256
 from workbench._lock import read_lock, write_lock
@@ -47,28 +47,6 @@ pytestmark = pytest.mark.notebook
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
 APPROVER = "Ana Quality"
-
-
-def keypair(directory: Path, name: str) -> tuple[Path, Path]:
-    """An Ed25519 private key (OpenSSH) and its public key file (``<name>.pub``)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    key = Ed25519PrivateKey.generate()
-    private = directory / name
-    private.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.OpenSSH,
-            serialization.NoEncryption(),
-        )
-    )
-    public = directory / f"{name}.pub"
-    line = key.public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    )
-    public.write_text(line.decode() + f" {name}@test\n", encoding="utf-8")
-    return private, public
 
 
 def project(folder: Path, trusted: Path | None) -> Path:

@@ -441,8 +441,8 @@ def test_a_certifier_cannot_certify_through_a_waiver_they_approved(
     assert [p.code for p in refused.value.problems] == ["approver_is_certifier"]
     assert not ledger_path_for(gold).exists() and not (tmp_path / "reports").exists()
     from workbench.judges import load_candidate
-    from workbench.reports._certify import _refuse_self_waivers
+    from workbench.policy import certifier_waiver_problems
 
     fingerprint = load_candidate(candidate).identity.fingerprint()
     monkeypatch.setenv("WORKBENCH_USER", "Someone Else")  # the waiver counts for another certifier
-    assert _refuse_self_waivers(load_overrides(store), load_policy(policy), fingerprint) is None
+    assert certifier_waiver_problems(load_overrides(store), load_policy(policy), fingerprint) == []

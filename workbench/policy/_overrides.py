@@ -480,6 +480,31 @@ def approval_problems(
     return problems
 
 
+def certifier_waiver_problems(
+    overrides: Iterable[Override],
+    policy: Policy | str,
+    fingerprint: str,
+    certifier: str | None = None,
+    now: datetime | None = None,
+) -> list[Problem]:
+    """One ``approver_is_certifier`` problem per override that would apply to a certification
+    of ``fingerprint`` under ``policy`` (not expired at ``now``) and was approved by
+    ``certifier`` (default: :func:`~workbench.approval.current_user`): nobody waives their own
+    certification through, as nobody approves their own waiver (:func:`approval_problems`)."""
+    who = (certifier or current_user()).strip()
+    active = active_overrides(overrides, policy, fingerprint, now or datetime.now(UTC))
+    return [
+        Problem(
+            location=o.override_id,
+            code="approver_is_certifier",
+            message=f"the waiver {o.override_id} is approved by {o.approver!r}, who is certifying",
+            fix="have another listed approver approve the waiver, or have someone else certify",
+        )
+        for o in active
+        if o.approver.strip() == who
+    ]
+
+
 def format_override(override: Override, now: datetime) -> str:
     """One line for a list of overrides: id, whether it has expired at ``now``, scope, approval,
     reason and follow-up."""

@@ -61,7 +61,7 @@ from .._lock import (
     versions,
 )
 from .._signing import Signer, load_signer
-from ..errors import Problem, WorkbenchError, problem, refusal
+from ..errors import Problem, WorkbenchError, refusal
 from ..gold import GoldDataset, load_dataset
 from ..heldout import (
     HeldOutLedger,
@@ -85,7 +85,7 @@ from ..policy import (
     Blocker,
     GateResult,
     Policy,
-    active_overrides,
+    certifier_waiver_problems,
     check_policy_against_rubric,
     load_overrides,
     load_policy,
@@ -432,35 +432,6 @@ def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: P
         raise WorkbenchError("cannot certify", problems)
 
 
-def _refuse_self_waivers(overrides: list[Any], policy: Policy, fingerprint: str) -> None:
-    """Refuse (``approver_is_certifier``, before any held-out use) a waiver that would apply to
-    this certification and was approved by whoever is certifying: the approver of a waiver is
-    never its author (checked when the store is read) nor the person it lets through."""
-    from datetime import UTC, datetime
-
-    from ..approval import current_user
-
-    certifier = current_user().strip()
-    mine = [
-        o
-        for o in active_overrides(overrides, policy, fingerprint, datetime.now(UTC))
-        if o.approver.strip() == certifier
-    ]
-    if mine:
-        raise WorkbenchError(
-            "cannot certify",
-            [
-                problem(
-                    o.override_id,
-                    "approver_is_certifier",
-                    f"the waiver {o.override_id} is approved by {o.approver!r}, who is certifying",
-                    "have another listed approver approve the waiver, or have someone else certify",
-                )
-                for o in mine
-            ],
-        )
-
-
 def _check_inputs(
     candidate: str | Path,
     policy: str | Path,
@@ -504,9 +475,11 @@ def _check_inputs(
         _check_paired_budget(judge, old_judge, dataset, budget)
     overrides_path = Path(overrides) if overrides else policy.parent / "overrides.jsonl"
     if overrides_path.exists():
-        _refuse_self_waivers(
+        waived_by_me = certifier_waiver_problems(
             load_overrides(overrides_path), policy_model, judge.identity.fingerprint()
         )
+        if waived_by_me:
+            raise WorkbenchError("cannot certify", waived_by_me)
     _check_side_logs(dataset, policy_model, migration=old_judge is not None)
     signer = load_signer(sign_key) if sign_key is not None else None
     return _Inputs(
