@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -191,31 +192,40 @@ def _gold_held_out(
     from ..gold import GoldCase, load_dataset
     from ..heldout import gold_directory
 
-    try:
-        sha: str | None = load_dataset(gold).sha256
-    except WorkbenchError:
-        sha = None  # e.g. a rubric change the records do not follow yet: staleness, not forgery
     path = gold_directory(gold) / "gold.jsonl"
-    if not path.is_file():
-        raise refusal(
-            "gold not found",
-            str(path),
-            "gold_missing",
-            "the gold dataset to verify against has no gold.jsonl",
-            "pass --gold the certified dataset directory",
-        )
+    try:
+        dataset = load_dataset(gold)
+        sha: str | None = dataset.sha256
+        records: Iterable[GoldCase] = dataset.records  # every version, superseded ones too
+    except WorkbenchError:
+        # e.g. a rubric change the records do not follow yet: staleness, not forgery. The
+        # records are read one by one; an unreadable one matches nothing (validate names it).
+        if not path.is_file():
+            raise refusal(
+                "gold not found",
+                str(path),
+                "gold_missing",
+                "the gold dataset to verify against has no gold.jsonl",
+                "pass --gold the certified dataset directory",
+            ) from None
+        sha, records = None, _readable_records(path)
     history: dict[str, set[str]] = {}
     superseded: set[str] = set()
-    for _number, line in iter_jsonl_lines(path):
-        try:
-            case = GoldCase.model_validate_json(line)
-        except ValueError:
-            continue  # an unreadable record matches nothing; validate names it
+    for case in records:
         if case.supersedes:
             superseded.add(case.supersedes)
         if case.partition == "held_out":
             history.setdefault(case.case_id, set()).add(content_key(case))
     return history, set(history) - superseded, sha, str(path)
+
+
+def _readable_records(path: Path) -> Iterator[Any]:
+    """The records of ``path`` that validate one by one (no cross-record checks)."""
+    from ..gold import GoldCase
+
+    for _number, line in iter_jsonl_lines(path):
+        with contextlib.suppress(ValueError):
+            yield GoldCase.model_validate_json(line)
 
 
 def _content_keys(dataset: Any) -> dict[str, str]:
