@@ -15,6 +15,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from workbench.stats._grouped import grouped_rate
 from workbench.stats._operating import operating_curve, slice_operating_point
+from workbench.stats._power import bh_qvalues, mcnemar_pairs_needed, rule_out_rate
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 1), (0, 20), (3, 20), (7, 61), (20, 20)])
@@ -134,3 +135,38 @@ def test_operating_curve_rises_as_the_true_rate_falls() -> None:
     assert curve["billing"][-1].p_fail == 1.0
     with pytest.raises(ValueError, match="icc"):
         slice_operating_point([3], 0.2, 0.1, icc=1.0)
+
+
+def test_rule_out_rate_counts_groups_not_cases() -> None:
+    assert rule_out_rate([1] * 61) == pytest.approx(proportion_confint(0, 61, method="wilson")[1])
+    c2 = student_t.isf(0.025, 11) ** 2
+    assert rule_out_rate([5] * 12) == pytest.approx(c2 / (12 + c2))
+    assert rule_out_rate([]) is None
+
+
+def _exact_mcnemar_power(n: int, p10: float, p01: float, alpha: float = 0.05) -> float:
+    """Exact power of the exact (binomial) McNemar test: sum over the discordant count."""
+    psi, power = p10 + p01, 0.0
+    for discordant in range(1, n + 1):
+        b = np.arange(discordant + 1)
+        tail = np.minimum(binom.cdf(b, discordant, 0.5), binom.sf(b - 1, discordant, 0.5))
+        reject = np.minimum(1.0, 2 * tail) < alpha
+        power += binom.pmf(discordant, n, psi) * binom.pmf(b, discordant, p10 / psi)[reject].sum()
+    return float(power)
+
+
+def test_mcnemar_sample_size_hand_computed_and_achieves_its_power() -> None:
+    # (1.95996 * sqrt(.2) + 0.84162 * sqrt(.19))^2 / .1^2 = 154.6
+    assert mcnemar_pairs_needed(0.2, 0.1) == 155
+    achieved = _exact_mcnemar_power(155, 0.15, 0.05)
+    assert 0.75 <= achieved <= 0.85
+    assert _exact_mcnemar_power(60, 0.15, 0.05) < 0.6  # fewer pairs, less power
+    with pytest.raises(ValueError, match="discordant"):
+        mcnemar_pairs_needed(0.05, 0.1)
+
+
+def test_bh_qvalues_by_hand() -> None:
+    q = bh_qvalues([0.01, 0.04, 0.03, None, 0.2])
+    assert q[3] is None
+    assert q[:3] + q[4:] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.2])
+    assert bh_qvalues([]) == [] and bh_qvalues([None]) == [None]
