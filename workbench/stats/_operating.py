@@ -46,7 +46,8 @@ def _upper_bounds(events: np.ndarray, sizes: np.ndarray, grouped: bool) -> np.nd
         return grouped_ends(events, sizes)[3]
     n = float(sizes.sum())
     p = events.sum(axis=1) / n
-    return np.minimum(wilson_ends(p * n, n, _Z_975, np.sqrt)[1], 1.0)
+    high: np.ndarray = np.minimum(wilson_ends(p * n, n, _Z_975, np.sqrt)[1], 1.0)
+    return high
 
 
 def slice_operating_point(

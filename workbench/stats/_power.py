@@ -35,7 +35,7 @@ def mcnemar_pairs_needed(
         raise ValueError("need 0 < |difference| <= discordant <= 1, alpha and power in (0, 1)")
     from scipy.stats import norm
 
-    z_a, z_b = norm.isf(alpha / 2), norm.isf(1 - power)
+    z_a, z_b = float(norm.isf(alpha / 2)), float(norm.isf(1 - power))
     return math.ceil((z_a * math.sqrt(psi) + z_b * math.sqrt(psi - d * d)) ** 2 / (d * d))
 
 
