@@ -1,36 +1,10 @@
 """The demo noise data: ``data/noise/`` is generated here, byte for byte (a test compares them).
 
-``python -m workbench.demo.noise build [--out data/noise]`` writes:
-
-- ``support-noise@2.yaml``: the suite under review (the candidate system,
-  ``tallowmere-answerer-2026.11``): every control role, structured retrieval evidence on the
-  candidate pairs with generation traces, retrieval assertions (``ship-lost`` fails on a
-  forbidden source), partitions split by source family, sign-offs, a sentinel set, an
-  abstention, a retired pair and its fixed version;
-- ``support-noise-baseline@2.yaml``: the same frozen pairs answered by the baseline system
-  (``tallowmere-answerer-2026.10``), for ``workbench noise --baseline``;
-- ``support-noise@2.companions.jsonl`` and ``support-noise-baseline@2.companions.jsonl``:
-  completeness and refusal of each system's responses, joined by generation run id (the
-  first also holds one stale row from an older run, which never joins);
-- ``support-noise@2.panel.yaml``: the claim-level review panel of the calibration partition;
-- ``releases.jsonl``: both suites frozen (fixed timestamps, so the file is reproducible).
-
-The data itself is package data under ``workbench/demo/content/noise/`` (this module holds the
-models it must satisfy and turns it into the files above):
-
-* ``suite.yaml``: the two systems (suite name, header title, run id, generator) and the suite
-  header they share (:class:`_SuiteFile`);
-* ``controls.yaml``: the control pairs, written out in full in the pair-suite format;
-* ``candidates.yaml``: the candidate pairs, compactly: passages, one distractor and each
-  system's responses (:class:`_Candidate`); contexts, traces and provenance are derived;
-* ``companions.yaml``: completeness and refusal per system, pair and member (:class:`_Companions`);
-* ``panel.yaml``: the claim-level review panel, in its own format.
-
-Every file is checked against its model on first use, and both assembled suites against the
-noise suite's own validator (:func:`workbench.noise.parse_pairs`), the panel against
-:class:`workbench.noise.ClaimPanel`.
-
-Fictional company (Tallowmere, see data/demo/card.md), written by this project.
+``python -m workbench.demo.noise build [--out data/noise]`` writes :data:`FILES`: the candidate
+and baseline pair suites, their companion metrics (the candidate's with one stale row that never
+joins), the claim-level review panel and the release log freezing both suites. The data is
+package data under ``workbench/demo/content/noise/``; this module holds the models it must
+satisfy and checks both assembled suites with :func:`workbench.noise.parse_pairs`.
 """
 
 from __future__ import annotations
@@ -66,7 +40,6 @@ BASELINE_COMPANIONS = "support-noise-baseline@2.companions.jsonl"
 PANEL = "support-noise@2.panel.yaml"
 RELEASES = "releases.jsonl"
 FILES = (SUITE, BASELINE, COMPANIONS, BASELINE_COMPANIONS, PANEL, RELEASES)
-"""Every file the generator writes."""
 FROZEN_AT = datetime(2026, 11, 3, 9, 0, tzinfo=UTC)
 TENANT = "tallowmere"
 CORPUS = "handbook-v4.2"
@@ -114,130 +87,87 @@ class _Generator(_Data):
     """A system's generator configuration (``suite.yaml``: ``systems.<system>.generator``)."""
 
     model: NonEmpty
-    """The answering model's name."""
     prompt: NonEmpty
-    """The prompt's label; the suite records its sha256 (``prompt_sha256``)."""
     retriever: NonEmpty
-    """The retriever, in words."""
     corpus_snapshot: NonEmpty
-    """The corpus snapshot retrieval ran over."""
 
 
 class _System(_Data):
     """One answering system of ``suite.yaml``: its suite name, header title and run."""
 
     name: NonEmpty
-    """The suite name written for this system."""
     title: NonEmpty
-    """The first line of the generated file's header."""
     described: NonEmpty
-    """The system in words; replaces ``{described}`` in the suite description."""
     run_id: NonEmpty
-    """The generation run id of every trace and companion row of this system."""
     generator: _Generator
-    """The generator configuration its pairs record."""
 
 
 class _SuiteFile(_Data):
     """``noise/suite.yaml``: the systems and the suite header they share (pairs excluded)."""
 
     systems: dict[System, _System]
-    """``candidate`` and ``baseline``."""
     suite: dict[str, Any]
-    """The suite mapping without ``name`` and ``pairs`` (checked with them by the noise suite's
-    own validator, :func:`workbench.noise.parse_pairs`)."""
 
 
 class _Passage(_Data):
     """A retrieved handbook passage of a candidate pair's clean member."""
 
     text: NonEmpty
-    """The passage text."""
     document_id: NonEmpty
-    """Its document."""
     chunk_id: NonEmpty
-    """Its chunk."""
     score: float
-    """Its retrieval score."""
 
 
 class _Distractor(_Data):
     """The one context the noisy member adds (``add``) or replaces (``replace``)."""
 
     index: int = Field(ge=0)
-    """Where it goes among the clean member's contexts (0-based)."""
     change: Literal["add", "replace"]
-    """Inserted at ``index`` or replacing the context there."""
     label: NonEmpty
-    """The distractor's label."""
     text: NonEmpty
-    """The distractor text."""
     document_id: NonEmpty
-    """Its document."""
     chunk_id: NonEmpty
-    """Its chunk."""
     corpus: NonEmpty
-    """Its corpus; any other than the handbook's is ``archived``."""
     false_claim: str | None = None
-    """The false claim it carries, if any."""
 
 
 class _Responses(_Data):
     """One system's responses to a pair (``ABSTAIN:`` prefixes an abstention)."""
 
     clean: str
-    """The response with the clean contexts."""
     noisy: str
-    """The response with the distractor."""
 
 
 class _Candidate(_Data):
     """One entry of ``noise/candidates.yaml``: a candidate pair, written compactly."""
 
     pair_id: NonEmpty
-    """The pair id."""
     slice: NonEmpty
-    """The slice."""
     mode: Mode
-    """The NoiseSensitivity mode."""
     partition: PartitionName
-    """The partition."""
     family: NonEmpty
-    """The source family (and the provenance source)."""
     question: NonEmpty
-    """The user input."""
     reference: NonEmpty
-    """The reference answer."""
     supersedes: str | None = None
-    """The pair id this one replaces, if any."""
     passages: tuple[_Passage, ...] = Field(min_length=1)
-    """The clean member's contexts, best first."""
     distractor: _Distractor
-    """The noisy member's distractor."""
     assertions: dict[str, Any] | None = None
-    """The pair's retrieval assertions, if any."""
     responses: dict[System, _Responses]
-    """Each system's responses."""
     retired: dict[str, Any] | None = None
-    """The retirement, if the pair is retired."""
 
 
 class _Scores(_Data):
     """Completeness and refusal of one member's response."""
 
     completeness: float
-    """Share of the reference's statements covered."""
     refusal: float
-    """1 when the response refuses or abstains, else 0."""
 
 
 class _Companions(_Data):
     """``noise/companions.yaml``: the scores per system, pair and member, and one stale row."""
 
     stale: dict[str, Any]
-    """A row of an older run (appended to the candidate's file; it never joins)."""
     systems: dict[System, dict[str, dict[Member, _Scores]]]
-    """system -> pair -> member -> scores."""
 
 
 class _NoiseContent(NamedTuple):
@@ -254,12 +184,8 @@ _PANEL_RAW = TypeAdapter(dict[str, Any])
 
 
 def load_noise_content(root: Traversable | None = None) -> _NoiseContent:
-    """Read and validate ``noise/*.yaml`` under ``root`` (default: the packaged content).
-
-    Each file is checked against its model; both assembled suites then pass the noise suite's
-    own validator and the panel its :class:`~workbench.noise.ClaimPanel` model. Raises
-    :class:`WorkbenchError` listing every problem.
-    """
+    """Read and validate ``noise/*.yaml`` under ``root`` (default: the packaged content), the
+    assembled suites and the panel included; :class:`WorkbenchError` lists every problem."""
     from ..noise import ClaimPanel
 
     root = root if root is not None else files(__package__).joinpath(CONTENT)
@@ -425,22 +351,14 @@ def companion_rows(system: System = "candidate") -> list[dict[str, Any]]:
     return rows
 
 
-def panel_data() -> dict[str, Any]:
-    """The claim-level review panel of the calibration partition (support-noise@2)."""
-    return copy.deepcopy(_content().panel)
-
-
 @functools.cache
 def _content() -> _NoiseContent:
     return load_noise_content()
 
 
 def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
-    """Generate every demo noise file into ``out_dir`` (a fresh release log included); return
-    the paths.
-
-    Refuses to replace an existing ``releases.jsonl`` that differs: the release log is append-only.
-    """
+    """Generate every demo noise file into ``out_dir``; return the paths. Refuses to replace an
+    existing ``releases.jsonl`` that differs (the release log is append-only)."""
     from ..approval import freeze, snapshot_of
 
     out = Path(out_dir)
@@ -450,9 +368,8 @@ def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
         BASELINE: _HEADER.format(title=systems["baseline"].title) + _dump(suite_data("baseline")),
         COMPANIONS: _jsonl(companion_rows("candidate")),
         BASELINE_COMPANIONS: _jsonl(companion_rows("baseline")),
-        PANEL: _PANEL_HEADER + _dump(panel_data()),
-        # the demo's approvers, for the freeze in this scratch folder (the project's
-        # workbench.yaml lists them too: every later load checks them there)
+        PANEL: _PANEL_HEADER + _dump(_content().panel),
+        # the demo's approvers, for the freeze in this scratch folder
         "workbench.yaml": "approvers: [Support Quality lead (demo), rev-amara]\n",
     }
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,20 +1,10 @@
 """Generate the demo gold dataset deterministically from the authored content.
 
-Usage: ``python -m workbench.demo.build [OUT_DIR]`` (default ``data/demo``). Every random
-choice comes from one ``random.Random(SEED)`` consumed in a fixed order, and every file is
-written with sorted keys, so two runs produce byte-identical files.
-
-What is generated, per topic (one paraphrase family = one ``group``):
-
-* a handful of response variants composed from the topic's sentences: concise correct,
-  terminology (abbreviations, synonyms, spelling variants), plain-language alternatives,
-  omissions, prohibited claims (verbatim, paraphrased, abbreviated), negated mentions,
-  verbose correct, polished but wrong, plus hand-written specials (ambiguous cases, traps);
-* two independent reviews per case from a pool of four pseudonymous reviewers, with
-  disagreement concentrated on borderline variants, and an adjudication for every case;
-* partitions assigned by group within each slice, so groups never straddle partitions and
-  every partition holds every slice;
-* a few corrections: later records that supersede an earlier, wrongly adjudicated record.
+``python -m workbench.demo.build [OUT_DIR]`` (default ``data/demo``). Every random choice comes
+from one ``random.Random(SEED)`` consumed in a fixed order, and every file is written with sorted
+keys, so two runs produce byte-identical files: per topic (one ``group``) response variants, two
+reviews per case (disagreeing mostly on borderline kinds), an adjudication, partitions by group
+within each slice, and a few corrections that supersede a wrongly adjudicated record.
 """
 
 from __future__ import annotations
@@ -132,9 +122,7 @@ class Variant:
     label: str
     tags: list[str]
     why: str
-    """The adjudicated reason, stated for the gold label."""
     dissent: str
-    """What a reviewer who disagreed would have written."""
 
 
 @dataclass
@@ -171,18 +159,18 @@ def _has(text: str, phrase: str) -> bool:
     return _norm(phrase) in _norm(text)
 
 
-_CLAIM_SENTENCES = (
+_CLAIM_SENTENCES = (  # each sentence of a claim and whether it holds the claim's key phrase
     ("verbatim", True),
     ("negated", True),
     ("negated_after", True),
     ("paraphrase", False),
     ("abbreviated", False),
 )
-"""Each sentence of a claim and whether it states the claim's key phrase."""
 
 
 def check_topic(topic: Topic) -> list[str]:
-    """Authoring checks: each sentence contains (or avoids) the key phrase it is meant to."""
+    """Authoring checks beyond :func:`~workbench.demo._content.load_content`'s: each sentence
+    contains (or avoids) the key phrase it is meant to."""
     problems: list[str] = []
     for concept in topic.concepts:
         if not _has(concept.canonical, concept.key):
@@ -197,11 +185,6 @@ def check_topic(topic: Topic) -> list[str]:
         if sentence is not None and _has(sentence, claim.key) != states:
             how = "lacks" if states else "contains"
             problems.append(f"{topic.slug}: claim {name} sentence {how} {claim.key!r}")
-    if topic.wrong_replaces >= len(topic.concepts):
-        problems.append(f"{topic.slug}: wrong_replaces out of range")
-    unknown = [e for e in topic.evidence if e not in {eid for eid, _, _ in EVIDENCE}]
-    if unknown:
-        problems.append(f"{topic.slug}: unknown evidence {unknown}")
     return problems
 
 
@@ -337,55 +320,41 @@ def _reviews(
             ("review_required", "fail"),
         ]
         labels = rng.choice(splits) if disagree else ("review_required", "review_required")
-        reviews = []
-        for reviewer, label in zip(pair, labels, strict=True):
-            reviews.append(
-                {
-                    "reviewer": reviewer,
-                    "label": label,
-                    "confidence": "low",
-                    "rationale": (
-                        variant.why
-                        if label == "review_required"
-                        else (
-                            "Reads as acceptable under the notes, though the wording is vague."
-                            if label == "pass"
-                            else "Too vague to count as stating the required concept."
-                        )
-                    ),
-                    "evidence": evidence,
-                    "escalate": label == "review_required",
-                }
-            )
-        return reviews
+        rationales = {
+            "review_required": variant.why,
+            "pass": "Reads as acceptable under the notes, though the wording is vague.",
+            "fail": "Too vague to count as stating the required concept.",
+        }
+        return [
+            {
+                "reviewer": reviewer,
+                "label": label,
+                "confidence": "low",
+                "rationale": rationales[label],
+                "evidence": evidence,
+                "escalate": label == "review_required",
+            }
+            for reviewer, label in zip(pair, labels, strict=True)
+        ]
     dissenter = rng.randrange(2) if disagree else -1
     other = "fail" if gold == "pass" else "pass"
     reviews = []
     for i, reviewer in enumerate(pair):
-        if i == dissenter:
-            reviews.append(
-                {
-                    "reviewer": reviewer,
-                    "label": other,
-                    "confidence": rng.choice(["low", "medium"]),
-                    "rationale": variant.dissent,
-                    "evidence": evidence[:1],
-                    "escalate": False,
-                }
-            )
+        dissents = i == dissenter
+        if dissents:
+            confidence = rng.choice(["low", "medium"])
         else:
-            reviews.append(
-                {
-                    "reviewer": reviewer,
-                    "label": gold,
-                    "confidence": (
-                        "medium" if borderline else rng.choice(["high", "high", "high", "medium"])
-                    ),
-                    "rationale": variant.why,
-                    "evidence": evidence,
-                    "escalate": False,
-                }
-            )
+            confidence = "medium" if borderline else rng.choice(["high", "high", "high", "medium"])
+        reviews.append(
+            {
+                "reviewer": reviewer,
+                "label": other if dissents else gold,
+                "confidence": confidence,
+                "rationale": variant.dissent if dissents else variant.why,
+                "evidence": evidence[:1] if dissents else evidence,
+                "escalate": False,
+            }
+        )
     return reviews
 
 

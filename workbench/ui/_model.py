@@ -1,10 +1,8 @@
 """The review widget's view model: filter state, conditional counts, progress, navigation.
 
-Pure Python over numpy masks, so it can be tested and benchmarked without a browser. Every
-filter is one boolean mask over the table's rows; the matches are their conjunction. The
-count shown beside a dropdown option (or a toggle) is the number of matches *if that option
-were chosen with every other filter unchanged*, so a count always equals what the widget
-then shows ("1 of N").
+Pure Python over numpy masks (testable without a browser): every filter is one boolean mask, the
+matches are their conjunction, and the count beside an option is the number of matches if that
+option were chosen with every other filter unchanged.
 """
 
 from __future__ import annotations
@@ -17,38 +15,16 @@ import numpy as np
 from ..review import DISAGREEMENT_CLASSES, ERROR_CLASSES, ReviewTable
 
 ALL_SLICES = "(all)"
-"""Slice filter value: every slice."""
 ALL_DISAGREEMENTS = "(all disagreements)"
 """Error-class filter value: false_pass, false_fail, disagreement and error."""
 ALL_CASES = "(all cases)"
-"""Error-class filter value: every case, aligned and missing included."""
 ANY_TAG = "(any)"
-"""Tag filter value: no tag filter."""
 CHART_CLASSES: tuple[str, ...] = ("false_pass", "false_fail")
-"""The error classes drawn per slice above the case list."""
-
-FILTERS: tuple[str, ...] = (
-    "slice",
-    "error_class",
-    "tag",
-    "humans_disagree",
-    "critical_only",
-    "unreviewed_only",
-    "search",
-)
-"""Every filter of :class:`ReviewModel`, in display order."""
-TOGGLES: tuple[str, ...] = ("humans_disagree", "critical_only", "unreviewed_only")
-"""The on/off filters."""
 
 
 def count_label(name: str, count: int) -> str:
     """``"name (3)"``, or ``"name (0, no cases)"`` so an empty option says so."""
     return f"{name} ({count})" if count else f"{name} (0, no cases)"
-
-
-def search_terms(text: str) -> list[str]:
-    """The whitespace-separated terms of a search box (every term must match)."""
-    return [t for t in text.split() if t]
 
 
 class ReviewModel:
@@ -72,7 +48,6 @@ class ReviewModel:
         self._ids: np.ndarray = table.frame["case_id"].astype(str).to_numpy(dtype=object)
         self._row_of: dict[str, int] = {cid: i for i, cid in enumerate(self._ids.tolist())}
         self.reviewed: np.ndarray = np.zeros(n, dtype=bool)
-        """Boolean per row: the case has a review note."""
         for case_id in reviewed:
             row = self._row_of.get(case_id)
             if row is not None:
@@ -133,7 +108,7 @@ class ReviewModel:
             out["critical_only"] = self._cached("critical", "critical")
         if self.unreviewed_only:
             out["unreviewed_only"] = ~self.reviewed
-        terms = search_terms(self.search)
+        terms = self.search.split()
         if terms:
             out["search"] = self._searched(terms)
         return out
@@ -203,10 +178,6 @@ class ReviewModel:
         if search is not None:
             self.search = str(search)
         self._apply()
-
-    def filters(self) -> dict[str, Any]:
-        """The current value of every filter."""
-        return {name: getattr(self, name) for name in FILTERS}
 
     def select_bar(self, slice: str, error_class: str) -> None:
         """A click on the chart's bar: filter to that slice and class (a second click clears
@@ -289,17 +260,11 @@ class ReviewModel:
     # -- progress and navigation -------------------------------------------------------------
     @property
     def n_matches(self) -> int:
-        """How many cases match the filters."""
         return int(self.positions.size)
-
-    @property
-    def n_reviewed(self) -> int:
-        """How many of the matches have a review note."""
-        return int(np.count_nonzero(self.reviewed[self.positions]))
 
     def progress_text(self) -> str:
         """``"12 of 25 reviewed"`` over the matches."""
-        return f"{self.n_reviewed} of {self.n_matches} reviewed"
+        return f"{np.count_nonzero(self.reviewed[self.positions])} of {self.n_matches} reviewed"
 
     def mark_reviewed(self, case_id: str) -> None:
         """Record that ``case_id`` has a note; with "unreviewed only" on, it leaves the matches
@@ -370,11 +335,3 @@ class ReviewModel:
             }
             for k, (r, c) in enumerate(zip(rows.tolist(), codes.tolist(), strict=True))
         ]
-
-    def counts(self) -> dict[str, Any]:
-        """Matches, total and the matches per error class."""
-        return {
-            "matches": self.n_matches,
-            "total": len(self.table),
-            "by_class": self.table.counts("error_class", self.positions),
-        }

@@ -1,11 +1,7 @@
 """The disagreement review widget: ipywidgets controls around :class:`ReviewModel`.
 
-Layout (fits 1280x800 in JupyterLab with the side panel open, for a typical case): filters
-on two rows; then a narrow column with the per-slice chart of false passes and false fails
-(click a bar to filter) above the case list, beside the case pane: navigation and progress,
-the case header, input and response, humans and judge side by side, the note form and a
-one-line key legend. Keys (j/k, arrows, 1-8, s) come from :class:`ReviewSidebar`, an inline
-anywidget; Python does what they mean through :meth:`ReviewWidget.key`.
+Filters on two rows, then the sidebar (per-slice chart, case list, keys: :class:`ReviewSidebar`)
+beside the case pane (navigation, the case, humans and judge side by side, the note form).
 """
 
 from __future__ import annotations
@@ -27,10 +23,9 @@ from ..review import (
     drafts_path,
 )
 from ._model import ReviewModel, count_label
-from ._render import case_html, cause_label, draft_note_html, legend_html
+from ._render import case_html, draft_note_html, legend_html
 
-NO_CAUSE = ""
-"""Cause dropdown value before a cause is chosen."""
+NO_CAUSE = ""  # the cause dropdown's value before a cause is chosen
 GOLD_DEFECT = "gold_label_defect"
 NEXT_KEYS = frozenset({"j", "ArrowDown", "ArrowRight"})
 PREVIOUS_KEYS = frozenset({"k", "ArrowUp", "ArrowLeft"})
@@ -48,14 +43,9 @@ def _default_reviewer() -> str:
 class ReviewWidget:
     """Browse disagreements with conditional filter counts, search and keys; note first causes.
 
-    Widgets are attributes: filters ``slice_filter``, ``class_filter``, ``tag_filter``,
-    ``search``, ``disagree_toggle``, ``critical_toggle``, ``unreviewed_toggle``; the
-    ``sidebar`` (chart, case list, keys); navigation ``prev_button``, ``position``,
-    ``next_button``, ``progress``; the case pane ``detail``; the note form ``cause``,
-    ``note``, ``save_button``, and for ``gold_label_defect`` ``draft_label`` and
-    ``draft_button``; ``legend`` and ``status``. ``box`` is the layout and ``model`` the view
-    model. ``judge_fingerprint`` defaults to the table's; ``drafts`` (gold-correction drafts)
-    defaults to ``<notes stem>.gold_drafts.jsonl`` beside the notes file.
+    Widgets are attributes (``box`` is the layout, ``model`` the view model).
+    ``judge_fingerprint`` defaults to the table's; ``drafts`` (gold-correction drafts) to
+    ``<notes stem>.gold_drafts.jsonl`` beside the notes file.
     """
 
     def __init__(
@@ -97,7 +87,6 @@ class ReviewWidget:
 
     # -- building ---------------------------------------------------------------------------
     def _build_filters(self, w: Any) -> None:
-        """The dropdowns, the search box and the toggles (filled by :meth:`_refresh_filters`)."""
         narrow = w.Layout(width="auto", flex="1 1 0", min_width="0")
         self.slice_filter = w.Dropdown(
             description="slice", layout=narrow, style={"description_width": "32px"}
@@ -125,7 +114,6 @@ class ReviewWidget:
         )
 
     def _build_case_pane(self, w: Any) -> None:
-        """The sidebar (chart, case list, keys), navigation and progress, the case itself."""
         from ._sidebar import ReviewSidebar
 
         self.sidebar = ReviewSidebar(layout=w.Layout(width="100%"))
@@ -141,8 +129,6 @@ class ReviewWidget:
         self.detail = w.HTML(layout=w.Layout(width="100%"))
 
     def _build_note_form(self, w: Any) -> None:
-        """The cause and note with their save button, the gold-correction draft form, the key
-        legend and the status line."""
         small = w.Layout(width="auto")
         self.cause = w.Dropdown(
             description="cause",
@@ -187,7 +173,6 @@ class ReviewWidget:
         self.status.add_class("wb-status")
 
     def _connect(self) -> None:
-        """What each control does when it changes or is clicked."""
         m = self.model
         for widget in (
             self.slice_filter,
@@ -207,7 +192,6 @@ class ReviewWidget:
         self.sidebar.on_msg(self._on_message)
 
     def _layout(self, w: Any) -> Any:
-        """Filters on two rows, then the sidebar beside the case pane."""
         side = w.VBox(
             [self.sidebar], layout=w.Layout(width="250px", flex="0 0 250px", margin="0 6px 0 0")
         )
@@ -251,20 +235,16 @@ class ReviewWidget:
             self._quiet = previous
 
     def _on_filter(self, _change: Any) -> None:
-        if self._quiet:
-            return
-        self.model.set_filter(
-            slice=self.slice_filter.value,
-            error_class=self.class_filter.value,
-            tag=self.tag_filter.value,
-            humans_disagree=self.disagree_toggle.value,
-            critical_only=self.critical_toggle.value,
-            unreviewed_only=self.unreviewed_toggle.value,
-            search=self.search.value,
-        )
-        self.status.value = ""
-        self._refresh_filters()
-        self._render()
+        if not self._quiet:
+            self.set_filter(
+                slice=self.slice_filter.value,
+                error_class=self.class_filter.value,
+                tag=self.tag_filter.value,
+                humans_disagree=self.disagree_toggle.value,
+                critical_only=self.critical_toggle.value,
+                unreviewed_only=self.unreviewed_toggle.value,
+                search=self.search.value,
+            )
 
     def _refresh_filters(self) -> None:
         """Every dropdown's counts conditional on the other filters; values from the model."""
@@ -296,13 +276,14 @@ class ReviewWidget:
     def set_filter(self, **filters: Any) -> None:
         """Change filters as a user would (names as :meth:`ReviewModel.set_filter`)."""
         self.model.set_filter(**filters)
-        self.status.value = ""
-        self._refresh_filters()
-        self._render()
+        self._refiltered()
 
     def click_bar(self, slice: str, error_class: str) -> None:
         """What a click on the chart's bar does: filter to that slice and class (again: clear)."""
         self.model.select_bar(slice, error_class)
+        self._refiltered()
+
+    def _refiltered(self) -> None:
         self.status.value = ""
         self._refresh_filters()
         self._render()
@@ -318,7 +299,7 @@ class ReviewWidget:
     def _refresh_causes(self) -> None:
         counts = self.cause_counts()
         options = [("(choose a cause: 1–8)", NO_CAUSE)] + [
-            (cause_label(i, c, counts[c]), c) for i, c in enumerate(CAUSES, start=1)
+            (f"{i} {c} ({counts[c]})", c) for i, c in enumerate(CAUSES, start=1)
         ]
         with self._quietly():
             value = self.cause.value
@@ -327,7 +308,6 @@ class ReviewWidget:
                 self.cause.value = value if value in CAUSES else NO_CAUSE
 
     def _sync_draft_box(self) -> None:
-        """The gold-correction form shows for cause gold_label_defect only."""
         self.draft_box.layout.display = (
             "flex"
             if self.cause.value == GOLD_DEFECT and self.model.current_case() is not None

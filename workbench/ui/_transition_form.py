@@ -1,19 +1,12 @@
-"""The transition-review note form: the review widget's note form for changed critical verdicts.
+"""The transition-review form: decide each changed critical verdict of a migration report.
 
-A migration certification (``workbench certify --candidate NEW --baseline OLD``) lists, in its
-restricted part, every held-out case of a critical slice whose verdict changed. This form
-shows them one at a time (case, slice, human label, old and new verdict, the evidence the case
-cites) with the same note form as :class:`~workbench.ui.ReviewWidget` (a choice, a note, a
-save button) plus the decision and the evidence ids; ``save`` appends a
-:class:`~workbench.review.TransitionReview` to the gold's append-only
-log, exactly as ``workbench review transition`` does. It is meant for the restricted review
-room: it shows held-out case ids.
+``save`` appends a :class:`~workbench.review.TransitionReview` to the gold's append-only log,
+as ``workbench review transition`` does. It shows held-out case ids: restricted review only.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .._html import fragment
 from ..errors import WorkbenchError
@@ -31,12 +24,8 @@ _TEMPLATE = "transition.html.j2"
 
 
 class TransitionReviewForm:
-    """Decide each changed critical verdict of a locked migration report on the evidence.
-
-    Widgets: ``case`` (the transition), ``detail``, the note form ``decision``,
-    ``evidence`` (ids, comma-separated), ``note``, ``save_button``; ``status``. ``pending``
-    holds the transitions and ``reviews`` the log.
-    """
+    """Decide each changed critical verdict of a locked migration report on the evidence
+    (``pending`` holds the transitions, ``reviews`` the log)."""
 
     def __init__(
         self, report: str | Path, *, gold: str | Path | None = None, reviewer: str | None = None
@@ -137,8 +126,3 @@ class TransitionReviewForm:
 
     def __repr__(self) -> str:
         return f"TransitionReviewForm({self.report}, {len(self.pending)} transition(s))"
-
-
-def transition_review_form(report: str | Path, **kwargs: Any) -> TransitionReviewForm:
-    """The note form for a migration report's changed critical verdicts."""
-    return TransitionReviewForm(report, **kwargs)
