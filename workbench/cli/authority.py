@@ -40,10 +40,7 @@ _trust = option(
 
 
 def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
-    if as_json:
-        echo_json(e.model_dump(mode="json"))
-    else:
-        click.echo(e.describe())
+    show(e, as_json, lambda entry: entry.describe())
 
 
 def _print_rollback(result: tuple[AuthorityEntry, list[Problem]], as_json: bool) -> None:
@@ -77,8 +74,7 @@ def _rollback_options(reason: str, *more: Callable[[Any], Any]) -> Callable[[Any
 
 @click.group()
 def authority() -> None:
-    """The authority record: what each certified judge may do (advisory, route, block), where, and
-    since when.
+    """The authority record: what each certified judge may do (advisory, route, block).
 
     One approved step at a time (grant, promote, promote), each on a verified, certified, fresh
     report of this version; rollback (demote, revoke) needs only a reason. Entries are appended
@@ -216,8 +212,7 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
 @option("json", help="Print the AuthorityStatus as JSON.")
 @user_errors
 def status(gold: str, judge: str | None, trust: str | None, as_json: bool) -> None:
-    """Every judge with an authority record: recorded and effective authority, scope, last
-    certified report, staleness, drift and shadows.
+    """Every judge with an authority record: authority, scope, report, staleness, drift.
 
     Exit 0 every judge may do what it is recorded to; 4 review required (less than recorded,
     stale or drifted); 1 the record is damaged or a report does not verify; 2 invalid input.

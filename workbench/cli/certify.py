@@ -207,8 +207,11 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
 @option("json")
 @user_errors
 def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) -> None:
-    """List every report with its outcome, including aborted certifications (or, with --ledger,
-    every held-out use, with the ledger's chain checked: exit 1 where it is broken)."""
+    """List every report with its outcome (or, with --ledger, every held-out use).
+
+    Aborted certifications are included; --ledger checks the ledger's chain (exit 1 where it
+    is broken).
+    """
     from ..heldout import ledger_path_for
     from ..reports import (
         format_ledger,

@@ -24,7 +24,7 @@ _OUT = option(
 
 @click.group(name="import")
 def import_group() -> None:
-    """Convert your own table, or a public human-judgment dataset, into the workbench gold format.
+    """Convert your own table, or a public human-judgment dataset, into a gold dataset.
 
     `import results` declares the gold that judge results produced elsewhere were produced
     against.

@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from ..errors import Problem, WorkbenchError, problem, refusal
-from ..outcomes import ExitCode
+from ..outcomes import ExitCode, exit_code, outcome_of
 from ..runs import RunOptions
 from ._common import echo_json, refuse_each, user_errors
-from ._options import option, path
+from ._options import option, path, show
 from ._run_options import run_options
 from .override import append, override_options
 
@@ -117,7 +117,7 @@ def noise(
         return
     _require_options(candidate=candidate, pairs=pairs_path)
     assert candidate is not None and pairs_path is not None
-    from ..noise import run_noise_sync
+    from ..noise import lock_noise_run, run_noise_sync
 
     loaded, problems = _load_inputs(
         candidate, pairs_path, baseline, companion_files, baseline_companion_files, overrides_path
@@ -145,17 +145,11 @@ def noise(
     )
     report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
     if lock:
-        from ..noise import lock_noise_run
-
         sealed = lock_noise_run(out_dir, report, signer=signer)
         click.echo(f"locked {out_dir} (lock.json {sealed.lock_sha256[:12]})", err=True)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        from ..noise import format_noise
+    from ..noise import format_noise
 
-        click.echo(format_noise(report))
-        click.echo(f"\nrun directory: {out_dir}")
+    show(report, as_json, format_noise, lambda _: f"\nrun directory: {out_dir}")
     sys.exit(report.exit_code)
 
 
@@ -177,7 +171,6 @@ def _load_inputs(
     baseline_companion_files: tuple[str, ...],
     overrides_path: str | None,
 ) -> tuple[dict[str, Any], list[Problem]]:
-    """Every input, loaded, and every problem of every input."""
     from ..judges import load_candidate
     from ..noise import load_baseline_report, load_companions, load_pairs
     from ..policy import load_overrides
@@ -289,7 +282,6 @@ def _reports(
 
 
 def _join(suite: Any, rows: Any, partition: str | None, sentinels_only: bool) -> Any:
-    """The companion metrics joined to the suite's selected pairs (None when none were given)."""
     from ..noise import join_companions, selected_candidates
 
     if rows is None:
@@ -336,11 +328,7 @@ def check(pairs_path: str, as_json: bool) -> None:
     release = release_of(suite)
     rows = check_retrieval([*suite.controls(), *suite.candidates()])
     blockers = retrieval_blockers(suite, rows)
-    code = (
-        ExitCode.INCOMPLETE
-        if any(b.category == "incomplete" for b in blockers)
-        else (ExitCode.FAILED if blockers else ExitCode.OK)
-    )
+    code = exit_code(outcome_of((b.category for b in blockers), clear="passed"))
     if as_json:
         echo_json(
             {
@@ -354,14 +342,11 @@ def check(pairs_path: str, as_json: bool) -> None:
             }
         )
     else:
+        hint = "NOT FROZEN (workbench freeze FILE --approver NAME)"
+        frozen = f"frozen as {release.release_id}" if release else hint
         click.echo(
             f"{suite.label}: valid; {len(suite.controls())} control pairs,"
-            f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; "
-            + (
-                f"frozen as {release.release_id}"
-                if release
-                else "NOT FROZEN (workbench freeze FILE --approver NAME)"
-            )
+            f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; {frozen}"
         )
         for p in problems:
             click.echo(f"  warning: {p.format()}")
@@ -408,10 +393,7 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
     paths = run.results_paths() if run is not None else [Path(results_path)]
     results = [line.result for p in paths for line in read_results(p)]
     report = panel_agreement(suite, claims, results)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_panel(report))
+    show(report, as_json, format_panel)
     sys.exit(
         ExitCode.INCOMPLETE
         if report.missing

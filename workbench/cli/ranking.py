@@ -15,7 +15,7 @@ from ..errors import refusal
 from ..outcomes import ExitCode
 from ..runs import RunOptions
 from ._common import echo_json, user_errors
-from ._options import option, options, path
+from ._options import option, options, path, show
 from ._run_options import run_option, run_options
 
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
@@ -68,8 +68,7 @@ class _DefaultGroup(click.Group):
 
 
 _RANKING_HELP = (
-    "Ranking judges: battery and gate (run, the default), reviewer agreement, label history,"
-    " replay, verify (freeze a fixture file with `workbench freeze FILE`).\n"
+    "Ranking judges: battery and gate (run, the default), agreement, history, replay, verify.\n"
     "\n"
     "\b\n"
     "workbench ranking run --candidate SPEC --fixtures FILE [--policy P]   battery, report, gate\n"
@@ -234,10 +233,7 @@ def run(
             candidate, fixture_set, out, battery, config, options, gate_inputs
         )
     _keep(report, fixture_set, out_dir, history_path, lock, sign_key)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_ranking(report))
+    show(report, as_json, format_ranking)
     assert report.gate is not None  # ranking_report gates every report
     if report.gate.exit_code:
         raise SystemExit(report.gate.exit_code)
@@ -252,7 +248,6 @@ def _history_path(name: str, history: str | None, no_history: bool) -> Path | No
 def _gate_inputs(
     policy: str | None, history: Path | None, overrides: str | None, scalar: str | None
 ) -> dict[str, Any]:
-    """The policy, history, overrides and scalar outcomes the ranking gate reads."""
     from ..policy import load_overrides
     from ..ranking import load_ranking_policy, read_history, read_scalar
 
@@ -283,7 +278,6 @@ def _run_battery(
     options: RunOptions,
     gate_inputs: dict[str, Any],
 ) -> tuple[Any, Path]:
-    """Run the battery into a new run directory, then report and gate it."""
     from ..judges import load_candidate
     from ..ranking import position_battery, ranking_report, run_ranking_sync
 
@@ -298,16 +292,6 @@ def _run_battery(
             " results with --results",
         )
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
-    from .._lock import LOCK_FILE, RETIRED_LOCKS
-
-    if any((out_dir / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
-        raise refusal(
-            "run locked",
-            str(out_dir),
-            "run_locked",
-            "the run directory is locked",
-            "use a new --out directory",
-        )
     summary = run_ranking_sync(
         judge,
         fixture_set,
@@ -339,7 +323,6 @@ def _keep(
     lock: bool,
     sign_key: str | None,
 ) -> None:
-    """Write the artifacts, append to the history and lock, as asked."""
     from ..ranking import lock_ranking_run, record_run, write_ranking_artifacts
 
     if lock and out_dir is None:
@@ -375,11 +358,7 @@ def agreement(fixtures: str, as_json: bool) -> None:
     """
     from ..ranking import format_reviewer_agreement, load_fixtures, reviewer_agreement
 
-    report = reviewer_agreement(load_fixtures(fixtures))
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_reviewer_agreement(report))
+    show(reviewer_agreement(load_fixtures(fixtures)), as_json, format_reviewer_agreement)
 
 
 @ranking.command("history")
@@ -529,7 +508,6 @@ def _replay_dir(label: str, case_id: str, repeat: int) -> str:
 
 
 def _replayed(fixture: Any, r: Any) -> int:
-    """What the replayed attempt shows, and its exit code."""
     from ..ranking import completeness
 
     if r is None:
@@ -580,7 +558,7 @@ def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
 @option("json", help="Print the results as JSON.")
 @user_errors
 def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: bool) -> None:
-    """Delete expired request payloads of ranking runs (default: under runs/), keeping every digest.
+    """Delete expired request payloads of ranking runs, keeping every digest.
 
     A payload expires at its capture time plus the run's declared retention (none without one);
     deletions are logged in payloads/pruned.jsonl and every hash stays, so a locked run still

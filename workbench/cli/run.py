@@ -165,6 +165,7 @@ def _first(ids: list[str], where: Path, key: str) -> str:
 
 def report_summary(summary: RunSummary) -> int:
     """Print a run summary; return the exit code (0, 3 or 5)."""
+    where = Path(summary.results_path).parent / SUMMARY_FILE
     status = summary.status.upper() + (
         f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else ""
     )
@@ -184,14 +185,7 @@ def report_summary(summary: RunSummary) -> int:
             f" {summary.sampling_plan_sha256[:12]}"
             + (f" from {summary.sampling_plan_source}" if summary.sampling_plan_source else "")
             + "; not judged, never a pass): "
-            + (
-                _first(
-                    summary.sampled_out,
-                    Path(summary.results_path).parent / SUMMARY_FILE,
-                    "sampled_out",
-                )
-                or "none"
-            )
+            + (_first(summary.sampled_out, where, "sampled_out") or "none")
         )
     if summary.slice_costs and summary.slice_costs[-1].cases:
         click.echo(
@@ -209,7 +203,6 @@ def report_summary(summary: RunSummary) -> int:
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)
     if summary.status != "complete":
-        where = Path(summary.results_path).parent / SUMMARY_FILE
         if summary.unrun:
             click.echo(
                 f"unrun ({len(summary.unrun)}): " + _first(summary.unrun, where, "unrun"), err=True

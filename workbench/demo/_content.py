@@ -260,12 +260,8 @@ def _cross_checks(
 
 
 def load_content(root: Traversable | None = None) -> Content:
-    """Read and validate the content files under ``root`` (default: the packaged ones).
-
-    Raises :class:`WorkbenchError` listing every problem: YAML or JSON syntax, a field that
-    breaks its model, a topic filed under another slice, a duplicate id or slug, a cited
-    passage that does not exist.
-    """
+    """Read and validate the content files under ``root`` (default: the packaged ones);
+    :class:`WorkbenchError` lists every problem."""
     root = root if root is not None else files(__package__).joinpath(CONTENT)
     problems: list[Problem] = []
     handbook, phrases, variants = (

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import shutil
 import tempfile
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -275,45 +274,44 @@ def _noisy_contexts(spec: _Candidate, clean: list[dict[str, Any]]) -> list[dict[
     return _reranked(noisy)
 
 
+def _given(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v is not None}
+
+
 def _candidate_pair(spec: _Candidate, system: System, content: _NoiseContent) -> dict[str, Any]:
     sys = content.suite.systems[system]
     generator = _generator(sys)
     clean_ctx = _reranked([_ctx(p.text, p.document_id, p.chunk_id, p.score) for p in spec.passages])
-    noisy_ctx = _noisy_contexts(spec, clean_ctx)
-    responses = spec.responses[system]
-    d = spec.distractor
-    distractor: dict[str, Any] = {"index": d.index, "label": d.label, "change": d.change}
-    if d.false_claim:
-        distractor["false_claim"] = d.false_claim
-    pair: dict[str, Any] = {
-        "pair_id": spec.pair_id,
-        "slice": spec.slice,
-        "mode": spec.mode,
-        "role": "candidate",
-        "partition": spec.partition,
-        "source_family": spec.family,
-        "reference_version": "handbook-v4.2",
-        "user_input": spec.question,
-        "reference": spec.reference,
-        "generator": generator,
-    }
-    if spec.supersedes is not None:
-        pair["supersedes"] = spec.supersedes
-    if spec.assertions is not None:
-        pair["retrieval_assertions"] = spec.assertions
-    pair["clean"] = _member(responses.clean, clean_ctx, sys.run_id, generator)
-    pair["noisy"] = {
-        **_member(responses.noisy, noisy_ctx, sys.run_id, generator),
-        "distractor": distractor,
-    }
-    pair["provenance"] = {
-        "origin": "regenerated",
-        "sources": [spec.family],
-        "generation_run": sys.run_id,
-    }
-    if spec.retired is not None:
-        pair["retired"] = spec.retired
-    return pair
+    responses, d = spec.responses[system], spec.distractor
+    distractor = {"index": d.index, "label": d.label, "change": d.change}
+    noisy = _member(responses.noisy, _noisy_contexts(spec, clean_ctx), sys.run_id, generator)
+    return _given(
+        {
+            "pair_id": spec.pair_id,
+            "slice": spec.slice,
+            "mode": spec.mode,
+            "role": "candidate",
+            "partition": spec.partition,
+            "source_family": spec.family,
+            "reference_version": "handbook-v4.2",
+            "user_input": spec.question,
+            "reference": spec.reference,
+            "generator": generator,
+            "supersedes": spec.supersedes,
+            "retrieval_assertions": spec.assertions,
+            "clean": _member(responses.clean, clean_ctx, sys.run_id, generator),
+            "noisy": {
+                **noisy,
+                "distractor": _given({**distractor, "false_claim": d.false_claim or None}),
+            },
+            "provenance": {
+                "origin": "regenerated",
+                "sources": [spec.family],
+                "generation_run": sys.run_id,
+            },
+            "retired": spec.retired,
+        }
+    )
 
 
 def suite_data(
@@ -393,11 +391,3 @@ def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
 
 def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
-
-
-def generate_into(directory: str | Path) -> list[Path]:
-    """Generate into a fresh directory (for the test that compares committed files)."""
-    target = Path(directory)
-    if target.exists():
-        shutil.rmtree(target)
-    return write_demo(target)

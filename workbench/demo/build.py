@@ -14,7 +14,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -123,19 +123,6 @@ class Variant:
     tags: list[str]
     why: str
     dissent: str
-
-
-@dataclass
-class BuildSummary:
-    """What :func:`build` wrote."""
-
-    out_dir: Path
-    records: int
-    active: int
-    corrections: int
-    disagreements: int
-    by_partition: dict[str, int] = field(default_factory=dict)
-    by_label: dict[str, int] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------ grading notes
@@ -394,8 +381,7 @@ def _assign_partitions(rng: random.Random) -> dict[str, str]:
 @dataclass(frozen=True)
 class _CorrectionPlan:
     kind: str
-    disagreed: bool
-    occasion: str
+    disagreed: bool  # the original reviewers split (else both made the same mistake)
     wrong_label: str
     wrong_reason: str
     fix_reason: str
@@ -405,45 +391,40 @@ _CORRECTIONS: tuple[_CorrectionPlan, ...] = (
     _CorrectionPlan(
         "paraphrased-prohibition",
         False,
-        "the agreement audit",
         "pass",
-        "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+        "Every required concept is present and no prohibited phrase appears.",
         "the response asserts the prohibited claim in other words; both reviewers and the"
         " adjudicator looked only for the listed phrase",
     ),
     _CorrectionPlan(
         "paraphrased-prohibition",
         False,
-        "the agreement audit",
         "pass",
-        "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+        "Every required concept is present and no prohibited phrase appears.",
         "the closing sentence is a paraphrase of the prohibited claim, which the original review"
         " missed",
     ),
     _CorrectionPlan(
         "terminology",
         False,
-        "the agreement audit",
         "fail",
-        "Reviewers agree. The response does not use the wording in the grading notes.",
+        "The response does not use the wording in the grading notes.",
         "the rubric accepts standard abbreviations and synonyms; the original labels penalised"
         " approved terminology",
     ),
     _CorrectionPlan(
         "negation",
         True,
-        "an adjudication review",
         "fail",
-        "Reviewers split. The prohibited phrase appears in the response.",
+        "The prohibited phrase appears in the response.",
         "the prohibited phrase appears only inside an explicit denial, which the rubric does not"
         " count as the claim",
     ),
     _CorrectionPlan(
         "omission",
         True,
-        "an adjudication review",
         "pass",
-        "Reviewers split. The main point is covered.",
+        "The main point is covered.",
         "a required concept is missing and the rubric requires every required concept",
     ),
 )
@@ -455,7 +436,6 @@ def _plan_corrections(
     disagreements: dict[str, bool],
     rng: random.Random,
 ) -> list[dict[str, Any]]:
-    """Rewrite a few records as wrongly adjudicated originals; return their corrections."""
     by_id = {row["case_id"]: row for row in rows}
     used: set[str] = set()
     corrections: list[dict[str, Any]] = []
@@ -473,21 +453,22 @@ def _plan_corrections(
         used.add(cid)
         original = by_id[cid]
         if not plan.disagreed:
-            # Both reviewers made the same mistake (a rubric example anchored them).
             original["reviews"] = [
                 {
                     **r,
                     "label": plan.wrong_label,
-                    "rationale": plan.wrong_reason.removeprefix("Reviewers agree. "),
+                    "rationale": plan.wrong_reason,
                     "confidence": "medium",
                 }
                 for r in original["reviews"]
             ]
+        split = "Reviewers split." if plan.disagreed else "Reviewers agree."
         original["adjudication"] = {
             **original["adjudication"],
             "label": plan.wrong_label,
-            "reason": plan.wrong_reason,
+            "reason": f"{split} {plan.wrong_reason}",
         }
+        occasion = "an adjudication review" if plan.disagreed else "the agreement audit"
         correct_label = "fail" if plan.wrong_label == "pass" else "pass"
         fixed = {
             **original,
@@ -497,7 +478,7 @@ def _plan_corrections(
             "adjudication": {
                 "label": correct_label,
                 "reason": (
-                    f"Correction of {cid} after {plan.occasion} on {CORRECTION_DATE}:"
+                    f"Correction of {cid} after {occasion} on {CORRECTION_DATE}:"
                     f" {plan.fix_reason}. {variants[cid].why} The original label {plan.wrong_label}"
                     " is superseded."
                 ),
@@ -627,7 +608,7 @@ def _card(records: list[dict[str, Any]]) -> str:
         for info in SLICES
     ]
     totals = Counter(r["adjudication"]["label"] for r in active)
-    split = sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1)
+    split = _split(active)
     corrections = [r for r in records if r.get("supersedes")]
     values = {
         "dataset_version": DATASET_VERSION,
@@ -663,7 +644,6 @@ def _content_text(name: str) -> str:
 
 
 def _filled(value: Any, values: dict[str, Any]) -> Any:
-    """``value`` with every string's ``{name}`` fields filled in."""
     if isinstance(value, str):
         return value.format(**values)
     if isinstance(value, list):
@@ -677,8 +657,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:
-    """(Re)write the demo dataset into ``out_dir``; returns what was written."""
+def build(out_dir: str | Path = DEFAULT_OUT) -> list[dict[str, Any]]:
+    """(Re)write the demo dataset into ``out_dir``; returns its records."""
     out = Path(out_dir)
     records, _ = generate(random.Random(SEED))
     write_jsonl(out / "gold.jsonl", records)
@@ -694,16 +674,11 @@ def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:
         ),
     )
     atomic_write_text(out / "card.md", _card(records))
-    active = _active(records)
-    return BuildSummary(
-        out_dir=out,
-        records=len(records),
-        active=len(active),
-        corrections=len(records) - len(active),
-        disagreements=sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1),
-        by_partition=dict(sorted(Counter(r["partition"] for r in active).items())),
-        by_label=dict(sorted(Counter(r["adjudication"]["label"] for r in active).items())),
-    )
+    return records
+
+
+def _split(active: list[dict[str, Any]]) -> int:
+    return sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -714,12 +689,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "out_dir", nargs="?", default=str(DEFAULT_OUT), help="output directory (default: data/demo)"
     )
     args = parser.parse_args(argv)
-    summary = build(args.out_dir)
+    records = build(args.out_dir)
+    active = _active(records)
+    partitions = dict(sorted(Counter(r["partition"] for r in active).items()))
+    labels = dict(sorted(Counter(r["adjudication"]["label"] for r in active).items()))
     print(
-        f"wrote {summary.out_dir}: {summary.active} active cases ({summary.records} records,"
-        f" {summary.corrections} superseded), disagreement"
-        f" {summary.disagreements}/{summary.active}, partitions {summary.by_partition}, labels"
-        f" {summary.by_label}"
+        f"wrote {args.out_dir}: {len(active)} active cases ({len(records)} records,"
+        f" {len(records) - len(active)} superseded), disagreement {_split(active)}/{len(active)},"
+        f" partitions {partitions}, labels {labels}"
     )
     return 0
 

@@ -32,9 +32,9 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
     """Every pair of candidates on the cases where both have a verdict: who is right where the
     other is wrong, the exact McNemar p-value and each side's critical-slice false passes."""
     import pandas as pd
-    from statsmodels.stats.contingency_tables import mcnemar
 
     from ..align import require_comparable
+    from ..migration._stats import exact_mcnemar
 
     for it in iterations:
         require_comparable(it.join, where=f"paired_comparison({it.label})")
@@ -55,8 +55,6 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
         )
         both_right, a_only = right[True, True], right[True, False]
         b_only, both_wrong = right[False, True], right[False, False]
-        table = [[both_right, a_only], [b_only, both_wrong]]
-        p = float(mcnemar(table, exact=True).pvalue) if a_only + b_only else 1.0
         critical = set(a.join.dataset.rubric.critical_slices)
         rows.append(
             {
@@ -67,7 +65,7 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
                 "b_right_a_wrong": b_only,
                 "both_right": both_right,
                 "both_wrong": both_wrong,
-                "p_mcnemar": p,
+                "p_mcnemar": exact_mcnemar(a_only, b_only, both_right, both_wrong),
                 "a_critical_false_passes": sum(
                     1 for ca, _ in both if ca.error_class == "false_pass" and ca.slice in critical
                 ),

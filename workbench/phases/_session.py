@@ -90,31 +90,14 @@ class PhaseSession:
             raise TypeError(f"{judge.spec.label} ({judge.spec.kind}) has no prompt template")
         return str(template)
 
-    def derive(
-        self,
-        parent: Judge,
-        *,
-        version: str,
-        prompt: str | None = None,
-        description: str | None = None,
-        changes: list[str] | None = None,
-        allow_multiple: bool = False,
-        **fields: Any,
-    ) -> Judge:
-        """A new, unsaved candidate version that changes one declared thing
-        (:func:`~workbench.judges.derive_spec`); a change the declaration does not cover is
-        refused here and at :meth:`save`."""
+    def derive(self, parent: Judge, *, version: str, **fields: Any) -> Judge:
+        """A new, unsaved candidate version that changes one declared thing (``fields`` as
+        :func:`~workbench.judges.derive_spec` takes them: ``prompt``, ``description``,
+        ``changes``, ``allow_multiple`` ...); a change the declaration does not cover is refused
+        here and at :meth:`save`."""
         from ..migration import declaration_problems
 
-        spec = derive_spec(
-            parent.spec,
-            version=version,
-            prompt=prompt,
-            description=description,
-            changes=changes,
-            allow_multiple=allow_multiple,
-            **fields,
-        )
+        spec = derive_spec(parent.spec, version=version, **fields)
         base = self._spec_paths.get(parent.spec.label, Path("."))
         judge = build_judge(spec, base)
         problems = declaration_problems(parent, judge, location=f"derive({spec.label})")

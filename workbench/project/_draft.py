@@ -77,22 +77,23 @@ def _created(value: Any) -> dt.date | None:
         return None
 
 
-def _untouched(text: str, root: Path) -> bool:
-    """Whether ``text`` is the policy template as ``init`` rendered it, or a draft of it."""
+def _template_of(text: str, root: Path) -> str | None:
+    """The policy template ``init`` rendered, when ``text`` is it or a draft of it."""
     parsed = _parse(text)
     if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
-        return False
+        return None
     created = _created(parsed.get("created"))
     if created is None:
-        return False
+        return None
     template = render("policy.yaml", name=parsed["name"], root=root, today=created)
-    if text == template:
-        return True
     slices = parsed.get("slices")
+    if text == template:
+        return template
     if not isinstance(slices, dict) or not all(isinstance(s, dict) for s in slices.values()):
-        return False
+        return None
     pairs = [(str(name), str(spec.get("risk"))) for name, spec in slices.items()]
-    return text == draft_text(template, str(parsed.get("rubric_version")), pairs)
+    drafted = text == draft_text(template, str(parsed.get("rubric_version")), pairs)
+    return template if drafted else None
 
 
 def draft_policy(gold: str | Path) -> PolicyDraft | None:
@@ -123,17 +124,14 @@ def draft_policy(gold: str | Path) -> PolicyDraft | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return _left(path, f"the file cannot be read; write it by hand with the slices {names}")
-    if not _untouched(text, root):
+    template = _template_of(text, root)
+    if template is None:
         return _left(
             path,
             "it is no longer the template `workbench init` wrote (a person edited it); give it"
             f" one `slices` entry per rubric slice ({names}) and rubric_version {version!r}"
             " by hand",
         )
-    parsed = _parse(text)
-    template = render(
-        "policy.yaml", name=parsed["name"], root=root, today=_created(parsed["created"])
-    )
     drafted = draft_text(template, version, slices)
     if drafted != text:
         atomic_write_text(path, drafted)

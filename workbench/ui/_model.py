@@ -28,12 +28,9 @@ def count_label(name: str, count: int) -> str:
 
 
 class ReviewModel:
-    """Filters, matches and the current case over a :class:`ReviewTable`.
-
-    ``positions`` are the matching row positions (numpy int64, table order); ``index`` is the
-    current one within them. Changing a filter goes to the first match. ``reviewed`` marks
-    the rows that have a review note (for this judge); :meth:`mark_reviewed` updates it.
-    """
+    """Filters, matches and the current case over a :class:`ReviewTable`: ``positions`` are the
+    matching rows, ``index`` the current one among them (a filter change goes to the first),
+    ``reviewed`` the rows with a review note."""
 
     def __init__(self, table: ReviewTable, reviewed: Iterable[str] = ()) -> None:
         self.table = table
@@ -78,7 +75,7 @@ class ReviewModel:
         return mask
 
     def _searched(self, terms: list[str]) -> np.ndarray:
-        """The search mask, narrowing the previous one when the new terms extend it (typing)."""
+        """The search mask, narrowing the previous one when the new terms extend it."""
         key = tuple(t.casefold() for t in terms)
         if key == self._search_key and self._search_mask is not None:
             return self._search_mask
@@ -94,7 +91,6 @@ class ReviewModel:
         return mask
 
     def _filter_masks(self) -> dict[str, np.ndarray]:
-        """The mask of every active filter, by filter name."""
         out: dict[str, np.ndarray] = {}
         if self.slice != ALL_SLICES:
             out["slice"] = self._cached("slice", self.slice)
@@ -227,34 +223,28 @@ class ReviewModel:
         return out
 
     def slice_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the slice dropdown, with conditional counts."""
+        """``(label, value)`` pairs for the slice dropdown (likewise for class and tag)."""
         counts = self.slice_counts()
         return [(count_label(ALL_SLICES, sum(counts.values())), ALL_SLICES)] + [
             (count_label(s, k), s) for s, k in counts.items()
         ]
 
     def class_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the error-class dropdown, with conditional counts."""
         return [(count_label(c, k), c) for c, k in self.class_counts().items()]
 
     def tag_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the tag dropdown, with conditional counts."""
         return [(count_label(t, k), t) for t, k in self.tag_counts().items()]
 
     def chart_data(self) -> list[dict[str, Any]]:
         """False passes and false fails per slice, under every filter but slice and class."""
         base = self._others("slice", "error_class")
-        codes = self.table.codes["slice"]
-        n_slices = len(self.table.categories["slice"])
         per_class = {}
         for cls in CHART_CLASSES:
             mask = self._cached("error_class", cls)
-            rows = mask if base is None else mask & base
-            sel = codes[rows]
-            per_class[cls] = np.bincount(sel[sel >= 0], minlength=n_slices)
+            per_class[cls] = self._bincount("slice", mask if base is None else mask & base)
         return [
-            {"slice": s, **{cls: int(per_class[cls][i]) for cls in CHART_CLASSES}}
-            for i, s in enumerate(self.table.categories["slice"])
+            {"slice": s, **{cls: per_class[cls][s] for cls in CHART_CLASSES}}
+            for s in self.table.categories["slice"]
         ]
 
     # -- progress and navigation -------------------------------------------------------------
@@ -286,17 +276,15 @@ class ReviewModel:
 
     def next(self) -> bool:
         """Go to the next match; return whether it moved."""
-        if not self.has_next:
-            return False
-        self.index += 1
-        return True
+        moved = self.has_next
+        self.index += int(moved)
+        return moved
 
     def previous(self) -> bool:
         """Go to the previous match; return whether it moved."""
-        if not self.has_previous:
-            return False
-        self.index -= 1
-        return True
+        moved = self.has_previous
+        self.index -= int(moved)
+        return moved
 
     def go_to(self, index: int) -> None:
         """Jump to the ``index``-th match (0-based)."""

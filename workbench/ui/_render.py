@@ -198,17 +198,11 @@ def _human_column(case: Mapping[str, Any]) -> Markup:
 
 
 def _judge_column(case: Mapping[str, Any]) -> Markup:
-    outcome = case.get("outcome")
-    label = case.get("judge_label")
-    if outcome == "verdict":
-        body = _field("Reason", case.get("judge_reason"), chars=200, lines=3)
-        css = label_class(label)
-    elif outcome == "error":
-        body = _field("Error", case.get("error_message"), chars=200, lines=3)
-        css = "wb-other"
-    else:
-        body = safe("")
-        css = "wb-other"
+    outcome, label = case.get("outcome"), case.get("judge_label")
+    css = label_class(label) if outcome == "verdict" else "wb-other"
+    shown = {"verdict": ("Reason", "judge_reason"), "error": ("Error", "error_message")}
+    name, key = shown.get(str(outcome), ("", ""))
+    body = _field(name, case.get(key), chars=200, lines=3) if name else safe("")
     evidence = _field("Grading notes", case.get("grading_notes"), chars=140, lines=2) + _field(
         "Reference", case.get("reference"), chars=140, lines=2
     )

@@ -29,8 +29,17 @@ NO_CAUSE = ""  # the cause dropdown's value before a cause is chosen
 GOLD_DEFECT = "gold_label_defect"
 NEXT_KEYS = frozenset({"j", "ArrowDown", "ArrowRight"})
 PREVIOUS_KEYS = frozenset({"k", "ArrowUp", "ArrowLeft"})
+_TOGGLES = (
+    ("humans_disagree", "humans disagreed"),
+    ("critical_only", "critical only"),
+    ("unreviewed_only", "unreviewed only"),
+)
 
 __all__ = ["NO_CAUSE", "ReviewWidget"]
+
+
+def _problem_text(exc: WorkbenchError) -> str:
+    return "; ".join(p.message for p in exc.problems) or exc.summary
 
 
 def _default_reviewer() -> str:
@@ -88,14 +97,9 @@ class ReviewWidget:
     # -- building ---------------------------------------------------------------------------
     def _build_filters(self, w: Any) -> None:
         narrow = w.Layout(width="auto", flex="1 1 0", min_width="0")
-        self.slice_filter = w.Dropdown(
-            description="slice", layout=narrow, style={"description_width": "32px"}
-        )
-        self.class_filter = w.Dropdown(
-            description="class", layout=narrow, style={"description_width": "34px"}
-        )
-        self.tag_filter = w.Dropdown(
-            description="tag", layout=narrow, style={"description_width": "24px"}
+        self.slice_filter, self.class_filter, self.tag_filter = (
+            w.Dropdown(description=name, layout=narrow, style={"description_width": width})
+            for name, width in (("slice", "32px"), ("class", "34px"), ("tag", "24px"))
         )
         self.search = w.Text(
             description="search",
@@ -105,12 +109,8 @@ class ReviewWidget:
             style={"description_width": "44px"},
         )
         toggle = w.Layout(width="auto")
-        self.disagree_toggle = w.Checkbox(
-            description="humans disagreed", indent=False, layout=toggle
-        )
-        self.critical_toggle = w.Checkbox(description="critical only", indent=False, layout=toggle)
-        self.unreviewed_toggle = w.Checkbox(
-            description="unreviewed only", indent=False, layout=toggle
+        self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle = (
+            w.Checkbox(description=text, indent=False, layout=toggle) for _, text in _TOGGLES
         )
 
     def _build_case_pane(self, w: Any) -> None:
@@ -156,9 +156,7 @@ class ReviewWidget:
         self.draft_button = w.Button(
             description="draft a superseding record",
             icon="file-text",
-            tooltip=(
-                "write a proposed gold correction for an adjudicator (never applied automatically)"
-            ),
+            tooltip="write a proposed gold correction for an adjudicator (never applied)",
             layout=small,
         )
         self.draft_box = w.HBox(
@@ -247,7 +245,6 @@ class ReviewWidget:
             )
 
     def _refresh_filters(self) -> None:
-        """Every dropdown's counts conditional on the other filters; values from the model."""
         m = self.model
         with self._quietly():
             for dropdown, options, value in (
@@ -260,11 +257,8 @@ class ReviewWidget:
                 if dropdown.value != value:
                     dropdown.value = value
             counts = m.toggle_counts()
-            for toggle, name, text in (
-                (self.disagree_toggle, "humans_disagree", "humans disagreed"),
-                (self.critical_toggle, "critical_only", "critical only"),
-                (self.unreviewed_toggle, "unreviewed_only", "unreviewed only"),
-            ):
+            toggles = (self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle)
+            for toggle, (name, text) in zip(toggles, _TOGGLES, strict=True):
                 toggle.description = count_label(text, counts[name])
                 if toggle.value != getattr(m, name):
                     toggle.value = getattr(m, name)
@@ -402,13 +396,8 @@ class ReviewWidget:
     # -- notes and drafts -------------------------------------------------------------------
     def save(self) -> ReviewNote | None:
         """Append a note for the current case with the chosen cause (what "save note" does)."""
-        case = self.model.current_case()
+        case = self._current("save")
         if case is None or self.notes is None:
-            self.status.value = (
-                "nothing to save: no current case"
-                if case is None
-                else "no notes file: pass notes=ReviewNotes(path)"
-            )
             return None
         if self.cause.value == NO_CAUSE:
             self.status.value = "choose a cause first (keys 1–8)"
@@ -423,7 +412,7 @@ class ReviewWidget:
                 error_class=case.get("error_class"),
             )
         except WorkbenchError as exc:
-            self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
+            self.status.value = _problem_text(exc)
             return None
         self._latest[note.case_id] = note
         self.model.mark_reviewed(note.case_id)
@@ -439,13 +428,8 @@ class ReviewWidget:
         Only for cause ``gold_label_defect``; the note's text is the reason. The draft goes
         to :attr:`drafts` for an adjudicator and is never applied to the gold set.
         """
-        case = self.model.current_case()
-        if case is None or self.notes is None or self.drafts is None:
-            self.status.value = (
-                "nothing to draft: no current case"
-                if case is None
-                else "no notes file: pass notes=ReviewNotes(path)"
-            )
+        case = self._current("draft")
+        if case is None or self.drafts is None:
             return None
         if self.cause.value != GOLD_DEFECT:
             self.status.value = f"a superseding record needs cause {GOLD_DEFECT}"
@@ -471,13 +455,22 @@ class ReviewWidget:
                 dataset_sha256=self.table.dataset_sha256,
             )
         except WorkbenchError as exc:
-            self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
+            self.status.value = _problem_text(exc)
             return None
         self.status.value = (
             f"drafted {draft.supersedes} -> {draft.proposed_label} for an adjudicator in"
             f" {self.drafts.path.name}"
         )
         return draft
+
+    def _current(self, what: str) -> dict[str, Any] | None:
+        """The current case, or None with the reason in ``status`` (no case, no notes file)."""
+        case = self.model.current_case()
+        if case is None or self.notes is None:
+            missing = "no notes file: pass notes=ReviewNotes(path)"
+            self.status.value = f"nothing to {what}: no current case" if case is None else missing
+            return None
+        return case
 
     def export_notes(self, path: str | Path, *, latest_only: bool = False) -> Path:
         """Export this judge's notes to ``.csv`` or ``.parquet`` (see

@@ -10,12 +10,7 @@ from pathlib import Path
 
 from .._html import fragment
 from ..errors import WorkbenchError
-from ..review import (
-    DECISIONS,
-    PendingTransition,
-    TransitionReview,
-    TransitionReviews,
-)
+from ..review import DECISIONS, PendingTransition, TransitionReview, TransitionReviews
 from ._review_widget import _default_reviewer
 
 __all__ = ["TransitionReviewForm"]
