@@ -14,7 +14,9 @@ from ._options import option
 NAMES_SHOWN = 20  # reviewer names a block header lists; beyond it, only the count
 
 
-def _k(k: Kappa) -> str:
+def _k(k: Kappa | None) -> str:
+    if k is None:
+        return "n/a"
     return f"{k.value:.4f} (n={k.n})" if k.value is not None else f"n/a (n={k.n}; {k.note})"
 
 
@@ -60,21 +62,15 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
         lines.append(line)
     lines.append(f"  Krippendorff's alpha (nominal): {_k(block.krippendorff_alpha)}")
     if ordered:
-        lines.append(
-            f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}"
-            if block.krippendorff_alpha_ordinal
-            else "  Krippendorff's alpha (ordinal): n/a"
-        )
+        lines.append(f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}")
+        interval = block.krippendorff_alpha_interval
         basis = (
             "label values"
             if report.scale == "numeric"
             else "ranks as values, equal spacing assumed"
         )
-        lines.append(
-            f"  Krippendorff's alpha (interval, {basis}): {_k(block.krippendorff_alpha_interval)}"
-            if block.krippendorff_alpha_interval
-            else "  Krippendorff's alpha (interval): n/a"
-        )
+        level = f"interval, {basis}" if interval else "interval"
+        lines.append(f"  Krippendorff's alpha ({level}): {_k(interval)}")
     lines.append(f"  Fleiss' kappa (nominal): {_k(block.fleiss_kappa)}")
     lines.append(
         f"  cases with reviewer disagreement: {block.disagreement.format(3)} of cases with two or"

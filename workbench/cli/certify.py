@@ -18,9 +18,7 @@ from ._run_options import fixed_concurrency, run_options
 
 @click.command()
 @option(
-    "candidate",
-    required=False,
-    help="Candidate spec to certify (required unless --resume-review).",
+    "candidate", required=False, help="Candidate spec to certify (required unless --resume-review)."
 )
 @option(
     "policy",

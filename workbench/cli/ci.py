@@ -148,10 +148,7 @@ def sentinel(
     "rerun_reason",
     help="Required when the held-out content was judged before (recorded in the ledger).",
 )
-@option(
-    "sign",
-    help="Sign the lock with this Ed25519 private key (the CI release key).",
-)
+@option("sign", help="Sign the lock with this Ed25519 private key (the CI release key).")
 @run_options(
     "budget",
     "concurrency",

@@ -92,10 +92,7 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     "input",
     help="Column holding the exact input (matched with --response without a case id).",
 )
-@click.option(
-    "--response",
-    help="Column holding the exact response judged.",
-)
+@click.option("--response", help="Column holding the exact response judged.")
 @click.option("--label", help="Prediction column holding labels.")
 @click.option(
     "--score", help="Prediction column holding scores (kept; labels come from --threshold)."

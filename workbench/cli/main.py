@@ -70,7 +70,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "ranking": LazyCommand(
         "workbench.cli.ranking:ranking",
-        "Ranking judges: battery and gate (run, the default), agreement, history, replay, verify.",
+        "Ranking judges: battery and gate (run, the default), reviewer agreement, label history,"
+        " replay, verify (freeze a fixture file with `workbench freeze FILE`).",
     ),
     "prune": LazyCommand(
         "workbench.cli.ranking:prune",

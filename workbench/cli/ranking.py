@@ -68,7 +68,8 @@ class _DefaultGroup(click.Group):
 
 
 _RANKING_HELP = (
-    "Ranking judges: battery and gate (run, the default), agreement, history, replay, verify.\n"
+    "Ranking judges: battery and gate (run, the default), reviewer agreement, label history,"
+    " replay, verify (freeze a fixture file with `workbench freeze FILE`).\n"
     "\n"
     "\b\n"
     "workbench ranking run --candidate SPEC --fixtures FILE [--policy P]   battery, report, gate\n"

@@ -18,7 +18,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from .._io import JSONRecordError, loads_json
 from .._load import Problems, parse_yaml, validation_problems
 from .._record import Record as _Content
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 
 AltKind = Literal["abbreviation", "synonym", "spelling-variant", "plain-language"]
 Risk = Literal["critical", "high", "medium", "low"]
@@ -202,24 +202,16 @@ def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | Non
     except WorkbenchError as exc:
         problems.extend(exc.problems)
         return None
-    out: list[Passage] = []
-    complete = True
+    before, out = len(problems), list[Passage]()
     for number, line in enumerate(text.splitlines(), start=1):
         try:
             raw = loads_json(line)
         except (JSONRecordError, ValueError) as exc:
             message, fix = f"not valid JSON ({exc})", "write one JSON object a line"
-            problems.append(
-                Problem(
-                    location=f"{loc}:{number}", code="demo_content_json", message=message, fix=fix
-                )
-            )
-            complete = False
+            problems.append(problem(f"{loc}:{number}", "demo_content_json", message, fix))
             continue
-        passage = _validate(Passage, raw, f"{loc}:{number}", problems)
-        complete = complete and passage is not None
-        out.extend([passage] if passage is not None else [])
-    return out if complete else None
+        out.append(_validate(Passage, raw, f"{loc}:{number}", problems))
+    return out if len(problems) == before else None
 
 
 def _cross_checks(
@@ -284,9 +276,7 @@ def load_content(root: Traversable | None = None) -> Content:
                     f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}"
                 )
                 fix = f"move it to topics/{topic.slice}.yaml"
-                problems.append(
-                    Problem(location=loc, code="demo_content_slice", message=message, fix=fix)
-                )
+                problems.append(problem(loc, "demo_content_slice", message, fix))
         topics.extend(found or ())
     _cross_checks(evidence, topics, problems)
     if problems or handbook is None or phrases is None or evidence is None or variants is None:

@@ -193,16 +193,6 @@ def _compose_verbose(
     return " ".join(p for p in parts if p is not None)
 
 
-def _with_claim(rng: random.Random, base: list[str], sentence: str) -> list[str]:
-    out = list(base)
-    out.insert(rng.randint(1, len(out)), sentence)
-    return out
-
-
-def _keys(concepts: Sequence[Concept]) -> str:
-    return ", ".join(f"'{c.key}'" for c in concepts)
-
-
 def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant]:
     """The topic's responses: concise, the optional kinds drawn by their probability, the
     abbreviated claim when the topic has one, the hand-written specials; shuffled."""
@@ -245,7 +235,7 @@ def _variant(
     canonical = [c.canonical for c in concepts]
     used = alternatives.get(kind, [])
     fields: dict[str, Any] = {
-        "all_keys": _keys(concepts),
+        "all_keys": ", ".join(f"'{c.key}'" for c in concepts),
         "terms": ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in used),
         "termable": alternatives["terminology"],
         "plainable": alternatives["plain-language"],
@@ -268,7 +258,8 @@ def _variant(
         sentences = [s for i, s in enumerate(canonical) if i != dropped]
         fields["missing"] = concepts[dropped]
     elif kind in claimed:
-        sentences = _with_claim(rng, canonical, str(claimed[kind]))
+        at = rng.randint(1, len(canonical))
+        sentences = [*canonical[:at], str(claimed[kind]), *canonical[at:]]
     elif kind == "polished-wrong":
         sentences = [
             topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)

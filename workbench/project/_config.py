@@ -61,12 +61,8 @@ def declared_inputs(root: Path) -> dict[str, Any]:
             continue
         if key == "candidates" and isinstance(value, str):
             value = [value]
-        ok = (
-            all(isinstance(v, str) and v.strip() for v in value) and bool(value)
-            if key == "candidates" and isinstance(value, list)
-            else isinstance(value, str) and bool(value.strip())
-        )
-        if not ok:
+        values = value if key == "candidates" and isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str) and v.strip() for v in values):
             message = f"`{key}:` must be {'a list of paths' if key == 'candidates' else 'a path'}"
             fix = f"write `{_EXAMPLES[key]}` (relative to the project root), or remove the key"
             problems.append(problem(f"{config}: {key}", "project_config_invalid", message, fix))

@@ -34,7 +34,10 @@ class TransitionReviewForm:
         self.reviews = TransitionReviews(log)
         self.reviewer = w.Text(value=reviewer or _default_reviewer(), description="reviewer")
         self.case = w.Dropdown(
-            options=[(self._label(p), i) for i, p in enumerate(self.pending)],
+            options=[
+                (f"{p.case_id} [{p.slice}] {p.old_verdict} -> {p.new_verdict}", i)
+                for i, p in enumerate(self.pending)
+            ],
             description="transition",
             layout=w.Layout(width="auto"),
         )
@@ -58,9 +61,6 @@ class TransitionReviewForm:
             ]
         )
         self._render()
-
-    def _label(self, p: PendingTransition) -> str:
-        return f"{p.case_id} [{p.slice}] {p.old_verdict} -> {p.new_verdict}"
 
     @property
     def current(self) -> PendingTransition | None:
