@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from workbench.approval import read_release_log
 from workbench.cli.noise import noise as noise_command
-from workbench.demo._noise_data import FILES, generate_into
+from workbench.demo._noise_data import FILES, write_demo
 from workbench.demo.noise import respond as demo_respond
 from workbench.noise import load_pairs, load_panel, panel_release_of, release_of
 from workbench.testing import FakeLLM
@@ -34,7 +34,7 @@ KEY = "WB_TEST_DEMO_NOISE_KEY"
 
 
 def test_committed_demo_noise_data_matches_its_generator(tmp_path: Path) -> None:
-    generate_into(tmp_path / "gen")
+    write_demo(tmp_path / "gen")
     for name in FILES:
         assert (tmp_path / "gen" / name).read_bytes() == (DATA / name).read_bytes(), (
             f"data/noise/{name} differs from workbench/demo/_noise_data.py: run `python -m"

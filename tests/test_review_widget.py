@@ -117,18 +117,6 @@ def test_model_filters_with_masks_and_navigates(table):
     assert model.positions.tolist() == [1, 6]
     model.set_filter(tag="abbrev", error_class=ALL_CASES)
     assert model.positions.tolist() == [1, 3]  # slice billing kept: c4 (abbrev) is general
-    assert model.counts() == {
-        "matches": 2,
-        "total": 8,
-        "by_class": {
-            "aligned": 0,
-            "disagreement": 0,
-            "error": 1,
-            "false_fail": 0,
-            "false_pass": 1,
-            "missing": 0,
-        },
-    }
     model.set_filter(slice="general", error_class="false_pass", tag="(any)")
     assert (
         model.n_matches == 0 and model.current_case() is None and model.position_text() == "0 of 0"

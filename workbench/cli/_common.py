@@ -11,15 +11,14 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, problem
 from ..outcomes import ExitCode
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class FiniteFloatRange(click.FloatRange):
-    """``click.FloatRange`` that also refuses ``nan``, ``inf`` and ``-inf`` (which it lets
-    through)."""
+    """``click.FloatRange`` that also refuses ``nan`` and infinities."""
 
     name = "finite float range"
 
@@ -31,13 +30,12 @@ class FiniteFloatRange(click.FloatRange):
 
 
 BUDGET_USD = FiniteFloatRange(min=0)
-"""The type of every ``--budget-usd`` option: a finite number of dollars, at least 0."""
 
 
 def report_problems(exc: WorkbenchError) -> None:
     click.echo(f"error: {exc.summary}", err=True)
-    for problem in exc.problems:
-        click.echo(problem.format(), err=True)
+    for p in exc.problems:
+        click.echo(p.format(), err=True)
 
 
 def refuse_each(
@@ -48,17 +46,10 @@ def refuse_each(
     fix: str,
     location: str | None = None,
 ) -> None:
-    """Raise one :class:`WorkbenchError` with a problem for each of ``items`` (an option name, a
-    value ...), if there is any: ``message`` and ``fix`` are formats of the item (``{0}``),
-    located at ``location`` or else at the item."""
+    """Raise one :class:`WorkbenchError` with a problem per item, if any: ``message`` and ``fix``
+    format the item (``{0}``), located at ``location`` or else at the item."""
     problems = [
-        Problem(
-            location=location or item,
-            code=code,
-            message=message.format(item),
-            fix=fix.format(item),
-        )
-        for item in items
+        problem(location or item, code, message.format(item), fix.format(item)) for item in items
     ]
     if problems:
         raise WorkbenchError(summary, problems)
@@ -84,9 +75,8 @@ def echo_json(obj: Any) -> None:
 
 
 def project_golds(start: str) -> list[str]:
-    """The gold dataset directories of the project holding ``start`` (else of the working
-    directory's project), found as the CI lanes find them (``data/*/gold.jsonl``, or
-    ``ci.paths.gold`` in workbench.yaml); none outside a project."""
+    """The gold dataset directories of the project holding ``start`` (else the working
+    directory's), found as the CI lanes find them; none outside a project."""
     from pathlib import Path
 
     from ..approval import project_config

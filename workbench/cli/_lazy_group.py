@@ -1,10 +1,5 @@
-"""A click group that imports a subcommand's module only when that subcommand is used.
-
-``workbench --help`` lists every command with its one-line help from a static table, so
-listing the commands imports none of them; ``workbench validate ...`` imports only
-:mod:`workbench.cli.validate` (and what it needs), never the run engine, Ragas or pandas.
-``tests/test_cli_startup.py`` checks that the table matches each command's real help.
-"""
+"""A click group that imports a subcommand's module only when that subcommand is used;
+``--help`` lists the commands from a static table of their help paragraphs."""
 
 from __future__ import annotations
 
@@ -19,16 +14,12 @@ import click
 class LazyCommand(NamedTuple):
     """Where a subcommand lives and the first paragraph of its help, for the command list."""
 
-    target: str
-    """``"module:attribute"`` of the :class:`click.Command`, e.g.
-    ``"workbench.cli.validate:validate"``."""
+    target: str  # "module:attribute" of the click.Command
     help: str
-    """The first paragraph of the command's help, as click shortens it in ``workbench --help``."""
 
 
 class LazyGroup(click.Group):
-    """:class:`click.Group` whose ``lazy_commands`` are imported on first use (the click docs'
-    pattern)."""
+    """:class:`click.Group` whose ``lazy_commands`` are imported on first use."""
 
     def __init__(
         self, *args: Any, lazy_commands: Mapping[str, LazyCommand] | None = None, **kwargs: Any
@@ -53,9 +44,8 @@ class LazyGroup(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # click.Group.format_commands with one change: a command not imported yet is listed
-        # through a stub carrying its help paragraph, which click shortens exactly as it
-        # shortens the real command's help (same limit, same rules).
+        # click.Group.format_commands, but a command not imported yet is listed through a stub
+        # carrying its help paragraph (click shortens it as it would the real one).
         commands: list[tuple[str, click.Command]] = []
         for name in self.list_commands(ctx):
             if name in self.commands or name not in self.lazy_commands:

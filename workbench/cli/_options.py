@@ -1,29 +1,8 @@
-"""The options several commands share, each declared once, and the endings they share.
+"""The options several commands share, each declared once (:data:`SHARED`).
 
-:data:`SHARED` holds every shared option: its flags, the parameter it gives the command and
-its settings (type, default, help). ``@option(name)`` adds one to a command, which receives its
-value as a keyword argument, as from any click option. Where an option means something more
-specific in a command, the command overrides any setting, most often the help::
-
-    @click.command()
-    @option("gold")                                  # --gold PATH, required, the common help
-    @option("policy", required=False, help="...")    # optional here, with this command's help
-    @option("overrides", "overrides_path", help="...")  # received as overrides_path
-    @option("json", help="Print the gate result as JSON.")
-    @user_errors
-    def gate(gold: str, policy: str | None, overrides_path: str | None, as_json: bool) -> None:
-
-An entry without a help text (``--out``, ``--report``, ``--overrides`` ...) means something
-different in every command: :func:`option` refuses it without ``help=``. The options of commands
-that run judges (``--concurrency``, ``--budget-usd``, ...) are :mod:`._run_options`'s, gathered
-into one ``RunOptions``.
-
-To adopt it in a command file (``gate.py``, ``align.py``, ``agreement.py``, ``run.py``,
-``ping.py``, ``ranking.py``, ``noise.py`` still declare these by hand): replace each
-``click.option`` whose flags are an entry's with ``option(name, ...)``, overriding only the
-settings that differ from the entry, so that ``--help`` stays byte for byte the same
-(``--gold``, ``--results``, ``--policy``, ``--candidate``, ``--json``, ``--out``,
-``--overrides``, ``--sign``, ``--trust``, ``--min-shared`` and ``--label-mapping`` appear there).
+``@option(name, dest=None, **override)`` adds one to a command, overriding any setting (most
+often the help); an entry without a help text means something different in every command, so
+:func:`option` refuses it without ``help=``.
 """
 
 from __future__ import annotations
@@ -41,14 +20,12 @@ from ._common import echo_json, report_problems
 F = TypeVar("F", bound=Callable[..., Any])
 
 PATH = click.Path(path_type=str)
-"""The type of a path option given to the command as text."""
 
 GOLD_HELP = "Gold dataset directory or gold.jsonl."
 
 
 class Shared(NamedTuple):
-    """One shared option: its flags (with the parameter name, when it is not the flag's) and
-    its click settings."""
+    """One shared option: its flags (and parameter name) and its click settings."""
 
     decls: tuple[str, ...]
     settings: dict[str, Any]
@@ -151,17 +128,14 @@ SHARED: dict[str, Shared] = {
     ),
     "force": Shared(("--force",), {"is_flag": True, "help": "Replace a dataset already in --out."}),
 }
-"""Every shared option by name: flags and settings (each overridable per command)."""
 
 
 class SharedOption(click.Option):
-    """A click option declared by :data:`SHARED` (``tests/test_cli_options.py`` finds the
-    commands that still declare one by hand)."""
+    """A click option declared by :data:`SHARED`."""
 
 
 def option(name: str, dest: str | None = None, **override: Any) -> Callable[[F], F]:
-    """The shared option ``name`` of :data:`SHARED`, with ``override`` applied to its settings;
-    ``dest`` names the command's parameter instead of the entry's."""
+    """The shared option ``name``, with ``override`` applied; ``dest`` renames the parameter."""
     decls, settings = SHARED[name]
     settings = {**settings, **override}
     if settings.get("help") is None:
@@ -170,7 +144,7 @@ def option(name: str, dest: str | None = None, **override: Any) -> Callable[[F],
 
 
 def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
-    """Several option decorators as one, in help order: a group of options commands share."""
+    """Several option decorators as one, in help order."""
 
     def decorate(command: F) -> F:
         for add in reversed(decorators):
@@ -201,8 +175,7 @@ def show(result: Any, as_json: bool, *text: Callable[[Any], str]) -> None:
 
 @contextmanager
 def budget_refusal() -> Iterator[None]:
-    """A run refused before any call because its budget cannot cover it exits 3 (incomplete),
-    with the amount needed printed."""
+    """A run whose budget cannot cover it is refused before any call: exit 3, amount printed."""
     from ..migration import BudgetInsufficient
 
     try:

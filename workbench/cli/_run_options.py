@@ -1,10 +1,8 @@
-"""One set of click options for every command that runs judges, gathered into :class:`RunOptions`.
+"""The click options of every command that runs judges, gathered into one :class:`RunOptions`.
 
-``@run_options("concurrency", "budget", "no_cache", "no_progress")`` adds those options, in
-that order, and hands the command one ``options: RunOptions`` instead of their values. A
-command whose options sit apart in its help adds the others with :func:`run_option` (same
-table); every option of the table a command has ends up in its ``options``. Per-command
-help text, type or default is given as an override: ``budget={"help": "..."}``.
+``@run_options("concurrency", "budget", ...)`` adds those options in that order and passes the
+command ``options: RunOptions``; options placed apart in the help use :func:`run_option`.
+Per-command settings are overrides: ``budget={"help": "..."}``.
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("--budget-usd",),
         {
             "type": BUDGET_USD,
-            "default": None,
             "help": "Stop scheduling calls before recorded spend could exceed this.",
         },
     ),
@@ -40,7 +37,6 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("--max-cases",),
         {
             "type": click.IntRange(min=0),
-            "default": None,
             "help": "Start calls for at most this many case x repeat pairs in this invocation.",
         },
     ),
@@ -57,7 +53,6 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("--cache", "cache_dir"),
         {
             "type": click.Path(path_type=str),
-            "default": None,
             "help": (
                 "Verdict cache directory (default $WORKBENCH_CACHE_DIR or"
                 " ~/.cache/judge-workbench)."
@@ -82,74 +77,41 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "type": click.Choice(["local", "ray"]),
             "default": "local",
             "show_default": True,
-            "help": (
-                "local: this process; ray: --shards Ray tasks (extra: pip install"
-                " 'judge-workbench[ray]'; RAY_ADDRESS selects an existing cluster)."
-            ),
+            "help": "local: this process; ray: --shards Ray tasks (judge-workbench[ray]).",
         },
     ),
     "shards": (
         ("--shards",),
         {
             "type": click.IntRange(min=1),
-            "default": None,
-            "help": (
-                "With --executor ray: split the cases into N shards by case-id hash"
-                " (OUT/shards/<k>/); a resume gives the same N."
-            ),
+            "help": "With --executor ray: split the cases into N shards (resume with the same N).",
         },
     ),
     "calls_per_second": (
         ("--calls-per-second",),
         {
             "type": click.FloatRange(min=0, min_open=True),
-            "default": None,
-            "help": (
-                "With --executor ray: start at most this many judge calls a second over all"
-                " shards (a token bucket)."
-            ),
+            "help": "With --executor ray: at most this many judge calls a second over all shards.",
         },
     ),
 }
-"""Every run option: its click declaration and default settings (overridable per command)."""
-
-_PARAMS = (
-    "concurrency",
-    "budget_usd",
-    "max_cases",
-    "repeats",
-    "cache_dir",
-    "no_cache",
-    "retry_errors",
-    "no_progress",
-    "executor",
-    "shards",
-    "calls_per_second",
-)
-"""The parameter names the options above can give a command."""
 
 
 class _RunOption(click.Option):
-    """A click option declared by :data:`OPTIONS` (its value goes into the command's
-    ``options``)."""
+    """A click option declared by :data:`OPTIONS`."""
 
 
 def run_option(name: str, **override: Any) -> Callable[[Any], Any]:
-    """The click option ``name`` of :data:`OPTIONS`, with ``override`` applied to its settings."""
+    """The click option ``name`` of :data:`OPTIONS`, with ``override`` applied."""
     decls, settings = OPTIONS[name]
     return click.option(*decls, cls=_RunOption, **{**settings, **override})
 
 
 def _gather(kwargs: dict[str, Any]) -> RunOptions:
-    """Pop the run options' values from a command's arguments into one :class:`RunOptions`.
-
-    Only the options this command declared through :data:`OPTIONS` are taken: a command's own
-    option of the same name (``workbench repeatability --repeats K``) stays its own argument.
-    """
-    declared = {
-        p.name for p in click.get_current_context().command.params if isinstance(p, _RunOption)
-    }
-    found = {name: kwargs.pop(name) for name in _PARAMS if name in kwargs and name in declared}
+    """Pop the values of the options declared through :data:`OPTIONS` (not a command's own
+    option of the same name) into one :class:`RunOptions`."""
+    params = click.get_current_context().command.params
+    found = {p.name: kwargs.pop(p.name) for p in params if isinstance(p, _RunOption) and p.name}
     no_cache = found.pop("no_cache", False)
     cache_dir = found.pop("cache_dir", None)
     no_progress = found.pop("no_progress", False)
@@ -157,7 +119,6 @@ def _gather(kwargs: dict[str, Any]) -> RunOptions:
 
 
 def fixed_concurrency(options: RunOptions) -> int:
-    """``options.concurrency`` of a command whose ``--concurrency`` has a default (never None)."""
     assert options.concurrency is not None, "--concurrency has a default in this command"
     return options.concurrency
 
@@ -165,8 +126,7 @@ def fixed_concurrency(options: RunOptions) -> int:
 def run_options(
     *names: str, **overrides: dict[str, Any]
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Add the run options ``names`` (in help order) and pass the command ``options:
-    RunOptions``."""
+    """Add the run options ``names`` and pass the command ``options: RunOptions``."""
     unknown = [n for n in [*names, *overrides] if n not in OPTIONS]
     if unknown:
         raise ValueError(f"unknown run options: {unknown}")

@@ -11,11 +11,12 @@ from ..stats import Correlation, Kappa
 from ._common import echo_json, user_errors
 from ._options import option
 
-NAMES_SHOWN = 20
-"""Reviewer names are listed in a block header up to this many; beyond it, only the count."""
+NAMES_SHOWN = 20  # reviewer names a block header lists; beyond it, only the count
 
 
-def _k(k: Kappa) -> str:
+def _k(k: Kappa | None) -> str:
+    if k is None:
+        return "n/a"
     return f"{k.value:.4f} (n={k.n})" if k.value is not None else f"n/a (n={k.n}; {k.note})"
 
 
@@ -61,21 +62,15 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
         lines.append(line)
     lines.append(f"  Krippendorff's alpha (nominal): {_k(block.krippendorff_alpha)}")
     if ordered:
-        lines.append(
-            f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}"
-            if block.krippendorff_alpha_ordinal
-            else "  Krippendorff's alpha (ordinal): n/a"
-        )
+        lines.append(f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}")
+        interval = block.krippendorff_alpha_interval
         basis = (
             "label values"
             if report.scale == "numeric"
             else "ranks as values, equal spacing assumed"
         )
-        lines.append(
-            f"  Krippendorff's alpha (interval, {basis}): {_k(block.krippendorff_alpha_interval)}"
-            if block.krippendorff_alpha_interval
-            else "  Krippendorff's alpha (interval): n/a"
-        )
+        level = f"interval, {basis}" if interval else "interval"
+        lines.append(f"  Krippendorff's alpha ({level}): {_k(interval)}")
     lines.append(f"  Fleiss' kappa (nominal): {_k(block.fleiss_kappa)}")
     lines.append(
         f"  cases with reviewer disagreement: {block.disagreement.format(3)} of cases with two or"
@@ -91,15 +86,13 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
 @option("json", help="Print the documented JSON structure.")
 @user_errors
 def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) -> None:
-    """Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha,
-    Fleiss' kappa; overall and per slice.
+    """Human-human agreement: Cohen's kappa, Krippendorff's alpha, Fleiss' kappa, per slice.
 
-    On an ordinal or numeric rubric (``scale`` in rubric.yaml) it adds linear and quadratic
-    weighted Cohen's kappa and Spearman's rho per reviewer pair, and Krippendorff's alpha at
-    the ordinal and interval levels; the nominal figures stay, labelled as such.
+    On an ordinal or numeric rubric it adds weighted kappas, Spearman's rho and ordinal and
+    interval alphas.
     """
     with bulk_load():
-        index = gold_index(path)  # validated once per dataset sha256, then read from the cache
+        index = gold_index(path)
     report = human_agreement(index, partition, min_shared=min_shared)
     if as_json:
         echo_json(report.model_dump(mode="json"))
@@ -111,8 +104,6 @@ def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) 
         f"Human agreement ({report.partition or 'all partitions'}; rubric {report.rubric_version};"
         f" labels {', '.join(report.labels)}; {scale})"
     )
-    for line in _block("overall", report.overall, report):
-        click.echo(line)
-    for name, block in report.slices.items():
-        for line in _block(f"slice {name}", block, report):
-            click.echo(line)
+    blocks = {"overall": report.overall, **{f"slice {n}": b for n, b in report.slices.items()}}
+    for title, block in blocks.items():
+        click.echo("\n".join(_block(title, block, report)))

@@ -13,8 +13,8 @@ from ..errors import WorkbenchError
 from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
 from ..outcomes import ExitCode
-from ._common import echo_json, user_errors
-from ._options import option, options
+from ._common import user_errors
+from ._options import option, options, show
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,23 +50,18 @@ def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]
 @click.option(
     "--wide",
     is_flag=True,
-    help="Print the full per-slice, ordinal and cost tables (every count and the token columns;"
-    " wider than 120 columns). The default text fits 120 columns.",
+    help="Print the full tables (every count and the token columns; wider than 120 columns).",
 )
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
 @click.option(
     "--allow-gold-change",
     is_flag=True,
-    help=(
-        "Align even if the gold changed since the results were produced; every changed case is"
-        " named and the report is marked not comparable."
-    ),
+    help="Align even if the gold changed since the results were produced (not comparable).",
 )
 @option(
     "policy",
     "policy_path",
-    help="Accept the cases a run's sampling plan left out only if the plan is this policy's"
-    " `sampling:` plan (same sha256); otherwise they are missing.",
+    help="Accept the cases a run's sampling plan left out if it is this policy's `sampling:` plan.",
     required=False,
 )
 @click.option(
@@ -91,30 +86,11 @@ def align(
 ) -> None:
     """Join judge results to adjudicated gold labels and report alignment per slice.
 
-    Refuses duplicate results, unknown cases, response-hash mismatches and mixed judges
-    (exit 2); so are an LLM verdict without a reason (verdict_reason_missing), a judge
-    identity missing the fingerprint fields its kind requires (fingerprint_incomplete) and a
-    run directory's results lacking attempts its run counted (attempts_missing). Cases
-    without a result are 'missing': the evaluation is incomplete, which is never a pass and
-    never a disagreement. Coverage (decided verdicts / cases in scope) is
-    shown beside every rate; abstentions (verdicts in the rubric's abstain labels) are in no
-    false-pass or false-fail numerator or denominator.
-
-    Lineage: the results must have been produced against this gold (dataset hash and rubric
-    version, from the run manifest beside them or from the results themselves). Otherwise
-    align refuses (exit 2) and lists the cases that changed and what changed (label,
-    response, notes, grading fields); --allow-gold-change aligns anyway, marked not
-    comparable. Without --partition, the partition named by the run manifest is used.
-
-    Sampling: cases a run's declared sampling plan left out are out of scope (listed, in no
-    figure) only when the same plan is declared here (--policy P with that `sampling:` plan,
-    or --sampling-plan FILE): same sha256, re-drawn and confirmed. Otherwise they are missing
-    (the evaluation is incomplete). The report ends with cost and tokens per judged case by
-    slice: median, p95 and max, beside the totals.
-
-    The text fits 120 columns: per slice the alignment, false-pass and false-fail rates with
-    their 95% intervals, kappa, coverage, cases and risk; long slice names wrap. --wide prints
-    the full tables (every count, token columns); --json has everything.
+    Refuses (exit 2) duplicate results, unknown cases, response-hash mismatches, mixed judges,
+    verdicts without a reason, incomplete fingerprints, missing attempts and results produced
+    against another gold (the changed cases listed; --allow-gold-change aligns anyway). Cases
+    without a result are 'missing' (incomplete, never a pass); cases a run's sampling plan left
+    out are out of scope only when the same plan is declared here.
     """
     from ..runs import attempt_problems
 
@@ -122,9 +98,7 @@ def align(
     if removed:
         raise WorkbenchError("the results lack attempts their run counted", removed)
     partition, source = resolve_partition(results, partition)
-    check_held_out_results(
-        gold, results, partition
-    )  # held-out results only from a recorded certification
+    check_held_out_results(gold, results, partition)
     from .run import sampling_plan_from
 
     plan, _ = sampling_plan_from(policy_path, plan_path, quiet=True)
@@ -137,9 +111,6 @@ def align(
         partition_source=source,
         sampling_plan=plan,
     )
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_report(report, wide=wide))
+    show(report, as_json, lambda r: format_report(r, wide=wide))
     if fail_incomplete and report.status != "complete":
         raise SystemExit(ExitCode.INCOMPLETE)

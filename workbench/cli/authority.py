@@ -35,23 +35,15 @@ _decider = option(
 )
 _trust = option(
     "trust",
-    help=(
-        "File of trusted Ed25519 public keys, one OpenSSH key per line: the report's lock must be"
-        " signed by one of them. Route and block need a key the project lists in workbench.yaml's"
-        " trusted_keys; --trust can narrow that list, never widen it."
-    ),
+    help="File of trusted Ed25519 public keys: narrows the project's trusted_keys, never widens.",
 )
 
 
 def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
-    if as_json:
-        echo_json(e.model_dump(mode="json"))
-    else:
-        click.echo(e.describe())
+    show(e, as_json, lambda entry: entry.describe())
 
 
 def _print_rollback(result: tuple[AuthorityEntry, list[Problem]], as_json: bool) -> None:
-    """A demotion or revocation, then a warning when the record it was appended to is damaged."""
     entry, problems = result
     _print_entry(entry, as_json)
     if problems:
@@ -65,7 +57,6 @@ def _print_rollback(result: tuple[AuthorityEntry, list[Problem]], as_json: bool)
 
 
 def _step_options(candidate: str, report: str, approver: str, reason: str) -> Callable[[Any], Any]:
-    """The options of a step up the path (``grant``, ``promote``), with their help texts."""
     return options(
         _gold,
         option("candidate", help=candidate),
@@ -78,31 +69,22 @@ def _step_options(candidate: str, report: str, approver: str, reason: str) -> Ca
 
 
 def _rollback_options(reason: str, *more: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """The options of a rollback (``demote``, ``revoke``): ``more`` go after ``--reason``."""
     return options(_gold, _judge, option("reason", help=reason), *more, _decider, _entry_json)
 
 
 @click.group()
 def authority() -> None:
-    """The authority record: what each certified judge may do (advisory, route, block), where, and
-    since when.
+    """The authority record: what each certified judge may do (advisory, route, block).
 
-    The promotion path is advisory -> route -> block, one approved step at a time: grant
-    (advisory), promote, promote. Each step needs a certified report of exactly this version
-    that verifies against --gold and its held-out ledger, is not stale and grants at least
-    that use; route and block need a lock signed by a key in the project's trusted_keys
-    (workbench.yaml); block also needs a stable sentinel drift check after certification. The
-    approver must be on the project's approver list and must not be who certified the report.
-    Rollback needs only a reason: demote, revoke.
-    Every entry is appended to a hash-chained record beside the gold.
+    One approved step at a time (grant, promote, promote), each on a verified, certified, fresh
+    report of this version; rollback (demote, revoke) needs only a reason. Entries are appended
+    to a hash-chained record beside the gold.
     """
 
 
 @authority.command("grant")
 @_step_options(
-    candidate=(
-        "The candidate spec the judge runs from (its fingerprint must be the certified one)."
-    ),
+    candidate="The candidate spec the judge runs from (its fingerprint must be the certified one).",
     report="A certified report of this version: reports/<name>/<version>/<n>.",
     approver=(
         "The person accountable for this authority: on the project's approver list, not who"
@@ -114,13 +96,9 @@ def authority() -> None:
 def grant_command(as_json: bool, **step: str) -> None:
     """Record a certified report as a judge's evidence: a judge without authority becomes advisory.
 
-    A judge that already holds authority keeps its level (capped by what the new report
-    grants) and is rebound to the new report: record a recertification this way. Refused
-    (exit 2) unless the report verifies against --gold (whose held-out ledger records it as
-    finished), is certified, is of this version, grants a use and is not stale; after a
-    revocation, only a report certified after it. The approver must be on the project's
-    approver list and must not be who certified the report; keeping route or block needs a
-    lock signed by a key of the project's trusted_keys.
+    A judge holding authority keeps its level (capped by the new report) and is rebound to it.
+    Refused (exit 2) unless the report verifies against --gold, is certified, of this version,
+    grants a use and is not stale, and the approver is listed and did not certify it.
     """
     from ..authority import grant
 
@@ -138,9 +116,8 @@ def grant_command(as_json: bool, **step: str) -> None:
 def promote_command(as_json: bool, **step: str) -> None:
     """One step up the path: advisory -> route, route -> block. No skipping.
 
-    Needs what grant needs, a report granting at least the next level and signed by a key of
-    the project's trusted_keys (workbench.yaml) and, for block, a stable sentinel drift check
-    of this fingerprint made after the report (`workbench drift`), bound to its sentinel run.
+    Needs what grant needs, a report granting the next level signed by a trusted key and, for
+    block, a stable sentinel drift check made after the report (`workbench drift`).
     """
     from ..authority import promote
 
@@ -189,10 +166,7 @@ def revoke_command(as_json: bool, **rollback: Any) -> None:
 @user_errors
 def shadow_command(as_json: bool, **attachment: Any) -> None:
     """Attach a judge in shadow to the judge holding authority; run it with `workbench run
-    --shadow-of`.
-
-    A shadow's verdicts are recorded and summarized for review; they never affect a gate.
-    """
+    --shadow-of` (its verdicts never affect a gate)."""
     from ..authority import attach_shadow
 
     _print_entry(attach_shadow(**attachment), as_json)
@@ -238,20 +212,10 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
 @option("json", help="Print the AuthorityStatus as JSON.")
 @user_errors
 def status(gold: str, judge: str | None, trust: str | None, as_json: bool) -> None:
-    """Every judge with an authority record: recorded and effective authority, scope, last
-    certified report, staleness, drift and shadows.
+    """Every judge with an authority record: authority, scope, report, staleness, drift.
 
-    A judge is stale when the installed Ragas version, the gold's rubric version, the gold
-    release or the model name (or anything else in its fingerprint) differs from what its
-    certification saw; a stale judge loses block until it is recertified. A latest drift
-    check that crossed pass/fail withholds block too. A damaged record or a report that does
-    not verify against --gold and its held-out ledger ("not verified") leaves no authority at
-    all; route and block need a lock signed by a key of the project's trusted_keys (else the
-    judge is held at advisory).
-
-    Exit codes: 0 every judge may do what it is recorded to; 4 review required (a judge may do
-    less than recorded, or one with authority is stale or drifted); 1 the record is damaged or
-    a report does not verify; 2 invalid input.
+    Exit 0 every judge may do what it is recorded to; 4 review required (less than recorded,
+    stale or drifted); 1 the record is damaged or a report does not verify; 2 invalid input.
     """
     from ..authority import authority_status, format_status
 

@@ -15,12 +15,7 @@ from ._options import option
 @option("json", help="Print the card and its computed part as JSON.")
 @user_errors
 def card(path: str, min_shared: int, as_json: bool) -> None:
-    """Show a dataset card: the documented front matter plus computed counts.
-
-    The computed part: counts by partition x slice x adjudicated label, a reviewer summary
-    (count, reviews per reviewer), reviewer pairs sharing at least --min-shared cases,
-    reviews per case and the reviewer disagreement rate.
-    """
+    """Show a dataset card: the documented front matter plus computed counts."""
     dataset = load_dataset(path)
     stats = card_statistics(dataset, min_shared=min_shared)
     if as_json:

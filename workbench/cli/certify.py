@@ -18,9 +18,7 @@ from ._run_options import fixed_concurrency, run_options
 
 @click.command()
 @option(
-    "candidate",
-    required=False,
-    help="Candidate spec to certify (required unless --resume-review).",
+    "candidate", required=False, help="Candidate spec to certify (required unless --resume-review)."
 )
 @option(
     "policy",
@@ -30,52 +28,31 @@ from ._run_options import fixed_concurrency, run_options
 @option(
     "gold",
     required=False,
-    help=(
-        "Gold dataset directory or gold.jsonl (required: there is no default dataset; with"
-        " --resume-review, default the dataset the report names). Its held-out ledger is found"
-        " from it."
-    ),
+    help="Gold dataset directory or gold.jsonl (with --resume-review: the report's by default).",
 )
 @path(
     "--baseline",
-    help=(
-        "Migration certification: the previous version's spec, judged on the same held-out cases"
-        " under the same ledger entry (one use)."
-    ),
+    help="Migration certification: the previous version's spec, judged on the same cases.",
 )
 @option(
     "label_mapping",
-    help=(
-        "With --baseline: the reviewed mapping of the baseline's labels into the rubric's (required"
-        " when the rubric renamed categories; its hash is locked)."
-    ),
+    help="With --baseline: the reviewed mapping of the baseline's labels into the rubric's.",
 )
 @path(
     "--resume-review",
-    help=(
-        "REPORT: re-evaluate a locked migration report with the transition reviews recorded since"
-        " (a new report number; nothing is judged again, no held-out use)."
-    ),
+    help="REPORT: re-evaluate a locked migration report with the transition reviews since.",
 )
 @option("reports")
 @option(
     "rerun_reason",
-    help=(
-        "Required when the held-out content was judged before (by any candidate, from any copy"
-        " of the gold); recorded in the ledger and the report."
-    ),
+    help="Required when the held-out content was judged before (recorded in the ledger).",
 )
 @option("overrides", help="Override store (default: overrides.jsonl beside the policy).")
 @run_options(
     "concurrency",
     "budget",
     "max_cases",
-    budget={
-        "help": (
-            "Spend limit for the held-out run. When the policy declares budget_usd, that is used"
-            " unless this is lower; higher is refused."
-        )
-    },
+    budget={"help": "Spend limit for the held-out run (the policy's budget_usd unless lower)."},
     max_cases={"help": "Case limit for the held-out run (a limited run is incomplete)."},
 )
 @option("notebook")
@@ -85,23 +62,12 @@ from ._run_options import fixed_concurrency, run_options
 def certify(resume_review: str | None, options: RunOptions, as_json: bool, **given: Any) -> None:
     """Certify a candidate once on the held-out partition and write a locked report.
 
-    Executes the certification notebook shipped in the installed package (never one in the
-    current directory; a --notebook the policy does not pin by sha256 gives an advisory report,
-    never certified) headless with papermill and writes
-    reports/<candidate>/<version>/<n>/: the executed notebook, report.html (no code, charts
-    as inline SVG, nothing loaded from the network), lock.json with every hash, and a
-    restricted/ directory with case-level held-out detail. Every held-out use is recorded, by
-    the content of the held-out cases, in the project's one held-out ledger (held_out_ledger:
-    in the workbench.yaml of the project root: $WORKBENCH_PROJECT_ROOT, else the nearest
-    folder upwards from here), whatever gold copy or --reports is used; content judged before
-    needs --rerun-reason. Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete,
-    4 review required, 2 invalid input.
-
-    With --baseline OLD it is a migration certification: both versions' controls first, then
-    both on held-out data under one ledger entry; transitions by case in restricted/, counts
-    in migration.json; every changed verdict in a critical slice needs a transition review
-    (`workbench review transition`) before the outcome can be certified. After the reviews,
-    `--resume-review REPORT` re-evaluates the locked report without judging anything again.
+    Runs the packaged certification notebook and writes reports/<candidate>/<version>/<n>/
+    (notebook, report.html, lock.json, restricted/). Every held-out use is recorded in the
+    project's one held-out ledger; content judged before needs --rerun-reason. With --baseline
+    OLD, a migration certification: every changed critical verdict needs a transition review
+    (`workbench review transition`), then --resume-review REPORT. Exit 0 certified, 1 quality
+    failed, 3 evaluation incomplete, 4 review required, 2 invalid input.
     """
     if resume_review is not None:
         result = _resume(resume_review, given, options)
@@ -125,7 +91,7 @@ _TAKEN_FROM_THE_REPORT = (
 
 
 def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
-    """``--resume-review``: every option the locked report fixes is refused, all at once."""
+    """``--resume-review``: every option the locked report fixes is refused."""
     from ..reports import resume_review
 
     values = {f"--{k.replace('_', '-')}": given[k] for k in _TAKEN_FROM_THE_REPORT}
@@ -164,9 +130,8 @@ def _certify(given: dict[str, Any], options: RunOptions) -> Any:
 
 
 def show_verifications(results: list[Any], as_json: bool) -> None:
-    """Print verifications (``workbench verify``, ``workbench ranking verify``); exit 0 when
-    every report verified, 1 when a check failed, else 3 when a report is intact but not
-    verified (a certification checked without its gold)."""
+    """Print verifications; exit 1 when a check failed, 3 when a report is intact but not
+    verified."""
     if as_json:
         echo_json(
             {
@@ -200,11 +165,7 @@ def show_verifications(results: list[Any], as_json: bool) -> None:
 @option(
     "gold",
     required=False,
-    help=(
-        "The certified gold dataset: the report's stored held-out records are compared with its"
-        " held-out cases and its ledger must record the lock as finished. Without it a"
-        " certification is at best intact, never verified (exit 3)."
-    ),
+    help="The certified gold dataset (without it a certification is at best intact, exit 3).",
 )
 @option("trust")
 @option("json", help="Print the verification as JSON.")
@@ -212,16 +173,10 @@ def show_verifications(results: list[Any], as_json: bool) -> None:
 def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> None:
     """Verify a locked report of any kind (or every report under a reports root).
 
-    One verification for every lock: every file hash, the payloads of a ranking run, the
-    signature; for a certification the gate re-run on the evidence stored in the report
-    (outcome, blockers, figures; a migration's transitions), the held-out ledger (chain,
-    started and finished entries, reports the ledger knows but the disk lacks) and the chain
-    of reports, and what ran it (workbench version, notebook and package hashes; a custom
-    notebook's report is advisory); with --gold, the stored held-out records against the real
-    gold and its ledger; for a ranking or noise run, its report against the lock. Exit 0
-    verified, 1 a check failed, 3 intact but not verified (a certification without --gold), 2
-    invalid input. PATH may be a report directory, its lock.json, a reports root, or a run
-    directory locked with --lock.
+    Every file hash and the signature; for a certification the gate re-run on the stored
+    evidence, the held-out ledger and the chain of reports. PATH: a report directory, its
+    lock.json, a reports root or a locked run directory. Exit 0 verified, 1 a check failed, 3
+    intact but not verified (a certification without --gold), 2 invalid input.
     """
     from ..reports import load_trust, verify_path
 
@@ -245,18 +200,15 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
 @option(
     "gold",
     required=False,
-    help=(
-        "A gold dataset whose ledger to include (default: the ledgers the reports under --reports"
-        " were recorded in)."
-    ),
+    help="A gold dataset whose ledger to include (default: the reports' ledgers).",
 )
 @option("json")
 @user_errors
 def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) -> None:
-    """List every report with its outcome, including aborted certifications (or, with --ledger,
-    every held-out use, with the ledger's chain checked: exit 1 where it is broken).
+    """List every report with its outcome (or, with --ledger, every held-out use).
 
-    A certification whose process died is marked aborted in its ledger first.
+    Aborted certifications are included; --ledger checks the ledger's chain (exit 1 where it
+    is broken).
     """
     from ..heldout import ledger_path_for
     from ..reports import (
@@ -282,7 +234,6 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
 
 
 def _show(items: list[Any], as_json: bool, line: Callable[[Any], str], none: str) -> None:
-    """``items`` as JSON, else one ``line`` each (``none`` when there is none)."""
     if as_json:
         echo_json(items)
     elif not items and none:

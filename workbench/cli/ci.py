@@ -20,14 +20,8 @@ _json = option("json", help="Print the report as JSON.")
 
 
 def _out(records: str, lane: str) -> Callable[[Any], Any]:
-    """``--out`` of a lane whose invocation directory holds ``records``."""
-    return option(
-        "out",
-        help=(
-            f"Parent of this invocation's directory ({records}): OUT/<time>-<id> (default"
-            f" runs/ci/{lane} under the project)."
-        ),
-    )
+    help = f"Parent of this invocation's directory ({records}; default runs/ci/{lane})."
+    return option("out", help=help)
 
 
 @click.group("ci")
@@ -64,19 +58,12 @@ def _junit(path: str | None, lane: str, checks: list[CheckResult]) -> None:
 @_out("control runs, contracts.json", "contracts")
 @user_errors
 def contracts(project: str, junit_path: str | None, as_json: bool, out: str | None) -> None:
-    """Check every gold dataset, candidate, policy, control suite, ranking fixture file and
-    noise suite of the project, and the lineage between them; run the deterministic
-    candidates over the control suites. No model call, no cost.
+    """Check every input file of the project (under data/, or `ci: paths:`) and the lineage
+    between them; run the deterministic candidates over the control suites. No model call.
 
-    Files are found under data/ by convention (data/*/gold.jsonl, data/candidates/*.yaml,
-    data/policies/*.yaml, data/controls/*.yaml, data/ranking/*.yaml, data/noise/*.yaml) or
-    where `ci: paths:` in workbench.yaml says. A failure of a deterministic check that a
-    reviewed entry of `ci: expected_failures:` states exactly is reported, not counted.
-
-    Exit codes: 0 every check passed; 2 a contract problem (invalid file, broken lineage,
-    an expected-failure entry that is stale, unknown or expired); 3 a check could not be
-    completed (no verdict on a control, retrieval evidence missing); 1 a deterministic
-    control or retrieval assertion failed.
+    A failure a reviewed `ci: expected_failures:` entry states exactly is reported, not counted.
+    Exit 0 every check passed; 2 a contract problem; 3 a check could not be completed; 1 a
+    deterministic control or retrieval assertion failed.
     """
     from ..ci import format_contracts, run_contracts
 
@@ -90,27 +77,18 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
 @click.option(
     "--since",
     required=True,
-    help=(
-        "Git ref the change is measured from (e.g. origin/main): `git diff --name-only` from its"
-        " merge base with HEAD, plus untracked files."
-    ),
+    help="Git ref the change is measured from (e.g. origin/main), untracked files included.",
 )
 @path("--project", default=".", show_default=True, help="Project root.")
 @option(
     "gold",
     required=False,
-    help=(
-        "Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with"
-        " sentinels)."
-    ),
+    help="Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only one).",
 )
 @option(
     "policy",
     required=False,
-    help=(
-        "Policy whose ci_budget_usd caps the job and whose control suite runs (default:"
-        " ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd)."
-    ),
+    help="Policy whose ci_budget_usd caps the job and whose control suite runs.",
 )
 @run_options(
     "budget",
@@ -136,17 +114,10 @@ def sentinel(
 ) -> None:
     """Run the candidates a change affects on the sentinel cases and the control suite.
 
-    Affected: a candidate whose spec, prompt file, function module or results file changed since
-    REF; every ragas-llm and ragas-function candidate when the gold's rubric.yaml or sentinels.yaml,
-    the control suite or a `ci: sentinel: judge_code` file changed. Everything is priced first and
-    refused (exit 3, nothing started) above the policy's per-job cap, ci_budget_usd. Sentinel
-    verdicts are compared with a recorded baseline (drift log) or the candidate as it was at REF.
-    Cost and tokens are printed.
-
-    Exit codes: 0 nothing affected, or every control passed and no sentinel changed; 1 a
-    control failed; 4 sentinel drift (review; accept by recording a new baseline with
-    `workbench drift --record-baseline`); 3 incomplete (cap too small, a run stopped, no
-    baseline, an affected candidate this lane cannot run); 2 invalid input.
+    Priced first and refused (exit 3) above the policy's ci_budget_usd; sentinel verdicts are
+    compared with a recorded baseline or the candidate at REF. Exit 0 nothing affected or all
+    clear; 1 a control failed; 4 sentinel drift (accept with `workbench drift
+    --record-baseline`); 3 incomplete; 2 invalid input.
     """
     from ..ci import LaneRefused, format_sentinel_lane, run_sentinel_lane_sync
 
@@ -175,14 +146,9 @@ def sentinel(
 @option("reports")
 @option(
     "rerun_reason",
-    help="Required when the held-out content was judged before (by any candidate, from any"
-    " copy of the gold): recorded in the ledger and the report.",
+    help="Required when the held-out content was judged before (recorded in the ledger).",
 )
-@option(
-    "sign",
-    help="Sign the lock with this Ed25519 private key (the CI release key: route"
-    " and block rest only on a lock signed by a key of the project's trusted_keys).",
-)
+@option("sign", help="Sign the lock with this Ed25519 private key (the CI release key).")
 @run_options(
     "budget",
     "concurrency",
@@ -194,16 +160,15 @@ def sentinel(
 @option("junit")
 @path("--json", "json_path", help="Write the machine-readable summary (JSON) here.")
 @option("notebook")
-@user_errors  # verification input problems after the report exists
+@user_errors
 def release(
     options: RunOptions, junit_path: str | None, json_path: str | None, **certification: Any
 ) -> None:
-    """Certify a candidate on the held-out partition (exactly `workbench certify`), verify
-    the locked report, and write a machine-readable summary (--json FILE) and a JUnit report
-    (--junit FILE), also when the input is invalid. The only lane that touches held-out data.
+    """Certify a candidate on the held-out partition (as `workbench certify`), verify the locked
+    report and write the summaries (--json, --junit), also when the input is invalid.
 
-    Exit codes: 0 certified and verified; 1 quality failed, or the report does not verify;
-    3 evaluation incomplete; 4 review required; 2 invalid input.
+    Exit 0 certified and verified; 1 quality failed or not verified; 3 incomplete; 4 review
+    required; 2 invalid input.
     """
     from ..ci import format_release, run_release, write_release_summary
 

@@ -21,33 +21,20 @@ from ._run_options import run_options
 @option("gold")
 @option("partition", help="Partition to compare on (held-out data is for certification only).")
 @option("out", help="Comparison directory (default runs/compare/<old>__<new>/<partition>).")
-@path(
-    "--old-run",
-    help="Reuse this complete run of --old (its manifest is checked) instead of running it.",
-)
+@path("--old-run", help="Reuse this complete run of --old (its manifest is checked).")
 @path("--new-run", help="Reuse this complete run of --new (checked likewise).")
 @option(
     "label_mapping",
-    help="Reviewed mapping of the old version's labels to the new ones (required when categories"
-    " were renamed).",
+    help="Reviewed mapping of the old version's labels to the new ones (renamed categories).",
 )
 @path("--controls", help="Control suite to run on both versions before the partition.")
-@click.option(
-    "--no-controls",
-    is_flag=True,
-    help="Run no controls (say so explicitly: a migration normally runs them).",
-)
+@click.option("--no-controls", is_flag=True, help="Run no controls (say so explicitly).")
 @run_options(
     "budget",
     "concurrency",
     "no_cache",
     "no_progress",
-    budget={
-        "help": (
-            "Spend limit over both candidates (controls included); refused before any call when the"
-            " estimate exceeds it."
-        )
-    },
+    budget={"help": "Spend limit over both candidates; refused before any call above it."},
     no_progress={"help": "Hide the progress bars."},
 )
 @option("json", help="Print the ComparisonReport as JSON.")
@@ -66,17 +53,9 @@ def compare(
 ) -> None:
     """Compare an old and a new judge version case by case on development or calibration data.
 
-    Both run over the same frozen cases (or complete runs whose manifests match are reused),
-    the controls first. Reports transitions by slice (fixed, broken, still wrong), the
-    pass/fail/abstain matrix, the exact McNemar test, per-slice false-pass and false-fail
-    rates with the paired difference and its 95% interval, what differs in the rendered
-    requests (warning when more changed than the new version declares), and every changed
-    verdict in a critical slice for review. Writes OUT/comparison.json.
-
-    Exit codes: 0 complete, nothing to review; 4 complete, changed verdicts in critical slices
-    need review; 5 complete, but cases ended in evaluator errors; 3 incomplete (a run stopped
-    early, or the budget cannot cover both candidates: then nothing starts and the amount
-    needed is printed); 2 invalid input (held-out, unmapped labels, mismatched runs ...).
+    Both run over the same frozen cases, the controls first; transitions by slice, McNemar and
+    paired rate differences go to OUT/comparison.json. Exit 0 nothing to review; 4 changed
+    critical verdicts need review; 5 evaluator errors; 3 incomplete; 2 invalid input.
     """
     if controls is None and not no_controls:
         raise click.UsageError(

@@ -16,20 +16,13 @@ from ._run_options import run_options
 
 @click.command()
 @option("candidate")
-@path(
-    "--suite",
-    required=True,
-    help="Control suite, e.g. data/controls/support-controls@1.yaml.",
-)
+@path("--suite", required=True, help="Control suite, e.g. data/controls/support-controls@1.yaml.")
 @option(
     "gold",
     "golds",
     multiple=True,
     required=False,
-    help=(
-        "Gold dataset whose held-out cases no control may copy (repeatable; default: every gold"
-        " dataset of the project, data/*/gold.jsonl or ci.paths.gold)."
-    ),
+    help="Gold dataset whose held-out cases no control may copy (default: the project's).",
 )
 @option("out", help="Run directory (default runs/controls/<candidate>/<suite>).")
 @option("json", help="Print the ControlsReport as JSON.")
@@ -45,18 +38,10 @@ def controls(
 ) -> None:
     """Run a candidate, with its pinned configuration, on a control suite.
 
-    Each control passes when the verdict is one of its acceptable labels; an evaluator error or
-    a missing result leaves it INCOMPLETE, never passed. A role passes when all its controls
-    pass. The judge sees only input, response, grading notes, reference and contexts; expected
-    labels and rationales never reach it. Every attempt is recorded in OUT/results.jsonl and
-    the report in OUT/controls.json.
-
-    Every role blocks here: the outcome is the gate's rule over the roles' blockers (the one
-    decision step). Exit 0 when every role passes, 1 when a role failed and every control was
-    evaluated, 3 when some controls could not be evaluated (missing evidence comes first, as in
-    the gate; a failed role is still listed), 2 on invalid input, including a control with the
-    content of a held-out case (held_out_content_exposed: held-out cases are judged only by a
-    certification).
+    A control passes when the verdict is one of its acceptable labels (an evaluator error or a
+    missing result never passes); a role when all its controls pass. Exit 0 every role passes,
+    1 a role failed, 3 some controls could not be evaluated, 2 invalid input (a control copying
+    a held-out case included).
     """
     from ..heldout import refuse_held_out_content
 

@@ -17,18 +17,13 @@ if TYPE_CHECKING:
 @option("report", help="Certification report directory, reports/<candidate>/<version>/<n>.")
 @option(
     "results",
-    help=(
-        "The certified judge's verdicts on production traffic (judge-result contract JSONL, no"
-        " gold)."
-    ),
+    help="The certified judge's verdicts on production traffic (judge-result contract JSONL).",
 )
 @path(
     "--slices",
     "slices",
     required=True,
-    help=(
-        "Slice of every production case: CSV with header case_id,slice, or JSONL {case_id, slice}."
-    ),
+    help="Slice of every production case: CSV case_id,slice or JSONL {case_id, slice}.",
 )
 @path(
     "--rubric",
@@ -39,10 +34,7 @@ if TYPE_CHECKING:
 @path(
     "--labelled",
     "labelled",
-    help=(
-        "Optional random labelled sample of the same traffic: CSV case_id,label or JSONL {case_id,"
-        " label}; adds PPI."
-    ),
+    help="Random labelled sample of the same traffic (CSV case_id,label or JSONL); adds PPI.",
 )
 @shown(
     "--interval",
@@ -72,17 +64,10 @@ def estimate(
 ) -> None:
     """Bias-corrected pass rates of a certified judge on unlabelled production traffic.
 
-    Per slice and overall, side by side: the naive judge pass rate; the Rogan-Gladen corrected
-    human-pass rate using the sensitivity (1 - false-fail rate) and specificity (1 - false-pass
-    rate) the certification measured on held-out data, with a 95% interval that includes their
-    uncertainty (parametric bootstrap, or --interval delta), clipped to [0, 1]; and, with
-    --labelled, prediction-powered inference (Angelopoulos et al. 2023). A correction with
-    sensitivity + specificity close to 1 is flagged UNSTABLE.
-
-    Refuses (exit 2) a report that does not verify, is not certified, is stale (another Ragas
-    version, or traffic judged by another fingerprint) or does not cover the traffic's slices.
-    Exit 3 when some traffic cases have no verdict (errors, missing results): the estimates
-    then cover decided cases only.
+    Per slice: the naive pass rate, the Rogan-Gladen corrected rate from the certification's
+    sensitivity and specificity with a 95% interval, and with --labelled prediction-powered
+    inference. Refuses (exit 2) a report that does not verify, is not certified, is stale or
+    does not cover the slices; exit 3 when some traffic cases have no verdict.
     """
     from ..estimate import estimate_production, format_estimate
 

@@ -20,60 +20,52 @@ from ._options import option, shown
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _bad(option: str, message: str) -> click.BadParameter:
+    return click.BadParameter(message, param_hint=option)
+
+
 def _parse_fault_rates(values: tuple[str, ...]) -> dict[str, float]:
     rates: dict[str, float] = {}
     for item in values:
         name, sep, rate_text = item.partition("=")
         name = name.strip()
         if not sep:
-            raise click.BadParameter(f"{item!r} is not NAME=RATE", param_hint="--fault-rate")
+            raise _bad("--fault-rate", f"{item!r} is not NAME=RATE")
         if name not in FAULTS:
-            raise click.BadParameter(
-                f"unknown fault {name!r}; choose from {', '.join(FAULTS)}",
-                param_hint="--fault-rate",
-            )
+            raise _bad("--fault-rate", f"unknown fault {name!r}; choose from {', '.join(FAULTS)}")
         try:
             rate = float(rate_text)
         except ValueError:
-            raise click.BadParameter(
-                f"rate {rate_text!r} for {name} is not a number", param_hint="--fault-rate"
-            ) from None
+            raise _bad("--fault-rate", f"rate {rate_text!r} for {name} is not a number") from None
         if not 0.0 <= rate <= 1.0:
-            raise click.BadParameter(
-                f"rate {rate} for {name} is outside [0, 1]", param_hint="--fault-rate"
-            )
+            raise _bad("--fault-rate", f"rate {rate} for {name} is outside [0, 1]")
         if name in rates:
-            raise click.BadParameter(f"fault {name} given twice", param_hint="--fault-rate")
+            raise _bad("--fault-rate", f"fault {name} given twice")
         rates[name] = rate
     if sum(rates.values()) > 1.0 + 1e-9:
-        raise click.BadParameter(
-            f"fault rates sum to {sum(rates.values()):g}, more than 1", param_hint="--fault-rate"
-        )
+        raise _bad("--fault-rate", f"fault rates sum to {sum(rates.values()):g}, more than 1")
     return rates
 
 
 def _load_responder(spec: str) -> Callable[..., Reply]:
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
-        raise click.BadParameter(f"{spec!r} is not module:attr", param_hint="--responder")
+        raise _bad("--responder", f"{spec!r} is not module:attr")
     if os.getcwd() not in sys.path:  # like `python -m`, resolve modules from the working directory
         sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or any error raised while importing the module
-        raise click.BadParameter(
-            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}",
-            param_hint="--responder",
-        ) from None
+        message = f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        raise _bad("--responder", message) from None
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise click.BadParameter(
-                f"module {module_name!r} has no attribute {attr_path!r}", param_hint="--responder"
-            ) from None
+            message = f"module {module_name!r} has no attribute {attr_path!r}"
+            raise _bad("--responder", message) from None
     if not callable(obj):
-        raise click.BadParameter(f"{spec} is not callable", param_hint="--responder")
+        raise _bad("--responder", f"{spec} is not callable")
     return obj  # type: ignore[no-any-return]
 
 
@@ -86,10 +78,7 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     "--port",
     type=click.IntRange(0, 65535),
     default=0,
-    help=(
-        "Port to bind; 0 (the default) picks a free port, reported on startup and exported to"
-        " COMMAND."
-    ),
+    help="Port to bind; 0 picks a free port, reported on startup and exported to COMMAND.",
 )
 @shown(
     "--latency",
@@ -102,19 +91,13 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     "fault_rate",
     multiple=True,
     metavar="NAME=RATE",
-    help=(
-        f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}."
-    ),
+    help=f"Inject a fault at random with this probability (repeatable): {', '.join(FAULTS)}.",
 )
 @option("seed", help="Seed of the fault-injection RNG.")
 @shown(
     "--default-value", default="pass", help="Label the judge answers when no responder is given."
 )
-@click.option(
-    "--responder",
-    metavar="MODULE:ATTR",
-    help="Callable taking a ChatRequest and returning a Reply.",
-)
+@click.option("--responder", metavar="MODULE:ATTR", help="Callable: ChatRequest -> Reply.")
 @click.option(
     "--require-api-key-env",
     metavar="NAME",
@@ -124,50 +107,34 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     "--emulate",
     type=click.Choice(PROVIDERS),
     default="openai",
-    help=(
-        "Behave like this provider: chat path (azure:"
-        " /openai/deployments/<deployment>/chat/completions?api-version=...), key header (azure:"
-        " api-key; ollama: none), error bodies."
-    ),
+    help="Behave like this provider: chat path, key header and error bodies.",
 )
 @shown(
     "--json-mode",
     "json_mode",
     type=click.Choice(JSON_MODES),
     default="honour",
-    help=(
-        "What the server does with response_format: honour it, reject it (HTTP 400), or ignore it"
-        " (prose around a ```json block)."
-    ),
+    help="What the server does with response_format: honour, reject (HTTP 400) or ignore it.",
 )
 @click.option(
     "--serve-model",
     "serve_model",
     multiple=True,
     metavar="NAME",
-    help=(
-        "Serve only these model names (repeatable); others get the provider's model-not-found"
-        " error. With --emulate azure: the deployment names."
-    ),
+    help="Serve only these model names (azure: deployment names); repeatable.",
 )
 @click.option(
     "--litellm-no-db",
     "litellm_no_db",
     is_flag=True,
-    help=(
-        "With --emulate litellm and --require-api-key-env: a proxy with a master key and no"
-        ' database, which answers any other key with HTTP 400 "No connected db.".'
-    ),
+    help="With --emulate litellm and --require-api-key-env: a proxy without a database.",
 )
 @click.option(
     "--export",
     "export",
     multiple=True,
     metavar="NAME",
-    help=(
-        "Also set environment variable NAME to the server's base URL for COMMAND (repeatable), e.g."
-        " WORKBENCH_DEMO_LLM_URL, which the demo candidates' endpoint.base_url_env names."
-    ),
+    help="Also set environment variable NAME to the server's base URL for COMMAND (repeatable).",
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def fake_llm(
@@ -188,26 +155,15 @@ def fake_llm(
 ) -> None:
     """Serve a scripted OpenAI-compatible chat API locally: try a judge with no API key.
 
-    Every chat completion answers {"reason": ..., "value": <default value>} in the JSON
-    shape Ragas judges parse, unless --responder computes the reply. --fault-rate injects
-    HTTP 500/429/400/401 errors, hangs, malformed JSON or refusals at random.
-
-    The server binds a free port unless --port says otherwise, and prints the base URL it got.
-    Without COMMAND, serves in the foreground until Ctrl-C. With COMMAND (after --), starts
-    the server, runs COMMAND with FAKE_LLM_BASE_URL (and every --export NAME) set to the
-    server's base URL and FAKE_LLM_PORT to its port, stops the server and exits with
-    COMMAND's exit code:
-
-        workbench fake-llm --export WORKBENCH_DEMO_LLM_URL -- workbench run --candidate ...
+    Answers {"reason": ..., "value": <default value>} unless --responder computes the reply.
+    Without COMMAND, serves until Ctrl-C; with COMMAND (after --), runs it with
+    FAKE_LLM_BASE_URL, FAKE_LLM_PORT and every --export NAME set, then exits with its code.
     """
     if command and command[0] == "--":
         command = command[1:]
     if litellm_no_db and (emulate != "litellm" or not require_api_key_env):
-        raise click.BadParameter(
-            "a proxy without a database needs --emulate litellm and --require-api-key-env (its"
-            " master key)",
-            param_hint="--litellm-no-db",
-        )
+        message = "a proxy without a database needs --emulate litellm and --require-api-key-env"
+        raise _bad("--litellm-no-db", f"{message} (its master key)")
     server = FakeLLM(
         litellm_database=not litellm_no_db,
         default=Reply(value=default_value),
@@ -236,28 +192,19 @@ def _settings(
     emulate: str,
     serve_model: tuple[str, ...],
 ) -> dict[str, Any]:
-    """The server's faults, responder, API key and emulation from the options, each checked (a
-    bad one is a usage error, exit 2)."""
     rates = _parse_fault_rates(fault_rate)
     responder_fn = _load_responder(responder) if responder else None
     api_key: str | None = None
     if key_env:
         api_key = os.environ.get(key_env)
         if not api_key:
-            raise click.BadParameter(
-                f"environment variable {key_env} is unset or empty",
-                param_hint="--require-api-key-env",
-            )
+            raise _bad("--require-api-key-env", f"environment variable {key_env} is unset or empty")
     for name in export:
         if not _ENV_NAME.match(name):
-            raise click.BadParameter(
-                f"{name!r} is not an environment variable name (A-Z, 0-9, _)", param_hint="--export"
-            )
+            message = f"{name!r} is not an environment variable name (A-Z, 0-9, _)"
+            raise _bad("--export", message)
     if emulate == "ollama" and api_key:
-        raise click.BadParameter(
-            "Ollama ignores API keys; drop --require-api-key-env",
-            param_hint="--require-api-key-env",
-        )
+        raise _bad("--require-api-key-env", "Ollama ignores API keys; drop --require-api-key-env")
     served = {"azure_deployments" if emulate == "azure" else "models": list(serve_model)}
     return {
         "responder": responder_fn,
@@ -269,8 +216,8 @@ def _settings(
 
 
 def _run_command(server: FakeLLM, command: tuple[str, ...], export: tuple[str, ...]) -> int:
-    """Run ``command`` with the server's URL in its environment, then stop the server; the
-    command's exit code (128 + the signal that ended it)."""
+    """Run ``command`` with the server's URL in its environment, then stop the server; its exit
+    code (128 + the signal that ended it)."""
     env = dict(os.environ, FAKE_LLM_BASE_URL=server.base_url, FAKE_LLM_PORT=str(server.port))
     env.update(dict.fromkeys(export, server.base_url))
     exported = "".join(f", {name}" for name in export)

@@ -15,25 +15,17 @@ from ._options import option
     "--who",
     "approver",
     default=None,
-    help=(
-        "Who approves the release: a name in the project's approver list (workbench.yaml"
-        " `approvers:`); default $WORKBENCH_USER or the login name."
-    ),
+    help="Who approves the release (on the project's approver list; default: you).",
 )
 @click.option("--note", "--reason", "note", default=None, help="Why this state is frozen.")
 @option("json", help="Print the release record as JSON.")
 @user_errors
 def freeze(path: str, approver: str | None, note: str | None, as_json: bool) -> None:
-    """Freeze an approved input as a release: a gold dataset, a ranking fixture file, a noise
-    pair suite or claim panel, a control suite, a policy, a sentinel set or a label mapping.
+    """Freeze an approved input (a dataset, suite, policy, mapping ...) as a release.
 
-    Appends one release to the append-only, chained release log in the input's folder
-    (releases.jsonl): release id, content sha256, one hash per item with per-field hashes
-    (label, reviews, content ...), the approver and when. From then on every use of the input
-    runs one lineage check: an in-place edit, a deletion, a new version that does not say
-    what it supersedes, a relabel without a recorded change, or an approver outside the
-    project's list is refused (exit 2). The input must load cleanly first. Freezing an
-    unchanged input again writes nothing and prints the existing release.
+    Appends a release (hashes per item and field, approver, time) to the chained releases.jsonl
+    beside the input; every later use is checked against it (exit 2 on an unrecorded edit).
+    Freezing an unchanged input again writes nothing.
     """
     from ..approval import freeze_path
 

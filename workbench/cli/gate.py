@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
 from .._load import validation_problems
 from ..align import flagged_cases, read_evidence, resolve_partition
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, refusal
 from ..gold import gold_index
 from ..heldout import check_held_out_results
 from ..policy import (
@@ -24,8 +24,8 @@ from ..policy import (
     policy_sha256,
 )
 from ..runs import SUMMARY_FILE, RunSummary, attempt_problems
-from ._common import echo_json, user_errors
-from ._options import option
+from ._common import user_errors
+from ._options import option, show
 from .align import evidence_options
 
 T = TypeVar("T")
@@ -36,53 +36,27 @@ def load_run_summary(path: str | Path) -> RunSummary:
     path = Path(path)
     if path.is_dir():
         path = path / SUMMARY_FILE
-    loc = str(path)
+    loc, fix = str(path), "give the run.json written by `workbench run`"
     if not path.is_file():
-        raise WorkbenchError(
-            "no run summary",
-            [
-                Problem(
-                    location=loc,
-                    code="run_missing",
-                    message="the run summary does not exist",
-                    fix="point --run at a run directory or its run.json",
-                )
-            ],
-        )
+        missing = "the run summary does not exist"
+        fix_path = "point --run at a run directory or its run.json"
+        raise refusal("no run summary", loc, "run_missing", missing, fix_path)
     try:
         data = read_json_file(path)  # bounded and strict: duplicate keys, NaN, too deep refused
     except OSError as exc:
-        raise WorkbenchError(
-            "unreadable run summary",
-            [
-                Problem(
-                    location=loc,
-                    code="run_invalid",
-                    message=f"the run summary cannot be read ({exc.strerror or exc})",
-                    fix="give the run.json written by `workbench run`",
-                )
-            ],
-        ) from None
+        unreadable = f"the run summary cannot be read ({exc.strerror or exc})"
+        raise refusal("unreadable run summary", loc, "run_invalid", unreadable, fix) from None
     except JSONRecordError as exc:
-        raise WorkbenchError(
-            "invalid run summary",
-            [json_problem(exc, loc, fix="give the run.json written by `workbench run`")],
-        ) from None
+        raise WorkbenchError("invalid run summary", [json_problem(exc, loc, fix=fix)]) from None
     try:
         return RunSummary.model_validate(data)
     except ValidationError as exc:
-        problems = validation_problems(
-            exc,
-            at=loc,
-            code="run_invalid",
-            root="run",
-            fix="give the run.json written by `workbench run`",
-        )
+        problems = validation_problems(exc, at=loc, code="run_invalid", root="run", fix=fix)
         raise WorkbenchError("invalid run summary", problems) from None
 
 
 def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
-    """Run ``load``; on a WorkbenchError keep its problems so every input is checked in one run."""
+    """Run ``load``; on a WorkbenchError keep its problems (every input is checked in one run)."""
     try:
         return load()
     except WorkbenchError as exc:
@@ -111,10 +85,7 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.option(
     "--allow-gold-change",
     is_flag=True,
-    help=(
-        "Evaluate even if the gold changed since the results were produced: the changed cases are"
-        " named and a non-waivable gold_changed blocker keeps the outcome from certified."
-    ),
+    help="Evaluate even if the gold changed (a non-waivable gold_changed blocker).",
 )
 @user_errors
 def gate(
@@ -130,26 +101,11 @@ def gate(
 ) -> None:
     """Decide whether judge results meet a reviewed release policy.
 
-    Joins the results to the adjudicated gold labels, checks every slice against the policy's
-    limits (false passes, false-pass rate on its basis, false-fail rate, abstention rate,
-    minimum decided cases), refuses a constant judge, checks evaluator errors, run
-    completeness and spend, applies active overrides, and prints the outcome with one line
-    per blocker and its numbers, every override that did not apply and why, and a per-slice
-    table with coverage (decided verdicts / cases in scope) beside every rate.
-
+    Checks every slice against the policy's limits, evaluator errors, run completeness and
+    spend, applies active overrides, and prints one line per blocker and a per-slice table.
     Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required,
-    2 invalid input, 6 would certify (advisory). A missing result is never a pass. Only
-    held-out results a certification recorded can be certified: the same limits met on
-    development or calibration results (or every partition at once) are WOULD_CERTIFY, exit 6.
-
-    Refused at the join (exit 2): an LLM verdict without a reason (verdict_reason_missing), a
-    judge identity missing the fingerprint fields its kind requires (fingerprint_incomplete),
-    a run directory's results lacking attempts its invocations.jsonl or run.json counted
-    (attempts_missing).
-
-    Lineage: results produced against another gold (dataset hash, rubric version) are
-    refused with the changed cases listed (exit 2), as in `workbench align`. Without
-    --partition, the partition named by the run manifest beside the results is used.
+    2 invalid input (the join's refusals, as in `workbench align`), 6 would certify (limits
+    met on results no certification recorded). A missing result is never a pass.
     """
     problems: list[Problem] = []
     loaded_policy = _collect(problems, lambda: load_policy(policy))
@@ -165,8 +121,6 @@ def gate(
         raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
     partition, source = resolved
     check_held_out_results(gold, results, partition)  # held out: only a certification's results
-    # Cases a run's declared plan left out leave the scope only under the policy's own plan
-    # (same sha256).
     evidence = read_evidence(
         gold,
         results,
@@ -191,8 +145,5 @@ def gate(
             " overrides)",
             err=as_json,
         )
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        click.echo(format_gate(result))
+    show(result, as_json, format_gate)
     raise SystemExit(EXIT_CODES[result.outcome])

@@ -1,9 +1,5 @@
-"""Entry point: one click group; each command lives in its own module, imported when used.
-
-``COMMANDS`` maps each command name to its module and the first paragraph of its help, so
-``workbench --help`` lists every command without importing any of them (start-up stays well
-under the 0.3 s target; ``bench/bench_cli.py`` measures it). ``tests/test_cli_startup.py``
-checks the table against each command's docstring.
+"""Entry point: one click group; each command lives in its own module, imported when used
+(:data:`COMMANDS` holds each one's help paragraph, so ``--help`` imports none of them).
 """
 
 from __future__ import annotations
@@ -16,8 +12,7 @@ from ._lazy_group import LazyCommand, LazyGroup
 COMMANDS: dict[str, LazyCommand] = {
     "init": LazyCommand(
         "workbench.cli.init:init",
-        "Create a project's templates in DIRECTORY: rubric, card, mapping, policy, judge,"
-        " controls.",
+        "Create a project's templates in DIRECTORY: rubric, card, policy, judge, controls.",
     ),
     "validate": LazyCommand(
         "workbench.cli.validate:validate",
@@ -25,9 +20,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "freeze": LazyCommand(
         "workbench.cli.freeze:freeze",
-        "Freeze an approved input as a release: a gold dataset, a ranking fixture file, a noise"
-        " pair suite or claim panel, a control suite, a policy, a sentinel set or a label"
-        " mapping.",
+        "Freeze an approved input (a dataset, suite, policy, mapping ...) as a release.",
     ),
     "card": LazyCommand(
         "workbench.cli.card:card",
@@ -35,8 +28,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "agreement": LazyCommand(
         "workbench.cli.agreement:agreement",
-        "Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha,"
-        " Fleiss' kappa; overall and per slice.",
+        "Human-human agreement: Cohen's kappa, Krippendorff's alpha, Fleiss' kappa, per slice.",
     ),
     "align": LazyCommand(
         "workbench.cli.align:align",
@@ -47,8 +39,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "import": LazyCommand(
         "workbench.cli.importers:import_group",
-        "Convert your own table, or a public human-judgment dataset, into the workbench gold"
-        " format.",
+        "Convert your own table, or a public human-judgment dataset, into a gold dataset.",
     ),
     "fake-llm": LazyCommand(
         "workbench.cli.fake_llm:fake_llm",
@@ -84,8 +75,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "prune": LazyCommand(
         "workbench.cli.ranking:prune",
-        "Delete expired request payloads of ranking runs (default: under runs/), keeping every"
-        " digest.",
+        "Delete expired request payloads of ranking runs, keeping every digest.",
     ),
     "certify": LazyCommand(
         "workbench.cli.certify:certify",
@@ -97,8 +87,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "reports": LazyCommand(
         "workbench.cli.certify:reports",
-        "List every report with its outcome, including aborted certifications (or, with --ledger,"
-        " every held-out use, with the ledger's chain checked: exit 1 where it is broken).",
+        "List every report with its outcome (or, with --ledger, every held-out use).",
     ),
     "plan": LazyCommand(
         "workbench.cli.plan:plan",
@@ -130,20 +119,17 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "authority": LazyCommand(
         "workbench.cli.authority:authority",
-        "The authority record: what each certified judge may do (advisory, route, block), where,"
-        " and since when.",
+        "The authority record: what each certified judge may do (advisory, route, block).",
     ),
     "status": LazyCommand(
         "workbench.cli.authority:status",
-        "Every judge with an authority record: recorded and effective authority, scope, last"
-        " certified report, staleness, drift and shadows.",
+        "Every judge with an authority record: authority, scope, report, staleness, drift.",
     ),
     "ci": LazyCommand(
         "workbench.cli.ci:ci",
         "CI lanes: contracts on every change, sentinel when judge files change, release by hand.",
     ),
 }
-"""Every ``workbench`` command: ``"module:attribute"`` and the first paragraph of its help."""
 
 
 @click.group(

@@ -9,13 +9,13 @@ from typing import Any
 
 import click
 
-from ..errors import Problem, WorkbenchError, refusal
-from ..outcomes import ExitCode
+from ..errors import Problem, WorkbenchError, problem, refusal
+from ..outcomes import ExitCode, exit_code, outcome_of
 from ..runs import RunOptions
-from ._common import echo_json, user_errors
-from ._options import option, path
+from ._common import echo_json, refuse_each, user_errors
+from ._options import option, path, show
 from ._run_options import run_options
-from .override import append, fields_of, override_options
+from .override import append, override_options
 
 _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
@@ -27,25 +27,13 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     help="A ragas-noise candidate spec, e.g. data/candidates/noise-judge@1.yaml.",
     required=False,
 )
-@path(
-    "--pairs",
-    "pairs_path",
-    help=(
-        "Pair suite YAML (policy, manifest, controls, candidates, slice limits), e.g."
-        " data/noise/support-noise@2.yaml."
-    ),
-)
-@option(
-    "out",
-    help="Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/,"
-    " baseline/, noise_run.json, noise_report.json.",
-)
+@path("--pairs", "pairs_path", help="Pair suite YAML, e.g. data/noise/support-noise@2.yaml.")
+@option("out", help="Run directory (default runs/noise/<suite>/<candidate>).")
 @option("json", help="Print the report as JSON (kind workbench.noise).")
 @option(
     "partition",
     type=click.Choice(_PARTITIONS),
-    help="Score the candidate pairs of this partition only (controls always run). Default: every"
-    " partition.",
+    help="Score the candidate pairs of this partition only (controls always run).",
     required=False,
 )
 @click.option(
@@ -58,35 +46,23 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help=(
-        "Score the frozen sentinel set this many times and report each pair's spread (repeats never"
-        " replace the main scores)."
-    ),
+    help="Score the frozen sentinel set this many times and report each pair's spread.",
 )
 @path(
     "--baseline",
-    help=(
-        "SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same"
-        " evaluator) or an earlier `workbench noise` run directory / noise_report.json."
-    ),
+    help="SPEC_OR_RESULTS: a baseline pair suite (scored now) or an earlier run's report.",
 )
 @path(
     "--companions",
     "companion_files",
     multiple=True,
-    help=(
-        "Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by"
-        " generation run id. Repeatable."
-    ),
+    help="Companion-metric values (JSON Lines), joined by generation run id. Repeatable.",
 )
 @path(
     "--baseline-companions",
     "baseline_companion_files",
     multiple=True,
-    help=(
-        "Companion-metric values of the baseline suite's responses (with a SPEC --baseline)."
-        " Repeatable."
-    ),
+    help="Companion-metric values of the baseline suite's responses. Repeatable.",
 )
 @option(
     "overrides",
@@ -102,24 +78,12 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     concurrency={
         "default": None,
         "show_default": False,
-        "help": (
-            "Concurrent pair members in flight (default and maximum: the policy's max_concurrency,"
-            " else 8)."
-        ),
+        "help": "Concurrent pair members (default and maximum: the policy's, else 8).",
     },
     budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
     no_progress={"help": "Hide the progress bars."},
 )
-@click.option(
-    "--lock",
-    "lock",
-    is_flag=True,
-    help=(
-        "Lock the run directory after the report (lock.json, the one lock format of every"
-        " report, and report.html): `workbench verify OUT` checks it; a locked run takes no"
-        " further scoring."
-    ),
-)
+@click.option("--lock", is_flag=True, help="Lock the run directory after the report.")
 @option(
     "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
 )
@@ -144,22 +108,16 @@ def noise(
 ) -> None:
     """Score a noise-sensitivity pair suite with Ragas NoiseSensitivity (lower is better).
 
-    Every pair is validated first (every problem at once, exit 2), the policy bounds the run
-    (budget, case limit, concurrency, retries) and a frozen suite must be unchanged.
-    Retrieval assertions run before any model call; failing pairs are not scored. Control,
-    adversarial and reference-defect pairs are scored first; if a control does not separate
-    (or was not run), no candidate pair is scored. Re-running resumes without new calls.
-    Exit 0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required, 2 invalid
-    input (including an incompatible --baseline, with the reason).
-
-    Subcommands: check (deterministic lane, no model call), freeze (a suite release),
-    panel (claim-level agreement on the calibration partition), override add.
+    Controls are scored first; if one does not separate, no candidate pair is scored.
+    Re-running resumes without new calls. Exit 0 passed, 1 quality failed, 3 evaluation
+    incomplete, 4 review required, 2 invalid input (an incompatible --baseline included).
+    Subcommands: check, panel, override add.
     """
     if ctx.invoked_subcommand is not None:
         return
     _require_options(candidate=candidate, pairs=pairs_path)
     assert candidate is not None and pairs_path is not None
-    from ..noise import run_noise_sync
+    from ..noise import lock_noise_run, run_noise_sync
 
     loaded, problems = _load_inputs(
         candidate, pairs_path, baseline, companion_files, baseline_companion_files, overrides_path
@@ -187,34 +145,22 @@ def noise(
     )
     report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
     if lock:
-        from ..noise import lock_noise_run
-
         sealed = lock_noise_run(out_dir, report, signer=signer)
         click.echo(f"locked {out_dir} (lock.json {sealed.lock_sha256[:12]})", err=True)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        from ..noise import format_noise
+    from ..noise import format_noise
 
-        click.echo(format_noise(report))
-        click.echo(f"\nrun directory: {out_dir}")
+    show(report, as_json, format_noise, lambda _: f"\nrun directory: {out_dir}")
     sys.exit(report.exit_code)
 
 
 def _require_options(**values: str | None) -> None:
-    """Scoring a suite needs these options (a subcommand does not)."""
-    missing = [
-        Problem(
-            location=f"--{name}",
-            code="option_missing",
-            message=f"--{name} is required to score a suite",
-            fix=f"give --{name} (or use a subcommand: check, freeze, panel, override)",
-        )
-        for name, value in values.items()
-        if not value
-    ]
-    if missing:
-        raise WorkbenchError("invalid input", missing)
+    refuse_each(
+        "invalid input",
+        [f"--{name}" for name, value in values.items() if not value],
+        "option_missing",
+        "{0} is required to score a suite",
+        "give {0} (or use a subcommand: check, freeze, panel, override)",
+    )
 
 
 def _load_inputs(
@@ -225,7 +171,6 @@ def _load_inputs(
     baseline_companion_files: tuple[str, ...],
     overrides_path: str | None,
 ) -> tuple[dict[str, Any], list[Problem]]:
-    """Every input, loaded; every problem of every input at once."""
     from ..judges import load_candidate
     from ..noise import load_baseline_report, load_companions, load_pairs
     from ..policy import load_overrides
@@ -264,20 +209,13 @@ def _request_problems(
     sentinels_only: bool,
     partition: str | None,
 ) -> list[Problem]:
-    """The candidate's kind, the policy's bounds and, for an earlier run as baseline, its
-    compatibility (all before any call)."""
+    """The candidate's kind, the policy's bounds and an earlier run's compatibility as baseline."""
     from ..noise import KIND, check_baseline_report, check_run_request
 
     suite, judge = loaded.get("pairs"), loaded.get("candidate")
     if judge is not None and judge.spec.kind != KIND:
-        return [
-            Problem(
-                location=candidate,
-                code="wrong_kind",
-                message=f"the candidate's kind is {judge.spec.kind!r}",
-                fix=f"use a candidate with kind: {KIND}",
-            )
-        ]
+        kind = f"the candidate's kind is {judge.spec.kind!r}"
+        return [problem(candidate, "wrong_kind", kind, f"use a candidate with kind: {KIND}")]
     if suite is None or judge is None:
         return []
     problems = check_run_request(
@@ -308,8 +246,8 @@ def _reports(
     sentinels_only: bool,
     baseline: str,
 ) -> Any:
-    """The suite's report (and the baseline suite's, when scored now) written beside the run; the
-    comparison attached when the candidate's controls passed."""
+    """The suite's report (and the baseline suite's, when scored now), written beside the run, with
+    the comparison when the candidate's controls passed."""
     from .._io import atomic_write_json
     from ..noise import NOISE_REPORT_FILE, noise_report, with_baseline
 
@@ -326,7 +264,6 @@ def _reports(
         )
     atomic_write_json(out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
     if base_report is not None and report.candidates_interpreted:
-        # after the run: only the candidate's own scores can still make the sides incompatible
         report = with_baseline(
             report,
             base_report,
@@ -345,7 +282,6 @@ def _reports(
 
 
 def _join(suite: Any, rows: Any, partition: str | None, sentinels_only: bool) -> Any:
-    """The companion metrics joined to the suite's selected pairs (None when none were given)."""
     from ..noise import join_companions, selected_candidates
 
     if rows is None:
@@ -355,8 +291,7 @@ def _join(suite: Any, rows: Any, partition: str | None, sentinels_only: bool) ->
 
 
 def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
-    """Refuse a locked run directory (a locked run takes no further scoring) and ``--sign``
-    without ``--lock``; the signer of ``--sign``, loaded before any call."""
+    """Refuse a locked run directory and ``--sign`` without ``--lock``; the signer of ``--sign``."""
     from .._lock import LOCK_FILE
     from .._signing import load_signer
 
@@ -385,23 +320,15 @@ def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
 @user_errors
 def check(pairs_path: str, as_json: bool) -> None:
     """The deterministic lane, no model call: validation, traces, release and lineage, retrieval
-    assertions.
-
-    Exit 0 every check passed, 1 a retrieval assertion failed, 3 retrieval evidence is
-    missing, 2 invalid input (including a frozen suite changed in place).
-    """
+    assertions. Exit 0 passed, 1 an assertion failed, 3 evidence missing, 2 invalid input."""
     from ..noise import check_retrieval, load_pairs, release_of, retrieval_blockers, validate_pairs
 
-    suite = load_pairs(pairs_path)  # refuses a suite that breaks its releases' lineage
+    suite = load_pairs(pairs_path)
     _, problems = validate_pairs(pairs_path)
     release = release_of(suite)
     rows = check_retrieval([*suite.controls(), *suite.candidates()])
     blockers = retrieval_blockers(suite, rows)
-    code = (
-        ExitCode.INCOMPLETE
-        if any(b.category == "incomplete" for b in blockers)
-        else (ExitCode.FAILED if blockers else ExitCode.OK)
-    )
+    code = exit_code(outcome_of((b.category for b in blockers), clear="passed"))
     if as_json:
         echo_json(
             {
@@ -415,14 +342,11 @@ def check(pairs_path: str, as_json: bool) -> None:
             }
         )
     else:
+        hint = "NOT FROZEN (workbench freeze FILE --approver NAME)"
+        frozen = f"frozen as {release.release_id}" if release else hint
         click.echo(
             f"{suite.label}: valid; {len(suite.controls())} control pairs,"
-            f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; "
-            + (
-                f"frozen as {release.release_id}"
-                if release
-                else "NOT FROZEN (workbench freeze FILE --approver NAME)"
-            )
+            f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; {frozen}"
         )
         for p in problems:
             click.echo(f"  warning: {p.format()}")
@@ -457,10 +381,8 @@ def check(pairs_path: str, as_json: bool) -> None:
 def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) -> None:
     """Agreement between the metric's claim verdicts and the reviewers' (calibration partition).
 
-    Exit 0 when every reviewed member has metric claim verdicts and the panel is frozen, 3
-    when some member has none (never counted as agreement), 4 when the panel is not frozen
-    (its labels could still change under the figures), 2 invalid input (a frozen panel edited
-    in place is refused).
+    Exit 0 agreed on every member of a frozen panel, 3 some member has no verdicts, 4 the panel
+    is not frozen, 2 invalid input.
     """
     from ..noise import format_panel, load_noise_run, load_pairs, load_panel, panel_agreement
     from ..results import read_results
@@ -471,10 +393,7 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
     paths = run.results_paths() if run is not None else [Path(results_path)]
     results = [line.result for p in paths for line in read_results(p)]
     report = panel_agreement(suite, claims, results)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_panel(report))
+    show(report, as_json, format_panel)
     sys.exit(
         ExitCode.INCOMPLETE
         if report.missing
@@ -490,21 +409,13 @@ def override() -> None:
 
 
 @override.command("add")
-@path(
-    "--pairs",
-    "pairs_path",
-    required=True,
-    help="The suite version (its name@version is the policy the override applies to).",
-)
+@path("--pairs", "pairs_path", required=True, help="The suite version the override applies to.")
 @override_options
 @user_errors
-def override_add(pairs_path: str, store: str, **options: Any) -> None:
-    """Append an override of noise blockers for one suite version.
-
-    Refused (exit 2, nothing written): a code `workbench noise` never emits, a code never
-    waivable (missing evidence, cross-tenant retrieval, absent retrieval evidence), an unknown
-    slice or pair, a blank approver, reason or follow-up, an expiry not in the future.
-    """
+def override_add(pairs_path: str, store: str, **fields: Any) -> None:
+    """Append an override of noise blockers for one suite version. Refused (exit 2, nothing
+    written): a code never emitted or never waivable, an unknown slice or pair, a blank field, an
+    expiry not in the future."""
     from ..noise import load_pairs, noise_override_scope
 
-    append(store, noise_override_scope(load_pairs(pairs_path)), fields_of(options), None)
+    append(store, noise_override_scope(load_pairs(pairs_path)), fields, None)

@@ -1,12 +1,10 @@
-"""``workbench override add`` and ``workbench override list``.
-
-``override_options``, ``fields_of`` and ``append`` are every ``override add``'s (the release
-gate's here, ``workbench noise override add``'s)."""
+"""``workbench override add`` and ``workbench override list`` (``override_options`` and ``append``
+serve ``workbench noise override add`` too)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import Any
 
 import click
 
@@ -42,20 +40,6 @@ def override() -> None:
     """
 
 
-class _OverrideFields(TypedDict):
-    """The override fields ``add`` passes through to the store."""
-
-    approver: str
-    author: str | None
-    reason: str
-    expires_at: str
-    follow_up: str
-    codes: tuple[str, ...]
-    slices: tuple[str, ...]
-    case_ids: tuple[str, ...]
-    candidate_fingerprint: str | None
-
-
 _OPTIONS = (
     option(
         "approver",
@@ -72,6 +56,7 @@ _OPTIONS = (
     ),
     click.option(
         "--expires",
+        "expires_at",
         required=True,
         help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime.",
     ),
@@ -108,26 +93,10 @@ _OPTIONS = (
 
 
 override_options = options(*_OPTIONS)
-"""The options of every ``override add`` (the release gate's, ranking's, noise's)."""
-
-
-def fields_of(options: dict[str, Any]) -> _OverrideFields:
-    """The record's fields from the shared options (``--expires`` is ``expires_at``)."""
-    return {
-        "approver": options["approver"],
-        "author": options["author"],
-        "reason": options["reason"],
-        "expires_at": options["expires"],
-        "follow_up": options["follow_up"],
-        "codes": options["codes"],
-        "slices": options["slices"],
-        "case_ids": options["case_ids"],
-        "candidate_fingerprint": options["candidate_fingerprint"],
-    }
 
 
 def append(
-    store: str, scope: Policy | OverrideScope, fields: _OverrideFields, policy: Policy | None
+    store: str, scope: Policy | OverrideScope, fields: dict[str, Any], policy: Policy | None
 ) -> None:
     """Check and append one override, then print its id and what it will apply to."""
     record = add_override(store, policy=scope, **fields)
@@ -151,7 +120,7 @@ def append(
 )
 @override_options
 @user_errors
-def add(policy: str, store: str, **options: Any) -> None:
+def add(policy: str, store: str, **fields: Any) -> None:
     """Append one override to the store (never rewritten), print its id and what it will apply to.
 
     Refused (exit 2, every problem at once, nothing written): a policy that is not a file that
@@ -161,7 +130,6 @@ def add(policy: str, store: str, **options: Any) -> None:
     """
     from ..ranking import is_ranking_policy_file, ranking_override_scope
 
-    fields = fields_of(options)
     path = resolve_policy_ref(policy, store)
     if is_ranking_policy_file(path):  # a ranking release policy (kind: ranking): its codes only
         append(store, ranking_override_scope(path), fields, None)

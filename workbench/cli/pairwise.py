@@ -14,27 +14,13 @@ from ._options import option, show
 
 @click.command()
 @option("gold")
-@option(
-    "results",
-    help=(
-        "Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its"
-        " presentation."
-    ),
-)
-@option(
-    "partition",
-    required=False,
-    type=click.Choice(PARTITIONS),
-    help="Only cases of this partition.",
-)
+@option("results", help="Pairwise judge results: repeat 0 original order, repeat 1 swapped.")
+@option("partition", required=False, type=click.Choice(PARTITIONS), help="Only this partition.")
 @click.option(
     "--tie-label",
     "tie_labels",
     multiple=True,
-    help=(
-        "A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeat for several. Labels"
-        " outside a result's presented_order count as ties too."
-    ),
+    help="A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeatable.",
 )
 @option("json", help="Print the documented, versioned JSON report (workbench.pairwise).")
 @click.option(
@@ -51,16 +37,9 @@ def pairwise(
 ) -> None:
     """Accuracy of a pairwise judge in both presentation orders, position consistency and bias.
 
-    Reports, overall and per slice, with denominators and 95% Wilson intervals: accuracy in
-    the original order (repeat 0) and the swapped order (repeat 1), their average, correct in
-    both orders, position consistency and how often the first-shown candidate wins (over
-    decided verdicts: tie verdicts are reported on their own), and accuracy over the cases
-    whose gold label names a winner beside accuracy over all cases.
-    Evaluator errors are listed on their own and stay in the denominators as the report
-    states (the LLMBar convention, so upstream statistics.json figures are reproduced).
-    Refuses unknown cases, hash mismatches, duplicates, mixed judges and results whose
-    presentation contradicts their repeat (exit 2). Results produced against another gold
-    (dataset hash, rubric version) are refused, as in `workbench align`.
+    Overall and per slice, with denominators and 95% Wilson intervals (evaluator errors stay in
+    the denominators, the LLMBar convention). Refuses what `workbench align` refuses and
+    results whose presentation contradicts their repeat (exit 2).
     """
     check_results_file(load_dataset(gold), results)
     report = pairwise_report(gold, results, partition=partition, tie_labels=list(tie_labels))

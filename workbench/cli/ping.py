@@ -6,39 +6,23 @@ import click
 
 from ..judges import PingResult, ping
 from ..outcomes import ExitCode
-from ._common import echo_json, user_errors
-from ._options import option
-
-"""The endpoint answered badly or not at all: every problem is printed with its code."""
+from ._common import user_errors
+from ._options import option, show
 
 
 @click.command("ping")
-@option(
-    "candidate", help="Candidate spec (kind ragas-llm), e.g. data/candidates/<name>@<version>.yaml."
-)
+@option("candidate", help="Candidate spec (kind ragas-llm).")
 @option("json", help="Print the result as JSON (schema: docs/formats.md#ping-result).")
 @user_errors
 def ping_command(candidate: str, as_json: bool) -> None:
     """Send ONE real request to a candidate's endpoint and say whether a run can work.
 
-    The request is the candidate's own prompt filled with a fixed, harmless case (no gold is
-    read), sent exactly as `workbench run` would send it. Prints the resolved URL (never the
-    key), the HTTP status, the latency, whether JSON mode was honoured, whether the answer
-    parsed into one of the candidate's labels, the token usage and the call's cost under the
-    price table. The call is paid for like any other (one short prompt).
-
-    Exit codes: 0 everything fine; 1 a check failed, each problem printed with its code
-    (dns_failure, connection_refused, connection_failed, timeout, unauthorized, forbidden,
-    proxy_config, model_not_found, endpoint_not_found, no_json_mode, rate_limited, server_error,
-    bad_request, refusal, unparseable, label_not_allowed, usage_missing; see
-    docs/endpoints.md); 2 invalid input (bad spec, unset key variable, not ragas-llm).
+    The candidate's own prompt on a fixed, harmless case, sent as `workbench run` would (and
+    paid for). Exit 0 everything fine; 1 a check failed, each problem printed with its code
+    (docs/endpoints.md); 2 invalid input.
     """
     result = ping(candidate)
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        for line in render(result):
-            click.echo(line)
+    show(result, as_json, lambda r: "\n".join(render(r)))
     if not result.ok:
         raise SystemExit(ExitCode.FAILED)
 
@@ -51,11 +35,8 @@ def render(result: PingResult) -> list[str]:
         "  status    "
         f" {'HTTP ' + str(result.status) if result.status is not None else 'no HTTP answer'}"
     )
-    lines.append(
-        f"  latency    {result.latency_s:.3f} s"
-        if result.latency_s is not None
-        else "  latency    -"
-    )
+    latency = f"{result.latency_s:.3f} s" if result.latency_s is not None else "-"
+    lines.append(f"  latency    {latency}")
     if result.json_mode == "md_json":
         json_line = "not asked for (json_mode md_json: the answer is read from a ```json block)"
     elif result.json_mode_honoured is None:
@@ -76,11 +57,8 @@ def render(result: PingResult) -> list[str]:
         lines.append(f"  usage      {result.tokens_in} input + {result.tokens_out} output tokens")
     else:
         lines.append("  usage      not reported")
-    lines.append(
-        f"  cost       ${result.cost_usd:.6f} under the price table"
-        if result.cost_usd is not None
-        else "  cost       unknown"
-    )
+    cost = f"${result.cost_usd:.6f} under the price table" if result.cost_usd is not None else None
+    lines.append(f"  cost       {cost or 'unknown'}")
     if result.ok:
         lines.append("ok: the endpoint is ready for `workbench run`")
     else:

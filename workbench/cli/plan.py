@@ -42,12 +42,9 @@ def plan(
 ) -> None:
     """How many decided cases each slice of a policy needs, and the shortfall per partition.
 
-    For a rate limit L checked on the upper_95 basis: the smallest n such that, for it and every
-    larger n, floor(f x L x n) errors (a judge whose true rate is f x L, f = --at-fraction) give a
-    two-sided 95% upper bound within L, on the gate's Wilson interval (or --interval
-    clopper-pearson). Point-basis and count-only limits need one decided case; min_n is the
-    policy's count. 'have' counts adjudicated human-fail / human-pass / all cases of the slice
-    in each partition: an upper bound on the decided verdicts a run yields.
+    For a rate limit L on the upper_95 basis: the smallest n from which floor(f x L x n) errors
+    (f = --at-fraction) keep the 95% upper bound within L. 'have' counts the adjudicated cases
+    of the slice in each partition.
     """
     from ..planning import format_plan, plan_policy
 

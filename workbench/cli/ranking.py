@@ -3,9 +3,10 @@ verify; ``workbench prune``."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any
 
 import click
 
@@ -14,23 +15,11 @@ from ..errors import refusal
 from ..outcomes import ExitCode
 from ..runs import RunOptions
 from ._common import echo_json, user_errors
-from ._options import option, path
+from ._options import option, options, path, show
 from ._run_options import run_option, run_options
-
-if TYPE_CHECKING:
-    from ..ranking import RankingHistoryEntry, RankingPolicy, ScalarCaseResult
 
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
 DEFAULT_OVERRIDES = Path("data/policies/overrides.jsonl")
-
-
-class _GateInputs(TypedDict):
-    """What the ranking gate reads besides the results."""
-
-    policy: RankingPolicy | None
-    history: list[RankingHistoryEntry]
-    overrides: list[Any]
-    scalar: list[ScalarCaseResult] | None
 
 
 _PLAN = click.option(
@@ -43,7 +32,7 @@ _PLAN = click.option(
         " rotation per fixture, the battery for fixtures marked diagnostic."
     ),
 )
-_BATTERY = [
+_battery_options = options(  # --max-exhaustive, --sample, --seed and --repeats
     click.option(
         "--max-exhaustive",
         type=click.IntRange(min=0),
@@ -66,19 +55,11 @@ _BATTERY = [
         show_default=True,
         help="Repeatability baseline: the identity order this many times (0: none).",
     ),
-]
-
-
-def _battery_options(func: Any) -> Any:
-    """``--max-exhaustive``, ``--sample``, ``--seed`` and ``--repeats``, in that order."""
-    for add in reversed(_BATTERY):
-        func = add(func)
-    return func
+)
 
 
 class _DefaultGroup(click.Group):
-    """A group whose default subcommand is ``run``: ``workbench ranking --candidate ...`` still
-    works."""
+    """A group whose default subcommand is ``run``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
@@ -101,8 +82,6 @@ _RANKING_HELP = (
     "workbench ranking verify RUN_DIR                                      "
     "verify a locked ranking run\n"
 )
-"""``workbench ranking --help``: a table of the subcommands (kept as one string so its rows
-stay aligned beyond 100 columns)."""
 
 
 @click.group(cls=_DefaultGroup, help=_RANKING_HELP)
@@ -149,34 +128,13 @@ def _capture(
     help="Ranking candidate spec (kind ragas-ranking or ragas-ranking-function).",
     required=False,
 )
-@path(
-    "--fixtures",
-    required=True,
-    help="Ranking fixture file, e.g. data/ranking/<name>@<version>.yaml.",
-)
-@option(
-    "results",
-    help="Analyse these ranking results (imported or from an earlier run) instead of running a"
-    " candidate.",
-    required=False,
-)
-@option(
-    "out",
-    help="Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure"
-    " artifacts are written here.",
-)
-@option(
-    "policy",
-    help="Ranking release policy (kind: ranking). Default: the built-in rules (see"
-    " workbench.ranking.default_policy).",
-    required=False,
-)
+@path("--fixtures", required=True, help="Ranking fixture file (data/ranking/<name>@<v>.yaml).")
+@option("results", required=False, help="Analyse these ranking results instead of running one.")
+@option("out", help="Run directory (default runs/ranking/<candidate>/<fixtures>).")
+@option("policy", required=False, help="Ranking release policy (default: the built-in rules).")
 @path(
     "--history",
-    help=(
-        "Ranking history log (default runs/ranking/history/<fixture set>.jsonl): the last run and"
-        " the last passing run are read from it, this run is appended."
-    ),
+    help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): read, appended.",
 )
 @click.option(
     "--no-history",
@@ -184,13 +142,7 @@ def _capture(
     help="Neither read nor append the history (no fixture-change or agreement-drop comparison).",
 )
 @option("overrides", help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
-@path(
-    "--scalar",
-    help=(
-        "Per-case scalar gate outcomes (JSON Lines {case_id, passed, score}) to list beside the"
-        " ranking outcome."
-    ),
-)
+@path("--scalar", help="Per-case scalar gate outcomes (JSON Lines) to list beside the outcome.")
 @_PLAN
 @click.option(
     "--capture",
@@ -209,18 +161,9 @@ def _capture(
     "--retention-days",
     type=click.IntRange(min=0),
     default=None,
-    help="Days request payloads are kept before `workbench prune` may delete them (without a"
-    " policy).",
+    help="Days request payloads are kept before `workbench prune` may delete them.",
 )
-@click.option(
-    "--lock",
-    "lock",
-    is_flag=True,
-    help=(
-        "Lock the run directory after the report (lock.json, the one lock format of every"
-        " report, and report.html): `workbench verify RUN_DIR` checks it, also after pruning."
-    ),
-)
+@click.option("--lock", is_flag=True, help="Lock the run directory after the report.")
 @option(
     "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
 )
@@ -253,16 +196,11 @@ def run(
     """Run a ranking judge's position-bias battery over reviewed fixtures, report it and apply the
     ranking gate.
 
-    Every fixture is judged under several presented orders (all permutations up to
-    --max-exhaustive candidates, else a fixed-seed sample; with --plan rotation one seeded
-    non-identity rotation, the full battery only for fixtures marked diagnostic) and,
-    separately, in its identity order --repeats times. The judge sees neutral labels.
-
-    The gate (--policy, or the built-in rules) blocks a must-win reversal only when it is
-    confirmed on repeated runs; a single unconfirmed reversal, editorial drift and criterion
-    leakage route to review; an agreement drop beyond the policy's threshold against the last
-    passing run blocks. Exit 0 passed (or report-only), 1 quality failed, 3 incomplete, 4
-    review required, 2 invalid input.
+    Every fixture is judged under several presented orders (neutral labels) and in its identity
+    order --repeats times. The gate (--policy, or the built-in rules) blocks a must-win reversal
+    confirmed on repeated runs and an agreement drop against the last passing run; unconfirmed
+    reversals, editorial drift and criterion leakage route to review. Exit 0 passed (or
+    report-only), 1 quality failed, 3 incomplete, 4 review required, 2 invalid input.
     """
     from ..ranking import format_ranking, load_fixtures, ranking_report
 
@@ -295,14 +233,10 @@ def run(
         report, out_dir = _run_battery(
             candidate, fixture_set, out, battery, config, options, gate_inputs
         )
-    history_path = _history_path(fixture_set.name, history, no_history)
     _keep(report, fixture_set, out_dir, history_path, lock, sign_key)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_ranking(report))
+    show(report, as_json, format_ranking)
     assert report.gate is not None  # ranking_report gates every report
-    if report.gate.exit_code:  # the gate's outcome alone decides (report-only: 0)
+    if report.gate.exit_code:
         raise SystemExit(report.gate.exit_code)
 
 
@@ -314,8 +248,7 @@ def _history_path(name: str, history: str | None, no_history: bool) -> Path | No
 
 def _gate_inputs(
     policy: str | None, history: Path | None, overrides: str | None, scalar: str | None
-) -> _GateInputs:
-    """The policy, history, overrides and scalar outcomes the ranking gate reads."""
+) -> dict[str, Any]:
     from ..policy import load_overrides
     from ..ranking import load_ranking_policy, read_history, read_scalar
 
@@ -344,10 +277,8 @@ def _run_battery(
     battery: dict[str, Any],
     config: Any,
     options: RunOptions,
-    gate_inputs: _GateInputs,
+    gate_inputs: dict[str, Any],
 ) -> tuple[Any, Path]:
-    """Run the battery into a new run directory, then report and gate it; one header line whose
-    counts are the report's."""
     from ..judges import load_candidate
     from ..ranking import position_battery, ranking_report, run_ranking_sync
 
@@ -362,16 +293,6 @@ def _run_battery(
             " results with --results",
         )
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
-    from .._lock import LOCK_FILE, RETIRED_LOCKS
-
-    if any((out_dir / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
-        raise refusal(
-            "run locked",
-            str(out_dir),
-            "run_locked",
-            "the run directory is locked",
-            "use a new --out directory",
-        )
     summary = run_ranking_sync(
         judge,
         fixture_set,
@@ -386,9 +307,7 @@ def _run_battery(
     )
     planned = position_battery(fixture_set, **battery)
     report = ranking_report(fixture_set, summary.results_path, planned=planned, **gate_inputs)
-    # The counts are the report's (one place): the run summary counts an invalid ranking as an
-    # error attempt, the report as an integration defect.
-    click.echo(
+    click.echo(  # the report's counts: an invalid ranking is a defect there, not an error
         f"{summary.judge}: run {summary.status} - {report.counts_line()}; {summary.calls} calls,"
         f" {summary.cache_hits} cached, {summary.resumed} already done; cost"
         f" ${summary.cost_usd:.4f}; results {summary.results_path}",
@@ -405,8 +324,6 @@ def _keep(
     lock: bool,
     sign_key: str | None,
 ) -> None:
-    """Write the artifacts, append to the history and lock (signed with ``sign_key``), as
-    asked."""
     from ..ranking import lock_ranking_run, record_run, write_ranking_artifacts
 
     if lock and out_dir is None:
@@ -437,19 +354,12 @@ def _keep(
 @user_errors
 def agreement(fixtures: str, as_json: bool) -> None:
     """Reviewer-reviewer agreement on the fixtures: pairwise agreement, Kendall's tau and top-1
-    agreement.
-
-    Per fixture, per slice and overall, with numerators and denominators, the disputed
-    candidate pairs and whether each disagreement was adjudicated. A must-win fixture whose
-    reviewers disagree on a must-win pair without an adjudication does not load (exit 2).
+    agreement, per fixture, slice and overall, with the disputed pairs. A must-win disagreement
+    without an adjudication does not load (exit 2).
     """
     from ..ranking import format_reviewer_agreement, load_fixtures, reviewer_agreement
 
-    report = reviewer_agreement(load_fixtures(fixtures))
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_reviewer_agreement(report))
+    show(reviewer_agreement(load_fixtures(fixtures)), as_json, format_reviewer_agreement)
 
 
 @ranking.command("history")
@@ -523,9 +433,8 @@ def replay(
     """Replay one attempt of a ranking battery from frozen inputs: the same presentation, a fresh
     call (no cache).
 
-    Failure artifacts print this command. Exit 0 when the replayed attempt passes its checks,
-    1 when it fails them again (the failure reproduces), 5 on an evaluator error, 3 when no
-    result was recorded, 2 when the inputs are not the frozen ones.
+    Exit 0 the attempt passes its checks, 1 the failure reproduces, 5 evaluator error, 3 no
+    result recorded, 2 the inputs are not the frozen ones.
     """
     from ..judges import load_candidate
     from ..ranking import load_fixtures, position_battery, run_ranking_sync
@@ -594,16 +503,12 @@ def _replay_problems(
 
 
 def _replay_dir(label: str, case_id: str, repeat: int) -> str:
-    """A new ``runs/ranking/replay/<judge>/<case>-r<repeat>-<n>`` directory."""
     base = Path("runs") / "ranking" / "replay" / label
-    n = 1
-    while (base / f"{case_id}-r{repeat}-{n}").exists():
-        n += 1
+    n = next(n for n in itertools.count(1) if not (base / f"{case_id}-r{repeat}-{n}").exists())
     return str(base / f"{case_id}-r{repeat}-{n}")
 
 
 def _replayed(fixture: Any, r: Any) -> int:
-    """What the replayed attempt shows, and its exit code."""
     from ..ranking import completeness
 
     if r is None:
@@ -611,7 +516,6 @@ def _replayed(fixture: Any, r: Any) -> int:
         return ExitCode.INCOMPLETE
     if r.error is not None:
         click.echo(f"evaluator error {r.error.kind}: {r.error.message}; returned {r.order}")
-        # an invalid ranking is an integration defect (quality), as in the ranking report
         return ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS
     order = list(r.order or [])
     agreed, pairs = fixture.agreement(order)
@@ -634,8 +538,7 @@ def _replayed(fixture: Any, r: Any) -> int:
 @user_errors
 def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
     """Verify a locked ranking run: `workbench verify RUN_DIR`, the one verification of every
-    report (every hashed file, every payload present-and-matching or pruned after expiry, the
-    lock's outcome against the report, the signature). Exit 0 verified, 1 not verified."""
+    report. Exit 0 verified, 1 not verified."""
     from .._lock import verify_lock
     from .._signing import load_trust
     from .certify import show_verifications
@@ -656,11 +559,10 @@ def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
 @option("json", help="Print the results as JSON.")
 @user_errors
 def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: bool) -> None:
-    """Delete expired request payloads of ranking runs (default: under runs/), keeping every digest.
+    """Delete expired request payloads of ranking runs, keeping every digest.
 
-    A payload expires at its capture time plus the run's declared retention (capture.json);
-    none expires without a declared retention. Each deletion is appended to
-    payloads/pruned.jsonl; results, the payload index and every hash stay, so a locked run still
+    A payload expires at its capture time plus the run's declared retention (none without one);
+    deletions are logged in payloads/pruned.jsonl and every hash stays, so a locked run still
     verifies. Exit 1 when a locked run no longer verifies after pruning.
     """
     from ..ranking import find_runs, prune_run
@@ -669,18 +571,15 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
     done = [prune_run(r, _now(now_text), dry_run=dry_run) for r in runs]
     if as_json:
         echo_json([d.model_dump(mode="json") for d in done])
-    for line in (
-        []
-        if as_json
-        else _pruned(done, dry_run) or ["no ranking runs with captured payloads found"]
-    ):
-        click.echo(line)
+    else:
+        click.echo(
+            "\n".join(_pruned(done, dry_run)) or "no ranking runs with captured payloads found"
+        )
     if any(d.lock_problems for d in done):
         raise SystemExit(ExitCode.FAILED)
 
 
 def _pruned(done: list[Any], dry_run: bool) -> list[str]:
-    """A line per pruned run, and the lock's problems when it no longer verifies."""
     lines = []
     for d in done:
         state = (

@@ -35,12 +35,7 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
     "no_cache",
     "no_progress",
     budget=_BUDGET,
-    no_cache={
-        "help": (
-            "Neither read nor write the verdict cache (each repeat is its own cache key either"
-            " way)."
-        )
-    },
+    no_cache={"help": "Neither read nor write the verdict cache (each repeat has its own key)."},
 )
 @option("json", help="Print the study as JSON.")
 @user_errors
@@ -56,16 +51,9 @@ def repeatability(
 ) -> None:
     """Judge every case K times with the same pinned judge: a variance study, not a repair.
 
-    Reuses the run engine's repeats (every verdict, attempt and cost is kept in OUT). Reports
-    per case and per slice the flip rate (cases whose verdict differs across repeats, with a
-    95% Wilson interval), the majority verdict's share, the boundary-crossing cases (verdicts
-    on both sides of pass/fail, not only into an abstain label) and cost and tokens per repeat,
-    and appends the study to the log certification reads (a policy's max_flip_rate).
-
-    Exit codes: 0 complete, no boundary crossing in a critical slice; 4 complete, critical
-    cases crossed the boundary and are listed for review (never retried away); 3 incomplete
-    (the run stopped early, a case lacks a verdict in some repeat, or the budget cannot cover
-    the study: then nothing starts); 2 invalid input.
+    Reports flip rates, majority shares and boundary-crossing cases per case and slice, and
+    appends the study to the log certification reads. Exit 0 no boundary crossing in a
+    critical slice; 4 critical cases crossed (listed for review); 3 incomplete; 2 invalid input.
     """
     from ..judges import load_candidate
     from ..repeatability import format_study, run_repeatability_sync, studies_path_for
@@ -99,8 +87,7 @@ def repeatability(
 @option("gold", help="Gold dataset the sentinels belong to.")
 @path(
     "--against",
-    help="Baseline: a certification report directory or a run directory of this judge (default:"
-    " the latest baseline in the drift log).",
+    help="Baseline: a certification report or run directory (default: the drift log's latest).",
 )
 @path("--sentinels", help="Sentinel file (default sentinels.yaml beside the gold).")
 @click.option(
@@ -133,16 +120,9 @@ def drift(
 ) -> None:
     """Run the sentinel cases with a pinned judge and flag every verdict that changed.
 
-    The sentinels (sentinels.yaml: case ids with a reason, never held-out cases) run afresh,
-    never from the verdict cache, and are compared with the baseline: the sentinel run a
-    certification report holds, a baseline recorded for it, a run directory, or the latest
-    baseline recorded for this judge. Every change is flagged (changed verdict, boundary
-    crossing, evaluator error, missing baseline, response changed) and the entry is appended to
-    the drift log that `workbench status` reads.
-
-    Exit codes: 0 stable (or baseline recorded); 4 drifted: changes listed for review; 3
-    incomplete (a sentinel was not judged, or the budget cannot cover the run); 2 invalid
-    input (no baseline, a baseline of another judge, invalid sentinels ...).
+    The sentinels run afresh (no cache) and are compared with the baseline; the entry is
+    appended to the drift log `workbench status` reads. Exit 0 stable (or baseline recorded);
+    4 drifted (changes listed for review); 3 incomplete; 2 invalid input.
     """
     from ..repeatability import drift_log_path_for, format_drift, run_drift_sync
 

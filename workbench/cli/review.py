@@ -1,5 +1,4 @@
-"""``workbench review transition``: record an evidence-based review of a changed critical
-verdict."""
+"""``workbench review transition``."""
 
 from __future__ import annotations
 
@@ -15,35 +14,15 @@ def review_group() -> None:
 
 
 @review_group.command("transition")
-@option(
-    "report",
-    help="A locked migration certification report (reports/<candidate>/<version>/<n>).",
-)
-@click.option(
-    "--case",
-    "case_id",
-    default=None,
-    help="The held-out case whose verdict changed (a case --list names).",
-)
+@option("report", help="A locked migration certification report.")
+@click.option("--case", "case_id", help="The held-out case whose verdict changed (see --list).")
 @click.option(
     "--decision",
     type=click.Choice(["accept", "reject"]),
-    default=None,
-    help=(
-        "accept: the changed verdict stands on the evidence; reject: it does not (the migration"
-        " fails)."
-    ),
+    help="accept: the changed verdict stands on the evidence; reject: it does not.",
 )
-@click.option(
-    "--evidence",
-    default=None,
-    help=(
-        "Evidence ids the decision rests on, comma-separated (ids of the gold's evidence snapshot)."
-    ),
-)
-@click.option(
-    "--reviewer", default=None, help="Who decides (a named reviewer, never the prompt author)."
-)
+@click.option("--evidence", help="Evidence ids the decision rests on, comma-separated.")
+@click.option("--reviewer", help="Who decides (a named reviewer, never the prompt author).")
 @click.option("--note", default="", help="How the evidence settles it.")
 @option(
     "gold", required=False, help="The certified gold dataset (default: the one the report names)."
@@ -105,7 +84,6 @@ def transition(
 
 
 def _list(report: str, gold: str | None, as_json: bool) -> None:
-    """``--list``: every changed critical verdict with its review status."""
     from ..reports import format_transition_status, transition_review_status
 
     rows, log = transition_review_status(report, gold)

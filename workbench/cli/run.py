@@ -14,8 +14,8 @@ from ..policy import load_policy
 from ..results import format_slice_costs
 from ..runs import SUMMARY_FILE, RunOptions, RunSummary, run_candidate_sync
 from ..sampling import SamplingPlan, load_sampling_plan
-from ._common import report_problems, user_errors
-from ._options import option
+from ._common import user_errors
+from ._options import budget_refusal, option
 from ._run_options import run_option, run_options
 
 
@@ -39,22 +39,16 @@ from ._run_options import run_option, run_options
     "shadow_of",
     type=click.Path(path_type=str),
     default=None,
-    help=(
-        "Run --candidate in shadow of this judge (the spec of the judge holding authority): both"
-        " judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in"
-        " the shadow log, never in a gate."
-    ),
+    help="Run --candidate in shadow of this judge (the spec of the judge holding authority).",
 )
 @option(
     "label_mapping",
-    help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when"
-    " categories were renamed).",
+    help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's.",
 )
 @option(
     "policy",
     "policy_path",
-    help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every"
-    " case.",
+    help="Apply the policy's declared sampling plan (`sampling:`), if any.",
     required=False,
 )
 @click.option(
@@ -81,39 +75,12 @@ def run(
 ) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
-    The judge only sees allow-listed fields (input, response, grading notes, reference,
-    contexts). Every attempt is appended to OUT/results.jsonl; re-running the same command
-    resumes without calling settled cases again, and a verdict cached for the same
-    candidate, request and repeat is reused. One invocation at a time may write OUT.
-
-    Exit codes: 0 complete, every case judged; 3 incomplete (--budget-usd or --max-cases
-    reached, or the circuit breaker stopped the run after consecutive connection failures or
-    400, 401, 403, 404 refusals of the endpoint, with the fix): every unrun case and every case
-    stopped mid-retry is listed; 5 complete, but
-    some cases ended in an evaluator error (counted by kind); 2 invalid input.
-
-    Sampling (--policy P with a `sampling:` plan, or --sampling-plan FILE): only the plan's
-    sample is planned, drawn from its seed (whole groups, reproducible); critical slices and
-    slices with a reservation run first, and their reservations are held from the other
-    slices while they have cases left. The plan's sha256 and every sampled-out case id are
-    frozen in OUT/manifest.json before the first call and listed in OUT/run.json. A plan never
-    applies to held-out data, and a gate never certifies a sample (`sampled_out`).
-
-    Shadow mode (--shadow-of CURRENT): CURRENT and the candidate judge the same frozen cases
-    of a development or calibration partition under one --budget-usd (OUT/old: CURRENT,
-    OUT/new: the candidate, as `workbench compare` lays them out, without controls). Every
-    disagreement is summarized in OUT/shadow.json and the shadow log beside the gold's
-    authority record, for review; none changes an exit code or a gate. Exit codes then: 0
-    complete, 3 incomplete (or the budget cannot cover both: nothing starts), 5 evaluator
-    errors, 2 invalid input.
-
-    Ray executor (--executor ray --shards N): the frozen manifest is split by case-id hash
-    into N shards, each run by the same engine in a Ray task into OUT/shards/<k>/; one Ray
-    actor holds --budget-usd, --max-cases and --calls-per-second for all shards together;
-    OUT/results.jsonl and OUT/run.json are the shards merged. --concurrency is the total.
-    Same exit codes; a shard whose worker died leaves the run incomplete (3): rerun to resume.
-    With a sampling plan the sampled cases are sharded, and reserved slices run first over all
-    shards; the summary is a local run's.
+    Every attempt is appended to OUT/results.jsonl; re-running resumes, and cached verdicts are
+    reused. With a sampling plan (--policy or --sampling-plan) only its reproducible sample is
+    judged, never certified. --shadow-of CURRENT judges the same cases with both judges and
+    records their disagreements for review, never in a gate. --executor ray runs --shards N
+    shards under one budget. Exit 0 complete; 3 incomplete (budget, case limit or circuit
+    breaker: unrun cases listed); 5 complete with evaluator errors; 2 invalid input.
     """
     _check_combinations(options, shadow_of, label_mapping, policy_path, plan_path)
     if shadow_of is not None:
@@ -148,7 +115,6 @@ def _check_combinations(
     policy_path: str | None,
     plan_path: str | None,
 ) -> None:
-    """Refuse options that do not go together, one line each (a usage error, exit 2)."""
     if options.executor == "ray":
         if shadow_of is not None:
             raise click.UsageError("--shadow-of runs on the local executor only")
@@ -177,25 +143,18 @@ def sampling_plan_from(
         return load_sampling_plan(plan_path), plan_path
     if policy_path is not None:
         policy = load_policy(policy_path)
-        if policy.sampling is None:
-            if quiet:
-                return None, None
-            click.echo(
-                f"policy {policy.label} declares no sampling plan: every case of the partition is"
-                " planned",
-                err=True,
-            )
-            return None, None
-        return policy.sampling, f"policy {policy.label}"
+        if policy.sampling is not None:
+            return policy.sampling, f"policy {policy.label}"
+        if not quiet:
+            message = "declares no sampling plan: every case of the partition is planned"
+            click.echo(f"policy {policy.label} {message}", err=True)
     return None, None
 
 
-SHOWN_IDS = 10
-"""Case ids a run summary prints per list; the full lists are in the run directory's run.json."""
+SHOWN_IDS = 10  # case ids a run summary prints per list (all of them are in run.json)
 
 
 def _first(ids: list[str], where: Path, key: str) -> str:
-    """The first :data:`SHOWN_IDS` of ``ids``, and where the rest are listed."""
     if len(ids) <= SHOWN_IDS:
         return ", ".join(ids)
     return (
@@ -206,6 +165,7 @@ def _first(ids: list[str], where: Path, key: str) -> str:
 
 def report_summary(summary: RunSummary) -> int:
     """Print a run summary; return the exit code (0, 3 or 5)."""
+    where = Path(summary.results_path).parent / SUMMARY_FILE
     status = summary.status.upper() + (
         f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else ""
     )
@@ -225,14 +185,7 @@ def report_summary(summary: RunSummary) -> int:
             f" {summary.sampling_plan_sha256[:12]}"
             + (f" from {summary.sampling_plan_source}" if summary.sampling_plan_source else "")
             + "; not judged, never a pass): "
-            + (
-                _first(
-                    summary.sampled_out,
-                    Path(summary.results_path).parent / SUMMARY_FILE,
-                    "sampled_out",
-                )
-                or "none"
-            )
+            + (_first(summary.sampled_out, where, "sampled_out") or "none")
         )
     if summary.slice_costs and summary.slice_costs[-1].cases:
         click.echo(
@@ -250,7 +203,6 @@ def report_summary(summary: RunSummary) -> int:
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)
     if summary.status != "complete":
-        where = Path(summary.results_path).parent / SUMMARY_FILE
         if summary.unrun:
             click.echo(
                 f"unrun ({len(summary.unrun)}): " + _first(summary.unrun, where, "unrun"), err=True
@@ -283,10 +235,7 @@ def _run_shadow(
     *,
     label_mapping: str | None,
 ) -> None:
-    """``workbench run --shadow-of``: both judges on the same cases; disagreements recorded, no
-    gate."""
     from ..authority import format_shadow, run_shadow_sync
-    from ..migration import BudgetInsufficient
 
     refused = [
         flag
@@ -307,7 +256,7 @@ def _run_shadow(
             "--shadow-of runs on development or calibration data (held-out data is for"
             " certification only)"
         )
-    try:
+    with budget_refusal():
         entry = run_shadow_sync(
             candidate,
             current,
@@ -320,9 +269,6 @@ def _run_shadow(
             progress=options.progress,
             label_mapping=label_mapping,
         )
-    except BudgetInsufficient as exc:
-        report_problems(exc)
-        sys.exit(ExitCode.INCOMPLETE)
     click.echo(format_shadow(entry))
     if entry.status != "complete":
         sys.exit(ExitCode.INCOMPLETE)

@@ -17,10 +17,6 @@ from ._options import option
 def validate(path: str, as_json: bool, strict: bool) -> None:
     """Check a gold dataset (directory or gold.jsonl) and report every problem at once.
 
-    One line per problem: file:line, case id, what is wrong and how to fix it.
-    Reviewers and adjudicators must be in the project's `reviewers:` list (workbench.yaml);
-    without one, names are accepted with one warning.
-
     Exits 2 when any error (or, with --strict, any warning) is found.
     """
     report = validate_dataset(path, warn_undeclared=True)

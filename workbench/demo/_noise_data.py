@@ -1,36 +1,10 @@
 """The demo noise data: ``data/noise/`` is generated here, byte for byte (a test compares them).
 
-``python -m workbench.demo.noise build [--out data/noise]`` writes:
-
-- ``support-noise@2.yaml``: the suite under review (the candidate system,
-  ``tallowmere-answerer-2026.11``): every control role, structured retrieval evidence on the
-  candidate pairs with generation traces, retrieval assertions (``ship-lost`` fails on a
-  forbidden source), partitions split by source family, sign-offs, a sentinel set, an
-  abstention, a retired pair and its fixed version;
-- ``support-noise-baseline@2.yaml``: the same frozen pairs answered by the baseline system
-  (``tallowmere-answerer-2026.10``), for ``workbench noise --baseline``;
-- ``support-noise@2.companions.jsonl`` and ``support-noise-baseline@2.companions.jsonl``:
-  completeness and refusal of each system's responses, joined by generation run id (the
-  first also holds one stale row from an older run, which never joins);
-- ``support-noise@2.panel.yaml``: the claim-level review panel of the calibration partition;
-- ``releases.jsonl``: both suites frozen (fixed timestamps, so the file is reproducible).
-
-The data itself is package data under ``workbench/demo/content/noise/`` (this module holds the
-models it must satisfy and turns it into the files above):
-
-* ``suite.yaml``: the two systems (suite name, header title, run id, generator) and the suite
-  header they share (:class:`_SuiteFile`);
-* ``controls.yaml``: the control pairs, written out in full in the pair-suite format;
-* ``candidates.yaml``: the candidate pairs, compactly: passages, one distractor and each
-  system's responses (:class:`_Candidate`); contexts, traces and provenance are derived;
-* ``companions.yaml``: completeness and refusal per system, pair and member (:class:`_Companions`);
-* ``panel.yaml``: the claim-level review panel, in its own format.
-
-Every file is checked against its model on first use, and both assembled suites against the
-noise suite's own validator (:func:`workbench.noise.parse_pairs`), the panel against
-:class:`workbench.noise.ClaimPanel`.
-
-Fictional company (Tallowmere, see data/demo/card.md), written by this project.
+``python -m workbench.demo.noise build [--out data/noise]`` writes :data:`FILES`: the candidate
+and baseline pair suites, their companion metrics (the candidate's with one stale row that never
+joins), the claim-level review panel and the release log freezing both suites. The data is
+package data under ``workbench/demo/content/noise/``; this module holds the models it must
+satisfy and checks both assembled suites with :func:`workbench.noise.parse_pairs`.
 """
 
 from __future__ import annotations
@@ -38,7 +12,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import shutil
 import tempfile
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -66,7 +39,6 @@ BASELINE_COMPANIONS = "support-noise-baseline@2.companions.jsonl"
 PANEL = "support-noise@2.panel.yaml"
 RELEASES = "releases.jsonl"
 FILES = (SUITE, BASELINE, COMPANIONS, BASELINE_COMPANIONS, PANEL, RELEASES)
-"""Every file the generator writes."""
 FROZEN_AT = datetime(2026, 11, 3, 9, 0, tzinfo=UTC)
 TENANT = "tallowmere"
 CORPUS = "handbook-v4.2"
@@ -114,130 +86,87 @@ class _Generator(_Data):
     """A system's generator configuration (``suite.yaml``: ``systems.<system>.generator``)."""
 
     model: NonEmpty
-    """The answering model's name."""
     prompt: NonEmpty
-    """The prompt's label; the suite records its sha256 (``prompt_sha256``)."""
     retriever: NonEmpty
-    """The retriever, in words."""
     corpus_snapshot: NonEmpty
-    """The corpus snapshot retrieval ran over."""
 
 
 class _System(_Data):
     """One answering system of ``suite.yaml``: its suite name, header title and run."""
 
     name: NonEmpty
-    """The suite name written for this system."""
     title: NonEmpty
-    """The first line of the generated file's header."""
     described: NonEmpty
-    """The system in words; replaces ``{described}`` in the suite description."""
     run_id: NonEmpty
-    """The generation run id of every trace and companion row of this system."""
     generator: _Generator
-    """The generator configuration its pairs record."""
 
 
 class _SuiteFile(_Data):
     """``noise/suite.yaml``: the systems and the suite header they share (pairs excluded)."""
 
     systems: dict[System, _System]
-    """``candidate`` and ``baseline``."""
     suite: dict[str, Any]
-    """The suite mapping without ``name`` and ``pairs`` (checked with them by the noise suite's
-    own validator, :func:`workbench.noise.parse_pairs`)."""
 
 
 class _Passage(_Data):
     """A retrieved handbook passage of a candidate pair's clean member."""
 
     text: NonEmpty
-    """The passage text."""
     document_id: NonEmpty
-    """Its document."""
     chunk_id: NonEmpty
-    """Its chunk."""
     score: float
-    """Its retrieval score."""
 
 
 class _Distractor(_Data):
     """The one context the noisy member adds (``add``) or replaces (``replace``)."""
 
     index: int = Field(ge=0)
-    """Where it goes among the clean member's contexts (0-based)."""
     change: Literal["add", "replace"]
-    """Inserted at ``index`` or replacing the context there."""
     label: NonEmpty
-    """The distractor's label."""
     text: NonEmpty
-    """The distractor text."""
     document_id: NonEmpty
-    """Its document."""
     chunk_id: NonEmpty
-    """Its chunk."""
     corpus: NonEmpty
-    """Its corpus; any other than the handbook's is ``archived``."""
     false_claim: str | None = None
-    """The false claim it carries, if any."""
 
 
 class _Responses(_Data):
     """One system's responses to a pair (``ABSTAIN:`` prefixes an abstention)."""
 
     clean: str
-    """The response with the clean contexts."""
     noisy: str
-    """The response with the distractor."""
 
 
 class _Candidate(_Data):
     """One entry of ``noise/candidates.yaml``: a candidate pair, written compactly."""
 
     pair_id: NonEmpty
-    """The pair id."""
     slice: NonEmpty
-    """The slice."""
     mode: Mode
-    """The NoiseSensitivity mode."""
     partition: PartitionName
-    """The partition."""
     family: NonEmpty
-    """The source family (and the provenance source)."""
     question: NonEmpty
-    """The user input."""
     reference: NonEmpty
-    """The reference answer."""
     supersedes: str | None = None
-    """The pair id this one replaces, if any."""
     passages: tuple[_Passage, ...] = Field(min_length=1)
-    """The clean member's contexts, best first."""
     distractor: _Distractor
-    """The noisy member's distractor."""
     assertions: dict[str, Any] | None = None
-    """The pair's retrieval assertions, if any."""
     responses: dict[System, _Responses]
-    """Each system's responses."""
     retired: dict[str, Any] | None = None
-    """The retirement, if the pair is retired."""
 
 
 class _Scores(_Data):
     """Completeness and refusal of one member's response."""
 
     completeness: float
-    """Share of the reference's statements covered."""
     refusal: float
-    """1 when the response refuses or abstains, else 0."""
 
 
 class _Companions(_Data):
     """``noise/companions.yaml``: the scores per system, pair and member, and one stale row."""
 
     stale: dict[str, Any]
-    """A row of an older run (appended to the candidate's file; it never joins)."""
     systems: dict[System, dict[str, dict[Member, _Scores]]]
-    """system -> pair -> member -> scores."""
 
 
 class _NoiseContent(NamedTuple):
@@ -254,12 +183,8 @@ _PANEL_RAW = TypeAdapter(dict[str, Any])
 
 
 def load_noise_content(root: Traversable | None = None) -> _NoiseContent:
-    """Read and validate ``noise/*.yaml`` under ``root`` (default: the packaged content).
-
-    Each file is checked against its model; both assembled suites then pass the noise suite's
-    own validator and the panel its :class:`~workbench.noise.ClaimPanel` model. Raises
-    :class:`WorkbenchError` listing every problem.
-    """
+    """Read and validate ``noise/*.yaml`` under ``root`` (default: the packaged content), the
+    assembled suites and the panel included; :class:`WorkbenchError` lists every problem."""
     from ..noise import ClaimPanel
 
     root = root if root is not None else files(__package__).joinpath(CONTENT)
@@ -349,45 +274,44 @@ def _noisy_contexts(spec: _Candidate, clean: list[dict[str, Any]]) -> list[dict[
     return _reranked(noisy)
 
 
+def _given(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v is not None}
+
+
 def _candidate_pair(spec: _Candidate, system: System, content: _NoiseContent) -> dict[str, Any]:
     sys = content.suite.systems[system]
     generator = _generator(sys)
     clean_ctx = _reranked([_ctx(p.text, p.document_id, p.chunk_id, p.score) for p in spec.passages])
-    noisy_ctx = _noisy_contexts(spec, clean_ctx)
-    responses = spec.responses[system]
-    d = spec.distractor
-    distractor: dict[str, Any] = {"index": d.index, "label": d.label, "change": d.change}
-    if d.false_claim:
-        distractor["false_claim"] = d.false_claim
-    pair: dict[str, Any] = {
-        "pair_id": spec.pair_id,
-        "slice": spec.slice,
-        "mode": spec.mode,
-        "role": "candidate",
-        "partition": spec.partition,
-        "source_family": spec.family,
-        "reference_version": "handbook-v4.2",
-        "user_input": spec.question,
-        "reference": spec.reference,
-        "generator": generator,
-    }
-    if spec.supersedes is not None:
-        pair["supersedes"] = spec.supersedes
-    if spec.assertions is not None:
-        pair["retrieval_assertions"] = spec.assertions
-    pair["clean"] = _member(responses.clean, clean_ctx, sys.run_id, generator)
-    pair["noisy"] = {
-        **_member(responses.noisy, noisy_ctx, sys.run_id, generator),
-        "distractor": distractor,
-    }
-    pair["provenance"] = {
-        "origin": "regenerated",
-        "sources": [spec.family],
-        "generation_run": sys.run_id,
-    }
-    if spec.retired is not None:
-        pair["retired"] = spec.retired
-    return pair
+    responses, d = spec.responses[system], spec.distractor
+    distractor = {"index": d.index, "label": d.label, "change": d.change}
+    noisy = _member(responses.noisy, _noisy_contexts(spec, clean_ctx), sys.run_id, generator)
+    return _given(
+        {
+            "pair_id": spec.pair_id,
+            "slice": spec.slice,
+            "mode": spec.mode,
+            "role": "candidate",
+            "partition": spec.partition,
+            "source_family": spec.family,
+            "reference_version": "handbook-v4.2",
+            "user_input": spec.question,
+            "reference": spec.reference,
+            "generator": generator,
+            "supersedes": spec.supersedes,
+            "retrieval_assertions": spec.assertions,
+            "clean": _member(responses.clean, clean_ctx, sys.run_id, generator),
+            "noisy": {
+                **noisy,
+                "distractor": _given({**distractor, "false_claim": d.false_claim or None}),
+            },
+            "provenance": {
+                "origin": "regenerated",
+                "sources": [spec.family],
+                "generation_run": sys.run_id,
+            },
+            "retired": spec.retired,
+        }
+    )
 
 
 def suite_data(
@@ -425,22 +349,14 @@ def companion_rows(system: System = "candidate") -> list[dict[str, Any]]:
     return rows
 
 
-def panel_data() -> dict[str, Any]:
-    """The claim-level review panel of the calibration partition (support-noise@2)."""
-    return copy.deepcopy(_content().panel)
-
-
 @functools.cache
 def _content() -> _NoiseContent:
     return load_noise_content()
 
 
 def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
-    """Generate every demo noise file into ``out_dir`` (a fresh release log included); return
-    the paths.
-
-    Refuses to replace an existing ``releases.jsonl`` that differs: the release log is append-only.
-    """
+    """Generate every demo noise file into ``out_dir``; return the paths. Refuses to replace an
+    existing ``releases.jsonl`` that differs (the release log is append-only)."""
     from ..approval import freeze, snapshot_of
 
     out = Path(out_dir)
@@ -450,9 +366,8 @@ def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
         BASELINE: _HEADER.format(title=systems["baseline"].title) + _dump(suite_data("baseline")),
         COMPANIONS: _jsonl(companion_rows("candidate")),
         BASELINE_COMPANIONS: _jsonl(companion_rows("baseline")),
-        PANEL: _PANEL_HEADER + _dump(panel_data()),
-        # the demo's approvers, for the freeze in this scratch folder (the project's
-        # workbench.yaml lists them too: every later load checks them there)
+        PANEL: _PANEL_HEADER + _dump(_content().panel),
+        # the demo's approvers, for the freeze in this scratch folder
         "workbench.yaml": "approvers: [Support Quality lead (demo), rev-amara]\n",
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -476,11 +391,3 @@ def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
 
 def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
-
-
-def generate_into(directory: str | Path) -> list[Path]:
-    """Generate into a fresh directory (for the test that compares committed files)."""
-    target = Path(directory)
-    if target.exists():
-        shutil.rmtree(target)
-    return write_demo(target)

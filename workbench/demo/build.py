@@ -1,20 +1,10 @@
 """Generate the demo gold dataset deterministically from the authored content.
 
-Usage: ``python -m workbench.demo.build [OUT_DIR]`` (default ``data/demo``). Every random
-choice comes from one ``random.Random(SEED)`` consumed in a fixed order, and every file is
-written with sorted keys, so two runs produce byte-identical files.
-
-What is generated, per topic (one paraphrase family = one ``group``):
-
-* a handful of response variants composed from the topic's sentences: concise correct,
-  terminology (abbreviations, synonyms, spelling variants), plain-language alternatives,
-  omissions, prohibited claims (verbatim, paraphrased, abbreviated), negated mentions,
-  verbose correct, polished but wrong, plus hand-written specials (ambiguous cases, traps);
-* two independent reviews per case from a pool of four pseudonymous reviewers, with
-  disagreement concentrated on borderline variants, and an adjudication for every case;
-* partitions assigned by group within each slice, so groups never straddle partitions and
-  every partition holds every slice;
-* a few corrections: later records that supersede an earlier, wrongly adjudicated record.
+``python -m workbench.demo.build [OUT_DIR]`` (default ``data/demo``). Every random choice comes
+from one ``random.Random(SEED)`` consumed in a fixed order, and every file is written with sorted
+keys, so two runs produce byte-identical files: per topic (one ``group``) response variants, two
+reviews per case (disagreeing mostly on borderline kinds), an adjudication, partitions by group
+within each slice, and a few corrections that supersede a wrongly adjudicated record.
 """
 
 from __future__ import annotations
@@ -24,7 +14,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -132,22 +122,7 @@ class Variant:
     label: str
     tags: list[str]
     why: str
-    """The adjudicated reason, stated for the gold label."""
     dissent: str
-    """What a reviewer who disagreed would have written."""
-
-
-@dataclass
-class BuildSummary:
-    """What :func:`build` wrote."""
-
-    out_dir: Path
-    records: int
-    active: int
-    corrections: int
-    disagreements: int
-    by_partition: dict[str, int] = field(default_factory=dict)
-    by_label: dict[str, int] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------ grading notes
@@ -171,18 +146,18 @@ def _has(text: str, phrase: str) -> bool:
     return _norm(phrase) in _norm(text)
 
 
-_CLAIM_SENTENCES = (
+_CLAIM_SENTENCES = (  # each sentence of a claim and whether it holds the claim's key phrase
     ("verbatim", True),
     ("negated", True),
     ("negated_after", True),
     ("paraphrase", False),
     ("abbreviated", False),
 )
-"""Each sentence of a claim and whether it states the claim's key phrase."""
 
 
 def check_topic(topic: Topic) -> list[str]:
-    """Authoring checks: each sentence contains (or avoids) the key phrase it is meant to."""
+    """Authoring checks beyond :func:`~workbench.demo._content.load_content`'s: each sentence
+    contains (or avoids) the key phrase it is meant to."""
     problems: list[str] = []
     for concept in topic.concepts:
         if not _has(concept.canonical, concept.key):
@@ -197,11 +172,6 @@ def check_topic(topic: Topic) -> list[str]:
         if sentence is not None and _has(sentence, claim.key) != states:
             how = "lacks" if states else "contains"
             problems.append(f"{topic.slug}: claim {name} sentence {how} {claim.key!r}")
-    if topic.wrong_replaces >= len(topic.concepts):
-        problems.append(f"{topic.slug}: wrong_replaces out of range")
-    unknown = [e for e in topic.evidence if e not in {eid for eid, _, _ in EVIDENCE}]
-    if unknown:
-        problems.append(f"{topic.slug}: unknown evidence {unknown}")
     return problems
 
 
@@ -221,16 +191,6 @@ def _compose_verbose(
     body.append(info.filler)
     parts = [rng.choice(VERBOSE_OPENERS), *body, rng.choice(VERBOSE_CLOSERS)]
     return " ".join(p for p in parts if p is not None)
-
-
-def _with_claim(rng: random.Random, base: list[str], sentence: str) -> list[str]:
-    out = list(base)
-    out.insert(rng.randint(1, len(out)), sentence)
-    return out
-
-
-def _keys(concepts: Sequence[Concept]) -> str:
-    return ", ".join(f"'{c.key}'" for c in concepts)
 
 
 def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant]:
@@ -275,7 +235,7 @@ def _variant(
     canonical = [c.canonical for c in concepts]
     used = alternatives.get(kind, [])
     fields: dict[str, Any] = {
-        "all_keys": _keys(concepts),
+        "all_keys": ", ".join(f"'{c.key}'" for c in concepts),
         "terms": ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in used),
         "termable": alternatives["terminology"],
         "plainable": alternatives["plain-language"],
@@ -298,7 +258,8 @@ def _variant(
         sentences = [s for i, s in enumerate(canonical) if i != dropped]
         fields["missing"] = concepts[dropped]
     elif kind in claimed:
-        sentences = _with_claim(rng, canonical, str(claimed[kind]))
+        at = rng.randint(1, len(canonical))
+        sentences = [*canonical[:at], str(claimed[kind]), *canonical[at:]]
     elif kind == "polished-wrong":
         sentences = [
             topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)
@@ -337,55 +298,41 @@ def _reviews(
             ("review_required", "fail"),
         ]
         labels = rng.choice(splits) if disagree else ("review_required", "review_required")
-        reviews = []
-        for reviewer, label in zip(pair, labels, strict=True):
-            reviews.append(
-                {
-                    "reviewer": reviewer,
-                    "label": label,
-                    "confidence": "low",
-                    "rationale": (
-                        variant.why
-                        if label == "review_required"
-                        else (
-                            "Reads as acceptable under the notes, though the wording is vague."
-                            if label == "pass"
-                            else "Too vague to count as stating the required concept."
-                        )
-                    ),
-                    "evidence": evidence,
-                    "escalate": label == "review_required",
-                }
-            )
-        return reviews
+        rationales = {
+            "review_required": variant.why,
+            "pass": "Reads as acceptable under the notes, though the wording is vague.",
+            "fail": "Too vague to count as stating the required concept.",
+        }
+        return [
+            {
+                "reviewer": reviewer,
+                "label": label,
+                "confidence": "low",
+                "rationale": rationales[label],
+                "evidence": evidence,
+                "escalate": label == "review_required",
+            }
+            for reviewer, label in zip(pair, labels, strict=True)
+        ]
     dissenter = rng.randrange(2) if disagree else -1
     other = "fail" if gold == "pass" else "pass"
     reviews = []
     for i, reviewer in enumerate(pair):
-        if i == dissenter:
-            reviews.append(
-                {
-                    "reviewer": reviewer,
-                    "label": other,
-                    "confidence": rng.choice(["low", "medium"]),
-                    "rationale": variant.dissent,
-                    "evidence": evidence[:1],
-                    "escalate": False,
-                }
-            )
+        dissents = i == dissenter
+        if dissents:
+            confidence = rng.choice(["low", "medium"])
         else:
-            reviews.append(
-                {
-                    "reviewer": reviewer,
-                    "label": gold,
-                    "confidence": (
-                        "medium" if borderline else rng.choice(["high", "high", "high", "medium"])
-                    ),
-                    "rationale": variant.why,
-                    "evidence": evidence,
-                    "escalate": False,
-                }
-            )
+            confidence = "medium" if borderline else rng.choice(["high", "high", "high", "medium"])
+        reviews.append(
+            {
+                "reviewer": reviewer,
+                "label": other if dissents else gold,
+                "confidence": confidence,
+                "rationale": variant.dissent if dissents else variant.why,
+                "evidence": evidence[:1] if dissents else evidence,
+                "escalate": False,
+            }
+        )
     return reviews
 
 
@@ -425,8 +372,7 @@ def _assign_partitions(rng: random.Random) -> dict[str, str]:
 @dataclass(frozen=True)
 class _CorrectionPlan:
     kind: str
-    disagreed: bool
-    occasion: str
+    disagreed: bool  # the original reviewers split (else both made the same mistake)
     wrong_label: str
     wrong_reason: str
     fix_reason: str
@@ -436,45 +382,40 @@ _CORRECTIONS: tuple[_CorrectionPlan, ...] = (
     _CorrectionPlan(
         "paraphrased-prohibition",
         False,
-        "the agreement audit",
         "pass",
-        "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+        "Every required concept is present and no prohibited phrase appears.",
         "the response asserts the prohibited claim in other words; both reviewers and the"
         " adjudicator looked only for the listed phrase",
     ),
     _CorrectionPlan(
         "paraphrased-prohibition",
         False,
-        "the agreement audit",
         "pass",
-        "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+        "Every required concept is present and no prohibited phrase appears.",
         "the closing sentence is a paraphrase of the prohibited claim, which the original review"
         " missed",
     ),
     _CorrectionPlan(
         "terminology",
         False,
-        "the agreement audit",
         "fail",
-        "Reviewers agree. The response does not use the wording in the grading notes.",
+        "The response does not use the wording in the grading notes.",
         "the rubric accepts standard abbreviations and synonyms; the original labels penalised"
         " approved terminology",
     ),
     _CorrectionPlan(
         "negation",
         True,
-        "an adjudication review",
         "fail",
-        "Reviewers split. The prohibited phrase appears in the response.",
+        "The prohibited phrase appears in the response.",
         "the prohibited phrase appears only inside an explicit denial, which the rubric does not"
         " count as the claim",
     ),
     _CorrectionPlan(
         "omission",
         True,
-        "an adjudication review",
         "pass",
-        "Reviewers split. The main point is covered.",
+        "The main point is covered.",
         "a required concept is missing and the rubric requires every required concept",
     ),
 )
@@ -486,7 +427,6 @@ def _plan_corrections(
     disagreements: dict[str, bool],
     rng: random.Random,
 ) -> list[dict[str, Any]]:
-    """Rewrite a few records as wrongly adjudicated originals; return their corrections."""
     by_id = {row["case_id"]: row for row in rows}
     used: set[str] = set()
     corrections: list[dict[str, Any]] = []
@@ -504,21 +444,22 @@ def _plan_corrections(
         used.add(cid)
         original = by_id[cid]
         if not plan.disagreed:
-            # Both reviewers made the same mistake (a rubric example anchored them).
             original["reviews"] = [
                 {
                     **r,
                     "label": plan.wrong_label,
-                    "rationale": plan.wrong_reason.removeprefix("Reviewers agree. "),
+                    "rationale": plan.wrong_reason,
                     "confidence": "medium",
                 }
                 for r in original["reviews"]
             ]
+        split = "Reviewers split." if plan.disagreed else "Reviewers agree."
         original["adjudication"] = {
             **original["adjudication"],
             "label": plan.wrong_label,
-            "reason": plan.wrong_reason,
+            "reason": f"{split} {plan.wrong_reason}",
         }
+        occasion = "an adjudication review" if plan.disagreed else "the agreement audit"
         correct_label = "fail" if plan.wrong_label == "pass" else "pass"
         fixed = {
             **original,
@@ -528,7 +469,7 @@ def _plan_corrections(
             "adjudication": {
                 "label": correct_label,
                 "reason": (
-                    f"Correction of {cid} after {plan.occasion} on {CORRECTION_DATE}:"
+                    f"Correction of {cid} after {occasion} on {CORRECTION_DATE}:"
                     f" {plan.fix_reason}. {variants[cid].why} The original label {plan.wrong_label}"
                     " is superseded."
                 ),
@@ -658,7 +599,7 @@ def _card(records: list[dict[str, Any]]) -> str:
         for info in SLICES
     ]
     totals = Counter(r["adjudication"]["label"] for r in active)
-    split = sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1)
+    split = _split(active)
     corrections = [r for r in records if r.get("supersedes")]
     values = {
         "dataset_version": DATASET_VERSION,
@@ -694,7 +635,6 @@ def _content_text(name: str) -> str:
 
 
 def _filled(value: Any, values: dict[str, Any]) -> Any:
-    """``value`` with every string's ``{name}`` fields filled in."""
     if isinstance(value, str):
         return value.format(**values)
     if isinstance(value, list):
@@ -708,8 +648,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:
-    """(Re)write the demo dataset into ``out_dir``; returns what was written."""
+def build(out_dir: str | Path = DEFAULT_OUT) -> list[dict[str, Any]]:
+    """(Re)write the demo dataset into ``out_dir``; returns its records."""
     out = Path(out_dir)
     records, _ = generate(random.Random(SEED))
     write_jsonl(out / "gold.jsonl", records)
@@ -725,16 +665,11 @@ def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:
         ),
     )
     atomic_write_text(out / "card.md", _card(records))
-    active = _active(records)
-    return BuildSummary(
-        out_dir=out,
-        records=len(records),
-        active=len(active),
-        corrections=len(records) - len(active),
-        disagreements=sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1),
-        by_partition=dict(sorted(Counter(r["partition"] for r in active).items())),
-        by_label=dict(sorted(Counter(r["adjudication"]["label"] for r in active).items())),
-    )
+    return records
+
+
+def _split(active: list[dict[str, Any]]) -> int:
+    return sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -745,12 +680,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "out_dir", nargs="?", default=str(DEFAULT_OUT), help="output directory (default: data/demo)"
     )
     args = parser.parse_args(argv)
-    summary = build(args.out_dir)
+    records = build(args.out_dir)
+    active = _active(records)
+    partitions = dict(sorted(Counter(r["partition"] for r in active).items()))
+    labels = dict(sorted(Counter(r["adjudication"]["label"] for r in active).items()))
     print(
-        f"wrote {summary.out_dir}: {summary.active} active cases ({summary.records} records,"
-        f" {summary.corrections} superseded), disagreement"
-        f" {summary.disagreements}/{summary.active}, partitions {summary.by_partition}, labels"
-        f" {summary.by_label}"
+        f"wrote {args.out_dir}: {len(active)} active cases ({len(records)} records,"
+        f" {len(records) - len(active)} superseded), disagreement {_split(active)}/{len(active)},"
+        f" partitions {partitions}, labels {labels}"
     )
     return 0
 

@@ -1,15 +1,8 @@
-"""A scripted "LLM" for the demo: answers judge prompts like a plausible, imperfect model.
-
-It reads the ``<grading_notes>`` and ``<response>`` blocks of the demo LLM judge's prompt.
-Like a real model it follows the instructions it is given: when the prompt carries a
-``Terminology guide:`` section it applies the version-2 rubric logic (abbreviations,
-synonyms, negation); without one it matches phrases literally, like version 1. So editing
-the prompt in ``01_develop.ipynb`` really changes verdicts, for better and for worse. Like
-real models, it can also be steered by text inside the response that addresses the grader,
-which the adversarial controls are meant to catch. Deterministic, so demo figures are stable.
-
-Use it with ``workbench fake-llm --responder workbench.demo.fake_llm:respond``.
-"""
+"""A scripted "LLM" for the demo judge's prompts (``workbench fake-llm --responder
+workbench.demo.fake_llm:respond``): with a ``Terminology guide:`` in the prompt it applies the
+version-2 rubric logic, else version 1's literal matching, so editing the prompt changes
+verdicts; text in the response that addresses the grader steers it (the adversarial controls
+catch that). Deterministic."""
 
 from __future__ import annotations
 

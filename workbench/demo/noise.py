@@ -1,21 +1,8 @@
 """A scripted "LLM" that answers Ragas NoiseSensitivity's prompts deterministically (demo and
-tests).
-
-NoiseSensitivity asks two kinds of questions (see :mod:`workbench.noise._judge` for the
-order). This responder reads the ``input: {...}`` block Ragas appends to each prompt and
-answers like a simple but plausible model:
-
-- **Statement decomposition** (``{"question", "answer"}`` -> ``{"statements": [...]}``): one
-  statement per sentence of the answer.
-- **Faithfulness** (``{"context", "statements"}`` -> ``{"statements": [{"statement", "reason",
-  "verdict"}]}``): a statement is supported (verdict 1) when one sentence of the context
-  contains at least :data:`COVERAGE` of the statement's content words, every number and
-  negation of the statement, and no negation the statement lacks. Otherwise verdict 0.
-
-Deterministic, so demo figures are stable. Use it with
-``workbench fake-llm --export WORKBENCH_DEMO_NOISE_URL``
-``--responder workbench.demo.noise:respond -- COMMAND``
-or :func:`serve`.
+tests): one statement per sentence of an answer; a statement is supported (verdict 1) when one
+context sentence holds :data:`COVERAGE` of its content words, all its numbers and the same
+negations. Serve it with :func:`serve`, or ``workbench fake-llm --responder
+workbench.demo.noise:respond``.
 """
 
 from __future__ import annotations
@@ -27,8 +14,7 @@ from typing import Any
 from ..testing import ChatRequest, FakeLLM, Reply
 
 DEMO_NOISE_URL_ENV = "WORKBENCH_DEMO_NOISE_URL"
-"""The variable the demo candidate ``noise-judge@1`` reads its base URL from
-(``endpoint.base_url_env``)."""
+"""The variable ``noise-judge@1`` reads its base URL from (``endpoint.base_url_env``)."""
 COVERAGE = 0.75
 """Share of a statement's content words one context sentence must contain to support it."""
 
@@ -52,10 +38,7 @@ _STOP = frozenset(_STOP_WORDS.split())
 
 def parse_prompt(prompt: str) -> tuple[str, dict[str, Any]]:
     """``("statements", {"question", "answer"})`` or ``("verdicts", {"context", "statements"})``
-    from a NoiseSensitivity prompt.
-
-    Raises ``ValueError`` for anything else.
-    """
+    from a NoiseSensitivity prompt; ``ValueError`` for anything else."""
     start = prompt.rfind(_INPUT)
     if start < 0:
         raise ValueError("no 'input:' block: not a NoiseSensitivity prompt")
@@ -103,8 +86,7 @@ def _content(text: str) -> tuple[set[str], set[str], set[str]]:
 
 
 def supports(context: str, statement: str) -> tuple[bool, str]:
-    """Whether one sentence of ``context`` supports ``statement``, and why (see the module
-    docstring)."""
+    """Whether one sentence of ``context`` supports ``statement``, and why."""
     want, numbers, negations = _content(statement)
     if not want:
         return False, "the statement has no content words"
@@ -113,33 +95,17 @@ def supports(context: str, statement: str) -> tuple[bool, str]:
         have, have_numbers, have_negations = _content(sentence)
         coverage = len(want & have) / len(want)
         if coverage < COVERAGE:
-            best = max(
-                best,
-                (
-                    coverage,
-                    f"at most {coverage:.0%} of its content words appear in one context sentence",
-                ),
-            )
-            continue
-        if not numbers <= have_numbers:
-            best = max(
-                best,
-                (
-                    coverage,
-                    f"the context does not state {', '.join(sorted(numbers - have_numbers))}",
-                ),
-            )
-            continue
-        if negations != have_negations:
-            best = max(best, (coverage, "the context states the opposite polarity"))
-            continue
-        return (
-            True,
-            (
+            why = f"at most {coverage:.0%} of its content words appear in one context sentence"
+        elif not numbers <= have_numbers:
+            why = f"the context does not state {', '.join(sorted(numbers - have_numbers))}"
+        elif negations != have_negations:
+            why = "the context states the opposite polarity"
+        else:
+            return True, (
                 f"{coverage:.0%} of its content words, every number and the same polarity appear"
                 f" in: {sentence[:120]!r}"
-            ),
-        )
+            )
+        best = max(best, (coverage, why))
     return False, best[1] or "no context sentence matches"
 
 
@@ -166,13 +132,8 @@ def respond(request: ChatRequest) -> Reply:
 def serve(
     *, port: int = 0, latency_s: float = 0.0, env: str | None = DEMO_NOISE_URL_ENV
 ) -> FakeLLM:
-    """Start the scripted model on 127.0.0.1 on a free port (``port=0``) and export its URL.
-
-    Sets ``$WORKBENCH_DEMO_NOISE_URL`` (``env``) to the server's base URL, which
-    ``noise-judge@1`` reads: build the judge after this call. Sets a placeholder
-    ``DEMO_LLM_API_KEY`` when none is set: the fake server needs no key. Returns the running
-    :class:`~workbench.testing.FakeLLM` (call ``.stop()``).
-    """
+    """Start the scripted model (see :func:`~workbench.demo.serve_scripted`); ``noise-judge@1``
+    reads ``$env``."""
     from ._serve import serve_scripted
 
     return serve_scripted(
@@ -181,8 +142,7 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m workbench.demo.noise build [--out data/noise]``: regenerate the demo noise
-    data."""
+    """``python -m workbench.demo.noise build [--out data/noise]``."""
     import argparse
 
     from ._noise_data import DEFAULT_OUT, write_demo

@@ -4,6 +4,7 @@ record."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import combinations
@@ -28,17 +29,12 @@ class CalibrationSession(PhaseSession):
 
 
 def paired_comparison(iterations: list[Iteration]) -> Any:
-    """Every pair of candidates on the same cases: who is right where the other is wrong.
-
-    Every iteration's results must have been produced against its gold (lineage checked, as
-    :class:`PhaseSession` does). Only cases where both have a verdict are paired. ``p_mcnemar`` is
-    the exact McNemar test (statsmodels) on the discordant pairs; ``critical_false_passes`` counts
-    each side's false passes in critical slices, which no average may offset.
-    """
+    """Every pair of candidates on the cases where both have a verdict: who is right where the
+    other is wrong, the exact McNemar p-value and each side's critical-slice false passes."""
     import pandas as pd
-    from statsmodels.stats.contingency_tables import mcnemar
 
     from ..align import require_comparable
+    from ..migration._stats import exact_mcnemar
 
     for it in iterations:
         require_comparable(it.join, where=f"paired_comparison({it.label})")
@@ -54,21 +50,11 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
             and ca.case_id in cases_b
             and cases_b[ca.case_id].outcome == "verdict"
         ]
-        a_only = sum(
-            1 for ca, cb in both if ca.error_class == "aligned" and cb.error_class != "aligned"
+        right = Counter(
+            (ca.error_class == "aligned", cb.error_class == "aligned") for ca, cb in both
         )
-        b_only = sum(
-            1 for ca, cb in both if cb.error_class == "aligned" and ca.error_class != "aligned"
-        )
-        both_right = sum(
-            1 for ca, cb in both if ca.error_class == "aligned" and cb.error_class == "aligned"
-        )
-        both_wrong = len(both) - a_only - b_only - both_right
-        p = (
-            float(mcnemar([[both_right, a_only], [b_only, both_wrong]], exact=True).pvalue)
-            if (a_only + b_only)
-            else 1.0
-        )
+        both_right, a_only = right[True, True], right[True, False]
+        b_only, both_wrong = right[False, True], right[False, False]
         critical = set(a.join.dataset.rubric.critical_slices)
         rows.append(
             {
@@ -79,7 +65,7 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
                 "b_right_a_wrong": b_only,
                 "both_right": both_right,
                 "both_wrong": both_wrong,
-                "p_mcnemar": p,
+                "p_mcnemar": exact_mcnemar(a_only, b_only, both_right, both_wrong),
                 "a_critical_false_passes": sum(
                     1 for ca, _ in both if ca.error_class == "false_pass" and ca.slice in critical
                 ),
@@ -98,13 +84,9 @@ def threshold_sweep(
     fail_label: str = "fail",
     pass_if: Literal["at_least", "at_most"] = "at_least",
 ) -> Any:
-    """Every useful cut-off of a score-based judge against the adjudicated labels.
-
-    Uses the scores recorded by the run (no new calls). Only cases adjudicated pass or fail
-    with a score take part; each row gives, for one threshold, the false passes and false
-    fails with their denominators, the false-pass rate's 95% Wilson upper bound, and
-    agreement.
-    """
+    """Every useful cut-off of a score-based judge's recorded scores against the cases adjudicated
+    pass or fail: false passes and fails with denominators, the false-pass rate's 95% Wilson
+    upper bound, agreement."""
     import pandas as pd
 
     from ..stats import wilson_rate
@@ -125,13 +107,9 @@ def threshold_sweep(
     passes = len(points) - fails
     rows = []
     for t in scores + [float("inf") if pass_if == "at_least" else float("-inf")]:
-        judged_pass = [(s >= t if pass_if == "at_least" else s <= t) for s, _ in points]
-        fp = sum(
-            1 for (_, h), jp in zip(points, judged_pass, strict=True) if jp and h == fail_label
-        )
-        ff = sum(
-            1 for (_, h), jp in zip(points, judged_pass, strict=True) if not jp and h == pass_label
-        )
+        judged = [(s >= t if pass_if == "at_least" else s <= t, h) for s, h in points]
+        fp = sum(1 for jp, h in judged if jp and h == fail_label)
+        ff = sum(1 for jp, h in judged if not jp and h == pass_label)
         fp_rate = wilson_rate(fp, fails)
         rows.append(
             {
@@ -156,13 +134,8 @@ def choose_threshold(
     basis: Literal["upper_95", "point"] = "upper_95",
     max_false_fail_rate: float | None = None,
 ) -> dict[str, Any]:
-    """The threshold with the best agreement among those meeting the limits.
-
-    The degenerate cut-off that passes nothing is never chosen. Ties go to the stricter
-    threshold. When no threshold meets the limits, the one with the fewest false passes is
-    returned with ``meets_limit`` False: the limit cannot be shown on this data, which is a
-    finding to report, not something to tune away.
-    """
+    """The finite threshold with the best agreement among those meeting the limits (ties: the
+    stricter); when none does, the one with the fewest false passes, ``meets_limit`` False."""
     import math
 
     finite = sweep[sweep["threshold"].map(math.isfinite)]
@@ -198,12 +171,10 @@ class Selection(Record):
     schema_version: int = SELECTION_SCHEMA_VERSION
     selection_id: str
     selected: str
-    """``name@version`` chosen for certification."""
     selected_fingerprint: str
     partition: Literal["calibration"] = "calibration"
     dataset_sha256: str
     compared: list[dict[str, Any]]
-    """Every candidate considered: label, fingerprint, gate outcome on calibration, agreement."""
     reason: str
     who: str
     when: datetime
@@ -250,21 +221,12 @@ class FrozenThreshold:
     """A score judge's threshold frozen into a new candidate version, checked against the policy."""
 
     judge: Any
-    """The new candidate version (threshold set)."""
     iteration: Iteration
-    """Its run on the calibration partition."""
     choice: dict[str, Any]
-    """What :func:`choose_threshold` returned."""
     failing: list[str] = field(default_factory=list)
-    """One sentence per policy limit the frozen threshold fails on calibration (empty: none)."""
+    """One sentence per policy limit the frozen threshold fails on calibration."""
     saved: Path | None = None
-    """Where the version was written, when it was saved."""
     accepted_failing: bool = False
-    """True when it was saved although it fails a limit (``accept_failing=True``)."""
-
-    @property
-    def meets_policy(self) -> bool:
-        return not self.failing
 
     def _repr_html_(self) -> str:
         from .._html import fragment
@@ -283,13 +245,9 @@ class FrozenThreshold:
 
 
 def threshold_failures(choice: dict[str, Any], iteration: Iteration, policy: Any) -> list[str]:
-    """The policy limits a frozen threshold fails on calibration, one sentence each.
-
-    The choice itself (no threshold met the false-pass limit it was chosen against), then every
-    quality blocker of the policy's gate on the frozen judge's calibration run in the
-    false-pass, false-fail and abstention families (the partition and sample-size findings of
-    a calibration preview are left to certification).
-    """
+    """The policy limits a frozen threshold fails on calibration, one sentence each: the choice's
+    own limit, then the gate's quality blockers in the false-pass, false-fail, abstention and
+    constant families."""
     from ..policy import evaluate_gate
     from ..reports import group_blockers
 
@@ -334,41 +292,29 @@ async def freeze_threshold(
     accept_failing: bool = False,
 ) -> FrozenThreshold:
     """Freeze ``choice['threshold']`` into ``scored``'s judge as ``version``, run it, check the
-    policy.
-
-    Warns (``FrozenThreshold.failing``, shown in the notebook) when the threshold fails a
-    policy limit on calibration; saving such a version (``save_to``) raises
-    :class:`~workbench.errors.WorkbenchError` unless ``accept_failing=True``, and an accepted
-    failing version says so in its description.
-    """
-    from ..errors import Problem, WorkbenchError
+    policy. Saving (``save_to``) a version that fails a limit raises
+    :class:`~workbench.errors.WorkbenchError` unless ``accept_failing=True`` (then its
+    description records the failure)."""
+    from ..errors import refusal
 
     spec = scored.judge.spec
     if spec.threshold is None:
-        raise WorkbenchError(
+        raise refusal(
             "cannot freeze a threshold",
-            [
-                Problem(
-                    location=spec.label,
-                    code="not_a_score_judge",
-                    message=f"{spec.label} has no threshold",
-                    fix=(
-                        "freeze thresholds of score-based candidates (a Ragas @numeric_metric with"
-                        " threshold:) only"
-                    ),
-                )
-            ],
+            spec.label,
+            "not_a_score_judge",
+            f"{spec.label} has no threshold",
+            "freeze thresholds of score-based candidates (a Ragas @numeric_metric with"
+            " threshold:) only",
         )
     value = float(choice["threshold"])
     description = (
         f"threshold {value:g} chosen on calibration (meets the false-pass limit:"
         f" {choice['meets_limit']})"
     )
+    threshold = {**spec.threshold.model_dump(), "value": value}
     frozen = session.derive(
-        scored.judge,
-        version=version,
-        threshold={**spec.threshold.model_dump(), "value": value},
-        description=description,
+        scored.judge, version=version, threshold=threshold, description=description
     )
     run = await session.run(frozen, progress=False)
     failing = threshold_failures(choice, run, policy)
@@ -376,28 +322,18 @@ async def freeze_threshold(
     if save_to is None:
         return result
     if failing and not accept_failing:
-        raise WorkbenchError(
+        raise refusal(
             "threshold not saved",
-            [
-                Problem(
-                    location=f"{frozen.spec.label} (threshold {value:g})",
-                    code="threshold_fails_policy",
-                    message="the threshold fails the policy on calibration: " + "; ".join(failing),
-                    fix=(
-                        "choose another threshold or candidate, or pass accept_failing=True to save"
-                        " it anyway (its description then records the failure)"
-                    ),
-                )
-            ],
+            f"{frozen.spec.label} (threshold {value:g})",
+            "threshold_fails_policy",
+            "the threshold fails the policy on calibration: " + "; ".join(failing),
+            "choose another threshold or candidate, or pass accept_failing=True to save it"
+            " anyway (its description then records the failure)",
         )
     if failing:
+        description += "; saved with accept_failing=True although it fails: " + "; ".join(failing)
         frozen = session.derive(
-            scored.judge,
-            version=version,
-            threshold={**spec.threshold.model_dump(), "value": value},
-            description=description
-            + "; saved with accept_failing=True although it fails: "
-            + "; ".join(failing),
+            scored.judge, version=version, threshold=threshold, description=description
         )
     result.saved = session.save(frozen, save_to)
     result.judge = frozen

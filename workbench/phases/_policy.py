@@ -1,10 +1,5 @@
-"""The release policy a phase notebook draws its limits from, and a notice when none fits.
-
-Without a policy that fits the gold's rubric every limit and result of the slice tables and
-charts shows ``–``. :func:`phase_policy` says why at the top of the notebook instead: no policy
-named (neither the parameter nor ``policy:`` in ``workbench.yaml``), a policy that does not load
-(the template's blank owner), or one written for another rubric version or other slices
-(:func:`~workbench.policy.policy_rubric_problems`, the checks ``workbench certify`` refuses on).
+"""The release policy a phase notebook draws its limits from, and a notice saying why when none
+fits the gold's rubric (then every limit and result shows ``–``).
 """
 
 from __future__ import annotations
@@ -16,12 +11,8 @@ from ..errors import Problem, WorkbenchError
 from ..gold import Rubric
 from ..policy import Policy, load_policy, policy_rubric_problems
 
-NOT_SHOWN = {"partition_mismatch"}
-"""Consistency codes a development or calibration preview expects (the policy certifies on
-held-out data): never a reason for the notice."""
-
-_NO_MATCH = {"policy_rubric_mismatch", "no_pass_fail_view"}
-"""Codes that leave no limit of the policy shown."""
+NOT_SHOWN = {"partition_mismatch"}  # expected in a preview: the policy certifies on held-out data
+_NO_MATCH = {"policy_rubric_mismatch", "no_pass_fail_view"}  # no limit of the policy shown
 
 
 @dataclass(frozen=True)
@@ -60,12 +51,8 @@ def phase_policy(
     path: str | Path | None, rubric: Rubric, *, partition: str, required: bool = False
 ) -> tuple[Policy | None, PolicyNotice | None]:
     """The policy at ``path`` and the notice to show above everything else (None when the
-    policy fits ``rubric``).
-
-    ``required``: the calibrate notebook gates on the policy, so a missing one is refused
-    (``policy_missing``) and one that does not load raises its problems; the develop notebook
-    only draws limits, so both become the notice and the tables show no limits.
-    """
+    policy fits ``rubric``). ``required``: a missing policy or one that does not load raises
+    instead of becoming the notice."""
     if path is None:
         notice = _no_policy(rubric)
         if required:

@@ -1,9 +1,5 @@
-"""The development and calibration phases as library calls, so the notebooks stay thin.
-
-A session is bound to one partition (development or calibration; held-out is refused) and
-one gold dataset. It runs candidates through the run engine, joins and aligns their
-results, compares iterations case by case, derives and saves new candidate versions, and
-builds the review widget.
+"""The development and calibration phases as library calls, so the notebooks stay thin: a session
+is bound to one gold dataset and one partition (held-out is refused).
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ from typing import Any, Literal
 
 from .._args import check_keywords, check_path, check_run_arguments
 from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import refuse_held_out
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
@@ -23,8 +19,7 @@ from ..results import ResultLine, read_results
 from ..runs import RunOptions, RunSummary, run_candidate
 from ._policy import PolicyNotice, phase_policy
 
-DEMO_LLM_URL_ENV = "WORKBENCH_DEMO_LLM_URL"
-"""The variable the demo LLM candidates (``support-llm-judge@*``) read their base URL from."""
+DEMO_LLM_URL_ENV = "WORKBENCH_DEMO_LLM_URL"  # the demo LLM candidates' endpoint.base_url_env
 
 
 @dataclass
@@ -47,7 +42,6 @@ class Iteration:
 
 
 SESSION_OPTIONS = ("cache_dir", "concurrency", "budget_usd")
-"""The keyword options of a phase session beside ``gold`` and ``run_root``."""
 
 
 class PhaseSession:
@@ -80,8 +74,7 @@ class PhaseSession:
     def release_policy(
         self, path: str | Path | None, *, required: bool = False
     ) -> tuple[Policy | None, PolicyNotice | None]:
-        """The policy at ``path`` for this gold, and the notice to show at the top when it
-        does not fit the gold's rubric (:func:`~workbench.phases.phase_policy`)."""
+        """:func:`~workbench.phases.phase_policy` for this gold's rubric."""
         return phase_policy(path, self.dataset.rubric, partition=self.partition, required=required)
 
     def load(self, spec_path: str | Path) -> Judge:
@@ -97,35 +90,14 @@ class PhaseSession:
             raise TypeError(f"{judge.spec.label} ({judge.spec.kind}) has no prompt template")
         return str(template)
 
-    def derive(
-        self,
-        parent: Judge,
-        *,
-        version: str,
-        prompt: str | None = None,
-        description: str | None = None,
-        changes: list[str] | None = None,
-        allow_multiple: bool = False,
-        **fields: Any,
-    ) -> Judge:
-        """A new, unsaved candidate version that changes one declared thing.
-
-        The spec records ``parent`` and ``changes`` (the kinds passed, or ``changes``); more than
-        one kind is refused unless ``allow_multiple`` (:func:`~workbench.judges.derive_spec`). The
-        built judge is then compared with its parent (:func:`workbench.migration.judge_changes`): an
-        actual change the declaration does not cover is refused here and at :meth:`save`.
-        """
+    def derive(self, parent: Judge, *, version: str, **fields: Any) -> Judge:
+        """A new, unsaved candidate version that changes one declared thing (``fields`` as
+        :func:`~workbench.judges.derive_spec` takes them: ``prompt``, ``description``,
+        ``changes``, ``allow_multiple`` ...); a change the declaration does not cover is refused
+        here and at :meth:`save`."""
         from ..migration import declaration_problems
 
-        spec = derive_spec(
-            parent.spec,
-            version=version,
-            prompt=prompt,
-            description=description,
-            changes=changes,
-            allow_multiple=allow_multiple,
-            **fields,
-        )
+        spec = derive_spec(parent.spec, version=version, **fields)
         base = self._spec_paths.get(parent.spec.label, Path("."))
         judge = build_judge(spec, base)
         problems = declaration_problems(parent, judge, location=f"derive({spec.label})")
@@ -137,13 +109,9 @@ class PhaseSession:
         return judge
 
     def save(self, judge: Judge, directory: str | Path) -> Path:
-        """Write the candidate as ``<name>@<version>.yaml`` (refuses to overwrite a version).
-
-        A version that declares a ``parent`` is checked against it first (the parent this
-        session loaded or derived, else ``<directory>/<parent>.yaml``): a version that changes
-        more than its ``changes`` declare is refused (``undeclared_change``), and so is one
-        whose parent cannot be found (``parent_unknown``).
-        """
+        """Write the candidate as ``<name>@<version>.yaml`` (never over a version). A declared
+        ``parent`` (this session's, else ``<directory>/<parent>.yaml``) must be found
+        (``parent_unknown``) and the changes declared (``undeclared_change``)."""
         from ..migration import declaration_problems
 
         spec = judge.spec
@@ -153,22 +121,14 @@ class PhaseSession:
             if parent is None and where.exists():
                 parent = load_candidate(where)
             if parent is None:
-                raise WorkbenchError(
+                raise refusal(
                     f"cannot save {spec.label}",
-                    [
-                        Problem(
-                            location=str(where),
-                            code="parent_unknown",
-                            message=(
-                                f"{spec.label} declares parent {spec.parent}, which this session"
-                                f" did not load and {where} does not hold"
-                            ),
-                            fix=(
-                                "load the parent in this session (session.load) or save next to it,"
-                                " so the declared changes can be checked"
-                            ),
-                        )
-                    ],
+                    str(where),
+                    "parent_unknown",
+                    f"{spec.label} declares parent {spec.parent}, which this session did not load"
+                    f" and {where} does not hold",
+                    "load the parent in this session (session.load) or save next to it, so the"
+                    " declared changes can be checked",
                 )
             problems = declaration_problems(parent, judge, location=f"save({spec.label})")
             if problems:
@@ -195,7 +155,6 @@ class PhaseSession:
             ),
         )
         lines = read_results(summary.results_path)
-        # The lineage check (results vs this gold) uses the run manifest beside the results.
         join = align_results(
             self.dataset,
             lines,
@@ -241,13 +200,8 @@ class DevelopSession(PhaseSession):
 def serve_demo_llm(
     port: int = 0, latency_s: float = 0.02, *, env: str | None = DEMO_LLM_URL_ENV
 ) -> Any:
-    """Start the demo's scripted OpenAI-compatible model on 127.0.0.1 (for offline notebooks).
-
-    Binds a free port (``port=0``) and sets ``$WORKBENCH_DEMO_LLM_URL`` (``env``) to its base
-    URL, which the demo candidates' ``endpoint.base_url_env`` names: build the judge after
-    this call. Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set. Returns the running
-    :class:`~workbench.testing.FakeLLM` (``.port``, ``.base_url``, ``.stop()``).
-    """
+    """Start the demo's scripted LLM for offline notebooks (see
+    :func:`~workbench.demo.serve_scripted`); the demo LLM candidates read ``$env``."""
     from ..demo import serve_scripted
     from ..demo.fake_llm import respond
 

@@ -1,12 +1,4 @@
-"""A workbench project: where its root is, and ``workbench init`` to start one.
-
-The root is ``$WORKBENCH_PROJECT_ROOT``, else the nearest folder from the working directory
-upwards holding ``workbench.yaml``: the held-out ledger and the approver list are the root's,
-and notebooks resolve paths against it, so they run the same from the root and from
-``notebooks/``. :func:`init_project` writes a new project's commented, fail-closed templates;
-:func:`project_inputs` reads the gold dataset, policy and candidates ``workbench.yaml`` names
-for the phase notebooks, and :func:`draft_policy` drafts the policy from an imported rubric.
-"""
+"""A workbench project: its root, its inputs, ``workbench init`` and the drafted policy."""
 
 from ._config import INPUT_KEYS, ProjectInputs, declared_inputs, project_inputs
 from ._draft import PolicyDraft, draft_policy

@@ -1,16 +1,5 @@
-"""The inputs a project's ``workbench.yaml`` names: its gold dataset, release policy and judges.
-
-Three optional keys, each relative to the project root (:func:`~workbench.project.project_root`):
-
-- ``gold:``: the gold dataset directory;
-- ``policy:``: the release policy file the notebooks draw limits from, and the file ``workbench
-  import table`` drafts when it imports into ``gold`` (:func:`~workbench.project.draft_policy`);
-- ``candidates:``: the judge candidate spec files (a list; the develop notebook tunes the first).
-
-:func:`project_inputs` gives the develop and calibrate notebooks what to work on: a parameter
-that is given wins (as written, relative to the working directory), else the key, else nothing
-(``gold`` and ``candidates`` are required: their absence is ``project_input_missing``; a missing
-policy is shown at the top of the notebook by :func:`workbench.phases.phase_policy`).
+"""The inputs a project's ``workbench.yaml`` names (``gold:``, ``policy:``, ``candidates:``, each
+relative to the project root), for the phase notebooks.
 """
 
 from __future__ import annotations
@@ -25,7 +14,6 @@ from ..errors import Problem, WorkbenchError, problem
 from ._root import PROJECT_CONFIG, project_root
 
 INPUT_KEYS: tuple[str, ...] = ("gold", "policy", "candidates")
-"""The ``workbench.yaml`` keys that name the project's inputs."""
 
 _EXAMPLES = {
     "gold": "gold: data/<name>",
@@ -40,7 +28,6 @@ class ProjectInputs:
 
     gold: Path
     policy: Path | None
-    """The release policy file; None when neither the parameter nor ``workbench.yaml`` names one."""
     candidates: tuple[Path, ...]
     sources: dict[str, str] = field(default_factory=dict)
     """Per input: ``parameter``, the ``workbench.yaml`` it came from (its path) or ``none``."""
@@ -58,11 +45,8 @@ class ProjectInputs:
 
 
 def declared_inputs(root: Path) -> dict[str, Any]:
-    """The input keys ``<root>/workbench.yaml`` declares (absent keys left out), each checked to
-    be a path (``candidates``: a path or a list of paths), as given (relative to ``root``).
-
-    Raises ``project_config_invalid`` listing every badly written key.
-    """
+    """The input keys ``<root>/workbench.yaml`` declares, as given (``candidates`` as a list);
+    ``project_config_invalid`` lists every key that is not a path (or a list of paths)."""
     config = root / PROJECT_CONFIG
     raw, unreadable = read_config(config)
     if unreadable is not None:
@@ -77,12 +61,8 @@ def declared_inputs(root: Path) -> dict[str, Any]:
             continue
         if key == "candidates" and isinstance(value, str):
             value = [value]
-        ok = (
-            all(isinstance(v, str) and v.strip() for v in value) and bool(value)
-            if key == "candidates" and isinstance(value, list)
-            else isinstance(value, str) and bool(value.strip())
-        )
-        if not ok:
+        values = value if key == "candidates" and isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str) and v.strip() for v in values):
             message = f"`{key}:` must be {'a list of paths' if key == 'candidates' else 'a path'}"
             fix = f"write `{_EXAMPLES[key]}` (relative to the project root), or remove the key"
             problems.append(problem(f"{config}: {key}", "project_config_invalid", message, fix))
@@ -99,17 +79,13 @@ def project_inputs(
     policy: str | Path | None = None,
     candidates: Sequence[str | Path] | None = None,
 ) -> ProjectInputs:
-    """The gold dataset, policy and candidates a phase notebook works on.
-
-    A given parameter wins; ``None`` takes the project's ``workbench.yaml`` key; ``policy=""``
-    asks for no policy. Raises ``project_input_missing`` (every missing input at once) when
-    neither names the gold dataset or any candidate.
-    """
+    """The gold dataset, policy and candidates a phase notebook works on: a given parameter wins,
+    ``None`` takes the ``workbench.yaml`` key, ``policy=""`` asks for none. A missing gold or
+    candidates is ``project_input_missing``."""
     need_config = gold is None or policy is None or not candidates
     root = project_root() if need_config else None
     declared = declared_inputs(root) if root is not None else {}
     config = str(root / PROJECT_CONFIG) if root is not None else PROJECT_CONFIG
-    where = config
     sources: dict[str, str] = {}
     missing: list[Problem] = []
 
@@ -118,7 +94,7 @@ def project_inputs(
             sources[key] = "parameter"
             return given
         if key in declared:
-            sources[key] = where
+            sources[key] = config
             value, base = declared[key], Path(config).parent
             return [base / v for v in value] if isinstance(value, list) else base / value
         sources[key] = "none"

@@ -1,14 +1,6 @@
-"""The project's policy drafted from its imported rubric, once, and never over a person's edits.
-
-``workbench init`` writes the policy template with one placeholder slice block and
-``rubric_version: "1"``. When ``workbench import table`` then writes the project's gold dataset
-(the ``gold:`` of ``workbench.yaml``), :func:`draft_policy` rewrites the project's ``policy:`` file
-with one block per slice of the imported rubric (the template's strictest limits, the rubric's
-risk where a person set it, else the template's ``critical``) and the imported rubric's version.
-
-It writes only while the file is still what the workbench wrote: the template as ``init``
-rendered it, or an earlier draft, byte for byte. A file a person edited is left as it is, and
-the import says so, with the slices to add by hand.
+"""The project's policy drafted from its imported rubric: one block per slice at the template's
+strictest limits, written only while the file is still, byte for byte, the template ``workbench
+init`` rendered or an earlier draft (never over a person's edits).
 """
 
 from __future__ import annotations
@@ -44,9 +36,7 @@ class PolicyDraft:
 
     path: Path
     written: bool
-    """True when the file was (re)written as a draft."""
     message: str
-    """What was drafted, or why the file was left as it is."""
 
 
 def _scalar(text: str) -> str:
@@ -56,8 +46,6 @@ def _scalar(text: str) -> str:
 
 
 def _parse(text: str) -> Any:
-    """``text`` parsed as YAML, or None."""
-
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
@@ -89,31 +77,28 @@ def _created(value: Any) -> dt.date | None:
         return None
 
 
-def _untouched(text: str, root: Path) -> bool:
-    """Whether ``text`` is the policy template as ``init`` rendered it, or a draft of it."""
+def _template_of(text: str, root: Path) -> str | None:
+    """The policy template ``init`` rendered, when ``text`` is it or a draft of it."""
     parsed = _parse(text)
     if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
-        return False
+        return None
     created = _created(parsed.get("created"))
     if created is None:
-        return False
+        return None
     template = render("policy.yaml", name=parsed["name"], root=root, today=created)
-    if text == template:
-        return True
     slices = parsed.get("slices")
+    if text == template:
+        return template
     if not isinstance(slices, dict) or not all(isinstance(s, dict) for s in slices.values()):
-        return False
+        return None
     pairs = [(str(name), str(spec.get("risk"))) for name, spec in slices.items()]
-    return text == draft_text(template, str(parsed.get("rubric_version")), pairs)
+    drafted = text == draft_text(template, str(parsed.get("rubric_version")), pairs)
+    return template if drafted else None
 
 
 def draft_policy(gold: str | Path) -> PolicyDraft | None:
-    """Draft the project's policy from the rubric just imported into ``gold``.
-
-    None when there is nothing to draft: no project root, ``workbench.yaml`` names no ``policy``,
-    or ``gold`` is not the project's ``gold:``. Otherwise what was done, never raising: the
-    import that calls it has already written the dataset.
-    """
+    """Draft the project's policy from the rubric just imported into ``gold`` (the project's
+    ``gold:``); None when there is nothing to draft. Never raises."""
     root = find_project_root()
     if root is None:
         return None
@@ -139,17 +124,14 @@ def draft_policy(gold: str | Path) -> PolicyDraft | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return _left(path, f"the file cannot be read; write it by hand with the slices {names}")
-    if not _untouched(text, root):
+    template = _template_of(text, root)
+    if template is None:
         return _left(
             path,
             "it is no longer the template `workbench init` wrote (a person edited it); give it"
             f" one `slices` entry per rubric slice ({names}) and rubric_version {version!r}"
             " by hand",
         )
-    parsed = _parse(text)
-    template = render(
-        "policy.yaml", name=parsed["name"], root=root, today=_created(parsed["created"])
-    )
     drafted = draft_text(template, version, slices)
     if drafted != text:
         atomic_write_text(path, drafted)

@@ -1,21 +1,6 @@
-"""``workbench init DIR``: a new project's templates, every one commented and fail-closed.
-
-:func:`init_project` writes, under ``DIR``:
-
-- ``data/<name>/rubric.yaml``, ``card.md`` and ``mapping.yaml`` (for ``workbench import table``);
-- ``data/policies/<name>@1.yaml``: every policy limit present, commented and at its strictest;
-- ``data/candidates/<name>-judge@1.yaml`` and its prompt: a ``ragas-llm`` candidate whose key is
-  read from the environment variable it names (``api_key_env``);
-- ``data/controls/<name>-controls@1.yaml``: one control per role, to be written;
-- ``workbench.yaml``: the project's approver list, empty (nothing can be frozen or waived until a
-  person is listed);
-- ``NEXT_STEPS.md``: import -> validate -> agreement -> develop -> calibrate -> certify, with
-  the exact commands.
-
-Placeholders a person must decide are left blank or ``null`` where a loader refuses them (the
-policy's owner and rationale, the candidate's model and prices, every control's text, every
-slice's ``risk: unset``), so nothing runs on an unwritten template. Existing files are never
-overwritten: if any target exists, nothing is written and every such file is listed.
+"""``workbench init DIR``: a new project's templates (:data:`TEMPLATES`), every one commented and
+fail-closed: what a person must decide is left blank where a loader refuses it, so nothing runs
+on an unwritten template. Existing files are never overwritten.
 """
 
 from __future__ import annotations
@@ -54,14 +39,10 @@ class InitResult:
     root: Path
     name: str
     files: tuple[Path, ...]
-    """Every file written, in :data:`TEMPLATES` order."""
 
 
 def notebooks_dir() -> str:
-    """The workbench checkout's ``notebooks/`` (absolute).
-
-    A placeholder when not installed from a checkout.
-    """
+    """The workbench checkout's ``notebooks/`` (absolute), or a placeholder."""
     candidate = Path(__file__).resolve().parents[2] / "notebooks"
     return (
         str(candidate)
@@ -102,10 +83,8 @@ def _refuse_target(root: Path, chosen: str) -> None:
 
 
 def init_project(directory: str | Path, *, name: str | None = None) -> InitResult:
-    """Write a new project's templates into ``directory``.
-
-    On any problem, raise listing every one of them, and write nothing.
-    """
+    """Write a new project's templates into ``directory``; on any problem raise listing every
+    one, and write nothing."""
     root = Path(directory)
     chosen = name if name is not None else root.resolve().name
     _refuse_target(root, chosen)

@@ -1,14 +1,7 @@
 """Where the project is: one root for the held-out ledger, the approver list and notebook paths.
 
-The **project root** is ``$WORKBENCH_PROJECT_ROOT`` when set, else the nearest folder, from the
-*working directory* upwards, that holds ``workbench.yaml`` (``workbench init`` writes it). It is
-never found from an input: a ``workbench.yaml`` or ``.git`` dropped into a data directory, or a
-copy of a gold dataset elsewhere, does not move it. Everything the project keeps once comes
-from it: the held-out ledger its ``workbench.yaml`` declares
-(:func:`~workbench.heldout.ledger_path_for`), the approver list
-(:func:`~workbench.approval.load_approvers`), and the folder notebook parameters are relative
-to (:func:`project_path`: Jupyter starts a kernel in the notebook's folder, papermill in the
-folder it was called from, and both mean the same file).
+It is found from the working directory (or ``$WORKBENCH_PROJECT_ROOT``), never from an input, so
+a ``workbench.yaml`` dropped into a data directory does not move it.
 """
 
 from __future__ import annotations
@@ -21,20 +14,12 @@ from pathlib import Path
 from ..errors import refusal
 
 PROJECT_ROOT_ENV = "WORKBENCH_PROJECT_ROOT"
-"""Environment variable that names the project root explicitly."""
-
 PROJECT_CONFIG = "workbench.yaml"
-"""The file that marks a project root and holds its configuration."""
 
 
 def project_root(start: str | Path | None = None) -> Path:
-    """The project root.
-
-    ``$WORKBENCH_PROJECT_ROOT``, else the nearest ancestor of ``start`` (default: the working
-    directory) holding ``workbench.yaml``.
-
-    Raises :class:`~workbench.errors.WorkbenchError` (``project_root_missing``) when there is none.
-    """
+    """``$WORKBENCH_PROJECT_ROOT``, else the nearest ancestor of ``start`` (default: the working
+    directory) holding ``workbench.yaml``; ``project_root_missing`` when there is none."""
     explicit = os.environ.get(PROJECT_ROOT_ENV)
     if explicit:
         root = Path(explicit).expanduser().resolve()
@@ -73,10 +58,7 @@ def find_project_root() -> Path | None:
 
 
 def project_path(path: str | Path, start: str | Path | None = None) -> Path:
-    """``path`` as an absolute path.
-
-    Unchanged when absolute, else resolved against :func:`project_root`.
-    """
+    """``path`` unchanged when absolute, else resolved against :func:`project_root`."""
     path = Path(path).expanduser()
     return path if path.is_absolute() else project_root(start) / path
 

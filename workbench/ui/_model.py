@@ -1,10 +1,8 @@
 """The review widget's view model: filter state, conditional counts, progress, navigation.
 
-Pure Python over numpy masks, so it can be tested and benchmarked without a browser. Every
-filter is one boolean mask over the table's rows; the matches are their conjunction. The
-count shown beside a dropdown option (or a toggle) is the number of matches *if that option
-were chosen with every other filter unchanged*, so a count always equals what the widget
-then shows ("1 of N").
+Pure Python over numpy masks (testable without a browser): every filter is one boolean mask, the
+matches are their conjunction, and the count beside an option is the number of matches if that
+option were chosen with every other filter unchanged.
 """
 
 from __future__ import annotations
@@ -17,28 +15,11 @@ import numpy as np
 from ..review import DISAGREEMENT_CLASSES, ERROR_CLASSES, ReviewTable
 
 ALL_SLICES = "(all)"
-"""Slice filter value: every slice."""
 ALL_DISAGREEMENTS = "(all disagreements)"
 """Error-class filter value: false_pass, false_fail, disagreement and error."""
 ALL_CASES = "(all cases)"
-"""Error-class filter value: every case, aligned and missing included."""
 ANY_TAG = "(any)"
-"""Tag filter value: no tag filter."""
 CHART_CLASSES: tuple[str, ...] = ("false_pass", "false_fail")
-"""The error classes drawn per slice above the case list."""
-
-FILTERS: tuple[str, ...] = (
-    "slice",
-    "error_class",
-    "tag",
-    "humans_disagree",
-    "critical_only",
-    "unreviewed_only",
-    "search",
-)
-"""Every filter of :class:`ReviewModel`, in display order."""
-TOGGLES: tuple[str, ...] = ("humans_disagree", "critical_only", "unreviewed_only")
-"""The on/off filters."""
 
 
 def count_label(name: str, count: int) -> str:
@@ -46,18 +27,10 @@ def count_label(name: str, count: int) -> str:
     return f"{name} ({count})" if count else f"{name} (0, no cases)"
 
 
-def search_terms(text: str) -> list[str]:
-    """The whitespace-separated terms of a search box (every term must match)."""
-    return [t for t in text.split() if t]
-
-
 class ReviewModel:
-    """Filters, matches and the current case over a :class:`ReviewTable`.
-
-    ``positions`` are the matching row positions (numpy int64, table order); ``index`` is the
-    current one within them. Changing a filter goes to the first match. ``reviewed`` marks
-    the rows that have a review note (for this judge); :meth:`mark_reviewed` updates it.
-    """
+    """Filters, matches and the current case over a :class:`ReviewTable`: ``positions`` are the
+    matching rows, ``index`` the current one among them (a filter change goes to the first),
+    ``reviewed`` the rows with a review note."""
 
     def __init__(self, table: ReviewTable, reviewed: Iterable[str] = ()) -> None:
         self.table = table
@@ -72,7 +45,6 @@ class ReviewModel:
         self._ids: np.ndarray = table.frame["case_id"].astype(str).to_numpy(dtype=object)
         self._row_of: dict[str, int] = {cid: i for i, cid in enumerate(self._ids.tolist())}
         self.reviewed: np.ndarray = np.zeros(n, dtype=bool)
-        """Boolean per row: the case has a review note."""
         for case_id in reviewed:
             row = self._row_of.get(case_id)
             if row is not None:
@@ -103,7 +75,7 @@ class ReviewModel:
         return mask
 
     def _searched(self, terms: list[str]) -> np.ndarray:
-        """The search mask, narrowing the previous one when the new terms extend it (typing)."""
+        """The search mask, narrowing the previous one when the new terms extend it."""
         key = tuple(t.casefold() for t in terms)
         if key == self._search_key and self._search_mask is not None:
             return self._search_mask
@@ -119,7 +91,6 @@ class ReviewModel:
         return mask
 
     def _filter_masks(self) -> dict[str, np.ndarray]:
-        """The mask of every active filter, by filter name."""
         out: dict[str, np.ndarray] = {}
         if self.slice != ALL_SLICES:
             out["slice"] = self._cached("slice", self.slice)
@@ -133,7 +104,7 @@ class ReviewModel:
             out["critical_only"] = self._cached("critical", "critical")
         if self.unreviewed_only:
             out["unreviewed_only"] = ~self.reviewed
-        terms = search_terms(self.search)
+        terms = self.search.split()
         if terms:
             out["search"] = self._searched(terms)
         return out
@@ -204,10 +175,6 @@ class ReviewModel:
             self.search = str(search)
         self._apply()
 
-    def filters(self) -> dict[str, Any]:
-        """The current value of every filter."""
-        return {name: getattr(self, name) for name in FILTERS}
-
     def select_bar(self, slice: str, error_class: str) -> None:
         """A click on the chart's bar: filter to that slice and class (a second click clears
         both)."""
@@ -256,50 +223,38 @@ class ReviewModel:
         return out
 
     def slice_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the slice dropdown, with conditional counts."""
+        """``(label, value)`` pairs for the slice dropdown (likewise for class and tag)."""
         counts = self.slice_counts()
         return [(count_label(ALL_SLICES, sum(counts.values())), ALL_SLICES)] + [
             (count_label(s, k), s) for s, k in counts.items()
         ]
 
     def class_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the error-class dropdown, with conditional counts."""
         return [(count_label(c, k), c) for c, k in self.class_counts().items()]
 
     def tag_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the tag dropdown, with conditional counts."""
         return [(count_label(t, k), t) for t, k in self.tag_counts().items()]
 
     def chart_data(self) -> list[dict[str, Any]]:
         """False passes and false fails per slice, under every filter but slice and class."""
         base = self._others("slice", "error_class")
-        codes = self.table.codes["slice"]
-        n_slices = len(self.table.categories["slice"])
         per_class = {}
         for cls in CHART_CLASSES:
             mask = self._cached("error_class", cls)
-            rows = mask if base is None else mask & base
-            sel = codes[rows]
-            per_class[cls] = np.bincount(sel[sel >= 0], minlength=n_slices)
+            per_class[cls] = self._bincount("slice", mask if base is None else mask & base)
         return [
-            {"slice": s, **{cls: int(per_class[cls][i]) for cls in CHART_CLASSES}}
-            for i, s in enumerate(self.table.categories["slice"])
+            {"slice": s, **{cls: per_class[cls][s] for cls in CHART_CLASSES}}
+            for s in self.table.categories["slice"]
         ]
 
     # -- progress and navigation -------------------------------------------------------------
     @property
     def n_matches(self) -> int:
-        """How many cases match the filters."""
         return int(self.positions.size)
-
-    @property
-    def n_reviewed(self) -> int:
-        """How many of the matches have a review note."""
-        return int(np.count_nonzero(self.reviewed[self.positions]))
 
     def progress_text(self) -> str:
         """``"12 of 25 reviewed"`` over the matches."""
-        return f"{self.n_reviewed} of {self.n_matches} reviewed"
+        return f"{np.count_nonzero(self.reviewed[self.positions])} of {self.n_matches} reviewed"
 
     def mark_reviewed(self, case_id: str) -> None:
         """Record that ``case_id`` has a note; with "unreviewed only" on, it leaves the matches
@@ -321,17 +276,15 @@ class ReviewModel:
 
     def next(self) -> bool:
         """Go to the next match; return whether it moved."""
-        if not self.has_next:
-            return False
-        self.index += 1
-        return True
+        moved = self.has_next
+        self.index += int(moved)
+        return moved
 
     def previous(self) -> bool:
         """Go to the previous match; return whether it moved."""
-        if not self.has_previous:
-            return False
-        self.index -= 1
-        return True
+        moved = self.has_previous
+        self.index -= int(moved)
+        return moved
 
     def go_to(self, index: int) -> None:
         """Jump to the ``index``-th match (0-based)."""
@@ -370,11 +323,3 @@ class ReviewModel:
             }
             for k, (r, c) in enumerate(zip(rows.tolist(), codes.tolist(), strict=True))
         ]
-
-    def counts(self) -> dict[str, Any]:
-        """Matches, total and the matches per error class."""
-        return {
-            "matches": self.n_matches,
-            "total": len(self.table),
-            "by_class": self.table.counts("error_class", self.positions),
-        }

@@ -1,8 +1,5 @@
-"""HTML of the review widget's case pane, from ``templates/case.html.j2`` (autoescaped).
-
-Responses under review may contain ``<script>`` or ``<img onerror>``: nothing from a case
-reaches the page unescaped. "show more" is a ``<details>`` element (no script): its summary
-holds an escaped preview, the body the escaped full text.
+"""HTML of the review widget's case pane, from ``templates/case.html.j2`` (autoescaped: nothing
+from a case reaches the page unescaped; "show more" is a ``<details>`` element, no script).
 """
 
 from __future__ import annotations
@@ -20,14 +17,12 @@ if TYPE_CHECKING:
     from markupsafe import Markup
 
 PREVIEW_CHARS = 220
-"""Texts longer than this (or with more than :data:`PREVIEW_LINES` lines) collapse."""
 PREVIEW_LINES = 3
 
 KEY_LEGEND = (
     "keys (click the widget first): j / ↓ next · k / ↑ previous · 1–8 cause · s save · Esc leaves a"
     " text box"
 )
-"""The one-line keyboard legend shown under the note form."""
 
 PASS_LABELS = frozenset({"pass", "yes", "correct", "acceptable"})
 FAIL_LABELS = frozenset({"fail", "no", "incorrect", "unacceptable"})
@@ -39,7 +34,6 @@ def asset(name: str) -> str:
 
 
 STYLE = asset("widget.css")
-"""CSS of the widget (injected into the page by :class:`ReviewSidebar`, with its own)."""
 
 
 def _macro(name: str, *args: Any, **kwargs: Any) -> Markup:
@@ -54,10 +48,6 @@ def label_class(label: Any) -> str:
     if text in FAIL_LABELS:
         return "wb-fail"
     return "wb-other"
-
-
-def badge(label: Any) -> Markup:
-    return _macro("badge", label, label_class(label))
 
 
 def collapsible(text: Any, *, chars: int = PREVIEW_CHARS, lines: int = PREVIEW_LINES) -> Markup:
@@ -94,10 +84,6 @@ def _content_text(content: Any) -> str:
     return json.dumps(content, indent=2, ensure_ascii=False, default=str)
 
 
-def _block(title: str, text: str) -> Markup:
-    return _macro("block", title, text)
-
-
 def pretty_request(request: Any) -> str:
     """The request as a reader sees it: each message's role, then its content with real line
     breaks; for other shapes (e.g. a function judge's arguments) each field, then its text."""
@@ -115,7 +101,6 @@ def _pretty(request: Any) -> Markup:
 
 
 _NESTED = ("messages", "follow_up_requests")
-"""Request keys shown in their own way: the chat messages, and the follow-up requests."""
 
 
 def _pretty_mapping(request: Mapping[str, Any]) -> Markup:
@@ -130,17 +115,17 @@ def _pretty_mapping(request: Mapping[str, Any]) -> Markup:
     for message in messages if isinstance(messages, list) else []:
         if isinstance(message, Mapping):
             role = str(message.get("role", "message"))
-            parts.append(_block(role, _content_text(message.get("content"))))
+            parts.append(_macro("block", role, _content_text(message.get("content"))))
         else:
-            parts.append(_block("message", _content_text(message)))
+            parts.append(_macro("block", "message", _content_text(message)))
     for key, value in request.items():
         if key in scalars or key in _NESTED:
             continue
         if isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()):
             parts.append(_macro("role", key))
-            parts.extend(_block(str(k), v) for k, v in value.items())
+            parts.extend(_macro("block", str(k), v) for k, v in value.items())
         else:
-            parts.append(_block(str(key), _content_text(value)))
+            parts.append(_macro("block", str(key), _content_text(value)))
     for k, follow in enumerate(request.get("follow_up_requests") or [], start=1):
         parts.append(_macro("follow_up", k, _pretty(follow)))
     return safe("").join(parts)
@@ -213,17 +198,11 @@ def _human_column(case: Mapping[str, Any]) -> Markup:
 
 
 def _judge_column(case: Mapping[str, Any]) -> Markup:
-    outcome = case.get("outcome")
-    label = case.get("judge_label")
-    if outcome == "verdict":
-        body = _field("Reason", case.get("judge_reason"), chars=200, lines=3)
-        css = label_class(label)
-    elif outcome == "error":
-        body = _field("Error", case.get("error_message"), chars=200, lines=3)
-        css = "wb-other"
-    else:
-        body = safe("")
-        css = "wb-other"
+    outcome, label = case.get("outcome"), case.get("judge_label")
+    css = label_class(label) if outcome == "verdict" else "wb-other"
+    shown = {"verdict": ("Reason", "judge_reason"), "error": ("Error", "error_message")}
+    name, key = shown.get(str(outcome), ("", ""))
+    body = _field(name, case.get(key), chars=200, lines=3) if name else safe("")
     evidence = _field("Grading notes", case.get("grading_notes"), chars=140, lines=2) + _field(
         "Reference", case.get("reference"), chars=140, lines=2
     )
@@ -244,11 +223,7 @@ _META = ("case_id", "slice", "risk", "error_class", "partition", "attempts")
 
 
 def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) -> str:
-    """The case pane: header, input and response, then humans and judge side by side.
-
-    Every value is HTML-escaped. The human evidence is on the left: read the rationale first,
-    then ask whether the judge's verdict follows the rubric.
-    """
+    """The case pane: header, input and response, then humans and judge side by side."""
     if case is None:
         return str(_macro("empty"))
     values = {k: case.get(k) for k in _META}
@@ -269,16 +244,8 @@ def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) ->
 
 
 def legend_html(text: str = KEY_LEGEND) -> str:
-    """The keyboard legend line under the note form."""
     return str(_macro("legend", text))
 
 
 def draft_note_html() -> str:
-    """The note beside the "draft a superseding record" button."""
     return str(_macro("draft_note"))
-
-
-def cause_label(index: int, cause: str, count: int) -> str:
-    """``"1 gold_label_defect (2)"``: the digit key (1-8, one per cause), the cause and its
-    cases."""
-    return f"{index} {cause} ({count})"

@@ -1,11 +1,7 @@
 """The disagreement review widget: ipywidgets controls around :class:`ReviewModel`.
 
-Layout (fits 1280x800 in JupyterLab with the side panel open, for a typical case): filters
-on two rows; then a narrow column with the per-slice chart of false passes and false fails
-(click a bar to filter) above the case list, beside the case pane: navigation and progress,
-the case header, input and response, humans and judge side by side, the note form and a
-one-line key legend. Keys (j/k, arrows, 1-8, s) come from :class:`ReviewSidebar`, an inline
-anywidget; Python does what they mean through :meth:`ReviewWidget.key`.
+Filters on two rows, then the sidebar (per-slice chart, case list, keys: :class:`ReviewSidebar`)
+beside the case pane (navigation, the case, humans and judge side by side, the note form).
 """
 
 from __future__ import annotations
@@ -27,15 +23,23 @@ from ..review import (
     drafts_path,
 )
 from ._model import ReviewModel, count_label
-from ._render import case_html, cause_label, draft_note_html, legend_html
+from ._render import case_html, draft_note_html, legend_html
 
-NO_CAUSE = ""
-"""Cause dropdown value before a cause is chosen."""
+NO_CAUSE = ""  # the cause dropdown's value before a cause is chosen
 GOLD_DEFECT = "gold_label_defect"
 NEXT_KEYS = frozenset({"j", "ArrowDown", "ArrowRight"})
 PREVIOUS_KEYS = frozenset({"k", "ArrowUp", "ArrowLeft"})
+_TOGGLES = (
+    ("humans_disagree", "humans disagreed"),
+    ("critical_only", "critical only"),
+    ("unreviewed_only", "unreviewed only"),
+)
 
 __all__ = ["NO_CAUSE", "ReviewWidget"]
+
+
+def _problem_text(exc: WorkbenchError) -> str:
+    return "; ".join(p.message for p in exc.problems) or exc.summary
 
 
 def _default_reviewer() -> str:
@@ -48,14 +52,9 @@ def _default_reviewer() -> str:
 class ReviewWidget:
     """Browse disagreements with conditional filter counts, search and keys; note first causes.
 
-    Widgets are attributes: filters ``slice_filter``, ``class_filter``, ``tag_filter``,
-    ``search``, ``disagree_toggle``, ``critical_toggle``, ``unreviewed_toggle``; the
-    ``sidebar`` (chart, case list, keys); navigation ``prev_button``, ``position``,
-    ``next_button``, ``progress``; the case pane ``detail``; the note form ``cause``,
-    ``note``, ``save_button``, and for ``gold_label_defect`` ``draft_label`` and
-    ``draft_button``; ``legend`` and ``status``. ``box`` is the layout and ``model`` the view
-    model. ``judge_fingerprint`` defaults to the table's; ``drafts`` (gold-correction drafts)
-    defaults to ``<notes stem>.gold_drafts.jsonl`` beside the notes file.
+    Widgets are attributes (``box`` is the layout, ``model`` the view model).
+    ``judge_fingerprint`` defaults to the table's; ``drafts`` (gold-correction drafts) to
+    ``<notes stem>.gold_drafts.jsonl`` beside the notes file.
     """
 
     def __init__(
@@ -97,16 +96,10 @@ class ReviewWidget:
 
     # -- building ---------------------------------------------------------------------------
     def _build_filters(self, w: Any) -> None:
-        """The dropdowns, the search box and the toggles (filled by :meth:`_refresh_filters`)."""
         narrow = w.Layout(width="auto", flex="1 1 0", min_width="0")
-        self.slice_filter = w.Dropdown(
-            description="slice", layout=narrow, style={"description_width": "32px"}
-        )
-        self.class_filter = w.Dropdown(
-            description="class", layout=narrow, style={"description_width": "34px"}
-        )
-        self.tag_filter = w.Dropdown(
-            description="tag", layout=narrow, style={"description_width": "24px"}
+        self.slice_filter, self.class_filter, self.tag_filter = (
+            w.Dropdown(description=name, layout=narrow, style={"description_width": width})
+            for name, width in (("slice", "32px"), ("class", "34px"), ("tag", "24px"))
         )
         self.search = w.Text(
             description="search",
@@ -116,16 +109,11 @@ class ReviewWidget:
             style={"description_width": "44px"},
         )
         toggle = w.Layout(width="auto")
-        self.disagree_toggle = w.Checkbox(
-            description="humans disagreed", indent=False, layout=toggle
-        )
-        self.critical_toggle = w.Checkbox(description="critical only", indent=False, layout=toggle)
-        self.unreviewed_toggle = w.Checkbox(
-            description="unreviewed only", indent=False, layout=toggle
+        self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle = (
+            w.Checkbox(description=text, indent=False, layout=toggle) for _, text in _TOGGLES
         )
 
     def _build_case_pane(self, w: Any) -> None:
-        """The sidebar (chart, case list, keys), navigation and progress, the case itself."""
         from ._sidebar import ReviewSidebar
 
         self.sidebar = ReviewSidebar(layout=w.Layout(width="100%"))
@@ -141,8 +129,6 @@ class ReviewWidget:
         self.detail = w.HTML(layout=w.Layout(width="100%"))
 
     def _build_note_form(self, w: Any) -> None:
-        """The cause and note with their save button, the gold-correction draft form, the key
-        legend and the status line."""
         small = w.Layout(width="auto")
         self.cause = w.Dropdown(
             description="cause",
@@ -170,9 +156,7 @@ class ReviewWidget:
         self.draft_button = w.Button(
             description="draft a superseding record",
             icon="file-text",
-            tooltip=(
-                "write a proposed gold correction for an adjudicator (never applied automatically)"
-            ),
+            tooltip="write a proposed gold correction for an adjudicator (never applied)",
             layout=small,
         )
         self.draft_box = w.HBox(
@@ -187,7 +171,6 @@ class ReviewWidget:
         self.status.add_class("wb-status")
 
     def _connect(self) -> None:
-        """What each control does when it changes or is clicked."""
         m = self.model
         for widget in (
             self.slice_filter,
@@ -207,7 +190,6 @@ class ReviewWidget:
         self.sidebar.on_msg(self._on_message)
 
     def _layout(self, w: Any) -> Any:
-        """Filters on two rows, then the sidebar beside the case pane."""
         side = w.VBox(
             [self.sidebar], layout=w.Layout(width="250px", flex="0 0 250px", margin="0 6px 0 0")
         )
@@ -251,23 +233,18 @@ class ReviewWidget:
             self._quiet = previous
 
     def _on_filter(self, _change: Any) -> None:
-        if self._quiet:
-            return
-        self.model.set_filter(
-            slice=self.slice_filter.value,
-            error_class=self.class_filter.value,
-            tag=self.tag_filter.value,
-            humans_disagree=self.disagree_toggle.value,
-            critical_only=self.critical_toggle.value,
-            unreviewed_only=self.unreviewed_toggle.value,
-            search=self.search.value,
-        )
-        self.status.value = ""
-        self._refresh_filters()
-        self._render()
+        if not self._quiet:
+            self.set_filter(
+                slice=self.slice_filter.value,
+                error_class=self.class_filter.value,
+                tag=self.tag_filter.value,
+                humans_disagree=self.disagree_toggle.value,
+                critical_only=self.critical_toggle.value,
+                unreviewed_only=self.unreviewed_toggle.value,
+                search=self.search.value,
+            )
 
     def _refresh_filters(self) -> None:
-        """Every dropdown's counts conditional on the other filters; values from the model."""
         m = self.model
         with self._quietly():
             for dropdown, options, value in (
@@ -280,11 +257,8 @@ class ReviewWidget:
                 if dropdown.value != value:
                     dropdown.value = value
             counts = m.toggle_counts()
-            for toggle, name, text in (
-                (self.disagree_toggle, "humans_disagree", "humans disagreed"),
-                (self.critical_toggle, "critical_only", "critical only"),
-                (self.unreviewed_toggle, "unreviewed_only", "unreviewed only"),
-            ):
+            toggles = (self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle)
+            for toggle, (name, text) in zip(toggles, _TOGGLES, strict=True):
                 toggle.description = count_label(text, counts[name])
                 if toggle.value != getattr(m, name):
                     toggle.value = getattr(m, name)
@@ -296,13 +270,14 @@ class ReviewWidget:
     def set_filter(self, **filters: Any) -> None:
         """Change filters as a user would (names as :meth:`ReviewModel.set_filter`)."""
         self.model.set_filter(**filters)
-        self.status.value = ""
-        self._refresh_filters()
-        self._render()
+        self._refiltered()
 
     def click_bar(self, slice: str, error_class: str) -> None:
         """What a click on the chart's bar does: filter to that slice and class (again: clear)."""
         self.model.select_bar(slice, error_class)
+        self._refiltered()
+
+    def _refiltered(self) -> None:
         self.status.value = ""
         self._refresh_filters()
         self._render()
@@ -318,7 +293,7 @@ class ReviewWidget:
     def _refresh_causes(self) -> None:
         counts = self.cause_counts()
         options = [("(choose a cause: 1–8)", NO_CAUSE)] + [
-            (cause_label(i, c, counts[c]), c) for i, c in enumerate(CAUSES, start=1)
+            (f"{i} {c} ({counts[c]})", c) for i, c in enumerate(CAUSES, start=1)
         ]
         with self._quietly():
             value = self.cause.value
@@ -327,7 +302,6 @@ class ReviewWidget:
                 self.cause.value = value if value in CAUSES else NO_CAUSE
 
     def _sync_draft_box(self) -> None:
-        """The gold-correction form shows for cause gold_label_defect only."""
         self.draft_box.layout.display = (
             "flex"
             if self.cause.value == GOLD_DEFECT and self.model.current_case() is not None
@@ -422,13 +396,8 @@ class ReviewWidget:
     # -- notes and drafts -------------------------------------------------------------------
     def save(self) -> ReviewNote | None:
         """Append a note for the current case with the chosen cause (what "save note" does)."""
-        case = self.model.current_case()
+        case = self._current("save")
         if case is None or self.notes is None:
-            self.status.value = (
-                "nothing to save: no current case"
-                if case is None
-                else "no notes file: pass notes=ReviewNotes(path)"
-            )
             return None
         if self.cause.value == NO_CAUSE:
             self.status.value = "choose a cause first (keys 1–8)"
@@ -443,7 +412,7 @@ class ReviewWidget:
                 error_class=case.get("error_class"),
             )
         except WorkbenchError as exc:
-            self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
+            self.status.value = _problem_text(exc)
             return None
         self._latest[note.case_id] = note
         self.model.mark_reviewed(note.case_id)
@@ -459,13 +428,8 @@ class ReviewWidget:
         Only for cause ``gold_label_defect``; the note's text is the reason. The draft goes
         to :attr:`drafts` for an adjudicator and is never applied to the gold set.
         """
-        case = self.model.current_case()
-        if case is None or self.notes is None or self.drafts is None:
-            self.status.value = (
-                "nothing to draft: no current case"
-                if case is None
-                else "no notes file: pass notes=ReviewNotes(path)"
-            )
+        case = self._current("draft")
+        if case is None or self.drafts is None:
             return None
         if self.cause.value != GOLD_DEFECT:
             self.status.value = f"a superseding record needs cause {GOLD_DEFECT}"
@@ -491,13 +455,22 @@ class ReviewWidget:
                 dataset_sha256=self.table.dataset_sha256,
             )
         except WorkbenchError as exc:
-            self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
+            self.status.value = _problem_text(exc)
             return None
         self.status.value = (
             f"drafted {draft.supersedes} -> {draft.proposed_label} for an adjudicator in"
             f" {self.drafts.path.name}"
         )
         return draft
+
+    def _current(self, what: str) -> dict[str, Any] | None:
+        """The current case, or None with the reason in ``status`` (no case, no notes file)."""
+        case = self.model.current_case()
+        if case is None or self.notes is None:
+            missing = "no notes file: pass notes=ReviewNotes(path)"
+            self.status.value = f"nothing to {what}: no current case" if case is None else missing
+            return None
+        return case
 
     def export_notes(self, path: str | Path, *, latest_only: bool = False) -> Path:
         """Export this judge's notes to ``.csv`` or ``.parquet`` (see

@@ -1,28 +1,16 @@
-"""The transition-review note form: the review widget's note form for changed critical verdicts.
+"""The transition-review form: decide each changed critical verdict of a migration report.
 
-A migration certification (``workbench certify --candidate NEW --baseline OLD``) lists, in its
-restricted part, every held-out case of a critical slice whose verdict changed. This form
-shows them one at a time (case, slice, human label, old and new verdict, the evidence the case
-cites) with the same note form as :class:`~workbench.ui.ReviewWidget` (a choice, a note, a
-save button) plus the decision and the evidence ids; ``save`` appends a
-:class:`~workbench.review.TransitionReview` to the gold's append-only
-log, exactly as ``workbench review transition`` does. It is meant for the restricted review
-room: it shows held-out case ids.
+``save`` appends a :class:`~workbench.review.TransitionReview` to the gold's append-only log,
+as ``workbench review transition`` does. It shows held-out case ids: restricted review only.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .._html import fragment
 from ..errors import WorkbenchError
-from ..review import (
-    DECISIONS,
-    PendingTransition,
-    TransitionReview,
-    TransitionReviews,
-)
+from ..review import DECISIONS, PendingTransition, TransitionReview, TransitionReviews
 from ._review_widget import _default_reviewer
 
 __all__ = ["TransitionReviewForm"]
@@ -31,12 +19,8 @@ _TEMPLATE = "transition.html.j2"
 
 
 class TransitionReviewForm:
-    """Decide each changed critical verdict of a locked migration report on the evidence.
-
-    Widgets: ``case`` (the transition), ``detail``, the note form ``decision``,
-    ``evidence`` (ids, comma-separated), ``note``, ``save_button``; ``status``. ``pending``
-    holds the transitions and ``reviews`` the log.
-    """
+    """Decide each changed critical verdict of a locked migration report on the evidence
+    (``pending`` holds the transitions, ``reviews`` the log)."""
 
     def __init__(
         self, report: str | Path, *, gold: str | Path | None = None, reviewer: str | None = None
@@ -50,7 +34,10 @@ class TransitionReviewForm:
         self.reviews = TransitionReviews(log)
         self.reviewer = w.Text(value=reviewer or _default_reviewer(), description="reviewer")
         self.case = w.Dropdown(
-            options=[(self._label(p), i) for i, p in enumerate(self.pending)],
+            options=[
+                (f"{p.case_id} [{p.slice}] {p.old_verdict} -> {p.new_verdict}", i)
+                for i, p in enumerate(self.pending)
+            ],
             description="transition",
             layout=w.Layout(width="auto"),
         )
@@ -74,9 +61,6 @@ class TransitionReviewForm:
             ]
         )
         self._render()
-
-    def _label(self, p: PendingTransition) -> str:
-        return f"{p.case_id} [{p.slice}] {p.old_verdict} -> {p.new_verdict}"
 
     @property
     def current(self) -> PendingTransition | None:
@@ -137,8 +121,3 @@ class TransitionReviewForm:
 
     def __repr__(self) -> str:
         return f"TransitionReviewForm({self.report}, {len(self.pending)} transition(s))"
-
-
-def transition_review_form(report: str | Path, **kwargs: Any) -> TransitionReviewForm:
-    """The note form for a migration report's changed critical verdicts."""
-    return TransitionReviewForm(report, **kwargs)
