@@ -76,3 +76,21 @@ def test_demo_policy_figures() -> None:
     }
     assert report.partition == "held_out"
     assert all(g.p_certified == 0.0 for g in report.gate)
+
+
+def test_plan_simulate_command() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from workbench.cli.main import main
+
+    args = ["plan", "--policy", str(ROOT / "data/policies/support-release@3.yaml")]
+    args += ["--gold", str(ROOT / "data/demo"), "--simulate", "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["partition"] == "held_out" and report["icc"] == 0.3
+    assert [g["fraction"] for g in report["gate"]][:2] == [0.0, 0.25]
+    bad = CliRunner().invoke(main, [*args[:-1], "--icc", "1"])
+    assert bad.exit_code == 2 and "--icc" in bad.output

@@ -36,9 +36,29 @@ from ._options import option, show, shown
     is_flag=True,
     help="Exit 4 when the policy's gate partition is short of any requirement.",
 )
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="Instead: the gate's chance of certifying, review and failure on the gate partition's"
+    " real slices and groups, for judges whose true rate is a fraction of each limit"
+    " (docs/statistics.md).",
+)
+@shown(
+    "--icc",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.3,
+    help="With --simulate: assumed correlation of a judge's errors within a group.",
+)
 @user_errors
 def plan(
-    policy: str, gold: str, at_fraction: float, interval: Interval, as_json: bool, fail_short: bool
+    policy: str,
+    gold: str,
+    at_fraction: float,
+    interval: Interval,
+    as_json: bool,
+    fail_short: bool,
+    simulate: bool,
+    icc: float,
 ) -> None:
     """How many decided cases each slice of a policy needs, and the shortfall per partition.
 
@@ -58,6 +78,11 @@ def plan(
         )
     loaded = load_policy(policy)
     dataset = load_dataset(gold)
+    if simulate:
+        from ..planning import format_simulation, simulate_gate
+
+        show(simulate_gate(loaded, dataset, icc=icc), as_json, format_simulation)
+        return
     result = plan_policy(
         loaded, dataset, at_fraction=at_fraction, interval=interval, policy_path=Path(policy)
     )
