@@ -1,35 +1,11 @@
 """The position-bias battery: every fixture under several presentation orders, plus a repeat
 baseline.
 
-Two plans:
-
-- ``exhaustive`` (the diagnostic battery, the default): every fixture under the position
-  battery below;
-- ``rotation`` (the cheap main suite): every fixture under **one seeded, non-identity
-  rotation** (shift ``1 + sha256(f"{seed}:{case_id}") mod (n - 1)``) plus the repeat baseline,
-  while the fixtures marked ``diagnostic: true`` (a small diagnostic set) still get the
-  exhaustive position battery. Per-case position sensitivity is then measured on the
-  diagnostic set only.
-
-Two separate, labelled baselines per fixture (``presentation["battery"]``):
-
-- ``position``: the candidates under different presented orders. All permutations when a
-  fixture has at most ``max_exhaustive`` candidates; otherwise a fixed-seed sample of
-  ``sample`` permutations: the identity order first, then the cyclic rotations (so every
-  candidate is shown at every position once when ``sample`` allows), then seeded random
-  permutations. A changing winner here is *position sensitivity*.
-- ``repeat``: the identity order, ``repeats`` times. A changing winner here is judge
-  variation (sampling, provider), with position held fixed: *repeatability*.
-
-Every work item has a repeat index unique within its fixture (position items first, then the
-repeat baseline), its digest is the fixture's ``source_candidates_sha256``, and its
-presentation is ``{"battery", "presented_order", "labels", "permutation_index",
-"repetition", "direction"}`` (plus ``"rotation": shift`` for a rotation item).
-
-:func:`run_ranking` wraps the judge in a :class:`~workbench.ranking.CapturingJudge` (privacy
-mode, see :mod:`workbench.ranking._capture`) and records the battery in ``battery.json``
-(plan, parameters, fixture file and hash, candidate spec, judge fingerprint): what the
-reproduction command of a failure artifact needs.
+Plans: ``exhaustive`` (all permutations up to ``max_exhaustive`` candidates, else a seeded
+sample) and ``rotation`` (one seeded non-identity rotation per fixture; the exhaustive battery
+for ``diagnostic`` fixtures). Each item's ``presentation`` says its baseline (``position`` or
+``repeat``: the identity order ``repeats`` times), presented order and neutral labels.
+:func:`run_ranking` records the battery in ``battery.json`` for the reproduction command.
 """
 
 from __future__ import annotations
@@ -68,8 +44,7 @@ Plan = Literal["exhaustive", "rotation"]
 
 
 def rotation_shift(n: int, seed: int, key: str) -> int:
-    """The seeded, non-identity cyclic shift of the rotation plan (1 .. n-1); 0 for a single
-    candidate."""
+    """The seeded, non-identity cyclic shift of the rotation plan (1 .. n-1; 0 when n < 2)."""
     if n < 2:
         return 0
     digest = int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest(), 16)
@@ -79,12 +54,9 @@ def rotation_shift(n: int, seed: int, key: str) -> int:
 def presentation_orders(
     n: int, *, max_exhaustive: int = 4, sample: int = 8, seed: int = 0, key: str = ""
 ) -> list[tuple[int, ...]]:
-    """The presented orders (index tuples into the fixture's candidates) for ``n`` candidates.
-
-    All ``n!`` permutations (identity first) when ``n <= max_exhaustive`` or ``n! <= sample``;
-    otherwise ``sample`` distinct permutations: identity, cyclic rotations, then permutations
-    drawn from ``random.Random(f"{seed}:{key}")``.
-    """
+    """The presented orders (index tuples) for ``n`` candidates: all ``n!`` when
+    ``n <= max_exhaustive`` or ``n! <= sample``, else ``sample`` distinct ones (identity, cyclic
+    rotations, then seeded random permutations)."""
     if n < 1:
         return []
     if n <= max_exhaustive or math.factorial(n) <= sample:
@@ -160,12 +132,8 @@ def position_battery(
     seed: int = 0,
     repeats: int = 3,
 ) -> list[WorkItem]:
-    """The planned work items: a position battery (or one rotation) and a repeatability baseline per
-    fixture.
-
-    ``repeats`` = 0 plans the position battery only. ``plan="rotation"``: one seeded
-    non-identity rotation per fixture, the exhaustive battery for ``diagnostic`` fixtures.
-    """
+    """The planned work items: a position battery (or one rotation) and ``repeats`` identical
+    presentations per fixture."""
     check_int(repeats, "repeats", minimum=0)
     check_int(sample, "sample", minimum=1)
     check_int(max_exhaustive, "max_exhaustive", minimum=0)
@@ -211,14 +179,8 @@ async def run_ranking(
     candidate_path: str | Path | None = None,
     items: list[WorkItem] | None = None,
 ) -> RunSummary:
-    """Run the battery through the run engine (resumable, cached, budgeted); ``await`` it in
-    notebooks.
-
-    Partition label ``ranking``; the dataset hash is the fixture file's sha256. ``capture``:
-    the privacy mode (default: full payloads, no declared retention). ``candidate_path``: the
-    spec file, recorded in ``battery.json`` for the reproduction command. ``items``: run these
-    planned items instead of the whole battery (a replay).
-    """
+    """Run the battery through the run engine (resumable, cached, budgeted). ``items``: run these
+    instead of the whole battery (a replay)."""
     from ..runs import RunOptions, run_items
 
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)

@@ -1,35 +1,12 @@
-"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, for how long, and
-proof it held.
+"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, for how long,
+and proof it held.
 
-Every ranking run through :func:`~workbench.ranking.run_ranking` wraps the judge in a
-:class:`CapturingJudge`. The judge still sees the full request; what the run *stores* is set by
-a :class:`CaptureConfig` (``capture`` in the ranking policy, or ``--capture`` /
-``--excerpt`` / ``--retention-days``), recorded in ``capture.json``:
-
-- ``full``: the payload is the whole evaluator-visible request;
-- ``digest_and_excerpts``: the payload holds only the approved excerpts (the allow-list:
-  ``user_input``, ``context`` and/or ``candidates``); the rest is kept as digests only.
-
-Either way the result's ``rendered_request`` is a small **capture stub** that never holds text:
-``{capture, request_sha256, payload, payload_sha256, captured_at, expires_at, evidence}``.
-``evidence`` is computed from the full request before anything is dropped: a sha256 and a
-``present`` flag for the user input and every context passage (by index, in fixture order), a
-sha256 and an ``occurrences`` count for every presented candidate (by label: 0 is a dropped or
-clipped candidate, 2 or more a candidate shown twice), and any stable candidate id visible in
-the request. The completeness check reads this evidence, so it keeps working after the payload
-is gone. The payload itself is ``payloads/<payload_sha256>.json`` (content-addressed), listed in
-the append-only ``payloads/index.jsonl`` with its expiry (``captured_at`` + ``retention_days``;
-no expiry when retention is not declared).
-
-``workbench prune`` deletes payload files whose expiry has passed and appends each deletion to
-``payloads/pruned.jsonl``; ``results.jsonl``, the index and every digest stay. A run locked with
-``workbench ranking run --lock`` gets the one lock format of every report (``lock.json``, kind
-``ranking``: :mod:`workbench._lock`): every file is hashed but the payloads, whose sha256 are
-listed apart, and their prune log. The one verification (``workbench verify RUN_DIR``, or
-``workbench ranking verify``) checks a present payload against its hash and accepts an absent
-one only when the prune log records it with the same hash after its expiry; any other file
-added, changed or removed fails it. The hashed evidence (results with their stubs, the report,
-the gate) never contains a payload, so pruning cannot break it.
+:class:`CapturingJudge` stores a capture stub as each result's ``rendered_request`` (never
+text: digests plus completeness ``evidence`` computed from the full request) and writes the
+payload (``full``, or ``digest_and_excerpts``: the allow-listed excerpts only) to
+``payloads/<sha256>.json``, listed with its expiry in ``payloads/index.jsonl``.
+:func:`prune_run` deletes expired payloads (logged in ``payloads/pruned.jsonl``); a locked run
+(:mod:`workbench._lock`, kind ``ranking``) lists payload hashes apart, so it still verifies.
 """
 
 from __future__ import annotations
@@ -83,16 +60,13 @@ class CaptureConfig(_Frozen):
     """What a ranking run stores of each evaluator-visible request, and for how long."""
 
     mode: Literal["full", "digest_and_excerpts"] = "full"
-    """``full``: the whole request as payload; ``digest_and_excerpts``: digests plus approved
-    excerpts only."""
+    """``full`` (the whole request) or ``digest_and_excerpts`` (digests plus excerpts)."""
     excerpts: list[Excerpt] = Field(default_factory=list)
-    """The allow-list of excerpts kept in ``digest_and_excerpts`` mode: ``user_input``,
-    ``context`` (the policy passages) and/or ``candidates`` (the candidate texts)."""
+    """The excerpts ``digest_and_excerpts`` keeps: ``user_input``, ``context``, ``candidates``."""
     retention_days: int | None = Field(default=None, ge=0)
     """Days a payload is kept before ``workbench prune`` may delete it; None: no expiry declared."""
     declared_by: str = "default"
-    """Who declared it: ``policy <name@version>``, ``cli`` or ``default`` (not part of a policy
-    file)."""
+    """``policy <name@version>``, ``cli`` or ``default`` (not part of a policy file)."""
 
 
 def _norm(text: str) -> str:
@@ -111,8 +85,7 @@ def _strings(obj: Any, out: list[str]) -> None:
 
 
 def request_text(request: Any) -> str:
-    """Every string of a request, whitespace-normalised and joined (what the completeness check
-    searches)."""
+    """Every string of a request, whitespace-normalised and joined."""
     parts: list[str] = []
     _strings(request, parts)
     return _norm("\n".join(parts))
@@ -120,7 +93,7 @@ def request_text(request: Any) -> str:
 
 def occurrences(texts: dict[str, str], haystack: str) -> dict[str, int]:
     """How often each text occurs in ``haystack``, not counting occurrences inside another,
-    longer text of ``texts`` (a candidate that quotes another is not that candidate twice)."""
+    longer text of ``texts``."""
     raw = {key: haystack.count(t) if t else 0 for key, t in texts.items()}
     out = dict(raw)
     for key, t in texts.items():
@@ -180,8 +153,7 @@ def _excerpts(judge_input: Any, config: CaptureConfig, evidence: dict[str, Any])
 
 
 class CapturingJudge:
-    """A judge wrapper: the inner judge runs unchanged; the run stores a capture stub instead of the
-    request."""
+    """A judge wrapper: the inner judge runs unchanged; the result keeps a capture stub."""
 
     def __init__(
         self, inner: Any, out_dir: str | Path, config: CaptureConfig, now: Any = None
@@ -199,8 +171,7 @@ class CapturingJudge:
         return getattr(self._inner, name)
 
     def render(self, judge_input: Any, ref: Any = None) -> Any:
-        """The planned request (its hash keys the verdict cache) plus the capture config, so runs
-        with another capture mode, allow-list or retention never share a cached stub."""
+        """The planned request plus the capture config (part of the cache key)."""
         return {
             "request": self._inner.render(judge_input, ref),
             "capture": self.config.model_dump(mode="json", exclude={"declared_by"}),
@@ -277,8 +248,7 @@ class CapturingJudge:
 
 
 RUN_REGISTRY = "ranking_runs.jsonl"
-"""In the verdict cache directory: ``{run_id, run_dir}`` of every ranking run, so a run served
-from the cache can copy the payloads of the run that produced the cached results."""
+"""In the verdict cache directory: where each ranking run's payloads live."""
 
 
 def register_run(cache_root: str | Path, run_id: str, run_dir: str | Path) -> None:
@@ -288,13 +258,8 @@ def register_run(cache_root: str | Path, run_id: str, run_dir: str | Path) -> No
 
 
 def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
-    """Copy into ``run_dir`` the payloads of its cached results from the runs that produced them.
-
-    A cached result's stub points to a payload of the producing run (same capture config: the
-    capture is part of the cache key). The payload is copied when that run is registered and
-    still holds it with the recorded sha256; it keeps the producing capture's expiry. Returns
-    the number of payloads adopted.
-    """
+    """Copy into ``run_dir`` the payloads of its cached results from the registered runs that
+    produced them (when still there with the recorded sha256); return how many."""
     from ..results import read_results
     from ..runs import RunDir
 
@@ -516,9 +481,7 @@ def lock_ranking_run(
     signer: Signer | None = None,
     html: str | None = None,
 ) -> Lock:
-    """Lock a ranking run: ``lock.json`` of kind ``ranking`` (:mod:`workbench._lock`) over every
-    file, its payloads listed apart so that pruning keeps it verifiable. ``html``: the run's
-    ``report.html``, written first. Refused when the run is already locked."""
+    """Lock a ranking run (kind ``ranking``), payloads listed apart; ``html`` is written first."""
     root = Path(run_dir)
     report = _report_of(root)
     gate = report.get("gate") or {}
@@ -560,8 +523,7 @@ def ranking_outcome(report: dict[str, Any]) -> str:
 
 
 def check_ranking_lock(root: Path, lock: Lock, result: Verification, gold: Any = None) -> None:
-    """The checks of a locked ranking run: its ``ranking_report.json`` (hashed with the rest)
-    says the lock's outcome, judge and blockers."""
+    """A locked run's ``ranking_report.json`` says the lock's outcome, judge and blockers."""
     if lock.evidence.get("report") is None:
         result.ok("outcome", "not checked: the run was locked without a ranking report")
         return
@@ -585,16 +547,12 @@ RankingLock = Lock
 def verify_ranking_run(
     run_dir: str | Path, trusted: dict[bytes, str] | None = None
 ) -> list[Problem]:
-    """Every problem the one verification (:func:`workbench._lock.verify_lock`) finds in a
-    locked ranking run; payloads may be absent only when pruned after their expiry."""
+    """Every problem :func:`workbench._lock.verify_lock` finds in a locked ranking run."""
     return verify_lock(run_dir, trusted=trusted).problems
 
 
 def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
-    """The payload a capture stub points to, while it is retained (None once pruned or for no stub).
-
-    An inline (non-stub) request is returned as it is.
-    """
+    """The payload a capture stub points to (None once pruned); an inline request as it is."""
     if not is_stub(rendered_request):
         return rendered_request
     path = Path(run_dir) / rendered_request["payload"]
@@ -604,8 +562,7 @@ def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
 
 
 def ranking_html(report: Any) -> str:
-    """A locked ranking run's ``report.html``: the one report renderer
-    (:func:`workbench.reports.render_document`) over the sections ranking contributes."""
+    """A locked ranking run's ``report.html`` (:func:`workbench.reports.render_document`)."""
     from ..reports import Section, outcome_section, rate_text, render_document, table_section
 
     gate = report.gate

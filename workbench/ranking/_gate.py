@@ -1,71 +1,38 @@
 """The ranking gate: release rules over a ranking report, the run history and a ranking policy.
 
-:func:`ranking_gate` turns a :class:`~workbench.ranking.RankingReport` into
-:class:`~workbench.policy.Blocker` records and hands them to the one decision step every gate
-uses (:func:`workbench.policy.decide`): the same sort, the same override matching as the release
-gate, and one of four outcomes by precedence over the blockers no valid override waived:
-``evaluation_incomplete`` (exit 3) > ``quality_failed`` (exit 1) > ``review_required`` (exit 4)
-> ``passed`` (exit 0). The exit code follows from that outcome only; in ``report_only`` mode
-(policy ``mode: report_only``) the outcome is computed and shown, the exit code is 0 and the
-report says "report only".
+:func:`ranking_gate` turns a report into :class:`~workbench.policy.Blocker` records and hands
+them to the one decision step every gate uses (:func:`workbench.policy.decide`); in
+``report_only`` mode the outcome is shown and the exit code is 0.
 
 Blocker codes (in the one table :data:`workbench.policy.BLOCKER_CODES`, feature ``ranking``):
 
-================================  ==========  ======================================================
+================================  ==========  ============================================
 code                              category    when
-================================  ==========  ======================================================
-ranking_incomplete                incomplete  a fixture without any answer (no result, or evaluator
-                                              errors only), a planned attempt without a result, or
-                                              an evaluator error
-ranking_repeats_short             incomplete  a reversed must-win fixture has fewer valid
-                                              repeat-baseline attempts than ``confirmation.repeats``
-ranking_integration_defect        quality     an invalid permutation, unknown case, changed
-                                              candidates, broken mapping or winner mismatch
-ranking_reversal_confirmed        quality     a must-win reversal confirmed on repeated runs (the
-                                              policy's ``confirmation``)
-ranking_agreement_drop            quality     pooled pairwise agreement on the unchanged fixtures
-                                              fell more than ``max_agreement_drop`` below the last
-                                              passing run
-ranking_reversal_unconfirmed      review      a must-win reversal the confirmation rule does not
-                                              confirm (a single observation)
-ranking_editorial_drift           review      a monitor-only (editorial) fixture's winner moved
-                                              (``editorial_drift: review``)
-ranking_metric_defect             review      a judge reason cites something outside the criterion
-                                              (criterion leakage)
-ranking_assembly_defect           review      a request lacked a candidate or a cited passage, or
-                                              showed a candidate twice (``assembly_defects:
-                                              review``)
-ranking_fixture_changed_in_place  review      a fixture's content changed under the same file
-                                              version since the last run
-ranking_fixtures_unfrozen         review      the policy requires a frozen fixture release and the
-                                              file has none
-ranking_must_win_unreviewed       review      the policy requires two reviewers' orders for must-win
-                                              fixtures
-ranking_no_baseline               review      the policy requires a passing baseline run and the
-                                              history has none
+================================  ==========  ============================================
+ranking_incomplete                incomplete  an unanswered fixture or planned attempt, or an
+                                              evaluator error
+ranking_repeats_short             incomplete  a reversed must-win fixture lacks repeats
+ranking_integration_defect        quality     a malformed or unmappable result
+ranking_reversal_confirmed        quality     a must-win reversal confirmed (``confirmation``)
+ranking_agreement_drop            quality     agreement fell over ``max_agreement_drop``
+ranking_reversal_unconfirmed      review      a must-win reversal not confirmed
+ranking_editorial_drift           review      a monitor-only fixture's winner moved
+ranking_metric_defect             review      criterion leakage in a judge reason
+ranking_assembly_defect           review      an incomplete rendered request
+ranking_fixture_changed_in_place  review      a fixture changed under the same version
+ranking_fixtures_unfrozen         review      the policy requires a frozen release
+ranking_must_win_unreviewed       review      must-win fixtures without two reviewers
+ranking_no_baseline               review      no passing baseline run in the history
 ranking_policy_mismatch           review      the policy is for another fixture set
-================================  ==========  ======================================================
+================================  ==========  ============================================
 
-A fixture answered only with malformed results is an integration defect (quality), not missing
-evidence: a quality failure is never reported as incomplete.
+Waivable (by an override naming the ranking policy, with ``--case``/``--slice`` for a fixture's
+blocker): ``ranking_reversal_confirmed``, ``ranking_agreement_drop``,
+``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``, ``ranking_metric_defect``,
+``ranking_assembly_defect``; the rest never.
 
-Waivable by an override naming the ranking policy (a blocker of one fixture by naming it with
-``--case`` or its fixture slice with ``--slice``; a whole-run blocker, the agreement drop, by an
-override with neither): ``ranking_reversal_confirmed``,
-``ranking_agreement_drop``, ``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``,
-``ranking_metric_defect``, ``ranking_assembly_defect``. Never waivable: missing evidence, an
-integration defect, a changed or unfrozen fixture release, unreviewed must-win fixtures, a
-missing baseline and a policy mismatch.
-
-**History.** Every gated run can be appended to a history log (JSON Lines,
-:class:`RankingHistoryEntry`, default ``runs/ranking/history/<fixture set>.jsonl``). The gate
-reads it for the *last run* (which fixtures changed since, in place or in a new version with
-its recorded change; whether a must-win fixture already reversed there) and the *last passing
-run* (the agreement-drop baseline, on the fixtures whose hash is unchanged since).
-
-**Scalar side by side.** Given per-case scalar gate outcomes (:class:`ScalarCaseResult`), the
-gate lists the cases where the scalar gate passes and the ranking gate does not, and the
-reverse.
+The history log (:class:`RankingHistoryEntry`, JSON Lines) gives the last run (fixture
+changes, earlier reversals) and the last passing run (the agreement-drop baseline).
 """
 
 from __future__ import annotations
@@ -100,8 +67,7 @@ if TYPE_CHECKING:
 
 _M = TypeVar("_M", bound=_Frozen)
 RANKING_GATE_SCHEMA_VERSION = 2
-"""2: one :class:`~workbench.policy.Blocker` type for every gate; adds ``unapplied_overrides``,
-``expired_overrides`` and ``summary``."""
+"""2: the shared blocker and override records."""
 HISTORY_SCHEMA_VERSION = 1
 Outcome = CheckOutcome
 """``passed``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
@@ -121,8 +87,7 @@ class ConfirmationRow(_Frozen):
     repeat_reversals: int
     """Failed checks among them."""
     previous_run_reversed: bool | None
-    """Whether the previous run reversed the same unchanged fixture (None: no comparable previous
-    run)."""
+    """Whether the previous run reversed the same unchanged fixture (None: not comparable)."""
     status: Literal["confirmed", "unconfirmed", "repeats_short"]
     """``confirmed`` (blocks), ``unconfirmed`` (review) or ``repeats_short`` (incomplete)."""
     rule: str
@@ -183,8 +148,7 @@ class CaseStatus(_Frozen):
     gate: str
     """``must-win`` or ``monitor-only``."""
     status: Literal["pass", "fail", "review", "incomplete"]
-    """``fail`` (a quality blocker), ``review``, ``incomplete`` or ``pass`` (no unwaived blocker
-    names it)."""
+    """The worst category of the unwaived blockers naming it (``pass``: none)."""
     codes: list[str]
     """Codes of the unwaived blockers naming it."""
 
@@ -262,8 +226,7 @@ class RankingGateResult(_Frozen):
     note: str
     """"report only: ..." in report-only mode, else the outcome in words."""
     summary: str
-    """One line: outcome, kept blockers per category, waived ones, the policy (the counts are read
-    from ``blockers``)."""
+    """One line: outcome, kept blockers per category, waived ones, the policy."""
     blockers: list[Blocker]
     """Unwaived blockers, sorted: category (incomplete, quality, review), slice, code, message."""
     waived: list[WaivedBlocker]
@@ -339,8 +302,7 @@ class RankingHistoryEntry(_Frozen):
 def _read_lines(
     path: str | Path, model: type[_M], code: str, what: str, fix: str
 ) -> tuple[list[tuple[int, _M]], Problems]:
-    """Every line of a JSON Lines file as ``model`` with its number, and every bad line's
-    problem."""
+    """Every line of a JSON Lines file as ``model`` with its number; every bad line's problem."""
     rows: list[tuple[int, _M]] = []
     problems = Problems()
     not_utf8: list[int] = []
@@ -558,11 +520,7 @@ def ranking_gate(
     scalar: Iterable[ScalarCaseResult] | None = None,
     now: datetime | None = None,
 ) -> RankingGateResult:
-    """Apply the release rules; see the module docstring.
-
-    The blockers are built here; sorting, overrides, the outcome and its exit code come from the
-    one decision step every gate uses (:func:`workbench.policy.decide`, clear outcome ``passed``).
-    """
+    """Apply the release rules (module docstring) through :func:`workbench.policy.decide`."""
     policy = policy or default_policy()
     mine = [h for h in history if h.fixtures_name == fixture_set.name]
     previous = mine[-1] if mine else None
@@ -779,8 +737,7 @@ def _confirm(
     policy: RankingPolicy,
     previous: RankingHistoryEntry | None,
 ) -> tuple[ConfirmationRow, Blocker]:
-    """One reversed must-win fixture: confirmed (quality), repeats short (incomplete) or
-    unconfirmed (review)."""
+    """One reversed must-win fixture: confirmed, repeats short or unconfirmed."""
     rule = policy.confirmation
     repeat_n = c.attempts_by_battery.get("repeat", 0)
     repeat_k = c.reversed_by_battery.get("repeat", 0)
@@ -903,9 +860,7 @@ def _case_statuses(
 
 
 def ranking_override_scope(policy_path: str | Path) -> OverrideScope:
-    """What ``workbench override add --policy <ranking policy>`` checks an override against: the
-    policy's label and the ranking gate's codes (raises :class:`WorkbenchError` when the policy
-    does not load)."""
+    """What ``workbench override add --policy <ranking policy>`` checks an override against."""
     from ._policy import load_ranking_policy
 
     return OverrideScope(label=load_ranking_policy(policy_path).label, feature="ranking")

@@ -1,23 +1,9 @@
-"""Ranking fixture files as approved inputs: their snapshot, the lineage check at every load,
-and the label history between versions.
+"""Ranking fixture files as approved inputs: their snapshot for the approval kernel
+(:mod:`workbench.approval`), the lineage check at every load and the label history.
 
-A fixture file is a *draft* until it is frozen: ``workbench freeze data/ranking/<name>@<version>
-.yaml --approver NAME`` appends a release to ``releases.jsonl`` in the file's folder (the
-approval kernel, :mod:`workbench.approval`): one hash per fixture and per field group (``label``:
-the expected order, acceptable orders and critical pair; ``reviews``: the reviewers' orders and
-the adjudication; ``content``: everything else), a hash of the header, the approver (a name in
-the project's approver list) and when.
-
-Every load (:func:`check_release`, called by :func:`~workbench.ranking.load_fixtures`) runs the
-kernel's lineage check, with the kernel's codes: an in-place change of a frozen version
-(``frozen_case_edited``, ``frozen_case_added``, ``frozen_case_deleted``,
-``frozen_header_edited``); a new version of a frozen set that does not say what it supersedes
-(``supersedes_missing``) or supersedes an unfrozen one (``supersedes_unfrozen``); a fixture that
-differs from the superseded version without a ``changes`` entry (``change_unrecorded``); an
-approver outside the list (``approver_unknown``). On top, the change log must describe the
-difference exactly: ``supersedes_file_missing`` (the superseded file is not beside this one),
-``change_not_a_change``, ``change_duplicate``, ``change_old_order_mismatch`` /
-``change_new_order_mismatch``.
+On top of the kernel's codes, a superseding version's change log must be exactly the
+difference (``supersedes_file_missing``, ``supersedes_invalid``, ``change_not_a_change``,
+``change_duplicate``, ``change_old_order_mismatch``, ``change_new_order_mismatch``).
 """
 
 from __future__ import annotations
@@ -93,11 +79,8 @@ def fixtures_snapshot(path: Path) -> Snapshot:
 def check_release(
     path: Path, fixture_set: FixtureSet, case_lines: dict[str, int], header_lines: dict[str, int]
 ) -> FixtureSet:
-    """Run the lineage check on a loaded fixture set (see the module docstring).
-
-    Returns the set with ``release`` attached when it is frozen; raises :class:`WorkbenchError`
-    listing every problem otherwise.
-    """
+    """The set with ``release`` attached when frozen, after the lineage check (raises
+    :class:`WorkbenchError` listing every problem)."""
     snapshot = snapshot_of(fixture_set, case_lines, header_lines)
     log = read_release_log(snapshot.folder)
     problems = check_lineage(snapshot, log)

@@ -1,13 +1,7 @@
-"""Interval and agreement statistics.
-
-Wilson intervals, Cohen's kappa and Fleiss' kappa are closed forms computed here, with the
-exact arithmetic of statsmodels' ``proportion_confint(method="wilson")``, scikit-learn's
-``cohen_kappa_score`` and statsmodels' ``fleiss_kappa(method="fleiss")`` (tests/test_stats.py
-holds the libraries as the reference and checks equality to the last bit): importing them cost
-every ``align`` about 1.7 s of CPU and 148 MB, and every certification kernel 0.7 s for
-statsmodels' inter-rater module. Krippendorff's alpha comes from the ``krippendorff``
-package, imported when called. This module only shapes inputs and makes
-undefined values explicit (``None`` with a reason) instead of NaN.
+"""Interval and agreement statistics: Wilson intervals, Cohen's and Fleiss' kappa as closed
+forms equal to the last bit to statsmodels / scikit-learn (tests/test_stats.py; importing
+those libraries is slow), Krippendorff's alpha from ``krippendorff``. Undefined values are
+``None`` with a reason, never NaN.
 """
 
 from __future__ import annotations
@@ -60,9 +54,8 @@ def _critical(alpha: float) -> float:
 
 
 def wilson_ends(count: Any, nobs: Any, crit: float, sqrt: Callable[[Any], Any]) -> tuple[Any, Any]:
-    """The Wilson score interval's ends, not clipped, in the order of operations of statsmodels'
-    ``proportion_confint(method="wilson")`` (so equal to it to the last bit): ``count`` and
-    ``nobs`` as floats with ``math.sqrt``, or as float64 arrays with ``numpy.sqrt``."""
+    """The Wilson interval's ends, unclipped, in statsmodels' order of operations (floats with
+    ``math.sqrt`` or float64 arrays with ``numpy.sqrt``)."""
     q = count / nobs
     crit2 = crit * crit  # numpy squares by multiplying; Python's float ** 2 calls pow()
     denom = 1 + crit2 / nobs
@@ -73,8 +66,7 @@ def wilson_ends(count: Any, nobs: Any, crit: float, sqrt: Callable[[Any], Any]) 
 
 
 def wilson_interval(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """The Wilson score interval of k/n (n > 0), clipped to [0, 1]; equal to
-    ``proportion_confint(k, n, alpha, method="wilson")``."""
+    """The Wilson score interval of k/n (n > 0), clipped to [0, 1]."""
     low, high = wilson_ends(float(k), float(n), _critical(alpha), math.sqrt)
     return min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
 
@@ -105,8 +97,7 @@ class Kappa(BaseModel):
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None = None) -> Kappa:
-    """Cohen's kappa of two aligned label sequences (closed form, equal to scikit-learn's
-    ``cohen_kappa_score``)."""
+    """Cohen's kappa of two aligned label sequences (equal to scikit-learn's)."""
     if len(a) != len(b):
         raise ValueError("label sequences differ in length")
     counts: dict[tuple[Any, Any], int] = {}
@@ -118,12 +109,8 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None
 def cohen_kappa_counts(
     counts: dict[tuple[Any, Any], int], labels: Sequence[Any] | None = None
 ) -> Kappa:
-    """Cohen's kappa from ``{(label_a, label_b): count}`` (a confusion table of two raters).
-
-    The arithmetic is scikit-learn's (``1 - sum(w * confusion) / sum(w * expected)`` with
-    ``w`` zero on the diagonal) over the labels used, in vocabulary order (sorted without
-    ``labels``), so the value equals ``cohen_kappa_score`` on the same items exactly.
-    """
+    """Cohen's kappa from ``{(label_a, label_b): count}``, scikit-learn's arithmetic over the
+    labels used, in vocabulary order (sorted without ``labels``)."""
     counts = {pair: c for pair, c in counts.items() if c}
     n = sum(counts.values())
     if n == 0:
@@ -158,8 +145,7 @@ def cohen_kappa_counts(
 
 
 def fleiss_kappa_table(table: Any) -> Kappa:
-    """Fleiss' kappa from an items x categories table of rating counts (numpy, float), defined
-    when every item has the same number of ratings, at least two (statsmodels' arithmetic)."""
+    """Fleiss' kappa of an items x categories count table (same number of ratings, 2+, per item)."""
     import numpy as np
 
     sums = table.sum(1)
@@ -194,9 +180,7 @@ def _fleiss_kappa(table: Any) -> Kappa:
 
 
 def _fleiss(table: Any) -> float:
-    """``statsmodels.stats.inter_rater.fleiss_kappa(table, method="fleiss")``, in the same order
-    of operations (so equal to the last bit) for an items x categories count table whose rows
-    all sum to the same number of raters (at least 2)."""
+    """statsmodels' ``fleiss_kappa(table, method="fleiss")``, same order of operations."""
     n_total = table.sum()
     n_rat = table.sum(1).max()
     p_cat = table.sum(0) / n_total
@@ -207,9 +191,8 @@ def _fleiss(table: Any) -> float:
 
 
 def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
-    """Krippendorff's alpha (nominal) over units rated by any subset of raters: a raters x units
-    matrix of category positions (``0..categories - 1``; NaN: not rated). ``n`` is the number
-    of units with at least two ratings."""
+    """Krippendorff's alpha (nominal) of a raters x units matrix of category positions (NaN: not
+    rated); ``n``: units with at least two ratings."""
     import krippendorff
     import numpy as np
 
