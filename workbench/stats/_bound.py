@@ -62,7 +62,10 @@ def upper_bound(
     if interval not in _METHOD:
         raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
     if interval == "wilson":
-        high = _wilson_upper(errors, n)
+        from ._stats import _Z_975, wilson_ends
+
+        count, nobs = np.asarray(errors, dtype=np.double), np.asarray(n, dtype=np.double)
+        high = np.clip(wilson_ends(count, nobs, _Z_975, np.sqrt)[1], 0, 1)
     else:
         from statsmodels.stats.proportion import proportion_confint
 
@@ -71,20 +74,6 @@ def upper_bound(
         return float(min(1.0, float(high)))
     bounded: np.ndarray = np.minimum(1.0, np.asarray(high, dtype=float))
     return bounded
-
-
-def _wilson_upper(errors: float | np.ndarray, n: int | np.ndarray) -> float | np.ndarray:
-    """``proportion_confint(errors, n, alpha=0.05, method="wilson")[1]``; a float for scalars."""
-    import numpy as np
-
-    from ._stats import _critical, wilson_ends
-
-    count = np.asarray(errors, dtype=np.double)
-    nobs = np.asarray(n, dtype=np.double)
-    high: np.ndarray = np.clip(wilson_ends(count, nobs, _critical(0.05), np.sqrt)[1], 0, 1)
-    if np.isscalar(errors) and np.isscalar(n):
-        return float(high)
-    return high
 
 
 def _errors(rate: float, n: np.ndarray) -> np.ndarray:

@@ -113,7 +113,7 @@ def _equally_spaced(numbers: Sequence[float]) -> bool:
 def _pairs(a: Sequence[Any], b: Sequence[Any], ordered_labels: Sequence[str]) -> int:
     if len(a) != len(b):
         raise ValueError("label sequences differ in length")
-    _check_vocabulary([*a, *b], {label: None for label in ordered_labels})
+    _check_vocabulary([*a, *b], set(ordered_labels))
     return len(a)
 
 
@@ -182,10 +182,7 @@ def krippendorff_alpha(
     pairable = [u for u in units if len(u) >= 2]
     if not pairable:
         return Kappa(value=None, n=0, note="no item has two ratings")
-    _check_vocabulary(
-        (label for unit in units for label in unit.values()),
-        {label: None for label in ordered_labels},
-    )
+    _check_vocabulary((label for unit in units for label in unit.values()), set(ordered_labels))
     if len({label for u in pairable for label in u.values()}) < 2:
         return Kappa(value=None, n=len(pairable), note="only one category used: alpha is undefined")
     import krippendorff

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -78,9 +78,7 @@ def wilson_rate(k: int, n: int, alpha: float = 0.05) -> Rate:
     if n == 0:
         return Rate(k=k, n=n, rate=None, ci95_low=None, ci95_high=None)
     low, high = wilson_interval(k, n, alpha)
-    return Rate(
-        k=k, n=n, rate=k / n, ci95_low=float(max(0.0, low)), ci95_high=float(min(1.0, high))
-    )
+    return Rate(k=k, n=n, rate=k / n, ci95_low=low, ci95_high=high)
 
 
 class Kappa(BaseModel):
@@ -116,9 +114,8 @@ def cohen_kappa_counts(
     if n == 0:
         return Kappa(value=None, n=0, note="no items")
     seen = {lab for pair in counts for lab in pair}
-    if labels is not None and (unknown := seen - set(labels)):
-        # scikit-learn would silently drop these items while n still counted them
-        raise ValueError(f"labels outside the vocabulary: {sorted(map(str, unknown))}")
+    if labels is not None:  # scikit-learn would silently drop these items while n counted them
+        _check_vocabulary(seen, set(labels))
     if len(seen) < 2:
         return Kappa(
             value=None, n=n, note="only one label used by both raters: chance agreement is 1"
@@ -145,49 +142,28 @@ def cohen_kappa_counts(
 
 
 def fleiss_kappa_table(table: Any) -> Kappa:
-    """Fleiss' kappa of an items x categories count table (same number of ratings, 2+, per item)."""
+    """Fleiss' kappa of an items x categories count table (same number of ratings, 2+, per item),
+    in the order of operations of statsmodels' ``fleiss_kappa(table, method="fleiss")``."""
     import numpy as np
 
-    sums = table.sum(1)
-    counts = {
-        int(c) for c in (np.unique(sums) if len(sums) and sums.min() < sums.max() else sums[:1])
-    }
-    note = _fleiss_note(len(table), counts)
-    return _fleiss_kappa(table) if note is None else Kappa(value=None, n=len(table), note=note)
-
-
-def _fleiss_note(n: int, counts: set[int]) -> str | None:
-    """Why Fleiss' kappa is undefined before any arithmetic (``counts``: ratings per item)."""
+    n, raters = len(table), sorted({int(c) for c in np.unique(table.sum(1))})
     if n == 0:
-        return "no items"
-    if len(counts) != 1:
-        return (
-            f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs the"
-            " same number"
-        )
-    return "one rating per item" if counts == {1} else None
-
-
-def _fleiss_kappa(table: Any) -> Kappa:
+        return Kappa(value=None, n=0, note="no items")
+    if len(raters) != 1:
+        why = f"items have different numbers of raters ({raters})"
+        return Kappa(value=None, n=n, note=f"{why}; Fleiss' kappa needs the same number")
+    if raters == [1]:
+        return Kappa(value=None, n=n, note="one rating per item")
+    n_rat = table.sum(1).max()
+    p_cat = table.sum(0) / table.sum()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        value = _fleiss(table)
+        p_mean = (((table * table).sum(1) - n_rat) / (n_rat * (n_rat - 1.0))).mean()
+        p_mean_exp = (p_cat * p_cat).sum()
+        value = float((p_mean - p_mean_exp) / (1 - p_mean_exp))
     if math.isnan(value):
-        return Kappa(
-            value=None, n=len(table), note="undefined: every rating uses the same category"
-        )
-    return Kappa(value=value, n=len(table))
-
-
-def _fleiss(table: Any) -> float:
-    """statsmodels' ``fleiss_kappa(table, method="fleiss")``, same order of operations."""
-    n_total = table.sum()
-    n_rat = table.sum(1).max()
-    p_cat = table.sum(0) / n_total
-    p_rat = ((table * table).sum(1) - n_rat) / (n_rat * (n_rat - 1.0))
-    p_mean = p_rat.mean()
-    p_mean_exp = (p_cat * p_cat).sum()
-    return float((p_mean - p_mean_exp) / (1 - p_mean_exp))
+        return Kappa(value=None, n=n, note="undefined: every rating uses the same category")
+    return Kappa(value=value, n=n)
 
 
 def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
@@ -214,7 +190,7 @@ def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
     return Kappa(value=value, n=n)
 
 
-def _check_vocabulary(labels: Any, vocabulary: dict[Any, Any]) -> None:
+def _check_vocabulary(labels: Any, vocabulary: Collection[Any]) -> None:
     unknown = {label for label in labels if label not in vocabulary}
     if unknown:
         raise ValueError(f"labels outside the vocabulary: {sorted(map(str, unknown))}")
