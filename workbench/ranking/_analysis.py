@@ -9,7 +9,6 @@ figures and one failure artifact per failing case. The ranking gate's decision i
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,10 +20,10 @@ from pydantic import BaseModel
 
 from .._io import atomic_write_json
 from .._record import Record as _Frozen
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..results import JudgeResult, ResultLine, read_results
 from ..stats import Rate, wilson_rate
-from ._capture import is_stub, occurrences, request_text
+from ._capture import is_stub, norm, occurrences, request_text
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
 from ._gate import RankingGateResult
 from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
@@ -764,13 +763,6 @@ def _presentation_problem(fixture: RankingFixture, result: JudgeResult) -> str |
     return None
 
 
-_WS = re.compile(r"\s+")
-
-
-def _norm(text: str) -> str:
-    return _WS.sub(" ", text).strip()
-
-
 @lru_cache(maxsize=4096)
 def _probe(
     case_id: str,
@@ -781,8 +773,8 @@ def _probe(
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """A fixture's candidate texts and cited passages, whitespace normalised (once per fixture)."""
     return (
-        tuple((cid, _norm(t)) for cid, t in texts),
-        tuple((pid, _norm(dict(passages)[pid])) for pid in cited),
+        tuple((cid, norm(t)) for cid, t in texts),
+        tuple((pid, norm(dict(passages)[pid])) for pid in cited),
     )
 
 
@@ -991,16 +983,12 @@ def _latest_attempts(
     """The last attempt of each (case, repeat); results of several judges are refused."""
     fingerprints = {r.judge_fingerprint for r in rows}
     if len(fingerprints) > 1:
-        raise WorkbenchError(
+        raise refusal(
             "mixed judges",
-            [
-                Problem(
-                    location=results_path or "<results>",
-                    code="mixed_judges",
-                    message=f"the results come from {len(fingerprints)} judges",
-                    fix="analyse one judge at a time; split the file by judge_fingerprint",
-                )
-            ],
+            results_path or "<results>",
+            "mixed_judges",
+            f"the results come from {len(fingerprints)} judges",
+            "analyse one judge at a time; split the file by judge_fingerprint",
         )
     latest: dict[tuple[str, int], JudgeResult] = {}
     for r in rows:

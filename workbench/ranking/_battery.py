@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._args import check_int, check_run_arguments
 from .._io import atomic_write_json, read_json_file
-from .._load import Problems
 from .._lock import LOCK_FILE, RETIRED_LOCKS
+from ..errors import refusal
 from ._capture import (
     CaptureConfig,
     CapturingJudge,
@@ -187,14 +187,13 @@ async def run_ranking(
     fixture_set = as_fixture_set(fixtures)
     out = Path(out_dir)
     if any((out / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
-        locked = Problems()
-        locked.add(
+        raise refusal(
+            "run locked",
             str(out),
             "run_locked",
             "the run directory is locked (lock.json): nothing may be added to it",
             "use a new output directory",
         )
-        locked.fail("run locked")
     battery: dict[str, Any] = {
         "plan": plan,
         "max_exhaustive": max_exhaustive,
@@ -253,14 +252,13 @@ def write_battery(
         before = _load_battery(path)
         keep = (*_PLAN_KEYS, "fixtures_sha256", "judge_fingerprint")
         if {k: before.get(k) for k in keep} != {k: record[k] for k in keep}:
-            changed = Problems()
-            changed.add(
+            raise refusal(
+                "battery changed",
                 str(path),
                 "battery_changed",
                 f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })",
                 "use a new --out directory for another plan, fixture version or judge",
             )
-            changed.fail("battery changed")
         return before
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, record)
@@ -279,14 +277,13 @@ def _load_battery(path: Path) -> dict[str, Any]:
         record = f"{exc}"
     if not isinstance(record, dict):
         why = record if isinstance(record, str) else "not a JSON object"
-        unreadable = Problems()
-        unreadable.add(
+        raise refusal(
+            "unreadable battery",
             str(path),
             "battery_unreadable",
             f"the run's battery record cannot be read ({why[:160]})",
             "restore battery.json as the run wrote it, or use a new --out directory",
         )
-        unreadable.fail("unreadable battery")
     return record
 
 

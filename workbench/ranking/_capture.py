@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import re
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
@@ -46,7 +47,8 @@ from .._lock import (
 )
 from .._record import Record as _Frozen
 from .._signing import Signer
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, refusal
+from ._leakage import id_token
 
 CAPTURE_FILE = "capture.json"
 PAYLOAD_DIR = "payloads"
@@ -69,26 +71,22 @@ class CaptureConfig(_Frozen):
     """``policy <name@version>``, ``cli`` or ``default`` (not part of a policy file)."""
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
+    """``text`` with every run of whitespace one space, stripped."""
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _strings(obj: Any, out: list[str]) -> None:
+def _strings(obj: Any) -> Iterator[str]:
     if isinstance(obj, str):
-        out.append(obj)
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            _strings(value, out)
-    elif isinstance(obj, list):
-        for value in obj:
-            _strings(value, out)
+        yield obj
+    elif isinstance(obj, dict | list):
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            yield from _strings(value)
 
 
 def request_text(request: Any) -> str:
     """Every string of a request, whitespace-normalised and joined."""
-    parts: list[str] = []
-    _strings(request, parts)
-    return _norm("\n".join(parts))
+    return norm("\n".join(_strings(request)))
 
 
 def occurrences(texts: dict[str, str], haystack: str) -> dict[str, int]:
@@ -103,18 +101,14 @@ def occurrences(texts: dict[str, str], haystack: str) -> dict[str, int]:
     return {k: max(0, v) for k, v in out.items()}
 
 
-def _token(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
-
-
 def request_evidence(
     request: Any, judge_input: Any, labels: dict[str, str] | None
 ) -> dict[str, Any]:
     """Digest-only completeness evidence of one rendered request (see the module docstring)."""
     text = request_text(request)
-    user = _norm(judge_input.user_input)
-    context = [_norm(t) for t in judge_input.context]
-    cands = {c.label: _norm(c.text) for c in judge_input.candidates}
+    user = norm(judge_input.user_input)
+    context = [norm(t) for t in judge_input.context]
+    cands = {c.label: norm(c.text) for c in judge_input.candidates}
     counts = occurrences(cands, text)
     fixture_text = "\n".join(
         [judge_input.user_input, *judge_input.context, *(c.text for c in judge_input.candidates)]
@@ -122,7 +116,7 @@ def request_evidence(
     leaked = sorted(
         cid
         for cid in (labels or {}).values()
-        if not _token(cid).search(fixture_text) and _token(cid).search(text)
+        if not id_token(cid).search(fixture_text) and id_token(cid).search(text)
     )
     return {
         "user_input": {"sha256": sha256_text(user), "present": user in text},
@@ -213,22 +207,7 @@ class CapturingJudge:
             if self.config.retention_days is not None
             else None
         )
-        with self._lock:
-            target = self.out / rel
-            if not target.exists():
-                atomic_write_text(target, canonical_json(payload))
-            if self._index is None:
-                self._index = AppendOnlyLog(self.out / PAYLOAD_INDEX)
-            self._index.append(
-                {
-                    "payload": rel,
-                    "payload_sha256": payload_sha,
-                    "request_sha256": sha256_json(full),
-                    "captured_at": captured.isoformat(),
-                    "expires_at": expires.isoformat() if expires else None,
-                }
-            )
-        return {
+        stub = {
             "capture": self.config.mode,
             "request_sha256": sha256_json(full),
             "payload": rel,
@@ -237,6 +216,14 @@ class CapturingJudge:
             "expires_at": expires.isoformat() if expires else None,
             "evidence": evidence,
         }
+        with self._lock:
+            target = self.out / rel
+            if not target.exists():
+                atomic_write_text(target, canonical_json(payload))
+            if self._index is None:
+                self._index = AppendOnlyLog(self.out / PAYLOAD_INDEX)
+            self._index.append(_index_row(stub))
+        return stub
 
     async def aclose(self) -> None:
         if hasattr(self._inner, "aclose"):
@@ -293,22 +280,18 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
                 atomic_write_text(target, (source / stub["payload"]).read_text(encoding="utf-8"))
             if log is None:
                 log = AppendOnlyLog(root / PAYLOAD_INDEX)
-            log.append(
-                {
-                    "payload": stub["payload"],
-                    "payload_sha256": stub["payload_sha256"],
-                    "request_sha256": stub["request_sha256"],
-                    "captured_at": stub["captured_at"],
-                    "expires_at": stub["expires_at"],
-                    "adopted_from": r.cached_from_run_id,
-                }
-            )
+            log.append({**_index_row(stub), "adopted_from": r.cached_from_run_id})
             known.add(stub["payload"])
             adopted += 1
     finally:
         if log is not None:
             log.close()
     return adopted
+
+
+def _index_row(stub: dict[str, Any]) -> dict[str, Any]:
+    keys = ("payload", "payload_sha256", "request_sha256", "captured_at", "expires_at")
+    return {k: stub[k] for k in keys}
 
 
 def is_stub(request: object) -> TypeGuard[dict[str, Any]]:
@@ -324,45 +307,23 @@ def is_stub(request: object) -> TypeGuard[dict[str, Any]]:
 def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
     """Record the run's capture config; refuse a resumed run that would change it."""
     path = Path(out_dir) / CAPTURE_FILE
-    if path.exists():
-        try:
-            before = CaptureConfig.model_validate(read_json_file(path))
-        except (ValueError, OSError):
-            before = None
-        if before is None or before.model_dump(exclude={"declared_by"}) != config.model_dump(
-            exclude={"declared_by"}
-        ):
-            before_text = (
-                str(before.model_dump(exclude={"declared_by"})) if before else "(unreadable)"
-            )
-            raise WorkbenchError(
-                "capture changed",
-                [
-                    Problem(
-                        location=str(path),
-                        code="capture_changed",
-                        message=(
-                            "the run directory was captured as"
-                            f" {before_text},"
-                            " this invocation asks for"
-                            f" {config.model_dump(exclude={'declared_by'})}"
-                        ),
-                        fix=(
-                            "use a new --out directory; one run keeps one capture mode and"
-                            " retention"
-                        ),
-                    )
-                ],
-            )
-        return
-    atomic_write_json(path, config.model_dump(mode="json"))
-
-
-def read_capture_config(run_dir: str | Path) -> CaptureConfig | None:
-    path = Path(run_dir) / CAPTURE_FILE
     if not path.exists():
-        return None
-    return CaptureConfig.model_validate(read_json_file(path))
+        atomic_write_json(path, config.model_dump(mode="json"))
+        return
+    wanted = config.model_dump(exclude={"declared_by"})
+    try:
+        before: Any = CaptureConfig.model_validate(read_json_file(path))
+        before = before.model_dump(exclude={"declared_by"})
+    except (ValueError, OSError):
+        before = "(unreadable)"
+    if before != wanted:
+        raise refusal(
+            "capture changed",
+            str(path),
+            "capture_changed",
+            f"the run directory was captured as {before}, this invocation asks for {wanted}",
+            "use a new --out directory; one run keeps one capture mode and retention",
+        )
 
 
 # -- pruning ------------------------------------------------------------------------------------
@@ -516,12 +477,6 @@ def _report_of(root: Path) -> dict[str, Any]:
     return report if isinstance(report, dict) else {}
 
 
-def ranking_outcome(report: dict[str, Any]) -> str:
-    """The outcome a ranking report states: its gate's (``unknown`` without a gate)."""
-    gate = report.get("gate")
-    return str(gate.get("outcome")) if isinstance(gate, dict) else "unknown"
-
-
 def check_ranking_lock(root: Path, lock: Lock, result: Verification, gold: Any = None) -> None:
     """A locked run's ``ranking_report.json`` says the lock's outcome, judge and blockers."""
     if lock.evidence.get("report") is None:
@@ -531,9 +486,9 @@ def check_ranking_lock(root: Path, lock: Lock, result: Verification, gold: Any =
         report = _report_of(root)
     except (OSError, ValueError, RecursionError):
         report = {}
-    gate = report.get("gate") if isinstance(report.get("gate"), dict) else {}
+    gate = report.get("gate") if isinstance(report.get("gate"), dict) else None
     said = {
-        "outcome": ranking_outcome(report),
+        "outcome": str(gate.get("outcome")) if gate is not None else "unknown",
         "judge_fingerprint": report.get("judge_fingerprint") or "",
         "blocker codes": [b.get("code") for b in (gate or {}).get("blockers") or []],
     }

@@ -24,7 +24,7 @@ from .._io import sha256_file, sha256_json
 from .._load import Lines, Problems, load_yaml, validation_problems
 from .._record import Record as _Frozen
 from .._record import version_problem
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 
 FIXTURES_SCHEMA_VERSION = 2
 """Version of the ranking fixture file format (2: slices, reviews, adjudication, change log)."""
@@ -330,14 +330,7 @@ class FixtureSet(_Frozen):
             self.model_dump(
                 mode="json",
                 exclude_defaults=True,
-                include={
-                    "schema_version",
-                    "name",
-                    "version",
-                    "description",
-                    "supersedes",
-                    "changes",
-                },
+                include=set(_HEADER_KEYS),
             )
             | {"schema_version": self.schema_version}
         )
@@ -902,15 +895,6 @@ def as_fixture_set(fixtures: FixtureSet | str | Path | Iterable[RankingFixture])
     items = list(fixtures)
     dup = sorted(i for i, n in Counter(f.case_id for f in items).items() if n > 1)
     if dup:
-        raise WorkbenchError(
-            "invalid fixtures",
-            [
-                Problem(
-                    location="<fixtures>",
-                    code="duplicate_case_id",
-                    message=f"case ids used twice: {dup}",
-                    fix="give every fixture a unique case_id",
-                )
-            ],
-        )
+        message, fix = f"case ids used twice: {dup}", "give every fixture a unique case_id"
+        raise refusal("invalid fixtures", "<fixtures>", "duplicate_case_id", message, fix)
     return FixtureSet(name="in-memory", version="0", fixtures=items)

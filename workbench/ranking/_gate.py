@@ -47,6 +47,7 @@ from pydantic import AwareDatetime, Field, ValidationError
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
 from .._load import Problems
 from .._record import Record as _Frozen
+from ..errors import refusal
 from ..outcomes import ExitCode
 from ..policy import (
     Blocker,
@@ -379,14 +380,13 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
     """Per-case scalar gate outcomes from a JSON Lines file; every bad line reported at once."""
     path = Path(path)
     if not path.is_file():
-        missing = Problems()
-        missing.add(
+        raise refusal(
+            "no scalar results",
             str(path),
             "scalar_missing",
             "the scalar results file does not exist",
             "give a JSON Lines file of {case_id, passed, score, threshold, detail}",
         )
-        missing.fail("no scalar results")
     rows, problems = _read_lines(
         path,
         ScalarCaseResult,

@@ -82,7 +82,8 @@ def rules_for(criterion_version: str, configured: dict[str, LeakageRules] | None
     return configured.get(criterion_version) or configured.get("*") or LeakageRules()
 
 
-def _id_token(word: str) -> re.Pattern[str]:
+def id_token(word: str) -> re.Pattern[str]:
+    """``word`` as a whole token (not inside a longer id or word)."""
     return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
 
 
@@ -90,7 +91,7 @@ def _id_token(word: str) -> re.Pattern[str]:
 def _checkable_ids(
     case_id: str, digest: str, ids: tuple[str, ...], text: str
 ) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((cid, tok) for cid in ids for tok in [_id_token(cid)] if not tok.search(text))
+    return tuple((cid, tok) for cid in ids for tok in [id_token(cid)] if not tok.search(text))
 
 
 def checkable_ids(fixture: RankingFixture) -> tuple[tuple[str, re.Pattern[str]], ...]:

@@ -14,7 +14,7 @@ from typing import Any
 from .._io import sha256_json
 from .._record import Record as _Frozen
 from ..approval import Change, Release, Snapshot, check_lineage, read_release_log
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, refusal
 from ._fixtures import FixtureChange, FixtureSet, RankingFixture
 
 LABEL_FIELDS = ("expected_order", "acceptable_orders", "critical_pair")
@@ -192,16 +192,12 @@ def label_history(path: str | Path) -> list[VersionHistory]:
     while current is not None:
         fixture_set = load_fixtures(current)
         if fixture_set.label in seen:  # two files superseding each other
-            raise WorkbenchError(
+            raise refusal(
                 "cyclic history",
-                [
-                    Problem(
-                        location=str(current),
-                        code="supersedes_invalid",
-                        message="the supersedes chain loops",
-                        fix="a version supersedes an older one",
-                    )
-                ],
+                str(current),
+                "supersedes_invalid",
+                "the supersedes chain loops",
+                "a version supersedes an older one",
             )
         seen.add(fixture_set.label)
         chain.append(
