@@ -87,14 +87,6 @@ DENOMINATORS: dict[str, str] = {
 }
 """How each figure's numerator and denominator are built, and how errors enter it."""
 
-UPSTREAM_KEYS: dict[str, str] = {
-    "correct_False": "original.accuracy",
-    "correct_True": "swapped.accuracy",
-    "correct_both": "correct_both",
-    "equal": "position_consistency",
-}
-"""LLMBar ``statistics.json`` keys and the :class:`PairwiseSlice` figure that reproduces each."""
-
 
 class OrderStats(_Model):
     """One presentation order over one slice (or over all cases)."""
@@ -250,7 +242,6 @@ class PairwiseReport(_Model):
 
 
 def _first_shown(first_shown_of: Mapping[int, str | None], case: JoinedCase) -> str | None:
-    """The candidate shown first on ``case``'s result line, when recorded."""
     line = case.result_line
     return None if line is None else first_shown_of.get(line)
 
@@ -564,12 +555,8 @@ def _slice(
         p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"
     ]
     same_verdict = sum(1 for p in both_verdicts if p.first.judge_label == p.second.judge_label)
-    both_errors = sum(
-        1 for p in pairs if p.first.outcome == "error" and p.second.outcome == "error"
-    )
-    both_correct = sum(
-        1 for p in both_verdicts if p.first.judge_label == p.gold and p.second.judge_label == p.gold
-    )
+    both_errors = sum(p.first.outcome == p.second.outcome == "error" for p in pairs)
+    both_correct = sum(p.first.judge_label == p.second.judge_label == p.gold for p in both_verdicts)
     verdicts = original.verdicts + swapped.verdicts
     ties = original.ties + swapped.ties
     decided_cases = sum(decided_gold)

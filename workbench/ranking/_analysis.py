@@ -572,22 +572,19 @@ class RankingReport(_Frozen):
 _Rows = tuple[list[dict[str, Any]], str | None]  # rows, columns space-separated (None: row keys)
 
 
-def _rate_cols(prefix: str, r: Rate) -> dict[str, Any]:
-    return {f"{prefix}_k": r.k, f"{prefix}_n": r.n, prefix: r.rate}
-
-
 def _flat(model: BaseModel, exclude: Collection[str] = (), **rename: str) -> dict[str, Any]:
     """A record as a frame row: a :class:`Rate` field as ``<name>_k``, ``<name>_n``, ``<name>``."""
     row: dict[str, Any] = {}
-    for name in type(model).model_fields:
-        value, column = getattr(model, name), rename.get(name, name)
-        if name not in exclude:
-            row.update(_rate_cols(column, value) if isinstance(value, Rate) else {column: value})
+    for name in (n for n in type(model).model_fields if n not in exclude):
+        value, col = getattr(model, name), rename.get(name, name)
+        is_rate = isinstance(value, Rate)
+        row |= (
+            {f"{col}_k": value.k, f"{col}_n": value.n, col: value.rate} if is_rate else {col: value}
+        )
     return row
 
 
 def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
-    """Defects, errors, agreement, must-win and position figures."""
     bias = report.position_bias
     return {
         "integration_defects": (
@@ -619,7 +616,6 @@ def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
 
 
 def _stability_rows(report: RankingReport) -> dict[str, _Rows]:
-    """Stability, per slice, and criterion leakage."""
     figures = (report.repeatability, report.position_sensitivity)
     return {
         "stability": ([_flat(f, {"cases"}, label="figure") for f in figures], None),
@@ -642,7 +638,6 @@ def _stability_rows(report: RankingReport) -> dict[str, _Rows]:
 
 
 def _gate_rows(report: RankingReport) -> dict[str, _Rows]:
-    """The gate's blockers, confirmations, fixture changes and the scalar side by side."""
     gate = report.gate
     sides = gate.side_by_side if gate else None
     return {
@@ -785,53 +780,40 @@ def completeness(
     candidate text exactly once, every cited passage present, no stable candidate id shown."""
     if rendered_request is None:
         return Completeness(checked=False, complete=None)
+    source: Literal["request", "capture_evidence"] = "request"
     if is_stub(rendered_request):
-        return _stub_completeness(fixture, rendered_request["evidence"], presentation or {})
-    candidates, cited = _probe(
-        fixture.case_id,
-        fixture.source_candidates_sha256,
-        tuple(fixture.cited_context),
-        tuple((c.id, c.text) for c in fixture.candidates),
-        tuple((p.id, p.text) for p in fixture.context),
-    )
-    text = request_text(rendered_request)
-    counts = occurrences(dict(candidates), text)
-    missing_candidates = [cid for cid, _ in candidates if counts[cid] == 0]
-    duplicated = [cid for cid, _ in candidates if counts[cid] > 1]
-    missing_context = [pid for pid, t in cited if t not in text]
-    leaked = [cid for cid, tok in checkable_ids(fixture) if cid in text and tok.search(text)]
+        source, evidence = "capture_evidence", rendered_request["evidence"]
+        labels: dict[str, str] = (presentation or {}).get("labels") or {}
+        counts = {
+            labels.get(row["label"], row["label"]): int(row["occurrences"])
+            for row in evidence.get("candidates", [])
+        }
+        present = {int(row["index"]): bool(row["present"]) for row in evidence.get("context", [])}
+        index = {p.id: i for i, p in enumerate(fixture.context)}
+        missing_context = [pid for pid in fixture.cited_context if not present.get(index[pid])]
+        leaked = list(evidence.get("leaked_ids") or [])
+    else:
+        candidates, cited = _probe(
+            fixture.case_id,
+            fixture.source_candidates_sha256,
+            tuple(fixture.cited_context),
+            tuple((c.id, c.text) for c in fixture.candidates),
+            tuple((p.id, p.text) for p in fixture.context),
+        )
+        text = request_text(rendered_request)
+        counts = occurrences(dict(candidates), text)
+        missing_context = [pid for pid, t in cited if t not in text]
+        leaked = [cid for cid, tok in checkable_ids(fixture) if cid in text and tok.search(text)]
+    missing = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) == 0]
+    duplicated = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) > 1]
     return Completeness(
         checked=True,
-        complete=not (missing_candidates or missing_context or duplicated),
-        missing_candidates=missing_candidates,
+        complete=not (missing or missing_context or duplicated),
+        missing_candidates=missing,
         duplicated_candidates=duplicated,
         missing_context=missing_context,
         leaked_ids=leaked,
-        source="request",
-    )
-
-
-def _stub_completeness(
-    fixture: RankingFixture, evidence: dict[str, Any], presentation: dict[str, Any]
-) -> Completeness:
-    labels: dict[str, str] = presentation.get("labels") or {}
-    counts = {
-        labels.get(row["label"], row["label"]): int(row["occurrences"])
-        for row in evidence.get("candidates", [])
-    }
-    present = {int(row["index"]): bool(row["present"]) for row in evidence.get("context", [])}
-    index = {p.id: i for i, p in enumerate(fixture.context)}
-    missing_candidates = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) == 0]
-    duplicated = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) > 1]
-    missing_context = [pid for pid in fixture.cited_context if not present.get(index[pid], False)]
-    return Completeness(
-        checked=True,
-        complete=not (missing_candidates or missing_context or duplicated),
-        missing_candidates=missing_candidates,
-        duplicated_candidates=duplicated,
-        missing_context=missing_context,
-        leaked_ids=list(evidence.get("leaked_ids") or []),
-        source="capture_evidence",
+        source=source,
     )
 
 
@@ -882,7 +864,6 @@ def _missing(
     latest: dict[tuple[str, int], JudgeResult],
     planned: Sequence[Any] | None,
 ) -> tuple[list[str], list[str]]:
-    """Fixtures without any answer, and planned ``case_id#repeat`` without a result."""
     # a fixture answered only with malformed results is an integration defect, not missing
     answered = {a.fixture.case_id for a in read.attempts} | {d.case_id for d in read.defects}
     return (
@@ -898,7 +879,6 @@ def _analyse(
     battery: dict[str, Any] | None,
     policy: Any,
 ) -> RankingReport:
-    """Every figure of the report, before the gate."""
     from ._gate import _owners
 
     battery, planned = _battery_plan(fixture_set, results, battery, planned)
@@ -1017,7 +997,6 @@ class _Read:
 
 
 def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture]) -> _Read:
-    """Sort each last attempt into a valid attempt, an integration defect or an evaluator error."""
     read = _Read()
     for r in ordered:
         fixture = by_id.get(r.case_id)
@@ -1160,9 +1139,7 @@ def _agreement(fixture_set: FixtureSet, read: _Read) -> AgreementFigure:
             attempts=len(mine),
             pairs=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
             exact=wilson_rate(sum(a.agreed == a.pairs for a in mine), len(mine)),
-            min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine)
-            if mine
-            else None,
+            min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0 for a in mine), default=None),
         )
         for f in fixture_set.fixtures
         for mine in [by_case.get(f.case_id, [])]
@@ -1210,11 +1187,8 @@ def _must_win(fixture_set: FixtureSet, read: _Read) -> MustWinFigure:
 def _position_bias(attempts: list[_Attempt]) -> PositionBias:
     mine = [a for a in attempts if a.battery == "position" and a.presented]
     width = max((len(a.presented or []) for a in mine), default=0)
-    wins = [0] * width
-    shown = [0] * width
+    wins, shown, held, exp_shown = ([0] * width for _ in range(4))
     chance = [0.0] * width
-    held = [0] * width
-    exp_shown = [0] * width
     per_candidate: dict[tuple[str, str], int] = Counter()
     per_case: Counter[str] = Counter()
     for a in mine:
@@ -1430,7 +1404,6 @@ def _diagnosis(
 def _artifact_fields(
     r: JudgeResult, checks: dict[tuple[str, int], Completeness], context: dict[str, Any]
 ) -> dict[str, Any]:
-    """What every artifact takes from the attempt it shows."""
     p = r.presentation or {}
     return {
         "permutation_index": p.get("permutation_index"),
@@ -1533,7 +1506,6 @@ def _slices(fixture_set: FixtureSet, read: _Read) -> list[SliceFigure]:
 def _slice_figure(
     name: str, fixtures: list[RankingFixture], by_case: dict[str, list[_Attempt]]
 ) -> SliceFigure:
-    """One slice's figures (see :data:`DENOMINATORS`, ``slices.*``)."""
     tried = [f for f in fixtures if by_case.get(f.case_id)]
     mine = [a for f in tried for a in by_case[f.case_id]]
 
@@ -1647,7 +1619,6 @@ def _r(rate: Rate) -> str:
 
 
 def _head_lines(report: RankingReport) -> list[str]:
-    """The outcome, the mode, the counts, the gate's blockers and the fixture changes."""
     gate = report.gate
     head = f"{gate.outcome.upper()}" if gate else ("PASSED" if report.passed else "NOT PASSED")
     lines = [
@@ -1693,7 +1664,6 @@ def _head_lines(report: RankingReport) -> list[str]:
 
 
 def _defect_lines(report: RankingReport) -> list[str]:
-    """Integration defects, evaluator errors, what is missing, criterion leakage."""
     lines = [
         f"integration defects: {len(report.integration_defects)} (invalid rankings"
         f" {_r(report.invalid_rankings)})"
@@ -1742,7 +1712,6 @@ def _agreement_lines(report: RankingReport) -> list[str]:
 
 
 def _must_win_lines(report: RankingReport) -> list[str]:
-    """Must-win checks, reversals with how the confirmation rule read them, editorial drift."""
     figure = report.must_win
     lines = [
         f"must-win: {_r(figure.must_win)}; monitor-only: {_r(figure.monitor_only)}",
@@ -1771,7 +1740,6 @@ def _must_win_lines(report: RankingReport) -> list[str]:
 
 
 def _stability_lines(report: RankingReport) -> list[str]:
-    """Position bias, repeatability and position sensitivity, slices, request assembly."""
     pb = report.position_bias
     lines = [
         f"position bias (position battery, {pb.attempts} attempts): first place by presented"

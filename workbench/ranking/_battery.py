@@ -64,14 +64,8 @@ def presentation_orders(
     if sample < 1:
         raise ValueError("sample must be at least 1")
     identity = tuple(range(n))
-    chosen: list[tuple[int, ...]] = [identity]
-    seen = {identity}
-    for shift in range(1, n):
-        if len(chosen) >= sample:
-            break
-        rotation = identity[shift:] + identity[:shift]
-        chosen.append(rotation)
-        seen.add(rotation)
+    chosen = [identity[shift:] + identity[:shift] for shift in range(min(n, sample))]
+    seen = set(chosen)
     rng = random.Random(f"{seed}:{key}")
     while len(chosen) < sample:
         perm = list(identity)
@@ -142,9 +136,9 @@ def position_battery(
     items: list[WorkItem] = []
     for fixture in as_fixture_set(fixtures).fixtures:
         n = len(fixture.candidates)
+        identity = tuple(range(n))
         if plan == "rotation" and not fixture.diagnostic:
             shift = rotation_shift(n, seed, fixture.case_id)
-            identity = tuple(range(n))
             orders = [identity[shift:] + identity[:shift]]
             items.append(_item(fixture, orders[0], 0, "position", 0, 0, rotation=shift))
         else:
@@ -153,7 +147,6 @@ def position_battery(
             )
             for k, order in enumerate(orders):
                 items.append(_item(fixture, order, k, "position", k, 0))
-        identity = tuple(range(len(fixture.candidates)))
         for r in range(repeats):
             items.append(_item(fixture, identity, len(orders) + r, "repeat", 0, r))
     return items

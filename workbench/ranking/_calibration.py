@@ -237,7 +237,6 @@ def _fixture(f: RankingFixture) -> FixtureCalibration:
 
 
 def _pooled(rows: list[ReviewerPairAgreement]) -> dict[str, Any]:
-    """Pairwise agreement, mean Kendall's tau and top-1 agreement pooled over reviewer pairs."""
     return {
         "pairwise": wilson_rate(sum(r.agreed_pairs for r in rows), sum(r.pairs for r in rows)),
         "kendall_tau": sum(r.kendall_tau for r in rows) / len(rows) if rows else None,

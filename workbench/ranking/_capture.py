@@ -348,28 +348,17 @@ class PruneResult(_Frozen):
 
 def _index(run_dir: Path) -> dict[str, dict[str, Any]]:
     """payload -> {payload_sha256, expires_at (latest; None = never)} from the index."""
-    out: dict[str, dict[str, Any]] = {}
     path = run_dir / PAYLOAD_INDEX
-    if not path.exists():
-        return out
-    for _, line in iter_jsonl_lines(path):
-        row = loads_json(line)
-        entry = out.setdefault(
-            row["payload"],
-            {
-                "payload_sha256": row["payload_sha256"],
-                "expires_at": row.get("expires_at"),
-                "never": False,
-            },
-        )
-        if row.get("expires_at") is None:
-            entry["never"] = True
-        elif entry["expires_at"] is None or row["expires_at"] > entry["expires_at"]:
-            entry["expires_at"] = row["expires_at"]
-    for entry in out.values():
-        if entry.pop("never"):
-            entry["expires_at"] = None
-    return out
+    rows = [loads_json(line) for _, line in iter_jsonl_lines(path)] if path.exists() else []
+    sha: dict[str, str] = {}
+    expiries: dict[str, list[str | None]] = {}
+    for row in rows:
+        sha.setdefault(row["payload"], row["payload_sha256"])
+        expiries.setdefault(row["payload"], []).append(row.get("expires_at"))
+    return {
+        p: {"payload_sha256": sha[p], "expires_at": None if None in e else max(map(str, e))}
+        for p, e in expiries.items()
+    }
 
 
 def prune_run(

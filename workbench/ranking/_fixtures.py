@@ -402,7 +402,6 @@ def _twice(ids: list[str]) -> list[str]:
 
 
 def _best(raw: dict[str, Any], order: list[str]) -> list[str]:
-    """``order`` of a raw fixture as best-first."""
     return order[::-1] if raw.get("direction") == "worst-first" else list(order)
 
 
@@ -727,7 +726,6 @@ def _header_problems(
 def _changes(
     problems: Problems, header: dict[str, Any], supersedes: Any, lines: Lines
 ) -> list[FixtureChange]:
-    """The change log: valid entries, relative to a version this file supersedes."""
     raw_changes = header.get("changes") or []
     if not isinstance(raw_changes, list):
         problems.add(
@@ -770,7 +768,6 @@ def _change_message(n: int, err: Mapping[str, Any], field: str) -> str:
 def _fixture_items(
     problems: Problems, items: Any, version: Any, lines: Lines
 ) -> list[RankingFixture]:
-    """Every fixture, each problem at its line; the fixtures without a problem."""
     if not isinstance(items, list) or not items:
         fix = "add the reviewed comparisons under fixtures:"
         problems.add(
@@ -812,7 +809,6 @@ def _fixture_items(
 def _item_problems(
     item: dict[str, Any], where: Callable[..., str], case_id: str | None
 ) -> Problems:
-    """One fixture's problems: a computed field written by hand, its rules, its shape."""
     out = Problems()
     if "source_candidates_sha256" in item:
         out.add(

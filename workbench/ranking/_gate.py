@@ -61,7 +61,7 @@ from ..policy import (
 )
 from ..stats import Rate, wilson_rate
 from ._fixtures import FixtureChange, FixtureSet, RankingFixture
-from ._policy import RankingPolicy, default_policy, ranking_policy_sha256
+from ._policy import Owners, RankingPolicy, default_policy, ranking_policy_sha256
 
 if TYPE_CHECKING:
     from ._analysis import CaseMustWin, RankingReport
@@ -397,14 +397,8 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
     out: dict[str, ScalarCaseResult] = {}
     for number, row in rows:
         if row.case_id in out:
-            where, fix = f"{path}:{number}", "one line per case"
-            problems.add(
-                where,
-                "scalar_duplicate",
-                "a second scalar outcome for the case",
-                fix,
-                case_id=row.case_id,
-            )
+            message, fix = "a second scalar outcome for the case", "one line per case"
+            problems.add(f"{path}:{number}", "scalar_duplicate", message, fix, case_id=row.case_id)
         out.setdefault(row.case_id, row)
     problems.raise_if_any(f"{path}: {len(problems)} problem(s) in the scalar results")
     return list(out.values())
@@ -413,38 +407,29 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
 def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]) -> SideBySide:
     """Where the scalar gate and the ranking gate disagree on the same cases."""
     rows = {s.case_id: s for s in scalar}
-    by_case = {c.case_id: c for c in cases}
-    pass_fail: list[SideBySideRow] = []
-    fail_pass: list[SideBySideRow] = []
-    both_pass = both_not = 0
-    for c in cases:
-        s = rows.get(c.case_id)
-        if s is None:
-            continue
-        row = SideBySideRow(
-            case_id=c.case_id,
-            slice=c.slice,
-            scalar_passed=s.passed,
-            scalar_score=s.score,
-            ranking_status=c.status,
-            ranking_codes=c.codes,
-        )
-        ranked = c.status == "pass"
-        if s.passed and not ranked:
-            pass_fail.append(row)
-        elif ranked and not s.passed:
-            fail_pass.append(row)
-        elif ranked:
-            both_pass += 1
-        else:
-            both_not += 1
+    both = [(c, rows[c.case_id]) for c in cases if c.case_id in rows]
+
+    def disagree(scalar_passed: bool) -> list[SideBySideRow]:
+        return [
+            SideBySideRow(
+                case_id=c.case_id,
+                slice=c.slice,
+                scalar_passed=s.passed,
+                scalar_score=s.score,
+                ranking_status=c.status,
+                ranking_codes=c.codes,
+            )
+            for c, s in both
+            if s.passed == scalar_passed and (c.status == "pass") != scalar_passed
+        ]
+
     return SideBySide(
-        compared=sum(c.case_id in rows for c in cases),
-        scalar_pass_ranking_fail=pass_fail,
-        scalar_fail_ranking_pass=fail_pass,
-        both_pass=both_pass,
-        both_not_pass=both_not,
-        scalar_only=sorted(set(rows) - set(by_case)),
+        compared=len(both),
+        scalar_pass_ranking_fail=disagree(True),
+        scalar_fail_ranking_pass=disagree(False),
+        both_pass=sum(s.passed and c.status == "pass" for c, s in both),
+        both_not_pass=sum(not s.passed and c.status != "pass" for c, s in both),
+        scalar_only=sorted(set(rows) - {c.case_id for c in cases}),
         ranking_only=[c.case_id for c in cases if c.case_id not in rows],
     )
 
@@ -452,7 +437,6 @@ def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]
 def _fixture_changes(
     fixture_set: FixtureSet, previous: RankingHistoryEntry | None
 ) -> list[FixtureChangeRow]:
-    """Fixtures added, changed or removed since the last run (none without one)."""
     if previous is None:
         return []
     now, before = fixture_set.by_id(), previous.cases
@@ -577,15 +561,12 @@ def _note(policy: RankingPolicy, decision: Decision) -> str:
 
 
 def _owners(policy: RankingPolicy) -> dict[str, str | None]:
-    if policy.owners:
-        return policy.owners.model_dump()
-    return {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+    return policy.owners.model_dump() if policy.owners else dict.fromkeys(Owners.model_fields)
 
 
 def _integrity_blockers(
     fixture_set: FixtureSet, policy: RankingPolicy, baseline: RankingHistoryEntry | None
 ) -> list[Blocker]:
-    """The policy's requirements on the fixtures and the history."""
     out: list[Blocker] = []
     if policy.fixtures is not None and policy.fixtures != fixture_set.name:
         out.append(
@@ -630,7 +611,6 @@ def _slices(fixture_set: FixtureSet) -> dict[str, str | None]:
 
 
 def _change_blockers(fixture_set: FixtureSet, changes: Sequence[FixtureChangeRow]) -> list[Blocker]:
-    """``ranking_fixture_changed_in_place`` per fixture changed under the same file version."""
     slice_of = _slices(fixture_set)
     out: list[Blocker] = []
     for row in changes:
@@ -654,7 +634,6 @@ def _change_blockers(fixture_set: FixtureSet, changes: Sequence[FixtureChangeRow
 
 
 def _evidence_blockers(report: RankingReport, fixture_set: FixtureSet) -> list[Blocker]:
-    """Missing evidence (``ranking_incomplete``) and malformed results (integration defects)."""
     slice_of = _slices(fixture_set)
     out: list[Blocker] = []
     if report.status == "incomplete":
@@ -687,7 +666,6 @@ def _confirmations(
     policy: RankingPolicy,
     previous: RankingHistoryEntry | None,
 ) -> tuple[list[ConfirmationRow], list[Blocker]]:
-    """Every reversed fixture read by the confirmation rule (must-win) or as editorial drift."""
     fixtures = fixture_set.by_id()
     rows: list[ConfirmationRow] = []
     out: list[Blocker] = []
@@ -737,7 +715,6 @@ def _confirm(
     policy: RankingPolicy,
     previous: RankingHistoryEntry | None,
 ) -> tuple[ConfirmationRow, Blocker]:
-    """One reversed must-win fixture: confirmed, repeats short or unconfirmed."""
     rule = policy.confirmation
     repeat_n = c.attempts_by_battery.get("repeat", 0)
     repeat_k = c.reversed_by_battery.get("repeat", 0)
@@ -797,7 +774,6 @@ def _drop_blockers(drop: AgreementDrop | None, policy: RankingPolicy) -> list[Bl
 def _defect_blockers(
     report: RankingReport, fixture_set: FixtureSet, policy: RankingPolicy
 ) -> list[Blocker]:
-    """Criterion leakage (metric defects) and, when the policy routes them, assembly defects."""
     leaky: dict[str, int] = {}
     for m in report.metric_defects:
         leaky[m.case_id] = leaky.get(m.case_id, 0) + 1
@@ -839,7 +815,6 @@ _CASE_STATUS: dict[str, Literal["incomplete", "fail", "review"]] = {
 def _case_statuses(
     fixture_set: FixtureSet, report: RankingReport, kept: Sequence[Blocker]
 ) -> list[CaseStatus]:
-    """Per fixture: the worst category of the unwaived blockers naming it (missing: incomplete)."""
     out: list[CaseStatus] = []
     for f in fixture_set.fixtures:
         mine = [b for b in kept if f.case_id in b.case_ids]

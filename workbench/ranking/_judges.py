@@ -102,30 +102,20 @@ def interpret_ranking(
     if not check.ok:
         missing = [labels.get(x, x) for x in check.missing]
         dups = [labels.get(x, x) for x in check.duplicates]
-        return (
-            raw,
-            None,
-            (
-                f"the judge returned {raw}, not a permutation of the presented labels {presented}:"
-                f" missing={missing}, unknown={check.unknown}, duplicates={dups}"
-            ),
+        message = (
+            f"the judge returned {raw}, not a permutation of the presented labels {presented}:"
+            f" missing={missing}, unknown={check.unknown}, duplicates={dups}"
         )
+        return raw, None, message
     if set(labels) != set(presented):
-        return (
-            raw,
-            None,
-            (
-                f"the presentation maps labels {sorted(labels)} but the judge was shown"
-                f" {presented}: the candidate mapping is broken"
-            ),
+        message = (
+            f"the presentation maps labels {sorted(labels)} but the judge was shown"
+            f" {presented}: the candidate mapping is broken"
         )
+        return raw, None, message
     best_first = [labels[x.strip()] for x in raw]
-    order = (
-        best_first
-        if presentation.get("direction", "best-first") == "best-first"
-        else best_first[::-1]
-    )
-    return order, best_first[0], None
+    worst_first = presentation.get("direction", "best-first") != "best-first"
+    return best_first[::-1] if worst_first else best_first, best_first[0], None
 
 
 def answer_mapping(ref: CaseRef | None) -> dict[str, Any] | None:
@@ -140,7 +130,6 @@ def answer_mapping(ref: CaseRef | None) -> dict[str, Any] | None:
 
 
 def _planned(visible: dict[str, Any], ref: CaseRef | None) -> dict[str, Any]:
-    """The visible request plus the answer mapping (its hash keys the cache)."""
     mapping = answer_mapping(ref)
     return {**visible, "answer_mapping": mapping} if mapping is not None else visible
 
@@ -195,7 +184,6 @@ class LLMRankingJudge(LLMJudge):
         return RankingMetric(name=spec.name, allowed_values=len(spec.labels), prompt=template)
 
     def _metric_for(self, n: int) -> Any:
-        """A ``RankingMetric`` whose ``allowed_values`` is this fixture's candidate count."""
         from ragas.metrics import RankingMetric
 
         metric = self._metrics.get(n)
@@ -227,9 +215,7 @@ class LLMRankingJudge(LLMJudge):
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
         verdict = _too_many(self.spec, judge_input) or await super().evaluate(judge_input, ref)
-        if (
-            verdict.rendered_request is None
-        ):  # nothing reached the wire: record what would have been sent
+        if verdict.rendered_request is None:  # nothing reached the wire: what would have been sent
             verdict = dataclasses.replace(
                 verdict, rendered_request=self.visible_request(judge_input)
             )
@@ -291,11 +277,7 @@ class FunctionRankingJudge:
             spec, loc, "@ranking_metric", "workbench.demo.ranking:policy_evidence_order", problems
         )
         allowed = getattr(metric, "allowed_values", None)
-        if (
-            not hasattr(metric, "ascore")
-            or not isinstance(allowed, int)
-            or isinstance(allowed, bool)
-        ):
+        if not hasattr(metric, "ascore") or type(allowed) is not int:  # bool is no count
             problems.add(
                 loc,
                 "function_not_metric",

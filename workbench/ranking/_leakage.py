@@ -96,13 +96,8 @@ def _checkable_ids(
 
 def checkable_ids(fixture: RankingFixture) -> tuple[tuple[str, re.Pattern[str]], ...]:
     """The candidate ids no fixture text contains (those a reason or request must not show)."""
-    text = "\n".join(
-        [
-            fixture.user_input,
-            *(p.text for p in fixture.context),
-            *(c.text for c in fixture.candidates),
-        ]
-    )
+    texts = [fixture.user_input, *(p.text for p in fixture.context)]
+    text = "\n".join(texts + [c.text for c in fixture.candidates])
     ids = tuple(fixture.candidate_ids)
     return _checkable_ids(fixture.case_id, fixture.source_candidates_sha256, ids, text)
 

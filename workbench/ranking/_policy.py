@@ -206,26 +206,17 @@ def choose_agreement_threshold(examples: list[AgreementDropExample]) -> Threshol
     harmful = [e.drop for e in examples if e.decision_changed]
     largest = max(acceptable) if acceptable else None
     smallest = min(harmful) if harmful else None
-    if largest is not None and smallest is not None and largest < smallest:
-        mid = round((largest + smallest) / 2, 3)
-        threshold = mid if largest <= mid < smallest else largest
-        return ThresholdChoice(
-            threshold=threshold,
-            separable=True,
-            largest_acceptable_drop=largest,
-            smallest_harmful_drop=smallest,
-            errors=0,
-            misclassified=[],
-            examples=len(examples),
-        )
-    cuts = sorted({0.0, *(e.drop for e in examples)})
 
     def cost(t: float) -> tuple[int, int, float]:
         wrong = threshold_errors(examples, t)
         missed = sum(1 for e in examples if e.example_id in wrong and e.decision_changed)
         return len(wrong), missed, t
 
-    best = min(cuts, key=cost)
+    if largest is not None and smallest is not None and largest < smallest:
+        mid = round((largest + smallest) / 2, 3)
+        best = mid if largest <= mid < smallest else largest  # separates: no error
+    else:
+        best = min(sorted({0.0, *(e.drop for e in examples)}), key=cost)
     wrong = threshold_errors(examples, best)
     return ThresholdChoice(
         threshold=best,
@@ -328,7 +319,6 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
 
 
 def _policy_problems(problems: Problems, path: Path, policy: RankingPolicy) -> None:
-    """What a policy file must state beyond its fields' shapes."""
     loc = str(path)
     if path.stem != policy.label:
         message = f"file name {path.name!r} does not match name@version {policy.label}"

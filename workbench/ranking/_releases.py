@@ -102,7 +102,6 @@ def previous_path(path: Path, fixture_set: FixtureSet) -> Path:
 def _change_log_problems(
     path: Path, fixture_set: FixtureSet, header_lines: dict[str, int]
 ) -> list[Problem]:
-    """The change entries against the superseded file's expected orders."""
     from ._fixtures import load_fixtures
 
     at = f"{path}:{header_lines.get('changes') or header_lines.get('supersedes') or 0}"
