@@ -37,16 +37,18 @@ changes, earlier reversals) and the last passing run (the agreement-drop baselin
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import AwareDatetime, Field, ValidationError
 
-from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
+from .._io import iter_jsonl_lines, loads_json
 from .._load import Problems
 from .._record import Record as _Frozen
+from .._record import append_to_log, read_log
 from ..errors import refusal
 from ..outcomes import ExitCode
 from ..policy import (
@@ -66,7 +68,6 @@ from ._policy import Owners, RankingPolicy, default_policy, ranking_policy_sha25
 if TYPE_CHECKING:
     from ._analysis import CaseMustWin, RankingReport
 
-_M = TypeVar("_M", bound=_Frozen)
 RANKING_GATE_SCHEMA_VERSION = 2
 """2: the shared blocker and override records."""
 HISTORY_SCHEMA_VERSION = 1
@@ -300,37 +301,18 @@ class RankingHistoryEntry(_Frozen):
     """Per fixture."""
 
 
-def _read_lines(
-    path: str | Path, model: type[_M], code: str, what: str, fix: str
-) -> tuple[list[tuple[int, _M]], Problems]:
-    """Every line of a JSON Lines file as ``model`` with its number; every bad line's problem."""
-    rows: list[tuple[int, _M]] = []
-    problems = Problems()
-    not_utf8: list[int] = []
-    for number, line in iter_jsonl_lines(path, not_utf8):
-        try:
-            rows.append((number, model.model_validate(loads_json(line))))
-        except (ValueError, ValidationError) as exc:
-            message = f"not a {what} ({str(exc).splitlines()[0][:160]})"
-            problems.add(f"{path}:{number}", code, message, fix)
-    for n in not_utf8:
-        problems.add(f"{path}:{n}", code, f"not a {what} (the line is not valid UTF-8)", fix)
-    return rows, problems
-
-
 def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
     """Every entry of a history log, in order (none when the file does not exist)."""
-    if path is None or not Path(path).exists():
+    if path is None:
         return []
-    rows, problems = _read_lines(
+    return read_log(
         path,
         RankingHistoryEntry,
-        "history_invalid",
-        "ranking history entry",
-        "restore the line; the history is append-only",
+        code="history_invalid",
+        what="a ranking history entry",
+        name="ranking history",
+        fix="restore the line; the history is append-only",
     )
-    problems.raise_if_any(f"{path}: the ranking history has {len(problems)} problem(s)")
-    return [entry for _, entry in rows]
 
 
 def history_entry(
@@ -371,8 +353,7 @@ def record_run(
 ) -> RankingHistoryEntry:
     """Append a gated report to the history log (append-only) and return the entry."""
     entry = history_entry(report, fixture_set, now)
-    with AppendOnlyLog(path) as log:
-        log.append(entry.model_dump(mode="json"))
+    append_to_log(path, entry)
     return entry
 
 
@@ -387,19 +368,25 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
             "the scalar results file does not exist",
             "give a JSON Lines file of {case_id, passed, score, threshold, detail}",
         )
-    rows, problems = _read_lines(
-        path,
-        ScalarCaseResult,
-        "scalar_invalid",
-        "scalar case result",
-        "each line is {case_id, passed: true|false, score, threshold, detail}, in UTF-8",
-    )
+    problems = Problems()
+    fix = "each line is {case_id, passed: true|false, score, threshold, detail}, in UTF-8"
+    not_utf8: list[int] = []
     out: dict[str, ScalarCaseResult] = {}
-    for number, row in rows:
+    for number, line in iter_jsonl_lines(path, not_utf8):
+        where = f"{path}:{number}"
+        try:
+            row = ScalarCaseResult.model_validate(loads_json(line))
+        except (ValueError, ValidationError) as exc:
+            message = f"not a scalar case result ({str(exc).splitlines()[0][:160]})"
+            problems.add(where, "scalar_invalid", message, fix)
+            continue
         if row.case_id in out:
-            message, fix = "a second scalar outcome for the case", "one line per case"
-            problems.add(f"{path}:{number}", "scalar_duplicate", message, fix, case_id=row.case_id)
+            message, again = "a second scalar outcome for the case", "one line per case"
+            problems.add(where, "scalar_duplicate", message, again, case_id=row.case_id)
         out.setdefault(row.case_id, row)
+    for n in not_utf8:
+        message = "not a scalar case result (the line is not valid UTF-8)"
+        problems.add(f"{path}:{n}", "scalar_invalid", message, fix)
     problems.raise_if_any(f"{path}: {len(problems)} problem(s) in the scalar results")
     return list(out.values())
 
@@ -774,9 +761,7 @@ def _drop_blockers(drop: AgreementDrop | None, policy: RankingPolicy) -> list[Bl
 def _defect_blockers(
     report: RankingReport, fixture_set: FixtureSet, policy: RankingPolicy
 ) -> list[Blocker]:
-    leaky: dict[str, int] = {}
-    for m in report.metric_defects:
-        leaky[m.case_id] = leaky.get(m.case_id, 0) + 1
+    leaky = Counter(m.case_id for m in report.metric_defects)
     slice_of = _slices(fixture_set)
     out: list[Blocker] = []
     for case_id, n in leaky.items():

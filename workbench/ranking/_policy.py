@@ -439,14 +439,8 @@ def threshold_chart(
             tooltip=[alt.Tooltip(field) for field in ("example", "drop", "verdict", "note")],
         )
     )
-    lines = pd.DataFrame(
-        [{"x": choice.threshold, "what": f"chosen {choice.threshold}"}]
-        + (
-            [{"x": policy_threshold, "what": f"policy {policy_threshold}"}]
-            if policy_threshold is not None
-            else []
-        )
-    )
+    marks = [("chosen", choice.threshold), ("policy", policy_threshold)]
+    lines = pd.DataFrame([{"x": x, "what": f"{what} {x}"} for what, x in marks if x is not None])
     rules = (
         alt.Chart(lines)
         .mark_rule(strokeDash=[4, 3], color="#333333")

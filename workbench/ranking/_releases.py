@@ -14,7 +14,7 @@ from typing import Any
 from .._io import sha256_json
 from .._record import Record as _Frozen
 from ..approval import Change, Release, Snapshot, check_lineage, read_release_log
-from ..errors import Problem, WorkbenchError, refusal
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ._fixtures import FixtureChange, FixtureSet, RankingFixture
 
 LABEL_FIELDS = ("expected_order", "acceptable_orders", "critical_pair")
@@ -113,15 +113,9 @@ def _change_log_problems(
     try:
         previous = load_fixtures(prev_path)
     except WorkbenchError as exc:
-        return [
-            Problem(
-                location=at,
-                code="supersedes_invalid",
-                message=f"{prev_path.name} does not load: {p.code}: {p.message}",
-                fix=p.fix,
-            )
-            for p in exc.problems
-        ]
+        why = f"{prev_path.name} does not load"
+        code = "supersedes_invalid"
+        return [problem(at, code, f"{why}: {p.code}: {p.message}", p.fix) for p in exc.problems]
     if previous.name != fixture_set.name:
         message = f"{prev_path.name} is fixture set {previous.name!r}, not {fixture_set.name!r}"
         fix = "a version supersedes an earlier version of the same set"
@@ -138,27 +132,27 @@ def _entry_problems(fixture_set: FixtureSet, previous: FixtureSet, at: str) -> l
     for change in fixture_set.changes:
         cid = change.case_id
 
-        def problem(code: str, message: str, fix: str, cid: str = cid) -> None:
-            problems.append(Problem(location=at, case_id=cid, code=code, message=message, fix=fix))
+        def add(code: str, message: str, fix: str, cid: str = cid) -> None:
+            problems.append(problem(at, code, message, fix, cid))
 
         if cid in seen:
-            problem("change_duplicate", "two change entries for one fixture", "one entry each")
+            add("change_duplicate", "two change entries for one fixture", "one entry each")
             continue
         seen.add(cid)
         if cid not in changed:
             where = "in neither version" if cid not in after else "identical in both versions"
-            problem("change_not_a_change", f"a change entry for a fixture {where}", "remove it")
+            add("change_not_a_change", f"a change entry for a fixture {where}", "remove it")
             continue
         was = list(old[cid].expected_order) if cid in old else None
         now = list(new[cid].expected_order) if cid in new else None
         if _order(change.old_order) != was:
             message = f"old_order {change.old_order} is not {previous.label}'s expected_order {was}"
             fix = "copy the superseded version's expected_order (null for a new fixture)"
-            problem("change_old_order_mismatch", message, fix)
+            add("change_old_order_mismatch", message, fix)
         if _order(change.new_order) != now:
             message = f"new_order {change.new_order} is not this version's expected_order {now}"
             fix = "copy this version's expected_order (null for a retired fixture)"
-            problem("change_new_order_mismatch", message, fix)
+            add("change_new_order_mismatch", message, fix)
     return problems
 
 
