@@ -325,12 +325,9 @@ def pairwise_report(
     partition: str | Partition | None = None,
     tie_labels: Sequence[str] | None = None,
 ) -> PairwiseReport:
-    """Analyse a pairwise judge's results (a file or records) in both orders against the gold.
-
-    Only repeats 0 and 1 are allowed, each with a ``presentation`` whose ``swap`` matches it;
-    ``tie_labels`` name no winner. Raises :class:`~workbench.errors.WorkbenchError` listing every
-    problem.
-    """
+    """Analyse a pairwise judge's results (repeats 0 and 1, each with a matching
+    ``presentation.swap``) against the gold; ``tie_labels`` name no winner. Raises
+    :class:`~workbench.errors.WorkbenchError` listing every problem."""
     ties = list(dict.fromkeys(tie_labels or []))
     with bulk_load():
         gold_path = None if isinstance(dataset, GoldDataset) else str(dataset)

@@ -126,8 +126,7 @@ def position_battery(
     seed: int = 0,
     repeats: int = 3,
 ) -> list[WorkItem]:
-    """The planned work items: a position battery (or one rotation) and ``repeats`` identical
-    presentations per fixture."""
+    """Per fixture: the position battery (or one rotation), then ``repeats`` identical ones."""
     check_int(repeats, "repeats", minimum=0)
     check_int(sample, "sample", minimum=1)
     check_int(max_exhaustive, "max_exhaustive", minimum=0)
@@ -172,8 +171,7 @@ async def run_ranking(
     candidate_path: str | Path | None = None,
     items: list[WorkItem] | None = None,
 ) -> RunSummary:
-    """Run the battery through the run engine (resumable, cached, budgeted). ``items``: run these
-    instead of the whole battery (a replay)."""
+    """Run the battery through the run engine (resumable, cached, budgeted); ``items``: a replay."""
     from ..runs import RunOptions, run_items
 
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)

@@ -90,8 +90,7 @@ def request_text(request: Any) -> str:
 
 
 def occurrences(texts: dict[str, str], haystack: str) -> dict[str, int]:
-    """How often each text occurs in ``haystack``, not counting occurrences inside another,
-    longer text of ``texts``."""
+    """How often each text occurs in ``haystack``, not counting hits inside a longer text."""
     raw = {key: haystack.count(t) if t else 0 for key, t in texts.items()}
     out = dict(raw)
     for key, t in texts.items():

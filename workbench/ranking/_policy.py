@@ -404,8 +404,7 @@ def threshold_chart(
     choice: ThresholdChoice,
     policy_threshold: float | None = None,
 ) -> Any:
-    """Altair chart: each reviewed example's drop by verdict, with the chosen (and policy)
-    threshold."""
+    """Altair chart: each reviewed drop by verdict, with the chosen (and policy) threshold."""
     import altair as alt
     import pandas as pd
 

@@ -79,8 +79,7 @@ def fixtures_snapshot(path: Path) -> Snapshot:
 def check_release(
     path: Path, fixture_set: FixtureSet, case_lines: dict[str, int], header_lines: dict[str, int]
 ) -> FixtureSet:
-    """The set with ``release`` attached when frozen, after the lineage check (raises
-    :class:`WorkbenchError` listing every problem)."""
+    """The set with its verified ``release`` (if frozen) after the lineage check, or a refusal."""
     snapshot = snapshot_of(fixture_set, case_lines, header_lines)
     log = read_release_log(snapshot.folder)
     problems = check_lineage(snapshot, log)
