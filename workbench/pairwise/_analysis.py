@@ -1,26 +1,10 @@
 """Pairwise analysis: accuracy in both presentation orders, position consistency and position bias.
 
-A pairwise judge is asked twice per case: **repeat 0** in the original order (``swap`` false,
-the first candidate shown first) and **repeat 1** swapped (``swap`` true). Every result must
-say so in ``presentation`` (``{"swap", "presented_order", "first_shown"}``), as the LLMBar
-importer writes it; a result whose presentation contradicts its repeat is refused.
-
-Denominators are always reported, and chosen so that the LLMBar figures in every upstream
-``statistics.json`` are reproduced exactly. Upstream compares each winner with ``==`` and
-divides by the number of items, so a null winner (an evaluator error here) is *not correct*
-and stays in the denominator; two null winners compare equal, so a case with an evaluator
-error in both orders counts as position-consistent. The same rules apply here, the errors
-are reported on their own, and :data:`DENOMINATORS` (copied into every report) states how
-they enter each figure. A missing result (no record at all) is counted like an error in
-the accuracy denominators, never as consistent, and makes the report ``incomplete``.
-
-**Ties.** A verdict names no winner (a *tie*) when it is one of the declared ``tie_labels`` or,
-when the result records ``presented_order``, when it is not one of the candidates shown. Tie
-verdicts are counted on their own and left out of the first-shown win rate, so a judge that is
-position-consistent on every case scores exactly 0.5 however often it says "tie". A gold case
-is *decided* when its label names a winner (not a tie label, not an abstain label, and one of
-the candidates shown when they are recorded); accuracy is reported over decided gold cases
-beside accuracy over all cases, each with its own denominator.
+Repeat 0 is the original order (``presentation.swap`` false), repeat 1 the swapped one. The
+figures reproduce LLMBar's ``statistics.json`` exactly (an evaluator error is not correct and
+stays in n; two errors count as consistent); :data:`DENOMINATORS` states each figure's k and n.
+A tie verdict (a ``tie_labels`` label, or one not shown) names no winner and leaves the
+first-shown win rate; accuracy is also given over decided gold cases.
 """
 
 from __future__ import annotations
@@ -40,8 +24,7 @@ from ..results import JudgeIdentity, JudgeResult, ResultLine, scan_results
 from ..stats import Rate, wilson_rate
 
 PAIRWISE_SCHEMA_VERSION = 2
-"""Version of :class:`PairwiseReport`'s JSON form (2: ties, decided-gold accuracy, first-shown wins
-over decided verdicts)."""
+"""Version of :class:`PairwiseReport`'s JSON form (2: ties, decided-gold accuracy)."""
 
 ORIGINAL_REPEAT = 0
 """Repeat index of the original presentation order (``swap`` false)."""
@@ -104,14 +87,6 @@ DENOMINATORS: dict[str, str] = {
 }
 """How each figure's numerator and denominator are built, and how errors enter it."""
 
-UPSTREAM_KEYS: dict[str, str] = {
-    "correct_False": "original.accuracy",
-    "correct_True": "swapped.accuracy",
-    "correct_both": "correct_both",
-    "equal": "position_consistency",
-}
-"""LLMBar ``statistics.json`` keys and the :class:`PairwiseSlice` figure that reproduces each."""
-
 
 class OrderStats(_Model):
     """One presentation order over one slice (or over all cases)."""
@@ -133,16 +108,13 @@ class OrderStats(_Model):
     ties: int = 0
     """Verdicts naming no winner (see ``tie_labels``)."""
     accuracy: Rate
-    """correct / n; errors and missing results count as not correct (upstream correct_False /
-    correct_True)."""
+    """correct / n; errors and missing results are not correct (upstream correct_False/True)."""
     accuracy_among_verdicts: Rate
     """correct / verdicts."""
     accuracy_decided_gold: Rate | None = None
-    """Correct verdicts on cases whose gold label names a winner / those cases (errors and missing
-    results stay in n)."""
+    """Correct verdicts on cases whose gold label names a winner / those cases."""
     first_shown_wins: Rate
-    """Verdicts choosing the candidate shown first / decided verdicts (tie verdicts excluded) in
-    this order."""
+    """Verdicts choosing the candidate shown first / decided verdicts in this order."""
     errors_by_kind: dict[str, int]
     """Evaluator errors by kind."""
 
@@ -167,23 +139,19 @@ class PairwiseSlice(_Model):
     correct_both: Rate
     """Cases correct in both orders / n (upstream correct_both)."""
     position_consistency: Rate
-    """Cases with the same outcome in both orders / n; two errors count as the same (upstream
-    equal)."""
+    """Cases with the same outcome in both orders (two errors too) / n (upstream equal)."""
     consistent_verdicts: Rate
     """Cases with the same verdict in both orders / cases with a verdict in both orders."""
     errors_in_both_orders: int
-    """Cases with an evaluator error in both orders (counted as consistent, see
-    ``position_consistency``)."""
+    """Cases with an evaluator error in both orders (counted as consistent)."""
     cases_with_error: int
     """Cases with an evaluator error in at least one order."""
     first_shown_wins: Rate
-    """Verdicts choosing the candidate shown first / decided verdicts of both orders (tie verdicts
-    excluded)."""
+    """Verdicts choosing the candidate shown first / decided verdicts of both orders."""
     tie_verdicts: Rate | None = None
     """Tie verdicts / all verdicts of both orders."""
     gold_ties: int = 0
-    """Cases whose gold label names no winner (a tie or an abstention): left out of the decided-gold
-    accuracy."""
+    """Cases whose gold label names no winner (a tie or an abstention)."""
     average_accuracy_decided_gold: Rate | None = None
     """Correct verdicts of both orders on decided-gold cases / (2 x decided-gold cases)."""
     errors: int
@@ -223,8 +191,7 @@ class MissingResult(_Model):
 
 
 class PairwiseReport(_Model):
-    """Everything ``workbench pairwise`` reports. Stable, versioned JSON (``kind:
-    workbench.pairwise``)."""
+    """Everything ``workbench pairwise`` reports (stable, versioned JSON)."""
 
     schema_version: int = PAIRWISE_SCHEMA_VERSION
     """Report format version."""
@@ -249,8 +216,7 @@ class PairwiseReport(_Model):
     labels: list[str]
     """The rubric's label vocabulary."""
     tie_labels: list[str] = []
-    """Labels declared to name no winner (``--tie-label``); labels outside a recorded
-    ``presented_order`` are ties too."""
+    """Labels declared to name no winner (``--tie-label``)."""
     status: Literal["complete", "incomplete"]
     """``incomplete`` when any case lacks a result in either order. Never a pass."""
     results_read: int
@@ -262,8 +228,7 @@ class PairwiseReport(_Model):
     evaluator_errors: list[PairwiseError]
     """Every evaluator error, with its order."""
     denominators: dict[str, str]
-    """How each figure's k and n are built and how evaluator errors enter them
-    (:data:`DENOMINATORS`)."""
+    """How each figure's k and n are built (:data:`DENOMINATORS`)."""
     overall: PairwiseSlice
     """All cases in scope."""
     slices: list[PairwiseSlice]
@@ -277,7 +242,6 @@ class PairwiseReport(_Model):
 
 
 def _first_shown(first_shown_of: Mapping[int, str | None], case: JoinedCase) -> str | None:
-    """The candidate shown first on ``case``'s result line, when recorded."""
     line = case.result_line
     return None if line is None else first_shown_of.get(line)
 
@@ -361,17 +325,9 @@ def pairwise_report(
     partition: str | Partition | None = None,
     tie_labels: Sequence[str] | None = None,
 ) -> PairwiseReport:
-    """Analyse a pairwise judge's results in both presentation orders against the gold labels.
-
-    ``dataset`` is a loaded :class:`~workbench.gold.GoldDataset` or a dataset path; ``results``
-    a results file in the judge-result contract or judge results (records or
-    :class:`~workbench.results.ResultLine`). Only repeats 0 (original order) and 1 (swapped) are
-    allowed, and every result needs a ``presentation`` whose ``swap`` matches its repeat.
-    ``tie_labels`` are rubric labels that name no winner (e.g. PandaLM's ``"0"``); a verdict
-    outside a recorded ``presented_order`` is a tie too. Raises
-    :class:`~workbench.errors.WorkbenchError` listing every problem (bad lines, unknown cases,
-    response-hash mismatches, duplicates, mixed judges, contradicting presentations).
-    """
+    """Analyse a pairwise judge's results (repeats 0 and 1, each with a matching
+    ``presentation.swap``) against the gold; ``tie_labels`` name no winner. Raises
+    :class:`~workbench.errors.WorkbenchError` listing every problem."""
     ties = list(dict.fromkeys(tie_labels or []))
     with bulk_load():
         gold_path = None if isinstance(dataset, GoldDataset) else str(dataset)
@@ -439,8 +395,7 @@ Shown = tuple[str | None, frozenset[str] | None]
 
 
 def _presentation(r: JudgeResult, vocab: set[str], ties: Sequence[str]) -> Shown | Problem:
-    """The candidate shown first and the candidates shown, or what is wrong (case and fix set,
-    location left to the caller)."""
+    """The candidate shown first and the candidates shown, or what is wrong (no location)."""
 
     def wrong(code: str, message: str, fix: str = _FIX) -> Problem:
         return problem("", code, message, fix, r.case_id)
@@ -503,8 +458,7 @@ def _check_presentations(
     location: str,
     tie_labels: Sequence[str] = (),
 ) -> tuple[list[Problem], dict[int, str | None], dict[int, frozenset[str] | None]]:
-    """Repeats and presentations that make the two orders meaningful; first-shown label and
-    candidates per line."""
+    """Every presentation problem; first-shown label and candidates per line."""
     vocab = set(labels)
     problems = [
         problem(
@@ -531,8 +485,7 @@ def _check_presentations(
 
 @dataclass(frozen=True, slots=True)
 class _NoWinner:
-    """Which labels name no winner: declared tie labels, abstain labels (gold only), labels not
-    shown."""
+    """Which labels name no winner: tie labels, abstain labels (gold only), labels not shown."""
 
     ties: frozenset[str]
     abstain: frozenset[str]
@@ -599,12 +552,8 @@ def _slice(
         p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"
     ]
     same_verdict = sum(1 for p in both_verdicts if p.first.judge_label == p.second.judge_label)
-    both_errors = sum(
-        1 for p in pairs if p.first.outcome == "error" and p.second.outcome == "error"
-    )
-    both_correct = sum(
-        1 for p in both_verdicts if p.first.judge_label == p.gold and p.second.judge_label == p.gold
-    )
+    both_errors = sum(p.first.outcome == p.second.outcome == "error" for p in pairs)
+    both_correct = sum(p.first.judge_label == p.second.judge_label == p.gold for p in both_verdicts)
     verdicts = original.verdicts + swapped.verdicts
     ties = original.ties + swapped.ties
     decided_cases = sum(decided_gold)
@@ -638,10 +587,7 @@ def _slice(
 def upstream_figures(
     report: PairwiseReport, slice_name: str | None = None
 ) -> dict[str, tuple[int, int]]:
-    """``{statistics.json key: (k, n)}`` for the figures LLMBar's ``statistics.json`` prints.
-
-    Over all cases by default, or over one slice. See :data:`UPSTREAM_KEYS`.
-    """
+    """``{statistics.json key: (k, n)}`` of LLMBar's figures, over all cases or one slice."""
     block = (
         report.overall
         if slice_name is None

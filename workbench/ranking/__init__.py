@@ -1,27 +1,12 @@
-"""Ranking judges: reviewed ranking fixtures, a position-bias battery and its analysis.
+"""Ranking judges: reviewed ranking fixtures, a position-bias battery, its analysis and gate.
 
-- :func:`load_fixtures`: reviewed comparisons (frozen candidates, expected order in a
-  declared direction, accepted ties or a critical pair, rationale, gate), every problem at once.
-- Judge kinds ``ragas-ranking`` (a Ragas ``RankingMetric`` through ``llm_factory``) and
-  ``ragas-ranking-function`` (a deterministic ``@ranking_metric``); the judge sees neutral
-  labels (A, B, C ...), never stable candidate ids.
-- :func:`position_battery` / :func:`run_ranking`: every fixture under several presented
-  orders plus a repeat baseline, through the run engine (resumable, cached, budgeted).
-- :func:`ranking_report`: integration defects first, then pairwise agreement, must-win
-  reversals vs monitor-only drift, position bias, repeatability vs position sensitivity,
-  slices, criterion leakage (metric defects) and a failure artifact per failing case with a
-  completeness check of the rendered request, its judge configuration, owners and the command
-  that replays it; the ranking gate's decision is embedded (:func:`ranking_gate`).
-- :func:`reviewer_agreement`: reviewer-reviewer agreement of the fixtures (human calibration).
-- :func:`label_history`: the versions of a fixture file and their recorded changes (frozen
-  with ``workbench freeze``, :mod:`workbench.approval`).
-- :func:`load_ranking_policy`: release rules (confirmation, agreement drop, report-only,
-  leakage, capture, owners); :func:`choose_agreement_threshold` from reviewed examples.
-- :func:`prune_run` / :func:`lock_ranking_run` / :func:`verify_ranking_run`: privacy mode.
+Fixtures (:func:`load_fixtures`), judge kinds ``ragas-ranking`` and ``ragas-ranking-function``,
+the battery (:func:`position_battery`, :func:`run_ranking`), the report and gate
+(:func:`ranking_report`, :func:`ranking_gate`), reviewer calibration
+(:func:`reviewer_agreement`), label history, release policies and privacy mode.
 """
 
 from ._analysis import (
-    DENOMINATORS,
     Completeness,
     FailureArtifact,
     MetricDefect,
@@ -34,8 +19,6 @@ from ._analysis import (
     write_ranking_artifacts,
 )
 from ._battery import (
-    PARTITION,
-    Plan,
     position_battery,
     presentation_orders,
     read_battery,
@@ -63,11 +46,9 @@ from ._capture import (
     verify_ranking_run,
 )
 from ._fixtures import (
-    Candidate,
     FixtureChange,
     FixtureSet,
     OrderAdjudication,
-    Passage,
     RankingFixture,
     ReviewerOrder,
     check_permutation,
@@ -108,13 +89,10 @@ __all__ = [
     "AgreementDropExample",
     "AgreementDropExamples",
     "CalibrationFigure",
-    "Candidate",
     "CaptureConfig",
     "CapturingJudge",
-    "Plan",
     "Completeness",
     "Confirmation",
-    "DENOMINATORS",
     "FailureArtifact",
     "FixtureCalibration",
     "FixtureChange",
@@ -125,8 +103,6 @@ __all__ = [
     "MetricDefect",
     "OrderAdjudication",
     "Owners",
-    "PARTITION",
-    "Passage",
     "RankingFixture",
     "RankingGateResult",
     "RankingHistoryEntry",

@@ -1,38 +1,14 @@
-"""Ranking analysis: integration defects first, then agreement, must-win, position bias, stability.
+"""Ranking analysis: :func:`ranking_report` reads judge results against the fixtures.
 
-:func:`ranking_report` reads judge results (from a battery run or imported; each carries its
-``presentation`` and ``order``) against the fixtures and returns a :class:`RankingReport`:
-
-1. **Integration defects**, before any quality statistic: invalid permutations (missing,
-   unknown, duplicate ids), results for unknown cases, results whose judged candidates differ
-   from the frozen fixture, broken presentations, a winner that is not the order's best.
-   Attempts with a defect never enter the quality figures.
-2. **Pairwise agreement** with the expected order (best accepted order with
-   ``acceptable_orders``; only the critical pair with ``critical_pair``).
-3. **Must-win**: expected vs actual winner per attempt; must-win reversals (gate
-   ``must-win``, blocking) and monitor-only drift (reported, never blocking) separately.
-4. **Position bias** over the position battery only: first-place counts per candidate and
-   per presented position, with the share a position-blind ranker would get.
-5. **Repeatability** (winner stability across identical presentations, the ``repeat``
-   baseline) and **position sensitivity** (winner stability across permutations, the
-   ``position`` battery): two separately labelled figures.
-6. **Failure artifacts**, one per failing case, with a completeness check of the rendered
-   request (every candidate text once, every reviewer-cited passage present?) that tells an
-   assembly defect from a judge defect, the Ragas version and judge configuration, the exact
-   command that replays the failing attempt from frozen inputs, and the four owners.
-7. **Metric defects**: attempts whose reason cites something outside the criterion
-   (criterion leakage, :mod:`workbench.ranking._leakage`).
-8. **Slices**: agreement, reversals and position sensitivity per fixture slice, with
-   denominators.
-
-The release decision is the ranking gate's (:mod:`workbench.ranking._gate`), embedded as
-``gate``: ``passed`` is true only when its outcome is ``passed``, and ``blockers`` are its
-blockers in words. Every figure carries its numerator and denominator (:data:`DENOMINATORS`).
+Integration defects come first (attempts with one never enter the quality figures), then
+pairwise agreement, must-win reversals vs monitor-only drift, position bias (position battery),
+repeatability vs position sensitivity, request completeness, criterion leakage, per-slice
+figures and one failure artifact per failing case. The ranking gate's decision is embedded
+(:mod:`workbench.ranking._gate`); every figure's k and n are defined in :data:`DENOMINATORS`.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,10 +20,10 @@ from pydantic import BaseModel
 
 from .._io import atomic_write_json
 from .._record import Record as _Frozen
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..results import JudgeResult, ResultLine, read_results
 from ..stats import Rate, wilson_rate
-from ._capture import is_stub, occurrences, request_text
+from ._capture import is_stub, norm, occurrences, request_text
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
 from ._gate import RankingGateResult
 from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
@@ -147,12 +123,7 @@ DIAGNOSIS_OWNER: dict[str, OwnerRole] = {
     "position_sensitive": "evaluation",
     "stable_disagreement": "domain_reviewer",
 }
-"""Who a failure is handed to first, by diagnosis: a malformed list or mapping, an incomplete
-rendering and a position-sensitive order are the evaluation team's (rubric rendering,
-candidate mapping, ranking assertion); a winner that changes across identical requests is the
-platform team's (the model request boundary); a complete, stable, wrong order goes to the
-domain reviewer (is the must-win label still valid?). Changed candidates are the application
-team's (an integration defect of code ``candidates_changed``)."""
+"""Who a failure is handed to first, by diagnosis."""
 DefectCode = Literal[
     "invalid_ranking",
     "unknown_case",
@@ -170,9 +141,7 @@ class IntegrationDefect(_Frozen):
     repeat: int
     """The result's repeat index (its presentation within the battery)."""
     code: DefectCode
-    """``invalid_ranking`` (not a permutation), ``unknown_case``, ``candidates_changed`` (judged
-    candidates differ from the frozen fixture), ``presentation_mismatch`` (the presentation does
-    not map the fixture's candidates), ``winner_mismatch`` (value is not the order's best)."""
+    """What kind of defect (see :data:`DefectCode`)."""
     message: str
     """What is wrong, in words."""
     returned: list[str] | None = None
@@ -343,7 +312,7 @@ class Completeness(_Frozen):
     checked: bool
     """False when the result stores no inline request or capture stub."""
     complete: bool | None
-    """Every candidate text exactly once and every cited passage present (None when not checked)."""
+    """Every candidate text exactly once and every cited passage present (None: not checked)."""
     missing_candidates: list[str] = []
     """Candidate ids whose full text is not in the request (clipped or dropped)."""
     duplicated_candidates: list[str] = []
@@ -360,8 +329,7 @@ class AssemblyFigure(_Frozen):
     """Completeness of the stored requests over every attempt (reported, not blocking)."""
 
     incomplete_requests: Rate
-    """Attempts whose request lacks a candidate text or a cited passage or shows a candidate twice,
-    over attempts with a stored request."""
+    """Attempts whose request is incomplete, over attempts with a stored request."""
     duplicated_candidates: Rate = wilson_rate(0, 0)
     """Attempts whose request shows some candidate twice."""
     leaked_ids: Rate
@@ -382,10 +350,7 @@ class FailureArtifact(_Frozen):
     direction: str
     """What the first id of an order means."""
     diagnosis: Diagnosis
-    """``integration_defect`` (malformed result), ``assembly_defect`` (the request lacked
-    evidence), ``judge_variation`` (winner changes across identical presentations),
-    ``position_sensitive`` (winner changes with presented order only), ``stable_disagreement``
-    (complete request, stable order, still wrong: judge, criterion or gold label)."""
+    """Why the case fails, the first that holds (see :func:`_diagnosis`)."""
     failing_attempts: Rate
     """Failing attempts of this case over its attempts with an answer."""
     battery: str | None
@@ -431,28 +396,23 @@ class FailureArtifact(_Frozen):
     ragas_version: str | None = None
     """The Ragas version the judge ran with."""
     judge_configuration: dict[str, Any] = {}
-    """The judge's configuration: kind, model, prompt sha256 and every spec parameter (endpoint,
-    params, labels ...)."""
+    """The judge's kind, model, prompt sha256 and every spec parameter."""
     capture: str | None = None
-    """How the request was stored: ``full``, ``digest_and_excerpts``, or ``inline`` (no capture
-    stub)."""
+    """How the request was stored: ``full``, ``digest_and_excerpts`` or ``inline``."""
     request_payload: str | None = None
     """The payload file of the shown attempt (relative to the run directory), while retained."""
     metric_defects: list[LeakageHit] = []
     """Criterion leakage in the shown attempt's reason."""
     reproduce: str | None = None
-    """The exact command that replays the failing attempt from frozen inputs (None when the run's
-    battery or candidate spec is unknown)."""
+    """The command that replays the failing attempt from frozen inputs, when known."""
     owner: OwnerRole = "evaluation"
     """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
     owners: dict[str, str | None] = {}
-    """The four owners (application, evaluation, platform, domain_reviewer) from the ranking policy;
-    None when no policy names them."""
+    """The four owners from the ranking policy (None: not named)."""
 
 
 class MetricDefect(_Frozen):
-    """An attempt whose reason cites something outside the criterion: the metric answered another
-    question."""
+    """An attempt whose reason cites something outside the criterion."""
 
     case_id: str
     """The fixture."""
@@ -488,8 +448,7 @@ class SliceFigure(_Frozen):
     drift_cases: Rate
     """Monitor-only fixtures with a failed check over monitor-only fixtures with a valid attempt."""
     position_stable: Rate
-    """Fixtures with one winner across the position battery over fixtures with at least 2 position
-    attempts."""
+    """Fixtures with one winner across the position battery (of those with 2+ attempts)."""
     first_shown_wins: Rate
     """Position attempts won by the candidate shown first over position attempts."""
 
@@ -502,9 +461,7 @@ class RankingReport(_Frozen):
     kind: Literal["workbench.ranking"] = "workbench.ranking"
     """Report type."""
     status: Literal["complete", "incomplete"]
-    """``incomplete`` when a fixture has no answer at all (no result, or evaluator errors only), a
-    planned attempt has no result, or an attempt ended in an evaluator error. A fixture answered
-    only with malformed results is an integration defect (quality), not missing evidence."""
+    """``incomplete``: an unanswered fixture or planned attempt, or an evaluator error."""
     passed: bool
     """The ranking gate's outcome is ``passed`` (see ``gate``)."""
     blockers: list[str]
@@ -530,8 +487,7 @@ class RankingReport(_Frozen):
     valid_attempts: int
     """Attempts without defect or error: the quality figures' base."""
     unlabelled_attempts: int
-    """Valid attempts without a battery presentation (kept out of position and stability
-    figures)."""
+    """Valid attempts without a battery presentation (not in position and stability figures)."""
     integration_defects: list[IntegrationDefect]
     """Malformed or unmappable results, listed first."""
     invalid_rankings: Rate
@@ -539,8 +495,7 @@ class RankingReport(_Frozen):
     evaluator_errors: list[EvaluatorErrorRow]
     """Other evaluator errors (timeouts, provider errors ...)."""
     missing_cases: list[str]
-    """Fixtures without any answer: no result, or evaluator errors only (a fixture whose answers
-    are all integration defects is not missing: its defects are)."""
+    """Fixtures without any answer: no result, or evaluator errors only."""
     missing_attempts: list[str]
     """Planned ``case_id#repeat`` with no result (when the plan is known)."""
     agreement: AgreementFigure
@@ -573,8 +528,7 @@ class RankingReport(_Frozen):
     """How every figure's numerator and denominator are defined."""
 
     def attempt_counts(self) -> dict[str, int]:
-        """How the latest attempts divide, and what is missing: the one source of every count the
-        CLI, the report and the ``ranking_incomplete`` blocker show."""
+        """How the latest attempts divide, and what is missing (every count shown comes here)."""
         return {
             "attempts": self.attempts,
             "valid": self.valid_attempts,
@@ -615,27 +569,22 @@ class RankingReport(_Frozen):
         }
 
 
-_Rows = tuple[list[dict[str, Any]], str | None]
-"""A frame's rows and its columns, space-separated (None: the rows' keys)."""
-
-
-def _rate_cols(prefix: str, r: Rate) -> dict[str, Any]:
-    return {f"{prefix}_k": r.k, f"{prefix}_n": r.n, prefix: r.rate}
+_Rows = tuple[list[dict[str, Any]], str | None]  # rows, columns space-separated (None: row keys)
 
 
 def _flat(model: BaseModel, exclude: Collection[str] = (), **rename: str) -> dict[str, Any]:
-    """A record as a frame row, in field order: a :class:`Rate` field as ``<name>_k``,
-    ``<name>_n`` and ``<name>`` (its rate)."""
+    """A record as a frame row: a :class:`Rate` field as ``<name>_k``, ``<name>_n``, ``<name>``."""
     row: dict[str, Any] = {}
-    for name in type(model).model_fields:
-        value, column = getattr(model, name), rename.get(name, name)
-        if name not in exclude:
-            row.update(_rate_cols(column, value) if isinstance(value, Rate) else {column: value})
+    for name in (n for n in type(model).model_fields if n not in exclude):
+        value, col = getattr(model, name), rename.get(name, name)
+        is_rate = isinstance(value, Rate)
+        row |= (
+            {f"{col}_k": value.k, f"{col}_n": value.n, col: value.rate} if is_rate else {col: value}
+        )
     return row
 
 
 def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
-    """Defects, errors, agreement, must-win and position figures."""
     bias = report.position_bias
     return {
         "integration_defects": (
@@ -667,7 +616,6 @@ def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
 
 
 def _stability_rows(report: RankingReport) -> dict[str, _Rows]:
-    """Stability, per slice, and criterion leakage."""
     figures = (report.repeatability, report.position_sensitivity)
     return {
         "stability": ([_flat(f, {"cases"}, label="figure") for f in figures], None),
@@ -690,7 +638,6 @@ def _stability_rows(report: RankingReport) -> dict[str, _Rows]:
 
 
 def _gate_rows(report: RankingReport) -> dict[str, _Rows]:
-    """The gate's blockers, confirmations, fixture changes and the scalar side by side."""
     gate = report.gate
     sides = gate.side_by_side if gate else None
     return {
@@ -811,13 +758,6 @@ def _presentation_problem(fixture: RankingFixture, result: JudgeResult) -> str |
     return None
 
 
-_WS = re.compile(r"\s+")
-
-
-def _norm(text: str) -> str:
-    return _WS.sub(" ", text).strip()
-
-
 @lru_cache(maxsize=4096)
 def _probe(
     case_id: str,
@@ -828,71 +768,52 @@ def _probe(
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """A fixture's candidate texts and cited passages, whitespace normalised (once per fixture)."""
     return (
-        tuple((cid, _norm(t)) for cid, t in texts),
-        tuple((pid, _norm(dict(passages)[pid])) for pid in cited),
+        tuple((cid, norm(t)) for cid, t in texts),
+        tuple((pid, norm(dict(passages)[pid])) for pid in cited),
     )
 
 
 def completeness(
     fixture: RankingFixture, rendered_request: Any, presentation: dict[str, Any] | None = None
 ) -> Completeness:
-    """Check a stored evaluator-visible request (or a capture stub's evidence) against the fixture.
-
-    Every candidate's full text must appear exactly once and every reviewer-cited passage must
-    appear (whitespace normalised); a stable candidate id must not appear unless some fixture
-    text contains it. A capture stub is checked through its digest evidence (candidate
-    occurrence counts by label, mapped to ids through ``presentation``; context presence by
-    index, in fixture order), so the check survives pruning of the payload.
-    """
+    """Check a stored request (or a capture stub's evidence) against the fixture: every
+    candidate text exactly once, every cited passage present, no stable candidate id shown."""
     if rendered_request is None:
         return Completeness(checked=False, complete=None)
+    source: Literal["request", "capture_evidence"] = "request"
     if is_stub(rendered_request):
-        return _stub_completeness(fixture, rendered_request["evidence"], presentation or {})
-    candidates, cited = _probe(
-        fixture.case_id,
-        fixture.source_candidates_sha256,
-        tuple(fixture.cited_context),
-        tuple((c.id, c.text) for c in fixture.candidates),
-        tuple((p.id, p.text) for p in fixture.context),
-    )
-    text = request_text(rendered_request)
-    counts = occurrences(dict(candidates), text)
-    missing_candidates = [cid for cid, _ in candidates if counts[cid] == 0]
-    duplicated = [cid for cid, _ in candidates if counts[cid] > 1]
-    missing_context = [pid for pid, t in cited if t not in text]
-    leaked = [cid for cid, tok in checkable_ids(fixture) if cid in text and tok.search(text)]
+        source, evidence = "capture_evidence", rendered_request["evidence"]
+        labels: dict[str, str] = (presentation or {}).get("labels") or {}
+        counts = {
+            labels.get(row["label"], row["label"]): int(row["occurrences"])
+            for row in evidence.get("candidates", [])
+        }
+        present = {int(row["index"]): bool(row["present"]) for row in evidence.get("context", [])}
+        index = {p.id: i for i, p in enumerate(fixture.context)}
+        missing_context = [pid for pid in fixture.cited_context if not present.get(index[pid])]
+        leaked = list(evidence.get("leaked_ids") or [])
+    else:
+        candidates, cited = _probe(
+            fixture.case_id,
+            fixture.source_candidates_sha256,
+            tuple(fixture.cited_context),
+            tuple((c.id, c.text) for c in fixture.candidates),
+            tuple((p.id, p.text) for p in fixture.context),
+        )
+        text = request_text(rendered_request)
+        counts = occurrences(dict(candidates), text)
+        missing_context = [pid for pid, t in cited if t not in text]
+        leaked = [cid for cid, tok in checkable_ids(fixture) if cid in text and tok.search(text)]
+    missing = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) == 0]
+    duplicated = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) > 1]
     return Completeness(
         checked=True,
-        complete=not (missing_candidates or missing_context or duplicated),
-        missing_candidates=missing_candidates,
+        complete=not (missing or missing_context or duplicated),
+        missing_candidates=missing,
         duplicated_candidates=duplicated,
         missing_context=missing_context,
         leaked_ids=leaked,
-        source="request",
-    )
-
-
-def _stub_completeness(
-    fixture: RankingFixture, evidence: dict[str, Any], presentation: dict[str, Any]
-) -> Completeness:
-    labels: dict[str, str] = presentation.get("labels") or {}
-    counts = {
-        labels.get(row["label"], row["label"]): int(row["occurrences"])
-        for row in evidence.get("candidates", [])
-    }
-    present = {int(row["index"]): bool(row["present"]) for row in evidence.get("context", [])}
-    index = {p.id: i for i, p in enumerate(fixture.context)}
-    missing_candidates = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) == 0]
-    duplicated = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) > 1]
-    missing_context = [pid for pid in fixture.cited_context if not present.get(index[pid], False)]
-    return Completeness(
-        checked=True,
-        complete=not (missing_candidates or missing_context or duplicated),
-        missing_candidates=missing_candidates,
-        duplicated_candidates=duplicated,
-        missing_context=missing_context,
-        leaked_ids=list(evidence.get("leaked_ids") or []),
-        source="capture_evidence",
+        source=source,
     )
 
 
@@ -908,15 +829,10 @@ def ranking_report(
     battery: dict[str, Any] | None = None,
     now: Any = None,
 ) -> RankingReport:
-    """Analyse ranking results against the fixtures and apply the ranking gate; see the module
-    docstring.
+    """Analyse one judge's results (a file or records) against the fixtures and apply the gate.
 
-    ``results``: a results file (battery run or imported) or results in memory, from one judge.
-    ``planned``: the battery's work items, when known, so unrun attempts are listed.
-    ``policy`` (:class:`~workbench.ranking.RankingPolicy`, default rules when None),
-    ``history`` (earlier :class:`~workbench.ranking.RankingHistoryEntry`), ``overrides`` and
-    ``scalar`` (per-case scalar gate outcomes) feed the gate. ``battery``: the run's
-    ``battery.json`` (read from beside a results file when not given), for reproduction commands.
+    ``planned``: the battery's items (unrun attempts are listed); ``policy``, ``history``,
+    ``overrides`` and ``scalar`` feed the gate; ``battery``: the run's ``battery.json``.
     """
     from ._gate import ranking_gate
     from ._policy import default_policy
@@ -948,7 +864,6 @@ def _missing(
     latest: dict[tuple[str, int], JudgeResult],
     planned: Sequence[Any] | None,
 ) -> tuple[list[str], list[str]]:
-    """Fixtures without any answer, and planned ``case_id#repeat`` without a result."""
     # a fixture answered only with malformed results is an integration defect, not missing
     answered = {a.fixture.case_id for a in read.attempts} | {d.case_id for d in read.defects}
     return (
@@ -964,7 +879,6 @@ def _analyse(
     battery: dict[str, Any] | None,
     policy: Any,
 ) -> RankingReport:
-    """Every figure of the report, before the gate."""
     from ._gate import _owners
 
     battery, planned = _battery_plan(fixture_set, results, battery, planned)
@@ -1028,8 +942,7 @@ def _battery_plan(
     battery: dict[str, Any] | None,
     planned: Sequence[Any] | None,
 ) -> tuple[dict[str, Any] | None, Sequence[Any] | None]:
-    """The run's ``battery.json`` (from beside a results file when not given) and its planned
-    items."""
+    """The run's ``battery.json`` (from beside a results file) and its planned items."""
     if battery is None and isinstance(results, str | Path):
         from ._battery import read_battery
 
@@ -1050,16 +963,12 @@ def _latest_attempts(
     """The last attempt of each (case, repeat); results of several judges are refused."""
     fingerprints = {r.judge_fingerprint for r in rows}
     if len(fingerprints) > 1:
-        raise WorkbenchError(
+        raise refusal(
             "mixed judges",
-            [
-                Problem(
-                    location=results_path or "<results>",
-                    code="mixed_judges",
-                    message=f"the results come from {len(fingerprints)} judges",
-                    fix="analyse one judge at a time; split the file by judge_fingerprint",
-                )
-            ],
+            results_path or "<results>",
+            "mixed_judges",
+            f"the results come from {len(fingerprints)} judges",
+            "analyse one judge at a time; split the file by judge_fingerprint",
         )
     latest: dict[tuple[str, int], JudgeResult] = {}
     for r in rows:
@@ -1071,8 +980,7 @@ def _latest_attempts(
 
 @dataclass
 class _Read:
-    """The attempts sorted: valid ones, integration defects, evaluator errors, invalid rankings by
-    case."""
+    """The attempts sorted: valid, integration defects, evaluator errors, invalid by case."""
 
     attempts: list[_Attempt] = field(default_factory=list)
     defects: list[IntegrationDefect] = field(default_factory=list)
@@ -1089,7 +997,6 @@ class _Read:
 
 
 def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture]) -> _Read:
-    """Sort each last attempt into a valid attempt, an integration defect or an evaluator error."""
     read = _Read()
     for r in ordered:
         fixture = by_id.get(r.case_id)
@@ -1111,8 +1018,7 @@ def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture])
 
 
 def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> IntegrationDefect | None:
-    """What makes a result unusable before its answer is read: unknown case, changed candidates,
-    wrong presentation."""
+    """Unknown case, changed candidates or a wrong presentation."""
     presented = (r.presentation or {}).get("presented_order")
     if fixture is None:
         code, message = "unknown_case", "a result for a case the fixtures do not have"
@@ -1141,8 +1047,7 @@ def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> Integ
 
 
 def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
-    """An answered attempt: an invalid ranking, a winner that does not match its order, or a valid
-    attempt."""
+    """An invalid ranking, a winner that does not match its order, or a valid attempt."""
     presented = (r.presentation or {}).get("presented_order")
     if r.error is not None:
         read.defects.append(_invalid_defect(fixture, r, r.error.message))
@@ -1234,9 +1139,7 @@ def _agreement(fixture_set: FixtureSet, read: _Read) -> AgreementFigure:
             attempts=len(mine),
             pairs=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
             exact=wilson_rate(sum(a.agreed == a.pairs for a in mine), len(mine)),
-            min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine)
-            if mine
-            else None,
+            min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0 for a in mine), default=None),
         )
         for f in fixture_set.fixtures
         for mine in [by_case.get(f.case_id, [])]
@@ -1284,11 +1187,8 @@ def _must_win(fixture_set: FixtureSet, read: _Read) -> MustWinFigure:
 def _position_bias(attempts: list[_Attempt]) -> PositionBias:
     mine = [a for a in attempts if a.battery == "position" and a.presented]
     width = max((len(a.presented or []) for a in mine), default=0)
-    wins = [0] * width
-    shown = [0] * width
+    wins, shown, held, exp_shown = ([0] * width for _ in range(4))
     chance = [0.0] * width
-    held = [0] * width
-    exp_shown = [0] * width
     per_candidate: dict[tuple[str, str], int] = Counter()
     per_case: Counter[str] = Counter()
     for a in mine:
@@ -1451,8 +1351,7 @@ def _failures(
     checks: dict[tuple[str, int], Completeness],
     context: dict[str, Any],
 ) -> list[FailureArtifact]:
-    """One artifact per failing fixture: an invalid result first, else its worst failing
-    attempt."""
+    """One artifact per failing fixture: an invalid result, else its worst failing attempt."""
     by_case = read.by_case()
     out: list[FailureArtifact] = []
     for f in fixture_set.fixtures:
@@ -1490,8 +1389,7 @@ def _diagnosis(
     bad: list[JudgeResult],
     checks: dict[tuple[str, int], Completeness],
 ) -> Diagnosis:
-    """Why a fixture fails, the first that holds: an integration defect, an assembly defect, the
-    judge varying on identical presentations, position sensitivity, a stable disagreement."""
+    """Why a fixture fails: the first diagnosis that holds, in :data:`Diagnosis` order."""
     if bad:
         return "integration_defect"
     if any(c.checked and not c.complete for (cid, _), c in checks.items() if cid == f.case_id):
@@ -1506,7 +1404,6 @@ def _diagnosis(
 def _artifact_fields(
     r: JudgeResult, checks: dict[tuple[str, int], Completeness], context: dict[str, Any]
 ) -> dict[str, Any]:
-    """What every artifact takes from the attempt it shows."""
     p = r.presentation or {}
     return {
         "permutation_index": p.get("permutation_index"),
@@ -1609,7 +1506,6 @@ def _slices(fixture_set: FixtureSet, read: _Read) -> list[SliceFigure]:
 def _slice_figure(
     name: str, fixtures: list[RankingFixture], by_case: dict[str, list[_Attempt]]
 ) -> SliceFigure:
-    """One slice's figures (see :data:`DENOMINATORS`, ``slices.*``)."""
     tried = [f for f in fixtures if by_case.get(f.case_id)]
     mine = [a for f in tried for a in by_case[f.case_id]]
 
@@ -1651,13 +1547,7 @@ def _round4(value: float | None) -> float | None:
 
 
 def first_place_chart(report: RankingReport) -> Any:
-    """Altair chart: first places by presented position (position battery), with the position-blind
-    share.
-
-    Bars are the share of attempts whose winner was shown at each position, with the 95%
-    Wilson interval and ``k/n``; the tick is what a position-blind ranker would get.
-    Render it offline with ``workbench.reports.svg_display(chart)``.
-    """
+    """Altair chart: first places by presented position, with the position-blind share."""
     import altair as alt
     import pandas as pd
 
@@ -1710,8 +1600,7 @@ def write_ranking_artifacts(report: RankingReport, out_dir: str | Path) -> list[
 
 
 def format_ranking(report: RankingReport) -> str:
-    """The report as plain text: the gate's outcome, integration defects, then the quality
-    figures."""
+    """The report as plain text: the gate's outcome, defects, then the quality figures."""
     return "\n".join(
         [
             *_head_lines(report),
@@ -1730,7 +1619,6 @@ def _r(rate: Rate) -> str:
 
 
 def _head_lines(report: RankingReport) -> list[str]:
-    """The outcome, the mode, the counts, the gate's blockers and the fixture changes."""
     gate = report.gate
     head = f"{gate.outcome.upper()}" if gate else ("PASSED" if report.passed else "NOT PASSED")
     lines = [
@@ -1776,7 +1664,6 @@ def _head_lines(report: RankingReport) -> list[str]:
 
 
 def _defect_lines(report: RankingReport) -> list[str]:
-    """Integration defects, evaluator errors, what is missing, criterion leakage."""
     lines = [
         f"integration defects: {len(report.integration_defects)} (invalid rankings"
         f" {_r(report.invalid_rankings)})"
@@ -1825,7 +1712,6 @@ def _agreement_lines(report: RankingReport) -> list[str]:
 
 
 def _must_win_lines(report: RankingReport) -> list[str]:
-    """Must-win checks, reversals with how the confirmation rule read them, editorial drift."""
     figure = report.must_win
     lines = [
         f"must-win: {_r(figure.must_win)}; monitor-only: {_r(figure.monitor_only)}",
@@ -1854,7 +1740,6 @@ def _must_win_lines(report: RankingReport) -> list[str]:
 
 
 def _stability_lines(report: RankingReport) -> list[str]:
-    """Position bias, repeatability and position sensitivity, slices, request assembly."""
     pb = report.position_bias
     lines = [
         f"position bias (position battery, {pb.attempts} attempts): first place by presented"

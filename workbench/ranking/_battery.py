@@ -1,35 +1,11 @@
 """The position-bias battery: every fixture under several presentation orders, plus a repeat
 baseline.
 
-Two plans:
-
-- ``exhaustive`` (the diagnostic battery, the default): every fixture under the position
-  battery below;
-- ``rotation`` (the cheap main suite): every fixture under **one seeded, non-identity
-  rotation** (shift ``1 + sha256(f"{seed}:{case_id}") mod (n - 1)``) plus the repeat baseline,
-  while the fixtures marked ``diagnostic: true`` (a small diagnostic set) still get the
-  exhaustive position battery. Per-case position sensitivity is then measured on the
-  diagnostic set only.
-
-Two separate, labelled baselines per fixture (``presentation["battery"]``):
-
-- ``position``: the candidates under different presented orders. All permutations when a
-  fixture has at most ``max_exhaustive`` candidates; otherwise a fixed-seed sample of
-  ``sample`` permutations: the identity order first, then the cyclic rotations (so every
-  candidate is shown at every position once when ``sample`` allows), then seeded random
-  permutations. A changing winner here is *position sensitivity*.
-- ``repeat``: the identity order, ``repeats`` times. A changing winner here is judge
-  variation (sampling, provider), with position held fixed: *repeatability*.
-
-Every work item has a repeat index unique within its fixture (position items first, then the
-repeat baseline), its digest is the fixture's ``source_candidates_sha256``, and its
-presentation is ``{"battery", "presented_order", "labels", "permutation_index",
-"repetition", "direction"}`` (plus ``"rotation": shift`` for a rotation item).
-
-:func:`run_ranking` wraps the judge in a :class:`~workbench.ranking.CapturingJudge` (privacy
-mode, see :mod:`workbench.ranking._capture`) and records the battery in ``battery.json``
-(plan, parameters, fixture file and hash, candidate spec, judge fingerprint): what the
-reproduction command of a failure artifact needs.
+Plans: ``exhaustive`` (all permutations up to ``max_exhaustive`` candidates, else a seeded
+sample) and ``rotation`` (one seeded non-identity rotation per fixture; the exhaustive battery
+for ``diagnostic`` fixtures). Each item's ``presentation`` says its baseline (``position`` or
+``repeat``: the identity order ``repeats`` times), presented order and neutral labels.
+:func:`run_ranking` records the battery in ``battery.json`` for the reproduction command.
 """
 
 from __future__ import annotations
@@ -45,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._args import check_int, check_run_arguments
 from .._io import atomic_write_json, read_json_file
-from .._load import Problems
 from .._lock import LOCK_FILE, RETIRED_LOCKS
+from ..errors import refusal
 from ._capture import (
     CaptureConfig,
     CapturingJudge,
@@ -68,8 +44,7 @@ Plan = Literal["exhaustive", "rotation"]
 
 
 def rotation_shift(n: int, seed: int, key: str) -> int:
-    """The seeded, non-identity cyclic shift of the rotation plan (1 .. n-1); 0 for a single
-    candidate."""
+    """The seeded, non-identity cyclic shift of the rotation plan (1 .. n-1; 0 when n < 2)."""
     if n < 2:
         return 0
     digest = int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest(), 16)
@@ -79,12 +54,9 @@ def rotation_shift(n: int, seed: int, key: str) -> int:
 def presentation_orders(
     n: int, *, max_exhaustive: int = 4, sample: int = 8, seed: int = 0, key: str = ""
 ) -> list[tuple[int, ...]]:
-    """The presented orders (index tuples into the fixture's candidates) for ``n`` candidates.
-
-    All ``n!`` permutations (identity first) when ``n <= max_exhaustive`` or ``n! <= sample``;
-    otherwise ``sample`` distinct permutations: identity, cyclic rotations, then permutations
-    drawn from ``random.Random(f"{seed}:{key}")``.
-    """
+    """The presented orders (index tuples) for ``n`` candidates: all ``n!`` when
+    ``n <= max_exhaustive`` or ``n! <= sample``, else ``sample`` distinct ones (identity, cyclic
+    rotations, then seeded random permutations)."""
     if n < 1:
         return []
     if n <= max_exhaustive or math.factorial(n) <= sample:
@@ -92,14 +64,8 @@ def presentation_orders(
     if sample < 1:
         raise ValueError("sample must be at least 1")
     identity = tuple(range(n))
-    chosen: list[tuple[int, ...]] = [identity]
-    seen = {identity}
-    for shift in range(1, n):
-        if len(chosen) >= sample:
-            break
-        rotation = identity[shift:] + identity[:shift]
-        chosen.append(rotation)
-        seen.add(rotation)
+    chosen = [identity[shift:] + identity[:shift] for shift in range(min(n, sample))]
+    seen = set(chosen)
     rng = random.Random(f"{seed}:{key}")
     while len(chosen) < sample:
         perm = list(identity)
@@ -160,12 +126,7 @@ def position_battery(
     seed: int = 0,
     repeats: int = 3,
 ) -> list[WorkItem]:
-    """The planned work items: a position battery (or one rotation) and a repeatability baseline per
-    fixture.
-
-    ``repeats`` = 0 plans the position battery only. ``plan="rotation"``: one seeded
-    non-identity rotation per fixture, the exhaustive battery for ``diagnostic`` fixtures.
-    """
+    """Per fixture: the position battery (or one rotation), then ``repeats`` identical ones."""
     check_int(repeats, "repeats", minimum=0)
     check_int(sample, "sample", minimum=1)
     check_int(max_exhaustive, "max_exhaustive", minimum=0)
@@ -174,9 +135,9 @@ def position_battery(
     items: list[WorkItem] = []
     for fixture in as_fixture_set(fixtures).fixtures:
         n = len(fixture.candidates)
+        identity = tuple(range(n))
         if plan == "rotation" and not fixture.diagnostic:
             shift = rotation_shift(n, seed, fixture.case_id)
-            identity = tuple(range(n))
             orders = [identity[shift:] + identity[:shift]]
             items.append(_item(fixture, orders[0], 0, "position", 0, 0, rotation=shift))
         else:
@@ -185,7 +146,6 @@ def position_battery(
             )
             for k, order in enumerate(orders):
                 items.append(_item(fixture, order, k, "position", k, 0))
-        identity = tuple(range(len(fixture.candidates)))
         for r in range(repeats):
             items.append(_item(fixture, identity, len(orders) + r, "repeat", 0, r))
     return items
@@ -211,28 +171,20 @@ async def run_ranking(
     candidate_path: str | Path | None = None,
     items: list[WorkItem] | None = None,
 ) -> RunSummary:
-    """Run the battery through the run engine (resumable, cached, budgeted); ``await`` it in
-    notebooks.
-
-    Partition label ``ranking``; the dataset hash is the fixture file's sha256. ``capture``:
-    the privacy mode (default: full payloads, no declared retention). ``candidate_path``: the
-    spec file, recorded in ``battery.json`` for the reproduction command. ``items``: run these
-    planned items instead of the whole battery (a replay).
-    """
+    """Run the battery through the run engine (resumable, cached, budgeted); ``items``: a replay."""
     from ..runs import RunOptions, run_items
 
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     fixture_set = as_fixture_set(fixtures)
     out = Path(out_dir)
     if any((out / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
-        locked = Problems()
-        locked.add(
+        raise refusal(
+            "run locked",
             str(out),
             "run_locked",
             "the run directory is locked (lock.json): nothing may be added to it",
             "use a new output directory",
         )
-        locked.fail("run locked")
     battery: dict[str, Any] = {
         "plan": plan,
         "max_exhaustive": max_exhaustive,
@@ -291,14 +243,13 @@ def write_battery(
         before = _load_battery(path)
         keep = (*_PLAN_KEYS, "fixtures_sha256", "judge_fingerprint")
         if {k: before.get(k) for k in keep} != {k: record[k] for k in keep}:
-            changed = Problems()
-            changed.add(
+            raise refusal(
+                "battery changed",
                 str(path),
                 "battery_changed",
                 f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })",
                 "use a new --out directory for another plan, fixture version or judge",
             )
-            changed.fail("battery changed")
         return before
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, record)
@@ -317,14 +268,13 @@ def _load_battery(path: Path) -> dict[str, Any]:
         record = f"{exc}"
     if not isinstance(record, dict):
         why = record if isinstance(record, str) else "not a JSON object"
-        unreadable = Problems()
-        unreadable.add(
+        raise refusal(
+            "unreadable battery",
             str(path),
             "battery_unreadable",
             f"the run's battery record cannot be read ({why[:160]})",
             "restore battery.json as the run wrote it, or use a new --out directory",
         )
-        unreadable.fail("unreadable battery")
     return record
 
 

@@ -1,21 +1,8 @@
 """Human calibration of ranking fixtures: how well independent reviewers agree with each other.
 
-:func:`reviewer_agreement` (``workbench ranking agreement``) compares every pair of reviewers
-on every fixture that holds two or more independent orders (``reviews``), before any judge
-is trusted against the adjudicated ``expected_order``:
-
-- **pairwise agreement**: candidate pairs both reviewers order the same way, over candidate
-  pairs, pooled over reviewer pairs;
-- **Kendall's tau** (``scipy.stats.kendalltau`` on the two orders' positions): +1 identical,
-  -1 reversed; per fixture the mean over reviewer pairs, overall the mean over every
-  (fixture, reviewer pair);
-- **top-1 agreement**: reviewer pairs naming the same best candidate (in best-first terms).
-
-Per fixture, per slice and overall, each with its numerator and denominator. Each fixture
-also lists the disputed candidate pairs, whether a must-win pair is disputed and whether the
-disagreement was adjudicated (a must-win fixture with a disputed must-win pair and no
-adjudication is refused when the file loads). ``by_reviewer`` gives each reviewer's pairwise
-agreement with the final ``expected_order``.
+:func:`reviewer_agreement` compares every reviewer pair on every fixture with two or more
+orders: pairwise agreement, Kendall's tau and top-1 agreement, per fixture, per slice and
+overall (:data:`CALIBRATION_DENOMINATORS`), and each reviewer against ``expected_order``.
 """
 
 from __future__ import annotations
@@ -76,8 +63,7 @@ class FixtureCalibration(_Frozen):
     adjudicator: str | None
     """Who adjudicated."""
     status: Literal["agreed", "adjudicated", "disputed_unadjudicated"]
-    """``agreed`` (no disputed pair), ``adjudicated``, or ``disputed_unadjudicated`` (only
-    possible for monitor-only fixtures, or disputes outside the must-win pairs)."""
+    """``agreed`` (no disputed pair), ``adjudicated`` or ``disputed_unadjudicated``."""
 
 
 class CalibrationFigure(_Frozen):
@@ -251,7 +237,6 @@ def _fixture(f: RankingFixture) -> FixtureCalibration:
 
 
 def _pooled(rows: list[ReviewerPairAgreement]) -> dict[str, Any]:
-    """Pairwise agreement, mean Kendall's tau and top-1 agreement pooled over reviewer pairs."""
     return {
         "pairwise": wilson_rate(sum(r.agreed_pairs for r in rows), sum(r.pairs for r in rows)),
         "kendall_tau": sum(r.kendall_tau for r in rows) / len(rows) if rows else None,

@@ -1,35 +1,12 @@
-"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, for how long, and
-proof it held.
+"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, for how long,
+and proof it held.
 
-Every ranking run through :func:`~workbench.ranking.run_ranking` wraps the judge in a
-:class:`CapturingJudge`. The judge still sees the full request; what the run *stores* is set by
-a :class:`CaptureConfig` (``capture`` in the ranking policy, or ``--capture`` /
-``--excerpt`` / ``--retention-days``), recorded in ``capture.json``:
-
-- ``full``: the payload is the whole evaluator-visible request;
-- ``digest_and_excerpts``: the payload holds only the approved excerpts (the allow-list:
-  ``user_input``, ``context`` and/or ``candidates``); the rest is kept as digests only.
-
-Either way the result's ``rendered_request`` is a small **capture stub** that never holds text:
-``{capture, request_sha256, payload, payload_sha256, captured_at, expires_at, evidence}``.
-``evidence`` is computed from the full request before anything is dropped: a sha256 and a
-``present`` flag for the user input and every context passage (by index, in fixture order), a
-sha256 and an ``occurrences`` count for every presented candidate (by label: 0 is a dropped or
-clipped candidate, 2 or more a candidate shown twice), and any stable candidate id visible in
-the request. The completeness check reads this evidence, so it keeps working after the payload
-is gone. The payload itself is ``payloads/<payload_sha256>.json`` (content-addressed), listed in
-the append-only ``payloads/index.jsonl`` with its expiry (``captured_at`` + ``retention_days``;
-no expiry when retention is not declared).
-
-``workbench prune`` deletes payload files whose expiry has passed and appends each deletion to
-``payloads/pruned.jsonl``; ``results.jsonl``, the index and every digest stay. A run locked with
-``workbench ranking run --lock`` gets the one lock format of every report (``lock.json``, kind
-``ranking``: :mod:`workbench._lock`): every file is hashed but the payloads, whose sha256 are
-listed apart, and their prune log. The one verification (``workbench verify RUN_DIR``, or
-``workbench ranking verify``) checks a present payload against its hash and accepts an absent
-one only when the prune log records it with the same hash after its expiry; any other file
-added, changed or removed fails it. The hashed evidence (results with their stubs, the report,
-the gate) never contains a payload, so pruning cannot break it.
+:class:`CapturingJudge` stores a capture stub as each result's ``rendered_request`` (never
+text: digests plus completeness ``evidence`` computed from the full request) and writes the
+payload (``full``, or ``digest_and_excerpts``: the allow-listed excerpts only) to
+``payloads/<sha256>.json``, listed with its expiry in ``payloads/index.jsonl``.
+:func:`prune_run` deletes expired payloads (logged in ``payloads/pruned.jsonl``); a locked run
+(:mod:`workbench._lock`, kind ``ranking``) lists payload hashes apart, so it still verifies.
 """
 
 from __future__ import annotations
@@ -38,6 +15,7 @@ import asyncio
 import dataclasses
 import re
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
@@ -69,7 +47,8 @@ from .._lock import (
 )
 from .._record import Record as _Frozen
 from .._signing import Signer
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, refusal
+from ._leakage import id_token
 
 CAPTURE_FILE = "capture.json"
 PAYLOAD_DIR = "payloads"
@@ -83,44 +62,35 @@ class CaptureConfig(_Frozen):
     """What a ranking run stores of each evaluator-visible request, and for how long."""
 
     mode: Literal["full", "digest_and_excerpts"] = "full"
-    """``full``: the whole request as payload; ``digest_and_excerpts``: digests plus approved
-    excerpts only."""
+    """``full`` (the whole request) or ``digest_and_excerpts`` (digests plus excerpts)."""
     excerpts: list[Excerpt] = Field(default_factory=list)
-    """The allow-list of excerpts kept in ``digest_and_excerpts`` mode: ``user_input``,
-    ``context`` (the policy passages) and/or ``candidates`` (the candidate texts)."""
+    """The excerpts ``digest_and_excerpts`` keeps: ``user_input``, ``context``, ``candidates``."""
     retention_days: int | None = Field(default=None, ge=0)
     """Days a payload is kept before ``workbench prune`` may delete it; None: no expiry declared."""
     declared_by: str = "default"
-    """Who declared it: ``policy <name@version>``, ``cli`` or ``default`` (not part of a policy
-    file)."""
+    """``policy <name@version>``, ``cli`` or ``default`` (not part of a policy file)."""
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
+    """``text`` with every run of whitespace one space, stripped."""
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _strings(obj: Any, out: list[str]) -> None:
+def _strings(obj: Any) -> Iterator[str]:
     if isinstance(obj, str):
-        out.append(obj)
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            _strings(value, out)
-    elif isinstance(obj, list):
-        for value in obj:
-            _strings(value, out)
+        yield obj
+    elif isinstance(obj, dict | list):
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            yield from _strings(value)
 
 
 def request_text(request: Any) -> str:
-    """Every string of a request, whitespace-normalised and joined (what the completeness check
-    searches)."""
-    parts: list[str] = []
-    _strings(request, parts)
-    return _norm("\n".join(parts))
+    """Every string of a request, whitespace-normalised and joined."""
+    return norm("\n".join(_strings(request)))
 
 
 def occurrences(texts: dict[str, str], haystack: str) -> dict[str, int]:
-    """How often each text occurs in ``haystack``, not counting occurrences inside another,
-    longer text of ``texts`` (a candidate that quotes another is not that candidate twice)."""
+    """How often each text occurs in ``haystack``, not counting hits inside a longer text."""
     raw = {key: haystack.count(t) if t else 0 for key, t in texts.items()}
     out = dict(raw)
     for key, t in texts.items():
@@ -130,18 +100,14 @@ def occurrences(texts: dict[str, str], haystack: str) -> dict[str, int]:
     return {k: max(0, v) for k, v in out.items()}
 
 
-def _token(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
-
-
 def request_evidence(
     request: Any, judge_input: Any, labels: dict[str, str] | None
 ) -> dict[str, Any]:
     """Digest-only completeness evidence of one rendered request (see the module docstring)."""
     text = request_text(request)
-    user = _norm(judge_input.user_input)
-    context = [_norm(t) for t in judge_input.context]
-    cands = {c.label: _norm(c.text) for c in judge_input.candidates}
+    user = norm(judge_input.user_input)
+    context = [norm(t) for t in judge_input.context]
+    cands = {c.label: norm(c.text) for c in judge_input.candidates}
     counts = occurrences(cands, text)
     fixture_text = "\n".join(
         [judge_input.user_input, *judge_input.context, *(c.text for c in judge_input.candidates)]
@@ -149,7 +115,7 @@ def request_evidence(
     leaked = sorted(
         cid
         for cid in (labels or {}).values()
-        if not _token(cid).search(fixture_text) and _token(cid).search(text)
+        if not id_token(cid).search(fixture_text) and id_token(cid).search(text)
     )
     return {
         "user_input": {"sha256": sha256_text(user), "present": user in text},
@@ -180,8 +146,7 @@ def _excerpts(judge_input: Any, config: CaptureConfig, evidence: dict[str, Any])
 
 
 class CapturingJudge:
-    """A judge wrapper: the inner judge runs unchanged; the run stores a capture stub instead of the
-    request."""
+    """A judge wrapper: the inner judge runs unchanged; the result keeps a capture stub."""
 
     def __init__(
         self, inner: Any, out_dir: str | Path, config: CaptureConfig, now: Any = None
@@ -199,8 +164,7 @@ class CapturingJudge:
         return getattr(self._inner, name)
 
     def render(self, judge_input: Any, ref: Any = None) -> Any:
-        """The planned request (its hash keys the verdict cache) plus the capture config, so runs
-        with another capture mode, allow-list or retention never share a cached stub."""
+        """The planned request plus the capture config (part of the cache key)."""
         return {
             "request": self._inner.render(judge_input, ref),
             "capture": self.config.model_dump(mode="json", exclude={"declared_by"}),
@@ -242,22 +206,7 @@ class CapturingJudge:
             if self.config.retention_days is not None
             else None
         )
-        with self._lock:
-            target = self.out / rel
-            if not target.exists():
-                atomic_write_text(target, canonical_json(payload))
-            if self._index is None:
-                self._index = AppendOnlyLog(self.out / PAYLOAD_INDEX)
-            self._index.append(
-                {
-                    "payload": rel,
-                    "payload_sha256": payload_sha,
-                    "request_sha256": sha256_json(full),
-                    "captured_at": captured.isoformat(),
-                    "expires_at": expires.isoformat() if expires else None,
-                }
-            )
-        return {
+        stub = {
             "capture": self.config.mode,
             "request_sha256": sha256_json(full),
             "payload": rel,
@@ -266,6 +215,14 @@ class CapturingJudge:
             "expires_at": expires.isoformat() if expires else None,
             "evidence": evidence,
         }
+        with self._lock:
+            target = self.out / rel
+            if not target.exists():
+                atomic_write_text(target, canonical_json(payload))
+            if self._index is None:
+                self._index = AppendOnlyLog(self.out / PAYLOAD_INDEX)
+            self._index.append(_index_row(stub))
+        return stub
 
     async def aclose(self) -> None:
         if hasattr(self._inner, "aclose"):
@@ -277,8 +234,7 @@ class CapturingJudge:
 
 
 RUN_REGISTRY = "ranking_runs.jsonl"
-"""In the verdict cache directory: ``{run_id, run_dir}`` of every ranking run, so a run served
-from the cache can copy the payloads of the run that produced the cached results."""
+"""In the verdict cache directory: where each ranking run's payloads live."""
 
 
 def register_run(cache_root: str | Path, run_id: str, run_dir: str | Path) -> None:
@@ -288,13 +244,8 @@ def register_run(cache_root: str | Path, run_id: str, run_dir: str | Path) -> No
 
 
 def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
-    """Copy into ``run_dir`` the payloads of its cached results from the runs that produced them.
-
-    A cached result's stub points to a payload of the producing run (same capture config: the
-    capture is part of the cache key). The payload is copied when that run is registered and
-    still holds it with the recorded sha256; it keeps the producing capture's expiry. Returns
-    the number of payloads adopted.
-    """
+    """Copy into ``run_dir`` the payloads of its cached results from the registered runs that
+    produced them (when still there with the recorded sha256); return how many."""
     from ..results import read_results
     from ..runs import RunDir
 
@@ -328,22 +279,18 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
                 atomic_write_text(target, (source / stub["payload"]).read_text(encoding="utf-8"))
             if log is None:
                 log = AppendOnlyLog(root / PAYLOAD_INDEX)
-            log.append(
-                {
-                    "payload": stub["payload"],
-                    "payload_sha256": stub["payload_sha256"],
-                    "request_sha256": stub["request_sha256"],
-                    "captured_at": stub["captured_at"],
-                    "expires_at": stub["expires_at"],
-                    "adopted_from": r.cached_from_run_id,
-                }
-            )
+            log.append({**_index_row(stub), "adopted_from": r.cached_from_run_id})
             known.add(stub["payload"])
             adopted += 1
     finally:
         if log is not None:
             log.close()
     return adopted
+
+
+def _index_row(stub: dict[str, Any]) -> dict[str, Any]:
+    keys = ("payload", "payload_sha256", "request_sha256", "captured_at", "expires_at")
+    return {k: stub[k] for k in keys}
 
 
 def is_stub(request: object) -> TypeGuard[dict[str, Any]]:
@@ -359,45 +306,23 @@ def is_stub(request: object) -> TypeGuard[dict[str, Any]]:
 def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
     """Record the run's capture config; refuse a resumed run that would change it."""
     path = Path(out_dir) / CAPTURE_FILE
-    if path.exists():
-        try:
-            before = CaptureConfig.model_validate(read_json_file(path))
-        except (ValueError, OSError):
-            before = None
-        if before is None or before.model_dump(exclude={"declared_by"}) != config.model_dump(
-            exclude={"declared_by"}
-        ):
-            before_text = (
-                str(before.model_dump(exclude={"declared_by"})) if before else "(unreadable)"
-            )
-            raise WorkbenchError(
-                "capture changed",
-                [
-                    Problem(
-                        location=str(path),
-                        code="capture_changed",
-                        message=(
-                            "the run directory was captured as"
-                            f" {before_text},"
-                            " this invocation asks for"
-                            f" {config.model_dump(exclude={'declared_by'})}"
-                        ),
-                        fix=(
-                            "use a new --out directory; one run keeps one capture mode and"
-                            " retention"
-                        ),
-                    )
-                ],
-            )
-        return
-    atomic_write_json(path, config.model_dump(mode="json"))
-
-
-def read_capture_config(run_dir: str | Path) -> CaptureConfig | None:
-    path = Path(run_dir) / CAPTURE_FILE
     if not path.exists():
-        return None
-    return CaptureConfig.model_validate(read_json_file(path))
+        atomic_write_json(path, config.model_dump(mode="json"))
+        return
+    wanted = config.model_dump(exclude={"declared_by"})
+    try:
+        before: Any = CaptureConfig.model_validate(read_json_file(path))
+        before = before.model_dump(exclude={"declared_by"})
+    except (ValueError, OSError):
+        before = "(unreadable)"
+    if before != wanted:
+        raise refusal(
+            "capture changed",
+            str(path),
+            "capture_changed",
+            f"the run directory was captured as {before}, this invocation asks for {wanted}",
+            "use a new --out directory; one run keeps one capture mode and retention",
+        )
 
 
 # -- pruning ------------------------------------------------------------------------------------
@@ -422,28 +347,17 @@ class PruneResult(_Frozen):
 
 def _index(run_dir: Path) -> dict[str, dict[str, Any]]:
     """payload -> {payload_sha256, expires_at (latest; None = never)} from the index."""
-    out: dict[str, dict[str, Any]] = {}
     path = run_dir / PAYLOAD_INDEX
-    if not path.exists():
-        return out
-    for _, line in iter_jsonl_lines(path):
-        row = loads_json(line)
-        entry = out.setdefault(
-            row["payload"],
-            {
-                "payload_sha256": row["payload_sha256"],
-                "expires_at": row.get("expires_at"),
-                "never": False,
-            },
-        )
-        if row.get("expires_at") is None:
-            entry["never"] = True
-        elif entry["expires_at"] is None or row["expires_at"] > entry["expires_at"]:
-            entry["expires_at"] = row["expires_at"]
-    for entry in out.values():
-        if entry.pop("never"):
-            entry["expires_at"] = None
-    return out
+    rows = [loads_json(line) for _, line in iter_jsonl_lines(path)] if path.exists() else []
+    sha: dict[str, str] = {}
+    expiries: dict[str, list[str | None]] = {}
+    for row in rows:
+        sha.setdefault(row["payload"], row["payload_sha256"])
+        expiries.setdefault(row["payload"], []).append(row.get("expires_at"))
+    return {
+        p: {"payload_sha256": sha[p], "expires_at": None if None in e else max(map(str, e))}
+        for p, e in expiries.items()
+    }
 
 
 def prune_run(
@@ -516,9 +430,7 @@ def lock_ranking_run(
     signer: Signer | None = None,
     html: str | None = None,
 ) -> Lock:
-    """Lock a ranking run: ``lock.json`` of kind ``ranking`` (:mod:`workbench._lock`) over every
-    file, its payloads listed apart so that pruning keeps it verifiable. ``html``: the run's
-    ``report.html``, written first. Refused when the run is already locked."""
+    """Lock a ranking run (kind ``ranking``), payloads listed apart; ``html`` is written first."""
     root = Path(run_dir)
     report = _report_of(root)
     gate = report.get("gate") or {}
@@ -553,15 +465,8 @@ def _report_of(root: Path) -> dict[str, Any]:
     return report if isinstance(report, dict) else {}
 
 
-def ranking_outcome(report: dict[str, Any]) -> str:
-    """The outcome a ranking report states: its gate's (``unknown`` without a gate)."""
-    gate = report.get("gate")
-    return str(gate.get("outcome")) if isinstance(gate, dict) else "unknown"
-
-
 def check_ranking_lock(root: Path, lock: Lock, result: Verification, gold: Any = None) -> None:
-    """The checks of a locked ranking run: its ``ranking_report.json`` (hashed with the rest)
-    says the lock's outcome, judge and blockers."""
+    """A locked run's ``ranking_report.json`` says the lock's outcome, judge and blockers."""
     if lock.evidence.get("report") is None:
         result.ok("outcome", "not checked: the run was locked without a ranking report")
         return
@@ -569,9 +474,9 @@ def check_ranking_lock(root: Path, lock: Lock, result: Verification, gold: Any =
         report = _report_of(root)
     except (OSError, ValueError, RecursionError):
         report = {}
-    gate = report.get("gate") if isinstance(report.get("gate"), dict) else {}
+    gate = report.get("gate") if isinstance(report.get("gate"), dict) else None
     said = {
-        "outcome": ranking_outcome(report),
+        "outcome": str(gate.get("outcome")) if gate is not None else "unknown",
         "judge_fingerprint": report.get("judge_fingerprint") or "",
         "blocker codes": [b.get("code") for b in (gate or {}).get("blockers") or []],
     }
@@ -585,16 +490,12 @@ RankingLock = Lock
 def verify_ranking_run(
     run_dir: str | Path, trusted: dict[bytes, str] | None = None
 ) -> list[Problem]:
-    """Every problem the one verification (:func:`workbench._lock.verify_lock`) finds in a
-    locked ranking run; payloads may be absent only when pruned after their expiry."""
+    """Every problem :func:`workbench._lock.verify_lock` finds in a locked ranking run."""
     return verify_lock(run_dir, trusted=trusted).problems
 
 
 def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
-    """The payload a capture stub points to, while it is retained (None once pruned or for no stub).
-
-    An inline (non-stub) request is returned as it is.
-    """
+    """The payload a capture stub points to (None once pruned); an inline request as it is."""
     if not is_stub(rendered_request):
         return rendered_request
     path = Path(run_dir) / rendered_request["payload"]
@@ -604,8 +505,7 @@ def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
 
 
 def ranking_html(report: Any) -> str:
-    """A locked ranking run's ``report.html``: the one report renderer
-    (:func:`workbench.reports.render_document`) over the sections ranking contributes."""
+    """A locked ranking run's ``report.html`` (:func:`workbench.reports.render_document`)."""
     from ..reports import Section, outcome_section, rate_text, render_document, table_section
 
     gate = report.gate

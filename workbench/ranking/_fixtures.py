@@ -1,66 +1,9 @@
 """Ranking fixtures: reviewed comparisons a ranking judge is tested against.
 
-A fixture file is YAML with a header and a list of fixtures (``schema_version`` 2; files of
-version 1 are still read: they carry no slices, reviews or change log), named
-``<name>@<version>.yaml``::
-
-    schema_version: 2
-    name: support-ranking
-    version: "2"
-    description: what the set covers
-    supersedes: "1"                      # optional: the frozen version this one replaces
-    changes:                             # required with supersedes: one entry per changed case
-      - {case_id: chargeback-009, old_order: [...], new_order: [...], approver: "...",
-         reason: "...", approved_on: 2026-12-01}
-    fixtures:
-      - case_id: password-reset-policy-001
-        slice: account_security          # the scenario; required from schema_version 2
-        criterion_version: policy-faithfulness-v2
-        direction: best-first            # or worst-first: what the first id of an order means
-        gate: must-win                   # or monitor-only
-        diagnostic: false                # true: in the small diagnostic set (exhaustive battery)
-        user_input: "I cannot sign in. Reset my password."
-        context:
-          - {id: pol-sec-03, text: "..."}
-        cited_context: [pol-sec-03]      # passages the reviewers relied on
-        candidates:                      # stable, unique ids and the full, frozen text
-          - {id: current, text: "..."}
-          - {id: challenger, text: "..."}
-          - {id: unsafe, text: "..."}
-        expected_order: [current, challenger, unsafe]    # in the stated direction
-        acceptable_orders: [[challenger, current, unsafe]]  # optional: ties reviewers accept
-        # critical_pair: [current, unsafe]  # optional instead: only this pair is compared
-        rationale: ["current follows both required steps", "..."]
-        reviews:                         # optional: two or more independent reviewer orders
-          - {reviewer: "R. Ito", order: [current, challenger, unsafe], rationale: ["..."]}
-          - {reviewer: "M. Okafor", order: [challenger, current, unsafe], rationale: ["..."]}
-        adjudication: {adjudicator: "...", reason: "...", decided_on: 2026-11-30}
-
-``expected_order`` is always acceptable; ``acceptable_orders`` adds orders reviewers accept
-(ties). ``critical_pair`` (``[better_id, worse_id]``) says only that pair is compared: the
-agreement is 1 or 0 and the must-win check is that pair. The two cannot be combined.
-``source_candidates_sha256`` is computed (sha256 over the canonical JSON of user input,
-context and candidates), never written by hand.
-
-:func:`load_fixtures` reports every problem at once, each with ``file:line``, the case and a
-fix. Codes: ``fixtures_missing``, ``fixtures_yaml``, ``fixtures_shape``, ``header_invalid``,
-``schema_version_newer``, ``fixtures_filename``, ``fixtures_empty``, ``missing_field``,
-``unknown_field``, ``invalid_field``, ``computed_field``, ``duplicate_case_id``,
-``too_few_candidates``, ``too_many_candidates``, ``duplicate_candidate_id``,
-``duplicate_context_id``, ``empty_text``, ``expected_order_not_permutation``,
-``acceptable_order_not_permutation``, ``ties_conflict``, ``critical_pair_invalid``,
-``critical_pair_contradicts_expected``, ``unknown_cited_context``, ``too_few_reviewers``,
-``duplicate_reviewer``, ``review_order_not_permutation``, ``adjudication_without_reviews``,
-``must_win_unadjudicated``, ``expected_order_unreviewed``; and the release checks of
-:mod:`workbench.ranking._releases` (a frozen file changed in place, an unrecorded change).
-
-**Reviews.** A fixture may hold two or more reviewers' independent orders (each a permutation
-in ``direction``, with a rationale). Two reviewers *disagree* on a candidate pair when they
-order it differently. A *must-win pair* is one the must-win check depends on: the critical
-pair, or an accepted winner against a candidate that is not an accepted winner. A must-win
-fixture whose reviewers disagree on a must-win pair is refused until it is adjudicated
-(``must_win_unadjudicated``); without an adjudication ``expected_order`` must be one of the
-reviewers' orders (``expected_order_unreviewed``).
+A fixture file is ``<name>@<version>.yaml``: a header and a list of :class:`RankingFixture`
+(format: docs/formats.md, "Ranking fixtures"). :func:`load_fixtures` reports every problem at
+once, each with ``file:line``, the case, a stable code and a fix; the release checks are
+:mod:`workbench.ranking._releases`'.
 """
 
 from __future__ import annotations
@@ -81,7 +24,7 @@ from .._io import sha256_file, sha256_json
 from .._load import Lines, Problems, load_yaml, validation_problems
 from .._record import Record as _Frozen
 from .._record import version_problem
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 
 FIXTURES_SCHEMA_VERSION = 2
 """Version of the ranking fixture file format (2: slices, reviews, adjudication, change log)."""
@@ -142,8 +85,7 @@ class OrderAdjudication(_Frozen):
 
 
 class FixtureChange(_Frozen):
-    """One recorded change of a fixture between a frozen version and the version that supersedes
-    it."""
+    """One recorded change of a fixture since the frozen version this one supersedes."""
 
     case_id: str = Field(pattern=_ID_PATTERN)
     """The fixture changed (added, relabelled, edited or retired)."""
@@ -205,8 +147,7 @@ class RankingFixture(_Frozen):
     case_id: str = Field(pattern=_ID_PATTERN)
     """Unique, stable case id."""
     slice: str | None = Field(default=None, pattern=_ID_PATTERN)
-    """The scenario the fixture belongs to (required from ``schema_version`` 2): agreement,
-    reversals and position sensitivity are reported per slice."""
+    """The scenario the fixture belongs to (required from ``schema_version`` 2)."""
     criterion_version: str = Field(min_length=1)
     """The criterion version the reviewers applied (e.g. ``policy-faithfulness-v2``)."""
     direction: Direction
@@ -232,8 +173,7 @@ class RankingFixture(_Frozen):
     diagnostic: bool = False
     """In the small diagnostic set: the ``rotation`` plan runs the exhaustive battery on it."""
     reviews: list[ReviewerOrder] = Field(default_factory=list)
-    """Two or more reviewers' independent orders (optional; required for must-win fixtures by
-    a ranking policy with ``must_win_requires_reviews``)."""
+    """Two or more reviewers' independent orders (optional)."""
     adjudication: OrderAdjudication | None = None
     """How reviewer disagreement was resolved into ``expected_order``."""
 
@@ -265,13 +205,11 @@ class RankingFixture(_Frozen):
 
     @property
     def fixture_sha256(self) -> str:
-        """sha256 over the canonical JSON of the whole fixture as written (defaults left out):
-        the per-fixture hash a frozen release records."""
+        """The per-fixture hash a frozen release records (:func:`fixture_sha256`)."""
         return fixture_sha256(self)
 
     def must_win_pairs(self) -> list[tuple[str, str]]:
-        """The ``(better, worse)`` pairs the must-win check depends on: the critical pair, or
-        every accepted winner against every candidate that is not an accepted winner."""
+        """The ``(better, worse)`` pairs the must-win check depends on."""
         if self.critical_pair:
             return [(self.critical_pair[0], self.critical_pair[1])]
         winners = self.expected_winners
@@ -313,8 +251,7 @@ class RankingFixture(_Frozen):
 
     @property
     def expected_winners(self) -> list[str]:
-        """The winners reviewers accept (best-first first id of each accepted order), or the better
-        id of the critical pair."""
+        """The best of each accepted order, or the better id of the critical pair."""
         if self.critical_pair:
             return [self.critical_pair[0]]
         return list(dict.fromkeys(self.best_first(o)[0] for o in self.accepted_orders))
@@ -334,11 +271,8 @@ class RankingFixture(_Frozen):
         return best[0] in self.expected_winners
 
     def agreement(self, order: Sequence[str]) -> tuple[int, int]:
-        """``(agreed pairs, pairs)`` of a valid ``order`` against the expected order.
-
-        With ``acceptable_orders`` the best-matching accepted order counts; with
-        ``critical_pair`` only that pair is compared (1 of 1 or 0 of 1).
-        """
+        """``(agreed pairs, pairs)`` of a valid ``order`` against the best-matching accepted order
+        (the critical pair alone when there is one)."""
         if self.critical_pair:
             return (1 if self.must_win_holds(order) else 0), 1
         return max(
@@ -368,8 +302,7 @@ class FixtureSet(_Frozen):
     sha256: str | None = None
     """sha256 of the file's bytes (not part of the file); the battery's dataset hash."""
     release: Any | None = None
-    """The release that froze this file (:class:`~workbench.approval.Release`), when the
-    file is frozen (not part of the file)."""
+    """The release that froze this file, if any (not part of the file)."""
 
     @property
     def label(self) -> str:
@@ -397,14 +330,7 @@ class FixtureSet(_Frozen):
             self.model_dump(
                 mode="json",
                 exclude_defaults=True,
-                include={
-                    "schema_version",
-                    "name",
-                    "version",
-                    "description",
-                    "supersedes",
-                    "changes",
-                },
+                include=set(_HEADER_KEYS),
             )
             | {"schema_version": self.schema_version}
         )
@@ -420,12 +346,8 @@ class FixtureSet(_Frozen):
 
 
 def fixture_sha256(fixture: RankingFixture) -> str:
-    """sha256 over the canonical JSON of a fixture as written, defaults and computed fields left
-    out.
-
-    Leaving defaults out keeps the hash of a frozen fixture stable when a later workbench adds
-    an optional field.
-    """
+    """sha256 over the canonical JSON of a fixture as written (defaults and computed fields left
+    out, so a new optional field keeps frozen hashes stable)."""
     return sha256_json(
         fixture.model_dump(mode="json", exclude_defaults=True, exclude={"source_candidates_sha256"})
     )
@@ -445,10 +367,8 @@ def pair_counts(expected: Sequence[str], actual: Sequence[str]) -> tuple[int, in
 
 
 def pairwise_agreement(expected: Sequence[str], actual: Sequence[str]) -> float:
-    """Fraction of candidate pairs in the same relative order (1.0 for fewer than two items).
-
-    Both lists must be permutations of the same ids (:class:`ValueError` otherwise).
-    """
+    """Fraction of candidate pairs in the same relative order (1.0 for fewer than two items);
+    :class:`ValueError` unless both are permutations of the same ids."""
     check = check_permutation(list(expected), list(actual))
     if not check.ok or len(set(expected)) != len(expected):
         raise ValueError(f"invalid ranking: {check.describe()}")
@@ -482,13 +402,11 @@ def _twice(ids: list[str]) -> list[str]:
 
 
 def _best(raw: dict[str, Any], order: list[str]) -> list[str]:
-    """``order`` of a raw fixture as best-first."""
     return order[::-1] if raw.get("direction") == "worst-first" else list(order)
 
 
 def fixture_problems(raw: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """Semantic problems of one fixture (shape problems are pydantic's): ``(field, code, message,
-    fix)``."""
+    """Semantic problems of one fixture as ``(field, code, message, fix)``."""
     found = _Found()
     cand_ids, ctx_ids = _ids(raw.get("candidates")), _ids(raw.get("context", []))
     if cand_ids is not None:
@@ -646,8 +564,7 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> _Found:
 def _dispute_problems(
     found: _Found, raw: dict[str, Any], cand_ids: list[str], orders: list[list[str]]
 ) -> None:
-    """Without an adjudication: the expected order is a reviewer's, and the reviewers agree on
-    every must-win pair of a must-win fixture."""
+    """Unadjudicated: expected order is a reviewer's; reviewers agree on must-win pairs."""
     expected = raw.get("expected_order")
     if not _is_id_list(expected):
         return
@@ -719,10 +636,7 @@ def _is_name(value: Any) -> bool:
 
 
 def load_fixtures(path: str | Path) -> FixtureSet:
-    """Read and validate a fixture file; raise :class:`WorkbenchError` listing every problem.
-
-    Each problem has ``file:line``, the case id when known, a stable code and a fix.
-    """
+    """Read and validate a fixture file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     doc = load_yaml(
         path,
@@ -812,7 +726,6 @@ def _header_problems(
 def _changes(
     problems: Problems, header: dict[str, Any], supersedes: Any, lines: Lines
 ) -> list[FixtureChange]:
-    """The change log: valid entries, relative to a version this file supersedes."""
     raw_changes = header.get("changes") or []
     if not isinstance(raw_changes, list):
         problems.add(
@@ -855,7 +768,6 @@ def _change_message(n: int, err: Mapping[str, Any], field: str) -> str:
 def _fixture_items(
     problems: Problems, items: Any, version: Any, lines: Lines
 ) -> list[RankingFixture]:
-    """Every fixture, each problem at its line; the fixtures without a problem."""
     if not isinstance(items, list) or not items:
         fix = "add the reviewed comparisons under fixtures:"
         problems.add(
@@ -897,7 +809,6 @@ def _fixture_items(
 def _item_problems(
     item: dict[str, Any], where: Callable[..., str], case_id: str | None
 ) -> Problems:
-    """One fixture's problems: a computed field written by hand, its rules, its shape."""
     out = Problems()
     if "source_candidates_sha256" in item:
         out.add(
@@ -980,15 +891,6 @@ def as_fixture_set(fixtures: FixtureSet | str | Path | Iterable[RankingFixture])
     items = list(fixtures)
     dup = sorted(i for i, n in Counter(f.case_id for f in items).items() if n > 1)
     if dup:
-        raise WorkbenchError(
-            "invalid fixtures",
-            [
-                Problem(
-                    location="<fixtures>",
-                    code="duplicate_case_id",
-                    message=f"case ids used twice: {dup}",
-                    fix="give every fixture a unique case_id",
-                )
-            ],
-        )
+        message, fix = f"case ids used twice: {dup}", "give every fixture a unique case_id"
+        raise refusal("invalid fixtures", "<fixtures>", "duplicate_case_id", message, fix)
     return FixtureSet(name="in-memory", version="0", fixtures=items)

@@ -1,85 +1,55 @@
 """The ranking gate: release rules over a ranking report, the run history and a ranking policy.
 
-:func:`ranking_gate` turns a :class:`~workbench.ranking.RankingReport` into
-:class:`~workbench.policy.Blocker` records and hands them to the one decision step every gate
-uses (:func:`workbench.policy.decide`): the same sort, the same override matching as the release
-gate, and one of four outcomes by precedence over the blockers no valid override waived:
-``evaluation_incomplete`` (exit 3) > ``quality_failed`` (exit 1) > ``review_required`` (exit 4)
-> ``passed`` (exit 0). The exit code follows from that outcome only; in ``report_only`` mode
-(policy ``mode: report_only``) the outcome is computed and shown, the exit code is 0 and the
-report says "report only".
+:func:`ranking_gate` turns a report into :class:`~workbench.policy.Blocker` records and hands
+them to the one decision step every gate uses (:func:`workbench.policy.decide`); in
+``report_only`` mode the outcome is shown and the exit code is 0.
 
 Blocker codes (in the one table :data:`workbench.policy.BLOCKER_CODES`, feature ``ranking``):
 
-================================  ==========  ======================================================
+================================  ==========  ============================================
 code                              category    when
-================================  ==========  ======================================================
-ranking_incomplete                incomplete  a fixture without any answer (no result, or evaluator
-                                              errors only), a planned attempt without a result, or
-                                              an evaluator error
-ranking_repeats_short             incomplete  a reversed must-win fixture has fewer valid
-                                              repeat-baseline attempts than ``confirmation.repeats``
-ranking_integration_defect        quality     an invalid permutation, unknown case, changed
-                                              candidates, broken mapping or winner mismatch
-ranking_reversal_confirmed        quality     a must-win reversal confirmed on repeated runs (the
-                                              policy's ``confirmation``)
-ranking_agreement_drop            quality     pooled pairwise agreement on the unchanged fixtures
-                                              fell more than ``max_agreement_drop`` below the last
-                                              passing run
-ranking_reversal_unconfirmed      review      a must-win reversal the confirmation rule does not
-                                              confirm (a single observation)
-ranking_editorial_drift           review      a monitor-only (editorial) fixture's winner moved
-                                              (``editorial_drift: review``)
-ranking_metric_defect             review      a judge reason cites something outside the criterion
-                                              (criterion leakage)
-ranking_assembly_defect           review      a request lacked a candidate or a cited passage, or
-                                              showed a candidate twice (``assembly_defects:
-                                              review``)
-ranking_fixture_changed_in_place  review      a fixture's content changed under the same file
-                                              version since the last run
-ranking_fixtures_unfrozen         review      the policy requires a frozen fixture release and the
-                                              file has none
-ranking_must_win_unreviewed       review      the policy requires two reviewers' orders for must-win
-                                              fixtures
-ranking_no_baseline               review      the policy requires a passing baseline run and the
-                                              history has none
+================================  ==========  ============================================
+ranking_incomplete                incomplete  an unanswered fixture or planned attempt, or an
+                                              evaluator error
+ranking_repeats_short             incomplete  a reversed must-win fixture lacks repeats
+ranking_integration_defect        quality     a malformed or unmappable result
+ranking_reversal_confirmed        quality     a must-win reversal confirmed (``confirmation``)
+ranking_agreement_drop            quality     agreement fell over ``max_agreement_drop``
+ranking_reversal_unconfirmed      review      a must-win reversal not confirmed
+ranking_editorial_drift           review      a monitor-only fixture's winner moved
+ranking_metric_defect             review      criterion leakage in a judge reason
+ranking_assembly_defect           review      an incomplete rendered request
+ranking_fixture_changed_in_place  review      a fixture changed under the same version
+ranking_fixtures_unfrozen         review      the policy requires a frozen release
+ranking_must_win_unreviewed       review      must-win fixtures without two reviewers
+ranking_no_baseline               review      no passing baseline run in the history
 ranking_policy_mismatch           review      the policy is for another fixture set
-================================  ==========  ======================================================
+================================  ==========  ============================================
 
-A fixture answered only with malformed results is an integration defect (quality), not missing
-evidence: a quality failure is never reported as incomplete.
+Waivable (by an override naming the ranking policy, with ``--case``/``--slice`` for a fixture's
+blocker): ``ranking_reversal_confirmed``, ``ranking_agreement_drop``,
+``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``, ``ranking_metric_defect``,
+``ranking_assembly_defect``; the rest never.
 
-Waivable by an override naming the ranking policy (a blocker of one fixture by naming it with
-``--case`` or its fixture slice with ``--slice``; a whole-run blocker, the agreement drop, by an
-override with neither): ``ranking_reversal_confirmed``,
-``ranking_agreement_drop``, ``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``,
-``ranking_metric_defect``, ``ranking_assembly_defect``. Never waivable: missing evidence, an
-integration defect, a changed or unfrozen fixture release, unreviewed must-win fixtures, a
-missing baseline and a policy mismatch.
-
-**History.** Every gated run can be appended to a history log (JSON Lines,
-:class:`RankingHistoryEntry`, default ``runs/ranking/history/<fixture set>.jsonl``). The gate
-reads it for the *last run* (which fixtures changed since, in place or in a new version with
-its recorded change; whether a must-win fixture already reversed there) and the *last passing
-run* (the agreement-drop baseline, on the fixtures whose hash is unchanged since).
-
-**Scalar side by side.** Given per-case scalar gate outcomes (:class:`ScalarCaseResult`), the
-gate lists the cases where the scalar gate passes and the ranking gate does not, and the
-reverse.
+The history log (:class:`RankingHistoryEntry`, JSON Lines) gives the last run (fixture
+changes, earlier reversals) and the last passing run (the agreement-drop baseline).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import AwareDatetime, Field, ValidationError
 
-from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
+from .._io import iter_jsonl_lines, loads_json
 from .._load import Problems
 from .._record import Record as _Frozen
+from .._record import append_to_log, read_log
+from ..errors import refusal
 from ..outcomes import ExitCode
 from ..policy import (
     Blocker,
@@ -93,15 +63,13 @@ from ..policy import (
 )
 from ..stats import Rate, wilson_rate
 from ._fixtures import FixtureChange, FixtureSet, RankingFixture
-from ._policy import RankingPolicy, default_policy, ranking_policy_sha256
+from ._policy import Owners, RankingPolicy, default_policy, ranking_policy_sha256
 
 if TYPE_CHECKING:
     from ._analysis import CaseMustWin, RankingReport
 
-_M = TypeVar("_M", bound=_Frozen)
 RANKING_GATE_SCHEMA_VERSION = 2
-"""2: one :class:`~workbench.policy.Blocker` type for every gate; adds ``unapplied_overrides``,
-``expired_overrides`` and ``summary``."""
+"""2: the shared blocker and override records."""
 HISTORY_SCHEMA_VERSION = 1
 Outcome = CheckOutcome
 """``passed``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
@@ -121,8 +89,7 @@ class ConfirmationRow(_Frozen):
     repeat_reversals: int
     """Failed checks among them."""
     previous_run_reversed: bool | None
-    """Whether the previous run reversed the same unchanged fixture (None: no comparable previous
-    run)."""
+    """Whether the previous run reversed the same unchanged fixture (None: not comparable)."""
     status: Literal["confirmed", "unconfirmed", "repeats_short"]
     """``confirmed`` (blocks), ``unconfirmed`` (review) or ``repeats_short`` (incomplete)."""
     rule: str
@@ -183,8 +150,7 @@ class CaseStatus(_Frozen):
     gate: str
     """``must-win`` or ``monitor-only``."""
     status: Literal["pass", "fail", "review", "incomplete"]
-    """``fail`` (a quality blocker), ``review``, ``incomplete`` or ``pass`` (no unwaived blocker
-    names it)."""
+    """The worst category of the unwaived blockers naming it (``pass``: none)."""
     codes: list[str]
     """Codes of the unwaived blockers naming it."""
 
@@ -262,8 +228,7 @@ class RankingGateResult(_Frozen):
     note: str
     """"report only: ..." in report-only mode, else the outcome in words."""
     summary: str
-    """One line: outcome, kept blockers per category, waived ones, the policy (the counts are read
-    from ``blockers``)."""
+    """One line: outcome, kept blockers per category, waived ones, the policy."""
     blockers: list[Blocker]
     """Unwaived blockers, sorted: category (incomplete, quality, review), slice, code, message."""
     waived: list[WaivedBlocker]
@@ -336,38 +301,18 @@ class RankingHistoryEntry(_Frozen):
     """Per fixture."""
 
 
-def _read_lines(
-    path: str | Path, model: type[_M], code: str, what: str, fix: str
-) -> tuple[list[tuple[int, _M]], Problems]:
-    """Every line of a JSON Lines file as ``model`` with its number, and every bad line's
-    problem."""
-    rows: list[tuple[int, _M]] = []
-    problems = Problems()
-    not_utf8: list[int] = []
-    for number, line in iter_jsonl_lines(path, not_utf8):
-        try:
-            rows.append((number, model.model_validate(loads_json(line))))
-        except (ValueError, ValidationError) as exc:
-            message = f"not a {what} ({str(exc).splitlines()[0][:160]})"
-            problems.add(f"{path}:{number}", code, message, fix)
-    for n in not_utf8:
-        problems.add(f"{path}:{n}", code, f"not a {what} (the line is not valid UTF-8)", fix)
-    return rows, problems
-
-
 def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
     """Every entry of a history log, in order (none when the file does not exist)."""
-    if path is None or not Path(path).exists():
+    if path is None:
         return []
-    rows, problems = _read_lines(
+    return read_log(
         path,
         RankingHistoryEntry,
-        "history_invalid",
-        "ranking history entry",
-        "restore the line; the history is append-only",
+        code="history_invalid",
+        what="a ranking history entry",
+        name="ranking history",
+        fix="restore the line; the history is append-only",
     )
-    problems.raise_if_any(f"{path}: the ranking history has {len(problems)} problem(s)")
-    return [entry for _, entry in rows]
 
 
 def history_entry(
@@ -408,8 +353,7 @@ def record_run(
 ) -> RankingHistoryEntry:
     """Append a gated report to the history log (append-only) and return the entry."""
     entry = history_entry(report, fixture_set, now)
-    with AppendOnlyLog(path) as log:
-        log.append(entry.model_dump(mode="json"))
+    append_to_log(path, entry)
     return entry
 
 
@@ -417,33 +361,32 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
     """Per-case scalar gate outcomes from a JSON Lines file; every bad line reported at once."""
     path = Path(path)
     if not path.is_file():
-        missing = Problems()
-        missing.add(
+        raise refusal(
+            "no scalar results",
             str(path),
             "scalar_missing",
             "the scalar results file does not exist",
             "give a JSON Lines file of {case_id, passed, score, threshold, detail}",
         )
-        missing.fail("no scalar results")
-    rows, problems = _read_lines(
-        path,
-        ScalarCaseResult,
-        "scalar_invalid",
-        "scalar case result",
-        "each line is {case_id, passed: true|false, score, threshold, detail}, in UTF-8",
-    )
+    problems = Problems()
+    fix = "each line is {case_id, passed: true|false, score, threshold, detail}, in UTF-8"
+    not_utf8: list[int] = []
     out: dict[str, ScalarCaseResult] = {}
-    for number, row in rows:
+    for number, line in iter_jsonl_lines(path, not_utf8):
+        where = f"{path}:{number}"
+        try:
+            row = ScalarCaseResult.model_validate(loads_json(line))
+        except (ValueError, ValidationError) as exc:
+            message = f"not a scalar case result ({str(exc).splitlines()[0][:160]})"
+            problems.add(where, "scalar_invalid", message, fix)
+            continue
         if row.case_id in out:
-            where, fix = f"{path}:{number}", "one line per case"
-            problems.add(
-                where,
-                "scalar_duplicate",
-                "a second scalar outcome for the case",
-                fix,
-                case_id=row.case_id,
-            )
+            message, again = "a second scalar outcome for the case", "one line per case"
+            problems.add(where, "scalar_duplicate", message, again, case_id=row.case_id)
         out.setdefault(row.case_id, row)
+    for n in not_utf8:
+        message = "not a scalar case result (the line is not valid UTF-8)"
+        problems.add(f"{path}:{n}", "scalar_invalid", message, fix)
     problems.raise_if_any(f"{path}: {len(problems)} problem(s) in the scalar results")
     return list(out.values())
 
@@ -451,38 +394,29 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
 def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]) -> SideBySide:
     """Where the scalar gate and the ranking gate disagree on the same cases."""
     rows = {s.case_id: s for s in scalar}
-    by_case = {c.case_id: c for c in cases}
-    pass_fail: list[SideBySideRow] = []
-    fail_pass: list[SideBySideRow] = []
-    both_pass = both_not = 0
-    for c in cases:
-        s = rows.get(c.case_id)
-        if s is None:
-            continue
-        row = SideBySideRow(
-            case_id=c.case_id,
-            slice=c.slice,
-            scalar_passed=s.passed,
-            scalar_score=s.score,
-            ranking_status=c.status,
-            ranking_codes=c.codes,
-        )
-        ranked = c.status == "pass"
-        if s.passed and not ranked:
-            pass_fail.append(row)
-        elif ranked and not s.passed:
-            fail_pass.append(row)
-        elif ranked:
-            both_pass += 1
-        else:
-            both_not += 1
+    both = [(c, rows[c.case_id]) for c in cases if c.case_id in rows]
+
+    def disagree(scalar_passed: bool) -> list[SideBySideRow]:
+        return [
+            SideBySideRow(
+                case_id=c.case_id,
+                slice=c.slice,
+                scalar_passed=s.passed,
+                scalar_score=s.score,
+                ranking_status=c.status,
+                ranking_codes=c.codes,
+            )
+            for c, s in both
+            if s.passed == scalar_passed and (c.status == "pass") != scalar_passed
+        ]
+
     return SideBySide(
-        compared=sum(c.case_id in rows for c in cases),
-        scalar_pass_ranking_fail=pass_fail,
-        scalar_fail_ranking_pass=fail_pass,
-        both_pass=both_pass,
-        both_not_pass=both_not,
-        scalar_only=sorted(set(rows) - set(by_case)),
+        compared=len(both),
+        scalar_pass_ranking_fail=disagree(True),
+        scalar_fail_ranking_pass=disagree(False),
+        both_pass=sum(s.passed and c.status == "pass" for c, s in both),
+        both_not_pass=sum(not s.passed and c.status != "pass" for c, s in both),
+        scalar_only=sorted(set(rows) - {c.case_id for c in cases}),
         ranking_only=[c.case_id for c in cases if c.case_id not in rows],
     )
 
@@ -490,7 +424,6 @@ def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]
 def _fixture_changes(
     fixture_set: FixtureSet, previous: RankingHistoryEntry | None
 ) -> list[FixtureChangeRow]:
-    """Fixtures added, changed or removed since the last run (none without one)."""
     if previous is None:
         return []
     now, before = fixture_set.by_id(), previous.cases
@@ -558,11 +491,7 @@ def ranking_gate(
     scalar: Iterable[ScalarCaseResult] | None = None,
     now: datetime | None = None,
 ) -> RankingGateResult:
-    """Apply the release rules; see the module docstring.
-
-    The blockers are built here; sorting, overrides, the outcome and its exit code come from the
-    one decision step every gate uses (:func:`workbench.policy.decide`, clear outcome ``passed``).
-    """
+    """Apply the release rules (module docstring) through :func:`workbench.policy.decide`."""
     policy = policy or default_policy()
     mine = [h for h in history if h.fixtures_name == fixture_set.name]
     previous = mine[-1] if mine else None
@@ -619,15 +548,12 @@ def _note(policy: RankingPolicy, decision: Decision) -> str:
 
 
 def _owners(policy: RankingPolicy) -> dict[str, str | None]:
-    if policy.owners:
-        return policy.owners.model_dump()
-    return {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+    return policy.owners.model_dump() if policy.owners else dict.fromkeys(Owners.model_fields)
 
 
 def _integrity_blockers(
     fixture_set: FixtureSet, policy: RankingPolicy, baseline: RankingHistoryEntry | None
 ) -> list[Blocker]:
-    """The policy's requirements on the fixtures and the history."""
     out: list[Blocker] = []
     if policy.fixtures is not None and policy.fixtures != fixture_set.name:
         out.append(
@@ -672,7 +598,6 @@ def _slices(fixture_set: FixtureSet) -> dict[str, str | None]:
 
 
 def _change_blockers(fixture_set: FixtureSet, changes: Sequence[FixtureChangeRow]) -> list[Blocker]:
-    """``ranking_fixture_changed_in_place`` per fixture changed under the same file version."""
     slice_of = _slices(fixture_set)
     out: list[Blocker] = []
     for row in changes:
@@ -696,7 +621,6 @@ def _change_blockers(fixture_set: FixtureSet, changes: Sequence[FixtureChangeRow
 
 
 def _evidence_blockers(report: RankingReport, fixture_set: FixtureSet) -> list[Blocker]:
-    """Missing evidence (``ranking_incomplete``) and malformed results (integration defects)."""
     slice_of = _slices(fixture_set)
     out: list[Blocker] = []
     if report.status == "incomplete":
@@ -729,7 +653,6 @@ def _confirmations(
     policy: RankingPolicy,
     previous: RankingHistoryEntry | None,
 ) -> tuple[list[ConfirmationRow], list[Blocker]]:
-    """Every reversed fixture read by the confirmation rule (must-win) or as editorial drift."""
     fixtures = fixture_set.by_id()
     rows: list[ConfirmationRow] = []
     out: list[Blocker] = []
@@ -779,8 +702,6 @@ def _confirm(
     policy: RankingPolicy,
     previous: RankingHistoryEntry | None,
 ) -> tuple[ConfirmationRow, Blocker]:
-    """One reversed must-win fixture: confirmed (quality), repeats short (incomplete) or
-    unconfirmed (review)."""
     rule = policy.confirmation
     repeat_n = c.attempts_by_battery.get("repeat", 0)
     repeat_k = c.reversed_by_battery.get("repeat", 0)
@@ -840,10 +761,7 @@ def _drop_blockers(drop: AgreementDrop | None, policy: RankingPolicy) -> list[Bl
 def _defect_blockers(
     report: RankingReport, fixture_set: FixtureSet, policy: RankingPolicy
 ) -> list[Blocker]:
-    """Criterion leakage (metric defects) and, when the policy routes them, assembly defects."""
-    leaky: dict[str, int] = {}
-    for m in report.metric_defects:
-        leaky[m.case_id] = leaky.get(m.case_id, 0) + 1
+    leaky = Counter(m.case_id for m in report.metric_defects)
     slice_of = _slices(fixture_set)
     out: list[Blocker] = []
     for case_id, n in leaky.items():
@@ -882,7 +800,6 @@ _CASE_STATUS: dict[str, Literal["incomplete", "fail", "review"]] = {
 def _case_statuses(
     fixture_set: FixtureSet, report: RankingReport, kept: Sequence[Blocker]
 ) -> list[CaseStatus]:
-    """Per fixture: the worst category of the unwaived blockers naming it (missing: incomplete)."""
     out: list[CaseStatus] = []
     for f in fixture_set.fixtures:
         mine = [b for b in kept if f.case_id in b.case_ids]
@@ -903,9 +820,7 @@ def _case_statuses(
 
 
 def ranking_override_scope(policy_path: str | Path) -> OverrideScope:
-    """What ``workbench override add --policy <ranking policy>`` checks an override against: the
-    policy's label and the ranking gate's codes (raises :class:`WorkbenchError` when the policy
-    does not load)."""
+    """What ``workbench override add --policy <ranking policy>`` checks an override against."""
     from ._policy import load_ranking_policy
 
     return OverrideScope(label=load_ranking_policy(policy_path).label, feature="ranking")

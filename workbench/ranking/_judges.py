@@ -1,19 +1,9 @@
 """Ranking judge kinds: ``ragas-ranking`` (LLM) and ``ragas-ranking-function`` (deterministic).
 
-Both receive a :class:`RankingInput`: the user input, the context passage texts and the
-candidates **under neutral labels** (A, B, C ... in presented order). Stable candidate ids are
-not in the judge input at all, so an id such as ``unsafe`` can never leak the answer. The
-judge returns labels **best first**; the kind maps them back to stable ids through the
-presentation the run engine passes beside the input (``CaseRef.presentation["labels"]``),
-and expresses the order in the fixture's direction (``presentation["direction"]``).
-
-Result shape: ``value`` is the winner (the best candidate's id), ``order`` the full returned
-order as stable ids in the fixture's direction. A returned list that is not a permutation of
-the presented labels (missing, unknown or duplicate labels) is an evaluator error of kind
-``invalid_ranking`` whose ``order`` keeps the raw returned list: an integration defect.
-
-Candidate specs use ``labels`` for the neutral label alphabet: ``[A, B, C, ...]``; a fixture
-may have at most as many candidates as the spec has labels.
+The judge sees a :class:`RankingInput` with candidates under neutral labels (A, B, C ...),
+never stable ids, and returns labels best first; the kind maps them back through
+``presentation["labels"]`` to an ``order`` in the fixture's direction, ``value`` the winner.
+A list that is not a permutation of the labels is an ``invalid_ranking`` evaluator error.
 """
 
 from __future__ import annotations
@@ -100,11 +90,8 @@ def format_context(context: list[str]) -> str:
 def interpret_ranking(
     returned: Any, judge_input: RankingInput, ref: CaseRef | None
 ) -> tuple[list[str] | None, str | None, str | None]:
-    """Map returned labels (best first) to stable ids in the fixture's direction.
-
-    Returns ``(order, winner, None)``, or ``(raw, None, message)`` when the list is not a
-    permutation of the presented labels (``raw`` is the returned list as strings).
-    """
+    """Map returned labels (best first) to ``(order, winner, None)`` in the fixture's direction,
+    or ``(raw, None, message)`` when they are not a permutation of the presented labels."""
     if not isinstance(returned, list):
         return None, None, f"the ranking is not a list: {returned!r}"[:300]
     raw = [x if isinstance(x, str) else json.dumps(x) for x in returned]
@@ -115,38 +102,24 @@ def interpret_ranking(
     if not check.ok:
         missing = [labels.get(x, x) for x in check.missing]
         dups = [labels.get(x, x) for x in check.duplicates]
-        return (
-            raw,
-            None,
-            (
-                f"the judge returned {raw}, not a permutation of the presented labels {presented}:"
-                f" missing={missing}, unknown={check.unknown}, duplicates={dups}"
-            ),
+        message = (
+            f"the judge returned {raw}, not a permutation of the presented labels {presented}:"
+            f" missing={missing}, unknown={check.unknown}, duplicates={dups}"
         )
+        return raw, None, message
     if set(labels) != set(presented):
-        return (
-            raw,
-            None,
-            (
-                f"the presentation maps labels {sorted(labels)} but the judge was shown"
-                f" {presented}: the candidate mapping is broken"
-            ),
+        message = (
+            f"the presentation maps labels {sorted(labels)} but the judge was shown"
+            f" {presented}: the candidate mapping is broken"
         )
+        return raw, None, message
     best_first = [labels[x.strip()] for x in raw]
-    order = (
-        best_first
-        if presentation.get("direction", "best-first") == "best-first"
-        else best_first[::-1]
-    )
-    return order, best_first[0], None
+    worst_first = presentation.get("direction", "best-first") != "best-first"
+    return best_first[::-1] if worst_first else best_first, best_first[0], None
 
 
 def answer_mapping(ref: CaseRef | None) -> dict[str, Any] | None:
-    """How a returned ranking maps back to ids (labels and direction): part of the cache key.
-
-    The judge never sees it; but two presentations with the same prompt and a different
-    mapping (same texts under other ids, or the other direction) must not share a verdict.
-    """
+    """How a returned ranking maps back to ids (labels and direction): part of the cache key."""
     presentation = (ref.presentation if ref is not None else None) or {}
     if "labels" not in presentation:
         return None
@@ -157,8 +130,6 @@ def answer_mapping(ref: CaseRef | None) -> dict[str, Any] | None:
 
 
 def _planned(visible: dict[str, Any], ref: CaseRef | None) -> dict[str, Any]:
-    """The planned request (its hash keys the cache): the visible request plus the answer
-    mapping."""
     mapping = answer_mapping(ref)
     return {**visible, "answer_mapping": mapping} if mapping is not None else visible
 
@@ -188,11 +159,8 @@ def _too_many(spec: CandidateSpec, judge_input: RankingInput) -> Verdict | None:
 
 
 class LLMRankingJudge(LLMJudge):
-    """``ragas-ranking``: a Ragas ``RankingMetric`` through ``llm_factory``.
-
-    The prompt template may use ``{user_input}``, ``{context}`` and must use ``{candidates}``;
-    it should ask for every label exactly once, best first, as a JSON list in ``value``.
-    """
+    """``ragas-ranking``: a Ragas ``RankingMetric`` through ``llm_factory``; the prompt must use
+    ``{candidates}`` and may use ``{user_input}`` and ``{context}``."""
 
     allowed_placeholders = RANKING_PLACEHOLDERS
     required_placeholder = "candidates"
@@ -216,7 +184,6 @@ class LLMRankingJudge(LLMJudge):
         return RankingMetric(name=spec.name, allowed_values=len(spec.labels), prompt=template)
 
     def _metric_for(self, n: int) -> Any:
-        """A ``RankingMetric`` whose ``allowed_values`` is this fixture's candidate count."""
         from ragas.metrics import RankingMetric
 
         metric = self._metrics.get(n)
@@ -243,15 +210,12 @@ class LLMRankingJudge(LLMJudge):
         }
 
     def render(self, judge_input: Any, ref: CaseRef | None = None) -> dict[str, Any]:
-        """The planned request (its hash keys the cache): the visible request plus the answer
-        mapping."""
+        """The visible request plus the answer mapping (its hash keys the cache)."""
         return _planned(self.visible_request(judge_input), ref)
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
         verdict = _too_many(self.spec, judge_input) or await super().evaluate(judge_input, ref)
-        if (
-            verdict.rendered_request is None
-        ):  # nothing reached the wire: record what would have been sent
+        if verdict.rendered_request is None:  # nothing reached the wire: what would have been sent
             verdict = dataclasses.replace(
                 verdict, rendered_request=self.visible_request(judge_input)
             )
@@ -303,12 +267,7 @@ class LLMRankingJudge(LLMJudge):
 
 
 class FunctionRankingJudge:
-    """``ragas-ranking-function``: a deterministic Ragas ``@ranking_metric`` by import path.
-
-    The function may take ``user_input`` (str), ``context`` (list of passage texts) and
-    ``candidates`` (list of ``{"label", "text"}`` in presented order), and returns the labels
-    best first. Its ``allowed_values`` is set to each fixture's candidate count for the call.
-    """
+    """``ragas-ranking-function``: a deterministic Ragas ``@ranking_metric`` by import path."""
 
     def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         self.spec = spec
@@ -318,11 +277,7 @@ class FunctionRankingJudge:
             spec, loc, "@ranking_metric", "workbench.demo.ranking:policy_evidence_order", problems
         )
         allowed = getattr(metric, "allowed_values", None)
-        if (
-            not hasattr(metric, "ascore")
-            or not isinstance(allowed, int)
-            or isinstance(allowed, bool)
-        ):
+        if not hasattr(metric, "ascore") or type(allowed) is not int:  # bool is no count
             problems.add(
                 loc,
                 "function_not_metric",
@@ -368,8 +323,7 @@ class FunctionRankingJudge:
         return {"function": self.spec.function, "arguments": self._arguments(judge_input)}
 
     def render(self, judge_input: RankingInput, ref: CaseRef | None = None) -> dict[str, Any]:
-        """The planned request (its hash keys the cache): the visible request plus the answer
-        mapping."""
+        """The visible request plus the answer mapping (its hash keys the cache)."""
         return _planned(self.visible_request(judge_input), ref)
 
     def estimate_cost(self, judge_input: RankingInput) -> float:

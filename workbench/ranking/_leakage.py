@@ -1,20 +1,8 @@
-"""Criterion leakage: judge reasons that cite something outside the criterion and the
-evaluator-visible fields.
+"""Criterion leakage: judge reasons that cite something outside the criterion.
 
-A ranking can match the expected order by chance while the judge's reason proves it answered a
-different question. :func:`scan_reason` flags a reason that cites:
-
-- ``candidate_id``: a stable candidate id (the judge is shown neutral labels only; an id that
-  also occurs in a fixture text is not checked, since it cannot be told from an ordinary word);
-- ``position``: where a candidate was shown (``the first one``, ``listed first``, ``shown
-  last``, ``in the first position``) rather than what it says;
-- ``length``: length as the reason (``longer``, ``shorter``, ``more detailed``, ``too long``,
-  ``concise``), unless the criterion says length matters (``length: false`` in its rules);
-- any extra named pattern (a case-insensitive regular expression) a criterion declares, e.g.
-  ``tone: "friendly tone|polite"`` for a criterion about policy faithfulness.
-
-Rules are configured per criterion version in the ranking policy (``leakage``), with ``"*"``
-for every criterion without its own entry. Flagged attempts are *metric defects* in the report.
+:func:`scan_reason` flags a reason citing a stable candidate id, a presented position, length
+(unless the criterion's rules allow it) or an extra named pattern; rules are set per criterion
+version in the ranking policy (``leakage``, ``"*"`` for the rest).
 """
 
 from __future__ import annotations
@@ -94,7 +82,8 @@ def rules_for(criterion_version: str, configured: dict[str, LeakageRules] | None
     return configured.get(criterion_version) or configured.get("*") or LeakageRules()
 
 
-def _id_token(word: str) -> re.Pattern[str]:
+def id_token(word: str) -> re.Pattern[str]:
+    """``word`` as a whole token (not inside a longer id or word)."""
     return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
 
 
@@ -102,19 +91,13 @@ def _id_token(word: str) -> re.Pattern[str]:
 def _checkable_ids(
     case_id: str, digest: str, ids: tuple[str, ...], text: str
 ) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((cid, tok) for cid in ids for tok in [_id_token(cid)] if not tok.search(text))
+    return tuple((cid, tok) for cid in ids for tok in [id_token(cid)] if not tok.search(text))
 
 
 def checkable_ids(fixture: RankingFixture) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """The candidate ids no fixture text contains, each with its pattern: an id a reason or a
-    request must not show (one that also occurs in a text cannot be told from an ordinary word)."""
-    text = "\n".join(
-        [
-            fixture.user_input,
-            *(p.text for p in fixture.context),
-            *(c.text for c in fixture.candidates),
-        ]
-    )
+    """The candidate ids no fixture text contains (those a reason or request must not show)."""
+    texts = [fixture.user_input, *(p.text for p in fixture.context)]
+    text = "\n".join(texts + [c.text for c in fixture.candidates])
     ids = tuple(fixture.candidate_ids)
     return _checkable_ids(fixture.case_id, fixture.source_candidates_sha256, ids, text)
 

@@ -1,30 +1,8 @@
 """Ranking release policies and the reviewed examples an agreement-drop threshold comes from.
 
 A ranking policy is ``data/policies/<name>@<version>.yaml`` with ``kind: ranking``
-(:class:`RankingPolicy`, ``schema_version`` 1). It states the release rules the ranking gate
-(:mod:`workbench.ranking._gate`) applies:
-
-- ``mode``: ``enforce``, or ``report_only`` to roll a gate out non-blocking first (outcomes
-  are computed and shown, the exit code is 0, the report says "report only");
-- ``confirmation``: a must-win reversal blocks only when confirmed on repeated runs: at least
-  ``min_reversals`` reversals among the repeat baseline's identical presentations (the baseline
-  must hold ``repeats`` valid attempts), or, with ``previous_run``, a reversal of the same
-  unchanged fixture in the previous run. A reversal the rule does not confirm is
-  ``review_required``;
-- ``max_agreement_drop``: the largest drop of pooled pairwise agreement, relative to the last
-  passing run on the fixtures unchanged since then, that does not block. It must be supported
-  by ``agreement_drop_evidence``: a file of reviewed examples (:class:`AgreementDropExamples`)
-  on which the threshold misclassifies no more examples than the best threshold
-  (:func:`choose_agreement_threshold`) does (``threshold_not_supported`` otherwise);
-- ``editorial_drift``: ``review`` (a monitor-only fixture whose order moved routes to review)
-  or ``report``; ``assembly_defects`` likewise for incomplete rendered requests;
-- ``must_win_requires_reviews``, ``require_frozen_fixtures``, ``require_baseline``;
-- ``leakage``: criterion-leakage rules per criterion version (``"*"`` for the rest);
-- ``capture``: privacy mode and retention of the run's requests;
-- ``owners``: the four owners a failure is handed to (application, evaluation, platform,
-  domain reviewer).
-
-Without a policy the gate applies :func:`default_policy` (documented there).
+(:class:`RankingPolicy`; each field documents its rule). Without one the gate applies
+:func:`default_policy`.
 """
 
 from __future__ import annotations
@@ -57,15 +35,12 @@ _Name = Annotated[str, BeforeValidator(_number_as_text), Field(pattern=_NAME)]
 
 
 class Confirmation(_Frozen):
-    """When a must-win reversal counts as confirmed (blocking) rather than a single observation
-    (review)."""
+    """When a must-win reversal counts as confirmed (blocking) rather than unconfirmed."""
 
     repeats: int = Field(default=3, ge=1)
-    """Valid attempts the repeat baseline (identical presentations) of a must-win fixture must hold;
-    fewer is incomplete evidence."""
+    """Valid repeat-baseline attempts a reversed must-win fixture needs (fewer: incomplete)."""
     min_reversals: int = Field(default=2, ge=1)
-    """Reversals among the repeat baseline that confirm a reversal (e.g. 2 of 3; 1: any reversal in
-    the repeat baseline)."""
+    """Reversals among the repeat baseline that confirm a reversal (e.g. 2 of 3)."""
     previous_run: bool = False
     """Also confirmed when the previous run reversed the same, unchanged fixture."""
 
@@ -93,8 +68,7 @@ class Owners(_Frozen):
 
 
 class RankingPolicy(_Frozen):
-    """A ranking release policy, exactly as stored in ``data/policies/<name>@<version>.yaml``
-    (``kind: ranking``)."""
+    """A ranking release policy, as stored in its file."""
 
     schema_version: int = RANKING_POLICY_SCHEMA_VERSION
     """Policy file format version."""
@@ -117,18 +91,15 @@ class RankingPolicy(_Frozen):
     confirmation: Confirmation = Field(default_factory=Confirmation)
     """When a must-win reversal is confirmed."""
     max_agreement_drop: float | None = Field(default=None, ge=0, le=1)
-    """Largest drop of pooled pairwise agreement vs the last passing run that does not block; None:
-    not checked."""
+    """Largest agreement drop vs the last passing run that does not block (None: not checked)."""
     agreement_drop_evidence: str | None = None
-    """Reviewed examples the threshold was chosen from (path relative to the policy file); required
-    with ``max_agreement_drop``."""
+    """The reviewed-examples file behind ``max_agreement_drop`` (relative to the policy)."""
     require_baseline: bool = False
     """A run without a passing baseline in the history is ``ranking_no_baseline`` (review)."""
     editorial_drift: Literal["review", "report"] = "review"
     """What a monitor-only fixture whose order moved does: route to review, or only report."""
     assembly_defects: Literal["review", "report"] = "review"
-    """What an incomplete rendered request (a candidate or cited passage missing, a candidate
-    twice) does: route to review, or only report while a new completeness check is rolled out."""
+    """What an incomplete rendered request does: route to review, or only report."""
     must_win_requires_reviews: bool = True
     """Must-win fixtures need two or more independent reviewer orders."""
     require_frozen_fixtures: bool = True
@@ -149,10 +120,8 @@ class RankingPolicy(_Frozen):
 
 
 def default_policy() -> RankingPolicy:
-    """The rules applied without ``--policy``: confirmation 2 of 3 repeats, editorial drift to
-    review, assembly defects reported (not routed to review), no agreement-drop rule, reviews and a
-    frozen release not required, default leakage rules, full capture with no declared
-    retention, no owners."""
+    """The rules applied without ``--policy``: the field defaults, except that reviews and a
+    frozen release are not required and assembly defects are only reported."""
     return RankingPolicy(
         name="default-ranking-rules",
         version="builtin",
@@ -165,8 +134,7 @@ def default_policy() -> RankingPolicy:
 
 
 class AgreementDropExample(_Frozen):
-    """One reviewed comparison of two runs: the agreement drop and whether it changed a release
-    decision."""
+    """One reviewed comparison of two runs: the drop and whether it changed a decision."""
 
     example_id: str = Field(pattern=_NAME)
     """Stable id."""
@@ -191,8 +159,7 @@ class AgreementDropExample(_Frozen):
 
 
 class AgreementDropExamples(_Frozen):
-    """A reviewed-examples file (``data/ranking/<name>@<version>.yaml``, ``kind:
-    agreement-drop-examples``)."""
+    """A reviewed-examples file (``kind: agreement-drop-examples``)."""
 
     schema_version: int = 1
     """File format version."""
@@ -214,8 +181,7 @@ class ThresholdChoice(_Frozen):
     threshold: float
     """The chosen limit: drops strictly above it block."""
     separable: bool
-    """Whether some threshold passes every acceptable example and blocks every decision-changing
-    one."""
+    """Whether some threshold classifies every example correctly."""
     largest_acceptable_drop: float | None
     """The largest drop reviewers accepted."""
     smallest_harmful_drop: float | None
@@ -229,43 +195,28 @@ class ThresholdChoice(_Frozen):
 
 
 def threshold_errors(examples: list[AgreementDropExample], threshold: float) -> list[str]:
-    """Examples a threshold misclassifies: an acceptable drop above it, or a harmful drop at or
-    below it."""
+    """Examples a threshold misclassifies."""
     return [e.example_id for e in examples if (e.drop > threshold) != e.decision_changed]
 
 
 def choose_agreement_threshold(examples: list[AgreementDropExample]) -> ThresholdChoice:
-    """The threshold with the fewest misclassified reviewed examples.
-
-    When the examples separate, the midpoint between the largest acceptable drop and the
-    smallest harmful one (rounded to 3 decimals, kept inside the interval); otherwise the
-    candidate cut (each observed drop) with the fewest errors, preferring fewer harmful drops
-    passed, then the lower threshold.
-    """
+    """The threshold with the fewest misclassified reviewed examples: the midpoint of the gap
+    when they separate, else the observed drop with fewest errors (then fewest harmful passed)."""
     acceptable = [e.drop for e in examples if not e.decision_changed]
     harmful = [e.drop for e in examples if e.decision_changed]
     largest = max(acceptable) if acceptable else None
     smallest = min(harmful) if harmful else None
-    if largest is not None and smallest is not None and largest < smallest:
-        mid = round((largest + smallest) / 2, 3)
-        threshold = mid if largest <= mid < smallest else largest
-        return ThresholdChoice(
-            threshold=threshold,
-            separable=True,
-            largest_acceptable_drop=largest,
-            smallest_harmful_drop=smallest,
-            errors=0,
-            misclassified=[],
-            examples=len(examples),
-        )
-    cuts = sorted({0.0, *(e.drop for e in examples)})
 
     def cost(t: float) -> tuple[int, int, float]:
         wrong = threshold_errors(examples, t)
         missed = sum(1 for e in examples if e.example_id in wrong and e.decision_changed)
         return len(wrong), missed, t
 
-    best = min(cuts, key=cost)
+    if largest is not None and smallest is not None and largest < smallest:
+        mid = round((largest + smallest) / 2, 3)
+        best = mid if largest <= mid < smallest else largest  # separates: no error
+    else:
+        best = min(sorted({0.0, *(e.drop for e in examples)}), key=cost)
     wrong = threshold_errors(examples, best)
     return ThresholdChoice(
         threshold=best,
@@ -368,7 +319,6 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
 
 
 def _policy_problems(problems: Problems, path: Path, policy: RankingPolicy) -> None:
-    """What a policy file must state beyond its fields' shapes."""
     loc = str(path)
     if path.stem != policy.label:
         message = f"file name {path.name!r} does not match name@version {policy.label}"
@@ -454,9 +404,7 @@ def threshold_chart(
     choice: ThresholdChoice,
     policy_threshold: float | None = None,
 ) -> Any:
-    """Altair chart: each reviewed example's agreement drop, coloured by the reviewers' verdict,
-    with the chosen threshold (and the policy's, when given) as rules. Render offline with
-    ``workbench.reports.svg_display(chart)``."""
+    """Altair chart: each reviewed drop by verdict, with the chosen (and policy) threshold."""
     import altair as alt
     import pandas as pd
 
@@ -490,14 +438,8 @@ def threshold_chart(
             tooltip=[alt.Tooltip(field) for field in ("example", "drop", "verdict", "note")],
         )
     )
-    lines = pd.DataFrame(
-        [{"x": choice.threshold, "what": f"chosen {choice.threshold}"}]
-        + (
-            [{"x": policy_threshold, "what": f"policy {policy_threshold}"}]
-            if policy_threshold is not None
-            else []
-        )
-    )
+    marks = [("chosen", choice.threshold), ("policy", policy_threshold)]
+    lines = pd.DataFrame([{"x": x, "what": f"{what} {x}"} for what, x in marks if x is not None])
     rules = (
         alt.Chart(lines)
         .mark_rule(strokeDash=[4, 3], color="#333333")

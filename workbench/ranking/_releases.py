@@ -1,23 +1,9 @@
-"""Ranking fixture files as approved inputs: their snapshot, the lineage check at every load,
-and the label history between versions.
+"""Ranking fixture files as approved inputs: their snapshot for the approval kernel
+(:mod:`workbench.approval`), the lineage check at every load and the label history.
 
-A fixture file is a *draft* until it is frozen: ``workbench freeze data/ranking/<name>@<version>
-.yaml --approver NAME`` appends a release to ``releases.jsonl`` in the file's folder (the
-approval kernel, :mod:`workbench.approval`): one hash per fixture and per field group (``label``:
-the expected order, acceptable orders and critical pair; ``reviews``: the reviewers' orders and
-the adjudication; ``content``: everything else), a hash of the header, the approver (a name in
-the project's approver list) and when.
-
-Every load (:func:`check_release`, called by :func:`~workbench.ranking.load_fixtures`) runs the
-kernel's lineage check, with the kernel's codes: an in-place change of a frozen version
-(``frozen_case_edited``, ``frozen_case_added``, ``frozen_case_deleted``,
-``frozen_header_edited``); a new version of a frozen set that does not say what it supersedes
-(``supersedes_missing``) or supersedes an unfrozen one (``supersedes_unfrozen``); a fixture that
-differs from the superseded version without a ``changes`` entry (``change_unrecorded``); an
-approver outside the list (``approver_unknown``). On top, the change log must describe the
-difference exactly: ``supersedes_file_missing`` (the superseded file is not beside this one),
-``change_not_a_change``, ``change_duplicate``, ``change_old_order_mismatch`` /
-``change_new_order_mismatch``.
+On top of the kernel's codes, a superseding version's change log must be exactly the
+difference (``supersedes_file_missing``, ``supersedes_invalid``, ``change_not_a_change``,
+``change_duplicate``, ``change_old_order_mismatch``, ``change_new_order_mismatch``).
 """
 
 from __future__ import annotations
@@ -28,7 +14,7 @@ from typing import Any
 from .._io import sha256_json
 from .._record import Record as _Frozen
 from ..approval import Change, Release, Snapshot, check_lineage, read_release_log
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ._fixtures import FixtureChange, FixtureSet, RankingFixture
 
 LABEL_FIELDS = ("expected_order", "acceptable_orders", "critical_pair")
@@ -93,11 +79,7 @@ def fixtures_snapshot(path: Path) -> Snapshot:
 def check_release(
     path: Path, fixture_set: FixtureSet, case_lines: dict[str, int], header_lines: dict[str, int]
 ) -> FixtureSet:
-    """Run the lineage check on a loaded fixture set (see the module docstring).
-
-    Returns the set with ``release`` attached when it is frozen; raises :class:`WorkbenchError`
-    listing every problem otherwise.
-    """
+    """The set with its verified ``release`` (if frozen) after the lineage check, or a refusal."""
     snapshot = snapshot_of(fixture_set, case_lines, header_lines)
     log = read_release_log(snapshot.folder)
     problems = check_lineage(snapshot, log)
@@ -119,7 +101,6 @@ def previous_path(path: Path, fixture_set: FixtureSet) -> Path:
 def _change_log_problems(
     path: Path, fixture_set: FixtureSet, header_lines: dict[str, int]
 ) -> list[Problem]:
-    """The change entries against the superseded file's expected orders."""
     from ._fixtures import load_fixtures
 
     at = f"{path}:{header_lines.get('changes') or header_lines.get('supersedes') or 0}"
@@ -131,15 +112,9 @@ def _change_log_problems(
     try:
         previous = load_fixtures(prev_path)
     except WorkbenchError as exc:
-        return [
-            Problem(
-                location=at,
-                code="supersedes_invalid",
-                message=f"{prev_path.name} does not load: {p.code}: {p.message}",
-                fix=p.fix,
-            )
-            for p in exc.problems
-        ]
+        why = f"{prev_path.name} does not load"
+        code = "supersedes_invalid"
+        return [problem(at, code, f"{why}: {p.code}: {p.message}", p.fix) for p in exc.problems]
     if previous.name != fixture_set.name:
         message = f"{prev_path.name} is fixture set {previous.name!r}, not {fixture_set.name!r}"
         fix = "a version supersedes an earlier version of the same set"
@@ -156,27 +131,27 @@ def _entry_problems(fixture_set: FixtureSet, previous: FixtureSet, at: str) -> l
     for change in fixture_set.changes:
         cid = change.case_id
 
-        def problem(code: str, message: str, fix: str, cid: str = cid) -> None:
-            problems.append(Problem(location=at, case_id=cid, code=code, message=message, fix=fix))
+        def add(code: str, message: str, fix: str, cid: str = cid) -> None:
+            problems.append(problem(at, code, message, fix, cid))
 
         if cid in seen:
-            problem("change_duplicate", "two change entries for one fixture", "one entry each")
+            add("change_duplicate", "two change entries for one fixture", "one entry each")
             continue
         seen.add(cid)
         if cid not in changed:
             where = "in neither version" if cid not in after else "identical in both versions"
-            problem("change_not_a_change", f"a change entry for a fixture {where}", "remove it")
+            add("change_not_a_change", f"a change entry for a fixture {where}", "remove it")
             continue
         was = list(old[cid].expected_order) if cid in old else None
         now = list(new[cid].expected_order) if cid in new else None
         if _order(change.old_order) != was:
             message = f"old_order {change.old_order} is not {previous.label}'s expected_order {was}"
             fix = "copy the superseded version's expected_order (null for a new fixture)"
-            problem("change_old_order_mismatch", message, fix)
+            add("change_old_order_mismatch", message, fix)
         if _order(change.new_order) != now:
             message = f"new_order {change.new_order} is not this version's expected_order {now}"
             fix = "copy this version's expected_order (null for a retired fixture)"
-            problem("change_new_order_mismatch", message, fix)
+            add("change_new_order_mismatch", message, fix)
     return problems
 
 
@@ -209,16 +184,12 @@ def label_history(path: str | Path) -> list[VersionHistory]:
     while current is not None:
         fixture_set = load_fixtures(current)
         if fixture_set.label in seen:  # two files superseding each other
-            raise WorkbenchError(
+            raise refusal(
                 "cyclic history",
-                [
-                    Problem(
-                        location=str(current),
-                        code="supersedes_invalid",
-                        message="the supersedes chain loops",
-                        fix="a version supersedes an older one",
-                    )
-                ],
+                str(current),
+                "supersedes_invalid",
+                "the supersedes chain loops",
+                "a version supersedes an older one",
             )
         seen.add(fixture_set.label)
         chain.append(

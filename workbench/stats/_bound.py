@@ -1,27 +1,10 @@
 """How many cases a rate limit needs when the judge is not perfect: :func:`cases_to_bound`.
 
-:func:`~workbench.stats.cases_needed` answers the question at zero errors. A real judge makes
-some, so a sample big enough to show a limit only when the judge never errs is usually too
-small. This module plans for a judge whose true rate is a stated fraction of the limit:
-
-**Definition.** For a limit ``L``, a fraction ``f`` (0 <= f < 1; true rate ``r = f·L``) and an
-interval, let ``k(n) = floor(r·n)``: the number of errors a sample of ``n`` cases holds when it
-shows the true rate, rounded down (an error count is a whole number). The cases needed are
-the smallest ``n`` such that, for that ``n`` **and every larger one**, the two-sided 95% upper
-bound of ``k(m)`` errors out of ``m`` cases is within the limit (``upper <= L``, the gate's
-comparison). "Every larger one" matters: ``k(n)`` steps up by one as ``n`` grows, the bound
-jumps up with it, and the first ``n`` where the bound falls under the limit is often followed
-by larger ``n`` where it is above it again (``first_n`` reports that first crossing).
-
-The interval is the gate's (``wilson``: Wilson score interval) or, stated, ``clopper-pearson``
-(the exact binomial interval), statsmodels ``proportion_confint`` (``method="wilson"`` or
-``"beta"``), ``alpha = 0.05``; the Wilson end is computed here with statsmodels' arithmetic
-(tests/test_plan.py compares the two with ``==``). At ``f = 0`` the Wilson figure equals
-:func:`cases_needed`.
-
-At ``n`` cases a sample drawn at the true rate holds a random number of errors, so it shows the
-limit with probability ``power`` = P(Binomial(n, r) <= k*), ``k*`` the most errors whose upper
-bound is within ``L``; planning at ``floor(r·n)`` errors gives roughly even odds, not certainty.
+For a limit ``L`` and a true rate ``r = f·L``, the cases needed are the smallest ``n`` such
+that for it **and every larger** ``m`` the two-sided 95% upper bound (Wilson, or
+Clopper-Pearson) of ``floor(r·m)`` errors out of ``m`` is within ``L``; ``first_n`` is the
+first crossing (the bound can rise again when the error count steps up). At ``f = 0`` the
+Wilson figure equals :func:`~workbench.stats.cases_needed`.
 """
 
 from __future__ import annotations
@@ -58,33 +41,31 @@ class BoundPlan(BaseModel):
     interval: Interval
     """``wilson`` (the gate's) or ``clopper-pearson``; two-sided 95%."""
     needed: int | None
-    """Smallest n such that, for it and every larger n, ``floor(f·L·n)`` errors out of n have an
-    upper 95% bound within the limit. None when no sample can show the limit (``L <= 0``) or it
-    needs more than :data:`MAX_CASES`."""
+    """The cases needed (module docstring); None when no sample up to :data:`MAX_CASES` can."""
     first_n: int | None
-    """Smallest n at which the bound first falls within the limit (some larger n, where the error
-    count steps up, may be above it again until ``needed``)."""
+    """Smallest n at which the bound first falls within the limit."""
     errors_at_needed: int | None
     """``floor(f·L·needed)``: the errors the planned sample holds."""
     max_errors_at_needed: int | None
     """The most errors out of ``needed`` cases whose upper bound is still within the limit."""
     power: float | None
-    """P(Binomial(needed, f·L) <= max_errors_at_needed): the chance that a sample of ``needed``
-    cases drawn at the true rate shows the limit."""
+    """P(Binomial(needed, f·L) <= max_errors_at_needed): the chance the sample shows the limit."""
 
 
 def upper_bound(
     errors: float | np.ndarray, n: int | np.ndarray, interval: Interval = "wilson"
 ) -> float | np.ndarray:
     """Upper end of the two-sided 95% interval of ``errors / n`` (statsmodels
-    ``proportion_confint``; the Wilson end computed here with its arithmetic, equal to the last
-    bit, so the gate's too-few-cases figures import neither statsmodels nor scipy.stats)."""
+    ``proportion_confint``; the Wilson end computed here, equal to the last bit)."""
     import numpy as np
 
     if interval not in _METHOD:
         raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
     if interval == "wilson":
-        high = _wilson_upper(errors, n)
+        from ._stats import _Z_975, wilson_ends
+
+        count, nobs = np.asarray(errors, dtype=np.double), np.asarray(n, dtype=np.double)
+        high = np.clip(wilson_ends(count, nobs, _Z_975, np.sqrt)[1], 0, 1)
     else:
         from statsmodels.stats.proportion import proportion_confint
 
@@ -93,21 +74,6 @@ def upper_bound(
         return float(min(1.0, float(high)))
     bounded: np.ndarray = np.minimum(1.0, np.asarray(high, dtype=float))
     return bounded
-
-
-def _wilson_upper(errors: float | np.ndarray, n: int | np.ndarray) -> float | np.ndarray:
-    """``proportion_confint(errors, n, alpha=0.05, method="wilson")[1]``: both arguments as
-    float64 arrays (as statsmodels takes them), clipped to [0, 1]; a float for scalars."""
-    import numpy as np
-
-    from ._stats import _critical, wilson_ends
-
-    count = np.asarray(errors, dtype=np.double)
-    nobs = np.asarray(n, dtype=np.double)
-    high: np.ndarray = np.clip(wilson_ends(count, nobs, _critical(0.05), np.sqrt)[1], 0, 1)
-    if np.isscalar(errors) and np.isscalar(n):
-        return float(high)
-    return high
 
 
 def _errors(rate: float, n: np.ndarray) -> np.ndarray:
@@ -119,8 +85,7 @@ def _errors(rate: float, n: np.ndarray) -> np.ndarray:
 def _needed(
     limit: float, at_fraction: float, interval: Interval
 ) -> tuple[float, int | None, int | None]:
-    """``(true rate, needed, first_n)`` of :func:`bound_plan`, without the figures only a plan
-    shows (errors, power): the gate's too-few-cases checks ask only for ``needed``."""
+    """``(true rate, needed, first_n)`` of :func:`bound_plan`."""
     import numpy as np
 
     if interval not in _METHOD:
@@ -147,11 +112,7 @@ def _needed(
 
 def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wilson") -> BoundPlan:
     """Cases needed so the 95% upper bound can fall within ``limit`` at a true rate of
-    ``at_fraction·limit``.
-
-    See the module docstring for the exact definition. Raises ``ValueError`` for an unknown
-    interval or a fraction outside ``[0, 1)``.
-    """
+    ``at_fraction·limit`` (module docstring); ``ValueError`` for a bad interval or fraction."""
     import numpy as np
 
     rate, needed, first_n = _needed(limit, at_fraction, interval)
@@ -198,13 +159,8 @@ def _max_errors(n: int, limit: float, interval: Interval) -> int:
 
 
 def _horizon(limit: float, rate: float, interval: Interval) -> int | None:
-    """An n beyond which the bound at ``floor(rate·n)`` errors stays within the limit.
-
-    The upper bound grows with the error count, so with the real-valued count ``rate·n`` it is
-    at least the bound at ``floor(rate·n)``; that continuous bound falls steadily towards
-    ``rate < limit`` as n grows. The first power of two where it is within the limit (checked
-    again at 2x, 4x ... 64x, so a bump cannot hide) bounds the search.
-    """
+    """An n beyond which the bound at ``floor(rate·n)`` errors stays within the limit: the first
+    power of two where the bound at ``rate·n`` (not below it) is within, at 1x to 64x."""
     n = 16
     while n <= MAX_CASES:
         if all(
@@ -224,14 +180,8 @@ def too_few_cases_message(
     at_fraction: float = 0.5,
     interval: Interval = "wilson",
 ) -> str:
-    """The sentence a ``too few cases`` blocker can cite, with the planned number.
-
-    ``too_few_cases_message("account_security", 6, 0.10)`` ->
-    ``"account_security: 6 human-fail cases; the limit 0.10 needs at least 127 to bound at 0.05
-    (Wilson)"``: ``have`` decided human-fail cases (``human="pass"`` for a false-fail limit), the
-    limit, the cases :func:`cases_to_bound` plans for and the true rate planned for
-    (``at_fraction·limit``).
-    """
+    """The sentence a ``too few cases`` blocker cites, e.g. ``"account_security: 6 human-fail
+    cases; the limit 0.10 needs at least 127 to bound at 0.05 (Wilson)"``."""
     true_rate, needed, _ = _needed(limit, at_fraction, interval)
     name = "Wilson" if interval == "wilson" else "Clopper-Pearson"
     head = f"{slice_name}: {have} human-{human} case{'s' if have != 1 else ''}"

@@ -1,12 +1,8 @@
 """Agreement on ordered scales: weighted kappa, ordinal/interval alpha, Spearman, MAE, confusion.
 
-Every function takes the scale's labels **in scale order** (``ordered_labels``) and, where
-distances matter, optional ``values`` (label -> number; default: ranks 1, 2, ... i.e. equal
-spacing). Weighted Cohen's kappa comes from scikit-learn ``cohen_kappa_score(weights=...)``,
-Krippendorff's alpha from the ``krippendorff`` package (``level_of_measurement``), Spearman's
-rho from ``scipy.stats.spearmanr``, the mean absolute error and the confusion matrix from
-scikit-learn. As in :mod:`workbench.stats._stats`, undefined values are ``None`` with a reason,
-never NaN, and labels outside the scale are refused rather than silently dropped.
+Every function takes the scale's labels in scale order and, where distances matter, optional
+``values`` (default: ranks 1..k). Undefined values are ``None`` with a reason; labels outside
+the scale are refused.
 """
 
 from __future__ import annotations
@@ -25,12 +21,10 @@ from ._stats import Kappa, _check_vocabulary
 Weights = Literal["linear", "quadratic"]
 """Disagreement weights of weighted kappa: ``|i - j|`` or ``(i - j)^2`` in scale distance."""
 AlphaLevel = Literal["nominal", "ordinal", "interval", "ratio"]
-"""Krippendorff's levels of measurement (the ``krippendorff`` package's
-``level_of_measurement``)."""
+"""Krippendorff's levels of measurement."""
 
 DEFAULT_MIN_SHARED = 10
-"""Rater pairs sharing fewer items than this are left out of pair tables (and counted as left
-out)."""
+"""Rater pairs sharing fewer items than this are left out of pair tables."""
 
 
 class Correlation(BaseModel):
@@ -58,23 +52,20 @@ class MeanAbsoluteError(BaseModel):
     n: int
     """Number of paired ratings."""
     unit: str
-    """What one unit is: ``scale value`` (numeric scales) or ``scale step`` (ranks of an ordinal
-    scale)."""
+    """``scale value`` (numeric scales) or ``scale step`` (ranks)."""
     note: str | None = None
     """Why the value is undefined, when it is."""
 
 
 class OrdinalConfusion(BaseModel):
-    """Full confusion of two aligned ratings over the ordered scale (rows reference, columns
-    predicted)."""
+    """Confusion of two aligned ratings over the scale (rows reference, columns predicted)."""
 
     model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     labels: list[str]
     """The scale labels, in scale order: the row and column order of ``matrix``."""
     matrix: list[list[int]]
-    """``matrix[i][j]``: items rated ``labels[i]`` by the reference and ``labels[j]`` by the
-    prediction."""
+    """``matrix[i][j]``: items rated ``labels[i]`` by the reference, ``labels[j]`` predicted."""
     n: int
     """Paired ratings."""
     exact: int
@@ -98,8 +89,7 @@ class OrdinalConfusion(BaseModel):
 def scale_values(
     ordered_labels: Sequence[str], values: Mapping[str, float] | None = None
 ) -> dict[str, float]:
-    """Each scale label's value: ``values`` when given (checked: every label, increasing), else
-    ranks 1..k."""
+    """Each scale label's value: ``values`` (checked: complete, increasing), else ranks 1..k."""
     if values is None:
         return {label: float(i) for i, label in enumerate(ordered_labels, start=1)}
     missing = [label for label in ordered_labels if label not in values]
@@ -123,7 +113,7 @@ def _equally_spaced(numbers: Sequence[float]) -> bool:
 def _pairs(a: Sequence[Any], b: Sequence[Any], ordered_labels: Sequence[str]) -> int:
     if len(a) != len(b):
         raise ValueError("label sequences differ in length")
-    _check_vocabulary([*a, *b], {label: None for label in ordered_labels})
+    _check_vocabulary([*a, *b], set(ordered_labels))
     return len(a)
 
 
@@ -134,15 +124,9 @@ def weighted_cohen_kappa(
     weights: Weights,
     values: Mapping[str, float] | None = None,
 ) -> Kappa:
-    """Linear or quadratic weighted Cohen's kappa of two aligned ratings on an ordered scale.
-
-    Disagreement weights grow with the distance between the two labels: ``|i - j|`` (linear) or
-    ``(i - j)^2`` (quadratic), where i, j are scale positions (scikit-learn
-    ``cohen_kappa_score(labels=ordered_labels, weights=...)``). When ``values`` are given and not
-    equally spaced, the distance is ``|v_i - v_j|`` instead, computed by the closed form
-    ``1 - sum(w * observed) / sum(w * expected)``. Every scale label takes part, used or not, so
-    distances are those of the whole scale.
-    """
+    """Linear or quadratic weighted Cohen's kappa of two aligned ratings on an ordered scale
+    (scikit-learn; distances ``|v_i - v_j|`` by closed form when ``values`` are unequally
+    spaced). Every scale label takes part, used or not."""
     n = _pairs(a, b, ordered_labels)
     if n == 0:
         return Kappa(value=None, n=0, note="no items")
@@ -190,23 +174,15 @@ def krippendorff_alpha(
     level: AlphaLevel,
     values: Mapping[str, float] | None = None,
 ) -> Kappa:
-    """Krippendorff's alpha at a level of measurement, over units rated by any subset of raters.
-
-    ``units`` is one ``{rater: label}`` mapping per item (missing ratings allowed); labels not in
-    ``ordered_labels`` are refused. ``nominal`` and ``ordinal`` use only the order of
-    ``ordered_labels``; ``interval`` and ``ratio`` use ``values`` (default: ranks 1..k, i.e.
-    equal spacing). ``n`` is the number of units with at least two ratings (the pairable units).
-    """
+    """Krippendorff's alpha over ``units`` (one ``{rater: label}`` per item); ``interval`` and
+    ``ratio`` use ``values``. ``n``: units with at least two ratings."""
     import numpy as np
 
     raters = sorted({r for unit in units for r in unit})
     pairable = [u for u in units if len(u) >= 2]
     if not pairable:
         return Kappa(value=None, n=0, note="no item has two ratings")
-    _check_vocabulary(
-        (label for unit in units for label in unit.values()),
-        {label: None for label in ordered_labels},
-    )
+    _check_vocabulary((label for unit in units for label in unit.values()), set(ordered_labels))
     if len({label for u in pairable for label in u.values()}) < 2:
         return Kappa(value=None, n=len(pairable), note="only one category used: alpha is undefined")
     import krippendorff
@@ -240,12 +216,7 @@ def spearman_correlation(
     ordered_labels: Sequence[str],
     values: Mapping[str, float] | None = None,
 ) -> Correlation:
-    """Spearman's rank correlation of two aligned ratings (``scipy.stats.spearmanr``, ties
-    averaged).
-
-    Only the order matters, so ``values`` change nothing as long as they increase; they are
-    accepted for symmetry with the other functions.
-    """
+    """Spearman's rank correlation of two aligned ratings (``scipy.stats.spearmanr``)."""
     n = _pairs(a, b, ordered_labels)
     if n < 3:
         return Correlation(
@@ -275,10 +246,7 @@ def mean_absolute_error(
     ordered_labels: Sequence[str],
     values: Mapping[str, float] | None = None,
 ) -> MeanAbsoluteError:
-    """Mean absolute distance between aligned ratings (scikit-learn ``mean_absolute_error``).
-
-    In scale values when ``values`` are given (numeric scales), else in scale steps (ranks).
-    """
+    """Mean absolute distance between aligned ratings, in scale values or steps (ranks)."""
     n = _pairs(reference, predicted, ordered_labels)
     unit = "scale value" if values is not None else "scale step"
     if n == 0:
@@ -293,8 +261,7 @@ def mean_absolute_error(
 def ordinal_confusion(
     reference: Sequence[str], predicted: Sequence[str], ordered_labels: Sequence[str]
 ) -> OrdinalConfusion:
-    """The full confusion over the ordered scale (scikit-learn ``confusion_matrix``), with direction
-    counts."""
+    """The full confusion over the ordered scale, with direction counts."""
     import numpy as np
 
     n = _pairs(reference, predicted, ordered_labels)
@@ -320,11 +287,7 @@ def ordinal_confusion(
 def shared_pairs(
     units: Sequence[Mapping[str, Any]],
 ) -> dict[tuple[str, str], list[tuple[Any, Any]]]:
-    """For every rater pair (sorted names) that rated a unit together, their aligned labels.
-
-    Built from each unit's own raters, so the cost grows with the ratings per unit, not with the
-    square of the number of raters: hundreds of crowd workers stay cheap.
-    """
+    """For every rater pair (sorted names) that rated a unit together, their aligned labels."""
     out: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
     for unit in units:
         for x, y in combinations(sorted(unit), 2):

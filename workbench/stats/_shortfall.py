@@ -1,25 +1,6 @@
 """How many more decided cases a slice needs before its rate limit can be shown: :func:`shortfall`.
 
-One function gives the numbers the gate's sample-size blockers cite (``rate_unbounded``,
-``false_pass_rate_unproven``, ``false_fail_rate_unproven``, in their message and evidence) and
-the certification report's "+N more human-fail cases", so the two always agree. Two figures,
-each labelled where it is shown:
-
-- **at zero errors** (:func:`~workbench.stats.cases_needed`): the fewest decided cases whose
-  95% Wilson upper bound is within the limit if the judge never errs: the floor, reached only
-  by a perfect judge;
-- **to bound at half the limit** (:func:`~workbench.stats.cases_to_bound` with
-  ``at_fraction = 0.5``, Wilson, the gate's interval): the fewest cases such that, for that many
-  and every larger sample, a judge whose true rate is half the limit shows the limit. This is
-  the planning figure of ``workbench plan`` and what the blockers cite
-  (:func:`~workbench.stats.too_few_cases_message`).
-
-``more`` (the figure a report shows as "+N") is ``to_bound - have`` while the slice has fewer
-decided cases than that. When it already has as many, the bound is above the limit because its
-observed rate is above half the limit, so ``more`` is the number of further cases, none of them
-an error, that would bring the bound within it (:func:`more_without_errors`). On the ``point``
-basis (or a count-only limit) one decided case is enough to compare, so ``to_bound`` is None
-and ``more`` is ``1 - have`` at least 0.
+One function for the gate's sample-size blockers and the report's "+N", so the two agree.
 """
 
 from __future__ import annotations
@@ -31,8 +12,7 @@ from ._bound import Interval, cases_to_bound, upper_bound
 from ._needed import cases_needed
 
 BOUND_FRACTION = 0.5
-"""The true rate, as a fraction of the limit, the gate's "to bound" figure plans for (half the
-limit)."""
+"""The true rate, as a fraction of the limit, the gate's "to bound" figure plans for."""
 _SEARCH_LIMIT = 10_000_000
 
 
@@ -41,8 +21,7 @@ class Shortfall:
     """The sample-size figures of one limit over one slice (see the module docstring)."""
 
     have: int
-    """Decided cases in the rate's denominator (human-fail or human-pass cases judged pass or
-    fail)."""
+    """Decided cases in the rate's denominator."""
     errors: int
     """Errors among them (false passes or false fails)."""
     limit: float | None
@@ -50,19 +29,15 @@ class Shortfall:
     basis: Literal["upper_95", "point"]
     """What the gate compares with the limit: the upper 95% Wilson bound or the observed rate."""
     needed_at_zero_errors: int | None
-    """Decided cases the limit needs with no error at all (1 on the point basis or a count-only
-    limit); None when no sample can show it (a limit of 0 on the upper_95 basis)."""
+    """Decided cases the limit needs with no error at all (None: no sample can show it)."""
     needed_to_bound: int | None
-    """Upper_95 basis: cases to bound the limit at a true rate of ``at_fraction`` of it (None when
-    no sample can, and on the point basis, where no bound is compared)."""
+    """Upper_95 basis: cases to bound the limit at ``at_fraction`` of it (else None)."""
     at_fraction: float
     """The fraction of the limit ``needed_to_bound`` plans for (0.5: half the limit)."""
     interval: Interval
     """The interval of every figure: ``wilson``, the gate's."""
     more: int | None
-    """Further decided cases the slice needs: ``needed_to_bound - have`` while ``have`` is below it,
-    else the cases without a further error that bring the bound within the limit; on the point
-    basis ``max(0, 1 - have)``. None when no sample can show the limit."""
+    """Further decided cases the slice needs ("+N"; None when no sample can show the limit)."""
 
     @property
     def bound_at_rate(self) -> float | None:
@@ -75,14 +50,12 @@ class Shortfall:
 
     @property
     def planned_already(self) -> bool:
-        """True when the slice has at least ``needed_to_bound`` cases (its observed rate is the
-        problem)."""
+        """True when the slice has at least ``needed_to_bound`` cases."""
         return self.needed_to_bound is not None and self.have >= self.needed_to_bound
 
 
 def more_without_errors(errors: int, have: int, limit: float | None) -> int | None:
-    """Decided cases to add, none of them an error, before the 95% Wilson upper bound of
-    ``errors`` out of ``have + more`` is within ``limit``; None when no sample can show it."""
+    """Error-free cases to add before the Wilson upper bound is within ``limit`` (None: never)."""
     if limit is None or limit <= 0:
         return None
     if errors == 0:
@@ -112,11 +85,8 @@ def shortfall(
     *,
     at_fraction: float = BOUND_FRACTION,
 ) -> Shortfall:
-    """The sample-size figures for ``errors`` out of ``have`` decided cases against ``limit`` on
-    ``basis``.
-
-    Every figure uses the gate's interval, the 95% Wilson score interval.
-    """
+    """The sample-size figures (Wilson) for ``errors`` out of ``have`` against ``limit``: ``more``
+    is ``to_bound - have`` while short of it, else :func:`more_without_errors`."""
     interval: Interval = "wilson"
     at_zero: int | None
     to_bound: int | None

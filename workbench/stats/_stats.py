@@ -1,20 +1,14 @@
-"""Interval and agreement statistics.
-
-Wilson intervals, Cohen's kappa and Fleiss' kappa are closed forms computed here, with the
-exact arithmetic of statsmodels' ``proportion_confint(method="wilson")``, scikit-learn's
-``cohen_kappa_score`` and statsmodels' ``fleiss_kappa(method="fleiss")`` (tests/test_stats.py
-holds the libraries as the reference and checks equality to the last bit): importing them cost
-every ``align`` about 1.7 s of CPU and 148 MB, and every certification kernel 0.7 s for
-statsmodels' inter-rater module. Krippendorff's alpha comes from the ``krippendorff``
-package, imported when called. This module only shapes inputs and makes
-undefined values explicit (``None`` with a reason) instead of NaN.
+"""Interval and agreement statistics: Wilson intervals, Cohen's and Fleiss' kappa as closed
+forms equal to the last bit to statsmodels / scikit-learn (tests/test_stats.py; importing
+those libraries is slow), Krippendorff's alpha from ``krippendorff``. Undefined values are
+``None`` with a reason, never NaN.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -60,9 +54,8 @@ def _critical(alpha: float) -> float:
 
 
 def wilson_ends(count: Any, nobs: Any, crit: float, sqrt: Callable[[Any], Any]) -> tuple[Any, Any]:
-    """The Wilson score interval's ends, not clipped, in the order of operations of statsmodels'
-    ``proportion_confint(method="wilson")`` (so equal to it to the last bit): ``count`` and
-    ``nobs`` as floats with ``math.sqrt``, or as float64 arrays with ``numpy.sqrt``."""
+    """The Wilson interval's ends, unclipped, in statsmodels' order of operations (floats with
+    ``math.sqrt`` or float64 arrays with ``numpy.sqrt``)."""
     q = count / nobs
     crit2 = crit * crit  # numpy squares by multiplying; Python's float ** 2 calls pow()
     denom = 1 + crit2 / nobs
@@ -73,8 +66,7 @@ def wilson_ends(count: Any, nobs: Any, crit: float, sqrt: Callable[[Any], Any]) 
 
 
 def wilson_interval(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """The Wilson score interval of k/n (n > 0), clipped to [0, 1]; equal to
-    ``proportion_confint(k, n, alpha, method="wilson")``."""
+    """The Wilson score interval of k/n (n > 0), clipped to [0, 1]."""
     low, high = wilson_ends(float(k), float(n), _critical(alpha), math.sqrt)
     return min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
 
@@ -86,9 +78,7 @@ def wilson_rate(k: int, n: int, alpha: float = 0.05) -> Rate:
     if n == 0:
         return Rate(k=k, n=n, rate=None, ci95_low=None, ci95_high=None)
     low, high = wilson_interval(k, n, alpha)
-    return Rate(
-        k=k, n=n, rate=k / n, ci95_low=float(max(0.0, low)), ci95_high=float(min(1.0, high))
-    )
+    return Rate(k=k, n=n, rate=k / n, ci95_low=low, ci95_high=high)
 
 
 class Kappa(BaseModel):
@@ -105,8 +95,7 @@ class Kappa(BaseModel):
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None = None) -> Kappa:
-    """Cohen's kappa of two aligned label sequences (closed form, equal to scikit-learn's
-    ``cohen_kappa_score``)."""
+    """Cohen's kappa of two aligned label sequences (equal to scikit-learn's)."""
     if len(a) != len(b):
         raise ValueError("label sequences differ in length")
     counts: dict[tuple[Any, Any], int] = {}
@@ -118,20 +107,15 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None
 def cohen_kappa_counts(
     counts: dict[tuple[Any, Any], int], labels: Sequence[Any] | None = None
 ) -> Kappa:
-    """Cohen's kappa from ``{(label_a, label_b): count}`` (a confusion table of two raters).
-
-    The arithmetic is scikit-learn's (``1 - sum(w * confusion) / sum(w * expected)`` with
-    ``w`` zero on the diagonal) over the labels used, in vocabulary order (sorted without
-    ``labels``), so the value equals ``cohen_kappa_score`` on the same items exactly.
-    """
+    """Cohen's kappa from ``{(label_a, label_b): count}``, scikit-learn's arithmetic over the
+    labels used, in vocabulary order (sorted without ``labels``)."""
     counts = {pair: c for pair, c in counts.items() if c}
     n = sum(counts.values())
     if n == 0:
         return Kappa(value=None, n=0, note="no items")
     seen = {lab for pair in counts for lab in pair}
-    if labels is not None and (unknown := seen - set(labels)):
-        # scikit-learn would silently drop these items while n still counted them
-        raise ValueError(f"labels outside the vocabulary: {sorted(map(str, unknown))}")
+    if labels is not None:  # scikit-learn would silently drop these items while n counted them
+        _check_vocabulary(seen, set(labels))
     if len(seen) < 2:
         return Kappa(
             value=None, n=n, note="only one label used by both raters: chance agreement is 1"
@@ -158,58 +142,33 @@ def cohen_kappa_counts(
 
 
 def fleiss_kappa_table(table: Any) -> Kappa:
-    """Fleiss' kappa from an items x categories table of rating counts (numpy, float), defined
-    when every item has the same number of ratings, at least two (statsmodels' arithmetic)."""
+    """Fleiss' kappa of an items x categories count table (same number of ratings, 2+, per item),
+    in the order of operations of statsmodels' ``fleiss_kappa(table, method="fleiss")``."""
     import numpy as np
 
-    sums = table.sum(1)
-    counts = {
-        int(c) for c in (np.unique(sums) if len(sums) and sums.min() < sums.max() else sums[:1])
-    }
-    note = _fleiss_note(len(table), counts)
-    return _fleiss_kappa(table) if note is None else Kappa(value=None, n=len(table), note=note)
-
-
-def _fleiss_note(n: int, counts: set[int]) -> str | None:
-    """Why Fleiss' kappa is undefined before any arithmetic (``counts``: ratings per item)."""
+    n, raters = len(table), sorted({int(c) for c in np.unique(table.sum(1))})
     if n == 0:
-        return "no items"
-    if len(counts) != 1:
-        return (
-            f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs the"
-            " same number"
-        )
-    return "one rating per item" if counts == {1} else None
-
-
-def _fleiss_kappa(table: Any) -> Kappa:
+        return Kappa(value=None, n=0, note="no items")
+    if len(raters) != 1:
+        why = f"items have different numbers of raters ({raters})"
+        return Kappa(value=None, n=n, note=f"{why}; Fleiss' kappa needs the same number")
+    if raters == [1]:
+        return Kappa(value=None, n=n, note="one rating per item")
+    n_rat = table.sum(1).max()
+    p_cat = table.sum(0) / table.sum()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        value = _fleiss(table)
+        p_mean = (((table * table).sum(1) - n_rat) / (n_rat * (n_rat - 1.0))).mean()
+        p_mean_exp = (p_cat * p_cat).sum()
+        value = float((p_mean - p_mean_exp) / (1 - p_mean_exp))
     if math.isnan(value):
-        return Kappa(
-            value=None, n=len(table), note="undefined: every rating uses the same category"
-        )
-    return Kappa(value=value, n=len(table))
-
-
-def _fleiss(table: Any) -> float:
-    """``statsmodels.stats.inter_rater.fleiss_kappa(table, method="fleiss")``, in the same order
-    of operations (so equal to the last bit) for an items x categories count table whose rows
-    all sum to the same number of raters (at least 2)."""
-    n_total = table.sum()
-    n_rat = table.sum(1).max()
-    p_cat = table.sum(0) / n_total
-    p_rat = ((table * table).sum(1) - n_rat) / (n_rat * (n_rat - 1.0))
-    p_mean = p_rat.mean()
-    p_mean_exp = (p_cat * p_cat).sum()
-    return float((p_mean - p_mean_exp) / (1 - p_mean_exp))
+        return Kappa(value=None, n=n, note="undefined: every rating uses the same category")
+    return Kappa(value=value, n=n)
 
 
 def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
-    """Krippendorff's alpha (nominal) over units rated by any subset of raters: a raters x units
-    matrix of category positions (``0..categories - 1``; NaN: not rated). ``n`` is the number
-    of units with at least two ratings."""
+    """Krippendorff's alpha (nominal) of a raters x units matrix of category positions (NaN: not
+    rated); ``n``: units with at least two ratings."""
     import krippendorff
     import numpy as np
 
@@ -231,7 +190,7 @@ def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
     return Kappa(value=value, n=n)
 
 
-def _check_vocabulary(labels: Any, vocabulary: dict[Any, Any]) -> None:
+def _check_vocabulary(labels: Any, vocabulary: Collection[Any]) -> None:
     unknown = {label for label in labels if label not in vocabulary}
     if unknown:
         raise ValueError(f"labels outside the vocabulary: {sorted(map(str, unknown))}")
