@@ -1,11 +1,5 @@
 """Reviews in a list column (``reviews: {form: nested}``): each item of the row's list is one
-review, its fields read by path (:mod:`._paths`).
-
-Every problem is recorded in the import's :class:`RowIssues` with the rows that have it, so one
-run lists them all: a cell that is not a (JSON) list (``reviews_not_list``), an item that is not
-an object (``review_item_invalid``), a review without its reviewer or label, or a path that no
-review has (``review_field_missing``, with the keys the reviews do have), a value that is not
-text (``value_not_text``).
+review, its fields read by path (:mod:`._paths`); every problem is recorded with its rows.
 """
 
 from __future__ import annotations
@@ -15,16 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._io import JSONRecordError, loads_json
-from .._table_reader import RowIssues, canonical
+from .._table_reader import RowIssues, _blank, canonical
 from ._mapping import Reviews
 from ._paths import ItemPath, lookup
 
-WHAT = {
-    "reviewer": "reviewer",
-    "label": "label",
-    "rationale": "rationale",
-    "confidence": "confidence",
-}
 LIST_FIX = (
     'write the cell as a JSON list of reviews, e.g. [{"annotator": "a1", "label": "faithful"}],'
     " or check that the mapping's review paths name the right list column"
@@ -33,17 +21,10 @@ LIST_FIX = (
 
 @dataclass(frozen=True)
 class NestedReview:
-    """One review read from an item: its reviewer and label (canonical source values), and
-    its rationale and confidence when mapped and given."""
-
     reviewer: str
     label: str
     rationale: str | None
     confidence: str | None
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _keys_hint(key: str, keys: set[str]) -> str:
@@ -55,8 +36,8 @@ def _keys_hint(key: str, keys: set[str]) -> str:
 
 
 class NestedReviews:
-    """Reads each row's reviews; remembers which paths some review had, to name a mistyped
-    optional path once for the whole table."""
+    """Reads each row's reviews, remembering which paths some review had (a mistyped optional
+    path is named once)."""
 
     def __init__(self, spec: Reviews, issues: RowIssues) -> None:
         self.paths: dict[str, ItemPath] = spec.item_paths()
@@ -66,11 +47,8 @@ class NestedReviews:
         self.seen_keys: dict[str, set[str]] = {}
         self.first_row: int | None = None
         self.flagged: list[int] = []
-        """Rows with a problem recorded here (a row without reviews and none of these is
-        reported as ``no_reviews``)."""
 
     def row(self, i: int, cell: Any) -> list[NestedReview]:
-        """The reviews of row ``i`` whose list column holds ``cell``."""
         out: list[NestedReview] = []
         before = len(self.flagged)
         items = self._items(i, cell)
@@ -95,12 +73,10 @@ class NestedReviews:
         return out
 
     def _add(self, code: str, message: str, fix: str, i: int, *, key: str | None = None) -> None:
-        """Record a problem of row ``i`` (grouped with the same problem of other rows)."""
         self.flagged.append(i)
         self.issues.add(code, message, fix, i, key=key)
 
     def finish(self) -> None:
-        """A problem for each optional path that no review of the table has."""
         if self.first_row is None:
             return
         for name in ("rationale", "confidence"):
@@ -109,7 +85,7 @@ class NestedReviews:
                 continue
             self.issues.add(
                 "review_field_missing",
-                f"no review in column {self.column!r} has a {WHAT[name]} at {path.text!r}",
+                f"no review in column {self.column!r} has a {name} at {path.text!r}",
                 f"correct reviews.{name} in the mapping"
                 + _keys_hint(path.keys[-1], self.seen_keys.get(name, set())),
                 self.first_row,
@@ -171,8 +147,8 @@ class NestedReviews:
         hint = "" if found else _keys_hint(path.keys[-1], self.seen_keys.get(name, set()))
         self._add(
             "review_field_missing",
-            f"a review in column {self.column!r} {how} {WHAT[name]} at {path.text!r}",
-            f"give every review its {WHAT[name]} at {path.text}, or correct reviews.{name} in the"
+            f"a review in column {self.column!r} {how} {name} at {path.text!r}",
+            f"give every review its {name} at {path.text}, or correct reviews.{name} in the"
             " mapping" + hint,
             i,
             key=f"{path.text}\x1f{how}",
@@ -192,7 +168,7 @@ class NestedReviews:
         if isinstance(value, bool | int | float):
             return canonical(value)
         path = self.paths[name]
-        fix = f"give one {WHAT[name]} per review as text"
+        fix = f"give one {name} per review as text"
         if name == "rationale" and isinstance(value, list):
             fix += f", or read the list's items with a second [] (e.g. {path.text}[].text)"
         self._add(
