@@ -135,9 +135,8 @@ def read_source(source: Path, what: str, fix: str) -> bytes:
     """The bytes of the source file; raise :class:`WorkbenchError` when it cannot be read."""
     title = f"cannot read the {what}"
     if source.is_dir():
-        refuse(
-            title, str(source), "source_missing", f"{source} is a directory, not the {what}", fix
-        )
+        message = f"{source} is a directory, not the {what}"
+        refuse(title, str(source), "source_missing", message, fix)
     if not source.exists():
         refuse(title, str(source), "source_missing", f"the {what} does not exist", fix)
     try:

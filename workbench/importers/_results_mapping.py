@@ -449,22 +449,18 @@ def _check_label_meaning(
 def _check_threshold_direction(
     threshold: dict[str, Any], rubric_pass: str | None, rubric_fail: str | None, add: Add
 ) -> None:
-    pass_label, fail_label = threshold.get("pass_label"), threshold.get("fail_label")
-    inverted = [
-        side
-        for side, label, other in (
-            ("pass_label", pass_label, rubric_fail),
-            ("fail_label", fail_label, rubric_pass),
-        )
-        if label is not None and other is not None and label == other
-    ]
-    for side in inverted:
+    for side, other, meaning in (
+        ("pass_label", rubric_fail, "fail"),
+        ("fail_label", rubric_pass, "pass"),
+    ):
+        label = threshold.get(side)
+        if label is None or label != other:
+            continue
         add(
             f"threshold.{side}",
             "mapping_threshold_inverted",
-            f"threshold {side} {threshold.get(side)!r} is the rubric's"
-            f" {'fail' if side == 'pass_label' else 'pass'} label: the threshold would invert"
-            " the verdicts",
+            f"threshold {side} {label!r} is the rubric's {meaning} label: the threshold would"
+            " invert the verdicts",
             "state the direction with threshold.pass_if (at_least or at_most) and leave"
             " pass_label and fail_label to the rubric",
         )

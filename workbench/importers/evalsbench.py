@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Literal
@@ -30,6 +29,7 @@ from ._public import (
     write_dataset,
 )
 from ._registry import ImportSummary, refuse, register_importer
+from ._table_reader import _csv_records
 
 KIND = "evalsbench"
 UPSTREAM = "explodinggradients/EvalsBench@26b3b947"
@@ -290,30 +290,21 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
 
 def _parse(findings: Findings, data: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
     try:
-        reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         message = f"the file is not UTF-8 (byte {exc.start})"
         findings.add("source_encoding", "", message, "save the CSV as UTF-8")
         findings.fail("unreadable EvalsBench CSV")
-    records: list[tuple[int, list[str]]] = []
-    previous = 0
-    try:
-        for raw in reader:
-            records.append((previous + 1, raw))
-            previous = reader.line_num
-    except csv.Error as exc:
-        findings.add(
-            "source_malformed",
-            str(reader.line_num),
-            f"malformed CSV ({exc})",
-            "fix the quoting on this line; fields with commas, quotes or newlines must be quoted",
-        )
+    records, error = _csv_records(text, "")  # the non-blank records
+    if error is not None:
+        fix = "fix the quoting on this line; fields with commas, quotes or newlines must be quoted"
+        findings.add("source_malformed", error.location.lstrip(":"), error.message, fix)
         findings.fail("unreadable EvalsBench CSV")
     header = [name.strip() for name in records[0][1]] if records else []
     if not any(header):
         findings.add("source_empty", "", "the file has no header row", _FIX_COLUMNS)
         findings.fail("unreadable EvalsBench CSV")
-    return header, [(line, raw) for line, raw in records[1:] if raw]
+    return header, records[1:]
 
 
 def _check_row(findings: Findings, where: str, row: dict[str, str], first_line: int) -> None:

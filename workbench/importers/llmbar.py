@@ -463,14 +463,9 @@ def _read_evaluated(result_path: Path, data: bytes, expected: list[dict[str, str
             message = f"an item is a JSON {type(item).__name__}, not an object"
             findings.add("item_shape", f"item {index}", message, _FIX_RESULT)
             continue
-        what_differs = [
-            *(
-                f"'{k}' differs"
-                for k in ITEM_KEYS
-                if k in item and _comparable(k, item[k]) != gold[k]
-            ),
-            *(f"'{k}' is absent" for k in ITEM_KEYS if k not in item),
-        ]
+        changed = [k for k in ITEM_KEYS if k in item and _comparable(k, item[k]) != gold[k]]
+        what_differs = [f"'{k}' differs" for k in changed]
+        what_differs += [f"'{k}' is absent" for k in ITEM_KEYS if k not in item]
         if what_differs:
             findings.add(
                 "result_item_mismatch",

@@ -18,7 +18,7 @@ from ...gold import PARTITIONS, UNSET_RISK, Adjudication, GoldCase, Partition, R
 from .._registry import refuse
 from .._table_reader import RowIssues, TableRead, _blank, canonical
 from ._mapping import RULE_TEXT, TableMapping
-from ._nested import NestedReviews
+from ._nested import NestedReviews, RowReview
 
 CONFIDENCES = ("low", "medium", "high")
 
@@ -44,15 +44,6 @@ def input_group(text: str) -> str:
 
 def generated_case_id(input_text: str, response: str) -> str:
     return "case-" + hashlib.sha256(f"{input_text}\x1f{response}".encode()).hexdigest()[:16]
-
-
-@dataclass
-class RowReview:
-    reviewer: str
-    label: str  # canonical source value
-    rationale: str | None
-    confidence: str | None
-    row: int
 
 
 @dataclass
@@ -333,18 +324,9 @@ def _review_columns(spec: Any) -> list[tuple[str | None, str | None, str, Any, A
     return [(None, p.reviewer, p.label, p.rationale, p.confidence) for p in spec.pairs or []]
 
 
-def _nested_reviews(reader: _Reader, i: int) -> list[RowReview]:
-    nested = reader.nested
-    assert nested is not None
-    return [
-        RowReview(r.reviewer, r.label, r.rationale, r.confidence, row=i)
-        for r in nested.row(i, reader.raw(i, nested.column))
-    ]
-
-
 def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
-    if m.reviews.form == "nested":
-        return _nested_reviews(reader, i)
+    if reader.nested is not None:  # form: nested
+        return reader.nested.row(i, reader.raw(i, reader.nested.column))
     out: list[RowReview] = []
     long = m.reviews.form == "long"
     for name, reviewer_col, label_col, rationale_col, confidence_col in _review_columns(m.reviews):

@@ -19,12 +19,13 @@ LIST_FIX = (
 )
 
 
-@dataclass(frozen=True)
-class NestedReview:
+@dataclass
+class RowReview:
     reviewer: str
-    label: str
+    label: str  # canonical source value
     rationale: str | None
     confidence: str | None
+    row: int
 
 
 def _keys_hint(key: str, keys: set[str]) -> str:
@@ -48,8 +49,8 @@ class NestedReviews:
         self.first_row: int | None = None
         self.flagged: list[int] = []
 
-    def row(self, i: int, cell: Any) -> list[NestedReview]:
-        out: list[NestedReview] = []
+    def row(self, i: int, cell: Any) -> list[RowReview]:
+        out: list[RowReview] = []
         before = len(self.flagged)
         items = self._items(i, cell)
         for item in items:
@@ -61,7 +62,7 @@ class NestedReviews:
             confidence = self._optional(i, item, "confidence")
             if reviewer is not None and label is not None:
                 confidence = confidence.strip().lower() if confidence else None
-                out.append(NestedReview(reviewer, label, rationale, confidence))
+                out.append(RowReview(reviewer, label, rationale, confidence, i))
         if not out and len(self.flagged) == before:
             self._add(
                 "no_reviews",
