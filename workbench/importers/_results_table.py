@@ -149,9 +149,6 @@ class ImportedResults:
         columns = ("case_id", "partition", "value", "score", "reason")
         return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in self.results])
 
-    def rows(self) -> list[dict[str, Any]]:
-        return [r.model_dump(mode="json") for r in self.results]
-
     def write(self, out: str | Path, *, force: bool = False) -> ResultsImport:
         """Write ``out/results.jsonl`` and ``out/<name>@<version>.yaml``; refuse to overwrite
         different files unless ``force``."""
@@ -159,7 +156,7 @@ class ImportedResults:
         check_out_dir(out, "cannot import results")
         spec_path = out / f"{self.label}.yaml"
         texts = {
-            RESULTS_FILE: jsonl_text(self.rows()),
+            RESULTS_FILE: jsonl_text(r.model_dump(mode="json") for r in self.results),
             spec_path.name: (
                 f"# Written by `workbench import results` from {self.source} (sha256"
                 f" {self.source_sha256[:12]}).\n# It replays {RESULTS_FILE} beside it; results and"

@@ -114,7 +114,30 @@ class Words:
 
     def read_table(self, path: Path, fmt: str) -> TableRead:
         """Read a table file; raise :class:`WorkbenchError` listing every problem."""
-        return read_file(path, fmt, self)
+        loc = str(path)
+        title = f"cannot read the {self.subject}"
+        if path.is_dir() or not path.exists():
+            what = "is a directory, not a table" if path.is_dir() else "does not exist"
+            refuse(title, loc, "source_missing", f"{self.file} {what}", FILES_FIX)
+        try:  # bounded: a pipe or /dev/zero is refused
+            data = read_bounded(
+                path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV, fix=FILES_FIX
+            )
+        except WorkbenchError as exc:
+            raise WorkbenchError(title, list(exc.problems)) from None
+        if fmt == "csv":
+            columns, rows, refs = _read_csv(data, loc, self)
+        elif fmt == "jsonl":
+            columns, rows, refs = _read_jsonl(data, loc, self)
+        else:
+            columns, rows, refs = _read_frame(_parquet(data, loc, self), loc, self)
+        if not rows:
+            fix = f"point at a table with {self.rows_fix}"
+            refuse(self.empty_title, loc, "source_empty", f"{self.table} has no rows", fix)
+        sha256 = hashlib.sha256(data).hexdigest()
+        return TableRead(
+            loc, fmt, tuple(columns), tuple(rows), tuple(refs), sha256, path.name, self.listed
+        )
 
     def table_from_frame(self, frame: Any) -> TableRead:
         """A table over a pandas DataFrame (rows referenced by their index label)."""
@@ -128,7 +151,14 @@ class Words:
                 f"expected a pandas DataFrame, got {type(frame).__name__}",
                 "pass a DataFrame (e.g. EvaluationResult.to_pandas())",
             )
-        return read_frame(frame, self)
+        columns, rows, refs = _read_frame(frame, "DataFrame", self)
+        if not rows:
+            fix = f"pass a table with {self.rows_fix}"
+            refuse(self.empty_title, "DataFrame", "source_empty", "the DataFrame has no rows", fix)
+        cells = {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
+        sha256 = hashlib.sha256(canonical_json(cells).encode("utf-8")).hexdigest()
+        table = (tuple(columns), tuple(rows), tuple(refs))
+        return TableRead("DataFrame", "dataframe", *table, sha256, self.frame_label, self.listed)
 
 
 PREDICTIONS = Words(
@@ -246,33 +276,6 @@ def number_as_text(value: Any) -> Any:
     return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
-def read_file(path: Path, fmt: str, words: Words) -> TableRead:
-    loc = str(path)
-    title = f"cannot read the {words.subject}"
-    if path.is_dir() or not path.exists():
-        what = "is a directory, not a table" if path.is_dir() else "does not exist"
-        refuse(title, loc, "source_missing", f"{words.file} {what}", FILES_FIX)
-    try:  # bounded: a pipe or /dev/zero is refused
-        data = read_bounded(
-            path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV, fix=FILES_FIX
-        )
-    except WorkbenchError as exc:
-        raise WorkbenchError(title, list(exc.problems)) from None
-    if fmt == "csv":
-        columns, rows, refs = _read_csv(data, loc, words)
-    elif fmt == "jsonl":
-        columns, rows, refs = _read_jsonl(data, loc, words)
-    else:
-        columns, rows, refs = _read_frame(_parquet(data, loc, words), loc, words)
-    if not rows:
-        fix = f"point at a table with {words.rows_fix}"
-        refuse(words.empty_title, loc, "source_empty", f"{words.table} has no rows", fix)
-    sha256 = hashlib.sha256(data).hexdigest()
-    return TableRead(
-        loc, fmt, tuple(columns), tuple(rows), tuple(refs), sha256, path.name, words.listed
-    )
-
-
 def _parquet(data: bytes, loc: str, words: Words) -> Any:
     import pandas as pd
 
@@ -286,25 +289,6 @@ def _parquet(data: bytes, loc: str, words: Words) -> Any:
             f"not a readable Parquet file ({type(exc).__name__}: {str(exc)[:160]})",
             "export the table again as Parquet, or as CSV or JSONL",
         )
-
-
-def read_frame(frame: Any, words: Words) -> TableRead:
-    columns, rows, refs = _read_frame(frame, "DataFrame", words)
-    if not rows:
-        fix = f"pass a table with {words.rows_fix}"
-        refuse(words.empty_title, "DataFrame", "source_empty", "the DataFrame has no rows", fix)
-    cells = {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
-    sha256 = hashlib.sha256(canonical_json(cells).encode("utf-8")).hexdigest()
-    return TableRead(
-        "DataFrame",
-        "dataframe",
-        tuple(columns),
-        tuple(rows),
-        tuple(refs),
-        sha256,
-        words.frame_label,
-        words.listed,
-    )
 
 
 def _jsonable(value: Any) -> Any:
