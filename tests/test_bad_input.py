@@ -1300,12 +1300,12 @@ def test_table_mapping_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
 
 
 def test_results_import_source_line_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
-    from workbench.importers._results_source import read_table
+    from workbench.importers._table_reader import PREDICTIONS
 
     path = tmp_path / "predictions.jsonl"
     path.write_text('{"case_id": "a", "verdict": "fail", "verdict": "pass"}\n', encoding="utf-8")
     with pytest.raises(WorkbenchError) as info:
-        read_table(path, "jsonl")
+        PREDICTIONS.read_table(path, "jsonl")
     assert "duplicate_json_key" in codes(info.value)
 
 

@@ -18,8 +18,7 @@ import pytest
 from workbench.authority._record import AuthorityRecord
 from workbench.errors import WorkbenchError
 from workbench.heldout._ledger import HeldOutLedger
-from workbench.importers import _results_source
-from workbench.importers.table import _source as table_source
+from workbench.importers._table_reader import PREDICTIONS, SOURCE
 
 _SHA = {
     "started": "d47d87d4b14d08c47189a0cad0e2492f981f94b9fbdc4bdf7bf63c3c3ca8053a",
@@ -146,19 +145,19 @@ def test_both_importers_read_a_table_alike_and_name_it_in_their_own_words(
 ) -> None:
     table = tmp_path / "t.csv"
     table.write_text("case_id,label\nc1,pass\n\nc2,fail\n", encoding="utf-8")
-    results = _results_source.read_table(table, "csv")
-    source = table_source.read_table(table, "csv")
+    results = PREDICTIONS.read_table(table, "csv")
+    source = SOURCE.read_table(table, "csv")
     assert (results.columns, results.rows, results.refs, results.sha256) == (
         source.columns,
         source.rows,
         source.refs,
         source.sha256,
     )
-    assert results.refs == (2, 4) and results.name == source.label == "t.csv"
+    assert results.refs == (2, 4) and results.label == source.label == "t.csv"
     missing = tmp_path / "gone.csv"
     with pytest.raises(WorkbenchError) as a:
-        _results_source.read_table(missing, "csv")
+        PREDICTIONS.read_table(missing, "csv")
     with pytest.raises(WorkbenchError) as b:
-        table_source.read_table(missing, "csv")
+        SOURCE.read_table(missing, "csv")
     assert a.value.problems[0].message == "the predictions file does not exist"
     assert b.value.problems[0].message == "the source table does not exist"

@@ -13,12 +13,11 @@ import pandas as pd
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.importers import _results_source
-from workbench.importers.table import _source as table_source
+from workbench.importers._table_reader import PREDICTIONS, SOURCE
 
 READERS = [
-    pytest.param(_results_source, "predictions", id="import-results"),
-    pytest.param(table_source, "source", id="import-table"),
+    pytest.param(PREDICTIONS, "predictions", id="import-results"),
+    pytest.param(SOURCE, "source", id="import-table"),
 ]
 
 
@@ -82,7 +81,7 @@ def test_unreadable_tables_are_refused_with_their_code(
 def test_a_table_format_comes_from_the_declaration_or_the_extension(
     tmp_path: Path, reader: Any, subject: str
 ) -> None:
-    fmt = reader.table_format if reader is _results_source else reader.source_format
+    fmt = reader.table_format
     assert fmt(tmp_path / "t.ndjson", None) == "jsonl"
     assert fmt(tmp_path / "t.txt", "csv") == "csv"
     error = _refused(fmt, tmp_path / "t.txt", None)
@@ -102,10 +101,10 @@ def test_a_dataframe_naming_a_column_twice_is_refused(reader: Any, subject: str)
 
 def test_only_import_table_reads_cells_as_table_cells() -> None:
     frame = pd.DataFrame({"a": ["", "x"], "b": [float("inf"), 1.5], "c": [[1, 2], [3]]})
-    results = _results_source.table_from_frame(frame)
-    table = table_source.table_from_frame(frame)
+    results = PREDICTIONS.table_from_frame(frame)
+    table = SOURCE.table_from_frame(frame)
     assert results.rows[0] == {"a": "", "b": float("inf"), "c": [1, 2]}
     assert table.rows[0] == {"a": None, "b": None, "c": [1, 2]}
-    assert (results.name, table.label) == ("DataFrame", "pandas DataFrame")
-    error = _refused(_results_source.table_from_frame, [{"a": 1}])
+    assert (results.label, table.label) == ("DataFrame", "pandas DataFrame")
+    error = _refused(PREDICTIONS.table_from_frame, [{"a": 1}])
     assert [p.code for p in error.problems] == ["source_not_dataframe"]

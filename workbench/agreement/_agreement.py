@@ -1,20 +1,9 @@
-"""Human-human agreement: how consistently qualified reviewers apply the rubric.
+"""Human-human agreement: how consistently qualified reviewers apply the rubric, the baseline
+the alignment figures are read against.
 
-A judge cannot be expected to agree with humans more reliably than humans agree with each
-other; this report is the baseline the alignment figures are read against.
-
-Nominal figures (raw agreement, Cohen's kappa, Krippendorff's alpha, Fleiss' kappa) are always
-reported. On an ordinal or numeric rubric, the report adds linear and quadratic weighted
-Cohen's kappa and Spearman's rho per reviewer pair, and Krippendorff's alpha at the ordinal and
-interval levels, computed over the scale labels only (abstain labels are off the scale).
-
-Crowd scale: reviewer pairs are listed only when they share at least ``min_shared`` cases
-(default :data:`DEFAULT_MIN_SHARED`); every block says how many pairs were left out.
-
-The reviews are read columnar (:class:`Ratings`: one integer triple per review), from the
-gold's validated index (:func:`~workbench.gold.gold_index`) or from loaded cases, and
-every figure is computed from integer codes with the arithmetic of :mod:`workbench.stats`
-(the same tables, so the same values to the last bit).
+Nominal figures are always reported; ordinal and numeric rubrics add weighted kappa, Spearman
+and ordinal/interval alpha over the scale labels. Reviews are read columnar (:class:`Ratings`)
+and every figure comes from :mod:`workbench.stats`' arithmetic on integer codes.
 """
 
 from __future__ import annotations
@@ -49,7 +38,6 @@ from ..stats import (
 )
 
 AGREEMENT_SCHEMA_VERSION = 2
-"""Version of :class:`AgreementReport`'s JSON form (2: scale, ordinal figures, ``min_shared``)."""
 
 
 class PairAgreement(_Model):
@@ -62,11 +50,9 @@ class PairAgreement(_Model):
     raw_agreement: Rate
     """Share of those cases with the same label, with a 95% Wilson interval."""
     cohen_kappa: Kappa
-    """Cohen's kappa over the same cases, nominal (unweighted: every disagreement counts the
-    same)."""
+    """Cohen's kappa (nominal) over the same cases."""
     weighted_kappa_linear: Kappa | None = None
-    """Ordered rubrics: linear weighted Cohen's kappa over the shared cases both put on the
-    scale."""
+    """Ordered rubrics: linear weighted Cohen's kappa over the shared cases on the scale."""
     weighted_kappa_quadratic: Kappa | None = None
     """Ordered rubrics: quadratic weighted Cohen's kappa over the same cases."""
     spearman: Correlation | None = None
@@ -85,21 +71,18 @@ class AgreementBlock(_Model):
     min_shared: int = 1
     """Pairs sharing fewer cases than this are left out of ``pairs``."""
     pairs_left_out: int = 0
-    """Reviewer pairs that share at least one case but fewer than ``min_shared``: not in
-    ``pairs``."""
+    """Reviewer pairs sharing a case but fewer than ``min_shared``: not in ``pairs``."""
     krippendorff_alpha: Kappa
     """Krippendorff's alpha (nominal) over all reviewers; tolerates missing ratings."""
     krippendorff_alpha_ordinal: Kappa | None = None
-    """Ordered rubrics: Krippendorff's alpha at the ordinal level, over scale labels (abstain labels
-    left out)."""
+    """Ordered rubrics: Krippendorff's alpha at the ordinal level, over scale labels."""
     krippendorff_alpha_interval: Kappa | None = None
-    """Ordered rubrics: Krippendorff's alpha at the interval level, using the report's
-    ``scale_values``."""
+    """Ordered rubrics: Krippendorff's alpha at the interval level (``scale_values``)."""
     fleiss_kappa: Kappa
     """Fleiss' kappa (nominal); defined only when every case has the same number of reviews."""
     disagreement: Rate
-    """Share of cases whose reviewers did not all give the same label, among cases with two or more
-    reviews: the same cases as the nominal alpha (``disagreement.n == krippendorff_alpha.n``)."""
+    """Share of cases with two or more reviews whose reviewers did not all agree (the nominal
+    alpha's cases)."""
 
 
 class AgreementReport(_Model):
@@ -117,8 +100,7 @@ class AgreementReport(_Model):
     scale_labels: list[str] | None = None
     """Ordered rubrics: the scale labels in scale order (abstain labels excluded)."""
     scale_values: dict[str, float] | None = None
-    """Ordered rubrics: the value of each scale label used by interval alpha and Spearman (ranks
-    1..k on an ordinal scale)."""
+    """Ordered rubrics: each scale label's value (ranks 1..k on an ordinal scale)."""
     min_shared: int = DEFAULT_MIN_SHARED
     """Pair tables list reviewer pairs sharing at least this many cases."""
     disagreement_basis: str = DISAGREEMENT_BASIS
@@ -127,11 +109,7 @@ class AgreementReport(_Model):
     slices: dict[str, AgreementBlock]
 
     def pairs_frame(self) -> Any:
-        """Reviewer pairs of every block (``(all)`` and each slice) as a pandas DataFrame.
-
-        Only pairs sharing at least ``min_shared`` cases; ordered rubrics add weighted kappa and
-        Spearman columns.
-        """
+        """Reviewer pairs of every block (``(all)`` and each slice) as a pandas DataFrame."""
         import pandas as pd
 
         rows = []
@@ -148,19 +126,12 @@ class AgreementReport(_Model):
                     "cohen_kappa_nominal": p.cohen_kappa.value,
                 }
                 if self.scale_labels is not None:
-                    row["weighted_kappa_linear"] = (
-                        p.weighted_kappa_linear.value if p.weighted_kappa_linear else None
-                    )
-                    row["weighted_kappa_quadratic"] = (
-                        p.weighted_kappa_quadratic.value if p.weighted_kappa_quadratic else None
-                    )
-                    row["spearman"] = p.spearman.value if p.spearman else None
+                    row.update({k: _value(getattr(p, k)) for k in _ORDERED_PAIR})
                 rows.append(row)
         return pd.DataFrame(rows)
 
     def summary_frame(self) -> Any:
-        """One row per block: cases, reviewers, pairs shown and left out, disagreement, alphas and
-        Fleiss' kappa."""
+        """One row per block: cases, reviewers, pairs, disagreement, alphas and Fleiss' kappa."""
         import pandas as pd
 
         rows = []
@@ -176,42 +147,38 @@ class AgreementReport(_Model):
                 "fleiss_kappa": block.fleiss_kappa.value,
             }
             if self.scale_labels is not None:
-                row["krippendorff_alpha_ordinal"] = (
-                    block.krippendorff_alpha_ordinal.value
-                    if block.krippendorff_alpha_ordinal
-                    else None
-                )
-                row["krippendorff_alpha_interval"] = (
-                    block.krippendorff_alpha_interval.value
-                    if block.krippendorff_alpha_interval
-                    else None
-                )
+                row.update({k: _value(getattr(block, k)) for k in _ORDERED_ALPHAS})
             rows.append(row)
         return pd.DataFrame(rows).set_index("slice")
 
 
+_ORDERED_PAIR = ("weighted_kappa_linear", "weighted_kappa_quadratic", "spearman")
+_ORDERED_ALPHAS = ("krippendorff_alpha_ordinal", "krippendorff_alpha_interval")
+
+
+def _value(figure: Kappa | Correlation | None) -> float | None:
+    return figure.value if figure else None
+
+
 @dataclass(frozen=True)
 class Ratings:
-    """The reviews of a set of cases, one integer triple per review (numpy arrays); a reviewer
-    reviews a case at most once, as validation requires."""
+    """The reviews of a set of cases, one integer triple per review (numpy arrays)."""
 
     cases: int
-    """Cases in the set (a case may have no review)."""
     case: Any
     """Each review's case, ``0..cases - 1``."""
     reviewer: Any
-    """Each review's reviewer, a position in :attr:`reviewers`."""
+    """Each review's reviewer, a position in :attr:`reviewers` (every name, sorted)."""
     label: Any
     """Each review's label, a position in the rubric's labels."""
     reviewers: tuple[str, ...]
-    """Every reviewer name, sorted (so codes sort as names do)."""
 
     @classmethod
     def of(
         cls, cases: int, case: Any, reviewers: Any, labels: Any, vocabulary: Sequence[str]
     ) -> Ratings:
-        """From each review's case position, reviewer and label (sequences or Arrow string
-        arrays; labels outside ``vocabulary`` raise ``ValueError``, as the statistics do)."""
+        """From each review's case position, reviewer and label (sequences or Arrow string arrays);
+        a label outside ``vocabulary`` raises ``ValueError``."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -245,8 +212,8 @@ class Ratings:
 
 
 def _integers(array: Any) -> Any:
-    """An Arrow integer array without nulls as int64 numpy, read from its buffer (pyarrow's
-    ``to_numpy`` imports pandas first: half a second of a call that needs none of it)."""
+    """An Arrow integer array without nulls as int64 numpy, from its buffer (pyarrow's
+    ``to_numpy`` would import pandas)."""
     import numpy as np
 
     if not len(array):
@@ -257,7 +224,6 @@ def _integers(array: Any) -> Any:
 
 
 def _cases_ratings(cases: Sequence[GoldCase], labels: Sequence[str]) -> Ratings:
-    """The reviews of loaded cases."""
     reviews = [(i, r.reviewer, r.label) for i, case in enumerate(cases) for r in case.reviews]
     return Ratings.of(
         len(cases),
@@ -276,12 +242,8 @@ def agreement_block(
     scale_values: Mapping[str, float] | None = None,
     min_shared: int = 1,
 ) -> AgreementBlock:
-    """Compute pairwise, Fleiss and Krippendorff agreement over the reviews of ``cases``.
-
-    ``scale_labels`` (in scale order) turns on the ordered figures, computed over ratings on
-    the scale; ``scale_values`` are the values interval alpha uses (default ranks 1..k).
-    Pairs sharing fewer than ``min_shared`` cases are counted in ``pairs_left_out``, not listed.
-    """
+    """Pairwise, Fleiss and Krippendorff agreement over the reviews of ``cases``; ``scale_labels``
+    (in scale order, with ``scale_values``) adds the ordered figures."""
     import numpy as np
 
     if min_shared < 1:
@@ -307,7 +269,6 @@ def agreement_block(
 
 
 def _matrix(r: Ratings) -> Any:
-    """Reviewers present (in name order) x cases, each cell the label's position or NaN."""
     import numpy as np
 
     present = _present(r)
@@ -318,14 +279,12 @@ def _matrix(r: Ratings) -> Any:
 
 
 def _present(r: Ratings) -> Any:
-    """Per reviewer of :attr:`Ratings.reviewers`: whether any review in ``r`` is theirs."""
     import numpy as np
 
     return np.bincount(r.reviewer, minlength=len(r.reviewers)) > 0
 
 
 def _counts(r: Ratings, labels: int) -> Any:
-    """Cases x labels: how many reviews gave each label."""
     import numpy as np
 
     cells = np.bincount(r.case * labels + r.label, minlength=r.cases * labels)
@@ -333,7 +292,6 @@ def _counts(r: Ratings, labels: int) -> Any:
 
 
 def _disagree(r: Ratings) -> Any:
-    """Per case: its reviewers gave more than one label."""
     import numpy as np
 
     low = np.full(r.cases, np.iinfo(np.int64).max)
@@ -350,8 +308,7 @@ def _pairs(
     scale_values: Mapping[str, float] | None,
     min_shared: int,
 ) -> tuple[list[PairAgreement], int]:
-    """Every reviewer pair sharing at least ``min_shared`` cases, and how many share fewer:
-    :func:`~workbench.stats.shared_pairs` over codes (pairs in name order, cases in order)."""
+    """Every reviewer pair sharing at least ``min_shared`` cases, and how many share fewer."""
     import numpy as np
 
     a, b = _pair_reviews(r)
@@ -373,8 +330,7 @@ def _pairs(
 
 
 def _pair_reviews(r: Ratings) -> tuple[Any, Any]:
-    """Indices of the two reviews of every pair of reviews of the same case, the first by the
-    reviewer whose name sorts first."""
+    """Indices of both reviews of every pair of reviews of one case (first: the first name)."""
     import numpy as np
 
     order = np.lexsort((r.reviewer, r.case))
@@ -397,7 +353,6 @@ def _pair(
     scale_labels: Sequence[str] | None,
     scale_values: Mapping[str, float] | None,
 ) -> PairAgreement:
-    """The figures of one reviewer pair from the labels each gave on their shared cases."""
     import numpy as np
 
     k = len(labels)
@@ -437,7 +392,6 @@ def _ordered_alphas(
     scale_labels: Sequence[str],
     scale_values: Mapping[str, float] | None,
 ) -> dict[str, Kappa]:
-    """Ordinal and interval alpha over the ratings on the scale."""
     on_scale = set(scale_labels)
     units: list[dict[str, str]] = [{} for _ in range(r.cases)]
     for case, reviewer, label in zip(
@@ -454,7 +408,6 @@ def _ordered_alphas(
 
 
 def _index_ratings(index: GoldIndex, partition: str | None) -> tuple[Ratings, Any]:
-    """The reviews of the index's active cases (of one partition), and each case's slice."""
     import pyarrow.compute as pc
 
     table = index.table
@@ -481,12 +434,8 @@ def human_agreement(
     *,
     min_shared: int = DEFAULT_MIN_SHARED,
 ) -> AgreementReport:
-    """Human agreement over the active cases of a gold dataset, overall and per slice.
-
-    ``gold`` is a loaded dataset, its index, or its path (read through the validated index).
-    Ordinal and numeric rubrics add the ordered figures. Reviewer pairs sharing fewer than
-    ``min_shared`` cases are left out of the pair lists and counted in ``pairs_left_out``.
-    """
+    """Human agreement over the active cases of a gold dataset (loaded, its index, or its path),
+    overall and per slice; pairs sharing fewer than ``min_shared`` cases are only counted."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -512,7 +461,6 @@ def human_agreement(
         "scale_values": rubric.scale_values,
         "min_shared": min_shared,
     }
-    # Every rubric slice is reported, also with no cases, as in the alignment report.
     names = list(dict.fromkeys([*rubric.slices, *seen]))
     return AgreementReport(
         dataset_sha256=gold.sha256,

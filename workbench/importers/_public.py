@@ -1,10 +1,6 @@
-"""What the public-dataset importers (EvalsBench, PandaLM, LLMBar) share.
-
-Each reads a public dataset from a path the user gives (nothing is copied into the project)
-and writes a gold dataset directory: ``gold.jsonl``, ``rubric.yaml``, ``card.md`` and, when
-the source carries judge outputs, ``results.jsonl``. Defects in a source are collected by
-:class:`Findings`, so a defect repeated on 999 rows is one problem.
-"""
+"""What the public-dataset importers (EvalsBench, PandaLM, LLMBar) share: reading a source,
+grouping its defects (:class:`Findings`), and writing ``gold.jsonl``, ``rubric.yaml``,
+``card.md`` and, with judge outputs, ``results.jsonl``."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ from typing import Any, NoReturn
 import yaml
 
 from .._io import atomic_write_text
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import (
     CARD_FILE,
     GOLD_FILE,
@@ -49,8 +45,7 @@ PARTITION_WEIGHTS: tuple[tuple[Partition, int], ...] = (
     (Partition.calibration, 30),
     (Partition.held_out, 30),
 )
-"""Target share (percent) of groups per partition; the split is by hash, so shares are
-approximate."""
+"""Target share (percent) of groups per partition (by hash, so approximate)."""
 
 RESPONSE_1_MARKER = "[Response 1]"
 RESPONSE_2_MARKER = "[Response 2]"
@@ -63,12 +58,7 @@ def stable_id(prefix: str, *parts: str, length: int = 16) -> str:
 
 
 def partition_for(kind: str, group: str) -> Partition:
-    """Deterministic partition of a group.
-
-    Each group is placed by its own hash, not by its rank among the others, so adding or
-    removing groups in a later copy of the source never moves an existing group (a move
-    from held_out into development would leak certification cases into prompt tuning).
-    """
+    """A group's partition, by its own hash alone: adding groups never moves an existing one."""
     bucket = int(hashlib.sha256(f"{kind}\x1f{group}".encode()).hexdigest()[:8], 16) % 100
     upper = 0
     for partition, weight in PARTITION_WEIGHTS:
@@ -106,29 +96,21 @@ def differs_note(upstream: str) -> str:
     return f"the source differs from the reference copy at {upstream}; the card records its sha256"
 
 
-# --- reading a source -------------------------------------------------------------------
-
-
 @dataclass
 class Findings:
-    """Problems found in a source, grouped so a defect repeated on 999 rows is one line.
-
-    Problems with the same code, message and fix collapse into one problem located at
-    the first occurrence, listing how many places have it and the first few of them.
-    """
+    """Problems found in a source: the same code, message and fix at many places is one problem,
+    located at the first, counting and listing the first few places."""
 
     source: Path
     _items: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
 
     def add(self, code: str, where: str, message: str, fix: str) -> None:
-        """Record one defect; ``where`` is a row or item reference inside the source."""
         self._items.setdefault((code, message, fix), []).append(where)
 
     def __bool__(self) -> bool:
         return bool(self._items)
 
     def problems(self) -> list[Problem]:
-        """The grouped problems, in the order first seen."""
         out: list[Problem] = []
         for (code, message, fix), places in self._items.items():
             first = places[0]
@@ -137,16 +119,14 @@ class Findings:
                 shown = ", ".join(places[:5]) + (", ..." if len(places) > 5 else "")
                 text = f"{message} ({len(places)} places: {shown})"
             location = f"{self.source}:{first}" if first else str(self.source)
-            out.append(Problem(location=location, code=code, message=text, fix=fix))
+            out.append(problem(location, code, text, fix))
         return out
 
     def raise_if_any(self, summary: str) -> None:
-        """Raise one :class:`WorkbenchError` with every problem, if there are any."""
         if self._items:
             self.fail(summary)
 
     def fail(self, summary: str) -> NoReturn:
-        """Raise one :class:`WorkbenchError` with every problem recorded so far."""
         problems = self.problems()
         raise WorkbenchError(f"{self.source}: {summary} ({len(problems)} problem(s))", problems)
 
@@ -155,9 +135,8 @@ def read_source(source: Path, what: str, fix: str) -> bytes:
     """The bytes of the source file; raise :class:`WorkbenchError` when it cannot be read."""
     title = f"cannot read the {what}"
     if source.is_dir():
-        refuse(
-            title, str(source), "source_missing", f"{source} is a directory, not the {what}", fix
-        )
+        message = f"{source} is a directory, not the {what}"
+        refuse(title, str(source), "source_missing", message, fix)
     if not source.exists():
         refuse(title, str(source), "source_missing", f"the {what} does not exist", fix)
     try:
@@ -175,8 +154,7 @@ def read_source(source: Path, what: str, fix: str) -> bytes:
 def read_json_list(
     findings: Findings, data: bytes, what: str, fix: str, *, not_what: str, noun: str = "items"
 ) -> list[Any]:
-    """A JSON list of items; unreadable JSON (``unreadable {what}``) or another shape
-    (``not_what``) fails at once."""
+    """A JSON list of items; anything else fails at once."""
     try:
         loaded = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
@@ -239,12 +217,9 @@ def prepare_out(out: Path, *, force: bool) -> list[str]:
     return [f"replaced existing {', '.join(present)}"] if present else []
 
 
-# --- writing ----------------------------------------------------------------------------
-
-
 def judge_results_text(results: Iterable[JudgeResult]) -> str:
-    """Judge results as JSON Lines with ``value`` and every required field always present
-    (``value`` and ``reason`` null on evaluator errors); other nulls are left out."""
+    """Judge results as JSON Lines: ``value`` and every required field always present, other
+    nulls left out."""
     rows = []
     for r in results:
         row = r.model_dump(mode="json", exclude_none=True)
@@ -254,19 +229,16 @@ def judge_results_text(results: Iterable[JudgeResult]) -> str:
 
 
 def write_judge_results(path: Path, results: list[JudgeResult]) -> None:
-    """Write :func:`judge_results_text` atomically."""
     atomic_write_text(path, judge_results_text(results))
 
 
 def with_lineage(results: list[JudgeResult], dataset: GoldDataset) -> list[JudgeResult]:
-    """The results stamped with the gold they were imported against."""
     stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
     return [r.model_copy(update=stamp) for r in results]
 
 
 def render_card(kind: str, **context: Any) -> str:
-    """``card.md`` of a public dataset: the template ``templates/<kind>.md.j2`` rendered, its
-    front matter read and written again as YAML, then its markdown body."""
+    """``card.md``: ``templates/<kind>.md.j2`` rendered, its front matter normalised as YAML."""
     text = render_text(f"{kind}.md.j2", **context)
     _, front, body = text.split("---\n", 2)
     yaml_text = yaml.safe_dump(
@@ -287,13 +259,8 @@ def write_dataset(
     results: list[JudgeResult] | None = None,
     notes: Sequence[str] = (),
 ) -> ImportSummary:
-    """Write the dataset files atomically, validate them, and summarise the import.
-
-    The written dataset is validated with :func:`workbench.gold.validate_dataset`; an error
-    there is an importer defect, reported as a :class:`WorkbenchError` rather than left for
-    the user to find later. ``results`` are written last, stamped with the written gold's
-    lineage.
-    """
+    """Write the dataset files, validate them (an error is an importer defect, raised), write
+    ``results`` stamped with the gold's lineage, and summarise the import."""
     rubric_data = rubric.model_dump(mode="json")
     texts = {
         RUBRIC_FILE: yaml.safe_dump(rubric_data, sort_keys=False, allow_unicode=True, width=100),

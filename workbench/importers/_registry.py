@@ -1,9 +1,5 @@
-"""The importer registry, the import summary, and how every importer refuses and writes.
-
-Importers register by name with :func:`register_importer`; :func:`run_importer` looks one up
-and runs it. Bad input never raises a traceback: an importer collects every defect it finds
-into :class:`~workbench.errors.Problem` records and raises one
-:class:`~workbench.errors.WorkbenchError` with all of them.
+"""The importer registry, the import summary, and how every importer refuses and writes: every
+defect found becomes a :class:`~workbench.errors.Problem` in one :class:`WorkbenchError`.
 """
 
 from __future__ import annotations
@@ -19,10 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._docs import add_field_docs
 from .._io import atomic_write_text
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 
 RESULTS_FILE = "results.jsonl"
-"""Judge results written by an importer, beside the gold files or on their own."""
 
 NEW_DIRECTORY = "point --out at a new or empty directory"
 
@@ -129,9 +124,6 @@ def run_importer(kind: str, source: str | Path, out: str | Path, **options: Any)
     return importer(Path(source), Path(out), **options)
 
 
-# --- refusing and writing, alike for every importer -------------------------------------
-
-
 def jsonl_text(rows: Iterable[Any]) -> str:
     """JSON Lines as every importer writes them: sorted keys, UTF-8, one record per line."""
     return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
@@ -160,8 +152,7 @@ def render_text(template: str, **context: Any) -> str:
 
 def refuse(title: str, location: str, code: str, message: str, fix: str) -> NoReturn:
     """Raise a :class:`WorkbenchError` with one problem (never chained: no traceback to show)."""
-    problem = Problem(location=location, code=code, message=message, fix=fix)
-    raise WorkbenchError(title, [problem]) from None
+    raise refusal(title, location, code, message, fix) from None
 
 
 def check_out_dir(out: Path, title: str, fix: str = NEW_DIRECTORY) -> None:
@@ -171,11 +162,8 @@ def check_out_dir(out: Path, title: str, fix: str = NEW_DIRECTORY) -> None:
 
 
 def write_files(out: Path, texts: dict[str, str | None], title: str, written: list[str]) -> None:
-    """Create ``out`` and write each file atomically, appending its name to ``written``; a
-    ``None`` text removes the file.
-
-    A failure is one ``out_unwritable`` problem naming what was already written.
-    """
+    """Create ``out`` and write each file atomically (``None``: remove it), appending its name to
+    ``written``; a failure is one ``out_unwritable`` problem."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, text in texts.items():

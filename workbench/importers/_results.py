@@ -1,19 +1,10 @@
 """``workbench import results``: declare the gold that judge results were produced against.
 
-Results produced outside the workbench (another harness, an older workbench) carry no
-lineage, so ``align``, ``gate`` and the ``imported`` judge kind refuse them. Importing them
-states which gold they were produced against: every result is checked against that gold
-(the case exists and is active, the judged response hash and the partition equal the gold
-record's, no duplicate attempt), results that already carry another gold's lineage are
-refused, and the results are written to ``OUT/results.jsonl`` stamped with the gold's
-``dataset_sha256`` and ``rubric_version``. Nothing else about a result changes, so its judge
-fingerprint stays the same. Records written under an older result schema are migrated on read
-(:func:`workbench.results.migrate_v1_to_v2`, a missing partition taken from the gold), each
-recording what was filled, and the summary says so.
-
-Predictions in any other shape (CSV, JSONL, Parquet or a DataFrame with a case key and a
-label or score column, a Ragas experiment's CSV, ``EvaluationResult.to_pandas()``) are
-imported with a mapping that declares the judge: see :mod:`._results_table`.
+Results from elsewhere carry no lineage, so ``align``, ``gate`` and the ``imported`` judge
+refuse them. Importing checks each against the gold (active case, response hash, partition, no
+duplicate, no other gold's lineage) and writes them to ``OUT/results.jsonl`` stamped with the
+gold's lineage; older records are migrated on read. Predictions tables go through a mapping
+(:mod:`._results_table`).
 """
 
 from __future__ import annotations
@@ -22,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from .._load import Problems
-from ..errors import Problem
 from ..gold import load_dataset
 from ..heldout import exposure_problems, held_out_content
 from ..results import GoldCheckFixes, check_against_gold, migration_note, read_results
@@ -52,14 +42,9 @@ def import_results(
     mapping: str | Path | dict[str, Any] | ResultsMapping | None = None,
     options: dict[str, Any] | None = None,
 ) -> ResultsImport:
-    """Import judge results produced elsewhere as produced against ``gold``.
-
-    Without ``mapping`` and ``options``, ``source`` is a results file in the judge-result
-    contract: it is checked against ``gold`` and written, stamped with the gold's lineage, to
-    ``out/results.jsonl``. With them, ``source`` is a predictions table (CSV, JSONL, Parquet)
-    read through the mapping; ``out`` receives ``results.jsonl`` and the ``imported``
-    candidate ``<name>@<version>.yaml`` (see :func:`results_from_table`).
-    """
+    """Import judge results produced elsewhere as produced against ``gold`` into ``out``: a
+    results file, or with ``mapping``/``options`` a predictions table
+    (:func:`results_from_table`)."""
     if mapping is not None or any(_given(v) for v in (options or {}).values()):
         return results_from_table(source, mapping, gold=gold, options=options).write(
             out, force=force
@@ -86,8 +71,6 @@ def _given(value: Any) -> bool:
 
 
 def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) -> ResultsImport:
-    """Check ``source`` against ``gold`` and write it, stamped with the gold's lineage, to
-    ``out/results.jsonl``."""
     dataset = load_dataset(gold)
     check_out_dir(out, "cannot import results")
     target = out / RESULTS_FILE
@@ -99,8 +82,6 @@ def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) 
             "the directory already holds results.jsonl",
             "choose a new directory, or pass --force to replace it",
         )
-    # Results produced elsewhere are often older: declaring their gold migrates them on read,
-    # explicitly (workbench.results.migrate_v1_to_v2, partition from this gold) and on the record.
     lines = read_results(source, migrate=True, gold=dataset)
     problems = _check_lines(lines, dataset, str(source))
     problems.raise_if_any(
@@ -124,7 +105,6 @@ def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) 
 
 
 def _check_lines(lines: list[Any], dataset: Any, loc: str) -> Problems:
-    """Every result checked against the gold; results naming another gold refused."""
     from ..align import check_lineage
 
     by_id = {r.case_id: r for r in dataset.records}
@@ -153,7 +133,6 @@ def _check_lines(lines: list[Any], dataset: Any, loc: str) -> Problems:
             seen[key] = line.line
     carried = {key: n for key, n in lineages.items() if key != (None, None)}
     if carried:
-        # Results that already name a gold may only be declared against that same gold.
         _, lineage_problems = check_lineage(
             dataset, lineages=carried, case_ids={line.result.case_id for line in lines}
         )
@@ -162,17 +141,8 @@ def _check_lines(lines: list[Any], dataset: Any, loc: str) -> Problems:
             " that gold, or re-run the judge on this one"
         )
         problems[:0] = [p.model_copy(update={"fix": fix}) for p in lineage_problems]
-    problems += _exposed([line.result.case_id for line in lines], dataset, loc)
+    # results for development or calibration cases whose content is held out
+    judged = [by_id[c] for c in dict.fromkeys(line.result.case_id for line in lines) if c in by_id]
+    exposed = [case for case in judged if case.partition.value != "held_out"]
+    problems += exposure_problems(exposed, held_out_content([dataset]), loc)
     return problems
-
-
-def _exposed(case_ids: list[str], dataset: Any, loc: str) -> list[Problem]:
-    """Results for development or calibration cases whose content is held out (a copy under
-    another id, or content the held-out ledger records): judged outside a certification."""
-    by_id = {r.case_id: r for r in dataset.records}
-    cases = {
-        cid: by_id[cid]
-        for cid in case_ids
-        if cid in by_id and by_id[cid].partition.value != "held_out"
-    }
-    return exposure_problems(cases.values(), held_out_content([dataset]), loc)

@@ -1,11 +1,6 @@
-"""The results mapping: which column of a predictions table is what, and who the judge was.
-
-A small YAML file (or a dict, or ``workbench import results`` options) read into
-:class:`ResultsMapping`. Every problem is reported at once (:func:`check_mapping`): unknown
-keys and wrong types, columns the table does not have, a missing case key or prediction, a
-score without a threshold, labels that are not in the rubric, a missing judge declaration
-or prompt. The format is documented in ``docs/formats.md#results-mapping``.
-"""
+"""The results mapping: which column of a predictions table is what, and who the judge was
+(``docs/formats.md#results-mapping``). :func:`check_mapping` reports every problem at once, named
+in the mapping's keys or in ``workbench import results``' options (:class:`Syntax`)."""
 
 from __future__ import annotations
 
@@ -19,12 +14,10 @@ from pydantic import Field, ValidationError, field_validator
 from .._io import read_bounded, sha256_text
 from .._load import Problems, error_field, load_yaml, validation_problems
 from .._record import Record as _Model
-from ..errors import Problem, WorkbenchError
-from ._results_source import as_text
-from ._table_reader import number_as_text
+from ..errors import WorkbenchError, problem
+from ._table_reader import as_text, number_as_text
 
 RESULTS_MAPPING_SCHEMA_VERSION = 1
-"""Version of the results mapping format."""
 
 COLUMN_FIELDS: tuple[str, ...] = (
     "case_id",
@@ -38,46 +31,31 @@ COLUMN_FIELDS: tuple[str, ...] = (
     "tokens_out",
     "cost_usd",
 )
-"""Mapping fields that name a column of the predictions table."""
 
 FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
 FIX_FLAGS = "correct the option; see `workbench import results --help`"
 
+JUDGE_OPTIONS = ("name", "version", "model", "prompt_file", "prompt_description", "description")
 FLAGS: dict[str, str] = {
-    "format": "--format",
-    "case_id": "--case-id",
-    "input": "--input",
-    "response": "--response",
-    "label": "--label",
-    "score": "--score",
-    "threshold": "--threshold",
+    **{f: "--" + f.replace("_", "-") for f in ("format", "threshold", *COLUMN_FIELDS)},
+    **{f"judge.{f}": "--" + f.replace("_", "-") for f in JUDGE_OPTIONS},
     "threshold.value": "--threshold",
     "threshold.pass_if": "--pass-if",
     "labels": "--label-map",
-    "reason": "--reason",
     "latency_s": "--latency",
-    "tokens_in": "--tokens-in",
-    "tokens_out": "--tokens-out",
     "cost_usd": "--cost",
     "judge": "--name, --version, --model",
-    "judge.name": "--name",
-    "judge.version": "--version",
-    "judge.model": "--model",
     "judge.prompt": "--prompt-file or --prompt-description",
-    "judge.prompt_file": "--prompt-file",
-    "judge.prompt_description": "--prompt-description",
-    "judge.description": "--description",
 }
 """Each mapping field and the ``workbench import results`` option that sets it."""
 
 
 @dataclass(frozen=True)
 class Syntax:
-    """How an import's problems name what to change: the mapping's YAML keys, or the
-    ``workbench import results`` options when the import was driven by options alone."""
+    """How an import's problems name what to change: the mapping's keys, or (``flags``: options
+    and no ``--mapping``) the ``workbench import results`` options."""
 
     flags: bool = False
-    """True: the user gave options and no ``--mapping``; fixes name the options."""
 
     def name(self, field: str) -> str:
         """``field`` (a dotted mapping key) as the user writes it: the key, or its option."""
@@ -88,18 +66,15 @@ class Syntax:
         return FLAGS.get(field, field)
 
     def pick(self, mapping: str, flags: str) -> str:
-        """The text for a mapping-driven import, or the one for an option-driven import."""
         return flags if self.flags else mapping
 
     def where(self, location: str, field: str) -> str:
-        """A problem's location: the mapping (and key), or the command line (and option)."""
         if self.flags:
             return f"command line ({self.name(field)})" if field else "command line"
-        return _loc(location, field)
+        return f"{location} ({field})" if field else location
 
     @property
     def fix(self) -> str:
-        """The general fix: correct the mapping, or the option."""
         return self.pick(FIX_MAPPING, FIX_FLAGS)
 
 
@@ -120,14 +95,13 @@ class JudgeDeclaration(_Model):
     prompt: str | None = None
     """The prompt template, inline; its sha256 becomes the identity's ``prompt_sha256``."""
     prompt_file: str | None = None
-    """The prompt template in a file (relative to the mapping file, or to the working directory
-    when given as an option); its sha256 becomes the identity's ``prompt_sha256``."""
+    """The prompt template in a file (relative to the mapping file); its sha256 likewise."""
     prompt_description: str | None = None
-    """What the prompt asks, when the template itself is not available; kept in the identity."""
+    """What the prompt asks, when the template is not available."""
     description: str = ""
     """What this judge version is; the ``imported`` candidate's description."""
     params: dict[str, Any] = Field(default_factory=dict)
-    """Generation parameters the judge ran with (temperature, seed ...); part of the identity."""
+    """Generation parameters the judge ran with (temperature, seed ...)."""
 
     _text = field_validator("name", "version", mode="before")(number_as_text)
 
@@ -153,24 +127,19 @@ class ResultsMapping(_Model):
     format: Literal["csv", "jsonl", "parquet"] | None = None
     """Table format; default: from the file extension."""
     case_id: str | None = None
-    """Column holding the gold case id. Without it, rows are matched on ``input`` and
-    ``response``."""
+    """Column holding the gold case id; without it rows match on ``input`` and ``response``."""
     input: str | None = None
-    """Column holding the exact input text: matched (with ``response``) to the gold case when
-    there is no ``case_id`` column, else checked against the gold case's input."""
+    """Column holding the exact input text (checked against the gold case's)."""
     response: str | None = None
-    """Column holding the exact response judged: its sha256 must equal the gold case's
-    ``response_hash`` (the judge saw what the reviewers saw)."""
+    """Column holding the exact response judged (its sha256 must be the gold's)."""
     label: str | None = None
     """Prediction column holding labels (mapped through ``labels``)."""
     score: str | None = None
-    """Prediction column holding scores: kept in each result; with ``threshold``, they make the
-    label."""
+    """Prediction column holding scores (kept; with ``threshold``, they make the label)."""
     threshold: ScoreThreshold | None = None
     """How a score becomes a label; required when ``score`` is the only prediction column."""
     labels: dict[str, str] = Field(default_factory=dict)
-    """Source value -> rubric label (e.g. ``{correct: pass, incorrect: fail}``). When given,
-    every value must be listed; without it, every value must be a rubric label."""
+    """Source value -> rubric label, listing every value (without it: rubric labels)."""
     reason: str | None = None
     """Column holding the judge's stated reason."""
     latency_s: str | None = None
@@ -194,7 +163,6 @@ class ResultsMapping(_Model):
 
 
 def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
-    """The raw mapping in a YAML file and the directory relative paths are resolved from."""
     path = Path(path)
     raw = load_yaml(
         path,
@@ -209,8 +177,7 @@ def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
 
 
 def merge_options(raw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` with command-line ``options`` (None = not given) laid over it; ``judge`` and
-    ``labels`` merge key by key."""
+    """``raw`` with command-line ``options`` (None: not given) laid over it, dicts key by key."""
     merged = dict(raw)
     for key, value in options.items():
         if isinstance(value, dict):
@@ -233,46 +200,24 @@ def command_line_options(
     **flags: str | None,
 ) -> dict[str, Any]:
     """The ``options`` of :func:`~workbench.importers.import_results` from ``workbench import
-    results`` flags (None: not given), each named as its mapping field (``case_id``,
-    ``latency_s``, the judge's ``name``, ``version`` ...): ``label_map`` items ``VALUE=LABEL``
-    (every malformed one refused at once), the score threshold and ``prompt_file``, made
-    absolute."""
-    bad = [item for item in label_map if "=" not in item]
+    results`` flags (None: not given), keyed by mapping field; ``label_map`` items are
+    ``VALUE=LABEL`` (every malformed one refused at once)."""
+    fix = "write --label-map correct=pass"
+    bad = [
+        problem("--label-map", "mapping_invalid", f"{i!r} is not VALUE=LABEL", fix)
+        for i in label_map
+        if "=" not in i
+    ]
     if bad:
-        raise WorkbenchError(
-            "invalid --label-map",
-            [
-                Problem(
-                    location="--label-map",
-                    code="mapping_invalid",
-                    message=f"{item!r} is not VALUE=LABEL",
-                    fix="write --label-map correct=pass",
-                )
-                for item in bad
-            ],
-        )
+        raise WorkbenchError("invalid --label-map", bad)
     flags["prompt_file"] = str(Path(prompt_file).resolve()) if prompt_file else None
     return {
         **{k: flags.get(k) for k in ("format", "case_id", "input", "response", "label", "score")},
         "threshold": {"value": threshold, "pass_if": pass_if},
         "labels": {k.strip(): v.strip() for k, _, v in (i.partition("=") for i in label_map)},
         **{k: flags.get(k) for k in ("reason", "latency_s", "tokens_in", "tokens_out", "cost_usd")},
-        "judge": {
-            k: flags.get(k)
-            for k in (
-                "name",
-                "version",
-                "model",
-                "prompt_file",
-                "prompt_description",
-                "description",
-            )
-        },
+        "judge": {k: flags.get(k) for k in JUDGE_OPTIONS},
     }
-
-
-def _loc(location: str, field: str) -> str:
-    return f"{location} ({field})" if field else location
 
 
 _ERROR_CODES = {"extra_forbidden": "mapping_unknown_key", "missing": "mapping_missing_key"}
@@ -285,12 +230,6 @@ def _error_message(e: Any, field: str, s: Syntax) -> str:
     )
 
 
-_JUDGE_FLAGS = (
-    "give --name NAME, --version VERSION, --model MODEL, and --prompt-file FILE (the template)"
-    " or --prompt-description TEXT (what it asks)"
-)
-
-
 def _error_fix(e: Any, s: Syntax) -> str:
     field = error_field(e, "mapping")
     if e["type"] == "extra_forbidden":
@@ -298,20 +237,22 @@ def _error_fix(e: Any, s: Syntax) -> str:
             "remove it or correct its spelling; the keys are listed in"
             " docs/formats.md#results-mapping"
         )
-    if e["type"] == "missing" and s.flags:
-        return _JUDGE_FLAGS if field == "judge" else f"give {s.name(field)}"
-    if e["type"] == "missing":
-        return "declare it" + (
-            " (the judge's name, version and model, and its prompt)"
-            if field.startswith("judge")
-            else ""
+    if e["type"] == "missing" and s.flags and field == "judge":
+        return (
+            "give --name NAME, --version VERSION, --model MODEL, and --prompt-file FILE (the"
+            " template) or --prompt-description TEXT (what it asks)"
         )
+    if e["type"] == "missing" and s.flags:
+        return f"give {s.name(field)}"
+    if e["type"] == "missing" and field.startswith("judge"):
+        return "declare it (the judge's name, version and model, and its prompt)"
+    if e["type"] == "missing":
+        return "declare it"
     return s.pick(FIX_MAPPING, f"correct {s.name(field)}; see `workbench import results --help`")
 
 
 Add = Callable[..., None]
-"""``add(field, code, message, fix=None)``: record a problem at a mapping field (``fix`` None:
-the general fix of the import's :class:`Syntax`)."""
+"""``add(field, code, message, fix=None)``: a problem at a mapping field."""
 
 
 def check_mapping(
@@ -325,12 +266,8 @@ def check_mapping(
     rubric_fail: str | None,
     syntax: Syntax = MAPPING_SYNTAX,
 ) -> tuple[ResultsMapping, str | None]:
-    """Validate ``raw`` against the table's ``columns`` and the rubric; raise with every problem.
-
-    Returns the mapping and the prompt's sha256 (None when only described). The checks beyond
-    the model's own read the raw values, so they are listed even when other keys are wrong.
-    Problems name keys and fixes in ``syntax``: the mapping's, or the command line's options.
-    """
+    """Validate ``raw`` against the table's ``columns`` and the rubric, raising with every problem
+    (the checks read raw values, so all are listed); returns the mapping and the prompt's sha256."""
     problems = Problems()
     s = syntax
 
@@ -371,7 +308,6 @@ def _text(source: dict[str, Any], key: str) -> str | None:
 
 
 def _check_columns(raw: dict[str, Any], columns: tuple[str, ...], add: Add, s: Syntax) -> None:
-    """Every column the mapping names is one the table has."""
     available = ", ".join(columns[:30]) + (" ..." if len(columns) > 30 else "")
     for field in COLUMN_FIELDS:
         column = _text(raw, field)
@@ -385,7 +321,6 @@ def _check_columns(raw: dict[str, Any], columns: tuple[str, ...], add: Add, s: S
 
 
 def _check_prediction(raw: dict[str, Any], add: Add, s: Syntax) -> None:
-    """A case key, one prediction column, and a threshold exactly when a score makes labels."""
     if _text(raw, "case_id") is None and not (_text(raw, "input") and _text(raw, "response")):
         give = s.pick(
             "give case_id (a column holding the gold case id), or both input and response"
@@ -441,7 +376,6 @@ def _check_prediction(raw: dict[str, Any], add: Add, s: Syntax) -> None:
 
 
 def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Syntax) -> None:
-    """The label mapping: used, each source value once, onto rubric labels."""
     labels = raw.get("labels")
     if not isinstance(labels, dict) or not labels:
         return
@@ -484,9 +418,8 @@ def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Sy
 def _check_label_meaning(
     raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Syntax
 ) -> None:
-    """The label mapping translates a foreign vocabulary only: a source value that is already a
-    rubric label keeps its meaning (``pass: fail`` inverts the verdicts), and a mapping of
-    nothing but rubric labels onto themselves is not needed."""
+    """A source value that is a rubric label keeps its meaning; a mapping of rubric labels onto
+    themselves is not needed."""
     labels = raw.get("labels")
     if not isinstance(labels, dict) or not labels:
         return
@@ -516,24 +449,18 @@ def _check_label_meaning(
 def _check_threshold_direction(
     threshold: dict[str, Any], rubric_pass: str | None, rubric_fail: str | None, add: Add
 ) -> None:
-    """A score on the passing side never becomes the rubric's fail label (nor the reverse):
-    ``pass_if`` states the direction, the labels do not invert it."""
-    pass_label, fail_label = threshold.get("pass_label"), threshold.get("fail_label")
-    inverted = [
-        side
-        for side, label, other in (
-            ("pass_label", pass_label, rubric_fail),
-            ("fail_label", fail_label, rubric_pass),
-        )
-        if label is not None and other is not None and label == other
-    ]
-    for side in inverted:
+    for side, other, meaning in (
+        ("pass_label", rubric_fail, "fail"),
+        ("fail_label", rubric_pass, "pass"),
+    ):
+        label = threshold.get(side)
+        if label is None or label != other:
+            continue
         add(
             f"threshold.{side}",
             "mapping_threshold_inverted",
-            f"threshold {side} {threshold.get(side)!r} is the rubric's"
-            f" {'fail' if side == 'pass_label' else 'pass'} label: the threshold would invert"
-            " the verdicts",
+            f"threshold {side} {label!r} is the rubric's {meaning} label: the threshold would"
+            " invert the verdicts",
             "state the direction with threshold.pass_if (at_least or at_most) and leave"
             " pass_label and fail_label to the rubric",
         )
@@ -547,8 +474,6 @@ def _check_threshold(
     add: Add,
     s: Syntax,
 ) -> None:
-    """The threshold's two labels: given or the rubric's, rubric labels, and not the same.
-    Options cannot set them: an option-driven import is told to use a mapping."""
     chosen = {
         "pass_label": threshold.get("pass_label", rubric_pass),
         "fail_label": threshold.get("fail_label", rubric_fail),
@@ -580,7 +505,6 @@ def _check_threshold(
 
 
 def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add, s: Syntax) -> str | None:
-    """The judge's prompt, declared once, and no credential; returns the prompt's sha256."""
     from .._redact import find_secrets
 
     prompt, prompt_file = _text(judge, "prompt"), _text(judge, "prompt_file")
@@ -617,7 +541,6 @@ def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add, s: Syntax) -> 
 
 
 def _prompt_file_sha(path: Path, add: Add, s: Syntax) -> str | None:
-    """The sha256 of a prompt file's text (bounded, like a spec's ``prompt_file``)."""
     try:
         return sha256_text(read_bounded(path).decode("utf-8"))
     except (WorkbenchError, UnicodeDecodeError) as exc:

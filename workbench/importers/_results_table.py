@@ -1,31 +1,19 @@
 """Predictions from any table into the judge-result contract, with an ``imported`` candidate beside
 them.
 
-A predictions table (CSV, JSONL, Parquet, a pandas DataFrame, a Ragas experiment's CSV or
-``EvaluationResult.to_pandas()``) has a case key and a prediction (label or score) per row,
-and optionally a reason, latency, tokens and cost. A :class:`~._results_mapping.ResultsMapping`
-says which column is what and declares the judge (name, version, model, prompt).
-
-- Rows find their gold case by id, or by the exact input and response texts (Ragas output
-  has no id). A row for a case the gold does not have, a superseded case, a different
-  response than the reviewers judged, an ambiguous match or a duplicated key is refused.
-- Labels map through ``labels`` (every value listed) or must be rubric labels; an unmapped
-  value is refused with every row holding it. Scores become labels through a threshold with
-  a direction (as in score-based candidates); the score is kept.
-- A row without a prediction (empty cell, NaN: Ragas writes NaN when a metric failed) and a
-  gold case without a row get **no result**: ``align`` reports them missing, the evaluation
-  incomplete. Nothing is invented.
-- The judge identity is the declaration plus the verdict rules (label mapping, threshold);
-  its hash is every result's ``judge_fingerprint``. Results carry the gold's lineage.
-
-:meth:`ImportedResults.write` writes ``results.jsonl`` and ``<name>@<version>.yaml``, an
-``imported`` candidate spec that replays them (``workbench run``, ``gate``, ``certify``).
-Re-importing the same input writes the same bytes.
+A :class:`~._results_mapping.ResultsMapping` says which column of a predictions table (CSV,
+JSONL, Parquet, a DataFrame, Ragas output) is the case key, the prediction (label, or score with
+a threshold) and the usage figures, and declares the judge. Rows match gold cases by id or by
+exact input and response; every mismatch is refused. An empty prediction or a case without a row
+gets no result (``align`` reports it missing); nothing is invented. The declaration and the
+verdict rules make the judge fingerprint. Re-importing the same input writes the same bytes.
 """
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,14 +21,9 @@ from typing import Any
 
 import yaml
 
-from .._io import (
-    max_document_bytes,
-    read_bounded,
-    sha256_json,
-    sha256_text,
-)
+from .._io import max_document_bytes, read_bounded, sha256_json, sha256_text
 from .._load import Problems, peek_yaml
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, problem
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..heldout import refuse_held_out_content
 from ..results import JudgeIdentity, JudgeResult, has_reason
@@ -54,19 +37,9 @@ from ._results_mapping import (
     load_mapping_file,
     merge_options,
 )
-from ._results_source import (
-    Table,
-    as_text,
-    is_empty,
-    metric_result,
-    read_table,
-    table_format,
-    table_from_frame,
-)
-from ._table_reader import RowIssues
+from ._table_reader import PREDICTIONS, RowIssues, TableRead, _listed, as_text, is_empty
 
 MAX_PROBLEMS = 200
-"""Problems listed before the rest are summarised in one line."""
 
 
 @dataclass(frozen=True)
@@ -80,24 +53,19 @@ class ResultsImport:
     rubric_version: str
     release_id: str | None
     spec: str | None = None
-    """The ``imported`` candidate spec written beside the results (table imports)."""
+    """The ``imported`` candidate spec (table imports, as ``judge`` and ``fingerprint``)."""
     judge: str | None = None
-    """``name@version`` of the declared judge (table imports)."""
     fingerprint: str | None = None
-    """The judge fingerprint every result carries (table imports)."""
     empty_rows: int = 0
     """Rows whose prediction was empty: no result written, the case is missing."""
     missing_case_ids: tuple[str, ...] = ()
-    """Active gold cases with no result (empty prediction or no row), in gold order."""
+    """Active gold cases with no result, in gold order."""
     cases: int = 0
-    """Active gold cases."""
     partitions: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per gold partition: (results written, active cases)."""
     migration_note: str | None = None
-    """Set when records written under an older result schema were migrated on read."""
     held_out: int = 0
-    """Results for held-out cases: held-out data is judged only by ``workbench certify``, so
-    ``align`` and ``gate`` refuse these results (the summary's note says what to do)."""
+    """Results for held-out cases, which ``align`` and ``gate`` refuse."""
 
     def format(self) -> str:
         release = f"release {self.release_id}" if self.release_id else "not frozen"
@@ -107,22 +75,15 @@ class ResultsImport:
                 f" {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote"
                 f" {self.out}"
             )
-            return (
-                text
-                + (
+            if self.migration_note:
+                text += (
                     f"\nnote: {self.migration_note} (each migrated line records it in 'migration')"
-                    if self.migration_note
-                    else ""
                 )
-                + self._held_out_note()
-            )
-        return self._table_text(release) + self._held_out_note()
-
-    def _held_out_note(self) -> str:
-        """What to do with results for held-out cases (none: nothing)."""
+        else:
+            text = self._table_text(release)
         if not self.held_out:
-            return ""
-        return (
+            return text
+        return text + (
             f"\nnote: {self.held_out} result(s) judge held-out cases. Held-out cases are judged"
             " only by `workbench certify` (once, on the record): `align` and `gate` refuse these"
             " results as they are (held_out_unaccounted). Analyse the development or calibration"
@@ -131,7 +92,6 @@ class ResultsImport:
         )
 
     def _table_text(self, release: str) -> str:
-        """The summary of a table import: judge, partitions, cases without a prediction."""
         text = (
             f"imported {self.results} result(s) of judge {self.judge} (fingerprint"
             f" {str(self.fingerprint)[:12]}) from {self.source} against dataset"
@@ -147,11 +107,7 @@ class ResultsImport:
                 + "."
             )
         if self.missing_case_ids:
-            shown = ", ".join(self.missing_case_ids[:10]) + (
-                f" and {len(self.missing_case_ids) - 10} more"
-                if len(self.missing_case_ids) > 10
-                else ""
-            )
+            shown = _listed(list(self.missing_case_ids), 10)
             text += (
                 f" {len(self.missing_case_ids)} of {self.cases} gold case(s) have no prediction"
                 f" ({self.empty_rows} row(s) with an empty prediction,"
@@ -171,7 +127,6 @@ class ImportedResults:
     identity: JudgeIdentity
     fingerprint: str
     spec_data: dict[str, Any]
-    """The ``imported`` candidate spec, as written to YAML."""
     source: str
     source_sha256: str
     dataset_sha256: str
@@ -180,9 +135,8 @@ class ImportedResults:
     cases: int
     empty_rows: tuple[tuple[str, str], ...] = ()
     """``(case_id, row)`` of rows whose prediction was empty."""
-    missing_case_ids: tuple[str, ...] = field(default=())
+    missing_case_ids: tuple[str, ...] = ()
     partitions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Per gold partition: (results, active cases)."""
 
     @property
     def label(self) -> str:
@@ -195,9 +149,6 @@ class ImportedResults:
         columns = ("case_id", "partition", "value", "score", "reason")
         return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in self.results])
 
-    def rows(self) -> list[dict[str, Any]]:
-        return [r.model_dump(mode="json") for r in self.results]
-
     def write(self, out: str | Path, *, force: bool = False) -> ResultsImport:
         """Write ``out/results.jsonl`` and ``out/<name>@<version>.yaml``; refuse to overwrite
         different files unless ``force``."""
@@ -205,7 +156,7 @@ class ImportedResults:
         check_out_dir(out, "cannot import results")
         spec_path = out / f"{self.label}.yaml"
         texts = {
-            RESULTS_FILE: jsonl_text(self.rows()),
+            RESULTS_FILE: jsonl_text(r.model_dump(mode="json") for r in self.results),
             spec_path.name: (
                 f"# Written by `workbench import results` from {self.source} (sha256"
                 f" {self.source_sha256[:12]}).\n# It replays {RESULTS_FILE} beside it; results and"
@@ -285,9 +236,6 @@ def _check_candidate(spec_path: Path, fingerprint: str) -> None:
         )
 
 
-# --- building -------------------------------------------------------------------------------
-
-
 def _dataset(gold: str | Path | GoldDataset) -> GoldDataset:
     return gold if isinstance(gold, GoldDataset) else load_dataset(gold)
 
@@ -313,27 +261,21 @@ def results_from_table(
     options: dict[str, Any] | None = None,
     base_dir: str | Path | None = None,
 ) -> ImportedResults:
-    """Read a CSV, JSONL or Parquet predictions file and turn it into results against ``gold``.
+    """A CSV, JSONL or Parquet predictions file as results against ``gold``.
 
-    ``mapping`` is a YAML file, a dict or a :class:`ResultsMapping`; ``options`` (command-line
-    flags) are laid over it. Relative ``prompt_file`` paths resolve against the mapping file's
-    directory (or ``base_dir``). Raises :class:`WorkbenchError` listing every problem; without
-    a ``mapping``, the problems name the command-line options and fixes are written in them.
+    ``mapping`` (a YAML file, a dict or a :class:`ResultsMapping`) with ``options`` (command-line
+    flags) laid over it; a relative ``prompt_file`` resolves against the mapping's directory (or
+    ``base_dir``). Raises :class:`WorkbenchError` listing every problem, named in the options'
+    terms when there is no ``mapping``.
     """
     dataset = _dataset(gold)
     raw, directory, where = _raw_mapping(mapping, base_dir)
     syntax = FLAG_SYNTAX if mapping is None else MAPPING_SYNTAX
     raw = merge_options(raw, options or {})
     declared = raw.get("format") if raw.get("format") in ("csv", "jsonl", "parquet") else None
-    table = read_table(Path(source), table_format(Path(source), declared))
-    return _build(
-        table,
-        raw,
-        dataset,
-        location="command line" if syntax.flags else where,
-        base_dir=directory,
-        syntax=syntax,
-    )
+    table = PREDICTIONS.read_table(Path(source), PREDICTIONS.table_format(Path(source), declared))
+    where = "command line" if syntax.flags else where
+    return _build(table, raw, dataset, location=where, base_dir=directory, syntax=syntax)
 
 
 def results_from_dataframe(
@@ -343,14 +285,12 @@ def results_from_dataframe(
     gold: str | Path | GoldDataset,
     base_dir: str | Path | None = None,
 ) -> ImportedResults:
-    """Turn a pandas DataFrame of predictions into results against ``gold`` (notebook API).
-
-    ``mapping`` as for :func:`results_from_table` (its ``format`` is ignored). Write the
-    results and their ``imported`` candidate with ``.write(out)``.
-    """
+    """A pandas DataFrame of predictions as results against ``gold``; ``mapping`` as for
+    :func:`results_from_table`. Write them with ``.write(out)``."""
     dataset = _dataset(gold)
     raw, directory, where = _raw_mapping(mapping, base_dir)
-    return _build(table_from_frame(frame), raw, dataset, location=where, base_dir=directory)
+    table = PREDICTIONS.table_from_frame(frame)
+    return _build(table, raw, dataset, location=where, base_dir=directory)
 
 
 def results_from_ragas(
@@ -360,13 +300,9 @@ def results_from_ragas(
     gold: str | Path | GoldDataset,
     base_dir: str | Path | None = None,
 ) -> ImportedResults:
-    """Results from a Ragas ``EvaluationResult`` (or anything with ``to_pandas()``, e.g. an
-    ``Experiment``).
-
-    Ragas output has no case id: unless the mapping names a key, rows are matched to gold
-    cases on the exact ``user_input`` and ``response`` texts. A metric that failed on a
-    sample (NaN) leaves that case missing.
-    """
+    """Results from a Ragas ``EvaluationResult`` (anything with ``to_pandas()``): without a key
+    in the mapping, rows match gold cases on ``user_input`` and ``response``; a NaN score leaves
+    the case missing."""
     frame = result.to_pandas() if hasattr(result, "to_pandas") else result
     raw, directory, _ = _raw_mapping(mapping, base_dir)
     if not raw.get("case_id") and not raw.get("input") and not raw.get("response"):
@@ -377,18 +313,13 @@ def results_from_ragas(
 
 
 def _raise(issues: RowIssues, summary: str) -> None:
-    """Every problem, ordered by code and place, at most :data:`MAX_PROBLEMS` of them."""
     out = sorted(issues.problems(), key=lambda p: (p.code, p.location))
     if not out:
         return
     location = issues.table.location
     if len(out) > MAX_PROBLEMS:
-        rest = Problem(
-            location=location,
-            code="more_problems",
-            message=f"{len(out) - MAX_PROBLEMS} more problem(s) not listed",
-            fix="fix the ones above and import again",
-        )
+        message = f"{len(out) - MAX_PROBLEMS} more problem(s) not listed"
+        rest = problem(location, "more_problems", message, "fix the ones above and import again")
         out = [*out[:MAX_PROBLEMS], rest]
     raise WorkbenchError(f"{location}: {summary}: {len(out)} problem(s)", out)
 
@@ -400,7 +331,6 @@ def _key_text(value: Any) -> str:
 
 
 def _number(value: Any, *, integer: bool) -> float | int | None:
-    """A non-negative finite number (an int when ``integer``), or None when it is not one."""
     number = _float(value)
     if number is None or not math.isfinite(number) or number < 0:
         return None
@@ -410,7 +340,6 @@ def _number(value: Any, *, integer: bool) -> float | int | None:
 
 
 def _float(value: Any) -> float | None:
-    """A number cell as a float (None when it is not a number; ``True`` is not one)."""
     if isinstance(value, bool):
         return None
     try:
@@ -419,12 +348,36 @@ def _float(value: Any) -> float | None:
         return None
 
 
+_METRIC_RESULT = re.compile(
+    r"^MetricResult\(value=(?P<value>.*?)(?:, reason=(?P<reason>(?:'.*'|\".*\")))?\)$", re.DOTALL
+)
+
+
+def metric_result(value: Any) -> tuple[Any, str | None] | None:
+    """``(value, reason)`` of a cell holding a Ragas ``MetricResult`` (object or its CSV text),
+    else None."""
+    if type(value).__name__ == "MetricResult" and hasattr(value, "value"):
+        reason = getattr(value, "reason", None)
+        return value.value, reason if isinstance(reason, str) else None
+    found = _METRIC_RESULT.match(value.strip()) if isinstance(value, str) else None
+    if found is None:
+        return None
+    reason = None
+    if found.group("reason") is not None:
+        try:
+            parsed = ast.literal_eval(found.group("reason"))
+        except (ValueError, SyntaxError):
+            return None
+        reason = parsed if isinstance(parsed, str) else None
+    return found.group("value"), reason
+
+
 _BAD = object()
 """A cell that is not what its column holds (reported; the row gets no result)."""
 
 
 def _build(
-    table: Table,
+    table: TableRead,
     raw: dict[str, Any],
     dataset: GoldDataset,
     *,
@@ -448,11 +401,8 @@ def _build(
     fingerprint = identity.fingerprint()
     run = {"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256}
     values, empty = _read_rows(table, mapping, dataset, threshold, syntax)
-    refuse_held_out_content(  # a development or calibration case with held-out content
-        {c.case_id: c for c, _ in values if c.partition.value != "held_out"}.values(),
-        dataset,
-        table.location,
-    )
+    exposed = [c for c, _ in values if c.partition.value != "held_out"]  # one row per case
+    refuse_held_out_content(exposed, dataset, table.location)
     results = [
         JudgeResult(
             case_id=case.case_id,
@@ -489,7 +439,7 @@ def _build(
         identity=identity,
         fingerprint=fingerprint,
         spec_data=_spec_data(mapping, table, threshold, fingerprint, list(rubric.labels)),
-        source=table.name,
+        source=table.label,
         source_sha256=table.sha256,
         dataset_sha256=dataset.sha256,
         rubric_version=rubric.version,
@@ -502,7 +452,6 @@ def _build(
 
 
 def _threshold(mapping: ResultsMapping, dataset: GoldDataset) -> Any:
-    """The mapping's threshold with the rubric's labels filled in (None without one)."""
     from ..judges import Threshold
 
     t = mapping.threshold
@@ -517,7 +466,6 @@ def _threshold(mapping: ResultsMapping, dataset: GoldDataset) -> Any:
 
 
 def _identity(mapping: ResultsMapping, prompt_sha: str | None, threshold: Any) -> JudgeIdentity:
-    """The declared judge and its verdict rules: every result's judge."""
     judge = mapping.judge
     return JudgeIdentity(
         name=judge.name,
@@ -537,10 +485,9 @@ def _identity(mapping: ResultsMapping, prompt_sha: str | None, threshold: Any) -
 
 
 def _read_rows(
-    table: Table, mapping: ResultsMapping, dataset: GoldDataset, threshold: Any, syntax: Syntax
+    table: TableRead, mapping: ResultsMapping, dataset: GoldDataset, threshold: Any, syntax: Syntax
 ) -> tuple[list[tuple[GoldCase, dict[str, Any]]], list[tuple[str, int]]]:
-    """Each predicting row's gold case and verdict fields, in gold order, and the rows whose
-    prediction is empty; raise listing every problem."""
+    """Each predicting row's gold case and verdict, in gold order, and the empty rows."""
     issues = RowIssues(table)
     by_text: dict[tuple[str, str], list[GoldCase]] = defaultdict(list)
     if mapping.case_id is None:
@@ -578,7 +525,6 @@ def _read_rows(
 
 
 def _partitions(dataset: GoldDataset, judged: set[str]) -> dict[str, tuple[int, int]]:
-    """Per gold partition: (results, active cases)."""
     counts: dict[str, tuple[int, int]] = {}
     for case in dataset.cases.values():
         done, total = counts.get(case.partition.value, (0, 0))
@@ -587,21 +533,19 @@ def _partitions(dataset: GoldDataset, judged: set[str]) -> dict[str, tuple[int, 
 
 
 def _spec_data(
-    mapping: ResultsMapping, table: Table, threshold: Any, fingerprint: str, labels: list[str]
+    mapping: ResultsMapping, table: TableRead, threshold: Any, fingerprint: str, labels: list[str]
 ) -> dict[str, Any]:
-    """The ``imported`` candidate that replays the results, as written to YAML."""
     from ..judges import CandidateSpec
 
-    if mapping.label:
-        rule = f"labels from column {mapping.label!r}"
-    else:
-        t = threshold
-        rule = (
-            f"score column {mapping.score!r} {t.pass_if if t else ''} {t.value if t else ''} ->"
-            f" {t.pass_label if t else ''}, else {t.fail_label if t else ''}"
-        )
+    t = threshold  # a mapping without a label column has one
+    rule = (
+        f"labels from column {mapping.label!r}"
+        if mapping.label
+        else f"score column {mapping.score!r} {t.pass_if} {t.value} -> {t.pass_label}, else"
+        f" {t.fail_label}"
+    )
     provenance = (
-        f"Predictions imported from {table.name} (sha256 {table.sha256[:12]}) with `workbench"
+        f"Predictions imported from {table.label} (sha256 {table.sha256[:12]}) with `workbench"
         f" import results`; {rule}; source judge fingerprint {fingerprint[:12]}."
     )
     judge = mapping.judge
@@ -637,7 +581,6 @@ def _find_case(
     issues: RowIssues,
     syntax: Syntax = MAPPING_SYNTAX,
 ) -> GoldCase | None:
-    """The gold case row ``i`` predicts: by its case id, else by its exact texts."""
     by_id = syntax.pick("map a case_id column", "give --case-id COLUMN")
     if m.case_id is not None:
         return _case_by_id(i, row, m, dataset, issues)
@@ -677,7 +620,6 @@ def _find_case(
 def _case_by_id(
     i: int, row: dict[str, Any], m: ResultsMapping, dataset: GoldDataset, issues: RowIssues
 ) -> GoldCase | None:
-    """The gold case named in row ``i``'s case id column, checked against the row's texts."""
     assert m.case_id is not None
     if is_empty(row.get(m.case_id)):
         issues.add(
@@ -735,7 +677,6 @@ _NUMBERS: tuple[tuple[str, bool], ...] = (
     ("tokens_out", True),
     ("cost_usd", False),
 )
-"""The usage columns, and whether each holds whole numbers."""
 
 
 def _verdict(
@@ -747,8 +688,7 @@ def _verdict(
     issues: RowIssues,
     syntax: Syntax = MAPPING_SYNTAX,
 ) -> dict[str, Any] | str | None:
-    """The verdict fields of row ``i``, ``"empty"`` when it has no prediction, None after a
-    problem."""
+    """The verdict fields of row ``i``, ``"empty"`` without a prediction, None after a problem."""
     label_cell = row.get(m.label) if m.label else None
     score_cell = row.get(m.score) if m.score else None
     reason: str | None = None
@@ -788,7 +728,6 @@ def _verdict(
 
 
 def _score(i: int, m: ResultsMapping, cell: Any, issues: RowIssues) -> Any:
-    """The row's score, None when it has none (NaN included), or :data:`_BAD`."""
     if m.score is None or is_empty(cell):
         return None
     number = _float(cell)
@@ -814,7 +753,6 @@ def _label(
     issues: RowIssues,
     syntax: Syntax = MAPPING_SYNTAX,
 ) -> Any:
-    """The rubric label of the row's label cell, None when it is empty, or :data:`_BAD`."""
     if is_empty(cell):
         return None
     text = as_text(cell)
@@ -838,7 +776,6 @@ def _label(
 def _usage(
     i: int, row: dict[str, Any], column: str | None, name: str, whole: bool, issues: RowIssues
 ) -> Any:
-    """A usage figure (latency, tokens, cost) of the row, None when empty, or :data:`_BAD`."""
     if column is None or is_empty(row.get(column)):
         return None
     number = _number(row.get(column), integer=whole)

@@ -1,14 +1,10 @@
 """One reader of tables for both importers: CSV, JSONL, Parquet or a pandas DataFrame.
 
-``workbench import results`` (:mod:`._results_source`) and ``workbench import table``
-(:mod:`.table._source`) read their input here; each names it in its own words
-(:class:`Words`: "the predictions" or "the source") so their problems read as before.
-
-CSV cells are text exactly as written (an empty cell is empty, nothing else is guessed);
-JSONL keeps JSON types; Parquet files and DataFrames are converted value by value (NaN and
-None are empty cells, numpy scalars become Python numbers). Every row keeps a reference a
-person can find: the line it starts on for CSV and JSONL (the CSV header is line 1), the
-index label for Parquet and DataFrames.
+``workbench import results`` (:data:`PREDICTIONS`) and ``workbench import table``
+(:data:`SOURCE`) read their input here, each naming it in its own :class:`Words`. CSV cells are
+text as written (empty is None); JSONL keeps JSON types; Parquet and DataFrame cells become plain
+Python values. Each row keeps a reference a person can find: its line (CSV, JSONL; the CSV
+header is line 1) or its index label.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ import csv
 import hashlib
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +27,7 @@ from .._io import (
     read_bounded,
 )
 from .._load import Problems
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ._registry import refuse
 
 FORMATS: dict[str, str] = {
@@ -46,31 +43,6 @@ FILES_FIX = "point at a .csv, .jsonl or .parquet file"
 
 
 @dataclass(frozen=True)
-class Words:
-    """How one importer names its input in problems (and how it reads cells)."""
-
-    subject: str
-    """``predictions`` or ``source``: "cannot read the ...", "unreadable ..."."""
-    file: str
-    """The input file: "the predictions file does not exist"."""
-    table: str
-    """The input table: "the predictions table has no rows"."""
-    empty_title: str
-    """The error title of an empty table."""
-    rows_fix: str
-    """What a table holds, one row per what ("one row per judged case")."""
-    format_title: str
-    """The error title of an unknown format."""
-    format_fix: str
-    """How to name the format."""
-    listed: int
-    """How many row references a message lists before saying how many more there are."""
-    table_cells: bool
-    """Read cells as ``import table`` does: blank strings and non-finite numbers are empty,
-    arrays and mappings are converted inside, timestamps are ISO text."""
-
-
-@dataclass(frozen=True)
 class TableRead:
     """A table read into memory."""
 
@@ -79,21 +51,15 @@ class TableRead:
     format: str
     """csv, jsonl, parquet or dataframe."""
     columns: tuple[str, ...]
-    """The column names, in order."""
     rows: tuple[dict[str, Any], ...]
-    """One mapping of column to cell per row."""
     refs: tuple[Any, ...]
     """Per row: its line (csv, jsonl) or its index label (parquet, dataframe)."""
     sha256: str
     """sha256 of the file's bytes, or of the canonical JSON of a DataFrame's cells."""
     label: str
-    """How summaries and the card name the source: the file name, or ``pandas DataFrame``."""
+    """How summaries and the card name the source: the file name, or the DataFrame's label."""
     listed: int = 12
     """How many row references :meth:`describe` lists."""
-
-    @property
-    def name(self) -> str:
-        return self.label
 
     @property
     def unit(self) -> str:
@@ -111,13 +77,124 @@ class TableRead:
         return f"{self.unit}{'s' if len(refs) > 1 else ''} {_listed(refs, self.listed)}"
 
 
-class RowIssues:
-    """Problems in a table's rows: one problem per kind, at its first row, naming every row.
+@dataclass(frozen=True)
+class Words:
+    """One importer's reader: how its problems name the input, and how it reads cells."""
 
-    :meth:`add` groups problems with the same code and ``key`` (default: the message and fix).
-    Its message names the rows at ``{rows}`` and counts them at ``{n}``; without ``{rows}``
-    the rows follow it in parentheses. :meth:`at` records a problem of one row, not grouped.
-    """
+    subject: str
+    """``predictions`` or ``source``: "cannot read the ...", "unknown ... format"."""
+    file: str
+    """"the predictions file does not exist"."""
+    table: str
+    """"the predictions table has no rows"."""
+    empty_title: str
+    rows_fix: str
+    """What a table holds, one row per what ("one row per judged case")."""
+    format_fix: str
+    listed: int
+    """How many row references a message lists."""
+    table_cells: bool
+    """Read cells as ``import table`` does: blank strings and non-finite numbers are empty,
+    arrays and mappings are converted inside, timestamps are ISO text."""
+    frame_label: str
+
+    def table_format(self, path: Path, declared: str | None) -> str:
+        """The format of ``path``: the declared one, else from the extension."""
+        if declared:
+            return declared
+        if path.suffix.lower() not in FORMATS:
+            refuse(
+                f"unknown {self.subject} format",
+                str(path),
+                "source_format_unknown",
+                f"cannot tell the format of {path.name!r} from its extension",
+                self.format_fix,
+            )
+        return FORMATS[path.suffix.lower()]
+
+    def read_table(self, path: Path, fmt: str) -> TableRead:
+        """Read a table file; raise :class:`WorkbenchError` listing every problem."""
+        loc = str(path)
+        title = f"cannot read the {self.subject}"
+        if path.is_dir() or not path.exists():
+            what = "is a directory, not a table" if path.is_dir() else "does not exist"
+            refuse(title, loc, "source_missing", f"{self.file} {what}", FILES_FIX)
+        try:  # bounded: a pipe or /dev/zero is refused
+            data = read_bounded(
+                path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV, fix=FILES_FIX
+            )
+        except WorkbenchError as exc:
+            raise WorkbenchError(title, list(exc.problems)) from None
+        if fmt == "csv":
+            columns, rows, refs = _read_csv(data, loc, self)
+        elif fmt == "jsonl":
+            columns, rows, refs = _read_jsonl(data, loc, self)
+        else:
+            columns, rows, refs = _read_frame(_parquet(data, loc, self), loc, self)
+        if not rows:
+            fix = f"point at a table with {self.rows_fix}"
+            refuse(self.empty_title, loc, "source_empty", f"{self.table} has no rows", fix)
+        sha256 = hashlib.sha256(data).hexdigest()
+        return TableRead(
+            loc, fmt, tuple(columns), tuple(rows), tuple(refs), sha256, path.name, self.listed
+        )
+
+    def table_from_frame(self, frame: Any) -> TableRead:
+        """A table over a pandas DataFrame (rows referenced by their index label)."""
+        import pandas as pd
+
+        if not isinstance(frame, pd.DataFrame):
+            refuse(
+                "not a DataFrame",
+                "DataFrame",
+                "source_not_dataframe",
+                f"expected a pandas DataFrame, got {type(frame).__name__}",
+                "pass a DataFrame (e.g. EvaluationResult.to_pandas())",
+            )
+        columns, rows, refs = _read_frame(frame, "DataFrame", self)
+        if not rows:
+            fix = f"pass a table with {self.rows_fix}"
+            refuse(self.empty_title, "DataFrame", "source_empty", "the DataFrame has no rows", fix)
+        cells = {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
+        sha256 = hashlib.sha256(canonical_json(cells).encode("utf-8")).hexdigest()
+        table = (tuple(columns), tuple(rows), tuple(refs))
+        return TableRead("DataFrame", "dataframe", *table, sha256, self.frame_label, self.listed)
+
+
+PREDICTIONS = Words(
+    subject="predictions",
+    file="the predictions file",
+    table="the predictions table",
+    empty_title="no predictions",
+    rows_fix="one row per judged case",
+    format_fix=(
+        "name the file .csv, .jsonl or .parquet, or set format: csv | jsonl | parquet in the"
+        " mapping (--format)"
+    ),
+    listed=12,
+    table_cells=False,
+    frame_label="DataFrame",
+)
+SOURCE = Words(
+    subject="source",
+    file="the source table",
+    table="the source table",
+    empty_title="empty source",
+    rows_fix="one row per case (wide) or per review (long)",
+    format_fix=(
+        "name the file .csv, .jsonl or .parquet, or set source_format: csv | jsonl | parquet in"
+        " the mapping"
+    ),
+    listed=20,
+    table_cells=True,
+    frame_label="pandas DataFrame",
+)
+
+
+class RowIssues:
+    """Problems in a table's rows: :meth:`add` groups a code and ``key`` (default: message and
+    fix) into one problem naming every row (at ``{rows}``, counted at ``{n}``, else in
+    parentheses); :meth:`at` records one row's problem."""
 
     def __init__(self, table: TableRead) -> None:
         self.table = table
@@ -154,7 +231,7 @@ class RowIssues:
             else:
                 text = f"{message} ({listed})"
             where = self.table.where(rows[0])
-            out.append(Problem(location=where, code=code, message=text, fix=fix, case_id=case_id))
+            out.append(problem(where, code, text, fix, case_id))
         return out
 
 
@@ -176,59 +253,27 @@ def canonical(value: Any) -> str:
     return text.lower() if text.lower() in ("true", "false") else text
 
 
+def as_text(value: Any) -> str:
+    """A cell as the text a results mapping compares: :func:`canonical`, numeric text too
+    (``"1.00"`` is ``1``, ``"0.50"`` is ``0.5``)."""
+    text = canonical(value)
+    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+(\.\d*)?", text):
+        return canonical(float(text)) if "." in text else str(int(text))
+    return text
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def is_empty(value: Any) -> bool:
+    """None, NaN, an empty or blank string: no value."""
+    return math.isnan(value) if isinstance(value, float) else _blank(value)
+
+
 def number_as_text(value: Any) -> Any:
     """A number where a name belongs, as text: YAML reads ``version: 1`` as an int."""
     return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-
-
-def table_format(path: Path, declared: str | None, words: Words) -> str:
-    """The format of ``path``: the declared one, else from the extension."""
-    if declared:
-        return declared
-    if path.suffix.lower() not in FORMATS:
-        refuse(
-            words.format_title,
-            str(path),
-            "source_format_unknown",
-            f"cannot tell the format of {path.name!r} from its extension",
-            words.format_fix,
-        )
-    return FORMATS[path.suffix.lower()]
-
-
-def read_file(path: Path, fmt: str, words: Words, label: str) -> TableRead:
-    """Read a table file; raise :class:`WorkbenchError` listing every problem."""
-    loc = str(path)
-    title = f"cannot read the {words.subject}"
-    if path.is_dir() or not path.exists():
-        what = "is a directory, not a table" if path.is_dir() else "does not exist"
-        refuse(title, loc, "source_missing", f"{words.file} {what}", FILES_FIX)
-    try:
-        # Bounded: a pipe or /dev/zero is refused; the document limit (256 MiB by default).
-        data = read_bounded(
-            path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV, fix=FILES_FIX
-        )
-    except WorkbenchError as exc:
-        raise WorkbenchError(title, list(exc.problems)) from None
-    if fmt == "csv":
-        columns, rows, refs = _read_csv(data, loc, words)
-    elif fmt == "jsonl":
-        columns, rows, refs = _read_jsonl(data, loc, words)
-    else:
-        columns, rows, refs = _read_frame(_parquet(data, loc, words), loc, words)
-    if not rows:
-        message = f"{words.table} has no rows"
-        refuse(
-            words.empty_title,
-            loc,
-            "source_empty",
-            message,
-            f"point at a table with {words.rows_fix}",
-        )
-    sha256 = hashlib.sha256(data).hexdigest()
-    return TableRead(
-        loc, fmt, tuple(columns), tuple(rows), tuple(refs), sha256, label, words.listed
-    )
 
 
 def _parquet(data: bytes, loc: str, words: Words) -> Any:
@@ -244,32 +289,6 @@ def _parquet(data: bytes, loc: str, words: Words) -> Any:
             f"not a readable Parquet file ({type(exc).__name__}: {str(exc)[:160]})",
             "export the table again as Parquet, or as CSV or JSONL",
         )
-
-
-def read_frame(frame: Any, words: Words, label: str) -> TableRead:
-    """A table over a pandas DataFrame (rows referenced by their index label)."""
-    columns, rows, refs = _read_frame(frame, "DataFrame", words)
-    if not rows:
-        message = "the DataFrame has no rows"
-        refuse(
-            words.empty_title,
-            "DataFrame",
-            "source_empty",
-            message,
-            f"pass a table with {words.rows_fix}",
-        )
-    cells = {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
-    sha256 = hashlib.sha256(canonical_json(cells).encode("utf-8")).hexdigest()
-    return TableRead(
-        "DataFrame",
-        "dataframe",
-        tuple(columns),
-        tuple(rows),
-        tuple(refs),
-        sha256,
-        label,
-        words.listed,
-    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -327,8 +346,7 @@ def _read_csv(
 
 
 def _csv_records(text: str, loc: str) -> tuple[list[tuple[int, list[str]]], Problem | None]:
-    """The non-blank records with the line each starts on, and the quoting error that ended
-    the reading, if one did."""
+    """The non-blank records with their first line, and the quoting error that ended reading."""
     reader = csv.reader(io.StringIO(text, newline=""))
     records: list[tuple[int, list[str]]] = []
     previous_end = 0
@@ -338,12 +356,8 @@ def _csv_records(text: str, loc: str) -> tuple[list[tuple[int, list[str]]], Prob
             if record and (len(record) > 1 or "".join(record).strip()):
                 records.append((start, record))
     except csv.Error as exc:
-        return records, Problem(
-            location=f"{loc}:{reader.line_num}",
-            code="source_malformed",
-            message=f"malformed CSV ({exc})",
-            fix="check the quoting of this line",
-        )
+        where, fix = f"{loc}:{reader.line_num}", "check the quoting of this line"
+        return records, problem(where, "source_malformed", f"malformed CSV ({exc})", fix)
     return records, None
 
 
@@ -366,7 +380,6 @@ def _read_jsonl(
     columns: dict[str, None] = {}
     rows: list[dict[str, Any]] = []
     refs: list[int] = []
-    clean = _empty_to_none if words.table_cells else _same
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
@@ -392,17 +405,14 @@ def _read_jsonl(
             )
             continue
         columns.update(dict.fromkeys(map(str, value)))
-        rows.append({str(k): clean(v) for k, v in value.items()})
+        clean = words.table_cells
+        rows.append({str(k): _empty_to_none(v) if clean else v for k, v in value.items()})
         refs.append(number)
     if problems:
         raise WorkbenchError(
             f"{loc}: malformed JSON Lines ({len(problems)} problem(s))", problems[:50]
         )
     return list(columns), rows, refs
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _empty_to_none(value: Any) -> Any:
@@ -414,8 +424,7 @@ def _empty_to_none(value: Any) -> Any:
 
 
 def _python(value: Any, table_cells: bool) -> Any:
-    """A DataFrame cell as a plain Python value (NaN/None/NA -> None; see
-    :attr:`Words.table_cells`)."""
+    """A DataFrame cell as a plain Python value (see :attr:`Words.table_cells`)."""
     if value is None:
         return None
     numpy = not isinstance(value, str | bytes)

@@ -1,24 +1,16 @@
 """EvalsBench (explodinggradients/EvalsBench): the data behind the Ragas judge-alignment quickstart.
 
-``benchmark_df.csv`` holds 160 rows, ``topic, question, grading_notes, target, response,
-notes``: 80 LLM-generated questions about startups and venture capital, each with one
-answer written to cover the grading notes (``target`` pass) and one derived from it by
-dropping one or two required points (``target`` fail). ``notes`` describes what was dropped.
-
-The decisions are written into every imported card (``templates/evalsbench.md.j2``): labels
-by construction (one review and one adjudication by ``dataset-construction``); ``notes`` kept
-only in the adjudication reason, since it gives the label away; partitions split by question;
-slices by the six themes of :data:`TOPIC_THEMES` (each topic has one question, too few for a
-slice), or by topic with ``slice_by="topic"``, the topic always a tag. ``annotation_df.csv`` is
-not imported: it holds the upstream few-shot examples for 12 other questions, ``verdict`` equal
-to ``target`` on every row, so it is neither judge output nor an independent review.
+``benchmark_df.csv`` holds 160 rows (``topic, question, grading_notes, target, response,
+notes``): 80 questions, each with a passing answer and one derived by dropping required points.
+Labels are by construction (reviewer and adjudicator ``dataset-construction``); ``notes`` gives
+the label away, so it lives only in the adjudication reason. The card
+(``templates/evalsbench.md.j2``) records every decision.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import io
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Literal
@@ -37,11 +29,11 @@ from ._public import (
     write_dataset,
 )
 from ._registry import ImportSummary, refuse, register_importer
+from ._table_reader import _csv_records
 
 KIND = "evalsbench"
 UPSTREAM = "explodinggradients/EvalsBench@26b3b947"
 REFERENCE_SHA256 = "84886f7340df190b90d60777f22c7eedf1d3d29b9d18232e59d055d3e40d0c76"
-"""sha256 of ``benchmark_df.csv`` as released at :data:`UPSTREAM`."""
 
 COLUMNS: tuple[str, ...] = ("topic", "question", "grading_notes", "target", "response", "notes")
 LABELS: tuple[str, str] = ("pass", "fail")
@@ -63,8 +55,7 @@ THEME_DESCRIPTIONS: dict[str, str] = {
     ),
 }
 
-# Hand-assigned, not keyword-matched: keyword rules put "entering competitive spaces" under
-# SPACs and "partnership evaluations" under valuation. Unknown topics fall back to "other".
+# Hand-assigned from the titles (keyword rules misfile several); unknown topics go to "other".
 TOPIC_THEMES: dict[str, str] = {
     # valuation
     "Blockchain and crypto startup valuation methods": "valuation",
@@ -153,7 +144,6 @@ TOPIC_THEMES: dict[str, str] = {
     "Strategies for startup business model pivots": "strategy-and-markets",
     "Understanding customer segmentation in tech startups": "strategy-and-markets",
 }
-"""Upstream topic -> theme slice, assigned by hand from the topic titles (80 topics)."""
 
 CRITERION = (
     "pass when the response covers every point in the grading notes; fail when it omits "
@@ -165,7 +155,6 @@ _FIX_COLUMNS = "use benchmark_df.csv from " + UPSTREAM + " (columns: " + ", ".jo
 
 
 def theme_of(topic: str) -> str:
-    """The theme slice of an upstream topic, or ``other`` for a topic outside the table."""
     return TOPIC_THEMES.get(topic.strip(), OTHER_THEME)
 
 
@@ -177,12 +166,9 @@ def import_evalsbench(
     slice_by: SliceBy = "theme",
     force: bool = False,
 ) -> ImportSummary:
-    """Import EvalsBench ``benchmark_df.csv`` into a gold dataset directory ``out``.
-
-    ``slice_by`` is ``theme`` (six hand-assigned themes, the default) or ``topic`` (the 80
-    upstream topics, two cases each). ``force`` replaces a dataset already in ``out``.
-    Raises :class:`WorkbenchError` listing every problem in the source.
-    """
+    """Import EvalsBench ``benchmark_df.csv`` into ``out``, sliced by ``theme`` (six hand-assigned
+    themes) or ``topic`` (80, two cases each); ``force`` replaces a dataset there. Raises
+    :class:`WorkbenchError` listing every problem in the source."""
     source, out = Path(source), Path(out)
     if slice_by not in ("theme", "topic"):
         refuse(
@@ -233,7 +219,6 @@ def import_evalsbench(
 
 
 def _case(source: Path, line: int, row: dict[str, str], slice_by: SliceBy) -> GoldCase:
-    """One row as a gold case, labelled by construction."""
     question, topic, target = row["question"], row["topic"].strip(), row["target"].strip().lower()
     group = stable_id("q", question.strip())
     return GoldCase(
@@ -266,7 +251,6 @@ def _case(source: Path, line: int, row: dict[str, str], slice_by: SliceBy) -> Go
 
 
 def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
-    """Parse and check the CSV; returns ``(line, row)`` pairs or raises with every problem."""
     findings = Findings(source)
     header, records = _parse(findings, data)
     for name in (name for name in COLUMNS if name not in header):
@@ -305,32 +289,22 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
 
 
 def _parse(findings: Findings, data: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """The header and the non-empty records with the line each starts on."""
     try:
-        reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         message = f"the file is not UTF-8 (byte {exc.start})"
         findings.add("source_encoding", "", message, "save the CSV as UTF-8")
         findings.fail("unreadable EvalsBench CSV")
-    records: list[tuple[int, list[str]]] = []
-    previous = 0
-    try:
-        for raw in reader:
-            records.append((previous + 1, raw))
-            previous = reader.line_num
-    except csv.Error as exc:
-        findings.add(
-            "source_malformed",
-            str(reader.line_num),
-            f"malformed CSV ({exc})",
-            "fix the quoting on this line; fields with commas, quotes or newlines must be quoted",
-        )
+    records, error = _csv_records(text, "")  # the non-blank records
+    if error is not None:
+        fix = "fix the quoting on this line; fields with commas, quotes or newlines must be quoted"
+        findings.add("source_malformed", error.location.lstrip(":"), error.message, fix)
         findings.fail("unreadable EvalsBench CSV")
     header = [name.strip() for name in records[0][1]] if records else []
     if not any(header):
         findings.add("source_empty", "", "the file has no header row", _FIX_COLUMNS)
         findings.fail("unreadable EvalsBench CSV")
-    return header, [(line, raw) for line, raw in records[1:] if raw]
+    return header, records[1:]
 
 
 def _check_row(findings: Findings, where: str, row: dict[str, str], first_line: int) -> None:
@@ -348,19 +322,14 @@ def _check_row(findings: Findings, where: str, row: dict[str, str], first_line: 
 
 
 def _construction_reason(target: str, note: str) -> str:
-    if target == "pass":
-        reason = (
-            "Constructed pass: the upstream generator wrote this answer to cover every point of the"
-            " grading notes."
-        )
-    else:
-        reason = (
-            "Constructed fail: the upstream generator derived this answer from a passing one by"
-            " dropping required points."
-        )
-    if note.strip():
-        # The only home of the upstream note: it names the dropped points, so it must stay
-        # out of every judge-visible field.
+    reason = (
+        "Constructed pass: the upstream generator wrote this answer to cover every point of the"
+        " grading notes."
+        if target == "pass"
+        else "Constructed fail: the upstream generator derived this answer from a passing one by"
+        " dropping required points."
+    )
+    if note.strip():  # it names the dropped points: never in a judge-visible field
         reason += " Upstream construction note: " + note.strip()
     return reason
 
@@ -402,18 +371,13 @@ def _annotation_notes(source: Path, questions: set[str]) -> list[str]:
 
 
 def _rubric(slice_by: SliceBy, slice_names: list[str]) -> Rubric:
-    if slice_by == "theme":
-        slices = {
-            name: SliceSpec(risk="medium", description=THEME_DESCRIPTIONS[name])
-            for name in slice_names
-        }
-    else:
-        slices = {
-            name: SliceSpec(
-                risk="medium", description="Upstream EvalsBench topic (one question, two cases)."
-            )
-            for name in slice_names
-        }
+    topic = "Upstream EvalsBench topic (one question, two cases)."
+    slices = {
+        name: SliceSpec(
+            risk="medium", description=THEME_DESCRIPTIONS[name] if slice_by == "theme" else topic
+        )
+        for name in slice_names
+    }
     return Rubric(
         name="evalsbench-grading-notes-coverage",
         version=RUBRIC_VERSION,

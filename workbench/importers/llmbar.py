@@ -1,46 +1,11 @@
 """LLMBar (princeton-nlp/LLMBar): pairwise instruction-following cases and real LLM-judge outputs.
 
-A subset directory (``Dataset/LLMBar/Natural``, ``Dataset/LLMBar/Adversarial/Neighbor`` ...)
-holds ``dataset.json``: a list of ``{input, output_1, output_2, label}`` where ``label`` (1 or
-2) names the output that follows the instruction better. An evaluator directory below it
-(``evaluators/<LLM>/<strategy>``) holds ``result.json``: the same items in the same order, each
-with a ``results`` list whose **last** element holds the verdict,
-``results[-1]["swap = False"]["winner"]`` and ``results[-1]["swap = True"]["winner"]``
-(``"1"``/``"2"``, already mapped back to the original numbering), and ``statistics.json``,
-the upstream summary.
-
-One gold case per item, labels ``"1"`` and ``"2"`` (no pass/fail label, no tie), one review
-and the adjudication by ``llmbar-authors``: the released label, not an independent review.
-``response`` renders both outputs as PandaLM's does (:func:`._public.render_pair`). The slice
-is the subset, from the path below ``LLMBar/`` (``subset=`` overrides it); the group is the
-instruction text. Case ids are ``llmbar-<subset>-<index>`` (0-based position in
-``dataset.json``): evaluator files are matched to the dataset by position, each item checked
-to be the same (input, outputs, label). The card (``templates/llmbar.md.j2``) says the rest.
-
-Judge outputs (``evaluator=``), written to ``results.jsonl``:
-
-- Two results per case. **repeat 0** is the original presentation order (``swap = False``:
-  output_1 shown first) and **repeat 1** the swapped order (``swap = True``: output_2 shown
-  first). ``repeat`` is used for the two orders because ``attempt`` means a retry of the
-  same request in the judge-result contract; the two orders are different requests, not
-  retries. Each result says how it was presented:
-  ``presentation = {"swap", "presented_order", "first_shown"}``.
-- ``value`` is the winner in the original numbering. Anything else than ``"1"``/``"2"`` is an
-  evaluator error with ``value`` null, never a guess: ``missing_verdict`` when there is no
-  verdict step, no winner or an empty completion; ``unparseable`` when the model answered
-  but upstream's parser found no verdict in the text (e.g. "both are equally good") or the
-  winner is not ``"1"``/``"2"``.
-- ``reason`` is the final step's completion text. In the swapped order, its "Output (a)"
-  is output_2: the text speaks in presented positions, ``value`` in original numbering.
-- Judge identity: kind ``imported``, name = the evaluator LLM directory (``GPT-4``), version
-  = the strategy directory (``Vanilla``), and ``params`` with the sha256 of ``result.json``,
-  so a different file is a different judge. Auxiliary steps (Metrics_Reference's generated
-  questions and reference output) are not imported. For the Swap strategy the final step is
-  the "synthesize" step when upstream ran one; its prompt is recorded upstream and becomes
-  ``rendered_request``.
-- After writing, the importer analyses its own output with
-  :func:`workbench.pairwise.pairwise_report` and says in the summary whether it reproduces
-  ``statistics.json`` beside ``result.json``.
+A subset's ``dataset.json`` lists ``{input, output_1, output_2, label}`` (label 1 or 2): one
+gold case per item, reviewed and adjudicated by ``llmbar-authors``; the slice is the subset,
+the group the instruction. An evaluator's ``result.json`` (``evaluators/<LLM>/<strategy>``)
+becomes ``results.jsonl``: per case repeat 0 (original order, ``swap = False``) and repeat 1
+(swapped), the verdict of ``results[-1]``; anything but ``"1"``/``"2"`` is an evaluator error,
+never a guess. The card (``templates/llmbar.md.j2``) says the rest.
 """
 
 from __future__ import annotations
@@ -84,11 +49,9 @@ STATISTICS_FILE = "statistics.json"
 ITEM_KEYS: tuple[str, ...] = ("input", "output_1", "output_2", "label")
 LABELS: tuple[str, str] = ("1", "2")
 AUTHORS = "llmbar-authors"
-"""Reviewer and adjudicator of every case: the label comes from the dataset authors."""
 RUBRIC_VERSION = "1"
 SWAP_KEYS: dict[bool, str] = {False: "swap = False", True: "swap = True"}
 STATISTIC_KEYS: tuple[str, ...] = ("correct_False", "correct_True", "correct_both", "equal")
-"""The ``statistics.json`` figures of the form ``"k / n = p%"``."""
 
 REFERENCE_SHA256: dict[str, str] = {
     "Natural": "f7127b7aa78104cb8e03a2b1b3ac0077e95b125714dd441a8ee63666145a3375",
@@ -106,8 +69,6 @@ GRADING_NOTES = (
     "helpfulness, accuracy, level of detail and harmlessness. An output should contain neither "
     "more nor less than the instruction asks for. The order of the responses must not matter."
 )
-"""The same for every case: the label definitions and LLMBar's evaluation rules, which a judge
-needs."""
 
 _SUBSET_DESCRIPTIONS: dict[str, str] = {
     "Natural": (
@@ -128,7 +89,6 @@ _SUBSET_DESCRIPTIONS: dict[str, str] = {
         " good."
     ),
 }
-"""What each released subset holds (the card and the rubric say it)."""
 
 _FIX_SHAPE = (
     f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON"
@@ -141,16 +101,9 @@ _FIX_RESULT = (
 _STATISTIC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*=\s*(.+?)%\s*$")
 
 
-# --- small public helpers ---------------------------------------------------------------
-
-
 def subset_name(subset_dir: Path) -> str:
-    """The subset (slice) name of a subset directory: its path below ``LLMBar/``.
-
-    ``.../Dataset/LLMBar/Adversarial/Neighbor`` -> ``Adversarial/Neighbor``. Without an
-    ``LLMBar`` component, a directory inside ``Adversarial`` keeps that prefix; otherwise the
-    directory name is used.
-    """
+    """The slice name of a subset directory: its path below ``LLMBar/`` (``Adversarial/Neighbor``),
+    else ``Adversarial/<name>`` inside ``Adversarial``, else the directory name."""
     parts = Path(subset_dir).resolve().parts
     if "LLMBar" in parts:
         below = parts[len(parts) - 1 - parts[::-1].index("LLMBar") + 1 :]
@@ -163,11 +116,8 @@ def subset_name(subset_dir: Path) -> str:
 
 
 def parse_statistic(text: str) -> tuple[int, int, str]:
-    """Split an upstream figure ``"95 / 100 = 95.0%"`` into ``(95, 100, "95.0")``.
-
-    The percentage is returned as printed (upstream prints Python's ``k / n * 100``), so a
-    caller can compare it exactly. Raises :class:`ValueError` for any other shape.
-    """
+    """``"95 / 100 = 95.0%"`` -> ``(95, 100, "95.0")`` (the percentage as printed); raises
+    :class:`ValueError` for any other shape."""
     match = _STATISTIC.match(text) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"not an upstream 'k / n = p%' figure: {text!r}")
@@ -186,19 +136,15 @@ class OrderVerdict:
 
     swap: bool
     value: str | None
-    """``"1"`` or ``"2"`` in the original numbering, or None when there is no verdict."""
+    """``"1"`` or ``"2"`` in the original numbering; None with ``error_kind`` set."""
     error_kind: str | None
-    """``missing_verdict`` or ``unparseable`` when ``value`` is None."""
     error_message: str | None
     reason: str | None
-    """The final step's completion text (in presented positions), when non-empty."""
     request: Any | None
-    """The final step's prompt, when upstream recorded it (Swap's synthesize step)."""
 
 
 def read_verdict(item: Any, swap: bool) -> OrderVerdict:
-    """The verdict of one ``result.json`` item in one order, or an evaluator error. Never a
-    guess."""
+    """The verdict of one ``result.json`` item in one order, or an evaluator error."""
     key = SWAP_KEYS[swap]
     steps = item.get("results") if isinstance(item, dict) else None
     last = steps[-1] if isinstance(steps, list) and steps else _ABSENT
@@ -238,7 +184,6 @@ _ABSENT = object()
 
 
 def _completion(value: Any) -> tuple[str, str | None]:
-    """``[text, finish_reason]`` from an upstream ``completion`` entry (tolerating odd shapes)."""
     if isinstance(value, list):
         text = value[0] if value and isinstance(value[0], str) else ""
         finish = value[1] if len(value) > 1 and isinstance(value[1], str) else None
@@ -246,9 +191,6 @@ def _completion(value: Any) -> tuple[str, str | None]:
     if isinstance(value, str):
         return value, None
     return "", None
-
-
-# --- the importer -----------------------------------------------------------------------
 
 
 @register_importer(KIND)
@@ -260,16 +202,10 @@ def import_llmbar(
     subset: str | None = None,
     force: bool = False,
 ) -> ImportSummary:
-    """Import one LLMBar subset (and optionally one evaluator's outputs) into ``out``.
-
-    ``source`` is the subset directory holding ``dataset.json`` (or that file).
-    ``evaluator`` is an evaluator directory holding ``result.json`` (or that file), normally
-    ``<subset>/evaluators/<LLM>/<strategy>``; its verdicts become ``results.jsonl`` (two
-    results per case: repeat 0 original order, repeat 1 swapped). Without it only the gold
-    set is written. ``subset`` overrides the slice name derived from the path. ``force``
-    replaces a dataset already in ``out``. Raises :class:`WorkbenchError` listing every
-    problem in the input.
-    """
+    """Import one LLMBar subset (``dataset.json`` or its directory) into ``out``, with the
+    verdicts of ``evaluator`` (``result.json`` or its directory) when given. ``subset`` overrides
+    the slice name; ``force`` replaces a dataset in ``out``. Raises :class:`WorkbenchError`
+    listing every problem."""
     source, out = Path(source), Path(out)
     subset_dir, dataset_path = _resolve(source, DATASET_FILE)
     fix = f"point at a subset directory holding dataset.json ({_FIX_SHAPE})"
@@ -354,8 +290,6 @@ def _read_result(result_path: Path, point: str) -> bytes:
 
 
 def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) -> GoldCase:
-    """Item ``index`` of the subset as a gold case: the pair rendered as one response, the authors'
-    label."""
     label = str(item["label"])
     o1, o2 = item["output_1"], item["output_2"]
     response = render_pair(o1, o2)
@@ -392,8 +326,6 @@ def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) 
 
 
 def _quirks(items: list[dict[str, Any]]) -> list[str]:
-    """What the source does that a reader should know: outputs holding a response marker, empty
-    outputs."""
     outputs = [(item["output_1"], item["output_2"]) for item in items]
     clash = [str(index) for index, pair in enumerate(outputs) if has_marker(*pair)]
     empty = sum(1 for pair in outputs for text in pair if not text.strip())
@@ -404,7 +336,6 @@ def _quirks(items: list[dict[str, Any]]) -> list[str]:
 
 
 def _provenance_notes(dataset_path: Path, source_sha256: str, name: str) -> list[str]:
-    """Whether the file is a subset released upstream, byte for byte, and under which name."""
     released = _released_subset(source_sha256)
     if released is None:
         return [
@@ -417,7 +348,6 @@ def _provenance_notes(dataset_path: Path, source_sha256: str, name: str) -> list
 
 
 def _rubric(name: str) -> Rubric:
-    """The pairwise rubric of an LLMBar subset: labels 1 and 2, one medium-risk slice."""
     return Rubric(
         name="llmbar-instruction-following",
         version=RUBRIC_VERSION,
@@ -439,15 +369,9 @@ def _rubric(name: str) -> Rubric:
 
 
 def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> list[JudgeResult]:
-    """One evaluator's verdicts as judge results for an LLMBar gold dataset imported earlier.
-
-    The same records :func:`import_llmbar` writes to ``results.jsonl`` (two per case, repeat
-    0 original order, repeat 1 swapped), without importing the gold set again: one subset's
-    gold can serve all of its evaluators. ``evaluator`` is an evaluator directory or its
-    ``result.json``; ``gold`` a loaded dataset or its path. Every evaluated item is checked
-    against the gold case at the same position (instruction, output hashes, label). Raises
-    :class:`WorkbenchError` listing every problem.
-    """
+    """One evaluator's verdicts as the judge results :func:`import_llmbar` writes, for a gold
+    dataset (or its path) that importer wrote earlier; each item is checked against the gold case
+    at its position. Raises :class:`WorkbenchError` listing every problem."""
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     result_path = _resolve(Path(evaluator), RESULT_FILE)[1]
     data = _read_result(result_path, "point at")
@@ -482,12 +406,10 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
 
 
 def _released_subset(sha256: str) -> str | None:
-    """The released subset whose ``dataset.json`` has this sha256, if any."""
     return next((subset for subset, digest in REFERENCE_SHA256.items() if digest == sha256), None)
 
 
 def _resolve(path: Path, filename: str) -> tuple[Path, Path]:
-    """``(directory, file)`` for a directory holding ``filename`` or the file itself."""
     if path.is_file():
         return path.parent, path
     return path, path / filename
@@ -519,7 +441,6 @@ _RULES: list[Rule] = [
 
 
 def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
-    """Parse and check ``dataset.json``; returns the items or raises with every problem."""
     findings = Findings(source)
     what = "LLMBar dataset.json"
     loaded = read_json_list(findings, data, what, _FIX_SHAPE, not_what=f"not an {what}")
@@ -529,7 +450,6 @@ def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
 
 
 def _read_evaluated(result_path: Path, data: bytes, expected: list[dict[str, str]]) -> list[Any]:
-    """The items of ``result.json``, each checked to be the expected item at its position."""
     findings = Findings(result_path)
     what = "LLMBar result.json"
     loaded = read_json_list(
@@ -543,14 +463,9 @@ def _read_evaluated(result_path: Path, data: bytes, expected: list[dict[str, str
             message = f"an item is a JSON {type(item).__name__}, not an object"
             findings.add("item_shape", f"item {index}", message, _FIX_RESULT)
             continue
-        what_differs = [
-            *(
-                f"'{k}' differs"
-                for k in ITEM_KEYS
-                if k in item and _comparable(k, item[k]) != gold[k]
-            ),
-            *(f"'{k}' is absent" for k in ITEM_KEYS if k not in item),
-        ]
+        changed = [k for k in ITEM_KEYS if k in item and _comparable(k, item[k]) != gold[k]]
+        what_differs = [f"'{k}' differs" for k in changed]
+        what_differs += [f"'{k}' is absent" for k in ITEM_KEYS if k not in item]
         if what_differs:
             findings.add(
                 "result_item_mismatch",
@@ -578,12 +493,7 @@ def _judge_results(
     cases: list[GoldCase],
     subset: str,
 ) -> tuple[list[JudgeResult], list[str], dict[str, Any]]:
-    """Both orders' verdicts of every item as judge results, notes and the card's account of
-    them; raise with every problem.
-
-    ``expected`` are the items in :func:`_comparable` form, ``cases`` the gold cases in the
-    same order.
-    """
+    """Both orders' verdicts of every item as judge results, notes and the card's account."""
     loaded = _read_evaluated(result_path, data, expected)
     verdicts = [(read_verdict(item, False), read_verdict(item, True)) for item in loaded]
     result_sha256 = hashlib.sha256(data).hexdigest()
@@ -661,7 +571,6 @@ def _judge_notes(
     verdicts: list[tuple[OrderVerdict, OrderVerdict]],
     errors: Counter[str],
 ) -> list[str]:
-    """What the summary says about the imported verdicts and the evaluator's steps."""
     failed = sum(errors.values())
     notes = [
         f"judge {name}: {count} result(s) (repeat 0 = original order, repeat 1 ="
@@ -702,14 +611,11 @@ def _judge_notes(
 
 
 def _comparable(key: str, value: Any) -> str:
-    """An item field in the form used to match evaluated items: outputs by sha256, the rest as
-    text."""
     text = value if isinstance(value, str) else str(value)
     return sha256_text(text) if key in ("output_1", "output_2") else text
 
 
 def _verdict_steps(item: Any) -> int:
-    """How many verdict steps (dicts with swap entries) end the item's ``results``: 0, 1 or 2."""
     steps = item.get("results") if isinstance(item, dict) else None
     if not isinstance(steps, list):
         return 0
@@ -722,7 +628,6 @@ def _verdict_steps(item: Any) -> int:
 
 
 def _check_statistics(out: Path, statistics_path: Path) -> str:
-    """A note saying whether the imported output reproduces the upstream ``statistics.json``."""
     if not statistics_path.is_file():
         return (
             f"no {STATISTICS_FILE} beside the evaluator's result.json: nothing to compare the"
@@ -731,14 +636,7 @@ def _check_statistics(out: Path, statistics_path: Path) -> str:
     try:
         upstream = json.loads(statistics_path.read_text(encoding="utf-8"))
         expected = {key: parse_statistic(upstream[key])[:2] for key in STATISTIC_KEYS}
-    except (
-        OSError,
-        UnicodeDecodeError,
-        json.JSONDecodeError,
-        KeyError,
-        TypeError,
-        ValueError,
-    ) as exc:
+    except (OSError, KeyError, TypeError, ValueError) as exc:  # JSON and UTF-8 errors too
         return (
             f"{statistics_path.name} could not be read as upstream statistics"
             f" ({type(exc).__name__}: {exc}); not compared"

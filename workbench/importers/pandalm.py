@@ -1,17 +1,9 @@
 """PandaLM (WeOpenML/PandaLM): 999 pairwise comparisons, each labelled by three human annotators.
 
-``testset-v1.json`` is a list of ``{idx, motivation_app, cmp_key, instruction, input,
-response1, response2, annotator1, annotator2, annotator3}``. Labels: ``1`` (response 1 is
-better), ``2`` (response 2 is better), ``0`` (tie).
-
-One gold case per item with three reviews (``annotator1``-``annotator3``, labels ``"0"``,
-``"1"``, ``"2"``; no pass/fail label), adjudicated by majority (``majority-vote``). All three
-can differ: the case is then adjudicated as the abstain label ``no_majority``, which the
-rubric declares (the upstream file has no such item). ``response`` holds both candidates under
-``[Response 1]`` / ``[Response 2]`` marker lines (:func:`render_pair`), ``input`` the
-instruction and, under ``[Input]``, the item's input. The group is the prompt, not ``idx``: the
-999 items hold 170 prompts, each compared across up to ten model pairs. The slice is
-``cmp_key``. The card (``templates/pandalm.md.j2``) says all of this to its readers.
+One gold case per item of ``testset-v1.json``: three reviews (labels ``"0"`` tie, ``"1"``,
+``"2"``) adjudicated by majority, or ``no_majority`` (an abstain label) when all differ; both
+responses rendered as one (:func:`._public.render_pair`); grouped by prompt, sliced by
+``cmp_key``. The card (``templates/pandalm.md.j2``) says the rest.
 """
 
 from __future__ import annotations
@@ -45,7 +37,6 @@ from ._registry import ImportSummary, register_importer
 KIND = "pandalm"
 UPSTREAM = "WeOpenML/PandaLM@3871806e"
 REFERENCE_SHA256 = "cc154f9067c7382d7ea86f8f246511a5e1ac87e1fddd845c5938d789505b07a4"
-"""sha256 of ``data/testset-v1.json`` as released at :data:`UPSTREAM`."""
 
 ANNOTATORS: tuple[str, ...] = ("annotator1", "annotator2", "annotator3")
 RESPONSES: tuple[str, str] = ("response1", "response2")
@@ -69,7 +60,6 @@ GRADING_NOTES = (
     "(and its [Input], if any). Answer 1 if Response 1 is better, 2 if Response 2 is better, "
     "0 if they are equally good or equally bad (tie)."
 )
-"""The same for every case: the label definitions the annotators applied, which a judge needs."""
 
 _FIX_SHAPE = (
     f"use data/testset-v1.json from {UPSTREAM}: a JSON list of objects with keys " + ", ".join(KEYS)
@@ -77,8 +67,7 @@ _FIX_SHAPE = (
 
 
 def render_input(instruction: str, extra_input: str) -> str:
-    """The judge-visible prompt: the instruction, then the item's input under ``[Input]`` when
-    present."""
+    """The instruction, then the item's input under ``[Input]`` when present."""
     if not extra_input.strip():
         return instruction
     if not instruction.strip():
@@ -87,13 +76,8 @@ def render_input(instruction: str, extra_input: str) -> str:
 
 
 def response_text(value: Any) -> str:
-    """A candidate response as text.
-
-    The upstream file stores a few responses as JSON ``true`` rather than text: the model's
-    answer "True" was coerced to a boolean somewhere upstream. Python's rendering ("True")
-    is used because that is most likely what the annotators saw, since PandaLM's pipeline is
-    Python. Numbers get the same treatment, and null becomes the empty response.
-    """
+    """A candidate response as text: a few upstream responses are JSON ``true`` (rendered as
+    Python does, "True", what the annotators most likely saw); null is empty."""
     return "" if value is None else str(value)
 
 
@@ -103,22 +87,14 @@ def majority(labels: list[str]) -> tuple[str, str]:
     if count * 2 > len(labels):
         how = "unanimous" if count == len(labels) else f"{count} of {len(labels)} annotators"
         return label, f"Majority vote: {label} ({how})."
-    return (
-        NO_MAJORITY,
-        (
-            "No majority: every annotator chose a different label; recorded as the abstain label"
-            " no_majority."
-        ),
-    )
+    why = "every annotator chose a different label; recorded as the abstain label no_majority"
+    return NO_MAJORITY, f"No majority: {why}."
 
 
 @register_importer(KIND)
 def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSummary:
-    """Import PandaLM ``testset-v1.json`` into a gold dataset directory ``out``.
-
-    ``force`` replaces a dataset already in ``out``. Raises :class:`WorkbenchError`
-    listing every problem in the source.
-    """
+    """Import PandaLM ``testset-v1.json`` into ``out`` (``force``: replace a dataset there).
+    Raises :class:`WorkbenchError` listing every problem in the source."""
     source, out = Path(source), Path(out)
     data = read_source(source, "PandaLM test set", f"point at data/testset-v1.json from {UPSTREAM}")
     replaced = prepare_out(out, force=force)
@@ -168,7 +144,6 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
 
 
 def _case(source: Path, position: int, item: dict[str, Any]) -> GoldCase:
-    """One item as a gold case: both responses rendered as one, three reviews, the majority."""
     labels = [str(item[a]).strip() for a in ANNOTATORS]
     decided, reason = majority(labels)
     instruction, extra = item["instruction"], item["input"] or ""
@@ -207,7 +182,6 @@ def _case(source: Path, position: int, item: dict[str, Any]) -> GoldCase:
 
 
 def _quirks(items: list[dict[str, Any]]) -> list[str]:
-    """What the source does that a reader should know (also listed in the card)."""
     pairs = [(idx_text(item), *(response_text(item[key]) for key in RESPONSES)) for item in items]
     coerced = [
         idx_text(item) for item in items if not all(isinstance(item[k], str) for k in RESPONSES)
@@ -263,14 +237,6 @@ def _filled(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _valid_label(value: Any, _item: Any = None) -> bool:
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, int | str)
-        and str(value).strip() in LABELS
-    )
-
-
 def _valid_idx(value: Any, _item: Any = None) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | str) and bool(str(value).strip())
 
@@ -313,7 +279,7 @@ _RULES: list[Rule] = [
     ),
     (
         ANNOTATORS,
-        _valid_label,
+        lambda v, _: _valid_idx(v) and str(v).strip() in LABELS,
         "unknown_label",
         "'{key}' is {value!r}, not one of 0, 1, 2",
         "set '{key}' to 0 (tie), 1 or 2",
@@ -329,7 +295,6 @@ _RULES: list[Rule] = [
 
 
 def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
-    """Parse and check the JSON; returns the items or raises with every problem."""
     findings = Findings(source)
     loaded = read_json_list(
         findings, data, "PandaLM test set", _FIX_SHAPE, not_what="not a PandaLM test set"

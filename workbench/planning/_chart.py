@@ -43,12 +43,8 @@ def bound_curve(
 
 
 def plan_chart(plan: SamplePlan, limits: list[float] | None = None) -> Any:
-    """Upper 95% bound vs n, one panel per rate limit, with the limit (dashed) and the planned n
-    (red).
-
-    By default the panels are the limits the gate applies on the ``upper_95`` basis (where the
-    plan's figure is what the gate needs); when there is none, every rate limit of the plan.
-    """
+    """Upper 95% bound vs n, one panel per rate limit (default: those on the ``upper_95`` basis,
+    else all), with the limit (dashed) and the planned n (red)."""
     import altair as alt
 
     rate_limits = [

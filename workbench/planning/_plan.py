@@ -1,24 +1,11 @@
 """Sample-size planning for a policy: :func:`plan_policy`, what ``workbench plan`` prints.
 
-For every slice of a policy the plan states how many **decided** cases the gate will need:
-
-- ``false_pass_rate``: human-fail cases judged pass or fail, for ``max_false_pass_rate``;
-- ``false_fail_rate``: human-pass cases judged pass or fail, for ``max_false_fail_rate``;
-- ``min_n``: cases with a decided verdict, for ``min_n`` / ``min_n_per_slice``.
-
-A rate limit on the ``upper_95`` basis needs :func:`workbench.stats.bound_plan`'s figure: the
-smallest n such that, for it and every larger n, ``floor(f·L·n)`` errors (a judge whose true
-rate is the fraction ``f`` of the limit ``L``, default one half) give a two-sided 95% upper
-bound within the limit, on the gate's interval (Wilson) or, stated, Clopper-Pearson. A
-critical slice's false-pass limit is always on ``upper_95``, as the gate applies it. A limit on
-the ``point`` basis compares the observed rate, so one decided case is enough for the gate
-(the interval figure is still given, as ``needed_upper_95``). A count-only limit
-(``max_false_passes`` without a rate) needs one case, as the gate's ``rate_unbounded`` rule.
-
-Decided counts are only known after a run (an abstention or an evaluator error leaves a case
-out of every denominator), so the plan compares with the best case: the adjudicated
-human-fail / human-pass / all cases of the slice in each partition, and prints the shortfall
-(``needed - have``, 0 when enough). A judge that abstains needs more.
+Per slice, the **decided** cases the gate needs for each requirement: a rate limit on the
+``upper_95`` basis needs :func:`workbench.stats.bound_plan`'s n (a judge at ``at_fraction`` of
+the limit still bounded under it, for that n and every larger one); a ``point`` limit or a
+count-only limit needs one case; ``min_n`` its count. The plan compares with the adjudicated
+cases of each partition (the best case: abstentions and errors need more) and prints the
+shortfall.
 """
 
 from __future__ import annotations
@@ -46,37 +33,31 @@ class PlanRow(_Model):
     risk: str | None
     """The rubric's risk level of the slice."""
     requirement: Requirement
-    """``false_pass_rate`` (max_false_pass_rate), ``false_fail_rate`` (max_false_fail_rate) or
-    ``min_n`` (fewest decided verdicts)."""
+    """``false_pass_rate``, ``false_fail_rate`` or ``min_n``."""
     cases: CaseKind
     """Which decided cases count: ``human_fail``, ``human_pass`` or ``all``."""
     limit: float | None
-    """The rate limit, or for ``min_n`` the required count (None: a count-only false-pass limit)."""
-    basis: str | None
-    """``upper_95`` or ``point`` as the gate applies it (critical false-pass limits: always
-    ``upper_95``)."""
-    true_rate: float | None
-    """The true rate planned for: ``at_fraction × limit`` (rate requirements only)."""
+    """The rate limit, or for ``min_n`` the count (None: a count-only false-pass limit)."""
+    basis: str | None = None
+    """``upper_95`` or ``point`` as the gate applies it."""
+    true_rate: float | None = None
+    """The true rate planned for: ``at_fraction × limit``."""
     needed: int | None
-    """Decided cases the gate needs: the interval figure on ``upper_95``, 1 on ``point`` or a
-    count-only limit, the count for ``min_n``. None: no sample can show the limit."""
-    needed_upper_95: int | None
+    """Decided cases the gate needs; None: no sample can show the limit."""
+    needed_upper_95: int | None = None
     """The interval figure (see module doc), shown on every basis."""
-    needed_at_zero_errors: int | None
-    """Cases the upper bound needs when the sample holds no error at all (Wilson:
-    :func:`workbench.stats.cases_needed`)."""
-    errors_at_needed: int | None
+    needed_at_zero_errors: int | None = None
+    """Cases the upper bound needs with no error at all."""
+    errors_at_needed: int | None = None
     """``floor(true_rate × needed_upper_95)``: errors the planned sample holds."""
-    power: float | None
+    power: float | None = None
     """Chance that ``needed_upper_95`` cases drawn at the true rate show the limit."""
     have: dict[str, int]
-    """Adjudicated cases of this kind in the slice, by partition (an upper bound on decided
-    ones)."""
+    """Adjudicated cases of this kind in the slice, by partition."""
     shortfall: dict[str, int]
-    """``max(0, needed - have)`` by partition; empty when ``needed`` is None (no sample
-    suffices)."""
+    """``max(0, needed - have)`` by partition; empty when ``needed`` is None."""
     note: str = ""
-    """A caveat, e.g. a count limit of 0 that any error breaks whatever the sample size."""
+    """A caveat, e.g. a count limit that any planned error breaks."""
 
 
 class SamplePlan(_Model):
@@ -89,13 +70,13 @@ class SamplePlan(_Model):
     policy: str
     """``name@version`` of the policy."""
     policy_sha256: str | None
-    """sha256 of the policy file, when planned from a file."""
+    """sha256 of the policy file, when planned from one."""
     dataset_sha256: str
     """Hash of the gold dataset counted."""
     rubric_version: str
     """The dataset's rubric version."""
     gate_partition: str | None
-    """The partition the policy certifies on (its ``partition``), where the shortfall matters."""
+    """The partition the policy certifies on, where the shortfall matters."""
     at_fraction: float
     """The true rate planned for, as a fraction of each limit."""
     interval: Interval
@@ -112,7 +93,6 @@ class SamplePlan(_Model):
 
 
 def _counts(dataset: GoldDataset) -> Counter[tuple[str, str, str]]:
-    """Adjudicated cases by (slice, partition, human_fail | human_pass | other | all)."""
     rubric = dataset.rubric
     kinds = {rubric.fail_label: "human_fail", rubric.pass_label: "human_pass"}
     counts: Counter[tuple[str, str, str]] = Counter()
@@ -123,7 +103,6 @@ def _counts(dataset: GoldDataset) -> Counter[tuple[str, str, str]]:
 
 
 def _count_note(row: PlanRow, count: int | None) -> PlanRow:
-    """A false-pass row with the note a ``max_false_passes`` below the planned errors needs."""
     if count is None or row.limit is None or row.needed is None or row.true_rate is None:
         return row
     errors = int(row.true_rate * row.needed + 1e-9)
@@ -154,38 +133,16 @@ def plan_policy(
     for name, spec in policy.slices.items():
         risk = rubric.risk_of(name) or spec.risk.value
         have = {k: {p: counts[(name, p, k)] for p in partitions} for k in _KINDS}
-        head = (name, risk)
+        head = (name, risk, at_fraction, interval)
         if spec.max_false_passes is not None or spec.max_false_pass_rate is not None:
             basis = "upper_95" if risk == Risk.critical.value else spec.false_pass_rate_basis
-            limit = spec.max_false_pass_rate
-            row = _rate_row(
-                *head,
-                "false_pass_rate",
-                "human_fail",
-                limit,
-                basis,
-                at_fraction,
-                interval,
-                have["human_fail"],
-            )
+            row = _rate_row(*head, "false_pass_rate", spec.max_false_pass_rate, basis, have)
             rows.append(_count_note(row, spec.max_false_passes))
         if spec.max_false_fail_rate is not None:
             limit, basis = spec.max_false_fail_rate, spec.false_fail_rate_basis
-            rows.append(
-                _rate_row(
-                    *head,
-                    "false_fail_rate",
-                    "human_pass",
-                    limit,
-                    basis,
-                    at_fraction,
-                    interval,
-                    have["human_pass"],
-                )
-            )
+            rows.append(_rate_row(*head, "false_fail_rate", limit, basis, have))
         min_n = policy.min_n_for(name)
         if min_n > 0:
-            got = have["all"]
             rows.append(
                 PlanRow(
                     slice=name,
@@ -193,15 +150,9 @@ def plan_policy(
                     requirement="min_n",
                     cases="all",
                     limit=float(min_n),
-                    basis=None,
-                    true_rate=None,
                     needed=min_n,
-                    needed_upper_95=None,
-                    needed_at_zero_errors=None,
-                    errors_at_needed=None,
-                    power=None,
-                    have=got,
-                    shortfall={p: max(0, min_n - got[p]) for p in partitions},
+                    have=have["all"],
+                    shortfall={p: max(0, min_n - have["all"][p]) for p in partitions},
                 )
             )
     return SamplePlan(
@@ -223,14 +174,15 @@ _KINDS: tuple[CaseKind, ...] = ("human_fail", "human_pass", "all")
 def _rate_row(
     name: str,
     risk: str | None,
-    requirement: Requirement,
-    cases: CaseKind,
-    limit: float | None,
-    basis: str,
     at_fraction: float,
     interval: Interval,
-    have: dict[str, int],
+    requirement: Requirement,
+    limit: float | None,
+    basis: str,
+    have_all: dict[CaseKind, dict[str, int]],
 ) -> PlanRow:
+    cases: CaseKind = "human_fail" if requirement == "false_pass_rate" else "human_pass"
+    have = have_all[cases]
     # a count-only false-pass limit: one decided human-fail case, as the gate's rate_unbounded rule
     plan = bound_plan(limit, at_fraction, interval) if limit is not None else None
     needed = plan.needed if plan is not None and basis == "upper_95" else 1
@@ -265,19 +217,8 @@ def plan_frame(plan: SamplePlan) -> Any:  # a pandas.DataFrame
 
     records = []
     for r in plan.rows:
-        row = {
-            "slice": r.slice,
-            "risk": r.risk,
-            "requirement": r.requirement,
-            "cases": r.cases,
-            "limit": r.limit,
-            "basis": r.basis,
-            "true_rate": r.true_rate,
-            "needed": r.needed,
-            "needed_upper_95": r.needed_upper_95,
-            "needed_at_zero_errors": r.needed_at_zero_errors,
-            "power": None if r.power is None else round(r.power, 3),
-        }
+        row = r.model_dump(exclude={"errors_at_needed", "have", "shortfall", "note"})
+        row["power"] = None if r.power is None else round(r.power, 3)
         for p in plan.partitions:
             row[f"have_{p}"] = r.have.get(p, 0)
             row[f"short_{p}"] = r.shortfall.get(p)

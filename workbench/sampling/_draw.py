@@ -1,21 +1,9 @@
 """Drawing a plan's sample: deterministic, group-aware, stable when cases are added.
 
-**Order.** Within a slice, every case gets a key that depends only on the seed and the case:
-``(sha256("<seed>:group:<group>"), sha256("<seed>:case:<case_id>"))``. Cases are taken in
-key order, a whole group at a time (cases of one source prompt or paraphrase family stay
-together), until the slice's target (``size``, or ``ceil(fraction x cases)``) is reached: a
-sample has at least the target and fewer than one more group beyond it.
-
-**Reproducible.** The same seed and the same cases give the same sample, in any input order.
-
-**Stable.** A case's key depends on no other case, so adding cases never reorders the existing
-ones: with a fixed ``size``, a case left out stays left out, and a sampled case leaves the
-sample only when a new case (of a group ranked ahead of it) takes its place.
-
-**Work order.** Units run *reserved first*: every critical slice and every slice with a
-reservation (by risk, then name), then the other slices (by risk, then name); the engine
-admits no call of a later lane while a reserved unit has not started
-(:mod:`workbench.runs._limits`).
+Within a slice each case's key is ``(sha256("<seed>:group:<group>"), sha256("<seed>:case:<id>"))``,
+so it depends on no other case: cases are taken in key order, a whole group at a time, until the
+slice's target is reached. Units run reserved first: critical slices and slices with a
+reservation, then the rest, each by risk then name (:mod:`workbench.runs._limits`).
 """
 
 from __future__ import annotations
@@ -27,9 +15,7 @@ from dataclasses import dataclass
 from ._plan import RISK_ORDER, SamplingPlan
 
 RESERVED_PRIORITY = 0
-"""Lane priority of critical slices and slices with a reservation: they run first."""
 OTHER_PRIORITY = 1
-"""Lane priority of every other slice."""
 
 
 @dataclass(frozen=True)
@@ -47,13 +33,9 @@ class SliceDraw:
 
     slice: str
     cases: int
-    """Cases of the slice offered to the sampler."""
     target: int
-    """Cases the plan asks for (size, or ceil(fraction x cases); all when complete)."""
     sampled: int
-    """Cases drawn (whole groups: at least ``target``)."""
     complete: bool
-    """True when the slice is judged completely."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +44,9 @@ class Sample:
 
     plan_sha256: str
     sampled: tuple[str, ...]
-    """Case ids drawn, in the input order."""
+    """Case ids drawn, in the input order (as ``sampled_out``, those left out)."""
     sampled_out: tuple[str, ...]
-    """Case ids the plan leaves out, in the input order."""
     slices: tuple[SliceDraw, ...]
-    """Per slice, in the order slices first appear in the input."""
 
 
 def _h(text: str) -> str:
@@ -74,14 +54,12 @@ def _h(text: str) -> str:
 
 
 def sample_key(seed: int, case: SampleCase) -> tuple[str, str]:
-    """A case's place in its slice's order: sha256 of the seed and its group, then of its id."""
     group = case.group if case.group is not None else case.case_id
     return (_h(f"{seed}:group:{group}"), _h(f"{seed}:case:{case.case_id}"))
 
 
 def draw_sample(plan: SamplingPlan, cases: Sequence[SampleCase]) -> Sample:
-    """Draw ``plan``'s sample of ``cases`` (see the module doc). Pure: no I/O, no randomness
-    beyond the seed. Slices the plan does not list (and complete slices) are kept whole."""
+    """Draw ``plan``'s sample of ``cases`` (see the module doc); unsampled slices stay whole."""
     by_slice: dict[str, list[SampleCase]] = {}
     for case in cases:
         by_slice.setdefault(case.slice, []).append(case)
@@ -91,16 +69,8 @@ def draw_sample(plan: SamplingPlan, cases: Sequence[SampleCase]) -> Sample:
         entry = plan.entry(name)
         target = entry.target(len(members))
         if not entry.sampled or target >= len(members):
-            keep.update(c.case_id for c in members)
-            draws.append(
-                SliceDraw(
-                    name,
-                    len(members),
-                    len(members) if not entry.sampled else target,
-                    len(members),
-                    not entry.sampled,
-                )
-            )
+            keep.update(c.case_id for c in members)  # an unsampled slice's target is every case
+            draws.append(SliceDraw(name, len(members), target, len(members), not entry.sampled))
             continue
         groups: dict[str, list[SampleCase]] = {}
         for case in sorted(members, key=lambda c: sample_key(plan.seed, c)):
@@ -127,7 +97,7 @@ class Lanes:
     priority: Mapping[str, int]
     """slice -> :data:`RESERVED_PRIORITY` or :data:`OTHER_PRIORITY`."""
     holds: Mapping[str, float]
-    """slice -> US dollars held for it while it has unfinished units (reserved slices only)."""
+    """slice -> US dollars held for it while it has unfinished units."""
 
     def order_key(
         self, slice_name: str | None, risks: Mapping[str, str | None]

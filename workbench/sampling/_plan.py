@@ -1,19 +1,9 @@
 """The sampling plan: which share of each slice a judge run may leave out, declared in advance.
 
-A plan is part of a reviewed policy (``sampling:``) or a file of its own
-(``workbench run --sampling-plan FILE``). It states, per rubric slice, a sample size or a
-fraction, or nothing (the slice is judged completely), and a budget reservation; one seed
-draws every sample. Rules checked on every plan, every problem at once:
-
-- a slice entry gives at most one of ``size``, ``fraction`` and ``complete: true``, and at most
-  one of ``reserve_usd`` and ``reserve_share``; the shares add up to at most 1;
-- ``applies_to`` names ``development``, ``calibration`` or ``production`` (traffic), never
-  ``held_out``: certification judges every held-out case, so a plan can never cover it;
-- against the rubric (or the policy's slices): every slice named exists, and no **critical**
-  slice is sampled (``size`` or ``fraction``): critical slices always run completely.
-
-Leaving cases out *without* a declared plan is a scope change: the gate reports the cases as
-missing (``evaluation_incomplete``), as for any run that stopped early.
+A plan lives in a reviewed policy (``sampling:``) or a file (``--sampling-plan``). Per slice it
+gives a size, a fraction or nothing (judged completely) and a budget reservation; one seed draws
+every sample. It never applies to ``held_out`` and never samples a critical slice. Cases left
+out without a plan are missing (``evaluation_incomplete``).
 """
 
 from __future__ import annotations
@@ -34,12 +24,11 @@ from ..errors import Problem, WorkbenchError, problem
 
 SAMPLING_SCHEMA_VERSION = 1
 PLAN_SCOPES: tuple[str, ...] = ("development", "calibration", "production")
-"""What a plan may apply to: two gold partitions and production traffic. Never ``held_out``."""
 RISK_ORDER: dict[str, int] = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
 class SamplingRuleError(ValueError):
-    """Rules a plan (or a slice entry) breaks, each ``(code, message, fix)``; loaders list each."""
+    """Rules a plan (or a slice entry) breaks, each ``(code, message, fix)``."""
 
     def __init__(self, rules: list[tuple[str, str, str]]) -> None:
         self.rules = rules
@@ -50,16 +39,13 @@ class SliceSampling(_Model):
     """How one slice is sampled and how much budget it reserves. Empty: judged completely."""
 
     size: int | None = Field(default=None, ge=1)
-    """Judge this many of the slice's cases (whole groups: at least ``size``, less than one more
-    group beyond it; the whole slice when it has fewer cases)."""
+    """Judge this many of the slice's cases (whole groups, so up to one group more)."""
     fraction: float | None = Field(default=None, gt=0, le=1)
     """Judge this share of the slice's cases: ``ceil(fraction x cases)``, drawn like ``size``."""
     complete: bool = False
-    """Judge every case of the slice (also what a slice without ``size`` or ``fraction``, or not
-    listed at all, gets). Critical slices are always complete."""
+    """Judge every case of the slice (the default; critical slices always are)."""
     reserve_usd: float | None = Field(default=None, ge=0)
-    """Budget held for this slice while it has unfinished cases: calls of slices without a
-    reservation may not spend it. The slice also runs before every slice without one."""
+    """Budget held for this slice while it has unfinished cases; it also runs first."""
     reserve_share: float | None = Field(default=None, gt=0, le=1)
     """The reservation as a share of the run's budget (``--budget-usd``)."""
     rationale: str = ""
@@ -90,16 +76,15 @@ class SliceSampling(_Model):
 
     @property
     def sampled(self) -> bool:
-        """True when the slice is drawn from (``size`` or ``fraction``), not judged completely."""
+        """True when the slice is drawn from (``size`` or ``fraction``)."""
         return self.size is not None or self.fraction is not None
 
     @property
     def reserved(self) -> bool:
-        """True when the plan reserves budget for the slice."""
         return bool(self.reserve_usd) or bool(self.reserve_share)
 
     def target(self, cases: int) -> int:
-        """How many of ``cases`` the slice's sample needs (before rounding up to whole groups)."""
+        """How many of ``cases`` the sample needs (before rounding up to whole groups)."""
         if self.size is not None:
             return min(self.size, cases)
         if self.fraction is not None:
@@ -121,18 +106,15 @@ class SamplingPlan(_Model):
     schema_version: int = SAMPLING_SCHEMA_VERSION
     """Plan format version."""
     seed: int = Field(ge=0)
-    """Seeds every draw: a case's place in its slice's order is sha256(seed, group), then
-    sha256(seed, case_id), and depends on no other case."""
+    """Seeds every draw (see :mod:`._draw`)."""
     applies_to: list[str] = Field(min_length=1)
-    """What the plan may be used on: ``development``, ``calibration`` and/or ``production``
-    (traffic). Never ``held_out``."""
+    """``development``, ``calibration`` and/or ``production`` (traffic); never ``held_out``."""
     owner: str | None = None
-    """Who reviewed the plan. Required in a plan file; in a policy the policy's owner is."""
+    """Who reviewed the plan; required in a plan file (in a policy, the policy's owner)."""
     rationale: str = Field(min_length=1)
     """Why these sizes and reservations, written before results are seen."""
     slices: dict[str, SliceSampling] = Field(min_length=1)
-    """Per rubric slice: size, fraction or complete, and a reservation. A slice not listed is
-    judged completely, without a reservation."""
+    """Per rubric slice; a slice not listed is judged completely, without a reservation."""
 
     @field_validator("rationale")
     @classmethod
@@ -168,12 +150,10 @@ class SamplingPlan(_Model):
         return value
 
     def sha256(self) -> str:
-        """The plan's identity: sha256 of its canonical JSON (the same plan in a policy or a file
-        with the same fields has the same hash)."""
+        """The plan's identity: sha256 of its canonical JSON."""
         return sha256_json(self.model_dump(mode="json"))
 
     def entry(self, slice_name: str) -> SliceSampling:
-        """The slice's entry, or the default (complete, no reservation)."""
         return self.slices.get(slice_name) or SliceSampling()
 
     def reservations(self, budget_usd: float | None) -> dict[str, float]:
@@ -182,7 +162,6 @@ class SamplingPlan(_Model):
 
 
 def _slice_problem(name: str, entry: SliceSampling, risks: Mapping[str, str | None]) -> Any:
-    """Why the plan's entry for ``name`` cannot be used with these slices (code, message, fix)."""
     if name not in risks:
         return (
             "sampling_unknown_slice",
@@ -225,13 +204,8 @@ def plan_problems(
     scope: str | None = None,
     budget_usd: float | None = None,
 ) -> list[Problem]:
-    """Every problem of ``plan`` as a whole and against the slices and risks it is used with.
-
-    ``risks``: slice -> risk (``critical``, ``high`` ...), from the rubric or the policy; None
-    checks the plan alone (a plan file before a dataset is known).
-    ``scope``: the partition (or ``production``) the plan is about to be applied to.
-    ``budget_usd``: the run's budget; the reservations must fit in it.
-    """
+    """Every problem of ``plan``, alone and against ``risks`` (slice -> risk; None: the plan
+    alone), the ``scope`` it is applied to and the run's ``budget_usd``."""
     found: list[Any] = []
     shares = sum(s.reserve_share or 0.0 for s in plan.slices.values())
     if shares > 1 + 1e-9:
@@ -278,7 +252,7 @@ def check_plan(
 
 
 def validation_problems(exc: ValidationError, location: str, *, prefix: str = "") -> list[Problem]:
-    """A plan's pydantic errors as problems: rule errors with their own codes, others generic."""
+    """A plan's pydantic errors as problems (rule errors with their own codes)."""
 
     def field(e: Any) -> str:
         where = error_field(e)
@@ -306,10 +280,8 @@ def validation_problems(exc: ValidationError, location: str, *, prefix: str = ""
 
 
 def load_sampling_plan(path: str | Path) -> SamplingPlan:
-    """Read and check a plan file (YAML); raise :class:`WorkbenchError` listing every problem.
-
-    A plan file must name its ``owner`` (in a policy, the policy's owner is the plan's).
-    """
+    """Read and check a plan file (YAML, with an ``owner``); raise :class:`WorkbenchError`
+    listing every problem."""
     path = Path(path)
     loc = str(path)
     raw: Any = load_yaml(

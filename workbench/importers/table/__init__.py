@@ -1,23 +1,10 @@
 """``workbench import table``: any CSV, JSONL, Parquet file or pandas DataFrame into a gold dataset.
 
-A mapping (YAML, :class:`TableMapping`, documented in ``docs/formats.md#table-mapping``) says
-which column is what. The importer computes response hashes, groups, partitions and
-adjudications itself, and writes:
-
-- ``gold.jsonl``: the cases, in the order their first row appears in the source;
-- ``rubric.yaml``: a commented draft with the labels and slices found, every new slice's risk
-  ``unset`` (``workbench validate`` refuses it until a person sets it);
-- ``card.md``: a template whose computed part (source hash, counts, partition scheme,
-  adjudication rule) is filled in;
-- ``adjudication_needed.csv``: the cases the adjudication could not settle, when there are any.
-
-Re-running on the same input writes the same bytes. Re-running into the same directory keeps
-what a person decided (slice risks and descriptions, the criterion, the card's human part), and
-refuses to move an existing case to another partition or to drop one (``--force`` accepts it).
-Partitions assigned by ``assign`` depend only on the seed and each group's own name, so adding
-rows never moves an existing case.
-
-Notebook users call :func:`gold_from_dataframe` and :meth:`TableImport.write`.
+A mapping (:class:`TableMapping`, ``docs/formats.md#table-mapping``) says which column is what.
+The import writes ``gold.jsonl``, a commented ``rubric.yaml`` draft (new slices' risk ``unset``),
+``card.md`` (its computed part filled in) and ``adjudication_needed.csv`` when cases wait for an
+adjudicator. The same input writes the same bytes; a re-import keeps what a person decided and
+refuses to move or drop an existing case (``--force`` accepts it).
 """
 
 from __future__ import annotations
@@ -52,13 +39,8 @@ from .._registry import (
     register_importer,
     write_files,
 )
-from ._build import (
-    Built,
-    Pending,
-    assign_partition,
-    build_cases,
-    merge_previous,
-)
+from .._table_reader import SOURCE, TableRead, _listed
+from ._build import Pending, assign_partition, build_cases, merge_previous
 from ._mapping import (
     Locator,
     TableMapping,
@@ -76,7 +58,6 @@ from ._render import (
     pending_csv,
     rubric_yaml,
 )
-from ._source import SourceTable, read_table, source_format, table_from_frame
 
 __all__ = [
     "CARD_MARKER",
@@ -92,7 +73,6 @@ __all__ = [
 
 KIND = "table"
 EXPECTED_UNTIL_ADJUDICATED = ("unresolved_disagreement", "no_adjudication")
-"""Validation codes an import with cases waiting for an adjudicator is expected to leave."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +87,7 @@ class TableImport:
     """An import built in memory; :meth:`write` puts it on disk."""
 
     mapping: TableMapping
-    source: SourceTable
+    source: TableRead
     cases: tuple[GoldCase, ...]
     """The gold cases, in source order."""
     pending: tuple[Pending, ...]
@@ -137,8 +117,7 @@ class TableImport:
         return jsonl_text(c.model_dump(mode="json", exclude_none=True) for c in self.cases)
 
     def rubric_text(self, previous: Any = None) -> str:
-        """``rubric.yaml``: the draft, with what a person already decided in ``previous`` (a parsed
-        rubric)."""
+        """``rubric.yaml``: the draft, keeping what a person decided in ``previous`` (parsed)."""
         rubric = merge_previous(
             self.rubric, previous, criterion_given=self.mapping.rubric.criterion is not None
         )
@@ -162,11 +141,8 @@ def load_mapping(
     mapping: str | Path | dict[str, Any] | TableMapping,
     columns: list[str] | tuple[str, ...] | None = None,
 ) -> TableMapping:
-    """Read and check a mapping; raise :class:`WorkbenchError` listing every problem with its line.
-
-    With ``columns`` (the source's column names), also report every column the mapping names
-    that the source lacks.
-    """
+    """Read and check a mapping (and, given the source's ``columns``, the columns it names);
+    raise :class:`WorkbenchError` listing every problem with its line."""
     loaded, _ = _load_mapping(mapping, columns, source_label="the source")
     return loaded.mapping
 
@@ -204,35 +180,24 @@ def _load_mapping(
 def gold_from_dataframe(
     df: Any, mapping: str | Path | dict[str, Any] | TableMapping
 ) -> TableImport:
-    """Build gold cases from a pandas DataFrame with a mapping (a path, a dict or a
-    :class:`TableMapping`).
-
-    Nothing is written; call :meth:`TableImport.write` to write the dataset directory. Raises
-    :class:`WorkbenchError` listing every problem (mapping and rows) at once.
-    """
-    table = table_from_frame(df)
+    """Gold cases from a pandas DataFrame with a mapping (a path, a dict or a
+    :class:`TableMapping`), not yet written (:meth:`TableImport.write`). Raises
+    :class:`WorkbenchError` listing every problem."""
+    table = SOURCE.table_from_frame(df)
     loaded, at = _load_mapping(mapping, table.columns, source_label="the DataFrame")
     return _build(table, loaded, at)
 
 
-def _build(table: SourceTable, loaded: _LoadedMapping, at: Any) -> TableImport:
-    built: Built = build_cases(table, loaded.mapping, at=at)
+def _build(table: TableRead, loaded: _LoadedMapping, at: Any) -> TableImport:
+    built = vars(build_cases(table, loaded.mapping, at=at))
     return TableImport(
-        mapping=loaded.mapping,
-        source=table,
-        cases=tuple(built.cases),
-        pending=tuple(built.pending),
-        rubric=built.rubric,
-        settled=built.settled,
-        notes=tuple(built.notes),
-        mapping_label=loaded.label,
-        mapping_sha256=loaded.sha256,
+        loaded.mapping, table, **built, mapping_label=loaded.label, mapping_sha256=loaded.sha256
     )
 
 
 def read_source_table(
     source: str | Path, mapping: str | Path | dict[str, Any] | TableMapping
-) -> tuple[SourceTable, _LoadedMapping, Any]:
+) -> tuple[TableRead, _LoadedMapping, Any]:
     """Read the source the mapping describes; problems in both are raised together."""
     source = Path(source)
     declared = None
@@ -243,7 +208,7 @@ def read_source_table(
         value = raw.get("source_format")
         declared = value if value in ("csv", "jsonl", "parquet") else None
     try:
-        table = read_table(source, source_format(source, declared))
+        table = SOURCE.read_table(source, SOURCE.table_format(source, declared))
     except WorkbenchError as exc:
         # Report the mapping's own problems too, so one run shows everything.
         try:
@@ -336,11 +301,6 @@ def _partitions(gold_path: Path, force: bool) -> dict[str, str]:
     return partitions
 
 
-def _listed(items: list[str]) -> str:
-    extra = f" and {len(items) - 20} more" if len(items) > 20 else ""
-    return ", ".join(items[:20]) + extra
-
-
 def _check_stability(result: TableImport, before: dict[str, str], gold_path: Path) -> Problems:
     now = {c.case_id: c.partition.value for c in result.cases}
     moved = [
@@ -354,7 +314,7 @@ def _check_stability(result: TableImport, before: dict[str, str], gold_path: Pat
         problems.add(
             str(gold_path),
             "partition_moved",
-            f"{len(moved)} existing case(s) would move to another partition: {_listed(moved)}",
+            f"{len(moved)} existing case(s) would move to another partition: {_listed(moved, 20)}",
             "keep the mapping's partition settings (seed, shares, column values) as they were;"
             " moving a held-out case into development leaks it into tuning. Pass --force only"
             " for a new dataset version",
@@ -363,7 +323,7 @@ def _check_stability(result: TableImport, before: dict[str, str], gold_path: Pat
         problems.add(
             str(gold_path),
             "case_removed",
-            f"{len(removed)} existing case(s) are no longer in the source: {_listed(removed)}",
+            f"{len(removed)} existing case(s) are no longer in the source: {_listed(removed, 20)}",
             "keep their rows in the source (a correction is a new record that supersedes the"
             " old one), or pass --force for a new dataset version",
         )
@@ -371,9 +331,8 @@ def _check_stability(result: TableImport, before: dict[str, str], gold_path: Pat
 
 
 def _refuse_used_held_out(result: TableImport, out: Path) -> None:
-    """Refuse, with or without ``--force``, to put a held-out case that the dataset's held-out
-    ledger records as used into another partition, by content (any case id): it was judged by
-    a certification and must never be tuned on."""
+    """Refuse, even with ``--force``, to move a held-out case a certification used (by content)
+    into another partition."""
     if not (out / GOLD_FILE).is_file():
         return
     used = used_held_out_of(out)
@@ -443,8 +402,7 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
 
 
 def _self_check(result: TableImport, gold: str, card: str) -> None:
-    """Validate the dataset about to be written (with stand-in risks); anything unexpected is a
-    defect."""
+    """Validate the dataset about to be written; anything unexpected is a defect."""
     probe = json.loads(json.dumps(result.rubric))
     for spec in probe["slices"].values():
         spec["risk"] = "low"

@@ -14,35 +14,18 @@ from pydantic import ValidationError
 from ..._io import JSONRecordError, loads_json
 from ..._load import Problems, validation_problems
 from ...errors import Problem, WorkbenchError
-from ...gold import (
-    PARTITIONS,
-    UNSET_RISK,
-    Adjudication,
-    GoldCase,
-    Partition,
-    Review,
-    Risk,
-    Rubric,
-)
+from ...gold import PARTITIONS, UNSET_RISK, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from .._registry import refuse
-from .._table_reader import RowIssues, canonical
+from .._table_reader import RowIssues, TableRead, _blank, canonical
 from ._mapping import RULE_TEXT, TableMapping
-from ._nested import NestedReviews
-from ._source import SourceTable
+from ._nested import NestedReviews, RowReview
 
 CONFIDENCES = ("low", "medium", "high")
 
 
 def assign_partition(group: str, seed: int, fractions: dict[str, float]) -> Partition:
-    """The partition of ``group`` under ``seed`` and ``fractions`` (development, calibration,
-    held_out).
-
-    The group's position in [0, 1) is the first 60 bits of sha256(seed, group): it depends on
-    nothing but the seed and the group's own name, so adding, removing or reordering other
-    rows never moves a group. Position below ``development`` -> development, below
-    ``development + calibration`` -> calibration, otherwise held_out; a partition with share 0
-    never receives a group.
-    """
+    """The partition of ``group``: its position in [0, 1) (60 bits of sha256(seed, group), so no
+    other row moves it) against the cumulative ``fractions``; a share of 0 gets no group."""
     digest = hashlib.sha256(f"workbench-partition\x1f{seed}\x1f{group}".encode()).hexdigest()
     position = int(digest[:15], 16) / float(16**15)
     names = [name for name in PARTITIONS if fractions.get(name, 0) > 0]
@@ -55,23 +38,12 @@ def assign_partition(group: str, seed: int, fractions: dict[str, float]) -> Part
 
 
 def input_group(text: str) -> str:
-    """The group of an input under ``group: {hash_of: input}``: same text up to case and
-    whitespace."""
+    """The group of an input: same text up to case and whitespace."""
     return "g-" + hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
 
 
 def generated_case_id(input_text: str, response: str) -> str:
-    """``case-`` + 16 hex digits of sha256(input, response): stable across runs and row order."""
     return "case-" + hashlib.sha256(f"{input_text}\x1f{response}".encode()).hexdigest()[:16]
-
-
-@dataclass
-class RowReview:
-    reviewer: str
-    label: str  # canonical source value
-    rationale: str | None
-    confidence: str | None
-    row: int
 
 
 @dataclass
@@ -81,7 +53,6 @@ class _Case:
     rows: list[int]
     case_id: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
-    """Case-level values that every row of a case must agree on."""
     tags: list[str] = field(default_factory=list)
     reviews: list[RowReview] = field(default_factory=list)
     adjudicated: str | None = None
@@ -92,8 +63,6 @@ class _Case:
 
 @dataclass
 class Pending:
-    """A case the adjudication could not settle: it needs a person."""
-
     case_id: str
     partition: str
     slice: str
@@ -104,27 +73,18 @@ class Pending:
 
 @dataclass
 class Built:
-    cases: list[GoldCase]
-    pending: list[Pending]
+    cases: tuple[GoldCase, ...]
+    pending: tuple[Pending, ...]
     rubric: dict[str, Any]
-    """The drafted rubric (risk ``unset`` on slices nobody has rated yet)."""
     settled: dict[str, int]
-    """How the gold labels were decided: ``column``, ``rule`` and ``pending`` counts."""
-    notes: list[str]
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    notes: tuple[str, ...]
 
 
 class _Reader:
-    """Cell access with the problem bookkeeping every column shares."""
-
-    def __init__(self, table: SourceTable, issues: RowIssues, nested: Any = None) -> None:
+    def __init__(self, table: TableRead, issues: RowIssues, nested: Any = None) -> None:
         self.table = table
         self.issues = issues
         self.nested: NestedReviews | None = nested
-        """Nested form: the reader of each row's list of reviews."""
 
     def raw(self, i: int, column: str) -> Any:
         return self.table.rows[i].get(column)
@@ -173,8 +133,8 @@ class _Reader:
         return canonical(value)
 
 
-def build_cases(table: SourceTable, mapping: TableMapping, *, at: Any) -> Built:
-    """Turn the rows into gold cases and a drafted rubric; raise listing every problem found."""
+def build_cases(table: TableRead, mapping: TableMapping, *, at: Any) -> Built:
+    """The rows as gold cases and a drafted rubric; raise listing every problem found."""
     issues = RowIssues(table)
     nested = NestedReviews(mapping.reviews, issues) if mapping.reviews.form == "nested" else None
     reader = _Reader(table, issues, nested)
@@ -200,7 +160,6 @@ def build_cases(table: SourceTable, mapping: TableMapping, *, at: Any) -> Built:
 
 
 def _cases(rows: list[_Case], mapping: TableMapping, issues: RowIssues) -> dict[str, _Case]:
-    """Rows that share a key (long form) merged into one case; one row each in wide form."""
     by_key: dict[str, list[_Case]] = {}
     for row in rows:
         if row.case_id is not None:
@@ -246,14 +205,12 @@ def _read_row(reader: _Reader, m: TableMapping, i: int) -> _Case:
 
 
 def _text(reader: _Reader, spec: Any, i: int, what: str) -> str | None:
-    """A text field: the mapping's constant, or the row's cell."""
     if spec is None:
         return None
     return spec.value if spec.value is not None else reader.text(i, spec.column, what=what)
 
 
 def _fields(reader: _Reader, m: TableMapping, i: int) -> dict[str, Any]:
-    """The row's case-level values (every row of a case must agree on them)."""
     f: dict[str, Any] = {
         "input": reader.text(i, m.input.column, required=True, what="the input"),
         "response": reader.text(i, m.response.column, required=True, what="the response"),
@@ -287,7 +244,6 @@ def _fields(reader: _Reader, m: TableMapping, i: int) -> dict[str, Any]:
 
 
 def _partition(reader: _Reader, m: TableMapping, i: int) -> str | None:
-    """The partition named in the row's partition column (mapped through its values)."""
     column = m.partition.column or ""
     value = reader.key(i, column, what="the partition")
     if value is None:
@@ -358,8 +314,7 @@ def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
 
 
 def _review_columns(spec: Any) -> list[tuple[str | None, str | None, str, Any, Any]]:
-    """Per review a row may hold: reviewer name (wide columns) or reviewer column, and the
-    label, rationale and confidence columns."""
+    """Per review a row may hold: reviewer name or column, label, rationale, confidence columns."""
     if spec.form in ("long", "nested"):
         return [(None, spec.reviewer, spec.label, spec.rationale, spec.confidence)]
     if spec.columns is not None:
@@ -369,18 +324,9 @@ def _review_columns(spec: Any) -> list[tuple[str | None, str | None, str, Any, A
     return [(None, p.reviewer, p.label, p.rationale, p.confidence) for p in spec.pairs or []]
 
 
-def _nested_reviews(reader: _Reader, i: int) -> list[RowReview]:
-    nested = reader.nested
-    assert nested is not None
-    return [
-        RowReview(r.reviewer, r.label, r.rationale, r.confidence, row=i)
-        for r in nested.row(i, reader.raw(i, nested.column))
-    ]
-
-
 def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
-    if m.reviews.form == "nested":
-        return _nested_reviews(reader, i)
+    if reader.nested is not None:  # form: nested
+        return reader.nested.row(i, reader.raw(i, reader.nested.column))
     out: list[RowReview] = []
     long = m.reviews.form == "long"
     for name, reviewer_col, label_col, rationale_col, confidence_col in _review_columns(m.reviews):
@@ -421,7 +367,6 @@ def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
 def _label(
     reader: _Reader, i: int, column: str, reviewer: str | None, *, long: bool, paired: bool
 ) -> str | None:
-    """A review's label (canonical source value), or None when the cell has none."""
     label = reader.raw(i, column)
     if _blank(label):
         if long:
@@ -515,7 +460,8 @@ def _check_labels(cases: dict[str, _Case], m: TableMapping, issues: RowIssues) -
             and case.adjudicated not in m.labels
         ):
             unmapped.setdefault(case.adjudicated, []).extend(case.rows)
-    columns = _label_columns(m) + ([m.adjudication.column] if m.adjudication.column else [])
+    columns = [label for _, _, label, _, _ in _review_columns(m.reviews)]
+    columns += [m.adjudication.column] if m.adjudication.column else []
     for value, rows in unmapped.items():
         issues.add(
             "label_unmapped",
@@ -532,10 +478,6 @@ def _check_labels(cases: dict[str, _Case], m: TableMapping, issues: RowIssues) -
             " mapping",
             rows,
         )
-
-
-def _label_columns(m: TableMapping) -> list[str]:
-    return [label for _, _, label, _, _ in _review_columns(m.reviews)]
 
 
 def _check_reviews(cases: dict[str, _Case], issues: RowIssues, m: TableMapping) -> None:
@@ -571,9 +513,7 @@ def _check_reviews(cases: dict[str, _Case], issues: RowIssues, m: TableMapping) 
             )
 
 
-def _assign(
-    cases: dict[str, _Case], m: TableMapping, issues: RowIssues, table: SourceTable
-) -> None:
+def _assign(cases: dict[str, _Case], m: TableMapping, issues: RowIssues, table: TableRead) -> None:
     if m.partition.assign is not None:
         seed, fractions = m.partition.assign.seed, m.partition.assign.fractions()
         for case in cases.values():
@@ -664,8 +604,7 @@ def _draft_rubric(
 
 
 def _relabel_problems(m: TableMapping, labels: list[str], at: Any) -> list[Problem]:
-    """Reviewers' labels keep their meaning: a source value that is itself a label of the
-    rubric is mapped to itself (``pass: fail`` would invert what the reviewers decided)."""
+    """A source value that is a rubric label must map to itself."""
     problems = Problems()
     for value, label in (m.labels or {}).items():
         if value in labels and value != label:
@@ -681,8 +620,8 @@ def _relabel_problems(m: TableMapping, labels: list[str], at: Any) -> list[Probl
 
 
 def _labels(cases: dict[str, _Case], m: TableMapping, at: Any) -> tuple[list[str], list[Problem]]:
-    """The rubric's labels: the hints' list (which must hold every label the data uses), the
-    label mapping's targets, or the labels found, sorted."""
+    """The rubric's labels: the hints' list (holding every label used), the label mapping's
+    targets, or the labels found, sorted."""
     found = list(
         dict.fromkeys(
             _mapped(m, label)
@@ -711,7 +650,6 @@ def _labels(cases: dict[str, _Case], m: TableMapping, at: Any) -> tuple[list[str
 
 
 def _rubric_problems(rubric: dict[str, Any], at: Any) -> list[Problem]:
-    """The draft checked as the loader will, with a stand-in risk for the slices still unset."""
     probe = {
         **rubric,
         "slices": {
@@ -740,7 +678,6 @@ def _rubric_problems(rubric: dict[str, Any], at: Any) -> list[Problem]:
 
 
 def _mapped(m: TableMapping, value: str) -> str:
-    """The rubric label of a (canonical) source value."""
     return m.labels[value] if m.labels is not None else value
 
 
@@ -748,7 +685,7 @@ def _finish(
     cases: dict[str, _Case],
     m: TableMapping,
     rubric: dict[str, Any],
-    table: SourceTable,
+    table: TableRead,
     notes: list[str],
 ) -> Built:
     out: list[GoldCase] = []
@@ -805,13 +742,7 @@ def _finish(
                 "report this with the row",
             )
         out.append(gold)
-    return Built(
-        cases=out,
-        pending=pending,
-        rubric=rubric,
-        settled=settled,
-        notes=notes,
-    )
+    return Built(tuple(out), tuple(pending), rubric, settled, tuple(notes))
 
 
 def _counts(labels: list[str]) -> str:
@@ -821,7 +752,6 @@ def _counts(labels: list[str]) -> str:
 def _adjudicate(
     case: _Case, m: TableMapping, labels: list[str], fail_label: str | None
 ) -> tuple[Adjudication | None, str]:
-    """The case's adjudication and how it was settled: ``column``, ``rule`` or ``pending``."""
     if case.adjudicated is not None:
         reason = (
             case.adjudication_reason
@@ -848,12 +778,8 @@ def _why_pending(m: TableMapping, labels: list[str]) -> str:
 
 
 def decide(rule: str, labels: list[str], fail_label: str | None) -> str | None:
-    """The gold label ``rule`` gives for these review labels, or None when it cannot settle them.
-
-    ``majority``: a label more than half of the reviews give. ``any_fail``: the fail label when
-    any review gives it, else the label every review gives. ``unanimous_else_review``: the label
-    every review gives. See :data:`workbench.importers.table.RULE_TEXT`.
-    """
+    """The gold label ``rule`` gives for these review labels (:data:`._mapping.RULE_TEXT`), or
+    None when it cannot settle them."""
     if not labels:
         return None
     counts = Counter(labels)
@@ -870,38 +796,27 @@ def decide(rule: str, labels: list[str], fail_label: str | None) -> str | None:
 def merge_previous(
     rubric: dict[str, Any], previous: Any, *, criterion_given: bool
 ) -> dict[str, Any]:
-    """The drafted rubric with what a person already decided in an existing ``rubric.yaml``.
-
-    Kept: each slice's ``risk`` (when it is a real level) and ``description``, slices a person
-    declared with a real risk that the data does not use (yet), and the ``criterion`` unless
-    the mapping gives one. Everything else comes from the data and the mapping again.
-    """
+    """The drafted rubric keeping what a person decided in an existing ``rubric.yaml``: slices'
+    real risks and descriptions (also of slices not in the data yet) and, unless the mapping gives
+    one, the criterion."""
     if not isinstance(previous, dict):
         return rubric
     valid = {r.value for r in Risk}
     raw_slices = previous.get("slices")
     old_slices: dict[Any, Any] = raw_slices if isinstance(raw_slices, dict) else {}
-    slices: dict[str, dict[str, str]] = {}
-    for name, spec in rubric["slices"].items():
-        old = old_slices.get(name)
+
+    def kept(old: Any, spec: dict[str, str]) -> dict[str, str]:
         old = old if isinstance(old, dict) else {}
-        slices[name] = {
+        text = old.get("description")
+        return {
             "risk": old["risk"] if old.get("risk") in valid else spec["risk"],
-            "description": (
-                old["description"]
-                if isinstance(old.get("description"), str)
-                else spec["description"]
-            ),
+            "description": text if isinstance(text, str) else spec["description"],
         }
-    for name in sorted(k for k in old_slices if isinstance(k, str)):
-        old = old_slices[name]
-        if name not in slices and isinstance(old, dict) and old.get("risk") in valid:
-            slices[name] = {
-                "risk": old["risk"],
-                "description": (
-                    old["description"] if isinstance(old.get("description"), str) else ""
-                ),
-            }
+
+    slices = {name: kept(old_slices.get(name), spec) for name, spec in rubric["slices"].items()}
+    for name in sorted(k for k in old_slices if isinstance(k, str) and k not in slices):
+        if isinstance(old_slices[name], dict) and old_slices[name].get("risk") in valid:
+            slices[name] = kept(old_slices[name], {"risk": "", "description": ""})
     criterion = rubric["criterion"]
     if not criterion_given and isinstance(previous.get("criterion"), str):
         criterion = previous["criterion"]

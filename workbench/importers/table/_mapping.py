@@ -1,14 +1,6 @@
-"""The table mapping: a small YAML file saying which column of a table is what.
-
-``workbench import table SOURCE --mapping MAPPING --out DIR`` reads it; notebook users pass the
-same structure (a path, a dict or a :class:`TableMapping`) to
-:func:`workbench.importers.gold_from_dataframe`. The format is documented, field by field, in
-``docs/formats.md#table-mapping``. :func:`load_mapping` reports every problem at once, each at
-the line of the mapping file it concerns, with a fix.
-
-Wherever a column is expected, write its name (``input: question``) or ``{column: question}``.
-Text fields that may be the same for every case (``reference``, ``grading_notes``, ``slice``)
-also take a constant: ``{value: "..."}``.
+"""The table mapping: a small YAML file (or dict, or :class:`TableMapping`) saying which column of a
+table is what, documented in ``docs/formats.md#table-mapping``. Problems are reported all at once,
+each at its line of the mapping file, with a fix.
 """
 
 from __future__ import annotations
@@ -33,7 +25,6 @@ from ._paths import EXAMPLE, PATH_FIELDS, ItemPath, PathError, parse_path
 MAPPING_SCHEMA_VERSION = 1
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 RULES: tuple[str, ...] = ("majority", "any_fail", "unanimous_else_review")
-"""Adjudication rules a mapping may declare."""
 
 RULE_TEXT: dict[str, str] = {
     "majority": (
@@ -48,7 +39,6 @@ RULE_TEXT: dict[str, str] = {
         "the label every review gives; a case whose reviews differ goes to an adjudicator"
     ),
 }
-"""What each rule decides, in the words the card records."""
 
 
 COLUMN_FIELDS: tuple[str, ...] = (
@@ -62,7 +52,6 @@ COLUMN_FIELDS: tuple[str, ...] = (
     "contexts",
     "partition",
 )
-"""Fields written as a column's name or as a mapping with ``column``."""
 
 
 def _as_column(value: Any) -> Any:
@@ -73,7 +62,7 @@ class Column(_Model):
     """A column of the source table."""
 
     column: str = Field(min_length=1)
-    """The column's name, exactly as in the header (CSV) or the keys (JSONL, Parquet, DataFrame)."""
+    """The column's name, exactly as in the source."""
 
 
 class Text(_Model):
@@ -187,25 +176,18 @@ class ReviewerColumns(_Model):
     """One reviewer's columns in wide form."""
 
     label: str = Field(min_length=1)
-    """The column holding this reviewer's label; an empty cell means the reviewer did not review the
-    row."""
+    """The column holding the reviewer's label (empty: the reviewer did not review the row)."""
     rationale: str | None = Field(default=None, min_length=1)
     """The column holding the reviewer's rationale."""
     confidence: str | None = Field(default=None, min_length=1)
     """The column holding the reviewer's confidence (low, medium or high)."""
 
 
-class ReviewPair(_Model):
+class ReviewPair(ReviewerColumns):
     """A reviewer column and its label column (wide form with reviewer ids in the data)."""
 
     reviewer: str = Field(min_length=1)
     """The column holding the reviewer's id."""
-    label: str = Field(min_length=1)
-    """The column holding that reviewer's label."""
-    rationale: str | None = Field(default=None, min_length=1)
-    """The column holding the rationale."""
-    confidence: str | None = Field(default=None, min_length=1)
-    """The column holding the confidence (low, medium or high)."""
 
 
 class Reviews(_Model):
@@ -242,8 +224,6 @@ class Reviews(_Model):
     @field_validator(*PATH_FIELDS)
     @classmethod
     def _path(cls, value: str | None, info: ValidationInfo) -> str | None:
-        """Nested form: each path is checked on its own, so every bad one is named at its
-        line."""
         if value is not None and info.data.get("form") == "nested":
             try:
                 parse_path(value, many=info.field_name == "rationale")
@@ -496,15 +476,15 @@ _FIX: dict[str, str] = {
 }
 
 
+_ERROR_CODES = {"missing": "mapping_field_missing", "extra_forbidden": "mapping_field_unknown"}
+
+
 def mapping_problems_from_validation(exc: ValidationError, at: Any, location: str) -> list[Problem]:
+    def code(err: Any) -> str:
+        return _ERROR_CODES.get(err["type"], "mapping_invalid")
+
     return validation_problems(
-        exc, at=at, root="mapping", code=_error_code, message=_error_message, fix=_error_fix
-    )
-
-
-def _error_code(err: Any) -> str:
-    return {"missing": "mapping_field_missing", "extra_forbidden": "mapping_field_unknown"}.get(
-        err["type"], "mapping_invalid"
+        exc, at=at, root="mapping", code=code, message=_error_message, fix=_error_fix
     )
 
 
@@ -596,19 +576,14 @@ def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     reviews = raw.get("reviews")
     nested = isinstance(reviews, dict) and reviews.get("form") == "nested"
     return [
-        _list_column(ref)
-        for ref in refs
-        if not (nested and _is_review_field(ref[0]) and "[]" not in ref[1])
+        (path, value.split("[]", 1)[0] if _is_review_field(path) else value)
+        for path, value in refs
+        if "[]" in value or not (nested and _is_review_field(path))
     ]
 
 
 def _is_review_field(path: tuple[Any, ...]) -> bool:
     return len(path) == 2 and path[0] == "reviews" and path[1] in _REVIEW_COLUMNS
-
-
-def _list_column(ref: tuple[tuple[Any, ...], str]) -> tuple[tuple[Any, ...], str]:
-    path, value = ref
-    return (path, value.split("[]", 1)[0]) if _is_review_field(path) and "[]" in value else ref
 
 
 def column_problems(

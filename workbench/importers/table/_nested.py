@@ -1,11 +1,5 @@
 """Reviews in a list column (``reviews: {form: nested}``): each item of the row's list is one
-review, its fields read by path (:mod:`._paths`).
-
-Every problem is recorded in the import's :class:`RowIssues` with the rows that have it, so one
-run lists them all: a cell that is not a (JSON) list (``reviews_not_list``), an item that is not
-an object (``review_item_invalid``), a review without its reviewer or label, or a path that no
-review has (``review_field_missing``, with the keys the reviews do have), a value that is not
-text (``value_not_text``).
+review, its fields read by path (:mod:`._paths`); every problem is recorded with its rows.
 """
 
 from __future__ import annotations
@@ -15,35 +9,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._io import JSONRecordError, loads_json
-from .._table_reader import RowIssues, canonical
+from .._table_reader import RowIssues, _blank, canonical
 from ._mapping import Reviews
 from ._paths import ItemPath, lookup
 
-WHAT = {
-    "reviewer": "reviewer",
-    "label": "label",
-    "rationale": "rationale",
-    "confidence": "confidence",
-}
 LIST_FIX = (
     'write the cell as a JSON list of reviews, e.g. [{"annotator": "a1", "label": "faithful"}],'
     " or check that the mapping's review paths name the right list column"
 )
 
 
-@dataclass(frozen=True)
-class NestedReview:
-    """One review read from an item: its reviewer and label (canonical source values), and
-    its rationale and confidence when mapped and given."""
-
+@dataclass
+class RowReview:
     reviewer: str
-    label: str
+    label: str  # canonical source value
     rationale: str | None
     confidence: str | None
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    row: int
 
 
 def _keys_hint(key: str, keys: set[str]) -> str:
@@ -55,8 +37,8 @@ def _keys_hint(key: str, keys: set[str]) -> str:
 
 
 class NestedReviews:
-    """Reads each row's reviews; remembers which paths some review had, to name a mistyped
-    optional path once for the whole table."""
+    """Reads each row's reviews, remembering which paths some review had (a mistyped optional
+    path is named once)."""
 
     def __init__(self, spec: Reviews, issues: RowIssues) -> None:
         self.paths: dict[str, ItemPath] = spec.item_paths()
@@ -66,12 +48,9 @@ class NestedReviews:
         self.seen_keys: dict[str, set[str]] = {}
         self.first_row: int | None = None
         self.flagged: list[int] = []
-        """Rows with a problem recorded here (a row without reviews and none of these is
-        reported as ``no_reviews``)."""
 
-    def row(self, i: int, cell: Any) -> list[NestedReview]:
-        """The reviews of row ``i`` whose list column holds ``cell``."""
-        out: list[NestedReview] = []
+    def row(self, i: int, cell: Any) -> list[RowReview]:
+        out: list[RowReview] = []
         before = len(self.flagged)
         items = self._items(i, cell)
         for item in items:
@@ -83,7 +62,7 @@ class NestedReviews:
             confidence = self._optional(i, item, "confidence")
             if reviewer is not None and label is not None:
                 confidence = confidence.strip().lower() if confidence else None
-                out.append(NestedReview(reviewer, label, rationale, confidence))
+                out.append(RowReview(reviewer, label, rationale, confidence, i))
         if not out and len(self.flagged) == before:
             self._add(
                 "no_reviews",
@@ -95,12 +74,10 @@ class NestedReviews:
         return out
 
     def _add(self, code: str, message: str, fix: str, i: int, *, key: str | None = None) -> None:
-        """Record a problem of row ``i`` (grouped with the same problem of other rows)."""
         self.flagged.append(i)
         self.issues.add(code, message, fix, i, key=key)
 
     def finish(self) -> None:
-        """A problem for each optional path that no review of the table has."""
         if self.first_row is None:
             return
         for name in ("rationale", "confidence"):
@@ -109,7 +86,7 @@ class NestedReviews:
                 continue
             self.issues.add(
                 "review_field_missing",
-                f"no review in column {self.column!r} has a {WHAT[name]} at {path.text!r}",
+                f"no review in column {self.column!r} has a {name} at {path.text!r}",
                 f"correct reviews.{name} in the mapping"
                 + _keys_hint(path.keys[-1], self.seen_keys.get(name, set())),
                 self.first_row,
@@ -171,8 +148,8 @@ class NestedReviews:
         hint = "" if found else _keys_hint(path.keys[-1], self.seen_keys.get(name, set()))
         self._add(
             "review_field_missing",
-            f"a review in column {self.column!r} {how} {WHAT[name]} at {path.text!r}",
-            f"give every review its {WHAT[name]} at {path.text}, or correct reviews.{name} in the"
+            f"a review in column {self.column!r} {how} {name} at {path.text!r}",
+            f"give every review its {name} at {path.text}, or correct reviews.{name} in the"
             " mapping" + hint,
             i,
             key=f"{path.text}\x1f{how}",
@@ -192,7 +169,7 @@ class NestedReviews:
         if isinstance(value, bool | int | float):
             return canonical(value)
         path = self.paths[name]
-        fix = f"give one {WHAT[name]} per review as text"
+        fix = f"give one {name} per review as text"
         if name == "rationale" and isinstance(value, list):
             fix += f", or read the list's items with a second [] (e.g. {path.text}[].text)"
         self._add(

@@ -1,12 +1,7 @@
-"""Paths into a list column of reviews (``reviews: {form: nested}`` in a table mapping).
-
-A path names a list column, ``[]`` for each review in it, then the keys leading to a value in
-the review: ``annotations[].annotator``, ``annotations[].meta.label``. The rationale may read a
-list inside each review with a second ``[]``: ``annotations[].spans[].text`` collects the
-``text`` of every span (the items themselves when nothing follows: ``annotations[].notes[]``).
-
-The list column holds a JSON list in a text cell (CSV, a JSON string in JSONL), a list value
-(JSONL), or a list of structs (Parquet, a DataFrame of lists of dicts).
+"""Paths into a list column of reviews (``reviews: {form: nested}``): ``annotations[].annotator``
+names the list column, ``[]`` for each review, then the keys to a value. The rationale may
+collect a list inside each review with a second ``[]`` (``annotations[].spans[].text``). The
+column holds a JSON list in a text cell, a list value, or a list of structs.
 """
 
 from __future__ import annotations
@@ -15,8 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 PATH_FIELDS: tuple[str, ...] = ("reviewer", "label", "rationale", "confidence")
-"""The fields of :class:`Reviews` that are paths in nested form (only the rationale may collect a
-list)."""
 
 EXAMPLE = "annotations[].annotator"
 
@@ -26,14 +19,11 @@ class ItemPath:
     """A parsed path: ``column[].key.key`` or ``column[].key[].key``."""
 
     text: str
-    """The path as written."""
     column: str
-    """The list column holding the reviews."""
     keys: tuple[str, ...]
     """The keys from a review to the value (or to the list that ``each`` reads)."""
     each: tuple[str, ...] | None = None
-    """After a second ``[]``: the keys read in every item of that list (empty: the items
-    themselves); None for a path with one value per review."""
+    """After a second ``[]``: the keys read in every item of that list."""
 
 
 class PathError(ValueError):
@@ -55,10 +45,8 @@ def _keys(part: str, text: str, *, after: str) -> tuple[str, ...]:
 
 
 def parse_path(text: str, *, many: bool) -> ItemPath:
-    """Parse ``text``; ``many``: a second ``[]`` (a list of values per review) is allowed.
-
-    Raises :class:`PathError` saying what is wrong and what to write.
-    """
+    """Parse ``text`` (``many``: a second ``[]`` is allowed); raise :class:`PathError` saying
+    what to write."""
     parts = text.split("[]")
     column = parts[0]
     if len(parts) == 1:
@@ -81,8 +69,7 @@ def parse_path(text: str, *, many: bool) -> ItemPath:
 
 
 def lookup(node: Any, keys: tuple[str, ...]) -> tuple[bool, Any, Any]:
-    """Follow ``keys`` from ``node``: ``(found, value, where)`` with ``where`` the last object
-    reached (for suggesting the keys it has when a key is missing)."""
+    """Follow ``keys`` from ``node``: ``(found, value, last object reached)``."""
     for key in keys:
         if not isinstance(node, dict) or key not in node:
             return False, None, node

@@ -1,8 +1,5 @@
 """The files ``workbench import table`` writes: a commented rubric draft, the card, the adjudication
-list.
-
-Everything here is a pure function of the import, so re-running on the same input writes the
-same bytes: no timestamps, no absolute paths, sorted where order is not given by the source.
+list; pure functions of the import (same input, same bytes).
 """
 
 from __future__ import annotations
@@ -29,17 +26,15 @@ CARD_MARKER = (
     "<!-- workbench import table: everything below this line is recomputed by every import; edit"
     " above it -->"
 )
-"""Separates the human part of ``card.md`` (kept on re-import) from the computed part."""
 
 PENDING_FILE = "adjudication_needed.csv"
-"""Cases the adjudication could not settle, for an adjudicator."""
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 
 
 def scalar(value: Any) -> str:
-    """A YAML scalar: bare when that is unambiguous, otherwise a JSON (double-quoted) string."""
+    """A YAML scalar: bare when unambiguous, else a JSON string."""
     if value is None:
         return "null"
     if isinstance(value, bool | int | float):
@@ -57,7 +52,6 @@ def flow_list(values: list[Any]) -> str:
 def rubric_yaml(
     rubric: dict[str, Any], *, source_label: str, mapping_label: str, slice_counts: dict[str, int]
 ) -> str:
-    """The drafted rubric, commented so a person knows what to decide."""
     return render_text(
         "table_rubric.yaml.j2",
         rubric=rubric,
@@ -72,7 +66,6 @@ def rubric_yaml(
 
 
 def adjudication_text(mapping: TableMapping) -> str:
-    """How the gold labels were decided, in one paragraph for the card."""
     adj = mapping.adjudication
     parts = []
     if adj.column is not None:
@@ -92,7 +85,6 @@ def adjudication_text(mapping: TableMapping) -> str:
 
 
 def new_card_head(mapping: TableMapping) -> str:
-    """Front matter and heading of a new card: empty fields a person must write (validate warns)."""
     adjudication = json.dumps(adjudication_text(mapping), ensure_ascii=False)
     return render_text(
         "table_card.md.j2", name=mapping.name, adjudication=adjudication, scalar=scalar
@@ -100,8 +92,7 @@ def new_card_head(mapping: TableMapping) -> str:
 
 
 def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str:
-    """``card.md``: the human part (kept from ``previous`` when there is one), then the computed
-    part."""
+    """``card.md``: the human part (kept from ``previous``), then the computed part."""
     if previous is None:
         head = new_card_head(mapping)
     elif CARD_MARKER in previous:
@@ -112,14 +103,8 @@ def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str
 
 
 def computed_section(result: TableImport) -> str:
-    """The computed part of the card, in markdown."""
-    m, cases, pending, settled, source = (
-        result.mapping,
-        list(result.cases),
-        result.pending,
-        result.settled,
-        result.source,
-    )
+    m, cases, source = result.mapping, list(result.cases), result.source
+    pending, settled = result.pending, result.settled
     partitions = Counter(c.partition.value for c in cases)
     reviews = [r for c in cases for r in c.reviews]
     per_case = Counter(len(c.reviews) for c in cases)
@@ -162,7 +147,6 @@ def computed_section(result: TableImport) -> str:
 
 
 def _method_lines(m: TableMapping) -> list[str]:
-    """How case ids, groups and partitions were made."""
     if m.partition.assign is not None:
         a = m.partition.assign
         partition = (
@@ -212,7 +196,6 @@ def _review_form(m: TableMapping) -> str:
 
 
 def _label_table(cases: list[GoldCase], labels: list[str]) -> list[str]:
-    """Gold labels by partition and slice, as a markdown table."""
     counts: dict[tuple[str, str], Counter[str]] = {}
     for c in cases:
         counts.setdefault((c.partition.value, c.slice), Counter())[c.gold_label or "(none)"] += 1
@@ -231,8 +214,7 @@ def _label_table(cases: list[GoldCase], labels: list[str]) -> list[str]:
 
 
 def pending_csv(pending: list[Pending]) -> str:
-    """``adjudication_needed.csv``: one row per case waiting for an adjudicator; a cell a
-    spreadsheet would run as a formula starts with ``'`` (:mod:`workbench._csv`)."""
+    """``adjudication_needed.csv``: one row per case waiting for an adjudicator."""
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(["case_id", "partition", "slice", "reviews", "source_rows", "why"])
@@ -245,13 +227,12 @@ def pending_csv(pending: list[Pending]) -> str:
             p.rows,
             p.why,
         ]
-        writer.writerow([spreadsheet_safe(cell) for cell in cells])  # for people (workbench._csv)
+        writer.writerow([spreadsheet_safe(cell) for cell in cells])
     return buffer.getvalue()
 
 
 def format_pending(pending: list[Pending], out: Path) -> str:
-    """The cases waiting for an adjudicator and what to do, for the terminal (``out``: the
-    dataset directory, where :data:`PENDING_FILE` lists them too)."""
+    """The cases waiting for an adjudicator in ``out`` and what to do, for the terminal."""
     lines = [f"{len(pending)} case(s) need an adjudicator (also in {out / PENDING_FILE}):"]
     for p in pending:
         reviews = ", ".join(f"{who}={label}" for who, label in p.reviews)
