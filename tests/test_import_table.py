@@ -822,3 +822,27 @@ def test_empty_rubric_label_in_the_mapping_is_a_mapping_error(tmp_path: Path) ->
         and problem.location == f"{mapping}:9"
         and "labels.incorrect" in problem.message
     )
+
+
+def test_a_tab_separated_export_imports_as_its_csv_does(tmp_path: Path) -> None:
+    """A .tsv (tab-separated, quoted cells with commas and tabs) gives the same gold as the
+    same table as CSV; before, it was refused as an unknown format."""
+    frame = pd.read_csv(EXAMPLE / "reviews.csv", dtype=str)
+    frame.loc[frame["id"] == frame["id"][0], "answer"] = 'Returns, "exchanges"\tand refunds'
+    frame.to_csv(tmp_path / "reviews.csv", index=False)
+    frame.to_csv(tmp_path / "reviews.tsv", index=False, sep="\t")
+    mapping = EXAMPLE / "mapping.yaml"
+    for name in ("reviews.csv", "reviews.tsv"):
+        result = cli(
+            "import", "table", tmp_path / name, "--mapping", mapping, "--out", tmp_path / name[-3:]
+        )
+        assert result.exit_code == 0, result.output
+    gold = [json.loads(line) for line in (tmp_path / "tsv" / "gold.jsonl").read_text().splitlines()]
+    assert gold == [
+        json.loads(line) for line in (tmp_path / "csv" / "gold.jsonl").read_text().splitlines()
+    ]
+    assert 'Returns, "exchanges"\tand refunds' in {case["response"] for case in gold}
+    unknown = cli(
+        "import", "table", EXAMPLE / "mapping.yaml", "--mapping", mapping, "--out", tmp_path / "x"
+    )
+    assert unknown.exit_code == 2 and ".tsv" in unknown.output

@@ -83,7 +83,7 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
 @click.option(
     "--format",
     "format",
-    type=click.Choice(["csv", "jsonl", "parquet"]),
+    type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
     help="Table format (default: from the extension).",
 )
 @click.option("--case-id", help="Column holding the gold case id.")

@@ -124,7 +124,7 @@ class ResultsMapping(_Model):
 
     schema_version: int = RESULTS_MAPPING_SCHEMA_VERSION
     """Mapping format version."""
-    format: Literal["csv", "jsonl", "parquet"] | None = None
+    format: Literal["csv", "tsv", "jsonl", "parquet"] | None = None
     """Table format; default: from the file extension."""
     case_id: str | None = None
     """Column holding the gold case id; without it rows match on ``input`` and ``response``."""

@@ -272,7 +272,9 @@ def results_from_table(
     raw, directory, where = _raw_mapping(mapping, base_dir)
     syntax = FLAG_SYNTAX if mapping is None else MAPPING_SYNTAX
     raw = merge_options(raw, options or {})
-    declared = raw.get("format") if raw.get("format") in ("csv", "jsonl", "parquet") else None
+    declared = (
+        raw.get("format") if raw.get("format") in ("csv", "tsv", "jsonl", "parquet") else None
+    )
     table = PREDICTIONS.read_table(Path(source), PREDICTIONS.table_format(Path(source), declared))
     where = "command line" if syntax.flags else where
     return _build(table, raw, dataset, location=where, base_dir=directory, syntax=syntax)

@@ -32,6 +32,8 @@ from ._registry import refuse
 
 FORMATS: dict[str, str] = {
     ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".parquet": "parquet",
@@ -39,7 +41,7 @@ FORMATS: dict[str, str] = {
 }
 """File extension -> table format."""
 
-FILES_FIX = "point at a .csv, .jsonl or .parquet file"
+FILES_FIX = "point at a .csv, .tsv, .jsonl or .parquet file"
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class TableRead:
     location: str
     """Where problems point: the file path, or ``DataFrame``."""
     format: str
-    """csv, jsonl, parquet or dataframe."""
+    """csv, tsv, jsonl, parquet or dataframe."""
     columns: tuple[str, ...]
     rows: tuple[dict[str, Any], ...]
     refs: tuple[Any, ...]
@@ -63,7 +65,7 @@ class TableRead:
 
     @property
     def unit(self) -> str:
-        return "line" if self.format in ("csv", "jsonl") else "row"
+        return "line" if self.format in ("csv", "tsv", "jsonl") else "row"
 
     def where(self, i: int) -> str:
         """Location of row ``i`` for a problem."""
@@ -125,8 +127,8 @@ class Words:
             )
         except WorkbenchError as exc:
             raise WorkbenchError(title, list(exc.problems)) from None
-        if fmt == "csv":
-            columns, rows, refs = _read_csv(data, loc, self)
+        if fmt in ("csv", "tsv"):
+            columns, rows, refs = _read_csv(data, loc, self, "\t" if fmt == "tsv" else ",")
         elif fmt == "jsonl":
             columns, rows, refs = _read_jsonl(data, loc, self)
         else:
@@ -168,8 +170,8 @@ PREDICTIONS = Words(
     empty_title="no predictions",
     rows_fix="one row per judged case",
     format_fix=(
-        "name the file .csv, .jsonl or .parquet, or set format: csv | jsonl | parquet in the"
-        " mapping (--format)"
+        "name the file .csv, .tsv, .jsonl or .parquet, or set format: csv | tsv | jsonl | parquet"
+        " in the mapping (--format)"
     ),
     listed=12,
     table_cells=False,
@@ -182,8 +184,8 @@ SOURCE = Words(
     empty_title="empty source",
     rows_fix="one row per case (wide) or per review (long)",
     format_fix=(
-        "name the file .csv, .jsonl or .parquet, or set source_format: csv | jsonl | parquet in"
-        " the mapping"
+        "name the file .csv, .tsv, .jsonl or .parquet, or set source_format: csv | tsv | jsonl |"
+        " parquet in the mapping"
     ),
     listed=20,
     table_cells=True,
@@ -304,7 +306,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _read_csv(
-    data: bytes, loc: str, words: Words
+    data: bytes, loc: str, words: Words, delimiter: str = ","
 ) -> tuple[list[str], list[dict[str, Any]], list[int]]:
     try:
         text = data.decode("utf-8-sig")
@@ -317,7 +319,7 @@ def _read_csv(
             "save the table as UTF-8 CSV",
         )
     problems = Problems()
-    records, error = _csv_records(text, loc)
+    records, error = _csv_records(text, loc, delimiter)
     header = [cell.strip() for cell in records[0][1]] if records else []
     if records:
         _check_header(header, f"{loc}:{records[0][0]}", problems)
@@ -345,9 +347,11 @@ def _read_csv(
     return header, rows, refs
 
 
-def _csv_records(text: str, loc: str) -> tuple[list[tuple[int, list[str]]], Problem | None]:
+def _csv_records(
+    text: str, loc: str, delimiter: str = ","
+) -> tuple[list[tuple[int, list[str]]], Problem | None]:
     """The non-blank records with their first line, and the quoting error that ended reading."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     records: list[tuple[int, list[str]]] = []
     previous_end = 0
     try:

@@ -206,7 +206,7 @@ def read_source_table(
     else:
         raw = mapping if isinstance(mapping, dict) else read_mapping_text(Path(mapping))[1]
         value = raw.get("source_format")
-        declared = value if value in ("csv", "jsonl", "parquet") else None
+        declared = value if value in ("csv", "tsv", "jsonl", "parquet") else None
     try:
         table = SOURCE.read_table(source, SOURCE.table_format(source, declared))
     except WorkbenchError as exc:

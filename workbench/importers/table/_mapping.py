@@ -362,8 +362,8 @@ class TableMapping(_Model):
     """Mapping format version."""
     name: str = Field(pattern=NAME_PATTERN)
     """Dataset name: the drafted rubric's and card's name."""
-    source_format: Literal["csv", "jsonl", "parquet"] | None = None
-    """``csv``, ``jsonl`` or ``parquet``; by default taken from the source's extension."""
+    source_format: Literal["csv", "tsv", "jsonl", "parquet"] | None = None
+    """``csv``, ``tsv``, ``jsonl`` or ``parquet``; by default taken from the source's extension."""
     case_id: Column | None = None
     """The column holding a unique, stable case id (long form: the case key shared by a case's
     rows). Without it the id is ``case-`` + the first 16 hex digits of the sha256 of the input
