@@ -121,13 +121,8 @@ class Certification:
         self.gate: GateResult | None = None
 
     def _refuse(self, code: str, message: str, fix: str = _NOT_BY_CERTIFY) -> WorkbenchError:
-        return refusal(
-            "certification refused: the held-out partition was not used",
-            str(self.ledger.path),
-            code,
-            message,
-            fix,
-        )
+        summary = "certification refused: the held-out partition was not used"
+        return refusal(summary, str(self.ledger.path), code, message, fix)
 
     def _open(self, ledger_path: str | Path | None, token: str) -> LedgerEntry:
         if ledger_path and Path(ledger_path).resolve() != self.ledger.path:
@@ -141,10 +136,8 @@ class Certification:
             raise self._refuse("certification_not_opened", "no certification token was given")
         entry = self.ledger.open_entry_for_token(token)  # raises on a damaged ledger
         if entry is None:
-            raise self._refuse(
-                "certification_not_opened",
-                "no open certification in the held-out ledger carries this token",
-            )
+            message = "no open certification in the held-out ledger carries this token"
+            raise self._refuse("certification_not_opened", message)
         refused = self._entry_mismatch(entry) or self._entry_not_live(entry)
         if refused is not None:
             raise self._refuse(*refused)

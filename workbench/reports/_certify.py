@@ -497,10 +497,8 @@ def _allocate(reports_root: Path, name: str, version: str) -> tuple[Path, int]:
 
 
 def _start(ledger: HeldOutLedger, inputs: _Inputs, root: Path, rerun_reason: str | None) -> _Job:
-    """Check-then-start under the ledger lock: any earlier use of the same held-out content
-    needs a re-run reason."""
 
-    def check_reuse(entries: list[LedgerEntry]) -> dict[str, Any]:
+    def check_reuse(entries: list[LedgerEntry]) -> dict[str, Any]:  # a re-use needs a reason
         keys = inputs.held_out_keys
         prior = ledger.check_rerun(keys, inputs.manifest_sha, rerun_reason, entries)
         check_legacy_ledger(root, inputs.fingerprint, inputs.manifest_sha, rerun_reason)

@@ -84,6 +84,16 @@ def _limit_rule(data: Any, order: list[str]) -> Any:
     )
 
 
+def _rate_axes(chart: Any, metric: str, order: list[str]) -> tuple[Any, Any]:
+    """The slice rows and the rate interval axis of one panel."""
+    import altair as alt
+
+    base = chart.encode(y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220)))
+    title = f"{metric}, 95% Wilson interval"
+    axis = alt.Axis(format="%")
+    return base, alt.X("low:Q", title=title, scale=alt.Scale(domain=[0, 1]), axis=axis)
+
+
 def slice_error_chart(
     source: Any, policy: Any = None, gate: Any = None, *, title: str = TITLE, width: int = 330
 ) -> Any:
@@ -104,15 +114,7 @@ def slice_error_chart(
     panels = []
     for metric in data["metric"].drop_duplicates():
         part = data[data["metric"] == metric]
-        base = alt.Chart().encode(
-            y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
-        )
-        x = alt.X(
-            "low:Q",
-            title=f"{metric}, 95% Wilson interval",
-            scale=alt.Scale(domain=[0, 1]),
-            axis=alt.Axis(format="%"),
-        )
+        base, x = _rate_axes(alt.Chart(), metric, order)
         layers = [
             base.mark_rule(strokeWidth=2.5)
             .encode(x=x, x2=alt.X2("high:Q"), color=color)
@@ -138,20 +140,12 @@ def slice_error_chart(
                 width=width, height=max(60, 22 * len(order)), title=metric
             )
         )
-    chart = (
-        alt.hconcat(*panels)
-        .resolve_scale(color="shared")
-        .properties(
-            title=alt.Title(
-                title,
-                subtitle=(
-                    "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit;"
-                    " k/n beside each bar"
-                ),
-            )
-        )
+    subtitle = (
+        "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit; k/n beside"
+        " each bar"
     )
-    return chart
+    title_ = alt.Title(title, subtitle=subtitle)
+    return alt.hconcat(*panels).resolve_scale(color="shared").properties(title=title_)
 
 
 def candidates_chart(
@@ -174,26 +168,14 @@ def candidates_chart(
     data = pd.concat(frames, ignore_index=True) if frames else slice_error_data([], policy)
     order = list(dict.fromkeys(data["slice"]))
     panels = []
+    offset = alt.YOffset("candidate:N")
+    color = alt.Color("candidate:N", title="candidate", legend=alt.Legend(orient="bottom"))
     for metric in data["metric"].drop_duplicates():
         part = data[data["metric"] == metric]
-        base = alt.Chart(part).encode(
-            y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
-        )
-        offset = alt.YOffset("candidate:N")
-        color = alt.Color("candidate:N", title="candidate", legend=alt.Legend(orient="bottom"))
+        base, x = _rate_axes(alt.Chart(part), metric, order)
         layers = [
             base.mark_rule(strokeWidth=2)
-            .encode(
-                x=alt.X(
-                    "low:Q",
-                    title=f"{metric}, 95% Wilson interval",
-                    scale=alt.Scale(domain=[0, 1]),
-                    axis=alt.Axis(format="%"),
-                ),
-                x2=alt.X2("high:Q"),
-                yOffset=offset,
-                color=color,
-            )
+            .encode(x=x, x2=alt.X2("high:Q"), yOffset=offset, color=color)
             .transform_filter("datum.rate != null"),
             base.mark_point(filled=True, size=45)
             .encode(

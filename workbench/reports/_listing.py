@@ -151,8 +151,7 @@ _STATUS: dict[str, Any] = {"open": "running", "aborted": "aborted"}
 
 
 def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
-    """Mark dead certifications ``aborted`` in each ledger; return the problems of those that
-    cannot be."""
+    """Mark dead certifications ``aborted`` in each ledger; problems of ledgers that cannot be."""
     problems: list[Problem] = []
     for path in paths:
         if not path.exists():

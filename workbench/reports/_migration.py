@@ -43,8 +43,7 @@ control_report_from_records = mapped_controls
 
 
 def copy_spec(spec_path: Path, target_dir: Path) -> Path:
-    """Copy a candidate spec and the prompt or results file it names into ``target_dir``; return
-    the spec copy."""
+    """Copy a spec and the prompt or results file it names into ``target_dir``; return the copy."""
     spec, _ = load_spec(spec_path)
     target_dir.mkdir(parents=True, exist_ok=True)
     copy = target_dir / spec_path.name

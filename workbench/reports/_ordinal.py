@@ -16,8 +16,7 @@ NOMINAL_NOTE = (
 
 
 def ordinal_tables(report: Any) -> list[Table]:
-    """Per-slice ordinal figures and the ordinal confusion of an alignment report; empty on a
-    nominal rubric."""
+    """Per-slice ordinal figures and the ordinal confusion (none on a nominal rubric)."""
     frame = report.ordinal_frame()
     overall = report.overall.ordinal
     if frame is None or overall is None:

@@ -292,22 +292,10 @@ def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
 
 def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
     """The report's per-slice table."""
+    from ._tables import SLICE_COLUMNS
     from ._templates import render
 
-    columns = [
-        "slice",
-        "risk",
-        "n",
-        "coverage",
-        "false-pass rate [95% CI]",
-        "FP k/n",
-        "FP limit",
-        "basis",
-        "false-fail rate [95% CI]",
-        "FF k/n",
-        "FF limit",
-        "result",
-    ]
+    columns = [c for c in SLICE_COLUMNS if c != "abstained"]
     records = []
     has_dash = False
     for row in rows:
@@ -324,15 +312,11 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
                 "result_css": result_css,
             }
         )
-    notes = []
-    if note:
-        notes.append(note)
-    notes.append(
+    rates = (
         "Rates are over cases judged pass or fail; FP over human fails, FF over human passes;"
         " abstentions, errors and missing results are in neither. Interval: 95% Wilson."
     )
-    if has_dash:
-        notes.append(DASH_NOTE)
+    notes = [*([note] if note else []), rates, *([DASH_NOTE] if has_dash else [])]
     return render("slices.html.j2", columns=columns, rows=records, footnotes=notes)
 
 

@@ -72,8 +72,7 @@ def render_html(
     title: str = "Certification report",
     first: Sequence[Section] = (),
 ) -> str:
-    """A certification's page: ``first`` (e.g. the advisory notice), then the executed notebook's
-    outputs."""
+    """A certification's page: ``first`` (an advisory notice), then the notebook's outputs."""
     import nbformat
 
     read: Any = nbformat.read  # untyped

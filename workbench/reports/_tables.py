@@ -98,9 +98,7 @@ def styled(
         fmt = (formats or {}).get(column)
         values = []
         for value in raw[column]:
-            if fmt is not None and not (
-                not isinstance(value, (list, tuple, dict)) and missing(value)
-            ):
+            if fmt is not None and not missing(value):
                 values.append(fmt(value))
                 continue
             cell = _cell(value)

@@ -473,8 +473,6 @@ def _check_link(
     entries: list[LedgerEntry] | None,
     result: Verification,
 ) -> None:
-    """A linked report is there as the link says: its lock with the recorded hash, or the aborted
-    directory."""
     linked = reports_root / link.report_id
     if not linked.is_dir():
         message = f"the linked report {link.report_id} is missing"

@@ -25,8 +25,7 @@ DRAFT_SCHEMA_VERSION = 1
 
 
 class GoldCorrectionDraft(Record):
-    """A proposed superseding gold record, waiting for an adjudicator. Never applied
-    automatically."""
+    """A proposed superseding gold record, waiting for an adjudicator (never applied here)."""
 
     schema_version: int = DRAFT_SCHEMA_VERSION
     draft_id: str = Field(min_length=1)

@@ -91,8 +91,7 @@ def read_records(path: Path, model: type[M], *, code: str, what: str, fix: str) 
 
 
 class ReviewNotes:
-    """An append-only notes file (JSON Lines of :class:`ReviewNote`); opening repairs a torn last
-    line. A context manager."""
+    """An append-only notes file of :class:`ReviewNote` lines (a context manager)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
