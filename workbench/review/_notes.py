@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import uuid
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar, get_args
@@ -146,18 +147,16 @@ class ReviewNotes:
     def latest_by_case(self, judge_fingerprint: str | None = None) -> dict[str, ReviewNote]:
         """The latest note (in file order) per case, for one judge when ``judge_fingerprint`` is
         given."""
-        out: dict[str, ReviewNote] = {}
-        for note in self.all():
-            if judge_fingerprint is None or note.judge_fingerprint == judge_fingerprint:
-                out[note.case_id] = note
-        return out
+        return {n.case_id: n for n in self._of(judge_fingerprint)}
+
+    def _of(self, judge_fingerprint: str | None) -> list[ReviewNote]:
+        return [n for n in self.all() if judge_fingerprint in (None, n.judge_fingerprint)]
 
     def cause_counts(self, judge_fingerprint: str | None = None) -> pd.Series:
         """Cases per cause over :meth:`latest_by_case` (every cause present, zeros included)."""
-        counts = dict.fromkeys(CAUSES, 0)
-        for note in self.latest_by_case(judge_fingerprint).values():
-            counts[note.cause] += 1
-        return pd.Series(counts, name="cases", dtype=int).rename_axis("cause")
+        counts = Counter(n.cause for n in self.latest_by_case(judge_fingerprint).values())
+        series = pd.Series({cause: counts[cause] for cause in CAUSES}, name="cases", dtype=int)
+        return series.rename_axis("cause")
 
     def to_frame(
         self, judge_fingerprint: str | None = None, *, latest_only: bool = False
@@ -167,11 +166,7 @@ class ReviewNotes:
         if latest_only:
             notes = list(self.latest_by_case(judge_fingerprint).values())
         else:
-            notes = [
-                n
-                for n in self.all()
-                if judge_fingerprint is None or n.judge_fingerprint == judge_fingerprint
-            ]
+            notes = self._of(judge_fingerprint)
         columns = list(ReviewNote.model_fields)
         frame = pd.DataFrame.from_records([n.model_dump() for n in notes], columns=columns)
         frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
@@ -191,10 +186,11 @@ class ReviewNotes:
             fix = "name the file *.csv or *.parquet"
             raise refusal(refused, str(target), "unknown_export_format", message, fix)
         if target.resolve() == self.path.resolve():
-            message = "the export would replace the notes file itself"
-            raise refusal(
-                refused, str(target), "export_over_notes", message, "export to another file"
+            message, fix = (
+                "the export would replace the notes file itself",
+                "export to another file",
             )
+            raise refusal(refused, str(target), "export_over_notes", message, fix)
         frame = self.to_frame(judge_fingerprint, latest_only=latest_only)
         if suffix == ".csv":
             for column in frame.columns:

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 
-from .._io import AppendOnlyLog
 from .._load import Problems, validation_problems
-from .._record import Record
+from .._record import Record, append_to_log
 from ..errors import WorkbenchError
 from ._notes import UTCDatetime, read_records
 
@@ -76,11 +75,9 @@ class TransitionReview(Record):
 
     def matches(self, pending: PendingTransition) -> bool:
         """Whether this review is of ``pending`` as it stands (same versions, case and verdicts)."""
-        seen = (self.old_verdict, self.new_verdict, self.human_label)
-        return self.key == pending.key and seen == (
-            pending.old_verdict,
-            pending.new_verdict,
-            pending.human_label,
+        seen = ("old_verdict", "new_verdict", "human_label")
+        return self.key == pending.key and all(
+            getattr(self, k) == getattr(pending, k) for k in seen
         )
 
 
@@ -148,14 +145,7 @@ class TransitionReviews:
         try:
             review = TransitionReview(
                 review_id=f"trv-{uuid.uuid4().hex[:16]}",
-                old_fingerprint=pending.old_fingerprint,
-                new_fingerprint=pending.new_fingerprint,
-                case_id=pending.case_id,
-                report_id=pending.report_id,
-                slice=pending.slice,
-                human_label=pending.human_label,
-                old_verdict=pending.old_verdict,
-                new_verdict=pending.new_verdict,
+                **{k: v for k, v in asdict(pending).items() if k not in ("evidence_ids", "cited")},
                 decision=decision,
                 evidence_ids=ids,
                 reviewer=reviewer,
@@ -173,9 +163,7 @@ class TransitionReviews:
                     fix="name the reviewer and cite the evidence",
                 ),
             ) from None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with AppendOnlyLog(self.path) as log:
-            log.append(review.model_dump(mode="json"))
+        append_to_log(self.path, review)
         return review
 
     def all(self) -> list[TransitionReview]:
