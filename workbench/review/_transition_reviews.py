@@ -35,21 +35,33 @@ class TransitionReview(Record):
 
     schema_version: int = TRANSITION_REVIEW_SCHEMA_VERSION
     review_id: str = Field(min_length=1)
+    """Unique id of this review."""
     old_fingerprint: str = Field(min_length=1)
+    """Fingerprint of the baseline (old version)."""
     new_fingerprint: str = Field(min_length=1)
+    """Fingerprint of the candidate (new version)."""
     case_id: str = Field(min_length=1)
+    """The held-out case whose verdict changed."""
     report_id: str = Field(min_length=1)
     """The certification report whose restricted part the reviewer read."""
     slice: str
+    """The case's slice."""
     human_label: str
+    """The adjudicated label the reviewer saw."""
     old_verdict: str
     """The old version's verdict the reviewer saw (``error`` or ``missing`` when it gave none)."""
     new_verdict: str
+    """The new version's verdict the reviewer saw (likewise)."""
     decision: Decision
+    """``accept`` or ``reject``."""
     evidence_ids: list[str] = Field(min_length=1)
+    """The evidence the decision rests on (ids in the gold's snapshot, or cited by the case)."""
     reviewer: str = Field(min_length=1)
+    """Who decided."""
     created_at: UTCDatetime
+    """When (UTC)."""
     note: str = ""
+    """Free text: how the evidence settles it."""
 
     @field_validator("evidence_ids")
     @classmethod
