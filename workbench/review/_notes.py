@@ -154,7 +154,9 @@ class ReviewNotes:
 
     def cause_counts(self, judge_fingerprint: str | None = None) -> pd.Series:
         """Cases per cause over :meth:`latest_by_case` (every cause present, zeros included)."""
-        counts = Counter(n.cause for n in self.latest_by_case(judge_fingerprint).values())
+        counts: Counter[str] = Counter(
+            n.cause for n in self.latest_by_case(judge_fingerprint).values()
+        )
         series = pd.Series({cause: counts[cause] for cause in CAUSES}, name="cases", dtype=int)
         return series.rename_axis("cause")
 
