@@ -95,8 +95,7 @@ def family(blocker: Any) -> str:
 def sample_figures(
     ev: dict[str, Any], *, have: int, errors: int, limit: float | None
 ) -> tuple[int | None, int | None, int | None]:
-    """``(to bound at half the limit, at zero errors, more)`` of a sample-size blocker, from the
-    gate's evidence (an older gate's from :func:`workbench.stats.shortfall`)."""
+    """``(to bound at half the limit, at zero errors, more)`` of a sample-size blocker."""
     basis: Literal["upper_95", "point"] = "point" if ev.get("basis") == "point" else "upper_95"
     if "more_verdicts_needed" in ev:
         return (

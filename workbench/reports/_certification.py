@@ -452,8 +452,6 @@ class Certification:
         return decision.gate
 
     def _store_lifecycle_evidence(self) -> dict[str, Any]:
-        """Check the held-out results' lineage (raises when it does not hold); store the
-        repeatability studies and, for a migration, the transition reviews in effect (returned)."""
         from ..repeatability import studies_of, studies_path_for
         from ..review import TransitionReviews, transition_reviews_path_for
 

@@ -744,8 +744,7 @@ def _check_inputs_unchanged(job: _Job, before: dict[str, str | None]) -> None:
 
 
 def _notebook_node(job: _Job) -> Any:
-    """The notebook parsed from the very bytes whose sha256 the lock records (``notebook_changed``
-    when it was replaced since it was checked)."""
+    """The notebook, parsed from the bytes whose sha256 the lock records."""
     import nbformat
 
     data = job.notebook.read_bytes()

@@ -422,8 +422,7 @@ def to_svg(chart: Any) -> str:
 
 
 def svg_display(chart: Any) -> Any:
-    """An IPython display object holding the chart as inline ``<svg>`` HTML, so the report inlines
-    the SVG element itself."""
+    """An IPython display object holding the chart as inline ``<svg>`` HTML."""
     from .._html import display_html, fragment, safe
 
     return display_html(str(fragment("fragments.html.j2", "chart", safe(to_svg(chart)))))

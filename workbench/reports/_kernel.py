@@ -26,8 +26,7 @@ def ipc_kernel_manager(socket_dir: Path) -> type:
 
 @contextlib.contextmanager
 def kernel_manager_class() -> Iterator[type]:
-    """Yield an IPC kernel manager class whose socket directory (short: a Unix socket path is
-    limited to about 100 bytes) is removed afterwards."""
+    """Yield an IPC kernel manager class; its (short) socket directory is removed afterwards."""
     directory = Path(tempfile.mkdtemp(prefix="wbk-", dir="/tmp" if Path("/tmp").is_dir() else None))
     try:
         yield ipc_kernel_manager(directory)

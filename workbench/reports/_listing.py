@@ -222,8 +222,7 @@ class LedgerBlock(TypedDict):
 def read_ledgers(
     reports_root: str | Path, extra: list[Path]
 ) -> tuple[list[LedgerBlock], list[Problem]]:
-    """Every held-out use in the ledgers of :func:`ledgers_for` (dead certifications marked
-    aborted first), each chain checked; and every problem found."""
+    """Every held-out use in the ledgers of :func:`ledgers_for`, and every problem found."""
     paths = ledgers_for(reports_root, extra)
     if not paths:
         message = "no report here names a held-out ledger"

@@ -428,8 +428,7 @@ def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None)
 
 
 def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
-    """The control suite's result grouped by role, failed roles and controls first, reasons
-    shortened."""
+    """The control suite's result grouped by role, failed roles and controls first."""
     from ._templates import fragment as wrap
     from ._templates import render
 

@@ -141,8 +141,6 @@ def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) 
 def _gold_held_out(
     gold: str | Path,
 ) -> tuple[dict[str, set[str]], set[str], str | None, str]:
-    """``(case id -> content keys of every held-out version, held-out ids not superseded, dataset
-    sha256 or None when it does not validate as a whole, gold file path)``."""
     from ..gold import GoldCase, load_dataset
     from ..heldout import gold_directory
 

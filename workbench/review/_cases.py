@@ -205,8 +205,6 @@ class ReviewTable:
 
 
 def _checked(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with every column of :data:`COLUMNS` (in order, extra ones after); refused when
-    a required column is missing, a case repeats or a case is held out."""
     missing = [c for c in _REQUIRED if c not in frame.columns]
     if missing:
         message = f"missing column(s): {', '.join(missing)}"
