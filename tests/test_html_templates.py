@@ -214,16 +214,15 @@ def assert_escaped(html: str, *, copies: int = 1) -> None:
 
 
 def test_fragments_escape_hostile_text() -> None:
-    from workbench.reports._present import (
-        blockers_html,
-        key_value_html,
-        outcome_html,
-    )
+    from workbench.reports._present import blockers_html, key_value_html, outcome_section
+    from workbench.reports._render import section_html
 
     blocker = NS(
         code=HOSTILE, category=HOSTILE, slice=HOSTILE, message=HOSTILE, evidence={HOSTILE: HOSTILE}
     )
-    banner = outcome_html("certified", [blocker], candidate=HOSTILE, rerun_reason=HOSTILE)
+    banner = section_html(
+        outcome_section("certified", [blocker], candidate=HOSTILE, rerun_reason=HOSTILE)
+    )
     assert_escaped(banner, copies=7)
     assert_escaped(key_value_html(HOSTILE, [(HOSTILE, HOSTILE)]), copies=3)
     gate = NS(outcome="review_required", blockers=[], waived=[])

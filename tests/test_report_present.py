@@ -27,7 +27,6 @@ from workbench.reports import (
     DASH_NOTE,
     group_blockers,
     last_certified,
-    more_needed,
     next_step,
     previous_certification,
     rate_text,
@@ -40,7 +39,13 @@ from workbench.reports import (
 from workbench.reports._blockers import family
 from workbench.reports._present import blockers_html, first_screen_html
 from workbench.runs._progress import LineProgress
-from workbench.stats import cases_needed, cases_to_bound, upper_bound, wilson_rate
+from workbench.stats import (
+    cases_needed,
+    cases_to_bound,
+    more_without_errors,
+    upper_bound,
+    wilson_rate,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -173,7 +178,7 @@ def test_blocker_text_is_escaped() -> None:
 def test_more_needed_is_the_smallest_sample_whose_bound_is_within_the_limit(
     errors: int, have: int, limit: float
 ) -> None:
-    more = more_needed(errors, have, limit)
+    more = more_without_errors(errors, have, limit)
     assert more is not None and more >= 0
     total = have + more
     assert float(upper_bound(errors, total)) <= limit
@@ -181,7 +186,7 @@ def test_more_needed_is_the_smallest_sample_whose_bound_is_within_the_limit(
         assert float(upper_bound(errors, total - 1)) > limit
     if errors == 0:
         assert total == max(have, cases_needed(limit))
-    assert more_needed(0, 3, 0.0) is None  # no sample shows a limit of 0
+    assert more_without_errors(0, 3, 0.0) is None  # no sample shows a limit of 0
 
 
 def test_unproven_bound_says_how_many_more_human_fail_cases() -> None:

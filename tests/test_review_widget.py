@@ -719,7 +719,7 @@ def test_table_from_frame_tolerates_missing_optional_values():
             "tags": [["x"], None],
         }
     )
-    table = ReviewTable.from_frame(frame)
+    table = ReviewTable(frame)
     assert table.tags == ("x",) and table.row(1)["risk"] is None and table.row(1)["tags"] is None
     assert table.reviewers_disagree.tolist() == [False, False] and table.labels == ()
     model = ReviewModel(table)

@@ -1,17 +1,9 @@
-"""Certification and locked reports: certify, render, lock, sign, verify, list.
-
-Every locked report (a certification, a migration, a locked ranking or noise run) has one lock
-format and one verification (:mod:`workbench._lock`: :class:`Lock`, :func:`verify_one`);
-every report page is one renderer's (:func:`render_document`: sections of one template).
-
-Presentation shared with the notebooks: styled tables (:func:`slice_table`, :func:`styled`,
-:func:`transitions_table`), charts (:func:`slice_error_chart`, :func:`confusion_heatmap`,
-:func:`threshold_sweep_chart`) and blockers grouped per slice (:func:`blockers_display`).
-"""
+"""Certification and locked reports: certify, render, lock, sign, verify, list; and the tables,
+charts and blocker summaries the notebooks share with the report."""
 
 from .._lock import Lock, read_lock
-from .._signing import LockSignature, load_signer, load_trust
-from ._blockers import group_blockers, more_needed, why_lines
+from .._signing import load_signer, load_trust
+from ._blockers import group_blockers, why_lines
 from ._certification import Certification
 from ._certify import (
     CONTROLS_DIR,
@@ -28,15 +20,13 @@ from ._charts import (
     threshold_sweep_chart,
     to_svg,
 )
-from ._format import DASH, DASH_NOTE, pct, rate_text
+from ._format import DASH, DASH_NOTE, rate_text
 from ._listing import (
     format_ledger,
     format_report_row,
     ledger_problems,
-    ledgers_of,
     list_reports,
     read_ledgers,
-    reconcile_ledgers,
 )
 from ._migration import (
     format_transition_status,
@@ -81,7 +71,6 @@ __all__ = [
     "Certification",
     "Provenance",
     "Lock",
-    "LockSignature",
     "Section",
     "agreement_summary",
     "blockers_display",
@@ -103,13 +92,11 @@ __all__ = [
     "key_value_html",
     "last_certified",
     "ledger_problems",
-    "ledgers_of",
     "lineage_html",
     "list_reports",
     "load_signer",
     "load_trust",
     "merge_interval",
-    "more_needed",
     "next_step",
     "not_used_html",
     "ordinal_section_html",
@@ -117,13 +104,11 @@ __all__ = [
     "outcome_section",
     "package_sha256",
     "packaged_notebook",
-    "pct",
     "pending_for_report",
     "previous_certification",
     "rate_text",
     "read_ledgers",
     "read_lock",
-    "reconcile_ledgers",
     "record_transition_review",
     "render_document",
     "render_html",

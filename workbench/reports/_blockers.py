@@ -1,13 +1,6 @@
-"""Blockers as a reviewer reads them: one group per slice and code family, one line each.
-
-The gate can raise several blockers for one problem (``false_passes_exceeded`` beside
-``false_pass_rate_exceeded`` for the same false passes). A reviewer needs one line per slice
-and kind of problem, with the numbers rounded, and the raw blockers one click away. Nothing
-here changes a decision: the groups are read from the gate's blockers, and the exact values
-stay in ``gate.json``.
-
-Case ids are never shown, except control ids (the control suite is not held-out data).
-"""
+"""Blockers as a reviewer reads them: one group per slice and code family, one line each, the
+numbers rounded and the raw blockers one click away. Nothing here changes a decision; case ids
+are never shown, except control ids (the control suite is not held-out data)."""
 
 from __future__ import annotations
 
@@ -15,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..stats import more_without_errors, shortfall
-from ._format import number, pct, rate_text
+from ..stats import shortfall
+from ._format import attr, number, pct, rate_text
 
 FAMILY_TITLES = {
     "controls": "controls",
@@ -38,7 +31,6 @@ BADGE = {"incomplete": "INCOMPLETE", "quality": "FAIL", "review": "REVIEW"}
 SAMPLE_CODES = frozenset(
     {"too_few_cases", "rate_unbounded", "false_pass_rate_unproven", "false_fail_rate_unproven"}
 )
-"""Review blockers that say the sample is too small to show a limit, not that the judge is wrong."""
 COMPLETENESS = frozenset(
     {
         "no_cases",
@@ -67,12 +59,6 @@ CONSISTENCY = frozenset(
 )
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
 _FAMILY_PREFIXES = (
     ("control_failed_", "controls"),
     ("cost_", "cost"),
@@ -90,10 +76,10 @@ _FAMILY_CODES = {
 
 
 def family(blocker: Any) -> str:
-    """The code family of a blocker (``false_pass``, ``controls``, ``completeness``, ...)."""
-    code = str(_get(blocker, "code", ""))
+    """The code family of a blocker (``false_pass``, ``controls``, ...)."""
+    code = str(attr(blocker, "code", ""))
     if code == "rate_unbounded":
-        rate = str((_get(blocker, "evidence", {}) or {}).get("rate", ""))
+        rate = str((attr(blocker, "evidence", {}) or {}).get("rate", ""))
         return "false_fail" if rate.startswith("false_fail") else "false_pass"
     if code in _FAMILY_CODES:
         return _FAMILY_CODES[code]
@@ -106,23 +92,10 @@ def family(blocker: Any) -> str:
     return known.feature if known and known.feature in ("migration", "repeatability") else "other"
 
 
-def more_needed(errors: int, have: int, limit: float | None) -> int | None:
-    """Decided cases to add (with no further error) before the 95% Wilson upper bound of
-    ``errors`` out of ``have + more`` is within ``limit``; None when no sample can show it
-    (:func:`workbench.stats.more_without_errors`)."""
-    return more_without_errors(errors, have, limit)
-
-
 def sample_figures(
     ev: dict[str, Any], *, have: int, errors: int, limit: float | None
 ) -> tuple[int | None, int | None, int | None]:
-    """``(to bound at half the limit, at zero errors, more)`` of a sample-size blocker.
-
-    Read from the gate's evidence (``verdicts_needed_to_bound_at_half_limit``,
-    ``verdicts_needed_at_zero_errors``, ``more_verdicts_needed``), so the report shows the
-    numbers the gate cited; a gate result written before those fields existed gets them from
-    the same function the gate uses (:func:`workbench.stats.shortfall`).
-    """
+    """``(to bound at half the limit, at zero errors, more)`` of a sample-size blocker."""
     basis: Literal["upper_95", "point"] = "point" if ev.get("basis") == "point" else "upper_95"
     if "more_verdicts_needed" in ev:
         return (
@@ -143,15 +116,13 @@ class BlockerGroup:
     family: str
     category: str
     headline: str
-    """One sentence with the rounded numbers."""
     short: str
     """A few words for the one-line-per-slice summary."""
     blockers: list[dict[str, Any]] = field(default_factory=list)
-    """The raw blockers (code, category, message, evidence rounded for display)."""
     waived_by: list[str] = field(default_factory=list)
     """Override ids, when the group's blockers were waived."""
     more_cases: int | None = None
-    """For a sample-size group: how many more decided cases the slice needs (None otherwise)."""
+    """For a sample-size group: how many more decided cases the slice needs."""
     more_of: str | None = None
     """What those cases are: ``human-fail``, ``human-pass`` or ``decided``."""
 
@@ -171,12 +142,9 @@ class BlockerGroup:
 def group_blockers(
     blockers: Sequence[Any], *, waived: Sequence[Any] = (), policy: Any = None
 ) -> list[BlockerGroup]:
-    """Group ``blockers`` per slice and code family (worst first), then the waived ones.
-
-    Accepts :class:`~workbench.policy.Blocker` objects or their JSON dicts; ``waived`` holds
-    :class:`~workbench.policy.WaivedBlocker` objects or dicts.
-    """
-    groups = _groups([(b, None) for b in blockers], policy)
+    """Group ``blockers`` (objects or their JSON dicts) per slice and code family, worst first,
+    then the ``waived`` ones."""
+    groups = _groups([(b, None) for b in blockers])
     groups.sort(
         key=lambda g: (
             CATEGORY_RANK.get(g.category, 9),
@@ -185,19 +153,19 @@ def group_blockers(
             g.family,
         )
     )
-    waived_groups = _groups([(_get(w, "blocker"), _get(w, "override_id")) for w in waived], policy)
+    waived_groups = _groups([(attr(w, "blocker"), attr(w, "override_id")) for w in waived])
     return groups + waived_groups
 
 
-def _groups(items: list[tuple[Any, str | None]], policy: Any) -> list[BlockerGroup]:
+def _groups(items: list[tuple[Any, str | None]]) -> list[BlockerGroup]:
     keyed: dict[tuple[str | None, str], list[tuple[Any, str | None]]] = {}
     for blocker, override in items:
-        keyed.setdefault((_get(blocker, "slice"), family(blocker)), []).append((blocker, override))
+        keyed.setdefault((attr(blocker, "slice"), family(blocker)), []).append((blocker, override))
     out = []
     for (slice_name, fam), members in keyed.items():
         raw = [_raw(b) for b, _ in members]
         worst = min((r["category"] for r in raw), key=lambda c: CATEGORY_RANK.get(c, 9))
-        headline, short, more, of = _describe(fam, slice_name, raw, policy)
+        headline, short, more, of = _describe(fam, raw)
         out.append(
             BlockerGroup(
                 slice=slice_name,
@@ -216,32 +184,24 @@ def _groups(items: list[tuple[Any, str | None]], policy: Any) -> list[BlockerGro
 
 
 def _raw(blocker: Any) -> dict[str, Any]:
-    code = str(_get(blocker, "code", ""))
-    ids = list(_get(blocker, "case_ids", []) or []) if code.startswith("control_failed_") else []
+    code = str(attr(blocker, "code", ""))
+    ids = list(attr(blocker, "case_ids", []) or []) if code.startswith("control_failed_") else []
     return {
         "code": code,
-        "category": str(_get(blocker, "category", "")),
-        "slice": _get(blocker, "slice"),
-        "risk": _get(blocker, "risk"),
-        "message": str(_get(blocker, "message", "")),
-        "evidence": dict(_get(blocker, "evidence", {}) or {}),
+        "category": str(attr(blocker, "category", "")),
+        "slice": attr(blocker, "slice"),
+        "risk": attr(blocker, "risk"),
+        "message": str(attr(blocker, "message", "")),
+        "evidence": dict(attr(blocker, "evidence", {}) or {}),
         "evidence_text": [
-            (str(k), number(v)) for k, v in (_get(blocker, "evidence", {}) or {}).items()
+            (str(k), number(v)) for k, v in (attr(blocker, "evidence", {}) or {}).items()
         ],
         "control_ids": ids,
-        "waivable": bool(_get(blocker, "waivable", False)),
+        "waivable": bool(attr(blocker, "waivable", False)),
     }
 
 
-def _slice_limit(policy: Any, slice_name: str | None, key: str) -> Any:
-    slices = _get(policy, "slices", {}) or {}
-    return _get(_get(slices, slice_name), key) if slice_name else None
-
-
-def _describe(
-    fam: str, slice_name: str | None, raw: list[dict[str, Any]], policy: Any
-) -> tuple[str, str, int | None, str | None]:
-    """(headline, short phrase, more cases needed, of what) for one group."""
+def _describe(fam: str, raw: list[dict[str, Any]]) -> tuple[str, str, int | None, str | None]:
     codes = [r["code"] for r in raw]
     ev = {k: v for r in raw for k, v in r["evidence"].items()}
     if fam in ("false_pass", "false_fail"):
@@ -303,8 +263,6 @@ _RATE_WORDS = {
 def _rate_family(
     fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict[str, Any]
 ) -> tuple[str, str, int | None, str | None]:
-    """A false-pass or false-fail group: unbounded (no case decided), over the limit, or a
-    bound too wide to show the limit."""
     human, what, count_key, total_key, scope_key = _RATE_WORDS[fam]
     limit = next(
         (
@@ -399,11 +357,8 @@ def _shorten(text: str, limit: int = 110) -> str:
 
 
 def why_lines(groups: Sequence[BlockerGroup], *, max_lines: int = 9) -> list[tuple[str, str, str]]:
-    """At most one line per slice (and one per whole-evaluation family): ``(label, badge, text)``.
-
-    Waived groups are left out (they no longer block); when more lines exist than fit, the
-    last line says how many more there are.
-    """
+    """``(label, badge, text)``: one line per slice and per whole-evaluation family, waived groups
+    left out; beyond ``max_lines``, the last line counts the rest."""
     lines: list[tuple[str, str, str]] = []
     per_slice: dict[str, list[BlockerGroup]] = {}
     for g in groups:

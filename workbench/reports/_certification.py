@@ -1,11 +1,5 @@
-"""The evaluation steps of ``03_certify.ipynb``: :class:`Certification`.
-
-``workbench certify`` (:mod:`workbench.reports._certify`) opens a held-out ledger entry and
-executes the notebook; the notebook calls these steps in order (lineage, controls, the
-held-out run, sentinels, the gate) and displays what they return. The steps write every file
-the gate reads into the report, so ``workbench verify`` can decide the outcome again
-(:mod:`workbench.reports._recompute`).
-"""
+"""The evaluation steps of ``03_certify.ipynb``: :class:`Certification`. They write every file
+the gate reads into the report, so ``workbench verify`` can decide the outcome again."""
 
 from __future__ import annotations
 
@@ -45,7 +39,7 @@ from ..policy import (
     load_policy,
 )
 from ..runs import RunDir, RunOptions, RunSummary, run_candidate
-from ._certify import CONTROLS_DIR, GATE_FILE, RESTRICTED_DIR, RUN_DIR, held_out_items
+from ._certify import CONTROLS_DIR, GATE_FILE, RESTRICTED_DIR, RUN_DIR, work_items
 from ._evaluation import (
     FIGURES_FILE,
     LINEAGE_FILE,
@@ -67,21 +61,14 @@ _NOT_BY_CERTIFY = "run `workbench certify`; the certification notebook is execut
 
 
 def _check(name: str, expected: Any, actual: Any, ok: bool | None = None) -> dict[str, Any]:
-    """One lineage row: held when ``ok`` (default: the two values are equal)."""
     held = expected == actual if ok is None else ok
     return {"check": name, "ok": bool(held), "expected": expected, "actual": actual}
 
 
 class Certification:
-    """The evaluation steps of ``03_certify.ipynb``, callable and testable outside the notebook.
-
-    It refuses to exist unless ``workbench certify`` opened a ledger entry for it: the ledger
-    is resolved from the gold dataset (a ``ledger_path`` given must be that one), an open
-    ``started`` entry must carry the hash of ``certification_token``, name this report
-    directory and candidate (and, for a migration, this baseline; for a re-evaluation, the
-    report it resumes), and be held by a live ``certify`` process; the token is then claimed,
-    so it works once.
-    """
+    """The evaluation steps of ``03_certify.ipynb``. Refused unless ``workbench certify`` opened
+    it: an open entry of the gold's ledger must carry the hash of ``certification_token``, match
+    this run and be held by a live ``certify`` process; the token then works no more."""
 
     def __init__(
         self,
@@ -100,7 +87,6 @@ class Certification:
         label_mapping: str | Path | None = None,
         resume_from: str | Path | None = None,
     ) -> None:
-        # Notebook parameters arrive as papermill injected them: checked before the ledger is read.
         check_run_arguments(concurrency=concurrency, max_cases=max_cases)
         self.report_dir = Path(report_dir)
         self.controls_path = Path(controls) if controls else None
@@ -134,24 +120,9 @@ class Certification:
         self.migration: MigrationEvidence | None = None
         self.gate: GateResult | None = None
 
-    @property
-    def is_migration(self) -> bool:
-        """Whether a baseline is judged beside the candidate."""
-        return self.baseline_judge is not None
-
-    @property
-    def kind(self) -> str:
-        """The ledger entry's kind: certification, migration or review_reevaluation."""
-        return self.ledger_entry.kind
-
     def _refuse(self, code: str, message: str, fix: str = _NOT_BY_CERTIFY) -> WorkbenchError:
-        return refusal(
-            "certification refused: the held-out partition was not used",
-            str(self.ledger.path),
-            code,
-            message,
-            fix,
-        )
+        summary = "certification refused: the held-out partition was not used"
+        return refusal(summary, str(self.ledger.path), code, message, fix)
 
     def _open(self, ledger_path: str | Path | None, token: str) -> LedgerEntry:
         if ledger_path and Path(ledger_path).resolve() != self.ledger.path:
@@ -165,10 +136,8 @@ class Certification:
             raise self._refuse("certification_not_opened", "no certification token was given")
         entry = self.ledger.open_entry_for_token(token)  # raises on a damaged ledger
         if entry is None:
-            raise self._refuse(
-                "certification_not_opened",
-                "no open certification in the held-out ledger carries this token",
-            )
+            message = "no open certification in the held-out ledger carries this token"
+            raise self._refuse("certification_not_opened", message)
         refused = self._entry_mismatch(entry) or self._entry_not_live(entry)
         if refused is not None:
             raise self._refuse(*refused)
@@ -176,7 +145,6 @@ class Certification:
         return entry
 
     def _entry_mismatch(self, entry: LedgerEntry) -> tuple[str, str] | None:
-        """Why ``entry`` is not the certification of this notebook run, or None."""
         baseline = self.baseline_judge
         baseline_fp = baseline.identity.fingerprint() if baseline is not None else None
         kind = (
@@ -218,7 +186,6 @@ class Certification:
         return next(((code, message) for bad, code, message in mismatches if bad), None)
 
     def _entry_not_live(self, entry: LedgerEntry) -> tuple[str, str] | None:
-        """Why ``entry`` may not run now (its certify process died, an unexplained re-use)."""
         if not self.ledger.is_running(entry.entry_id):
             return (
                 "certification_not_running",
@@ -236,10 +203,8 @@ class Certification:
             " entry gives no re-run reason",
         )
 
-    # -- steps ----------------------------------------------------------------------------
-
     def check_lineage(self) -> list[dict[str, Any]]:
-        """Deterministic checks that the judge and the humans saw the same items and rubric."""
+        """Checks that the judge and the humans saw the same items and rubric."""
         entry, dataset, policy = self.ledger_entry, self.dataset, self.policy
         held_out = dataset.partition("held_out")
         others = {c.group for c in dataset.cases.values() if c.partition.value != "held_out"}
@@ -324,15 +289,8 @@ class Certification:
         )
 
     async def run_controls(self) -> Any | None:
-        """Run the policy's control suite before any held-out call (for a migration: on both
-        versions).
-
-        A failed blocking role (positive, negative, adversarial by default) of the candidate
-        becomes a blocker with its own text, and the held-out partition is then not used at
-        all: a judge that fails its controls is not worth spending held-out data on. The
-        baseline's controls are shown beside (verdicts mapped), never a blocker. A
-        re-evaluation rebuilds both reports from the locked report's control records.
-        """
+        """Run the control suite (on both versions of a migration) before any held-out call; a
+        failed blocking role of the candidate is a blocker (held-out data is then not used)."""
         if self.policy is None or self.policy.controls is None:
             return None
         from ..controls import run_controls
@@ -367,12 +325,8 @@ class Certification:
 
     async def run_held_out(self) -> RunSummary | None:
         """Run the candidate (and the baseline) once on held-out data, when lineage holds and
-        controls pass.
-
-        One ledger entry covers both runs; with a budget, the candidate's run may spend what
-        the baseline's reservation leaves, the baseline's what the candidate's spend leaves. A
-        re-evaluation judges nothing: it reads the run summaries of the copied records.
-        """
+        controls pass; with a budget, the candidate may spend what the baseline's reservation
+        leaves. A re-evaluation judges nothing: it reads the copied runs' summaries."""
         if not self.lineage:
             self.check_lineage()
         if not self.lineage_ok or not self.controls_ok:
@@ -388,7 +342,7 @@ class Certification:
             reserved = estimate_run(
                 "baseline",
                 self.baseline_judge,
-                held_out_items(self.dataset),
+                work_items(self.dataset.partition("held_out")),
                 self.report_dir / BASELINE_RUN_DIR,
                 cache_dir=False,
             )
@@ -417,20 +371,16 @@ class Certification:
                 concurrency=self.concurrency,
                 budget_usd=limit,
                 max_cases=self.max_cases,
-                cache_dir=False,  # held-out verdicts are neither reused nor shared through a cache
-                progress=False,  # progress widgets do not render in static HTML
+                cache_dir=False,
+                progress=False,
             ),
             held_out_access=access,
         )
 
     async def run_sentinels(self) -> RunSummary | None:
-        """Run the candidate on the gold's sentinels (``sentinels.yaml``) into
-        ``REPORT/sentinels/``.
-
-        Only after a held-out run, never on held-out cases (the sentinel file refuses them),
-        and no ledger use: it is the baseline ``workbench drift --against REPORT`` compares
-        later runs of this judge with. Not a gate input. A re-evaluation keeps the copied run.
-        """
+        """After a held-out run, run the candidate on the gold's sentinels into
+        ``REPORT/sentinels/`` (the baseline of ``workbench drift --against REPORT``; no ledger
+        use, no gate input). A re-evaluation keeps the copied run."""
         from ..repeatability import SENTINEL_PARTITION, load_sentinels, sentinels_path_for
 
         if (
@@ -440,17 +390,13 @@ class Certification:
         ):
             return None
         from ..gold import gold_lineage
-        from ..judges import JudgeInput
-        from ..runs import WorkItem, run_items
+        from ..runs import run_items
 
         loaded = load_sentinels(None, self.dataset)
-        items = [
-            WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in loaded.cases
-        ]
         baseline_cost = self.baseline_summary.cost_usd if self.baseline_summary else 0.0
         self.sentinels = await run_items(
             self.judge,
-            items,
+            work_items(loaded.cases),
             self.report_dir / SENTINELS_DIR,
             RunOptions(
                 repeats=1,
@@ -467,21 +413,14 @@ class Certification:
         return self.sentinels
 
     def evaluate(self) -> GateResult:
-        """Store what the gate reads in the report, decide, and write gate.json, the figures and
-        the restricted evidence.
-
-        The decision is :func:`~workbench.reports._recompute.decide` on the report's own files,
-        the one ``workbench verify`` makes again: the held-out gold and rubric, the lineage
-        checks, the control records, the run records, the overrides (checked against the
-        certification's start, the ``started`` ledger entry's time), the repeatability studies
-        (when a slice limits the flip rate, or the candidate has one) and, for a migration,
-        the baseline's run and the transition reviews in effect.
-        """
+        """Store what the gate reads in the report, decide (:func:`~._recompute.decide`, as
+        ``workbench verify`` does again), and write gate.json, the figures and the restricted
+        evidence."""
         if not self.lineage:
             self.check_lineage()
         write_gold_evidence(self.report_dir, self.dataset)
         reviews: dict[str, Any] = {}
-        if not self.control_blockers:  # held-out data was used: store what else the gate reads
+        if not self.control_blockers:
             reviews = self._store_lifecycle_evidence()
         baseline = self.baseline_judge
         subject = Subject(
@@ -513,9 +452,6 @@ class Certification:
         return decision.gate
 
     def _store_lifecycle_evidence(self) -> dict[str, Any]:
-        """Check the held-out results' lineage against this gold (raises when it does not hold);
-        store the repeatability studies and, for a migration, the transition reviews in effect
-        (returned)."""
         from ..repeatability import studies_of, studies_path_for
         from ..review import TransitionReviews, transition_reviews_path_for
 
@@ -553,8 +489,7 @@ class Certification:
         return reviews
 
     def _copy_code(self) -> None:
-        """Keep the code the candidate (and a baseline) runs in ``restricted/code/``
-        (``restricted/baseline_code/``), as its fingerprint covered it."""
+        """Keep the code the candidate (and a baseline) runs in ``restricted/[baseline_]code/``."""
         from ._restricted import CODE_DIR, write_code_copy
 
         restricted = self.report_dir / RESTRICTED_DIR
@@ -576,15 +511,12 @@ class Certification:
         if self.migration is not None:
             write_transitions_html(restricted, self.migration, report_id=report_id)
 
-    # -- what the report shows --------------------------------------------------------------
-
     def run_rows(self) -> list[dict[str, Any]]:
         path = RunDir(self.report_dir / RUN_DIR).results
         return read_jsonl_records(path) if path.exists() else []
 
     def grant(self, gate: GateResult | None = None) -> Any:
-        """What this certification grants (:func:`~workbench.authority.grant_for` on the policy and
-        the public gate)."""
+        """What this certification grants (:func:`~workbench.authority.grant_for`)."""
         from ..authority import AuthorityGrant, grant_for
 
         gate = gate or self.gate
@@ -602,8 +534,7 @@ class Certification:
         return grant_for(self.policy, public_gate(gate), report_id=report_id)
 
     def beside(self) -> Any:
-        """The authority requested and the last complete certified other version
-        (:func:`~workbench.authority.beside_candidate`)."""
+        """:func:`~workbench.authority.beside_candidate` of this candidate."""
         from ..authority import beside_candidate
 
         if self.policy is None:

@@ -1,49 +1,21 @@
 """Certification: run a candidate once on held-out data and lock the report.
 
-:func:`certify` is what ``workbench certify`` calls. It is a straight line:
-
-    check every input (the policy against the dataset's rubric, the budget against the
-    policy, the signing key) -> under the ledger lock: close dead certifications as aborted,
-    check the ledger's chain and that it knows every report of this reports root, refuse an
-    unexplained re-certification, allocate reports/<c>/<v>/<n>, open a ``started`` entry
-    with a one-time token -> copy the inputs -> execute 03_certify.ipynb with papermill
-    (the copy shipped in the package, or a ``--notebook`` recorded by its sha256; it finds its
-    entry by the token) -> refuse a notebook that changed the copied inputs -> cap an unpinned
-    custom notebook's gate (``notebook_unpinned``, :mod:`._provenance`) -> render HTML -> hash
-    everything into lock.json with the provenance (and sign it) -> close the ledger entry ->
-    make the report read-only.
-
-The notebook does the evaluation through :class:`~workbench.reports.Certification`, so the
-logic lives in the library, where it is tested, and the notebook only calls and displays.
-
-A *migration certification* (``baseline=OLD``) judges the held-out partition with the
-candidate and the baseline under one ledger entry of kind ``migration`` (one use; both
-fingerprints recorded, so certifying either again on the same manifest is a re-use). Controls
-of both run before any held-out call; a blocking control failure of the candidate stops it as
-for one candidate, the baseline's controls are shown beside. The case-level transitions go to
-the restricted part, counts to ``migration.json``; every changed verdict in a critical slice
-needs a transition review (:mod:`workbench.review._transition_reviews`) before the outcome
-can be ``certified``. Reviews come after the held-out run, so :func:`resume_review` (``certify
---resume-review REPORT``) re-evaluates a locked migration report with the reviews recorded
-since: a new report number, linked to the first (``resumes``), whose run records are copied
-from the locked report (held-out data is not judged again) under a ledger entry of kind
-``review_reevaluation``, which is no held-out use. Both paths share :func:`_start` and
-:func:`_execute`.
-
-Every certification also: requires a repeatability study when a policy slice sets
-``max_flip_rate`` (the studies read are stored in the report); records the authority the
-policy requests and the grant (:func:`~workbench.authority.grant_for`) in the lock; and runs
-the candidate on the gold's sentinels (``sentinels.yaml``, never held-out cases) into
-``REPORT/sentinels/`` so ``workbench drift --against REPORT`` has a baseline.
+:func:`certify` (``workbench certify``) checks every input, opens a ``started`` ledger entry
+under the ledger lock, copies the inputs, executes ``03_certify.ipynb`` (which evaluates through
+:class:`~workbench.reports.Certification`), renders the HTML, seals the lock and closes the
+entry. ``baseline=OLD`` makes it a migration certification (both versions under one entry);
+:func:`resume_review` re-evaluates a locked migration report with the transition reviews
+recorded since, judging nothing again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -142,13 +114,11 @@ _LOCKED_EVIDENCE = (
     SENTINELS_DIR,
     "repeatability",
 )
-"""What :func:`resume_review` copies from the locked report (everything judged; nothing decided)."""
+"""What :func:`resume_review` copies from the locked report (everything judged, nothing decided)."""
 
 
 def default_notebook() -> Path:
-    """The certification notebook: always the copy shipped in the installed package
-    (``workbench/notebooks/``, package data), never one found in the working directory (a
-    project's ``notebooks/03_certify.ipynb`` is there to read; :mod:`._provenance`)."""
+    """The certification notebook: always the copy shipped in the installed package."""
     return packaged_notebook()
 
 
@@ -163,23 +133,13 @@ class CertificationResult:
     lock_sha256: str
     timings_s: dict[str, float]
     advisory: str | None = None
-    """Set when a custom notebook the policy does not pin ran: the advisory note."""
+    """The advisory note, when a custom notebook the policy does not pin ran."""
     held_out_use: str = ""
-    """How often the held-out content was used before, as the ledger entry records it
-    ("held-out content used 2 times before (overlap 100%)"); empty for a re-evaluation."""
+    """The earlier uses of the held-out content (empty for a re-evaluation)."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as ``workbench certify --json`` prints it."""
-        return {
-            "report_dir": str(self.report_dir),
-            "report_id": self.report_id,
-            "outcome": self.outcome,
-            "blockers": self.blockers,
-            "lock_sha256": self.lock_sha256,
-            "timings_s": self.timings_s,
-            "advisory": self.advisory,
-            "held_out_use": self.held_out_use,
-        }
+        return {**dataclasses.asdict(self), "report_dir": str(self.report_dir)}
 
     def format(self) -> str:
         """The report, the outcome with the lock's hash, every blocker, and the timings."""
@@ -200,25 +160,26 @@ class CertificationResult:
 def resolve_budget(
     policy: Policy, requested: float | None, policy_path: str | Path
 ) -> float | None:
-    """The spend limit certification runs under: the policy's ``budget_usd`` unless a lower one is
-    asked."""
+    """The policy's ``budget_usd`` unless a lower one is asked (a higher one is refused)."""
     if policy.budget_usd is None or requested is None:
         return requested if policy.budget_usd is None else policy.budget_usd
     if requested > policy.budget_usd:
-        raise refusal(
-            "cannot certify",
-            f"{policy_path}: budget_usd",
-            "budget_above_policy",
-            f"--budget-usd {requested:g} is above the policy's budget_usd {policy.budget_usd:g}",
+        message = (
+            f"--budget-usd {requested:g} is above the policy's budget_usd {policy.budget_usd:g}"
+        )
+        fix = (
             f"drop --budget-usd (the policy's ${policy.budget_usd:g} is used) or give a lower one;"
-            " a larger budget needs a new policy version",
+            " a larger budget needs a new policy version"
+        )
+        raise refusal(
+            "cannot certify", f"{policy_path}: budget_usd", "budget_above_policy", message, fix
         )
     return requested
 
 
 @dataclass(frozen=True)
 class _Inputs:
-    """Every input of one certification, loaded and checked before the ledger is touched."""
+    """Every input of one certification, checked before the ledger is touched."""
 
     candidate: Path
     policy_path: Path
@@ -245,11 +206,9 @@ class _Inputs:
 
     @cached_property
     def held_out_keys(self) -> frozenset[str]:
-        """The item keys of the held-out cases: what this certification judges, by content."""
         return item_keys(self.dataset.partition("held_out"))
 
     def entry_fields(self, root: Path, rerun_reason: str | None) -> dict[str, Any]:
-        """What the ``started`` ledger entry records."""
         old = self.old_judge
         return {
             "candidate": self.judge.spec.label,
@@ -318,16 +277,11 @@ def certify(
     baseline: str | Path | None = None,
     label_mapping: str | Path | None = None,
 ) -> CertificationResult:
-    """Certify ``candidate`` on the held-out partition of ``gold`` under ``policy``.
-
-    Every input is checked (the policy against the dataset's rubric too) before the ledger is
-    touched. The ledger is the gold dataset's own (:func:`~workbench.heldout.ledger_path_for`);
-    no argument can choose another. ``baseline`` (the previous version's spec) makes it a
-    migration certification (module doc); ``label_mapping`` is the reviewed mapping of the
-    baseline's labels, required when the rubric lacks any of them.
-    """
+    """Certify ``candidate`` on the held-out partition of ``gold`` under ``policy``, in the gold's
+    own ledger. ``baseline`` makes it a migration certification; ``label_mapping`` maps the
+    baseline's labels (required when the rubric lacks any of them)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
-    ledger = HeldOutLedger(ledger_path_for(gold))  # no project, no declared ledger: refused first
+    ledger = HeldOutLedger(ledger_path_for(gold))
     inputs = _check_inputs(
         candidate,
         policy,
@@ -359,47 +313,32 @@ def certify(
 
 
 def _check_control_suite(policy: Path, controls: Any) -> None:
-    """The policy's control suite loads (its lineage holds) and, when the policy says so, a
-    release froze it."""
+    """The policy's control suite loads and, when the policy requires it, is frozen."""
     from ..controls import load_suite, suite_release
 
     suite = load_suite((policy.parent / controls.suite).resolve())
     if controls.require_frozen and suite_release(suite) is None:
-        raise WorkbenchError(
-            "cannot certify",
-            [
-                Problem(
-                    location=str(suite.path),
-                    code="controls_unfrozen",
-                    message=(
-                        f"the policy requires a frozen control suite and {suite.label} is not"
-                        " frozen: it could be edited between certifications"
-                    ),
-                    fix=f"freeze it: workbench freeze {suite.path} --approver NAME",
-                )
-            ],
+        message = (
+            f"the policy requires a frozen control suite and {suite.label} is not"
+            " frozen: it could be edited between certifications"
         )
+        fix = f"freeze it: workbench freeze {suite.path} --approver NAME"
+        raise refusal("cannot certify", str(suite.path), "controls_unfrozen", message, fix)
 
 
 def _check_frozen(dataset: GoldDataset) -> None:
-    """Certification reads a frozen gold release only (``gold_not_frozen``, before the ledger):
-    a report must name the release of the labels it was measured against, and labels edited
-    after the last freeze were approved by no one."""
+    """Refuse (``gold_not_frozen``) a gold whose current state is no frozen release."""
     if dataset.release is not None:
         return
     latest = dataset.releases[-1].release_id if dataset.releases else None
-    raise refusal(
-        "cannot certify",
-        str(dataset.gold_path),
-        "gold_not_frozen",
-        f"the gold's current state (sha256 {dataset.sha256[:12]}) is not a frozen release"
-        + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
-        f"freeze it (`workbench freeze {dataset.gold_path.parent} --approver NAME`), then certify",
+    message = f"the gold's current state (sha256 {dataset.sha256[:12]}) is not a frozen release" + (
+        f"; the latest release is {latest}" if latest else "; it was never frozen"
     )
+    fix = f"freeze it (`workbench freeze {dataset.gold_path.parent} --approver NAME`), then certify"
+    raise refusal("cannot certify", str(dataset.gold_path), "gold_not_frozen", message, fix)
 
 
 def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: Path | None) -> None:
-    """The files that must exist and the option pairs that must go together, all at once."""
     problems = [
         Problem(location=str(where), code=code, message=message, fix=fix)
         for failed, where, code, message, fix in (
@@ -444,27 +383,22 @@ def _check_inputs(
     overrides: str | Path | None,
     sign_key: str | Path | None,
 ) -> _Inputs:
-    """Load and check every input (nothing is written): spec, policy, controls, dataset, budget,
-    overrides, key."""
+    """Load and check every input; nothing is written."""
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
     baseline_path = Path(baseline) if baseline is not None else None
     mapping_path = Path(label_mapping) if label_mapping is not None else None
     custom = Path(notebook) if notebook else None
     notebook_path = custom or default_notebook()
     _check_paths(policy, notebook_path, mapping_path, baseline_path)
-    judge = load_candidate(candidate)  # every input is checked before anything is written
+    judge = load_candidate(candidate)
     policy_model = load_policy(policy)
     if policy_model.controls is not None:
         _check_control_suite(policy, policy_model.controls)
     dataset = load_dataset(gold)
     if not dataset.partition("held_out"):
-        raise refusal(
-            "cannot certify",
-            str(dataset.gold_path),
-            "no_held_out",
-            "the dataset has no held-out cases",
-            "certification needs a held_out partition",
-        )
+        message = "the dataset has no held-out cases"
+        fix = "certification needs a held_out partition"
+        raise refusal("cannot certify", str(dataset.gold_path), "no_held_out", message, fix)
     _check_frozen(dataset)
     check_policy_against_rubric(policy_model, dataset.rubric, policy_path=policy)
     old_judge = None
@@ -500,23 +434,19 @@ def _check_inputs(
     )
 
 
-def held_out_items(dataset: GoldDataset) -> list[Any]:
-    """The held-out cases as run-engine work items."""
+def work_items(cases: Iterable[Any]) -> list[Any]:
+    """Gold cases as run-engine work items."""
     from ..judges import JudgeInput
     from ..runs import WorkItem
 
-    return [
-        WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c))
-        for c in dataset.partition("held_out")
-    ]
+    return [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in cases]
 
 
 def _check_paired_budget(judge: Judge, old: Judge, dataset: GoldDataset, budget: float) -> None:
-    """Refuse, before the ledger, a budget that cannot cover both held-out runs."""
     from ..migration import BudgetInsufficient
     from ..runs import estimate_run
 
-    items = held_out_items(dataset)
+    items = work_items(dataset.partition("held_out"))
     needed = sum(
         estimate_run(name, j, items, Path("/nonexistent-run-dir"), cache_dir=False).needed_usd
         for name, j in (("candidate", judge), ("baseline", old))
@@ -540,8 +470,7 @@ def _check_paired_budget(judge: Judge, old: Judge, dataset: GoldDataset, budget:
 
 
 def _check_side_logs(dataset: GoldDataset, policy: Policy, *, migration: bool = True) -> None:
-    """Read what the notebook will read beside the gold before any held-out use: a damaged
-    repeatability log, transition-review log or sentinel file is refused here (exit 2)."""
+    """Refuse, before any held-out use, a damaged log the notebook reads beside the gold."""
     from ..repeatability import load_sentinels, read_studies, sentinels_path_for, studies_path_for
     from ..review import read_transition_reviews, transition_reviews_path_for
 
@@ -568,12 +497,8 @@ def _allocate(reports_root: Path, name: str, version: str) -> tuple[Path, int]:
 
 
 def _start(ledger: HeldOutLedger, inputs: _Inputs, root: Path, rerun_reason: str | None) -> _Job:
-    """Check-then-start, serialized: two certifications of one candidate give one start and one
-    refusal."""
 
-    def check_reuse(entries: list[LedgerEntry]) -> dict[str, Any]:
-        # Any earlier use of the same held-out content (any candidate, fingerprint or dataset
-        # path) needs a re-run reason; the entry records the items and the use count.
+    def check_reuse(entries: list[LedgerEntry]) -> dict[str, Any]:  # a re-use needs a reason
         keys = inputs.held_out_keys
         prior = ledger.check_rerun(keys, inputs.manifest_sha, rerun_reason, entries)
         check_legacy_ledger(root, inputs.fingerprint, inputs.manifest_sha, rerun_reason)
@@ -600,11 +525,11 @@ def _open_entry(
     check: Callable[[list[LedgerEntry]], dict[str, Any]] | None = None,
 ) -> _Job:
     """Under the ledger lock: close dead certifications, check the ledger knows every report of
-    ``root`` (and ``check``, which returns more fields of the entry), allocate the report
-    directory and append its ``started`` entry."""
+    ``root`` (and ``check``, which returns more entry fields), allocate the report directory and
+    append its ``started`` entry."""
     name, version = judge.spec.name, judge.spec.version
     with ledger.locked():
-        ledger.reconcile()  # a certification that died is closed as aborted first
+        ledger.reconcile()
         entries = ledger.entries()
         check_ledger_complete(ledger, entries, root)
         fields = fields | (check(entries) if check is not None else {})
@@ -622,13 +547,12 @@ def _open_entry(
 
 
 def _execute(job: _Job, copy: Callable[[], dict[str, Path]]) -> CertificationResult:
-    """Copy the inputs, run the notebook and lock the report; any failure aborts the entry (the
-    use counts)."""
+    """Copy the inputs, run the notebook and lock the report; any failure aborts the entry."""
     try:
         job.copies = copy()
         result = _run_and_lock(job)
     except BaseException:
-        job.ledger.abort(job.entry)  # fail closed: the use is recorded, and counts
+        job.ledger.abort(job.entry)  # fail closed: the use counts
         raise
     finally:
         job.ledger.release(job.entry.entry_id, job.hold)
@@ -653,13 +577,9 @@ def _copy_inputs(
     if declared is not None:
         suite = (policy.parent / declared.suite).resolve()
         if not suite.exists():
-            raise refusal(
-                "cannot certify",
-                str(policy),
-                "controls_missing",
-                f"the policy's control suite {declared.suite!r} does not exist",
-                "restore the suite or correct controls.suite in the policy",
-            )
+            message = f"the policy's control suite {declared.suite!r} does not exist"
+            fix = "restore the suite or correct controls.suite in the policy"
+            raise refusal("cannot certify", str(policy), "controls_missing", message, fix)
         copies["controls"] = inputs / "controls" / suite.name
         copies["controls"].parent.mkdir()
         shutil.copyfile(suite, copies["controls"])
@@ -674,9 +594,6 @@ def _copy_inputs(
     return copies
 
 
-# -- re-evaluating a migration with the reviews recorded since ----------------------------------
-
-
 def resume_review(
     report: str | Path,
     *,
@@ -685,39 +602,26 @@ def resume_review(
     kernel_name: str = "python3",
     sign_key: str | Path | None = None,
 ) -> CertificationResult:
-    """Re-evaluate a locked migration report with the transition reviews recorded since.
-
-    Writes a new report number of the same candidate version, linked to ``report``
-    (``resumes``), under a ledger entry of kind ``review_reevaluation`` (no held-out use).
-    Nothing is judged again: the inputs, both control runs, both held-out runs, the sentinel
-    run and the repeatability studies are copied from the locked report; only the transition
-    reviews are read again, and the gate runs again (overrides checked at the re-evaluation's
-    start). Refused (exit 2) for a report that does not verify, that is no migration, that
-    judged no held-out case, or whose gold, candidate or policy changed since.
-    """
+    """Re-evaluate a locked migration report with the transition reviews recorded since, as a new
+    report linked to it (nothing judged again, no held-out use). Refused (exit 2) for a report
+    that does not verify, or whose gold or candidate changed since."""
     custom = Path(notebook) if notebook else None
     notebook_path = custom or default_notebook()
     refused = "cannot re-evaluate the report"
     first, lock, dataset = locked_migration(report, gold, refused=refused, notebook=notebook_path)
     if "/".join(first.resolve().parts[-3:]) != lock.report_id:
-        raise refusal(
-            refused,
-            str(first),
-            "report_moved",
-            f"the report is not inside its reports root (expected .../{lock.report_id})",
-            "resume the report where certification wrote it",
-        )
+        message = f"the report is not inside its reports root (expected .../{lock.report_id})"
+        fix = "resume the report where certification wrote it"
+        raise refusal(refused, str(first), "report_moved", message, fix)
     judge = load_candidate(first / str(lock.input_files.get("candidate")))
     if judge.identity.fingerprint() != lock.candidate_fingerprint:
-        raise refusal(
-            refused,
-            str(first),
-            "candidate_changed",
+        message = (
             "the candidate copied in the report now has fingerprint"
             f" {judge.identity.fingerprint()[:12]}, the report certified"
-            f" {lock.candidate_fingerprint[:12]} (its code or the installed Ragas changed)",
-            "certify the candidate as it is now (a new certification)",
+            f" {lock.candidate_fingerprint[:12]} (its code or the installed Ragas changed)"
         )
+        fix = "certify the candidate as it is now (a new certification)"
+        raise refusal(refused, str(first), "candidate_changed", message, fix)
     signer = load_signer(sign_key) if sign_key is not None else None
     policy = load_policy(first / str(lock.input_files.get("policy")))
     _check_side_logs(dataset, policy)
@@ -750,42 +654,33 @@ def resume_review(
     )
 
     def copy_locked() -> dict[str, Path]:
-        copies = _copy_locked_evidence(first, job.report_dir, lock)
+        for rel in _LOCKED_EVIDENCE:
+            if (first / rel).is_dir():
+                (job.report_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(first / rel, job.report_dir / rel, copy_function=shutil.copyfile)
+        for path in job.report_dir.rglob("*"):  # writable until this report is locked
+            path.chmod(path.stat().st_mode | 0o200)
+        copies = {name: job.report_dir / rel for name, rel in lock.input_files.items() if rel}
         copies["baseline"] = job.report_dir / str(lock.input_files.get("baseline"))
         return copies
 
     return _execute(job, copy_locked)
 
 
-def _copy_locked_evidence(first: Path, report_dir: Path, lock: Lock) -> dict[str, Path]:
-    for rel in _LOCKED_EVIDENCE:
-        source = first / rel
-        if source.is_dir():
-            target = report_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(source, target, copy_function=shutil.copyfile)
-    for path in report_dir.rglob("*"):  # the copies are writable until this report is locked
-        path.chmod(path.stat().st_mode | 0o200)
-    return {name: report_dir / rel for name, rel in lock.input_files.items() if rel}
-
-
-# -- the notebook, the HTML and the lock --------------------------------------------------------
-
-
 def _run_and_lock(job: _Job) -> CertificationResult:
     t0 = time.perf_counter()
     executed = job.report_dir / EXECUTED_NOTEBOOK
     inputs = _input_hashes(job)
-    # The kernel runs in the report directory: it must find the same project (ledger, approvers).
-    with pinned_project_root(project_root()):
+    with pinned_project_root(project_root()):  # the kernel runs in the report directory
         failure = _execute_notebook(job, executed)
     executed_at = time.perf_counter()
     _check_inputs_unchanged(job, inputs)
-    gate = _read_gate(job.report_dir)
+    gate_path = job.report_dir / GATE_FILE
+    gate = read_json_file(gate_path) if gate_path.exists() else None
     if failure is not None or gate is None:
         gate = public_gate(_failed_gate(failure, job.judge))
         atomic_write_json(job.report_dir / GATE_FILE, gate)
-    capped = cap_unpinned(gate, job.provenance)  # outside the notebook, which cannot skip it
+    capped = cap_unpinned(gate, job.provenance)
     if capped is not gate:
         gate = capped
         atomic_write_json(job.report_dir / GATE_FILE, gate)
@@ -799,14 +694,10 @@ def _run_and_lock(job: _Job) -> CertificationResult:
     atomic_write_text(job.report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)
-    refuse_secrets(
-        job.report_dir, job.judge
-    )  # fail closed: a report holding a secret is not locked
+    refuse_secrets(job.report_dir, job.judge)
     lock = seal(job.report_dir, _lock_of(job, gate, timings, failure is None), job.signer)
     run = RunDir(job.report_dir / RUN_DIR)
-    # Any held-out run directory (even a partial run) is a use: calls may have been in flight.
-    # No run directory means controls or lineage stopped certification before held-out data.
-    # A review re-evaluation copied the locked run records: it judged nothing.
+    # Any held-out run directory (even a partial run) is a use; a re-evaluation judged nothing.
     job.ledger.finish(
         job.entry,
         outcome=gate["outcome"],
@@ -830,13 +721,11 @@ def _run_and_lock(job: _Job) -> CertificationResult:
 
 
 def _input_hashes(job: _Job) -> dict[str, str | None]:
-    """sha256 of every input copied into the report (what the gate is decided under)."""
     return {name: maybe_sha256(path) for name, path in sorted(job.copies.items())}
 
 
 def _check_inputs_unchanged(job: _Job, before: dict[str, str | None]) -> None:
-    """The notebook must leave the copied inputs as certify wrote them: a notebook that
-    rewrote the policy (or spec, overrides, suite) copy is refused (the use counts)."""
+    """Refuse a notebook that changed an input copied into the report."""
     changed = [name for name, digest in _input_hashes(job).items() if before.get(name) != digest]
     if changed:
         raise WorkbenchError(
@@ -855,27 +744,24 @@ def _check_inputs_unchanged(job: _Job, before: dict[str, str | None]) -> None:
 
 
 def _notebook_node(job: _Job) -> Any:
-    """The notebook to run, parsed from the very bytes whose sha256 the lock records: a file
-    replaced since the inputs were checked is refused (``notebook_changed``)."""
+    """The notebook, parsed from the bytes whose sha256 the lock records."""
     import nbformat
 
     data = job.notebook.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if job.provenance is not None and digest != job.provenance.notebook_sha256:
-        raise refusal(
-            "certification refused",
-            str(job.notebook),
-            "notebook_changed",
+        message = (
             f"the certification notebook changed after it was checked (sha256"
-            f" {job.provenance.notebook_sha256[:12]} -> {digest[:12]})",
-            "certify again; drop --notebook to run the notebook shipped in the package",
+            f" {job.provenance.notebook_sha256[:12]} -> {digest[:12]})"
         )
+        fix = "certify again; drop --notebook to run the notebook shipped in the package"
+        raise refusal("certification refused", str(job.notebook), "notebook_changed", message, fix)
     reads: Any = nbformat.reads  # untyped
     return reads(data.decode("utf-8"), as_version=4)
 
 
 def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
-    """Run the certification notebook headless; its failure (if any) is returned, not raised."""
+    """Run the notebook headless; its failure (if any) is returned, not raised."""
     import papermill
 
     def path(name: str) -> str:
@@ -895,7 +781,7 @@ def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
     }
     notebook = _notebook_node(job)
     try:
-        with kernel_manager_class() as manager:  # IPC: no TCP port, no unencrypted-TCP warning
+        with kernel_manager_class() as manager:
             papermill.execute_notebook(
                 notebook,
                 str(executed),
@@ -962,7 +848,6 @@ def _evidence(job: _Job) -> dict[str, str | None]:
 
 
 def _lock_of(job: _Job, gate: dict[str, Any], timings: dict[str, float], ran: bool) -> Lock:
-    """The lock's content (its files are hashed when it is sealed)."""
     from ..authority import grant_for, requested_authority
 
     d, entry = job.report_dir, job.entry
@@ -1010,7 +895,6 @@ def _lock_of(job: _Job, gate: dict[str, Any], timings: dict[str, float], ran: bo
 
 
 def _last_certified(policy: Policy, job: _Job) -> dict[str, Any] | None:
-    """The last complete certified other version beside the candidate, for the lock."""
     from ..authority import beside_candidate
 
     context = beside_candidate(
@@ -1034,12 +918,6 @@ def _run_id(run: RunDir) -> str | None:
         return summary.run_id if summary is not None else None
     except (ValueError, OSError):
         return None
-
-
-def _read_gate(report_dir: Path) -> dict[str, Any] | None:
-    path = report_dir / GATE_FILE
-    gate: dict[str, Any] | None = read_json_file(path) if path.exists() else None
-    return gate
 
 
 def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:

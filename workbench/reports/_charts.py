@@ -1,19 +1,6 @@
-"""Charts for reports and notebooks: Altair specs rendered to inline SVG with vl-convert (no CDN, no
-JavaScript).
-
-* :func:`slice_error_chart`: false-pass and false-fail rates per slice with 95% Wilson
-  intervals, each slice's policy limit as a rule mark, slices coloured by their status
-  (:mod:`workbench.reports._status`: read from the gate's blockers, never compared here);
-* :func:`confusion_heatmap`: adjudicated label x judge label, counts in the cells;
-* :func:`threshold_sweep_chart`: a score judge's false-pass rate (with its upper bound) and
-  false-fail rate at every threshold, the policy's limit drawn and the chosen threshold marked.
-
-Encodings are Altair channel objects (``alt.X("rate:Q")``), never bare shorthand strings, and a
-layered panel's rows are given once, to the layer: Altair turns a string into a channel by
-searching its schema (about 4 ms per ``.encode``), and layers that each hold the same frame are
-merged by hashing the frame's text. The spec is the same either way; building it this way takes
-half the time (``tests/test_charts.py`` reads the specs).
-"""
+"""Charts for reports and notebooks: Altair specs rendered to inline SVG with vl-convert (no
+CDN, no JavaScript). Encodings are channel objects, never shorthand strings, and a layered
+panel's rows are given once, to the layer: building the spec that way takes half the time."""
 
 from __future__ import annotations
 
@@ -21,61 +8,35 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ._format import DASH, kn, pct
-from ._slices import SliceRow, rows_from_alignment, slice_rows
+from ._format import DASH, attr, kn, pct
+from ._slices import rows_of
 from ._status import STATUS_COLORS
 
 TITLE = "Judge error rates by slice"
-
-
-def _rows(source: Any, policy: Any, gate: Any) -> list[SliceRow]:
-    if isinstance(source, list) and (not source or isinstance(source[0], SliceRow)):
-        return list(source)
-    slices = getattr(source, "slices", None)
-    if slices is not None:
-        return rows_from_alignment(source, policy, gate)
-    if isinstance(source, dict):
-        slices = source.get("slices")
-    return slice_rows(slices if slices is not None else source, policy, gate)
-
-
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+_METRICS = (("false_pass", "false-pass", "fails"), ("false_fail", "false-fail", "passes"))
 
 
 def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
     """The chart's data: one row per slice and metric (rate, interval, k/n, limit, status)."""
     import pandas as pd
 
-    rows = _rows(source, policy, gate)
     records = []
-    for row in rows:
-        for metric, title, rate in (
-            ("fp", "false-pass rate (of human fails)", row.false_pass_rate),
-            ("ff", "false-fail rate (of human passes)", row.false_fail_rate),
-        ):
-            limits = row.limits
-            limit = (
-                (limits.max_false_pass_rate if metric == "fp" else limits.max_false_fail_rate)
-                if limits
-                else None
-            )
-            value = _get(rate, "rate")
+    for row in rows_of(source, policy, gate):
+        for key, name, humans in _METRICS:
+            rate = getattr(row, f"{key}_rate")
+            limit = attr(row.limits, f"max_{key}_rate")
+            value = attr(rate, "rate")
             records.append(
                 {
                     "slice": f"{row.slice} ({row.risk})" if row.risk else row.slice,
-                    "metric": title,
+                    "metric": f"{name} rate (of human {humans})",
                     "rate": value,
-                    "low": _get(rate, "ci95_low"),
-                    "high": _get(rate, "ci95_high"),
+                    "low": attr(rate, "ci95_low"),
+                    "high": attr(rate, "ci95_high"),
                     "k/n": kn(rate),
                     "label": f"{kn(rate)}" + ("" if value is not None else f" {DASH}"),
                     "limit": limit,
-                    "basis": (
-                        (limits.false_pass_basis if metric == "fp" else limits.false_fail_basis)
-                        if limits
-                        else None
-                    ),
+                    "basis": attr(row.limits, f"{key}_basis"),
                     "status": row.result,
                     "rate_text": pct(value),
                     "limit_text": pct(limit) if limit is not None else DASH,
@@ -107,8 +68,7 @@ def _tooltips(*fields: str) -> list[Any]:
 
 
 def _limit_rule(data: Any, order: list[str]) -> Any:
-    """Each slice's policy limit as a rule mark spanning the slice's row (slices without a limit
-    drawn none)."""
+    """Each slice's policy limit as a rule mark spanning the slice's row."""
     import altair as alt
 
     return (
@@ -124,19 +84,22 @@ def _limit_rule(data: Any, order: list[str]) -> Any:
     )
 
 
+def _rate_axes(chart: Any, metric: str, order: list[str]) -> tuple[Any, Any]:
+    """The slice rows and the rate interval axis of one panel."""
+    import altair as alt
+
+    base = chart.encode(y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220)))
+    title = f"{metric}, 95% Wilson interval"
+    axis = alt.Axis(format="%")
+    return base, alt.X("low:Q", title=title, scale=alt.Scale(domain=[0, 1]), axis=axis)
+
+
 def slice_error_chart(
     source: Any, policy: Any = None, gate: Any = None, *, title: str = TITLE, width: int = 330
 ) -> Any:
-    """False-pass and false-fail rates per slice with 95% Wilson intervals and the policy limits.
-
-    ``source``: an :class:`~workbench.align.AlignmentReport`, a list of figures (the gate's
-    ``figures``) or of :class:`SliceRow`. ``policy`` draws each slice's limit as a black rule mark
-    across the slice's row;
-    ``gate`` colours each slice by its status from the gate's blockers (without a gate, an
-    alignment report under ``policy`` by the gate's own per-slice checks; otherwise by the
-    result each :class:`SliceRow` carries). Rates over no case are left out of the marks (their
-    k/n is still written).
-    """
+    """False-pass and false-fail rates per slice (``source``: see :func:`~._slices.rows_of`) with
+    95% Wilson intervals, ``policy``'s limits as black rules, slices coloured by their status
+    from ``gate``. Rates over no case are left out of the marks (their k/n is still written)."""
     import altair as alt
 
     data = slice_error_data(source, policy, gate)
@@ -151,15 +114,7 @@ def slice_error_chart(
     panels = []
     for metric in data["metric"].drop_duplicates():
         part = data[data["metric"] == metric]
-        base = alt.Chart().encode(
-            y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
-        )
-        x = alt.X(
-            "low:Q",
-            title=f"{metric}, 95% Wilson interval",
-            scale=alt.Scale(domain=[0, 1]),
-            axis=alt.Axis(format="%"),
-        )
+        base, x = _rate_axes(alt.Chart(), metric, order)
         layers = [
             base.mark_rule(strokeWidth=2.5)
             .encode(x=x, x2=alt.X2("high:Q"), color=color)
@@ -185,20 +140,12 @@ def slice_error_chart(
                 width=width, height=max(60, 22 * len(order)), title=metric
             )
         )
-    chart = (
-        alt.hconcat(*panels)
-        .resolve_scale(color="shared")
-        .properties(
-            title=alt.Title(
-                title,
-                subtitle=(
-                    "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit;"
-                    " k/n beside each bar"
-                ),
-            )
-        )
+    subtitle = (
+        "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit; k/n beside"
+        " each bar"
     )
-    return chart
+    title_ = alt.Title(title, subtitle=subtitle)
+    return alt.hconcat(*panels).resolve_scale(color="shared").properties(title=title_)
 
 
 def candidates_chart(
@@ -208,11 +155,8 @@ def candidates_chart(
     title: str = "False passes and false fails per slice, by candidate",
     width: int = 330,
 ) -> Any:
-    """Several candidates' per-slice rates side by side (``reports``: ``{label: AlignmentReport}``).
-
-    Same encoding as :func:`slice_error_chart` (dot, 95% Wilson interval, the policy limit as a
-    black rule), one colour per candidate, offset within each slice row.
-    """
+    """Several candidates' per-slice rates (``reports``: ``{label: AlignmentReport}``) encoded as
+    in :func:`slice_error_chart`, one colour per candidate."""
     import altair as alt
     import pandas as pd
 
@@ -224,26 +168,14 @@ def candidates_chart(
     data = pd.concat(frames, ignore_index=True) if frames else slice_error_data([], policy)
     order = list(dict.fromkeys(data["slice"]))
     panels = []
+    offset = alt.YOffset("candidate:N")
+    color = alt.Color("candidate:N", title="candidate", legend=alt.Legend(orient="bottom"))
     for metric in data["metric"].drop_duplicates():
         part = data[data["metric"] == metric]
-        base = alt.Chart(part).encode(
-            y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
-        )
-        offset = alt.YOffset("candidate:N")
-        color = alt.Color("candidate:N", title="candidate", legend=alt.Legend(orient="bottom"))
+        base, x = _rate_axes(alt.Chart(part), metric, order)
         layers = [
             base.mark_rule(strokeWidth=2)
-            .encode(
-                x=alt.X(
-                    "low:Q",
-                    title=f"{metric}, 95% Wilson interval",
-                    scale=alt.Scale(domain=[0, 1]),
-                    axis=alt.Axis(format="%"),
-                ),
-                x2=alt.X2("high:Q"),
-                yOffset=offset,
-                color=color,
-            )
+            .encode(x=x, x2=alt.X2("high:Q"), yOffset=offset, color=color)
             .transform_filter("datum.rate != null"),
             base.mark_point(filled=True, size=45)
             .encode(
@@ -270,31 +202,21 @@ def candidates_chart(
     )
 
 
-def slice_rates_chart(report: Any, policy: Any = None, gate: Any = None) -> Any:
-    """Per-slice false-pass and false-fail rates with 95% Wilson intervals (and limits, given a
-    policy)."""
-    return slice_error_chart(report, policy, gate)
-
-
 def confusion_heatmap(
     confusion: Any,
     *,
     abstain_labels: Sequence[str] = (),
     title: str = "Confusion: adjudicated label (rows) x judge (columns)",
 ) -> Any:
-    """A heatmap of an alignment report's ``confusion`` (or its dict), counts written in the
-    cells.
-
-    Disagreements (a decided judge label other than the adjudicated one) are outlined in red;
-    abstentions (``abstain_labels``) and the error and missing columns are not.
-    """
+    """A heatmap of an alignment report's ``confusion`` (or its dict), counts in the cells,
+    disagreements (not abstentions, errors or missing) outlined in red."""
     import altair as alt
     import pandas as pd
 
     rows, columns, counts = (
-        _get(confusion, "rows"),
-        _get(confusion, "columns"),
-        _get(confusion, "counts"),
+        attr(confusion, "rows"),
+        attr(confusion, "columns"),
+        attr(confusion, "counts"),
     )
     records = []
     for i, human in enumerate(rows):
@@ -352,11 +274,9 @@ def threshold_sweep_chart(
     max_false_fail_rate: float | None = None,
     title: str = "Threshold sweep on calibration",
 ) -> Any:
-    """A score judge's error rates at every threshold, the policy limit drawn, the choice marked.
-
-    ``sweep`` is :func:`workbench.phases.threshold_sweep`'s frame. Thresholds whose false-pass
-    figure (the upper bound on the ``upper_95`` basis) is above ``limit`` are drawn red.
-    """
+    """A score judge's error rates at every threshold (``sweep``:
+    :func:`workbench.phases.threshold_sweep`'s frame), the limits drawn, thresholds over them in
+    red, the ``chosen`` one marked."""
     import altair as alt
 
     data = _sweep_data(sweep, limit, basis, max_false_fail_rate)
@@ -389,7 +309,6 @@ def _over(value: Any, limit: float | None) -> bool:
 
 
 def _sweep_data(sweep: Any, limit: float | None, basis: str, ff_limit: float | None) -> Any:
-    """One row per threshold and series, with whether the threshold meets the limits."""
     import pandas as pd
 
     finite = sweep[sweep["threshold"].map(lambda t: math.isfinite(float(t)))]
@@ -415,7 +334,6 @@ def _sweep_data(sweep: Any, limit: float | None, basis: str, ff_limit: float | N
 
 
 def _sweep_layers(alt: Any, base: Any) -> list[Any]:
-    """The rate lines (step) and the points coloured by whether the threshold meets the limits."""
     lines = base.mark_line(interpolate="step-after").encode(
         y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
         color=alt.Color(
@@ -461,7 +379,6 @@ def _sweep_marks(
     ff_limit: float | None,
     low_x: float,
 ) -> list[Any]:
-    """The policy's limits and the frozen threshold, drawn as rules with their labels."""
     import pandas as pd
 
     marks = alt.Chart(pd.DataFrame([{"limit": limit, "chosen": chosen, "ff_limit": ff_limit}]))
@@ -505,20 +422,7 @@ def to_svg(chart: Any) -> str:
 
 
 def svg_display(chart: Any) -> Any:
-    """An IPython display object holding the chart as inline ``<svg>`` markup.
-
-    Shown as HTML rather than ``image/svg+xml`` so that the report inlines the SVG element
-    itself: the chart stays searchable, styleable and part of the page. vl-convert's SVG
-    contains no script.
-    """
+    """An IPython display object holding the chart as inline ``<svg>`` HTML."""
     from .._html import display_html, fragment, safe
 
     return display_html(str(fragment("fragments.html.j2", "chart", safe(to_svg(chart)))))
-
-
-def charts_row(*charts: Any) -> Any:
-    """Several charts side by side as one inline-SVG display object."""
-    from .._html import display_html, fragment, safe
-
-    svgs = [safe(to_svg(c)) for c in charts]
-    return display_html(str(fragment("fragments.html.j2", "chart_row", svgs)))

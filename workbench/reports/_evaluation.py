@@ -1,24 +1,7 @@
-"""The deterministic part of certification, shared by the notebook and by ``workbench verify``.
-
-Certification decides its outcome from evidence it stores in the report; ``verify`` decides it
-again from the same files with the same functions and refuses a lock that says otherwise. So
-everything the gate reads is a file of the report:
-
-============================  =============================================================
-file                          what
-============================  =============================================================
-inputs/<policy>.yaml          the policy
-inputs/overrides.jsonl        the override store (checked against the certification's start
-                              time, the ``started`` ledger entry's ``when``, not "now")
-inputs/controls/<suite>.yaml  the control suite
-controls/results.jsonl        the control run records (controls/controls.json: judge identity)
-lineage.json                  the lineage checks and whether each held
-restricted/gold/held_out.jsonl   the held-out gold records as judged (latest versions)
-restricted/gold/rubric.json      the rubric
-restricted/run/results.jsonl  the held-out run records; restricted/run/run.json its summary
-figures.json                  the per-slice figures the gate read (no case ids)
-============================  =============================================================
-"""
+"""The deterministic part of certification, shared by the notebook and ``workbench verify``:
+everything the gate reads is a file of the report (the policy, overrides and control suite
+under ``inputs/``, the control records, ``lineage.json``, the held-out gold and rubric under
+``restricted/gold/``, the held-out run under ``restricted/run/``, ``figures.json``)."""
 
 from __future__ import annotations
 
@@ -56,12 +39,10 @@ def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
 
 
 HELD_OUT_NOT_USED = "blocking controls failed, so the held-out partition was not used"
-"""The gate's reason when controls failed (:class:`~workbench.policy.NotEvaluated`)."""
 
 
 def public_gate(gate: GateResult) -> dict[str, Any]:
-    """The gate as shared in the report: case ids replaced by counts (held-out detail is
-    restricted)."""
+    """The gate as shared in the report: case ids replaced by counts."""
     data = gate.model_dump(mode="json")
     for key in ("blockers", "waived"):
         for item in data.get(key, []):
@@ -76,21 +57,16 @@ def figures_of(report: AlignmentReport | None) -> dict[str, Any] | None:
     """The alignment figures the gate read, per slice and overall, without case ids."""
     if report is None:
         return None
-    figures: dict[str, Any] = json.loads(
-        json.dumps(
-            {
-                "status": report.status,
-                "overall": report.overall.model_dump(mode="json"),
-                "slices": [s.model_dump(mode="json") for s in report.slices],
-                "confusion": report.confusion.model_dump(mode="json"),
-            }
-        )
-    )
-    return figures
+    return {
+        "status": report.status,
+        "overall": report.overall.model_dump(mode="json"),
+        "slices": [s.model_dump(mode="json") for s in report.slices],
+        "confusion": report.confusion.model_dump(mode="json"),
+    }
 
 
 def write_gold_evidence(report_dir: Path, dataset: GoldDataset) -> None:
-    """Store the held-out gold records and the rubric the certification judged against."""
+    """Store the held-out gold records and the rubric."""
     write_jsonl(
         report_dir / HELD_OUT_GOLD,
         [c.model_dump(mode="json") for c in dataset.partition("held_out")],
@@ -103,7 +79,7 @@ def write_gold_evidence(report_dir: Path, dataset: GoldDataset) -> None:
 
 
 def read_gold_evidence(report_dir: Path, dataset_sha256: str) -> GoldDataset:
-    """A :class:`GoldDataset` of the stored held-out records (raises on unreadable evidence)."""
+    """A :class:`GoldDataset` of the stored held-out records."""
     rubric = Rubric.model_validate(read_json_file(report_dir / RUBRIC_JSON))
     cases = [GoldCase.model_validate(row) for row in read_jsonl_records(report_dir / HELD_OUT_GOLD)]
     return GoldDataset(

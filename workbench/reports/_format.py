@@ -1,9 +1,5 @@
-"""How numbers read in tables, charts and reports: percentages with intervals, rounded for display.
-
-Display only: the exact values stay in ``gate.json``, ``figures.json`` and the alignment report.
-A value that does not exist (a rate over no case, a kappa that is undefined) is shown as
-:data:`DASH` with a footnote, never as ``NaN``, ``None`` or ``n/a``.
-"""
+"""How numbers read in tables, charts and reports (display only: exact values stay in the JSON
+files). A value that does not exist is shown as :data:`DASH`, never ``NaN`` or ``None``."""
 
 from __future__ import annotations
 
@@ -11,21 +7,22 @@ import math
 from typing import Any
 
 DASH = "\u2013"
-"""Shown for a value that does not exist; every table that shows it carries :data:`DASH_NOTE`."""
 DASH_NOTE = (
     f"{DASH} : no case enters the denominator, so the value does not exist (it is never read as 0"
     " or as a pass)."
 )
 
 
+def attr(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` of a dict, ``obj.name`` of an object; ``default`` when absent or None."""
+    if obj is None:
+        return default
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
 def missing(value: Any) -> bool:
     """True for None and NaN (what tables show as a dash)."""
-    if value is None:
-        return True
-    try:
-        return isinstance(value, float) and math.isnan(value)
-    except TypeError:
-        return False
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def pct(value: float | None, digits: int = 0) -> str:
@@ -39,37 +36,27 @@ def pct(value: float | None, digits: int = 0) -> str:
     return f"{scaled:.{digits}f}%"
 
 
-def _pct_bare(value: float) -> str:
-    scaled = 100 * value
-    if 0 < abs(scaled) < 1:
-        return f"{scaled:.1f}"
-    return f"{scaled:.0f}"
-
-
 def rate_text(rate: Any) -> str:
-    """A :class:`~workbench.stats.Rate` (or its dict) as ``"28% [17–43%]"``; dash without a
-    denominator."""
-    value, low, high = _get(rate, "rate"), _get(rate, "ci95_low"), _get(rate, "ci95_high")
+    """A :class:`~workbench.stats.Rate` (or its dict) as ``"28% [17–43%]"``."""
+    value, low, high = attr(rate, "rate"), attr(rate, "ci95_low"), attr(rate, "ci95_high")
     if missing(value):
         return DASH
     if missing(low) or missing(high):
         return pct(value)
-    return f"{pct(value)} [{_pct_bare(low)}{DASH}{_pct_bare(high)}%]"
+    return f"{pct(value)} [{pct(low).removesuffix('%')}{DASH}{pct(high)}]"
 
 
 def kn(rate: Any) -> str:
-    """``"k/n"`` of a rate (``"0/0"`` when no case entered it; a dash when there is no rate at
-    all)."""
-    k, n = _get(rate, "k"), _get(rate, "n")
+    """``"k/n"`` of a rate (a dash when there is no rate)."""
+    k, n = attr(rate, "k"), attr(rate, "n")
     if k is None or n is None:
         return DASH
     return f"{k}/{n}"
 
 
 def number(value: Any, digits: int = 2) -> str:
-    """A number for display: floats rounded (``0.0967741`` -> ``"0.097"`` at 2 significant decimals
-    kept
-    readable), ints as they are, None/NaN as a dash, other values as text."""
+    """A value for display: floats rounded (``0.0967741`` -> ``"0.097"``), bools as yes/no,
+    None/NaN as a dash, dicts and lists joined, other values as text."""
     if missing(value):
         return DASH
     if isinstance(value, bool):
@@ -93,9 +80,3 @@ def number(value: Any, digits: int = 2) -> str:
 def limit_text(value: float | None) -> str:
     """A rate limit as a percentage (``0.2`` -> ``"20%"``); dash when the policy sets none."""
     return DASH if value is None else pct(value)
-
-
-def _get(obj: Any, name: str) -> Any:
-    if obj is None:
-        return None
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)

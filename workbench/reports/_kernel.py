@@ -1,10 +1,5 @@
-"""The kernel certification notebooks run in: IPC transport, so nothing listens on TCP.
-
-papermill's default kernel manager connects to the kernel over TCP on 127.0.0.1, and the
-kernel warns (``[IPKernelApp] WARNING | Kernel is running over TCP without encryption``) on
-every certification. Over IPC the kernel's sockets are files in a private temporary
-directory (mode 0700) that only this user can reach: no port, no warning.
-"""
+"""The kernel certification notebooks run in: IPC transport in a private temporary directory,
+so nothing listens on TCP (and the kernel does not warn about unencrypted TCP)."""
 
 from __future__ import annotations
 
@@ -31,11 +26,7 @@ def ipc_kernel_manager(socket_dir: Path) -> type:
 
 @contextlib.contextmanager
 def kernel_manager_class() -> Iterator[type]:
-    """Yield an IPC kernel manager class whose socket directory is removed afterwards.
-
-    The directory is short (``/tmp/wbk-XXXX``): a Unix socket path is limited to about 100
-    bytes, which a deep working directory would exceed.
-    """
+    """Yield an IPC kernel manager class; its (short) socket directory is removed afterwards."""
     directory = Path(tempfile.mkdtemp(prefix="wbk-", dir="/tmp" if Path("/tmp").is_dir() else None))
     try:
         yield ipc_kernel_manager(directory)

@@ -1,12 +1,6 @@
-"""The reports root on disk, read together with the held-out ledger.
-
-Every report directory gets ``started.json`` the moment its ledger entry is opened: the report
-id, the ledger path and the entry id. So a directory left behind by a killed certification
-is still tied to its ledger entry (which the next command marks ``aborted``), the ledgers of a
-reports root can be found from the root alone, and a ledger that lost lines at its end (a
-truncation the hash chain alone cannot show) is caught because a report on disk names an
-entry the ledger no longer has.
-"""
+"""The reports root on disk, read together with the held-out ledger: each report directory's
+``started.json`` ties it to its ledger entry, so a killed certification stays tied to its entry
+and a ledger that lost its last lines is caught."""
 
 from __future__ import annotations
 
@@ -39,7 +33,7 @@ def write_started_marker(report_dir: Path, entry: LedgerEntry, ledger_path: Path
 
 
 def read_marker(report_dir: Path) -> dict[str, Any] | None:
-    """The ``started.json`` of a report directory, or None when absent or unreadable."""
+    """The ``started.json`` of a report directory (None when absent or unreadable)."""
     try:
         data = read_json_file(report_dir / STARTED_FILE)
     except (OSError, ValueError, RecursionError):
@@ -53,9 +47,13 @@ def read_marker(report_dir: Path) -> dict[str, Any] | None:
     )
 
 
+def closing_entry(entries: list[LedgerEntry], entry_id: str) -> LedgerEntry | None:
+    """The entry that closed ``entry_id`` (finished or aborted), or None while it is open."""
+    return next((e for e in entries if e.opens == entry_id and e.event != "started"), None)
+
+
 def ledgers_of(reports_root: Path) -> list[Path]:
-    """The ledgers the reports under ``reports_root`` were recorded in (from their markers and
-    locks)."""
+    """The ledgers the reports under ``reports_root`` were recorded in."""
     paths: dict[str, None] = {}
     for d in report_dirs(reports_root):
         marker = read_marker(d)
@@ -105,12 +103,8 @@ def check_ledger_complete(
 def _status_in(
     ledger_path: Path, entry_id: str, ledger: HeldOutLedger, entries: list[LedgerEntry]
 ) -> tuple[str | None, LedgerEntry | None]:
-    if ledger_path == ledger.path:
-        pool = entries
-    else:
-        read = HeldOutLedger(ledger_path).read()
-        pool = read.entries
-    closing = next((e for e in pool if e.opens == entry_id and e.event != "started"), None)
+    pool = entries if ledger_path == ledger.path else HeldOutLedger(ledger_path).read().entries
+    closing = closing_entry(pool, entry_id)
     if not any(e.entry_id == entry_id for e in pool):
         return None, None
     return ("open" if closing is None else closing.event), closing
@@ -124,11 +118,8 @@ def previous_report(
     ledger: HeldOutLedger,
     entries: list[LedgerEntry],
 ) -> PreviousReport | None:
-    """The report before ``n`` of this candidate version: locked, aborted or still running.
-
-    A directory that never got a ledger entry (killed between allocation and start) holds no
-    evidence and is skipped.
-    """
+    """The report before ``n`` of this candidate version (locked, aborted or still running); a
+    directory that never got a ledger entry is skipped."""
     for k in range(n - 1, 0, -1):
         d = reports_root / name / version / str(k)
         report_id = f"{name}/{version}/{k}"
@@ -138,12 +129,10 @@ def previous_report(
                     report_id=report_id, lock_sha256=read_lock(d).lock_sha256, status="locked"
                 )
             except (ValueError, OSError, RecursionError):
+                message = f"the lock of the previous report {report_id} cannot be read"
+                fix = f"run `workbench verify {d}` and restore the report; reports form a chain"
                 raise refusal(
-                    "cannot certify",
-                    str(d / LOCK_FILE),
-                    "previous_report_unreadable",
-                    f"the lock of the previous report {report_id} cannot be read",
-                    f"run `workbench verify {d}` and restore the report; reports form a chain",
+                    "cannot certify", str(d / LOCK_FILE), "previous_report_unreadable", message, fix
                 ) from None
         marker = read_marker(d)
         if marker is None:
@@ -162,8 +151,7 @@ _STATUS: dict[str, Any] = {"open": "running", "aborted": "aborted"}
 
 
 def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
-    """Mark dead certifications ``aborted`` in each ledger; problems for ledgers that cannot be
-    read."""
+    """Mark dead certifications ``aborted`` in each ledger; problems of ledgers that cannot be."""
     problems: list[Problem] = []
     for path in paths:
         if not path.exists():
@@ -187,13 +175,11 @@ def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
 def list_reports(
     reports_root: str | Path = "reports", *, ledgers: list[Path] | None = None
 ) -> list[dict[str, Any]]:
-    """Every report directory under ``reports_root``: locked reports with their outcome, and
-    directories without a lock as ``aborted``, ``running`` or ``unrecorded``. Newest last.
-
-    Dead certifications are first marked ``aborted`` in their ledgers.
-    """
+    """Every report directory under ``reports_root``, newest last: locked reports with their
+    outcome, others as ``aborted``, ``running``, ``unrecorded`` (dead certifications first
+    marked ``aborted``)."""
     root = Path(reports_root)
-    paths = list(dict.fromkeys([*(ledgers or []), *ledgers_of(root)]))
+    paths = ledgers_for(root, ledgers or [])
     reconcile_ledgers(paths)
     entries = {p: HeldOutLedger(p).read().entries for p in paths}
     rows = [_row(d, d.relative_to(root).as_posix(), entries) for d in report_dirs(root)]
@@ -236,17 +222,12 @@ class LedgerBlock(TypedDict):
 def read_ledgers(
     reports_root: str | Path, extra: list[Path]
 ) -> tuple[list[LedgerBlock], list[Problem]]:
-    """Every held-out use recorded in the ledgers of :func:`ledgers_for`, each ledger's chain
-    checked, after dead certifications are marked aborted; and every problem found."""
+    """Every held-out use in the ledgers of :func:`ledgers_for`, and every problem found."""
     paths = ledgers_for(reports_root, extra)
     if not paths:
-        raise refusal(
-            "no held-out ledger",
-            str(reports_root),
-            "ledger_not_found",
-            "no report here names a held-out ledger",
-            "pass --gold DATASET to show that dataset's ledger",
-        )
+        message = "no report here names a held-out ledger"
+        fix = "pass --gold DATASET to show that dataset's ledger"
+        raise refusal("no held-out ledger", str(reports_root), "ledger_not_found", message, fix)
     problems = reconcile_ledgers(paths)
     blocks: list[LedgerBlock] = []
     for path in paths:
@@ -312,9 +293,7 @@ def _row(d: Path, report_id: str, ledgers: dict[Path, list[LedgerEntry]]) -> dic
         }
     entries = ledgers.get(Path(marker["ledger_path"]), [])
     started = next((e for e in entries if e.entry_id == marker["entry_id"]), None)
-    closing = next(
-        (e for e in entries if e.opens == marker["entry_id"] and e.event != "started"), None
-    )
+    closing = closing_entry(entries, marker["entry_id"])
     status = (
         "unrecorded"
         if started is None
@@ -342,9 +321,7 @@ LEGACY_LEDGER = "held_out_ledger.jsonl"
 def check_legacy_ledger(
     reports_root: Path, fingerprint: str, manifest_sha256: str, rerun_reason: str | None
 ) -> None:
-    """Uses recorded in a pre-chain ledger inside the reports root (``<reports>/
-    held_out_ledger.jsonl``, where the workbench kept it before the ledger moved beside the
-    data) still count."""
+    """Refuse a re-use recorded in a pre-chain ledger inside the reports root (it still counts)."""
     legacy = reports_root / LEGACY_LEDGER
     if not legacy.is_file() or (rerun_reason and rerun_reason.strip()):
         return
@@ -353,12 +330,12 @@ def check_legacy_ledger(
         if not all(isinstance(row, dict) for row in rows):
             raise ValueError("a record is not an object")
     except (OSError, ValueError, RecursionError) as exc:
+        message = (
+            f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})"
+        )
+        fix = "restore it from version control: the uses it records still count"
         raise refusal(
-            "cannot certify",
-            str(legacy),
-            "legacy_ledger_invalid",
-            f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})",
-            "restore it from version control: the uses it records still count",
+            "cannot certify", str(legacy), "legacy_ledger_invalid", message, fix
         ) from None
     unused = {
         r.get("opens")
@@ -374,12 +351,12 @@ def check_legacy_ledger(
         == (fingerprint, manifest_sha256)
     ]
     if earlier:
-        raise refusal(
-            "refusing to certify again",
-            str(legacy),
-            "held_out_reuse",
+        message = (
             "the earlier held-out ledger in this reports root records this candidate fingerprint"
-            f" on the same held-out manifest: {', '.join(earlier)}",
-            'pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and'
-            " printed in the report",
+            f" on the same held-out manifest: {', '.join(earlier)}"
         )
+        fix = (
+            'pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and'
+            " printed in the report"
+        )
+        raise refusal("refusing to certify again", str(legacy), "held_out_reuse", message, fix)

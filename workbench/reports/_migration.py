@@ -1,22 +1,8 @@
-"""What certification adds for a migration, repeatability and authority, shared with ``verify``.
-
-Certification stores every input these read in the report, and ``workbench verify`` reads
-the same files with the same functions:
-
-====================================  =======================================================
-file                                  what
-====================================  =======================================================
-inputs/baseline/<spec>.yaml           the baseline's spec (``certify --baseline``)
-inputs/label_mapping.yaml             the reviewed label mapping (its sha256 is in the lock)
-baseline/controls/results.jsonl       the baseline's control run (shown beside the candidate's)
-restricted/baseline/run/              the baseline's held-out run
-restricted/transitions.jsonl          case-level transitions with their review status
-restricted/transition_reviews.jsonl   the transition reviews in effect when the gate ran
-migration.json                        the public migration summary (counts only)
-repeatability/studies.jsonl           the candidate's repeatability studies the gate read
-sentinels/                            the candidate's sentinel run (for ``workbench drift``)
-====================================  =======================================================
-"""
+"""What certification adds for a migration, repeatability and authority, shared with ``verify``:
+certification stores every input these read in the report (the baseline's spec, runs and
+controls, the label mapping, the transitions and the reviews in effect, the repeatability
+studies, the sentinel run), and ``workbench verify`` reads the same files with the same
+functions."""
 
 from __future__ import annotations
 
@@ -26,7 +12,7 @@ from typing import Any
 
 from .._io import atomic_write_json, read_json_file, read_jsonl_records, write_jsonl
 from .._lock import LOCK_FILE, Lock, read_lock, resolve_report_path
-from ..errors import Problem, WorkbenchError, refusal
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, load_candidate, load_spec
 from ..migration import (
@@ -53,15 +39,11 @@ MAPPING_COPY = "inputs/label_mapping.yaml"
 STUDIES_COPY = "repeatability/studies.jsonl"
 SENTINELS_DIR = "sentinels"
 TRANSITIONS_HTML = "transitions.html"
-"""The restricted page listing every transition of a migration certification, case by case."""
 control_report_from_records = mapped_controls
-"""A control report rebuilt from stored control records, verdicts mapped (both sides of a
-comparison and a migration certification use the one function)."""
 
 
 def copy_spec(spec_path: Path, target_dir: Path) -> Path:
-    """Copy a candidate spec and the prompt or results file it names into ``target_dir``; return the
-    spec copy."""
+    """Copy a spec and the prompt or results file it names into ``target_dir``; return the copy."""
     spec, _ = load_spec(spec_path)
     target_dir.mkdir(parents=True, exist_ok=True)
     copy = target_dir / spec_path.name
@@ -77,24 +59,15 @@ def copy_spec(spec_path: Path, target_dir: Path) -> Path:
 def check_migration_inputs(
     judge: Judge, baseline: Path, label_mapping: Path | None, dataset: GoldDataset
 ) -> tuple[Judge, LoadedMapping | None]:
-    """Load the baseline and the label mapping and check them before the ledger is touched.
-
-    Refused (every problem at once): a baseline that is the candidate itself; old labels the
-    rubric lacks without a reviewed mapping (renamed categories), or a mapping that leaves a
-    label unmapped, maps to labels the rubric lacks or was reviewed for other versions.
-    """
+    """Load and check the baseline and the label mapping before the ledger is touched; refused
+    (every problem at once) for a baseline that is the candidate, or labels the mapping does not
+    carry into the rubric (:func:`~workbench.migration.mapping_problems`)."""
     old = load_candidate(baseline)
     problems: list[Problem] = []
     if old.identity.fingerprint() == judge.identity.fingerprint():
-        problems.append(
-            Problem(
-                location=str(baseline),
-                code="baseline_is_candidate",
-                message=f"the baseline {old.spec.label} is the candidate itself (same fingerprint)",
-                fix="give the previous version as --baseline; certify one version without"
-                " --baseline",
-            )
-        )
+        message = f"the baseline {old.spec.label} is the candidate itself (same fingerprint)"
+        fix = "give the previous version as --baseline; certify one version without --baseline"
+        problems.append(problem(str(baseline), "baseline_is_candidate", message, fix))
     mapping = load_label_mapping(label_mapping) if label_mapping is not None else None
     problems += mapping_problems(
         mapping,
@@ -116,7 +89,7 @@ def check_migration_inputs(
 def write_migration(
     report_dir: Path, evidence: MigrationEvidence, reviews: dict[str, TransitionReview]
 ) -> None:
-    """The public summary, the restricted transitions and the snapshot of the reviews in effect."""
+    """Write the public summary, the restricted transitions and the reviews in effect."""
     atomic_write_json(report_dir / MIGRATION_FILE, evidence.summary.model_dump(mode="json"))
     write_jsonl(report_dir / TRANSITIONS_FILE, [r.model_dump(mode="json") for r in evidence.rows])
     snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
@@ -124,23 +97,19 @@ def write_migration(
 
 
 def read_reviews_snapshot(report_dir: Path) -> dict[str, TransitionReview]:
-    """The transition reviews a report's gate read (one per case id)."""
     return {r.case_id: r for r in read_transition_reviews(report_dir / REVIEWS_SNAPSHOT)}
 
 
 def read_transitions(report_dir: Path) -> list[TransitionRow]:
-    """The restricted transitions of a migration report."""
     rows = read_jsonl_records(report_dir / TRANSITIONS_FILE)
     return [TransitionRow.model_validate(row) for row in rows]
 
 
 def snapshot_studies(report_dir: Path, studies: list[Any]) -> None:
-    """Store the repeatability studies the gate reads (the candidate's, in log order)."""
     write_jsonl(report_dir / STUDIES_COPY, [s.model_dump(mode="json") for s in studies])
 
 
 def stored_studies(report_dir: Path) -> list[Any]:
-    """The studies a report stored (none when it stored none)."""
     from ..repeatability import read_studies
 
     path = report_dir / STUDIES_COPY
@@ -155,8 +124,7 @@ def needs_repeatability(policy: Policy | None) -> bool:
 def repeatability_gate_blockers(
     policy: Policy | None, studies: list[Any], *, fingerprint: str, dataset_sha256: str
 ) -> list[Blocker]:
-    """:func:`~workbench.repeatability.repeatability_blockers` on stored studies: the latest
-    calibration study of the candidate, with every earlier one for boundary crossings."""
+    """:func:`~workbench.repeatability.repeatability_blockers` on the candidate's stored studies."""
     from ..repeatability import DEFAULT_PARTITION, repeatability_blockers
 
     if policy is None:
@@ -170,14 +138,10 @@ def repeatability_gate_blockers(
     )
 
 
-# -- the migration's sections: public counts, restricted cases ----------------------------------
-
-
 def write_transitions_html(
     directory: Path, evidence: MigrationEvidence, *, report_id: str | None = None
 ) -> None:
-    """``restricted/transitions.html``: the transitions with their review status (restricted: case
-    ids)."""
+    """Write ``transitions.html``: the changed transitions with their review status (case ids)."""
     from .._html import render
     from .._io import atomic_write_text
 
@@ -203,8 +167,7 @@ def write_transitions_html(
 
 
 def migration_section(summary: Any) -> Section:
-    """The public migration section: transitions per slice and transition-review counts (no
-    case ids)."""
+    """The public migration section: transition and review counts per slice (no case ids)."""
     reviews = {r.slice: r for r in summary.reviews}
     rows = []
     for s in [*summary.slices, summary.overall]:
@@ -238,8 +201,7 @@ def migration_html(summary: Any) -> str:
 
 
 def authority_section(grant: Any, beside: Any) -> Section:
-    """The authority requested and granted, and the last complete certified version beside the
-    candidate."""
+    """The authority requested and granted, and the last certified version beside the candidate."""
     lines = [f"this report: {grant.describe()}"] if grant is not None else []
     if beside is not None:
         lines = [*beside.describe(), *lines]
@@ -255,8 +217,7 @@ def locked_migration(
     report: str | Path, gold: str | Path | None, *, refused: str, notebook: Path | None = None
 ) -> tuple[Path, Lock, GoldDataset]:
     """A locked migration report that verifies, judged held-out cases, and whose gold is at hand
-    and unchanged: what a transition review and ``certify --resume-review`` both need. Raises
-    :class:`WorkbenchError` (exit 2) with ``refused`` as its summary."""
+    and unchanged; else :class:`WorkbenchError` (exit 2) with ``refused`` as its summary."""
     from ._verify import verify_one
 
     root = resolve_report_path(report)
@@ -320,12 +281,8 @@ def locked_migration(
 def pending_for_report(
     report: str | Path, gold: str | Path | None = None
 ) -> tuple[list[Any], Path, Any]:
-    """The changed critical verdicts of a locked migration report, as transitions to review.
-
-    Returns ``(pending, transition-review log path, dataset)``. The report must verify (a
-    review of tampered transitions would decide nothing real); the evidence ids a review may
-    cite come from the certified gold. Raises :class:`WorkbenchError` (exit 2).
-    """
+    """``(changed critical verdicts to review, transition-review log, dataset)`` of a locked
+    migration report (:func:`locked_migration`)."""
     from ..review import transition_reviews_path_for
 
     root, lock, dataset = locked_migration(report, gold, refused="no transitions to review")
@@ -394,23 +351,12 @@ def record_transition_review(
     match = next((p for p in pending if p.case_id == case_id), None)
     if match is None:
         known = ", ".join(p.case_id for p in pending) or "none"
-        raise WorkbenchError(
-            "no such transition",
-            [
-                Problem(
-                    location=str(report),
-                    case_id=case_id,
-                    code="transition_unknown",
-                    message=f"case {case_id} is no changed verdict in a critical slice of this"
-                    f" report (those are: {known})",
-                    fix="review a case `workbench review transition --report REPORT --list` names",
-                )
-            ],
-        )
+        message = f"case {case_id} is no changed verdict in a critical slice of this report (those"
+        message += f" are: {known})"
+        fix = "review a case `workbench review transition --report REPORT --list` names"
+        problems = [problem(str(report), "transition_unknown", message, fix, case_id)]
+        raise WorkbenchError("no such transition", problems)
     return TransitionReviews(log).add(match, decision, evidence_ids, reviewer=reviewer, note=note)
-
-
-# -- verify: the migration recomputed from the report's own files -------------------------------
 
 
 def lifecycle_blockers(
@@ -422,10 +368,8 @@ def lifecycle_blockers(
     suite: Any | None,
     mapping: LoadedMapping | None,
 ) -> tuple[list[Blocker], MigrationEvidence | None]:
-    """What certification adds to the gate beside the policy's limits, from the report's own
-    files: repeatability blockers from the stored studies and, for a migration, the migration
-    blockers from both stored runs, the label mapping and the stored snapshot of transition
-    reviews. ``subject``: the candidate and baseline (:class:`~._recompute.Subject`)."""
+    """The repeatability blockers and, for a migration, the migration blockers and evidence, from
+    the report's own files. ``subject``: a :class:`~._recompute.Subject`."""
     from ..runs import RunDir
 
     blockers = repeatability_gate_blockers(
@@ -462,11 +406,12 @@ def _evidence_refused(where: Path, message: str) -> WorkbenchError:
 def stored_mapping(report_dir: Path, lock: Any) -> LoadedMapping | None:
     """A migration report's label mapping, its hash checked against the lock's."""
     if not lock.input_files.get("baseline"):
+        message = "a migration lock names no baseline spec"
         raise refusal(
             "migration evidence missing",
             str(report_dir / LOCK_FILE),
             "evidence_missing",
-            "a migration lock names no baseline spec",
+            message,
             "restore the report",
         )
     rel = lock.input_files.get("label_mapping")
@@ -496,8 +441,8 @@ def _stored_baseline_controls(
 def migration_problems(
     report_dir: Path, lock: Any, evidence: MigrationEvidence | None, gold_log: Path | None
 ) -> list[Problem]:
-    """``verify``: migration.json, the lock's copy and the restricted transitions against the
-    recomputation; every review in the report's snapshot present in the gold's log."""
+    """``verify``: migration.json, the lock's copy and the transitions against the recomputation;
+    every review of the report's snapshot in the gold's log."""
     if evidence is None:
         return []
     fix = (
@@ -506,19 +451,11 @@ def migration_problems(
     )
     expected = evidence.summary.model_dump(mode="json")
     rows = [r.model_dump(mode="json") for r in evidence.rows]
-    files = {name: report_dir / name for name in (MIGRATION_FILE, TRANSITIONS_FILE)}
-    stored = {
-        MIGRATION_FILE: read_json_file(files[MIGRATION_FILE])
-        if files[MIGRATION_FILE].exists()
-        else None,
-        TRANSITIONS_FILE: read_jsonl_records(files[TRANSITIONS_FILE])
-        if files[TRANSITIONS_FILE].exists()
-        else None,
-    }
+    migration, transitions = report_dir / MIGRATION_FILE, report_dir / TRANSITIONS_FILE
     checks = [
         (
-            stored[MIGRATION_FILE] != expected,
-            files[MIGRATION_FILE],
+            (read_json_file(migration) if migration.exists() else None) != expected,
+            migration,
             "migration_mismatch",
             "migration.json differs from the migration recomputed from both stored runs, the label"
             " mapping and the transition reviews",
@@ -530,8 +467,8 @@ def migration_problems(
             "the lock's migration summary differs from the recomputed one",
         ),
         (
-            stored[TRANSITIONS_FILE] != rows,
-            files[TRANSITIONS_FILE],
+            (read_jsonl_records(transitions) if transitions.exists() else None) != rows,
+            transitions,
             "transitions_mismatch",
             "the restricted transitions differ from the ones recomputed from both stored runs",
         ),

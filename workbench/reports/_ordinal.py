@@ -1,10 +1,5 @@
-"""The certification report's ordinal figures (``ordinal`` and ``numeric`` rubrics).
-
-Shown in the held-out alignment section of ``03_certify`` (and so of ``report.html``) beside the
-nominal figures, which stay, labelled as nominal. The figures are the alignment report's
-(:class:`workbench.align.OrdinalAlignment`, computed with the agreement report's functions in
-:mod:`workbench.stats`); nothing is recomputed here.
-"""
+"""The certification report's ordinal figures (``ordinal`` and ``numeric`` rubrics), beside the
+nominal ones: the alignment report's (:class:`workbench.align.OrdinalAlignment`), not recomputed."""
 
 from __future__ import annotations
 
@@ -21,12 +16,7 @@ NOMINAL_NOTE = (
 
 
 def ordinal_tables(report: Any) -> list[Table]:
-    """Per-slice ordinal figures and the ordinal confusion over all cases; empty on a nominal
-    rubric.
-
-    ``report`` is an :class:`~workbench.align.AlignmentReport`. Every count is shown with its
-    denominator (the pairs: verdicts with both labels on the scale).
-    """
+    """Per-slice ordinal figures and the ordinal confusion (none on a nominal rubric)."""
     frame = report.ordinal_frame()
     overall = report.overall.ordinal
     if frame is None or overall is None:
@@ -62,8 +52,7 @@ def ordinal_tables(report: Any) -> list[Table]:
 
 
 def ordinal_section_html(report: Any) -> str:
-    """The section's HTML: heading, the note that the figures above are nominal, both tables; ``""``
-    on a nominal rubric."""
+    """The section's HTML (``""`` on a nominal rubric)."""
     from .._html import fragment, safe
 
     tables = ordinal_tables(report)

@@ -1,10 +1,5 @@
-"""What a certification report shows, as escaped HTML fragments and DataFrames.
-
-Every fragment is a jinja2 template (``templates/*.j2``, one autoescaping Environment:
-:mod:`workbench._html`), so data (case text, reasons, names, policy rationale) is escaped
-before it reaches HTML; DataFrames are rendered by pandas, which escapes cell text. Held-out
-results appear only as counts: case-level detail goes to the restricted file beside the report.
-"""
+"""What a certification report shows, as escaped HTML fragments (jinja2 templates, one
+autoescaping Environment) and DataFrames. Held-out results appear only as counts."""
 
 from __future__ import annotations
 
@@ -16,7 +11,8 @@ from .._html import fragment
 from ..align import AlignmentReport, Join
 from ..heldout import held_out_use_line
 from ..outcomes import style as outcome_style
-from ._render import Section, section_html
+from ._format import DASH, DASH_NOTE, attr
+from ._render import Section
 
 
 def outcome_section(
@@ -38,11 +34,11 @@ def outcome_section(
         "rerun_reason": rerun_reason,
         "blockers": [
             {
-                "code": _get(b, "code"),
-                "category": _get(b, "category"),
-                "slice": _get(b, "slice"),
-                "message": _get(b, "message"),
-                "evidence": [(k, _fmt(v)) for k, v in (_get(b, "evidence") or {}).items()],
+                **{key: attr(b, key) for key in ("code", "category", "slice", "message")},
+                "evidence": [
+                    (k, f"{v:.4g}" if isinstance(v, float) else str(v))
+                    for k, v in (attr(b, "evidence") or {}).items()
+                ],
             }
             for b in blockers
         ],
@@ -51,45 +47,15 @@ def outcome_section(
     return Section("outcome", banner)
 
 
-def outcome_html(
-    outcome: str,
-    blockers: Sequence[Any],
-    *,
-    candidate: str,
-    waived: Sequence[Any] = (),
-    rerun_reason: str | None = None,
-) -> str:
-    """:func:`outcome_section` as HTML."""
-    return section_html(
-        outcome_section(
-            outcome, blockers, candidate=candidate, waived=waived, rerun_reason=rerun_reason
-        )
-    )
-
-
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def key_value_html(title: str, rows: Iterable[tuple[str, Any]]) -> str:
     """A two-column table of escaped labels and values."""
     return str(fragment("fragments.html.j2", "key_value", title, list(rows)))
 
 
 def disagreement_counts(join: Join) -> Any:
-    """Held-out disagreements as counts by slice and error class (no case ids).
-
-    Beside the classes: ``abstained`` (verdicts in the rubric's abstain labels, whatever the
-    adjudicated label; they are also counted in their class, ``aligned`` or
-    ``disagreement``), ``decided`` (verdicts that are not abstentions), ``cases`` and
-    ``coverage`` = decided / cases, so no rate is read without the share the judge decided.
-    """
+    """Held-out cases by slice and error class (no case ids), with ``abstained`` (also counted in
+    their class), ``decided`` (verdicts that are not abstentions), ``cases`` and ``coverage`` =
+    decided / cases."""
     import pandas as pd
 
     abstain = set(join.dataset.rubric.abstain_labels)
@@ -148,9 +114,8 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
 
 
 def cost_by_slice(rows: Sequence[dict[str, Any]], dataset: Any) -> Any:
-    """Cost and tokens per judged case by slice (critical first), then ``(all)``: total,
-    median, p95 (nearest rank) and max per case; retries included, cached verdicts left out
-    (:mod:`workbench.results._costs`). A total hides the few cases that take most of the spend."""
+    """Cost and tokens per judged case by slice (critical first), then ``(all)``: total, median,
+    p95 and max per case (:func:`workbench.results.slice_costs`)."""
     import pandas as pd
 
     from ..results import slice_costs
@@ -165,15 +130,11 @@ def cost_by_slice(rows: Sequence[dict[str, Any]], dataset: Any) -> Any:
                 "cases": c.cases,
                 "calls": c.calls,
                 "cost_usd_total": round(c.cost_usd.total, 6),
-                "cost_usd_median": c.cost_usd.median,
-                "cost_usd_p95": c.cost_usd.p95,
-                "cost_usd_max": c.cost_usd.max,
-                "tokens_in_median": c.tokens_in.median,
-                "tokens_in_p95": c.tokens_in.p95,
-                "tokens_in_max": c.tokens_in.max,
-                "tokens_out_median": c.tokens_out.median,
-                "tokens_out_p95": c.tokens_out.p95,
-                "tokens_out_max": c.tokens_out.max,
+                **{
+                    f"{name}_{stat}": getattr(getattr(c, name), stat)
+                    for name in ("cost_usd", "tokens_in", "tokens_out")
+                    for stat in ("median", "p95", "max")
+                },
             }
             for c in slice_costs(rows, slice_of, risks)
         ]
@@ -182,13 +143,9 @@ def cost_by_slice(rows: Sequence[dict[str, Any]], dataset: Any) -> Any:
 
 
 def agreement_summary(report: AlignmentReport, human: Any) -> Any:
-    """Judge-human kappa next to human-human agreement on the same cases, per slice.
-
-    ``coverage`` (decided verdicts / cases in scope) and ``abstention_rate`` (abstentions /
-    verdicts) stand beside the judge's figures: agreement over few decided cases means little.
-    On an ordered rubric (``ordinal``, ``numeric``) the judge's kappa is labelled nominal and the
-    linear and quadratic weighted kappas follow it (:class:`~workbench.align.OrdinalAlignment`).
-    """
+    """Judge-human kappa beside human-human agreement on the same cases, per slice, with coverage
+    and abstention rate; on an ordered rubric the kappa is labelled nominal and the weighted
+    kappas follow."""
     import pandas as pd
 
     ordered = report.scale != "nominal"
@@ -222,8 +179,6 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
 
 
 def _human_alphas(block: Any, scale: str) -> dict[str, Any]:
-    """Human-human Krippendorff's alpha: nominal, and on an ordered rubric the ordinal (numeric:
-    interval) level too, labelled."""
     nominal = block.krippendorff_alpha.value if block else None
     if scale == "nominal":
         return {"human_krippendorff_alpha": nominal}
@@ -235,29 +190,18 @@ def _human_alphas(block: Any, scale: str) -> dict[str, Any]:
     }
 
 
-# -- the report's first screen, blockers, controls, lineage ---------------------------------
-
 NOT_USED_NOTE = (
     "No held-out figure exists for this report: the held-out partition was not used (see the"
     " outcome)."
 )
 
 
-def _attr(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
 def previous_certification(
     entries: Sequence[Any], name: str, *, before: str | None = None, certified: bool = False
 ) -> dict[str, Any] | None:
-    """The last *complete* certification of judge ``name`` (any version) in ``entries`` (a
-    held-out ledger), before the ``started`` entry ``before``: candidate, outcome, report id, when.
-
-    Complete means the ledger has its ``finished`` entry (an aborted or running one is skipped);
-    with ``certified``, only one whose outcome was ``certified``.
-    """
+    """The last finished certification of judge ``name`` (any version; with ``certified``, only a
+    certified one) in the ledger ``entries`` before the entry ``before``: candidate, outcome,
+    report id, when."""
     started = {e.entry_id for e in entries if e.event == "started"}
     ids = [e.entry_id for e in entries]
     cut = ids.index(before) if before in ids else len(entries)
@@ -347,35 +291,17 @@ def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
 
 
 def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
-    """The per-slice table of the report (risk, n, coverage, false-pass rate with CI, limit, basis,
-    result)."""
-    from ._format import DASH, DASH_NOTE
+    """The report's per-slice table."""
+    from ._tables import SLICE_COLUMNS
     from ._templates import render
 
-    columns = [
-        "slice",
-        "risk",
-        "n",
-        "coverage",
-        "false-pass rate [95% CI]",
-        "FP k/n",
-        "FP limit",
-        "basis",
-        "false-fail rate [95% CI]",
-        "FF k/n",
-        "FF limit",
-        "result",
-    ]
+    columns = [c for c in SLICE_COLUMNS if c != "abstained"]
     records = []
     has_dash = False
     for row in rows:
         record = row.record()
         has_dash = has_dash or any(record[c] == DASH for c in columns if c not in ("risk",))
-        css = ""
-        if row.result in ("fail", "incomplete"):
-            css = "over"
-        elif row.result == "review":
-            css = "review"
+        css = {"fail": "over", "incomplete": "over", "review": "review"}.get(row.result, "")
         result_css = {"not run": "notrun", DASH: "dash"}.get(row.result, row.result)
         records.append(
             {
@@ -386,15 +312,11 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
                 "result_css": result_css,
             }
         )
-    notes = []
-    if note:
-        notes.append(note)
-    notes.append(
+    rates = (
         "Rates are over cases judged pass or fail; FP over human fails, FF over human passes;"
         " abstentions, errors and missing results are in neither. Interval: 95% Wilson."
     )
-    if has_dash:
-        notes.append(DASH_NOTE)
+    notes = [*([note] if note else []), rates, *([DASH_NOTE] if has_dash else [])]
     return render("slices.html.j2", columns=columns, rows=records, footnotes=notes)
 
 
@@ -406,25 +328,25 @@ def first_screen(cert: Any, gate: Any) -> Any:
 
 
 def first_screen_html(cert: Any, gate: Any) -> str:
-    """:func:`first_screen` as an HTML string (every value escaped by the template)."""
+    """:func:`first_screen` as HTML."""
     from .._io import sha256_file
     from ._blockers import group_blockers, why_lines
     from ._slices import slice_rows
     from ._templates import fragment as wrap
     from ._templates import render
 
-    outcome = str(_attr(gate, "outcome"))
+    outcome = str(attr(gate, "outcome"))
     shown = outcome_style(outcome)
     color, background, title = shown.color, shown.background, shown.title
     entry = cert.ledger_entry
     held_out_used = cert.alignment is not None
     groups = group_blockers(
-        _attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=cert.policy
+        attr(gate, "blockers", []), waived=attr(gate, "waived", []), policy=cert.policy
     )
     why = why_lines(groups)
     if not why:
         why = [("every slice", "PASS", "within the policy's limits")]
-    figures = _attr(gate, "figures", []) or []
+    figures = attr(gate, "figures", []) or []
     rows = slice_rows(
         figures if held_out_used and figures else _pseudo_figures(cert.dataset),
         cert.policy,
@@ -474,23 +396,20 @@ def first_screen_html(cert: Any, gate: Any) -> str:
 
 
 def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) -> str:
-    """Blockers grouped per slice and code family, the first line visible and the detail folded.
-
-    With ``title`` (say, a candidate's label), the whole list folds under one line: the title,
-    the outcome and how many slices and problems it holds.
-    """
+    """Blockers grouped per slice and code family, the detail folded; with ``title``, the whole
+    list folds under one line (title, outcome, counts)."""
     from .._html import safe
     from ._blockers import group_blockers
     from ._templates import fragment as wrap
     from ._templates import render
 
     groups = group_blockers(
-        _attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=policy
+        attr(gate, "blockers", []), waived=attr(gate, "waived", []), policy=policy
     )
     body = render("blockers.html.j2", groups=groups)
     if title is None:
         return wrap(body)
-    outcome = str(_attr(gate, "outcome", ""))
+    outcome = str(attr(gate, "outcome", ""))
     shown = outcome_style(outcome)
     label, css = shown.title, shown.css
     active = [g for g in groups if not g.waived_by]
@@ -509,12 +428,7 @@ def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None)
 
 
 def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
-    """The control suite's result as one table, grouped by role, failed roles and controls first.
-
-    No NaN or None: a missing verdict is a dash; reasons are shortened (the full text is in the
-    control run records).
-    """
-    from ._format import DASH
+    """The control suite's result grouped by role, failed roles and controls first."""
     from ._templates import fragment as wrap
     from ._templates import render
 
@@ -575,7 +489,7 @@ def _short(text: str, limit: int) -> str:
 
 
 def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
-    """The lineage checks as a table: check, held, expected, actual."""
+    """The lineage checks as a table."""
     from ._templates import fragment as wrap
     from ._templates import render
 
@@ -596,5 +510,5 @@ def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def not_used_html() -> str:
-    """The single note that replaces every held-out section when held-out data was not used."""
+    """The note that replaces every held-out section when held-out data was not used."""
     return str(fragment("fragments.html.j2", "not_used", NOT_USED_NOTE))

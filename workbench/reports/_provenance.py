@@ -1,20 +1,7 @@
-"""What ran a certification: the pinned notebook, the package's code, and the advisory cap.
-
-``workbench certify`` runs the certification notebook shipped inside the installed package
-(:func:`packaged_notebook`), never one found in the working directory: a project's
-``notebooks/03_certify.ipynb`` is a copy to read, not what runs. A custom ``--notebook`` still
-runs, but its report is *advisory*: unless the policy pins that notebook's sha256
-(``certification: {notebook_sha256: ...}``), the gate gets the non-waivable review blocker
-``notebook_unpinned`` (:func:`cap_unpinned`), so the outcome is never ``certified``, no
-authority is granted, and the report's title says so. Certification adds the blocker after the
-notebook ran (the notebook cannot leave it out) and ``workbench verify`` adds it again to the
-gate it re-runs from the evidence, reading the lock's :class:`Provenance`.
-
-The lock records the :class:`Provenance`: the workbench version, which notebook ran (packaged,
-pinned by the policy, or custom) with its sha256, and :func:`package_sha256`, one hash over
-every file of the installed package (its code, notebooks and templates), computed once per
-process.
-"""
+"""What ran a certification (:class:`Provenance`, in the lock) and the advisory cap: a custom
+``--notebook`` the policy does not pin (``certification.notebook_sha256``) gets the
+non-waivable ``notebook_unpinned`` blocker (:func:`cap_unpinned`), after the notebook ran and
+again in ``workbench verify``, so its report is never a certification."""
 
 from __future__ import annotations
 
@@ -36,7 +23,6 @@ from ._render import Section
 
 NOTEBOOK_NAME = "03_certify.ipynb"
 UNPINNED = "notebook_unpinned"
-"""The review blocker of a certification that ran a notebook its policy does not pin."""
 
 NotebookSource = Literal["packaged", "pinned", "custom"]
 
@@ -47,33 +33,27 @@ class Provenance(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     workbench: str
-    """The workbench version that certified."""
     notebook: NotebookSource
-    """``packaged``: the notebook shipped in the installed package; ``pinned``: a ``--notebook``
-    whose sha256 the policy pins (``certification.notebook_sha256``); ``custom``: any other
-    ``--notebook`` (the report is advisory: outcome never ``certified``)."""
+    """``packaged`` (shipped in the package), ``pinned`` (a ``--notebook`` the policy pins) or
+    ``custom`` (any other: the report is advisory)."""
     notebook_sha256: str
-    """sha256 of the notebook file that ran."""
     notebook_path: str
-    """Where it ran from (informational: the hash is what counts)."""
     package_sha256: str
-    """sha256 over every file of the installed ``workbench`` package (:func:`package_sha256`)."""
+    """:func:`package_sha256`."""
 
     @property
     def advisory(self) -> bool:
-        """A custom, unpinned notebook ran: the report is no certification."""
         return self.notebook == "custom"
 
 
 def packaged_notebook() -> Path:
-    """The certification notebook shipped in the installed package (package data)."""
+    """The certification notebook shipped in the installed package."""
     return Path(str(files("workbench") / "notebooks" / NOTEBOOK_NAME))
 
 
 @cache
 def package_sha256() -> str:
-    """sha256 over the relative path and sha256 of every file of the installed package
-    (``__pycache__`` left out), in path order: the code, notebook and templates that ran."""
+    """sha256 over the path and sha256 of every file of the installed package, in path order."""
     root = Path(str(files("workbench")))
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
@@ -108,20 +88,15 @@ def notebook_provenance(notebook: Path | None, policy: Policy) -> Provenance:
 
 
 def _check_readable(path: Path, data: bytes) -> None:
-    """A custom notebook must be a notebook papermill can run (refused before the ledger)."""
     import nbformat
 
     reads: Any = nbformat.reads  # untyped
     try:
         reads(data.decode("utf-8"), as_version=4)
     except Exception as exc:  # nbformat raises many kinds for a file that is no notebook
-        raise refusal(
-            "cannot certify",
-            str(path),
-            "notebook_invalid",
-            f"--notebook is not a Jupyter notebook ({type(exc).__name__})",
-            "drop --notebook to run the notebook shipped in the package",
-        ) from None
+        message = f"--notebook is not a Jupyter notebook ({type(exc).__name__})"
+        fix = "drop --notebook to run the notebook shipped in the package"
+        raise refusal("cannot certify", str(path), "notebook_invalid", message, fix) from None
 
 
 def advisory_title(provenance: Provenance) -> str:
@@ -149,9 +124,8 @@ def advisory_section(provenance: Provenance) -> Section:
 
 
 def cap_unpinned(gate: dict[str, Any], provenance: Provenance | None) -> dict[str, Any]:
-    """``gate`` (public form, as in gate.json) with the ``notebook_unpinned`` blocker when a
-    custom notebook ran, and its outcome taken again from its blockers' categories; unchanged
-    otherwise, and when the notebook failed before its gate (only incomplete is possible)."""
+    """``gate`` (as in gate.json) with the ``notebook_unpinned`` blocker and the outcome taken
+    again when a custom notebook ran; unchanged otherwise, or when the notebook failed."""
     codes = [b.get("code") for b in gate.get("blockers", [])]
     if provenance is None or not provenance.advisory or codes == ["certification_failed"]:
         return gate

@@ -1,12 +1,5 @@
-"""The one decision: a certification's outcome from the evidence stored in its report.
-
-Certification writes every file the gate reads into the report (see
-:mod:`workbench.reports._evaluation` for the list) and then decides with :func:`decide`;
-``workbench verify`` does not take a lock's word for its outcome: :func:`recompute` reads the
-same files back through the lock and calls the same :func:`decide`, with the certification's
-start time as "now" for override expiry, and the outcome, blockers, waivers and figures are
-compared.
-"""
+"""The one decision (:func:`decide`): a certification's outcome from the evidence stored in its
+report, made by certification and again by ``workbench verify`` (:func:`recompute`)."""
 
 from __future__ import annotations
 
@@ -77,7 +70,7 @@ class Decision:
 
     gate: GateResult
     alignment: AlignmentReport | None = None
-    """None when controls failed: held-out data was not used."""
+    """None when controls failed (held-out data was not used)."""
     join: Join | None = None
     migration: MigrationEvidence | None = None
 
@@ -85,10 +78,9 @@ class Decision:
 @dataclass(frozen=True)
 class Recomputed:
     gate: dict[str, Any] | None
-    """The public gate (as in gate.json), or None when certification failed before the gate."""
+    """The public gate (as in gate.json); None when certification failed before the gate."""
     figures: dict[str, Any] | None
     migration: Any = None
-    """For a migration: the recomputed :class:`~workbench.migration._certify.MigrationEvidence`."""
 
 
 def decide(
@@ -103,12 +95,8 @@ def decide(
     suite: Any | None,
     mapping: LoadedMapping | None,
 ) -> Decision:
-    """The gate on the evidence stored in ``report_dir``: the one decision certification makes
-    (the notebook, once the evidence is written) and ``workbench verify`` makes again.
-
-    ``dataset`` is the held-out gold as stored in the report (``restricted/gold/``); ``now``
-    the certification's start, against which overrides expire.
-    """
+    """The gate on the evidence stored in ``report_dir``; ``dataset`` is the held-out gold stored
+    in the report, ``now`` the certification's start (overrides expire against it)."""
     lineage = lineage_blockers(read_json_file(report_dir / LINEAGE_FILE))
     controls = _control_blockers(report_dir, policy, suite, subject.candidate_fingerprint)
     if controls:
@@ -128,8 +116,6 @@ def decide(
         )
         return Decision(gate)
     run = RunDir(report_dir / RUN_DIR)
-    # Records written under an older result schema are read through the explicit, versioned
-    # migration (each says what it filled): a locked report's records are never rewritten.
     lines = run.read_results(migrate=True, gold=dataset)
     join = join_results(dataset, lines, partition="held_out", location=str(run.results))
     alignment = alignment_report(
@@ -157,7 +143,6 @@ def decide(
 def _control_blockers(
     report_dir: Path, policy: Policy | None, suite: Any | None, fingerprint: str
 ) -> list[Blocker]:
-    """The candidate's failed blocking control roles, from its stored control records."""
     if policy is None or policy.controls is None or suite is None:
         return []
     from ..migration import mapped_controls

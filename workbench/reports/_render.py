@@ -1,21 +1,6 @@
-"""The one report renderer: sections -> a self-contained HTML page, nothing loaded from the network.
-
-Every report page (a certification, a locked ranking or noise run) is :func:`render_document`:
-the report's own template (``templates/page.html.j2``, with the screen and print stylesheet)
-filled with *sections*. A feature contributes a :class:`Section` (data and the block of
-``templates/sections.html.j2`` that draws it: an outcome banner, facts, a table, a list) or
-HTML one of the workbench's display functions rendered. A certification's sections are the
-displayed outputs of its executed notebook (:func:`render_html`), in order, markdown cells
-rendered, with no code, prompts or notebook chrome; its migration and authority parts are
-:class:`Section` objects the notebook displays (:func:`section_html`). Output HTML is what the
-workbench's display functions produced (every data value escaped by the template engine or by
-pandas); text outputs are escaped by ``templates/outputs.html.j2``. Scripts are removed and a
-Content-Security-Policy forbids scripts and network requests, so even escaped-but-misrendered
-text could not run.
-
-A cell tagged ``report-skip`` is left out of the HTML (the notebook's own title, for one: the
-report has its own first screen).
-"""
+"""The one report renderer (:func:`render_document`): :class:`Section` objects and rendered HTML
+in a self-contained page, scripts removed, a Content-Security-Policy, nothing from the network.
+A certification's page is its executed notebook's outputs (:func:`render_html`)."""
 
 from __future__ import annotations
 
@@ -33,7 +18,6 @@ EXTERNAL = re.compile(
     r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|@import\s+url\(\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""",
     re.IGNORECASE,
 )
-"""Anything in an HTML document that would make a browser fetch from a network host."""
 SKIP_TAG = "report-skip"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ANCHOR = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.DOTALL)
@@ -51,8 +35,7 @@ def _markdown(text: str) -> str:
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a report: the data a feature contributes and the block that draws it (a
-    macro of ``templates/sections.html.j2``: ``outcome``, ``facts``, ``table``, ``items``)."""
+    """One part of a report: data and the macro of ``templates/sections.html.j2`` that draws it."""
 
     block: str
     data: dict[str, Any]
@@ -78,8 +61,7 @@ def section_html(section: Section) -> str:
 
 
 def render_document(title: str, parts: Sequence[Section | str]) -> str:
-    """The one report page: ``parts`` (sections, or HTML a display function or a template
-    rendered) in order; no script, a Content-Security-Policy, nothing from the network."""
+    """The one report page: ``parts`` (sections or rendered HTML) in order, no script, a CSP."""
     blocks = [section_html(p) if isinstance(p, Section) else p for p in parts]
     page = render("page.html.j2", csp=CSP, css=stylesheet(), title=title, blocks=blocks)
     return add_content_security_policy(strip_scripts(strip_external(page)))
@@ -90,9 +72,7 @@ def render_html(
     title: str = "Certification report",
     first: Sequence[Section] = (),
 ) -> str:
-    """A certification's page: ``first`` (sections certify puts above everything, e.g. the
-    advisory notice of a custom notebook), then the executed notebook's outputs as its
-    sections (module doc)."""
+    """A certification's page: ``first`` (an advisory notice), then the notebook's outputs."""
     import nbformat
 
     read: Any = nbformat.read  # untyped
@@ -125,37 +105,21 @@ def _output(output: Any) -> str:
     if kind == "error":
         text = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
         return _macro("pre", _ANSI.sub("", text), "wb-error")
-    data = output.get("data", {})
+    data = {
+        mime: "".join(value) if isinstance(value, list) else str(value)
+        for mime, value in output.get("data", {}).items()
+    }
     if "text/html" in data:
-        return (
-            "".join(data["text/html"])
-            if isinstance(data["text/html"], list)
-            else str(data["text/html"])
-        )
+        return data["text/html"]
     if "image/svg+xml" in data:
-        svg = (
-            "".join(data["image/svg+xml"])
-            if isinstance(data["image/svg+xml"], list)
-            else str(data["image/svg+xml"])
-        )
-        encoded = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        encoded = base64.b64encode(data["image/svg+xml"].encode("utf-8")).decode("ascii")
         return _macro("image", "image/svg+xml", encoded)
     if "image/png" in data:
-        return _macro("image", "image/png", str(data["image/png"]).strip())
+        return _macro("image", "image/png", data["image/png"].strip())
     if "text/markdown" in data:
-        text = (
-            "".join(data["text/markdown"])
-            if isinstance(data["text/markdown"], list)
-            else str(data["text/markdown"])
-        )
-        return _markdown(text)
+        return _markdown(data["text/markdown"])
     if "text/plain" in data:
-        text = (
-            "".join(data["text/plain"])
-            if isinstance(data["text/plain"], list)
-            else str(data["text/plain"])
-        )
-        return _macro("pre", _ANSI.sub("", text))
+        return _macro("pre", _ANSI.sub("", data["text/plain"]))
     return ""
 
 
@@ -178,7 +142,7 @@ def add_content_security_policy(html: str) -> str:
 
 
 def strip_external(html: str) -> str:
-    """Remove any <script>/<link> that still points at a network host (belt and braces)."""
+    """Remove any <script>/<link> that still points at a network host."""
     html = re.sub(
         r"<script[^>]*\bsrc\s*=\s*[\"']?(?:https?:)?//[^>]*>\s*</script>",
         "",

@@ -1,20 +1,10 @@
-"""Case-level held-out detail, kept apart from the shared report.
-
-Held-out disagreements appear in the shared HTML only as counts. The independent review
-process gets this directory instead: every case with its human and judge labels, the judge's
-reason and the text, as JSON Lines, and an HTML page (same styling as the report, every value
-escaped by the template engine) that puts the reviewers' labels and rationales, the
-adjudication and its reason and the grading notes beside the judge's verdict and reason.
-
-For a judge that runs code (a ``ragas-function`` candidate), ``restricted/code/`` keeps that
-code as it was certified (:func:`write_code_copy`): every file its fingerprint covers under
-``files/`` (paths relative to the package's parent, or the script's folder), and
-``coverage.json`` with their sha256 and the dependency versions. The lock hashes them like
-every other file, so the certified code can be read, and compared, after the judge changed.
-"""
+"""Case-level held-out detail, kept apart from the shared report (which shows only counts):
+every case as JSON Lines and an escaped HTML page for the independent review process, and
+(:func:`write_code_copy`) the code a ``ragas-function`` candidate runs, as certified."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +12,6 @@ from .._io import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
-    read_jsonl_records,
     write_jsonl,
 )
 from ..align import Join
@@ -86,14 +75,12 @@ def write_restricted(
 
 
 CODE_DIR = "code"
-"""The code copy's folder inside ``restricted/``."""
 CODE_MANIFEST = "coverage.json"
 
 
 def write_code_copy(directory: Path, judge: Any) -> bool:
-    """Copy the code ``judge`` runs (its ``code``, :class:`~workbench.judges.CodeCoverage`) into
-    ``directory``: ``files/<path>`` as read when its fingerprint was computed, and
-    ``coverage.json``. False (nothing written) for a judge that runs no code of its own."""
+    """Copy the code ``judge`` runs into ``directory`` (``files/<path>`` as fingerprinted, and
+    ``coverage.json``); False (nothing written) for a judge that runs no code of its own."""
     code = getattr(judge, "code", None)
     if code is None:
         return False
@@ -126,45 +113,15 @@ def restricted_html(rows: list[dict[str, Any]], *, report_id: str | None = None)
             str(r.get("case_id")),
         )
     )
-    counts: dict[str, int] = {}
-    for r in shown:
-        counts[str(r.get("error_class"))] = counts.get(str(r.get("error_class")), 0) + 1
-    context_rows = [
-        {
-            **{
-                k: r.get(k)
-                for k in (
-                    "case_id",
-                    "slice",
-                    "risk",
-                    "error_class",
-                    "human_label",
-                    "judge_label",
-                    "error_kind",
-                    "judge_reason",
-                    "grading_notes",
-                    "input",
-                    "response",
-                    "adjudication_reason",
-                    "adjudicator",
-                )
-            },
-            "reviews": r.get("reviews") or [],
-        }
-        for r in shown
-    ]
+    counts = Counter(str(r.get("error_class")) for r in shown)
     return render(
         "restricted.html.j2",
         csp=CSP,
         css=stylesheet(),
         notice=NOTICE,
         report_id=report_id,
-        rows=context_rows,
+        rows=[{**r, "reviews": r.get("reviews") or []} for r in shown],
         shown=len(shown),
         aligned=len(rows) - len(shown),
         counts=sorted(counts.items(), key=lambda kv: ORDER.get(kv[0], 9)),
     )
-
-
-def read_restricted(directory: Path) -> list[dict[str, Any]]:
-    return read_jsonl_records(directory / "held_out_cases.jsonl")

@@ -1,13 +1,6 @@
-"""No secret in a locked report: the last check before :func:`workbench._lock.seal`.
-
-Everything recorded from a provider is redacted (:mod:`workbench._redact`), but redaction only
-knows the candidate's own key, and only the text that passes through it. Before a report is
-locked, every file in it is searched for every secret of the environment (the candidate's
-``api_key_env`` and every credential-named variable, :func:`~workbench._redact.environment_secrets`)
-in every form :func:`~workbench._redact.find_encoded` knows (literal, base64, reversed, hex,
-URL-encoded, split by whitespace or invisible characters). A report holding one is not locked:
-``secret_in_report`` (exit 2), one problem per file and variable, never the value.
-"""
+"""No secret in a locked report: before sealing, every file is searched for every secret of the
+environment in every encoded form :func:`~workbench._redact.find_encoded` knows; a report holding
+one is not locked (``secret_in_report``, exit 2; the value is never shown)."""
 
 from __future__ import annotations
 
@@ -36,8 +29,7 @@ def secret_problems(report_dir: Path, judge: Judge) -> list[Problem]:
 
 
 def refuse_secrets(report_dir: Path, judge: Judge) -> None:
-    """Raise :class:`WorkbenchError` (``secret_in_report``) when :func:`secret_problems` finds
-    any: the caller has not locked the report."""
+    """Raise :class:`WorkbenchError` when :func:`secret_problems` finds any."""
     problems = secret_problems(report_dir, judge)
     if problems:
         raise WorkbenchError(

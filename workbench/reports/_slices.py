@@ -1,12 +1,6 @@
-"""One row per slice as a reviewer reads it: figures beside the policy's limits and the result.
-
-The figures come from the gate (:class:`~workbench.policy.SliceFigures`, also in ``gate.json``)
-or from an alignment report (:class:`~workbench.align.SliceAlignment`); both carry the same
-fields, so a row can be built from either, and from their JSON dicts. The *result* of a slice
-is read from the gate's blockers, never recomputed here: :func:`~workbench.reports._status.
-slice_status` (``fail``, ``incomplete``, ``review``, ``waived``, ``pass``, ``not run``, ``-``)
-is the one vocabulary every per-slice surface uses.
-"""
+"""One row per slice as a reviewer reads it: figures (the gate's or an alignment report's, or
+their JSON) beside the policy's limits, and the result read from the gate's blockers
+(:func:`~workbench.reports._status.slice_status`), never recomputed here."""
 
 from __future__ import annotations
 
@@ -14,25 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._format import DASH, kn, limit_text, pct, rate_text
+from ._format import DASH, attr, kn, limit_text, pct, rate_text
 from ._status import preview_gate, slice_status
 
-RESULT_ORDER = {
-    "fail": 0,
-    "incomplete": 1,
-    "review": 2,
-    "waived": 3,
-    "pass": 4,
-    "not run": 5,
-    DASH: 6,
-}
 BASIS_TEXT = {"upper_95": "upper bound", "point": "observed"}
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
 @dataclass(frozen=True)
@@ -58,18 +37,18 @@ class SliceLimits:
 
 def limits_of(policy: Any, slice_name: str, risk: str | None) -> SliceLimits | None:
     """The limits ``policy`` sets for ``slice_name`` (None when there is no policy or no entry)."""
-    spec = _get(_get(policy, "slices", {}) or {}, slice_name) if policy is not None else None
+    spec = attr(attr(policy, "slices", {}) or {}, slice_name) if policy is not None else None
     if spec is None:
         return None
-    critical = (risk or _risk_value(_get(spec, "risk"))) == "critical"
-    fp_basis = "upper_95" if critical else _get(spec, "false_pass_rate_basis", "upper_95")
-    abstention = _get(spec, "max_abstention_rate")
+    critical = (risk or _risk_value(attr(spec, "risk"))) == "critical"
+    fp_basis = "upper_95" if critical else attr(spec, "false_pass_rate_basis", "upper_95")
+    abstention = attr(spec, "max_abstention_rate")
     return SliceLimits(
-        max_false_passes=_get(spec, "max_false_passes"),
-        max_false_pass_rate=_get(spec, "max_false_pass_rate"),
+        max_false_passes=attr(spec, "max_false_passes"),
+        max_false_pass_rate=attr(spec, "max_false_pass_rate"),
         false_pass_basis=fp_basis,
-        max_false_fail_rate=_get(spec, "max_false_fail_rate"),
-        false_fail_basis=_get(spec, "false_fail_rate_basis", "point"),
+        max_false_fail_rate=attr(spec, "max_false_fail_rate"),
+        false_fail_basis=attr(spec, "false_fail_rate_basis", "point"),
         max_abstention_rate=abstention if abstention is not None else 0.0,
     )
 
@@ -101,19 +80,6 @@ class SliceRow:
     def critical(self) -> bool:
         return self.risk == "critical"
 
-    @property
-    def over_limit(self) -> bool:
-        """A quality or review blocker names this slice."""
-        return self.result in ("fail", "review", "incomplete")
-
-    def fp_compared(self) -> float | None:
-        """The figure the gate compared with the false-pass limit (upper bound or observed)."""
-        if self.limits is None:
-            return None
-        key = "ci95_high" if self.limits.false_pass_basis == "upper_95" else "rate"
-        value = _get(self.false_pass_rate, key)
-        return None if value is None else float(value)
-
     def record(self) -> dict[str, Any]:
         """Display strings, the columns of the report's per-slice table."""
         limits = self.limits
@@ -122,7 +88,7 @@ class SliceRow:
             "risk": self.risk or DASH,
             "n": self.n,
             "coverage": (
-                f"{pct(_get(self.coverage, 'rate'))} ({self.decided}/{self.n})"
+                f"{pct(attr(self.coverage, 'rate'))} ({self.decided}/{self.n})"
                 if self.n and self.coverage is not None
                 else DASH
             ),
@@ -138,8 +104,8 @@ class SliceRow:
             "FF k/n": kn(self.false_fail_rate),
             "FF limit": limit_text(limits.max_false_fail_rate) if limits else DASH,
             "abstained": (
-                f"{pct(_get(self.abstention_rate, 'rate'))} of {_get(self.abstention_rate, 'n')}"
-                if _get(self.abstention_rate, "n")
+                f"{pct(attr(self.abstention_rate, 'rate'))} of {attr(self.abstention_rate, 'n')}"
+                if attr(self.abstention_rate, "n")
                 else DASH
             ),
             "abstention limit": limit_text(limits.max_abstention_rate) if limits else DASH,
@@ -150,21 +116,18 @@ class SliceRow:
 def slice_rows(
     figures: Sequence[Any], policy: Any = None, gate: Any = None, *, held_out_used: bool = True
 ) -> list[SliceRow]:
-    """One :class:`SliceRow` per slice of ``figures`` (the ``(all)`` row is left out).
-
-    ``gate`` (a :class:`~workbench.policy.GateResult` or its JSON) gives each slice's result;
-    without it the result is a dash. ``held_out_used=False`` marks every slice ``not run``.
-    """
-    blockers = list(_get(gate, "blockers", []) or []) if gate is not None else []
+    """One :class:`SliceRow` per slice of ``figures`` but ``(all)``, its result from ``gate`` (a
+    dash without one; ``not run`` when held-out data was not used)."""
+    blockers = list(attr(gate, "blockers", []) or []) if gate is not None else []
     waived = (
-        [_get(w, "blocker") for w in _get(gate, "waived", []) or []] if gate is not None else []
+        [attr(w, "blocker") for w in attr(gate, "waived", []) or []] if gate is not None else []
     )
     rows = []
     for f in figures:
-        name = _get(f, "slice")
+        name = attr(f, "slice")
         if name == "(all)":
             continue
-        risk = _get(f, "risk") or ""
+        risk = attr(f, "risk") or ""
         result, codes = slice_status(
             name, blockers, waived, gated=gate is not None, held_out_used=held_out_used
         )
@@ -172,12 +135,12 @@ def slice_rows(
             SliceRow(
                 slice=name,
                 risk=risk,
-                n=int(_get(f, "n", 0)),
-                decided=int(_get(f, "decided", 0)),
-                coverage=_get(f, "coverage"),
-                false_pass_rate=_get(f, "false_pass_rate"),
-                false_fail_rate=_get(f, "false_fail_rate"),
-                abstention_rate=_get(f, "abstention_rate"),
+                n=int(attr(f, "n", 0)),
+                decided=int(attr(f, "decided", 0)),
+                coverage=attr(f, "coverage"),
+                false_pass_rate=attr(f, "false_pass_rate"),
+                false_fail_rate=attr(f, "false_fail_rate"),
+                abstention_rate=attr(f, "abstention_rate"),
                 limits=limits_of(policy, name, risk),
                 result=result,
                 codes=codes,
@@ -187,9 +150,19 @@ def slice_rows(
 
 
 def rows_from_alignment(report: Any, policy: Any = None, gate: Any = None) -> list[SliceRow]:
-    """:func:`slice_rows` over an :class:`~workbench.align.AlignmentReport`'s slices; without a
-    gate but with a policy, each slice's result comes from the gate's per-slice checks
-    (:func:`~workbench.reports._status.preview_gate`)."""
+    """:func:`slice_rows` over an alignment report's slices; without a gate, the results come from
+    the gate's per-slice checks under ``policy`` (:func:`~._status.preview_gate`)."""
     if gate is None:
         gate = preview_gate(report, policy)
-    return slice_rows(_get(report, "slices", []) or [], policy, gate)
+    return slice_rows(attr(report, "slices", []) or [], policy, gate)
+
+
+def rows_of(source: Any, policy: Any = None, gate: Any = None) -> list[SliceRow]:
+    """The rows of ``source``: :class:`SliceRow` objects, an alignment report, the gate's figures
+    or a dict holding them under ``slices``."""
+    if isinstance(source, list) and (not source or isinstance(source[0], SliceRow)):
+        return list(source)
+    if getattr(source, "slices", None) is not None:
+        return rows_from_alignment(source, policy, gate)
+    slices = source.get("slices") if isinstance(source, dict) else None
+    return slice_rows(slices if slices is not None else source, policy, gate)

@@ -1,10 +1,6 @@
-"""Tables that read at a glance, for the notebooks and the report: pandas Styler, no index,
-no NaN or None, rates as ``"28% [17–43%]"`` with k/n beside them, rows that matter highlighted.
-
-Every table is a :class:`Table`: it displays as HTML in Jupyter (the Styler's HTML, every cell
-escaped, plus its footnotes) and keeps the display frame as ``.data`` for tests and export.
-A missing value is shown as a dash and explained in a footnote (:data:`DASH_NOTE`).
-"""
+"""Tables that read at a glance, for the notebooks and the report: a :class:`Table` displays as
+HTML (the pandas Styler's, every cell escaped, plus footnotes), rates as ``"28% [17–43%]"``,
+missing values as a dash explained by :data:`DASH_NOTE`, rows that matter highlighted."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._format import DASH, DASH_NOTE, missing, number, pct, rate_text
-from ._slices import SliceRow, rows_from_alignment, slice_rows
+from ._slices import rows_of
 from ._status import HIGHLIGHT as STATUS_HIGHLIGHT
 
 HIGHLIGHT = {
@@ -87,8 +83,7 @@ def styled(
     index: bool = False,
 ) -> Table:
     """Any DataFrame as a :class:`Table`: index hidden (or made a column), missing values as a
-    dash with a footnote, floats rounded, ``highlight(row) -> key`` colouring whole rows
-    (keys of :data:`HIGHLIGHT`)."""
+    dash, floats rounded, ``highlight(row) -> key of HIGHLIGHT`` colouring whole rows."""
     import pandas as pd
 
     data = frame.copy()
@@ -103,9 +98,7 @@ def styled(
         fmt = (formats or {}).get(column)
         values = []
         for value in raw[column]:
-            if fmt is not None and not (
-                not isinstance(value, (list, tuple, dict)) and missing(value)
-            ):
+            if fmt is not None and not missing(value):
                 values.append(fmt(value))
                 continue
             cell = _cell(value)
@@ -159,17 +152,11 @@ def slice_table(
     columns: Sequence[str] = SLICE_COLUMNS,
     caption: str | None = None,
 ) -> Table:
-    """The per-slice table: coverage, rates with intervals and k/n, the policy's limits, the result.
-
-    ``source``: an :class:`~workbench.align.AlignmentReport`, the gate's figures, or
-    :class:`SliceRow` objects. The result column is each slice's status from the gate's blockers
-    (:mod:`workbench.reports._status`; without a gate, an alignment report under ``policy`` gets
-    them from the gate's own per-slice checks). Failing critical slices are highlighted in red,
-    other failing slices in a lighter red, slices to review in purple.
-    """
+    """The per-slice table (``source``: see :func:`~._slices.rows_of`): coverage, rates with
+    intervals and k/n, the policy's limits, the result; failing and review slices highlighted."""
     import pandas as pd
 
-    rows = _slice_rows(source, policy, gate)
+    rows = rows_of(source, policy, gate)
     records = [row.record() for row in rows]
     keep = [c for c in columns if not (c in ("FP limit", "basis", "FF limit") and policy is None)]
     if all(row.result == DASH for row in rows):
@@ -192,21 +179,6 @@ def slice_table(
             " compared with the rate limit (critical slices: the upper 95% bound)."
         )
     return styled(frame, caption=caption, highlight=highlight, footnotes=notes)
-
-
-def _slice_rows(source: Any, policy: Any, gate: Any) -> list[SliceRow]:
-    if isinstance(source, list) and source and isinstance(source[0], SliceRow):
-        return source
-    if hasattr(source, "slices"):
-        return rows_from_alignment(source, policy, gate)
-    return slice_rows(source, policy, gate)
-
-
-def confusion_table(confusion: Any) -> Table:
-    """The confusion counts (adjudicated rows x judge columns) with the human label as a column."""
-    frame = confusion.to_frame() if hasattr(confusion, "to_frame") else confusion
-    frame = frame.reset_index()
-    return styled(frame, caption="adjudicated (rows) x judge (columns)")
 
 
 def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
@@ -251,32 +223,10 @@ def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
 
 
 def transition_summary_table(summary: Any) -> Table:
-    """:func:`workbench.review.transition_summary` with slices that broke a critical case
-    highlighted."""
+    """:func:`workbench.review.transition_summary`, critical breakages highlighted."""
     return styled(
         summary, highlight=lambda r: "critical" if (r.get("critical_broken") or 0) > 0 else None
     )
-
-
-def rate_columns(frame: Any, rates: Mapping[str, tuple[str, str]]) -> Any:
-    """Replace count columns by ``"28% [17–43%]"`` text with ``k/n`` beside it.
-
-    ``rates`` maps an output column name to (k column, n column); the Wilson interval is computed.
-    """
-    from ..stats import wilson_rate
-
-    out = frame.copy()
-    for name, (k_col, n_col) in rates.items():
-        texts, kns = [], []
-        for k, n in zip(out[k_col], out[n_col], strict=True):
-            rate = wilson_rate(int(k), int(n))
-            texts.append(rate_text(rate))
-            kns.append(f"{int(k)}/{int(n)}")
-        position = list(out.columns).index(k_col)
-        out = out.drop(columns=[k_col])
-        out.insert(position, name, texts)
-        out.insert(position + 1, f"{name} k/n", kns)
-    return out
 
 
 def merge_interval(frame: Any, value: str, low: str, high: str, *, name: str | None = None) -> Any:

@@ -1,9 +1,5 @@
-"""Jinja2 templates for the report's HTML, with autoescape on: data never becomes markup.
-
-Every template lives in ``workbench/reports/templates/``; :func:`render` escapes every value
-(``{{ x }}``) unless a template marks a fragment ``|safe``, which only ever wraps HTML this
-package rendered itself from escaped values.
-"""
+"""Jinja2 templates for the report's HTML (``workbench/reports/templates/``), autoescaped: data
+never becomes markup; ``|safe`` only wraps HTML this package rendered from escaped values."""
 
 from __future__ import annotations
 
@@ -12,8 +8,6 @@ from importlib.resources import files
 from typing import Any
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
-"""The report needs no script and no network: the browser is told so, as a second line of defence.
-"""
 
 
 def environment() -> Any:

@@ -1,34 +1,7 @@
-"""``workbench verify``: the checks of a certification, and verification of a reports root.
-
-Every locked report goes through :func:`workbench._lock.verify_lock` (the lock's hash, every
-file, the signature); a certification (kinds ``certification``, ``migration``,
-``review_reevaluation``) then gets :func:`check_certification`:
-
-- **lock**: the lock agrees with its own copy of the started ledger entry;
-- **outcome**: the gate re-run on the report's own evidence gives the lock's outcome, blockers,
-  waivers and figures, and ``gate.json`` agrees (:mod:`workbench.reports._recompute`); for a
-  migration, the transitions and reviews are recomputed too;
-- **ledger**: the held-out ledger of the certified dataset has an intact chain, holds this
-  report's ``started`` entry exactly as the lock copies it, and a ``finished`` entry with this
-  lock's hash; no report of the same reports root that the ledger knows is missing on disk.
-  Not checked when the dataset (hence its ledger) is not on this machine and no ``--gold``
-  is given;
-- **gold**: with ``--gold G``, the held-out records stored in the report (labels, slices,
-  responses, inputs: :func:`~workbench.heldout.content_key`) are the held-out cases of ``G``,
-  case by case (``gold_case_changed``, ``gold_case_missing``, ``gold_case_added`` name the case
-  ids), and the ledger checked is ``G``'s own (:func:`~workbench.heldout.ledger_path_for`),
-  which must record this lock as finished. Without ``--gold`` an intact report is **not
-  verified** (status ``not_verified``, exit 3): a report's own stored gold proves nothing
-  about the real dataset;
-- **provenance**: what ran (the lock's :class:`~workbench.reports.Provenance`: workbench
-  version, notebook and its sha256, package sha256) is reported; a report of a custom notebook
-  its policy does not pin is advisory (its re-run gate gets ``notebook_unpinned`` too). A lock
-  written before provenance was recorded verifies with the note "not recorded";
-- **chain**: the previous report the lock names (and, for a re-evaluation, the report it
-  resumes) exists, its lock unchanged with the recorded hash (or as the aborted directory it
-  was); a lock naming no previous report while an earlier one exists is refused. Not checked
-  when the report was copied out of its reports root.
-"""
+"""``workbench verify``: :func:`check_certification` (after :func:`workbench._lock.verify_lock`)
+checks the lock against its ledger entry, re-runs the gate on the report's evidence, checks the
+ledger, the stored held-out records against ``--gold`` (without it: ``not_verified``), the
+provenance and the chain of reports."""
 
 from __future__ import annotations
 
@@ -53,13 +26,11 @@ from .._lock import (
 from ..errors import Problem, WorkbenchError, refusal
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, content_key, ledger_path_for
 from ._evaluation import HELD_OUT_GOLD, read_gold_evidence
-from ._listing import read_marker
+from ._listing import closing_entry, read_marker
 from ._provenance import Provenance, cap_unpinned
 from ._recompute import EvidenceError, recompute
 
 GATE_FILE = "gate.json"
-ReportVerification = Verification
-"""The result of verifying one report (the name callers know)."""
 verify_one = verify_lock
 """Verify one locked report of any kind (:func:`workbench._lock.verify_lock`)."""
 _WHERE = (
@@ -93,20 +64,15 @@ def check_certification(
 
 
 def _check_provenance(root: Path, lock: Lock, result: Verification) -> Provenance | None:
-    """What ran the certification, as a note; a lock from before provenance was recorded
-    says so (it verifies on its other checks)."""
+    """What ran the certification, as a note ("not recorded" in an older lock)."""
     if lock.provenance is None:
         result.checks["provenance"] = "not recorded (a lock written before provenance was locked)"
         return None
     try:
         provenance = Provenance.model_validate(lock.provenance)
     except ValueError:
-        result.fail(
-            "provenance",
-            root / LOCK_FILE,
-            "provenance_invalid",
-            "the lock's provenance is not a workbench version, notebook and package hash",
-        )
+        message = "the lock's provenance is not a workbench version, notebook and package hash"
+        result.fail("provenance", root / LOCK_FILE, "provenance_invalid", message)
         return None
     advisory = " - ADVISORY: not a certification" if provenance.advisory else ""
     result.checks["provenance"] = (
@@ -118,16 +84,11 @@ def _check_provenance(root: Path, lock: Lock, result: Verification) -> Provenanc
 
 
 def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) -> None:
-    """The stored held-out records against the held-out cases of the real gold ``gold``.
-
-    When ``gold`` is still the certified dataset (same sha256) the stored held-out records must
-    be exactly its held-out cases. When the gold has moved on since (a correction, a rubric
-    change: the staleness ``workbench status`` names), every stored record must still be one of
-    the held-out records in its history (``gold.jsonl`` keeps superseded records), read record
-    by record without the dataset's cross-checks, so a relabelled or invented record never
-    verifies and a later, legitimate change is not called a forgery.
-    """
-    if not (root / HELD_OUT_GOLD).exists() and _failed_before_gate(lock):
+    """The stored held-out records against the held-out cases of ``gold``: exactly them while
+    it is the certified dataset; once it moved on, each must still be one of the held-out
+    records in its history (so a later, legitimate change is not called a forgery)."""
+    failed = [b.get("code") for b in lock.blockers] == ["certification_failed"]
+    if not (root / HELD_OUT_GOLD).exists() and failed:
         result.ok("gold", "ok (certification failed before held-out records were stored)")
         return
     try:
@@ -138,14 +99,10 @@ def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) 
         result.checks["gold"] = "failed"
         return
     except (OSError, ValueError, RecursionError) as exc:
-        result.fail(
-            "gold",
-            root / HELD_OUT_GOLD,
-            "evidence_missing",
-            f"the stored held-out records cannot be read ({type(exc).__name__})",
-        )
+        message = f"the stored held-out records cannot be read ({type(exc).__name__})"
+        result.fail("gold", root / HELD_OUT_GOLD, "evidence_missing", message)
         return
-    mine = _content_keys(stored)
+    mine = {c.case_id: content_key(c) for c in stored.partition("held_out")}
     same = sha is not None and sha == lock.evidence.get("gold_dataset")
     checks = [
         (
@@ -171,14 +128,12 @@ def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) 
     for code, ids, what in checks:
         if ids:
             shown = ", ".join(sorted(ids)[:10]) + (" ..." if len(ids) > 10 else "")
-            result.fail(
-                "gold",
-                where,
-                code,
-                f"{len(ids)} held-out case(s) {what}: {shown}",
+            message = f"{len(ids)} held-out case(s) {what}: {shown}"
+            fix = (
                 "verify against the dataset the report certified; a report whose stored held-out"
-                " records are not the real gold's is no certification of it",
+                " records are not the real gold's is no certification of it"
             )
+            result.fail("gold", where, code, message, fix)
     since = "" if same else "; the gold changed since certification (`workbench status` names it)"
     result.ok("gold", f"ok ({len(mine)} held-out case(s) as in {where}{since})")
 
@@ -186,9 +141,6 @@ def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) 
 def _gold_held_out(
     gold: str | Path,
 ) -> tuple[dict[str, set[str]], set[str], str | None, str]:
-    """Every held-out record of ``gold`` (case id -> content keys of all its versions), the
-    held-out ids no record supersedes, the dataset sha256 (None when the dataset does not
-    validate as a whole) and the gold file's path."""
     from ..gold import GoldCase, load_dataset
     from ..heldout import gold_directory
 
@@ -197,17 +149,11 @@ def _gold_held_out(
         dataset = load_dataset(gold)
         sha: str | None = dataset.sha256
         records: Iterable[GoldCase] = dataset.records  # every version, superseded ones too
-    except WorkbenchError:
-        # e.g. a rubric change the records do not follow yet: staleness, not forgery. The
-        # records are read one by one; an unreadable one matches nothing (validate names it).
+    except WorkbenchError:  # staleness, not forgery: the records are read one by one
         if not path.is_file():
-            raise refusal(
-                "gold not found",
-                str(path),
-                "gold_missing",
-                "the gold dataset to verify against has no gold.jsonl",
-                "pass --gold the certified dataset directory",
-            ) from None
+            message = "the gold dataset to verify against has no gold.jsonl"
+            fix = "pass --gold the certified dataset directory"
+            raise refusal("gold not found", str(path), "gold_missing", message, fix) from None
         sha, records = None, _readable_records(path)
     history: dict[str, set[str]] = {}
     superseded: set[str] = set()
@@ -220,7 +166,6 @@ def _gold_held_out(
 
 
 def _readable_records(path: Path) -> Iterator[Any]:
-    """The records of ``path`` that validate one by one (no cross-record checks)."""
     from ..gold import GoldCase
 
     for _number, line in iter_jsonl_lines(path):
@@ -228,17 +173,8 @@ def _readable_records(path: Path) -> Iterator[Any]:
             yield GoldCase.model_validate_json(line)
 
 
-def _content_keys(dataset: Any) -> dict[str, str]:
-    """Held-out case id -> :func:`~workbench.heldout.content_key` (item, label, slice)."""
-    return {c.case_id: content_key(c) for c in dataset.partition("held_out")}
-
-
-def _failed_before_gate(lock: Lock) -> bool:
-    return [b.get("code") for b in lock.blockers] == ["certification_failed"]
-
-
 def _check_consistency(root: Path, lock: Lock, result: Verification) -> None:
-    """The lock against its own copy of the started ledger entry (a naive edit shows here)."""
+    """The lock against its own copy of the started ledger entry."""
     entry = lock.ledger_entry
     pairs: list[tuple[str, Any, Any]] = [
         ("candidate_fingerprint", lock.candidate_fingerprint, entry.get("candidate_fingerprint")),
@@ -260,12 +196,8 @@ def _check_consistency(root: Path, lock: Lock, result: Verification) -> None:
     ]
     for name, mine, recorded in pairs:
         if _canon(mine) != _canon(recorded):
-            result.fail(
-                "lock",
-                root / LOCK_FILE,
-                "lock_inconsistent",
-                f"the lock's {name} ({mine!r}) differs from its ledger entry's ({recorded!r})",
-            )
+            message = f"the lock's {name} ({mine!r}) differs from its ledger entry's ({recorded!r})"
+            result.fail("lock", root / LOCK_FILE, "lock_inconsistent", message)
 
 
 def _dump(previous: PreviousReport | None) -> dict[str, Any] | None:
@@ -311,24 +243,20 @@ def _check_outcome(
         return
     if again.gate is None:  # the notebook failed before the gate: only incomplete is possible
         if {lock.outcome, gate_file.get("outcome")} != {"evaluation_incomplete"}:
-            result.fail(
-                "outcome",
-                root / LOCK_FILE,
-                "outcome_mismatch",
+            message = (
                 "the certification failed before its gate ran, so its outcome can only be"
-                f" evaluation_incomplete; the lock says {lock.outcome}",
+                f" evaluation_incomplete; the lock says {lock.outcome}"
             )
+            result.fail("outcome", root / LOCK_FILE, "outcome_mismatch", message)
         result.ok("outcome", "ok (certification failed before the gate: incomplete)")
         return
     _compare_gate(root, lock, cap_unpinned(again.gate, provenance), gate_file, result)
     if _canon(lock.figures) != _canon(again.figures):
-        result.fail(
-            "outcome",
-            root / LOCK_FILE,
-            "figures_mismatch",
+        message = (
             "the lock's figures differ from the alignment recomputed from the run records and gold"
-            " evidence",
+            " evidence"
         )
+        result.fail("outcome", root / LOCK_FILE, "figures_mismatch", message)
     if again.migration is not None:
         _check_migration(root, lock, again.migration, gold, result)
     result.ok("outcome", "ok (recomputed from the evidence)")
@@ -342,13 +270,11 @@ def _compare_gate(
     result: Verification,
 ) -> None:
     if lock.outcome != expected["outcome"]:
-        result.fail(
-            "outcome",
-            root / LOCK_FILE,
-            "outcome_mismatch",
+        message = (
             f"the lock says {lock.outcome} but the gate re-run on the report's evidence says"
-            f" {expected['outcome']}",
+            f" {expected['outcome']}"
         )
+        result.fail("outcome", root / LOCK_FILE, "outcome_mismatch", message)
     if _canon(lock.blockers) != _canon(expected["blockers"]):
         mine = [b.get("code") for b in lock.blockers]
         theirs = [b["code"] for b in expected["blockers"]]
@@ -357,20 +283,14 @@ def _compare_gate(
             if mine != theirs
             else "same codes, different messages or figures"
         )
-        result.fail(
-            "outcome",
-            root / LOCK_FILE,
-            "blockers_mismatch",
-            f"the lock's blockers differ from the gate re-run on the report's evidence ({detail})",
+        message = (
+            f"the lock's blockers differ from the gate re-run on the report's evidence ({detail})"
         )
+        result.fail("outcome", root / LOCK_FILE, "blockers_mismatch", message)
     for key in ("outcome", "blockers", "waived", "expired_overrides"):
         if _canon(gate_file.get(key)) != _canon(expected.get(key)):
-            result.fail(
-                "outcome",
-                root / GATE_FILE,
-                "gate_mismatch",
-                f"gate.json's {key} differs from the gate re-run on the report's evidence",
-            )
+            message = f"gate.json's {key} differs from the gate re-run on the report's evidence"
+            result.fail("outcome", root / GATE_FILE, "gate_mismatch", message)
 
 
 def _check_migration(
@@ -392,13 +312,11 @@ def _locate_ledger(lock: Lock, gold: str | Path | None, result: Verification) ->
     if lock.gold and Path(lock.gold).is_dir():
         path = ledger_path_for(lock.gold)
         if lock.ledger_path and Path(lock.ledger_path) != path:
-            result.fail(
-                "ledger",
-                lock.ledger_path,
-                "ledger_mismatch",
+            message = (
                 f"the lock names ledger {lock.ledger_path}, but the certified dataset's ledger is"
-                f" {path}",
+                f" {path}"
             )
+            result.fail("ledger", lock.ledger_path, "ledger_mismatch", message)
         return path
     result.checks["ledger"] = (
         f"not checked: the certified dataset {lock.gold or '(not recorded)'} is not on this"
@@ -419,13 +337,9 @@ def _read_ledger(
     if path is None:
         return None, None
     if not path.is_file():
-        result.fail(
-            "ledger",
-            path,
-            "ledger_missing",
-            "the held-out ledger of the certified dataset is missing",
-            "restore the ledger from version control or a backup",
-        )
+        message = "the held-out ledger of the certified dataset is missing"
+        fix = "restore the ledger from version control or a backup"
+        result.fail("ledger", path, "ledger_missing", message, fix)
         return None, None
     ledger = HeldOutLedger(path)
     with contextlib.suppress(WorkbenchError, OSError):  # a damaged ledger is reported below
@@ -446,22 +360,16 @@ def _check_ledger(
     entry_id = lock.ledger_entry.get("entry_id")
     started = next((e for e in entries if e.entry_id == entry_id and e.event == "started"), None)
     if started is None:
-        result.fail(
-            "ledger",
-            path,
-            "ledger_entry_missing",
+        message = (
             f"the ledger has no started entry {entry_id} for this report (a line was removed, or"
-            " the lock names an entry that never existed)",
+            " the lock names an entry that never existed)"
         )
+        result.fail("ledger", path, "ledger_entry_missing", message)
         return entries, None
     if _canon(started.model_dump(mode="json")) != _canon(lock.ledger_entry):
-        result.fail(
-            "ledger",
-            path,
-            "ledger_mismatch",
-            "the lock's copy of its started ledger entry differs from the ledger's",
-        )
-    _check_closing(path, lock, _closing(entries, started.entry_id), result)
+        message = "the lock's copy of its started ledger entry differs from the ledger's"
+        result.fail("ledger", path, "ledger_mismatch", message)
+    _check_closing(path, lock, closing_entry(entries, started.entry_id), result)
     reports_root = _reports_root(root, lock)
     if reports_root is not None:
         for e in entries:
@@ -471,53 +379,38 @@ def _check_ledger(
     return entries, started
 
 
-def _closing(entries: list[LedgerEntry], entry_id: str) -> LedgerEntry | None:
-    return next((e for e in entries if e.opens == entry_id and e.event != "started"), None)
-
-
 def _check_closing(
     path: Path, lock: Lock, closing: LedgerEntry | None, result: Verification
 ) -> None:
     if closing is None or closing.event != "finished":
         state = "still open" if closing is None else closing.event
-        result.fail(
-            "ledger",
-            path,
-            "ledger_not_finished",
-            f"the ledger does not record this certification as finished ({state})",
-        )
+        message = f"the ledger does not record this certification as finished ({state})"
+        result.fail("ledger", path, "ledger_not_finished", message)
     elif closing.lock_sha256 != lock.lock_sha256:
-        result.fail(
-            "ledger",
-            path,
-            "lock_not_in_ledger",
+        message = (
             f"the ledger recorded lock sha256 {closing.lock_sha256} for {lock.report_id}; this lock"
-            f" is {lock.lock_sha256} (the lock was rewritten)",
+            f" is {lock.lock_sha256} (the lock was rewritten)"
         )
+        result.fail("ledger", path, "lock_not_in_ledger", message)
     elif closing.outcome != lock.outcome:
-        result.fail(
-            "ledger",
-            path,
-            "outcome_not_in_ledger",
+        message = (
             f"the ledger recorded outcome {closing.outcome} for {lock.report_id}; the lock says"
-            f" {lock.outcome}",
+            f" {lock.outcome}"
         )
+        result.fail("ledger", path, "outcome_not_in_ledger", message)
 
 
 def _check_on_disk(reports_root: Path, entry: LedgerEntry, result: Verification) -> None:
     if not (reports_root / entry.report_id).is_dir():
-        result.fail(
-            "ledger",
-            reports_root / entry.report_id,
-            "report_missing",
+        message = (
             f"the ledger records report {entry.report_id} (started {entry.when:%Y-%m-%d %H:%M} by"
-            f" {entry.who}) but it is not on disk",
-            "restore the report; reports are never deleted",
+            f" {entry.who}) but it is not on disk"
         )
+        fix = "restore the report; reports are never deleted"
+        result.fail("ledger", reports_root / entry.report_id, "report_missing", message, fix)
 
 
 def _reports_root(root: Path, lock: Lock) -> Path | None:
-    """The reports root the report sits in, when it still sits at ``<root>/<report_id>``."""
     parts = lock.report_id.split("/")
     resolved = root.resolve()
     if len(parts) != 3 or list(resolved.parts[-3:]) != parts:
@@ -536,13 +429,11 @@ def _check_chain(
         _dump(lock.previous_report)
     ):
         recorded, mine = started.previous_report, lock.previous_report
-        result.fail(
-            "chain",
-            root / LOCK_FILE,
-            "chain_mismatch",
+        message = (
             f"the ledger recorded previous report {recorded and recorded.report_id!r} for this"
-            f" report, the lock names {mine and mine.report_id!r}",
+            f" report, the lock names {mine and mine.report_id!r}"
         )
+        result.fail("chain", root / LOCK_FILE, "chain_mismatch", message)
     reports_root = _reports_root(root, lock)
     if reports_root is None:
         result.ok("chain", "not checked: the report is not inside its reports root (copied alone)")
@@ -556,7 +447,7 @@ def _check_chain(
 
 
 def _check_first(root: Path, lock: Lock, reports_root: Path, result: Verification) -> None:
-    """A lock naming no previous report: no earlier report of its candidate version may exist."""
+    """A lock naming no previous report: no earlier report of its version may exist."""
     name, version, n = lock.report_id.split("/")
     earlier = [
         d
@@ -566,14 +457,12 @@ def _check_first(root: Path, lock: Lock, reports_root: Path, result: Verificatio
         and ((d / LOCK_FILE).exists() or read_marker(d) is not None)
     ]
     if earlier:
-        result.fail(
-            "chain",
-            root / LOCK_FILE,
-            "chain_broken",
+        message = (
             "the lock names no previous report, but"
-            f" {earlier[-1].relative_to(reports_root).as_posix()} precedes it",
-            "restore the original lock; reports form a chain",
+            f" {earlier[-1].relative_to(reports_root).as_posix()} precedes it"
         )
+        fix = "restore the original lock; reports form a chain"
+        result.fail("chain", root / LOCK_FILE, "chain_broken", message, fix)
 
 
 def _check_link(
@@ -582,17 +471,11 @@ def _check_link(
     entries: list[LedgerEntry] | None,
     result: Verification,
 ) -> None:
-    """A linked report (the previous one, or the one re-evaluated) is there as the link says: a
-    lock with the recorded hash whose content still hashes to it, or the aborted directory."""
     linked = reports_root / link.report_id
     if not linked.is_dir():
-        result.fail(
-            "chain",
-            linked,
-            "chain_broken",
-            f"the linked report {link.report_id} is missing",
-            "restore the report; reports form a chain and none may be removed",
-        )
+        message = f"the linked report {link.report_id} is missing"
+        fix = "restore the report; reports form a chain and none may be removed"
+        result.fail("chain", linked, "chain_broken", message, fix)
     elif link.status == "locked":
         try:
             other = read_lock(linked)
@@ -600,22 +483,18 @@ def _check_link(
         except (ValueError, OSError, RecursionError):
             intact = False
         if not intact:
-            result.fail(
-                "chain",
-                linked / LOCK_FILE,
-                "chain_broken",
+            message = (
                 f"the lock of {link.report_id} is not the one this report's chain recorded (its"
-                " hash differs, or its content no longer hashes to it)",
-                "restore the linked report's original lock",
+                " hash differs, or its content no longer hashes to it)"
             )
+            fix = "restore the linked report's original lock"
+            result.fail("chain", linked / LOCK_FILE, "chain_broken", message, fix)
     elif link.status == "aborted" and not _still_aborted(linked, entries):
-        result.fail(
-            "chain",
-            linked,
-            "chain_broken",
+        message = (
             f"the previous report {link.report_id} is recorded as aborted, but its directory is"
-            " not that aborted certification",
+            " not that aborted certification"
         )
+        result.fail("chain", linked, "chain_broken", message)
 
 
 def _still_aborted(directory: Path, entries: list[LedgerEntry] | None) -> bool:
@@ -624,7 +503,7 @@ def _still_aborted(directory: Path, entries: list[LedgerEntry] | None) -> bool:
         return False
     if entries is None:
         return True
-    closing = _closing(entries, marker["entry_id"])
+    closing = closing_entry(entries, marker["entry_id"])
     return closing is not None and closing.event == "aborted"
 
 
@@ -635,44 +514,27 @@ def verify_report(
     gold: str | Path | None = None,
     trusted: dict[bytes, str] | None = None,
 ) -> list[Problem]:
-    """Every problem :func:`verify_one` finds (an empty list: verified). ``reports_root`` is ignored
-    (kept for callers)."""
+    """Every problem :func:`verify_one` finds (empty: verified); ``reports_root`` is ignored."""
     return verify_lock(report_dir, gold=gold, trusted=trusted).problems
 
 
 def verify_path(
     path: str | Path, *, gold: str | Path | None = None, trusted: dict[bytes, str] | None = None
 ) -> list[Verification]:
-    """Verify a locked report (a certification or a locked run), its ``lock.json``, or every
-    report under a reports root.
-
-    For a reports root, reports the ledgers know but the disk lacks are found too. Raises
-    :class:`WorkbenchError` when ``path`` is none of these.
-    """
+    """Verify a locked report, its ``lock.json``, or every report under a reports root (with
+    ``gold``, also those its ledger records but the disk lacks). Raises :class:`WorkbenchError`
+    when ``path`` is none of these."""
     p = resolve_report_path(path)
-    if not p.exists():
-        raise refusal(
-            "nothing to verify", str(path), "report_missing", "no such file or directory", _WHERE
-        )
-    if not p.is_dir():
-        raise refusal(
-            "nothing to verify",
-            str(path),
-            "not_a_report",
-            "not a report directory or a lock",
-            _WHERE,
-        )
-    if _is_report(p):
+    if p.is_dir() and _is_report(p):
         return [verify_lock(p, gold=gold, trusted=trusted)]
-    dirs = report_dirs(p)
+    dirs = report_dirs(p) if p.is_dir() else []
     if not dirs:
-        raise refusal(
-            "nothing to verify",
-            str(path),
-            "not_a_report",
-            "the directory holds no lock.json and no reports",
-            _WHERE,
-        )
+        code, why = ("not_a_report", "the directory holds no lock.json and no reports")
+        if not p.is_dir():
+            why = "not a report directory or a lock"
+        if not p.exists():
+            code, why = "report_missing", "no such file or directory"
+        raise refusal("nothing to verify", str(path), code, why, _WHERE)
     out = [verify_lock(d, gold=gold, trusted=trusted) for d in dirs if (d / LOCK_FILE).exists()]
     if gold is not None:
         flagged = {pr.location for r in out for pr in r.problems if pr.code == "report_missing"}
@@ -689,7 +551,6 @@ def _is_report(directory: Path) -> bool:
 
 
 def _missing_from_root(reports_root: Path, gold: str | Path) -> list[Verification]:
-    """Reports the dataset's ledger records under this reports root that are not on disk."""
     base = reports_root.resolve()
     out = []
     for e in HeldOutLedger(ledger_path_for(gold)).read().entries:

@@ -1,12 +1,7 @@
 """Everything a reviewer needs per joined case, in a table built for fast filtering.
 
-:func:`review_table` reads the evidence once (:func:`~workbench.align.read_evidence`: the gold
-through its validated index, the results through the columnar reader) and puts each case in
-scope beside its gold record (input, response, evidence, every human review, the
-adjudication) and the request the judge actually received. Filters and search read columns;
-the heavy parts of a case (:data:`DEFERRED`: the records, the reviews, the request) are read
-when the case is shown. It refuses the held-out partition: case-level held-out detail is
-restricted to certification, and this table feeds development and calibration review.
+Filters and search read columns; the heavy parts of a case (:data:`DEFERRED`) are read when
+it is shown. Held-out cases are refused: their case-level detail is restricted to certification.
 """
 
 from __future__ import annotations
@@ -18,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..align import Evidence, read_evidence
-from ..errors import Problem, WorkbenchError
+from ..align import read_evidence
+from ..errors import WorkbenchError, refusal
 from ..gold import Partition
 from ..results import ResultLines
 
@@ -77,49 +72,30 @@ DEFERRED: tuple[str, ...] = (
     "rendered_request_ref",
     "rendered_request_sha256",
 )
-"""Columns a table built by :func:`review_table` reads per case when :meth:`ReviewTable.row`
-shows it (empty in its ``frame``)."""
+"""Columns :meth:`ReviewTable.row` reads per case (empty in a :func:`review_table`'s frame)."""
 
 CODED_COLUMNS: tuple[str, ...] = ("slice", "risk", "partition", "error_class", "outcome")
-"""Columns stored as pandas categoricals, with their integer codes precomputed."""
 
 _REQUIRED = ("case_id", "slice", "error_class")
 _LIST_COLUMNS = ("tags", "reviews")
 _SEARCHED = ("case_id", "input", "response", "judge_reason", "error_message")
-"""Text columns the search covers, besides every review rationale and the adjudication reason."""
 
 
 def _held_out_refusal(case_ids: Sequence[str]) -> WorkbenchError:
     shown = ", ".join(case_ids[:5]) + (", ..." if len(case_ids) > 5 else "")
-    return WorkbenchError(
+    return _refusal(
         "refusing case-level review of held-out data",
-        [
-            Problem(
-                location="review",
-                code="held_out_refused",
-                message=(
-                    f"{len(case_ids)} held_out case(s) ({shown}): case-level held-out detail is"
-                    " restricted to certification"
-                ),
-                fix="review development (or calibration) cases; join with partition='development'",
-            )
-        ],
+        "held_out_refused",
+        f"{len(case_ids)} held_out case(s) ({shown}): case-level held-out detail is restricted to"
+        " certification",
+        "review development (or calibration) cases; join with partition='development'",
     )
 
 
 class ReviewTable:
-    """One row per case for review: a pandas DataFrame plus precomputed filter codes.
-
-    ``frame`` holds :data:`COLUMNS`; :data:`CODED_COLUMNS` are categoricals whose integer
-    codes (``-1`` for a missing value) are in ``codes[column]`` and whose values are in
-    ``categories[column]``. ``tag_rows`` maps each tag to the sorted row positions carrying
-    it. A table never holds held-out cases: construction refuses them.
-
-    ``details`` (given by :func:`review_table`) reads the :data:`DEFERRED` columns of one row
-    when :meth:`row` shows it, and ``search_text`` reads, at the first search, each row's text
-    that ``frame`` defers (input, response, review rationales, adjudication reason, one per
-    line); without them both come from ``frame``.
-    """
+    """One row per case (``frame``: :data:`COLUMNS`) plus filter codes (``codes``, ``categories``,
+    ``tag_rows``); refuses held-out cases. ``details`` and ``search_text`` read what ``frame``
+    defers (else ``frame`` holds it)."""
 
     def __init__(
         self,
@@ -148,13 +124,9 @@ class ReviewTable:
         }
         self.frame: pd.DataFrame = frame
         self.judge_fingerprint = judge_fingerprint
-        """Fingerprint of the judge whose verdicts the table holds (None if unknown)."""
         self.dataset_sha256 = dataset_sha256
-        """Hash of the gold dataset the table was built from (None if unknown)."""
         self.labels: tuple[str, ...] = tuple(labels) if labels else _labels_seen(frame)
-        """The label vocabulary (the rubric's when built by :func:`review_table`)."""
         self.reviewers_disagree: np.ndarray = frame["reviewers_disagree"].to_numpy(dtype=bool)
-        """Boolean per row: the human reviewers gave different labels."""
         self._details = details
         self._search_text = search_text
         self._haystack: list[str] | None = None
@@ -164,13 +136,8 @@ class ReviewTable:
         """Build a table from row dicts (missing optional columns default to empty)."""
         rows = list(records)
         return cls(
-            pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=list(COLUMNS)), **meta
+            pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=COLUMNS), **meta
         )
-
-    @classmethod
-    def from_frame(cls, frame: pd.DataFrame, **meta: Any) -> ReviewTable:
-        """Build a table from a DataFrame with at least case_id, slice and error_class."""
-        return cls(frame, **meta)
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -183,21 +150,15 @@ class ReviewTable:
     def value_mask(self, column: str, values: str | Iterable[str]) -> np.ndarray:
         """Boolean mask of rows whose coded ``column`` equals ``values`` (or is one of them)."""
         wanted = {values} if isinstance(values, str) else set(values)
-        lookup = np.fromiter(
-            (c in wanted for c in self.categories[column]),
-            dtype=bool,
-            count=len(self.categories[column]),
-        )
-        lookup = np.append(lookup, False)  # code -1 (missing) indexes this last slot
+        # the last slot is False: code -1 (missing) indexes it
+        lookup = np.array([c in wanted for c in self.categories[column]] + [False], dtype=bool)
         mask: np.ndarray = lookup[self.codes[column]]
         return mask
 
     def tag_mask(self, tag: str) -> np.ndarray:
         """Boolean mask of rows carrying ``tag``."""
         mask = np.zeros(len(self), dtype=bool)
-        rows = self.tag_rows.get(tag)
-        if rows is not None:
-            mask[rows] = True
+        mask[self.tag_rows.get(tag, np.empty(0, dtype=np.int64))] = True
         return mask
 
     def counts(self, column: str, positions: np.ndarray | None = None) -> dict[str, int]:
@@ -207,12 +168,8 @@ class ReviewTable:
         return {name: int(k) for name, k in zip(self.categories[column], counts, strict=True)}
 
     def search_mask(self, terms: Sequence[str], within: np.ndarray | None = None) -> np.ndarray:
-        """Rows whose searchable text contains every term (case-insensitive substrings).
-
-        The text is the case id, input, response, judge reason, evaluator error message, every
-        review rationale and the adjudication reason. ``within`` (a boolean mask) limits the
-        scan: rows outside it are False.
-        """
+        """Rows whose text (:data:`_SEARCHED`, review rationales, adjudication reason) contains
+        every term, case-insensitively; ``within`` (a boolean mask) limits the scan."""
         hay = self._searchable()
         hits: list[int] = (
             list(range(len(hay))) if within is None else np.flatnonzero(within).tolist()
@@ -240,41 +197,36 @@ class ReviewTable:
         for col, value in self.frame.iloc[position].items():
             if isinstance(value, np.generic):
                 value = value.item()
-            out[str(col)] = None if _is_missing(value) else value
+            missing = value is None or (isinstance(value, float) and value != value)
+            out[str(col)] = None if missing else value
         if self._details is not None:
             out.update(self._details(position))
         return out
 
 
 def _checked(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with every column of :data:`COLUMNS` (in order, extra ones after), refused when
-    a required column is missing, a case repeats or a case is held out."""
     missing = [c for c in _REQUIRED if c not in frame.columns]
     if missing:
-        raise _refusal(
-            "not a review table",
-            "missing_column",
-            f"missing column(s): {', '.join(missing)}",
-            "build the table with review_table(...) or give every record case_id, slice and"
-            " error_class",
-        )
+        message = f"missing column(s): {', '.join(missing)}"
+        fix = "build the table with review_table(...) or give every record case_id, slice and"
+        fix += " error_class"
+        raise _refusal("not a review table", "missing_column", message, fix)
     frame = frame.reset_index(drop=True).copy()
     for col in COLUMNS:
         if col not in frame.columns:
             frame[col] = [[] for _ in range(len(frame))] if col in _LIST_COLUMNS else None
     if frame["case_id"].duplicated().any():
         dupes = frame.loc[frame["case_id"].duplicated(), "case_id"].astype(str).tolist()
-        raise _refusal(
-            "duplicate cases",
-            "duplicate_case_id",
-            f"case_id(s) appear twice: {', '.join(dupes[:5])}",
-            "one row per case",
-        )
+        message = f"case_id(s) appear twice: {', '.join(dupes[:5])}"
+        raise _refusal("duplicate cases", "duplicate_case_id", message, "one row per case")
     held = frame.loc[frame["partition"].astype(object) == Partition.held_out.value, "case_id"]
     if len(held):
         raise _held_out_refusal(held.astype(str).tolist())
     if frame["reviewers_disagree"].isna().any():
-        computed = [_reviewers_disagree(r) for r in frame["reviews"]]
+        computed = [
+            len({r.get("label") for r in _tag_list(reviews) if isinstance(r, Mapping)}) > 1
+            for reviews in frame["reviews"]
+        ]
         frame["reviewers_disagree"] = [
             c if v is None or v != v else bool(v)
             for c, v in zip(computed, frame["reviewers_disagree"], strict=True)
@@ -285,13 +237,10 @@ def _checked(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _refusal(summary: str, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        summary, [Problem(location="review", code=code, message=message, fix=fix)]
-    )
+    return refusal(summary, "review", code, message, fix)
 
 
 def _review_texts(frame: pd.DataFrame) -> list[str]:
-    """Each row's review rationales and adjudication reason, one per line (the search's)."""
     out = []
     for reviews, adj in zip(frame["reviews"].tolist(), frame["adjudication"].tolist(), strict=True):
         parts = [
@@ -305,22 +254,9 @@ def _review_texts(frame: pd.DataFrame) -> list[str]:
     return out
 
 
-def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
-
-
-def _reviewers_disagree(reviews: Any) -> bool:
-    labels = {r.get("label") for r in _tag_list(reviews) if isinstance(r, Mapping)}
-    return len(labels) > 1
-
-
 def _labels_seen(frame: pd.DataFrame) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for col in ("human_label", "judge_label"):
-        for value in frame[col].tolist():
-            if isinstance(value, str):
-                seen.setdefault(value)
-    return tuple(sorted(seen))
+    labels = [*frame["human_label"].tolist(), *frame["judge_label"].tolist()]
+    return tuple(sorted({value for value in labels if isinstance(value, str)}))
 
 
 def _tag_list(tags: Any) -> list[Any]:
@@ -339,25 +275,15 @@ def review_table(
     repeat: int = 0,
     allow_gold_change: bool = False,
 ) -> ReviewTable:
-    """One review row per case in scope (every outcome), refusing held-out cases.
+    """One review row per case in scope (every outcome), from
+    :func:`~workbench.align.read_evidence` (refused, with every problem, when the results were
+    not produced against this gold, unless ``allow_gold_change``). Raises
+    :class:`WorkbenchError` (``held_out_refused``) when any case in scope is held out."""
+    import pyarrow.compute as pc
 
-    Reads the evidence once (:func:`~workbench.align.read_evidence`): refused, with every
-    problem, when the results were not produced against this gold, unless
-    ``allow_gold_change`` (reviewable then, never compared). Raises :class:`WorkbenchError`
-    (``held_out_refused``) when any case in scope is held out. A case's :data:`DEFERRED`
-    columns are read when it is shown: its gold record from the index, its counted attempt's
-    request from the results (``results_changed`` when they changed since).
-    """
     evidence = read_evidence(
         gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change
     )
-    return _evidence_table(evidence, results)
-
-
-def _evidence_table(evidence: Evidence, results: str | Path) -> ReviewTable:
-    """The review table of evidence read from ``results`` (see :func:`review_table`)."""
-    import pyarrow.compute as pc
-
     cases = evidence.cases
     held = cases.filter(pc.equal(cases["partition"], Partition.held_out.value))
     if held.num_rows:
@@ -394,12 +320,10 @@ def _evidence_table(evidence: Evidence, results: str | Path) -> ReviewTable:
 
 
 _RECORD_COLUMNS = ("input", "response", "grading_notes", "reference", "contexts")
-"""Deferred columns that are the gold record's own fields."""
 
 
 class _Details:
-    """The :data:`DEFERRED` columns of one row: its gold record, and its counted attempt's
-    request read back from the results."""
+    """The :data:`DEFERRED` columns of one row: its gold record and its attempt's request."""
 
     def __init__(self, records: Any, cases: Any, lines: ResultLines) -> None:
         self.records = records
@@ -413,18 +337,11 @@ class _Details:
             self.where[c][position].as_py() for c in self.where.column_names
         )
         record = json.loads(self.records[row].as_py())
-        out: dict[str, Any] = {
+        result = self.lines.result(shard, line, case_id) if line is not None else None
+        return {
             **{name: record[name] for name in _RECORD_COLUMNS},
             "reviews": record["reviews"],
             "adjudication": record["adjudication"],
             "gold_record": record,
-            "rendered_request": None,
-            "rendered_request_ref": None,
-            "rendered_request_sha256": None,
+            **{name: getattr(result, name, None) for name in DEFERRED[-3:]},
         }
-        if line is not None:
-            result = self.lines.result(shard, line, case_id)
-            out["rendered_request"] = result.rendered_request
-            out["rendered_request_ref"] = result.rendered_request_ref
-            out["rendered_request_sha256"] = result.rendered_request_sha256
-        return out

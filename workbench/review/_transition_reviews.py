@@ -1,47 +1,26 @@
-"""Transition reviews: the evidence-based decision on each changed verdict in a critical slice.
-
-A migration certification (``workbench certify --candidate NEW --baseline OLD``) lists every
-held-out case of a critical slice whose verdict changed between the two versions. Each needs a
-review before the outcome can be ``certified``: a named reviewer reads the case in the report's
-restricted part (the independent review process; never the prompt author), decides, and cites
-the evidence the decision rests on.
-
-The reviews are an append-only log beside the gold dataset (``transition_reviews.jsonl``, like
-the held-out ledger and the drift log), one :class:`TransitionReview` per line, written only by
-:meth:`TransitionReviews.add` (through the review widget's note form, or ``workbench review
-transition``). A review is keyed by (old fingerprint, new fingerprint, case id) and records the
-verdicts it saw; the latest review of a key (file order) is the one in effect, and it counts
-only while the transition is still the one it saw (same old verdict, new verdict and human
-label). Decisions:
-
-- ``accept``: on the cited evidence, the new verdict (or the change into abstention) stands;
-- ``reject``: on the cited evidence, the change is not acceptable; the migration fails
-  (``critical_transition_rejected``, quality).
-
-Evidence ids must resolve: in the gold's evidence snapshot when the rubric declares one, else
-among the evidence the case itself cites (its ``evidence`` and its reviewers').
-"""
+"""Transition reviews: a named reviewer's decision (``accept`` or ``reject``, citing evidence) on
+each changed verdict in a critical slice of a migration certification, in an append-only log
+beside the gold. The latest review of (old, new fingerprint, case) counts while the transition
+is still the one it saw."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 
-from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
-from .._load import Problems, first_error, validation_problems
-from .._record import Record, SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from .._load import Problems, validation_problems
+from .._record import Record, append_to_log
+from ..errors import WorkbenchError
+from ._notes import UTCDatetime, read_records
 
 TRANSITION_REVIEW_SCHEMA_VERSION = 1
-"""Version of the transition-review record format."""
 TRANSITION_REVIEWS_FILE = "transition_reviews.jsonl"
-"""The log's file name, beside the gold dataset."""
 Decision = Literal["accept", "reject"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 """``accept`` (the changed verdict stands on the evidence) or ``reject`` (it does not)."""
@@ -55,7 +34,6 @@ class TransitionReview(Record):
     """One reviewer's decision on one changed verdict between two judge versions."""
 
     schema_version: int = TRANSITION_REVIEW_SCHEMA_VERSION
-    """Transition-review record format version."""
     review_id: str = Field(min_length=1)
     """Unique id of this review."""
     old_fingerprint: str = Field(min_length=1)
@@ -71,28 +49,19 @@ class TransitionReview(Record):
     human_label: str
     """The adjudicated label the reviewer saw."""
     old_verdict: str
-    """The old version's verdict the reviewer saw (mapped into the rubric's labels; ``error``
-    or ``missing`` when it gave none)."""
+    """The old version's verdict the reviewer saw (``error`` or ``missing`` when it gave none)."""
     new_verdict: str
     """The new version's verdict the reviewer saw (likewise)."""
     decision: Decision
     """``accept`` or ``reject``."""
     evidence_ids: list[str] = Field(min_length=1)
-    """The evidence the decision rests on: ids in the gold's evidence snapshot (or cited by the
-    case)."""
+    """The evidence the decision rests on (ids in the gold's snapshot, or cited by the case)."""
     reviewer: str = Field(min_length=1)
     """Who decided."""
-    created_at: datetime
+    created_at: UTCDatetime
     """When (UTC)."""
     note: str = ""
     """Free text: how the evidence settles it."""
-
-    @field_validator("created_at")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("created_at needs a timezone")
-        return value.astimezone(UTC)
 
     @field_validator("evidence_ids")
     @classmethod
@@ -117,19 +86,16 @@ class TransitionReview(Record):
         return (self.old_fingerprint, self.new_fingerprint, self.case_id)
 
     def matches(self, pending: PendingTransition) -> bool:
-        """Whether this review is of ``pending`` exactly as it stands (same versions, case and
-        verdicts)."""
-        return self.key == pending.key and (
-            self.old_verdict,
-            self.new_verdict,
-            self.human_label,
-        ) == (pending.old_verdict, pending.new_verdict, pending.human_label)
+        """Whether this review is of ``pending`` as it stands (same versions, case and verdicts)."""
+        seen = ("old_verdict", "new_verdict", "human_label")
+        return self.key == pending.key and all(
+            getattr(self, k) == getattr(pending, k) for k in seen
+        )
 
 
 @dataclass(frozen=True)
 class PendingTransition:
-    """A changed verdict in a critical slice that needs a transition review (from a report's
-    restricted part)."""
+    """A changed verdict in a critical slice that needs a transition review."""
 
     old_fingerprint: str
     new_fingerprint: str
@@ -150,8 +116,7 @@ class PendingTransition:
 
 
 def transition_reviews_path_for(gold: str | Path) -> Path:
-    """The transition-review log of a gold dataset: ``<gold dataset
-    directory>/transition_reviews.jsonl``."""
+    """``<gold dataset directory>/transition_reviews.jsonl``."""
     path = Path(gold)
     root = path if path.is_dir() else path.parent
     return root.resolve() / TRANSITION_REVIEWS_FILE
@@ -184,7 +149,7 @@ class TransitionReviews:
         note: str = "",
     ) -> TransitionReview:
         """Validate and append a review of ``pending``; return it. Raises :class:`WorkbenchError`
-        listing every problem (unknown decision, no evidence, evidence that does not resolve)."""
+        listing every problem (:func:`_review_problems`)."""
         ids = parse_evidence_ids(evidence_ids)
         loc = str(self.path)
         problems = _review_problems(pending, decision, ids, loc)
@@ -192,14 +157,7 @@ class TransitionReviews:
         try:
             review = TransitionReview(
                 review_id=f"trv-{uuid.uuid4().hex[:16]}",
-                old_fingerprint=pending.old_fingerprint,
-                new_fingerprint=pending.new_fingerprint,
-                case_id=pending.case_id,
-                report_id=pending.report_id,
-                slice=pending.slice,
-                human_label=pending.human_label,
-                old_verdict=pending.old_verdict,
-                new_verdict=pending.new_verdict,
+                **{k: v for k, v in asdict(pending).items() if k not in ("evidence_ids", "cited")},
                 decision=decision,
                 evidence_ids=ids,
                 reviewer=reviewer,
@@ -217,9 +175,7 @@ class TransitionReviews:
                     fix="name the reviewer and cite the evidence",
                 ),
             ) from None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with AppendOnlyLog(self.path) as log:
-            log.append(review.model_dump(mode="json"))
+        append_to_log(self.path, review)
         return review
 
     def all(self) -> list[TransitionReview]:
@@ -228,54 +184,14 @@ class TransitionReviews:
 
     def in_effect(self, old_fingerprint: str, new_fingerprint: str) -> dict[str, TransitionReview]:
         """The latest review per case id for this pair of versions (file order)."""
-        out: dict[str, TransitionReview] = {}
-        for review in self.all():
-            if (
-                review.old_fingerprint == old_fingerprint
-                and review.new_fingerprint == new_fingerprint
-            ):
-                out[review.case_id] = review
-        return out
+        pair = (old_fingerprint, new_fingerprint)
+        return {r.case_id: r for r in self.all() if (r.old_fingerprint, r.new_fingerprint) == pair}
 
 
 def read_transition_reviews(path: str | Path) -> list[TransitionReview]:
     """Every review of a log (none when it does not exist); a bad line is refused, never skipped."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    reviews: list[TransitionReview] = []
-    problems: list[Problem] = []
-    not_utf8: list[int] = []
-    for number, text in iter_jsonl_lines(path, not_utf8):
-        where = f"{path}:{number}"
-        try:
-            record = TransitionReview.model_validate(loads_json(text))
-        except JSONRecordError as exc:
-            problems.append(json_problem(exc, where, fix=FIX))
-            continue
-        except ValidationError as exc:
-            problems.append(
-                Problem(
-                    location=where,
-                    code="transition_review_invalid",
-                    message=first_error(exc),
-                    fix=FIX,
-                )
-            )
-            continue
-        except SchemaTooNew as exc:
-            problems.append(exc.problem_at(where))
-            continue
-        reviews.append(record)
-    problems += [
-        Problem(
-            location=f"{path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix=FIX
-        )
-        for n in not_utf8
-    ]
-    if problems:
-        raise WorkbenchError(f"{path}: {len(problems)} bad transition-review line(s)", problems)
-    return reviews
+    code, what = "transition_review_invalid", "transition-review"
+    return read_records(Path(path), TransitionReview, code=code, what=what, fix=FIX)
 
 
 def _review_problems(

@@ -1,10 +1,5 @@
-"""Case-level verdict transitions between two judge versions on the same cases.
-
-Summary movement hides what matters: a new judge that fixes many low-risk false fails but
-introduces one critical false pass needs a risk decision, not applause for a larger
-average. :func:`transitions` pairs the two joins case by case; :func:`transition_summary`
-counts changes per slice and never nets fixes against breakages.
-"""
+"""Case-level verdict transitions between two judge versions on the same cases: fixes are never
+netted against breakages (one new critical false pass needs a risk decision)."""
 
 from __future__ import annotations
 
@@ -15,7 +10,6 @@ from ..errors import Problem, WorkbenchError, problem
 from ..gold import Partition
 
 CHANGES: tuple[str, ...] = ("fixed", "broken", "changed", "same")
-"""Transition kinds, in report order."""
 
 TRANSITION_COLUMNS: tuple[str, ...] = (
     "case_id",
@@ -54,15 +48,11 @@ def _summarize(ids: list[str]) -> str:
 
 
 def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> pd.DataFrame:
-    """Pair two joins by case id and classify each case's verdict transition.
+    """Each case's verdict transition (columns :data:`TRANSITION_COLUMNS`): ``critical_broken``
+    marks a ``broken`` case in a critical slice, ``needs_review`` any change in one.
 
-    Columns: :data:`TRANSITION_COLUMNS`. ``critical_broken`` marks a newly introduced error
-    (``broken``) in a critical slice; ``needs_review`` marks every changed verdict in a
-    critical slice (fixed, broken or changed), each of which needs evidence-based review.
-    Refuses (:class:`WorkbenchError`) joins whose lineage was not checked or does not hold
-    (results produced against other gold; build joins with ``align_results``), joins on
-    different datasets or different case sets, and, unless ``allow_held_out``
-    (certification only), held-out cases.
+    Refuses (:class:`WorkbenchError`, :func:`_comparison_problems`) joins whose lineage does not
+    hold, on other datasets or cases, and held-out cases unless ``allow_held_out``.
     """
     problems = _comparison_problems(before, after, allow_held_out)
     if problems:
@@ -77,27 +67,13 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
         risk = rubric.risk_of(b.slice)
         change = change_of(b.error_class, b.judge_label, a.error_class, a.judge_label)
         critical = risk == "critical"
-        rows.append(
-            (
-                b.case_id,
-                b.slice,
-                risk,
-                b.human_label,
-                b.judge_label,
-                a.judge_label,
-                b.error_class,
-                a.error_class,
-                change,
-                critical and change == "broken",
-                critical and change != "same",
-            )
-        )
+        labels = (b.human_label, b.judge_label, a.judge_label, b.error_class, a.error_class)
+        flags = (critical and change == "broken", critical and change != "same")
+        rows.append((b.case_id, b.slice, risk, *labels, change, *flags))
     return pd.DataFrame.from_records(rows, columns=list(TRANSITION_COLUMNS))
 
 
 def _comparison_problems(before: Join, after: Join, allow_held_out: bool) -> list[Problem]:
-    """Why two joins cannot be compared case by case: an unchecked or broken lineage, other
-    datasets or other cases, or held-out cases outside certification."""
     problems: list[Problem] = [
         *lineage_problems(before, where="transitions (before)"),
         *lineage_problems(after, where="transitions (after)"),
@@ -133,11 +109,8 @@ def _comparison_problems(before: Join, after: Join, allow_held_out: bool) -> lis
 
 
 def transition_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Counts per slice x change, critical slices first, with an ``(all)`` row.
-
-    Columns: slice, risk, fixed, broken, changed, same, n, critical_broken. Fixes are never
-    netted against breakages: a broken critical case stays visible whatever the totals say.
-    """
+    """Counts per slice x change (columns: slice, risk, fixed, broken, changed, same, n,
+    critical_broken), critical slices first, then an ``(all)`` row."""
     columns = ["slice", "risk", *CHANGES, "n", "critical_broken"]
     if df.empty:
         return pd.DataFrame(columns=columns)
