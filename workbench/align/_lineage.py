@@ -1,21 +1,10 @@
 """Lineage: results meet only the gold they were produced against.
 
-Every place where judge results meet gold labels (``align``, ``gate``, the phase sessions and
-comparisons, the notebooks, certification) goes through :func:`align_results`, which joins
-*and* checks that the results were produced against the gold given:
-
-- The results' lineage is the run manifest beside them (``manifest.json``: dataset sha256,
-  rubric version, release and per-case field hashes), else the ``dataset_sha256`` and
-  ``rubric_version`` every result carries. Results with no lineage at all, with mixed
-  lineages, or whose manifest belongs to another run are refused: the comparison cannot be
-  trusted (fail closed).
-- A different dataset hash or rubric version is refused (exit 2 in the CLI) with the cases
-  that changed and what changed in each (label, response, notes, grading fields, reviews,
-  slice/partition), from the manifest's per-case hashes or, without a manifest, from a frozen
-  release (``releases.jsonl``) of the results' dataset hash.
-- ``allow_gold_change=True`` aligns anyway: the join and its report are marked not
-  comparable and name every changed case. The gate turns that into a non-waivable blocker.
-"""
+Every join of results with gold goes through :func:`align_results`, which checks the results'
+lineage (the run manifest beside them, else the ``dataset_sha256`` and ``rubric_version`` each
+result carries): none, mixed, or another run's manifest is refused; a different dataset hash or
+rubric version is refused with the cases that changed, unless ``allow_gold_change``, which marks
+the join not comparable."""
 
 from __future__ import annotations
 
@@ -68,9 +57,7 @@ class Lineage(_Model):
     """The lineage check of one results file against one gold dataset."""
 
     source: LineageSource
-    """Where the results' lineage came from: ``run_manifest`` (manifest.json beside the
-    results), ``results`` (their ``dataset_sha256``/``rubric_version`` fields), ``none``
-    (no lineage at all) or ``no_results`` (nothing to check)."""
+    """``run_manifest``, ``results`` (their own fields), ``none`` or ``no_results``."""
     manifest_path: str | None = None
     """The run manifest read, if any."""
     results_dataset_sha256: str | None = None
@@ -176,10 +163,8 @@ PartitionSource = Literal["option", "run_manifest", "all"]
 def resolve_partition(
     results: str | Path, partition: str | None
 ) -> tuple[str | None, PartitionSource]:
-    """The partition to analyse and where it came from: ``option``, ``run_manifest`` or ``all``.
-
-    When ``partition`` is None, the run manifest beside ``results`` names it.
-    """
+    """The partition to analyse (None: the one the run manifest beside ``results`` names) and
+    where it came from: ``option``, ``run_manifest`` or ``all``."""
     if partition is not None:
         return Partition(partition).value, "option"
     found = partition_from_manifest(read_run_manifest(results))
@@ -196,14 +181,9 @@ def check_lineage(
     manifest_path: str | Path | None = None,
     allow_gold_change: bool = False,
 ) -> tuple[Lineage, list[Problem]]:
-    """Compare what results were produced against with ``dataset``.
-
-    ``lineages`` counts the ``(dataset_sha256, rubric_version)`` pairs carried by the results,
-    ``run_ids`` and ``case_ids`` are theirs; ``manifest`` is their run manifest, if any.
-    Returns the :class:`Lineage` and the problems that refuse the comparison (empty when it
-    holds, or when ``allow_gold_change`` accepted the mismatch). ``Lineage.problems`` are the
-    messages of the problems that are not about one case.
-    """
+    """Compare what results were produced against (``lineages``: their ``(dataset_sha256,
+    rubric_version)`` counts) with ``dataset``; return the :class:`Lineage` and the problems that
+    refuse the comparison (none when ``allow_gold_change`` accepted the mismatch)."""
     loc = str(dataset.gold_path)
     release = dataset.release
     base: dict[str, Any] = {
@@ -432,17 +412,10 @@ def align_results(
     location: str | None = None,
     sampling_plan: SamplingPlan | None = None,
 ) -> Join:
-    """Join results to ``dataset`` and check their lineage; the join carries the check.
-
-    ``results`` is a results file (its run manifest, beside it, is read) or result lines
-    (give their ``manifest`` when there is one). Raises :class:`WorkbenchError` listing the
-    lineage problems (first) and the join's refusals, unless ``allow_gold_change`` accepted
-    a lineage mismatch: the join is then marked not comparable.
-
-    ``sampling_plan``: the declared plan (the policy's ``sampling:``) under which cases the run
-    manifest lists as sampled out leave the scope; only when its sha256 equals the manifest's
-    and a re-draw confirms them (:mod:`workbench.align._sampled`). Otherwise they are missing.
-    """
+    """Join results (a file, or lines with their ``manifest``) to ``dataset`` and check their
+    lineage; raises :class:`WorkbenchError` with the lineage problems and the join's refusals.
+    ``sampling_plan``: the declared plan under which the manifest's sampled-out cases leave the
+    scope (:mod:`workbench.align._sampled`); otherwise they are missing."""
     manifest_file: Path | None = None
     if isinstance(results, str | Path):
         location = location or str(results)
@@ -499,11 +472,8 @@ def align_results(
 
 
 def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> list[Problem]:
-    """Why ``join`` may not be compared: its lineage was not checked, or does not hold.
-
-    ``allow_forced`` accepts a join whose mismatch was explicitly accepted
-    (``allow_gold_change``), e.g. for case review; comparisons of runs never do.
-    """
+    """Why ``join`` may not be compared: its lineage was not checked, or does not hold
+    (``allow_forced`` accepts a mismatch accepted with ``allow_gold_change``)."""
     lineage = join.lineage
     if lineage is None:
         return [
@@ -551,11 +521,8 @@ def require_comparable(join: Join, *, where: str, allow_forced: bool = False) ->
 def check_results_file(
     dataset: GoldDataset, results: str | Path, *, allow_gold_change: bool = False
 ) -> Lineage:
-    """The lineage check of a results file on its own (for analyses that join it themselves).
-
-    Reads the file once (bad lines are left to the analysis to report) and its run manifest.
-    Raises :class:`WorkbenchError` when the lineage does not hold, unless ``allow_gold_change``.
-    """
+    """The lineage check of a results file on its own; raises :class:`WorkbenchError` when it
+    does not hold, unless ``allow_gold_change``."""
     observer = _Observer()
     for _ in observer.watch(scan_results(results)):
         pass

@@ -1,41 +1,16 @@
-"""``workbench ci sentinel --since REF``: judge-backed checks of what a change affects, under a cap.
+"""``workbench ci sentinel --since REF``: judge-backed checks of what a change affects, under a
+cap.
 
-1. **What changed**: ``git diff --name-only`` from the merge base of REF and ``HEAD`` (for a
-   pull request, the branch point), plus untracked files (:mod:`._git`).
-2. **Which candidates it affects** (:func:`affected_candidates`): a candidate is affected when
-   its spec (its model and inline prompt are named), its prompt file, the module of its
-   ``function`` or any module of its own package that module imports (the files its
-   fingerprint covers, :func:`~workbench.judges.code_coverage`), or its imported results file
-   changed; a ``ragas-llm`` or ``ragas-function`` candidate also when the lane's gold
-   ``rubric.yaml`` or ``sentinels.yaml``, the control suite, a release policy of the project,
-   or a file matching ``ci: sentinel: judge_code`` in ``workbench.yaml`` changed. A changed
-   requirement in the project's ``pyproject.toml`` affects every Ragas-based candidate when it
-   is Ragas's (``ragas: pyproject.toml ragas==A -> ragas==B``), and every function candidate
-   whose code imports that distribution (``dependency: ...``).
-3. **The cap**: the policy's ``ci_budget_usd`` (``--budget-usd`` may lower it, never raise it;
-   neither: refused). Every planned call of every run (controls, sentinels, baselines) is
-   priced with the engine's reservations first; an estimate above the cap stops the lane
-   before any call (incomplete, exit 3). Runs then go one after another, each under what is
-   left of the cap.
-4. **Controls**: each affected ``ragas-llm``/``ragas-function`` candidate runs the policy's
-   control suite (no cache): any failed control fails the lane, unless a reviewed
-   expected-failure entry states exactly that failure.
-5. **Sentinels**: it runs the gold's ``sentinels.yaml`` cases (no cache) and compares each
-   verdict with a baseline, in this order: a baseline recorded in the drift log beside the
-   gold for the candidate's current fingerprint (``workbench drift --record-baseline``); one
-   recorded for the candidate as it was at REF (for a candidate added since REF: its
-   ``parent`` at REF); else the REF version run now on the sentinels, when only data files
-   changed (spec, prompt, rubric, sentinels, controls: a changed function module or judge code
-   cannot be rebuilt as it was). No baseline: incomplete. Any changed verdict is sentinel
-   drift (exit 4, review): to accept an intended change, review it and record the new
-   baseline (``workbench drift --candidate SPEC --gold G --record-baseline``, commit the drift
-   log).
-6. An affected candidate of another kind (ranking, noise, imported) is not checked by this
-   lane: incomplete, with the command that checks it.
+The changed files (:mod:`._git`) give the affected candidates (:func:`affected_candidates`: own
+files, function code, shared rubric/sentinels/controls/policies, judge code, pinned
+requirements). Under the policy's ``ci_budget_usd`` (``--budget-usd`` may only lower it), priced
+before any call, each affected ``ragas-llm``/``ragas-function`` candidate runs the control suite
+and the gold's sentinels, compared with a baseline: one recorded in the drift log for its
+fingerprint or its REF version, else the REF version run now when it can be rebuilt. Other kinds
+are reported incomplete with the command that checks them.
 
-Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, else 4 sentinel
-drift, else 0. The lane prints its cost and tokens; nothing is written beside the gold.
-"""
+Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, else 4 sentinel drift,
+else 0."""
 
 from __future__ import annotations
 
@@ -531,9 +506,7 @@ def _ref_version(
 
 def _code_at_ref(changes: Changes, code: Any) -> dict[str, Any]:
     """The fingerprint's ``code_sha256`` and ``dependencies`` of a function's code as it was at
-    the ref: each file it imports now, read at the ref (a file outside the repository, or
-    unchanged, as it is now; one the ref lacks, left out). The dependencies are the installed
-    ones: the ref's cannot be read."""
+    the ref (each file it imports now, read at the ref; the dependencies are the installed ones)."""
     if code is None:
         return {}
     changed = changes.absolute()
