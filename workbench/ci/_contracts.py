@@ -1,32 +1,11 @@
-"""``workbench ci contracts``: every file of the project and the lineage between them, with no model
-call.
+"""``workbench ci contracts``: every file of the project and the lineage between them, with no
+model call.
 
-Checks, one :class:`~workbench.ci.CheckResult` each (the JUnit ``testcase``):
-
-- ``gold/<dir>``: the dataset validates (every problem of ``workbench validate``, frozen
-  records unedited, the release chain intact); ``gold/<dir> release``: its current state is a
-  frozen release (``workbench freeze``); ``gold/<dir> sentinels``: ``sentinels.yaml``, when
-  present, fits the gold (and the drift log beside it reads);
-- ``candidates/<file>``: the spec loads and its judge builds offline (an LLM candidate's
-  key variable, when unset, holds a placeholder for the build only: nothing is called);
-  its ``parent`` exists; a label judge's labels fit a gold's rubric;
-- ``policies/<file>``: the policy loads; a scalar policy fits the rubric of every gold with
-  its ``rubric_version`` (slices, risks, partition: ``policy_rubric_problems``) and its control
-  suite exists and loads; a ranking policy's fixture set exists (frozen when it requires it);
-- ``controls/<file>``: the suite loads and fits a gold's rubric (version, labels, slices);
-- ``ranking/<file>``: fixture files load with their release; agreement-drop evidence loads;
-- ``noise/<file>``: the pair suite loads, its releases and lineage hold, its claim panel
-  loads; ``noise-retrieval/<suite>``: its retrieval assertions (``workbench noise check``);
-- ``control-runs/<candidate> on <suite>``: every deterministic candidate
-  (``ragas-function``) run over every control suite whose labels cover its own, through the
-  run engine (no cache, every record kept under the lane's run directory).
-
-Exit code (:data:`EXIT_CODES`): 2 when any check found a contract problem (invalid input,
-broken lineage, an expected-failure entry that is stale, unknown or expired), else 3 when a
-check could not be completed (a control without a verdict, retrieval evidence missing), else
-1 when a deterministic check failed and no reviewed expected-failure entry states exactly that
-failure, else 0.
-"""
+One :class:`~workbench.ci.CheckResult` per gold dataset (validation, frozen release, sentinels),
+candidate, policy, control suite, ranking and noise file, noise retrieval assertion, and
+deterministic candidate run over each control suite that covers its labels. Exit code
+(:data:`EXIT_CODES`): 2 contract problems, else 3 incomplete, else 1 a check failed without a
+reviewed expected failure, else 0."""
 
 from __future__ import annotations
 

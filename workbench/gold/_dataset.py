@@ -1,10 +1,6 @@
-"""Reading a gold dataset: validation that reports every defect at once, and correction resolution.
-
-A dataset is a directory holding ``gold.jsonl``, ``rubric.yaml``, optionally ``card.md`` and
-the evidence snapshot the rubric declares. :func:`validate_dataset` never raises for bad
-data: it returns every problem it found. :func:`load_dataset` raises
-:class:`~workbench.errors.WorkbenchError` with all of them when any is an error.
-"""
+"""Reading a gold dataset (``gold.jsonl``, ``rubric.yaml``, optional ``card.md`` and evidence
+snapshot): :func:`validate_dataset` returns every problem; :func:`load_dataset` raises
+:class:`~workbench.errors.WorkbenchError` with all of them when any is an error."""
 
 from __future__ import annotations
 
@@ -63,11 +59,8 @@ _FIELD_HINTS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class GoldDataset:
-    """A validated gold dataset with corrections resolved.
-
-    ``cases`` maps each case id to its latest record, in file order; a superseded record is
-    reachable through ``history`` (keyed by the latest id, oldest first) and never counts.
-    """
+    """A validated gold dataset: ``cases`` maps each case id to its latest record, in file order;
+    superseded records are in ``history`` (oldest first)."""
 
     root: Path
     gold_path: Path
@@ -184,10 +177,8 @@ def load_dataset(path: str | Path) -> GoldDataset:
 
 
 def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> ValidationReport:
-    """Check a dataset and report every problem found, errors and warnings, in one pass.
-
-    ``warn_undeclared`` (``workbench validate``): warn once (``reviewers_undeclared``) when the
-    project lists no reviewers, so reviewer and adjudicator names could not be checked."""
+    """Check a dataset and report every problem, errors and warnings, in one pass
+    (``warn_undeclared``: warn when the project lists no reviewers)."""
     root, gold_path = resolve_paths(path)
     if not gold_path.exists():
         fix = f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself"
@@ -285,12 +276,8 @@ def _read_gold(gold_path: Path, problems: list[Problem], digest: Any) -> list[_L
 def resolve_corrections(
     records: Iterable[GoldCase],
 ) -> tuple[dict[str, GoldCase], dict[str, tuple[GoldCase, ...]], dict[str, str]]:
-    """Resolve ``supersedes`` chains to the latest record of each case.
-
-    Returns the active cases (file order of the latest record), each active case's history
-    (oldest first, excluding itself) and a map from every superseded id to its active id.
-    Assumes the chains were validated: no dangling targets, forks or cycles.
-    """
+    """Resolve validated ``supersedes`` chains: the active cases, each one's history (oldest
+    first) and a map from every superseded id to its active id."""
     records = list(records)
     by_id = {r.case_id: r for r in records}
     replaced_by = {r.supersedes: r.case_id for r in records if r.supersedes}
@@ -848,9 +835,8 @@ def _check_supersede_cycles(
 
 
 def normalize_text(text: str) -> str:
-    """Text as compared for near-exact duplicates: Unicode NFKC, format characters (category
-    ``Cf``: zero-width spaces and joiners, BOMs, bidi controls) removed, case-folded, whitespace
-    collapsed. An invisible variant of a case is the same case."""
+    """Text as compared for near-exact duplicates: NFKC, format characters removed, case-folded,
+    whitespace collapsed."""
     if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
         return " ".join(text.lower().split())
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
@@ -860,13 +846,8 @@ def normalize_text(text: str) -> str:
 
 
 def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
-    """Refuse the same item in two partitions under different groups.
-
-    Two active records whose input and response are identical after :func:`normalize_text`
-    are one item; in different partitions (and different groups, or ``group_leakage`` already
-    reports them) the item would be tuned on in one and certified on in the other. Every pair
-    is reported.
-    """
+    """Refuse the same item (input and response equal after :func:`normalize_text`) in two
+    partitions under different groups; every pair is reported."""
     superseded = {
         line.case.supersedes for line in lines if line.case is not None and line.case.supersedes
     }
@@ -916,10 +897,8 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
 
 
 def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> list[Problem]:
-    """Every reviewer and adjudicator named in the project's ``reviewers:`` list
-    (``reviewer_unknown``, one problem per record and name); without a list, with ``warn``,
-    one ``reviewers_undeclared`` warning: a review signed by any string is accepted, but said
-    so."""
+    """Every reviewer and adjudicator named in the project's ``reviewers:`` list; without a list,
+    with ``warn``, one ``reviewers_undeclared`` warning."""
     listed = load_approvers(root, REVIEWERS_KEY)
     named = [line for line in lines if line.case is not None]
     if not listed.names:

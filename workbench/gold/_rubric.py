@@ -1,14 +1,5 @@
-"""The rubric: the label vocabulary, its scale, which labels mean pass, and the risk slices.
-
-Stored as ``rubric.yaml`` beside ``gold.jsonl``. Cases carry the rubric version their
-reviewers applied; a case reviewed under another version is a validation problem.
-
-A rubric's ``scale`` says what its labels are: unordered categories (``nominal``, the
-default), ordered categories such as a 1-5 Likert score (``ordinal``: ``labels`` lists them
-from one end of the scale to the other), or numbers whose differences mean something
-(``numeric``: every label is a number, listed in increasing order). Ordered rubrics keep a
-pass/fail view through ``pass_labels``: an unbroken run of labels at one end of the scale.
-"""
+"""The rubric (``rubric.yaml`` beside ``gold.jsonl``): the label vocabulary, its scale (nominal,
+ordinal or numeric), which labels mean pass, and the risk slices."""
 
 from __future__ import annotations
 
@@ -56,11 +47,8 @@ class Scale(StrEnum):
 
 
 class RubricProblems(ValueError):
-    """Every inconsistency of a rubric at once: ``(code, field, message, fix)`` tuples.
-
-    Raised (inside pydantic's ``ValidationError``) by :class:`Rubric`'s label checks;
-    :func:`load_rubric` turns each tuple into its own :class:`~workbench.errors.Problem`.
-    """
+    """Every inconsistency of a rubric at once, as ``(code, field, message, fix)`` tuples, each a
+    :class:`~workbench.errors.Problem` in :func:`load_rubric`."""
 
     def __init__(self, items: list[tuple[str, str, str, str]]) -> None:
         self.items = items
@@ -90,23 +78,18 @@ class Rubric(Record):
     criterion: str = ""
     """The one-sentence contract: what the judge decides, from which evidence."""
     labels: list[str] = Field(min_length=2)
-    """The label vocabulary, shared by reviewers, adjudicators and judges. On an ``ordinal`` or
-    ``numeric`` scale, the order of this list is the order of the scale (numbers in YAML, e.g.
-    ``[1, 2, 3, 4, 5]``, are read as the labels ``"1"`` ... ``"5"``)."""
+    """The label vocabulary; on an ordered scale, in scale order (YAML numbers are read as text)."""
     scale: Scale = Scale.nominal
-    """``nominal`` (default): unordered categories. ``ordinal``: ordered categories, listed in
-    ``labels`` from one end of the scale to the other. ``numeric``: every label is a number,
-    listed in increasing order. Ordered scales add weighted kappa, ordinal and interval
-    Krippendorff's alpha and Spearman correlation to ``agreement``."""
+    """``nominal`` (default, unordered), ``ordinal`` (ordered as ``labels``) or ``numeric``
+    (every label a number, increasing)."""
     pass_label: str | None = None
     """The label that means pass (nominal rubrics). ``None`` for rubrics without pass/fail, e.g.
     preferences."""
     fail_label: str | None = None
     """The label that means fail (nominal rubrics)."""
     pass_labels: list[str] | None = None
-    """Ordinal and numeric rubrics: the labels that count as pass, an unbroken run at one end
-    of the scale (e.g. ``[4, 5]``); every other scale label counts as fail, abstain labels as
-    neither. ``None`` for ordered rubrics without a pass/fail view."""
+    """Ordered rubrics: the labels that count as pass, an unbroken run at one end of the scale;
+    the other scale labels fail. None: no pass/fail view."""
     abstain_labels: list[str] = Field(default_factory=list)
     """Labels that are neither pass nor fail (abstain, review_required); kept as their own row
     and column. On an ordered scale they are off the scale: ordinal statistics leave them out."""
@@ -149,11 +132,8 @@ class Rubric(Record):
 
     @property
     def scale_values(self) -> dict[str, float] | None:
-        """Each scale label's value for distance-based statistics (interval alpha, Spearman, MAE).
-
-        ``numeric``: the number itself. ``ordinal``: its rank, 1 for the first scale label (equal
-        spacing assumed). ``None`` for nominal rubrics.
-        """
+        """Each scale label's value for distance-based statistics: the number (``numeric``) or
+        its 1-based rank (``ordinal``); None for nominal rubrics."""
         if self.scale == Scale.numeric:
             return {label: float(label) for label in self.scale_labels}
         if self.scale == Scale.ordinal:
@@ -168,12 +148,8 @@ class Rubric(Record):
         return [label for label in self.scale_labels if label not in self.pass_labels]
 
     def pass_fail(self, label: str) -> Literal["pass", "fail"] | None:
-        """The pass/fail view of one label: ``"pass"``, ``"fail"``, or ``None`` (abstain, or no
-        pass/fail declared).
-
-        Nominal rubrics use ``pass_label``/``fail_label``; ordered rubrics ``pass_labels``.
-        Raises ``ValueError`` for a label outside the vocabulary.
-        """
+        """The pass/fail view of one label: ``"pass"``, ``"fail"`` or None (abstain, or no view);
+        ``ValueError`` for a label outside the vocabulary."""
         if label not in self.labels:
             raise ValueError(f"label {label!r} is not one of {self.labels}")
         if self.pass_labels is not None:
