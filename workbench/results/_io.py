@@ -1,11 +1,5 @@
-"""Reading judge results: every contract violation reported at once, with its line.
-
-Records written under an older ``schema_version`` are refused (one ``schema_version_old``
-problem per file, naming ``workbench migrate results FILE``) unless the caller asks for the
-explicit migration (``migrate=True``): each such record is then migrated on read
-(:func:`~workbench.results.migrate_record`) and carries a ``migration`` field saying what was
-filled; :func:`migration_note` summarizes it for display.
-"""
+"""Reading judge results: every contract violation reported at once, with its line. Older records
+are refused (``schema_version_old``) unless ``migrate=True`` migrates them on read."""
 
 from __future__ import annotations
 
@@ -68,13 +62,8 @@ def read_results(
     migrate: bool = False,
     gold: GoldDataset | None = None,
 ) -> list[ResultLine]:
-    """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line.
-
-    The judge fingerprint of every line is checked against its identity (once per distinct
-    identity). With ``verify_requests``, every inline rendered request is re-hashed too.
-    Older records are refused unless ``migrate`` (see the module doc; ``gold`` supplies the
-    partition of records that lack one).
-    """
+    """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line. With
+    ``verify_requests`` every inline request is re-hashed; ``migrate`` and ``gold``: module doc."""
     out: list[ResultLine] = []
     problems: list[Problem] = []
     for item in scan_results(path, verify_requests=verify_requests, migrate=migrate, gold=gold):
@@ -93,13 +82,8 @@ def scan_results(
     migrate: bool = False,
     gold: GoldDataset | None = None,
 ) -> Iterator[ResultLine | Problem]:
-    """Yield each line of a results file as a :class:`ResultLine` or, if it is bad, a
-    :class:`Problem`.
-
-    Streaming form of :func:`read_results`, in line order, for callers that fold results
-    without keeping every record (the alignment join). Older records: one problem for the
-    file (after its last line), or migrated on read with ``migrate``.
-    """
+    """Yield each line of a results file as a :class:`ResultLine` or, if bad, a :class:`Problem`:
+    the streaming form of :func:`read_results`."""
     path = Path(path)
     if path.is_dir():
         yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
@@ -309,10 +293,7 @@ def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Probl
 
 
 def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Each row of a Parquet shard as the JSON text of its object (row numbers from 1).
-
-    A Parquet row has every column of the file, so a value absent from a record reads as null.
-    """
+    """Each row of a Parquet shard as the JSON text of its object (row numbers from 1)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
