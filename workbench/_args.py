@@ -17,13 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import Problem, WorkbenchError
+from .errors import WorkbenchError, problem, refusal
 
 
 def _refuse(name: str, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        f"invalid {name}", [Problem(location=name, code=code, message=message, fix=fix)]
-    )
+    return refusal(f"invalid {name}", name, code, message, fix)
 
 
 def _is_int(value: Any) -> bool:
@@ -131,12 +129,12 @@ def check_keywords(given: Mapping[str, Any], valid: Iterable[str], where: str) -
             continue
         near = closest(name, names)
         problems.append(
-            Problem(
-                location=f"{where}({name}=...)",
-                code="unknown_argument",
-                message=f"{where} takes no argument {name!r}"
+            problem(
+                f"{where}({name}=...)",
+                "unknown_argument",
+                f"{where} takes no argument {name!r}"
                 + (f"; did you mean {near!r}?" if near else ""),
-                fix=(f"write {near}=... (" if near else "use one of (")
+                (f"write {near}=... (" if near else "use one of (")
                 + f"{where} takes {', '.join(names)})",
             )
         )
@@ -175,11 +173,11 @@ def invalid_arguments(exc: ValidationError, where: str) -> WorkbenchError:
         if not error["loc"]:  # a rule across fields: its own message says what is wrong
             rule = str(error["msg"]).removeprefix("Value error, ")
             problems.append(
-                Problem(
-                    location=where,
-                    code="invalid_argument",
-                    message=rule,
-                    fix=f"correct the arguments to {where} as the message says",
+                problem(
+                    where,
+                    "invalid_argument",
+                    rule,
+                    f"correct the arguments to {where} as the message says",
                 )
             )
             continue
@@ -187,11 +185,11 @@ def invalid_arguments(exc: ValidationError, where: str) -> WorkbenchError:
         value = error.get("input")
         expected = _expected(error)
         problems.append(
-            Problem(
-                location=f"{where}({name}=...)",
-                code="invalid_argument",
-                message=f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
-                fix=f"pass {name} as {expected}"
+            problem(
+                f"{where}({name}=...)",
+                "invalid_argument",
+                f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
+                f"pass {name} as {expected}"
                 + (f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""),
             )
         )

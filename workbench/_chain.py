@@ -26,7 +26,7 @@ from ._io import (
     sha256_json,
 )
 from ._record import Record, SchemaTooNew
-from .errors import Problem, WorkbenchError
+from .errors import Problem, WorkbenchError, problem, refusal
 
 __all__ = ["ChainTerms", "Chained", "ChainedLog", "Row", "content_sha256", "read_rows"]
 
@@ -217,7 +217,7 @@ class ChainedLog(Generic[E]):
         return [self._problem(where, self.terms.broken, message)]
 
     def _problem(self, location: str, code: str, message: str) -> Problem:
-        return Problem(location=location, code=code, message=message, fix=self.terms.fix)
+        return problem(location, code, message, self.terms.fix)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -228,19 +228,13 @@ class ChainedLog(Generic[E]):
         try:
             self._filelock.acquire()
         except Timeout:
-            raise WorkbenchError(
+            raise refusal(
                 self.terms.busy_title,
-                [
-                    Problem(
-                        location=str(self.lock_path),
-                        code=self.terms.busy,
-                        message=(
-                            f"another command held {self.terms.busy_subject} for more than"
-                            f" {self.lock_timeout_s:.0f} s"
-                        ),
-                        fix=self.terms.busy_fix,
-                    )
-                ],
+                str(self.lock_path),
+                self.terms.busy,
+                f"another command held {self.terms.busy_subject} for more than"
+                f" {self.lock_timeout_s:.0f} s",
+                self.terms.busy_fix,
             ) from None
         try:
             yield

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from .errors import Problem, refusal
+from .errors import Problem, problem, refusal
 
 
 def canonical_json(obj: Any) -> str:
@@ -490,7 +490,7 @@ def json_problem(
 ) -> Problem:
     """The :class:`Problem` for a refused JSON record, with a fix for its code."""
     fix = fix or _FIXES.get(exc.code, "correct the JSON")
-    return Problem(location=location, case_id=case_id, code=exc.code, message=exc.msg, fix=fix)
+    return problem(location, exc.code, exc.msg, fix, case_id)
 
 
 _FIXES = {

@@ -32,7 +32,7 @@ from ._io import (
 )
 from ._record import Record, SchemaTooNew
 from ._signing import LockSignature, Signer, check_signature
-from .errors import Problem, refusal
+from .errors import Problem, problem, refusal
 from .heldout import PreviousReport
 
 LOCK_FILE = "lock.json"
@@ -335,7 +335,7 @@ class Verification:
     def fail(
         self, check: str, location: str | Path, code: str, message: str, fix: str = RESTORE
     ) -> None:
-        self.problems.append(Problem(location=str(location), code=code, message=message, fix=fix))
+        self.problems.append(problem(str(location), code, message, fix))
         self.checks[check] = "failed"
 
     def ok(self, check: str, note: str = "ok") -> None:

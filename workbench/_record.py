@@ -49,12 +49,12 @@ def newer_version_problem(
     case_id: str | None = None,
 ) -> Problem:
     """The problem for a ``kind`` file whose ``schema_version`` is newer than ``supported``."""
-    return Problem(
-        location=location or f"{kind}: schema_version",
-        case_id=case_id,
-        code=SCHEMA_TOO_NEW,
-        message=f"{kind} schema_version {version} is newer than this workbench reads ({supported})",
-        fix=FIX_UPGRADE,
+    return problem(
+        location or f"{kind}: schema_version",
+        SCHEMA_TOO_NEW,
+        f"{kind} schema_version {version} is newer than this workbench reads ({supported})",
+        FIX_UPGRADE,
+        case_id,
     )
 
 

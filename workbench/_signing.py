@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._docs import add_field_docs
 from ._io import read_bounded
-from .errors import Problem, WorkbenchError
+from .errors import Problem, WorkbenchError, problem
 from .errors import refusal as _refused
 
 PASSPHRASE_ENV = "WORKBENCH_SIGNING_PASSPHRASE"
@@ -199,15 +199,13 @@ def _trusted_key(line: str, where: str) -> tuple[Any, Problem | None]:
         key = serialization.load_ssh_public_key(" ".join(parts[:2]).encode())
     except Exception:  # noqa: BLE001 - any parse failure is the same user error
         fix = "write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)"
-        return None, Problem(
-            location=where, code="trust_invalid", message="not an OpenSSH public key line", fix=fix
-        )
+        return None, problem(where, "trust_invalid", "not an OpenSSH public key line", fix)
     if not isinstance(key, Ed25519PublicKey):
-        return None, Problem(
-            location=where,
-            code="trust_not_ed25519",
-            message=f"{parts[0]} key: only Ed25519 keys sign locks",
-            fix="list the Ed25519 public keys of the certifying team",
+        return None, problem(
+            where,
+            "trust_not_ed25519",
+            f"{parts[0]} key: only Ed25519 keys sign locks",
+            "list the Ed25519 public keys of the certifying team",
         )
     return key, None
 

@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError
 from .._io import JSONRecordError, read_json_file
 from .._record import Record as _Model
 from ..approval import changed_fields, describe
-from ..errors import Problem, WorkbenchError, problem
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes
 from ..results import ResultLine, scan_results
 from ._join import Join, join_results
@@ -133,19 +133,13 @@ def read_run_manifest(results: str | Path) -> RunManifest | None:
             if isinstance(exc, JSONRecordError)
             else type(exc).__name__
         )
-        raise WorkbenchError(
+        raise refusal(
             "unreadable run manifest",
-            [
-                Problem(
-                    location=str(path),
-                    code="manifest_invalid",
-                    message=f"the run manifest beside the results cannot be read ({reason})",
-                    fix=(
-                        "restore the manifest.json the run wrote, or move the results away from a"
-                        " foreign manifest"
-                    ),
-                )
-            ],
+            str(path),
+            "manifest_invalid",
+            f"the run manifest beside the results cannot be read ({reason})",
+            "restore the manifest.json the run wrote, or move the results away from a"
+            " foreign manifest",
         ) from None
 
 
@@ -477,17 +471,13 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
     lineage = join.lineage
     if lineage is None:
         return [
-            Problem(
-                location=where,
-                code="lineage_unchecked",
-                message=(
-                    "the join was built without a lineage check, so it is unknown whether the"
-                    " results were produced against this gold"
-                ),
-                fix=(
-                    "build joins with workbench.align.align_results (or a phase session), which"
-                    " checks lineage"
-                ),
+            problem(
+                where,
+                "lineage_unchecked",
+                "the join was built without a lineage check, so it is unknown whether the"
+                " results were produced against this gold",
+                "build joins with workbench.align.align_results (or a phase session), which"
+                " checks lineage",
             )
         ]
     if lineage.comparable or (allow_forced and lineage.allowed):
@@ -496,14 +486,12 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
         ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
     )
     return [
-        Problem(
-            location=where,
-            code="gold_changed",
-            message=(
-                f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
-                f" changed: {changed}"
-            ),
-            fix=FIX_CHANGED,
+        problem(
+            where,
+            "gold_changed",
+            f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
+            f" changed: {changed}",
+            FIX_CHANGED,
         )
     ]
 

@@ -173,21 +173,16 @@ class _Check:
             return fn(*args, **kwargs)
         except WorkbenchError as exc:
             self.problems += exc.problems or [
-                Problem(location="-", code="invalid", message=exc.summary, fix="see the message")
+                problem("-", "invalid", exc.summary, "see the message")
             ]
         except Exception as exc:  # a check must report, never crash the lane
             self.problems.append(
-                Problem(
-                    location="-",
-                    code="check_crashed",
-                    message=(
-                        f"{type(exc).__name__}:"
-                        f" {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                    ),
-                    fix=(
-                        "this is likely a bug in the file or in the workbench; run the matching"
-                        " workbench command for details"
-                    ),
+                problem(
+                    "-",
+                    "check_crashed",
+                    f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                    "this is likely a bug in the file or in the workbench; run the matching"
+                    " workbench command for details",
                 )
             )
         return None
@@ -311,18 +306,16 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
         if dataset.release is None:
             latest = dataset.releases[-1].release_id if dataset.releases else None
             c.problems.append(
-                Problem(
-                    location=str(directory),
-                    code="gold_not_frozen",
-                    message=(
+                problem(
+                    str(directory),
+                    "gold_not_frozen",
+                    (
                         f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a"
                         " frozen release"
                     )
                     + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
-                    fix=(
-                        f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs"
-                        " and certifications name the release they used"
-                    ),
+                    f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs"
+                    " and certifications name the release they used",
                 )
             )
             checks.append(_from_problems("gold", f"{name} release", c.problems, c.seconds))
@@ -380,43 +373,34 @@ def _check_candidates(
         loc = str(path)
         if spec.parent is not None and spec.parent not in labels:
             c.problems.append(
-                Problem(
-                    location=f"{loc}: parent",
-                    code="candidate_parent_missing",
-                    message=f"the parent {spec.parent} is not a candidate of this project",
-                    fix=(
-                        "restore the parent's spec (versions are immutable and kept), or correct"
-                        " parent"
-                    ),
+                problem(
+                    f"{loc}: parent",
+                    "candidate_parent_missing",
+                    f"the parent {spec.parent} is not a candidate of this project",
+                    "restore the parent's spec (versions are immutable and kept), or correct"
+                    " parent",
                 )
             )
         if spec.kind in LABEL_KINDS:
             rubrics = _rubrics(golds)
             if not rubrics:
                 c.problems.append(
-                    Problem(
-                        location=f"{loc}: labels",
-                        code="candidate_no_rubric",
-                        message=(
-                            "no valid gold dataset in the project to check the judge's labels"
-                            " against"
-                        ),
-                        fix="add (or repair) the gold dataset the judge is for",
+                    problem(
+                        f"{loc}: labels",
+                        "candidate_no_rubric",
+                        "no valid gold dataset in the project to check the judge's labels against",
+                        "add (or repair) the gold dataset the judge is for",
                     )
                 )
             elif not any(set(spec.labels) <= set(r.labels) for r in rubrics):
                 c.problems.append(
-                    Problem(
-                        location=f"{loc}: labels",
-                        code="candidate_labels_unknown",
-                        message=(
-                            f"labels {spec.labels} are not all labels of any rubric in the project"
-                            f" ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})"
-                        ),
-                        fix=(
-                            "use the rubric's label vocabulary (a label the gold cannot hold can"
-                            " never agree with it)"
-                        ),
+                    problem(
+                        f"{loc}: labels",
+                        "candidate_labels_unknown",
+                        f"labels {spec.labels} are not all labels of any rubric in the project"
+                        f" ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})",
+                        "use the rubric's label vocabulary (a label the gold cannot hold can"
+                        " never agree with it)",
                     )
                 )
         checks.append(_from_problems("candidates", inv.rel(path), c.problems, c.seconds))
@@ -432,14 +416,12 @@ def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Proble
     rubrics = [r for r in _rubrics(golds) if r.version == suite.rubric_version]
     if not rubrics:
         return [
-            Problem(
-                location=f"{loc}: rubric_version",
-                code="controls_rubric_unknown",
-                message=f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
-                fix=(
-                    "write the suite for a rubric the project has (a new suite version), or add"
-                    " that gold"
-                ),
+            problem(
+                f"{loc}: rubric_version",
+                "controls_rubric_unknown",
+                f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
+                "write the suite for a rubric the project has (a new suite version), or add"
+                " that gold",
             )
         ]
     out: list[Problem] = []
@@ -447,22 +429,22 @@ def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Proble
     extra = [label for label in suite.labels if label not in rubric.labels]
     if extra:
         out.append(
-            Problem(
-                location=f"{loc}: labels",
-                code="controls_labels_unknown",
-                message=f"labels {extra} are not labels of rubric {rubric.version}",
-                fix="use the rubric's labels",
+            problem(
+                f"{loc}: labels",
+                "controls_labels_unknown",
+                f"labels {extra} are not labels of rubric {rubric.version}",
+                "use the rubric's labels",
             )
         )
     for control in suite.controls:
         if control.slice is not None and control.slice not in rubric.slices:
             out.append(
-                Problem(
-                    location=loc,
-                    code="controls_slice_unknown",
-                    case_id=control.control_id,
-                    message=f"slice {control.slice!r} is not a slice of rubric {rubric.version}",
-                    fix=f"use one of {', '.join(rubric.slices)}",
+                problem(
+                    loc,
+                    "controls_slice_unknown",
+                    f"slice {control.slice!r} is not a slice of rubric {rubric.version}",
+                    f"use one of {', '.join(rubric.slices)}",
+                    control.control_id,
                 )
             )
     from ..heldout import exposure_problems, held_out_content
@@ -662,14 +644,12 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
         suite = suites.get(label)
         if suite is None:
             c.problems.append(
-                Problem(
-                    location=str(path),
-                    code="panel_suite_missing",
-                    message=(
-                        f"the claim panel belongs to {label}, which is not a valid pair suite of"
-                        " the project"
-                    ),
-                    fix="restore the suite, or name the panel <suite name@version>.panel.yaml",
+                problem(
+                    str(path),
+                    "panel_suite_missing",
+                    f"the claim panel belongs to {label}, which is not a valid pair suite of"
+                    " the project",
+                    "restore the suite, or name the panel <suite name@version>.panel.yaml",
                 )
             )
         else:

@@ -29,7 +29,7 @@ from .._io import (
 from .._load import Problems
 from .._record import SchemaTooNew
 from ..approval import REVIEWERS_KEY, Release, check_lineage, load_approvers, read_release_log
-from ..errors import Problem, WorkbenchError, errors_only
+from ..errors import Problem, WorkbenchError, errors_only, problem
 from ._card import DatasetCard, read_card
 from ._records import PARTITIONS, GoldCase, Partition, partition_name
 from ._release import snapshot_of_records
@@ -182,12 +182,7 @@ def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> Vali
     root, gold_path = resolve_paths(path)
     if not gold_path.exists():
         fix = f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself"
-        missing = Problem(
-            location=str(gold_path),
-            code="gold_missing",
-            message="the gold file does not exist",
-            fix=fix,
-        )
+        missing = problem(str(gold_path), "gold_missing", "the gold file does not exist", fix)
         return ValidationReport(gold_path, (missing,), None)
     problems: list[Problem] = []
     rubric, evidence_path, evidence_ids = _read_rubric(root, problems)
@@ -260,14 +255,11 @@ def _read_gold(gold_path: Path, problems: list[Problem], digest: Any) -> list[_L
         parsed = _parse_lines(gold_path, problems, digest)
     if parsed is not None and not parsed:
         problems.append(
-            Problem(
-                location=str(gold_path),
-                code="gold_empty",
-                message="the gold file holds no records",
-                fix=(
-                    "add one JSON object per line; an empty dataset cannot support any alignment"
-                    " claim"
-                ),
+            problem(
+                str(gold_path),
+                "gold_empty",
+                "the gold file holds no records",
+                "add one JSON object per line; an empty dataset cannot support any alignment claim",
             )
         )
     return parsed or []
@@ -310,14 +302,11 @@ def _problem_order(problem: Problem) -> tuple[str, int, str]:
 def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None, list[Problem]]:
     if not path.exists():
         return None, [
-            Problem(
-                location=str(path),
-                code="evidence_snapshot_missing",
-                message=(
-                    f"the rubric declares evidence_snapshot {declared!r} but the file does not"
-                    " exist"
-                ),
-                fix="add the snapshot file or remove evidence_snapshot from the rubric",
+            problem(
+                str(path),
+                "evidence_snapshot_missing",
+                f"the rubric declares evidence_snapshot {declared!r} but the file does not exist",
+                "add the snapshot file or remove evidence_snapshot from the rubric",
             )
         ]
     ids: set[str] = set()
@@ -340,32 +329,32 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 problems.append(
-                    Problem(
-                        location=f"{path}:{number}",
-                        code="evidence_malformed",
-                        message="an evidence snapshot line has no string 'id'",
-                        fix="write one JSON object {id, text, source} per line",
+                    problem(
+                        f"{path}:{number}",
+                        "evidence_malformed",
+                        "an evidence snapshot line has no string 'id'",
+                        "write one JSON object {id, text, source} per line",
                     )
                 )
                 continue
             if row["id"] in ids:
                 problems.append(
-                    Problem(
-                        location=f"{path}:{number}",
-                        code="evidence_duplicate_id",
-                        message=f"evidence id {row['id']!r} appears twice",
-                        fix="give each passage a unique id",
+                    problem(
+                        f"{path}:{number}",
+                        "evidence_duplicate_id",
+                        f"evidence id {row['id']!r} appears twice",
+                        "give each passage a unique id",
                     )
                 )
             ids.add(row["id"])
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         return None, [*problems, *exc.problems]
     problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="evidence_malformed",
-            message="the evidence snapshot line is not valid UTF-8",
-            fix="save the evidence snapshot as UTF-8",
+        problem(
+            f"{path}:{n}",
+            "evidence_malformed",
+            "the evidence snapshot line is not valid UTF-8",
+            "save the evidence snapshot as UTF-8",
         )
         for n in not_utf8
     ]
@@ -384,11 +373,11 @@ def _parse_lines(
             while not_utf8:
                 bad = not_utf8.pop(0)
                 problems.append(
-                    Problem(
-                        location=f"{loc}:{bad}",
-                        code="not_utf8",
-                        message="the line is not valid UTF-8",
-                        fix="save the file as UTF-8",
+                    problem(
+                        f"{loc}:{bad}",
+                        "not_utf8",
+                        "the line is not valid UTF-8",
+                        "save the file as UTF-8",
                     )
                 )
                 lines.append(_Line(bad, None, None))
@@ -425,11 +414,11 @@ def _parse_lines(
                 raw = loads_json(text)
                 if not isinstance(raw, dict):
                     problems.append(
-                        Problem(
-                            location=f"{loc}:{number}",
-                            code="malformed_json",
-                            message=f"the line holds a JSON {_json_type(raw)}, not an object",
-                            fix="write exactly one JSON object per line",
+                        problem(
+                            f"{loc}:{number}",
+                            "malformed_json",
+                            f"the line holds a JSON {_json_type(raw)}, not an object",
+                            "write exactly one JSON object per line",
                         )
                     )
                     lines.append(_Line(number, None, None))
@@ -442,11 +431,8 @@ def _parse_lines(
         return None
     for bad in not_utf8:
         problems.append(
-            Problem(
-                location=f"{loc}:{bad}",
-                code="not_utf8",
-                message="the line is not valid UTF-8",
-                fix="save the file as UTF-8",
+            problem(
+                f"{loc}:{bad}", "not_utf8", "the line is not valid UTF-8", "save the file as UTF-8"
             )
         )
         lines.append(_Line(bad, None, None))
@@ -468,73 +454,65 @@ def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None)
         kind = err["type"]
         if kind == "missing":
             out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="missing_field",
-                    message=f"missing required field '{path}'",
-                    fix=_FIELD_HINTS.get(leaf, f"add '{leaf}'"),
+                problem(
+                    where,
+                    "missing_field",
+                    f"missing required field '{path}'",
+                    _FIELD_HINTS.get(leaf, f"add '{leaf}'"),
+                    case_id,
                 )
             )
         elif kind == "extra_forbidden":
             out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="unknown_field",
-                    message=f"unknown field '{path}'",
-                    fix="remove it or correct its spelling; free-form data belongs in 'metadata'",
+                problem(
+                    where,
+                    "unknown_field",
+                    f"unknown field '{path}'",
+                    "remove it or correct its spelling; free-form data belongs in 'metadata'",
+                    case_id,
                 )
             )
         elif kind in WRONG_TYPE_ERRORS:
             out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="wrong_type",
-                    message=(
-                        f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got"
-                        f" {_short(err.get('input'))})"
-                    ),
-                    fix=(
-                        "write the value with its JSON type: numbers and true/false without quotes,"
-                        " whole numbers without a decimal point"
-                    ),
+                problem(
+                    where,
+                    "wrong_type",
+                    f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got"
+                    f" {_short(err.get('input'))})",
+                    "write the value with its JSON type: numbers and true/false without quotes,"
+                    " whole numbers without a decimal point",
+                    case_id,
                 )
             )
         elif path == "partition" and kind == "enum":
             out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="unknown_partition",
-                    message=f"unknown partition {err.get('input')!r}",
-                    fix="use one of " + ", ".join(PARTITIONS),
+                problem(
+                    where,
+                    "unknown_partition",
+                    f"unknown partition {err.get('input')!r}",
+                    "use one of " + ", ".join(PARTITIONS),
+                    case_id,
                 )
             )
         elif kind == "value_error" and not err["loc"]:
             out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="missing_grading_evidence",
-                    message="the case has neither grading_notes nor reference",
-                    fix=(
-                        "add grading_notes (required concepts, prohibited claims) or a reference"
-                        " answer"
-                    ),
+                problem(
+                    where,
+                    "missing_grading_evidence",
+                    "the case has neither grading_notes nor reference",
+                    "add grading_notes (required concepts, prohibited claims) or a reference"
+                    " answer",
+                    case_id,
                 )
             )
         else:
             out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="invalid_field",
-                    message=f"field '{path}': {err['msg']} (got {_short(err.get('input'))})",
-                    fix=_FIELD_HINTS.get(
-                        leaf, f"correct '{path}'; see docs/formats.md#gold-records"
-                    ),
+                problem(
+                    where,
+                    "invalid_field",
+                    f"field '{path}': {err['msg']} (got {_short(err.get('input'))})",
+                    _FIELD_HINTS.get(leaf, f"correct '{path}'; see docs/formats.md#gold-records"),
+                    case_id,
                 )
             )
     return out
@@ -877,20 +855,16 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                     )
                 )
                 out.append(
-                    Problem(
-                        location=f"{loc}:{number}",
-                        case_id=case.case_id,
-                        code="cross_partition_duplicate",
-                        message=(
-                            f"{how} case {first.case_id!r} (line {first_number}):"
-                            f" {case.partition.value}/{case.group} vs"
-                            f" {first.partition.value}/{first.group}"
-                        ),
-                        fix=(
-                            "keep one of the two, or put both in one group and partition: the same"
-                            " item must not be tuned on in one partition and certified on in"
-                            " another"
-                        ),
+                    problem(
+                        f"{loc}:{number}",
+                        "cross_partition_duplicate",
+                        f"{how} case {first.case_id!r} (line {first_number}):"
+                        f" {case.partition.value}/{case.group} vs"
+                        f" {first.partition.value}/{first.group}",
+                        "keep one of the two, or put both in one group and partition: the same"
+                        " item must not be tuned on in one partition and certified on in"
+                        " another",
+                        case.case_id,
                     )
                 )
     return out

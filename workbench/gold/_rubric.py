@@ -15,7 +15,7 @@ from .._docs import add_field_docs
 from .._io import read_bounded
 from .._load import Lines, read_yaml, rule_error, validation_problems, yaml_lines
 from .._record import Record, SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 
 RUBRIC_SCHEMA_VERSION = 1
 
@@ -351,32 +351,22 @@ def load_rubric(path: str | Path) -> Rubric:
     path = Path(path)
     location = str(path)
     if not path.exists():
-        raise WorkbenchError(
+        raise refusal(
             "no rubric",
-            [
-                Problem(
-                    location=location,
-                    code="rubric_missing",
-                    message="the rubric file does not exist",
-                    fix=(
-                        "create rubric.yaml beside gold.jsonl declaring name, version, labels,"
-                        " pass_label, fail_label and slices"
-                    ),
-                )
-            ],
+            location,
+            "rubric_missing",
+            "the rubric file does not exist",
+            "create rubric.yaml beside gold.jsonl declaring name, version, labels,"
+            " pass_label, fail_label and slices",
         )
     raw = read_yaml(path, prefix="rubric")
     if not isinstance(raw, dict):
-        raise WorkbenchError(
+        raise refusal(
             "unreadable rubric",
-            [
-                Problem(
-                    location=location,
-                    code="rubric_shape",
-                    message="the rubric must be a YAML mapping",
-                    fix="write the rubric as key: value pairs",
-                )
-            ],
+            location,
+            "rubric_shape",
+            "the rubric must be a YAML mapping",
+            "write the rubric as key: value pairs",
         )
     unset = _unset_risks(raw, path, location)
     if unset:
@@ -415,7 +405,7 @@ def _rubric_problems(err: Any, _dotted: str, location: str) -> list[Problem] | N
     if not isinstance(found, RubricProblems):
         return None
     return [
-        Problem(location=location, code=code, message=f"{field}: {message}", fix=fix)
+        problem(location, code, f"{field}: {message}", fix)
         for code, field, message, fix in found.items
     ]
 
@@ -439,17 +429,13 @@ def _unset_risks(raw: dict[str, Any], path: Path, location: str) -> list[tuple[s
     return [
         (
             name,
-            Problem(
-                location=at("slices", str(name), "risk"),
-                code="rubric_risk_unset",
-                message=(
-                    f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong"
-                    " verdict in it does"
-                ),
-                fix=(
-                    "set its risk to critical, high, medium or low (critical: a false pass is"
-                    " release-critical); the policy's risk for the slice must then equal it"
-                ),
+            problem(
+                at("slices", str(name), "risk"),
+                "rubric_risk_unset",
+                f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong"
+                " verdict in it does",
+                "set its risk to critical, high, medium or low (critical: a false pass is"
+                " release-critical); the policy's risk for the slice must then equal it",
             ),
         )
         for name in names

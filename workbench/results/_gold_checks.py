@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import Problem
+from ..errors import Problem, problem
 from ._contract import JudgeResult
 
 if TYPE_CHECKING:
@@ -53,6 +53,4 @@ def check_against_gold(
         message = f"result says partition {r.partition!r}, gold says {gold_case.partition.value!r}"
     else:
         return None
-    return Problem(
-        location=where, case_id=r.case_id, code=code, message=message, fix=getattr(fixes, code)
-    )
+    return problem(where, code, message, getattr(fixes, code), r.case_id)

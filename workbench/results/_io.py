@@ -21,7 +21,7 @@ from .._io import (
     loads_json,
 )
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError, problem
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ._contract import (
     ERROR_KINDS,
     RESULT_SCHEMA_VERSION,
@@ -89,11 +89,11 @@ def scan_results(
         yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
         return
     if not path.exists():
-        yield Problem(
-            location=str(path),
-            code="results_missing",
-            message="the results file does not exist",
-            fix="point --results at a results.jsonl written by `workbench run` or an importer",
+        yield problem(
+            str(path),
+            "results_missing",
+            "the results file does not exist",
+            "point --results at a results.jsonl written by `workbench run` or an importer",
         )
         return
     reader = _LineReader(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
@@ -109,8 +109,8 @@ def scan_results(
             if not isinstance(parsed, JudgeResult):
                 yield from parsed
                 continue
-        problem = reader.contract_problem(parsed, where)
-        yield ResultLine(number, parsed) if problem is None else problem
+        found = reader.contract_problem(parsed, where)
+        yield ResultLine(number, parsed) if found is None else found
     for number in not_utf8:
         yield _not_utf8(reader.loc, number)
     for version, numbers in sorted(reader.old.items()):
@@ -118,11 +118,11 @@ def scan_results(
 
 
 def _not_utf8(loc: str, number: int) -> Problem:
-    return Problem(
-        location=f"{loc}:{number}",
-        code="not_utf8",
-        message="the line is not valid UTF-8",
-        fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
+    return problem(
+        f"{loc}:{number}",
+        "not_utf8",
+        "the line is not valid UTF-8",
+        "results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
     )
 
 
@@ -167,11 +167,7 @@ class _LineReader:
                 f" {exc.field!r} ({exc})"
             )
             code = "migration_needs_gold"
-            return [
-                Problem(
-                    location=where, case_id=_case_id(raw), code=code, message=message, fix=exc.fix
-                )
-            ]
+            return [problem(where, code, message, exc.fix, _case_id(raw))]
         except ValidationError as exc:
             return _translate(exc, where, raw)
 
@@ -185,15 +181,12 @@ class _LineReader:
             except ValueError:  # a value canonical JSON cannot hold
                 actual = None
             if actual != result.judge_fingerprint:
-                return Problem(
-                    location=where,
-                    case_id=result.case_id,
-                    code="fingerprint_mismatch",
-                    message="judge_fingerprint is not the sha256 of the judge identity",
-                    fix=(
-                        "recompute judge_fingerprint from 'judge'; results must not be edited by"
-                        " hand"
-                    ),
+                return problem(
+                    where,
+                    "fingerprint_mismatch",
+                    "judge_fingerprint is not the sha256 of the judge identity",
+                    "recompute judge_fingerprint from 'judge'; results must not be edited by hand",
+                    result.case_id,
                 )
             self.verified[result.judge_fingerprint] = result.judge
         return self._identity_problem(result, where) or self._other_problem(result, where)
@@ -231,20 +224,20 @@ class _LineReader:
 
     def _other_problem(self, result: JudgeResult, where: str) -> Problem | None:
         if self.verify_requests and result.request_hash_matches() is False:
-            return Problem(
-                location=where,
-                case_id=result.case_id,
-                code="request_hash_mismatch",
-                message="rendered_request_sha256 does not match the inline rendered request",
-                fix="results must not be edited by hand; re-run the judge",
+            return problem(
+                where,
+                "request_hash_mismatch",
+                "rendered_request_sha256 does not match the inline rendered request",
+                "results must not be edited by hand; re-run the judge",
+                result.case_id,
             )
         if result.error is not None and result.error.kind not in ERROR_KINDS:
-            return Problem(
-                location=where,
-                case_id=result.case_id,
-                code="unknown_error_kind",
-                message=f"unknown error kind {result.error.kind!r}",
-                fix="use one of " + ", ".join(ERROR_KINDS),
+            return problem(
+                where,
+                "unknown_error_kind",
+                f"unknown error kind {result.error.kind!r}",
+                "use one of " + ", ".join(ERROR_KINDS),
+                result.case_id,
             )
         return None
 
@@ -276,11 +269,11 @@ def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Probl
 
     shards = result_files(directory)
     if not shards:
-        yield Problem(
-            location=str(directory),
-            code="results_missing",
-            message="the results directory holds no shards (*.jsonl or *.parquet files)",
-            fix="point --results at a results file, or at a directory of result shards",
+        yield problem(
+            str(directory),
+            "results_missing",
+            "the results directory holds no shards (*.jsonl or *.parquet files)",
+            "point --results at a results file, or at a directory of result shards",
         )
         return
     for shard in shards:
@@ -300,16 +293,12 @@ def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
-        raise WorkbenchError(
+        raise refusal(
             f"{path}: unreadable",
-            [
-                Problem(
-                    location=str(path),
-                    code="unreadable_file",
-                    message=f"the Parquet shard cannot be read ({str(exc)[:120]})",
-                    fix="write shards with pyarrow or pandas (to_parquet), or as JSON Lines",
-                )
-            ],
+            str(path),
+            "unreadable_file",
+            f"the Parquet shard cannot be read ({str(exc)[:120]})",
+            "write shards with pyarrow or pandas (to_parquet), or as JSON Lines",
         ) from None
     for number, row in enumerate(table.to_pylist(), start=1):
         try:
@@ -374,5 +363,5 @@ def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
             )
         else:
             message, fix = f"{path}: {err['msg']}", "see docs/formats.md#judge-results"
-        out.append(Problem(location=where, case_id=case_id, code=code, message=message, fix=fix))
+        out.append(problem(where, code, message, fix, case_id))
     return out

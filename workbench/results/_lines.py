@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import check_json, open_for_reading
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ._columnar import BLOCK_BYTES, result_files
 from ._contract import JudgeResult
 
@@ -96,16 +96,12 @@ class ResultLines:
         return None
 
     def _changed(self, why: str) -> WorkbenchError:
-        return WorkbenchError(
+        return refusal(
             "the results changed since they were read",
-            [
-                Problem(
-                    location=str(self.path),
-                    code="results_changed",
-                    message=f"{why}: the case's request cannot be shown as it was judged",
-                    fix="build the review table again from the results as they are now",
-                )
-            ],
+            str(self.path),
+            "results_changed",
+            f"{why}: the case's request cannot be shown as it was judged",
+            "build the review table again from the results as they are now",
         )
 
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from .._io import JSONRecordError, atomic_write_text, iter_jsonl_lines, json_problem, loads_json
 from .._load import Problems
-from ..errors import Problem, refusal
+from ..errors import Problem, problem, refusal
 from ._contract import RESULT_SCHEMA_VERSION, JudgeResult
 
 if TYPE_CHECKING:
@@ -135,18 +135,14 @@ def old_version_problem(path: str | Path, lines: list[int], version: int) -> Pro
     shown = ", ".join(map(str, lines[:5])) + (
         f" ... ({len(lines)} in all)" if len(lines) > 5 else ""
     )
-    return Problem(
-        location=f"{path}:{lines[0]}",
-        code="schema_version_old",
-        message=(
-            f"{len(lines)} result line(s) are schema_version {version} (lines {shown}); this"
-            f" workbench reads version {RESULT_SCHEMA_VERSION}, which requires reason, partition,"
-            " attempt and repeat instead of filling them silently"
-        ),
-        fix=(
-            f"migrate the file explicitly: `{MIGRATE_COMMAND} {path} --gold GOLD` (it records in"
-            " each line what it filled and keeps the original)"
-        ),
+    return problem(
+        f"{path}:{lines[0]}",
+        "schema_version_old",
+        f"{len(lines)} result line(s) are schema_version {version} (lines {shown}); this"
+        f" workbench reads version {RESULT_SCHEMA_VERSION}, which requires reason, partition,"
+        " attempt and repeat instead of filling them silently",
+        f"migrate the file explicitly: `{MIGRATE_COMMAND} {path} --gold GOLD` (it records in"
+        " each line what it filled and keeps the original)",
     )
 
 
