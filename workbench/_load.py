@@ -65,9 +65,6 @@ def read_utf8(
         raise refusal(summary or f"unreadable {what}", loc, code, message, fix) from None
 
 
-# -- 2. YAML ----------------------------------------------------------------------------------
-
-
 def yaml_problem(
     exc: yaml.YAMLError,
     location: str,

@@ -280,9 +280,6 @@ def _lane_scope(
     return known, ran_here
 
 
-# ------------------------------------------------------------------------------ gold
-
-
 def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
     from ..gold import validate_dataset
     from ..repeatability import (
@@ -342,9 +339,6 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
                 c.attempt(read_drift_log, log)
             checks.append(_from_problems("gold", f"{name} sentinels", c.problems, c.seconds))
     return golds
-
-
-# ------------------------------------------------------------------------------ candidates
 
 
 def _rubrics(golds: dict[Path, Any]) -> list[Any]:
@@ -409,9 +403,6 @@ def _check_candidates(
     return found
 
 
-# ------------------------------------------------------------------------------ control suites
-
-
 def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Problem]:
     rubrics = [r for r in _rubrics(golds) if r.version == suite.rubric_version]
     if not rubrics:
@@ -472,9 +463,6 @@ def _check_control_suites(
     return suites
 
 
-# ------------------------------------------------------------------------------ ranking
-
-
 def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
     from ..ranking import load_agreement_examples, load_fixtures
 
@@ -505,9 +493,6 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
         c.attempt(load_agreement_examples, path)
         checks.append(_from_problems("ranking", inv.rel(path), c.problems, c.seconds))
     return sets
-
-
-# ------------------------------------------------------------------------------ policies
 
 
 def _check_policies(
@@ -607,9 +592,6 @@ def _policy_suite_problems(policy: Any, found: bool, suite: Any, loc: str) -> li
     return out
 
 
-# ------------------------------------------------------------------------------ noise
-
-
 def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
     from ..noise import check_retrieval, load_pairs, load_panel, release_of, retrieval_blockers
 
@@ -704,9 +686,6 @@ def _retrieval_check(
         failing=failing,
         seconds=seconds,
     )
-
-
-# ------------------------------------------------------------------------------ control runs
 
 
 def _run_controls(

@@ -153,9 +153,6 @@ class LaneRefused(WorkbenchError):
         self.report = report
 
 
-# ------------------------------------------------------------------------------ affected
-
-
 def _module_file(function: str | None) -> Path | None:
     if not function or ":" not in function:
         return None
@@ -355,9 +352,6 @@ def affected_candidates(
     return out, removed, checks
 
 
-# ------------------------------------------------------------------------------ gold, policy, cap
-
-
 def _resolve_gold(inv: Inventory, gold: str | None) -> Path:
     from ..repeatability import SENTINELS_FILE
 
@@ -436,9 +430,6 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
             " needs a new policy version",
         )
     return requested, "--budget-usd"
-
-
-# ------------------------------------------------------------------------------ baselines
 
 
 def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
@@ -561,9 +552,6 @@ def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
             f" rebuilt as it was at {since}, and the drift log records no baseline of it"
         )
     return plan
-
-
-# ------------------------------------------------------------------------------ the lane
 
 
 def _run_record(label: str, purpose: Any, run_dir: Path, summary: Any) -> LaneRun:

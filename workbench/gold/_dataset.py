@@ -312,40 +312,24 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
     ids: set[str] = set()
     problems: list[Problem] = []
     not_utf8: list[int] = []
+    one_object = "write one JSON object {id, text, source} per line"
     try:
         for number, line in iter_jsonl_lines(path, not_utf8):
+            where = f"{path}:{number}"
             try:
                 row = loads_json(line)
             except JSONRecordError as exc:
-                problems.append(
-                    json_problem(
-                        exc,
-                        f"{path}:{number}",
-                        fix="write one JSON object {id, text, source} per line",
-                    )
-                    if exc.code == "malformed_json"
-                    else json_problem(exc, f"{path}:{number}")
-                )
+                fix = one_object if exc.code == "malformed_json" else None
+                problems.append(json_problem(exc, where, fix=fix))
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                problems.append(
-                    problem(
-                        f"{path}:{number}",
-                        "evidence_malformed",
-                        "an evidence snapshot line has no string 'id'",
-                        "write one JSON object {id, text, source} per line",
-                    )
-                )
+                message = "an evidence snapshot line has no string 'id'"
+                problems.append(problem(where, "evidence_malformed", message, one_object))
                 continue
             if row["id"] in ids:
-                problems.append(
-                    problem(
-                        f"{path}:{number}",
-                        "evidence_duplicate_id",
-                        f"evidence id {row['id']!r} appears twice",
-                        "give each passage a unique id",
-                    )
-                )
+                message = f"evidence id {row['id']!r} appears twice"
+                fix = "give each passage a unique id"
+                problems.append(problem(where, "evidence_duplicate_id", message, fix))
             ids.add(row["id"])
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         return None, [*problems, *exc.problems]
@@ -368,75 +352,46 @@ def _parse_lines(
     lines: list[_Line] = []
     loc = str(gold_path)
     not_utf8: list[int] = []
+
+    def flush_not_utf8() -> None:
+        while not_utf8:
+            bad = not_utf8.pop(0)
+            message = "the line is not valid UTF-8"
+            problems.append(problem(f"{loc}:{bad}", "not_utf8", message, "save the file as UTF-8"))
+            lines.append(_Line(bad, None, None))
+
     try:
         for number, text in iter_jsonl_lines(gold_path, not_utf8, digest=digest):
-            while not_utf8:
-                bad = not_utf8.pop(0)
-                problems.append(
-                    problem(
-                        f"{loc}:{bad}",
-                        "not_utf8",
-                        "the line is not valid UTF-8",
-                        "save the file as UTF-8",
-                    )
-                )
-                lines.append(_Line(bad, None, None))
-            try:
-                check_json(
-                    text
-                )  # duplicate keys, NaN/Infinity, too deep: refused before validation
-            except JSONRecordError as exc:
-                problems.append(
-                    json_problem(
-                        exc,
-                        f"{loc}:{number}",
-                        fix=(
-                            "write exactly one complete JSON object on this line"
-                            if exc.code == "malformed_json"
-                            else None
-                        ),
-                    )
-                )
-                lines.append(_Line(number, None, None))
-                continue
-            try:
-                lines.append(_Line(number, None, GoldCase.model_validate_json(text)))
-            except SchemaTooNew as exc:
-                raw = loads_json(text)
-                problems.append(
-                    exc.problem_at(
-                        f"{loc}:{number}",
-                        case_id=raw.get("case_id") if isinstance(raw.get("case_id"), str) else None,
-                    )
-                )
-                lines.append(_Line(number, None, None))
-            except ValidationError as exc:
-                raw = loads_json(text)
-                if not isinstance(raw, dict):
-                    problems.append(
-                        problem(
-                            f"{loc}:{number}",
-                            "malformed_json",
-                            f"the line holds a JSON {_json_type(raw)}, not an object",
-                            "write exactly one JSON object per line",
-                        )
-                    )
-                    lines.append(_Line(number, None, None))
-                    continue
-                case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
-                problems.extend(_translate(exc, loc, number, case_id))
-                lines.append(_Line(number, raw, None))
+            flush_not_utf8()
+            line, found = _parse_line(text, f"{loc}:{number}", number)
+            problems.extend(found)
+            lines.append(line)
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         problems.extend(exc.problems)
         return None
-    for bad in not_utf8:
-        problems.append(
-            problem(
-                f"{loc}:{bad}", "not_utf8", "the line is not valid UTF-8", "save the file as UTF-8"
-            )
-        )
-        lines.append(_Line(bad, None, None))
+    flush_not_utf8()
     return lines
+
+
+def _parse_line(text: str, where: str, number: int) -> tuple[_Line, list[Problem]]:
+    try:
+        check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+        return _Line(number, None, GoldCase.model_validate_json(text)), []
+    except JSONRecordError as exc:
+        fix = "write exactly one complete JSON object on this line"
+        return _Line(number, None, None), [
+            json_problem(exc, where, fix=fix if exc.code == "malformed_json" else None)
+        ]
+    except (SchemaTooNew, ValidationError) as exc:
+        raw = loads_json(text)
+        if not isinstance(raw, dict):
+            message = f"the line holds a JSON {_json_type(raw)}, not an object"
+            fix = "write exactly one JSON object per line"
+            return _Line(number, None, None), [problem(where, "malformed_json", message, fix)]
+        case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
+        if isinstance(exc, SchemaTooNew):
+            return _Line(number, None, None), [exc.problem_at(where, case_id=case_id)]
+        return _Line(number, raw, None), _translate(exc, where, case_id)
 
 
 def _json_type(value: Any) -> str:
@@ -445,77 +400,49 @@ def _json_type(value: Any) -> str:
     )
 
 
-def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None) -> list[Problem]:
-    out: list[Problem] = []
-    where = f"{loc}:{number}"
-    for err in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in err["loc"])
-        leaf = str(err["loc"][-1]) if err["loc"] else ""
-        kind = err["type"]
-        if kind == "missing":
-            out.append(
-                problem(
-                    where,
-                    "missing_field",
-                    f"missing required field '{path}'",
-                    _FIELD_HINTS.get(leaf, f"add '{leaf}'"),
-                    case_id,
-                )
-            )
-        elif kind == "extra_forbidden":
-            out.append(
-                problem(
-                    where,
-                    "unknown_field",
-                    f"unknown field '{path}'",
-                    "remove it or correct its spelling; free-form data belongs in 'metadata'",
-                    case_id,
-                )
-            )
-        elif kind in WRONG_TYPE_ERRORS:
-            out.append(
-                problem(
-                    where,
-                    "wrong_type",
-                    f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got"
-                    f" {_short(err.get('input'))})",
-                    "write the value with its JSON type: numbers and true/false without quotes,"
-                    " whole numbers without a decimal point",
-                    case_id,
-                )
-            )
-        elif path == "partition" and kind == "enum":
-            out.append(
-                problem(
-                    where,
-                    "unknown_partition",
-                    f"unknown partition {err.get('input')!r}",
-                    "use one of " + ", ".join(PARTITIONS),
-                    case_id,
-                )
-            )
-        elif kind == "value_error" and not err["loc"]:
-            out.append(
-                problem(
-                    where,
-                    "missing_grading_evidence",
-                    "the case has neither grading_notes nor reference",
-                    "add grading_notes (required concepts, prohibited claims) or a reference"
-                    " answer",
-                    case_id,
-                )
-            )
-        else:
-            out.append(
-                problem(
-                    where,
-                    "invalid_field",
-                    f"field '{path}': {err['msg']} (got {_short(err.get('input'))})",
-                    _FIELD_HINTS.get(leaf, f"correct '{path}'; see docs/formats.md#gold-records"),
-                    case_id,
-                )
-            )
-    return out
+def _translate(exc: ValidationError, where: str, case_id: str | None) -> list[Problem]:
+    return [problem(where, *_explain(err), case_id) for err in exc.errors(include_url=False)]
+
+
+def _explain(err: Any) -> tuple[str, str, str]:
+    """``(code, message, fix)`` of one pydantic error of a gold record."""
+    path = ".".join(str(p) for p in err["loc"])
+    leaf = str(err["loc"][-1]) if err["loc"] else ""
+    kind = err["type"]
+    if kind == "missing":
+        return (
+            "missing_field",
+            f"missing required field '{path}'",
+            _FIELD_HINTS.get(leaf, f"add '{leaf}'"),
+        )
+    if kind == "extra_forbidden":
+        fix = "remove it or correct its spelling; free-form data belongs in 'metadata'"
+        return "unknown_field", f"unknown field '{path}'", fix
+    if kind in WRONG_TYPE_ERRORS:
+        message = (
+            f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got {_short(err.get('input'))})"
+        )
+        fix = (
+            "write the value with its JSON type: numbers and true/false without quotes, whole"
+            " numbers without a decimal point"
+        )
+        return "wrong_type", message, fix
+    if path == "partition" and kind == "enum":
+        return (
+            "unknown_partition",
+            f"unknown partition {err.get('input')!r}",
+            "use one of " + ", ".join(PARTITIONS),
+        )
+    if kind == "value_error" and not err["loc"]:
+        message = "the case has neither grading_notes nor reference"
+        fix = "add grading_notes (required concepts, prohibited claims) or a reference answer"
+        return "missing_grading_evidence", message, fix
+    message = f"field '{path}': {err['msg']} (got {_short(err.get('input'))})"
+    return (
+        "invalid_field",
+        message,
+        _FIELD_HINTS.get(leaf, f"correct '{path}'; see docs/formats.md#gold-records"),
+    )
 
 
 def _short(value: Any) -> str:
