@@ -419,49 +419,23 @@ def _header_lines(report: AlignmentReport) -> list[str]:
 def _table_lines(report: AlignmentReport) -> list[str]:
     import pandas as pd
 
-    lines: list[str] = []
-    lines.append("")
-    lines.append(
-        "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human"
-        " fail judged pass, over human fails judged pass or fail; FF = human pass judged fail, over"
-        " human passes judged pass or fail; abstentions are in neither"
-        + (
-            "; kappa = nominal Cohen's kappa, every label an unordered category"
-            if report.scale != "nominal"
-            else ""
-        )
-        + "):"
-    )
+    nominal = report.scale == "nominal"
+    kappa = "" if nominal else "; kappa = nominal Cohen's kappa, every label an unordered category"
+    lines = ["", _SLICE_NOTE + f"{kappa}):"]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         lines.append(report.slice_frame().to_string())
         ordinal = report.ordinal_frame()
         if ordinal is not None:
-            unit = (
-                report.overall.ordinal.mean_absolute_error.unit
-                if report.overall.ordinal is not None
-                else "scale step"
-            )
-            lines.append("")
-            lines.append(
+            lines += [
+                "",
                 "Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge"
                 " label both on the scale, the denominator of every figure; off scale = verdicts"
                 " left out; weighted Cohen's kappa, linear and quadratic; MAE = mean |judge -"
-                f" adjudicated| in {unit}s; judge higher/lower = judge above/below the adjudicated"
-                " label on the scale):"
-            )
-            lines.append(ordinal.to_string())
-            if report.overall.ordinal is not None:
-                lines.append("")
-                lines.append(
-                    f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
-                    " pairs; rows: adjudicated label, columns: judge):"
-                )
-                frame = report.overall.ordinal.confusion.to_frame()
-                frame.index.name, frame.columns.name = "human \\ judge", None
-                lines.append(frame.to_string())
-        lines.append("")
-        lines.append("Confusion (rows: adjudicated human label, columns: judge):")
-        lines.append(report.confusion.to_frame().to_string())
+                f" adjudicated| in {_unit(report)}s; judge higher/lower = judge above/below the"
+                " adjudicated label on the scale):",
+                ordinal.to_string(),
+            ]
+        lines += _confusion_lines(report)
     return lines
 
 
@@ -475,6 +449,22 @@ _SLICE_NOTE = (
 def _unit(report: AlignmentReport) -> str:
     ordinal = report.overall.ordinal
     return ordinal.mean_absolute_error.unit if ordinal is not None else "scale step"
+
+
+def _confusion_lines(report: AlignmentReport, **to_string: Any) -> list[str]:
+    """The ordinal confusion (ordered rubrics) and the label confusion."""
+    lines = []
+    if report.overall.ordinal is not None:
+        frame = report.overall.ordinal.confusion.to_frame()
+        frame.index.name, frame.columns.name = "human \\ judge", None
+        lines += [
+            "",
+            f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
+            " pairs; rows: adjudicated label, columns: judge):",
+            frame.to_string(**to_string),
+        ]
+    lines += ["", "Confusion (rows: adjudicated human label, columns: judge):"]
+    return [*lines, report.confusion.to_frame().to_string(**to_string)]
 
 
 def _narrow_table_lines(report: AlignmentReport) -> list[str]:
@@ -498,18 +488,7 @@ def _narrow_table_lines(report: AlignmentReport) -> list[str]:
             " one, judge higher/lower as shares of pairs; counts in --wide and --json):",
             *ordinal,
         ]
-    if report.overall.ordinal is not None:
-        frame = report.overall.ordinal.confusion.to_frame()
-        frame.index.name, frame.columns.name = "human \\ judge", None
-        lines += [
-            "",
-            f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
-            " pairs; rows: adjudicated label, columns: judge):",
-            frame.to_string(line_width=_narrow.WIDTH),  # wide tables in column blocks
-        ]
-    lines += ["", "Confusion (rows: adjudicated human label, columns: judge):"]
-    lines.append(report.confusion.to_frame().to_string(line_width=_narrow.WIDTH))
-    return lines
+    return lines + _confusion_lines(report, line_width=_narrow.WIDTH)
 
 
 def _tail_lines(report: AlignmentReport, wide: bool = True) -> list[str]:
