@@ -1,17 +1,9 @@
-"""Ed25519 signatures on report locks (``certify --sign KEY``, ``verify --trust FILE``).
+"""Ed25519 signatures on report locks (``certify --sign KEY``, ``verify --trust FILE``): proof
+that a lock is the one the key holder produced, which hashes alone cannot give.
 
-Hashes alone only show *accidental* change: anyone who can write a report can also rewrite
-its lock and recompute every hash. A signature made with a private key that only the
-certifying team holds shows that the lock is the one that team produced, to anyone who
-trusts the matching public key, without trusting the file system the report travelled on.
-
-The signed message is ``b"workbench-lock-v1\\n" + lock_sha256`` (ASCII hex): the signature
-covers the whole lock through its hash, and lives inside ``lock.json`` outside the hashed
-content (``signature``). Private keys may be OpenSSH (``ssh-keygen -t ed25519``) or PEM
-(PKCS#8) files; an encrypted key is read with the passphrase in ``$WORKBENCH_SIGNING_PASSPHRASE``.
-A trust file lists one OpenSSH public key per line (``ssh-ed25519 AAAA... comment``, as in
-``~/.ssh/id_ed25519.pub``); blank lines and ``#`` comments are ignored.
-"""
+The signed message is ``b"workbench-lock-v1\n" + lock_sha256``. Private keys are OpenSSH or PEM
+(PKCS#8; passphrase in ``$WORKBENCH_SIGNING_PASSPHRASE``); a trust file lists one OpenSSH public
+key per line (blank lines and ``#`` comments ignored)."""
 
 from __future__ import annotations
 

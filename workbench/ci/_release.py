@@ -1,18 +1,8 @@
 """``workbench ci release``: ``certify``, then verify the locked report, then a machine-readable
-summary.
+summary (:class:`ReleaseSummary`, ``--json FILE``) and JUnit report, written also when the input
+is invalid (``invalid_input``, exit 2). The only CI lane that touches held-out data.
 
-It is the only CI lane that touches held-out data (``contracts`` runs nothing on gold cases,
-``sentinel`` runs only ``sentinels.yaml`` cases, which are never held out). Certification is
-exactly ``workbench certify``: controls first, the held-out ledger, the locked report. The
-report is then verified (``workbench verify``: hashes, the gate re-run from the stored
-evidence, the ledger). The summary (:class:`ReleaseSummary`, ``--json FILE``) and the JUnit
-report (``--junit FILE``) hold the outcome, every blocker, the verification, the report path
-and the cost and tokens of the controls and held-out runs. Both are written also when the
-input is invalid (outcome ``invalid_input``, exit 2), so a CI job always has its artifact.
-
-Exit code: the certification's (0 certified, 1 quality failed, 3 evaluation incomplete, 4
-review required), 1 when the report does not verify, 2 invalid input.
-"""
+Exit code: the certification's, 1 when the report does not verify, 2 invalid input."""
 
 from __future__ import annotations
 
@@ -29,8 +19,7 @@ from ._junit import CheckResult, problem_check
 
 RELEASE_SCHEMA_VERSION = 1
 OUTCOME_EXIT: dict[str, int] = exit_codes(*GATE_OUTCOMES, "invalid_input")
-"""Exit code of each release-lane outcome: certification's, and invalid input
-(:mod:`workbench.outcomes`)."""
+"""Exit code of each release-lane outcome (:mod:`workbench.outcomes`)."""
 _CATEGORY: dict[str, Any] = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
 _WORST: dict[str, Any] = {
     "evaluation_incomplete": "incomplete",
@@ -55,8 +44,7 @@ class ReleaseSummary(LooseRecord):
     outcome: Literal[
         "certified", "quality_failed", "evaluation_incomplete", "review_required", "invalid_input"
     ]
-    """The certification outcome, or ``invalid_input`` when certification refused its input
-    (nothing was recorded in the held-out ledger then)."""
+    """The certification outcome, or ``invalid_input`` (nothing was recorded in the ledger then)."""
     exit_code: int
     """The process exit code."""
     report_dir: str | None

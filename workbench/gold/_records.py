@@ -1,9 +1,5 @@
-"""Gold records: one human-reviewed, adjudicated case per JSON line.
-
-The judge never sees a gold record. It sees a :class:`workbench.judges.JudgeInput` built
-from an allow-list of fields; everything else here (reviews, adjudication, tags, slice,
-history) stays on the human side.
-"""
+"""Gold records: one human-reviewed, adjudicated case per JSON line (the judge never sees one,
+only a :class:`workbench.judges.JudgeInput` of allow-listed fields)."""
 
 from __future__ import annotations
 

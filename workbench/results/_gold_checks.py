@@ -1,9 +1,6 @@
-"""One check of a judge result against the gold it claims: the case, its latest record, the
-response the reviewers saw and the partition.
-
-``align`` and ``import results`` refuse the same four mismatches with the same codes and
-messages; each says in its own words what to do about them (:class:`GoldCheckFixes`).
-"""
+"""One check of a judge result against the gold it claims (case, latest record, response,
+partition), shared by ``align`` and ``import results`` with their own fixes
+(:class:`GoldCheckFixes`)."""
 
 from __future__ import annotations
 

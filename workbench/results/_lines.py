@@ -1,12 +1,6 @@
-"""One result read back by where it is (shard and line), for a case a reviewer opens.
-
-The review table keeps, per case, where its counted attempt is (``shard``, ``line``: what the
-columnar reader records) instead of every request in memory; :class:`ResultLines` reads that
-one line again when the case is shown, through the strict typed record
-(:class:`~workbench.results.JudgeResult`). Fail closed: a results file that changed since it
-was read (``stat`` differs), or a line that no longer holds the case, is refused
-(``results_changed``), never shown as the case's request.
-"""
+"""One result read back by where it is (shard and line), for a case a reviewer opens, through the
+strict record; a results file changed since it was read, or a line that no longer holds the case,
+is refused (``results_changed``)."""
 
 from __future__ import annotations
 
