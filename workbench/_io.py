@@ -483,6 +483,10 @@ WRONG_TYPE_ERRORS: dict[str, str] = {
     "string_type": "a string",
 }
 """Pydantic error types that readers report as ``wrong_type``."""
+WRONG_TYPE_FIX = (
+    "write the value with its JSON type: numbers and true/false without quotes, whole numbers"
+    " without a decimal point"
+)
 
 
 def json_problem(

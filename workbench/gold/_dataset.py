@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from .._io import (
     WRONG_TYPE_ERRORS,
+    WRONG_TYPE_FIX,
     JSONRecordError,
     bulk_load,
     check_json,
@@ -422,11 +423,7 @@ def _explain(err: Any) -> tuple[str, str, str]:
         message = (
             f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got {_short(err.get('input'))})"
         )
-        fix = (
-            "write the value with its JSON type: numbers and true/false without quotes, whole"
-            " numbers without a decimal point"
-        )
-        return "wrong_type", message, fix
+        return "wrong_type", message, WRONG_TYPE_FIX
     if path == "partition" and kind == "enum":
         return (
             "unknown_partition",

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from .._io import (
     WRONG_TYPE_ERRORS,
+    WRONG_TYPE_FIX,
     JSONRecordError,
     check_json,
     iter_jsonl_lines,
@@ -302,15 +303,10 @@ def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
         ) from None
     for number, row in enumerate(table.to_pylist(), start=1):
         try:
-            yield (
-                number,
-                json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default),
-            )
+            text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
         except ValueError:
-            yield (
-                number,
-                '{"schema_version": NaN}',
-            )  # refused below as non_finite_number, with its row
+            text = '{"schema_version": NaN}'  # refused below as non_finite_number, with its row
+        yield number, text
 
 
 def _json_default(value: Any) -> Any:
@@ -357,10 +353,7 @@ def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
                 f"field '{path}' must be {WRONG_TYPE_ERRORS[err['type']]} (got"
                 f" {json.dumps(err.get('input'))[:60]})"
             )
-            fix = (
-                "write the value with its JSON type: numbers and true/false without quotes, whole"
-                " numbers without a decimal point"
-            )
+            fix = WRONG_TYPE_FIX
         else:
             message, fix = f"{path}: {err['msg']}", "see docs/formats.md#judge-results"
         out.append(problem(where, code, message, fix, case_id))
