@@ -235,27 +235,16 @@ def _parse_lines(
     lines.validate(full=True)  # UTF-8
     if (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
         raise _Refuse("a line that is not exactly one JSON object")
-    # Arrow reads an absent key as null. Count the keys each line really holds and require
-    # every key Arrow's columns imply: then null means null, as in the strict reader. A key
-    # ends in '":'; so does an escaped quote before a colon inside a string, or a string
-    # value that starts with a colon: those are counted from the parsed strings and added
-    # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
-    # and the block goes to the strict reader).
+    # Arrow reads an absent key as null: count the key ends ('":') each line really holds and
+    # require every key Arrow's columns imply (anything unusual makes the counts differ).
     hits = _key_end_hits(raw, scratch)
     written = np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
-    # A '":' that is not a key's end is an escaped quote in a string followed by a colon
-    # ('\\' before it) or a string opened right before a colon (JSON whitespace, ':',
-    # '[', ',' or '{' before it). With none in the block, no parsed string adds to the
-    # count and the strings need not be searched.
+    # Without a '":' that could be inside a string, the strings need not be searched.
     strings = bool(before_string[raw[hits - 1]].any()) if len(hits) else False
     table = None
     if schema is not None:
-        # The previous block's columns and types, given to Arrow: no type inference
-        # (about 40% of the parse). Arrow then refuses unknown keys and values of
-        # another type instead of converting them (only an integer where the schema
-        # has a float is read as that float, which the contract accepts too); when it
-        # refuses, or a key it would fill with null is absent, the block is parsed again
-        # with inference, as without a schema, and judged on that.
+        # The previous block's schema saves type inference (about 40% of the parse); when
+        # Arrow refuses the block with it, or a key is absent, it is parsed again without.
         try:
             table = _parse_block(buffer, len(starts), schema)
         except pa.ArrowInvalid:
@@ -269,9 +258,7 @@ def _parse_lines(
             table = _parse_block(buffer, len(starts), as_strings)
         if not _keys_match(table, written, lines, strings):
             raise _Refuse("a key absent on some line (Arrow would read it as null)")
-    # NaN, Inf, Infinity (and their negatives): Arrow reads them as floats, the strict
-    # reader refuses them. Arrow puts a number only in a float or integer column, so
-    # they are looked for in the parsed floats (a scan of the bytes costs more)
+    # NaN and Infinity: Arrow reads them as floats, the strict reader refuses them.
     if _non_finite(table):
         raise _Refuse("NaN/Inf/Infinity, which Arrow would accept")
     return table
@@ -374,15 +361,6 @@ class _Scratch:
         return np.equal(raw, byte, out=self.get(slot, len(raw)))
 
 
-def _count_key_ends(raw: Any, ends: Any, scratch: _Scratch | None = None) -> Any:
-    """Occurrences of '":' per line of a block (``raw``: its bytes, ``ends``: the offsets of
-    its newlines), as ``pc.count_substring(lines, '":')`` counts them, in one numpy pass."""
-    import numpy as np
-
-    hits = _key_end_hits(raw, scratch if scratch is not None else _Scratch())
-    return np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
-
-
 def _key_end_hits(raw: Any, scratch: _Scratch) -> Any:
     """The offsets of the '"' of every '":' in ``raw``."""
     import numpy as np
@@ -409,10 +387,7 @@ def _parquet_blocks(file: Path, digest: Any) -> Any:
         data = fh.read()
     digest.update(data)
     shard = pq.ParquetFile(pa.BufferReader(data))
-    for name in (
-        "value",
-        "reason",
-    ):  # a Parquet row always has every column: present means a column
+    for name in ("value", "reason"):  # a Parquet row has every column: present means a column
         if name not in shard.schema_arrow.names:
             raise _Refuse(f"no {name} column")
     line = 1
