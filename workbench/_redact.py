@@ -125,8 +125,7 @@ def encoded_forms(secret: str) -> Iterator[tuple[str, str]]:
 
 
 def _char_pattern(char: str, form: str) -> str:
-    """One character of a form: itself (either case unless base64; the URL-safe twin in
-    base64), or URL-encoded."""
+    """One character of a form: itself (in either case, or base64 twin), or URL-encoded."""
     same = {char}
     if form != "base64":
         same |= {char.lower(), char.upper()}
@@ -141,8 +140,7 @@ def _char_pattern(char: str, form: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _encoded_pattern(secret: str) -> re.Pattern[str]:
-    """Every encoded form of ``secret``, each character optionally separated; the group of a
-    match is named after its form."""
+    """Every encoded form of ``secret``, separators allowed, each a named group."""
     branches = []
     for i, (form, text) in enumerate(encoded_forms(secret)):
         separator = _HEX_SEPARATOR if form == "hex" else _SEPARATOR
@@ -245,8 +243,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _readable_text(path: Path) -> str:
-    """A file's text as a reader sees it: JSON strings decoded (``\\u200b``, ``\\n``), HTML
-    entities resolved; other files as UTF-8 (undecodable bytes replaced)."""
+    """A file's text as a reader sees it (JSON strings decoded, HTML entities resolved)."""
     import json
     from html import unescape  # reading only: entities resolved, nothing escaped
 

@@ -52,8 +52,7 @@ class WorkbenchError(Exception):
         return "\n".join(lines)
 
     def _render_traceback_(self) -> list[str]:
-        """What IPython (a notebook, papermill) shows instead of a traceback: the refusal's
-        summary and every problem with its fix, as the CLI prints them."""
+        """What IPython shows instead of a traceback: the refusal as the CLI prints it."""
         return [f"{type(self).__name__}: {self}"]
 
 

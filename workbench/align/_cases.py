@@ -197,8 +197,7 @@ def _numpy(column: Any, fill: int | None = None) -> Any:
 
 
 def _codes(cases: pa.Table, labels: list[str]) -> tuple[list[str], Any, Any, Any]:
-    """Slice names in order of appearance, and per case its slice index, label index and
-    confusion column (the verdict's index, then error, then missing)."""
+    """Slice names, and per case its slice index, label index and confusion column."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -214,8 +213,7 @@ def _codes(cases: pa.Table, labels: list[str]) -> tuple[list[str], Any, Any, Any
 
 
 def _figures(cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]) -> dict[str, Any]:
-    """The report's figures: the confusion, every slice and overall, the evaluator errors, the
-    missing cases and the costs."""
+    """The report's figures: confusion, slices, overall, errors, missing cases, costs."""
     import pyarrow.compute as pc
 
     labels = list(rubric.labels)
@@ -293,8 +291,7 @@ def _confusion(
 
 
 def _ordinal_pairs(cases: pa.Table) -> dict[str | None, tuple[list[str], list[str]]]:
-    """Per slice (and under None for all), the adjudicated and the judge labels of every
-    verdict, in case order."""
+    """Per slice (None: all), the adjudicated and judge labels of every verdict."""
     import pyarrow.compute as pc
 
     verdicts = cases.filter(pc.equal(cases["outcome"], "verdict"))
@@ -317,9 +314,7 @@ def _slice(
     pairs: tuple[list[str], list[str]] | None,
     sampled_out: int,
 ) -> SliceAlignment:
-    """One slice's figures from its ``{(human label, column): cases}`` counts (and its on-scale
-    ``pairs``). False-pass and false-fail denominators count only verdicts with a pass/fail side,
-    so an abstention never dilutes them."""
+    """One slice's figures from its ``{(human label, column): cases}`` counts and ``pairs``."""
     labels = list(rubric.labels)
     side = {label: rubric.pass_fail(label) for label in labels}
     abstain = set(rubric.abstain_labels)
@@ -401,8 +396,7 @@ def ordinal_alignment(
 
 
 def _costs(cases: pa.Table, risks: dict[str, str | None]) -> list[SliceCost]:
-    """Per slice, then ``(all)``: cost and tokens per judged case; a case whose every attempt
-    came from the cache counts in ``cached`` only."""
+    """Per slice, then ``(all)``: cost and tokens per judged case (cached ones apart)."""
     import numpy as np
 
     from ..results import ALL_SLICES, SliceCost, distribution

@@ -204,8 +204,7 @@ class _Read:
 
 
 def _read(index: GoldIndex, results: str | Path, labels: list[str]) -> _Read | None:
-    """Read and join the results; None when any check fails or the input is unusual (empty,
-    several judges, duplicates, late attempts)."""
+    """Read and join the results; None when any check fails or the input is unusual."""
     import pyarrow as pa
 
     joiner = _Joiner(index.table, pa.array(labels, pa.string()))
@@ -232,8 +231,7 @@ def _lineage(
     results: str | Path,
     allow_gold_change: bool,
 ) -> Lineage | None:
-    """The lineage check when the results are the gold's own; None otherwise (the per-record
-    path names what changed)."""
+    """The lineage check when the results are the gold's own; None otherwise."""
     gold_lineage = (index.sha256, index.rubric.version)
     if manifest is not None and manifest.rubric_version is not None:
         if (manifest.dataset_sha256, manifest.rubric_version) != gold_lineage:
@@ -381,8 +379,7 @@ def _cases(index: GoldIndex, res: pa.Table, scope: _Scope, labels: list[str]) ->
 
 
 def _usage(res: pa.Table, scope: _Scope, gold_rows: int) -> dict[str, pa.Array]:
-    """Per case in scope, over every attempt of the analysed repeat: the calls not reused from
-    the cache, and their cost and tokens summed in the results' order."""
+    """Per case in scope: calls not reused from the cache, their cost and tokens."""
     import numpy as np
     import pyarrow as pa
 

@@ -219,8 +219,7 @@ class _Fold:
             self._count(r, item.line)
 
     def _refusal(self, item: ResultLine, gold: GoldCase | None) -> Problem | None:
-        """Why the result cannot be joined: it is not this gold's, has no verdict to compare,
-        a label outside the rubric, or is a second result for its case, repeat and attempt."""
+        """Why the result cannot be joined, or None."""
         r = item.result
         where = f"{item.source or self.location}:{item.line}"
         mismatch = check_against_gold(r, gold, self.dataset, where, _ALIGN_FIXES)
@@ -257,8 +256,7 @@ class _Fold:
         return None
 
     def _track_attempts(self, r: JudgeResult, line: int) -> None:
-        """The earliest verdict and the latest attempt of the case and repeat (a later attempt
-        after a verdict is refused, whatever the scope)."""
+        """The earliest verdict and the latest attempt of the case and repeat."""
         unit = (r.case_id, r.repeat)
         verdict = self.first_verdict.get(unit)
         if r.value is not None and (verdict is None or r.attempt < verdict[0]):

@@ -271,8 +271,7 @@ def _results_lineage(
     loc: str,
     manifest_loc: str,
 ) -> tuple[LineageSource, str | None, str | None]:
-    """Where the results' lineage comes from and what it is: their run manifest (which the
-    results' own fields must not contradict), else their fields, else none (refused)."""
+    """The results' lineage: their run manifest, else their own fields, else none."""
     if manifest is not None:
         assert manifest.rubric_version is not None
         sha, rubric = manifest.dataset_sha256, manifest.rubric_version
@@ -305,8 +304,7 @@ def _gold_changed(
     fields: dict[str, str | None],
     problems: list[Problem],
 ) -> list[GoldChange] | None:
-    """When the results' gold is not this one: the judged cases that changed (None when they
-    cannot be listed), one ``gold_changed`` problem first and one per changed case last."""
+    """The judged cases that changed (None: cannot be listed), with their problems."""
     res_sha, res_rubric = fields["results_dataset_sha256"], fields["results_rubric_version"]
     assert res_sha is not None
     if res_sha == dataset.sha256 and res_rubric == dataset.rubric.version:
@@ -352,8 +350,7 @@ def _gold_changed(
 def _reference_hashes(
     dataset: GoldDataset, manifest: RunManifest | None, res_sha: str, case_ids: set[str]
 ) -> dict[str, dict[str, str]] | None:
-    """The per-case field hashes of the results' gold: from the run manifest, else from a
-    frozen release of that dataset (the judged cases); None when neither has them."""
+    """The per-case field hashes of the results' gold (manifest, else a release), or None."""
     if manifest is not None and all(c.gold is not None for c in manifest.cases):
         return {c.case_id: c.gold for c in manifest.cases if c.gold is not None}
     frozen = dataset.release_for(res_sha)

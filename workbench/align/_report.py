@@ -468,8 +468,7 @@ def _confusion_lines(report: AlignmentReport, **to_string: Any) -> list[str]:
 
 
 def _narrow_table_lines(report: AlignmentReport) -> list[str]:
-    """The tables of the default text: the narrow per-slice (and ordinal) tables, whose counts
-    are in ``--wide`` and ``--json``, and the confusion table."""
+    """The tables of the default text: narrow per-slice and ordinal tables, confusions."""
     from . import _narrow
 
     kappa = "; kappa = nominal Cohen's kappa" if report.scale != "nominal" else ""

@@ -252,8 +252,7 @@ def _config_checks(root: Path, inv: Inventory, config_path: Path) -> list[CheckR
 def _lane_scope(
     candidates: dict[Path, dict[str, Any]], suites: dict[Path, Any], noise_suites: dict[str, Any]
 ) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
-    """Which check ids an expected-failure entry may name: ``known`` (a control run or a
-    retrieval check of this project), and ``ran_here`` (one this lane runs)."""
+    """``known`` and ``ran_here``: the check ids an expected-failure entry may name."""
     candidate_labels = {c["label"] for c in candidates.values()}
     suite_labels = {s.label for s in suites.values()}
     deterministic = {c["label"] for c in candidates.values() if c["kind"] in DETERMINISTIC_KINDS}
@@ -524,8 +523,7 @@ def _check_policies(
 
 
 def _fixture_problems(policy: Any, fixture_sets: list[Any], loc: str) -> list[Problem]:
-    """A ranking policy's fixture set is one of the project's, frozen when the policy says so
-    (its current version: the one no other version supersedes)."""
+    """A ranking policy's fixture set is the project's, frozen when the policy says so."""
     named = [s for s in fixture_sets if s.name == policy.fixtures]
     if not named:
         message = f"no valid ranking fixture file named {policy.fixtures!r} in the project"
@@ -557,8 +555,7 @@ def _policy_rubric_unknown(policy: Any, loc: str) -> Problem:
 
 
 def _policy_suite_problems(policy: Any, found: bool, suite: Any, loc: str) -> list[Problem]:
-    """A scalar policy's control suite exists, follows the policy's rubric and has a control
-    of every blocking role (a suite that does not load has its own problems)."""
+    """A scalar policy's control suite exists, fits its rubric and covers every blocking role."""
     at = f"{loc}: controls.suite"
     if not found:
         message = f"the control suite {policy.controls.suite!r} does not exist"
@@ -639,8 +636,7 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
 def _retrieval_check(
     name: str, rows: list[Any], blockers: list[Any], seconds: float
 ) -> CheckResult:
-    """A pair suite's retrieval assertions as one check: passed, incomplete (evidence missing)
-    or failed (before any model call)."""
+    """A pair suite's retrieval assertions as one check."""
     if not blockers:
         return CheckResult(
             group="noise-retrieval",

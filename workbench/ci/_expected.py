@@ -32,8 +32,7 @@ def _entry_problem(
     strict_unrun: bool,
     approvers: Approvers,
 ) -> tuple[str, str] | None:
-    """Why an entry cannot cover a check of this lane (code, message); None when it can, or
-    when its check did not run here and that is no problem (``ran`` lacks it)."""
+    """Why an entry cannot cover a check of this lane, as ``(code, message)``; None when it can."""
     unlisted = approvers.problems(entry.approver, entry.check, "the approver")
     if unlisted:
         return unlisted[0].code, f"{unlisted[0].message}: an unlisted name approves nothing"

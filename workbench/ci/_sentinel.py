@@ -199,8 +199,7 @@ PYPROJECT = "pyproject.toml"
 
 
 def _requirements(data: bytes | None) -> dict[str, str]:
-    """``name -> requirement`` of a ``pyproject.toml``'s ``[project] dependencies``; empty when
-    it is absent or unreadable."""
+    """``name -> requirement`` of a ``pyproject.toml``'s dependencies (empty if unreadable)."""
     from ..judges import project_requirements
 
     try:
@@ -243,8 +242,7 @@ def _spec_changes(changes: Changes, path: Path, spec: Any) -> list[str]:
 
 
 def _dependency_reasons(spec: Any, pins: dict[str, str]) -> list[str]:
-    """Why a pinned requirement change affects this candidate: Ragas for every Ragas-based
-    kind; any distribution the code of a function candidate imports."""
+    """Why a pinned requirement change affects this candidate."""
     from ..judges import distribution_key
 
     out = []
@@ -429,8 +427,7 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
 
 
 def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
-    """Write the spec (and its prompt file) as they were at the ref into ``into``; None if absent
-    there."""
+    """Write the spec (and prompt file) as they were at the ref into ``into``; None if absent."""
     import yaml
 
     data = show_at(changes, spec_path)
@@ -455,8 +452,7 @@ def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
 def _ref_version(
     candidate: _Candidate, changes: Changes, scratch: Path
 ) -> tuple[Any, Any, str] | None:
-    """``(spec, judge or None, fingerprint)`` of the candidate as it was at the ref (or its parent,
-    for a candidate added since); the judge only when it can be rebuilt as it was."""
+    """``(spec, judge or None, fingerprint)`` of the candidate (or its parent) at the ref."""
     from ..judges import build_judge, load_spec, make_identity
 
     path = candidate.path
@@ -492,8 +488,7 @@ def _ref_version(
 
 
 def _code_at_ref(changes: Changes, code: Any) -> dict[str, Any]:
-    """The fingerprint's ``code_sha256`` and ``dependencies`` of a function's code as it was at
-    the ref (each file it imports now, read at the ref; the dependencies are the installed ones)."""
+    """The fingerprint's ``code_sha256`` and ``dependencies`` of a function's code at the ref."""
     if code is None:
         return {}
     changed = changes.absolute()
@@ -508,8 +503,7 @@ def _code_at_ref(changes: Changes, code: Any) -> dict[str, Any]:
 
 
 def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
-    """How the candidate's sentinel verdicts will be compared: a recorded baseline of its
-    fingerprint, else one of the version at the ref, else that version run now (module doc)."""
+    """How the candidate's sentinel verdicts will be compared (module doc)."""
     from ..judges import build_judge
     from ..repeatability import recorded_baseline
 
@@ -628,8 +622,7 @@ class _Lane:
 
 
 def _label_policies(inv: Inventory, lane_policy: Path) -> list[Path]:
-    """The lane's policy and every release policy of the project (not ranking policies): a
-    change to one may change what certifies a label judge, so it affects every one."""
+    """The lane's policy and every release policy of the project."""
     from ..ranking import is_ranking_policy_file
 
     return [lane_policy, *(p for p in inv.policies if not is_ranking_policy_file(p))]
@@ -638,8 +631,7 @@ def _label_policies(inv: Inventory, lane_policy: Path) -> list[Path]:
 def _open_lane(
     project: str | Path, since: str, gold: str | None, policy: str | None, out: str | Path | None
 ) -> _Lane:
-    """Find what changed, the gold and its sentinels, the policy and its controls, and the
-    affected candidates."""
+    """Find what changed, the gold, the policy, the controls and the affected candidates."""
     from ..gold import load_dataset
     from ..policy import load_policy
     from ..repeatability import sentinels_path_for

@@ -201,8 +201,7 @@ class _PairRow(TypedDict):
 
 
 def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
-    """Reviewer pairs sharing at least ``min_shared`` cases (most shared first), and how many
-    were left out."""
+    """Reviewer pairs sharing at least ``min_shared`` cases, and how many were left out."""
     from ..stats import shared_pairs
 
     pairs = shared_pairs([{r.reviewer: r.label for r in case.reviews} for case in cases])

@@ -233,8 +233,7 @@ def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> Vali
 def _read_rubric(
     root: Path, problems: list[Problem]
 ) -> tuple[Rubric | None, Path | None, frozenset[str] | None]:
-    """The rubric beside the gold, the evidence snapshot it declares and that snapshot's ids
-    (each None when absent or unreadable: the problems say why)."""
+    """The rubric, its evidence snapshot path and ids (None when absent or unreadable)."""
     rubric_path = root / RUBRIC_FILE
     try:
         rubric = load_rubric(rubric_path)
@@ -450,8 +449,7 @@ def _short(value: Any) -> str:
 def _check_records(
     lines: list[_Line], rubric: Rubric | None, evidence_ids: frozenset[str] | None, loc: str
 ) -> list[Problem]:
-    """Each valid record on its own: its response, its fit to the rubric, its reviews and
-    adjudication, the evidence it cites (in that order per record)."""
+    """Each valid record on its own: response, rubric fit, adjudication, evidence."""
     out = Problems()
     vocab = set(rubric.labels) if rubric else None
     for line in lines:
@@ -492,8 +490,7 @@ def _check_response(case: GoldCase, where: str, out: Problems) -> None:
 def _check_rubric_fit(
     case: GoldCase, rubric: Rubric, vocab: set[str], where: str, out: Problems
 ) -> None:
-    """Reviewed under the rubric's version, in one of its slices, with its labels, by as many
-    reviewers as it requires."""
+    """Reviewed under the rubric's version, in its slices, with its labels, enough reviews."""
     cid = case.case_id
     if case.rubric_version != rubric.version:
         message = (
@@ -588,8 +585,7 @@ _Ident = tuple[int, str | None, str | None, str | None, str | None, str | None]
 
 
 def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
-    """What records must not do to each other: share an id, split a group across partitions,
-    or correct records in ways that break a correction chain."""
+    """Records must not share an id, split a group, or break a correction chain."""
     ident = _identities(lines)
     out = Problems()
     _check_duplicate_ids(ident, loc, out)
@@ -604,8 +600,7 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
 
 
 def _identities(lines: list[_Line]) -> list[_Ident]:
-    """Identity fields of valid records and, when a line failed validation, from its raw JSON,
-    so that one bad field does not hide a duplicate or a leak elsewhere."""
+    """Identity fields of every record, from the raw JSON of a line that failed validation."""
     ident: list[_Ident] = []
     for line in lines:
         if line.case is not None:
@@ -659,8 +654,7 @@ def _check_corrections(
     loc: str,
     out: Problems,
 ) -> dict[str, str]:
-    """A correction (``supersedes``) points at another record of the dataset, keeps its
-    partition and response, and is its only correction. Returns each correction's target."""
+    """Each correction fits its target and is its only one; returns each correction's target."""
     targets: dict[str, list[tuple[int, str]]] = defaultdict(list)
     successor: dict[str, str] = {}
     for number, cid, partition, _group, sup, rhash in ident:
@@ -716,8 +710,7 @@ def _check_supersede_cycles(
     loc: str,
     out: Problems,
 ) -> None:
-    """Following ``supersedes`` from any record ends; each cycle is reported once, at its
-    smallest case id."""
+    """Following ``supersedes`` ends; each cycle is reported once, at its smallest case id."""
     reported: set[str] = set()
     fix = "a correction must point at an older record; break the cycle"
     for start in successor:
@@ -748,8 +741,7 @@ def normalize_text(text: str) -> str:
 
 
 def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
-    """Refuse the same item (input and response equal after :func:`normalize_text`) in two
-    partitions under different groups; every pair is reported."""
+    """Refuse the same item (after :func:`normalize_text`) in two partitions and groups."""
     superseded = {
         line.case.supersedes for line in lines if line.case is not None and line.case.supersedes
     }
@@ -795,8 +787,7 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
 
 
 def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> list[Problem]:
-    """Every reviewer and adjudicator named in the project's ``reviewers:`` list; without a list,
-    with ``warn``, one ``reviewers_undeclared`` warning."""
+    """Reviewers and adjudicators are on the project's ``reviewers:`` list."""
     listed = load_approvers(root, REVIEWERS_KEY)
     named = [line for line in lines if line.case is not None]
     if not listed.names:

@@ -134,8 +134,7 @@ def _stat_key(stat: os.stat_result) -> list[int]:
 
 
 def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
-    """sha256 of the gold file, from the memo when ``stat`` is unchanged, else hashed (and
-    remembered when old enough); None when the file does not exist."""
+    """sha256 of the gold file, from the memo when ``stat`` is unchanged; None if absent."""
     if directory is None:
         return _hash_file(path)
     try:
@@ -218,8 +217,7 @@ def _gold_releases(root: Path) -> tuple[Release, ...]:
 
 
 def _approvers_key(root: Path) -> str | None:
-    """The project configuration's hash: its approver list checks the releases, its reviewer
-    list the reviews."""
+    """The project configuration's hash (its approvers and reviewers check the gold)."""
     config = project_config(root)
     return _hash_file(config) if config is not None else None
 
@@ -283,8 +281,7 @@ def index_table(dataset: GoldDataset) -> pa.Table:
 
 
 def _search_text(record: GoldCase) -> str:
-    """The input, the response, every review rationale and the adjudication reason, one per
-    line (those given)."""
+    """The input, response, review rationales and adjudication reason, one per line."""
     reason = record.adjudication.reason if record.adjudication else None
     parts = [record.input, record.response, *(v.rationale for v in record.reviews), reason]
     return "\n".join(p for p in parts if p is not None)

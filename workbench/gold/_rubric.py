@@ -170,8 +170,7 @@ class Rubric(Record):
 
 
 def _number_as_label(value: Any) -> Any:
-    """YAML reads ``[1, 2, 3]`` as numbers; labels are text. Booleans are left for the type
-    check."""
+    """YAML reads ``[1, 2, 3]`` as numbers; labels are text."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
@@ -192,8 +191,7 @@ Issue = tuple[str, str, str, str]
 
 
 def _label_problems(r: Rubric) -> list[Issue]:
-    """Every inconsistency between labels, scale, pass/fail and abstain labels: ``(code, field,
-    message, fix)``, in the order of the steps below."""
+    """Every inconsistency of labels, scale, pass/fail and abstain labels."""
     steps = [_vocabulary_issues, _abstain_issues]
     if r.scale == Scale.nominal:
         steps.append(_nominal_issues)
@@ -258,8 +256,7 @@ def _nominal_issues(r: Rubric) -> Iterator[Issue]:
 
 
 def _ordered_issues(r: Rubric) -> Iterator[Issue]:
-    """An ordered rubric: ``pass_labels``, not pass_label/fail_label; two scale labels at least;
-    numeric labels are distinct finite numbers in increasing order."""
+    """An ordered rubric: ``pass_labels``, two scale labels or more, numbers increasing."""
     scale, scale_labels = r.scale.value, r.scale_labels
     if r.pass_label is not None or r.fail_label is not None:
         example = scale_labels[-2:] if len(scale_labels) >= 3 else scale_labels[-1:]
@@ -308,8 +305,7 @@ def _numeric_issues(scale_labels: list[str]) -> Iterator[Issue]:
 
 
 def _pass_labels_issues(r: Rubric) -> Iterator[Issue]:
-    """``pass_labels``: known labels, each once, not empty, not every scale label, and an unbroken
-    run at one end of the scale."""
+    """``pass_labels``: known, unique, not all, an unbroken run at one end of the scale."""
     if r.pass_labels is None:
         return
     scale_labels = r.scale_labels

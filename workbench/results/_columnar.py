@@ -177,8 +177,7 @@ def _narrow_schema() -> pa.Schema:
 
 
 def _jsonl_blocks(file: Path, digest: Any) -> Any:
-    """Yield ``(table, first line number)`` per block of whole lines; hash every byte read (one
-    buffer reused for the whole file)."""
+    """Yield ``(table, first line number)`` per block of whole lines; hash every byte read."""
 
     limit = max_line_bytes()
     line = 1
@@ -218,8 +217,7 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
 def _parse_lines(
     block: memoryview, scratch: _Scratch, schema: pa.Schema | None, before_string: Any, limit: int
 ) -> pa.Table:
-    """A block of whole lines parsed and checked: each line one JSON object with every key Arrow
-    implies written (``schema``: the previous block's, tried first)."""
+    """A block of whole lines parsed and checked (``schema``: the previous block's)."""
     import numpy as np
     import pyarrow as pa
 
@@ -265,8 +263,7 @@ def _parse_lines(
 
 
 def _non_finite(table: pa.Table) -> bool:
-    """Whether a float anywhere in the table (nested fields and lists included) is NaN or
-    infinite."""
+    """Whether any float in the table, nested ones included, is NaN or infinite."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -286,8 +283,7 @@ def _non_finite(table: pa.Table) -> bool:
 
 
 def _strings_for_times(schema: pa.Schema) -> pa.Schema | None:
-    """``schema`` with every timestamp (nested ones too) a string, for :func:`_check_times` to
-    judge what was written; None when it has none."""
+    """``schema`` with every timestamp a string, or None when it has none."""
     import pyarrow as pa
 
     def strings(kind: Any) -> Any:
@@ -325,8 +321,7 @@ def _parse_block(buffer: pa.Buffer, rows: int, schema: pa.Schema | None) -> pa.T
 
 
 def _keys_match(table: pa.Table, written: Any, lines: Any, strings: bool = True) -> bool:
-    """Whether every line holds every key the table's columns imply (``written``: key ends per
-    line; ``strings``: whether a string value may hold or start a '":')."""
+    """Whether every line holds every key the table's columns imply."""
     import numpy as np
 
     implied = sum(
@@ -441,8 +436,7 @@ def _check_fields(t: pa.Table) -> None:
 
 
 def _check_values(t: pa.Table) -> None:
-    """Ranges: schema version, attempt and repeat; ids and hashes; no negative figure; the
-    types of ``order`` and ``presentation``."""
+    """Ranges of versions, attempts, repeats, ids, hashes and figures; nested types."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -487,8 +481,7 @@ def _check_started_at(t: pa.Table) -> None:
 
 
 def _check_times(column: Any, name: str) -> None:
-    """Each value an ISO 8601 time with its offset (:data:`_ISO`), or null. A JSON Lines block
-    never holds a timestamp column (:func:`_strings_for_times`); a Parquet shard may."""
+    """Each value an ISO 8601 time with its offset (:data:`_ISO`), or null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -503,8 +496,7 @@ def _check_times(column: Any, name: str) -> None:
 
 
 def _check_migration(t: pa.Table) -> None:
-    """``migration``: null, or a :class:`~workbench.results.ResultMigration` object of the right
-    fields and types."""
+    """``migration``: null, or a :class:`~workbench.results.ResultMigration` object."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -538,8 +530,7 @@ def _check_migration(t: pa.Table) -> None:
 
 
 def _check_error(t: pa.Table) -> tuple[Any, Any]:
-    """``error``: null, or ``{kind in ERROR_KINDS, message, retryable?}``; a verdict (or a
-    score) xor an error. The error kinds and messages (null without an error)."""
+    """The error objects, verdict xor error; the error kinds and messages."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -623,8 +614,7 @@ def _narrow(
 
 
 def _check_judges(t: pa.Table, identities: dict[str, JudgeIdentity]) -> None:
-    """One fingerprint per block (several are refused by the join anyway), every row's judge
-    equal to the first row's, and that identity hashes to the fingerprint."""
+    """One fingerprint per block, every judge the first row's, hashing to it."""
     import pyarrow.compute as pc
 
     judge = t["judge"].combine_chunks()
@@ -658,8 +648,7 @@ them is blank."""
 
 
 def _check_reasons(t: pa.Table) -> None:
-    """Every verdict states a reason: a null or blank one is refused here and named by the strict
-    reader (``verdict_reason_missing``)."""
+    """Every verdict states a reason (else the strict reader names it)."""
     import pyarrow.compute as pc
 
     verdicts = pc.and_(pc.is_valid(t["value"]), pc.is_null(t["error"]))
@@ -738,9 +727,7 @@ def _nested_names(kind: Any, out: set[str]) -> set[str]:
 
 
 def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
-    """Keys per line when top-level fields may be absent: each column with nulls is looked up by
-    name on every line, less its nested occurrences; ``value`` or ``reason`` looking absent
-    refuses the block."""
+    """Keys per line when top-level fields may be absent (a key looked up by name)."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -772,9 +759,7 @@ def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
 
 
 def _filled_absent(table: pa.Table, lines: Any) -> Any:
-    """Per line, the keys of ``migration.filled`` Arrow reads as null that the line does not
-    write, looked up inside the ``filled`` object (a nested value or a key that is not a plain
-    name refuses the block)."""
+    """Per line, the keys of ``migration.filled`` Arrow reads as null that are not written."""
     import re
 
     import numpy as np
@@ -824,8 +809,7 @@ def _all_names(kind: Any) -> list[str]:
 
 
 def _named_keys(array: Any, name: str) -> Any:
-    """How many keys ``name`` each row's JSON holds inside its objects when every field is
-    present."""
+    """How many keys ``name`` each row's JSON holds inside its objects."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -847,8 +831,7 @@ def _named_keys(array: Any, name: str) -> Any:
 
 
 def _keys_per_row(array: Any, strings: bool = True) -> Any:
-    """How many times '":' occurs in each row's JSON when every field of every object is present
-    (strings searched only when ``strings``)."""
+    """How many times '":' occurs in each row's JSON when every field is present."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -244,8 +244,7 @@ class _LineReader:
 
 
 def _parse(text: str, where: str) -> JudgeResult | dict[str, Any] | list[Problem]:
-    """A current record, an older record (its JSON object, to migrate or set aside), or the
-    problems of a line that is neither."""
+    """A current record, an older record's JSON object, or the line's problems."""
     try:
         check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
     except JSONRecordError as exc:

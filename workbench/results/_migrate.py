@@ -307,8 +307,7 @@ class _Migration:
 
 
 def _target(path: Path, out: str | Path | None) -> tuple[Path, Path | None]:
-    """Where the migrated file goes, and where the original is kept (in place: ``<file>.v1``,
-    copied now); refuses to overwrite either."""
+    """Where the migrated file goes and the original is kept; refuses to overwrite either."""
     fix = "omit --out to migrate in place (the original is kept as <file>.v1), or name a new file"
     if out is not None:
         target = Path(out)
