@@ -44,29 +44,29 @@ class ReleaseSummary(LooseRecord):
     ]
     """The certification outcome, or ``invalid_input`` (nothing was recorded in the ledger then)."""
     exit_code: int
-    report_dir: str | None
+    report_dir: str | None = None
     """The locked report directory."""
-    report_id: str | None
+    report_id: str | None = None
     """``name/version/n``."""
-    lock_sha256: str | None
+    lock_sha256: str | None = None
     """The lock's sha256."""
-    blockers: list[dict[str, Any]]
+    blockers: list[dict[str, Any]] = []
     """Every blocker of the gate (code, category, slice, message, evidence, case ids)."""
-    verified: bool | None
+    verified: bool | None = None
     """Whether ``workbench verify`` accepts the report (None: no report)."""
-    verify_problems: list[str]
+    verify_problems: list[str] = []
     """What verification found, one line each."""
-    problems: list[str]
+    problems: list[str] = []
     """Invalid input, one line per problem (outcome ``invalid_input``)."""
-    budget_usd: float | None
+    budget_usd: float | None = None
     """The budget the held-out run ran under (from the lock)."""
-    cost_usd: float
+    cost_usd: float = 0.0
     """Spend of the controls and held-out runs."""
-    tokens_in: int
+    tokens_in: int = 0
     """Prompt tokens of those runs."""
-    tokens_out: int
+    tokens_out: int = 0
     """Completion tokens of those runs."""
-    calls: int
+    calls: int = 0
     """Judge calls of those runs."""
     checks: list[CheckResult]
     """The JUnit testcases: the certification, one per blocker, the verification."""
@@ -105,18 +105,7 @@ def _invalid(base: dict[str, Any], candidate: str | Path, exc: WorkbenchError) -
         **base,
         outcome="invalid_input",
         exit_code=OUTCOME_EXIT["invalid_input"],
-        report_dir=None,
-        report_id=None,
-        lock_sha256=None,
-        blockers=[],
-        verified=None,
-        verify_problems=[],
         problems=lines,
-        budget_usd=None,
-        cost_usd=0.0,
-        tokens_in=0,
-        tokens_out=0,
-        calls=0,
         checks=[check],
     )
 
@@ -212,7 +201,6 @@ def run_release(
         blockers=list(result.blockers),
         verified=verification.verified,
         verify_problems=[p.format() for p in verification.problems],
-        problems=[],
         budget_usd=lock.get("budget_usd"),
         checks=checks,
     )
