@@ -52,12 +52,15 @@ class ContractsReport(LooseRecord):
     directory)."""
 
     schema_version: int = CONTRACTS_SCHEMA_VERSION
+    """Report format version."""
     kind: Literal["workbench.ci.contracts"] = "workbench.ci.contracts"
+    """Report kind."""
     project: str
     """The project root checked."""
     config: str | None
     """The ``workbench.yaml`` read, or None (conventions only)."""
     evaluated_at: datetime
+    """When (UTC)."""
     run_dir: str
     """Where the control runs' records and this report were written: a new directory under
     ``--out`` (default ``runs/ci/contracts``) per invocation."""
@@ -68,6 +71,7 @@ class ContractsReport(LooseRecord):
     """``passed``, ``failed`` (exit 1), ``contract_problems`` (exit 2) or ``incomplete`` (exit
     3)."""
     exit_code: int
+    """The process exit code."""
 
 
 def format_contracts(report: ContractsReport, junit_path: str | None = None) -> str:

@@ -32,7 +32,9 @@ class ReleaseSummary(LooseRecord):
     """The machine-readable result of ``workbench ci release`` (``--json FILE``)."""
 
     schema_version: int = RELEASE_SCHEMA_VERSION
+    """Summary format version."""
     kind: Literal["workbench.ci.release"] = "workbench.ci.release"
+    """Summary kind."""
     candidate: str
     """The candidate spec given."""
     policy: str
@@ -44,6 +46,7 @@ class ReleaseSummary(LooseRecord):
     ]
     """The certification outcome, or ``invalid_input`` (nothing was recorded in the ledger then)."""
     exit_code: int
+    """The process exit code."""
     report_dir: str | None = None
     """The locked report directory."""
     report_id: str | None = None
@@ -71,6 +74,7 @@ class ReleaseSummary(LooseRecord):
     checks: list[CheckResult]
     """The JUnit testcases: the certification, one per blocker, the verification."""
     evaluated_at: datetime
+    """When (UTC)."""
 
 
 def _run_usage(report_dir: Path) -> dict[str, Any]:

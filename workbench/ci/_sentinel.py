@@ -92,7 +92,9 @@ class SentinelLaneReport(_Model):
     directory)."""
 
     schema_version: int = SENTINEL_LANE_SCHEMA_VERSION
+    """Report format version."""
     kind: Literal["workbench.ci.sentinel"] = "workbench.ci.sentinel"
+    """Report kind."""
     project: str
     """The project root."""
     since: str
@@ -135,10 +137,12 @@ class SentinelLaneReport(_Model):
     """``passed``, ``failed`` (exit 1), ``contract_problems`` (2), ``incomplete`` (3) or
     ``review_required`` (4: sentinel drift)."""
     exit_code: int
+    """The process exit code."""
     run_dir: str
     """Where the lane's runs and this report were written: a new directory under ``--out``
     (default ``runs/ci/sentinel``) per invocation."""
     evaluated_at: datetime
+    """When (UTC)."""
 
 
 class LaneRefused(WorkbenchError):
