@@ -11,8 +11,7 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def spreadsheet_safe(value: Any) -> Any:
-    """``value`` with a ``'`` in front when it is text starting with a formula prefix; any other
-    value unchanged."""
+    """``value`` with a ``'`` in front when it is text starting with a formula prefix."""
     if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
         return "'" + value
     return value

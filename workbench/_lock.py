@@ -277,8 +277,7 @@ def read_lock(report_dir: str | Path) -> Lock:
 
 
 def report_dirs(reports_root: Path) -> list[Path]:
-    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in name, version, n
-    order."""
+    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in order."""
     if not reports_root.is_dir():
         return []
     found = [p for p in reports_root.glob("*/*/*") if p.is_dir() and p.name.isdigit()]
@@ -300,8 +299,8 @@ def make_read_only(root: Path) -> None:
 
 @dataclass
 class Verification:
-    """The result of verifying one locked report; every check ends ``ok``, ``failed`` or ``not
-    checked: <why>``."""
+    """The result of verifying one locked report (each check ``ok``, ``failed`` or ``not
+    checked``)."""
 
     path: Path
     kind: str | None = None
@@ -322,8 +321,7 @@ class Verification:
 
     @property
     def status(self) -> str:
-        """``verified``, ``not_verified`` (intact, but a deciding check could not run) or
-        ``failed``."""
+        """``verified``, ``not_verified`` (a deciding check could not run) or ``failed``."""
         if self.problems:
             return "failed"
         return "not_verified" if self.unverified else "verified"

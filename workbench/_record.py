@@ -117,8 +117,7 @@ class SchemaTooNew(WorkbenchError):
 
 
 class Record(BaseModel):
-    """Base of every frozen workbench record: unknown keys refused, fields documented,
-    newer schema versions refused."""
+    """Base of every frozen workbench record: unknown keys and newer schema versions refused."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
@@ -153,8 +152,7 @@ class Record(BaseModel):
 
 
 class LooseRecord(Record):
-    """A :class:`Record` that ignores unknown keys instead of refusing them (the models that
-    ignored them before this base existed)."""
+    """A :class:`Record` that ignores unknown keys instead of refusing them."""
 
     model_config = ConfigDict(extra="ignore")
 

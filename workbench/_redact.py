@@ -194,8 +194,7 @@ def _canonical(text: str) -> str:
 
 
 def find_encoded(text: str, secret: str) -> list[str]:
-    """The forms of ``secret`` (:func:`encoded_forms`) found in ``text`` (see
-    :class:`Searchable`)."""
+    """The forms of ``secret`` found in ``text`` (see :class:`Searchable`)."""
     return Searchable(text).forms(secret)
 
 

@@ -74,8 +74,7 @@ class Signer:
 
 
 def load_signer(path: str | Path) -> Signer:
-    """Read an Ed25519 private key (OpenSSH or PEM); raise :class:`WorkbenchError` on anything
-    else."""
+    """Read an Ed25519 private key (OpenSSH or PEM), or raise :class:`WorkbenchError`."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 

@@ -38,8 +38,7 @@ def _real(stand_in: types.ModuleType) -> types.ModuleType:
 
 
 def defer_rfc3987_syntax() -> bool:
-    """Install the stand-in; ``False`` (nothing done) when the switch is off, or the package is
-    absent or already in use."""
+    """Install the stand-in; False when switched off, or the package is absent or in use."""
     if os.environ.get(SWITCH, "1") == "0" or _NAME in sys.modules or "jsonschema" in sys.modules:
         return False
     try:

@@ -132,8 +132,7 @@ def exit_codes(*names: str) -> dict[str, int]:
 
 
 def style(outcome: str) -> Style:
-    """How the report shows ``outcome``: a gate outcome in its colours, any other name as itself on
-    grey."""
+    """How the report shows ``outcome``: a gate outcome in its colours, others on grey."""
     known = OUTCOMES.get(outcome)
     if known is not None and known.style is not None:
         return known.style

@@ -111,8 +111,7 @@ def alignment_report(
     results_path: str | None = None,
     partition_source: Literal["option", "run_manifest", "all"] | None = None,
 ) -> AlignmentReport:
-    """The alignment report of a per-record :class:`Join` (:func:`cases_report` of its
-    :func:`join_cases`)."""
+    """The alignment report of a per-record :class:`Join`."""
     return join_report(
         join,
         join_cases(join),

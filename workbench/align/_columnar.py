@@ -409,8 +409,7 @@ def evidence_columnar(
     partition_source: Literal["option", "run_manifest", "all"] | None,
     gold_path: str,
 ) -> tuple[AlignmentReport, pa.Table] | None:
-    """The alignment report and the cases in scope, columnar; None when the per-record path
-    must judge the input."""
+    """The alignment report and the cases in scope, columnar; None: use the per-record path."""
     manifest = read_run_manifest(results)  # unreadable: WorkbenchError, as on the per-record path
     if manifest is not None and getattr(manifest, "sampling", None) is not None:
         return None  # a sampled scope: the per-record path verifies the plan

@@ -107,8 +107,8 @@ class _Observer:
 
 
 def manifest_path_for(results: str | Path) -> Path:
-    """Where the run manifest of results lives: ``manifest.json`` in the results file's
-    directory, or in the directory of result shards itself."""
+    """The run manifest's path: ``manifest.json`` beside the results file, or in the shard
+    directory."""
     from ..results import MANIFEST_FILE
 
     path = Path(results)
@@ -116,8 +116,7 @@ def manifest_path_for(results: str | Path) -> Path:
 
 
 def read_run_manifest(results: str | Path) -> RunManifest | None:
-    """The run manifest beside ``results``, or None when there is none. Unreadable:
-    WorkbenchError."""
+    """The run manifest beside ``results``, or None; unreadable: :class:`WorkbenchError`."""
     from ..results import RunManifest
 
     path = manifest_path_for(results)

@@ -282,8 +282,7 @@ def _rate_text(rate: Rate) -> str:
 
 
 def has_pass_fail_view(rubric: Rubric) -> bool:
-    """Whether some label of ``rubric`` counts as pass and some as fail
-    (:meth:`Rubric.pass_fail`)."""
+    """Whether some label of ``rubric`` counts as pass and some as fail."""
     sides = {rubric.pass_fail(label) for label in rubric.labels}
     return {"pass", "fail"} <= sides
 

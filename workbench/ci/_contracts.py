@@ -48,7 +48,7 @@ EXIT_CODES: dict[str, int] = exit_codes(
 
 
 class ContractsReport(LooseRecord):
-    """What ``workbench ci contracts`` found (``--json``, and ``contracts.json`` in its run
+    """What ``workbench ci contracts`` found (``--json``; ``contracts.json`` in its run
     directory)."""
 
     schema_version: int = CONTRACTS_SCHEMA_VERSION
@@ -75,8 +75,7 @@ class ContractsReport(LooseRecord):
 
 
 def format_contracts(report: ContractsReport, junit_path: str | None = None) -> str:
-    """Every check (with the details of a failed or incomplete one), the counts and the
-    outcome, for the terminal."""
+    """Every check (details of the failed ones), the counts and the outcome, for the terminal."""
     lines = []
     for c in report.checks:
         lines.append(
@@ -101,8 +100,7 @@ def format_contracts(report: ContractsReport, junit_path: str | None = None) -> 
 
 
 def invocation_dir(parent: Path) -> Path:
-    """A new directory of its own under ``parent`` (``<UTC time>-<id>``): a lane never resumes
-    or mixes with the records of an earlier invocation."""
+    """A new directory of its own under ``parent``: a lane never mixes with an earlier one."""
     path = parent / f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     path.mkdir(parents=True)
     return path

@@ -64,8 +64,7 @@ def problem_check(
     failing: Iterable[str] = (),
     seconds: float = 0.0,
 ) -> CheckResult:
-    """A check that did not pass: an ``error`` when it could not be completed (``incomplete``),
-    else ``failed``."""
+    """A check that did not pass: ``error`` when ``incomplete``, else ``failed``."""
     return CheckResult(
         group=group,
         name=name,

@@ -162,8 +162,7 @@ def run_release(
     overrides: str | Path | None = None,
     sign_key: str | Path | None = None,
 ) -> ReleaseSummary:
-    """Certify, verify, summarize (module doc). Never raises for invalid input: the summary says
-    it."""
+    """Certify, verify, summarize (module doc); invalid input is in the summary, never raised."""
     from ..reports import certify, verify_path
 
     base: dict[str, Any] = {

@@ -88,8 +88,7 @@ class LaneRun(_Model):
 
 
 class SentinelLaneReport(_Model):
-    """What ``workbench ci sentinel`` did (``--json``, and ``sentinel.json`` in its run
-    directory)."""
+    """What ``workbench ci sentinel`` did (``--json``; ``sentinel.json`` in its run directory)."""
 
     schema_version: int = SENTINEL_LANE_SCHEMA_VERSION
     """Report format version."""
@@ -309,8 +308,7 @@ def _candidate(
 def affected_candidates(
     inv: Inventory, changes: Changes, shared: dict[Path, str]
 ) -> tuple[list[_Candidate], list[str], list[CheckResult]]:
-    """The affected candidates, the specs deleted since the ref, and a contract check per spec that
-    does not load."""
+    """The affected candidates, the specs deleted since the ref, and a check per unloadable spec."""
     from ..judges import load_spec
 
     changed = changes.absolute()

@@ -252,8 +252,7 @@ active and a count."""
 
 
 def card_document(dataset: GoldDataset, stats: dict[str, Any]) -> dict[str, Any]:
-    """The card as one JSON document: the documented part, the computed part (``stats``, from
-    :func:`card_statistics`), the dataset's sha256 and rubric version."""
+    """The card as one JSON document: documented and computed parts, dataset sha256, rubric."""
     return {
         "documented": _documented(dataset),
         "computed": stats,

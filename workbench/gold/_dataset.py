@@ -133,8 +133,7 @@ class ValidationReport:
         }
 
     def summary(self, strict: bool = False) -> str:
-        """One line: the dataset's counts, rubric, hash and release when it passes, else how many
-        errors and warnings were found."""
+        """One line: the dataset's counts, rubric, hash and release, or its errors and warnings."""
         ds = self.dataset
         if ds is None or self.failing(strict):
             return (
@@ -730,8 +729,8 @@ def _check_supersede_cycles(
 
 
 def normalize_text(text: str) -> str:
-    """Text as compared for near-exact duplicates: NFKC, format characters removed, case-folded,
-    whitespace collapsed."""
+    """Text as compared for duplicates: NFKC, format characters removed, folded, spaces
+    collapsed."""
     if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
         return " ".join(text.lower().split())
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")

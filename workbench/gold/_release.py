@@ -63,8 +63,7 @@ def case_hashes(case: GoldCase) -> dict[str, str]:
 
 
 class GoldLineage(BaseModel):
-    """What a run was produced against: the dataset, its rubric version, its release, and
-    the field hashes of every case judged."""
+    """What a run was produced against: dataset, rubric version, release, judged cases' hashes."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 

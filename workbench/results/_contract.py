@@ -206,8 +206,7 @@ def has_reason(reason: Any) -> bool:
 
 
 def missing_identity_fields(judge: JudgeIdentity) -> list[str]:
-    """The fingerprint fields :data:`IDENTITY_FIELDS` requires of ``judge``'s kind that are
-    null or blank."""
+    """The fields :data:`IDENTITY_FIELDS` requires of ``judge``'s kind that are null or blank."""
     return [
         name
         for name in IDENTITY_FIELDS.get(judge.kind, ())

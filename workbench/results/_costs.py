@@ -196,8 +196,7 @@ def slice_cost_rows(costs: Sequence[SliceCost], *, tokens: bool = True) -> list[
 
 
 def format_slice_costs(costs: Sequence[SliceCost]) -> str:
-    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and
-    totals."""
+    """A fixed-width table: per slice, cost and tokens per case (median / p95 / max), totals."""
     rows = slice_cost_rows(costs)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
     return "\n".join(

@@ -315,8 +315,7 @@ def _json_default(value: Any) -> Any:
 
 
 def migration_note(lines: list[ResultLine]) -> str | None:
-    """One sentence on the records of ``lines`` that were migrated on read, or None when none
-    was."""
+    """One sentence on the records of ``lines`` migrated on read, or None when none was."""
     migrated = [line.result for line in lines if line.result.migration is not None]
     if not migrated:
         return None

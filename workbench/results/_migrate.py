@@ -41,8 +41,7 @@ class MigrationRefused(ValueError):
 
 
 def record_version(raw: dict[str, Any]) -> int | None:
-    """The record's ``schema_version``: 1 when absent (version 1's default), None when not an
-    int."""
+    """The record's ``schema_version``: 1 when absent, None when not an int."""
     value = raw.get("schema_version", 1)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -123,15 +122,13 @@ def migrate_record(
 
 
 def gold_partitions(dataset: GoldDataset) -> tuple[PartitionOf, str]:
-    """``(partition_of, source)`` for a gold dataset: every record's partition (superseded ones
-    too)."""
+    """``(partition_of, source)``: every record's partition in a gold dataset."""
     partitions = {r.case_id: r.partition.value for r in dataset.records}
     return partitions.get, f"gold {dataset.sha256}"
 
 
 def old_version_problem(path: str | Path, lines: list[int], version: int) -> Problem:
-    """The one problem a reader reports for the records of ``path`` written under an older
-    version."""
+    """The one problem for the records of ``path`` written under an older version."""
     shown = ", ".join(map(str, lines[:5])) + (
         f" ... ({len(lines)} in all)" if len(lines) > 5 else ""
     )
