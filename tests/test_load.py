@@ -224,7 +224,7 @@ def test_problems_collector_raises_everything_at_once() -> None:
     problems.raise_if_any("nothing")  # no problems: no error
     problems.add("a", "c1", "m1", "f1")
     problems.add("b", "c2", "m2", "f2", severity="warning")
-    assert [p.code for p in problems.errors()] == ["c1"]
+    assert [p.severity for p in problems] == ["error", "warning"]
     with pytest.raises(WorkbenchError) as info:
         problems.raise_if_any("two problems")
     assert codes(info.value) == ["c1", "c2"] and info.value.summary == "two problems"

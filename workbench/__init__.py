@@ -1,19 +1,5 @@
-"""Judge calibration workbench.
-
-Proves, or disproves, that an LLM judge agrees with qualified human reviewers before the
-judge is allowed to gate a release.
-
-Public subpackages, one concept each:
-
-- :mod:`workbench.gold`: gold datasets, rubric, validation, corrections, dataset cards.
-- :mod:`workbench.agreement`: human-human agreement.
-- :mod:`workbench.results`: the judge-result contract every judge kind writes.
-- :mod:`workbench.align`: joining judge results to gold and the alignment statistics.
-- :mod:`workbench.judges`: judge candidates, their fingerprints and the registry of kinds.
-- :mod:`workbench.runs`: the run engine that executes a candidate over a partition.
-- :mod:`workbench.importers`: converters from public datasets into the gold format.
-- :mod:`workbench.stats`: interval and agreement statistics.
-"""
+"""Judge calibration workbench: proves, or disproves, that an LLM judge agrees with qualified
+human reviewers before the judge is allowed to gate a release."""
 
 import os
 

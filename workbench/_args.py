@@ -1,10 +1,6 @@
-"""Checks for arguments of the library functions that notebooks and scripts call.
-
-A notebook parameter arrives as whatever papermill injected: the string ``"8"`` for a
-concurrency, ``0``, or a number for a partition (``-p new_version 3`` injects the int 3). The
-library refuses such values with a :class:`~workbench.errors.WorkbenchError` (one problem per
-argument, with a fix), never a ``TypeError`` or a pydantic ``ValidationError`` deep inside,
-nor a silently "corrected" value. A mistyped keyword is refused with the closest valid name.
+"""Checks for arguments of the library functions that notebooks and scripts call: a value
+papermill injected with the wrong type (``"8"``, a number for a name) or a mistyped keyword is
+refused with a :class:`~workbench.errors.WorkbenchError` (one problem per argument, with a fix).
 """
 
 from __future__ import annotations
@@ -17,29 +13,31 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import Problem, WorkbenchError
+from .errors import WorkbenchError, problem, refusal
 
 
 def _refuse(name: str, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        f"invalid {name}", [Problem(location=name, code=code, message=message, fix=fix)]
-    )
+    return refusal(f"invalid {name}", name, code, message, fix)
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _whole(value: Any, name: str, minimum: int, code: str, fix: str, none: bool = False) -> Any:
+    if none and value is None:
+        return None
+    if not _is_int(value) or value < minimum:
+        also = ", or None" if none else ""
+        message = f"{name} must be a whole number of at least {minimum}{also}, got {value!r}"
+        raise _refuse(name, code, message, fix)
+    return int(value)
+
+
 def check_concurrency(value: Any, name: str = "concurrency") -> int:
     """``value`` if it is a whole number of at least 1 (not a bool, float or string)."""
-    if not _is_int(value) or value < 1:
-        raise _refuse(
-            name,
-            "invalid_concurrency",
-            f"{name} must be a whole number of at least 1, got {value!r}",
-            f"set {name} to the number of calls in flight, e.g. 8 (an int, not a string)",
-        )
-    return int(value)
+    fix = f"set {name} to the number of calls in flight, e.g. 8 (an int, not a string)"
+    return int(_whole(value, name, 1, "invalid_concurrency", fix))
 
 
 def check_budget(value: Any, name: str = "budget_usd") -> float | None:
@@ -63,40 +61,20 @@ def check_budget(value: Any, name: str = "budget_usd") -> float | None:
 
 def check_max_cases(value: Any, name: str = "max_cases") -> int | None:
     """``None`` or a whole number of at least 0 (the CLI's ``--max-cases`` allows 0)."""
-    if value is None:
-        return None
-    if not _is_int(value) or value < 0:
-        raise _refuse(
-            name,
-            "invalid_max_cases",
-            f"{name} must be a whole number of at least 0, or None, got {value!r}",
-            f"set {name} to e.g. 10, or None for no limit",
-        )
-    return int(value)
+    fix = f"set {name} to e.g. 10, or None for no limit"
+    result: int | None = _whole(value, name, 0, "invalid_max_cases", fix, none=True)
+    return result
 
 
 def check_repeats(value: Any, name: str = "repeats") -> int:
     """A whole number of at least 1."""
-    if not _is_int(value) or value < 1:
-        raise _refuse(
-            name,
-            "invalid_repeats",
-            f"{name} must be a whole number of at least 1, got {value!r}",
-            f"set {name} to e.g. 1",
-        )
-    return int(value)
+    return int(_whole(value, name, 1, "invalid_repeats", f"set {name} to e.g. 1"))
 
 
 def check_int(value: Any, name: str, *, minimum: int) -> int:
     """``value`` if it is a whole number of at least ``minimum`` (not a bool, float or string)."""
-    if not _is_int(value) or value < minimum:
-        raise _refuse(
-            name,
-            "invalid_argument",
-            f"{name} must be a whole number of at least {minimum}, got {value!r}",
-            f"set {name} to a whole number of at least {minimum} (an int, not a string)",
-        )
-    return int(value)
+    fix = f"set {name} to a whole number of at least {minimum} (an int, not a string)"
+    return int(_whole(value, name, minimum, "invalid_argument", fix))
 
 
 def check_run_arguments(
@@ -131,12 +109,12 @@ def check_keywords(given: Mapping[str, Any], valid: Iterable[str], where: str) -
             continue
         near = closest(name, names)
         problems.append(
-            Problem(
-                location=f"{where}({name}=...)",
-                code="unknown_argument",
-                message=f"{where} takes no argument {name!r}"
+            problem(
+                f"{where}({name}=...)",
+                "unknown_argument",
+                f"{where} takes no argument {name!r}"
                 + (f"; did you mean {near!r}?" if near else ""),
-                fix=(f"write {near}=... (" if near else "use one of (")
+                (f"write {near}=... (" if near else "use one of (")
                 + f"{where} takes {', '.join(names)})",
             )
         )
@@ -174,24 +152,18 @@ def invalid_arguments(exc: ValidationError, where: str) -> WorkbenchError:
     for error in exc.errors(include_url=False):
         if not error["loc"]:  # a rule across fields: its own message says what is wrong
             rule = str(error["msg"]).removeprefix("Value error, ")
-            problems.append(
-                Problem(
-                    location=where,
-                    code="invalid_argument",
-                    message=rule,
-                    fix=f"correct the arguments to {where} as the message says",
-                )
-            )
+            fix = f"correct the arguments to {where} as the message says"
+            problems.append(problem(where, "invalid_argument", rule, fix))
             continue
         name = ".".join(map(str, error["loc"]))
         value = error.get("input")
         expected = _expected(error)
         problems.append(
-            Problem(
-                location=f"{where}({name}=...)",
-                code="invalid_argument",
-                message=f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
-                fix=f"pass {name} as {expected}"
+            problem(
+                f"{where}({name}=...)",
+                "invalid_argument",
+                f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
+                f"pass {name} as {expected}"
                 + (f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""),
             )
         )

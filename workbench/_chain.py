@@ -1,17 +1,9 @@
 """One hash-chained, append-only JSON Lines log: the held-out ledger and the authority record.
 
-Every line is a frozen :class:`~workbench._record.Record` that carries ``previous_sha256`` (the
-``entry_sha256`` of the line before it, None for the first line) and ``entry_sha256`` (the
-sha256 of its own canonical JSON without that field). An edited, inserted or deleted line
-breaks the chain at that line, and :meth:`ChainedLog.verify` says where. Appends go through
-:class:`~workbench._io.AppendOnlyLog` (one fsynced line, a torn last line moved aside) under a
-file lock, ``.<log name>.lock`` beside the log.
-
-The on-disk format is each log's own model (field order, omitted defaults): this module only
-reads, checks and seals lines, so existing ledgers and authority records verify unchanged.
-What each log adds (the ledger's ``opens`` links, the record's unique ids and head file) is a
-per-line ``check`` and the caller's own code.
-"""
+Every line carries ``previous_sha256`` and its own ``entry_sha256`` (over its canonical JSON
+without it): an edited, inserted or deleted line breaks the chain there
+(:meth:`ChainedLog.verify`). Appends go through :class:`~workbench._io.AppendOnlyLog` under a
+file lock beside the log. The line format is each log's own model."""
 
 from __future__ import annotations
 
@@ -34,7 +26,7 @@ from ._io import (
     sha256_json,
 )
 from ._record import Record, SchemaTooNew
-from .errors import Problem, WorkbenchError
+from .errors import Problem, WorkbenchError, problem, refusal
 
 __all__ = ["ChainTerms", "Chained", "ChainedLog", "Row", "content_sha256", "read_rows"]
 
@@ -89,11 +81,8 @@ class ChainTerms:
 
 
 def read_rows(path: Path) -> list[Row]:
-    """Every non-blank line of ``path``, read with the bounded reader.
-
-    A line longer than ``WORKBENCH_MAX_LINE_BYTES`` or an unreadable file raises
-    :class:`WorkbenchError`; ``unterminated`` is true only for a last line without its newline.
-    """
+    """Every non-blank line of ``path``, read with the bounded reader; ``unterminated`` is true
+    only for a last line without its newline."""
     rows: list[Row] = []
     not_utf8: list[int] = []
     for number, text in iter_jsonl_lines(path, not_utf8):
@@ -228,7 +217,7 @@ class ChainedLog(Generic[E]):
         return [self._problem(where, self.terms.broken, message)]
 
     def _problem(self, location: str, code: str, message: str) -> Problem:
-        return Problem(location=location, code=code, message=message, fix=self.terms.fix)
+        return problem(location, code, message, self.terms.fix)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -239,19 +228,13 @@ class ChainedLog(Generic[E]):
         try:
             self._filelock.acquire()
         except Timeout:
-            raise WorkbenchError(
+            raise refusal(
                 self.terms.busy_title,
-                [
-                    Problem(
-                        location=str(self.lock_path),
-                        code=self.terms.busy,
-                        message=(
-                            f"another command held {self.terms.busy_subject} for more than"
-                            f" {self.lock_timeout_s:.0f} s"
-                        ),
-                        fix=self.terms.busy_fix,
-                    )
-                ],
+                str(self.lock_path),
+                self.terms.busy,
+                f"another command held {self.terms.busy_subject} for more than"
+                f" {self.lock_timeout_s:.0f} s",
+                self.terms.busy_fix,
             ) from None
         try:
             yield
@@ -259,10 +242,7 @@ class ChainedLog(Generic[E]):
             self._filelock.release()
 
     def append(self, entry: E, previous: str | None) -> E:
-        """Chain ``entry`` to ``previous`` (the last line's ``entry_sha256``), seal and append it.
-
-        Caller holds :meth:`locked` and read the log under it.
-        """
+        """Chain ``entry`` to ``previous``, seal and append it (the caller holds :meth:`locked`)."""
         chained = entry.model_copy(
             update={
                 "schema_version": self.schema_version,

@@ -1,27 +1,9 @@
 """The docstring under each field of a record, read from the source when it is asked for.
 
-Every record documents its fields the way inspect_ai's do: a string literal under the field::
-
-    class Review(Record):
-        reviewer_id: str
-        \"\"\"Who reviewed the case.\"\"\"
-
-pydantic's ``use_attribute_docstrings=True`` copies those strings into each field's
-``description`` while the class is being built: for each class it walks the stack, tokenizes and
-parses the class body twice. Over the ~120 records that made ``import workbench.reports`` 1.18x
-slower (0.94 against 0.79 s, ``bench/bench_cli.py --docstrings``) in every process that imports
-them (every ``workbench`` command and every certification kernel), for a value only a JSON schema
-reads. So the records leave it off, and the docstrings are read here, on demand,
-with one parse per module:
-
-- :func:`field_docstrings` gives a class's fields and their docstrings, inherited ones included;
-- :func:`add_field_docs` is the records' ``json_schema_extra``: ``Model.model_json_schema()``
-  describes each property with its docstring, as ``use_attribute_docstrings`` did.
-
-The rule is pydantic's: a string statement right after an annotated assignment to a name, in the
-class body itself (not in a nested class or function), documents that name, after
-:func:`inspect.cleandoc`.
-"""
+pydantic's ``use_attribute_docstrings`` parses each class body while it is built (import 1.18x
+slower over ~120 records), so the records leave it off and :func:`add_field_docs`, their
+``json_schema_extra``, reads the docstrings on demand, one parse per module, by pydantic's rule:
+a string statement right after an annotated assignment in the class body documents that name."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""The one way to produce HTML: jinja2 templates rendered by one autoescaping Environment.
-
-Templates live beside the code that uses them (``workbench/reports/templates``,
-``workbench/ui/templates``, ``workbench/phases/templates``) and are found by file name, so
-every name is unique across those folders. Autoescape is on for every template, whatever its
-file name, and undefined names raise (``StrictUndefined``): data never becomes markup, and a
-misspelt field fails loudly instead of rendering empty.
-
-A fragment rendered here is :class:`markupsafe.Markup`: passed on to another template it is
-inserted as is (it was escaped when rendered), anything else is escaped. No module builds
-HTML with f-strings or escapes by hand (``tests/test_html_templates.py`` scans the source).
-"""
+"""The one way to produce HTML: jinja2 templates (found by unique file name beside the code that
+uses them) rendered by one autoescaping, ``StrictUndefined`` Environment; a rendered fragment is
+:class:`markupsafe.Markup`. No module builds HTML by hand (``tests/test_html_templates.py``)."""
 
 from __future__ import annotations
 

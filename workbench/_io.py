@@ -1,16 +1,6 @@
-"""Canonical JSON, content hashes, atomic writes and append-only JSON Lines.
-
-Every hash the workbench records is a sha256 over canonical JSON: sorted keys, UTF-8, no
-insignificant whitespace. Every file it writes is written atomically (temporary file in the
-same directory, fsync, rename), except evidence logs, which are append-only JSON Lines with
-one flushed and fsynced record per line.
-
-Every reader is bounded and strict (docs/formats.md#reading-rules-for-every-file): JSON Lines
-are read in chunks of at most ``WORKBENCH_MAX_LINE_BYTES`` (8 MiB), whole JSON documents and
-tables are at most 32 times that (:func:`max_document_bytes`, :func:`read_json_file`,
-:func:`read_jsonl_records`), YAML and prompt files are at most ``WORKBENCH_MAX_YAML_BYTES``
-(4 MiB), and JSON records refuse duplicate keys, NaN/Infinity and too-deep nesting
-(:func:`loads_json`, :func:`check_json`).
+"""Canonical JSON, content hashes, atomic writes, append-only JSON Lines and bounded, strict
+readers (docs/formats.md#reading-rules-for-every-file): line, document and YAML size limits;
+JSON refusing duplicate keys, NaN/Infinity and too-deep nesting.
 """
 
 from __future__ import annotations
@@ -30,7 +20,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from .errors import Problem, WorkbenchError
+from .errors import Problem, problem, refusal
 
 
 def canonical_json(obj: Any) -> str:
@@ -76,13 +66,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> None:
-    """Write ``path`` with ``write`` (given the open file) so that readers see the old file or
-    the new one, never half: a large file is written as it is produced, never held whole."""
+    """Write ``path`` with ``write`` (given the open file): readers see the old file or the new."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        # mkstemp creates the file private (0600); give it the mode a plain open() would.
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -124,13 +112,8 @@ def jsonl_line(record: Any) -> bytes:
 
 
 class AppendOnlyLog:
-    """An append-only JSON Lines file with one durable record per line.
-
-    Each :meth:`append` writes one complete line, flushes and fsyncs, so a crash can at
-    worst leave a torn final line. :meth:`repair` finds such a line on open, moves it to a
-    ``.torn`` side file (nothing is silently deleted) and truncates the log back to the last
-    complete record.
-    """
+    """An append-only JSON Lines file with one fsynced record per line; a torn last line is
+    repaired on open (:meth:`repair`)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -139,12 +122,8 @@ class AppendOnlyLog:
         self._fh = open(self.path, "ab")  # noqa: SIM115  (held open for the life of the log)
 
     def repair(self) -> int:
-        """Repair a torn last line; return the number of bytes moved aside.
-
-        A last line that is a complete JSON object missing only its newline (the crash came
-        between the two) is kept and terminated. Anything else after the last newline is a
-        partial record: it is appended to ``<log>.torn`` and cut from the log.
-        """
+        """Repair a torn last line; return the number of bytes moved aside to ``<log>.torn``
+        (a complete JSON object missing only its newline is kept and terminated)."""
         if not self.path.exists():
             return 0
         size = self.path.stat().st_size
@@ -185,8 +164,7 @@ class AppendOnlyLog:
         self.append_lines([jsonl_line(record) for record in records])
 
     def append_lines(self, lines: Sequence[bytes]) -> None:
-        """Append complete lines made by :func:`jsonl_line`: one write, flush and fsync. A
-        crash can at worst tear the last line, which :meth:`repair` moves aside."""
+        """Append complete lines made by :func:`jsonl_line`: one write, flush and fsync."""
         if not lines:
             return
         self._fh.write(lines[0] if len(lines) == 1 else b"".join(lines))
@@ -218,16 +196,10 @@ def _last_newline_end(fh: BinaryIO, size: int, block: int = 1 << 16) -> int:
     return 0
 
 
-# -- bounded, strict reading ------------------------------------------------------------------
-
 MAX_LINE_BYTES_ENV = "WORKBENCH_MAX_LINE_BYTES"
-"""Environment variable that overrides :data:`DEFAULT_MAX_LINE_BYTES`."""
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
-"""Longest JSON Lines record any reader accepts (bytes, without the newline): 8 MiB."""
 MAX_YAML_BYTES_ENV = "WORKBENCH_MAX_YAML_BYTES"
-"""Environment variable that overrides :data:`DEFAULT_MAX_YAML_BYTES`."""
 DEFAULT_MAX_YAML_BYTES = 4 * 1024 * 1024
-"""Largest YAML file (rubric, candidate spec, card, prompt file) any reader accepts: 4 MiB."""
 
 
 def _limit(env: str, default: int) -> int:
@@ -239,19 +211,12 @@ def _limit(env: str, default: int) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise WorkbenchError(
+        raise refusal(
             f"invalid {env}",
-            [
-                Problem(
-                    location=env,
-                    code="invalid_setting",
-                    message=f"{env}={raw!r} is not a positive whole number of bytes",
-                    fix=(
-                        f"set {env} to a number of bytes such as {default}, or unset it for the"
-                        " default"
-                    ),
-                )
-            ],
+            env,
+            "invalid_setting",
+            f"{env}={raw!r} is not a positive whole number of bytes",
+            f"set {env} to a number of bytes such as {default}, or unset it for the default",
         )
     return value
 
@@ -266,95 +231,40 @@ def max_yaml_bytes() -> int:
     return _limit(MAX_YAML_BYTES_ENV, DEFAULT_MAX_YAML_BYTES)
 
 
-DOCUMENT_FACTOR = 32
-"""A whole JSON document may be this many times :func:`max_line_bytes` (256 MiB by default)."""
-
-
 def max_document_bytes() -> int:
     """The largest whole JSON file, or JSON Lines record that grows with the dataset (a run
-    manifest or a gold release holds one hash set per case), any reader accepts:
-    ``32 x`` :func:`max_line_bytes` (256 MiB by default; ``WORKBENCH_MAX_LINE_BYTES`` scales it)."""
-    return DOCUMENT_FACTOR * max_line_bytes()
+    manifest, a gold release), any reader accepts: ``32 x`` :func:`max_line_bytes`."""
+    return 32 * max_line_bytes()
 
 
 def open_for_reading(
     path: str | os.PathLike[str], *, fix: str = "point at a readable file"
 ) -> BinaryIO:
-    """Open a file for binary reading, or raise :class:`WorkbenchError` with one problem.
-
-    Refused: a directory or a named pipe or socket in place of the file (``not_a_file``; a
-    pipe without a writer would block forever) and anything the OS will not open
-    (``unreadable_file``: permissions, I/O errors). Devices such as ``/dev/zero`` open; the
-    bounded readers then refuse their endless content.
-    """
+    """Open a file for binary reading, or raise :class:`WorkbenchError` with one problem:
+    ``file_missing``, ``not_a_file`` (a directory, named pipe or socket: a pipe without a writer
+    would block forever) or ``unreadable_file``. Devices such as ``/dev/zero`` open."""
     loc = os.fspath(path)
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a named pipe", stat.S_ISSOCK: "a socket"}
     try:
         mode = os.stat(loc).st_mode
+        kind = next((name for test, name in kinds.items() if test(mode)), None)
+        if kind is None:
+            return open(loc, "rb")
     except FileNotFoundError:
-        raise WorkbenchError(
-            f"{loc}: missing",
-            [
-                Problem(
-                    location=loc, code="file_missing", message="the file does not exist", fix=fix
-                )
-            ],
+        raise refusal(
+            f"{loc}: missing", loc, "file_missing", "the file does not exist", fix
         ) from None
-    except OSError as exc:
-        raise WorkbenchError(
-            f"{loc}: unreadable",
-            [
-                Problem(
-                    location=loc,
-                    code="unreadable_file",
-                    message=f"the file cannot be read ({exc.strerror or exc})",
-                    fix="check the path and its permissions",
-                )
-            ],
-        ) from None
-    kind = (
-        "a directory"
-        if stat.S_ISDIR(mode)
-        else "a named pipe"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else None
-    )
-    if kind is not None:
-        raise WorkbenchError(
-            f"{loc}: not a file",
-            [
-                Problem(
-                    location=loc, code="not_a_file", message=f"this is {kind}, not a file", fix=fix
-                )
-            ],
-        )
-    try:
-        return open(loc, "rb")
     except IsADirectoryError:
-        raise WorkbenchError(
-            f"{loc}: not a file",
-            [
-                Problem(
-                    location=loc,
-                    code="not_a_file",
-                    message="this is a directory, not a file",
-                    fix=fix,
-                )
-            ],
-        ) from None
+        kind = "a directory"
     except OSError as exc:
-        raise WorkbenchError(
+        raise refusal(
             f"{loc}: unreadable",
-            [
-                Problem(
-                    location=loc,
-                    code="unreadable_file",
-                    message=f"the file cannot be read ({exc.strerror or exc})",
-                    fix="check the path and its permissions (the workbench only needs to read it)",
-                )
-            ],
+            loc,
+            "unreadable_file",
+            f"the file cannot be read ({exc.strerror or exc})",
+            "check the path and its permissions (the workbench only needs to read it)",
         ) from None
+    raise refusal(f"{loc}: not a file", loc, "not_a_file", f"this is {kind}, not a file", fix)
 
 
 def read_bounded(
@@ -364,30 +274,19 @@ def read_bounded(
     fix: str = "point at a readable file",
     setting: str = MAX_YAML_BYTES_ENV,
 ) -> bytes:
-    """A whole (small) file's bytes, refusing more than ``limit`` (default :func:`max_yaml_bytes`).
-
-    At most ``limit + 1`` bytes are ever read, so ``/dev/zero`` or a huge file costs nothing.
-    ``setting`` is the environment variable the refusal tells the user to raise (for a limit
-    other than the YAML one, e.g. :func:`max_document_bytes`: ``WORKBENCH_MAX_LINE_BYTES``).
-    """
+    """A whole (small) file's bytes, refusing more than ``limit`` (default :func:`max_yaml_bytes`;
+    at most ``limit + 1`` bytes are read). ``setting`` is the variable the refusal says to raise."""
     limit = max_yaml_bytes() if limit is None else limit
     with open_for_reading(path, fix=fix) as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
         loc = os.fspath(path)
-        raise WorkbenchError(
+        raise refusal(
             f"{loc}: too large",
-            [
-                Problem(
-                    location=loc,
-                    code="file_too_large",
-                    message=f"the file is larger than {limit} bytes",
-                    fix=(
-                        f"point at the intended file; if it really is this large, raise {setting}"
-                        " (bytes)"
-                    ),
-                )
-            ],
+            loc,
+            "file_too_large",
+            f"the file is larger than {limit} bytes",
+            f"point at the intended file; if it really is this large, raise {setting} (bytes)",
         )
     return data
 
@@ -401,19 +300,10 @@ def iter_jsonl_lines(
 ) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each non-blank line, 1-based.
 
-    A line that is not valid UTF-8 raises :class:`UnicodeDecodeError`, unless ``not_utf8`` is
-    given: then its number is appended there and reading continues, so that a caller can
-    report every bad line at once.
-
-    Lines are read in bounded chunks: a line longer than :func:`max_line_bytes` raises
-    :class:`WorkbenchError` (``line_too_long``, with its line number) after reading at most
-    that many bytes of it, so a file without newlines (``/dev/zero``) cannot exhaust memory.
-    A directory, pipe or unreadable file raises :class:`WorkbenchError` too (see
-    :func:`open_for_reading`). ``limit`` replaces the line limit for logs whose records grow
-    with the dataset (gold releases: :func:`max_document_bytes`). ``digest`` (a ``hashlib``
-    object) is fed every byte read, so a reader that also needs the file's sha256 does not read
-    the file twice.
-    """
+    A line that is not UTF-8 raises :class:`UnicodeDecodeError`, or is appended to ``not_utf8``
+    when given. A line longer than ``limit`` (default :func:`max_line_bytes`) raises
+    :class:`WorkbenchError` (``line_too_long``) after reading at most that many bytes of it.
+    ``digest`` (a ``hashlib`` object) is fed every byte read."""
     limit = max_line_bytes() if limit is None else limit
     with open_for_reading(path) as fh:
         number = 0
@@ -426,19 +316,12 @@ def iter_jsonl_lines(
             number += 1
             if len(raw) > limit and raw[-1:] != b"\n":
                 loc = f"{os.fspath(path)}:{number}"
-                raise WorkbenchError(
+                raise refusal(
                     f"{loc}: line too long",
-                    [
-                        Problem(
-                            location=loc,
-                            code="line_too_long",
-                            message=f"the line is longer than {limit} bytes",
-                            fix=(
-                                "each line must be one JSON record; if records really are this"
-                                f" long, raise {MAX_LINE_BYTES_ENV} (bytes)"
-                            ),
-                        )
-                    ],
+                    loc,
+                    "line_too_long",
+                    f"the line is longer than {limit} bytes",
+                    _FIXES["line_too_long"],
                 )
             try:
                 line = raw.decode("utf-8")
@@ -453,23 +336,16 @@ def iter_jsonl_lines(
 
 
 def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) -> Any:
-    """A whole JSON file, read boundedly and parsed strictly (:func:`loads_json`).
-
-    A drop-in for ``json.loads(Path(path).read_text(encoding="utf-8"))`` that keeps its kinds
-    of exception, so callers keep their handling: :class:`OSError` when the file cannot be
-    opened (missing, permissions, a directory; a named pipe or socket is refused before it is
-    opened, so it can never block) and :class:`JSONRecordError`, a ``ValueError``, for its
-    content: larger than ``limit`` (default :func:`max_document_bytes`; code
-    ``file_too_large``, after reading at most ``limit + 1`` bytes, so ``/dev/zero`` costs
-    nothing), not UTF-8, malformed, a duplicate key, ``NaN``/``Infinity`` or too deep.
-    """
+    """A whole JSON file, read boundedly and parsed strictly (:func:`loads_json`): raises
+    :class:`OSError` when it cannot be opened (a pipe or socket is refused before opening) and
+    :class:`JSONRecordError` for content larger than ``limit`` (default
+    :func:`max_document_bytes`; ``file_too_large``), not UTF-8 or not strict JSON."""
     limit = max_document_bytes() if limit is None else limit
     with _open_plain(path) as fh:
         info = os.fstat(fh.fileno())
-        # A regular file's size is known: a too-large one is refused without reading it.
-        data = b"" if stat.S_ISREG(info.st_mode) and info.st_size > limit else fh.read(limit + 1)
-        too_large = len(data) > limit or (stat.S_ISREG(info.st_mode) and info.st_size > limit)
-    if too_large:
+        too_large = stat.S_ISREG(info.st_mode) and info.st_size > limit
+        data = b"" if too_large else fh.read(limit + 1)
+    if too_large or len(data) > limit:
         raise JSONRecordError(
             "file_too_large",
             f"the file is larger than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if it really is"
@@ -485,14 +361,9 @@ def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) ->
 
 
 def read_jsonl_records(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Any]:
-    """Every non-blank line of a JSON Lines file, read boundedly and parsed strictly.
-
-    A drop-in for ``[json.loads(line) for line in path.read_text().splitlines() if line.strip()]``
-    with the same kinds of exception as :func:`read_json_file`: :class:`OSError` when the file
-    cannot be opened, :class:`JSONRecordError` (a ``ValueError``) for a line longer than
-    ``limit`` (default :func:`max_line_bytes`; code ``line_too_long``), not UTF-8, malformed,
-    with a duplicate key, ``NaN``/``Infinity`` or too deep. Messages name the line number.
-    """
+    """Every non-blank line of a JSON Lines file, parsed strictly, with the exceptions of
+    :func:`read_json_file` (a line longer than ``limit``, default :func:`max_line_bytes`:
+    ``line_too_long``); messages name the line number."""
     limit = max_line_bytes() if limit is None else limit
     out: list[Any] = []
     with _open_plain(path) as fh:
@@ -523,8 +394,7 @@ def read_jsonl_records(path: str | os.PathLike[str], *, limit: int | None = None
 
 
 def _open_plain(path: str | os.PathLike[str]) -> BinaryIO:
-    """``open(path, "rb")``, raising :class:`OSError` as it would, but refusing a named pipe or
-    socket before opening it (opening a pipe without a writer would block forever)."""
+    """``open(path, "rb")``, but a named pipe or socket raises :class:`OSError` unopened."""
     loc = os.fspath(path)
     mode = os.stat(loc).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
@@ -533,12 +403,8 @@ def _open_plain(path: str | os.PathLike[str]) -> BinaryIO:
 
 
 class JSONRecordError(ValueError):
-    """A JSON text the workbench refuses, with the problem ``code`` to report.
-
-    ``malformed_json`` (not JSON), ``duplicate_json_key`` (the last key would silently win),
-    ``non_finite_number`` (``NaN``, ``Infinity``, ``-Infinity`` or a number too large for a
-    float) or ``json_too_deep`` (nested deeper than the interpreter can follow).
-    """
+    """A JSON text the workbench refuses, with the problem ``code`` to report (a key of
+    :func:`json_problem`'s fixes)."""
 
     def __init__(self, code: str, msg: str) -> None:
         super().__init__(msg)
@@ -573,7 +439,6 @@ def _float(text: str) -> float:
 def _check_pairs(pairs: list[tuple[str, Any]]) -> None:
     if len(dict(pairs)) != len(pairs):
         _object_pairs(pairs)
-    return None
 
 
 _DECODER = json.JSONDecoder(
@@ -585,22 +450,14 @@ _CHECKER = json.JSONDecoder(
 
 
 def loads_json(text: str) -> Any:
-    """Parse one JSON text strictly; raise :class:`JSONRecordError` (a ``ValueError``).
-
-    Unlike :func:`json.loads` this refuses duplicate keys, ``NaN``/``Infinity`` and numbers
-    that overflow a float, and turns too-deep nesting into an error instead of a
-    ``RecursionError``. Every JSON record the workbench reads goes through it (or through
-    :func:`check_json`).
-    """
+    """Parse one JSON text strictly, refusing duplicate keys, ``NaN``/``Infinity``, float
+    overflow and too-deep nesting with :class:`JSONRecordError` (a ``ValueError``)."""
     return _strict(_DECODER, text)
 
 
 def check_json(text: str) -> None:
-    """Refuse ``text`` exactly as :func:`loads_json` would, without keeping what it parsed.
-
-    For readers that then validate the same text with pydantic's faster JSON parser
-    (``Model.model_validate_json``), which would let the last duplicate key win.
-    """
+    """Refuse ``text`` exactly as :func:`loads_json` would, without keeping what it parsed (for
+    readers that then validate it with ``Model.model_validate_json``)."""
     _strict(_CHECKER, text)
 
 
@@ -625,45 +482,44 @@ WRONG_TYPE_ERRORS: dict[str, str] = {
     "bool_type": "true or false",
     "string_type": "a string",
 }
-"""Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON
-types."""
+"""Pydantic error types that readers report as ``wrong_type``."""
+WRONG_TYPE_FIX = (
+    "write the value with its JSON type: numbers and true/false without quotes, whole numbers"
+    " without a decimal point"
+)
 
 
 def json_problem(
     exc: JSONRecordError, location: str, *, case_id: str | None = None, fix: str | None = None
 ) -> Problem:
     """The :class:`Problem` for a refused JSON record, with a fix for its code."""
-    fixes = {
-        "malformed_json": (
-            "each line must be one complete JSON object; a torn last line means the writer crashed"
-        ),
-        "duplicate_json_key": (
-            "keep exactly one of the repeated keys; JSON readers disagree on which one wins"
-        ),
-        "non_finite_number": "write a finite number or null; NaN and Infinity are not JSON",
-        "json_too_deep": "flatten the record; no workbench record nests this deeply",
-        "line_too_long": (
-            "each line must be one JSON record; if records really are this long, raise"
-            f" {MAX_LINE_BYTES_ENV} (bytes)"
-        ),
-        "file_too_large": (
-            f"point at the intended file; if it really is this large, raise {MAX_LINE_BYTES_ENV}"
-            " (bytes)"
-        ),
-        "not_utf8": "save the file as UTF-8",
-    }
-    return Problem(
-        location=location,
-        case_id=case_id,
-        code=exc.code,
-        message=exc.msg,
-        fix=fix or fixes.get(exc.code, "correct the JSON"),
-    )
+    fix = fix or _FIXES.get(exc.code, "correct the JSON")
+    return problem(location, exc.code, exc.msg, fix, case_id)
+
+
+_FIXES = {
+    "malformed_json": (
+        "each line must be one complete JSON object; a torn last line means the writer crashed"
+    ),
+    "duplicate_json_key": (
+        "keep exactly one of the repeated keys; JSON readers disagree on which one wins"
+    ),
+    "non_finite_number": "write a finite number or null; NaN and Infinity are not JSON",
+    "json_too_deep": "flatten the record; no workbench record nests this deeply",
+    "line_too_long": (
+        "each line must be one JSON record; if records really are this long, raise"
+        f" {MAX_LINE_BYTES_ENV} (bytes)"
+    ),
+    "file_too_large": (
+        f"point at the intended file; if it really is this large, raise {MAX_LINE_BYTES_ENV}"
+        " (bytes)"
+    ),
+    "not_utf8": "save the file as UTF-8",
+}
 
 
 SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's parser where PyYAML was built with it (the wheels are): about 20x PyYAML's own on
-the demo's YAML files, with the same documents, nodes, line numbers and safe construction."""
+"""libyaml's parser where PyYAML was built with it: about 20x faster, same documents."""
 
 
 class _StrictYAMLLoader(SAFE_LOADER):  # type: ignore[misc]  # yaml is untyped (Any)
@@ -683,8 +539,7 @@ class _StrictYAMLLoader(SAFE_LOADER):  # type: ignore[misc]  # yaml is untyped (
             except TypeError:  # an unhashable key; SafeLoader reports it itself
                 continue
             if first is not None:
-                # No context: the first line of str(exc) is the problem itself, for callers
-                # that report ``str(exc).splitlines()[0]``.
+                # No context: the first line of str(exc) is the problem itself.
                 raise DuplicateYAMLKey(
                     None,
                     None,
@@ -712,8 +567,7 @@ class YAMLTooDeep(yaml.YAMLError):  # type: ignore[misc]  # yaml is untyped (Any
 
 def yaml_loads(text: str) -> Any:
     """``yaml.safe_load`` that refuses duplicate keys (:class:`DuplicateYAMLKey`) and too-deep
-    nesting (:class:`YAMLTooDeep` instead of a ``RecursionError``). Both are ``yaml.YAMLError``,
-    so a caller that handles syntax errors handles these too."""
+    nesting (:class:`YAMLTooDeep`), both ``yaml.YAMLError``."""
     try:
         return yaml.load(text, Loader=_StrictYAMLLoader)  # noqa: S506 - a safe loader subclass
     except RecursionError:
@@ -726,18 +580,13 @@ def yaml_loads(text: str) -> Any:
 
 @contextlib.contextmanager
 def bulk_load() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many long-lived records.
-
-    Loading 100,000 records with the collector on spends most of its time re-scanning the
-    records already loaded; the records contain no reference cycles, so pausing is safe.
-    """
+    """Pause the cyclic garbage collector while building many long-lived, acyclic records."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
-            # Move what was loaded to the permanent generation first: re-enabling the collector
-            # would otherwise rescan every record on its next full collection (1.24x CPU in align).
+            # Freeze first, or the next full collection rescans every record (1.24x CPU in align).
             gc.freeze()
             gc.enable()

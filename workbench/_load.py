@@ -1,29 +1,15 @@
-"""One input loader: a UTF-8 file -> YAML with line numbers -> a model -> a list of problems.
+"""One input loader: a UTF-8 file -> strict YAML with line numbers -> a model -> problems.
 
-Every YAML input the workbench reads (control suites, policies, table mappings, ranking
-fixtures, pair suites, sampling plans, sentinels, label mappings, the project configuration)
-goes through the same steps, each here once:
-
-1. :func:`read_utf8`: the file's text, read boundedly (:func:`workbench._io.read_bounded`: a
-   directory, pipe, ``/dev/zero`` or huge file is refused) and decoded as UTF-8 (a
-   ``<prefix>_encoding`` problem otherwise).
-2. :func:`parse_yaml_text`: parsed strictly (:func:`workbench._io.yaml_loads`: duplicate keys
-   and too-deep nesting refused) with one :func:`yaml_problem` for every refusal, located at
-   the offending line.
-3. :class:`YAMLFile.lines`: a :class:`Lines` map from every path in the document
-   (``("controls", 3, "role")``) to its 1-based line, built once by :func:`yaml_lines`, so a
-   problem found later in the parsed data is reported at ``file:line``.
-4. :func:`validation_problems`: pydantic's ``ValidationError`` as one :class:`Problem` per
-   error, located through the same line map.
-5. :class:`Problems`: the collector that gathers every problem and raises them together.
-
-:func:`load_yaml` chains steps 1-3 for a file that must hold a YAML mapping.
-"""
+Every YAML input goes through :func:`read_utf8` (bounded, UTF-8), :func:`parse_yaml_text` (strict:
+duplicate keys and too-deep nesting refused, at their line), :class:`Lines` (the line of every path
+in the document), :func:`validation_problems` (one :class:`Problem` per pydantic error, at its line)
+and :class:`Problems` (collect, then raise together); :func:`load_yaml` chains the first three for a
+file that must hold a mapping."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -33,7 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from ._io import SAFE_LOADER, DuplicateYAMLKey, YAMLTooDeep, read_bounded, yaml_loads
-from .errors import Problem, Severity, WorkbenchError
+from .errors import Problem, Severity, WorkbenchError, refusal
 
 __all__ = [
     "Lines",
@@ -58,9 +44,6 @@ Path_ = tuple[Any, ...]
 """A path into a parsed document: mapping keys and sequence indexes, outermost first."""
 
 
-# -- 1. text ----------------------------------------------------------------------------------
-
-
 def read_utf8(
     path: str | os.PathLike[str],
     *,
@@ -70,27 +53,16 @@ def read_utf8(
     fix: str | None = None,
     location: str | None = None,
 ) -> str:
-    """The file's text: read boundedly (see :func:`workbench._io.read_bounded`), then decoded.
-
-    Bytes that are not UTF-8 raise :class:`WorkbenchError` with one problem ``code``
-    (``not valid UTF-8 (byte N)``); ``what`` names the file in the fix and, unless given,
-    the summary (``unreadable <what>``).
-    """
+    """The file's text, read boundedly (:func:`workbench._io.read_bounded`) and decoded; not UTF-8
+    raises :class:`WorkbenchError` with one ``code`` problem (``what`` names the file)."""
     loc = location or os.fspath(path)
     data = read_bounded(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        problem = Problem(
-            location=loc,
-            code=code,
-            message=f"not valid UTF-8 (byte {exc.start})",
-            fix=fix or f"save the {what} as UTF-8",
-        )
-        raise WorkbenchError(summary or f"unreadable {what}", [problem]) from None
-
-
-# -- 2. YAML ----------------------------------------------------------------------------------
+        message = f"not valid UTF-8 (byte {exc.start})"
+        fix = fix or f"save the {what} as UTF-8"
+        raise refusal(summary or f"unreadable {what}", loc, code, message, fix) from None
 
 
 def yaml_problem(
@@ -102,34 +74,22 @@ def yaml_problem(
     severity: Severity = "error",
     split: bool = False,
 ) -> Problem:
-    """The :class:`Problem` for YAML the workbench refuses, at ``file:line`` when the parser
-    knows the line.
-
-    With ``split``, a repeated key and too-deep nesting get their own codes
-    (``duplicate_yaml_key``, ``yaml_too_deep``); otherwise every refusal is ``code``.
-    """
+    """The :class:`Problem` for refused YAML, at ``file:line`` when the parser knows the line; with
+    ``split``, a repeated key and too-deep nesting get their own codes."""
     mark = getattr(exc, "problem_mark", None)
     where = f"{location}:{mark.line + 1}" if mark is not None else location
-    if split and isinstance(exc, YAMLTooDeep):
-        return Problem(
-            location=location,
-            code="yaml_too_deep",
-            message=exc.problem,
-            fix="flatten the file; no workbench file nests this deeply",
-            severity=severity,
-        )
-    if split and isinstance(exc, DuplicateYAMLKey):
-        return Problem(
-            location=where,
-            code="duplicate_yaml_key",
-            message=str(exc.problem),
-            fix="keep exactly one of the repeated keys",
-            severity=severity,
-        )
     why = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
-    return Problem(
-        location=where, code=code, message=f"not valid YAML ({why})", fix=fix, severity=severity
-    )
+    message = f"not valid YAML ({why})"
+    if split and isinstance(exc, YAMLTooDeep):
+        where, code, message = location, "yaml_too_deep", exc.problem
+        fix = "flatten the file; no workbench file nests this deeply"
+    elif split and isinstance(exc, DuplicateYAMLKey):
+        code, message, fix = (
+            "duplicate_yaml_key",
+            str(exc.problem),
+            "keep exactly one of the repeated keys",
+        )
+    return Problem(location=where, code=code, message=message, fix=fix, severity=severity)
 
 
 def parse_yaml_text(
@@ -153,17 +113,10 @@ def parse_yaml_text(
         ) from None
 
 
-# -- 3. line numbers --------------------------------------------------------------------------
-
-
 def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Path_, int]:
-    """The 1-based line of every mapping key and sequence item, by its path in the document.
-
-    A key's line is the line of the key itself; an item's line is where the item starts.
-    With ``root``, the empty path maps to the document's first line. Text that does not
-    parse gives an empty map (the caller reports the YAML error itself). Keys that are not
-    scalars, and a node reached a second time through an alias, are not descended into: an
-    alias bomb costs one visit per node, and the alias's own line stands for its content.
+    """The 1-based line of every mapping key and sequence item, by its path in the document (with
+    ``root``, the empty path too); empty when the text does not parse. Non-scalar keys and nodes
+    reached again through an alias are not descended into (an alias bomb costs one visit per node).
     """
     node = _composed(source)
     lines: dict[Path_, int] = {}
@@ -209,20 +162,16 @@ def _children(
 
 
 class Lines:
-    """``file:line`` of a path in a document: the line of the deepest part of it that exists.
-
-    A path part that is not found as it is is also tried as text (pydantic may report the
-    YAML key ``0`` as the integer ``0``); one not found at all is passed over.
-    """
+    """``file:line`` of a path in a document: the line of the deepest part of it that exists (a part
+    is also tried as text: pydantic may report the YAML key ``0`` as the integer ``0``)."""
 
     def __init__(self, location: str, lines: Mapping[Path_, int]) -> None:
         self.location = location
         self.lines = lines
 
     def found(self, *path: Any) -> Path_:
-        """The deepest path in the document along ``path``; a part it lacks is passed over,
-        so that pydantic's union tags (``("partition", "PartitionAssign", "seed")``) still
-        lead to the line of ``partition.seed``."""
+        """The deepest path in the document along ``path``; a part it lacks (a pydantic union tag)
+        is passed over."""
         out: Path_ = ()
         for part in path:
             for candidate in (part, str(part)):
@@ -232,21 +181,13 @@ class Lines:
         return out
 
     def line(self, *path: Any) -> int | None:
-        """The line of the deepest existing part of ``path`` (``None`` when nothing of it
-        exists)."""
+        """The line of the deepest existing part of ``path``, or None."""
         return self.lines.get(self.found(*path))
 
     def at(self, *path: Any) -> str:
         """``file:line`` of ``path`` (see :meth:`line`), or ``file`` when no part of it exists."""
         line = self.line(*path)
         return f"{self.location}:{line}" if line else self.location
-
-    def children(self, *path: Any) -> Iterator[tuple[Any, int]]:
-        """The keys (or indexes) directly under ``path``, each with its line, in document order."""
-        depth = len(path)
-        for key, line in self.lines.items():
-            if len(key) == depth + 1 and key[:depth] == path:
-                yield key[depth], line
 
 
 @dataclass(frozen=True)
@@ -286,25 +227,15 @@ def load_yaml(
     shape_code: str | None = None,
     if_empty: Any = _MISSING,
 ) -> YAMLFile:
-    """Read a YAML file that must exist and hold a mapping; raise :class:`WorkbenchError`
-    with one problem when it cannot be read at all.
-
-    Codes: ``<prefix>_missing`` (not a file; ``missing_fix`` says where to point),
-    ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (bounded read),
-    ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, duplicate key, too deep;
-    at its line) and, when ``shape`` = ``(message, fix)`` is given, ``<prefix>_shape`` for a
-    document that is not a mapping (the ``*_code`` arguments keep a reader's own codes). An
-    empty document becomes ``if_empty`` when that is given.
-    Summaries: ``no <what>`` and ``unreadable <what>``.
-    """
+    """Read a YAML file that must exist and hold a mapping (when ``shape`` = ``(message, fix)``);
+    raise :class:`WorkbenchError` with one problem: ``<prefix>_missing``, the bounded read's codes,
+    ``<prefix>_encoding``, ``<prefix>_yaml`` or ``<prefix>_shape`` (the ``*_code`` arguments
+    override them). An empty document becomes ``if_empty`` when that is given."""
     path = Path(path)
     loc = str(path)
     if not path.is_file():
         message = missing_message or f"the {what} file does not exist"
-        raise WorkbenchError(
-            f"no {what}",
-            [Problem(location=loc, code=f"{prefix}_missing", message=message, fix=missing_fix)],
-        )
+        raise refusal(f"no {what}", loc, f"{prefix}_missing", message, missing_fix)
     text = read_utf8(path, code=encoding_code or f"{prefix}_encoding", what=what)
     data = parse_yaml_text(
         text, loc, code=yaml_code or f"{prefix}_yaml", summary=f"unreadable {what}"
@@ -312,23 +243,12 @@ def load_yaml(
     if data is None and if_empty is not _MISSING:
         data = if_empty
     if shape is not None and not isinstance(data, dict):
-        raise WorkbenchError(
-            f"unreadable {what}",
-            [
-                Problem(
-                    location=loc,
-                    code=shape_code or f"{prefix}_shape",
-                    message=shape[0],
-                    fix=shape[1],
-                )
-            ],
-        )
+        raise refusal(f"unreadable {what}", loc, shape_code or f"{prefix}_shape", *shape)
     return YAMLFile(location=loc, text=text, data=data)
 
 
 def peek_yaml(path: str | os.PathLike[str]) -> Any:
-    """A YAML file's parsed content, or ``None`` when it cannot be read or parsed: for
-    sniffing what kind of file it is (``kind: ranking``), never for reading it."""
+    """A YAML file's parsed content, or None when it cannot be read or parsed (to sniff a kind)."""
     try:
         return yaml_loads(read_bounded(path).decode("utf-8"))
     except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
@@ -336,40 +256,25 @@ def peek_yaml(path: str | os.PathLike[str]) -> Any:
 
 
 def read_config(path: str | os.PathLike[str]) -> tuple[Any, Problem | None]:
-    """An optional project configuration file (``workbench.yaml``): its parsed content
-    (``None`` when absent or empty), or the :class:`Problem` that it cannot be read
-    (bounded, UTF-8, strict YAML: a repeated key is refused, at its line)."""
+    """An optional project configuration file: its parsed content (None when absent or empty), or
+    the :class:`Problem` that it cannot be read."""
     if not Path(path).is_file():
         return None, None
     try:
-        return (
-            load_yaml(
-                path, prefix="config", what="project configuration", missing_fix="", shape=None
-            ).data,
-            None,
+        loaded = load_yaml(
+            path, prefix="config", what="project configuration", missing_fix="", shape=None
         )
     except WorkbenchError as exc:
-        return None, (
-            exc.problems[0]
-            if exc.problems
-            else Problem(
-                location=os.fspath(path),
-                code="config_yaml",
-                message=exc.summary,
-                fix="correct the file",
-            )
-        )
+        return None, exc.problems[0]
+    return loaded.data, None
 
 
 def read_yaml(
     path: str | os.PathLike[str], *, prefix: str, fix: str = "correct the YAML syntax"
 ) -> Any:
-    """Read a small YAML file strictly; raise :class:`WorkbenchError` with one problem.
-
-    Codes: ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (see :func:`read_bounded`),
-    ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, with its line),
-    ``duplicate_yaml_key`` and ``yaml_too_deep``.
-    """
+    """Read a small YAML file strictly; raise :class:`WorkbenchError` with one problem
+    (``<prefix>_encoding``, ``<prefix>_yaml``, ``duplicate_yaml_key``, ``yaml_too_deep``, or the
+    bounded read's)."""
     loc = os.fspath(path)
     text = read_utf8(path, code=f"{prefix}_encoding", what="file", summary=f"{loc}: not UTF-8")
     return parse_yaml(text, loc, prefix=prefix, fix=fix)
@@ -394,9 +299,6 @@ def parse_yaml(
             problem.code, "not valid YAML"
         )
         raise WorkbenchError(f"{loc}: {summary}", [problem]) from None
-
-
-# -- 4. validation ----------------------------------------------------------------------------
 
 
 def error_field(error: Mapping[str, Any], root: str = "") -> str:
@@ -432,16 +334,11 @@ def validation_problems(
     expand: Callable[[Mapping[str, Any], str, str], list[Problem] | None] | None = None,
     severity: Severity = "error",
 ) -> list[Problem]:
-    """One :class:`Problem` per pydantic error.
+    """One :class:`Problem` per pydantic error, ``<dotted path>: <message>`` unless ``message``.
 
-    The message is ``<dotted path>: <pydantic message>`` (``root`` names the document when
-    the path is empty) unless ``message(error, dotted)`` says otherwise; ``code`` and ``fix``
-    are fixed or chosen per error. ``at`` is a location, or a function of the error's path
-    (after ``base``, the record's own path in the document) such as :meth:`Lines.at`.
-    Errors for which ``keep(error)`` is false are left out (reported elsewhere);
-    ``expand(error, dotted, location)`` may replace an error by its own problems (a model's
-    rule error carrying several checks, each with its code), or return ``None``.
-    """
+    ``code`` and ``fix`` are fixed or chosen per error; ``at`` is a location or a function of the
+    error's path (after ``base``) such as :meth:`Lines.at`. ``keep(error)`` false leaves an error
+    out; ``expand(error, dotted, location)`` may replace it by its own problems."""
     out: list[Problem] = []
     for err in exc.errors(include_url=False):
         if keep is not None and not keep(err):
@@ -463,9 +360,6 @@ def validation_problems(
             )
         )
     return out
-
-
-# -- 5. collecting ----------------------------------------------------------------------------
 
 
 class Problems(list[Problem]):
@@ -492,10 +386,6 @@ class Problems(list[Problem]):
                 severity=severity,
             )
         )
-
-    def errors(self) -> list[Problem]:
-        """The problems that block use, without warnings."""
-        return [p for p in self if p.severity == "error"]
 
     def raise_if_any(self, summary: str) -> None:
         """Raise one :class:`WorkbenchError` listing every problem, if there are any."""

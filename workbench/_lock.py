@@ -1,31 +1,15 @@
-"""Locked reports: one lock format and one verification for every report the workbench locks.
+"""Locked reports: one lock format (:class:`Lock`, ``lock.json``) and one verification for every
+kind (certification, migration, review re-evaluation, ranking run, noise run).
 
-A locked report is a directory with a ``lock.json`` (:class:`Lock`, ``schema_version`` 2): a
-certification (``reports/<candidate>/<version>/<n>/``; kinds ``certification``, ``migration``
-and ``review_reevaluation``), a ranking run (``workbench ranking run --lock``, kind
-``ranking``) or a noise run (``workbench noise --lock``, kind ``noise``). The lock records the
-sha256 of every file of the directory but the top-level ``lock.json`` (:func:`hash_tree`),
-named evidence hashes, the outcome and blockers, the previous report where a ledger orders
-reports (a chain), and ``lock_sha256``: the sha256 of the lock's canonical JSON without that
-field and the optional Ed25519 ``signature`` (:mod:`workbench._signing`). A ranking run's
-request payloads are listed apart (``payloads``): ``workbench prune`` may delete them after
-their expiry, so they are checked against their hash while present and against the prune log
-once deleted.
-
-:func:`verify_lock` checks every kind the same way (the lock's hash, every file, the payloads,
-the signature) and then the checks of its kind (:data:`KIND_CHECKS`, imported on first use):
-a certification re-runs its gate on the evidence stored in the report and checks the held-out
-ledger and the chain (:mod:`workbench.reports._verify`); a ranking or noise run checks that
-its report says the lock's outcome (:mod:`workbench.ranking._capture`,
-:mod:`workbench.noise._present`). Every finding is a :class:`~workbench.errors.Problem`:
-verification never raises for bad content.
-"""
+The lock records the sha256 of every file but itself (:func:`hash_tree`), named evidence hashes, the
+outcome and blockers, the chain, and ``lock_sha256`` over its canonical JSON (optionally signed).
+:func:`verify_lock` checks the lock, the files, the payloads and the signature, then the checks of
+its kind (:data:`KIND_CHECKS`); it never raises for bad content."""
 
 from __future__ import annotations
 
 import importlib
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -48,7 +32,7 @@ from ._io import (
 )
 from ._record import Record, SchemaTooNew
 from ._signing import LockSignature, Signer, check_signature
-from .errors import Problem, refusal
+from .errors import Problem, problem, refusal
 from .heldout import PreviousReport
 
 LOCK_FILE = "lock.json"
@@ -93,8 +77,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "policy_file": None,
     "provenance": None,
 }
-"""Fields added to lock format 2 after its first locks: a lock without them dumps, and so
-hashes, as before."""
+"""Fields added to lock format 2 later: a lock without them dumps, and hashes, as before."""
 
 
 class Lock(Record):
@@ -103,8 +86,7 @@ class Lock(Record):
     KIND: ClassVar[str] = "report lock"
 
     schema_version: int = LOCK_SCHEMA_VERSION
-    """Lock format version (2: outcome recomputable from the stored evidence, ledger-bound,
-    signable)."""
+    """Lock format version."""
     report_id: str
     """A certification: ``<candidate>/<version>/<n>``; a run: ``<kind>/<judge>/<subject>``."""
     created_at: datetime
@@ -114,14 +96,11 @@ class Lock(Record):
     candidate_fingerprint: str
     """Its fingerprint."""
     outcome: str
-    """certified | quality_failed | evaluation_incomplete | review_required (a ranking or noise
-    run: its gate's outcome, ``passed`` when it passed)."""
+    """The gate's outcome (a run's ``passed`` when it passed)."""
     blockers: list[dict[str, Any]]
-    """The gate's blockers, sorted, with their evidence (a certification's case ids replaced by
-    counts)."""
+    """The gate's blockers, sorted, with their evidence (case ids replaced by counts)."""
     figures: dict[str, Any] | None = None
-    """A certification's alignment figures the gate read (overall, per slice, confusion; no case
-    ids); None when no held-out alignment was made, and for runs."""
+    """A certification's alignment figures the gate read (no case ids); None for runs."""
     evaluated_at: datetime | None = None
     """The time overrides were checked against: the ``started`` ledger entry's ``when``."""
     budget_usd: float | None = None
@@ -129,12 +108,9 @@ class Lock(Record):
     evidence: dict[str, str | None]
     """Named hashes a reviewer asks about (docs/formats.md#report-lock lists them per kind)."""
     input_files: dict[str, str | None] = {}
-    """Where the evidence ``verify`` recomputes from lies in the report: candidate, policy,
-    overrides, controls, and for a migration baseline and label_mapping (paths relative to the
-    report directory)."""
+    """Paths, relative to the report directory, of the evidence ``verify`` recomputes from."""
     files: dict[str, str] = {}
-    """sha256 of every file in the directory except the top-level lock.json and the payloads
-    (with their prune log), by relative POSIX path."""
+    """sha256 of every file but the top-level lock.json and the payloads, by relative POSIX path."""
     versions: dict[str, str]
     """workbench, ragas and python versions."""
     git: dict[str, Any]
@@ -144,21 +120,17 @@ class Lock(Record):
     ledger_path: str | None = None
     """Absolute path of the held-out ledger the certification was recorded in."""
     policy_file: str | None = None
-    """Absolute path of the policy file certified under (its copy is ``input_files.policy``,
-    its hash ``evidence.policy``): ``workbench status`` names the judge stale when that file
-    changes. None for runs and for locks written before it was recorded."""
+    """Absolute path of the policy file certified under; None for runs and older locks."""
     ledger_entry: dict[str, Any] = {}
     """The ``started`` held-out ledger entry opened for this certification (runs: none)."""
     rerun_reason: str | None = None
     """Why the same candidate was certified again on the same held-out manifest."""
     previous_report: PreviousReport | None = None
-    """The previous report of the same candidate version (``{report_id, lock_sha256, status}``),
-    as the ledger's started entry records it: a chain. Runs have no ledger, hence no chain."""
+    """The previous report of the same candidate version, as the ledger records it (a chain)."""
     timings_s: dict[str, float] = {}
     """Wall time of kernel start, notebook run and render (informational)."""
     kind: Kind = "certification"
-    """``certification``, ``migration`` (``certify --baseline``), ``review_reevaluation``
-    (``certify --resume-review``), ``ranking`` or ``noise``. Omitted when ``certification``."""
+    """``certification``, ``migration``, ``review_reevaluation``, ``ranking`` or ``noise``."""
     baseline: str | None = None
     """For a migration (and its re-evaluation): ``name@version`` of the baseline."""
     baseline_fingerprint: str | None = None
@@ -166,23 +138,18 @@ class Lock(Record):
     resumes: PreviousReport | None = None
     """For a re-evaluation: the locked report whose run records it reused, a second chain."""
     migration: dict[str, Any] | None = None
-    """For a migration: the public migration summary (``migration.json``), recomputed by
-    ``verify``."""
+    """For a migration: the public migration summary (``migration.json``)."""
     requested_authority: dict[str, Any] | None = None
     """The use and scope the policy asks for (:class:`~workbench.authority.RequestedAuthority`)."""
     grant: dict[str, Any] | None = None
     """What this certification grants (:func:`~workbench.authority.grant_for`)."""
     last_certified: dict[str, Any] | None = None
-    """The last complete certified other version of the judge when this report was written
-    (informational: ``verify`` does not recompute it)."""
+    """The last complete certified other version of the judge (informational)."""
     payloads: dict[str, str] | None = None
-    """A ranking run: sha256 of every request payload (``payloads/<sha>.json``), present or
-    pruned; ``workbench prune`` may delete them after their expiry."""
+    """A ranking run: sha256 of every request payload, present or pruned."""
     provenance: dict[str, Any] | None = None
-    """A certification: what ran it (:class:`~workbench.reports.Provenance`): ``workbench``
-    (version), ``notebook`` (``packaged``, ``pinned`` by the policy, or ``custom``: advisory),
-    ``notebook_sha256``, ``notebook_path`` and ``package_sha256`` (every file of the installed
-    package). None in locks written before it was recorded (``verify`` says so)."""
+    """A certification: what ran it (:class:`~workbench.reports.Provenance`); None in older locks.
+    """
     lock_sha256: str = ""
     """sha256 over the canonical JSON of this lock without this field and ``signature``."""
     signature: LockSignature | None = None
@@ -201,9 +168,6 @@ class Lock(Record):
         return sha256_json(self.model_dump(mode="json", exclude={"lock_sha256", "signature"}))
 
 
-# -- writing -------------------------------------------------------------------------------------
-
-
 def unhashed(payloads: Collection[str] | None) -> set[str]:
     """What :func:`hash_tree` leaves to the payload check: the payloads and their prune log."""
     return set() if payloads is None else {*payloads, PRUNE_LOG}
@@ -211,11 +175,7 @@ def unhashed(payloads: Collection[str] | None) -> set[str]:
 
 def hash_tree(root: Path, skip: Collection[str] = ()) -> dict[str, str]:
     """sha256 of every file under ``root`` but the top-level lock.json and ``skip``, by POSIX
-    relative path.
-
-    Only the one ``lock.json`` at the top is left out: a file of that name anywhere else (say
-    ``restricted/lock.json``) is hashed like any other, so adding one is caught.
-    """
+    relative path (a ``lock.json`` deeper down is hashed like any other file)."""
     out: dict[str, str] = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
@@ -307,9 +267,8 @@ def lock_run(
 
 
 def read_lock(report_dir: str | Path) -> Lock:
-    """The lock of a report directory (or of ``.../lock.json`` itself). Raises ValueError or
-    OSError, and :class:`~workbench._record.SchemaTooNew` (located at the file) for a lock
-    written by a newer workbench."""
+    """The lock of a report directory (or of its ``lock.json``). Raises ValueError, OSError or
+    :class:`~workbench._record.SchemaTooNew`."""
     path = resolve_report_path(report_dir)
     try:
         return Lock.model_validate(read_json_file(path / LOCK_FILE))
@@ -318,8 +277,7 @@ def read_lock(report_dir: str | Path) -> Lock:
 
 
 def report_dirs(reports_root: Path) -> list[Path]:
-    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in name, version, n
-    order."""
+    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in order."""
     if not reports_root.is_dir():
         return []
     found = [p for p in reports_root.glob("*/*/*") if p.is_dir() and p.name.isdigit()]
@@ -339,17 +297,10 @@ def make_read_only(root: Path) -> None:
         path.chmod(path.stat().st_mode & no_write)
 
 
-def writable(path: Path) -> bool:
-    return os.access(path, os.W_OK)
-
-
-# -- verifying -----------------------------------------------------------------------------------
-
-
 @dataclass
 class Verification:
-    """The result of verifying one locked report; every check ends ``ok``, ``failed`` or ``not
-    checked: <why>``."""
+    """The result of verifying one locked report (each check ``ok``, ``failed`` or ``not
+    checked``)."""
 
     path: Path
     kind: str | None = None
@@ -365,13 +316,12 @@ class Verification:
 
     @property
     def intact(self) -> bool:
-        """No check failed (the hashes, the lock, the recomputed outcome, the ledger hold)."""
+        """No check failed."""
         return not self.problems
 
     @property
     def status(self) -> str:
-        """``verified``; ``not_verified`` (intact, but a check that decides it could not run:
-        :attr:`unverified`); ``failed`` (a check failed)."""
+        """``verified``, ``not_verified`` (a deciding check could not run) or ``failed``."""
         if self.problems:
             return "failed"
         return "not_verified" if self.unverified else "verified"
@@ -383,7 +333,7 @@ class Verification:
     def fail(
         self, check: str, location: str | Path, code: str, message: str, fix: str = RESTORE
     ) -> None:
-        self.problems.append(Problem(location=str(location), code=code, message=message, fix=fix))
+        self.problems.append(problem(str(location), code, message, fix))
         self.checks[check] = "failed"
 
     def ok(self, check: str, note: str = "ok") -> None:
@@ -615,8 +565,7 @@ def check_lock_signature(
 def check_report_file(
     root: Path, lock: Lock, result: Verification, report_file: str, said: dict[str, Any]
 ) -> None:
-    """A run's checks: its report file (hashed with the rest) says the lock's outcome, judge and
-    blocker codes. ``said``: those three as the report file states them."""
+    """A run's checks: its report file says (``said``) the lock's outcome, judge, blocker codes."""
     mine = {
         "outcome": lock.outcome,
         "judge_fingerprint": lock.candidate_fingerprint,

@@ -1,22 +1,10 @@
 """One base for every record the workbench writes and reads back, and one version gate.
 
-A record is a frozen pydantic model: unknown keys are refused, and each field's docstring
-is its documentation (``docs/formats.md`` lists them). A record that carries a
-``schema_version`` declares the newest version this workbench reads in
-:attr:`Record.SCHEMA_VERSION` (by default the field's default value). Reading a record
-written by a newer workbench is refused in one place, :meth:`Record._refuse_newer`, with
-the same :class:`~workbench.errors.Problem` everywhere (``schema_version_newer``, fix
-"upgrade the workbench"): results, run manifests and summaries, report locks, ledger
-entries, alignment reports, gate results, policies, candidates, ...
-
-:class:`LooseRecord` is the one documented variant: the same, except that unknown keys are
-ignored, kept for the models that ignored them before this base existed (derived reports
-read back for display and summaries).
-
-:func:`read_log` and :func:`append_to_log` are the one strict reader and the one writer of the
-append-only JSON Lines logs of records kept beside the gold (repeatability studies, drift,
-shadow comparisons).
-"""
+A :class:`Record` is a frozen pydantic model refusing unknown keys (:class:`LooseRecord` ignores
+them); each field's docstring is its documentation. A record newer than
+:attr:`Record.SCHEMA_VERSION` is refused in one place, :meth:`Record._refuse_newer`.
+:func:`read_log` and :func:`append_to_log` read and append the JSON Lines logs kept beside the
+gold."""
 
 from __future__ import annotations
 
@@ -61,12 +49,12 @@ def newer_version_problem(
     case_id: str | None = None,
 ) -> Problem:
     """The problem for a ``kind`` file whose ``schema_version`` is newer than ``supported``."""
-    return Problem(
-        location=location or f"{kind}: schema_version",
-        case_id=case_id,
-        code=SCHEMA_TOO_NEW,
-        message=f"{kind} schema_version {version} is newer than this workbench reads ({supported})",
-        fix=FIX_UPGRADE,
+    return problem(
+        location or f"{kind}: schema_version",
+        SCHEMA_TOO_NEW,
+        f"{kind} schema_version {version} is newer than this workbench reads ({supported})",
+        FIX_UPGRADE,
+        case_id,
     )
 
 
@@ -93,9 +81,8 @@ def schema_too_new(version: object, supported: int) -> bool:
 def version_problem(
     model: type[Record], raw: object, location: str, *, case_id: str | None = None
 ) -> Problem | None:
-    """The gate of ``model`` applied to a raw mapping before validation, for readers that
-    report the version at its own line next to the file's other problems; None when the
-    version is readable (or absent, or not an integer: validation reports that)."""
+    """The gate of ``model`` applied to a raw mapping before validation; None when the version is
+    readable (or absent, or not an integer: validation reports that)."""
     version = raw.get("schema_version") if isinstance(raw, dict) else None
     supported = model.SCHEMA_VERSION
     if supported is None or not schema_too_new(version, supported):
@@ -104,13 +91,8 @@ def version_problem(
 
 
 class SchemaTooNew(WorkbenchError):
-    """A record was written by a newer workbench than this one.
-
-    Raised from validation itself (it is no ``ValueError``, so pydantic does not fold it
-    into a ``ValidationError``): every reader refuses the record, including readers that
-    do not catch it. Readers that collect problems per line catch it and use
-    :meth:`problem_at` to name the line.
-    """
+    """A record was written by a newer workbench than this one. No ``ValueError``, so validation
+    stops there and every reader refuses the record; :meth:`problem_at` names a line."""
 
     def __init__(
         self, kind: str, version: int, supported: int, location: str | None = None
@@ -135,8 +117,7 @@ class SchemaTooNew(WorkbenchError):
 
 
 class Record(BaseModel):
-    """Base of every frozen workbench record: unknown keys refused, fields documented,
-    newer schema versions refused."""
+    """Base of every frozen workbench record: unknown keys and newer schema versions refused."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
@@ -163,12 +144,7 @@ class Record(BaseModel):
     @field_validator("schema_version", mode="after", check_fields=False)
     @classmethod
     def _refuse_newer(cls, version: object) -> object:
-        """The one version gate: refuse a ``schema_version`` newer than :attr:`SCHEMA_VERSION`.
-
-        A field validator, so that it costs one call per versioned record and nothing on the
-        records without a version. It raises :class:`SchemaTooNew`, which is no ``ValueError``:
-        validation stops there, whatever else is wrong with the record (a newer format's other
-        fields cannot be judged by this reader)."""
+        """The one version gate: refuse a ``schema_version`` newer than :attr:`SCHEMA_VERSION`."""
         supported = cls.SCHEMA_VERSION
         if supported is not None and schema_too_new(version, supported):
             raise SchemaTooNew(cls.KIND, version, supported)  # type: ignore[arg-type]
@@ -176,8 +152,7 @@ class Record(BaseModel):
 
 
 class LooseRecord(Record):
-    """A :class:`Record` that ignores unknown keys instead of refusing them (the models that
-    ignored them before this base existed)."""
+    """A :class:`Record` that ignores unknown keys instead of refusing them."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -188,12 +163,8 @@ M = TypeVar("M", bound=BaseModel)
 def read_log(
     log: str | Path, model: type[M], *, code: str, what: str, name: str, fix: str
 ) -> list[M]:
-    """Every line of ``log`` as ``model``, oldest first (none when it does not exist).
-
-    A bad line (duplicate keys, NaN/Infinity, too deep, not UTF-8, not ``what``) is refused
-    with every other: :class:`WorkbenchError` ("unreadable ``name``") with one ``code`` problem
-    per line. Lines are read up to the document limit (a study holds one row per case).
-    """
+    """Every line of ``log`` as ``model``, oldest first (none when it does not exist); every bad
+    line is refused together: :class:`WorkbenchError` with one ``code`` problem per line."""
     path = Path(log)
     if not path.exists():
         return []

@@ -1,23 +1,9 @@
 """Secrets never reach a record: redaction of provider text, and detection of secrets in specs.
 
-:func:`redact` is applied to everything the run engine records from a provider: evaluator-
-error messages, judge reasons, the run summary's stop detail and warnings. It replaces
-
-- the exact values of known secrets (the API key read from ``endpoint.api_key_env``);
-- the value of ``Authorization`` / ``Proxy-Authorization`` / ``api-key`` / ``x-api-key``
-  headers or fields, however they are quoted;
-- ``Bearer`` and ``Basic`` credentials;
-- ``sk-...``-shaped tokens (OpenAI-style keys, masked or not);
-- URL user information (``scheme://user:password@host``) and key-like URL query parameters;
-- the common encodings of a known secret of :data:`ENCODED_MIN_LENGTH` characters or more
-  (:func:`encoded_forms`): base64 (standard or URL-safe, at any alignment inside the encoded
-  text), reversed, hex, URL-encoded (any character as ``%XX``), in any letter case where the
-  encoding allows it, and split by whitespace or invisible format characters (Unicode ``Cf``:
-  zero-width space, joiners, BOM ...)
-
-with :data:`REDACTED`. :func:`find_secrets` finds the same shapes, plus credential-named
-fields, in a candidate spec, which is then refused.
-"""
+:func:`redact` replaces with :data:`REDACTED` known secret values and their common encodings
+(:func:`encoded_forms`), credential headers and fields, ``Bearer``/``Basic`` credentials,
+``sk-...`` tokens, and URL user information and key-like query parameters. :func:`find_secrets`
+finds the same shapes, plus credential-named fields, in a candidate spec."""
 
 from __future__ import annotations
 
@@ -80,11 +66,8 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 
 def redact_values(obj: Any, secrets: Iterable[str | None]) -> Any:
-    """``obj`` (JSON-like) with the exact values of ``secrets`` replaced in every string.
-
-    Only known values: used on recorded requests, whose text comes from the gold data and must
-    otherwise stay exactly as sent.
-    """
+    """``obj`` (JSON-like) with the exact values of ``secrets`` replaced in every string (nothing
+    else: recorded requests must stay exactly as sent)."""
     values = sorted(
         {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
     )
@@ -128,9 +111,8 @@ _BASE64_TWINS = {"+": "-", "/": "_"}
 
 
 def encoded_forms(secret: str) -> Iterator[tuple[str, str]]:
-    """``(form, text)``: the forms of ``secret`` searched for, each as it is written when the
-    secret is embedded in a longer encoded text (a base64 form is the part of the encoding that
-    only the secret's bytes make, for each of the three alignments)."""
+    """``(form, text)``: the forms of ``secret`` searched for, each as written when embedded in a
+    longer encoded text (base64 at each of the three alignments)."""
     data = secret.encode()
     yield "literal", secret
     yield "reversed", secret[::-1]
@@ -143,8 +125,7 @@ def encoded_forms(secret: str) -> Iterator[tuple[str, str]]:
 
 
 def _char_pattern(char: str, form: str) -> str:
-    """One character of a form: itself (either case unless base64; the URL-safe twin in
-    base64), or URL-encoded."""
+    """One character of a form: itself (in either case, or base64 twin), or URL-encoded."""
     same = {char}
     if form != "base64":
         same |= {char.lower(), char.upper()}
@@ -159,8 +140,7 @@ def _char_pattern(char: str, form: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _encoded_pattern(secret: str) -> re.Pattern[str]:
-    """Every encoded form of ``secret``, each character optionally separated; the group of a
-    match is named after its form."""
+    """Every encoded form of ``secret``, separators allowed, each a named group."""
     branches = []
     for i, (form, text) in enumerate(encoded_forms(secret)):
         separator = _HEX_SEPARATOR if form == "hex" else _SEPARATOR
@@ -174,10 +154,8 @@ _HEX_NOISE = re.compile(r"[:.,+]|\\x|0x")
 
 
 class Searchable:
-    """A text prepared once for :meth:`forms` searches of many secrets (a report's file): URL
-    escapes decoded, whitespace and format characters removed, case folded, the URL-safe base64
-    characters read as the standard ones; each form of a secret is prepared the same way and
-    found with a plain substring search."""
+    """A text prepared once (URL escapes decoded, whitespace and format characters removed, case
+    folded, URL-safe base64 read as standard) for plain substring searches of many secrets."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -216,8 +194,7 @@ def _canonical(text: str) -> str:
 
 
 def find_encoded(text: str, secret: str) -> list[str]:
-    """The forms of ``secret`` (:func:`encoded_forms`) found in ``text`` (see
-    :class:`Searchable`)."""
+    """The forms of ``secret`` found in ``text`` (see :class:`Searchable`)."""
     return Searchable(text).forms(secret)
 
 
@@ -227,10 +204,8 @@ words)."""
 
 
 def environment_secrets(names: Iterable[str | None] = ()) -> dict[str, str]:
-    """``{variable: value}``: the variables ``names`` (a spec's ``api_key_env``) and every
-    credential-named variable of the environment (``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
-    ``*CREDENTIAL*``, ``*PASSW*``) whose value could be a credential: at least
-    :data:`ENCODED_MIN_LENGTH` characters, no whitespace, not a path."""
+    """``{variable: value}``: the variables ``names`` and every credential-named environment
+    variable whose value could be a credential (long enough, no whitespace, not a path)."""
     import os
 
     wanted = {n for n in names if n}
@@ -267,8 +242,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _readable_text(path: Path) -> str:
-    """A file's text as a reader sees it: JSON strings decoded (``\\u200b``, ``\\n``), HTML
-    entities resolved; other files as UTF-8 (undecodable bytes replaced)."""
+    """A file's text as a reader sees it (JSON strings decoded, HTML entities resolved)."""
     import json
     from html import unescape  # reading only: entities resolved, nothing escaped
 
@@ -345,13 +319,9 @@ def _url_problem(value: str) -> str | None:
 
 
 def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:
-    """``(field, what)`` for every secret-looking value in a spec-like mapping.
-
-    Refused: a non-empty value under a credential-only name (``Authorization``, ``api-key``,
-    ``password`` ...); a key-shaped value under a key/token/secret-like name; anywhere, an
-    ``sk-...`` key, a ``Bearer``/``Basic`` credential, or a URL with user information or a
-    credential-like query parameter.
-    """
+    """``(field, what)`` for every secret-looking value in a spec-like mapping: a value under a
+    credential-only name, a key-shaped value under a key-like name, an ``sk-...`` key, a
+    ``Bearer``/``Basic`` credential, or a URL with credentials."""
     found: list[tuple[str, str]] = []
     _walk(obj, path, path.rsplit(".", 1)[-1], found)
     return found

@@ -1,17 +1,9 @@
-"""Ed25519 signatures on report locks (``certify --sign KEY``, ``verify --trust FILE``).
+"""Ed25519 signatures on report locks (``certify --sign KEY``, ``verify --trust FILE``): proof
+that a lock is the one the key holder produced, which hashes alone cannot give.
 
-Hashes alone only show *accidental* change: anyone who can write a report can also rewrite
-its lock and recompute every hash. A signature made with a private key that only the
-certifying team holds shows that the lock is the one that team produced, to anyone who
-trusts the matching public key, without trusting the file system the report travelled on.
-
-The signed message is ``b"workbench-lock-v1\\n" + lock_sha256`` (ASCII hex): the signature
-covers the whole lock through its hash, and lives inside ``lock.json`` outside the hashed
-content (``signature``). Private keys may be OpenSSH (``ssh-keygen -t ed25519``) or PEM
-(PKCS#8) files; an encrypted key is read with the passphrase in ``$WORKBENCH_SIGNING_PASSPHRASE``.
-A trust file lists one OpenSSH public key per line (``ssh-ed25519 AAAA... comment``, as in
-``~/.ssh/id_ed25519.pub``); blank lines and ``#`` comments are ignored.
-"""
+The signed message is ``b"workbench-lock-v1\n" + lock_sha256``. Private keys are OpenSSH or PEM
+(PKCS#8; passphrase in ``$WORKBENCH_SIGNING_PASSPHRASE``); a trust file lists one OpenSSH public
+key per line (blank lines and ``#`` comments ignored)."""
 
 from __future__ import annotations
 
@@ -27,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._docs import add_field_docs
 from ._io import read_bounded
-from .errors import Problem, WorkbenchError
+from .errors import Problem, WorkbenchError, problem
 from .errors import refusal as _refused
 
 PASSPHRASE_ENV = "WORKBENCH_SIGNING_PASSPHRASE"
@@ -82,8 +74,7 @@ class Signer:
 
 
 def load_signer(path: str | Path) -> Signer:
-    """Read an Ed25519 private key (OpenSSH or PEM); raise :class:`WorkbenchError` on anything
-    else."""
+    """Read an Ed25519 private key (OpenSSH or PEM), or raise :class:`WorkbenchError`."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -199,15 +190,13 @@ def _trusted_key(line: str, where: str) -> tuple[Any, Problem | None]:
         key = serialization.load_ssh_public_key(" ".join(parts[:2]).encode())
     except Exception:  # noqa: BLE001 - any parse failure is the same user error
         fix = "write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)"
-        return None, Problem(
-            location=where, code="trust_invalid", message="not an OpenSSH public key line", fix=fix
-        )
+        return None, problem(where, "trust_invalid", "not an OpenSSH public key line", fix)
     if not isinstance(key, Ed25519PublicKey):
-        return None, Problem(
-            location=where,
-            code="trust_not_ed25519",
-            message=f"{parts[0]} key: only Ed25519 keys sign locks",
-            fix="list the Ed25519 public keys of the certifying team",
+        return None, problem(
+            where,
+            "trust_not_ed25519",
+            f"{parts[0]} key: only Ed25519 keys sign locks",
+            "list the Ed25519 public keys of the certifying team",
         )
     return key, None
 

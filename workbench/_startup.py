@@ -1,20 +1,9 @@
-"""jsonschema's IRI grammar, built on first use instead of at import (``import workbench``).
+"""jsonschema's IRI grammar, built on first use instead of at import.
 
-jsonschema (imported by nbformat, so by papermill and nbconvert, and by Altair) registers its
-``iri`` format checks with ``rfc3987_syntax`` when that package is installed (JupyterLab's
-``jsonschema[format-nongpl]`` installs it). Importing ``rfc3987_syntax`` builds about forty
-Earley parsers of the RFC 3987 grammar: about a second, in the certify process before the
-notebook starts and again in its kernel when Altair is imported. Neither nbformat's schema
-nor Vega-Lite's uses the ``iri`` formats, so that second buys nothing.
-
-:func:`defer_rfc3987_syntax` puts a stand-in under the name ``rfc3987_syntax`` until it is
-used: its ``is_valid_syntax`` (the one name jsonschema imports) and any other attribute load
-the real package on first use and delegate to it, so every check gives the answer it gave
-before, only the grammar is built when an ``iri`` is first checked, if ever.
-
-The switch: ``WORKBENCH_DEFER_IRI_GRAMMAR=0`` leaves ``rfc3987_syntax`` alone. Benchmark:
-``bench/bench_patches.py --only iri`` (``workbench certify`` on the demo, on against off).
-"""
+Importing ``rfc3987_syntax`` (jsonschema's ``iri`` format check, when installed) builds its
+grammar: about a second per process, for formats nbformat and Vega-Lite never use.
+:func:`defer_rfc3987_syntax` puts a stand-in under that name that loads the real package on first
+use. ``WORKBENCH_DEFER_IRI_GRAMMAR=0`` turns it off."""
 
 from __future__ import annotations
 
@@ -49,8 +38,7 @@ def _real(stand_in: types.ModuleType) -> types.ModuleType:
 
 
 def defer_rfc3987_syntax() -> bool:
-    """Install the stand-in; ``False`` (nothing done) when the switch is off, or the package is
-    absent or already in use."""
+    """Install the stand-in; False when switched off, or the package is absent or in use."""
     if os.environ.get(SWITCH, "1") == "0" or _NAME in sys.modules or "jsonschema" in sys.modules:
         return False
     try:

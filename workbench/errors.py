@@ -1,10 +1,6 @@
-"""The exception root and the problem record shared by every user-facing check.
-
-A :class:`Problem` is one defect in user input: where it is, what is wrong and how to fix
-it. Checks collect every problem before raising, so a user sees all of them in one run.
-:class:`WorkbenchError` carries those problems; the CLI prints them and exits with code 2
-instead of showing a traceback.
-"""
+"""The exception root and the problem record shared by every user-facing check: a
+:class:`Problem` says where, what and how to fix; :class:`WorkbenchError` carries every problem
+found (the CLI prints them and exits 2)."""
 
 from __future__ import annotations
 
@@ -43,10 +39,7 @@ class Problem(BaseModel):
 
 
 class WorkbenchError(Exception):
-    """Root of every error caused by user input rather than by a bug.
-
-    The CLI turns it into a list of problems on stderr and exit code 2.
-    """
+    """Root of every error caused by user input rather than by a bug (CLI: exit code 2)."""
 
     def __init__(self, summary: str, problems: Iterable[Problem] = ()) -> None:
         self.summary = summary
@@ -59,8 +52,7 @@ class WorkbenchError(Exception):
         return "\n".join(lines)
 
     def _render_traceback_(self) -> list[str]:
-        """What IPython (a notebook, papermill) shows instead of a traceback: the refusal's
-        summary and every problem with its fix, as the CLI prints them."""
+        """What IPython shows instead of a traceback: the refusal as the CLI prints it."""
         return [f"{type(self).__name__}: {self}"]
 
 

@@ -1,32 +1,15 @@
-"""The one table of outcomes and process exit codes.
+"""The one table of outcomes and process exit codes (the README's table is checked against it).
 
-Every command ends in one outcome, and the outcome alone decides the exit code. The gate,
-certification, ``verify``, the CI lanes, the ranking and noise gates, the run commands and
-the report's banner read this table; none keeps its own copy. The README's "Exit codes" table
-is checked against it (``tests/test_outcomes.py``).
+====  ===================================================================================== exit
+outcomes ====
+===================================================================================== 0
+``certified``, ``passed``, ``complete`` 1     ``quality_failed``, ``failed`` 2
+``invalid_input``, ``contract_problems`` 3     ``evaluation_incomplete``, ``incomplete`` 4
+``review_required`` 5     ``evaluator_errors`` 6     ``would_certify`` (advisory) ====
+=====================================================================================
 
-====  =====================================================================================
-exit  outcomes
-====  =====================================================================================
-0     ``certified``, ``passed``, ``complete`` (ok)
-1     ``quality_failed``, ``failed`` (a judge misses a limit, a check or ``verify`` failed)
-2     ``invalid_input``, ``contract_problems`` (bad input, a refused join, a contract problem)
-3     ``evaluation_incomplete``, ``incomplete`` (evidence missing: budget, case limit, breaker;
-      ``verify`` of a certification without its gold)
-4     ``review_required`` (a person must decide)
-5     ``evaluator_errors`` (a run finished, but some cases ended in evaluator errors)
-6     ``would_certify`` (the release gate's limits are met on results that cannot certify:
-      not held-out results a certification recorded; advisory)
-====  =====================================================================================
-
-Gate outcomes follow from blocker categories, by precedence: any ``incomplete`` blocker
--> ``evaluation_incomplete``, else any ``quality`` -> ``quality_failed``, else any ``review``
--> ``review_required``, else the clear outcome (``certified`` for the release gate on held-out
-results, ``would_certify`` for it on any other partition, ``passed`` for the ranking and noise
-gates). :func:`outcome_of` is that rule.
-
-Deliberately a plain module (no pydantic, no third-party import): the CLI imports it at start.
-"""
+:func:`outcome_of` turns blocker categories into an outcome. A plain module: the CLI imports it
+at start."""
 
 from __future__ import annotations
 
@@ -52,9 +35,7 @@ class ExitCode(IntEnum):
     EVALUATOR_ERRORS = 5
     """A run finished, but some cases ended in evaluator errors (their verdicts are unknown)."""
     ADVISORY = 6
-    """Advisory: the release gate's limits are met, on results that cannot certify (development
-    or calibration results, or every partition at once). Never 0: a script that reads exit 0
-    as certified cannot mistake them for a certification."""
+    """The release gate's limits are met on results that cannot certify; never 0."""
 
 
 @dataclass(frozen=True)
@@ -151,8 +132,7 @@ def exit_codes(*names: str) -> dict[str, int]:
 
 
 def style(outcome: str) -> Style:
-    """How the report shows ``outcome``: a gate outcome in its colours, any other name as itself on
-    grey."""
+    """How the report shows ``outcome``: a gate outcome in its colours, others on grey."""
     known = OUTCOMES.get(outcome)
     if known is not None and known.style is not None:
         return known.style

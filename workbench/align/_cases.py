@@ -1,14 +1,6 @@
-"""The cases in scope as one table, and the one computation of the alignment report from it.
-
-Both ways of reading evidence end in the same table (:data:`CASE_COLUMNS`, one row per case in
-scope, in the gold file's order): the columnar join (:mod:`workbench.align._columnar`) builds it
-from Arrow columns, the per-record join (:func:`~workbench.align.join_results`, which names
-every problem of refused input) through :func:`join_cases`. :func:`cases_report` computes every
-figure of the :class:`~workbench.align.AlignmentReport` from it: the confusion, each slice's
-counts, rates and ordinal figures, the evaluator errors, the missing cases and the costs. So a
-report is the same whichever path read the results (tests/test_align_columnar.py and
-tests/test_evidence.py hold both against a record-by-record reference).
-"""
+"""The cases in scope as one table (:data:`CASE_COLUMNS`), and the one computation of the
+alignment report from it (:func:`cases_report`), whichever join built the table: the columnar one
+(:mod:`workbench.align._columnar`) or the per-record one (:func:`join_cases`)."""
 
 from __future__ import annotations
 
@@ -63,13 +55,9 @@ CASE_COLUMNS = (
     "shard",
     "line",
 )
-"""The cases of :attr:`~workbench.align.Evidence.cases`, one row per case in scope in the gold
-file's order: ``row`` is the case's row in the gold index (null when the per-record path was not
-given the index), ``reason`` the judge's reason of a verdict or the message of an evaluator
-error, ``attempts`` the results of the analysed repeat, ``calls`` those not reused from the
-cache, ``cost_usd``, ``tokens_in`` and ``tokens_out`` their sums (0 when not reported), ``shard``
-and ``line`` where the counted attempt is (the shard's position among the results' files; null
-without a result, and ``shard`` also when the per-record path did not say)."""
+"""The cases in scope in the gold file's order: ``row`` in the gold index (null when not given),
+``reason`` of a verdict or an error, ``attempts`` of the analysed repeat, ``calls`` not reused
+from the cache, their cost and tokens, and the ``shard`` and ``line`` of the counted attempt."""
 
 _NO_USAGE = (0, 0.0, 0, 0, 0)
 
@@ -123,8 +111,7 @@ def alignment_report(
     results_path: str | None = None,
     partition_source: Literal["option", "run_manifest", "all"] | None = None,
 ) -> AlignmentReport:
-    """The alignment report of a per-record :class:`Join` (:func:`cases_report` of its
-    :func:`join_cases`)."""
+    """The alignment report of a per-record :class:`Join`."""
     return join_report(
         join,
         join_cases(join),
@@ -178,12 +165,8 @@ def cases_report(
     sampled_out: Mapping[str, int],
     **where: Any,
 ) -> AlignmentReport:
-    """The alignment report of ``cases`` (:data:`CASE_COLUMNS`): every figure computed here.
-
-    ``sampled_out``: per slice, the cases a declared sampling plan left out (listed, in no
-    figure). ``where``: what the report says about its inputs (paths, hashes, judge, partition,
-    repeat and the counts of results read and skipped).
-    """
+    """The alignment report of ``cases``. ``sampled_out``: per slice, the cases a declared
+    sampling plan left out; ``where``: what the report says about its inputs."""
     changes = [] if lineage is None or lineage.comparable else list(lineage.gold_changes)
     return AlignmentReport(
         rubric_version=rubric.version,
@@ -213,9 +196,7 @@ def _numpy(column: Any, fill: int | None = None) -> Any:
 
 
 def _codes(cases: pa.Table, labels: list[str]) -> tuple[list[str], Any, Any, Any]:
-    """Slice names (first appearance order), and per case its slice's position among them, its
-    adjudicated label's position in ``labels`` and its confusion column: the verdict's position,
-    then error, then missing."""
+    """Slice names, and per case its slice index, label index and confusion column."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -231,8 +212,7 @@ def _codes(cases: pa.Table, labels: list[str]) -> tuple[list[str], Any, Any, Any
 
 
 def _figures(cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]) -> dict[str, Any]:
-    """The report's figures: the confusion, every slice and overall, the evaluator errors, the
-    missing cases and the costs."""
+    """The report's figures: confusion, slices, overall, errors, missing cases, costs."""
     import pyarrow.compute as pc
 
     labels = list(rubric.labels)
@@ -310,8 +290,7 @@ def _confusion(
 
 
 def _ordinal_pairs(cases: pa.Table) -> dict[str | None, tuple[list[str], list[str]]]:
-    """Per slice (and under None for all), the adjudicated and the judge labels of every
-    verdict, in case order."""
+    """Per slice (None: all), the adjudicated and judge labels of every verdict."""
     import pyarrow.compute as pc
 
     verdicts = cases.filter(pc.equal(cases["outcome"], "verdict"))
@@ -334,15 +313,7 @@ def _slice(
     pairs: tuple[list[str], list[str]] | None,
     sampled_out: int,
 ) -> SliceAlignment:
-    """One slice's figures from its ``{(human label, column): cases}`` counts (and, on an
-    ordered rubric, its verdicts' label ``pairs``).
-
-    A verdict in the rubric's abstain labels is an abstention; every other verdict is decided.
-    The false-pass and false-fail denominators are the human-fail (human-pass) cases whose
-    verdict is on the pass or the fail side (:meth:`Rubric.pass_fail
-    <workbench.gold.Rubric.pass_fail>`), so an abstention can neither add a false pass nor
-    dilute the rate.
-    """
+    """One slice's figures from its ``{(human label, column): cases}`` counts and ``pairs``."""
     labels = list(rubric.labels)
     side = {label: rubric.pass_fail(label) for label in labels}
     abstain = set(rubric.abstain_labels)
@@ -402,14 +373,8 @@ def empty_slice(name: str, rubric: Rubric) -> SliceAlignment:
 def ordinal_alignment(
     human: Sequence[str], judge: Sequence[str], rubric: Rubric
 ) -> OrdinalAlignment:
-    """Weighted kappa, mean absolute error and the full ordinal confusion of verdicts given as
-    their adjudicated (``human``) and ``judge`` labels.
-
-    Only verdicts whose adjudicated and judge labels are both on the rubric's scale are paired
-    (the rest are counted in ``off_scale``). Distances are scale steps on an ordinal rubric and
-    scale values on a numeric one
-    (:attr:`Rubric.scale_values <workbench.gold.Rubric.scale_values>`).
-    """
+    """Weighted kappa, mean absolute error and the ordinal confusion of the verdicts whose
+    adjudicated (``human``) and ``judge`` labels are both on the scale (the rest: ``off_scale``)."""
     scale = rubric.scale_labels
     on_scale = set(scale)
     pairs = [(h, j) for h, j in zip(human, judge, strict=True) if h in on_scale and j in on_scale]
@@ -430,9 +395,7 @@ def ordinal_alignment(
 
 
 def _costs(cases: pa.Table, risks: dict[str, str | None]) -> list[SliceCost]:
-    """Per slice, then ``(all)``: cost and tokens per judged case
-    (:func:`~workbench.results.slice_costs`' figures). A case is judged when a call was made for
-    it; one whose every attempt was reused from the cache is counted in ``cached`` only."""
+    """Per slice, then ``(all)``: cost and tokens per judged case (cached ones apart)."""
     import numpy as np
 
     from ..results import ALL_SLICES, SliceCost, distribution

@@ -1,24 +1,9 @@
 """Evidence as columnar joins and counts (Arrow compute, numpy over row numbers).
 
-Why pyarrow compute and not DuckDB: pyarrow is already a dependency (pandas' Parquet engine),
-its JSON reader parses JSON Lines in C++ threads, and a join plus a handful of group-by counts
-is all the report needs; DuckDB would add a ~60 MB wheel for the same plan. The benchmark
-(bench/bench_align.py) still runs the same query in DuckDB, when installed, as the yardstick.
-
-:func:`evidence_columnar` builds the cases in scope (:data:`~workbench.align.CASE_COLUMNS`)
-the per-record join builds (:func:`~workbench.align.join_cases`), for input that passes every
-check; its report is computed from them by the one computation both paths share
-(:func:`~workbench.align._cases.cases_report`). It returns None (the caller then runs the
-per-record path, which reports every problem with its line, in the same words as always) when
-the results break the contract or any join rule: unknown or superseded cases, response-hash or
-partition mismatches, score-only results, verdicts outside the vocabulary, duplicates, attempts
-after a verdict, mixed judges, a lineage that does not hold, or a sampled run (whose plan the
-per-record path verifies).
-
-Results are joined to the gold by integer row numbers: their case ids are looked up among the
-gold's once per :data:`FLUSH_ROWS` results, and from then on every key is an integer (gold row,
-repeat, attempt, vocabulary code), so no per-result Python object is built.
-"""
+:func:`evidence_columnar` builds the cases in scope the per-record join builds, for input that
+passes every check, and returns None (the caller runs the per-record path) when the results break
+the contract or a join rule, or come from a sampled run. Results are joined to the gold by
+integer row numbers, so no per-result Python object is built."""
 
 from __future__ import annotations
 
@@ -43,9 +28,7 @@ if TYPE_CHECKING:
 
 
 FLUSH_ROWS = 1 << 20
-"""Results buffered before one lookup of their case ids among the gold's: the lookup builds a
-hash table over every gold case id, so it is built once per this many results (at most once
-per call below that), not once per block read."""
+"""Results buffered before one lookup of their case ids among the gold's."""
 
 _KEPT = (
     ("g", "int32"),
@@ -176,11 +159,7 @@ def _all(mask: Any) -> bool:
 def _duplicates_or_late_attempts(
     g: Any, repeat: Any, attempt: Any, verdict: Any, rows: int
 ) -> bool:
-    """Whether a (case, repeat, attempt) key repeats, or a unit has an attempt after its verdict.
-
-    Keys are one int64, ``(g * repeats + repeat) * attempts + attempt``, when that cannot
-    overflow (the usual case: small repeat and attempt numbers); else the three integer columns.
-    """
+    """Whether a (case, repeat, attempt) key repeats, or a unit has an attempt after its verdict."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -225,8 +204,7 @@ class _Read:
 
 
 def _read(index: GoldIndex, results: str | Path, labels: list[str]) -> _Read | None:
-    """Read and join the results; None when any check fails or the input is unusual (empty,
-    several judges, duplicates, late attempts)."""
+    """Read and join the results; None when any check fails or the input is unusual."""
     import pyarrow as pa
 
     joiner = _Joiner(index.table, pa.array(labels, pa.string()))
@@ -253,8 +231,7 @@ def _lineage(
     results: str | Path,
     allow_gold_change: bool,
 ) -> Lineage | None:
-    """The lineage check when the results are the gold's own; None otherwise (the per-record
-    path names what changed)."""
+    """The lineage check when the results are the gold's own; None otherwise."""
     gold_lineage = (index.sha256, index.rubric.version)
     if manifest is not None and manifest.rubric_version is not None:
         if (manifest.dataset_sha256, manifest.rubric_version) != gold_lineage:
@@ -402,9 +379,7 @@ def _cases(index: GoldIndex, res: pa.Table, scope: _Scope, labels: list[str]) ->
 
 
 def _usage(res: pa.Table, scope: _Scope, gold_rows: int) -> dict[str, pa.Array]:
-    """Per case in scope, over every attempt of the analysed repeat: the calls (attempts not
-    reused from the cache) and their cost and tokens, summed in the results' order as the
-    per-record join sums them (``np.bincount`` adds its weights row by row)."""
+    """Per case in scope: calls not reused from the cache, their cost and tokens."""
     import numpy as np
     import pyarrow as pa
 
@@ -434,8 +409,7 @@ def evidence_columnar(
     partition_source: Literal["option", "run_manifest", "all"] | None,
     gold_path: str,
 ) -> tuple[AlignmentReport, pa.Table] | None:
-    """The alignment report and the cases in scope, columnar; None when the per-record path
-    must judge the input."""
+    """The alignment report and the cases in scope, columnar; None: use the per-record path."""
     manifest = read_run_manifest(results)  # unreadable: WorkbenchError, as on the per-record path
     if manifest is not None and getattr(manifest, "sampling", None) is not None:
         return None  # a sampled scope: the per-record path verifies the plan

@@ -1,18 +1,9 @@
 """One way to read evidence: judge results joined to their gold, once, for every analysis.
 
-:func:`read_evidence` is what ``align``, ``gate`` and the review table read: the gold through
-its validated columnar index (:func:`~workbench.gold.gold_index`, cached by dataset
-sha256), the results through the one checked columnar reader
-(:func:`~workbench.results._columnar.read_columnar`, a file or a directory of shards). It
-returns the alignment report and the cases in scope as one table
-(:data:`~workbench.align.CASE_COLUMNS`).
-
-Input the columnar path cannot vouch for (a refused result, another gold, a sampled run) goes
-through the per-record join (:func:`~workbench.align.align_results`), which names every problem
-with its line; its cases become the same table (:func:`~workbench.align.join_cases`), and one
-computation makes the report of either table (:mod:`workbench.align._cases`), so no reader
-downstream has two paths.
-"""
+:func:`read_evidence` reads the gold's cached columnar index and the results through the columnar
+reader; input that path cannot vouch for goes through the per-record join
+(:func:`~workbench.align.align_results`), which names every problem. Both give the same cases
+table and one computation makes the report (:mod:`workbench.align._cases`)."""
 
 from __future__ import annotations
 
@@ -58,11 +49,7 @@ def read_evidence(
     sampling_plan: SamplingPlan | None = None,
 ) -> Evidence:
     """Read ``results`` against ``gold`` once: the alignment report and the cases in scope.
-
-    Refuses (:class:`~workbench.errors.WorkbenchError`, every problem at once) what
-    :func:`~workbench.align.align_results` refuses; ``sampling_plan`` is the declared plan
-    whose sampled-out cases leave the scope (see there).
-    """
+    Refuses what :func:`~workbench.align.align_results` refuses."""
     from ._columnar import evidence_columnar
 
     with bulk_load():
@@ -102,9 +89,7 @@ def read_evidence(
 
 
 def _release_unused() -> None:
-    """Hand the memory the results' parse freed back to the system: the allocator Arrow uses
-    keeps it otherwise (60 MB at 100,000 results), and an analysis that goes on (the review
-    table) would grow on top of it."""
+    """Hand the memory the results' parse freed back to the system (Arrow's allocator keeps it)."""
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
@@ -120,14 +105,8 @@ def align(
     partition_source: Literal["option", "run_manifest", "all"] | None = None,
     sampling_plan: SamplingPlan | None = None,
 ) -> AlignmentReport:
-    """Load, join, check lineage and analyse in one call: the library form of ``workbench align``
-    (the report of :func:`read_evidence`).
-
-    ``results`` may be a file or a directory of result shards (JSON Lines or Parquet). Refuses
-    results produced against another gold (see :func:`align_results`) unless
-    ``allow_gold_change``, which marks the report not comparable. ``sampling_plan``: the
-    declared plan whose sampled-out cases leave the scope (see :func:`align_results`).
-    """
+    """The library form of ``workbench align``: the report of :func:`read_evidence` (``results``:
+    a file or a directory of shards; see :func:`align_results` for the other arguments)."""
     return read_evidence(
         gold,
         results,

@@ -1,23 +1,10 @@
 """Joining judge results to gold cases, refusing anything that would make the comparison a lie.
 
-The join refuses (raises :class:`~workbench.errors.WorkbenchError` listing every problem):
-
-- two results for the same case, repeat and attempt (retries are fine: the last attempt counts);
-- any attempt after a verdict for the same case and repeat (a verdict is final: a later
-  verdict must never silently replace it);
-- results for cases the dataset does not have, or for superseded records;
-- a response hash that differs from the gold record's (the judge saw another response);
-- a partition that differs from the gold record's;
-- results from more than one judge fingerprint;
-- verdicts outside the rubric's vocabulary (a judge kind must record those as errors).
-
-A gold case without a result is *missing*: the evaluation is incomplete. It is never a
-disagreement and never a fail. Evaluator errors are counted on their own.
-
-A case a *declared* sampling plan left out (``sampled_out``, verified against the plan by
-:func:`~workbench.align.align_results`) and without a result is not in scope: it is listed in
-``Join.sampled_out``, never counted as missing, judged or passed.
-"""
+The join refuses (:class:`~workbench.errors.WorkbenchError`, every problem): duplicate results
+for a case, repeat and attempt; any attempt after a verdict; unknown or superseded cases;
+response-hash or partition mismatches; more than one judge fingerprint; verdicts outside the
+rubric's vocabulary. A gold case without a result is *missing* (never a fail), unless a declared
+sampling plan left it out (``Join.sampled_out``)."""
 
 from __future__ import annotations
 
@@ -68,10 +55,7 @@ class JoinedCase:
     outcome: Outcome
     judge_label: str | None
     error_class: ErrorClass
-    """aligned, false_pass (human fail, judge pass), false_fail (human pass, judge fail),
-    disagreement (any other mismatch, e.g. involving abstain, or two labels on the same side of
-    an ordered rubric's pass/fail threshold), error or missing. Pass and fail are the rubric's
-    pass/fail view (:meth:`~workbench.gold.Rubric.pass_fail`)."""
+    """aligned, false_pass, false_fail, disagreement (any other mismatch), error or missing."""
     error_kind: str | None
     reason: str | None
     attempts: int
@@ -118,15 +102,9 @@ PassFail = Literal["pass", "fail"] | None
 
 
 def classify(human: str, judge: str, *, view: Callable[[str], PassFail]) -> ErrorClass:
-    """Error class of one verdict against the adjudicated label.
-
-    ``view`` maps a label to its pass/fail side (:meth:`Rubric.pass_fail
-    <workbench.gold.Rubric.pass_fail>`: a nominal rubric's ``pass_label``/``fail_label``, an
-    ordered rubric's ``pass_labels``). A false pass is a human label on the fail side judged on
-    the pass side, whatever the exact labels (on a 1-5 scale with ``pass_labels: [4, 5]``,
-    human 2 judged 4 is a false pass); any other mismatch, including one on the same side of
-    the threshold (human 2, judge 3) or one involving an abstain label, is a ``disagreement``.
-    """
+    """Error class of one verdict against the adjudicated label. ``view`` maps a label to its
+    pass/fail side: a false pass is a fail-side human label judged pass-side; any other mismatch
+    is a ``disagreement``."""
     if human == judge:
         return "aligned"
     side = (view(human), view(judge))
@@ -158,13 +136,9 @@ def join_results(
     location: str = "results",
     sampled_out: Collection[str] = (),
 ) -> Join:
-    """Join results to the dataset's active cases; refuse inconsistent input (see module doc).
-
-    ``results`` may interleave :class:`~workbench.errors.Problem` items (bad lines from
-    :func:`workbench.results.scan_results`); they are reported with the join's own refusals.
-    ``sampled_out``: case ids a declared plan left out (already verified); those without a
-    result leave the scope.
-    """
+    """Join results to the dataset's active cases; refuse inconsistent input (module doc).
+    ``results`` may interleave :class:`~workbench.errors.Problem` items (bad lines), reported
+    with the join's refusals; ``sampled_out``: case ids a declared plan left out."""
     scope = partition_name(partition) if partition is not None else None
     fold = _Fold(dataset, scope, repeat, location)
     add = fold.add
@@ -245,8 +219,7 @@ class _Fold:
             self._count(r, item.line)
 
     def _refusal(self, item: ResultLine, gold: GoldCase | None) -> Problem | None:
-        """Why the result cannot be joined: it is not this gold's, has no verdict to compare,
-        a label outside the rubric, or is a second result for its case, repeat and attempt."""
+        """Why the result cannot be joined, or None."""
         r = item.result
         where = f"{item.source or self.location}:{item.line}"
         mismatch = check_against_gold(r, gold, self.dataset, where, _ALIGN_FIXES)
@@ -283,8 +256,7 @@ class _Fold:
         return None
 
     def _track_attempts(self, r: JudgeResult, line: int) -> None:
-        """The earliest verdict and the latest attempt of the case and repeat (a later attempt
-        after a verdict is refused, whatever the scope)."""
+        """The earliest verdict and the latest attempt of the case and repeat."""
         unit = (r.case_id, r.repeat)
         verdict = self.first_verdict.get(unit)
         if r.value is not None and (verdict is None or r.attempt < verdict[0]):

@@ -1,21 +1,10 @@
 """Lineage: results meet only the gold they were produced against.
 
-Every place where judge results meet gold labels (``align``, ``gate``, the phase sessions and
-comparisons, the notebooks, certification) goes through :func:`align_results`, which joins
-*and* checks that the results were produced against the gold given:
-
-- The results' lineage is the run manifest beside them (``manifest.json``: dataset sha256,
-  rubric version, release and per-case field hashes), else the ``dataset_sha256`` and
-  ``rubric_version`` every result carries. Results with no lineage at all, with mixed
-  lineages, or whose manifest belongs to another run are refused: the comparison cannot be
-  trusted (fail closed).
-- A different dataset hash or rubric version is refused (exit 2 in the CLI) with the cases
-  that changed and what changed in each (label, response, notes, grading fields, reviews,
-  slice/partition), from the manifest's per-case hashes or, without a manifest, from a frozen
-  release (``releases.jsonl``) of the results' dataset hash.
-- ``allow_gold_change=True`` aligns anyway: the join and its report are marked not
-  comparable and name every changed case. The gate turns that into a non-waivable blocker.
-"""
+Every join of results with gold goes through :func:`align_results`, which checks the results'
+lineage (the run manifest beside them, else the ``dataset_sha256`` and ``rubric_version`` each
+result carries): none, mixed, or another run's manifest is refused; a different dataset hash or
+rubric version is refused with the cases that changed, unless ``allow_gold_change``, which marks
+the join not comparable."""
 
 from __future__ import annotations
 
@@ -30,7 +19,7 @@ from pydantic import Field, ValidationError
 from .._io import JSONRecordError, read_json_file
 from .._record import Record as _Model
 from ..approval import changed_fields, describe
-from ..errors import Problem, WorkbenchError, problem
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes
 from ..results import ResultLine, scan_results
 from ._join import Join, join_results
@@ -68,9 +57,7 @@ class Lineage(_Model):
     """The lineage check of one results file against one gold dataset."""
 
     source: LineageSource
-    """Where the results' lineage came from: ``run_manifest`` (manifest.json beside the
-    results), ``results`` (their ``dataset_sha256``/``rubric_version`` fields), ``none``
-    (no lineage at all) or ``no_results`` (nothing to check)."""
+    """``run_manifest``, ``results`` (their own fields), ``none`` or ``no_results``."""
     manifest_path: str | None = None
     """The run manifest read, if any."""
     results_dataset_sha256: str | None = None
@@ -120,8 +107,8 @@ class _Observer:
 
 
 def manifest_path_for(results: str | Path) -> Path:
-    """Where the run manifest of results lives: ``manifest.json`` in the results file's
-    directory, or in the directory of result shards itself."""
+    """The run manifest's path: ``manifest.json`` beside the results file, or in the shard
+    directory."""
     from ..results import MANIFEST_FILE
 
     path = Path(results)
@@ -129,8 +116,7 @@ def manifest_path_for(results: str | Path) -> Path:
 
 
 def read_run_manifest(results: str | Path) -> RunManifest | None:
-    """The run manifest beside ``results``, or None when there is none. Unreadable:
-    WorkbenchError."""
+    """The run manifest beside ``results``, or None; unreadable: :class:`WorkbenchError`."""
     from ..results import RunManifest
 
     path = manifest_path_for(results)
@@ -146,19 +132,13 @@ def read_run_manifest(results: str | Path) -> RunManifest | None:
             if isinstance(exc, JSONRecordError)
             else type(exc).__name__
         )
-        raise WorkbenchError(
+        raise refusal(
             "unreadable run manifest",
-            [
-                Problem(
-                    location=str(path),
-                    code="manifest_invalid",
-                    message=f"the run manifest beside the results cannot be read ({reason})",
-                    fix=(
-                        "restore the manifest.json the run wrote, or move the results away from a"
-                        " foreign manifest"
-                    ),
-                )
-            ],
+            str(path),
+            "manifest_invalid",
+            f"the run manifest beside the results cannot be read ({reason})",
+            "restore the manifest.json the run wrote, or move the results away from a"
+            " foreign manifest",
         ) from None
 
 
@@ -176,10 +156,8 @@ PartitionSource = Literal["option", "run_manifest", "all"]
 def resolve_partition(
     results: str | Path, partition: str | None
 ) -> tuple[str | None, PartitionSource]:
-    """The partition to analyse and where it came from: ``option``, ``run_manifest`` or ``all``.
-
-    When ``partition`` is None, the run manifest beside ``results`` names it.
-    """
+    """The partition to analyse (None: the one the run manifest beside ``results`` names) and
+    where it came from: ``option``, ``run_manifest`` or ``all``."""
     if partition is not None:
         return Partition(partition).value, "option"
     found = partition_from_manifest(read_run_manifest(results))
@@ -196,14 +174,9 @@ def check_lineage(
     manifest_path: str | Path | None = None,
     allow_gold_change: bool = False,
 ) -> tuple[Lineage, list[Problem]]:
-    """Compare what results were produced against with ``dataset``.
-
-    ``lineages`` counts the ``(dataset_sha256, rubric_version)`` pairs carried by the results,
-    ``run_ids`` and ``case_ids`` are theirs; ``manifest`` is their run manifest, if any.
-    Returns the :class:`Lineage` and the problems that refuse the comparison (empty when it
-    holds, or when ``allow_gold_change`` accepted the mismatch). ``Lineage.problems`` are the
-    messages of the problems that are not about one case.
-    """
+    """Compare what results were produced against (``lineages``: their ``(dataset_sha256,
+    rubric_version)`` counts) with ``dataset``; return the :class:`Lineage` and the problems that
+    refuse the comparison (none when ``allow_gold_change`` accepted the mismatch)."""
     loc = str(dataset.gold_path)
     release = dataset.release
     base: dict[str, Any] = {
@@ -297,8 +270,7 @@ def _results_lineage(
     loc: str,
     manifest_loc: str,
 ) -> tuple[LineageSource, str | None, str | None]:
-    """Where the results' lineage comes from and what it is: their run manifest (which the
-    results' own fields must not contradict), else their fields, else none (refused)."""
+    """The results' lineage: their run manifest, else their own fields, else none."""
     if manifest is not None:
         assert manifest.rubric_version is not None
         sha, rubric = manifest.dataset_sha256, manifest.rubric_version
@@ -331,8 +303,7 @@ def _gold_changed(
     fields: dict[str, str | None],
     problems: list[Problem],
 ) -> list[GoldChange] | None:
-    """When the results' gold is not this one: the judged cases that changed (None when they
-    cannot be listed), one ``gold_changed`` problem first and one per changed case last."""
+    """The judged cases that changed (None: cannot be listed), with their problems."""
     res_sha, res_rubric = fields["results_dataset_sha256"], fields["results_rubric_version"]
     assert res_sha is not None
     if res_sha == dataset.sha256 and res_rubric == dataset.rubric.version:
@@ -378,8 +349,7 @@ def _gold_changed(
 def _reference_hashes(
     dataset: GoldDataset, manifest: RunManifest | None, res_sha: str, case_ids: set[str]
 ) -> dict[str, dict[str, str]] | None:
-    """The per-case field hashes of the results' gold: from the run manifest, else from a
-    frozen release of that dataset (the judged cases); None when neither has them."""
+    """The per-case field hashes of the results' gold (manifest, else a release), or None."""
     if manifest is not None and all(c.gold is not None for c in manifest.cases):
         return {c.case_id: c.gold for c in manifest.cases if c.gold is not None}
     frozen = dataset.release_for(res_sha)
@@ -432,17 +402,10 @@ def align_results(
     location: str | None = None,
     sampling_plan: SamplingPlan | None = None,
 ) -> Join:
-    """Join results to ``dataset`` and check their lineage; the join carries the check.
-
-    ``results`` is a results file (its run manifest, beside it, is read) or result lines
-    (give their ``manifest`` when there is one). Raises :class:`WorkbenchError` listing the
-    lineage problems (first) and the join's refusals, unless ``allow_gold_change`` accepted
-    a lineage mismatch: the join is then marked not comparable.
-
-    ``sampling_plan``: the declared plan (the policy's ``sampling:``) under which cases the run
-    manifest lists as sampled out leave the scope; only when its sha256 equals the manifest's
-    and a re-draw confirms them (:mod:`workbench.align._sampled`). Otherwise they are missing.
-    """
+    """Join results (a file, or lines with their ``manifest``) to ``dataset`` and check their
+    lineage; raises :class:`WorkbenchError` with the lineage problems and the join's refusals.
+    ``sampling_plan``: the declared plan under which the manifest's sampled-out cases leave the
+    scope (:mod:`workbench.align._sampled`); otherwise they are missing."""
     manifest_file: Path | None = None
     if isinstance(results, str | Path):
         location = location or str(results)
@@ -499,25 +462,18 @@ def align_results(
 
 
 def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> list[Problem]:
-    """Why ``join`` may not be compared: its lineage was not checked, or does not hold.
-
-    ``allow_forced`` accepts a join whose mismatch was explicitly accepted
-    (``allow_gold_change``), e.g. for case review; comparisons of runs never do.
-    """
+    """Why ``join`` may not be compared: its lineage was not checked, or does not hold
+    (``allow_forced`` accepts a mismatch accepted with ``allow_gold_change``)."""
     lineage = join.lineage
     if lineage is None:
         return [
-            Problem(
-                location=where,
-                code="lineage_unchecked",
-                message=(
-                    "the join was built without a lineage check, so it is unknown whether the"
-                    " results were produced against this gold"
-                ),
-                fix=(
-                    "build joins with workbench.align.align_results (or a phase session), which"
-                    " checks lineage"
-                ),
+            problem(
+                where,
+                "lineage_unchecked",
+                "the join was built without a lineage check, so it is unknown whether the"
+                " results were produced against this gold",
+                "build joins with workbench.align.align_results (or a phase session), which"
+                " checks lineage",
             )
         ]
     if lineage.comparable or (allow_forced and lineage.allowed):
@@ -526,14 +482,12 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
         ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
     )
     return [
-        Problem(
-            location=where,
-            code="gold_changed",
-            message=(
-                f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
-                f" changed: {changed}"
-            ),
-            fix=FIX_CHANGED,
+        problem(
+            where,
+            "gold_changed",
+            f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
+            f" changed: {changed}",
+            FIX_CHANGED,
         )
     ]
 
@@ -551,11 +505,8 @@ def require_comparable(join: Join, *, where: str, allow_forced: bool = False) ->
 def check_results_file(
     dataset: GoldDataset, results: str | Path, *, allow_gold_change: bool = False
 ) -> Lineage:
-    """The lineage check of a results file on its own (for analyses that join it themselves).
-
-    Reads the file once (bad lines are left to the analysis to report) and its run manifest.
-    Raises :class:`WorkbenchError` when the lineage does not hold, unless ``allow_gold_change``.
-    """
+    """The lineage check of a results file on its own; raises :class:`WorkbenchError` when it
+    does not hold, unless ``allow_gold_change``."""
     observer = _Observer()
     for _ in observer.watch(scan_results(results)):
         pass

@@ -1,12 +1,6 @@
-"""The default text of ``workbench align``: every line within :data:`WIDTH` columns.
-
-The per-slice table leads with the slice name, then the alignment result and the false-pass
-and false-fail rates with their 95% intervals; the counts behind them (verdicts, abstentions,
-errors, missing, numerators and denominators) and the token columns of the cost table are in
-``workbench align --wide`` (the full tables) and in ``--json``. A slice name too long for its
-column wraps onto continuation lines, whole, so two slices sharing a long prefix (one model
-family) stay distinguishable. Prose lines wrap at :data:`WIDTH`.
-"""
+"""The default text of ``workbench align``: every line within :data:`WIDTH` columns. Counts and
+token columns are in ``--wide`` and ``--json``; a long slice name wraps, whole, onto continuation
+lines."""
 
 from __future__ import annotations
 
@@ -27,9 +21,8 @@ _CONT = "  "
 def table(
     rows: Sequence[Sequence[str]], width: int = WIDTH, left: frozenset[int] = frozenset()
 ) -> list[str]:
-    """``rows`` (header first) as fixed-width lines within ``width``: the first column (a slice
-    name) takes the room the others leave and wraps, whole, onto continuation lines; the
-    columns numbered in ``left`` (counting from 1) align left, the others right."""
+    """``rows`` (header first) as fixed-width lines within ``width``: the first column wraps onto
+    continuation lines; columns numbered in ``left`` (from 1) align left, the others right."""
     cols = len(rows[0])
     widths = [max(len(r[i]) for r in rows) for i in range(1, cols)]
     room = width - sum(widths) - len(_GAP) * len(widths)

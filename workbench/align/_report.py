@@ -1,10 +1,8 @@
 """Alignment statistics: confusion table and per-slice error rates, always with denominators.
 
-The report's records and its text; its figures are computed in one place, from the cases in
-scope (:func:`~workbench.align._cases.cases_report`). The JSON form (``workbench align
---json``) is :class:`AlignmentReport` dumped with ``model_dump(mode="json")``; its shape is
-documented in ``docs/formats.md#alignment-report`` and versioned by ``schema_version``.
-"""
+The report's records and text; the figures are computed from the cases in scope
+(:func:`~workbench.align._cases.cases_report`). ``workbench align --json`` dumps
+:class:`AlignmentReport` (``docs/formats.md#alignment-report``)."""
 
 from __future__ import annotations
 
@@ -18,23 +16,15 @@ from ..stats import Kappa, MeanAbsoluteError, OrdinalConfusion, Rate
 from ._lineage import GoldChange, Lineage
 
 ALIGNMENT_SCHEMA_VERSION = 3
-"""2: adds abstentions, decided, abstention_rate and coverage; false-pass and false-fail
-denominators count only pass/fail verdicts (abstentions left out). 3: adds ``scale``,
-``scale_labels``, ``pass_labels`` and ``pass_fail_view``; false passes and false fails follow
-the rubric's pass/fail view (an ordered rubric's ``pass_labels``); on an ordered rubric every
-slice row adds ``ordinal`` (weighted kappa, mean absolute error, the full ordinal confusion);
-also ``sampling_plan_sha256``, ``sampled_out_case_ids``, ``sampling_rejected``, ``costs`` and
-each slice's ``sampled_out`` (a declared sampling plan)."""
+"""3: ordered rubrics (``scale``, ``pass_labels``, per-slice ``ordinal``), sampling plans and
+costs."""
 ERROR_COLUMN = "(error)"
 MISSING_COLUMN = "(missing)"
 
 
 class OrdinalAlignment(_Model):
-    """Judge against adjudicated labels on an ordered scale (``ordinal`` or ``numeric`` rubrics).
-
-    Computed over the *pairs*: cases with a verdict whose adjudicated label and judge label are
-    both on the scale (abstain labels are off the scale). Each figure also carries its own ``n``.
-    """
+    """Judge against adjudicated labels on an ordered scale, over the pairs: cases whose
+    adjudicated and judge labels are both on the scale. Each figure carries its own ``n``."""
 
     scale: Literal["ordinal", "numeric"]
     """The rubric's scale."""
@@ -46,18 +36,15 @@ class OrdinalAlignment(_Model):
     off_scale: int
     """Verdicts left out because the judge's label or the adjudicated label is an abstain label."""
     weighted_kappa_linear: Kappa
-    """Linear weighted Cohen's kappa (scikit-learn ``cohen_kappa_score(weights="linear")``
-    with the whole scale as labels): disagreement weight ``|i - j|`` in scale steps (in scale
-    values on a numeric scale with unequal spacing)."""
+    """Linear weighted Cohen's kappa over the whole scale (weight ``|i - j|`` in scale steps)."""
     weighted_kappa_quadratic: Kappa
     """Quadratic weighted Cohen's kappa: disagreement weight ``(i - j)^2``."""
     mean_absolute_error: MeanAbsoluteError
     """Mean of ``|judge - adjudicated|``: in scale steps (ranks) on an ordinal scale, in scale
     values on a numeric one (``unit`` says which)."""
     confusion: OrdinalConfusion
-    """The full confusion over the scale (rows adjudicated, columns judge) with ``exact``,
-    ``within_one`` (at most one scale step apart), ``predicted_higher`` (the judge put the case
-    higher on the scale than the reviewers) and ``predicted_lower``; ``n`` equals ``pairs``."""
+    """The confusion over the scale (rows adjudicated, columns judge) with ``exact``,
+    ``within_one``, ``predicted_higher`` and ``predicted_lower``."""
 
 
 class SliceAlignment(_Model):
@@ -112,9 +99,8 @@ class SliceAlignment(_Model):
     """Mismatches that are neither: involving an abstain label, on the same side of an ordered
     rubric's pass/fail threshold (human 2, judge 3), or any mismatch without a pass/fail view."""
     false_pass_rate: Rate
-    """false_passes / human-fail cases with a decided pass-or-fail verdict, 95% Wilson
-    interval. Abstentions, errors and missing results are in neither numerator nor
-    denominator, so abstaining can never lower the rate."""
+    """false_passes / human-fail cases with a pass-or-fail verdict, 95% Wilson interval
+    (abstentions, errors and missing results are in neither part)."""
     false_fail_rate: Rate
     """false_fails / human-pass cases with a decided pass-or-fail verdict, 95% Wilson
     interval (abstentions, errors and missing results excluded, as above)."""
@@ -178,10 +164,8 @@ class AlignmentReport(_Model):
     pass_labels: list[str] | None = None
     """Ordered rubrics: the labels that count as pass (every other scale label counts as fail)."""
     pass_fail_view: bool = True
-    """Whether the rubric says which labels are pass and which fail (``pass_label``/``fail_label``,
-    or ``pass_labels`` on an ordered rubric). False: false passes and false fails cannot be
-    counted (they are 0 with empty denominators) and the gate never certifies
-    (``no_pass_fail_view``)."""
+    """Whether the rubric says which labels pass and which fail; if not, false passes and fails
+    are 0 over empty denominators and the gate never certifies (``no_pass_fail_view``)."""
     status: Literal["complete", "incomplete"]
     """``incomplete`` when any case in scope has no result. Never a pass."""
     results_read: int
@@ -194,10 +178,8 @@ class AlignmentReport(_Model):
     overall: SliceAlignment
     slices: list[SliceAlignment]
     comparable: bool | None = None
-    """True when the results were produced against exactly this gold (lineage checked);
-    False when the gold changed and the alignment was forced (``--allow-gold-change``): the
-    figures are then not comparable with the run's and the gate never certifies them; None
-    when the report was built from a join without a lineage check."""
+    """True when the results were produced against exactly this gold; False when alignment was
+    forced over a gold change (never certified); None without a lineage check."""
     gold_changes: list[GoldChange] = []
     """Every judged case whose gold changed since the results were produced (with
     ``comparable`` False), and what changed in it."""
@@ -213,22 +195,16 @@ class AlignmentReport(_Model):
     """Cases the declared plan left out: not in scope, in no count, never a pass; the gate
     reports them (``sampled_out``) and never certifies a sample."""
     sampling_rejected: str | None = None
-    """Why the run manifest's sampling plan was not accepted, or None. Its sampled-out cases
-    then count as missing (``evaluation_incomplete``): only a plan declared to the reader (the
-    policy's ``sampling:``, or ``workbench align --policy/--sampling-plan``) with the same
-    sha256 takes cases out of scope."""
+    """Why the run manifest's sampling plan was not accepted (its sampled-out cases then count as
+    missing), or None."""
     costs: list[SliceCost] = []
     """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
     rank), max (``workbench.results._costs``; cached verdicts left out)."""
     """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
     def slice_frame(self) -> Any:
-        """The per-slice table as a pandas DataFrame (one row per slice plus ``(all)``).
-
-        ``coverage`` (decided verdicts / cases in scope) sits beside every rate; ``abstained``
-        counts verdicts in the rubric's abstain labels. FP and FF rates are over the human-fail
-        (human-pass) cases judged pass or fail, so abstentions are never in them.
-        """
+        """The per-slice table as a pandas DataFrame (one row per slice plus ``(all)``); FP and
+        FF rates exclude abstentions."""
         import pandas as pd
 
         return pd.DataFrame([_row(s) for s in [*self.slices, self.overall]]).set_index("slice")
@@ -306,8 +282,7 @@ def _rate_text(rate: Rate) -> str:
 
 
 def has_pass_fail_view(rubric: Rubric) -> bool:
-    """Whether some label of ``rubric`` counts as pass and some as fail
-    (:meth:`Rubric.pass_fail`)."""
+    """Whether some label of ``rubric`` counts as pass and some as fail."""
     sides = {rubric.pass_fail(label) for label in rubric.labels}
     return {"pass", "fail"} <= sides
 
@@ -443,49 +418,23 @@ def _header_lines(report: AlignmentReport) -> list[str]:
 def _table_lines(report: AlignmentReport) -> list[str]:
     import pandas as pd
 
-    lines: list[str] = []
-    lines.append("")
-    lines.append(
-        "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human"
-        " fail judged pass, over human fails judged pass or fail; FF = human pass judged fail, over"
-        " human passes judged pass or fail; abstentions are in neither"
-        + (
-            "; kappa = nominal Cohen's kappa, every label an unordered category"
-            if report.scale != "nominal"
-            else ""
-        )
-        + "):"
-    )
+    nominal = report.scale == "nominal"
+    kappa = "" if nominal else "; kappa = nominal Cohen's kappa, every label an unordered category"
+    lines = ["", _SLICE_NOTE + f"{kappa}):"]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         lines.append(report.slice_frame().to_string())
         ordinal = report.ordinal_frame()
         if ordinal is not None:
-            unit = (
-                report.overall.ordinal.mean_absolute_error.unit
-                if report.overall.ordinal is not None
-                else "scale step"
-            )
-            lines.append("")
-            lines.append(
+            lines += [
+                "",
                 "Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge"
                 " label both on the scale, the denominator of every figure; off scale = verdicts"
                 " left out; weighted Cohen's kappa, linear and quadratic; MAE = mean |judge -"
-                f" adjudicated| in {unit}s; judge higher/lower = judge above/below the adjudicated"
-                " label on the scale):"
-            )
-            lines.append(ordinal.to_string())
-            if report.overall.ordinal is not None:
-                lines.append("")
-                lines.append(
-                    f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
-                    " pairs; rows: adjudicated label, columns: judge):"
-                )
-                frame = report.overall.ordinal.confusion.to_frame()
-                frame.index.name, frame.columns.name = "human \\ judge", None
-                lines.append(frame.to_string())
-        lines.append("")
-        lines.append("Confusion (rows: adjudicated human label, columns: judge):")
-        lines.append(report.confusion.to_frame().to_string())
+                f" adjudicated| in {_unit(report)}s; judge higher/lower = judge above/below the"
+                " adjudicated label on the scale):",
+                ordinal.to_string(),
+            ]
+        lines += _confusion_lines(report)
     return lines
 
 
@@ -501,9 +450,24 @@ def _unit(report: AlignmentReport) -> str:
     return ordinal.mean_absolute_error.unit if ordinal is not None else "scale step"
 
 
+def _confusion_lines(report: AlignmentReport, **to_string: Any) -> list[str]:
+    """The ordinal confusion (ordered rubrics) and the label confusion."""
+    lines = []
+    if report.overall.ordinal is not None:
+        frame = report.overall.ordinal.confusion.to_frame()
+        frame.index.name, frame.columns.name = "human \\ judge", None
+        lines += [
+            "",
+            f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
+            " pairs; rows: adjudicated label, columns: judge):",
+            frame.to_string(**to_string),
+        ]
+    lines += ["", "Confusion (rows: adjudicated human label, columns: judge):"]
+    return [*lines, report.confusion.to_frame().to_string(**to_string)]
+
+
 def _narrow_table_lines(report: AlignmentReport) -> list[str]:
-    """The tables of the default text: the narrow per-slice (and ordinal) tables, whose counts
-    are in ``--wide`` and ``--json``, and the confusion table."""
+    """The tables of the default text: narrow per-slice and ordinal tables, confusions."""
     from . import _narrow
 
     kappa = "; kappa = nominal Cohen's kappa" if report.scale != "nominal" else ""
@@ -522,18 +486,7 @@ def _narrow_table_lines(report: AlignmentReport) -> list[str]:
             " one, judge higher/lower as shares of pairs; counts in --wide and --json):",
             *ordinal,
         ]
-    if report.overall.ordinal is not None:
-        frame = report.overall.ordinal.confusion.to_frame()
-        frame.index.name, frame.columns.name = "human \\ judge", None
-        lines += [
-            "",
-            f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
-            " pairs; rows: adjudicated label, columns: judge):",
-            frame.to_string(line_width=_narrow.WIDTH),  # wide tables in column blocks
-        ]
-    lines += ["", "Confusion (rows: adjudicated human label, columns: judge):"]
-    lines.append(report.confusion.to_frame().to_string(line_width=_narrow.WIDTH))
-    return lines
+    return lines + _confusion_lines(report, line_width=_narrow.WIDTH)
 
 
 def _tail_lines(report: AlignmentReport, wide: bool = True) -> list[str]:

@@ -1,23 +1,9 @@
 """Which cases a run's *declared* sampling plan left out, checked before anyone believes it.
 
-The run manifest carries the plan, its sha256 and the sampled-out case ids, frozen before the
-first call. Before the alignment (and so the gate) treats a case as sampled out rather than
-missing, the plan is checked and re-drawn here:
-
-- the caller must *declare* the plan it accepts (the policy's ``sampling:`` for the gate, the
-  ``--policy`` or ``--sampling-plan`` of ``workbench align``), and its sha256 must equal the
-  manifest's: a run drawn under another plan, or under a plan nobody declared to the reader,
-  is not accepted;
-- the manifest's ``plan_sha256`` must be the recorded plan's own hash;
-- the plan must not cover held-out data (no plan may; a held-out run is always complete);
-- the plan must not sample a critical slice of this gold's rubric;
-- a case counts as sampled out only if the manifest lists it *and* re-drawing the plan over
-  the gold's partition leaves it out too.
-
-Anything else stays *missing* (``evaluation_incomplete``): leaving out cases without a declared,
-reproducible plan is a scope change. The reason a recorded plan was not accepted is returned so
-the report and the gate can say it.
-"""
+A case counts as sampled out only when the reader declared the plan (sha256 equal to the
+manifest's), the manifest's ``plan_sha256`` is the plan's own hash, the plan covers no held-out
+data and samples no critical slice, and re-drawing the plan leaves the case out too. Anything
+else stays *missing*."""
 
 from __future__ import annotations
 
@@ -29,9 +15,9 @@ from ..sampling import SampleCase, SamplingPlan, draw_sample, plan_problems
 def verified_sampled_out(
     manifest: RunManifest | None, dataset: GoldDataset, declared: SamplingPlan | None = None
 ) -> tuple[frozenset[str], str | None, str | None]:
-    """``(case ids, plan sha256, rejection)``: the cases the manifest's plan verifiably left out
-    (empty when none), the plan's hash, and why a recorded plan was not accepted (None when it
-    was, or when the run has no plan)."""
+    """``(case ids, plan sha256, rejection)``: the cases the manifest's plan verifiably left out,
+    the plan's hash, and why a recorded plan was not accepted (None when it was, or there is
+    none)."""
     record = manifest.sampling if manifest is not None else None
     if record is None or manifest is None or not record.sampled_out:
         return frozenset(), None, None

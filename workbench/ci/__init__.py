@@ -1,12 +1,6 @@
 """CI lanes: ``workbench ci contracts`` (deterministic, free), ``ci sentinel`` (judge-backed,
-only what a change affects, under the policy's per-job cap) and ``ci release`` (certification
-plus a machine-readable summary; the only lane that touches held-out data).
-
-Each lane reports one :class:`CheckResult` per checked item, as JSON and as JUnit XML
-(:func:`junit_xml`). What a lane checks is found by convention under ``data/`` or declared in
-``workbench.yaml`` (:func:`discover`, :class:`CiConfig`); reviewed, exact expected failures of
-deterministic checks live there too (:class:`ExpectedFailure`).
-"""
+what a change affects, under a cap) and ``ci release`` (certification and a summary). Each
+reports one :class:`CheckResult` per checked item, as JSON and JUnit XML."""
 
 from ._contracts import (
     DETERMINISTIC_KINDS,

@@ -1,32 +1,11 @@
-"""``workbench ci contracts``: every file of the project and the lineage between them, with no model
-call.
+"""``workbench ci contracts``: every file of the project and the lineage between them, with no
+model call.
 
-Checks, one :class:`~workbench.ci.CheckResult` each (the JUnit ``testcase``):
-
-- ``gold/<dir>``: the dataset validates (every problem of ``workbench validate``, frozen
-  records unedited, the release chain intact); ``gold/<dir> release``: its current state is a
-  frozen release (``workbench freeze``); ``gold/<dir> sentinels``: ``sentinels.yaml``, when
-  present, fits the gold (and the drift log beside it reads);
-- ``candidates/<file>``: the spec loads and its judge builds offline (an LLM candidate's
-  key variable, when unset, holds a placeholder for the build only: nothing is called);
-  its ``parent`` exists; a label judge's labels fit a gold's rubric;
-- ``policies/<file>``: the policy loads; a scalar policy fits the rubric of every gold with
-  its ``rubric_version`` (slices, risks, partition: ``policy_rubric_problems``) and its control
-  suite exists and loads; a ranking policy's fixture set exists (frozen when it requires it);
-- ``controls/<file>``: the suite loads and fits a gold's rubric (version, labels, slices);
-- ``ranking/<file>``: fixture files load with their release; agreement-drop evidence loads;
-- ``noise/<file>``: the pair suite loads, its releases and lineage hold, its claim panel
-  loads; ``noise-retrieval/<suite>``: its retrieval assertions (``workbench noise check``);
-- ``control-runs/<candidate> on <suite>``: every deterministic candidate
-  (``ragas-function``) run over every control suite whose labels cover its own, through the
-  run engine (no cache, every record kept under the lane's run directory).
-
-Exit code (:data:`EXIT_CODES`): 2 when any check found a contract problem (invalid input,
-broken lineage, an expected-failure entry that is stale, unknown or expired), else 3 when a
-check could not be completed (a control without a verdict, retrieval evidence missing), else
-1 when a deterministic check failed and no reviewed expected-failure entry states exactly that
-failure, else 0.
-"""
+One :class:`~workbench.ci.CheckResult` per gold dataset (validation, frozen release, sentinels),
+candidate, policy, control suite, ranking and noise file, noise retrieval assertion, and
+deterministic candidate run over each control suite that covers its labels. Exit code
+(:data:`EXIT_CODES`): 2 contract problems, else 3 incomplete, else 1 a check failed without a
+reviewed expected failure, else 0."""
 
 from __future__ import annotations
 
@@ -69,7 +48,7 @@ EXIT_CODES: dict[str, int] = exit_codes(
 
 
 class ContractsReport(LooseRecord):
-    """What ``workbench ci contracts`` found (``--json``, and ``contracts.json`` in its run
+    """What ``workbench ci contracts`` found (``--json``; ``contracts.json`` in its run
     directory)."""
 
     schema_version: int = CONTRACTS_SCHEMA_VERSION
@@ -96,8 +75,7 @@ class ContractsReport(LooseRecord):
 
 
 def format_contracts(report: ContractsReport, junit_path: str | None = None) -> str:
-    """Every check (with the details of a failed or incomplete one), the counts and the
-    outcome, for the terminal."""
+    """Every check (details of the failed ones), the counts and the outcome, for the terminal."""
     lines = []
     for c in report.checks:
         lines.append(
@@ -122,8 +100,7 @@ def format_contracts(report: ContractsReport, junit_path: str | None = None) -> 
 
 
 def invocation_dir(parent: Path) -> Path:
-    """A new directory of its own under ``parent`` (``<UTC time>-<id>``): a lane never resumes
-    or mixes with the records of an earlier invocation."""
+    """A new directory of its own under ``parent``: a lane never mixes with an earlier one."""
     path = parent / f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     path.mkdir(parents=True)
     return path
@@ -194,21 +171,16 @@ class _Check:
             return fn(*args, **kwargs)
         except WorkbenchError as exc:
             self.problems += exc.problems or [
-                Problem(location="-", code="invalid", message=exc.summary, fix="see the message")
+                problem("-", "invalid", exc.summary, "see the message")
             ]
         except Exception as exc:  # a check must report, never crash the lane
             self.problems.append(
-                Problem(
-                    location="-",
-                    code="check_crashed",
-                    message=(
-                        f"{type(exc).__name__}:"
-                        f" {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                    ),
-                    fix=(
-                        "this is likely a bug in the file or in the workbench; run the matching"
-                        " workbench command for details"
-                    ),
+                problem(
+                    "-",
+                    "check_crashed",
+                    f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                    "this is likely a bug in the file or in the workbench; run the matching"
+                    " workbench command for details",
                 )
             )
         return None
@@ -282,8 +254,7 @@ def _config_checks(root: Path, inv: Inventory, config_path: Path) -> list[CheckR
 def _lane_scope(
     candidates: dict[Path, dict[str, Any]], suites: dict[Path, Any], noise_suites: dict[str, Any]
 ) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
-    """Which check ids an expected-failure entry may name: ``known`` (a control run or a
-    retrieval check of this project), and ``ran_here`` (one this lane runs)."""
+    """``known`` and ``ran_here``: the check ids an expected-failure entry may name."""
     candidate_labels = {c["label"] for c in candidates.values()}
     suite_labels = {s.label for s in suites.values()}
     deterministic = {c["label"] for c in candidates.values() if c["kind"] in DETERMINISTIC_KINDS}
@@ -304,9 +275,6 @@ def _lane_scope(
         )
 
     return known, ran_here
-
-
-# ------------------------------------------------------------------------------ gold
 
 
 def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
@@ -332,18 +300,16 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
         if dataset.release is None:
             latest = dataset.releases[-1].release_id if dataset.releases else None
             c.problems.append(
-                Problem(
-                    location=str(directory),
-                    code="gold_not_frozen",
-                    message=(
+                problem(
+                    str(directory),
+                    "gold_not_frozen",
+                    (
                         f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a"
                         " frozen release"
                     )
                     + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
-                    fix=(
-                        f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs"
-                        " and certifications name the release they used"
-                    ),
+                    f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs"
+                    " and certifications name the release they used",
                 )
             )
             checks.append(_from_problems("gold", f"{name} release", c.problems, c.seconds))
@@ -372,9 +338,6 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
     return golds
 
 
-# ------------------------------------------------------------------------------ candidates
-
-
 def _rubrics(golds: dict[Path, Any]) -> list[Any]:
     return [d.rubric for d in golds.values()]
 
@@ -401,43 +364,34 @@ def _check_candidates(
         loc = str(path)
         if spec.parent is not None and spec.parent not in labels:
             c.problems.append(
-                Problem(
-                    location=f"{loc}: parent",
-                    code="candidate_parent_missing",
-                    message=f"the parent {spec.parent} is not a candidate of this project",
-                    fix=(
-                        "restore the parent's spec (versions are immutable and kept), or correct"
-                        " parent"
-                    ),
+                problem(
+                    f"{loc}: parent",
+                    "candidate_parent_missing",
+                    f"the parent {spec.parent} is not a candidate of this project",
+                    "restore the parent's spec (versions are immutable and kept), or correct"
+                    " parent",
                 )
             )
         if spec.kind in LABEL_KINDS:
             rubrics = _rubrics(golds)
             if not rubrics:
                 c.problems.append(
-                    Problem(
-                        location=f"{loc}: labels",
-                        code="candidate_no_rubric",
-                        message=(
-                            "no valid gold dataset in the project to check the judge's labels"
-                            " against"
-                        ),
-                        fix="add (or repair) the gold dataset the judge is for",
+                    problem(
+                        f"{loc}: labels",
+                        "candidate_no_rubric",
+                        "no valid gold dataset in the project to check the judge's labels against",
+                        "add (or repair) the gold dataset the judge is for",
                     )
                 )
             elif not any(set(spec.labels) <= set(r.labels) for r in rubrics):
                 c.problems.append(
-                    Problem(
-                        location=f"{loc}: labels",
-                        code="candidate_labels_unknown",
-                        message=(
-                            f"labels {spec.labels} are not all labels of any rubric in the project"
-                            f" ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})"
-                        ),
-                        fix=(
-                            "use the rubric's label vocabulary (a label the gold cannot hold can"
-                            " never agree with it)"
-                        ),
+                    problem(
+                        f"{loc}: labels",
+                        "candidate_labels_unknown",
+                        f"labels {spec.labels} are not all labels of any rubric in the project"
+                        f" ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})",
+                        "use the rubric's label vocabulary (a label the gold cannot hold can"
+                        " never agree with it)",
                     )
                 )
         checks.append(_from_problems("candidates", inv.rel(path), c.problems, c.seconds))
@@ -446,21 +400,16 @@ def _check_candidates(
     return found
 
 
-# ------------------------------------------------------------------------------ control suites
-
-
 def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Problem]:
     rubrics = [r for r in _rubrics(golds) if r.version == suite.rubric_version]
     if not rubrics:
         return [
-            Problem(
-                location=f"{loc}: rubric_version",
-                code="controls_rubric_unknown",
-                message=f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
-                fix=(
-                    "write the suite for a rubric the project has (a new suite version), or add"
-                    " that gold"
-                ),
+            problem(
+                f"{loc}: rubric_version",
+                "controls_rubric_unknown",
+                f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
+                "write the suite for a rubric the project has (a new suite version), or add"
+                " that gold",
             )
         ]
     out: list[Problem] = []
@@ -468,22 +417,22 @@ def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Proble
     extra = [label for label in suite.labels if label not in rubric.labels]
     if extra:
         out.append(
-            Problem(
-                location=f"{loc}: labels",
-                code="controls_labels_unknown",
-                message=f"labels {extra} are not labels of rubric {rubric.version}",
-                fix="use the rubric's labels",
+            problem(
+                f"{loc}: labels",
+                "controls_labels_unknown",
+                f"labels {extra} are not labels of rubric {rubric.version}",
+                "use the rubric's labels",
             )
         )
     for control in suite.controls:
         if control.slice is not None and control.slice not in rubric.slices:
             out.append(
-                Problem(
-                    location=loc,
-                    code="controls_slice_unknown",
-                    case_id=control.control_id,
-                    message=f"slice {control.slice!r} is not a slice of rubric {rubric.version}",
-                    fix=f"use one of {', '.join(rubric.slices)}",
+                problem(
+                    loc,
+                    "controls_slice_unknown",
+                    f"slice {control.slice!r} is not a slice of rubric {rubric.version}",
+                    f"use one of {', '.join(rubric.slices)}",
+                    control.control_id,
                 )
             )
     from ..heldout import exposure_problems, held_out_content
@@ -509,9 +458,6 @@ def _check_control_suites(
         if suite is not None and not c.problems:
             suites[path] = suite
     return suites
-
-
-# ------------------------------------------------------------------------------ ranking
 
 
 def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
@@ -544,9 +490,6 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
         c.attempt(load_agreement_examples, path)
         checks.append(_from_problems("ranking", inv.rel(path), c.problems, c.seconds))
     return sets
-
-
-# ------------------------------------------------------------------------------ policies
 
 
 def _check_policies(
@@ -582,8 +525,7 @@ def _check_policies(
 
 
 def _fixture_problems(policy: Any, fixture_sets: list[Any], loc: str) -> list[Problem]:
-    """A ranking policy's fixture set is one of the project's, frozen when the policy says so
-    (its current version: the one no other version supersedes)."""
+    """A ranking policy's fixture set is the project's, frozen when the policy says so."""
     named = [s for s in fixture_sets if s.name == policy.fixtures]
     if not named:
         message = f"no valid ranking fixture file named {policy.fixtures!r} in the project"
@@ -615,8 +557,7 @@ def _policy_rubric_unknown(policy: Any, loc: str) -> Problem:
 
 
 def _policy_suite_problems(policy: Any, found: bool, suite: Any, loc: str) -> list[Problem]:
-    """A scalar policy's control suite exists, follows the policy's rubric and has a control
-    of every blocking role (a suite that does not load has its own problems)."""
+    """A scalar policy's control suite exists, fits its rubric and covers every blocking role."""
     at = f"{loc}: controls.suite"
     if not found:
         message = f"the control suite {policy.controls.suite!r} does not exist"
@@ -644,9 +585,6 @@ def _policy_suite_problems(policy: Any, found: bool, suite: Any, loc: str) -> li
             problem(f"{loc}: controls.blocking_roles", "controls_role_missing", message, fix)
         )
     return out
-
-
-# ------------------------------------------------------------------------------ noise
 
 
 def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
@@ -683,14 +621,12 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
         suite = suites.get(label)
         if suite is None:
             c.problems.append(
-                Problem(
-                    location=str(path),
-                    code="panel_suite_missing",
-                    message=(
-                        f"the claim panel belongs to {label}, which is not a valid pair suite of"
-                        " the project"
-                    ),
-                    fix="restore the suite, or name the panel <suite name@version>.panel.yaml",
+                problem(
+                    str(path),
+                    "panel_suite_missing",
+                    f"the claim panel belongs to {label}, which is not a valid pair suite of"
+                    " the project",
+                    "restore the suite, or name the panel <suite name@version>.panel.yaml",
                 )
             )
         else:
@@ -702,8 +638,7 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
 def _retrieval_check(
     name: str, rows: list[Any], blockers: list[Any], seconds: float
 ) -> CheckResult:
-    """A pair suite's retrieval assertions as one check: passed, incomplete (evidence missing)
-    or failed (before any model call)."""
+    """A pair suite's retrieval assertions as one check."""
     if not blockers:
         return CheckResult(
             group="noise-retrieval",
@@ -745,9 +680,6 @@ def _retrieval_check(
         failing=failing,
         seconds=seconds,
     )
-
-
-# ------------------------------------------------------------------------------ control runs
 
 
 def _run_controls(

@@ -1,15 +1,8 @@
-"""Reviewed expected failures (``ci: expected_failures:`` in ``workbench.yaml``) applied to a lane's
-checks.
+"""Reviewed expected failures (``ci: expected_failures:``) applied to a lane's checks.
 
-Only a *failed* check of group ``control-runs`` (a candidate's controls) or
-``noise-retrieval`` (a suite's retrieval assertions) can be expected to fail, and only
-exactly: the check's failing ids must all be listed. Invalid input, broken lineage and
-incomplete checks are never covered. An entry is strict, like a strict xfail: one that names
-an id that no longer fails, a check that now passes, an unknown check, or that has expired,
-is itself a problem (exit 2), so the list always states the truth. An entry's ``approver``
-must be on the project's approver list (``approvers:`` in the same ``workbench.yaml``):
-``approver_unknown``, or ``approvers_missing`` when the project lists nobody.
-"""
+Only a failed ``control-runs`` or ``noise-retrieval`` check can be expected to fail, and only
+exactly (every failing id listed). An entry is strict: a stale, unknown or expired entry, or one
+whose approver is not on the project's approver list, is itself a problem (exit 2)."""
 
 from __future__ import annotations
 
@@ -39,8 +32,7 @@ def _entry_problem(
     strict_unrun: bool,
     approvers: Approvers,
 ) -> tuple[str, str] | None:
-    """Why an entry cannot cover a check of this lane (code, message); None when it can, or
-    when its check did not run here and that is no problem (``ran`` lacks it)."""
+    """Why an entry cannot cover a check of this lane, as ``(code, message)``; None when it can."""
     unlisted = approvers.problems(entry.approver, entry.check, "the approver")
     if unlisted:
         return unlisted[0].code, f"{unlisted[0].message}: an unlisted name approves nothing"
@@ -106,14 +98,8 @@ def apply_expected_failures(
     strict_unrun: bool = True,
 ) -> list[CheckResult]:
     """``checks`` with matching failures marked ``expected_failure``, plus one ``config`` check
-    per entry problem (stale, unknown, expired, not expectable).
-
-    ``known(check_id)``: whether an entry's check names something in the project (an entry
-    for an unknown check is a problem). ``strict_unrun``: whether an entry whose (known)
-    check this lane did not run is a problem; False in a lane that runs only some candidates.
-    ``approvers``: the project's approver list (:func:`~workbench.approval.load_approvers`); an
-    entry whose approver is not on it covers nothing and is a problem.
-    """
+    per entry problem. ``known(check_id)``: whether an entry's check exists; ``strict_unrun``:
+    whether an entry whose check this lane did not run is a problem."""
     today = today or dt.date.today()
     by_id = {c.check_id: c for c in checks}
     live: dict[str, ExpectedFailure] = {}

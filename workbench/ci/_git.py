@@ -39,8 +39,7 @@ def _refuse(location: str, code: str, message: str, fix: str) -> WorkbenchError:
 
 
 def changed_since(root: str | Path, ref: str) -> Changes:
-    """Every file changed since ``ref`` (from its merge base with ``HEAD``) in the repository
-    holding ``root``."""
+    """Every file changed since the merge base of ``ref`` and ``HEAD``."""
     try:
         top_run = _git(root, "rev-parse", "--show-toplevel")
     except FileNotFoundError:
@@ -97,8 +96,7 @@ def changed_since(root: str | Path, ref: str) -> Changes:
 
 
 def show_at(changes: Changes, path: Path) -> bytes | None:
-    """The content of ``path`` at the ref, or None when it did not exist there (or is outside the
-    repository)."""
+    """The content of ``path`` at the ref, or None when it did not exist there."""
     try:
         rel = path.resolve().relative_to(changes.top).as_posix()
     except ValueError:

@@ -1,22 +1,7 @@
-"""JUnit XML for the CI lanes: one ``<testcase>`` per checked item.
-
-The shape is the common Ant/Surefire one that GitHub and GitLab test reporters read::
-
-    <testsuites name="workbench ci contracts" tests=".." failures=".." errors=".."
-                skipped=".." time="..">
-      <testsuite name="gold" tests=".." failures=".." errors=".." skipped=".." time=".."
-                 timestamp="..">
-        <testcase classname="ci.contracts.gold" name="data/demo" time="..">
-          <failure type="gold_invalid" message="one line">every problem, one per line</failure>
-        </testcase>
-      </testsuite>
-    </testsuites>
-
-A check *fails* (``<failure>``) when it found a problem, is an *error* (``<error>``) when it
-could not be completed (missing evidence, a stopped run: never a pass), and is *skipped*
-(``<skipped type="expected_failure">``) when it failed exactly as a reviewed entry of the
-project's expected-failure list says (like pytest's xfail).
-"""
+"""JUnit XML for the CI lanes (the Ant/Surefire shape GitHub and GitLab read): one ``<testcase>``
+per checked item; ``<failure>`` when it found a problem, ``<error>`` when it could not be
+completed, ``<skipped type="expected_failure">`` when it failed exactly as a reviewed expected
+failure says."""
 
 from __future__ import annotations
 
@@ -40,9 +25,8 @@ class CheckResult(BaseModel):
     model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     group: str
-    """What kind of item: ``gold``, ``candidates``, ``policies``, ``controls``, ``ranking``,
-    ``noise``, ``noise-retrieval``, ``control-runs``, ``sentinels``, ``config`` ... (the
-    JUnit ``testsuite``)."""
+    """What kind of item (``gold``, ``candidates``, ``control-runs`` ...): the JUnit
+    ``testsuite``."""
     name: str
     """The item, e.g. a path or ``rubric-judge@2 on support-controls@1`` (the JUnit
     ``testcase``)."""
@@ -50,10 +34,8 @@ class CheckResult(BaseModel):
     """``passed``; ``failed`` (a problem found); ``error`` (could not be completed: never a
     pass); ``expected_failure`` (failed exactly as a reviewed expected-failure entry says)."""
     category: Literal["ok", "contract", "failure", "incomplete", "review"] = "ok"
-    """What a non-passing check means for the exit code: ``contract`` (invalid input or
-    broken lineage, exit 2), ``failure`` (a deterministic or judge check failed, exit 1),
-    ``incomplete`` (exit 3), ``review`` (sentinel drift, exit 4); ``ok`` when it passed or
-    failed as expected."""
+    """``contract`` (exit 2), ``failure`` (exit 1), ``incomplete`` (exit 3), ``review`` (exit 4),
+    or ``ok`` when it passed or failed as expected."""
     code: str | None = None
     """Machine-readable reason of a non-passing check (the first problem code)."""
     message: str = ""
@@ -82,8 +64,7 @@ def problem_check(
     failing: Iterable[str] = (),
     seconds: float = 0.0,
 ) -> CheckResult:
-    """A check that did not pass: an ``error`` when it could not be completed (``incomplete``),
-    else ``failed``."""
+    """A check that did not pass: ``error`` when ``incomplete``, else ``failed``."""
     return CheckResult(
         group=group,
         name=name,

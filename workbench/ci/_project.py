@@ -1,30 +1,7 @@
-"""What a CI lane checks: the project's files, found by convention or declared in
-``workbench.yaml``.
-
-Discovery rule (documented in docs/formats.md#ci-configuration):
-
-- the project root is ``--project DIR`` (default: the working directory);
-- by convention each kind of file lives in one folder under ``data/``:
-
-  ==============  ==========================  ==========================================
-  kind            default glob                notes
-  ==============  ==========================  ==========================================
-  gold            ``data/*``                  the directories holding ``gold.jsonl``
-  candidates      ``data/candidates/*.yaml``
-  policies        ``data/policies/*.yaml``    ``kind: ranking`` files are ranking policies
-  controls        ``data/controls/*.yaml``
-  ranking         ``data/ranking/*.yaml``     ``kind: agreement-drop-examples`` files are
-                                              reviewed threshold evidence
-  noise           ``data/noise/*.yaml``       ``*.panel.yaml`` files are claim panels
-  ==============  ==========================  ==========================================
-
-- ``workbench.yaml`` at the root may declare, under ``ci: paths:``, a list of globs
-  (relative to the root) for any kind; a declared list replaces that kind's convention, and
-  a declared glob that matches nothing is a problem (a typo must not check nothing).
-
-The same ``ci:`` block holds the sentinel lane's defaults (``sentinel:``) and the reviewed
-expected-failure list (``expected_failures:``), see :class:`CiConfig`.
-"""
+"""What a CI lane checks: the project's files, found by convention under ``data/`` or declared in
+``workbench.yaml`` (``ci: paths:``, a glob list per kind that replaces the convention; a glob
+matching nothing is a problem), with the ``ci:`` block's sentinel defaults and reviewed expected
+failures (:class:`CiConfig`; docs/formats.md#ci-configuration)."""
 
 from __future__ import annotations
 
@@ -85,10 +62,8 @@ class SentinelDefaults(_Model):
     """The policy whose ``ci_budget_usd`` caps the job and whose ``controls.suite`` is run.
     Default: the only scalar policy for the gold's rubric that sets ``ci_budget_usd``."""
     judge_code: list[str] = Field(default_factory=list)
-    """Globs (relative to the root) of code every label judge depends on (a provider client,
-    a shared prompt builder ...): a change to any of them makes every ``ragas-llm`` and
-    ``ragas-function`` candidate affected. A ``ragas-function`` candidate's own module is found
-    from its ``function``."""
+    """Globs of code every label judge depends on: a change to one affects every ``ragas-llm``
+    and ``ragas-function`` candidate."""
 
 
 class ExpectedFailure(_Model):
@@ -98,9 +73,8 @@ class ExpectedFailure(_Model):
     """The check, ``group/name`` as the JUnit report and ``--json`` name it, e.g.
     ``control-runs/rubric-judge@2 on support-controls@1``."""
     failing: list[str] = Field(min_length=1)
-    """Exactly what fails: the control ids (or noise pair ids) the check reports. A failure
-    outside this list fails the lane; an id listed here that no longer fails makes the entry
-    stale, which fails the lane too (update the list)."""
+    """Exactly what fails (control or pair ids): another failure fails the lane, and so does an
+    id listed here that no longer fails (stale)."""
     reason: str = Field(min_length=1)
     """Why the failure is accepted (e.g. a superseded baseline kept for comparison)."""
     approver: str = Field(min_length=1)
@@ -127,9 +101,8 @@ class CiConfig(_Model):
     sentinel: SentinelDefaults = Field(default_factory=SentinelDefaults)
     """Defaults of the sentinel lane."""
     expected_failures: list[ExpectedFailure] = Field(default_factory=list)
-    """Reviewed failures of deterministic checks (control runs, retrieval assertions) that do
-    not fail the lane while they fail exactly as stated. Never covers invalid input, broken
-    lineage or an incomplete check."""
+    """Reviewed failures of deterministic checks that do not fail the lane while they fail
+    exactly as stated."""
 
 
 def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:

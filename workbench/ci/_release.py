@@ -1,18 +1,8 @@
 """``workbench ci release``: ``certify``, then verify the locked report, then a machine-readable
-summary.
+summary (:class:`ReleaseSummary`, ``--json FILE``) and JUnit report, written also when the input
+is invalid (``invalid_input``, exit 2). The only CI lane that touches held-out data.
 
-It is the only CI lane that touches held-out data (``contracts`` runs nothing on gold cases,
-``sentinel`` runs only ``sentinels.yaml`` cases, which are never held out). Certification is
-exactly ``workbench certify``: controls first, the held-out ledger, the locked report. The
-report is then verified (``workbench verify``: hashes, the gate re-run from the stored
-evidence, the ledger). The summary (:class:`ReleaseSummary`, ``--json FILE``) and the JUnit
-report (``--junit FILE``) hold the outcome, every blocker, the verification, the report path
-and the cost and tokens of the controls and held-out runs. Both are written also when the
-input is invalid (outcome ``invalid_input``, exit 2), so a CI job always has its artifact.
-
-Exit code: the certification's (0 certified, 1 quality failed, 3 evaluation incomplete, 4
-review required), 1 when the report does not verify, 2 invalid input.
-"""
+Exit code: the certification's, 1 when the report does not verify, 2 invalid input."""
 
 from __future__ import annotations
 
@@ -29,8 +19,7 @@ from ._junit import CheckResult, problem_check
 
 RELEASE_SCHEMA_VERSION = 1
 OUTCOME_EXIT: dict[str, int] = exit_codes(*GATE_OUTCOMES, "invalid_input")
-"""Exit code of each release-lane outcome: certification's, and invalid input
-(:mod:`workbench.outcomes`)."""
+"""Exit code of each release-lane outcome (:mod:`workbench.outcomes`)."""
 _CATEGORY: dict[str, Any] = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
 _WORST: dict[str, Any] = {
     "evaluation_incomplete": "incomplete",
@@ -55,33 +44,32 @@ class ReleaseSummary(LooseRecord):
     outcome: Literal[
         "certified", "quality_failed", "evaluation_incomplete", "review_required", "invalid_input"
     ]
-    """The certification outcome, or ``invalid_input`` when certification refused its input
-    (nothing was recorded in the held-out ledger then)."""
+    """The certification outcome, or ``invalid_input`` (nothing was recorded in the ledger then)."""
     exit_code: int
     """The process exit code."""
-    report_dir: str | None
+    report_dir: str | None = None
     """The locked report directory."""
-    report_id: str | None
+    report_id: str | None = None
     """``name/version/n``."""
-    lock_sha256: str | None
+    lock_sha256: str | None = None
     """The lock's sha256."""
-    blockers: list[dict[str, Any]]
+    blockers: list[dict[str, Any]] = []
     """Every blocker of the gate (code, category, slice, message, evidence, case ids)."""
-    verified: bool | None
+    verified: bool | None = None
     """Whether ``workbench verify`` accepts the report (None: no report)."""
-    verify_problems: list[str]
+    verify_problems: list[str] = []
     """What verification found, one line each."""
-    problems: list[str]
+    problems: list[str] = []
     """Invalid input, one line per problem (outcome ``invalid_input``)."""
-    budget_usd: float | None
+    budget_usd: float | None = None
     """The budget the held-out run ran under (from the lock)."""
-    cost_usd: float
+    cost_usd: float = 0.0
     """Spend of the controls and held-out runs."""
-    tokens_in: int
+    tokens_in: int = 0
     """Prompt tokens of those runs."""
-    tokens_out: int
+    tokens_out: int = 0
     """Completion tokens of those runs."""
-    calls: int
+    calls: int = 0
     """Judge calls of those runs."""
     checks: list[CheckResult]
     """The JUnit testcases: the certification, one per blocker, the verification."""
@@ -121,18 +109,7 @@ def _invalid(base: dict[str, Any], candidate: str | Path, exc: WorkbenchError) -
         **base,
         outcome="invalid_input",
         exit_code=OUTCOME_EXIT["invalid_input"],
-        report_dir=None,
-        report_id=None,
-        lock_sha256=None,
-        blockers=[],
-        verified=None,
-        verify_problems=[],
         problems=lines,
-        budget_usd=None,
-        cost_usd=0.0,
-        tokens_in=0,
-        tokens_out=0,
-        calls=0,
         checks=[check],
     )
 
@@ -185,8 +162,7 @@ def run_release(
     overrides: str | Path | None = None,
     sign_key: str | Path | None = None,
 ) -> ReleaseSummary:
-    """Certify, verify, summarize (module doc). Never raises for invalid input: the summary says
-    it."""
+    """Certify, verify, summarize (module doc); invalid input is in the summary, never raised."""
     from ..reports import certify, verify_path
 
     base: dict[str, Any] = {
@@ -228,7 +204,6 @@ def run_release(
         blockers=list(result.blockers),
         verified=verification.verified,
         verify_problems=[p.format() for p in verification.problems],
-        problems=[],
         budget_usd=lock.get("budget_usd"),
         checks=checks,
     )

@@ -1,41 +1,16 @@
-"""``workbench ci sentinel --since REF``: judge-backed checks of what a change affects, under a cap.
+"""``workbench ci sentinel --since REF``: judge-backed checks of what a change affects, under a
+cap.
 
-1. **What changed**: ``git diff --name-only`` from the merge base of REF and ``HEAD`` (for a
-   pull request, the branch point), plus untracked files (:mod:`._git`).
-2. **Which candidates it affects** (:func:`affected_candidates`): a candidate is affected when
-   its spec (its model and inline prompt are named), its prompt file, the module of its
-   ``function`` or any module of its own package that module imports (the files its
-   fingerprint covers, :func:`~workbench.judges.code_coverage`), or its imported results file
-   changed; a ``ragas-llm`` or ``ragas-function`` candidate also when the lane's gold
-   ``rubric.yaml`` or ``sentinels.yaml``, the control suite, a release policy of the project,
-   or a file matching ``ci: sentinel: judge_code`` in ``workbench.yaml`` changed. A changed
-   requirement in the project's ``pyproject.toml`` affects every Ragas-based candidate when it
-   is Ragas's (``ragas: pyproject.toml ragas==A -> ragas==B``), and every function candidate
-   whose code imports that distribution (``dependency: ...``).
-3. **The cap**: the policy's ``ci_budget_usd`` (``--budget-usd`` may lower it, never raise it;
-   neither: refused). Every planned call of every run (controls, sentinels, baselines) is
-   priced with the engine's reservations first; an estimate above the cap stops the lane
-   before any call (incomplete, exit 3). Runs then go one after another, each under what is
-   left of the cap.
-4. **Controls**: each affected ``ragas-llm``/``ragas-function`` candidate runs the policy's
-   control suite (no cache): any failed control fails the lane, unless a reviewed
-   expected-failure entry states exactly that failure.
-5. **Sentinels**: it runs the gold's ``sentinels.yaml`` cases (no cache) and compares each
-   verdict with a baseline, in this order: a baseline recorded in the drift log beside the
-   gold for the candidate's current fingerprint (``workbench drift --record-baseline``); one
-   recorded for the candidate as it was at REF (for a candidate added since REF: its
-   ``parent`` at REF); else the REF version run now on the sentinels, when only data files
-   changed (spec, prompt, rubric, sentinels, controls: a changed function module or judge code
-   cannot be rebuilt as it was). No baseline: incomplete. Any changed verdict is sentinel
-   drift (exit 4, review): to accept an intended change, review it and record the new
-   baseline (``workbench drift --candidate SPEC --gold G --record-baseline``, commit the drift
-   log).
-6. An affected candidate of another kind (ranking, noise, imported) is not checked by this
-   lane: incomplete, with the command that checks it.
+The changed files (:mod:`._git`) give the affected candidates (:func:`affected_candidates`: own
+files, function code, shared rubric/sentinels/controls/policies, judge code, pinned
+requirements). Under the policy's ``ci_budget_usd`` (``--budget-usd`` may only lower it), priced
+before any call, each affected ``ragas-llm``/``ragas-function`` candidate runs the control suite
+and the gold's sentinels, compared with a baseline: one recorded in the drift log for its
+fingerprint or its REF version, else the REF version run now when it can be rebuilt. Other kinds
+are reported incomplete with the command that checks them.
 
-Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, else 4 sentinel
-drift, else 0. The lane prints its cost and tokens; nothing is written beside the gold.
-"""
+Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, else 4 sentinel drift,
+else 0."""
 
 from __future__ import annotations
 
@@ -113,8 +88,7 @@ class LaneRun(_Model):
 
 
 class SentinelLaneReport(_Model):
-    """What ``workbench ci sentinel`` did (``--json``, and ``sentinel.json`` in its run
-    directory)."""
+    """What ``workbench ci sentinel`` did (``--json``; ``sentinel.json`` in its run directory)."""
 
     schema_version: int = SENTINEL_LANE_SCHEMA_VERSION
     """Report format version."""
@@ -178,9 +152,6 @@ class LaneRefused(WorkbenchError):
         self.report = report
 
 
-# ------------------------------------------------------------------------------ affected
-
-
 def _module_file(function: str | None) -> Path | None:
     if not function or ":" not in function:
         return None
@@ -231,8 +202,7 @@ PYPROJECT = "pyproject.toml"
 
 
 def _requirements(data: bytes | None) -> dict[str, str]:
-    """``name -> requirement`` of a ``pyproject.toml``'s ``[project] dependencies``; empty when
-    it is absent or unreadable."""
+    """``name -> requirement`` of a ``pyproject.toml``'s dependencies (empty if unreadable)."""
     from ..judges import project_requirements
 
     try:
@@ -275,8 +245,7 @@ def _spec_changes(changes: Changes, path: Path, spec: Any) -> list[str]:
 
 
 def _dependency_reasons(spec: Any, pins: dict[str, str]) -> list[str]:
-    """Why a pinned requirement change affects this candidate: Ragas for every Ragas-based
-    kind; any distribution the code of a function candidate imports."""
+    """Why a pinned requirement change affects this candidate."""
     from ..judges import distribution_key
 
     out = []
@@ -339,8 +308,7 @@ def _candidate(
 def affected_candidates(
     inv: Inventory, changes: Changes, shared: dict[Path, str]
 ) -> tuple[list[_Candidate], list[str], list[CheckResult]]:
-    """The affected candidates, the specs deleted since the ref, and a contract check per spec that
-    does not load."""
+    """The affected candidates, the specs deleted since the ref, and a check per unloadable spec."""
     from ..judges import load_spec
 
     changed = changes.absolute()
@@ -378,9 +346,6 @@ def affected_candidates(
         and not (changes.top / f).exists()
     )
     return out, removed, checks
-
-
-# ------------------------------------------------------------------------------ gold, policy, cap
 
 
 def _resolve_gold(inv: Inventory, gold: str | None) -> Path:
@@ -463,12 +428,8 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
     return requested, "--budget-usd"
 
 
-# ------------------------------------------------------------------------------ baselines
-
-
 def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
-    """Write the spec (and its prompt file) as they were at the ref into ``into``; None if absent
-    there."""
+    """Write the spec (and prompt file) as they were at the ref into ``into``; None if absent."""
     import yaml
 
     data = show_at(changes, spec_path)
@@ -493,8 +454,7 @@ def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
 def _ref_version(
     candidate: _Candidate, changes: Changes, scratch: Path
 ) -> tuple[Any, Any, str] | None:
-    """``(spec, judge or None, fingerprint)`` of the candidate as it was at the ref (or its parent,
-    for a candidate added since); the judge only when it can be rebuilt as it was."""
+    """``(spec, judge or None, fingerprint)`` of the candidate (or its parent) at the ref."""
     from ..judges import build_judge, load_spec, make_identity
 
     path = candidate.path
@@ -530,10 +490,7 @@ def _ref_version(
 
 
 def _code_at_ref(changes: Changes, code: Any) -> dict[str, Any]:
-    """The fingerprint's ``code_sha256`` and ``dependencies`` of a function's code as it was at
-    the ref: each file it imports now, read at the ref (a file outside the repository, or
-    unchanged, as it is now; one the ref lacks, left out). The dependencies are the installed
-    ones: the ref's cannot be read."""
+    """The fingerprint's ``code_sha256`` and ``dependencies`` of a function's code at the ref."""
     if code is None:
         return {}
     changed = changes.absolute()
@@ -548,8 +505,7 @@ def _code_at_ref(changes: Changes, code: Any) -> dict[str, Any]:
 
 
 def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
-    """How the candidate's sentinel verdicts will be compared: a recorded baseline of its
-    fingerprint, else one of the version at the ref, else that version run now (module doc)."""
+    """How the candidate's sentinel verdicts will be compared (module doc)."""
     from ..judges import build_judge
     from ..repeatability import recorded_baseline
 
@@ -588,9 +544,6 @@ def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
             f" rebuilt as it was at {since}, and the drift log records no baseline of it"
         )
     return plan
-
-
-# ------------------------------------------------------------------------------ the lane
 
 
 def _run_record(label: str, purpose: Any, run_dir: Path, summary: Any) -> LaneRun:
@@ -671,8 +624,7 @@ class _Lane:
 
 
 def _label_policies(inv: Inventory, lane_policy: Path) -> list[Path]:
-    """The lane's policy and every release policy of the project (not ranking policies): a
-    change to one may change what certifies a label judge, so it affects every one."""
+    """The lane's policy and every release policy of the project."""
     from ..ranking import is_ranking_policy_file
 
     return [lane_policy, *(p for p in inv.policies if not is_ranking_policy_file(p))]
@@ -681,8 +633,7 @@ def _label_policies(inv: Inventory, lane_policy: Path) -> list[Path]:
 def _open_lane(
     project: str | Path, since: str, gold: str | None, policy: str | None, out: str | Path | None
 ) -> _Lane:
-    """Find what changed, the gold and its sentinels, the policy and its controls, and the
-    affected candidates."""
+    """Find what changed, the gold, the policy, the controls and the affected candidates."""
     from ..gold import load_dataset
     from ..policy import load_policy
     from ..repeatability import sentinels_path_for

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -58,15 +59,8 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
     """Read ``card.md``; missing documentation is a warning, not a blocker."""
     location = str(path)
     if not path.exists():
-        return None, [
-            Problem(
-                location=location,
-                code="card_missing",
-                message="the dataset has no card",
-                fix="write card.md with YAML front matter: " + ", ".join(CARD_FIELDS),
-                severity="warning",
-            )
-        ]
+        fix = "write card.md with YAML front matter: " + ", ".join(CARD_FIELDS)
+        return None, [_warning(location, "card_missing", "the dataset has no card", fix)]
     try:
         data = read_bounded(path, fix="point at the dataset's card.md, a small markdown file")
     except WorkbenchError as exc:  # present but unreadable, not a file or too large: an error
@@ -74,15 +68,8 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [
-            Problem(
-                location=location,
-                code="card_encoding",
-                message=f"the card is not valid UTF-8 (byte {exc.start})",
-                fix="save card.md as UTF-8",
-                severity="warning",
-            )
-        ]
+        message = f"the card is not valid UTF-8 (byte {exc.start})"
+        return None, [_warning(location, "card_encoding", message, "save card.md as UTF-8")]
     front: dict[str, Any] = {}
     body = text
     if text.startswith("---"):
@@ -116,17 +103,20 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
             severity="warning",
         )
     problems = [
-        Problem(
-            location=location,
-            code="card_field_missing",
-            message=f"the card does not document {name}",
-            fix=f"add '{name}:' to the card's front matter",
-            severity="warning",
+        _warning(
+            location,
+            "card_field_missing",
+            f"the card does not document {name}",
+            f"add '{name}:' to the card's front matter",
         )
         for name in CARD_FIELDS
         if not getattr(card, name)
     ]
     return card, problems
+
+
+def _warning(location: str, code: str, message: str, fix: str) -> Problem:
+    return Problem(location=location, code=code, message=message, fix=fix, severity="warning")
 
 
 DISAGREEMENT_BASIS = (
@@ -136,15 +126,8 @@ DISAGREEMENT_BASIS = (
 
 
 def card_statistics(dataset: GoldDataset, *, min_shared: int | None = None) -> dict[str, Any]:
-    """The computed part of a card: counts by partition x slice x label, reviewers, disagreement.
-
-    Counts use the adjudicated label of the active (latest) record of every case. Readable at
-    crowd scale: ``reviewer_summary`` gives the reviewer count and reviews per reviewer, and
-    ``reviewer_pairs`` lists only pairs sharing at least ``min_shared`` cases, counting the rest.
-    The disagreement rate is over cases with two or more reviews (``disagreement_basis``).
-    ``min_shared`` defaults to :data:`workbench.stats.DEFAULT_MIN_SHARED`.
-    """
-    # Imported when used: validate never needs the statistics.
+    """The computed part of a card: counts of adjudicated labels of active cases by partition x
+    slice x label, reviewers (pairs sharing at least ``min_shared`` cases listed), disagreement."""
     from ..stats import DEFAULT_MIN_SHARED
 
     if min_shared is None:
@@ -157,10 +140,7 @@ def card_statistics(dataset: GoldDataset, *, min_shared: int | None = None) -> d
         label = case.gold_label or "(none)"
         by_slice = counts.setdefault(case.partition.value, {}).setdefault(case.slice, {})
         by_slice[label] = by_slice.get(label, 0) + 1
-    reviewers: dict[str, int] = {}
-    for case in cases:
-        for review in case.reviews:
-            reviewers[review.reviewer] = reviewers.get(review.reviewer, 0) + 1
+    reviewers = Counter(review.reviewer for case in cases for review in case.reviews)
     pairable = [case for case in cases if len(case.reviews) >= 2]
     disagreements = sum(1 for case in pairable if case.reviewers_disagree)
     overturned = sum(
@@ -171,10 +151,7 @@ def card_statistics(dataset: GoldDataset, *, min_shared: int | None = None) -> d
         and case.reviews
         and case.reviews[0].label != case.adjudication.label
     )
-    label_totals: dict[str, int] = {}
-    for case in cases:
-        label = case.gold_label or "(none)"
-        label_totals[label] = label_totals.get(label, 0) + 1
+    label_totals = Counter(case.gold_label or "(none)" for case in cases)
     return {
         "cases": len(cases),
         "records": len(dataset.records),
@@ -191,7 +168,7 @@ def card_statistics(dataset: GoldDataset, *, min_shared: int | None = None) -> d
         "reviewers": dict(sorted(reviewers.items())),
         "reviewer_summary": _reviewer_summary(reviewers),
         "reviewer_pairs": _reviewer_pairs(cases, min_shared),
-        "reviews_per_case": _reviews_per_case(cases),
+        "reviews_per_case": dict(sorted(Counter(str(len(c.reviews)) for c in cases).items())),
         "disagreement": {
             "cases": disagreements,
             "n": len(pairable),
@@ -224,8 +201,7 @@ class _PairRow(TypedDict):
 
 
 def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
-    """Reviewer pairs sharing at least ``min_shared`` cases (most shared first), and how many
-    were left out."""
+    """Reviewer pairs sharing at least ``min_shared`` cases, and how many were left out."""
     from ..stats import shared_pairs
 
     pairs = shared_pairs([{r.reviewer: r.label for r in case.reviews} for case in cases])
@@ -247,14 +223,6 @@ def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
         "left_out": len(pairs) - len(listed),
         "pairs": listed,
     }
-
-
-def _reviews_per_case(cases: list[Any]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for case in cases:
-        key = str(len(case.reviews))
-        out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items()))
 
 
 def counts_frame(dataset: GoldDataset) -> Any:
@@ -284,8 +252,7 @@ active and a count."""
 
 
 def card_document(dataset: GoldDataset, stats: dict[str, Any]) -> dict[str, Any]:
-    """The card as one JSON document: the documented part, the computed part (``stats``, from
-    :func:`card_statistics`), the dataset's sha256 and rubric version."""
+    """The card as one JSON document: documented and computed parts, dataset sha256, rubric."""
     return {
         "documented": _documented(dataset),
         "computed": stats,

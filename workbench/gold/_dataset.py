@@ -1,10 +1,6 @@
-"""Reading a gold dataset: validation that reports every defect at once, and correction resolution.
-
-A dataset is a directory holding ``gold.jsonl``, ``rubric.yaml``, optionally ``card.md`` and
-the evidence snapshot the rubric declares. :func:`validate_dataset` never raises for bad
-data: it returns every problem it found. :func:`load_dataset` raises
-:class:`~workbench.errors.WorkbenchError` with all of them when any is an error.
-"""
+"""Reading a gold dataset (``gold.jsonl``, ``rubric.yaml``, optional ``card.md`` and evidence
+snapshot): :func:`validate_dataset` returns every problem; :func:`load_dataset` raises
+:class:`~workbench.errors.WorkbenchError` with all of them when any is an error."""
 
 from __future__ import annotations
 
@@ -21,6 +17,7 @@ from pydantic import ValidationError
 
 from .._io import (
     WRONG_TYPE_ERRORS,
+    WRONG_TYPE_FIX,
     JSONRecordError,
     bulk_load,
     check_json,
@@ -33,7 +30,7 @@ from .._io import (
 from .._load import Problems
 from .._record import SchemaTooNew
 from ..approval import REVIEWERS_KEY, Release, check_lineage, load_approvers, read_release_log
-from ..errors import Problem, WorkbenchError, errors_only
+from ..errors import Problem, WorkbenchError, errors_only, problem
 from ._card import DatasetCard, read_card
 from ._records import PARTITIONS, GoldCase, Partition, partition_name
 from ._release import snapshot_of_records
@@ -63,11 +60,8 @@ _FIELD_HINTS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class GoldDataset:
-    """A validated gold dataset with corrections resolved.
-
-    ``cases`` maps each case id to its latest record, in file order; a superseded record is
-    reachable through ``history`` (keyed by the latest id, oldest first) and never counts.
-    """
+    """A validated gold dataset: ``cases`` maps each case id to its latest record, in file order;
+    superseded records are in ``history`` (oldest first)."""
 
     root: Path
     gold_path: Path
@@ -139,8 +133,7 @@ class ValidationReport:
         }
 
     def summary(self, strict: bool = False) -> str:
-        """One line: the dataset's counts, rubric, hash and release when it passes, else how many
-        errors and warnings were found."""
+        """One line: the dataset's counts, rubric, hash and release, or its errors and warnings."""
         ds = self.dataset
         if ds is None or self.failing(strict):
             return (
@@ -184,19 +177,12 @@ def load_dataset(path: str | Path) -> GoldDataset:
 
 
 def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> ValidationReport:
-    """Check a dataset and report every problem found, errors and warnings, in one pass.
-
-    ``warn_undeclared`` (``workbench validate``): warn once (``reviewers_undeclared``) when the
-    project lists no reviewers, so reviewer and adjudicator names could not be checked."""
+    """Check a dataset and report every problem, errors and warnings, in one pass
+    (``warn_undeclared``: warn when the project lists no reviewers)."""
     root, gold_path = resolve_paths(path)
     if not gold_path.exists():
         fix = f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself"
-        missing = Problem(
-            location=str(gold_path),
-            code="gold_missing",
-            message="the gold file does not exist",
-            fix=fix,
-        )
+        missing = problem(str(gold_path), "gold_missing", "the gold file does not exist", fix)
         return ValidationReport(gold_path, (missing,), None)
     problems: list[Problem] = []
     rubric, evidence_path, evidence_ids = _read_rubric(root, problems)
@@ -246,8 +232,7 @@ def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> Vali
 def _read_rubric(
     root: Path, problems: list[Problem]
 ) -> tuple[Rubric | None, Path | None, frozenset[str] | None]:
-    """The rubric beside the gold, the evidence snapshot it declares and that snapshot's ids
-    (each None when absent or unreadable: the problems say why)."""
+    """The rubric, its evidence snapshot path and ids (None when absent or unreadable)."""
     rubric_path = root / RUBRIC_FILE
     try:
         rubric = load_rubric(rubric_path)
@@ -269,14 +254,11 @@ def _read_gold(gold_path: Path, problems: list[Problem], digest: Any) -> list[_L
         parsed = _parse_lines(gold_path, problems, digest)
     if parsed is not None and not parsed:
         problems.append(
-            Problem(
-                location=str(gold_path),
-                code="gold_empty",
-                message="the gold file holds no records",
-                fix=(
-                    "add one JSON object per line; an empty dataset cannot support any alignment"
-                    " claim"
-                ),
+            problem(
+                str(gold_path),
+                "gold_empty",
+                "the gold file holds no records",
+                "add one JSON object per line; an empty dataset cannot support any alignment claim",
             )
         )
     return parsed or []
@@ -285,12 +267,8 @@ def _read_gold(gold_path: Path, problems: list[Problem], digest: Any) -> list[_L
 def resolve_corrections(
     records: Iterable[GoldCase],
 ) -> tuple[dict[str, GoldCase], dict[str, tuple[GoldCase, ...]], dict[str, str]]:
-    """Resolve ``supersedes`` chains to the latest record of each case.
-
-    Returns the active cases (file order of the latest record), each active case's history
-    (oldest first, excluding itself) and a map from every superseded id to its active id.
-    Assumes the chains were validated: no dangling targets, forks or cycles.
-    """
+    """Resolve validated ``supersedes`` chains: the active cases, each one's history (oldest
+    first) and a map from every superseded id to its active id."""
     records = list(records)
     by_id = {r.case_id: r for r in records}
     replaced_by = {r.supersedes: r.case_id for r in records if r.supersedes}
@@ -323,62 +301,43 @@ def _problem_order(problem: Problem) -> tuple[str, int, str]:
 def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None, list[Problem]]:
     if not path.exists():
         return None, [
-            Problem(
-                location=str(path),
-                code="evidence_snapshot_missing",
-                message=(
-                    f"the rubric declares evidence_snapshot {declared!r} but the file does not"
-                    " exist"
-                ),
-                fix="add the snapshot file or remove evidence_snapshot from the rubric",
+            problem(
+                str(path),
+                "evidence_snapshot_missing",
+                f"the rubric declares evidence_snapshot {declared!r} but the file does not exist",
+                "add the snapshot file or remove evidence_snapshot from the rubric",
             )
         ]
     ids: set[str] = set()
     problems: list[Problem] = []
     not_utf8: list[int] = []
+    one_object = "write one JSON object {id, text, source} per line"
     try:
         for number, line in iter_jsonl_lines(path, not_utf8):
+            where = f"{path}:{number}"
             try:
                 row = loads_json(line)
             except JSONRecordError as exc:
-                problems.append(
-                    json_problem(
-                        exc,
-                        f"{path}:{number}",
-                        fix="write one JSON object {id, text, source} per line",
-                    )
-                    if exc.code == "malformed_json"
-                    else json_problem(exc, f"{path}:{number}")
-                )
+                fix = one_object if exc.code == "malformed_json" else None
+                problems.append(json_problem(exc, where, fix=fix))
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                problems.append(
-                    Problem(
-                        location=f"{path}:{number}",
-                        code="evidence_malformed",
-                        message="an evidence snapshot line has no string 'id'",
-                        fix="write one JSON object {id, text, source} per line",
-                    )
-                )
+                message = "an evidence snapshot line has no string 'id'"
+                problems.append(problem(where, "evidence_malformed", message, one_object))
                 continue
             if row["id"] in ids:
-                problems.append(
-                    Problem(
-                        location=f"{path}:{number}",
-                        code="evidence_duplicate_id",
-                        message=f"evidence id {row['id']!r} appears twice",
-                        fix="give each passage a unique id",
-                    )
-                )
+                message = f"evidence id {row['id']!r} appears twice"
+                fix = "give each passage a unique id"
+                problems.append(problem(where, "evidence_duplicate_id", message, fix))
             ids.add(row["id"])
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         return None, [*problems, *exc.problems]
     problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="evidence_malformed",
-            message="the evidence snapshot line is not valid UTF-8",
-            fix="save the evidence snapshot as UTF-8",
+        problem(
+            f"{path}:{n}",
+            "evidence_malformed",
+            "the evidence snapshot line is not valid UTF-8",
+            "save the evidence snapshot as UTF-8",
         )
         for n in not_utf8
     ]
@@ -392,78 +351,46 @@ def _parse_lines(
     lines: list[_Line] = []
     loc = str(gold_path)
     not_utf8: list[int] = []
+
+    def flush_not_utf8() -> None:
+        while not_utf8:
+            bad = not_utf8.pop(0)
+            message = "the line is not valid UTF-8"
+            problems.append(problem(f"{loc}:{bad}", "not_utf8", message, "save the file as UTF-8"))
+            lines.append(_Line(bad, None, None))
+
     try:
         for number, text in iter_jsonl_lines(gold_path, not_utf8, digest=digest):
-            while not_utf8:
-                bad = not_utf8.pop(0)
-                problems.append(
-                    Problem(
-                        location=f"{loc}:{bad}",
-                        code="not_utf8",
-                        message="the line is not valid UTF-8",
-                        fix="save the file as UTF-8",
-                    )
-                )
-                lines.append(_Line(bad, None, None))
-            try:
-                check_json(
-                    text
-                )  # duplicate keys, NaN/Infinity, too deep: refused before validation
-            except JSONRecordError as exc:
-                problems.append(
-                    json_problem(
-                        exc,
-                        f"{loc}:{number}",
-                        fix=(
-                            "write exactly one complete JSON object on this line"
-                            if exc.code == "malformed_json"
-                            else None
-                        ),
-                    )
-                )
-                lines.append(_Line(number, None, None))
-                continue
-            try:
-                lines.append(_Line(number, None, GoldCase.model_validate_json(text)))
-            except SchemaTooNew as exc:
-                raw = loads_json(text)
-                problems.append(
-                    exc.problem_at(
-                        f"{loc}:{number}",
-                        case_id=raw.get("case_id") if isinstance(raw.get("case_id"), str) else None,
-                    )
-                )
-                lines.append(_Line(number, None, None))
-            except ValidationError as exc:
-                raw = loads_json(text)
-                if not isinstance(raw, dict):
-                    problems.append(
-                        Problem(
-                            location=f"{loc}:{number}",
-                            code="malformed_json",
-                            message=f"the line holds a JSON {_json_type(raw)}, not an object",
-                            fix="write exactly one JSON object per line",
-                        )
-                    )
-                    lines.append(_Line(number, None, None))
-                    continue
-                case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
-                problems.extend(_translate(exc, loc, number, case_id))
-                lines.append(_Line(number, raw, None))
+            flush_not_utf8()
+            line, found = _parse_line(text, f"{loc}:{number}", number)
+            problems.extend(found)
+            lines.append(line)
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         problems.extend(exc.problems)
         return None
-    for bad in not_utf8:
-        problems.append(
-            Problem(
-                location=f"{loc}:{bad}",
-                code="not_utf8",
-                message="the line is not valid UTF-8",
-                fix="save the file as UTF-8",
-            )
-        )
-        lines.append(_Line(bad, None, None))
+    flush_not_utf8()
     return lines
+
+
+def _parse_line(text: str, where: str, number: int) -> tuple[_Line, list[Problem]]:
+    try:
+        check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+        return _Line(number, None, GoldCase.model_validate_json(text)), []
+    except JSONRecordError as exc:
+        fix = "write exactly one complete JSON object on this line"
+        return _Line(number, None, None), [
+            json_problem(exc, where, fix=fix if exc.code == "malformed_json" else None)
+        ]
+    except (SchemaTooNew, ValidationError) as exc:
+        raw = loads_json(text)
+        if not isinstance(raw, dict):
+            message = f"the line holds a JSON {_json_type(raw)}, not an object"
+            fix = "write exactly one JSON object per line"
+            return _Line(number, None, None), [problem(where, "malformed_json", message, fix)]
+        case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
+        if isinstance(exc, SchemaTooNew):
+            return _Line(number, None, None), [exc.problem_at(where, case_id=case_id)]
+        return _Line(number, raw, None), _translate(exc, where, case_id)
 
 
 def _json_type(value: Any) -> str:
@@ -472,85 +399,45 @@ def _json_type(value: Any) -> str:
     )
 
 
-def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None) -> list[Problem]:
-    out: list[Problem] = []
-    where = f"{loc}:{number}"
-    for err in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in err["loc"])
-        leaf = str(err["loc"][-1]) if err["loc"] else ""
-        kind = err["type"]
-        if kind == "missing":
-            out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="missing_field",
-                    message=f"missing required field '{path}'",
-                    fix=_FIELD_HINTS.get(leaf, f"add '{leaf}'"),
-                )
-            )
-        elif kind == "extra_forbidden":
-            out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="unknown_field",
-                    message=f"unknown field '{path}'",
-                    fix="remove it or correct its spelling; free-form data belongs in 'metadata'",
-                )
-            )
-        elif kind in WRONG_TYPE_ERRORS:
-            out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="wrong_type",
-                    message=(
-                        f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got"
-                        f" {_short(err.get('input'))})"
-                    ),
-                    fix=(
-                        "write the value with its JSON type: numbers and true/false without quotes,"
-                        " whole numbers without a decimal point"
-                    ),
-                )
-            )
-        elif path == "partition" and kind == "enum":
-            out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="unknown_partition",
-                    message=f"unknown partition {err.get('input')!r}",
-                    fix="use one of " + ", ".join(PARTITIONS),
-                )
-            )
-        elif kind == "value_error" and not err["loc"]:
-            out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="missing_grading_evidence",
-                    message="the case has neither grading_notes nor reference",
-                    fix=(
-                        "add grading_notes (required concepts, prohibited claims) or a reference"
-                        " answer"
-                    ),
-                )
-            )
-        else:
-            out.append(
-                Problem(
-                    location=where,
-                    case_id=case_id,
-                    code="invalid_field",
-                    message=f"field '{path}': {err['msg']} (got {_short(err.get('input'))})",
-                    fix=_FIELD_HINTS.get(
-                        leaf, f"correct '{path}'; see docs/formats.md#gold-records"
-                    ),
-                )
-            )
-    return out
+def _translate(exc: ValidationError, where: str, case_id: str | None) -> list[Problem]:
+    return [problem(where, *_explain(err), case_id) for err in exc.errors(include_url=False)]
+
+
+def _explain(err: Any) -> tuple[str, str, str]:
+    """``(code, message, fix)`` of one pydantic error of a gold record."""
+    path = ".".join(str(p) for p in err["loc"])
+    leaf = str(err["loc"][-1]) if err["loc"] else ""
+    kind = err["type"]
+    if kind == "missing":
+        return (
+            "missing_field",
+            f"missing required field '{path}'",
+            _FIELD_HINTS.get(leaf, f"add '{leaf}'"),
+        )
+    if kind == "extra_forbidden":
+        fix = "remove it or correct its spelling; free-form data belongs in 'metadata'"
+        return "unknown_field", f"unknown field '{path}'", fix
+    if kind in WRONG_TYPE_ERRORS:
+        message = (
+            f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got {_short(err.get('input'))})"
+        )
+        return "wrong_type", message, WRONG_TYPE_FIX
+    if path == "partition" and kind == "enum":
+        return (
+            "unknown_partition",
+            f"unknown partition {err.get('input')!r}",
+            "use one of " + ", ".join(PARTITIONS),
+        )
+    if kind == "value_error" and not err["loc"]:
+        message = "the case has neither grading_notes nor reference"
+        fix = "add grading_notes (required concepts, prohibited claims) or a reference answer"
+        return "missing_grading_evidence", message, fix
+    message = f"field '{path}': {err['msg']} (got {_short(err.get('input'))})"
+    return (
+        "invalid_field",
+        message,
+        _FIELD_HINTS.get(leaf, f"correct '{path}'; see docs/formats.md#gold-records"),
+    )
 
 
 def _short(value: Any) -> str:
@@ -561,8 +448,7 @@ def _short(value: Any) -> str:
 def _check_records(
     lines: list[_Line], rubric: Rubric | None, evidence_ids: frozenset[str] | None, loc: str
 ) -> list[Problem]:
-    """Each valid record on its own: its response, its fit to the rubric, its reviews and
-    adjudication, the evidence it cites (in that order per record)."""
+    """Each valid record on its own: response, rubric fit, adjudication, evidence."""
     out = Problems()
     vocab = set(rubric.labels) if rubric else None
     for line in lines:
@@ -603,8 +489,7 @@ def _check_response(case: GoldCase, where: str, out: Problems) -> None:
 def _check_rubric_fit(
     case: GoldCase, rubric: Rubric, vocab: set[str], where: str, out: Problems
 ) -> None:
-    """Reviewed under the rubric's version, in one of its slices, with its labels, by as many
-    reviewers as it requires."""
+    """Reviewed under the rubric's version, in its slices, with its labels, enough reviews."""
     cid = case.case_id
     if case.rubric_version != rubric.version:
         message = (
@@ -699,8 +584,7 @@ _Ident = tuple[int, str | None, str | None, str | None, str | None, str | None]
 
 
 def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
-    """What records must not do to each other: share an id, split a group across partitions,
-    or correct records in ways that break a correction chain."""
+    """Records must not share an id, split a group, or break a correction chain."""
     ident = _identities(lines)
     out = Problems()
     _check_duplicate_ids(ident, loc, out)
@@ -715,8 +599,7 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
 
 
 def _identities(lines: list[_Line]) -> list[_Ident]:
-    """Identity fields of valid records and, when a line failed validation, from its raw JSON,
-    so that one bad field does not hide a duplicate or a leak elsewhere."""
+    """Identity fields of every record, from the raw JSON of a line that failed validation."""
     ident: list[_Ident] = []
     for line in lines:
         if line.case is not None:
@@ -770,8 +653,7 @@ def _check_corrections(
     loc: str,
     out: Problems,
 ) -> dict[str, str]:
-    """A correction (``supersedes``) points at another record of the dataset, keeps its
-    partition and response, and is its only correction. Returns each correction's target."""
+    """Each correction fits its target and is its only one; returns each correction's target."""
     targets: dict[str, list[tuple[int, str]]] = defaultdict(list)
     successor: dict[str, str] = {}
     for number, cid, partition, _group, sup, rhash in ident:
@@ -827,8 +709,7 @@ def _check_supersede_cycles(
     loc: str,
     out: Problems,
 ) -> None:
-    """Following ``supersedes`` from any record ends; each cycle is reported once, at its
-    smallest case id."""
+    """Following ``supersedes`` ends; each cycle is reported once, at its smallest case id."""
     reported: set[str] = set()
     fix = "a correction must point at an older record; break the cycle"
     for start in successor:
@@ -848,9 +729,8 @@ def _check_supersede_cycles(
 
 
 def normalize_text(text: str) -> str:
-    """Text as compared for near-exact duplicates: Unicode NFKC, format characters (category
-    ``Cf``: zero-width spaces and joiners, BOMs, bidi controls) removed, case-folded, whitespace
-    collapsed. An invisible variant of a case is the same case."""
+    """Text as compared for duplicates: NFKC, format characters removed, folded, spaces
+    collapsed."""
     if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
         return " ".join(text.lower().split())
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
@@ -860,13 +740,7 @@ def normalize_text(text: str) -> str:
 
 
 def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
-    """Refuse the same item in two partitions under different groups.
-
-    Two active records whose input and response are identical after :func:`normalize_text`
-    are one item; in different partitions (and different groups, or ``group_leakage`` already
-    reports them) the item would be tuned on in one and certified on in the other. Every pair
-    is reported.
-    """
+    """Refuse the same item (after :func:`normalize_text`) in two partitions and groups."""
     superseded = {
         line.case.supersedes for line in lines if line.case is not None and line.case.supersedes
     }
@@ -896,30 +770,23 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                     )
                 )
                 out.append(
-                    Problem(
-                        location=f"{loc}:{number}",
-                        case_id=case.case_id,
-                        code="cross_partition_duplicate",
-                        message=(
-                            f"{how} case {first.case_id!r} (line {first_number}):"
-                            f" {case.partition.value}/{case.group} vs"
-                            f" {first.partition.value}/{first.group}"
-                        ),
-                        fix=(
-                            "keep one of the two, or put both in one group and partition: the same"
-                            " item must not be tuned on in one partition and certified on in"
-                            " another"
-                        ),
+                    problem(
+                        f"{loc}:{number}",
+                        "cross_partition_duplicate",
+                        f"{how} case {first.case_id!r} (line {first_number}):"
+                        f" {case.partition.value}/{case.group} vs"
+                        f" {first.partition.value}/{first.group}",
+                        "keep one of the two, or put both in one group and partition: the same"
+                        " item must not be tuned on in one partition and certified on in"
+                        " another",
+                        case.case_id,
                     )
                 )
     return out
 
 
 def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> list[Problem]:
-    """Every reviewer and adjudicator named in the project's ``reviewers:`` list
-    (``reviewer_unknown``, one problem per record and name); without a list, with ``warn``,
-    one ``reviewers_undeclared`` warning: a review signed by any string is accepted, but said
-    so."""
+    """Reviewers and adjudicators are on the project's ``reviewers:`` list."""
     listed = load_approvers(root, REVIEWERS_KEY)
     named = [line for line in lines if line.case is not None]
     if not listed.names:

@@ -1,34 +1,14 @@
 """A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256.
 
-Validating a gold dataset builds one pydantic record per case and runs every record and
-cross-record check: seconds at 100,000 cases. Every analysis that reads gold (``align``,
-``gate``, ``agreement``, the review table behind the widget) reads it from an Arrow IPC file
-instead, written the first time the dataset validates: the columns each one needs, memory
-mapped, so ``align`` never pages in the texts the review table shows.
+Analyses read gold (``align``, ``gate``, ``agreement``, the review table) from a memory-mapped
+Arrow IPC file written the first time the dataset validates (docs/formats.md#gold-index-cache):
+in ``$WORKBENCH_CACHE_DIR/gold-index/`` (``WORKBENCH_GOLD_INDEX=off`` disables it), keyed by the
+dataset, card and releases sha256, the index format and the workbench version, computed on every
+call; written atomically and only for a valid dataset; anything unreadable is rebuilt.
 
-The cache (docs/formats.md#gold-index-cache):
-
-- lives in ``$WORKBENCH_CACHE_DIR/gold-index/`` (default ``~/.cache/judge-workbench/gold-index/``,
-  beside the verdict cache); ``WORKBENCH_GOLD_INDEX=off``
-  disables it;
-- is keyed by the dataset sha256 (gold file, rubric, evidence snapshot: the hash every run and
-  report records), the sha256 of ``card.md`` and ``releases.jsonl`` (their checks are part of
-  validation), the index format and the workbench version. The key is computed from the files
-  as they are now, on every call, so a changed file is a different key: a stale index is
-  never found, let alone trusted; an index whose recorded dataset sha256 differs from the one
-  just computed is ignored and rebuilt;
-- is written atomically (temporary file, fsync, rename): a reader sees a whole index or none;
-- is only ever written for a dataset that validated without errors. Anything unreadable in it
-  is treated as absent and rebuilt; when it cannot be written the analysis runs without it.
-
-The gold file's sha256 is remembered beside the indexes, keyed by what ``stat`` says of the file
-(device, inode, size, modification and change times in nanoseconds), as git's index does: a
-large gold file is then read once per change, not once per call. Any write, rename or
-``touch`` sets the change time, which only the system clock can set, so an edited file never
-matches its old entry; a file changed within :data:`MEMO_MARGIN_NS` of being hashed (a
-timestamp too coarse to tell two writes apart) is hashed again on every call until it is
-older. The rubric is small and parsed every time.
-"""
+The gold file's sha256 is remembered by its ``stat`` (device, inode, size, mtime and ctime in
+ns), as git's index does; a file changed within :data:`MEMO_MARGIN_NS` of hashing is hashed
+again."""
 
 from __future__ import annotations
 
@@ -66,9 +46,7 @@ CACHE_ENV = "WORKBENCH_CACHE_DIR"
 SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
 """``WORKBENCH_GOLD_INDEX=off`` disables the gold index cache (every call validates in full)."""
 MEMO_MARGIN_NS = 2_000_000_000
-"""A gold file's hash is remembered only when the file last changed at least this long (2 s)
-before it was hashed: a file system with coarse timestamps (FAT: 2 s) could otherwise show a
-second write within the same tick as the same file."""
+"""A gold file's hash is remembered only when it last changed at least this long before hashing."""
 INDEX_COLUMNS = (
     "case_id",
     "partition",
@@ -82,11 +60,8 @@ INDEX_COLUMNS = (
     "search_text",
     "record",
 )
-"""One row per gold record in file order; ``active`` is False for superseded records.
-``reviewers`` and ``review_labels`` list each review's reviewer and label in record order;
-``search_text`` is what the review widget's search reads of the record, one part per line
-(input, response, every review rationale, the adjudication reason); ``record`` is the record
-as JSON (``model_dump_json``), read one case at a time."""
+"""One row per gold record in file order; ``active`` is False for superseded records;
+``search_text`` is what the review widget searches; ``record`` is the record as JSON."""
 
 
 INDEX_CHUNK = 1 << 16
@@ -103,12 +78,8 @@ def cache_dir() -> Path | None:
 
 @dataclass(frozen=True)
 class GoldIndex:
-    """What an analysis needs of a validated gold dataset, columnar.
-
-    Offers the attributes of :class:`GoldDataset` that lineage checks read (``gold_path``,
-    ``rubric``, ``sha256``, ``release``, ``release_for``); :meth:`dataset` loads the full
-    dataset when a caller needs the records themselves.
-    """
+    """What an analysis needs of a validated gold dataset, columnar, with the attributes of
+    :class:`GoldDataset` that lineage checks read; :meth:`dataset` loads the full dataset."""
 
     root: Path
     gold_path: Path
@@ -163,9 +134,7 @@ def _stat_key(stat: os.stat_result) -> list[int]:
 
 
 def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
-    """sha256 of the gold file, from the memo in ``directory`` when ``stat`` still gives what it
-    gave when the file was hashed; else read and hashed (and remembered, when the file is old
-    enough: :data:`MEMO_MARGIN_NS`). None when the file does not exist."""
+    """sha256 of the gold file, from the memo when ``stat`` is unchanged; None if absent."""
     if directory is None:
         return _hash_file(path)
     try:
@@ -192,11 +161,8 @@ def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
 
 
 def gold_index(path: str | Path) -> GoldIndex:
-    """The columnar index of a validated gold dataset, from the cache or built (and cached).
-
-    Raises :class:`~workbench.errors.WorkbenchError` listing every problem when the dataset
-    does not validate (exactly as :func:`~workbench.gold.load_dataset`).
-    """
+    """The columnar index of a validated gold dataset, cached; raises
+    :class:`~workbench.errors.WorkbenchError` as :func:`~workbench.gold.load_dataset` does."""
     root, gold_path = resolve_paths(path)
     rubric_path = root / RUBRIC_FILE
     directory = cache_dir()
@@ -251,8 +217,7 @@ def _gold_releases(root: Path) -> tuple[Release, ...]:
 
 
 def _approvers_key(root: Path) -> str | None:
-    """The project configuration's hash: its approver list checks the releases, its reviewer
-    list the reviews."""
+    """The project configuration's hash (its approvers and reviewers check the gold)."""
     config = project_config(root)
     return _hash_file(config) if config is not None else None
 
@@ -316,8 +281,7 @@ def index_table(dataset: GoldDataset) -> pa.Table:
 
 
 def _search_text(record: GoldCase) -> str:
-    """The input, the response, every review rationale and the adjudication reason, one per
-    line (those given)."""
+    """The input, response, review rationales and adjudication reason, one per line."""
     reason = record.adjudication.reason if record.adjudication else None
     parts = [record.input, record.response, *(v.rationale for v in record.reviews), reason]
     return "\n".join(p for p in parts if p is not None)

@@ -1,9 +1,5 @@
-"""Gold records: one human-reviewed, adjudicated case per JSON line.
-
-The judge never sees a gold record. It sees a :class:`workbench.judges.JudgeInput` built
-from an allow-list of fields; everything else here (reviews, adjudication, tags, slice,
-history) stays on the human side.
-"""
+"""Gold records: one human-reviewed, adjudicated case per JSON line (the judge never sees one,
+only a :class:`workbench.judges.JudgeInput` of allow-listed fields)."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from .._record import Record as _Record
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 
 GOLD_SCHEMA_VERSION = 1
 """Version of the gold record format this package reads and writes."""
@@ -37,13 +33,13 @@ def partition_name(value: Any, name: str = "partition") -> str:
     """The partition's name if ``value`` is one of the documented partitions (a string or the
     enum); :class:`~workbench.errors.WorkbenchError` (``invalid_partition``) otherwise."""
     if not isinstance(value, str) or str(value) not in PARTITIONS:
-        problem = Problem(
-            location=name,
-            code="invalid_partition",
-            message=f"{name} must be one of {', '.join(PARTITIONS)}, got {value!r}",
-            fix=f"set {name} to one of {', '.join(repr(p) for p in PARTITIONS)}",
+        raise refusal(
+            f"invalid {name}",
+            name,
+            "invalid_partition",
+            f"{name} must be one of {', '.join(PARTITIONS)}, got {value!r}",
+            f"set {name} to one of {', '.join(repr(p) for p in PARTITIONS)}",
         )
-        raise WorkbenchError(f"invalid {name}", [problem])
     return str(value)
 
 

@@ -1,18 +1,7 @@
-"""Gold lineage and frozen releases.
-
-- **Per-case field hashes** (:func:`case_hashes`): one sha256 per group of fields of a gold
-  record (the adjudicated label, the response, the grading notes, the other grading fields,
-  the reviews, the slice and partition, the rubric version and everything else). Together
-  they cover every field of the record, so comparing two sets of hashes says exactly *what*
-  changed in a case without keeping its text. Run manifests and releases record them.
-- **Releases** (:func:`freeze`): a gold dataset is an approved input of the approval kernel
-  (:mod:`workbench.approval`). Its release log, ``releases.jsonl`` beside ``gold.jsonl``,
-  holds one :class:`~workbench.approval.Release` per frozen state: release id, dataset
-  sha256, one hash per record and its field hashes, the approver and when, chained to the
-  line before. Validation refuses an in-place edit or the deletion of any record a release
-  froze (the kernel's ``frozen_case_edited``, ``frozen_case_deleted``): corrections are new
-  records that ``supersede`` the old ones; new records may be added and frozen again.
-"""
+"""Gold lineage and frozen releases: per-case field hashes (:func:`case_hashes`, saying *what*
+changed in a case without its text) and :func:`freeze`, which appends a
+:class:`~workbench.approval.Release` to ``releases.jsonl``; validation refuses editing or
+deleting a frozen record."""
 
 from __future__ import annotations
 
@@ -74,8 +63,7 @@ def case_hashes(case: GoldCase) -> dict[str, str]:
 
 
 class GoldLineage(BaseModel):
-    """What a run was produced against: the dataset, its rubric version, its release, and
-    the field hashes of every case judged."""
+    """What a run was produced against: dataset, rubric version, release, judged cases' hashes."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
@@ -145,11 +133,7 @@ def snapshot_of_records(
 def freeze(
     gold: str | Path, *, approver: str | None = None, note: str | None = None
 ) -> tuple[Release, bool]:
-    """Freeze the current state of a gold dataset; return ``(release, created)``.
-
-    The dataset must validate (so a frozen record edited in place cannot be frozen again), and
-    the approver (default ``$WORKBENCH_USER``, else the login name) must be in the project's
-    approver list. When the latest release already froze this exact dataset hash, nothing is
-    written and that release is returned with ``created`` False.
-    """
+    """Freeze the current state of a valid gold dataset; return ``(release, created)``. The
+    approver (default ``$WORKBENCH_USER``, else the login name) must be on the project's approver
+    list; an already frozen dataset hash returns its release with ``created`` False."""
     return freeze_input(gold_snapshot(gold), approver=approver or current_user(), note=note)

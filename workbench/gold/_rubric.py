@@ -1,14 +1,5 @@
-"""The rubric: the label vocabulary, its scale, which labels mean pass, and the risk slices.
-
-Stored as ``rubric.yaml`` beside ``gold.jsonl``. Cases carry the rubric version their
-reviewers applied; a case reviewed under another version is a validation problem.
-
-A rubric's ``scale`` says what its labels are: unordered categories (``nominal``, the
-default), ordered categories such as a 1-5 Likert score (``ordinal``: ``labels`` lists them
-from one end of the scale to the other), or numbers whose differences mean something
-(``numeric``: every label is a number, listed in increasing order). Ordered rubrics keep a
-pass/fail view through ``pass_labels``: an unbroken run of labels at one end of the scale.
-"""
+"""The rubric (``rubric.yaml`` beside ``gold.jsonl``): the label vocabulary, its scale (nominal,
+ordinal or numeric), which labels mean pass, and the risk slices."""
 
 from __future__ import annotations
 
@@ -24,7 +15,7 @@ from .._docs import add_field_docs
 from .._io import read_bounded
 from .._load import Lines, read_yaml, rule_error, validation_problems, yaml_lines
 from .._record import Record, SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 
 RUBRIC_SCHEMA_VERSION = 1
 
@@ -56,11 +47,8 @@ class Scale(StrEnum):
 
 
 class RubricProblems(ValueError):
-    """Every inconsistency of a rubric at once: ``(code, field, message, fix)`` tuples.
-
-    Raised (inside pydantic's ``ValidationError``) by :class:`Rubric`'s label checks;
-    :func:`load_rubric` turns each tuple into its own :class:`~workbench.errors.Problem`.
-    """
+    """Every inconsistency of a rubric at once, as ``(code, field, message, fix)`` tuples, each a
+    :class:`~workbench.errors.Problem` in :func:`load_rubric`."""
 
     def __init__(self, items: list[tuple[str, str, str, str]]) -> None:
         self.items = items
@@ -90,23 +78,18 @@ class Rubric(Record):
     criterion: str = ""
     """The one-sentence contract: what the judge decides, from which evidence."""
     labels: list[str] = Field(min_length=2)
-    """The label vocabulary, shared by reviewers, adjudicators and judges. On an ``ordinal`` or
-    ``numeric`` scale, the order of this list is the order of the scale (numbers in YAML, e.g.
-    ``[1, 2, 3, 4, 5]``, are read as the labels ``"1"`` ... ``"5"``)."""
+    """The label vocabulary; on an ordered scale, in scale order (YAML numbers are read as text)."""
     scale: Scale = Scale.nominal
-    """``nominal`` (default): unordered categories. ``ordinal``: ordered categories, listed in
-    ``labels`` from one end of the scale to the other. ``numeric``: every label is a number,
-    listed in increasing order. Ordered scales add weighted kappa, ordinal and interval
-    Krippendorff's alpha and Spearman correlation to ``agreement``."""
+    """``nominal`` (default, unordered), ``ordinal`` (ordered as ``labels``) or ``numeric``
+    (every label a number, increasing)."""
     pass_label: str | None = None
     """The label that means pass (nominal rubrics). ``None`` for rubrics without pass/fail, e.g.
     preferences."""
     fail_label: str | None = None
     """The label that means fail (nominal rubrics)."""
     pass_labels: list[str] | None = None
-    """Ordinal and numeric rubrics: the labels that count as pass, an unbroken run at one end
-    of the scale (e.g. ``[4, 5]``); every other scale label counts as fail, abstain labels as
-    neither. ``None`` for ordered rubrics without a pass/fail view."""
+    """Ordered rubrics: the labels that count as pass, an unbroken run at one end of the scale;
+    the other scale labels fail. None: no pass/fail view."""
     abstain_labels: list[str] = Field(default_factory=list)
     """Labels that are neither pass nor fail (abstain, review_required); kept as their own row
     and column. On an ordered scale they are off the scale: ordinal statistics leave them out."""
@@ -149,11 +132,8 @@ class Rubric(Record):
 
     @property
     def scale_values(self) -> dict[str, float] | None:
-        """Each scale label's value for distance-based statistics (interval alpha, Spearman, MAE).
-
-        ``numeric``: the number itself. ``ordinal``: its rank, 1 for the first scale label (equal
-        spacing assumed). ``None`` for nominal rubrics.
-        """
+        """Each scale label's value for distance-based statistics: the number (``numeric``) or
+        its 1-based rank (``ordinal``); None for nominal rubrics."""
         if self.scale == Scale.numeric:
             return {label: float(label) for label in self.scale_labels}
         if self.scale == Scale.ordinal:
@@ -168,12 +148,8 @@ class Rubric(Record):
         return [label for label in self.scale_labels if label not in self.pass_labels]
 
     def pass_fail(self, label: str) -> Literal["pass", "fail"] | None:
-        """The pass/fail view of one label: ``"pass"``, ``"fail"``, or ``None`` (abstain, or no
-        pass/fail declared).
-
-        Nominal rubrics use ``pass_label``/``fail_label``; ordered rubrics ``pass_labels``.
-        Raises ``ValueError`` for a label outside the vocabulary.
-        """
+        """The pass/fail view of one label: ``"pass"``, ``"fail"`` or None (abstain, or no view);
+        ``ValueError`` for a label outside the vocabulary."""
         if label not in self.labels:
             raise ValueError(f"label {label!r} is not one of {self.labels}")
         if self.pass_labels is not None:
@@ -194,8 +170,7 @@ class Rubric(Record):
 
 
 def _number_as_label(value: Any) -> Any:
-    """YAML reads ``[1, 2, 3]`` as numbers; labels are text. Booleans are left for the type
-    check."""
+    """YAML reads ``[1, 2, 3]`` as numbers; labels are text."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
@@ -216,8 +191,7 @@ Issue = tuple[str, str, str, str]
 
 
 def _label_problems(r: Rubric) -> list[Issue]:
-    """Every inconsistency between labels, scale, pass/fail and abstain labels: ``(code, field,
-    message, fix)``, in the order of the steps below."""
+    """Every inconsistency of labels, scale, pass/fail and abstain labels."""
     steps = [_vocabulary_issues, _abstain_issues]
     if r.scale == Scale.nominal:
         steps.append(_nominal_issues)
@@ -282,8 +256,7 @@ def _nominal_issues(r: Rubric) -> Iterator[Issue]:
 
 
 def _ordered_issues(r: Rubric) -> Iterator[Issue]:
-    """An ordered rubric: ``pass_labels``, not pass_label/fail_label; two scale labels at least;
-    numeric labels are distinct finite numbers in increasing order."""
+    """An ordered rubric: ``pass_labels``, two scale labels or more, numbers increasing."""
     scale, scale_labels = r.scale.value, r.scale_labels
     if r.pass_label is not None or r.fail_label is not None:
         example = scale_labels[-2:] if len(scale_labels) >= 3 else scale_labels[-1:]
@@ -332,8 +305,7 @@ def _numeric_issues(scale_labels: list[str]) -> Iterator[Issue]:
 
 
 def _pass_labels_issues(r: Rubric) -> Iterator[Issue]:
-    """``pass_labels``: known labels, each once, not empty, not every scale label, and an unbroken
-    run at one end of the scale."""
+    """``pass_labels``: known, unique, not all, an unbroken run at one end of the scale."""
     if r.pass_labels is None:
         return
     scale_labels = r.scale_labels
@@ -375,32 +347,22 @@ def load_rubric(path: str | Path) -> Rubric:
     path = Path(path)
     location = str(path)
     if not path.exists():
-        raise WorkbenchError(
+        raise refusal(
             "no rubric",
-            [
-                Problem(
-                    location=location,
-                    code="rubric_missing",
-                    message="the rubric file does not exist",
-                    fix=(
-                        "create rubric.yaml beside gold.jsonl declaring name, version, labels,"
-                        " pass_label, fail_label and slices"
-                    ),
-                )
-            ],
+            location,
+            "rubric_missing",
+            "the rubric file does not exist",
+            "create rubric.yaml beside gold.jsonl declaring name, version, labels,"
+            " pass_label, fail_label and slices",
         )
     raw = read_yaml(path, prefix="rubric")
     if not isinstance(raw, dict):
-        raise WorkbenchError(
+        raise refusal(
             "unreadable rubric",
-            [
-                Problem(
-                    location=location,
-                    code="rubric_shape",
-                    message="the rubric must be a YAML mapping",
-                    fix="write the rubric as key: value pairs",
-                )
-            ],
+            location,
+            "rubric_shape",
+            "the rubric must be a YAML mapping",
+            "write the rubric as key: value pairs",
         )
     unset = _unset_risks(raw, path, location)
     if unset:
@@ -439,7 +401,7 @@ def _rubric_problems(err: Any, _dotted: str, location: str) -> list[Problem] | N
     if not isinstance(found, RubricProblems):
         return None
     return [
-        Problem(location=location, code=code, message=f"{field}: {message}", fix=fix)
+        problem(location, code, f"{field}: {message}", fix)
         for code, field, message, fix in found.items
     ]
 
@@ -463,17 +425,13 @@ def _unset_risks(raw: dict[str, Any], path: Path, location: str) -> list[tuple[s
     return [
         (
             name,
-            Problem(
-                location=at("slices", str(name), "risk"),
-                code="rubric_risk_unset",
-                message=(
-                    f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong"
-                    " verdict in it does"
-                ),
-                fix=(
-                    "set its risk to critical, high, medium or low (critical: a false pass is"
-                    " release-critical); the policy's risk for the slice must then equal it"
-                ),
+            problem(
+                at("slices", str(name), "risk"),
+                "rubric_risk_unset",
+                f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong"
+                " verdict in it does",
+                "set its risk to critical, high, medium or low (critical: a false pass is"
+                " release-critical); the policy's risk for the slice must then equal it",
             ),
         )
         for name in names

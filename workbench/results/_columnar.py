@@ -1,20 +1,10 @@
 """Judge results read columnar (Arrow), validated in one vectorized pass per block.
 
-:func:`read_columnar` reads a results file, or a directory of result shards (JSON Lines or
-Parquet), once: it hashes the bytes it reads, parses each block of lines with Arrow's JSON
-reader and checks the whole block with Arrow compute kernels against the judge-result
-contract (``docs/formats.md#judge-results``): field names and types, required and non-empty
-fields, ``schema_version`` 2, attempt and repeat ranges, verdict-xor-error, error kinds, and
-that every judge identity hashes to its fingerprint, and the ``migration`` object a migrated
-line keeps (:class:`~workbench.results.ResultMigration`). Only the narrow columns an analysis needs
-are kept, so a large file never becomes Python objects.
-
-It accepts nothing the strict per-line reader (:func:`~workbench.results.scan_results`)
-refuses: whenever the vectorized checks cannot prove a block valid (a bad line, a duplicate
-or NaN the Arrow parser would tolerate, a key written with unusual spacing, a timestamp it
-does not parse, a judge parameter holding a list ...) it returns ``None`` and the caller runs
-the strict reader, which reports every problem with its line, exactly as before.
-"""
+:func:`read_columnar` reads a results file or directory of shards (JSON Lines or Parquet) once,
+hashing its bytes and checking each block against the judge-result contract with Arrow compute
+kernels, keeping only :data:`NARROW` columns. It accepts nothing the strict reader
+(:func:`~workbench.results.scan_results`) refuses: when it cannot prove a block valid it returns
+None and the caller runs the strict reader, which reports every problem."""
 
 from __future__ import annotations
 
@@ -42,9 +32,7 @@ if TYPE_CHECKING:
 SHARD_SUFFIXES = (".jsonl", ".parquet")
 """Files of a results directory that are shards; anything else in it is ignored."""
 BLOCK_BYTES = 8 << 20
-"""Bytes read, parsed and checked at once (bounds memory on any file size; the read buffer and
-the numpy scratch buffers are reused from block to block). 8 MB: at 1M results, 32 MB blocks
-cost 2 s more CPU when every block had fresh buffers (page faults)."""
+"""Bytes read, parsed and checked at once (buffers reused from block to block)."""
 
 NARROW = (
     "case_id",
@@ -87,9 +75,7 @@ _ISO = (
     r"^(000[1-9]|00[1-9]\d|0[1-9]\d\d|[1-9]\d{3})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?"
     r"(Z|[+-]\d{2}:\d{2})$"
 )
-"""The times the columnar checks vouch for: ISO 8601 with seconds and an offset, year 1 or later
-(Arrow casts year 0, Python's ``datetime`` and so the strict reader refuse it); the cast to a
-timestamp then refuses impossible dates and times."""
+"""The times the columnar checks vouch for: ISO 8601 with seconds and an offset, year 1 or later."""
 _MIGRATION_REQUIRED = ("from_version", "to_version", "function", "filled", "migrated_at")
 """The fields of :class:`~workbench.results.ResultMigration` without a default."""
 _MIGRATION_FIELDS = {*_MIGRATION_REQUIRED, "partition_source"}
@@ -138,12 +124,9 @@ def results_sha256(path: str | Path) -> str:
 def read_columnar(
     path: str | Path, block: Callable[[pa.Table], pa.Table] | None = None
 ) -> ColumnarResults | None:
-    """Read and check results columnar; None when the strict reader must judge them.
-
-    ``block``, when given, receives each checked block (columns :data:`NARROW`) and returns
-    what to keep of it (raising ``ValueError`` to hand the input to the strict reader): an
-    analysis checks and narrows each block as it is read, so memory stays bounded.
-    """
+    """Read and check results columnar; None when the strict reader must judge them. ``block``,
+    when given, receives each checked block and returns what to keep of it (``ValueError``: hand
+    the input to the strict reader)."""
     import pyarrow as pa
 
     p = Path(path)
@@ -194,14 +177,7 @@ def _narrow_schema() -> pa.Schema:
 
 
 def _jsonl_blocks(file: Path, digest: Any) -> Any:
-    """Yield ``(table, first line number)`` per block of whole lines; hash every byte read.
-
-    One pass over the bytes: each block is read into one buffer reused for the whole file (a
-    fresh block-sized buffer per block costs a page fault per 4 kB, which at 1M results was
-    seconds of system time), hashed from it, scanned and parsed; the numpy scans write into
-    buffers kept as well. Arrow's JSON reader copies what it parses, so the buffer is
-    refilled once a block's table has been yielded.
-    """
+    """Yield ``(table, first line number)`` per block of whole lines; hash every byte read."""
 
     limit = max_line_bytes()
     line = 1
@@ -241,8 +217,7 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
 def _parse_lines(
     block: memoryview, scratch: _Scratch, schema: pa.Schema | None, before_string: Any, limit: int
 ) -> pa.Table:
-    """A block of whole lines parsed and checked: each line one JSON object with every key Arrow
-    implies written (``schema``: the previous block's, tried first)."""
+    """A block of whole lines parsed and checked (``schema``: the previous block's)."""
     import numpy as np
     import pyarrow as pa
 
@@ -258,27 +233,16 @@ def _parse_lines(
     lines.validate(full=True)  # UTF-8
     if (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
         raise _Refuse("a line that is not exactly one JSON object")
-    # Arrow reads an absent key as null. Count the keys each line really holds and require
-    # every key Arrow's columns imply: then null means null, as in the strict reader. A key
-    # ends in '":'; so does an escaped quote before a colon inside a string, or a string
-    # value that starts with a colon: those are counted from the parsed strings and added
-    # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
-    # and the block goes to the strict reader).
+    # Arrow reads an absent key as null: count the key ends ('":') each line really holds and
+    # require every key Arrow's columns imply (anything unusual makes the counts differ).
     hits = _key_end_hits(raw, scratch)
     written = np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
-    # A '":' that is not a key's end is an escaped quote in a string followed by a colon
-    # ('\\' before it) or a string opened right before a colon (JSON whitespace, ':',
-    # '[', ',' or '{' before it). With none in the block, no parsed string adds to the
-    # count and the strings need not be searched.
+    # Without a '":' that could be inside a string, the strings need not be searched.
     strings = bool(before_string[raw[hits - 1]].any()) if len(hits) else False
     table = None
     if schema is not None:
-        # The previous block's columns and types, given to Arrow: no type inference
-        # (about 40% of the parse). Arrow then refuses unknown keys and values of
-        # another type instead of converting them (only an integer where the schema
-        # has a float is read as that float, which the contract accepts too); when it
-        # refuses, or a key it would fill with null is absent, the block is parsed again
-        # with inference, as without a schema, and judged on that.
+        # The previous block's schema saves type inference (about 40% of the parse); when
+        # Arrow refuses the block with it, or a key is absent, it is parsed again without.
         try:
             table = _parse_block(buffer, len(starts), schema)
         except pa.ArrowInvalid:
@@ -292,17 +256,14 @@ def _parse_lines(
             table = _parse_block(buffer, len(starts), as_strings)
         if not _keys_match(table, written, lines, strings):
             raise _Refuse("a key absent on some line (Arrow would read it as null)")
-    # NaN, Inf, Infinity (and their negatives): Arrow reads them as floats, the strict
-    # reader refuses them. Arrow puts a number only in a float or integer column, so
-    # they are looked for in the parsed floats (a scan of the bytes costs more)
+    # NaN and Infinity: Arrow reads them as floats, the strict reader refuses them.
     if _non_finite(table):
         raise _Refuse("NaN/Inf/Infinity, which Arrow would accept")
     return table
 
 
 def _non_finite(table: pa.Table) -> bool:
-    """Whether a float anywhere in the table (nested fields and lists included) is NaN or
-    infinite."""
+    """Whether any float in the table, nested ones included, is NaN or infinite."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -322,12 +283,7 @@ def _non_finite(table: pa.Table) -> bool:
 
 
 def _strings_for_times(schema: pa.Schema) -> pa.Schema | None:
-    """``schema`` with every timestamp (nested ones too) a string; None when it has none.
-
-    Arrow infers a timestamp from strings Python's ``datetime`` refuses (``2026-12-06T21``, year
-    0) and the parsed timestamp no longer says what was written: the block is parsed again with
-    the times as strings, which :func:`_check_times` judges (and later blocks get this schema).
-    """
+    """``schema`` with every timestamp a string, or None when it has none."""
     import pyarrow as pa
 
     def strings(kind: Any) -> Any:
@@ -365,9 +321,7 @@ def _parse_block(buffer: pa.Buffer, rows: int, schema: pa.Schema | None) -> pa.T
 
 
 def _keys_match(table: pa.Table, written: Any, lines: Any, strings: bool = True) -> bool:
-    """Whether every line holds every key the table's columns imply (``written``: the key
-    ends counted per line; ``lines``: the block's lines, looked up when columns have nulls;
-    ``strings``: whether a string value may hold or start a '":')."""
+    """Whether every line holds every key the table's columns imply."""
     import numpy as np
 
     implied = sum(
@@ -402,15 +356,6 @@ class _Scratch:
         return np.equal(raw, byte, out=self.get(slot, len(raw)))
 
 
-def _count_key_ends(raw: Any, ends: Any, scratch: _Scratch | None = None) -> Any:
-    """Occurrences of '":' per line of a block (``raw``: its bytes, ``ends``: the offsets of
-    its newlines), as ``pc.count_substring(lines, '":')`` counts them, in one numpy pass."""
-    import numpy as np
-
-    hits = _key_end_hits(raw, scratch if scratch is not None else _Scratch())
-    return np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
-
-
 def _key_end_hits(raw: Any, scratch: _Scratch) -> Any:
     """The offsets of the '"' of every '":' in ``raw``."""
     import numpy as np
@@ -437,10 +382,7 @@ def _parquet_blocks(file: Path, digest: Any) -> Any:
         data = fh.read()
     digest.update(data)
     shard = pq.ParquetFile(pa.BufferReader(data))
-    for name in (
-        "value",
-        "reason",
-    ):  # a Parquet row always has every column: present means a column
+    for name in ("value", "reason"):  # a Parquet row has every column: present means a column
         if name not in shard.schema_arrow.names:
             raise _Refuse(f"no {name} column")
     line = 1
@@ -494,8 +436,7 @@ def _check_fields(t: pa.Table) -> None:
 
 
 def _check_values(t: pa.Table) -> None:
-    """Ranges: schema version, attempt and repeat; ids and hashes; no negative figure; the
-    types of ``order`` and ``presentation``."""
+    """Ranges of versions, attempts, repeats, ids, hashes and figures; nested types."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -540,8 +481,7 @@ def _check_started_at(t: pa.Table) -> None:
 
 
 def _check_times(column: Any, name: str) -> None:
-    """Each value an ISO 8601 time with its offset (:data:`_ISO`), or null. A JSON Lines block
-    never holds a timestamp column (:func:`_strings_for_times`); a Parquet shard may."""
+    """Each value an ISO 8601 time with its offset (:data:`_ISO`), or null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -556,9 +496,7 @@ def _check_times(column: Any, name: str) -> None:
 
 
 def _check_migration(t: pa.Table) -> None:
-    """``migration``: null, or a :class:`~workbench.results.ResultMigration` object: its fields
-    only, the required ones set, versions integers, ``function`` a string, ``filled`` an object
-    (of anything), ``partition_source`` a string or null, ``migrated_at`` a time."""
+    """``migration``: null, or a :class:`~workbench.results.ResultMigration` object."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -592,8 +530,7 @@ def _check_migration(t: pa.Table) -> None:
 
 
 def _check_error(t: pa.Table) -> tuple[Any, Any]:
-    """``error``: null, or ``{kind in ERROR_KINDS, message, retryable?}``; a verdict (or a
-    score) xor an error. The error kinds and messages (null without an error)."""
+    """The error objects, verdict xor error; the error kinds and messages."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -677,8 +614,7 @@ def _narrow(
 
 
 def _check_judges(t: pa.Table, identities: dict[str, JudgeIdentity]) -> None:
-    """One fingerprint per block (several are refused by the join anyway), every row's judge
-    equal to the first row's, and that identity hashes to the fingerprint."""
+    """One fingerprint per block, every judge the first row's, hashing to it."""
     import pyarrow.compute as pc
 
     judge = t["judge"].combine_chunks()
@@ -712,8 +648,7 @@ them is blank."""
 
 
 def _check_reasons(t: pa.Table) -> None:
-    """Every verdict states a reason: a null or blank one is refused here and named by the strict
-    reader (``verdict_reason_missing``)."""
+    """Every verdict states a reason (else the strict reader names it)."""
     import pyarrow.compute as pc
 
     verdicts = pc.and_(pc.is_valid(t["value"]), pc.is_null(t["error"]))
@@ -792,14 +727,7 @@ def _nested_names(kind: Any, out: set[str]) -> set[str]:
 
 
 def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
-    """Keys per line when top-level fields may be absent (optional ones default to null).
-
-    Each top-level column with nulls is looked up by name on every line (present or absent),
-    less the keys of that name inside the line's objects (``migration.filled.reason``), counted
-    as if every nested key were written: a nested key absent makes the top-level key look
-    absent too, never present, and the block is refused when ``value`` or ``reason``, required
-    even when null, looks absent.
-    """
+    """Keys per line when top-level fields may be absent (a key looked up by name)."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -831,12 +759,7 @@ def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
 
 
 def _filled_absent(table: pa.Table, lines: Any) -> Any:
-    """Per line, the keys of ``migration.filled`` Arrow reads as null that the line does not
-    write: ``filled`` is an object of anything, so one line may fill ``attempt`` and the next
-    not. Each such key is looked up inside the one object written under a ``filled`` key (no
-    other object of the block has a key of that name; the lookup stops at any brace, so it
-    never leaves that object: a nested value makes the key look absent, and the block is
-    refused); a key that is not a plain name is not looked up (the block is refused)."""
+    """Per line, the keys of ``migration.filled`` Arrow reads as null that are not written."""
     import re
 
     import numpy as np
@@ -886,9 +809,7 @@ def _all_names(kind: Any) -> list[str]:
 
 
 def _named_keys(array: Any, name: str) -> Any:
-    """How many keys ``name`` each row's JSON holds inside its objects when every field of
-    every object is present (as :func:`_keys_per_row` counts them; written keys fewer than
-    that make the block's key count fall short, and the block is refused)."""
+    """How many keys ``name`` each row's JSON holds inside its objects."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -910,9 +831,7 @@ def _named_keys(array: Any, name: str) -> Any:
 
 
 def _keys_per_row(array: Any, strings: bool = True) -> Any:
-    """How many times '":' occurs in each row's JSON when every field of every object is
-    present: once per key, plus once per '":' inside a string and per string starting with ':'
-    (strings are not searched when ``strings`` is false: none holds or starts a '":')."""
+    """How many times '":' occurs in each row's JSON when every field is present."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -1,9 +1,5 @@
-"""The judge-result contract: one JSON line per case per attempt, written by every judge kind.
-
-See ``docs/formats.md#judge-results``. A result either carries a verdict (``value``) or an
-evaluator error (``error``), never both and never neither: a provider outage, a timeout or
-unparseable output is recorded, and never turned into a pass or a fail.
-"""
+"""The judge-result contract (``docs/formats.md#judge-results``): one JSON line per case per
+attempt, with either a verdict (``value``) or an evaluator error (``error``), never both."""
 
 from __future__ import annotations
 
@@ -43,10 +39,7 @@ IDENTITY_FIELDS: dict[str, tuple[str, ...]] = {
     "ragas-function": ("prompt_sha256", "ragas_version"),
 }
 """The fingerprint fields a judge kind's identity must fill (``fingerprint_incomplete``
-otherwise): a ``ragas-llm`` verdict names its model, prompt hash and Ragas version, a
-``ragas-function`` verdict its source hash and Ragas version. An identity missing them does not
-say what judged, so its results are refused wherever they meet gold (``align``, ``gate``,
-certification)."""
+otherwise): results of an identity missing them are refused wherever they meet gold."""
 
 
 class _Record(Record):
@@ -165,9 +158,7 @@ class JudgeResult(_Record):
     """Set when the verdict was reused from the cache instead of calling the judge: the run that
     produced it."""
     dataset_sha256: str | None = None
-    """Lineage: hash of the gold dataset the case was drawn from when the attempt ran (set by
-    the run engine and by importers), so a results file names its gold even without its run
-    manifest. ``align`` and ``gate`` refuse results whose gold differs from the gold given."""
+    """Lineage: hash of the gold dataset the case was drawn from when the attempt ran."""
     rubric_version: str | None = None
     """Lineage: the rubric version of that gold."""
     migration: ResultMigration | None = None
@@ -199,11 +190,7 @@ class JudgeResult(_Record):
         return self
 
     def request_hash_matches(self) -> bool | None:
-        """Whether the inline request hashes to ``rendered_request_sha256`` (None if not inline).
-
-        Not checked on every read: hashing every request dominates reading large files.
-        Readers that certify evidence call it (``read_results(verify_requests=True)``).
-        """
+        """Whether the inline request hashes to ``rendered_request_sha256`` (None if not inline)."""
         if self.rendered_request is None or self.rendered_request_sha256 is None:
             return None
         return sha256_json(self.rendered_request) == self.rendered_request_sha256
@@ -219,8 +206,7 @@ def has_reason(reason: Any) -> bool:
 
 
 def missing_identity_fields(judge: JudgeIdentity) -> list[str]:
-    """The fingerprint fields :data:`IDENTITY_FIELDS` requires of ``judge``'s kind that are
-    null or blank."""
+    """The fields :data:`IDENTITY_FIELDS` requires of ``judge``'s kind that are null or blank."""
     return [
         name
         for name in IDENTITY_FIELDS.get(judge.kind, ())
@@ -229,9 +215,6 @@ def missing_identity_fields(judge: JudgeIdentity) -> list[str]:
 
 
 def states_reasons(judge: JudgeIdentity) -> bool:
-    """Whether every verdict of ``judge`` must state its reason: a model-backed judge
-    (``ragas-llm``). ``workbench run`` records a model answer without a reason as a
-    ``missing_reason`` evaluator error; a results file holding such a verdict anyway is refused
-    (``verdict_reason_missing``). Imported predictions are held to it at import, when their
-    reason column is mapped (``workbench import results --reason``)."""
+    """Whether every verdict of ``judge`` must state its reason (a ``ragas-llm`` judge); a
+    verdict without one is refused (``verdict_reason_missing``)."""
     return judge.kind == "ragas-llm"

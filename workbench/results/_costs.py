@@ -1,21 +1,8 @@
 """Cost and tokens per slice as a distribution over judged cases, not only totals.
 
-Long evidence, repair calls and high-reasoning settings concentrate spend in a few cases, often
-in the critical slices a cheaper run is tempted to leave out: the median, the 95th percentile
-and the maximum per case show it where a total hides it.
-
-Definitions (checked by hand in ``tests/test_sampling.py``):
-
-- a *case* is one case x repeat unit with at least one recorded call; its cost and tokens are
-  the sums over its attempts (retries included). Verdicts reused from the cache cost nothing
-  and are left out (counted in ``cached``); reported tokens missing on an attempt count 0;
-- ``median``: the middle value of the sorted per-case values (the mean of the two middle ones
-  for an even count);
-- ``p95``: nearest rank, the value at position ``ceil(0.95 x n)`` of the sorted values
-  (1-based), i.e. the smallest value that at least 95% of the cases do not exceed;
-- ``max``: the largest per-case value; ``total``: the sum, correctly rounded (``math.fsum``), so
-  the same whatever order the results were read in (a sharded run's merge, a local run).
-"""
+A *case* is a case x repeat unit with at least one recorded call (cached verdicts are counted in
+``cached`` only); its cost and tokens sum its attempts. ``p95`` is the nearest rank (position
+``ceil(0.95 x n)``); ``total`` is ``math.fsum`` (independent of order)."""
 
 from __future__ import annotations
 
@@ -117,9 +104,8 @@ def slice_costs(
     slice_of: Mapping[str, str | None],
     risk_of: Mapping[str, str | None] | None = None,
 ) -> list[SliceCost]:
-    """Per-slice cost and token distributions of result ``rows`` (dicts in the judge-result
-    contract), then ``(all)``. ``slice_of``: case id -> slice (a case not in it counts under
-    ``(all)`` only). Slices come in risk order (critical first), then by name."""
+    """Per-slice cost and token distributions of result ``rows`` (dicts), then ``(all)``, slices
+    in risk order then by name (``slice_of``: case id -> slice)."""
     return costs_from_usage(unit_usage(rows), slice_of, risk_of)
 
 
@@ -210,8 +196,7 @@ def slice_cost_rows(costs: Sequence[SliceCost], *, tokens: bool = True) -> list[
 
 
 def format_slice_costs(costs: Sequence[SliceCost]) -> str:
-    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and
-    totals."""
+    """A fixed-width table: per slice, cost and tokens per case (median / p95 / max), totals."""
     rows = slice_cost_rows(costs)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
     return "\n".join(

@@ -1,16 +1,13 @@
-"""One check of a judge result against the gold it claims: the case, its latest record, the
-response the reviewers saw and the partition.
-
-``align`` and ``import results`` refuse the same four mismatches with the same codes and
-messages; each says in its own words what to do about them (:class:`GoldCheckFixes`).
-"""
+"""One check of a judge result against the gold it claims (case, latest record, response,
+partition), shared by ``align`` and ``import results`` with their own fixes
+(:class:`GoldCheckFixes`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import Problem
+from ..errors import Problem, problem
 from ._contract import JudgeResult
 
 if TYPE_CHECKING:
@@ -53,6 +50,4 @@ def check_against_gold(
         message = f"result says partition {r.partition!r}, gold says {gold_case.partition.value!r}"
     else:
         return None
-    return Problem(
-        location=where, case_id=r.case_id, code=code, message=message, fix=getattr(fixes, code)
-    )
+    return problem(where, code, message, getattr(fixes, code), r.case_id)

@@ -1,11 +1,5 @@
-"""Reading judge results: every contract violation reported at once, with its line.
-
-Records written under an older ``schema_version`` are refused (one ``schema_version_old``
-problem per file, naming ``workbench migrate results FILE``) unless the caller asks for the
-explicit migration (``migrate=True``): each such record is then migrated on read
-(:func:`~workbench.results.migrate_record`) and carries a ``migration`` field saying what was
-filled; :func:`migration_note` summarizes it for display.
-"""
+"""Reading judge results: every contract violation reported at once, with its line. Older records
+are refused (``schema_version_old``) unless ``migrate=True`` migrates them on read."""
 
 from __future__ import annotations
 
@@ -20,6 +14,7 @@ from pydantic import ValidationError
 
 from .._io import (
     WRONG_TYPE_ERRORS,
+    WRONG_TYPE_FIX,
     JSONRecordError,
     check_json,
     iter_jsonl_lines,
@@ -27,7 +22,7 @@ from .._io import (
     loads_json,
 )
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError, problem
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ._contract import (
     ERROR_KINDS,
     RESULT_SCHEMA_VERSION,
@@ -68,13 +63,8 @@ def read_results(
     migrate: bool = False,
     gold: GoldDataset | None = None,
 ) -> list[ResultLine]:
-    """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line.
-
-    The judge fingerprint of every line is checked against its identity (once per distinct
-    identity). With ``verify_requests``, every inline rendered request is re-hashed too.
-    Older records are refused unless ``migrate`` (see the module doc; ``gold`` supplies the
-    partition of records that lack one).
-    """
+    """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line. With
+    ``verify_requests`` every inline request is re-hashed; ``migrate`` and ``gold``: module doc."""
     out: list[ResultLine] = []
     problems: list[Problem] = []
     for item in scan_results(path, verify_requests=verify_requests, migrate=migrate, gold=gold):
@@ -93,23 +83,18 @@ def scan_results(
     migrate: bool = False,
     gold: GoldDataset | None = None,
 ) -> Iterator[ResultLine | Problem]:
-    """Yield each line of a results file as a :class:`ResultLine` or, if it is bad, a
-    :class:`Problem`.
-
-    Streaming form of :func:`read_results`, in line order, for callers that fold results
-    without keeping every record (the alignment join). Older records: one problem for the
-    file (after its last line), or migrated on read with ``migrate``.
-    """
+    """Yield each line of a results file as a :class:`ResultLine` or, if bad, a :class:`Problem`:
+    the streaming form of :func:`read_results`."""
     path = Path(path)
     if path.is_dir():
         yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
         return
     if not path.exists():
-        yield Problem(
-            location=str(path),
-            code="results_missing",
-            message="the results file does not exist",
-            fix="point --results at a results.jsonl written by `workbench run` or an importer",
+        yield problem(
+            str(path),
+            "results_missing",
+            "the results file does not exist",
+            "point --results at a results.jsonl written by `workbench run` or an importer",
         )
         return
     reader = _LineReader(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
@@ -125,8 +110,8 @@ def scan_results(
             if not isinstance(parsed, JudgeResult):
                 yield from parsed
                 continue
-        problem = reader.contract_problem(parsed, where)
-        yield ResultLine(number, parsed) if problem is None else problem
+        found = reader.contract_problem(parsed, where)
+        yield ResultLine(number, parsed) if found is None else found
     for number in not_utf8:
         yield _not_utf8(reader.loc, number)
     for version, numbers in sorted(reader.old.items()):
@@ -134,11 +119,11 @@ def scan_results(
 
 
 def _not_utf8(loc: str, number: int) -> Problem:
-    return Problem(
-        location=f"{loc}:{number}",
-        code="not_utf8",
-        message="the line is not valid UTF-8",
-        fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
+    return problem(
+        f"{loc}:{number}",
+        "not_utf8",
+        "the line is not valid UTF-8",
+        "results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
     )
 
 
@@ -183,11 +168,7 @@ class _LineReader:
                 f" {exc.field!r} ({exc})"
             )
             code = "migration_needs_gold"
-            return [
-                Problem(
-                    location=where, case_id=_case_id(raw), code=code, message=message, fix=exc.fix
-                )
-            ]
+            return [problem(where, code, message, exc.fix, _case_id(raw))]
         except ValidationError as exc:
             return _translate(exc, where, raw)
 
@@ -201,15 +182,12 @@ class _LineReader:
             except ValueError:  # a value canonical JSON cannot hold
                 actual = None
             if actual != result.judge_fingerprint:
-                return Problem(
-                    location=where,
-                    case_id=result.case_id,
-                    code="fingerprint_mismatch",
-                    message="judge_fingerprint is not the sha256 of the judge identity",
-                    fix=(
-                        "recompute judge_fingerprint from 'judge'; results must not be edited by"
-                        " hand"
-                    ),
+                return problem(
+                    where,
+                    "fingerprint_mismatch",
+                    "judge_fingerprint is not the sha256 of the judge identity",
+                    "recompute judge_fingerprint from 'judge'; results must not be edited by hand",
+                    result.case_id,
                 )
             self.verified[result.judge_fingerprint] = result.judge
         return self._identity_problem(result, where) or self._other_problem(result, where)
@@ -247,27 +225,26 @@ class _LineReader:
 
     def _other_problem(self, result: JudgeResult, where: str) -> Problem | None:
         if self.verify_requests and result.request_hash_matches() is False:
-            return Problem(
-                location=where,
-                case_id=result.case_id,
-                code="request_hash_mismatch",
-                message="rendered_request_sha256 does not match the inline rendered request",
-                fix="results must not be edited by hand; re-run the judge",
+            return problem(
+                where,
+                "request_hash_mismatch",
+                "rendered_request_sha256 does not match the inline rendered request",
+                "results must not be edited by hand; re-run the judge",
+                result.case_id,
             )
         if result.error is not None and result.error.kind not in ERROR_KINDS:
-            return Problem(
-                location=where,
-                case_id=result.case_id,
-                code="unknown_error_kind",
-                message=f"unknown error kind {result.error.kind!r}",
-                fix="use one of " + ", ".join(ERROR_KINDS),
+            return problem(
+                where,
+                "unknown_error_kind",
+                f"unknown error kind {result.error.kind!r}",
+                "use one of " + ", ".join(ERROR_KINDS),
+                result.case_id,
             )
         return None
 
 
 def _parse(text: str, where: str) -> JudgeResult | dict[str, Any] | list[Problem]:
-    """A current record, an older record (its JSON object, to migrate or set aside), or the
-    problems of a line that is neither."""
+    """A current record, an older record's JSON object, or the line's problems."""
     try:
         check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
     except JSONRecordError as exc:
@@ -292,11 +269,11 @@ def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Probl
 
     shards = result_files(directory)
     if not shards:
-        yield Problem(
-            location=str(directory),
-            code="results_missing",
-            message="the results directory holds no shards (*.jsonl or *.parquet files)",
-            fix="point --results at a results file, or at a directory of result shards",
+        yield problem(
+            str(directory),
+            "results_missing",
+            "the results directory holds no shards (*.jsonl or *.parquet files)",
+            "point --results at a results file, or at a directory of result shards",
         )
         return
     for shard in shards:
@@ -309,38 +286,26 @@ def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Probl
 
 
 def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Each row of a Parquet shard as the JSON text of its object (row numbers from 1).
-
-    A Parquet row has every column of the file, so a value absent from a record reads as null.
-    """
+    """Each row of a Parquet shard as the JSON text of its object (row numbers from 1)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
-        raise WorkbenchError(
+        raise refusal(
             f"{path}: unreadable",
-            [
-                Problem(
-                    location=str(path),
-                    code="unreadable_file",
-                    message=f"the Parquet shard cannot be read ({str(exc)[:120]})",
-                    fix="write shards with pyarrow or pandas (to_parquet), or as JSON Lines",
-                )
-            ],
+            str(path),
+            "unreadable_file",
+            f"the Parquet shard cannot be read ({str(exc)[:120]})",
+            "write shards with pyarrow or pandas (to_parquet), or as JSON Lines",
         ) from None
     for number, row in enumerate(table.to_pylist(), start=1):
         try:
-            yield (
-                number,
-                json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default),
-            )
+            text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
         except ValueError:
-            yield (
-                number,
-                '{"schema_version": NaN}',
-            )  # refused below as non_finite_number, with its row
+            text = '{"schema_version": NaN}'  # refused below as non_finite_number, with its row
+        yield number, text
 
 
 def _json_default(value: Any) -> Any:
@@ -350,8 +315,7 @@ def _json_default(value: Any) -> Any:
 
 
 def migration_note(lines: list[ResultLine]) -> str | None:
-    """One sentence on the records of ``lines`` that were migrated on read, or None when none
-    was."""
+    """One sentence on the records of ``lines`` migrated on read, or None when none was."""
     migrated = [line.result for line in lines if line.result.migration is not None]
     if not migrated:
         return None
@@ -387,11 +351,8 @@ def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
                 f"field '{path}' must be {WRONG_TYPE_ERRORS[err['type']]} (got"
                 f" {json.dumps(err.get('input'))[:60]})"
             )
-            fix = (
-                "write the value with its JSON type: numbers and true/false without quotes, whole"
-                " numbers without a decimal point"
-            )
+            fix = WRONG_TYPE_FIX
         else:
             message, fix = f"{path}: {err['msg']}", "see docs/formats.md#judge-results"
-        out.append(Problem(location=where, case_id=case_id, code=code, message=message, fix=fix))
+        out.append(problem(where, code, message, fix, case_id))
     return out

@@ -1,12 +1,6 @@
-"""One result read back by where it is (shard and line), for a case a reviewer opens.
-
-The review table keeps, per case, where its counted attempt is (``shard``, ``line``: what the
-columnar reader records) instead of every request in memory; :class:`ResultLines` reads that
-one line again when the case is shown, through the strict typed record
-(:class:`~workbench.results.JudgeResult`). Fail closed: a results file that changed since it
-was read (``stat`` differs), or a line that no longer holds the case, is refused
-(``results_changed``), never shown as the case's request.
-"""
+"""One result read back by where it is (shard and line), for a case a reviewer opens, through the
+strict record; a results file changed since it was read, or a line that no longer holds the case,
+is refused (``results_changed``)."""
 
 from __future__ import annotations
 
@@ -15,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import check_json, open_for_reading
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ._columnar import BLOCK_BYTES, result_files
 from ._contract import JudgeResult
 
@@ -96,16 +90,12 @@ class ResultLines:
         return None
 
     def _changed(self, why: str) -> WorkbenchError:
-        return WorkbenchError(
+        return refusal(
             "the results changed since they were read",
-            [
-                Problem(
-                    location=str(self.path),
-                    code="results_changed",
-                    message=f"{why}: the case's request cannot be shown as it was judged",
-                    fix="build the review table again from the results as they are now",
-                )
-            ],
+            str(self.path),
+            "results_changed",
+            f"{why}: the case's request cannot be shown as it was judged",
+            "build the review table again from the results as they are now",
         )
 
 

@@ -1,9 +1,5 @@
-"""The run manifest: what a run will judge, fixed before its first model call.
-
-A run directory's ``manifest.json`` (:class:`RunManifest`) is read beside its results wherever
-they are aligned (``align``, ``gate``, a repeatability study), so the record lives with the
-result contract; the run engine writes and checks it (:mod:`workbench.runs`).
-"""
+"""The run manifest (``manifest.json``, :class:`RunManifest`): what a run will judge, fixed
+before its first model call; read beside its results wherever they are aligned."""
 
 from __future__ import annotations
 
@@ -31,9 +27,8 @@ class ManifestCase(BaseModel):
     response_hash: str
     """sha256 of the judged content (the gold response, or a candidates digest)."""
     gold: dict[str, str] | None = None
-    """For cases drawn from a gold dataset: the per-field hashes of the gold record at run
-    time (``workbench.gold.case_hashes``: label, response, notes, grading, reviews,
-    placement, rubric, other), so that a later change to the gold can be named case by case."""
+    """For gold cases: :func:`workbench.gold.case_hashes` of the record at run time, so a later
+    change to the gold is named case by case."""
 
 
 class ManifestUnit(BaseModel):
@@ -91,9 +86,8 @@ class RunManifest(Record):
     """The planned (case, repeat) units when they are not every case x every repeat
     (e.g. a position-bias battery's permutations); None means the full grid."""
     sampling: ManifestSampling | None = None
-    """The declared sampling plan the cases were drawn under (None: every case of the
-    partition is planned). Part of the manifest's content: a resume under another plan is
-    refused."""
+    """The declared sampling plan the cases were drawn under (None: every case); a resume under
+    another plan is refused."""
 
     def planned(self) -> list[tuple[str, int]]:
         """Every planned (case_id, repeat) unit, in order."""

@@ -1,18 +1,9 @@
 """Explicit, versioned migrations of judge-result records; nothing else fills a missing field.
 
-Version 1 of the judge-result contract filled ``reason`` (None), ``partition`` (None),
-``attempt`` (1) and ``repeat`` (0) silently when a record lacked them. Version 2 requires
-them. A version-1 record is never read as version 2: readers refuse it (``schema_version_old``,
-naming ``workbench migrate results FILE``) unless the caller asks for the migration
-(``read_results(path, migrate=True)``), and then every migrated record says so in its
-``migration`` field (:class:`~workbench.results.ResultMigration`: from/to version, the function,
-each field filled and its value).
-
-:func:`migrate_v1_to_v2` fills ``reason``, ``attempt`` and ``repeat`` with version 1's
-documented defaults when they are absent. ``partition`` has no such default (version 1's was
-"unknown"): it is read from the gold record of the case when a gold dataset is given, and the
-record is refused otherwise (``migration_needs_gold``).
-"""
+Readers refuse a version-1 record (``schema_version_old``) unless asked to migrate it
+(``read_results(path, migrate=True)``); a migrated record says so in its ``migration`` field.
+``partition`` has no version-1 default: it is read from the gold, else refused
+(``migration_needs_gold``)."""
 
 from __future__ import annotations
 
@@ -28,7 +19,7 @@ from pydantic import ValidationError
 
 from .._io import JSONRecordError, atomic_write_text, iter_jsonl_lines, json_problem, loads_json
 from .._load import Problems
-from ..errors import Problem, refusal
+from ..errors import Problem, problem, refusal
 from ._contract import RESULT_SCHEMA_VERSION, JudgeResult
 
 if TYPE_CHECKING:
@@ -50,8 +41,7 @@ class MigrationRefused(ValueError):
 
 
 def record_version(raw: dict[str, Any]) -> int | None:
-    """The record's ``schema_version``: 1 when absent (version 1's default), None when not an
-    int."""
+    """The record's ``schema_version``: 1 when absent, None when not an int."""
     value = raw.get("schema_version", 1)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -63,12 +53,9 @@ def migrate_v1_to_v2(
     partition_source: str | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """A version-2 record (as a dict) from a version-1 record; records what it filled.
-
-    ``reason`` -> None, ``attempt`` -> 1, ``repeat`` -> 0 when absent (version 1's defaults; a field
-    present, even as null, is kept). ``partition`` absent or null -> ``partition_of(case_id)``, else
-    :class:`MigrationRefused`. Nothing else changes (so the judge fingerprint holds).
-    """
+    """A version-2 record (as a dict) from a version-1 record, recording what it filled: absent
+    ``reason``, ``attempt``, ``repeat`` get version 1's defaults; ``partition`` absent or null
+    comes from ``partition_of(case_id)``, else :class:`MigrationRefused`."""
     out = dict(raw)
     filled: dict[str, Any] = {}
     for name, default in (("reason", None), ("attempt", 1), ("repeat", 0)):
@@ -119,12 +106,8 @@ def migrate_record(
     partition_source: str | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Take a record from its schema version to the current one, step by step.
-
-    Raises :class:`MigrationRefused` when a step cannot fill a field, ``ValueError`` for a
-    version no migration starts from. The returned dict still has to validate as a
-    :class:`JudgeResult` (a migration fills only what the old version defaulted).
-    """
+    """Take a record from its schema version to the current one, step by step; raises
+    :class:`MigrationRefused` or ``ValueError`` (no migration from that version)."""
     version = record_version(raw)
     if version is None:
         raise ValueError("schema_version is not an integer")
@@ -139,30 +122,24 @@ def migrate_record(
 
 
 def gold_partitions(dataset: GoldDataset) -> tuple[PartitionOf, str]:
-    """``(partition_of, source)`` for a gold dataset: every record's partition (superseded ones
-    too)."""
+    """``(partition_of, source)``: every record's partition in a gold dataset."""
     partitions = {r.case_id: r.partition.value for r in dataset.records}
     return partitions.get, f"gold {dataset.sha256}"
 
 
 def old_version_problem(path: str | Path, lines: list[int], version: int) -> Problem:
-    """The one problem a reader reports for the records of ``path`` written under an older
-    version."""
+    """The one problem for the records of ``path`` written under an older version."""
     shown = ", ".join(map(str, lines[:5])) + (
         f" ... ({len(lines)} in all)" if len(lines) > 5 else ""
     )
-    return Problem(
-        location=f"{path}:{lines[0]}",
-        code="schema_version_old",
-        message=(
-            f"{len(lines)} result line(s) are schema_version {version} (lines {shown}); this"
-            f" workbench reads version {RESULT_SCHEMA_VERSION}, which requires reason, partition,"
-            " attempt and repeat instead of filling them silently"
-        ),
-        fix=(
-            f"migrate the file explicitly: `{MIGRATE_COMMAND} {path} --gold GOLD` (it records in"
-            " each line what it filled and keeps the original)"
-        ),
+    return problem(
+        f"{path}:{lines[0]}",
+        "schema_version_old",
+        f"{len(lines)} result line(s) are schema_version {version} (lines {shown}); this"
+        f" workbench reads version {RESULT_SCHEMA_VERSION}, which requires reason, partition,"
+        " attempt and repeat instead of filling them silently",
+        f"migrate the file explicitly: `{MIGRATE_COMMAND} {path} --gold GOLD` (it records in"
+        " each line what it filled and keeps the original)",
     )
 
 
@@ -192,13 +169,9 @@ class MigrationReport:
 def migrate_results_file(
     path: str | Path, *, gold: str | Path | GoldDataset | None = None, out: str | Path | None = None
 ) -> MigrationReport:
-    """Migrate every older record of a results file; write all or nothing.
-
-    In place by default: the original bytes are kept first as ``<file>.v1`` (refused when it
-    exists). ``out`` writes elsewhere and leaves the source untouched. Current-version lines
-    are copied unchanged; a line that is neither valid now nor migratable is a problem, and
-    every problem is reported before anything is written.
-    """
+    """Migrate every older record of a results file, all or nothing: in place (the original kept
+    as ``<file>.v1``, refused when it exists) or to ``out``; every problem is reported before
+    anything is written."""
     from ..gold import GoldDataset, load_dataset
 
     path = Path(path)
@@ -331,8 +304,7 @@ class _Migration:
 
 
 def _target(path: Path, out: str | Path | None) -> tuple[Path, Path | None]:
-    """Where the migrated file goes, and where the original is kept (in place: ``<file>.v1``,
-    copied now); refuses to overwrite either."""
+    """Where the migrated file goes and the original is kept; refuses to overwrite either."""
     fix = "omit --out to migrate in place (the original is kept as <file>.v1), or name a new file"
     if out is not None:
         target = Path(out)
