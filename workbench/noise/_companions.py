@@ -1,16 +1,7 @@
-"""Companion metrics (completeness, refusal ...) declared beside NoiseSensitivity, joined by run id.
-
-A suite's policy declares the companions it requires (``policy.companions``: name ->
-``{direction, limit}``). Their values come from a JSON Lines file (``workbench noise
---companions FILE``), one row per metric and pair member::
-
-    {"metric": "refusal", "run_id": "gen-2026-11-02", "case_id": "ref-late-request:noisy",
-     "value": 0.0}
-
-A row joins a member only when its ``case_id`` is ``<pair_id>:<member>`` **and** its ``run_id``
-is the member's ``generation_trace.run_id``: a value computed on another generation run (an
-older response, a replay) is never attached to this response. Rows that do not join are
-listed; a declared companion without a joined value is missing evidence (incomplete).
+"""Companion metrics (completeness, refusal ...) declared beside NoiseSensitivity
+(``policy.companions``), read from JSON Lines (``workbench noise --companions FILE``). A row
+joins a member only when its ``case_id`` is ``<pair_id>:<member>`` and its ``run_id`` is the
+member's ``generation_trace.run_id``; other rows are listed, never attached.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""Deterministic retrieval assertions: run on the recorded contexts before any model call.
+"""Deterministic retrieval assertions, run on the recorded contexts before any model call.
 
-Each pair may declare ``retrieval_assertions`` (see :class:`~workbench.noise.RetrievalAssertions`).
-:func:`check_retrieval` checks every declared assertion on every listed member and returns one
-:class:`RetrievalRow` per (pair, member, check). A failing pair is never sent to the evaluator
-(its NoiseSensitivity score would be no evidence about a retrieval the release must not ship),
-and its failures are blockers of their own kind (``evidence.check == "retrieval"``), their
-category and waivability read from the one code table (:data:`workbench.policy.BLOCKER_CODES`):
-
-==========================  ==========  ==========================================================
-code                        category    when
-==========================  ==========  ==========================================================
-retrieval_evidence_missing  incomplete  an assertion needs evidence the contexts do not record
-                                        (a plain-text context, no tenant, no rank); never waivable
-retrieval_cross_tenant      quality     a context of another tenant; never waivable
-retrieval_forbidden_source  quality     a context from a forbidden document or corpus
-retrieval_expected_missing  quality     an expected document is not among the contexts
-retrieval_rank_violated     quality     a document is ranked worse than its ``max_rank``
-==========================  ==========  ==========================================================
+:func:`check_retrieval` gives one :class:`RetrievalRow` per (pair, member, check); a failing pair
+is never sent to the evaluator, and its failures are blockers of their own
+(:func:`retrieval_blockers`, ``evidence.check == "retrieval"``; codes in ``docs/formats.md``).
 """
 
 from __future__ import annotations
