@@ -327,27 +327,19 @@ def evaluate_controls(
         for role in ROLES
         if any(r.role == role for r in rows)
     ]
-    sets: list[SetSummary] = []
-    for name, members in suite.sets().items():
-        member_rows = [r for r in rows if r.set == name]
-        sets.append(
-            SetSummary(
-                set=name,
-                role=members[0].role,
-                failed_members=[
-                    r.member or r.control_id for r in member_rows if r.status == "failed"
-                ],
-                **_summary_counts(member_rows),
-            )
+    sets = [
+        SetSummary(
+            set=name,
+            role=members[0].role,
+            failed_members=[r.member or r.control_id for r in mine if r.status == "failed"],
+            **_summary_counts(mine),
         )
+        for name, members in suite.sets().items()
+        for mine in [[r for r in rows if r.set == name]]
+    ]
+    ref = suite.model_dump(include={"name", "version", "rubric_version"})
     return ControlsReport(
-        suite=SuiteRef(
-            name=suite.name,
-            version=suite.version,
-            rubric_version=suite.rubric_version,
-            sha256=suite.sha256,
-            path=suite.path,
-        ),
+        suite=SuiteRef(**ref, sha256=suite.sha256, path=suite.path),
         judge=f"{judge.name}@{judge.version}",
         judge_fingerprint=judge.fingerprint(),
         judge_identity=judge,
@@ -360,27 +352,19 @@ def evaluate_controls(
 
 
 def _control_row(c: Control, outcome: ControlOutcome | None) -> ControlRow:
-    """One control against its outcome: passed or failed on a verdict, incomplete without one
-    (not judged, or an error)."""
-    verdict: str | None
-    reason: str | None
-    error: str | None
-    status: ControlStatus
+    status: ControlStatus = "incomplete"
+    verdict: str | None = None
+    reason: str | None = None
+    error: str | None = None
     if outcome is None:
-        verdict, reason, error = None, "no result: the control was not judged (missing)", None
-        status = "incomplete"
+        reason = "no result: the control was not judged (missing)"
     elif outcome.verdict is None:
-        verdict, reason, error = None, outcome.reason, outcome.error or "no verdict"
-        status = "incomplete"
+        reason, error = outcome.reason, outcome.error or "no verdict"
     else:
-        verdict, reason, error = outcome.verdict, outcome.reason, None
+        verdict, reason = outcome.verdict, outcome.reason
         status = "passed" if outcome.verdict in c.acceptable else "failed"
     return ControlRow(
-        control_id=c.control_id,
-        role=c.role,
-        set=c.set,
-        member=c.member,
-        slice=c.slice,
+        **c.model_dump(include={"control_id", "role", "set", "member", "slice"}),
         expected=c.expected_label,
         acceptable=c.acceptable,
         verdict=verdict,

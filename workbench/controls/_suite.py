@@ -323,7 +323,6 @@ def suite_release(suite: ControlSuite) -> Release | None:
 
 
 def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
-    """Every problem of a suite file: its header, then each control, then each set."""
     problems = Problems()
     labels = _check_header(raw, path, at, problems)
     items = raw.get("controls")
@@ -447,7 +446,6 @@ def _check_item(
 
 
 def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> list[Problem]:
-    """A valid control's evidence, labels and set membership."""
     out = Problems()
     cid = c.control_id
     if c.grading_notes is None and c.reference is None:
@@ -477,7 +475,6 @@ def _check_vocabulary(i: int, c: Control, labels: list[str] | None, at: Any, out
 
 
 def _check_acceptable(i: int, c: Control, at: Any, out: Problems) -> None:
-    """Acceptable labels, when listed, are some and include the expected label."""
     if c.acceptable_labels is None:
         return
     where = at("controls", i, "acceptable_labels")
@@ -544,7 +541,6 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
 def _check_complete(
     name: str, role: str, members: list[tuple[int, Control]], first: str, out: Problems
 ) -> bool:
-    """The set has each member of its role exactly once (False, with a problem, otherwise)."""
     wanted = SET_MEMBERS[role]
     found = [c.member for _, c in members if c.member in wanted]
     if len(members) == len(wanted) and sorted(found) == sorted(wanted):

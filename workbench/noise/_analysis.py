@@ -494,7 +494,6 @@ def check_run_request(
 def _suite_problems(
     suite: NoiseSuite, judge: Any, where: str, repeat: int, sentinels_only: bool
 ) -> list[Problem]:
-    """What the suite and the candidate must provide: sentinels, controls, the noise kind."""
     loc = suite.source or suite.label
     problems = Problems()
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
@@ -579,13 +578,9 @@ async def run_noise(
     retry_errors: bool = False,
     progress: bool = True,
 ) -> NoiseRun:
-    """Retrieval assertions, then the control pairs, then (only if every control separated) the
-    candidates, each through the run engine (resumable, cached, budgeted).
-
-    The suite's policy bounds the whole invocation (``budget_usd`` and ``concurrency`` may only
-    lower it). ``baseline``: a baseline suite on the same frozen pairs, scored by the same judge
-    into ``<out>/baseline``. :func:`run_noise_sync` outside an event loop.
-    """
+    """Retrieval assertions, then the controls, then (if every control separated) candidates and
+    repeats, through the run engine within the suite's policy (``budget_usd`` and ``concurrency``
+    may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``."""
     _check_request(
         judge, suite, concurrency, budget_usd, partition, sentinels_only, repeat, baseline
     )
@@ -619,7 +614,6 @@ def _check_request(
     repeat: int,
     baseline: NoiseSuite | None,
 ) -> None:
-    """Refuse, every problem at once, a run the policy or the baseline does not allow."""
     # Notebook arguments arrive as papermill injected them: types checked before anything else.
     if concurrency is not None:
         check_concurrency(concurrency)
@@ -773,7 +767,6 @@ def _collect(
 
 
 def _final(results: Iterable[tuple[str, JudgeResult]], repeat: int = 0) -> dict[str, JudgeResult]:
-    """Per member case id (one repeat): the latest result with a score, else the latest attempt."""
     by_case: dict[str, list[JudgeResult]] = defaultdict(list)
     for _, r in results:
         if r.repeat == repeat:
@@ -795,12 +788,9 @@ def _check_join(
         if found is not None:
             problems.add(where, *found, case_id=r.case_id)
     if len(fingerprints) > 1:
-        problems.add(
-            "results",
-            "mixed_judges",
-            f"results from {len(fingerprints)} different judge fingerprints",
-            "analyse one candidate's results at a time",
-        )
+        message = f"results from {len(fingerprints)} different judge fingerprints"
+        fix = "analyse one candidate's results at a time"
+        problems.add("results", "mixed_judges", message, fix)
     kind = next((i.kind for i in fingerprints.values() if i.kind != KIND), None)
     if kind is not None:
         fix = f"noise reports read {KIND} results"
@@ -813,13 +803,10 @@ def _check_join(
 def _join_problem(
     suite: NoiseSuite, r: JudgeResult, digest: str | None
 ) -> tuple[str, str, str] | None:
-    """``(code, message, fix)`` of a result that does not belong to the suite as it is."""
     if digest is None:
-        return (
-            "result_unknown_member",
-            f"no member {r.case_id!r} in suite {suite.label}",
-            "analyse results with the pair suite they were run on",
-        )
+        message = f"no member {r.case_id!r} in suite {suite.label}"
+        fix = "analyse results with the pair suite they were run on"
+        return "result_unknown_member", message, fix
     if r.response_hash != digest:
         return (
             "result_content_mismatch",
@@ -890,7 +877,6 @@ def _control_status(
     stop: str | None,
     blocked: bool,
 ) -> tuple[ControlStatus, str]:
-    """A control's status and why: retrieval failed, not run, missing, error, or its scores."""
     if blocked:
         why = "its retrieval assertions failed before any model call; not scored"
         return "retrieval_failed", why
@@ -940,7 +926,6 @@ def _risk(suite: NoiseSuite, name: str | None) -> str | None:
 def _sliced(
     suite: NoiseSuite, code: str, message: str, name: str, ids: Sequence[str], **evidence: Any
 ) -> Blocker:
-    """A blocker of slice ``name`` (with its risk) on ``ids``."""
     return blocker(
         code, message, slice=name, risk=_risk(suite, name), case_ids=ids, evidence=evidence
     )
@@ -1027,8 +1012,6 @@ def noise_report(
 
 @dataclass
 class _Reading:
-    """What a suite's results show, before any override: the tables and the blockers."""
-
     retrieval: list[RetrievalRow]
     controls: list[ControlRow]
     controls_passed: bool
@@ -1233,7 +1216,6 @@ def _pair_status(
     clean: float | None,
     noisy: float | None,
 ) -> tuple[str, bool]:
-    """A scored pair's status and whether it counts against the slice limits."""
     challenged = pair.sign_off is not None and not pair.sign_off.reference_sufficient
     if abstained:
         status = "abstained"
@@ -1292,7 +1274,6 @@ def _slice_blockers(
 
 
 def _limit_blockers(suite: NoiseSuite, s: SliceRow, counted: list[PairRow]) -> list[Blocker]:
-    """A slice's counted pairs above its ``max_score`` and, when set, its ``max_delta``."""
     out: list[Blocker] = []
     limit, top = s.limit_max_delta, s.limit_max_score
     over = [r.pair_id for r in counted if r.noisy_score is not None and r.noisy_score > top + _EPS]
@@ -1321,7 +1302,6 @@ def _limit_blockers(suite: NoiseSuite, s: SliceRow, counted: list[PairRow]) -> l
 
 
 def _abstention_blockers(suite: NoiseSuite, s: SliceRow, abstaining: list[str]) -> list[Blocker]:
-    """A slice's abstentions: unreviewed without a max_abstention_rate, else against it."""
     rate, limit = s.abstention_rate, s.limit_max_abstention_rate
     evidence = {"abstentions": s.abstentions, "members": s.members, "abstention_rate": rate}
     evidence["max_abstention_rate"] = limit
@@ -1402,7 +1382,6 @@ _T = TypeVar("_T")
 
 
 def _by_slice(items: Iterable[_T], slice_of: Callable[[_T], str]) -> dict[str, list[_T]]:
-    """``items`` grouped by slice, in slice order."""
     groups: dict[str, list[_T]] = defaultdict(list)
     for item in items:
         groups[slice_of(item)].append(item)
@@ -1531,7 +1510,6 @@ def _repeat_rows(
 def _repeat_row(
     pair: NoisePair, by_repeat: list[dict[str, JudgeResult]], policy: NoisePolicy
 ) -> RepeatRow:
-    """One sentinel's scores per repeat and their spreads (an abstaining member's is 0)."""
     abstained = {m: pair.member(m).abstained for m in MEMBERS}
     scores = {
         m: [None if abstained[m] else _score(f.get(pair.item_id(m))) for f in by_repeat]

@@ -40,12 +40,9 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
     problems = Problems()
     for path in map(Path, paths):
         if not path.is_file():
-            problems.add(
-                str(path),
-                "companions_missing",
-                "the companion-metrics file does not exist",
-                "point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows",
-            )
+            message = "the companion-metrics file does not exist"
+            fix = "point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows"
+            problems.add(str(path), "companions_missing", message, fix)
             continue
         not_utf8: list[int] = []
         for number, text in iter_jsonl_lines(path, not_utf8):
@@ -111,7 +108,6 @@ def join_companions(
 def _unjoined(
     row: CompanionValue, declared: list[str], found: tuple[NoisePair, Member] | None
 ) -> str | None:
-    """Why a row joins no member (None: it joins)."""
     if row.metric not in declared:
         return "metric not declared in the policy"
     if found is None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from .._io import read_json_file, sha256_json
 from .._load import Problems
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..results import JudgeIdentity
 from ._analysis import NOISE_REPORT_FILE, NoiseReport, PairRow
 from ._pairs import NoiseSuite
@@ -67,7 +67,6 @@ _WHAT = {
 
 
 def _label(path: str) -> str:
-    """``params.spec.params.temperature`` -> ``parameter temperature``."""
     for prefix, words in (
         ("params.spec.params.", "parameter "),
         ("params.spec.endpoint.", "endpoint "),
@@ -159,17 +158,11 @@ def check_baseline_report(
 
 
 def _controls_problems(loc: str, side: str, report: NoiseReport) -> list[Problem]:
-    """A side whose controls did not pass: its candidate scores mean nothing."""
     if report.candidates_interpreted:
         return []
-    return [
-        Problem(
-            location=loc,
-            code="baseline_incompatible",
-            message=f"the {side}'s controls did not pass: its candidate scores mean nothing",
-            fix=f"fix the {side} run first (its controls must separate)",
-        )
-    ]
+    message = f"the {side}'s controls did not pass: its candidate scores mean nothing"
+    fix = f"fix the {side} run first (its controls must separate)"
+    return [problem(loc, "baseline_incompatible", message, fix)]
 
 
 def _pair_problems(
@@ -272,7 +265,6 @@ def compare_reports(
 
 
 def _report_problems(candidate: NoiseReport, baseline: NoiseReport, loc: str) -> list[Problem]:
-    """Every reason the two reports cannot be compared: controls, scorer, pairs and modes."""
     problems = [
         *_controls_problems(loc, "baseline", baseline),
         *_controls_problems(candidate.suite, "candidate", candidate),
@@ -308,7 +300,6 @@ def _pair_deltas(
     warn_delta: float,
     companions: dict[str, str],
 ) -> tuple[list[PairDelta], list[Trend]]:
-    """Every candidate pair's delta against the baseline, and the pair-level warning trends."""
     base_rows = {r.pair_id: r for r in baseline.pairs}
     deltas: list[PairDelta] = []
     warnings: list[Trend] = []
@@ -319,13 +310,9 @@ def _pair_deltas(
         warnings += _worse(row, delta, warn_delta)
         worse = _bought_by_refusing(row, old, companions) if old is not None else None
         if worse:
+            where = {"slice": row.slice, "pair_id": row.pair_id}
             warnings.append(
-                Trend(
-                    kind="bought_by_refusing",
-                    slice=row.slice,
-                    pair_id=row.pair_id,
-                    message=f"{row.pair_id}: {worse}",
-                )
+                Trend(kind="bought_by_refusing", **where, message=f"{row.pair_id}: {worse}")
             )
     return deltas, warnings
 
@@ -380,25 +367,17 @@ def _worse(row: PairRow, delta: PairDelta, warn_delta: float) -> list[Trend]:
     d, bn, cn = delta.noisy_delta, delta.baseline_noisy, delta.candidate_noisy
     if d is None or bn is None or cn is None or d <= warn_delta + _EPS:
         return []
-    inside = row.within_limit is not False
-    return [
-        Trend(
-            kind="pair_worse",
-            slice=row.slice,
-            pair_id=row.pair_id,
-            message=(
-                f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above"
-                f" warn_delta {warn_delta:g})"
-            )
-            + (" while still inside policy" if inside else ""),
-        )
-    ]
+    message = (
+        f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above warn_delta"
+        f" {warn_delta:g})"
+        + (" while still inside policy" if row.within_limit is not False else "")
+    )
+    return [Trend(kind="pair_worse", slice=row.slice, pair_id=row.pair_id, message=message)]
 
 
 def _slice_deltas(
     candidate: NoiseReport, deltas: list[PairDelta], warn_delta: float
 ) -> tuple[list[SliceDelta], list[Trend]]:
-    """Per slice the mean paired difference with a 95% t interval, and slice-level warnings."""
     slices: list[SliceDelta] = []
     warnings: list[Trend] = []
     for name in dict.fromkeys(r.slice for r in candidate.pairs):

@@ -63,7 +63,8 @@ class UnusableAnswer(Exception):
     """The model's answers parse but cannot be combined into a score."""
 
 
-def _traced_metric_class() -> type:
+@functools.lru_cache(maxsize=1)
+def _metric_class() -> type:
     from ragas.metrics.collections import NoiseSensitivity
 
     class TracedNoiseSensitivity(NoiseSensitivity):
@@ -105,15 +106,8 @@ def _traced_metric_class() -> type:
     return TracedNoiseSensitivity
 
 
-@functools.lru_cache(maxsize=1)
-def _metric_class() -> type:
-    return _traced_metric_class()
-
-
 @dataclass(frozen=True)
 class _Scored:
-    """What ``_score`` hands to ``_interpret``: Ragas' result and the traced metric."""
-
     result: Any
     metric: Any
 
@@ -177,12 +171,7 @@ class NoiseJudge(LLMJudge):
 
         async def scored() -> _Scored:
             result = await asyncio.wait_for(
-                metric.ascore(
-                    user_input=judge_input.user_input,
-                    response=judge_input.response,
-                    reference=judge_input.reference,
-                    retrieved_contexts=list(judge_input.retrieved_contexts),
-                ),
+                metric.ascore(**judge_input.model_dump(exclude={"mode"})),
                 timeout=guard,
             )
             return _Scored(result, metric)

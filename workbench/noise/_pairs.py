@@ -392,8 +392,6 @@ class _Checker(Problems):
 
 @dataclass(frozen=True)
 class _Add:
-    """Records the problems of ``pairs[i]``: a path below the pair, code, message and fix."""
-
     chk: _Checker
     i: int
     pid: str | None
@@ -437,26 +435,20 @@ def _explain(e: Any, loc: tuple[Any, ...]) -> tuple[str, str, str]:
     """``(code, message, fix)`` of one pydantic error at ``loc``."""
     field, kind = (str(loc[-1]) if loc else ""), e["type"]
     if loc == ("mode",) and kind == "missing":
-        return (
-            "mode_missing",
-            "the pair has no mode; NoiseSensitivity's mode is never defaulted",
-            "add mode: relevant or mode: irrelevant (the mode the pair was built for)",
-        )
+        message = "the pair has no mode; NoiseSensitivity's mode is never defaulted"
+        fix = "add mode: relevant or mode: irrelevant (the mode the pair was built for)"
+        return "mode_missing", message, fix
     if field in _UNKNOWN and kind != "missing" and (len(loc) == 1 or field not in _PAIR_LEVEL):
         code, what, fix = _UNKNOWN[field]
         return code, f"unknown {what} {e.get('input')!r}", fix
     if field == "direction" and kind == "missing":
-        return (
-            "direction_missing",
-            "a threshold without its direction",
-            f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is better)",
-        )
+        message = "a threshold without its direction"
+        fix = f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is better)"
+        return "direction_missing", message, fix
     if field == "direction" and "companions" not in loc:
-        return (
-            "direction_invalid",
-            f"direction {e.get('input')!r}: NoiseSensitivity is lower-is-better",
-            f"write direction: {DIRECTION}",
-        )
+        message = f"direction {e.get('input')!r}: NoiseSensitivity is lower-is-better"
+        fix = f"write direction: {DIRECTION}"
+        return "direction_invalid", message, fix
     dotted = _dotted(loc)
     if kind == "missing":
         return "field_missing", f"required field {dotted!r} is missing", f"add {field}: ({_FORMAT})"
@@ -481,7 +473,6 @@ def _str(value: Any) -> str | None:
 
 
 def _mapping_at(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """``raw[key]`` when it is a mapping, else an empty one."""
     value = raw.get(key)
     return value if isinstance(value, dict) else {}
 
@@ -513,7 +504,6 @@ def _check_pair(
 def _check_fields(
     add: _Add, raw: dict[str, Any], header: _Header | None, slices: dict[str, Any]
 ) -> None:
-    """Id, empty texts, an unapproved reference version, an unknown slice, the generator."""
     if add.pid is not None and not _ID.match(add.pid):
         message = f"pair_id {add.pid!r} has characters other than letters, digits, '_', '.', '-'"
         fix = "use a simple stable id, e.g. ref-late-request"
@@ -544,7 +534,6 @@ def _check_fields(
 
 
 def _check_relation(add: _Add, raw: dict[str, Any]) -> None:
-    """The expected relation and the reference defect fit the role."""
     role, relation = raw.get("role"), raw.get("expected_relation")
     expected = RELATIONS.get(role) if isinstance(role, str) else None
     if expected and relation in RELATIONS.values() and relation != expected:
@@ -581,7 +570,6 @@ def _check_provenance(add: _Add, raw: dict[str, Any]) -> Any:
 
 
 def _check_assertions(add: _Add, assertions: Any) -> None:
-    """Retrieval assertions that assert something, with ranks from 1."""
     if not isinstance(assertions, dict):
         return
     try:
@@ -602,7 +590,6 @@ def _check_assertions(add: _Add, assertions: Any) -> None:
 
 
 def _check_member(add: _Add, raw: dict[str, Any], name: str, origin: Any) -> Any:
-    """One member: its response, contexts, shared fields, trace and abstention."""
     member = raw.get(name)
     if not isinstance(member, dict):
         return None
@@ -671,19 +658,15 @@ _CONTEXT_CODES = {"missing": "field_missing", "extra_forbidden": "field_unknown"
 
 
 def _context(add: _Add, item: Any, where: tuple[Any, ...], name: str) -> RetrievedContext | None:
-    """One context, or None when it has a problem (recorded)."""
     j = where[-1]
     if isinstance(item, str) and not item.strip():
         what, fix = "is empty", "remove it or record the passage text"
         add(where, "context_empty", f"context {j} of the {name} member {what}", fix)
         return None
     if not isinstance(item, str | dict):
-        add(
-            where,
-            "context_invalid",
-            f"context {j} of the {name} member is neither text nor a mapping",
-            "write the passage text, or {text: ..., document_id: ..., ...}",
-        )
+        message = f"context {j} of the {name} member is neither text nor a mapping"
+        fix = "write the passage text, or {text: ..., document_id: ..., ...}"
+        add(where, "context_invalid", message, fix)
         return None
     try:
         parsed = RetrievedContext.model_validate({"text": item} if isinstance(item, str) else item)
@@ -880,13 +863,12 @@ def _check_membership(
     """Noisy = clean with exactly one distractor inserted (``add``) or substituted at ``index``."""
     where = ("noisy", "distractor", "index")
     if not 0 <= index < len(noisy):
-        add(
-            where,
-            "distractor_index_out_of_range",
-            f"distractor index {index} is outside the noisy member's {len(noisy)} contexts",
+        message = f"distractor index {index} is outside the noisy member's {len(noisy)} contexts"
+        fix = (
             "give the 0-based position of the distractor in noisy.retrieved_contexts (0 to"
-            f" {max(0, len(noisy) - 1)})",
+            f" {max(0, len(noisy) - 1)})"
         )
+        add(where, "distractor_index_out_of_range", message, fix)
         return
     c_ids, n_ids = [c.identity() for c in clean], [c.identity() for c in noisy]
     fix = (
@@ -935,11 +917,8 @@ def check_pairs(
     lines: dict[tuple[Any, ...], int] | None = None,
     sha256: str | None = None,
 ) -> tuple[NoiseSuite | None, list[Problem]]:
-    """Validate a parsed suite mapping; return the suite (None on errors) and every problem.
-
-    Warnings (e.g. a slice without candidate pairs, a missing control role) do not prevent the
-    suite.
-    """
+    """Validate a parsed suite mapping; return the suite (None on errors; warnings do not
+    prevent it) and every problem."""
     chk = _Checker(location, lines or {})
     if not isinstance(raw, dict):
         message = "the pair suite must be a YAML mapping"
@@ -1039,7 +1018,6 @@ def _check_block(chk: _Checker, raw: dict[str, Any], key: str, model: type[_M]) 
 
 
 def _check_slices(chk: _Checker, raw: dict[str, Any]) -> dict[str, SliceLimit]:
-    """Every slice's limits, each with its direction and within [0, 1]."""
     raw_slices = _mapping_at(raw, "slices")
     if isinstance(raw.get("slices"), dict) and not raw_slices:
         fix = "declare every slice with its max_score and direction: lower_is_better"
@@ -1105,7 +1083,6 @@ def _check_pair_list(
 
 
 def _parse_pair(chk: _Checker, item: dict[str, Any], i: int, pid: str | None) -> NoisePair | None:
-    """The pair as a model (its role's relation when it names none), or None (reported)."""
     data = dict(item)
     role = data.get("role")
     if isinstance(role, str) and role in RELATIONS and "expected_relation" not in data:
@@ -1154,7 +1131,6 @@ def _check_suite_rules(
 def _check_sentinels(
     chk: _Checker, dicts: list[dict[str, Any]], sentinels: list[str], policy: NoisePolicy | None
 ) -> None:
-    """Sentinels are active pairs of the suite, with a spread limit in the policy."""
     by_id = {pid: p for p in dicts if (pid := _str(p.get("pair_id"))) is not None}
     for j, sid in enumerate(sentinels):
         if sid not in by_id:
@@ -1164,12 +1140,9 @@ def _check_sentinels(
             fix = "replace it with the pair that supersedes it (a new suite version)"
             chk.at(("sentinels", j), "sentinel_retired", f"sentinel {sid!r} is retired", fix)
     if sentinels and policy is not None and policy.max_spread is None:
-        chk.at(
-            ("policy",),
-            "policy_spread_missing",
-            "the suite declares sentinels but the policy has no max_spread",
-            "add policy.max_spread: the largest repeat spread before a pair routes to review",
-        )
+        message = "the suite declares sentinels but the policy has no max_spread"
+        fix = "add policy.max_spread: the largest repeat spread before a pair routes to review"
+        chk.at(("policy",), "policy_spread_missing", message, fix)
 
 
 def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, Contexts]) -> None:
@@ -1214,8 +1187,6 @@ def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, C
 
 @dataclass(frozen=True)
 class _Seen:
-    """Where a text was seen: the pair's index, partition, source family and id."""
-
     i: int
     partition: str
     family: str | None
@@ -1263,7 +1234,6 @@ def _check_cross_partition(chk: _Checker, code: str, what: str, members: list[_S
 
 
 def _check_lineage(chk: _Checker, raw_pairs: list[Any]) -> None:
-    """Retired pairs give a reason; a fixed case supersedes a retired pair and differs from it."""
     index = {
         pid: p
         for p in raw_pairs
@@ -1291,39 +1261,30 @@ def _supersession(
         fix = "point supersedes at the retired pair this one fixes"
         return ("supersedes",), "supersedes_cycle", "the pair supersedes itself", fix
     if old is None:
-        return (
-            ("supersedes",),
-            "supersedes_unknown",
-            f"supersedes {sup!r}, which is not in the suite",
+        message = f"supersedes {sup!r}, which is not in the suite"
+        fix = (
             "keep the retired pair in the file (retired with a reason, never deleted) and point"
-            " supersedes at it",
+            " supersedes at it"
         )
+        return ("supersedes",), "supersedes_unknown", message, fix
     if old.get("retired") is None:
-        return (
-            ("supersedes",),
-            "supersedes_not_retired",
-            f"supersedes {sup!r}, which is still active",
+        message = f"supersedes {sup!r}, which is still active"
+        fix = (
             f"retire {sup!r} with a reason (retired: {{reason, by, on}}); the fixed case"
-            " replaces it",
+            " replaces it"
         )
+        return ("supersedes",), "supersedes_not_retired", message, fix
     if sup in claimed:
         fix = "keep one chain: supersede the newest version"
-        return (
-            ("supersedes",),
-            "supersedes_fork",
-            f"{sup!r} is already superseded by {claimed[sup]!r}",
-            fix,
-        )
+        message = f"{sup!r} is already superseded by {claimed[sup]!r}"
+        return ("supersedes",), "supersedes_fork", message, fix
     lineage = ("pair_id", "retired", "supersedes")
     if {k: v for k, v in old.items() if k not in lineage} == {
         k: v for k, v in raw.items() if k not in lineage
     }:
-        return (
-            (),
-            "supersedes_unchanged",
-            f"the pair repeats {sup!r} unchanged",
-            "a new case version fixes something: change the reference, responses or contexts",
-        )
+        message = f"the pair repeats {sup!r} unchanged"
+        fix = "a new case version fixes something: change the reference, responses or contexts"
+        return (), "supersedes_unchanged", message, fix
     return None
 
 
@@ -1353,30 +1314,18 @@ def validate_pairs(path: str | Path) -> tuple[NoiseSuite | None, list[Problem]]:
         }
         problems += suite_lineage_problems(suite, where)
     if suite is not None and path.stem != suite.label:
+        message = f"file name {path.name!r} does not match name@version {suite.label!r}"
+        fix = f"rename the file to {suite.label}.yaml so versions cannot be confused"
         problems.append(
             Problem(
-                location=loc,
-                code="pairs_filename",
-                message=f"file name {path.name!r} does not match name@version {suite.label!r}",
-                fix=f"rename the file to {suite.label}.yaml so versions cannot be confused",
-                severity="warning",
+                location=loc, code="pairs_filename", message=message, fix=fix, severity="warning"
             )
         )
     return suite, problems
 
 
 def load_pairs(path: str | Path) -> NoiseSuite:
-    """Read a pair suite; raise :class:`~workbench.errors.WorkbenchError` listing EVERY problem.
-
-    Checked: required fields; empty text and empty contexts; structured contexts and their
-    rank order; unknown or missing mode (never defaulted), role, partition and distractor
-    change; broken pair membership; unapproved reference versions; duplicate pair ids;
-    unknown slices; thresholds without direction ``lower_is_better`` or outside [0, 1]; a
-    candidate mode without a control pair; the noise policy's budget and case limits; the
-    evidence manifest; generation traces against their members; reviewer sign-offs on every
-    control; adversarial and reference-defect construction; partition leakage; retirement
-    and supersession; sentinels.
-    """
+    """Read a pair suite; raise :class:`~workbench.errors.WorkbenchError` listing every problem."""
     suite, problems = validate_pairs(path)
     return _or_refuse(suite, problems, str(path))
 

@@ -358,7 +358,6 @@ def _member_row(
     pair_id: str,
     member: Member,
 ) -> tuple[PanelMemberRow, _Aligned]:
-    """One reviewed member's row and its aligned (metric statement, panel claim) pairs."""
     reviews = panel.reviews_of(pair_id, member)
     result = final.get(suite.pair(pair_id).item_id(member)) if member in MEMBERS else None
     verdicts = parse_claims(result.reason) if result is not None and result.error is None else None

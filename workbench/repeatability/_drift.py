@@ -186,7 +186,6 @@ def _chain(log: str | Path) -> ChainedLog[DriftEntry]:
 
 
 def _line_problems(entry: DriftEntry, where: str, now: datetime) -> list[Problem]:
-    """An entry of the old unchained format, or one dated in the future."""
     if entry.schema_version < CHAINED_SINCE:
         message = (
             "the drift log was written before drift entries were hash-chained and bound to their"
@@ -208,7 +207,6 @@ def _line_problems(entry: DriftEntry, where: str, now: datetime) -> list[Problem
 
 
 def _read_chain(log: str | Path) -> tuple[list[DriftEntry], list[Problem]]:
-    """Every entry of the drift log and every problem with it; never raises for bad content."""
     path = Path(log)
     if not path.exists():
         return [], []
@@ -308,42 +306,31 @@ def recorded_baseline(
     return found[-1] if found else None
 
 
-def _report_lock(report: Path, judge: Judge, fix: str, now: str = "") -> dict[str, Any]:
+def _report_lock(report: Path, judge: Judge, other: str, now: str = "") -> dict[str, Any]:
     """The lock of the certification report at ``report``, refused when it certified another
-    fingerprint than ``judge``'s (``fix``)."""
+    fingerprint than ``judge``'s (``other``: the fix)."""
     path = report / "lock.json"
     if not path.is_file():
-        raise refusal(
-            "not a report",
-            str(report),
-            "report_missing",
-            "--report is not a certification report directory (no lock.json)",
-            "point at reports/<candidate>/<version>/<n>",
-        )
+        message = "--report is not a certification report directory (no lock.json)"
+        fix = "point at reports/<candidate>/<version>/<n>"
+        raise refusal("not a report", str(report), "report_missing", message, fix)
     try:
         lock = read_json_file(path)
     except (OSError, ValueError) as exc:
         lock = f"{exc}"
     if not isinstance(lock, dict):
         why = lock if isinstance(lock, str) else "not a JSON object"
-        raise refusal(
-            "unreadable report lock",
-            str(path),
-            "lock_unreadable",
-            f"lock.json cannot be read ({why[:160]})",
-            "restore the report from its original copy (`workbench verify` names every change)",
-        )
+        message = f"lock.json cannot be read ({why[:160]})"
+        fix = "restore the report from its original copy (`workbench verify` names every change)"
+        raise refusal("unreadable report lock", str(path), "lock_unreadable", message, fix)
     fingerprint = judge.identity.fingerprint()
     if lock.get("candidate_fingerprint") != fingerprint:
-        raise refusal(
-            "refusing the baseline",
-            str(report),
-            "baseline_other_judge",
+        message = (
             f"report {lock.get('report_id')} certified {lock.get('candidate')}"
             f" ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label}"
-            f" ({fingerprint[:12]}){now}",
-            fix,
+            f" ({fingerprint[:12]}){now}"
         )
+        raise refusal("refusing the baseline", str(report), "baseline_other_judge", message, other)
     return lock
 
 
@@ -556,15 +543,10 @@ def _compared_with(
     ids: list[str],
     log: Path,
 ) -> tuple[BaselineRef | None, dict[str, Observation], str | None]:
-    """A check's baseline and its observations, or the report a baseline is recorded for."""
     if record_baseline and against is not None:
-        raise refusal(
-            "conflicting options",
-            "--against",
-            "baseline_and_against",
-            "a baseline is recorded, not compared",
-            "drop --against when recording a baseline",
-        )
+        message = "a baseline is recorded, not compared"
+        fix = "drop --against when recording a baseline"
+        raise refusal("conflicting options", "--against", "baseline_and_against", message, fix)
     if not record_baseline:
         where = Path(against) if against is not None else None
         baseline, before = _resolve_baseline(where, judge, ids, log)

@@ -84,7 +84,6 @@ def sentinels_path_for(gold: GoldDataset | str | Path) -> Path:
 def _sentinel_problem(
     s: Sentinel, dataset: GoldDataset, by_id: dict[str, Any], seen: set[str]
 ) -> tuple[str, str, str] | None:
-    """Why ``s`` cannot be a sentinel of ``dataset`` (code, message, fix), or None."""
     if s.case_id in seen:
         return "duplicate_sentinel", "the case is listed twice", "list each sentinel once"
     seen.add(s.case_id)
@@ -92,11 +91,9 @@ def _sentinel_problem(
     if record is None:
         return "unknown_case", "the gold has no such case", "use case ids of this gold"
     if s.case_id in dataset.superseded_by:
-        return (
-            "superseded_case",
-            f"the record was superseded by {dataset.latest_id(s.case_id)!r}",
-            "name the latest record (a changed sentinel starts a new baseline)",
-        )
+        message = f"the record was superseded by {dataset.latest_id(s.case_id)!r}"
+        fix = "name the latest record (a changed sentinel starts a new baseline)"
+        return "superseded_case", message, fix
     if record.partition.value == "held_out":
         return (
             "held_out_sentinel",
@@ -132,16 +129,9 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
     except SchemaTooNew as exc:
         raise WorkbenchError("unreadable sentinels", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
-        raise WorkbenchError(
-            f"{loc}: invalid sentinels",
-            validation_problems(
-                exc,
-                at=loc,
-                code="sentinels_invalid",
-                root="file",
-                fix="see docs/formats.md#sentinels",
-            ),
-        ) from None
+        fix = "see docs/formats.md#sentinels"
+        bad = validation_problems(exc, at=loc, code="sentinels_invalid", root="file", fix=fix)
+        raise WorkbenchError(f"{loc}: invalid sentinels", bad) from None
     problems: list[Problem] = []
     if parsed.rubric_version is not None and parsed.rubric_version != dataset.rubric.version:
         message = (

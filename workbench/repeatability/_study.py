@@ -191,8 +191,7 @@ def _case_row(
     given = [v for v in verdicts if v is not None]
     counts = Counter(given)
     flipped = len(counts) > 1
-    errors = sum(1 for outcome, _ in outcomes if outcome == "error")
-    missing = sum(1 for outcome, _ in outcomes if outcome == "missing")
+    kinds = Counter(outcome for outcome, _ in outcomes)
     status: Literal["stable", "flipped", "incomplete"] = (
         "flipped" if flipped else ("stable" if len(given) == repeats else "incomplete")
     )
@@ -206,8 +205,8 @@ def _case_row(
         risk=risk,
         human_label=human,
         verdicts=verdicts,
-        errors=errors,
-        missing=missing,
+        errors=kinds["error"],
+        missing=kinds["missing"],
         flipped=flipped,
         status=status,
         majority=majority,
@@ -237,7 +236,6 @@ def _slice_row(name: str, risk: str | None, rows: list[CaseRepeatability]) -> Sl
 
 
 def _repeat_manifest(run: Path, results: Path) -> RunManifest:
-    """The manifest of a run made with ``repeats`` >= 2 on development or calibration data."""
     manifest = read_run_manifest(results)
     if manifest is None:
         message = "no run manifest (manifest.json) in the directory"
@@ -248,31 +246,26 @@ def _repeat_manifest(run: Path, results: Path) -> RunManifest:
         raise refusal("not a run", str(run), "run_missing", message, fix)
     refuse_held_out(manifest.partition, where=str(run))
     if manifest.repeats < 2:
-        raise refusal(
-            "not a repeatability run",
-            str(run),
-            "too_few_repeats",
-            f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats",
-            "run with --repeats 3 or more (certification wants K >= 3 on calibration data)",
-        )
+        message = f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2"
+        message += " repeats"
+        fix = "run with --repeats 3 or more (certification wants K >= 3 on calibration data)"
+        raise refusal("not a repeatability run", str(run), "too_few_repeats", message, fix)
     return manifest
 
 
 def _per_repeat(lines: list[ResultLine], repeats: int) -> list[RepeatCost]:
-    out = []
-    for r in range(repeats):
-        mine = [line.result for line in lines if line.result.repeat == r]
-        out.append(
-            RepeatCost(
-                repeat=r,
-                attempts=len(mine),
-                cached=sum(1 for x in mine if x.cached_from_run_id),
-                cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10),
-                tokens_in=sum(x.tokens_in or 0 for x in mine),
-                tokens_out=sum(x.tokens_out or 0 for x in mine),
-            )
+    return [
+        RepeatCost(
+            repeat=r,
+            attempts=len(mine),
+            cached=sum(1 for x in mine if x.cached_from_run_id),
+            cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10),
+            tokens_in=sum(x.tokens_in or 0 for x in mine),
+            tokens_out=sum(x.tokens_out or 0 for x in mine),
         )
-    return out
+        for r in range(repeats)
+        for mine in [[line.result for line in lines if line.result.repeat == r]]
+    ]
 
 
 def _incomplete_reasons(
@@ -492,7 +485,6 @@ def _study_fit_blockers(
 def _flip_rate_blockers(
     policy: Policy, study: RepeatabilityStudy, limited: dict[str, float]
 ) -> list[Blocker]:
-    """Per limited slice: unmeasured (no assessed case) or a flip rate above the limit."""
     out: list[Blocker] = []
     rows = {s.slice: s for s in study.slices}
     for name, limit in sorted(limited.items()):
