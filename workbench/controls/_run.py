@@ -259,9 +259,7 @@ class ControlsReport(_Model):
         return out
 
     def decision(self) -> Decision:
-        """The suite on its own (``workbench controls``): every role blocks, no override
-        applies, and the outcome is the one decision step's (``passed`` when every role passed;
-        missing evidence before a failure)."""
+        """The suite on its own (``workbench controls``): every role blocks, no override."""
         roles = [r.role for r in self.roles]
         return decide(self.blockers(roles), policy_label=None, fingerprint=None, clear="passed")
 
@@ -390,8 +388,8 @@ def work_items(suite: ControlSuite) -> list[WorkItem]:
 def control_outcomes(
     suite: ControlSuite, results_path: Path, fingerprint: str
 ) -> dict[str, ControlOutcome]:
-    """The settled outcome of each control from the run's results: its verdict if it has one,
-    else its last evaluator error. Results for other content or another judge are ignored."""
+    """Each control's verdict in the run's results, else its last evaluator error (results of
+    other content or another judge ignored)."""
     digests = {c.control_id: sha256_text(c.response) for c in suite.controls}
     found: dict[str, ControlOutcome] = {}
     has_verdict: set[str] = set()

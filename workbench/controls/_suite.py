@@ -274,8 +274,7 @@ def load_suite(path: str | Path) -> ControlSuite:
 
 
 def suite_snapshot_of(suite: ControlSuite, at: Any = None) -> Snapshot:
-    """A control suite as the approval kernel sees it: one item per control (``label``: the
-    expected and acceptable labels; ``content``: the rest)."""
+    """A control suite as the approval kernel sees it: per control ``label`` and ``content``."""
     loc = suite.path or suite.label
     items: dict[str, dict[str, str]] = {}
     where: dict[str, str] = {}
@@ -391,23 +390,16 @@ def _check_header(raw: dict[str, Any], path: Path, at: Any, problems: Problems) 
     return labels
 
 
-_PLACEHOLDER_CONTROL = {
-    "control_id": "x",
-    "role": "positive",
-    "input": "x",
-    "response": "x",
-    "grading_notes": "x",
-    "expected_label": "x",
-    "rationale": "x",
-}
+_PLACEHOLDER_CONTROL = {"role": "positive"} | dict.fromkeys(
+    ("control_id", "input", "response", "grading_notes", "expected_label", "rationale"), "x"
+)
 """A valid control, standing in for the suite's controls when its header is checked."""
 
 
 def _check_item(
     i: int, item: Any, seen: dict[str, int], at: Any, problems: Problems
 ) -> Control | None:
-    """One entry of ``controls`` as a :class:`Control` with a unique id (None, reported, when it
-    is not one)."""
+    """One entry of ``controls`` as a :class:`Control` (None, reported, when it is not one)."""
     if not isinstance(item, dict):
         message, fix = f"control #{i + 1} is not a mapping", "write each control as key: value"
         problems.add(at("controls", i), "control_invalid", message, fix + " pairs")

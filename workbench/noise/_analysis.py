@@ -520,15 +520,15 @@ def _suite_problems(
     return problems
 
 
+@dataclass
 class _Allowance:
     """The invocation's budget and case limit, shared by its runs (controls, candidates, repeats,
     baseline)."""
 
-    def __init__(self, root: Path, budget_usd: float, max_cases: int) -> None:
-        self.root = root
-        self.budget = budget_usd
-        self.max_cases = max_cases
-        self.started = 0
+    root: Path
+    budget: float
+    max_cases: int
+    started: int = 0
 
     def budget_for(self, directory: Path) -> float:
         """The total budget less what every other run under the root recorded."""
@@ -767,11 +767,15 @@ def _collect(
 
 
 def _final(results: Iterable[tuple[str, JudgeResult]], repeat: int = 0) -> dict[str, JudgeResult]:
+    """Per member case id (one repeat): the latest result with a score, else the latest attempt."""
     by_case: dict[str, list[JudgeResult]] = defaultdict(list)
     for _, r in results:
         if r.repeat == repeat:
             by_case[r.case_id].append(r)
-    return {c: max(rows, key=lambda r: (r.error is None, r.attempt)) for c, rows in by_case.items()}
+    return {
+        c: sorted(rows, key=lambda r: (r.error is None, r.attempt))[-1]
+        for c, rows in by_case.items()
+    }
 
 
 def _check_join(

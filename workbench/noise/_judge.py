@@ -38,8 +38,7 @@ _OUTPUT_SCHEMA_ERRORS = (
 
 
 def calls_per_score(n_contexts: int) -> int:
-    """Model calls one NoiseSensitivity score makes: 2 decompositions, 2 per context, 1 against the
-    reference."""
+    """Model calls of one score: 2 decompositions, 2 per context, 1 against the reference."""
     return 3 + 2 * n_contexts
 
 
@@ -260,19 +259,12 @@ def explain(metric: Any, mode: str) -> str | None:
     statements = metric.decomposed[1]
     import numpy as np
 
-    r2g, r2a, g2a = (
-        answers["retrieved2ground_truth"],
-        answers["retrieved2answer"],
-        answers["ground_truth2answer"],
-    )
-    relevant = np.max(r2g, axis=0)  # per context: supports some reference statement
-    incorrect = ~g2a[0]
-    rel_support = (r2a & relevant).any(axis=1) if r2a.size else np.zeros(len(statements), bool)
-    irr_support = (
-        (r2a & ~relevant).any(axis=1) & ~rel_support
-        if r2a.size
-        else np.zeros(len(statements), bool)
-    )
+    r2a = answers["retrieved2answer"]
+    relevant = np.max(answers["retrieved2ground_truth"], axis=0)  # supports a reference statement
+    incorrect = ~answers["ground_truth2answer"][0]
+    none = np.zeros(len(statements), bool)
+    rel_support = (r2a & relevant).any(axis=1) if r2a.size else none
+    irr_support = (r2a & ~relevant).any(axis=1) & ~rel_support if r2a.size else none
     counted = incorrect & (rel_support if mode == "relevant" else irr_support)
     contexts = ", ".join(
         f"{i + 1}:{'relevant' if r else 'irrelevant'}" for i, r in enumerate(relevant)
@@ -293,13 +285,8 @@ def explain(metric: Any, mode: str) -> str | None:
         "counted": [bool(x) for x in counted],
         "contexts_relevant": [bool(x) for x in relevant],
     }
-    return "\n".join(
-        [
-            head,
-            *listed[:20],
-            CLAIMS_PREFIX + json.dumps(claims, ensure_ascii=False, separators=(",", ":")),
-        ]
-    )
+    data = json.dumps(claims, ensure_ascii=False, separators=(",", ":"))
+    return "\n".join([head, *listed[:20], CLAIMS_PREFIX + data])
 
 
 CLAIMS_PREFIX = "claims-json: "

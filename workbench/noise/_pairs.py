@@ -1151,10 +1151,8 @@ def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, C
     from ..gold import normalize_text
 
     families: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    texts: dict[str, dict[str, list[_Seen]]] = {
-        "question": defaultdict(list),
-        "passage": defaultdict(list),
-    }
+    texts: dict[str, dict[str, list[_Seen]]] = {"question": defaultdict(list)}
+    texts["passage"] = defaultdict(list)
     for i, raw in enumerate(raw_pairs):
         if not isinstance(raw, dict) or raw.get("partition") not in PARTITIONS:
             continue
@@ -1170,13 +1168,13 @@ def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, C
             where = ", ".join(
                 f"{p} (pairs {', '.join(map(str, ns[:5]))})" for p, ns in sorted(parts.items())
             )
-            chk.at(
-                ("pairs", min(n for ns in parts.values() for n in ns), "source_family"),
-                "family_leakage",
-                f"source family {fam!r} appears in {len(parts)} partitions: {where}",
+            first = min(n for ns in parts.values() for n in ns)
+            message = f"source family {fam!r} appears in {len(parts)} partitions: {where}"
+            fix = (
                 "move every pair of the family into one partition; a family must not be tuned on"
-                " in one partition and certified on in another",
+                " in one partition and certified on in another"
             )
+            chk.at(("pairs", first, "source_family"), "family_leakage", message, fix)
     for code, what, key in (
         ("cross_partition_duplicate", "question", "question"),
         ("cross_partition_passage", "evidence passage", "passage"),
@@ -1212,25 +1210,18 @@ def _check_cross_partition(chk: _Checker, code: str, what: str, members: list[_S
     for seen in members:
         if seen.partition in first:
             continue
-        other = next(
-            (
-                s
-                for s in first.values()
-                if s.partition != seen.partition and s.family != seen.family
-            ),
-            None,
-        )
+        others = [s for s in first.values() if s.family != seen.family]  # of other partitions
         first[seen.partition] = seen
-        if other is not None:
-            chk.at(
-                ("pairs", seen.i),
-                code,
+        if others:
+            message = (
                 f"the same {what} (after normalizing Unicode, case and whitespace) as pair"
-                f" {other.pid!r} in another partition and source family",
-                "put both pairs in one source family and partition, or drop one: near-duplicates"
-                " across partitions make a tuned prompt look general",
-                case_id=seen.pid,
+                f" {others[0].pid!r} in another partition and source family"
             )
+            fix = (
+                "put both pairs in one source family and partition, or drop one: near-duplicates"
+                " across partitions make a tuned prompt look general"
+            )
+            chk.at(("pairs", seen.i), code, message, fix, case_id=seen.pid)
 
 
 def _check_lineage(chk: _Checker, raw_pairs: list[Any]) -> None:

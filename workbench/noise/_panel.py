@@ -293,14 +293,10 @@ def _align(
             pairs.append((metric[i], panel[exact]))
             free_m.remove(i)
             free_p.remove(exact)
+    w_m, w_p = [_words(str(m["statement"])) for m in metric], [_words(p.claim) for p in panel]
     scored = sorted(
         (
-            (
-                len(_words(str(metric[i]["statement"])) & _words(panel[j].claim))
-                / max(1, len(_words(str(metric[i]["statement"])) | _words(panel[j].claim))),
-                i,
-                j,
-            )
+            (len(w_m[i] & w_p[j]) / max(1, len(w_m[i] | w_p[j])), i, j)
             for i in free_m
             for j in free_p
         ),

@@ -241,9 +241,8 @@ def append_drift(log: str | Path, entry: DriftEntry) -> DriftEntry:
 
 
 def verify_drift_run(entry: DriftEntry, *, after: datetime | None = None) -> list[Problem]:
-    """Why ``entry`` does not summarize the sentinel run it names: the run's results missing or
-    changed since (their sha256), another run or judge, other verdicts than the entry's, or
-    (``after`` given) a run started before ``after`` (an old run under a new date)."""
+    """Why ``entry`` does not summarize the sentinel run it names: results missing or changed,
+    another run or judge, other verdicts, or (``after`` given) a run started before ``after``."""
     where = entry.run_dir
     fix = (
         "a drift check is evidence only with the sentinel run it summarizes: restore the run"

@@ -534,8 +534,8 @@ def _crossing_blockers(
     study: RepeatabilityStudy,
     earlier: list[RepeatabilityStudy] | tuple[RepeatabilityStudy, ...],
 ) -> list[Blocker]:
-    """Per slice: the cases that crossed the pass/fail boundary in this study or an earlier one
-    of the same candidate (a later, calmer study does not erase them)."""
+    """Per slice: the critical boundary crossings of this study and earlier ones of the
+    candidate (a later, calmer study does not erase them)."""
     crossings: dict[str, dict[str, list[str]]] = {}
     risks: dict[str, str | None] = {}
     same = [
