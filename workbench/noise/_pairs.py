@@ -885,11 +885,8 @@ def _check_membership(
             )
             add(broken, "pair_membership_broken", message, fix)
         elif noisy[index].text in [c.text for c in clean]:
-            message, why = (
-                "the added distractor repeats a clean context",
-                "a distractor must be a new passage",
-            )
-            add(where, "distractor_duplicate", message, why)
+            message = "the added distractor repeats a clean context"
+            add(where, "distractor_duplicate", message, "a distractor must be a new passage")
     elif (
         len(n_ids) != len(c_ids)
         or n_ids[:index] + n_ids[index + 1 :] != c_ids[:index] + c_ids[index + 1 :]
