@@ -401,8 +401,9 @@ def _check_item(
 ) -> Control | None:
     """One entry of ``controls`` as a :class:`Control` (None, reported, when it is not one)."""
     if not isinstance(item, dict):
-        message, fix = f"control #{i + 1} is not a mapping", "write each control as key: value"
-        problems.add(at("controls", i), "control_invalid", message, fix + " pairs")
+        message = f"control #{i + 1} is not a mapping"
+        fix = "write each control as key: value pairs"
+        problems.add(at("controls", i), "control_invalid", message, fix)
         return None
     cid = item.get("control_id")
     cid = cid if isinstance(cid, str) else None

@@ -1299,16 +1299,24 @@ def _limit_blockers(suite: NoiseSuite, s: SliceRow, counted: list[PairRow]) -> l
             f"{len(worse)} candidate pairs got worse with the distractor by more than"
             f" max_delta {limit:g} (lower is better)"
         )
-        evidence = {"max_delta_observed": s.max_delta, "max_delta": limit}
-        evidence.update(direction=DIRECTION, n=s.scored)
+        evidence = {
+            "max_delta_observed": s.max_delta,
+            "max_delta": limit,
+            "direction": DIRECTION,
+            "n": s.scored,
+        }
         out.append(_sliced(suite, "noise_delta_exceeded", message, s.slice, worse, **evidence))
     return out
 
 
 def _abstention_blockers(suite: NoiseSuite, s: SliceRow, abstaining: list[str]) -> list[Blocker]:
     rate, limit = s.abstention_rate, s.limit_max_abstention_rate
-    evidence = {"abstentions": s.abstentions, "members": s.members, "abstention_rate": rate}
-    evidence["max_abstention_rate"] = limit
+    evidence = {
+        "abstentions": s.abstentions,
+        "members": s.members,
+        "abstention_rate": rate,
+        "max_abstention_rate": limit,
+    }
     what = f"{s.abstentions} of {s.members} candidate members abstained"
     if not s.abstentions:
         return []
@@ -1396,8 +1404,10 @@ def _repeat_blockers(suite: NoiseSuite, repeats: list[RepeatRow]) -> list[Blocke
     """Sentinels whose repeats lack a score, or vary beyond max_spread."""
     blockers: list[Blocker] = []
     for row in repeats:
-        evidence: dict[str, Any] = {"clean_scores": row.clean_scores}
-        evidence["noisy_scores"] = row.noisy_scores
+        evidence: dict[str, Any] = {
+            "clean_scores": row.clean_scores,
+            "noisy_scores": row.noisy_scores,
+        }
         if row.status == "incomplete":
             code = "noise_repeat_incomplete"
             message = (

@@ -1148,8 +1148,9 @@ def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, C
     from ..gold import normalize_text
 
     families: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    texts: dict[str, dict[str, list[_Seen]]] = {"question": defaultdict(list)}
-    texts["passage"] = defaultdict(list)
+    texts: dict[str, dict[str, list[_Seen]]] = {
+        k: defaultdict(list) for k in ("question", "passage")
+    }
     for i, raw in enumerate(raw_pairs):
         if not isinstance(raw, dict) or raw.get("partition") not in PARTITIONS:
             continue

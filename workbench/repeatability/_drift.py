@@ -519,13 +519,14 @@ async def run_sentinels(
     from ..gold import gold_lineage
     from ..runs import RunOptions, run_items
 
-    options: dict[str, Any] = {"concurrency": concurrency, "budget_usd": budget_usd}
-    options["progress"] = progress
+    options = RunOptions(
+        concurrency=concurrency, budget_usd=budget_usd, cache_dir=False, progress=progress
+    )
     summary = await run_items(
         judge,
         sentinel_items(loaded),
         run_dir,
-        RunOptions(cache_dir=False, **options),
+        options,
         partition=SENTINEL_PARTITION,
         dataset_sha256=dataset.sha256,
         grid=True,

@@ -246,8 +246,9 @@ def _repeat_manifest(run: Path, results: Path) -> RunManifest:
         raise refusal("not a run", str(run), "run_missing", message, fix)
     refuse_held_out(manifest.partition, where=str(run))
     if manifest.repeats < 2:
-        message = f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2"
-        message += " repeats"
+        message = (
+            f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats"
+        )
         fix = "run with --repeats 3 or more (certification wants K >= 3 on calibration data)"
         raise refusal("not a repeatability run", str(run), "too_few_repeats", message, fix)
     return manifest
