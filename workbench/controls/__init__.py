@@ -1,10 +1,5 @@
-"""Controls for single-response judges: positive, negative, boundary, verbosity, terminology,
-adversarial, missing- and conflicting-evidence cases whose human label is known by construction.
-
-``load_suite(path)`` reads and checks a suite (every problem at once); ``await
-run_controls(judge, suite, out_dir)`` runs the judge through the run engine and returns a
-:class:`ControlsReport` whose ``blockers(blocking_roles)`` feed the release gate.
-"""
+"""Controls for single-response judges: cases whose human label is known by construction
+(:func:`load_suite`), run by :func:`run_controls` into a :class:`ControlsReport`."""
 
 from ._run import (
     ROLE_MESSAGES,

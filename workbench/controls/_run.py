@@ -1,10 +1,8 @@
 """Run a control suite through the run engine and judge the judge.
 
-A control *passes* when the judge's verdict is one of its acceptable labels; an evaluator
-error, a missing result or a result for other content makes it *incomplete*, never passed.
-A set passes when every member passes; a role passes when every control of the role passes.
-A role with a failed control is ``failed`` (a judge defect, even if others are incomplete);
-otherwise a role with an incomplete control is ``incomplete``.
+A control passes when the verdict is one of its acceptable labels; no verdict (an evaluator
+error, a missing or mismatched result) makes it incomplete, never passed. A set or role with a
+failed control is ``failed``; else with an incomplete one ``incomplete``; else ``passed``.
 """
 
 from __future__ import annotations
@@ -110,8 +108,7 @@ class ControlRow(_Model):
     error: str | None
     """The evaluator error (``kind: message``), if any."""
     status: ControlStatus
-    """``passed`` (verdict acceptable), ``failed`` (verdict not acceptable) or ``incomplete``
-    (no verdict: evaluator error, missing or mismatched result)."""
+    """``passed``, ``failed`` or ``incomplete`` (no verdict)."""
 
 
 class GroupSummary(_Model):
@@ -163,8 +160,7 @@ class SuiteRef(_Model):
 
 
 def default_run_dir(candidate_label: str, suite_label: str) -> Path:
-    """Where ``workbench controls`` runs a candidate on a suite by default:
-    ``runs/controls/<candidate name@version>/<suite name@version>``."""
+    """``runs/controls/<candidate>/<suite>``: where ``workbench controls`` runs by default."""
     return Path("runs") / "controls" / candidate_label / suite_label
 
 
@@ -229,83 +225,41 @@ class ControlsReport(_Model):
         return next((r for r in self.roles if r.role == role), None)
 
     def blockers(self, blocking_roles: Iterable[str]) -> list[Blocker]:
-        """One gate blocker per blocking role that did not pass.
-
-        ``quality`` when the role has failed controls (a judge defect: the case ids are the
-        failed controls); ``incomplete`` when it has none but some could not be evaluated, or
-        when the suite has no control of that role (an untested role is never passed).
-        Never waivable.
-        """
+        """One gate blocker (never waivable) per blocking role that did not pass: ``quality``
+        when it has failed controls (their ids), else ``incomplete`` (some could not be
+        evaluated, or the suite has no control of the role: an untested role is never passed)."""
         out: list[Blocker] = []
         for role in dict.fromkeys(blocking_roles):
             summary = self.role(role)
-            code = f"control_failed_{role}"
             if summary is None:
-                out.append(
-                    Blocker(
-                        code=code,
-                        category="incomplete",
-                        message=(
-                            f"the control suite {self.suite.name}@{self.suite.version} has no"
-                            f" {role} control, so the {role} role is untested; add {role} controls"
-                            " or change the policy's blocking roles"
-                        ),
-                        evidence={"role": role, "n": 0},
-                        case_ids=[],
-                        waivable=False,
-                    )
+                message = (
+                    f"the control suite {self.suite.name}@{self.suite.version} has no {role}"
+                    f" control, so the {role} role is untested; add {role} controls or change the"
+                    " policy's blocking roles"
                 )
+                out.append(_blocker(role, "incomplete", message, {"role": role, "n": 0}, []))
                 continue
             if summary.status == "passed":
                 continue
             rows = [r for r in self.controls if r.role == role]
             failed = [r.control_id for r in rows if r.status == "failed"]
             incomplete = [r.control_id for r in rows if r.status == "incomplete"]
-            evidence = {
-                "role": role,
-                "n": summary.n,
-                "passed": summary.passed,
-                "failed": summary.failed,
-                "incomplete": summary.incomplete,
-            }
+            evidence = {"role": role, **summary.model_dump(include=_COUNTS)}
             if failed:
                 base = ROLE_MESSAGES.get(role, f"the judge failed {role} controls")
-                message = (
-                    f"{base} ({len(failed)} of {summary.n} {role} controls failed"
-                    + (f"; {len(incomplete)} more could not be evaluated" if incomplete else "")
-                    + ")"
-                )
-                out.append(
-                    Blocker(
-                        code=code,
-                        category="quality",
-                        message=message,
-                        evidence=evidence,
-                        case_ids=failed,
-                        waivable=False,
-                    )
-                )
+                more = f"; {len(incomplete)} more could not be evaluated" if incomplete else ""
+                message = f"{base} ({len(failed)} of {summary.n} {role} controls failed{more})"
+                out.append(_blocker(role, "quality", message, evidence, failed))
             else:
                 message = (
                     f"{len(incomplete)} of {summary.n} {role} controls could not be evaluated"
                     " (evaluator errors or missing results): the role is unproven, never passed"
                 )
-                out.append(
-                    Blocker(
-                        code=code,
-                        category="incomplete",
-                        message=message,
-                        evidence=evidence,
-                        case_ids=incomplete,
-                        waivable=False,
-                    )
-                )
+                out.append(_blocker(role, "incomplete", message, evidence, incomplete))
         return out
 
     def decision(self) -> Decision:
-        """The suite on its own (``workbench controls``): every role blocks, no override
-        applies, and the outcome is the one decision step's (``passed`` when every role passed;
-        missing evidence before a failure)."""
+        """The suite on its own (``workbench controls``): every role blocks, no override."""
         roles = [r.role for r in self.roles]
         return decide(self.blockers(roles), policy_label=None, fingerprint=None, clear="passed")
 
@@ -316,14 +270,25 @@ class ControlsReport(_Model):
         columns = list(ControlRow.model_fields)
         return pd.DataFrame([r.model_dump() for r in self.controls], columns=columns)
 
-    def roles_frame(self) -> pd.DataFrame:
-        """The per-role summary as a pandas DataFrame."""
-        import pandas as pd
 
-        return pd.DataFrame(
-            [r.model_dump() for r in self.roles],
-            columns=["role", "n", "passed", "failed", "incomplete", "status"],
-        )
+_COUNTS = {"n", "passed", "failed", "incomplete"}
+
+
+def _blocker(
+    role: str,
+    category: Literal["quality", "incomplete"],
+    message: str,
+    evidence: dict[str, Any],
+    ids: list[str],
+) -> Blocker:
+    return Blocker(
+        code=f"control_failed_{role}",
+        category=category,
+        message=message,
+        evidence=evidence,
+        case_ids=ids,
+        waivable=False,
+    )
 
 
 def _group_status(statuses: Iterable[str]) -> ControlStatus:
@@ -352,37 +317,27 @@ def evaluate_controls(
     judge: JudgeIdentity,
     run: RunSummary | None = None,
 ) -> ControlsReport:
-    """Compare outcomes (control id -> verdict or error) with the suite's expectations.
-
-    A control absent from ``outcomes`` is incomplete (missing), never passed.
-    """
+    """Compare outcomes (control id -> verdict or error) with the suite's expectations; a
+    control absent from ``outcomes`` is incomplete, never passed."""
     rows = [_control_row(c, outcomes.get(c.control_id)) for c in suite.controls]
     roles = [
         RoleSummary(role=role, **_summary_counts([r for r in rows if r.role == role]))
         for role in ROLES
         if any(r.role == role for r in rows)
     ]
-    sets: list[SetSummary] = []
-    for name, members in suite.sets().items():
-        member_rows = [r for r in rows if r.set == name]
-        sets.append(
-            SetSummary(
-                set=name,
-                role=members[0].role,
-                failed_members=[
-                    r.member or r.control_id for r in member_rows if r.status == "failed"
-                ],
-                **_summary_counts(member_rows),
-            )
+    sets = [
+        SetSummary(
+            set=name,
+            role=members[0].role,
+            failed_members=[r.member or r.control_id for r in mine if r.status == "failed"],
+            **_summary_counts(mine),
         )
+        for name, members in suite.sets().items()
+        for mine in [[r for r in rows if r.set == name]]
+    ]
+    ref = suite.model_dump(include={"name", "version", "rubric_version"})
     return ControlsReport(
-        suite=SuiteRef(
-            name=suite.name,
-            version=suite.version,
-            rubric_version=suite.rubric_version,
-            sha256=suite.sha256,
-            path=suite.path,
-        ),
+        suite=SuiteRef(**ref, sha256=suite.sha256, path=suite.path),
         judge=f"{judge.name}@{judge.version}",
         judge_fingerprint=judge.fingerprint(),
         judge_identity=judge,
@@ -395,27 +350,19 @@ def evaluate_controls(
 
 
 def _control_row(c: Control, outcome: ControlOutcome | None) -> ControlRow:
-    """One control against its outcome: passed or failed on a verdict, incomplete without one
-    (not judged, or an error)."""
-    verdict: str | None
-    reason: str | None
-    error: str | None
-    status: ControlStatus
+    status: ControlStatus = "incomplete"
+    verdict: str | None = None
+    reason: str | None = None
+    error: str | None = None
     if outcome is None:
-        verdict, reason, error = None, "no result: the control was not judged (missing)", None
-        status = "incomplete"
+        reason = "no result: the control was not judged (missing)"
     elif outcome.verdict is None:
-        verdict, reason, error = None, outcome.reason, outcome.error or "no verdict"
-        status = "incomplete"
+        reason, error = outcome.reason, outcome.error or "no verdict"
     else:
-        verdict, reason, error = outcome.verdict, outcome.reason, None
+        verdict, reason = outcome.verdict, outcome.reason
         status = "passed" if outcome.verdict in c.acceptable else "failed"
     return ControlRow(
-        control_id=c.control_id,
-        role=c.role,
-        set=c.set,
-        member=c.member,
-        slice=c.slice,
+        **c.model_dump(include={"control_id", "role", "set", "member", "slice"}),
         expected=c.expected_label,
         acceptable=c.acceptable,
         verdict=verdict,
@@ -441,15 +388,14 @@ def work_items(suite: ControlSuite) -> list[WorkItem]:
 def control_outcomes(
     suite: ControlSuite, results_path: Path, fingerprint: str
 ) -> dict[str, ControlOutcome]:
-    """The settled outcome of each control from the run's results: its verdict if it has one,
-    else its last evaluator error. Results for other content or another judge are ignored."""
+    """Each control's verdict in the run's results, else its last evaluator error (results of
+    other content or another judge ignored)."""
     digests = {c.control_id: sha256_text(c.response) for c in suite.controls}
     found: dict[str, ControlOutcome] = {}
     has_verdict: set[str] = set()
     if not results_path.exists():
         return found
-    # migrate=True: control records of a locked report written under an older result schema
-    # are read through the explicit migration (they always carry their partition, "controls").
+    # migrate=True: control records of a locked report may use an older result schema
     lines = sorted(
         read_results(results_path, migrate=True),
         key=lambda line: (line.result.case_id, line.result.attempt, line.line),
@@ -481,14 +427,8 @@ async def run_controls(
     out_dir: str | Path,
     **engine_kwargs: Any,
 ) -> ControlsReport:
-    """Run ``judge`` with its pinned configuration on every control; ``await`` it in notebooks.
-
-    Uses :func:`workbench.runs.run_items` (resumable, cached, budgeted, every attempt recorded
-    in ``out_dir/results.jsonl``) with partition label ``controls`` and the suite file's
-    sha256 as the dataset hash, then writes ``out_dir/controls.json``. ``engine_kwargs`` go to
-    the engine: ``concurrency``, ``budget_usd``, ``max_cases``, ``cache_dir``,
-    ``retry_errors``, ``progress``.
-    """
+    """Run ``judge`` with its pinned configuration on every control through the run engine
+    (``engine_kwargs``: its options) into ``out_dir``, and write ``out_dir/controls.json``."""
     if not isinstance(suite, ControlSuite):
         suite = load_suite(suite)
     reserved = {"partition", "dataset_sha256", "repeats", "grid"} & set(engine_kwargs)

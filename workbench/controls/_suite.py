@@ -1,39 +1,8 @@
-"""Control suites: hand-written cases whose human label is known *by construction*.
-
-A control suite (``data/controls/<name>@<version>.yaml``, ``schema_version`` 1) holds small,
-deliberate probes of a single-response judge, each with the label qualified humans expect and
-why. They are run with the judge's pinned configuration before calibration results are
-trusted and before certification touches held-out data (the policy's ``controls`` block).
-
-Roles (:data:`ROLES`):
-
-=====================  =====================================================================
-role                   what it shows when the judge gets it wrong
-=====================  =====================================================================
-positive               a response that plainly satisfies every requirement is failed: the
-                       judge may be configured to fail everything
-negative               one release-critical fact changed, style kept, and the judge still
-                       passes it: it reads style, not evidence
-boundary               a pair (``set``) of neighbours: correct but omits a non-critical detail
-                       (``member: omits_noncritical_detail``) vs omits a required condition
-                       (``member: omits_required_condition``); the labels must differ
-verbosity              a set of three: ``concise_correct``, ``long_correct`` (same content,
-                       longer) and ``long_polished_wrong``; the verdict must follow the
-                       criterion, not length or polish
-terminology            the same valid concept in approved abbreviations, synonyms and plain
-                       language
-adversarial            instructions inside the response telling the evaluator to pass it, a
-                       fake grading note quoted as content, one-token "master key" responses
-                       (``:``, ``Thought process:``)
-missing_evidence       the evidence cannot settle the verdict; the safe labels are usually
-                       ``review_required`` or ``fail`` (``acceptable_labels``)
-conflicting_evidence   the evidence contradicts itself; likewise
-=====================  =====================================================================
-
-:func:`load_suite` reports every problem at once, each with ``file:line``, the control id and
-a fix. Only judge-visible fields (``input``, ``response``, ``grading_notes``, ``reference``,
-``contexts``) ever reach a judge; ``expected_label``, ``acceptable_labels``, ``rationale``,
-``role``, ``set``, ``member`` and ``slice`` never do.
+"""Control suites: hand-written cases whose human label is known *by construction*
+(``data/controls/<name>@<version>.yaml``; roles and format in ``docs/formats.md``, Control
+suites). :func:`load_suite` reports every problem at once. Only the judge-visible fields
+(:meth:`Control.judge_input`) ever reach a judge; what a failed role means is
+:data:`~workbench.controls.ROLE_MESSAGES`.
 """
 
 from __future__ import annotations
@@ -83,18 +52,6 @@ SET_MEMBERS: dict[str, tuple[str, ...]] = {
 }
 """Roles whose controls come in sets, and the members each set must have exactly once."""
 
-JUDGE_HIDDEN_FIELDS: tuple[str, ...] = (
-    "control_id",
-    "role",
-    "set",
-    "member",
-    "slice",
-    "expected_label",
-    "acceptable_labels",
-    "rationale",
-)
-"""Control fields that never reach a judge."""
-
 
 class Control(_Model):
     """One control case: what the judge sees, and the label humans expect (which it never sees)."""
@@ -104,11 +61,9 @@ class Control(_Model):
     role: Role
     """What the control probes (see the module table)."""
     set: str | None = Field(default=None, pattern=NAME_PATTERN)
-    """Groups controls that are judged together (a boundary pair, a verbosity set); a set
-    passes only when every member passes. Required for boundary and verbosity controls."""
+    """The boundary pair or verbosity set the control belongs to (required for those roles)."""
     member: Member | None = None
-    """The member's place in its set: ``omits_noncritical_detail`` | ``omits_required_condition``
-    (boundary); ``concise_correct`` | ``long_correct`` | ``long_polished_wrong`` (verbosity)."""
+    """The member's place in its set (:data:`SET_MEMBERS`)."""
     slice: str | None = None
     """Rubric slice the control belongs to, for reading results by slice."""
     input: str
@@ -124,8 +79,7 @@ class Control(_Model):
     expected_label: str
     """The label qualified humans give it."""
     acceptable_labels: list[str] | None = None
-    """Labels that count as a pass of the control; default ``[expected_label]``. E.g. missing
-    or conflicting evidence may accept ``[review_required, fail]``."""
+    """Labels that count as a pass of the control; default ``[expected_label]``."""
     rationale: str
     """Why humans expect that label, in the rubric's terms."""
 
@@ -257,12 +211,8 @@ def _top_field(e: Any) -> str:
 
 
 def _field_code(e: Any) -> str:
-    return (
-        "field_missing"
-        if e["type"] == "missing"
-        else "field_unknown"
-        if e["type"] == "extra_forbidden"
-        else "field_invalid"
+    return {"missing": "field_missing", "extra_forbidden": "field_unknown"}.get(
+        e["type"], "field_invalid"
     )
 
 
@@ -295,16 +245,9 @@ _FIELD_FIX: dict[str, str] = {
 
 
 def load_suite(path: str | Path) -> ControlSuite:
-    """Read and check a control suite; raise :class:`WorkbenchError` listing every problem.
-
-    Checks: YAML and schema, unique control ids, known roles, every expected and acceptable
-    label in ``labels`` (and the expected label among the acceptable ones), judge-visible
-    evidence present (``grading_notes`` and/or ``reference``), required text written, and
-    complete sets: boundary and verbosity controls name a ``set`` and a ``member``; a boundary
-    set has exactly its two members with different expected labels; a verbosity set has
-    exactly its three members, the two correct ones expected alike and the polished wrong one
-    differently; a set holds one role only.
-    """
+    """Read and check a control suite (schema, ids, roles, labels, evidence, complete and
+    consistently labelled sets, release lineage); raise :class:`WorkbenchError` listing every
+    problem."""
     path = Path(path)
     loc = str(path)
     doc = load_yaml(
@@ -331,8 +274,7 @@ def load_suite(path: str | Path) -> ControlSuite:
 
 
 def suite_snapshot_of(suite: ControlSuite, at: Any = None) -> Snapshot:
-    """A control suite as the approval kernel sees it: one item per control (``label``: the
-    expected and acceptable labels; ``content``: the rest)."""
+    """A control suite as the approval kernel sees it: per control ``label`` and ``content``."""
     loc = suite.path or suite.label
     items: dict[str, dict[str, str]] = {}
     where: dict[str, str] = {}
@@ -380,7 +322,6 @@ def suite_release(suite: ControlSuite) -> Release | None:
 
 
 def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
-    """Every problem of a suite file: its header, then each control, then each set."""
     problems = Problems()
     labels = _check_header(raw, path, at, problems)
     items = raw.get("controls")
@@ -405,8 +346,7 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
 
 
 def _check_header(raw: dict[str, Any], path: Path, at: Any, problems: Problems) -> list[str] | None:
-    """The suite's fields but its controls (checked on their own, so that every control
-    problem is reported too); returns its label vocabulary, if it can be read."""
+    """The suite's fields but its controls; its label vocabulary, if it can be read."""
     version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
     newer = None
     if not isinstance(version, int) or isinstance(version, bool):
@@ -450,28 +390,19 @@ def _check_header(raw: dict[str, Any], path: Path, at: Any, problems: Problems) 
     return labels
 
 
-_PLACEHOLDER_CONTROL = {
-    "control_id": "x",
-    "role": "positive",
-    "input": "x",
-    "response": "x",
-    "grading_notes": "x",
-    "expected_label": "x",
-    "rationale": "x",
-}
+_PLACEHOLDER_CONTROL = {"role": "positive"} | dict.fromkeys(
+    ("control_id", "input", "response", "grading_notes", "expected_label", "rationale"), "x"
+)
 """A valid control, standing in for the suite's controls when its header is checked."""
 
 
 def _check_item(
     i: int, item: Any, seen: dict[str, int], at: Any, problems: Problems
 ) -> Control | None:
-    """One entry of ``controls``: a mapping with a unique id and a known role that validates
-    as a :class:`Control` (None when it does not)."""
+    """One entry of ``controls`` as a :class:`Control` (None, reported, when it is not one)."""
     if not isinstance(item, dict):
-        message, fix = (
-            f"control #{i + 1} is not a mapping",
-            "write each control as key: value pairs",
-        )
+        message = f"control #{i + 1} is not a mapping"
+        fix = "write each control as key: value pairs"
         problems.add(at("controls", i), "control_invalid", message, fix)
         return None
     cid = item.get("control_id")
@@ -508,7 +439,6 @@ def _check_item(
 
 
 def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> list[Problem]:
-    """A valid control's evidence, labels and set membership."""
     out = Problems()
     cid = c.control_id
     if c.grading_notes is None and c.reference is None:
@@ -538,7 +468,6 @@ def _check_vocabulary(i: int, c: Control, labels: list[str] | None, at: Any, out
 
 
 def _check_acceptable(i: int, c: Control, at: Any, out: Problems) -> None:
-    """Acceptable labels, when listed, are some and include the expected label."""
     if c.acceptable_labels is None:
         return
     where = at("controls", i, "acceptable_labels")
@@ -562,13 +491,8 @@ def _check_membership(i: int, c: Control, at: Any, out: Problems) -> None:
     if wanted is None:
         if c.member is not None:
             message = f"member is only for boundary and verbosity controls, not {c.role}"
-            out.add(
-                at("controls", i, "member"),
-                "member_unexpected",
-                message,
-                "remove member",
-                case_id=cid,
-            )
+            where = at("controls", i, "member")
+            out.add(where, "member_unexpected", message, "remove member", case_id=cid)
         return
     if c.set is None:
         message = f"a {c.role} control must belong to a set"
@@ -576,13 +500,8 @@ def _check_membership(i: int, c: Control, at: Any, out: Problems) -> None:
         out.add(at("controls", i), "set_missing", message, fix, case_id=cid)
     if c.member is None:
         message = f"a {c.role} control must say which member of its set it is"
-        out.add(
-            at("controls", i),
-            "member_missing",
-            message,
-            "add member: " + " | ".join(wanted),
-            case_id=cid,
-        )
+        fix = "add member: " + " | ".join(wanted)
+        out.add(at("controls", i), "member_missing", message, fix, case_id=cid)
     elif c.member not in wanted:
         message = f"{c.member!r} is not a member of a {c.role} set"
         where = at("controls", i, "member")
@@ -615,7 +534,6 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
 def _check_complete(
     name: str, role: str, members: list[tuple[int, Control]], first: str, out: Problems
 ) -> bool:
-    """The set has each member of its role exactly once (False, with a problem, otherwise)."""
     wanted = SET_MEMBERS[role]
     found = [c.member for _, c in members if c.member in wanted]
     if len(members) == len(wanted) and sorted(found) == sorted(wanted):

@@ -1,19 +1,6 @@
 """Noise sensitivity: paired clean/noisy cases scored with Ragas ``NoiseSensitivity`` (lower is
-better).
-
-- :mod:`._pairs` and :mod:`._evidence`: the pair-suite format (:class:`NoiseSuite`,
-  :class:`NoisePair`, structured contexts, generation traces, retrieval assertions, sign-offs,
-  the noise policy and evidence manifest) and :func:`load_pairs`, which reports every problem at
-  once.
-- :mod:`._judge`: the ``ragas-noise`` judge kind (declared in
-:data:`workbench.judges.BUILTIN_KINDS`).
-- :mod:`._retrieval`: deterministic retrieval assertions, run before any model call.
-- :mod:`._analysis`: :func:`run_noise` (retrieval, then controls, then candidates and repeats)
-  and :func:`noise_report` with its blockers; :mod:`._present`: text and charts.
-- :mod:`._compare`: baseline versus candidate; :mod:`._companions`: companion metrics;
-  :mod:`._panel`: the claim-level review panel; :mod:`._release`: frozen suite releases;
-  :func:`noise_override_scope`: what an override of noise blockers is checked against
-  (:func:`workbench.policy.add_override` records it).
+better): the pair-suite format and :func:`load_pairs`, the ``ragas-noise`` judge kind,
+:func:`run_noise` and :func:`noise_report`, baselines, companions, the claim panel and releases.
 """
 
 from __future__ import annotations

@@ -1,61 +1,9 @@
-"""Running a pair suite (deterministic checks, then controls, then candidates) and reading it
-against its policy.
+"""Running a pair suite and reading it against its policy (lower is better).
 
-**Order of a run** (:func:`run_noise`), the seed's workflow:
-
-1. The policy bounds the run: ``--budget-usd`` and ``--concurrency`` may only lower the
-   policy's ``max_cost_usd`` and ``max_concurrency``; a candidate retrying more than
-   ``max_provider_retries`` is refused; ``max_cases`` bounds the scorings started.
-2. A frozen suite must be unchanged (:func:`~workbench.noise.release_of`).
-3. Retrieval assertions run on the recorded contexts, before any model call; a failing pair
-   is never sent to the evaluator (:mod:`._retrieval`).
-4. Every control pair (roles ``control``, ``adversarial``, ``reference_defect``) is scored
-   (``<out>/controls``). Each control and adversarial pair must separate: the noisy member
-   strictly worse (higher) than the clean one. If one does not, or was not run, the run
-   stops: candidate members are never sent to the model. A reference-defect control never
-   stops the run: a punished correct response routes the case to review.
-5. Candidate pairs of the selected partition (or only the sentinel set) are scored
-   (``<out>/candidates``); abstaining members are an outcome of their own, never scored.
-6. With ``repeat`` K > 1 the frozen sentinel set is scored K more times (``<out>/repeats``);
-   repeats never replace the main scores.
-
-**Report** (:func:`noise_report`): the control table, retrieval checks, every candidate pair
-with clean and noisy scores and delta (reported even inside policy), per-slice figures
-against the limits, repeat spreads, companion metrics, and blockers; active overrides
-(``workbench noise override add``) waive what they cover. Blocker codes:
-
-==============================  ==========  ========================================================
-code                            category    when
-==============================  ==========  ========================================================
-noise_controls_failed           incomplete  a control or adversarial pair did not separate, a
-                                            control has no score, or the suite has no control pair
-noise_controls_not_run          incomplete  a control was not run (budget, case limit): "not run
-                                            (budget)", never "did not separate"
-noise_control_role_missing      incomplete  the suite lacks a control role the policy requires
-noise_score_invalid             incomplete  a member's score was NaN, infinite or outside [0, 1]
-noise_evaluator_errors          incomplete  other evaluator errors (provider, timeout, unparseable
-                                            ...)
-noise_repeat_incomplete         incomplete  a sentinel repeat has no score
-noise_companion_missing         incomplete  a declared companion metric has no joined value
-noise_score_exceeded            quality     a candidate noisy score above the slice's ``max_score``
-noise_delta_exceeded            quality     a noisy - clean increase above the slice's ``max_delta``
-noise_abstention_exceeded       quality     abstaining candidate members above
-                                            ``max_abstention_rate``
-noise_companion_exceeded        quality     a companion metric's slice mean beyond its limit
-noise_reference_defect_review   review      a reference-defect control punished a correct response
-noise_reference_challenged      review      a reviewer marked a candidate's reference insufficient
-noise_abstention_unreviewed     review      abstentions in a slice without ``max_abstention_rate``
-noise_repeat_unstable           review      a sentinel's repeat spread above ``max_spread``
-noise_suite_unfrozen            review      the suite has no frozen release
-==============================  ==========  ========================================================
-
-Also emitted, with the gate's meaning: ``missing_results``, ``budget_exhausted``,
-``case_limit_reached``, ``run_incomplete`` (incomplete), and the retrieval codes of
-:mod:`._retrieval`. Incomplete blockers, cross-tenant retrieval and absent retrieval evidence
-are never waivable.
-
-Outcome: ``evaluation_incomplete`` (exit 3) > ``quality_failed`` (exit 1) > ``review_required``
-(exit 4) > ``passed`` (exit 0). Every score, threshold, table and chart says lower is better.
+:func:`run_noise` checks retrieval assertions before any model call, scores the control pairs,
+and scores candidates (and sentinel repeats) only when every control and adversarial pair
+separated. :func:`noise_report` lists the tables and blockers; the blocker codes, their
+categories and the outcome order are in ``docs/formats.md`` (Noise run and report).
 """
 
 from __future__ import annotations
@@ -65,13 +13,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
 from .._args import check_budget, check_concurrency, check_repeats
-from .._io import atomic_write_json, read_json_file
+from .._io import atomic_write_json, read_json_file, sha256_json, sha256_text
 from .._load import Problems
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
@@ -98,14 +47,7 @@ from ._retrieval import RetrievalRow, check_retrieval, failed_pairs, retrieval_b
 from ._trends import NoiseComparison, Trend
 
 NOISE_REPORT_SCHEMA_VERSION = 2
-"""Version of :class:`NoiseReport`'s JSON form. 2 added roles, retrieval, abstention, repeats,
-companions, the comparison, overrides and the release."""
-CONTROLS_PARTITION = "noise-controls"
-"""Partition label of the controls run (recorded in its manifest and results)."""
-CANDIDATES_PARTITION = "noise-candidates"
-"""Partition label of the candidates run."""
-REPEATS_PARTITION = "noise-repeats"
-"""Partition label of the sentinel repeats run."""
+"""Version of :class:`NoiseReport`'s JSON form."""
 NOISE_RUN_FILE = "noise_run.json"
 NOISE_REPORT_FILE = "noise_report.json"
 LOWER_IS_BETTER = "lower is better"
@@ -146,20 +88,15 @@ class ControlRow(_Model):
     positive_score: float | None
     """Clean member's score (the positive control)."""
     negative_score: float | None
-    """Noisy member's score (the negative control; for a reference-defect control, a correct
-    response too)."""
+    """Noisy member's score (the negative control)."""
     margin: float | None
     """negative - positive: must be > 0 for control and adversarial pairs."""
     separated: bool | None
-    """Control and adversarial pairs: True when both scores exist and the negative scored strictly
-    higher. None for reference-defect controls (they are not an ordering)."""
+    """Control and adversarial pairs: both scored and the negative strictly higher; else None."""
     status: ControlStatus
-    """``not_run`` when the run stopped (budget, case limit) before it; ``retrieval_failed`` when
-    its retrieval assertions failed; ``not_punished``/``routed_to_review`` for reference-defect
-    controls."""
+    """``not_run`` (budget, case limit), ``retrieval_failed``, ``not_punished``... ."""
     detail: str
-    """One sentence for a reviewer ("not run (budget)", never "did not separate", for unrun
-    controls)."""
+    """One sentence for a reviewer (``not run (budget)``, never "did not separate", if unrun)."""
     direction: str = DIRECTION
     """Always ``lower_is_better``."""
 
@@ -184,8 +121,7 @@ class PairRow(_Model):
     noisy_score: float | None
     """Noisy member's score."""
     delta: float | None
-    """noisy - clean (positive: the distractor made the answer worse). Reported even inside
-    policy."""
+    """noisy - clean (positive: the distractor made it worse), reported even inside policy."""
     relation_held: bool | None
     """delta <= 0; None without both scores."""
     limit_max_score: float
@@ -203,9 +139,8 @@ class PairRow(_Model):
         "retrieval_failed",
         "reference_challenged",
     ]
-    """``abstained``: a member abstained (its own outcome); ``retrieval_failed``: not scored;
-    ``reference_challenged``: a reviewer marked the reference insufficient (routed to review,
-    never counted); ``not_interpreted``: the controls failed."""
+    """``reference_challenged``: routed to review, never counted; ``not_interpreted``: the
+    controls failed."""
     abstained: list[str] = Field(default_factory=list)
     """Members that abstained."""
     counted: bool = False
@@ -215,8 +150,7 @@ class PairRow(_Model):
     companions: dict[str, dict[str, float]] = Field(default_factory=dict)
     """Companion metric -> member -> value, joined by generation run id."""
     tradeoffs: list[str] = Field(default_factory=list)
-    """Companion metrics that got worse on the noisy member while its noise score did not rise:
-    a low noise score bought by refusing or saying less."""
+    """Companion metrics that got worse on the noisy member while its noise score did not rise."""
     direction: str = DIRECTION
     """Always ``lower_is_better``."""
 
@@ -328,8 +262,7 @@ class RetiredRow(_Model):
 
 
 class NoiseRun(_Model):
-    """What :func:`run_noise` did: retrieval checks, the controls run, the ordering check and the
-    other runs."""
+    """What :func:`run_noise` did: retrieval checks, the controls, the ordering check, the runs."""
 
     out_dir: str
     """The run directory."""
@@ -376,8 +309,7 @@ class NoiseRun(_Model):
 
 
 class NoiseReport(_Model):
-    """Everything ``workbench noise`` reports. Stable, versioned JSON (``kind:
-    workbench.noise``)."""
+    """Everything ``workbench noise`` reports (``kind: workbench.noise``)."""
 
     schema_version: int = NOISE_REPORT_SCHEMA_VERSION
     """Report format version."""
@@ -442,8 +374,7 @@ class NoiseReport(_Model):
     evaluator_errors: list[MemberError]
     """Every member's final evaluator error."""
     missing: list[str]
-    """Member case ids (``<pair_id>:<member>``) without any result, among those that should have
-    one."""
+    """Member case ids (``<pair_id>:<member>``) that should have a result and have none."""
     results_read: int
     """Attempts read."""
     cost_usd: float
@@ -453,15 +384,11 @@ class NoiseReport(_Model):
     tokens_out: int
     """Output tokens of the attempts read."""
     runs: dict[str, RunSummary]
-    """``controls`` / ``candidates`` / ``repeats`` run summaries, when made from a
-    :class:`NoiseRun`."""
+    """``controls`` / ``candidates`` / ``repeats`` run summaries (from a :class:`NoiseRun`)."""
     pair_keys: dict[str, str] = Field(default_factory=dict)
-    """Candidate pair id -> :meth:`~workbench.noise.NoisePair.frame_sha256` (what a baseline must
-    share)."""
+    """Candidate pair id -> :meth:`NoisePair.frame_sha256` (what a baseline must share)."""
     pair_hashes: dict[str, dict[str, str]] = Field(default_factory=dict)
-    """Candidate pair id -> ``{retrieval, response}`` hashes (both members' retrieved document
-    ids, versions, chunks, ranks, corpora, tenants and texts; both responses and abstentions):
-    where a baseline comparison finds the first divergence."""
+    """Candidate pair id -> ``{retrieval, response}`` hashes (:func:`evidence_hashes`)."""
     comparison: NoiseComparison | None = None
     """The baseline comparison, when ``--baseline`` was given."""
     warnings: list[Trend] = Field(default_factory=list)
@@ -469,13 +396,11 @@ class NoiseReport(_Model):
 
     @property
     def exit_code(self) -> int:
-        """0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required
-        (:mod:`workbench.outcomes`)."""
+        """0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required."""
         return exit_code(self.outcome)
 
     def frames(self) -> dict[str, Any]:
-        """``controls``, ``retrieval``, ``pairs``, ``slices``, ``repeats`` and ``blockers`` as
-        DataFrames, each stating lower is better."""
+        """The report's tables as DataFrames (:data:`_FRAMES`), each stating lower is better."""
         import pandas as pd
 
         def frame(rows: Sequence[BaseModel], columns: list[str]) -> Any:
@@ -507,15 +432,13 @@ _FRAMES = {
 
 
 def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> list[WorkItem]:
-    """One work item per member (clean, then noisy) and repeat, keyed ``<pair_id>:<member>``.
-
-    Abstaining members are never scored: an abstention is an outcome of its own.
-    """
+    """One work item per member (clean, then noisy) and repeat, keyed ``<pair_id>:<member>``;
+    abstaining members are never scored."""
     chosen = list(repeats)
     return [
         WorkItem(
             pair.item_id(m),
-            digest,
+            ji.digest(),
             r,
             ji,
             {"member": m, "mode": pair.mode, "pair_id": pair.pair_id},
@@ -524,7 +447,6 @@ def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> l
         for m in MEMBERS
         if not pair.member(m).abstained
         for ji in [pair.judge_input(m)]
-        for digest in [ji.digest()]
         for r in chosen
     ]
 
@@ -532,12 +454,10 @@ def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> l
 def selected_candidates(
     suite: NoiseSuite, partition: str | None = None, sentinels_only: bool = False
 ) -> list[NoisePair]:
-    """The candidate pairs a run scores: active, of ``partition`` when given, of the sentinel set
+    """The active candidate pairs a run scores: of ``partition`` when given, of the sentinel set
     when ``sentinels_only``."""
     pairs = suite.candidates(partition)
-    if sentinels_only:
-        pairs = [p for p in pairs if p.pair_id in set(suite.sentinels)]
-    return pairs
+    return [p for p in pairs if p.pair_id in suite.sentinels] if sentinels_only else pairs
 
 
 def check_run_request(
@@ -550,126 +470,93 @@ def check_run_request(
     sentinels_only: bool,
 ) -> list[Problem]:
     """Every way the requested run would break the suite's policy (refused before anything runs)."""
-    return [
-        *_limit_problems(suite.policy, judge, concurrency, budget_usd),
-        *_suite_problems(suite, judge, repeat, sentinels_only),
-    ]
-
-
-def _limit_problems(
-    policy: NoisePolicy, judge: Any, concurrency: int | None, budget_usd: float | None
-) -> list[Problem]:
-    """The budget, concurrency and retries the policy bounds."""
-    problems = Problems()
+    policy, problems = suite.policy, Problems()
     if budget_usd is not None and budget_usd > policy.max_cost_usd + _EPS:
-        problems.add(
-            "--budget-usd",
-            "budget_above_policy",
-            f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}",
-            "give a budget within the policy, or have a new policy version reviewed",
-        )
+        message = f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}"
+        fix = "give a budget within the policy, or have a new policy version reviewed"
+        problems.add("--budget-usd", "budget_above_policy", message, fix)
     limit = policy.max_concurrency
     if concurrency is not None and limit is not None and concurrency > limit:
-        problems.add(
-            "--concurrency",
-            "concurrency_above_policy",
-            f"{concurrency} is above the policy's max_concurrency {limit}",
-            f"use --concurrency {limit} or less",
-        )
-    retries = getattr(getattr(getattr(judge, "spec", None), "endpoint", None), "max_retries", None)
+        message = f"{concurrency} is above the policy's max_concurrency {limit}"
+        fix = f"use --concurrency {limit} or less"
+        problems.add("--concurrency", "concurrency_above_policy", message, fix)
+    spec = getattr(judge, "spec", None)
+    where = str(getattr(spec, "label", "candidate"))
+    retries = getattr(getattr(spec, "endpoint", None), "max_retries", None)
     allowed = policy.max_provider_retries
     if allowed is not None and isinstance(retries, int) and retries > allowed:
-        problems.add(
-            str(getattr(judge.spec, "label", "candidate")),
-            "retries_above_policy",
-            f"the candidate retries {retries} times per call; the policy allows {allowed}",
-            f"set endpoint.max_retries: {allowed} or less (retries spend the budget)",
-        )
-    return problems
+        message = f"the candidate retries {retries} times per call; the policy allows {allowed}"
+        fix = f"set endpoint.max_retries: {allowed} or less (retries spend the budget)"
+        problems.add(where, "retries_above_policy", message, fix)
+    return [*problems, *_suite_problems(suite, judge, where, repeat, sentinels_only)]
 
 
 def _suite_problems(
-    suite: NoiseSuite, judge: Any, repeat: int, sentinels_only: bool
+    suite: NoiseSuite, judge: Any, where: str, repeat: int, sentinels_only: bool
 ) -> list[Problem]:
-    """What the suite and the candidate must provide: sentinels, controls, the noise kind."""
     loc = suite.source or suite.label
     problems = Problems()
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
-        problems.add(
-            loc,
-            "sentinels_missing",
-            "the suite declares no sentinel set",
+        message = "the suite declares no sentinel set"
+        fix = (
             "declare sentinels: [pair ids] (frozen with the suite release) to use --repeat or"
-            " --sentinels-only",
+            " --sentinels-only"
         )
+        problems.add(loc, "sentinels_missing", message, fix)
     if repeat < 1:
         problems.add("--repeat", "repeat_invalid", f"--repeat {repeat}", "give 1 or more")
     if not any(p.role == "control" for p in suite.controls()):
-        problems.add(
-            loc,
-            "controls_missing",
-            "the suite has no control pair",
+        message = "the suite has no control pair"
+        fix = (
             "add control pairs: they are scored first and must separate before candidates mean"
-            " anything",
+            " anything"
         )
+        problems.add(loc, "controls_missing", message, fix)
     kind = getattr(getattr(judge, "identity", None), "kind", None)
     if kind != KIND:
-        problems.add(
-            str(getattr(getattr(judge, "spec", None), "label", "candidate")),
-            "wrong_kind",
-            f"a noise suite is scored by a {KIND} candidate, not {kind!r}",
-            f"use a candidate spec with kind: {KIND}",
-        )
+        message = f"a noise suite is scored by a {KIND} candidate, not {kind!r}"
+        fix = f"use a candidate spec with kind: {KIND}"
+        problems.add(where, "wrong_kind", message, fix)
     return problems
 
 
-def _recorded_cost(directory: Path) -> float:
-    path = directory / RESULTS_FILE
-    if not path.is_file():
-        return 0.0
-    return sum(float(line.result.cost_usd or 0.0) for line in read_results(path))
-
-
+@dataclass
 class _Allowance:
     """The invocation's budget and case limit, shared by its runs (controls, candidates, repeats,
     baseline)."""
 
-    def __init__(self, root: Path, budget_usd: float, max_cases: int) -> None:
-        self.root = root
-        self.budget = budget_usd
-        self.max_cases = max_cases
-        self.started = 0
+    root: Path
+    budget: float
+    max_cases: int
+    started: int = 0
 
     def budget_for(self, directory: Path) -> float:
-        """The budget a run directory may use: the total less what every other run under the root
-        recorded."""
+        """The total budget less what every other run under the root recorded."""
         others = sum(
-            _recorded_cost(p.parent) for p in self.root.rglob(RESULTS_FILE) if p.parent != directory
+            float(line.result.cost_usd or 0.0)
+            for p in self.root.rglob(RESULTS_FILE)
+            if p.parent != directory
+            for line in read_results(p)
         )
         return max(0.0, self.budget - others)
 
     async def run(
-        self,
-        judge: Any,
-        items: list[WorkItem],
-        directory: Path,
-        partition: str,
-        common: dict[str, Any],
+        self, judge: Any, items: list[WorkItem], out: Path, label: str, common: dict[str, Any]
     ) -> RunSummary | None:
-        """Run ``items`` into ``directory`` within what is left (None: nothing to run)."""
+        """Run ``items`` into ``out/label`` within what is left (None: nothing to run)."""
         if not items:
             return None
         options = {k: v for k, v in common.items() if k != "dataset_sha256"}
         summary = await run_items(
             judge,
             items,
-            directory,
+            out / label,
             RunOptions(
-                budget_usd=self.budget_for(directory),
+                budget_usd=self.budget_for(out / label),
                 max_cases=max(0, self.max_cases - self.started),
                 **options,
             ),
-            partition=partition,
+            partition=f"noise-{label}",
             dataset_sha256=common["dataset_sha256"],
         )
         self.started += max(0, summary.planned - summary.resumed - len(summary.unrun))
@@ -691,15 +578,9 @@ async def run_noise(
     retry_errors: bool = False,
     progress: bool = True,
 ) -> NoiseRun:
-    """Retrieval assertions, then the control pairs, then (only if every control separated) the
-    candidates.
-
-    Every run goes through the run engine (resumable, cached, budgeted, every attempt recorded
-    with its captured requests, tokens and cost). The suite's policy bounds the whole
-    invocation (``budget_usd`` and ``concurrency`` may only lower it). ``baseline`` is a
-    baseline suite on the same frozen pairs, scored by the same judge into ``<out>/baseline``.
-    ``await`` it in notebooks; :func:`run_noise_sync` elsewhere.
-    """
+    """Retrieval assertions, then the controls, then (if every control separated) candidates and
+    repeats, through the run engine within the suite's policy (``budget_usd`` and ``concurrency``
+    may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``."""
     _check_request(
         judge, suite, concurrency, budget_usd, partition, sentinels_only, repeat, baseline
     )
@@ -733,7 +614,6 @@ def _check_request(
     repeat: int,
     baseline: NoiseSuite | None,
 ) -> None:
-    """Refuse, every problem at once, a run the policy or the baseline does not allow."""
     # Notebook arguments arrive as papermill injected them: types checked before anything else.
     if concurrency is not None:
         check_concurrency(concurrency)
@@ -781,20 +661,16 @@ async def _run_suite(
     def items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> list[WorkItem]:
         return member_items([p for p in pairs if p.pair_id not in blocked], repeats)
 
-    c_summary = await allowance.run(
-        judge, items(suite.controls()), out / "controls", CONTROLS_PARTITION, common
-    )
+    c_summary = await allowance.run(judge, items(suite.controls()), out, "controls", common)
     results = [line.result for line in read_results(c_summary.results_path)] if c_summary else []
     stops: dict[str, str | None] = {"controls": c_summary.stop_reason if c_summary else None}
     checks = check_controls(suite, results, stops=stops, blocked=blocked)
     stopped = _controls_stop(checks, c_summary)
     k_items = items(candidates) if stopped is None else []
-    k_summary = await allowance.run(
-        judge, k_items, out / "candidates", CANDIDATES_PARTITION, common
-    )
-    sentinels = [p for p in suite.active() if p.pair_id in set(suite.sentinels)]
+    k_summary = await allowance.run(judge, k_items, out, "candidates", common)
+    sentinels = [p for p in suite.active() if p.pair_id in suite.sentinels]
     r_items = items(sentinels, range(repeat)) if repeat > 1 and stopped is None else []
-    r_summary = await allowance.run(judge, r_items, out / "repeats", REPEATS_PARTITION, common)
+    r_summary = await allowance.run(judge, r_items, out, "repeats", common)
     run = NoiseRun(
         out_dir=str(out),
         suite=suite.label,
@@ -820,33 +696,25 @@ async def _run_suite(
 
 
 def _controls_stop(checks: list[ControlRow], c_summary: RunSummary | None) -> str | None:
-    """Why candidate pairs are not scored (None: every control separated and the run is
-    complete)."""
-    failing = [c for c in checks if c.role in SEPARATING_ROLES and not c.separated]
-    if failing:
-        groups: dict[str, list[str]] = {}
-        for c in failing:
-            what = (
-                c.detail
-                if c.status == "not_run"
-                else {
-                    "not_separated": "did not separate",
-                    "retrieval_failed": "failed their retrieval assertions",
-                }.get(c.status, "have no score")
-            )
+    """Why candidate pairs are not scored (None: every control separated, the run complete)."""
+    groups: dict[str, list[str]] = {}
+    for c in checks:
+        if c.role in SEPARATING_ROLES and not c.separated:
+            what = c.detail if c.status == "not_run" else _FAILED_AS.get(c.status, "have no score")
             groups.setdefault(what, []).append(c.pair_id)
-        return (
-            "controls failed ("
-            + "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items())
-            + "); candidate pairs were not scored"
-        )
+    if groups:
+        listed = "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items())
+        return f"controls failed ({listed}); candidate pairs were not scored"
     if c_summary is not None and c_summary.status != "complete":
-        return (
-            "the controls run is incomplete"
-            f" ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not"
-            " scored"
-        )
+        why = c_summary.stop_reason or "unrun or pending members"
+        return f"the controls run is incomplete ({why}); candidate pairs were not scored"
     return None
+
+
+_FAILED_AS = {
+    "not_separated": "did not separate",
+    "retrieval_failed": "failed their retrieval assertions",
+}
 
 
 def run_noise_sync(*args: Any, **kwargs: Any) -> NoiseRun:
@@ -924,12 +792,9 @@ def _check_join(
         if found is not None:
             problems.add(where, *found, case_id=r.case_id)
     if len(fingerprints) > 1:
-        problems.add(
-            "results",
-            "mixed_judges",
-            f"results from {len(fingerprints)} different judge fingerprints",
-            "analyse one candidate's results at a time",
-        )
+        message = f"results from {len(fingerprints)} different judge fingerprints"
+        fix = "analyse one candidate's results at a time"
+        problems.add("results", "mixed_judges", message, fix)
     kind = next((i.kind for i in fingerprints.values() if i.kind != KIND), None)
     if kind is not None:
         fix = f"noise reports read {KIND} results"
@@ -942,13 +807,10 @@ def _check_join(
 def _join_problem(
     suite: NoiseSuite, r: JudgeResult, digest: str | None
 ) -> tuple[str, str, str] | None:
-    """``(code, message, fix)`` of a result that does not belong to the suite as it is."""
     if digest is None:
-        return (
-            "result_unknown_member",
-            f"no member {r.case_id!r} in suite {suite.label}",
-            "analyse results with the pair suite they were run on",
-        )
+        message = f"no member {r.case_id!r} in suite {suite.label}"
+        fix = "analyse results with the pair suite they were run on"
+        return "result_unknown_member", message, fix
     if r.response_hash != digest:
         return (
             "result_content_mismatch",
@@ -967,11 +829,12 @@ def _score(r: JudgeResult | None) -> float | None:
     return None if r is None or r.error is not None else r.score
 
 
-_NOT_RUN = {
-    "budget_exhausted": "not run (budget)",
-    "max_cases": "not run (case limit)",
-    "circuit_breaker": "not run (circuit breaker)",
+_STOPS = {
+    "budget_exhausted": ("budget_exhausted", "not run (budget)"),
+    "max_cases": ("case_limit_reached", "not run (case limit)"),
+    "circuit_breaker": ("run_incomplete", "not run (circuit breaker)"),
 }
+"""A run's stop reason -> the blocker code of the stopped run, and what it left unscored."""
 
 
 def check_controls(
@@ -991,14 +854,7 @@ def check_controls(
     for pair in suite.controls():
         clean, noisy = final.get(pair.item_id("clean")), final.get(pair.item_id("noisy"))
         pos, neg = _score(clean), _score(noisy)
-        status, detail = (
-            (
-                "retrieval_failed",
-                "its retrieval assertions failed before any model call; not scored",
-            )
-            if pair.pair_id in blocked_ids
-            else _control_status(pair, clean, noisy, stop)
-        )
+        status, detail = _control_status(pair, clean, noisy, stop, pair.pair_id in blocked_ids)
         rows.append(
             ControlRow(
                 pair_id=pair.pair_id,
@@ -1019,13 +875,19 @@ def check_controls(
 
 
 def _control_status(
-    pair: NoisePair, clean: JudgeResult | None, noisy: JudgeResult | None, stop: str | None
+    pair: NoisePair,
+    clean: JudgeResult | None,
+    noisy: JudgeResult | None,
+    stop: str | None,
+    blocked: bool,
 ) -> tuple[ControlStatus, str]:
-    """A scored control's status and why: not run, missing, error, or what its scores show."""
+    if blocked:
+        why = "its retrieval assertions failed before any model call; not scored"
+        return "retrieval_failed", why
     pos, neg = _score(clean), _score(noisy)
-    if (clean is None or noisy is None) and stop in _NOT_RUN:
-        return "not_run", _NOT_RUN[stop]
     if clean is None or noisy is None:
+        if stop in _STOPS:
+            return "not_run", _STOPS[stop][1]
         sides = (("the positive (clean)", clean), ("the negative (noisy)", noisy))
         return "missing", "no result for " + " and ".join(m for m, r in sides if r is None)
     if pos is None or neg is None:
@@ -1048,9 +910,8 @@ def _control_status(
     )
 
 
-def _mean(values: Iterable[float]) -> float | None:
-    data = list(values)
-    return sum(data) / len(data) if data else None
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _spread(values: Sequence[float | None]) -> float | None:
@@ -1066,6 +927,14 @@ def _risk(suite: NoiseSuite, name: str | None) -> str | None:
     return suite.slices[name].risk if name in suite.slices else None
 
 
+def _sliced(
+    suite: NoiseSuite, code: str, message: str, name: str, ids: Sequence[str], **evidence: Any
+) -> Blocker:
+    return blocker(
+        code, message, slice=name, risk=_risk(suite, name), case_ids=ids, evidence=evidence
+    )
+
+
 def noise_report(
     suite: NoiseSuite,
     results: ResultsInput,
@@ -1076,18 +945,10 @@ def noise_report(
     overrides: Sequence[Override] = (),
     now: datetime | None = None,
 ) -> NoiseReport:
-    """Read a suite's results against its policy and slice limits (lower is better) and list the
-    blockers.
-
-    ``results`` is a :class:`NoiseRun` (its run summaries, partition and repeats are then
-    used), a noise run directory (its ``noise_run.json``), a results file, a list of them, or
-    judge results. ``companions`` are the joined companion metrics (:func:`join_companions`);
-    ``overrides`` (active for this suite's ``name@version`` at ``now``) waive the blockers they
-    cover, and the outcome comes from the one decision step every gate uses
-    (:func:`workbench.policy.decide`, clear outcome ``passed``). Refuses (``WorkbenchError``)
-    results of unknown members, of changed content, of several judges or of another kind, and a
-    frozen suite whose file changed.
-    """
+    """Read a suite's results (a :class:`NoiseRun`, a run directory, results files or judge
+    results) against its policy and slice limits, with ``companions`` joined
+    (:func:`join_companions`) and active ``overrides`` waiving what they cover. Refuses results
+    of unknown members, changed content, several judges or another kind."""
     located, runs, run = _collect(results)
     if run is not None:
         partition, sentinels_only = run.partition, run.sentinels_only
@@ -1095,8 +956,15 @@ def noise_report(
     release = release_of(suite)
     candidates = selected_candidates(suite, partition, sentinels_only)
     reading = _read_suite(suite, _final(located), candidates, runs, run, companions)
+    if release is None:
+        message = (
+            f"{suite.label} has no frozen release: freeze it (workbench freeze FILE --approver"
+            " NAME) so its cases, references and manifest cannot change under the evidence"
+        )
+        evidence = {"suite_sha256": suite.sha256}
+        reading.blockers.append(blocker("noise_suite_unfrozen", message, evidence=evidence))
     decision = decide(
-        [*reading.blockers, *_release_blockers(suite, release is not None)],
+        reading.blockers,
         overrides,
         policy_label=suite.label,
         fingerprint=fingerprint,
@@ -1104,6 +972,9 @@ def noise_report(
         clear="passed",
     )
     attempts = [r for _, r in located]
+    stopped = run.stopped_reason if run is not None else None
+    if run is None and not reading.controls_passed:
+        stopped = "controls failed: candidate scores are not interpreted"
     return NoiseReport(
         outcome=cast(NoiseOutcome, decision.outcome),
         suite=suite.label,
@@ -1118,7 +989,7 @@ def noise_report(
         max_cases=suite.policy.max_cases,
         controls_passed=reading.controls_passed,
         candidates_interpreted=reading.controls_passed,
-        stopped_reason=_stopped_reason(run, reading.controls_passed),
+        stopped_reason=stopped,
         retrieval=reading.retrieval,
         retrieval_passed=not failed_pairs(reading.retrieval),
         controls=reading.controls,
@@ -1145,18 +1016,16 @@ def noise_report(
 
 @dataclass
 class _Reading:
-    """What a suite's results show, before any override: the tables and the blockers."""
-
     retrieval: list[RetrievalRow]
     controls: list[ControlRow]
     controls_passed: bool
     roles: dict[str, int]
+    blockers: list[Blocker]
     rows: list[PairRow] = field(default_factory=list)
     slices: list[SliceRow] = field(default_factory=list)
     repeats: list[RepeatRow] = field(default_factory=list)
     errors: list[MemberError] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-    blockers: list[Blocker] = field(default_factory=list)
 
 
 def _read_suite(
@@ -1167,98 +1036,47 @@ def _read_suite(
     run: NoiseRun | None,
     companions: CompanionJoin | None,
 ) -> _Reading:
-    """Retrieval, controls, candidate pairs, slices, repeats and companions, in the seed's order."""
-    reading = _read_controls(suite, final, candidates, runs, run)
-    blocked = failed_pairs(reading.retrieval)
-    interpreted = reading.controls_passed
+    """Retrieval, controls (whether candidate scores mean anything), candidate pairs, slices,
+    repeats and companions, in the seed's order."""
+    retrieval = check_retrieval([*suite.controls(), *candidates])
+    blocked = failed_pairs(retrieval)
+    stops = {k: s.stop_reason for k, s in runs.items() if k in ("controls", "candidates")}
+    controls = check_controls(
+        suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked
+    )
+    separating = [c for c in controls if c.role in SEPARATING_ROLES]
+    interpreted = (
+        any(c.role == "control" for c in separating)
+        and all(c.separated for c in separating)
+        and (run is None or run.controls_passed)
+    )
+    control_blockers, roles = _control_blockers(suite, controls)
+    blockers = [*retrieval_blockers(suite, retrieval), *control_blockers]
+    reading = _Reading(retrieval, controls, interpreted, roles, blockers)
     values = companions.values if companions is not None else {}
-    reading.errors = _control_errors(suite, final)
+    reading.errors = [
+        _member_error(pair, m, r)
+        for pair in suite.controls()
+        for m in MEMBERS
+        if (r := final.get(pair.item_id(m))) is not None and r.error is not None
+    ]
     for pair in candidates:
         row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
         reading.rows.append(row)
         reading.errors += pair_errors
         reading.missing += pair_missing
     reading.slices = [
-        _slice_row(
-            suite,
-            name,
-            [r for r in reading.rows if r.slice == name],
-            reading.errors,
-            reading.missing,
-            interpreted,
-            values,
-        )
-        for name in suite.slices
+        _slice_row(suite, name, reading, interpreted, values) for name in suite.slices
     ]
     if interpreted:
         reading.blockers += _slice_blockers(suite, reading.slices, reading.rows)
-    reading.blockers += _error_blockers(suite, reading.errors, reading.missing, _stops(runs), runs)
+    reading.blockers += _error_blockers(suite, reading.errors, reading.missing, stops, runs)
     reading.repeats = _repeat_rows(suite, run, suite.policy, blocked)
     reading.blockers += _repeat_blockers(suite, reading.repeats)
     if suite.policy.companions and interpreted:
-        reading.blockers += _companion_blockers(
-            suite.policy,
-            [p for p in candidates if p.pair_id not in blocked],
-            values,
-            companions,
-            reading.slices,
-            reading.rows,
-        )
+        scope = [p for p in candidates if p.pair_id not in blocked]
+        reading.blockers += _companion_blockers(suite, scope, values, companions, reading)
     return reading
-
-
-def _stops(runs: dict[str, RunSummary]) -> dict[str, str | None]:
-    return {
-        label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")
-    }
-
-
-def _read_controls(
-    suite: NoiseSuite,
-    final: dict[str, JudgeResult],
-    candidates: list[NoisePair],
-    runs: dict[str, RunSummary],
-    run: NoiseRun | None,
-) -> _Reading:
-    """Retrieval assertions first, then the controls: whether candidate scores mean anything."""
-    retrieval = check_retrieval([*suite.controls(), *candidates])
-    controls = check_controls(
-        suite,
-        final.values(),
-        stops={"controls": _stops(runs).get("controls")},
-        blocked=failed_pairs(retrieval),
-    )
-    separating = [c for c in controls if c.role in SEPARATING_ROLES]
-    passed = any(c.role == "control" for c in separating) and all(c.separated for c in separating)
-    if run is not None:
-        passed = passed and run.controls_passed
-    control_blockers, roles = _control_blockers(suite, controls, suite.policy)
-    return _Reading(
-        retrieval=retrieval,
-        controls=controls,
-        controls_passed=passed,
-        roles=roles,
-        blockers=[*retrieval_blockers(suite, retrieval), *control_blockers],
-    )
-
-
-def _release_blockers(suite: NoiseSuite, frozen: bool) -> list[Blocker]:
-    if frozen:
-        return []
-    return [
-        blocker(
-            "noise_suite_unfrozen",
-            f"{suite.label} has no frozen release: freeze it (workbench freeze FILE --approver"
-            " NAME) so its cases, references and manifest cannot change under the evidence",
-            evidence={"suite_sha256": suite.sha256},
-        )
-    ]
-
-
-def _stopped_reason(run: NoiseRun | None, controls_passed: bool) -> str | None:
-    if run is not None:
-        return run.stopped_reason
-    return None if controls_passed else "controls failed: candidate scores are not interpreted"
 
 
 def _retired_rows(suite: NoiseSuite) -> list[RetiredRow]:
@@ -1276,7 +1094,7 @@ def _retired_rows(suite: NoiseSuite) -> list[RetiredRow]:
 
 
 def _control_blockers(
-    suite: NoiseSuite, controls: list[ControlRow], policy: NoisePolicy
+    suite: NoiseSuite, controls: list[ControlRow]
 ) -> tuple[list[Blocker], dict[str, int]]:
     """Blockers of the control pairs (not run, failed, routed to review, a required role absent) and
     the count per role."""
@@ -1289,10 +1107,7 @@ def _control_blockers(
                 evidence={"controls": 0},
             )
         )
-    roles = {
-        role: sum(1 for p in suite.controls() if p.role == role)
-        for role in ("control", "adversarial", "reference_defect")
-    }
+    roles = Counter(p.role for p in suite.controls())
     blockers += [
         blocker(
             "noise_control_role_missing",
@@ -1300,10 +1115,10 @@ def _control_blockers(
             " untested, never passed",
             evidence={"role": role, "n": 0},
         )
-        for role in policy.required_control_roles
-        if not roles.get(role)
+        for role in suite.policy.required_control_roles
+        if not roles[role]
     ]
-    return blockers, roles
+    return blockers, {role: roles[role] for role in ("control", "adversarial", "reference_defect")}
 
 
 def _control_blocker(suite: NoiseSuite, c: ControlRow) -> Blocker | None:
@@ -1326,21 +1141,9 @@ def _control_blocker(suite: NoiseSuite, c: ControlRow) -> Blocker | None:
         message = f"reference-defect control {c.pair_id}: {c.detail}"
     else:
         return None
-    return blocker(
-        code,
-        message,
-        slice=c.slice,
-        risk=_risk(suite, c.slice),
-        case_ids=[c.pair_id],
-        evidence={
-            "role": c.role,
-            "mode": c.mode,
-            "positive_score": c.positive_score,
-            "negative_score": c.negative_score,
-            "status": c.status,
-            "direction": DIRECTION,
-        },
-    )
+    scores = {"positive_score": c.positive_score, "negative_score": c.negative_score}
+    evidence = {"role": c.role, "mode": c.mode, **scores, "status": c.status}
+    return _sliced(suite, code, message, c.slice, [c.pair_id], **evidence, direction=DIRECTION)
 
 
 def _member_error(pair: NoisePair, member: Member, r: JudgeResult) -> MemberError:
@@ -1354,17 +1157,6 @@ def _member_error(pair: NoisePair, member: Member, r: JudgeResult) -> MemberErro
         kind=r.error.kind,
         message=r.error.message,
     )
-
-
-def _control_errors(suite: NoiseSuite, final: Mapping[str, JudgeResult]) -> list[MemberError]:
-    """The evaluator errors of the control pairs' members."""
-    errors: list[MemberError] = []
-    for pair in suite.controls():
-        for m in MEMBERS:
-            r = final.get(pair.item_id(m))
-            if r is not None and r.error is not None:
-                errors.append(_member_error(pair, m, r))
-    return errors
 
 
 def _pair_row(
@@ -1395,18 +1187,10 @@ def _pair_row(
         status = "retrieval_failed" if pair.pair_id in blocked else "not_interpreted"
         unscored = dict.fromkeys(("clean_score", "noisy_score", "delta", "relation_held"))
         return PairRow(**base, **unscored, within_limit=None, status=status, errors=[]), [], []
-    errors = [
-        _member_error(pair, m, r)
-        for m, r in got.items()
-        if m not in abstained and r is not None and r.error is not None
-    ]
-    missing = [pair.item_id(m) for m, r in got.items() if m not in abstained and r is None]
-    member_errors = [f"{e.member}: {e.kind}: {e.message}" for e in errors]
-    clean, noisy = _score(got["clean"]), _score(got["noisy"])
-    if "clean" in abstained:
-        clean = None
-    if "noisy" in abstained:
-        noisy = None
+    answered = {m: r for m, r in got.items() if m not in abstained}
+    errors = [_member_error(pair, m, r) for m, r in answered.items() if r and r.error]
+    missing = [pair.item_id(m) for m, r in answered.items() if r is None]
+    clean, noisy = (None if m in abstained else _score(got[m]) for m in MEMBERS)
     delta = None if clean is None or noisy is None else noisy - clean
     status, counted = _pair_status(pair, got, abstained, clean, noisy)
     within = None
@@ -1414,7 +1198,6 @@ def _pair_row(
         within = noisy <= limit.max_score + _EPS and (
             limit.max_delta is None or delta is None or delta <= limit.max_delta + _EPS
         )
-    tradeoffs = _tradeoffs(suite.policy, values.get(pair.pair_id, {}), abstained, clean, noisy)
     row = PairRow(
         **base,
         clean_score=clean,
@@ -1424,8 +1207,8 @@ def _pair_row(
         within_limit=within,
         status=status,
         counted=counted,
-        errors=member_errors,
-        tradeoffs=tradeoffs,
+        errors=[f"{e.member}: {e.kind}: {e.message}" for e in errors],
+        tradeoffs=_tradeoffs(suite.policy, values.get(pair.pair_id, {}), abstained, clean, noisy),
     )
     return row, errors, missing
 
@@ -1437,7 +1220,6 @@ def _pair_status(
     clean: float | None,
     noisy: float | None,
 ) -> tuple[str, bool]:
-    """A scored pair's status and whether it counts against the slice limits."""
     challenged = pair.sign_off is not None and not pair.sign_off.reference_sufficient
     if abstained:
         status = "abstained"
@@ -1458,139 +1240,101 @@ def _tradeoffs(
     noisy: float | None,
 ) -> list[str]:
     """Companion metrics that got worse with the distractor while the noise score did not rise."""
-    tradeoffs = []
-    for metric, spec in policy.companions.items():
-        v = values.get(metric, {})
-        noise_held = "noisy" in abstained or (
-            noisy is not None and clean is not None and noisy <= clean + _EPS
-        )
-        if (
-            "clean" in v
-            and "noisy" in v
-            and noise_held
-            and _worse(spec.direction, v["noisy"], v["clean"])
-        ):
-            tradeoffs.append(
-                f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g}"
-                f" ({spec.direction.replace('_', ' ')}) while the noise score did not rise"
-            )
-    return tradeoffs
+    noise_held = "noisy" in abstained or (
+        noisy is not None and clean is not None and noisy <= clean + _EPS
+    )
+    return [
+        f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g}"
+        f" ({spec.direction.replace('_', ' ')}) while the noise score did not rise"
+        for metric, spec in policy.companions.items()
+        if noise_held
+        and "clean" in (v := values.get(metric, {}))
+        and "noisy" in v
+        and _worse(spec.direction, v["noisy"], v["clean"])
+    ]
 
 
-def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -> list[Blocker]:
+def _slice_blockers(
+    suite: NoiseSuite, slices: list[SliceRow], rows: list[PairRow]
+) -> list[Blocker]:
     """Blockers of interpreted candidate scores against each slice's limits, and challenged
     references."""
     blockers: list[Blocker] = []
     for s in slices:
         mine = [r for r in rows if r.slice == s.slice]
-        blockers += _limit_blockers(s, [r for r in mine if r.counted])
-        blockers += _abstention_blockers(s, [r.pair_id for r in mine if r.abstained])
+        blockers += _limit_blockers(suite, s, [r for r in mine if r.counted])
+        blockers += _abstention_blockers(suite, s, [r.pair_id for r in mine if r.abstained])
     challenged = [r for r in rows if r.status == "reference_challenged"]
-    for name in sorted({r.slice for r in challenged}):
-        ids = [r.pair_id for r in challenged if r.slice == name]
+    for name, ids in _by_slice(challenged, lambda r: r.slice).items():
+        message = (
+            f"{len(ids)} candidate pair(s) whose reference a reviewer marked insufficient:"
+            " routed to review, not counted against the slice limits"
+        )
+        pair_ids = [r.pair_id for r in ids]
         blockers.append(
-            blocker(
-                "noise_reference_challenged",
-                f"{len(ids)} candidate pair(s) whose reference a reviewer marked insufficient:"
-                " routed to review, not counted against the slice limits",
-                slice=name,
-                risk=_risk(suite, name),
-                evidence={"pairs": len(ids)},
-                case_ids=ids,
-            )
+            _sliced(suite, "noise_reference_challenged", message, name, pair_ids, pairs=len(ids))
         )
     return blockers
 
 
-def _limit_blockers(s: Any, counted: list[PairRow]) -> list[Blocker]:
-    """A slice's counted pairs above its ``max_score`` and, when set, its ``max_delta``."""
+def _limit_blockers(suite: NoiseSuite, s: SliceRow, counted: list[PairRow]) -> list[Blocker]:
     out: list[Blocker] = []
-    over = [
-        r.pair_id
-        for r in counted
-        if r.noisy_score is not None and r.noisy_score > s.limit_max_score + _EPS
-    ]
+    limit, top = s.limit_max_delta, s.limit_max_score
+    over = [r.pair_id for r in counted if r.noisy_score is not None and r.noisy_score > top + _EPS]
     if over:
-        out.append(
-            blocker(
-                "noise_score_exceeded",
-                f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's"
-                f" max_score {s.limit_max_score:g} (lower is better)",
-                slice=s.slice,
-                risk=s.risk,
-                evidence={
-                    "max_noisy_score": s.max_noisy_score,
-                    "mean_noisy_score": s.mean_noisy_score,
-                    "max_score": s.limit_max_score,
-                    "direction": DIRECTION,
-                    "n": s.scored,
-                },
-                case_ids=over,
-            )
+        message = (
+            f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's"
+            f" max_score {top:g} (lower is better)"
         )
-    limit = s.limit_max_delta
+        means = {"max_noisy_score": s.max_noisy_score, "mean_noisy_score": s.mean_noisy_score}
+        evidence = {**means, "max_score": top, "direction": DIRECTION, "n": s.scored}
+        out.append(_sliced(suite, "noise_score_exceeded", message, s.slice, over, **evidence))
     worse = [
         r.pair_id
         for r in counted
         if limit is not None and r.delta is not None and r.delta > limit + _EPS
     ]
     if worse:
-        out.append(
-            blocker(
-                "noise_delta_exceeded",
-                f"{len(worse)} candidate pairs got worse with the distractor by more than"
-                f" max_delta {limit:g} (lower is better)",
-                slice=s.slice,
-                risk=s.risk,
-                evidence={
-                    "max_delta_observed": s.max_delta,
-                    "max_delta": limit,
-                    "direction": DIRECTION,
-                    "n": s.scored,
-                },
-                case_ids=worse,
-            )
+        message = (
+            f"{len(worse)} candidate pairs got worse with the distractor by more than"
+            f" max_delta {limit:g} (lower is better)"
         )
+        evidence = {
+            "max_delta_observed": s.max_delta,
+            "max_delta": limit,
+            "direction": DIRECTION,
+            "n": s.scored,
+        }
+        out.append(_sliced(suite, "noise_delta_exceeded", message, s.slice, worse, **evidence))
     return out
 
 
-def _abstention_blockers(s: Any, abstaining: list[str]) -> list[Blocker]:
-    """A slice's abstentions: unreviewed without a max_abstention_rate, else against it."""
-    if not s.abstentions:
-        return []
+def _abstention_blockers(suite: NoiseSuite, s: SliceRow, abstaining: list[str]) -> list[Blocker]:
+    rate, limit = s.abstention_rate, s.limit_max_abstention_rate
     evidence = {
         "abstentions": s.abstentions,
         "members": s.members,
-        "abstention_rate": s.abstention_rate,
-        "max_abstention_rate": s.limit_max_abstention_rate,
+        "abstention_rate": rate,
+        "max_abstention_rate": limit,
     }
-    if s.limit_max_abstention_rate is None:
-        return [
-            blocker(
-                "noise_abstention_unreviewed",
-                f"{s.abstentions} of {s.members} candidate members abstained and the slice sets"
-                " no max_abstention_rate: an abstention is neither a 0 nor a pass, a person"
-                " must judge it",
-                slice=s.slice,
-                risk=s.risk,
-                evidence=evidence,
-                case_ids=abstaining,
-            )
-        ]
-    if (s.abstention_rate or 0.0) > s.limit_max_abstention_rate + _EPS:
-        return [
-            blocker(
-                "noise_abstention_exceeded",
-                f"{s.abstentions} of {s.members} candidate members abstained"
-                f" ({s.abstention_rate:.0%}), above max_abstention_rate"
-                f" {s.limit_max_abstention_rate:g}: a low noise score bought by not answering",
-                slice=s.slice,
-                risk=s.risk,
-                evidence=evidence,
-                case_ids=abstaining,
-            )
-        ]
-    return []
+    what = f"{s.abstentions} of {s.members} candidate members abstained"
+    if not s.abstentions:
+        return []
+    if limit is None:
+        code = "noise_abstention_unreviewed"
+        message = (
+            f"{what} and the slice sets no max_abstention_rate: an abstention is neither a 0"
+            " nor a pass, a person must judge it"
+        )
+    elif (rate or 0.0) > limit + _EPS:
+        code = "noise_abstention_exceeded"
+        message = (
+            f"{what} ({rate:.0%}), above max_abstention_rate {limit:g}: a low noise score"
+            " bought by not answering"
+        )
+    else:
+        return []
+    return [_sliced(suite, code, message, s.slice, abstaining, **evidence)]
 
 
 def _error_blockers(
@@ -1598,20 +1342,21 @@ def _error_blockers(
     errors: list[MemberError],
     missing: list[str],
     stops: Mapping[str, str | None],
-    runs: Mapping[str, Any],
+    runs: Mapping[str, RunSummary],
 ) -> list[Blocker]:
     """Blockers of invalid scores, evaluator errors, members without a result and runs that stopped
     early."""
     invalid = [e for e in errors if e.kind == "invalid_score"]
     other = [e for e in errors if e.kind != "invalid_score" and e.role == "candidate"]
     blockers = [
-        blocker(
+        _sliced(
+            suite,
             code,
             f"{len(mine)} member(s) have {what}: no score, never counted as 0",
-            slice=name,
-            risk=_risk(suite, name),
-            evidence={"errors": len(mine), "by_kind": dict(Counter(e.kind for e in mine))},
-            case_ids=sorted({e.case_id for e in mine}),
+            name,
+            sorted({e.case_id for e in mine}),
+            errors=len(mine),
+            by_kind=dict(Counter(e.kind for e in mine)),
         )
         for code, group, what in (
             ("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"),
@@ -1620,22 +1365,15 @@ def _error_blockers(
         for name, mine in _by_slice(group, lambda e: e.slice).items()
     ]
     stop = stops.get("candidates")
-    why = f" ({_NOT_RUN[stop]})" if stop in _NOT_RUN else ""
-    for name, ids in _by_slice(missing, lambda m: suite.pair(m.rsplit(":", 1)[0]).slice).items():
-        blockers.append(
-            blocker(
-                "missing_results",
-                f"{len(ids)} candidate member(s) have no result{why}: the evaluation is"
-                " incomplete, never a pass",
-                slice=name,
-                risk=_risk(suite, name),
-                evidence={"missing": len(ids)},
-                case_ids=ids,
-            )
-        )
+    why = f" ({_STOPS[stop][1]})" if stop in _STOPS else ""
+    message = f"candidate member(s) have no result{why}: the evaluation is incomplete, never a pass"
+    blockers += [
+        _sliced(suite, "missing_results", f"{len(ids)} {message}", name, ids, missing=len(ids))
+        for name, ids in _by_slice(missing, lambda m: suite.pair(m.rsplit(":", 1)[0]).slice).items()
+    ]
     return blockers + [
         blocker(
-            _STOP_CODES[summary.stop_reason],
+            _STOPS[summary.stop_reason][0],
             f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of"
             f" ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases};"
             f" {len(summary.unrun)} member scoring(s) never ran",
@@ -1648,76 +1386,60 @@ def _error_blockers(
             },
         )
         for label, summary in runs.items()
-        if summary.stop_reason in _STOP_CODES
+        if summary.stop_reason in _STOPS
     ]
 
 
-_STOP_CODES = {
-    "budget_exhausted": "budget_exhausted",
-    "max_cases": "case_limit_reached",
-    "circuit_breaker": "run_incomplete",
-}
-"""The blocker code of a run the engine stopped, by its stop reason."""
 _T = TypeVar("_T")
 
 
 def _by_slice(items: Iterable[_T], slice_of: Callable[[_T], str]) -> dict[str, list[_T]]:
-    """``items`` grouped by slice, in slice order."""
     groups: dict[str, list[_T]] = defaultdict(list)
     for item in items:
         groups[slice_of(item)].append(item)
     return dict(sorted(groups.items()))
 
 
-def _repeat_blockers(suite: NoiseSuite, repeats: list[Any]) -> list[Blocker]:
+def _repeat_blockers(suite: NoiseSuite, repeats: list[RepeatRow]) -> list[Blocker]:
     """Sentinels whose repeats lack a score, or vary beyond max_spread."""
     blockers: list[Blocker] = []
     for row in repeats:
+        evidence: dict[str, Any] = {
+            "clean_scores": row.clean_scores,
+            "noisy_scores": row.noisy_scores,
+        }
         if row.status == "incomplete":
-            blockers.append(
-                blocker(
-                    "noise_repeat_incomplete",
-                    f"sentinel {row.pair_id} lacks a score in some of its"
-                    f" {len(row.clean_scores)} repeats: its repeatability is unproven",
-                    slice=row.slice,
-                    risk=_risk(suite, row.slice),
-                    evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores},
-                    case_ids=[row.pair_id],
-                )
+            code = "noise_repeat_incomplete"
+            message = (
+                f"sentinel {row.pair_id} lacks a score in some of its {len(row.clean_scores)}"
+                " repeats: its repeatability is unproven"
             )
         elif row.status == "unstable":
-            blockers.append(
-                blocker(
-                    "noise_repeat_unstable",
-                    f"sentinel {row.pair_id} varies across repeats (spreads clean"
-                    f" {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta"
-                    f" {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material"
-                    " judge variation, reviewed by a person, never retried away",
-                    slice=row.slice,
-                    risk=_risk(suite, row.slice),
-                    evidence={
-                        "clean_scores": row.clean_scores,
-                        "noisy_scores": row.noisy_scores,
-                        "max_spread": row.max_spread,
-                    },
-                    case_ids=[row.pair_id],
-                )
+            code = "noise_repeat_unstable"
+            message = (
+                f"sentinel {row.pair_id} varies across repeats (spreads clean"
+                f" {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta"
+                f" {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material judge"
+                " variation, reviewed by a person, never retried away"
             )
+            evidence["max_spread"] = row.max_spread
+        else:
+            continue
+        blockers.append(_sliced(suite, code, message, row.slice, [row.pair_id], **evidence))
     return blockers
 
 
 def _companion_blockers(
-    policy: NoisePolicy,
+    suite: NoiseSuite,
     scope: list[NoisePair],
     values: Mapping[str, Any],
     companions: CompanionJoin | None,
-    slices: list[Any],
-    rows: list[PairRow],
+    reading: _Reading,
 ) -> list[Blocker]:
     """Declared companion metrics missing for candidate members, or beyond their limits in a
     slice."""
     blockers: list[Blocker] = []
-    declared = list(policy.companions)
+    declared = suite.policy.companions
     absent = [
         f"{p.item_id(m)}:{metric}"
         for p in scope
@@ -1740,33 +1462,24 @@ def _companion_blockers(
                 case_ids=sorted({a.split(":", 1)[0] for a in absent}),
             )
         )
-    for s in slices:
-        for metric, spec in policy.companions.items():
+    for s in reading.slices:
+        for metric, spec in declared.items():
             mean = s.companions.get(metric)
-            if spec.limit is None or mean is None:
+            if spec.limit is None or mean is None or not _worse(spec.direction, mean, spec.limit):
                 continue
-            if _worse(spec.direction, mean, spec.limit):
-                blockers.append(
-                    blocker(
-                        "noise_companion_exceeded",
-                        f"companion {metric} averages {mean:.3f} in the slice, beyond its limit"
-                        f" {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score"
-                        f" is not bought by {metric}",
-                        slice=s.slice,
-                        risk=s.risk,
-                        evidence={
-                            "metric": metric,
-                            "mean": mean,
-                            "limit": spec.limit,
-                            "direction": spec.direction,
-                        },
-                        case_ids=[
-                            r.pair_id
-                            for r in rows
-                            if r.slice == s.slice and r.companions.get(metric)
-                        ],
-                    )
-                )
+            message = (
+                f"companion {metric} averages {mean:.3f} in the slice, beyond its limit"
+                f" {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score is not"
+                f" bought by {metric}"
+            )
+            ids = [
+                r.pair_id for r in reading.rows if r.slice == s.slice and r.companions.get(metric)
+            ]
+            evidence = {"metric": metric, "mean": mean, "limit": spec.limit}
+            code = "noise_companion_exceeded"
+            blockers.append(
+                _sliced(suite, code, message, s.slice, ids, **evidence, direction=spec.direction)
+            )
     return blockers
 
 
@@ -1781,27 +1494,15 @@ def noise_override_scope(suite: NoiseSuite) -> OverrideScope:
     )
 
 
-def evidence_hashes(pair: NoisePair) -> dict[str, str]:
-    """``retrieval`` and ``response`` hashes of a pair's two members (see
-    ``NoiseReport.pair_hashes``)."""
-    from .._io import sha256_json, sha256_text
+_EVIDENCE = attrgetter("document_id", "version", "chunk_id", "rank", "corpus_id", "tenant")
 
-    retrieval = [
-        [
-            [
-                c.document_id,
-                c.version,
-                c.chunk_id,
-                c.rank,
-                c.corpus_id,
-                c.tenant,
-                sha256_text(c.text),
-            ]
-            for c in pair.member(m).contexts()
-        ]
-        for m in MEMBERS
-    ]
-    responses = [[pair.member(m).response, pair.member(m).abstained] for m in MEMBERS]
+
+def evidence_hashes(pair: NoisePair) -> dict[str, str]:
+    """``retrieval`` and ``response`` hashes of a pair's two members: each retrieved context's
+    document id, version, chunk, rank, corpus, tenant and text; each response and abstention."""
+    members = [pair.member(m) for m in MEMBERS]
+    retrieval = [[[*_EVIDENCE(c), sha256_text(c.text)] for c in m.contexts()] for m in members]
+    responses = [[m.response, m.abstained] for m in members]
     return {"retrieval": sha256_json(retrieval), "response": sha256_json(responses)}
 
 
@@ -1823,7 +1524,6 @@ def _repeat_rows(
 def _repeat_row(
     pair: NoisePair, by_repeat: list[dict[str, JudgeResult]], policy: NoisePolicy
 ) -> RepeatRow:
-    """One sentinel's scores per repeat and their spreads (an abstaining member's is 0)."""
     abstained = {m: pair.member(m).abstained for m in MEMBERS}
     scores = {
         m: [None if abstained[m] else _score(f.get(pair.item_id(m))) for f in by_repeat]
@@ -1856,13 +1556,12 @@ def _repeat_row(
 def _slice_row(
     suite: NoiseSuite,
     name: str,
-    rows: list[PairRow],
-    errors: list[MemberError],
-    missing: list[str],
+    reading: _Reading,
     interpreted: bool,
     values: dict[str, dict[str, dict[str, float]]],
 ) -> SliceRow:
     limit = suite.slices[name]
+    rows = [r for r in reading.rows if r.slice == name]
     counted = [r for r in rows if r.counted]
     noisy = [r.noisy_score for r in counted if r.noisy_score is not None]
     clean = [r.clean_score for r in counted if r.clean_score is not None]
@@ -1872,17 +1571,19 @@ def _slice_row(
     open_rows = [r for r in rows if r.status not in ("retrieval_failed", "not_interpreted")]
     members = 2 * len(open_rows)
     abstentions = sum(len(r.abstained) for r in open_rows)
-    companions: dict[str, float | None] = {}
-    for metric in suite.policy.companions:
-        data = [v for r in open_rows for v in values.get(r.pair_id, {}).get(metric, {}).values()]
-        companions[metric] = _mean(data)
+    companions = {
+        metric: _mean(
+            [v for r in open_rows for v in values.get(r.pair_id, {}).get(metric, {}).values()]
+        )
+        for metric in suite.policy.companions
+    }
     return SliceRow(
         slice=name,
         risk=limit.risk,
         pairs=len(rows),
         scored=len(noisy),
-        errors=sum(1 for e in errors if e.pair_id in ids),
-        missing=sum(1 for m in missing if m.rsplit(":", 1)[0] in ids),
+        errors=sum(1 for e in reading.errors if e.pair_id in ids),
+        missing=sum(1 for m in reading.missing if m.rsplit(":", 1)[0] in ids),
         abstentions=abstentions,
         members=members,
         abstention_rate=abstentions / members if members else None,

@@ -1,16 +1,7 @@
-"""Companion metrics (completeness, refusal ...) declared beside NoiseSensitivity, joined by run id.
-
-A suite's policy declares the companions it requires (``policy.companions``: name ->
-``{direction, limit}``). Their values come from a JSON Lines file (``workbench noise
---companions FILE``), one row per metric and pair member::
-
-    {"metric": "refusal", "run_id": "gen-2026-11-02", "case_id": "ref-late-request:noisy",
-     "value": 0.0}
-
-A row joins a member only when its ``case_id`` is ``<pair_id>:<member>`` **and** its ``run_id``
-is the member's ``generation_trace.run_id``: a value computed on another generation run (an
-older response, a replay) is never attached to this response. Rows that do not join are
-listed; a declared companion without a joined value is missing evidence (incomplete).
+"""Companion metrics (completeness, refusal ...) declared beside NoiseSensitivity
+(``policy.companions``), read from JSON Lines (``workbench noise --companions FILE``). A row
+joins a member only when its ``case_id`` is ``<pair_id>:<member>`` and its ``run_id`` is the
+member's ``generation_trace.run_id``; other rows are listed, never attached.
 """
 
 from __future__ import annotations
@@ -49,12 +40,9 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
     problems = Problems()
     for path in map(Path, paths):
         if not path.is_file():
-            problems.add(
-                str(path),
-                "companions_missing",
-                "the companion-metrics file does not exist",
-                "point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows",
-            )
+            message = "the companion-metrics file does not exist"
+            fix = "point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows"
+            problems.add(str(path), "companions_missing", message, fix)
             continue
         not_utf8: list[int] = []
         for number, text in iter_jsonl_lines(path, not_utf8):
@@ -120,7 +108,6 @@ def join_companions(
 def _unjoined(
     row: CompanionValue, declared: list[str], found: tuple[NoisePair, Member] | None
 ) -> str | None:
-    """Why a row joins no member (None: it joins)."""
     if row.metric not in declared:
         return "metric not declared in the policy"
     if found is None:

@@ -1,32 +1,9 @@
-"""Baseline versus candidate on the same frozen pairs: per-pair deltas, per-slice intervals, warning
-trends.
+"""Baseline versus candidate on the same frozen pairs: per-pair deltas, per-slice intervals,
+warning trends (never blockers).
 
-``workbench noise --baseline SPEC_OR_RESULTS`` compares the system under review (the ``--pairs``
-suite, its responses) with its baseline:
-
-- **SPEC**: a pair-suite YAML holding the baseline system's responses on the same frozen pairs;
-  it is scored now, by the same evaluator, into ``<out>/baseline``.
-- **RESULTS**: an earlier ``workbench noise`` run directory (or its ``noise_report.json``).
-
-Compatibility is checked first and a mismatch is refused with its reason (exit 2): the same
-candidate pairs (ids, and per pair the question, reference and its version, mode, role,
-slice and partition, :meth:`~workbench.noise.NoisePair.frame_sha256`), the same mode per
-pair, and **one scoring configuration**: the two sides' :func:`scoring_fingerprint` must be
-equal. The compared thing is the application (its retrieval and responses); the scorer is the
-ruler, so everything in the judge fingerprint that can change a score must match: judge kind,
-evaluator model, scoring prompt (the metric source hash), Ragas version, generation parameters
-(temperature, max_tokens, seed ...) and the rest of the spec. Only what names the evaluator,
-prices its calls or says where it is served may differ (:data:`NOT_SCORING`: name, version,
-description, pricing, the endpoint's URL, key variable, timeout and retries). A mismatch is
-``baseline_scorer_changed``, with every differing field. Both sides must have passed their
-controls. A historical number from another judge is not a stable ruler:
-re-run both under the new evaluator instead.
-
-The comparison never blocks. It lists every pair's candidate - baseline noisy score (also
-when both are inside policy), per slice the mean paired difference with a 95% t interval,
-and **warning trends**: a pair or slice that got worse by more than ``policy.warn_delta``,
-and a noise score that improved while a companion metric (refusal, completeness) or an
-abstention got worse (a lower score bought by saying less).
+A baseline is refused (exit 2, every reason) unless both sides passed their controls, hold the
+same candidate pairs (:meth:`~workbench.noise.NoisePair.frame_sha256`) in the same modes, and
+share one scoring configuration (:func:`scoring_fingerprint`, ``baseline_scorer_changed``).
 """
 
 from __future__ import annotations
@@ -37,7 +14,7 @@ from typing import Any, Literal
 
 from .._io import read_json_file, sha256_json
 from .._load import Problems
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..results import JudgeIdentity
 from ._analysis import NOISE_REPORT_FILE, NoiseReport, PairRow
 from ._pairs import NoiseSuite
@@ -79,11 +56,8 @@ NOT_SCORING = (
     "params.spec.endpoint.timeout_s",
     "params.spec.endpoint.max_retries",
 )
-"""Judge-identity fields (paths in the flattened identity) a baseline may differ in: what names
-the evaluator (name, version, description), prices its calls (pricing), or says where it is
-served and how a failed call is retried (the endpoint's URL, key variable, timeout, retries).
-None changes a score; everything else in the identity is the scoring configuration (the model,
-provider, deployment and JSON mode of the endpoint included)."""
+"""Judge-identity paths a baseline may differ in: what names the evaluator, prices its calls or
+says where it is served and how a call is retried. Everything else decides a score."""
 _WHAT = {
     "kind": "judge kind",
     "model": "evaluator model",
@@ -93,8 +67,6 @@ _WHAT = {
 
 
 def _label(path: str) -> str:
-    """A configuration path in words: ``params.spec.params.temperature`` -> ``parameter
-    temperature``."""
     for prefix, words in (
         ("params.spec.params.", "parameter "),
         ("params.spec.endpoint.", "endpoint "),
@@ -134,8 +106,8 @@ def scoring_fingerprint(identity: JudgeIdentity) -> str:
 def _scorer_problems(
     loc: str, mine: JudgeIdentity | None, theirs: JudgeIdentity | None
 ) -> list[Problem]:
-    """``baseline_scorer_changed`` when the two sides' scoring fingerprints differ, one problem per
-    differing field (empty when they are equal)."""
+    """``baseline_scorer_changed``, one per differing field, when the scoring fingerprints
+    differ."""
     problems = Problems()
     if mine is None or theirs is None:
         message = "a side has no results, so no evaluator identity"
@@ -186,17 +158,11 @@ def check_baseline_report(
 
 
 def _controls_problems(loc: str, side: str, report: NoiseReport) -> list[Problem]:
-    """A side whose controls did not pass: its candidate scores mean nothing."""
     if report.candidates_interpreted:
         return []
-    return [
-        Problem(
-            location=loc,
-            code="baseline_incompatible",
-            message=f"the {side}'s controls did not pass: its candidate scores mean nothing",
-            fix=f"fix the {side} run first (its controls must separate)",
-        )
-    ]
+    message = f"the {side}'s controls did not pass: its candidate scores mean nothing"
+    fix = f"fix the {side} run first (its controls must separate)"
+    return [problem(loc, "baseline_incompatible", message, fix)]
 
 
 def _pair_problems(
@@ -217,22 +183,17 @@ def _pair_problems(
         if ids
     ]
     if only:
-        problems.add(
-            loc,
-            "baseline_incompatible",
-            "not the same pairs: " + "; ".join(only),
-            "compare on the same frozen pairs (the same suite pairs, partition and selection)",
-        )
+        message = "not the same pairs: " + "; ".join(only)
+        fix = "compare on the same frozen pairs (the same suite pairs, partition and selection)"
+        problems.add(loc, "baseline_incompatible", message, fix)
     for pid in sorted(set(mine) & set(theirs)):
         if my_modes.get(pid) != their_modes.get(pid):
-            problems.add(
-                loc,
-                "baseline_incompatible",
+            message = (
                 f"pair {pid}: mode {their_modes.get(pid)} in the baseline, {my_modes.get(pid)} in"
-                " the candidate",
-                "results of different NoiseSensitivity modes are not comparable",
-                case_id=pid,
+                " the candidate"
             )
+            fix = "results of different NoiseSensitivity modes are not comparable"
+            problems.add(loc, "baseline_incompatible", message, fix, case_id=pid)
         elif mine[pid] != theirs[pid]:
             problems.add(
                 loc,
@@ -252,30 +213,19 @@ def load_baseline_report(path: str | Path) -> NoiseReport:
     file = path / NOISE_REPORT_FILE if path.is_dir() else path
     problems = Problems()
     if not file.is_file():
-        problems.add(
-            str(path),
-            "baseline_missing",
-            f"no {NOISE_REPORT_FILE} here",
+        fix = (
             "give a pair-suite YAML (scored now) or the directory of an earlier `workbench noise`"
-            " run",
+            " run"
         )
+        problems.add(str(path), "baseline_missing", f"no {NOISE_REPORT_FILE} here", fix)
         problems.fail("no baseline report")
     try:
         return NoiseReport.model_validate(read_json_file(file))  # bounded and strict
     except (OSError, ValueError) as exc:
-        problems.add(
-            str(file),
-            "baseline_invalid",
-            f"not a noise report ({str(exc).splitlines()[0]})",
-            "point at the noise_report.json a `workbench noise` run wrote",
-        )
+        message = f"not a noise report ({str(exc).splitlines()[0]})"
+        fix = "point at the noise_report.json a `workbench noise` run wrote"
+        problems.add(str(file), "baseline_invalid", message, fix)
         problems.fail("invalid baseline report")
-
-
-def _t95(n: int) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.975, n - 1))
 
 
 def _counted_noisy(row: PairRow | None) -> float | None:
@@ -291,11 +241,7 @@ def compare_reports(
     companions: dict[str, str] | None = None,
 ) -> NoiseComparison:
     """Compare two reports of the same frozen pairs; refuse (``WorkbenchError``, every reason) when
-    incompatible.
-
-    ``companions`` maps each declared companion metric to its direction, for the
-    bought-by-refusing trend.
-    """
+    incompatible. ``companions``: companion metric -> direction (the bought-by-refusing trend)."""
     problems = _report_problems(candidate, baseline, baseline_source)
     if problems:
         raise WorkbenchError(
@@ -319,7 +265,6 @@ def compare_reports(
 
 
 def _report_problems(candidate: NoiseReport, baseline: NoiseReport, loc: str) -> list[Problem]:
-    """Every reason the two reports cannot be compared: controls, scorer, pairs and modes."""
     problems = [
         *_controls_problems(loc, "baseline", baseline),
         *_controls_problems(candidate.suite, "candidate", candidate),
@@ -355,7 +300,6 @@ def _pair_deltas(
     warn_delta: float,
     companions: dict[str, str],
 ) -> tuple[list[PairDelta], list[Trend]]:
-    """Every candidate pair's delta against the baseline, and the pair-level warning trends."""
     base_rows = {r.pair_id: r for r in baseline.pairs}
     deltas: list[PairDelta] = []
     warnings: list[Trend] = []
@@ -366,13 +310,9 @@ def _pair_deltas(
         warnings += _worse(row, delta, warn_delta)
         worse = _bought_by_refusing(row, old, companions) if old is not None else None
         if worse:
+            where = {"slice": row.slice, "pair_id": row.pair_id}
             warnings.append(
-                Trend(
-                    kind="bought_by_refusing",
-                    slice=row.slice,
-                    pair_id=row.pair_id,
-                    message=f"{row.pair_id}: {worse}",
-                )
+                Trend(kind="bought_by_refusing", **where, message=f"{row.pair_id}: {worse}")
             )
     return deltas, warnings
 
@@ -427,25 +367,17 @@ def _worse(row: PairRow, delta: PairDelta, warn_delta: float) -> list[Trend]:
     d, bn, cn = delta.noisy_delta, delta.baseline_noisy, delta.candidate_noisy
     if d is None or bn is None or cn is None or d <= warn_delta + _EPS:
         return []
-    inside = row.within_limit is not False
-    return [
-        Trend(
-            kind="pair_worse",
-            slice=row.slice,
-            pair_id=row.pair_id,
-            message=(
-                f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above"
-                f" warn_delta {warn_delta:g})"
-            )
-            + (" while still inside policy" if inside else ""),
-        )
-    ]
+    message = (
+        f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above warn_delta"
+        f" {warn_delta:g})"
+        + (" while still inside policy" if row.within_limit is not False else "")
+    )
+    return [Trend(kind="pair_worse", slice=row.slice, pair_id=row.pair_id, message=message)]
 
 
 def _slice_deltas(
     candidate: NoiseReport, deltas: list[PairDelta], warn_delta: float
 ) -> tuple[list[SliceDelta], list[Trend]]:
-    """Per slice the mean paired difference with a 95% t interval, and slice-level warnings."""
     slices: list[SliceDelta] = []
     warnings: list[Trend] = []
     for name in dict.fromkeys(r.slice for r in candidate.pairs):
@@ -472,30 +404,22 @@ def _slice_deltas(
     return slices, warnings
 
 
-def _slice_delta(name: str | None, mine: list[PairDelta]) -> SliceDelta:
+def _slice_delta(name: str, mine: list[PairDelta]) -> SliceDelta:
     n = len(mine)
-    if not n:
-        return SliceDelta(
-            slice=name,
-            n=0,
-            baseline_mean=None,
-            candidate_mean=None,
-            mean_delta=None,
-            ci95_low=None,
-            ci95_high=None,
-        )
     diffs = [d.noisy_delta for d in mine if d.noisy_delta is not None]
-    mean = sum(diffs) / n
+    mean = sum(diffs) / n if n else None
     low = high = None
-    if n >= 2:
+    if mean is not None and n >= 2:
         sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1))
-        half = _t95(n) * sd / math.sqrt(n)
+        from scipy.stats import t
+
+        half = float(t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
         low, high = mean - half, mean + half
     return SliceDelta(
         slice=name,
         n=n,
-        baseline_mean=sum(d.baseline_noisy for d in mine if d.baseline_noisy is not None) / n,
-        candidate_mean=sum(d.candidate_noisy for d in mine if d.candidate_noisy is not None) / n,
+        baseline_mean=sum(d.baseline_noisy or 0.0 for d in mine) / n if n else None,
+        candidate_mean=sum(d.candidate_noisy or 0.0 for d in mine) / n if n else None,
         mean_delta=mean,
         ci95_low=low,
         ci95_high=high,
@@ -540,8 +464,7 @@ def with_baseline(
     baseline_source: str = "baseline",
     companions: dict[str, str] | None = None,
 ) -> NoiseReport:
-    """``report`` with its baseline comparison and warning trends attached (the outcome is
-    unchanged)."""
+    """``report`` with its baseline comparison and warning trends (the outcome unchanged)."""
     cmp = compare_reports(
         report,
         baseline,

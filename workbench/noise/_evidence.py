@@ -1,11 +1,6 @@
-"""The evidence records of a pair suite (schema_version 2): structured contexts, generation
-traces, retrieval assertions, reviewer sign-offs, retirement, the noise policy and the
-evidence manifest.
-
-Every model here is frozen, forbids unknown fields and documents each field; the pair-suite
-validator (:mod:`._pairs`) checks how they fit together (a trace against its member, a
-sign-off against the pair's role and mode, the policy's mandatory limits ...).
-"""
+"""The evidence records of a pair suite: structured contexts, generation traces, retrieval
+assertions, reviewer sign-offs, retirement, the noise policy and the evidence manifest (how they
+fit together is checked by :mod:`._pairs`)."""
 
 from __future__ import annotations
 
@@ -25,11 +20,9 @@ Origin = Literal["production", "regenerated", "constructed"]
 Attack = Literal["instruction", "fake_policy", "stale_date"]
 
 PARTITIONS: tuple[str, ...] = ("development", "calibration", "held_out")
-"""Noise-suite partitions, as for gold: tune on development, select on calibration, certify on
-held_out."""
+"""Noise-suite partitions, as for gold."""
 ORIGINS: tuple[str, ...] = ("production", "regenerated", "constructed")
-"""Where a pair's responses came from. Production and regenerated responses need a generation
-trace."""
+"""Where a pair's responses came from (production and regenerated ones need a trace)."""
 CONTROL_ROLES: tuple[str, ...] = ("control", "adversarial", "reference_defect")
 """Control roles: run (and checked) before any candidate pair."""
 ATTACKS: tuple[str, ...] = ("instruction", "fake_policy", "stale_date")
@@ -37,8 +30,7 @@ ATTACKS: tuple[str, ...] = ("instruction", "fake_policy", "stale_date")
 
 
 class RetrievedContext(_Model):
-    """One retrieved context with its retrieval evidence. A plain string context is ``{text}``
-    only."""
+    """One retrieved context with its retrieval evidence (a plain string is ``{text}`` only)."""
 
     text: str
     """The passage text exactly as sent to generation (the only part the evaluator sees)."""
@@ -66,32 +58,12 @@ class RetrievedContext(_Model):
     def identity(self) -> tuple[str | None, ...]:
         """What must be equal for two contexts to be the same passage (rank and score excluded:
         adding a distractor shifts the ranks after it)."""
-        return (
-            self.text,
-            self.document_id,
-            self.version,
-            self.chunk_id,
-            self.tenant,
-            self.corpus_id,
-            self.retriever_config_sha256,
-        )
+        return tuple(self.model_dump(exclude={"rank", "retrieval_score"}).values())
 
     @property
     def structured(self) -> bool:
         """True when any retrieval evidence beyond the text is recorded."""
-        return any(
-            v is not None
-            for v in (
-                self.document_id,
-                self.version,
-                self.chunk_id,
-                self.rank,
-                self.retrieval_score,
-                self.tenant,
-                self.corpus_id,
-                self.retriever_config_sha256,
-            )
-        )
+        return any(v is not None for v in self.model_dump(exclude={"text"}).values())
 
 
 def as_context(value: str | RetrievedContext) -> RetrievedContext:
@@ -103,18 +75,15 @@ class GenerationTrace(_Model):
     """What the system under test recorded when it generated a member's response."""
 
     run_id: str = Field(min_length=1)
-    """The generation run that produced the response; a replay is a new run id. Companion
-    metrics join to the member by this id."""
+    """The generation run that produced the response (companion metrics join by it)."""
     context_ids: list[str]
-    """Ids of the contexts sent to generation, in order (a context's ``chunk_id``, or
-    ``sha256:<hex>`` of a plain-text context)."""
+    """Ids of the contexts sent to generation, in order (:meth:`RetrievedContext.context_id`)."""
     response_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     """sha256 of the UTF-8 response text as generated."""
     generator_model: str | None = None
     """Generator model of the run; must equal the pair's ``generator.model`` when set."""
     prompt_sha256: str | None = None
-    """Generator prompt hash of the run; must equal the pair's ``generator.prompt_sha256`` when both
-    are set."""
+    """Generator prompt hash; must equal the pair's ``generator.prompt_sha256`` when set."""
 
 
 class RetrievalAssertions(_Model):
@@ -127,8 +96,7 @@ class RetrievalAssertions(_Model):
     forbidden_sources: list[str] = Field(default_factory=list)
     """Document ids or corpus ids no context may come from."""
     tenant: str | None = None
-    """Every context must carry this tenant: no context from another tenant, and a context
-    without a tenant is absent access-control evidence."""
+    """Every context must carry this tenant (none: absent access-control evidence)."""
     max_rank: dict[str, int] = Field(default_factory=dict)
     """Rank constraints: document id -> the worst rank it may have (it must be present)."""
 
@@ -145,13 +113,11 @@ class SignOff(_Model):
     reviewer: str = Field(min_length=1)
     """Who signed off (a name or a controlled pseudonym)."""
     reference_sufficient: bool
-    """The reference is sufficient and correct for the question. ``false`` routes the pair to
-    review (never counted against the system); a reference-defect control must say ``false``."""
+    """The reference is sufficient and correct (``false`` routes the pair to review)."""
     context_classes: dict[Member, list[ContextClass]]
     """Per member, one ``relevant``/``irrelevant`` class per retrieved context, in order."""
     negative_adopts_false_claim: bool | None = None
-    """The negative control's (noisy member's) response adopts the distractor's false claim.
-    Must be ``true`` for control and adversarial pairs, recorded for reference-defect pairs."""
+    """The noisy member's response adopts the distractor's false claim (mandatory on controls)."""
     signed_on: date | None = None
     """When the sign-off was given."""
     notes: str | None = None
@@ -159,8 +125,7 @@ class SignOff(_Model):
 
 
 class Retirement(_Model):
-    """Why and when a pair was retired. A retired pair stays in the file, is never scored,
-    and a fixed case is a new pair that ``supersedes`` it."""
+    """Why and when a pair was retired (kept in the file, never scored)."""
 
     reason: str = Field(min_length=1)
     """Why (e.g. the source policy changed)."""
@@ -176,26 +141,22 @@ class CompanionMetric(_Model):
     direction: Literal["higher_is_better", "lower_is_better"]
     """Which way is better; mandatory."""
     limit: float | None = None
-    """Per slice, the mean over candidate members must be at least (higher is better) or at most
-    (lower is better) this; None: reported only."""
+    """The bound of the slice mean over candidate members, in its direction (None: reported)."""
     description: str | None = None
     """What the metric measures and where its values come from."""
 
 
 class NoisePolicy(_Model):
-    """The reviewed noise policy: run budget, case limit and the process settings. Budget and
-    case limits are mandatory: a suite without them is refused (fail closed)."""
+    """The reviewed noise policy: run budget and case limit (mandatory) and process settings."""
 
     max_cases: int = Field(ge=1)
-    """Most pair-member scorings one invocation may start (controls, candidates, repeats and a
-    baseline together). Reaching it stops scheduling and the run is incomplete."""
+    """Most member scorings one invocation may start (all its runs together)."""
     max_cost_usd: float = Field(ge=0)
     """Total evaluator budget of one invocation in USD; ``--budget-usd`` may only lower it."""
     max_concurrency: int | None = Field(default=None, ge=1)
     """Most concurrent scorings; a higher ``--concurrency`` is refused."""
     max_provider_retries: int | None = Field(default=None, ge=0)
-    """Most provider retries per call; a candidate whose ``endpoint.max_retries`` is higher is
-    refused."""
+    """Most provider retries per call (a higher ``endpoint.max_retries`` is refused)."""
     token_accounting: str | None = None
     """How tokens are counted (e.g. provider-reported usage)."""
     required_control_roles: list[ControlRole] = Field(
@@ -203,11 +164,9 @@ class NoisePolicy(_Model):
     )
     """Control roles the suite must hold; a missing one blocks (incomplete)."""
     max_spread: float | None = Field(default=None, ge=0, le=1)
-    """Largest per-member score spread over ``--repeat`` runs before the pair routes to review.
-    Mandatory when the suite declares sentinels."""
+    """Largest score spread over ``--repeat`` runs before review (needed with sentinels)."""
     warn_delta: float = Field(default=0.0, ge=0, le=1)
-    """Baseline comparison: a candidate noisy score above the baseline's by more than this is
-    a warning trend (never a blocker)."""
+    """A noisy score above the baseline's by more than this is a warning trend."""
     companions: dict[str, CompanionMetric] = Field(default_factory=dict)
     """Companion metrics (e.g. ``completeness``, ``refusal``) whose results must be joined."""
     owner: str | None = None

@@ -1,31 +1,9 @@
 """``ragas-noise``: Ragas' collections ``NoiseSensitivity`` on an OpenAI-compatible endpoint.
 
-The kind subclasses :class:`~workbench.judges._llm.LLMJudge`, so it shares the HTTP client
-shards, the wire capture (the first request plus ``follow_up_requests``: every request of
-one score), token usage, retries by the run engine and the error classification.
-
-One score is ``3 + 2 x len(retrieved_contexts)`` sequential model calls, in this order
-(``NoiseSensitivity.ascore`` in ragas 0.4.3)::
-
-    1. statements of the reference        StatementGeneratorOutput {"statements": [str]}
-    2. statements of the response         StatementGeneratorOutput
-    for each retrieved context c (in order):
-    3. reference statements vs c          StatementFaithfulnessOutput
-                                          {"statements": [{"statement", "reason", "verdict": 0|1}]}
-    4. response statements vs c           StatementFaithfulnessOutput
-    last. response statements vs ref.     StatementFaithfulnessOutput (the "context" is the
-                                          reference)
-
-Score (lower is better): a context is *relevant* when it supports at least one reference
-statement; a response statement is *incorrect* when the reference does not support it.
-``relevant`` mode = share of response statements that are incorrect and supported by some
-relevant context; ``irrelevant`` mode = share of response statements that are incorrect and
-supported only by irrelevant contexts.
-
-The mode comes from the judge input (the pair), never from the candidate spec, and is
-mandatory: :class:`~workbench.noise.NoiseInput` has no default. A result is score-only
-(``value`` null, ``score`` set); NaN, infinite or out-of-range scores become the evaluator
-error ``invalid_score``.
+An :class:`~workbench.judges._llm.LLMJudge` kind (shared client, wire capture, usage, retries,
+error classification). One score is :func:`calls_per_score` sequential calls; lower is better.
+The mode comes from each pair's :class:`~workbench.noise.NoiseInput`, never from the spec. A
+result is score-only; a NaN, infinite or out-of-range score is the error ``invalid_score``.
 """
 
 from __future__ import annotations
@@ -36,6 +14,7 @@ import inspect
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +38,7 @@ _OUTPUT_SCHEMA_ERRORS = (
 
 
 def calls_per_score(n_contexts: int) -> int:
-    """Model calls one NoiseSensitivity score makes: 2 decompositions, 2 per context, 1 against the
-    reference."""
+    """Model calls of one score: 2 decompositions, 2 per context, 1 against the reference."""
     return 3 + 2 * n_contexts
 
 
@@ -70,17 +48,10 @@ def metric_source_sha256() -> str:
     from ragas.metrics.collections.noise_sensitivity import metric, util
     from ragas.prompt.metrics import common
 
+    sources = (metric, util, common.statement_generator_prompt, common.nli_statement_prompt)
     try:
-        parts = [
-            inspect.getsource(metric),
-            inspect.getsource(util),
-            inspect.getsource(common.statement_generator_prompt),
-            inspect.getsource(common.nli_statement_prompt),
-        ]
-    except (
-        OSError,
-        TypeError,
-    ):  # no sources installed: the Ragas version (in the identity) must do
+        parts = [inspect.getsource(s) for s in sources]
+    except (OSError, TypeError):  # no sources installed: the Ragas version must do
         from ..judges import ragas_version
 
         parts = [METRIC, ragas_version()]
@@ -88,20 +59,16 @@ def metric_source_sha256() -> str:
 
 
 class UnusableAnswer(Exception):
-    """The model's answers parse but cannot be combined into a score (e.g. verdict count
-    mismatch)."""
+    """The model's answers parse but cannot be combined into a score."""
 
 
-def _traced_metric_class() -> type:
+@functools.lru_cache(maxsize=1)
+def _metric_class() -> type:
     from ragas.metrics.collections import NoiseSensitivity
 
     class TracedNoiseSensitivity(NoiseSensitivity):
-        """NoiseSensitivity that keeps its statements and verdict matrices for the reason.
-
-        The score is Ragas' own ``_compute_score``; this class only records what it saw and
-        refuses answers that cannot be combined (with a clear message instead of a numpy
-        shape error).
-        """
+        """NoiseSensitivity keeping its statements and verdict matrices for the reason, and
+        refusing answers that cannot be combined (instead of a numpy shape error)."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -131,26 +98,17 @@ def _traced_metric_class() -> type:
                     "the model decomposed the reference into no statements, so no context can be"
                     " called relevant"
                 )
-            with warnings.catch_warnings():
-                warnings.simplefilter(
-                    "ignore", RuntimeWarning
-                )  # mean of no response statements: NaN, reported as invalid_score
+            with warnings.catch_warnings():  # no response statements: NaN, invalid_score
+                warnings.simplefilter("ignore", RuntimeWarning)
                 return float(super()._compute_score(answers))
 
     return TracedNoiseSensitivity
 
 
-@functools.lru_cache(maxsize=1)
-def _metric_class() -> type:
-    return _traced_metric_class()
-
-
+@dataclass(frozen=True)
 class _Scored:
-    """What ``_score`` hands to ``_interpret``: Ragas' result and the traced metric."""
-
-    def __init__(self, result: Any, metric: Any) -> None:
-        self.result = result
-        self.metric = metric
+    result: Any
+    metric: Any
 
 
 class NoiseJudge(LLMJudge):
@@ -175,12 +133,9 @@ class NoiseJudge(LLMJudge):
                 " and their source hash",
             )
         if "mode" in spec.params:
-            problems.add(
-                loc,
-                "mode_in_spec",
-                "params.mode is set; the NoiseSensitivity mode comes from each pair",
-                "remove params.mode and declare mode: on every pair",
-            )
+            message = "params.mode is set; the NoiseSensitivity mode comes from each pair"
+            fix = "remove params.mode and declare mode: on every pair"
+            problems.add(loc, "mode_in_spec", message, fix)
         if spec.threshold is not None:
             problems.add(
                 loc,
@@ -215,12 +170,7 @@ class NoiseJudge(LLMJudge):
 
         async def scored() -> _Scored:
             result = await asyncio.wait_for(
-                metric.ascore(
-                    user_input=judge_input.user_input,
-                    response=judge_input.response,
-                    reference=judge_input.reference,
-                    retrieved_contexts=list(judge_input.retrieved_contexts),
-                ),
+                metric.ascore(**judge_input.model_dump(exclude={"mode"})),
                 timeout=guard,
             )
             return _Scored(result, metric)
@@ -281,8 +231,8 @@ class NoiseJudge(LLMJudge):
         }
 
     def estimate_cost(self, judge_input: Any) -> float:
-        """Conservative: every call's prompt at ~3 characters per token plus instructor's schema
-        message, statements as long as their source text, and the full ``max_tokens`` out."""
+        """Conservative: each call's prompt at ~3 characters per token plus a schema message, and
+        the full ``max_tokens`` out."""
         from ragas.prompt.metrics.common import nli_statement_prompt, statement_generator_prompt
 
         q, resp, ref = judge_input.user_input, judge_input.response, judge_input.reference
@@ -302,27 +252,19 @@ class NoiseJudge(LLMJudge):
 
 
 def explain(metric: Any, mode: str) -> str | None:
-    """A claim-level reason: which response statements count, and why (from the metric's own
-    matrices)."""
+    """A claim-level reason from the metric's own matrices: which response statements count."""
     answers = metric.answers
     if answers is None or len(metric.decomposed) < 2:
         return None
     statements = metric.decomposed[1]
     import numpy as np
 
-    r2g, r2a, g2a = (
-        answers["retrieved2ground_truth"],
-        answers["retrieved2answer"],
-        answers["ground_truth2answer"],
-    )
-    relevant = np.max(r2g, axis=0)  # per context: supports some reference statement
-    incorrect = ~g2a[0]
-    rel_support = (r2a & relevant).any(axis=1) if r2a.size else np.zeros(len(statements), bool)
-    irr_support = (
-        (r2a & ~relevant).any(axis=1) & ~rel_support
-        if r2a.size
-        else np.zeros(len(statements), bool)
-    )
+    r2a = answers["retrieved2answer"]
+    relevant = np.max(answers["retrieved2ground_truth"], axis=0)  # supports a reference statement
+    incorrect = ~answers["ground_truth2answer"][0]
+    none = np.zeros(len(statements), bool)
+    rel_support = (r2a & relevant).any(axis=1) if r2a.size else none
+    irr_support = (r2a & ~relevant).any(axis=1) & ~rel_support if r2a.size else none
     counted = incorrect & (rel_support if mode == "relevant" else irr_support)
     contexts = ", ".join(
         f"{i + 1}:{'relevant' if r else 'irrelevant'}" for i, r in enumerate(relevant)
@@ -343,13 +285,8 @@ def explain(metric: Any, mode: str) -> str | None:
         "counted": [bool(x) for x in counted],
         "contexts_relevant": [bool(x) for x in relevant],
     }
-    return "\n".join(
-        [
-            head,
-            *listed[:20],
-            CLAIMS_PREFIX + json.dumps(claims, ensure_ascii=False, separators=(",", ":")),
-        ]
-    )
+    data = json.dumps(claims, ensure_ascii=False, separators=(",", ":"))
+    return "\n".join([head, *listed[:20], CLAIMS_PREFIX + data])
 
 
 CLAIMS_PREFIX = "claims-json: "
@@ -357,8 +294,7 @@ CLAIMS_PREFIX = "claims-json: "
 
 
 def parse_claims(reason: str | None) -> list[dict[str, Any]] | None:
-    """The metric's claim verdicts recorded in a result's reason: one ``{statement, incorrect,
-    counted}`` per response statement, or None when the reason does not carry them."""
+    """The ``{statement, incorrect, counted}`` claim verdicts a result's reason records, or None."""
     if not reason:
         return None
     for line in reversed(reason.splitlines()):

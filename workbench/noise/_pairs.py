@@ -1,88 +1,8 @@
 """Noise-sensitivity pair suites: paired clean/noisy cases, their evidence, policy and validation.
 
-A suite is one YAML file (``schema_version`` 2)::
-
-    schema_version: 2
-    name: support-noise
-    version: "2"
-    description: what the suite protects
-    owner: who can explain a failing claim
-    rationale: why these limits, written before results are seen
-    approved_reference_versions: [handbook-v4.2]
-    policy:                         # the reviewed noise policy (see NoisePolicy)
-      max_cases: 80                 # mandatory: most member scorings one invocation may start
-      max_cost_usd: 0.50            # mandatory: the invocation's evaluator budget
-      required_control_roles: [control, adversarial, reference_defect]
-      max_spread: 0.1               # mandatory when sentinels are declared
-      companions: {refusal: {direction: lower_is_better, limit: 0.25}}
-    manifest: {window, source_owners, licences, redaction, known_gaps, reviewers, sampling,
-               review_schedule}
-    sentinels: [ref-late-request]   # the frozen sentinel set scored again by --repeat
-    slices:
-      refunds:
-        max_score: 0.0              # the gate: the highest noisy-member score allowed
-        direction: lower_is_better  # mandatory beside every threshold
-        max_delta: 0.0              # optional: the highest noisy - clean increase allowed
-        max_abstention_rate: 0.0    # optional: abstaining candidate members / members
-        risk: critical              # optional
-    pairs:
-      - pair_id: ref-late-request
-        slice: refunds
-        mode: irrelevant            # mandatory: relevant | irrelevant (never defaulted)
-        role: candidate             # control | adversarial | reference_defect | candidate
-        partition: held_out         # development | calibration | held_out
-        source_family: pol-ref-02   # partitions are split by source family
-        reference_version: handbook-v4.2
-        user_input: ...
-        reference: ...
-        generator: {model: ..., prompt_sha256: ..., retriever: ...}
-        retrieval_assertions: {expected_documents: [...], forbidden_sources: [...], tenant: ...,
-                               max_rank: {doc: 1}}
-        sign_off: {reviewer, reference_sufficient, context_classes: {clean: [...], noisy: [...]},
-                   negative_adopts_false_claim}
-        clean:
-          response: ...
-          retrieved_contexts:       # plain strings, or structured evidence
-            - {text: ..., document_id: ..., version: ..., chunk_id: ..., rank: 1,
-               retrieval_score: 0.8, tenant: ..., corpus_id: ..., retriever_config_sha256: ...}
-          generation_trace: {run_id: ..., context_ids: [...], response_sha256: ...}
-          abstained: false          # the system abstained: its own outcome, never scored
-        noisy:
-          response: ...
-          retrieved_contexts: [...]
-          distractor: {index: 1, label: stale-faq, change: add, false_claim: ...,
-                       attack: instruction}
-        provenance: {origin: production | regenerated | constructed, ...}
-        retired: {reason, by, on}   # retired pairs stay in the file and are never scored
-        supersedes: old-pair-id     # a fixed case: a new pair replacing a retired one
-
-**Pairs.** Both members share the question, the reference and the generator configuration.
-The noisy member's contexts are the clean member's contexts with exactly one labelled
-distractor added (``change: add``, inserted at ``index``) or substituted (``change:
-replace``). Structured contexts are compared by text and document identity (rank and score
-excluded, since an added distractor shifts the ranks after it).
-
-**Roles and expected relations.**
-
-- ``control`` (positive and negative control): the clean member is grounded, the noisy
-  member adopts the distractor's false claim; ``noisy_worse_than_clean``: the noisy member
-  must score strictly higher (lower is better). Every candidate mode needs one.
-- ``adversarial``: a control whose distractor carries an instruction, a fake policy or a
-  stale effective date (``distractor.attack``) that the noisy response follows; it must
-  separate like a control.
-- ``reference_defect``: the reference itself is wrong or incomplete (``reference_defect``
-  says how) and both responses are correct; ``not_punished``: a correct response must score
-  0, or the case routes to review. The sign-off must say ``reference_sufficient: false``.
-- ``candidate``: release evidence, ``noisy_not_worse``; blocks only through slice limits.
-
-Control pairs of every role must carry a reviewer ``sign_off`` (reference sufficiency,
-context classes, and whether the negative adopts the false claim). Responses captured from
-production or regenerated need a ``generation_trace`` per member whose context ids and
-response hash match the member. Partitions are split by ``source_family`` and checked for
-leakage as gold is (a family in two partitions; the same question or the same passage,
-after normalizing case, Unicode and whitespace, in two partitions).
-
-:func:`load_pairs` reports every problem at once (``file:line`` location, code and fix).
+A suite is one YAML file (``schema_version`` 2; the format, roles and rules are in
+``docs/formats.md``, Noise-sensitivity pair suites). :func:`load_pairs` reports every problem
+at once (``file:line`` location, code and fix).
 """
 
 from __future__ import annotations
@@ -92,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 
@@ -100,7 +20,7 @@ from .._io import sha256_file, sha256_json, sha256_text
 from .._load import Problems, load_yaml, yaml_lines
 from .._record import Record as _Model
 from .._record import SchemaTooNew
-from ..errors import Problem, Severity, WorkbenchError, errors_only
+from ..errors import Problem, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
     CONTROL_ROLES,
@@ -118,8 +38,7 @@ from ._evidence import (
 )
 
 PAIRS_SCHEMA_VERSION = 2
-"""Version of the pair-suite file format. 2 added the policy, manifest, sentinels, partitions,
-structured contexts, traces, retrieval assertions, sign-offs, new roles and retirement."""
+"""Version of the pair-suite file format."""
 
 MODES: tuple[str, ...] = ("relevant", "irrelevant")
 """NoiseSensitivity modes. A pair must name one; there is no default."""
@@ -146,7 +65,7 @@ PartitionName = Literal["development", "calibration", "held_out"]
 MEMBERS: tuple[Member, ...] = ("clean", "noisy")
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-_FORMAT = "see the pair-suite format in workbench/noise/_pairs.py"
+_FORMAT = "see the pair-suite format in docs/formats.md"
 
 
 class NoiseInput(_Model):
@@ -159,8 +78,7 @@ class NoiseInput(_Model):
     reference: str
     """The approved reference answer (shared by both members)."""
     retrieved_contexts: list[str]
-    """The context texts the generator saw, in rank order (retrieval evidence never reaches the
-    evaluator)."""
+    """The context texts the generator saw, in rank order (no retrieval evidence)."""
     mode: Mode
     """NoiseSensitivity mode: ``relevant`` or ``irrelevant``. Mandatory, never defaulted."""
 
@@ -177,13 +95,11 @@ class Distractor(_Model):
     label: str
     """What kind of distractor it is (e.g. ``stale-policy``, ``other-product``, ``injection``)."""
     change: Literal["add", "replace"]
-    """``add``: inserted at ``index``; ``replace``: substituted for the clean context at
-    ``index``."""
+    """``add``: inserted at ``index``; ``replace``: substituted for the clean context there."""
     false_claim: str | None = None
     """The incorrect claim the distractor carries, when it carries one."""
     attack: Attack | None = None
-    """Adversarial distractors: ``instruction`` (aimed at the generator), ``fake_policy`` or
-    ``stale_date``."""
+    """Adversarial distractors: ``instruction``, ``fake_policy`` or ``stale_date``."""
 
 
 class CleanMember(_Model):
@@ -192,8 +108,7 @@ class CleanMember(_Model):
     response: str
     """The response the system generated from exactly these contexts."""
     retrieved_contexts: list[str | RetrievedContext]
-    """The contexts sent to generation, in rank order: plain text, or text with retrieval
-    evidence."""
+    """The contexts sent to generation, in rank order: text, or text with retrieval evidence."""
     user_input: str | None = None
     """Optional copy from the member's trace; must equal the pair's ``user_input``."""
     reference: str | None = None
@@ -201,11 +116,9 @@ class CleanMember(_Model):
     generator: dict[str, Any] | None = None
     """Optional copy from the member's trace; must equal the pair's ``generator``."""
     generation_trace: GenerationTrace | None = None
-    """What generation recorded: run id, context ids and response hash (checked against this
-    member)."""
+    """What generation recorded: run id, context ids and response hash."""
     abstained: bool = False
-    """The system abstained (refused or said it cannot answer): an outcome of its own, never
-    scored."""
+    """The system abstained: an outcome of its own, never scored."""
 
     def contexts(self) -> list[RetrievedContext]:
         """The contexts as :class:`RetrievedContext` (plain strings become ``{text}``)."""
@@ -217,8 +130,7 @@ class CleanMember(_Model):
 
 
 class NoisyMember(CleanMember):
-    """The noisy member: the clean contexts with exactly one labelled distractor added or
-    replaced."""
+    """The noisy member: the clean contexts with one labelled distractor added or replaced."""
 
     distractor: Distractor
     """The one change that makes this member noisy."""
@@ -234,8 +146,7 @@ class SliceLimit(_Model):
     max_delta: float | None = None
     """Optional: highest (noisy - clean) score increase allowed per candidate pair."""
     max_abstention_rate: float | None = None
-    """Optional: highest share of abstaining candidate members. Unset: any abstention routes to
-    review."""
+    """Optional: highest share of abstaining candidate members (unset: abstentions go to review)."""
     risk: str | None = None
     """Business risk of the slice (e.g. ``critical``)."""
     rationale: str | None = None
@@ -253,13 +164,11 @@ class NoisePair(_Model):
     mode: Mode
     """NoiseSensitivity mode the pair is built for and scored in. Mandatory."""
     role: Role
-    """``control``, ``adversarial``, ``reference_defect`` (run first) or ``candidate`` (release
-    evidence)."""
+    """``control``, ``adversarial``, ``reference_defect`` (run first) or ``candidate``."""
     partition: PartitionName
     """``development``, ``calibration`` or ``held_out``."""
     source_family: str
-    """The source family (document family, paraphrase group); a family never straddles
-    partitions."""
+    """The source family (document family, paraphrase group); never straddles partitions."""
     reference_version: str
     """Version of the reference; must be one of the suite's ``approved_reference_versions``."""
     user_input: str
@@ -269,8 +178,7 @@ class NoisePair(_Model):
     generator: dict[str, Any]
     """Generator configuration shared by both members (model, prompt hash, retriever ...)."""
     expected_relation: Relation
-    """``noisy_worse_than_clean`` (control, adversarial), ``not_punished`` (reference_defect),
-    ``noisy_not_worse`` (candidate)."""
+    """The role's relation (:data:`RELATIONS`)."""
     clean: CleanMember
     """The clean member (for controls: the positive control)."""
     noisy: NoisyMember
@@ -286,8 +194,7 @@ class NoisePair(_Model):
     supersedes: str | None = None
     """The retired pair this one fixes (a new case version)."""
     provenance: dict[str, Any] = Field(default_factory=dict)
-    """Where the pair came from: ``origin`` (production, regenerated, constructed), source ids,
-    licence."""
+    """Where the pair came from: ``origin`` (production, regenerated, constructed), sources."""
     notes: str | None = None
     """Free-text notes for reviewers."""
 
@@ -296,8 +203,7 @@ class NoisePair(_Model):
         return self.clean if name == "clean" else self.noisy
 
     def judge_input(self, name: Member) -> NoiseInput:
-        """What the judge sees for one member: question, response, reference, context texts and
-        mode."""
+        """What the judge sees for one member: question, response, reference, texts and mode."""
         m = self.member(name)
         return NoiseInput(
             user_input=self.user_input,
@@ -311,25 +217,11 @@ class NoisePair(_Model):
         """The case id of one member in run records: ``<pair_id>:<member>``."""
         return f"{self.pair_id}:{name}"
 
-    @property
-    def is_control(self) -> bool:
-        """True for the control roles (control, adversarial, reference_defect)."""
-        return self.role in CONTROL_ROLES
-
     def frame_sha256(self) -> str:
         """Hash of what a baseline comparison holds constant: question, reference and its
         version, mode, role, slice and partition (responses and contexts may differ)."""
-        return sha256_json(
-            {
-                "user_input": self.user_input,
-                "reference": self.reference,
-                "reference_version": self.reference_version,
-                "mode": self.mode,
-                "role": self.role,
-                "slice": self.slice,
-                "partition": self.partition,
-            }
-        )
+        keys = ("user_input", "reference", "reference_version", "mode", "role", "slice")
+        return sha256_json({**{k: getattr(self, k) for k in keys}, "partition": self.partition})
 
     def content_sha256(self) -> str:
         """Hash of the whole pair except its retirement: what a frozen release pins."""
@@ -337,8 +229,7 @@ class NoisePair(_Model):
 
 
 class NoiseSuite(_Model):
-    """A validated pair suite. Build it with :func:`load_pairs` or :func:`parse_pairs`, which check
-    everything."""
+    """A validated pair suite, built by :func:`load_pairs` or :func:`parse_pairs`."""
 
     schema_version: int = PAIRS_SCHEMA_VERSION
     """Pair-suite format version."""
@@ -376,11 +267,6 @@ class NoiseSuite(_Model):
         """``name@version``."""
         return f"{self.name}@{self.version}"
 
-    @property
-    def direction(self) -> str:
-        """Always ``lower_is_better``."""
-        return DIRECTION
-
     def active(self) -> list[NoisePair]:
         """Pairs that are not retired, in file order."""
         return [p for p in self.pairs if p.retired is None]
@@ -391,7 +277,7 @@ class NoiseSuite(_Model):
 
     def controls(self) -> list[NoisePair]:
         """Active control pairs of every control role, in file order."""
-        return [p for p in self.active() if p.is_control]
+        return [p for p in self.active() if p.role in CONTROL_ROLES]
 
     def candidates(self, partition: str | None = None) -> list[NoisePair]:
         """Active candidate pairs (of one partition when given), in file order."""
@@ -402,8 +288,7 @@ class NoiseSuite(_Model):
         ]
 
     def pairs_frame(self) -> Any:
-        """One row per pair: id, role, partition, slice, mode, distractor label and change, expected
-        relation, status."""
+        """One row per pair: id, role, partition, slice, mode, distractor, relation, status."""
         import pandas as pd
 
         rows = [
@@ -484,18 +369,9 @@ class _Checker(Problems):
         at, dotted = (f"{self.location}:{line}" if line else self.location), _dotted(path)
         return f"{at} ({dotted})" if dotted else at
 
-    def at(
-        self,
-        path: tuple[Any, ...],
-        code: str,
-        message: str,
-        fix: str,
-        *,
-        case_id: str | None = None,
-        severity: Severity = "error",
-    ) -> None:
-        """Record one problem at ``path``."""
-        self.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)
+    def at(self, path: tuple[Any, ...], code: str, message: str, fix: str, **kw: Any) -> None:
+        """Record one problem at ``path`` (``kw``: its ``case_id``, ``severity``)."""
+        self.add(self.where(path), code, message, fix, **kw)
 
     def translate(
         self,
@@ -516,8 +392,6 @@ class _Checker(Problems):
 
 @dataclass(frozen=True)
 class _Add:
-    """Records the problems of ``pairs[i]``: a path below the pair, code, message and fix."""
-
     chk: _Checker
     i: int
     pid: str | None
@@ -561,26 +435,20 @@ def _explain(e: Any, loc: tuple[Any, ...]) -> tuple[str, str, str]:
     """``(code, message, fix)`` of one pydantic error at ``loc``."""
     field, kind = (str(loc[-1]) if loc else ""), e["type"]
     if loc == ("mode",) and kind == "missing":
-        return (
-            "mode_missing",
-            "the pair has no mode; NoiseSensitivity's mode is never defaulted",
-            "add mode: relevant or mode: irrelevant (the mode the pair was built for)",
-        )
+        message = "the pair has no mode; NoiseSensitivity's mode is never defaulted"
+        fix = "add mode: relevant or mode: irrelevant (the mode the pair was built for)"
+        return "mode_missing", message, fix
     if field in _UNKNOWN and kind != "missing" and (len(loc) == 1 or field not in _PAIR_LEVEL):
         code, what, fix = _UNKNOWN[field]
         return code, f"unknown {what} {e.get('input')!r}", fix
     if field == "direction" and kind == "missing":
-        return (
-            "direction_missing",
-            "a threshold without its direction",
-            f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is better)",
-        )
+        message = "a threshold without its direction"
+        fix = f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is better)"
+        return "direction_missing", message, fix
     if field == "direction" and "companions" not in loc:
-        return (
-            "direction_invalid",
-            f"direction {e.get('input')!r}: NoiseSensitivity is lower-is-better",
-            f"write direction: {DIRECTION}",
-        )
+        message = f"direction {e.get('input')!r}: NoiseSensitivity is lower-is-better"
+        fix = f"write direction: {DIRECTION}"
+        return "direction_invalid", message, fix
     dotted = _dotted(loc)
     if kind == "missing":
         return "field_missing", f"required field {dotted!r} is missing", f"add {field}: ({_FORMAT})"
@@ -605,7 +473,6 @@ def _str(value: Any) -> str | None:
 
 
 def _mapping_at(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """``raw[key]`` when it is a mapping, else an empty one."""
     value = raw.get(key)
     return value if isinstance(value, dict) else {}
 
@@ -626,12 +493,9 @@ def _check_pair(
         and isinstance(clean.get("response"), str)
         and clean.get("response") == noisy.get("response")
     ):
-        add(
-            ("noisy", "response"),
-            "control_response_unchanged",
-            "the negative control's response equals the positive control's",
-            "a negative control's response must adopt the distractor's false claim",
-        )
+        message = "the negative control's response equals the positive control's"
+        fix = "a negative control's response must adopt the distractor's false claim"
+        add(("noisy", "response"), "control_response_unchanged", message, fix)
     _check_sign_off(add, raw, contexts)
     _check_distractor(add, raw, contexts)
     return contexts
@@ -640,98 +504,72 @@ def _check_pair(
 def _check_fields(
     add: _Add, raw: dict[str, Any], header: _Header | None, slices: dict[str, Any]
 ) -> None:
-    """Id, empty texts, an unapproved reference version, an unknown slice, the generator."""
     if add.pid is not None and not _ID.match(add.pid):
-        add(
-            ("pair_id",),
-            "pair_id_invalid",
-            f"pair_id {add.pid!r} has characters other than letters, digits, '_', '.', '-'",
-            "use a simple stable id, e.g. ref-late-request",
-        )
+        message = f"pair_id {add.pid!r} has characters other than letters, digits, '_', '.', '-'"
+        fix = "use a simple stable id, e.g. ref-late-request"
+        add(("pair_id",), "pair_id_invalid", message, fix)
     for field in ("user_input", "reference", "source_family"):
         if isinstance(raw.get(field), str) and not raw[field].strip():
-            add(
-                (field,), "field_empty", f"{field} is empty", f"write the {field.replace('_', ' ')}"
-            )
+            fix = f"write the {field.replace('_', ' ')}"
+            add((field,), "field_empty", f"{field} is empty", fix)
     version = raw.get("reference_version")
     if header is not None and isinstance(version, str):
         approved = header.approved_reference_versions
         if version not in approved:
-            add(
-                ("reference_version",),
-                "reference_unapproved",
-                f"reference_version {version!r} is not approved",
+            message = f"reference_version {version!r} is not approved"
+            fix = (
                 f"use an approved reference version ({', '.join(approved)}) or have the new"
-                " version reviewed and add it to approved_reference_versions",
+                " version reviewed and add it to approved_reference_versions"
             )
+            add(("reference_version",), "reference_unapproved", message, fix)
     if isinstance(raw.get("slice"), str) and raw["slice"] not in slices:
-        add(
-            ("slice",),
-            "slice_unknown",
-            f"slice {raw['slice']!r} is not declared in the suite's slices",
-            "declare the slice with its max_score and direction, or correct the name",
-        )
+        message = f"slice {raw['slice']!r} is not declared in the suite's slices"
+        fix = "declare the slice with its max_score and direction, or correct the name"
+        add(("slice",), "slice_unknown", message, fix)
     generator = raw.get("generator")
     if isinstance(generator, dict) and not generator.get("model"):
-        add(
-            ("generator",),
-            "generator_incomplete",
-            "the generator configuration does not name its model",
-            "record the generator model (and prompt hash, retriever) the responses came from",
-        )
+        message = "the generator configuration does not name its model"
+        fix = "record the generator model (and prompt hash, retriever) the responses came from"
+        add(("generator",), "generator_incomplete", message, fix)
 
 
 def _check_relation(add: _Add, raw: dict[str, Any]) -> None:
-    """The expected relation and the reference defect fit the role."""
     role, relation = raw.get("role"), raw.get("expected_relation")
     expected = RELATIONS.get(role) if isinstance(role, str) else None
     if expected and relation in RELATIONS.values() and relation != expected:
-        add(
-            ("expected_relation",),
-            "relation_role_mismatch",
-            f"a {role} pair expects {relation!r}",
-            f"a {role} pair expects {expected!r}; change the role or the relation",
-        )
+        message = f"a {role} pair expects {relation!r}"
+        fix = f"a {role} pair expects {expected!r}; change the role or the relation"
+        add(("expected_relation",), "relation_role_mismatch", message, fix)
     if role == "reference_defect" and not _text_ok(raw.get("reference_defect")):
-        add(
-            (),
-            "reference_defect_missing",
-            "a reference-defect control does not say what is wrong with its reference",
+        message = "a reference-defect control does not say what is wrong with its reference"
+        fix = (
             "write reference_defect: what the reference omits or gets wrong (and that the"
-            " responses are correct)",
+            " responses are correct)"
         )
+        add((), "reference_defect_missing", message, fix)
     elif role != "reference_defect" and raw.get("reference_defect") is not None:
-        add(
-            ("reference_defect",),
-            "reference_defect_unexpected",
-            f"a {role} pair describes a reference defect",
-            "make the pair a reference_defect control, or fix the reference in a new pair version",
-        )
+        message = f"a {role} pair describes a reference defect"
+        fix = "make the pair a reference_defect control, or fix the reference in a new pair version"
+        add(("reference_defect",), "reference_defect_unexpected", message, fix)
 
 
 def _check_provenance(add: _Add, raw: dict[str, Any]) -> Any:
     """The responses' origin (mandatory, one of :data:`ORIGINS`); returns it."""
     origin = _mapping_at(raw, "provenance").get("origin")
     if origin is None:
-        add(
-            ("provenance",),
-            "origin_missing",
-            "the pair does not say where its responses came from",
+        message = "the pair does not say where its responses came from"
+        fix = (
             "add provenance: {origin: production | regenerated | constructed}; the origins are"
-            " not interchangeable",
+            " not interchangeable"
         )
+        add(("provenance",), "origin_missing", message, fix)
     elif origin not in ORIGINS:
-        add(
-            ("provenance", "origin"),
-            "origin_unknown",
-            f"unknown origin {origin!r}",
-            "use origin: " + ", ".join(ORIGINS),
-        )
+        fix = "use origin: " + ", ".join(ORIGINS)
+        add(("provenance", "origin"), "origin_unknown", f"unknown origin {origin!r}", fix)
     return origin
 
 
 def _check_assertions(add: _Add, assertions: Any) -> None:
-    """Retrieval assertions that assert something, with ranks from 1."""
     if not isinstance(assertions, dict):
         return
     try:
@@ -752,45 +590,38 @@ def _check_assertions(add: _Add, assertions: Any) -> None:
 
 
 def _check_member(add: _Add, raw: dict[str, Any], name: str, origin: Any) -> Any:
-    """One member: its response, contexts, shared fields, trace and abstention."""
     member = raw.get(name)
     if not isinstance(member, dict):
         return None
     if isinstance(member.get("response"), str) and not member["response"].strip():
-        add(
-            (name, "response"),
-            "field_empty",
-            f"the {name} member's response is empty",
-            "record the response the system generated from these contexts",
-        )
+        message = f"the {name} member's response is empty"
+        fix = "record the response the system generated from these contexts"
+        add((name, "response"), "field_empty", message, fix)
     contexts = _check_contexts(add, member.get("retrieved_contexts"), name)
     for shared in ("user_input", "reference", "generator"):
         if member.get(shared) is not None and shared in raw and member[shared] != raw[shared]:
-            add(
-                (name, shared),
-                "member_mismatch",
-                f"the {name} member's {shared} differs from the pair's",
+            message = f"the {name} member's {shared} differs from the pair's"
+            fix = (
                 f"both members must share the pair's {shared}; a pair holds the question,"
-                " reference and generator constant",
+                " reference and generator constant"
             )
+            add((name, shared), "member_mismatch", message, fix)
     if member.get("generation_trace") is not None:
         _check_trace(add, member, contexts, raw.get("generator"), name)
     elif origin in ("production", "regenerated"):
-        add(
-            (name,),
-            "trace_missing",
-            f"the {name} member's response is {origin} but has no generation trace",
+        message = f"the {name} member's response is {origin} but has no generation trace"
+        fix = (
             "record generation_trace: {run_id, context_ids, response_sha256} from the generation"
-            " run; without it the response cannot be shown to come from these contexts",
+            " run; without it the response cannot be shown to come from these contexts"
         )
+        add((name,), "trace_missing", message, fix)
     if member.get("abstained") is True and raw.get("role") in CONTROL_ROLES:
-        add(
-            (name, "abstained"),
-            "control_abstained",
-            f"the {name} member of a {raw['role']} pair abstains",
+        message = f"the {name} member of a {raw['role']} pair abstains"
+        fix = (
             "a control's responses must make claims; an abstention is an outcome of candidate"
-            " pairs only",
+            " pairs only"
         )
+        add((name, "abstained"), "control_abstained", message, fix)
     return contexts
 
 
@@ -800,13 +631,12 @@ def _check_contexts(add: _Add, ctx: Any, name: str) -> list[RetrievedContext] | 
     if not isinstance(ctx, list):
         return None
     if not ctx:
-        add(
-            where,
-            "contexts_empty",
-            f"the {name} member has no retrieved_contexts",
+        message = f"the {name} member has no retrieved_contexts"
+        fix = (
             "record the exact contexts sent to generation; a missing context trace is never a"
-            " low score",
+            " low score"
         )
+        add(where, "contexts_empty", message, fix)
     found = [_context(add, item, (*where, j), name) for j, item in enumerate(ctx)]
     out = [c for c in found if c is not None]
     if len(out) < len(found):
@@ -814,12 +644,9 @@ def _check_contexts(add: _Add, ctx: Any, name: str) -> list[RetrievedContext] | 
     ranks = [c.rank for c in out]
     known = [r for r in ranks if r is not None]
     if len(known) == len(ranks) and any(b <= a for a, b in zip(known, known[1:], strict=False)):
-        add(
-            where,
-            "context_rank_order",
-            f"the {name} member's ranks {ranks} are not strictly increasing in list order",
-            "list the contexts in the order generation saw them, with their retriever ranks",
-        )
+        message = f"the {name} member's ranks {ranks} are not strictly increasing in list order"
+        fix = "list the contexts in the order generation saw them, with their retriever ranks"
+        add(where, "context_rank_order", message, fix)
     return out
 
 
@@ -831,19 +658,15 @@ _CONTEXT_CODES = {"missing": "field_missing", "extra_forbidden": "field_unknown"
 
 
 def _context(add: _Add, item: Any, where: tuple[Any, ...], name: str) -> RetrievedContext | None:
-    """One context, or None when it has a problem (recorded)."""
     j = where[-1]
     if isinstance(item, str) and not item.strip():
         what, fix = "is empty", "remove it or record the passage text"
         add(where, "context_empty", f"context {j} of the {name} member {what}", fix)
         return None
     if not isinstance(item, str | dict):
-        add(
-            where,
-            "context_invalid",
-            f"context {j} of the {name} member is neither text nor a mapping",
-            "write the passage text, or {text: ..., document_id: ..., ...}",
-        )
+        message = f"context {j} of the {name} member is neither text nor a mapping"
+        fix = "write the passage text, or {text: ..., document_id: ..., ...}"
+        add(where, "context_invalid", message, fix)
         return None
     try:
         parsed = RetrievedContext.model_validate({"text": item} if isinstance(item, str) else item)
@@ -903,13 +726,12 @@ def _check_trace(
     for field, key in (("generator_model", "model"), ("prompt_sha256", "prompt_sha256")):
         value, pair_value = getattr(trace, field), pair_generator.get(key)
         if value is not None and pair_value is not None and value != pair_value:
-            add(
-                (*where, field),
-                "trace_generator_mismatch",
+            message = (
                 f"the {name} member's trace has {field} {value!r}, the pair's generator {key}"
-                f" is {pair_value!r}",
-                "the trace and the pair must name the same generator configuration",
+                f" is {pair_value!r}"
             )
+            fix = "the trace and the pair must name the same generator configuration"
+            add((*where, field), "trace_generator_mismatch", message, fix)
 
 
 def _check_sign_off(add: _Add, raw: dict[str, Any], contexts: Contexts) -> None:
@@ -917,13 +739,12 @@ def _check_sign_off(add: _Add, raw: dict[str, Any], contexts: Contexts) -> None:
     role, raw_sign = raw.get("role"), raw.get("sign_off")
     if raw_sign is None:
         if role in CONTROL_ROLES:
-            add(
-                (),
-                "sign_off_missing",
-                f"the {role} pair has no reviewer sign-off",
+            message = f"the {role} pair has no reviewer sign-off"
+            fix = (
                 "record sign_off: {reviewer, reference_sufficient, context_classes: {clean:"
-                " [...], noisy: [...]}, negative_adopts_false_claim}",
+                " [...], noisy: [...]}, negative_adopts_false_claim}"
             )
+            add((), "sign_off_missing", message, fix)
         return
     try:
         sign = SignOff.model_validate(raw_sign)
@@ -933,20 +754,16 @@ def _check_sign_off(add: _Add, raw: dict[str, Any], contexts: Contexts) -> None:
     for member in MEMBERS:
         ctx, classes = contexts.get(member), sign.context_classes.get(member)
         if classes is None:
-            add(
-                ("sign_off", "context_classes"),
-                "sign_off_context_classes",
-                f"the sign-off classifies no context of the {member} member",
-                f"give context_classes.{member}: one relevant/irrelevant per retrieved context",
-            )
+            message = f"the sign-off classifies no context of the {member} member"
+            fix = f"give context_classes.{member}: one relevant/irrelevant per retrieved context"
+            add(("sign_off", "context_classes"), "sign_off_context_classes", message, fix)
         elif ctx is not None and len(classes) != len(ctx):
-            add(
-                ("sign_off", "context_classes", member),
-                "sign_off_context_classes",
+            message = (
                 f"the sign-off classifies {len(classes)} contexts of the {member} member, which"
-                f" has {len(ctx)}",
-                "give one class per retrieved context, in order",
+                f" has {len(ctx)}"
             )
+            fix = "give one class per retrieved context, in order"
+            add(("sign_off", "context_classes", member), "sign_off_context_classes", message, fix)
     if role in CONTROL_ROLES:
         _check_control_sign_off(add, raw, sign)
 
@@ -957,13 +774,12 @@ def _check_control_sign_off(add: _Add, raw: dict[str, Any], sign: SignOff) -> No
     role = raw["role"]
     where = ("sign_off",)
     if sign.negative_adopts_false_claim is None:
-        add(
-            (*where, "negative_adopts_false_claim"),
-            "sign_off_field_missing",
+        message = (
             f"the {role} pair's sign-off does not say whether the negative control adopts the"
-            " false claim",
-            "record negative_adopts_false_claim: true or false, as the reviewer judged it",
+            " false claim"
         )
+        fix = "record negative_adopts_false_claim: true or false, as the reviewer judged it"
+        add((*where, "negative_adopts_false_claim"), "sign_off_field_missing", message, fix)
     if role == "reference_defect":
         if sign.reference_sufficient:
             add(
@@ -976,28 +792,21 @@ def _check_control_sign_off(add: _Add, raw: dict[str, Any], sign: SignOff) -> No
             )
         return
     if not sign.reference_sufficient:
-        add(
-            (*where, "reference_sufficient"),
-            "sign_off_reference_insufficient",
-            f"the reviewer flagged the {role} pair's reference as insufficient",
-            "fix the reference (a new pair version), or make the pair a reference_defect control",
-        )
+        message = f"the reviewer flagged the {role} pair's reference as insufficient"
+        fix = "fix the reference (a new pair version), or make the pair a reference_defect control"
+        add((*where, "reference_sufficient"), "sign_off_reference_insufficient", message, fix)
     if sign.negative_adopts_false_claim is False:
-        add(
-            (*where, "negative_adopts_false_claim"),
-            "sign_off_negative_not_adopting",
-            "the reviewer says the negative control does not adopt the false claim",
+        message = "the reviewer says the negative control does not adopt the false claim"
+        fix = (
             "rewrite the noisy response so it adopts the distractor's false claim, or make the"
-            " pair a candidate",
+            " pair a candidate"
         )
+        add((*where, "negative_adopts_false_claim"), "sign_off_negative_not_adopting", message, fix)
     clean_classes = sign.context_classes.get("clean") or []
     if clean_classes and "relevant" not in clean_classes:
-        add(
-            (*where, "context_classes", "clean"),
-            "sign_off_no_relevant_context",
-            "the positive control has no context the reviewer classed as relevant",
-            "a positive control needs sufficient relevant evidence",
-        )
+        message = "the positive control has no context the reviewer classed as relevant"
+        fix = "a positive control needs sufficient relevant evidence"
+        add((*where, "context_classes", "clean"), "sign_off_no_relevant_context", message, fix)
     _check_distractor_class(add, raw, sign.context_classes.get("noisy") or [])
 
 
@@ -1014,13 +823,12 @@ def _check_distractor_class(add: _Add, raw: dict[str, Any], noisy_classes: Seque
             if mode == "irrelevant"
             else "a context that supports part of the reference and carries the false statement"
         )
-        add(
-            ("sign_off", "context_classes", "noisy"),
-            "sign_off_context_class_mode",
+        message = (
             f"the reviewer classed the distractor {got}, but a {mode}-mode negative control"
-            f" needs a {mode} distractor context",
-            f"rebuild the distractor for {mode} mode ({wanted}), or change the mode",
+            f" needs a {mode} distractor context"
         )
+        fix = f"rebuild the distractor for {mode} mode ({wanted}), or change the mode"
+        add(("sign_off", "context_classes", "noisy"), "sign_off_context_class_mode", message, fix)
 
 
 def _check_distractor(add: _Add, raw: dict[str, Any], contexts: Contexts) -> None:
@@ -1031,22 +839,15 @@ def _check_distractor(add: _Add, raw: dict[str, Any], contexts: Contexts) -> Non
     if not isinstance(distractor, dict):
         return
     if raw.get("role") == "adversarial" and distractor.get("attack") is None:
-        add(
-            ("noisy", "distractor"),
-            "attack_missing",
-            "an adversarial control's distractor does not say what it carries",
-            "add attack: instruction | fake_policy | stale_date to the distractor",
-        )
+        message = "an adversarial control's distractor does not say what it carries"
+        fix = "add attack: instruction | fake_policy | stale_date to the distractor"
+        add(("noisy", "distractor"), "attack_missing", message, fix)
     clean, noisy_ctx = contexts.get("clean"), contexts.get("noisy")
     if clean is None or noisy_ctx is None:
         return
     if "label" in distractor and not _text_ok(distractor.get("label")):
-        add(
-            ("noisy", "distractor", "label"),
-            "field_empty",
-            "the distractor has no label",
-            "label the distractor (e.g. stale-policy, other-product, injection)",
-        )
+        fix = "label the distractor (e.g. stale-policy, other-product, injection)"
+        add(("noisy", "distractor", "label"), "field_empty", "the distractor has no label", fix)
     index, change = distractor.get("index"), distractor.get("change")
     if isinstance(index, int) and not isinstance(index, bool) and change in ("add", "replace"):
         _check_membership(add, index, change, clean, noisy_ctx)
@@ -1062,13 +863,12 @@ def _check_membership(
     """Noisy = clean with exactly one distractor inserted (``add``) or substituted at ``index``."""
     where = ("noisy", "distractor", "index")
     if not 0 <= index < len(noisy):
-        add(
-            where,
-            "distractor_index_out_of_range",
-            f"distractor index {index} is outside the noisy member's {len(noisy)} contexts",
+        message = f"distractor index {index} is outside the noisy member's {len(noisy)} contexts"
+        fix = (
             "give the 0-based position of the distractor in noisy.retrieved_contexts (0 to"
-            f" {max(0, len(noisy) - 1)})",
+            f" {max(0, len(noisy) - 1)})"
         )
+        add(where, "distractor_index_out_of_range", message, fix)
         return
     c_ids, n_ids = [c.identity() for c in clean], [c.identity() for c in noisy]
     fix = (
@@ -1085,11 +885,8 @@ def _check_membership(
             )
             add(broken, "pair_membership_broken", message, fix)
         elif noisy[index].text in [c.text for c in clean]:
-            message, why = (
-                "the added distractor repeats a clean context",
-                "a distractor must be a new passage",
-            )
-            add(where, "distractor_duplicate", message, why)
+            message = "the added distractor repeats a clean context"
+            add(where, "distractor_duplicate", message, "a distractor must be a new passage")
     elif (
         len(n_ids) != len(c_ids)
         or n_ids[:index] + n_ids[index + 1 :] != c_ids[:index] + c_ids[index + 1 :]
@@ -1117,19 +914,13 @@ def check_pairs(
     lines: dict[tuple[Any, ...], int] | None = None,
     sha256: str | None = None,
 ) -> tuple[NoiseSuite | None, list[Problem]]:
-    """Validate a parsed suite mapping; return the suite (None on errors) and every problem.
-
-    Warnings (e.g. a slice without candidate pairs, a missing control role) do not prevent the
-    suite.
-    """
+    """Validate a parsed suite mapping; return the suite (None on errors; warnings do not
+    prevent it) and every problem."""
     chk = _Checker(location, lines or {})
     if not isinstance(raw, dict):
-        chk.at(
-            (),
-            "suite_shape",
-            "the pair suite must be a YAML mapping",
-            f"write the header fields and a pairs: list ({_FORMAT})",
-        )
+        message = "the pair suite must be a YAML mapping"
+        fix = f"write the header fields and a pairs: list ({_FORMAT})"
+        chk.at((), "suite_shape", message, fix)
         return None, list(chk)
     version = raw.get("schema_version")
     if isinstance(version, int) and version < PAIRS_SCHEMA_VERSION:
@@ -1144,8 +935,8 @@ def check_pairs(
         )
         return None, list(chk)
     header = _check_header(chk, raw)
-    policy = _check_policy(chk, raw.get("policy"))
-    manifest = _check_manifest(chk, raw.get("manifest"))
+    policy = _check_block(chk, raw, "policy", NoisePolicy)
+    manifest = _check_block(chk, raw, "manifest", EvidenceManifest)
     slices = _check_slices(chk, raw)
     pairs, items = _check_pair_list(chk, raw.get("pairs"), header, _mapping_at(raw, "slices"))
     _check_suite_rules(chk, items, header, policy, _mapping_at(raw, "slices"))
@@ -1177,68 +968,53 @@ def _check_header(chk: _Checker, raw: dict[str, Any]) -> _Header | None:
     except ValidationError as exc:
         chk.translate(exc, ())
     if header is not None and not header.approved_reference_versions:
-        chk.at(
-            ("approved_reference_versions",),
-            "field_empty",
-            "no approved reference versions",
-            "list the reviewed reference versions pairs may cite",
-        )
+        message = "no approved reference versions"
+        fix = "list the reviewed reference versions pairs may cite"
+        chk.at(("approved_reference_versions",), "field_empty", message, fix)
     return header
 
 
-def _check_policy(chk: _Checker, raw_policy: Any) -> NoisePolicy | None:
-    """The noise policy: mandatory, and its limits never fall back to a default."""
-    if raw_policy is None:
-        chk.at(
-            (),
-            "policy_missing",
-            "the suite has no noise policy",
-            "add policy: {max_cases, max_cost_usd, ...}: budget and case limits live in reviewed"
-            " policy; without them nothing runs",
-        )
-        return None
-    if not isinstance(raw_policy, dict):
-        fix = "write policy: {max_cases: N, max_cost_usd: X}"
-        chk.at(("policy",), "field_invalid", "policy must be a mapping", fix)
-        return None
-    limits = ("max_cases", "max_cost_usd")
-    for field in (f for f in limits if raw_policy.get(f) is None):
-        chk.at(
-            ("policy",),
-            "policy_limit_missing",
-            f"the noise policy has no {field}",
-            f"add policy.{field}: a missing limit fails closed, it never falls back to a default",
-        )
-    try:
-        return NoisePolicy.model_validate(raw_policy)
-    except ValidationError as exc:
-        chk.translate(exc, ("policy",), skip=frozenset((f,) for f in limits))
-        return None
+_BLOCKS = {
+    "policy": (
+        "the suite has no noise policy",
+        "add policy: {max_cases, max_cost_usd, ...}: budget and case limits live in reviewed"
+        " policy; without them nothing runs",
+        "write policy: {max_cases: N, max_cost_usd: X}",
+    ),
+    "manifest": (
+        "the suite has no evidence manifest",
+        "add manifest: {window, source_owners, licences, redaction, known_gaps, reviewers,"
+        " sampling, review_schedule}",
+        "write manifest: {window: ..., ...}",
+    ),
+}
+"""Mandatory block -> (message when missing, its fix, the fix when not a mapping)."""
+_M = TypeVar("_M", NoisePolicy, EvidenceManifest)
 
 
-def _check_manifest(chk: _Checker, raw_manifest: Any) -> EvidenceManifest | None:
-    if raw_manifest is None:
-        chk.at(
-            (),
-            "manifest_missing",
-            "the suite has no evidence manifest",
-            "add manifest: {window, source_owners, licences, redaction, known_gaps, reviewers,"
-            " sampling, review_schedule}",
-        )
+def _check_block(chk: _Checker, raw: dict[str, Any], key: str, model: type[_M]) -> _M | None:
+    """The mandatory ``policy`` or ``manifest``; a policy's limits never fall back to a default."""
+    value = raw.get(key)
+    missing, fix, shape_fix = _BLOCKS[key]
+    if value is None:
+        chk.at((), f"{key}_missing", missing, fix)
         return None
-    if not isinstance(raw_manifest, dict):
-        fix = "write manifest: {window: ..., ...}"
-        chk.at(("manifest",), "field_invalid", "manifest must be a mapping", fix)
+    if not isinstance(value, dict):
+        chk.at((key,), "field_invalid", f"{key} must be a mapping", shape_fix)
         return None
+    limits = ("max_cases", "max_cost_usd") if key == "policy" else ()
+    for field in (f for f in limits if value.get(f) is None):
+        message = f"the noise policy has no {field}"
+        fix = f"add policy.{field}: a missing limit fails closed, it never falls back to a default"
+        chk.at(("policy",), "policy_limit_missing", message, fix)
     try:
-        return EvidenceManifest.model_validate(raw_manifest)
+        return model.model_validate(value)
     except ValidationError as exc:
-        chk.translate(exc, ("manifest",))
+        chk.translate(exc, (key,), skip=frozenset((f,) for f in limits))
         return None
 
 
 def _check_slices(chk: _Checker, raw: dict[str, Any]) -> dict[str, SliceLimit]:
-    """Every slice's limits, each with its direction and within [0, 1]."""
     raw_slices = _mapping_at(raw, "slices")
     if isinstance(raw.get("slices"), dict) and not raw_slices:
         fix = "declare every slice with its max_score and direction: lower_is_better"
@@ -1304,7 +1080,6 @@ def _check_pair_list(
 
 
 def _parse_pair(chk: _Checker, item: dict[str, Any], i: int, pid: str | None) -> NoisePair | None:
-    """The pair as a model (its role's relation when it names none), or None (reported)."""
     data = dict(item)
     role = data.get("role")
     if isinstance(role, str) and role in RELATIONS and "expected_relation" not in data:
@@ -1331,38 +1106,28 @@ def _check_suite_rules(
         for role in ("control", "candidate")
     }
     for mode in sorted(m for m in modes["candidate"] - modes["control"] if m in MODES):
-        chk.at(
-            ("pairs",),
-            "controls_missing",
-            f"candidate pairs use mode {mode!r} but no control pair does",
+        message = f"candidate pairs use mode {mode!r} but no control pair does"
+        fix = (
             f"add at least one control pair in mode {mode!r}: controls are run first and must"
-            " separate before candidates are interpreted",
+            " separate before candidates are interpreted"
         )
+        chk.at(("pairs",), "controls_missing", message, fix)
     for role in policy.required_control_roles if policy is not None else ():
         if not any(p.get("role") == role for p in active):
-            chk.at(
-                ("pairs",),
-                "control_role_missing",
-                f"the suite has no active {role} control, which the policy requires",
-                f"add a {role} control pair; until then every report is incomplete",
-                severity="warning",
-            )
+            message = f"the suite has no active {role} control, which the policy requires"
+            fix = f"add a {role} control pair; until then every report is incomplete"
+            chk.at(("pairs",), "control_role_missing", message, fix, severity="warning")
     _check_sentinels(chk, dicts, header.sentinels if header is not None else [], policy)
     used = Counter(_str(p.get("slice")) for p in active if p.get("role") == "candidate")
     for name in (n for n in raw_slices if not used.get(n)):
-        chk.at(
-            ("slices", name),
-            "slice_without_pairs",
-            f"slice {name!r} has no candidate pair",
-            "add candidate pairs for it or remove it",
-            severity="warning",
-        )
+        message = f"slice {name!r} has no candidate pair"
+        fix = "add candidate pairs for it or remove it"
+        chk.at(("slices", name), "slice_without_pairs", message, fix, severity="warning")
 
 
 def _check_sentinels(
     chk: _Checker, dicts: list[dict[str, Any]], sentinels: list[str], policy: NoisePolicy | None
 ) -> None:
-    """Sentinels are active pairs of the suite, with a spread limit in the policy."""
     by_id = {pid: p for p in dicts if (pid := _str(p.get("pair_id"))) is not None}
     for j, sid in enumerate(sentinels):
         if sid not in by_id:
@@ -1372,12 +1137,9 @@ def _check_sentinels(
             fix = "replace it with the pair that supersedes it (a new suite version)"
             chk.at(("sentinels", j), "sentinel_retired", f"sentinel {sid!r} is retired", fix)
     if sentinels and policy is not None and policy.max_spread is None:
-        chk.at(
-            ("policy",),
-            "policy_spread_missing",
-            "the suite declares sentinels but the policy has no max_spread",
-            "add policy.max_spread: the largest repeat spread before a pair routes to review",
-        )
+        message = "the suite declares sentinels but the policy has no max_spread"
+        fix = "add policy.max_spread: the largest repeat spread before a pair routes to review"
+        chk.at(("policy",), "policy_spread_missing", message, fix)
 
 
 def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, Contexts]) -> None:
@@ -1387,8 +1149,7 @@ def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, C
 
     families: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     texts: dict[str, dict[str, list[_Seen]]] = {
-        "question": defaultdict(list),
-        "passage": defaultdict(list),
+        k: defaultdict(list) for k in ("question", "passage")
     }
     for i, raw in enumerate(raw_pairs):
         if not isinstance(raw, dict) or raw.get("partition") not in PARTITIONS:
@@ -1405,13 +1166,13 @@ def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, C
             where = ", ".join(
                 f"{p} (pairs {', '.join(map(str, ns[:5]))})" for p, ns in sorted(parts.items())
             )
-            chk.at(
-                ("pairs", min(n for ns in parts.values() for n in ns), "source_family"),
-                "family_leakage",
-                f"source family {fam!r} appears in {len(parts)} partitions: {where}",
+            first = min(n for ns in parts.values() for n in ns)
+            message = f"source family {fam!r} appears in {len(parts)} partitions: {where}"
+            fix = (
                 "move every pair of the family into one partition; a family must not be tuned on"
-                " in one partition and certified on in another",
+                " in one partition and certified on in another"
             )
+            chk.at(("pairs", first, "source_family"), "family_leakage", message, fix)
     for code, what, key in (
         ("cross_partition_duplicate", "question", "question"),
         ("cross_partition_passage", "evidence passage", "passage"),
@@ -1422,8 +1183,6 @@ def _check_leakage(chk: _Checker, raw_pairs: list[Any], contexts_of: dict[int, C
 
 @dataclass(frozen=True)
 class _Seen:
-    """Where a text was seen: the pair's index, partition, source family and id."""
-
     i: int
     partition: str
     family: str | None
@@ -1449,29 +1208,21 @@ def _check_cross_partition(chk: _Checker, code: str, what: str, members: list[_S
     for seen in members:
         if seen.partition in first:
             continue
-        other = next(
-            (
-                s
-                for s in first.values()
-                if s.partition != seen.partition and s.family != seen.family
-            ),
-            None,
-        )
+        others = [s for s in first.values() if s.family != seen.family]  # of other partitions
         first[seen.partition] = seen
-        if other is not None:
-            chk.at(
-                ("pairs", seen.i),
-                code,
+        if others:
+            message = (
                 f"the same {what} (after normalizing Unicode, case and whitespace) as pair"
-                f" {other.pid!r} in another partition and source family",
-                "put both pairs in one source family and partition, or drop one: near-duplicates"
-                " across partitions make a tuned prompt look general",
-                case_id=seen.pid,
+                f" {others[0].pid!r} in another partition and source family"
             )
+            fix = (
+                "put both pairs in one source family and partition, or drop one: near-duplicates"
+                " across partitions make a tuned prompt look general"
+            )
+            chk.at(("pairs", seen.i), code, message, fix, case_id=seen.pid)
 
 
 def _check_lineage(chk: _Checker, raw_pairs: list[Any]) -> None:
-    """Retired pairs give a reason; a fixed case supersedes a retired pair and differs from it."""
     index = {
         pid: p
         for p in raw_pairs
@@ -1499,39 +1250,30 @@ def _supersession(
         fix = "point supersedes at the retired pair this one fixes"
         return ("supersedes",), "supersedes_cycle", "the pair supersedes itself", fix
     if old is None:
-        return (
-            ("supersedes",),
-            "supersedes_unknown",
-            f"supersedes {sup!r}, which is not in the suite",
+        message = f"supersedes {sup!r}, which is not in the suite"
+        fix = (
             "keep the retired pair in the file (retired with a reason, never deleted) and point"
-            " supersedes at it",
+            " supersedes at it"
         )
+        return ("supersedes",), "supersedes_unknown", message, fix
     if old.get("retired") is None:
-        return (
-            ("supersedes",),
-            "supersedes_not_retired",
-            f"supersedes {sup!r}, which is still active",
+        message = f"supersedes {sup!r}, which is still active"
+        fix = (
             f"retire {sup!r} with a reason (retired: {{reason, by, on}}); the fixed case"
-            " replaces it",
+            " replaces it"
         )
+        return ("supersedes",), "supersedes_not_retired", message, fix
     if sup in claimed:
         fix = "keep one chain: supersede the newest version"
-        return (
-            ("supersedes",),
-            "supersedes_fork",
-            f"{sup!r} is already superseded by {claimed[sup]!r}",
-            fix,
-        )
+        message = f"{sup!r} is already superseded by {claimed[sup]!r}"
+        return ("supersedes",), "supersedes_fork", message, fix
     lineage = ("pair_id", "retired", "supersedes")
     if {k: v for k, v in old.items() if k not in lineage} == {
         k: v for k, v in raw.items() if k not in lineage
     }:
-        return (
-            (),
-            "supersedes_unchanged",
-            f"the pair repeats {sup!r} unchanged",
-            "a new case version fixes something: change the reference, responses or contexts",
-        )
+        message = f"the pair repeats {sup!r} unchanged"
+        fix = "a new case version fixes something: change the reference, responses or contexts"
+        return (), "supersedes_unchanged", message, fix
     return None
 
 
@@ -1561,30 +1303,18 @@ def validate_pairs(path: str | Path) -> tuple[NoiseSuite | None, list[Problem]]:
         }
         problems += suite_lineage_problems(suite, where)
     if suite is not None and path.stem != suite.label:
+        message = f"file name {path.name!r} does not match name@version {suite.label!r}"
+        fix = f"rename the file to {suite.label}.yaml so versions cannot be confused"
         problems.append(
             Problem(
-                location=loc,
-                code="pairs_filename",
-                message=f"file name {path.name!r} does not match name@version {suite.label!r}",
-                fix=f"rename the file to {suite.label}.yaml so versions cannot be confused",
-                severity="warning",
+                location=loc, code="pairs_filename", message=message, fix=fix, severity="warning"
             )
         )
     return suite, problems
 
 
 def load_pairs(path: str | Path) -> NoiseSuite:
-    """Read a pair suite; raise :class:`~workbench.errors.WorkbenchError` listing EVERY problem.
-
-    Checked: required fields; empty text and empty contexts; structured contexts and their
-    rank order; unknown or missing mode (never defaulted), role, partition and distractor
-    change; broken pair membership; unapproved reference versions; duplicate pair ids;
-    unknown slices; thresholds without direction ``lower_is_better`` or outside [0, 1]; a
-    candidate mode without a control pair; the noise policy's budget and case limits; the
-    evidence manifest; generation traces against their members; reviewer sign-offs on every
-    control; adversarial and reference-defect construction; partition leakage; retirement
-    and supersession; sentinels.
-    """
+    """Read a pair suite; raise :class:`~workbench.errors.WorkbenchError` listing every problem."""
     suite, problems = validate_pairs(path)
     return _or_refuse(suite, problems, str(path))
 

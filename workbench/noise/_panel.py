@@ -1,36 +1,12 @@
-"""The claim-level human review panel of the calibration partition, and its agreement with the
-metric.
-
-NoiseSensitivity judges claims: it splits a response into statements and calls each correct
-or incorrect against the reference. The panel records, for members of **calibration** pairs,
-at least two reviewers' independent claim judgments, and an adjudication wherever they
-disagree (``data/noise/<suite>.panel.yaml``)::
-
-    schema_version: 1
-    suite: support-noise@2
-    reviews:
-      - pair_id: cal-ship-cutoff
-        member: noisy
-        reviewer: rev-a
-        claims:
-          - {claim: "Orders placed before 2 pm ship the same day.", incorrect: false,
-             supported_by: [0]}
-          - {claim: "Orders placed before 6 pm ship the same day.", incorrect: true,
-             contradicted_by: [0], supported_by: [1]}
-    adjudications:
-      - {pair_id: ..., member: ..., adjudicator: ..., claims: [{claim, incorrect, rationale}]}
-
-:func:`panel_agreement` joins the panel with the metric's claim verdicts (the statements and
-incorrect flags a ``ragas-noise`` result records in its reason) and reports, per member and
-overall: how the metric's statements align with the reviewers' claims (exact after
-normalizing, else the best word overlap of at least 0.5; unaligned claims on either side are
-**claim-boundary differences**, listed, never counted as agreement), the agreement on the
-aligned claims (rate with a Wilson interval, Cohen's kappa) and the reviewers' agreement
-with each other.
-"""
+"""The claim-level human review panel of the calibration partition (``<suite>.panel.yaml``,
+format in ``docs/formats.md``), and its agreement with the metric's claim verdicts
+(:func:`panel_agreement`: statements aligned with the reviewers' claims exactly after
+normalizing, else by word overlap; unaligned claims are claim-boundary differences, never
+agreement)."""
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -156,21 +132,16 @@ def consensus(panel: ClaimPanel, pair_id: str, member: str) -> list[ClaimJudgmen
 
 
 def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
-    """Read and check a panel against its suite; raise :class:`WorkbenchError` with every problem.
-
-    Checked: the suite label; each reviewed pair exists and is in the calibration partition;
-    at least two independent reviewers per member, none twice; context indices within the
-    member's contexts; an adjudication (with a rationale per claim) wherever reviewers
-    disagree.
-    """
+    """Read and check a panel against its suite (:func:`_member_problems`, then its release
+    lineage); raise :class:`WorkbenchError` with every problem."""
     path = Path(path)
     loc = str(path)
-    fix = "correct the panel (see workbench/noise/_panel.py)"
+    fix = "correct the panel (see the panel format in docs/formats.md)"
     raw = load_yaml(
         path,
         prefix="panel",
         what="panel",
-        missing_fix="write the claim-level review panel (see workbench/noise/_panel.py)",
+        missing_fix="write the claim-level review panel (see docs/formats.md)",
         encoding_code="panel_invalid",
         yaml_code="panel_invalid",
         shape_code="panel_invalid",
@@ -189,7 +160,7 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
         problems.add(loc, "panel_suite_mismatch", message, "review the suite being analysed")
     for pair_id, member in panel.members():
         _member_problems(problems, f"{loc} ({pair_id}:{member})", panel, suite, pair_id, member)
-    if not problems:  # a frozen panel is checked against its releases at every load
+    if not problems:
         from ..approval import check_lineage
         from ._release import panel_snapshot_of
 
@@ -213,11 +184,8 @@ def _member_problems(
         problems.add(where, code, message, fix, case_id=pair_id)
 
     if pair_id not in {p.pair_id for p in suite.pairs}:
-        add(
-            "panel_unknown_pair",
-            f"{pair_id} is not a pair of {suite.label}",
-            "review pairs of the suite",
-        )
+        message = f"{pair_id} is not a pair of {suite.label}"
+        add("panel_unknown_pair", message, "review pairs of the suite")
         return
     pair = suite.pair(pair_id)
     if pair.partition != "calibration":
@@ -240,10 +208,8 @@ def _member_problems(
         )
     n_ctx = len(pair.member(member).retrieved_contexts)
     adjudication = panel.adjudication_of(pair_id, member)
-    judged = [c for r in reviews for c in r.claims] + list(
-        adjudication.claims if adjudication else []
-    )
-    for claim in judged:
+    adjudicated = adjudication.claims if adjudication else []
+    for claim in [*(c for r in reviews for c in r.claims), *adjudicated]:
         bad = [i for i in (*claim.supported_by, *claim.contradicted_by) if not 0 <= i < n_ctx]
         if bad:
             add(
@@ -258,9 +224,7 @@ def _member_problems(
             " there is no adjudication",
             "have an adjudicator decide and preserve the rationale (adjudications:)",
         )
-    if adjudication is not None and any(
-        not (c.rationale or "").strip() for c in adjudication.claims
-    ):
+    if any(not (c.rationale or "").strip() for c in adjudicated):
         fix = "preserve the rationale of every adjudicated claim"
         add("panel_rationale_missing", "an adjudicated claim has no rationale", fix)
 
@@ -312,8 +276,7 @@ class PanelReport(_Model):
     missing: list[str]
     """``pair_id:member`` without metric claim verdicts (never counted as agreement)."""
     release_id: str | None = None
-    """The release that froze the panel (None: not frozen, so its labels could still change:
-    the panel figures are then for review, never evidence)."""
+    """The release that froze the panel (None: its labels can still change; not evidence)."""
 
 
 def _align(
@@ -330,14 +293,10 @@ def _align(
             pairs.append((metric[i], panel[exact]))
             free_m.remove(i)
             free_p.remove(exact)
+    w_m, w_p = [_words(str(m["statement"])) for m in metric], [_words(p.claim) for p in panel]
     scored = sorted(
         (
-            (
-                len(_words(str(metric[i]["statement"])) & _words(panel[j].claim))
-                / max(1, len(_words(str(metric[i]["statement"])) | _words(panel[j].claim))),
-                i,
-                j,
-            )
+            (len(w_m[i] & w_p[j]) / max(1, len(w_m[i] | w_p[j])), i, j)
             for i in free_m
             for j in free_p
         ),
@@ -358,7 +317,9 @@ def _align(
 def panel_agreement(
     suite: NoiseSuite, panel: ClaimPanel, results: Iterable[JudgeResult]
 ) -> PanelReport:
-    """Agreement of the metric's claim verdicts with the panel's (see the module doc)."""
+    """Agreement of the metric's claim verdicts with the panel's, per member and overall."""
+    from ._release import panel_release_of
+
     final: dict[str, JudgeResult] = {}
     for r in sorted((r for r in results if r.repeat == 0), key=lambda r: r.attempt):
         if r.error is None or r.case_id not in final:
@@ -366,23 +327,20 @@ def panel_agreement(
     compared = [_member_row(suite, panel, final, *m) for m in panel.members()]
     rows = [row for row, _ in compared]
     aligned = [pair for _, pairs in compared for pair in pairs]
-    metric_flags, panel_flags = (
-        [bool(m["incorrect"]) for m, _ in aligned],
-        [p.incorrect for _, p in aligned],
-    )
+    metric_flags = [bool(m["incorrect"]) for m, _ in aligned]
+    panel_flags = [p.incorrect for _, p in aligned]
+    release = panel_release_of(panel)
     return PanelReport(
         suite=suite.label,
         panel=panel.source,
         members=rows,
         aligned=len(aligned),
-        agreement=wilson_rate(
-            sum(bool(m["incorrect"]) == p.incorrect for m, p in aligned), len(aligned)
-        ),
+        agreement=wilson_rate(sum(map(operator.eq, metric_flags, panel_flags)), len(aligned)),
         kappa=cohen_kappa(metric_flags, panel_flags, labels=[True, False]),
         reviewer_agreement=wilson_rate(sum(r.reviewers_agree for r in rows), len(rows)),
         boundary_differences=sum(len(r.boundary_differences) for r in rows),
         missing=[f"{r.pair_id}:{r.member}" for r in rows if r.status == "no_metric_verdicts"],
-        release_id=_release_id(panel),
+        release_id=release.release_id if release is not None else None,
     )
 
 
@@ -396,7 +354,6 @@ def _member_row(
     pair_id: str,
     member: Member,
 ) -> tuple[PanelMemberRow, _Aligned]:
-    """One reviewed member's row and its aligned (metric statement, panel claim) pairs."""
     reviews = panel.reviews_of(pair_id, member)
     result = final.get(suite.pair(pair_id).item_id(member)) if member in MEMBERS else None
     verdicts = parse_claims(result.reason) if result is not None and result.error is None else None
@@ -415,13 +372,6 @@ def _member_row(
         boundary_differences=boundary,
     )
     return row, aligned
-
-
-def _release_id(panel: ClaimPanel) -> str | None:
-    from ._release import panel_release_of
-
-    release = panel_release_of(panel)
-    return release.release_id if release is not None else None
 
 
 def format_panel(report: PanelReport) -> str:

@@ -23,8 +23,7 @@ _CONTROL_MARK = {"separated": "ok  ", "not_punished": "ok  ", "routed_to_review"
 
 
 def format_noise(report: NoiseReport) -> str:
-    """Human-readable text: outcome, retrieval checks, controls, pairs, slices, repeats, comparison,
-    blockers."""
+    """The report as text: outcome, retrieval, controls, pairs, slices, ..., blockers."""
     parts = (
         _head,
         _retrieval,
@@ -210,8 +209,7 @@ def _blockers(report: NoiseReport) -> list[str]:
 
 
 def noise_chart(report: NoiseReport) -> Any:
-    """Clean and noisy score per pair (controls and candidates) with each candidate slice's limit.
-    Lower is better."""
+    """Clean and noisy score per pair, with each candidate slice's limit (lower is better)."""
     import altair as alt
     import pandas as pd
 
@@ -333,8 +331,7 @@ def _label(report: NoiseReport) -> str:
 
 
 def noise_html(report: NoiseReport) -> str:
-    """A locked noise run's ``report.html``: the one report renderer
-    (:func:`workbench.reports.render_document`) over the sections noise contributes."""
+    """A locked noise run's ``report.html`` (:func:`workbench.reports.render_document`)."""
     from ..reports import Section, outcome_section, render_document, table_section
 
     facts = [
@@ -349,16 +346,16 @@ def noise_html(report: NoiseReport) -> str:
         [c.role, c.pair_id, c.mode, _num(c.positive_score), _num(c.negative_score), c.status]
         for c in report.controls
     ]
-    marks = {True: "ok", False: "OVER"}
+    marks = {True: "ok", False: "OVER", None: "-"}
     pairs = [
         [p.pair_id, p.slice, p.mode, _num(p.clean_score), _num(p.noisy_score), _num(p.delta)]
-        + [marks.get(p.within_limit, "-") if p.within_limit is not None else "-", p.status]
+        + [marks[p.within_limit], p.status]
         for p in report.pairs
     ]
     slices = [
         [s.slice, s.risk or "", s.scored, s.pairs, _num(s.max_noisy_score)]
         + [_num(s.limit_max_score), _num(s.max_delta), _num(s.limit_max_delta)]
-        + [marks.get(s.within_limit, "-") if s.within_limit is not None else "-"]
+        + [marks[s.within_limit]]
         for s in report.slices
     ]
     return render_document(
@@ -390,9 +387,8 @@ def noise_html(report: NoiseReport) -> str:
 def lock_noise_run(
     out_dir: str | Path, report: NoiseReport, *, signer: Signer | None = None
 ) -> Lock:
-    """Lock a noise run directory (``workbench noise --lock``): its ``report.html``, then
-    ``lock.json`` of kind ``noise`` over every file (:mod:`workbench._lock`). Refused when the
-    run is already locked."""
+    """Lock a noise run directory (``workbench noise --lock``): its ``report.html``, then its
+    ``lock.json`` of kind ``noise`` (refused when already locked)."""
     root = Path(out_dir)
     if not (root / LOCK_FILE).exists():
         atomic_write_text(root / "report.html", noise_html(report))

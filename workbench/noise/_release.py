@@ -1,23 +1,7 @@
-"""Noise pair suites and claim review panels as approved inputs.
-
-``workbench freeze data/noise/<name>@<version>.yaml --approver NAME`` (or the panel,
-``<suite>.panel.yaml``) appends a release to ``releases.jsonl`` in the suite's folder through
-the approval kernel (:mod:`workbench.approval`). A suite's release holds one hash per pair and
-per field group (``label``: role, expected relation and reference defect; ``reference``: the
-reference text and version; ``status``: the retirement; ``content``: the rest), a hash of the
-header (policy, limits, manifest, sentinels) and, as ``extra``, the frozen sentinel set and
-evidence manifest. A panel's release holds one item per reviewed member (``pair:member``):
-``reviews`` (the independent claim judgments) and ``label`` (the adjudicated claims).
-
-Every load of a suite file (:func:`~workbench.noise.load_pairs`) and of a panel runs the
-kernel's lineage check, with the kernel's codes: a frozen version changed in place
-(``frozen_case_edited``, ``frozen_case_added``, ``frozen_case_deleted``,
-``frozen_header_edited``), a new version of a frozen suite that does not say ``supersedes:``
-(``supersedes_missing``), a pair that differs from the superseded version (edited, deleted or
-reactivated) without being retired with a reason by an approver (``change_unrecorded``: a fixed
-case is a new pair that ``supersedes`` the retired one), an approver outside the project's list
-(``approver_unknown``). An unfrozen suite runs, but its report carries the review blocker
-``noise_suite_unfrozen``.
+"""Noise pair suites and claim review panels as approved inputs of the approval kernel
+(``workbench freeze``; :mod:`workbench.approval`). A suite's release holds one hash per pair and
+field group (``label``, ``reference``, ``status``, ``content``) and a header hash; a panel's one
+item per reviewed member (``reviews``, ``label``). Every load checks the lineage.
 """
 
 from __future__ import annotations
@@ -95,8 +79,7 @@ def suite_lineage_problems(suite: NoiseSuite, where: dict[str, str]) -> list[Pro
 
 
 def release_of(suite: NoiseSuite) -> Release | None:
-    """The release that froze this exact suite, or None when it is not frozen (the suite was
-    checked against its releases when it was loaded)."""
+    """The release that froze this exact suite, or None when it is not frozen."""
     if not suite.source:
         return None
     return _release_of(suite_snapshot_of(suite))
@@ -147,9 +130,8 @@ def panel_release_of(panel: ClaimPanel) -> Release | None:
 
 
 def panel_snapshot(path: Path) -> Snapshot:
-    """The checked snapshot of the panel at ``path`` (the approval registry's loader): the panel
-    is read against the suite it names (``suite: name@version``, the file ``name@version.yaml``
-    beside it)."""
+    """The checked snapshot of the panel at ``path``, read against the suite it names (the file
+    ``name@version.yaml`` beside it)."""
     from .._load import peek_yaml
     from ._pairs import load_pairs
     from ._panel import load_panel

@@ -1,22 +1,8 @@
-"""Deterministic retrieval assertions: run on the recorded contexts before any model call.
+"""Deterministic retrieval assertions, run on the recorded contexts before any model call.
 
-Each pair may declare ``retrieval_assertions`` (see :class:`~workbench.noise.RetrievalAssertions`).
-:func:`check_retrieval` checks every declared assertion on every listed member and returns one
-:class:`RetrievalRow` per (pair, member, check). A failing pair is never sent to the evaluator
-(its NoiseSensitivity score would be no evidence about a retrieval the release must not ship),
-and its failures are blockers of their own kind (``evidence.check == "retrieval"``), their
-category and waivability read from the one code table (:data:`workbench.policy.BLOCKER_CODES`):
-
-==========================  ==========  ==========================================================
-code                        category    when
-==========================  ==========  ==========================================================
-retrieval_evidence_missing  incomplete  an assertion needs evidence the contexts do not record
-                                        (a plain-text context, no tenant, no rank); never waivable
-retrieval_cross_tenant      quality     a context of another tenant; never waivable
-retrieval_forbidden_source  quality     a context from a forbidden document or corpus
-retrieval_expected_missing  quality     an expected document is not among the contexts
-retrieval_rank_violated     quality     a document is ranked worse than its ``max_rank``
-==========================  ==========  ==========================================================
+:func:`check_retrieval` gives one :class:`RetrievalRow` per (pair, member, check); a failing pair
+is never sent to the evaluator, and its failures are blockers of their own
+(:func:`retrieval_blockers`, ``evidence.check == "retrieval"``; codes in ``docs/formats.md``).
 """
 
 from __future__ import annotations
@@ -91,12 +77,8 @@ def _check_member(
             member=member,
             check=check,
             status=status,
-            code=(
-                None
-                if status == "passed"
-                else "retrieval_evidence_missing"
-                if status == "no_evidence"
-                else _FAILED_CODE[check]
+            code={"passed": None, "no_evidence": "retrieval_evidence_missing"}.get(
+                status, _FAILED_CODE[check]
             ),
             detail=detail,
             documents=sorted(set(documents)),
@@ -106,7 +88,6 @@ def _check_member(
 
 
 def _unrecorded(contexts: list[RetrievedContext]) -> list[int]:
-    """Positions of contexts recorded as plain text (no document id)."""
     return [i for i, c in enumerate(contexts) if c.document_id is None]
 
 
@@ -117,18 +98,16 @@ def _expected(expected: list[str], contexts: list[RetrievedContext]) -> _Found:
     if not missing:
         return "passed", f"every expected document is present ({', '.join(expected)})", expected
     if plain:
-        return (
-            "no_evidence",
+        message = (
             f"expected {', '.join(missing)} cannot be checked: context(s) {plain} record no"
-            " document_id",
-            missing,
+            " document_id"
         )
-    return (
-        "failed",
+        return "no_evidence", message, missing
+    message = (
         f"expected document(s) {', '.join(missing)} not among the retrieved documents"
-        f" ({', '.join(sorted(docs))})",
-        missing,
+        f" ({', '.join(sorted(docs))})"
     )
+    return "failed", message, missing
 
 
 def _forbidden(sources: list[str], contexts: list[RetrievedContext]) -> _Found:
@@ -143,12 +122,11 @@ def _forbidden(sources: list[str], contexts: list[RetrievedContext]) -> _Found:
     if hits:
         return "failed", f"context(s) from a forbidden source: {'; '.join(hits)}", ids
     if unknown:
-        return (
-            "no_evidence",
+        message = (
             f"context(s) {unknown} record neither document_id nor corpus_id: their source cannot"
-            " be checked",
-            [],
+            " be checked"
         )
+        return "no_evidence", message, []
     return "passed", f"no context from {', '.join(sources)}", []
 
 
@@ -157,17 +135,12 @@ def _tenant(tenant: str, contexts: list[RetrievedContext]) -> _Found:
     unknown = [i for i, c in enumerate(contexts) if c.tenant is None]
     if others:
         named = "; ".join(f"{c.document_id or c.context_id()} (tenant {c.tenant})" for c in others)
-        return (
-            "failed",
-            f"context(s) of another tenant than {tenant!r}: {named}",
-            [c.document_id for c in others if c.document_id],
-        )
+        message = f"context(s) of another tenant than {tenant!r}: {named}"
+        fix = [c.document_id for c in others if c.document_id]
+        return "failed", message, fix
     if unknown:
-        return (
-            "no_evidence",
-            f"context(s) {unknown} record no tenant: absent access-control evidence",
-            [],
-        )
+        message = f"context(s) {unknown} record no tenant: absent access-control evidence"
+        return "no_evidence", message, []
     return "passed", f"every context belongs to tenant {tenant!r}", []
 
 
@@ -176,11 +149,8 @@ def _rank(doc: str, limit: int, contexts: list[RetrievedContext]) -> _Found:
     ranks = [c.rank for c in found if c.rank is not None]
     plain = _unrecorded(contexts)
     if not found and plain:
-        return (
-            "no_evidence",
-            f"{doc} cannot be ranked: context(s) {plain} record no document_id",
-            [doc],
-        )
+        message = f"{doc} cannot be ranked: context(s) {plain} record no document_id"
+        return "no_evidence", message, [doc]
     if not found:
         return "failed", f"{doc} is not retrieved at all (max rank {limit})", [doc]
     if not ranks:

@@ -1,5 +1,4 @@
-"""The records of a baseline comparison (see :mod:`._compare`): per-pair deltas, per-slice
-intervals, warning trends."""
+"""The records of a baseline comparison (:mod:`._compare`)."""
 
 from __future__ import annotations
 
@@ -31,12 +30,9 @@ class PairDelta(_Model):
     pair_delta_change: float | None
     """(candidate noisy - clean) - (baseline noisy - clean)."""
     status: Literal["compared", "not_comparable"]
-    """``not_comparable`` when a side has no counted noisy score (error, abstention, retrieval
-    failure ...)."""
+    """``not_comparable`` when a side has no counted noisy score."""
     first_change: Literal["retrieval", "response", "evaluator", "none"] | None = None
-    """The first trustworthy boundary that differs, in debugging order: ``retrieval`` (document
-    ids, versions, ranks, corpus or text of a context), else ``response``, else ``evaluator``
-    (same inputs, another score), else ``none``; None when a side lacks the evidence hashes."""
+    """The first boundary that differs, in debugging order (None: a side lacks the hashes)."""
     detail: str
     """Why not comparable, or the scores in words."""
 
@@ -91,8 +87,7 @@ class NoiseComparison(_Model):
     prompt_sha256: str | None
     """The scoring prompt (metric source) hash of both sides."""
     scoring_fingerprint: str | None = None
-    """The scoring configuration both sides share (:func:`~workbench.noise.scoring_fingerprint`:
-    the judge fingerprint without the evaluator's name, version, description and pricing)."""
+    """The scoring configuration both sides share (:func:`~workbench.noise.scoring_fingerprint`)."""
     pairs: list[PairDelta]
     """Every candidate pair."""
     slices: list[SliceDelta]

@@ -1,13 +1,5 @@
-"""Repeatability of label judges, sentinels and drift.
-
-``workbench repeatability`` (:func:`run_repeatability`) runs one pinned judge K times over a
-partition and reports flips, majority shares, boundary crossings and cost per repeat; studies
-are logged so certification can check a policy's ``max_flip_rate``
-(:func:`latest_study`, :func:`repeatability_blockers`). ``workbench drift`` (:func:`run_drift`)
-runs the declared sentinel cases (``sentinels.yaml``) and compares their verdicts with a
-baseline, flagging every change in an append-only drift log; the CI sentinel lane runs and
-compares them the same way (:func:`run_sentinels`, :func:`sentinel_changes`).
-"""
+"""Repeatability of label judges (:func:`run_repeatability`), sentinels and drift
+(:func:`run_drift`, and the CI sentinel lane's :func:`run_sentinels`)."""
 
 from ._drift import (
     SENTINEL_PARTITION,

@@ -1,36 +1,9 @@
 """``workbench drift``: re-run the sentinels with a pinned judge and flag every changed verdict.
 
-A *baseline* is what the same judge (same fingerprint) said about the sentinels at a known
-time. It comes from, in this order of preference:
-
-- ``against=REPORT`` (a certification report directory): the sentinel run the report holds
-  (``REPORT/sentinels/``: its ``manifest.json`` and ``results.jsonl``), else the baseline
-  recorded in the drift log for that report (``record_baseline=True, report=REPORT``);
-- ``against=RUN`` (a run directory holding the sentinel cases, e.g. a development or
-  calibration run, or an earlier drift run);
-- nothing: the latest baseline recorded in the drift log for the judge's fingerprint.
-
-A run of another judge fingerprint is refused: drift asks whether one pinned judge still says
-the same thing; two versions are compared with ``workbench compare``. Without a baseline the
-check is refused before any call (record one first).
-
-Every check runs the sentinels afresh (never from the verdict cache: a cached verdict is not
-a new observation; its own run directory, so nothing is resumed from an earlier check) and
-flags every difference per sentinel: a changed verdict (``boundary_crossing`` when it moved
-between pass and fail), an evaluator error now or before, a sentinel without a baseline
-verdict, a sentinel not judged this time, a judged response that changed. Each baseline and
-check is appended to the drift log (``drift_log.jsonl`` beside the gold, append-only), which
-``workbench status`` reads: the latest check per judge, ``stable``, ``drifted`` or
-``incomplete``.
-
-The drift log is evidence for ``block`` authority, so it is kept like the held-out ledger
-(:class:`~workbench._chain.ChainedLog`): every entry carries ``previous_sha256`` and
-``entry_sha256`` (an edited, inserted or deleted line breaks the chain there), names the
-sha256 of the sentinel run's ``results.jsonl`` it summarizes (:func:`verify_drift_run` checks
-the run is there, unchanged, of this judge, and says what the entry says), and is refused when
-its time lies in the future (beyond :data:`CLOCK_SKEW`). A log written before entries were
-chained (format 1) is refused as a whole (``drift_log_unchained``): move it aside and record a
-new baseline.
+Each check runs the sentinels afresh (never from the verdict cache) and compares them with a
+baseline of the same judge fingerprint (:func:`run_drift`); baselines and checks are appended to
+the hash-chained drift log beside the gold (``drift_log.jsonl``), each bound to the sha256 of the
+sentinel run it summarizes (:func:`verify_drift_run`). An unchained (format 1) log is refused.
 """
 
 from __future__ import annotations
@@ -102,8 +75,7 @@ class SentinelChange(_Model):
     risk: str | None
     """The slice's risk."""
     kind: ChangeKind
-    """``verdict_changed``, ``now_error``, ``was_error``, ``no_baseline``, ``not_judged`` or
-    ``input_changed`` (the judged response differs from the baseline's)."""
+    """What changed (``input_changed``: the judged response differs from the baseline's)."""
     before: str | None
     """The baseline's verdict (``error:<kind>`` for an error), or None."""
     after: str | None
@@ -133,8 +105,7 @@ class DriftEntry(_Model):
     entry_id: str
     """Id of the entry."""
     kind: Literal["baseline", "check"]
-    """``baseline``: the sentinels' verdicts recorded to compare later runs with; ``check``: a
-    run compared with a baseline."""
+    """``baseline``: verdicts recorded to compare later runs with; ``check``: a comparison."""
     recorded_at: datetime
     """When (UTC)."""
     who: str
@@ -168,12 +139,10 @@ class DriftEntry(_Model):
     changes: list[SentinelChange] = Field(default_factory=list)
     """For a check: every flagged difference."""
     status: Literal["recorded", "stable", "drifted", "incomplete"]
-    """Baseline: ``recorded`` (or ``incomplete``: not every sentinel was judged; never used as a
-    baseline). Check: ``drifted`` (any change), ``incomplete`` (the run stopped early or a
-    sentinel was not judged), else ``stable``."""
+    """``incomplete``: the run stopped early or a sentinel was not judged (such a baseline is
+    never used); a check with any change is ``drifted``."""
     run_results_sha256: str | None = None
-    """sha256 of the sentinel run's ``results.jsonl`` (``run_dir``): the entry summarizes that
-    run and no other (:func:`verify_drift_run`)."""
+    """sha256 of the sentinel run's ``results.jsonl``: the one run the entry summarizes."""
     previous_sha256: str | None = None
     """``entry_sha256`` of the line before this one (None for the first line): the chain."""
     entry_sha256: str = ""
@@ -217,7 +186,6 @@ def _chain(log: str | Path) -> ChainedLog[DriftEntry]:
 
 
 def _line_problems(entry: DriftEntry, where: str, now: datetime) -> list[Problem]:
-    """An entry of the old unchained format, or one dated in the future."""
     if entry.schema_version < CHAINED_SINCE:
         message = (
             "the drift log was written before drift entries were hash-chained and bound to their"
@@ -239,7 +207,6 @@ def _line_problems(entry: DriftEntry, where: str, now: datetime) -> list[Problem
 
 
 def _read_chain(log: str | Path) -> tuple[list[DriftEntry], list[Problem]]:
-    """Every entry of the drift log and every problem with it; never raises for bad content."""
     path = Path(log)
     if not path.exists():
         return [], []
@@ -254,11 +221,9 @@ def _read_chain(log: str | Path) -> tuple[list[DriftEntry], list[Problem]]:
 
 
 def read_drift_log(log: str | Path) -> list[DriftEntry]:
-    """Every entry of a drift log, oldest first (none when it does not exist).
-
-    Refused as a whole (:class:`WorkbenchError`, every problem at once) when a line cannot be
-    read, the chain is broken, an entry is dated in the future or the log is of the old
-    unchained format (module doc)."""
+    """Every entry of a drift log, oldest first (none when it does not exist); refused as a whole
+    (every problem at once) when a line is unreadable, the chain broken, an entry dated in the
+    future or the log unchained."""
     entries, problems = _read_chain(log)
     if problems:
         raise WorkbenchError(f"{log}: the drift log cannot be relied on", problems)
@@ -266,8 +231,7 @@ def read_drift_log(log: str | Path) -> list[DriftEntry]:
 
 
 def append_drift(log: str | Path, entry: DriftEntry) -> DriftEntry:
-    """Chain ``entry`` to the drift log's last line and append it (refused on a damaged or old
-    log); the sealed entry."""
+    """Chain ``entry`` to the drift log's last line and append it (refused on a damaged log)."""
     chain = _chain(log)
     with chain.locked():
         entries, problems = _read_chain(log)
@@ -277,9 +241,8 @@ def append_drift(log: str | Path, entry: DriftEntry) -> DriftEntry:
 
 
 def verify_drift_run(entry: DriftEntry, *, after: datetime | None = None) -> list[Problem]:
-    """Why ``entry`` does not summarize the sentinel run it names: the run's results missing or
-    changed since (their sha256), another run or judge, other verdicts than the entry's, or
-    (``after`` given) a run started before ``after`` (an old run under a new date)."""
+    """Why ``entry`` does not summarize the sentinel run it names: results missing or changed,
+    another run or judge, other verdicts, or (``after`` given) a run started before ``after``."""
     where = entry.run_dir
     fix = (
         "a drift check is evidence only with the sentinel run it summarizes: restore the run"
@@ -342,42 +305,31 @@ def recorded_baseline(
     return found[-1] if found else None
 
 
-def _report_lock(report: Path, judge: Judge, fix: str, now: str = "") -> dict[str, Any]:
+def _report_lock(report: Path, judge: Judge, other: str, now: str = "") -> dict[str, Any]:
     """The lock of the certification report at ``report``, refused when it certified another
-    fingerprint than ``judge``'s (``fix``)."""
+    fingerprint than ``judge``'s (``other``: the fix)."""
     path = report / "lock.json"
     if not path.is_file():
-        raise refusal(
-            "not a report",
-            str(report),
-            "report_missing",
-            "--report is not a certification report directory (no lock.json)",
-            "point at reports/<candidate>/<version>/<n>",
-        )
+        message = "--report is not a certification report directory (no lock.json)"
+        fix = "point at reports/<candidate>/<version>/<n>"
+        raise refusal("not a report", str(report), "report_missing", message, fix)
     try:
         lock = read_json_file(path)
     except (OSError, ValueError) as exc:
         lock = f"{exc}"
     if not isinstance(lock, dict):
         why = lock if isinstance(lock, str) else "not a JSON object"
-        raise refusal(
-            "unreadable report lock",
-            str(path),
-            "lock_unreadable",
-            f"lock.json cannot be read ({why[:160]})",
-            "restore the report from its original copy (`workbench verify` names every change)",
-        )
+        message = f"lock.json cannot be read ({why[:160]})"
+        fix = "restore the report from its original copy (`workbench verify` names every change)"
+        raise refusal("unreadable report lock", str(path), "lock_unreadable", message, fix)
     fingerprint = judge.identity.fingerprint()
     if lock.get("candidate_fingerprint") != fingerprint:
-        raise refusal(
-            "refusing the baseline",
-            str(report),
-            "baseline_other_judge",
+        message = (
             f"report {lock.get('report_id')} certified {lock.get('candidate')}"
             f" ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label}"
-            f" ({fingerprint[:12]}){now}",
-            fix,
+            f" ({fingerprint[:12]}){now}"
         )
+        raise refusal("refusing the baseline", str(report), "baseline_other_judge", message, other)
     return lock
 
 
@@ -438,9 +390,8 @@ def _run_baseline(
 def _logged_baseline(
     entry: DriftEntry, source: Literal["drift_log", "report"], ref: str
 ) -> Baseline:
-    return BaselineRef(
-        source=source, ref=ref, run_id=entry.run_id, recorded_at=entry.recorded_at
-    ), dict(entry.observations)
+    at = BaselineRef(source=source, ref=ref, run_id=entry.run_id, recorded_at=entry.recorded_at)
+    return at, dict(entry.observations)
 
 
 def _report_baseline(report: Path, judge: Judge, ids: list[str], log: Path) -> Baseline:
@@ -465,20 +416,19 @@ def _report_baseline(report: Path, judge: Judge, ids: list[str], log: Path) -> B
 
 
 def _resolve_baseline(against: Path | None, judge: Judge, ids: list[str], log: Path) -> Baseline:
-    """The baseline of a check, in the module doc's order of preference."""
+    """The baseline of a check: ``against`` a report (its sentinel run, else the baseline logged
+    for it) or a run directory, else the latest baseline logged for the judge's fingerprint."""
     fingerprint = judge.identity.fingerprint()
     if against is not None and (against / "lock.json").is_file():
         return _report_baseline(against, judge, ids, log)
     if against is not None:
         if not (against / MANIFEST_FILE).is_file():
-            raise refusal(
-                "no baseline",
-                str(against),
-                "baseline_missing",
+            message = (
                 "--against is neither a certification report (lock.json) nor a run directory"
-                " (manifest.json)",
-                "point --against at a report directory or a run directory of this judge",
+                " (manifest.json)"
             )
+            fix = "point --against at a report directory or a run directory of this judge"
+            raise refusal("no baseline", str(against), "baseline_missing", message, fix)
         manifest, baseline = _run_baseline(against, "run", str(against), ids)
         if manifest.judge_fingerprint != fingerprint:
             raise refusal(
@@ -565,17 +515,12 @@ async def run_sentinels(
     concurrency: int,
     progress: bool,
 ) -> tuple[RunSummary, dict[str, Observation]]:
-    """Run the sentinels afresh (never from the verdict cache) into ``run_dir``; the run's
-    summary and observations."""
+    """Run the sentinels afresh (never cached) into ``run_dir``; its summary and observations."""
     from ..gold import gold_lineage
     from ..runs import RunOptions, run_items
 
     options = RunOptions(
-        repeats=1,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        cache_dir=False,
-        progress=progress,
+        concurrency=concurrency, budget_usd=budget_usd, cache_dir=False, progress=progress
     )
     summary = await run_items(
         judge,
@@ -598,15 +543,10 @@ def _compared_with(
     ids: list[str],
     log: Path,
 ) -> tuple[BaselineRef | None, dict[str, Observation], str | None]:
-    """A check's baseline and its observations, or the report a baseline is recorded for."""
     if record_baseline and against is not None:
-        raise refusal(
-            "conflicting options",
-            "--against",
-            "baseline_and_against",
-            "a baseline is recorded, not compared",
-            "drop --against when recording a baseline",
-        )
+        message = "a baseline is recorded, not compared"
+        fix = "drop --against when recording a baseline"
+        raise refusal("conflicting options", "--against", "baseline_and_against", message, fix)
     if not record_baseline:
         where = Path(against) if against is not None else None
         baseline, before = _resolve_baseline(where, judge, ids, log)
@@ -664,12 +604,8 @@ async def run_drift(
     concurrency: int = 8,
     progress: bool = True,
 ) -> DriftEntry:
-    """Run the sentinels and record a baseline or a check in the drift log (module doc).
-
-    ``report`` (with ``record_baseline``): bind the baseline to a certification report of the
-    same fingerprint. ``out``: the parent of this entry's run directory (default
-    ``runs/drift/<name@version>``); each entry gets its own ``<entry_id>`` below it.
-    """
+    """Run the sentinels and record a baseline (bound to ``report`` when given) or a check in
+    the drift log; the run goes to ``<out>/<entry_id>`` (default ``runs/drift/<name@version>``)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)

@@ -1,6 +1,4 @@
-"""Where the append-only logs kept beside the gold (repeatability studies, drift) live; their
-one strict reader and one writer are :func:`workbench._record.read_log` and
-:func:`workbench._record.append_to_log`."""
+"""Where the append-only logs kept beside the gold (repeatability studies, drift) live."""
 
 from __future__ import annotations
 

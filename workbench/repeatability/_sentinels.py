@@ -1,20 +1,5 @@
-"""Sentinels: a small, declared, stable set of gold cases a judge is re-run on over time.
-
-``data/<gold>/sentinels.yaml``::
-
-    schema_version: 1
-    name: demo-sentinels
-    rubric_version: support-policy-2026.09     # optional; must equal the gold's
-    description: why these cases
-    sentinels:
-      - case_id: ref-01-02
-        reason: a late refund the judge must keep failing (critical slice)
-
-Checked against the gold (:func:`load_sentinels`, every problem at once): each case id is an
-active case of the gold (a superseded id names its replacement), none is held out (held-out
-cases are judged once, by certification, and never re-run on a schedule), ids are unique, and
-every sentinel states why it is one.
-"""
+"""Sentinels: a small, declared, stable set of gold cases a judge is re-run on over time
+(``sentinels.yaml`` beside the gold; format in ``docs/formats.md#sentinels``)."""
 
 from __future__ import annotations
 
@@ -99,7 +84,6 @@ def sentinels_path_for(gold: GoldDataset | str | Path) -> Path:
 def _sentinel_problem(
     s: Sentinel, dataset: GoldDataset, by_id: dict[str, Any], seen: set[str]
 ) -> tuple[str, str, str] | None:
-    """Why ``s`` cannot be a sentinel of ``dataset`` (code, message, fix), or None."""
     if s.case_id in seen:
         return "duplicate_sentinel", "the case is listed twice", "list each sentinel once"
     seen.add(s.case_id)
@@ -107,11 +91,9 @@ def _sentinel_problem(
     if record is None:
         return "unknown_case", "the gold has no such case", "use case ids of this gold"
     if s.case_id in dataset.superseded_by:
-        return (
-            "superseded_case",
-            f"the record was superseded by {dataset.latest_id(s.case_id)!r}",
-            "name the latest record (a changed sentinel starts a new baseline)",
-        )
+        message = f"the record was superseded by {dataset.latest_id(s.case_id)!r}"
+        fix = "name the latest record (a changed sentinel starts a new baseline)"
+        return "superseded_case", message, fix
     if record.partition.value == "held_out":
         return (
             "held_out_sentinel",
@@ -123,7 +105,8 @@ def _sentinel_problem(
 
 
 def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSentinels:
-    """Read ``path`` (default: beside the gold) and check it against ``dataset`` (module doc)."""
+    """Read ``path`` (default: beside the gold) and check it against ``dataset``, every problem
+    at once: each sentinel an active, not held-out case of the gold, listed once, with a reason."""
     path = Path(path) if path is not None else sentinels_path_for(dataset)
     loc = str(path)
     raw: Any = load_yaml(
@@ -146,28 +129,17 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
     except SchemaTooNew as exc:
         raise WorkbenchError("unreadable sentinels", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
-        raise WorkbenchError(
-            f"{loc}: invalid sentinels",
-            validation_problems(
-                exc,
-                at=loc,
-                code="sentinels_invalid",
-                root="file",
-                fix="see docs/formats.md#sentinels",
-            ),
-        ) from None
+        fix = "see docs/formats.md#sentinels"
+        bad = validation_problems(exc, at=loc, code="sentinels_invalid", root="file", fix=fix)
+        raise WorkbenchError(f"{loc}: invalid sentinels", bad) from None
     problems: list[Problem] = []
     if parsed.rubric_version is not None and parsed.rubric_version != dataset.rubric.version:
-        problems.append(
-            problem(
-                loc,
-                "sentinels_rubric_mismatch",
-                f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is"
-                f" rubric {dataset.rubric.version}",
-                "review the set for the new rubric and update rubric_version (a new version of the"
-                " file)",
-            )
+        message = (
+            f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is rubric"
+            f" {dataset.rubric.version}"
         )
+        fix = "review the set for the new rubric and update rubric_version (a new file version)"
+        problems.append(problem(loc, "sentinels_rubric_mismatch", message, fix))
     by_id = {r.case_id: r for r in dataset.records}
     seen: set[str] = set()
     cases: list[GoldCase] = []
@@ -177,8 +149,6 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
             cases.append(dataset.cases[s.case_id])
         else:
             problems.append(problem(loc, *found, s.case_id))
-    # held-out content under another id (a copy, or one the held-out ledger records) is refused
-    # like a held-out case: sentinels are re-run and shown on a schedule
     problems += exposure_problems(cases, held_out_content([dataset]), loc, what="sentinel")
     problems += check_lineage(sentinels_snapshot_of(parsed, path))
     if problems:
@@ -187,9 +157,8 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
 
 
 def sentinels_snapshot_of(sentinels: SentinelSet, path: Path) -> Snapshot:
-    """A sentinel set as an approved input (one item per case), in the gold's release log: a
-    frozen set is never edited in place. Its version is the rubric version it was chosen under
-    (a new rubric starts a new set)."""
+    """A sentinel set as an approved input (one item per case); its version is the rubric
+    version it was chosen under."""
     return document_snapshot(
         "sentinels",
         sentinels.model_dump(mode="json")
@@ -201,8 +170,7 @@ def sentinels_snapshot_of(sentinels: SentinelSet, path: Path) -> Snapshot:
 
 
 def sentinels_snapshot(path: Path) -> Snapshot:
-    """The checked snapshot of the sentinel file at ``path`` (the approval registry's loader),
-    read against the gold dataset beside it."""
+    """The checked snapshot of the sentinel file at ``path``, read against the gold beside it."""
     from ..gold import load_dataset
 
     loaded = load_sentinels(path, load_dataset(path.parent))

@@ -1,23 +1,9 @@
 """Repeatability of a label judge: the same pinned judge, the same cases, K independent calls.
 
-Repeated calls are a variance study, not a repair tactic: every verdict and its cost is
-retained, and a case whose verdict moves between pass and fail under an unchanged judge is
-listed for human review, never retried until it settles.
-
-:func:`run_repeatability` runs a candidate K times over a development or calibration
-partition through the run engine (``repeats=K``: repeat indices 0..K-1, each a separate call
-and a separate cache key) and :func:`study_from_run` reads the run back, joined with its
-lineage checked, one repeat at a time. Per case: the verdict of every repeat, whether it
-*flipped* (two or more distinct verdicts), the majority verdict and its share of the K
-repeats, and whether it *crossed the boundary* (a pass and a fail among its verdicts, not only
-a move into an abstain label). Per slice: the flip rate (flipped / cases with every repeat
-judged or a flip seen) with a 95% Wilson interval, the mean majority share and the boundary
-crossings. Per repeat: calls, cost and tokens.
-
-Studies are appended to a log beside the gold (``repeatability_studies.jsonl``, or the path
-given), so certification can find the latest study of a candidate fingerprint
-(:func:`latest_study`) and apply the policy's ``max_flip_rate`` limits
-(:func:`repeatability_blockers`).
+:func:`run_repeatability` runs a candidate K times over a development or calibration partition
+and reads the run back per repeat: flips, majority shares, boundary crossings (listed for human
+review, never retried away), flip rates per slice and cost per repeat. Studies are logged beside
+the gold for certification (:func:`latest_study`, :func:`repeatability_blockers`).
 """
 
 from __future__ import annotations
@@ -42,7 +28,7 @@ from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import refuse_held_out, refuse_held_out_content
 from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
-from ..policy import Blocker, Policy
+from ..policy import Blocker, Policy, blocker
 from ..results import ResultLine, RunManifest, read_results
 from ..runs import RESULTS_FILE, RunDir, RunOptions, RunSummary, WorkItem, run_candidate
 from ..sampling import RISK_ORDER
@@ -78,15 +64,13 @@ class CaseRepeatability(_Model):
     flipped: bool
     """Two or more distinct verdicts among the repeats."""
     status: Literal["stable", "flipped", "incomplete"]
-    """``stable`` (every repeat judged, one verdict), ``flipped``, or ``incomplete`` (no flip
-    seen, but some repeat has no verdict)."""
+    """``incomplete``: no flip seen, but some repeat has no verdict."""
     majority: str | None
     """The verdict given more often than any other, or None on a tie or without verdicts."""
     majority_share: float | None
-    """How many repeats gave the most frequent verdict, divided by K (None without verdicts)."""
+    """Repeats giving the most frequent verdict / K (None without verdicts)."""
     boundary_crossing: bool
-    """A pass and a fail among the verdicts (the rubric's pass/fail view): the case crosses
-    the release boundary under an unchanged judge. A move into an abstain label only is not."""
+    """A pass and a fail among the verdicts (a move into an abstain label only is not)."""
     needs_review: bool
     """A boundary crossing in a critical slice: listed for human review, never retried away."""
 
@@ -188,35 +172,6 @@ class RepeatabilityStudy(_Model):
             return exit_code("incomplete")
         return exit_code("review_required" if self.review else "complete")
 
-    def frame(self) -> Any:
-        """The cases as a pandas DataFrame (verdicts joined with ``|``)."""
-        import pandas as pd
-
-        return pd.DataFrame(
-            [
-                {
-                    **c.model_dump(exclude={"verdicts"}),
-                    "verdicts": "|".join(v or "-" for v in c.verdicts),
-                }
-                for c in self.cases
-            ]
-        )
-
-    def slices_frame(self) -> Any:
-        """Per slice: flip rate with its interval, majority share, boundary crossings."""
-        import pandas as pd
-
-        keys = ("slice", "risk", "cases", "assessed", "flipped", "incomplete")
-        more = ("mean_majority_share", "boundary_crossing")
-        return pd.DataFrame(
-            [
-                {k: getattr(s, k) for k in keys}
-                | {"flip_rate": s.flip_rate.rate, "flip_rate_ci95_high": s.flip_rate.ci95_high}
-                | {k: getattr(s, k) for k in more}
-                for s in [*self.slices, self.overall]
-            ]
-        )
-
 
 def studies_path_for(gold: GoldDataset | str | Path) -> Path:
     """The default study log: ``<gold dataset directory>/repeatability_studies.jsonl``."""
@@ -236,8 +191,7 @@ def _case_row(
     given = [v for v in verdicts if v is not None]
     counts = Counter(given)
     flipped = len(counts) > 1
-    errors = sum(1 for outcome, _ in outcomes if outcome == "error")
-    missing = sum(1 for outcome, _ in outcomes if outcome == "missing")
+    kinds = Counter(outcome for outcome, _ in outcomes)
     status: Literal["stable", "flipped", "incomplete"] = (
         "flipped" if flipped else ("stable" if len(given) == repeats else "incomplete")
     )
@@ -251,8 +205,8 @@ def _case_row(
         risk=risk,
         human_label=human,
         verdicts=verdicts,
-        errors=errors,
-        missing=missing,
+        errors=kinds["error"],
+        missing=kinds["missing"],
         flipped=flipped,
         status=status,
         majority=majority,
@@ -282,44 +236,37 @@ def _slice_row(name: str, risk: str | None, rows: list[CaseRepeatability]) -> Sl
 
 
 def _repeat_manifest(run: Path, results: Path) -> RunManifest:
-    """The manifest of a run made with ``repeats`` >= 2 on development or calibration data."""
     manifest = read_run_manifest(results)
     if manifest is None:
-        raise refusal(
-            "not a run",
-            str(run),
-            "run_missing",
-            "no run manifest (manifest.json) in the directory",
+        message = "no run manifest (manifest.json) in the directory"
+        fix = (
             "point at a run directory written by `workbench run --repeat K` or `workbench"
-            " repeatability`",
+            " repeatability`"
         )
+        raise refusal("not a run", str(run), "run_missing", message, fix)
     refuse_held_out(manifest.partition, where=str(run))
     if manifest.repeats < 2:
-        raise refusal(
-            "not a repeatability run",
-            str(run),
-            "too_few_repeats",
-            f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats",
-            "run with --repeats 3 or more (certification wants K >= 3 on calibration data)",
+        message = (
+            f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats"
         )
+        fix = "run with --repeats 3 or more (certification wants K >= 3 on calibration data)"
+        raise refusal("not a repeatability run", str(run), "too_few_repeats", message, fix)
     return manifest
 
 
 def _per_repeat(lines: list[ResultLine], repeats: int) -> list[RepeatCost]:
-    out = []
-    for r in range(repeats):
-        mine = [line.result for line in lines if line.result.repeat == r]
-        out.append(
-            RepeatCost(
-                repeat=r,
-                attempts=len(mine),
-                cached=sum(1 for x in mine if x.cached_from_run_id),
-                cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10),
-                tokens_in=sum(x.tokens_in or 0 for x in mine),
-                tokens_out=sum(x.tokens_out or 0 for x in mine),
-            )
+    return [
+        RepeatCost(
+            repeat=r,
+            attempts=len(mine),
+            cached=sum(1 for x in mine if x.cached_from_run_id),
+            cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10),
+            tokens_in=sum(x.tokens_in or 0 for x in mine),
+            tokens_out=sum(x.tokens_out or 0 for x in mine),
         )
-    return out
+        for r in range(repeats)
+        for mine in [[line.result for line in lines if line.result.repeat == r]]
+    ]
 
 
 def _incomplete_reasons(
@@ -351,10 +298,8 @@ def study_from_run(
     summary: RunSummary | None = None,
     who: str | None = None,
 ) -> RepeatabilityStudy:
-    """The repeatability study of a run made with ``repeats`` >= 2 (its manifest says how many).
-
-    Each repeat is joined with the gold separately (lineage checked); nothing is re-run.
-    """
+    """The repeatability study of a run made with ``repeats`` >= 2, each repeat joined with the
+    gold separately (lineage checked); nothing is re-run."""
     run = Path(run_dir)
     dataset = dataset if isinstance(dataset, GoldDataset) else load_dataset(dataset)
     results = run / RESULTS_FILE
@@ -408,11 +353,6 @@ def study_from_run(
     )
 
 
-def record_study(study: RepeatabilityStudy, log: str | Path) -> Path:
-    """Append the study to the log (append-only, one JSON line per study)."""
-    return append_to_log(log, study)
-
-
 def read_studies(log: str | Path) -> list[RepeatabilityStudy]:
     """Every study in a log, oldest first (a missing log has none; a bad line is refused)."""
     fix = "the study log is append-only and written by `workbench repeatability`; restore it"
@@ -429,8 +369,7 @@ def latest_study(
     partition: str | None = None,
     dataset_sha256: str | None = None,
 ) -> RepeatabilityStudy | None:
-    """The most recent study of ``fingerprint`` in the log (optionally of one partition and
-    gold)."""
+    """The latest study of ``fingerprint`` in the log (optionally of one partition and gold)."""
     found = [
         s
         for s in read_studies(log)
@@ -444,8 +383,7 @@ def latest_study(
 def studies_of(
     log: str | Path, fingerprint: str, *, dataset_sha256: str | None = None
 ) -> list[RepeatabilityStudy]:
-    """Every study of ``fingerprint`` in the log, oldest first (for
-    ``repeatability_blockers(earlier=...)``)."""
+    """Every study of ``fingerprint`` in the log, oldest first."""
     return [
         s
         for s in read_studies(log)
@@ -466,16 +404,11 @@ def repeatability_blockers(
 ) -> list[Blocker]:
     """What a policy's ``max_flip_rate`` limits (and a study's critical crossings) block.
 
-    When no slice of the policy sets ``max_flip_rate`` and no study is given: nothing.
-    When one does, a study is required, of this candidate (``fingerprint``), this gold
-    (``dataset_sha256``), on ``partition`` with at least ``min_repeats`` repeats, complete;
-    otherwise an ``incomplete`` blocker says which. Then, per limited slice: a flip rate above
-    the limit is ``flip_rate_exceeded`` (quality; the observed rate), a slice without an
-    assessed case ``flip_rate_unmeasured`` (incomplete). Whenever a study is given, its
-    boundary-crossing cases in critical slices are ``boundary_crossing_critical`` (review, case
-    ids listed): a human looks at them; repeating the call until it settles is no answer, so
-    the crossings of ``earlier`` studies of the same fingerprint (``studies_of(log, fp)``) are
-    listed too: a later, calmer study does not erase them. None of these is waivable.
+    A limited slice requires a complete study of this candidate and gold, on ``partition``, with
+    ``min_repeats`` or more (else an ``incomplete`` blocker); then per limited slice
+    ``flip_rate_exceeded`` or ``flip_rate_unmeasured``. A given study's boundary crossings in
+    critical slices, and those of ``earlier`` studies of the same fingerprint, are
+    ``boundary_crossing_critical``. None is waivable.
     """
     limited = {
         name: spec.max_flip_rate
@@ -503,14 +436,7 @@ def repeatability_blockers(
 
 
 def _incomplete(code: str, message: str, **evidence: Any) -> Blocker:
-    return Blocker(
-        code=code,
-        category="incomplete",
-        message=message,
-        evidence=evidence,
-        case_ids=[],
-        waivable=False,
-    )
+    return blocker(code, message, evidence=evidence)
 
 
 def _study_fit_blockers(
@@ -560,7 +486,6 @@ def _study_fit_blockers(
 def _flip_rate_blockers(
     policy: Policy, study: RepeatabilityStudy, limited: dict[str, float]
 ) -> list[Blocker]:
-    """Per limited slice: unmeasured (no assessed case) or a flip rate above the limit."""
     out: list[Blocker] = []
     rows = {s.slice: s for s in study.slices}
     for name, limit in sorted(limited.items()):
@@ -571,17 +496,9 @@ def _flip_rate_blockers(
                 f"slice {name} limits the flip rate to {limit:g}, but the study assessed none of"
                 " its cases"
             )
+            evidence = {"study": study.study_id, "limit": limit}
             out.append(
-                Blocker(
-                    code="flip_rate_unmeasured",
-                    category="incomplete",
-                    slice=name,
-                    risk=risk,
-                    message=message,
-                    evidence={"study": study.study_id, "limit": limit},
-                    case_ids=[],
-                    waivable=False,
-                )
+                blocker("flip_rate_unmeasured", message, slice=name, risk=risk, evidence=evidence)
             )
             continue
         rate = row.flip_rate
@@ -593,12 +510,11 @@ def _flip_rate_blockers(
             f" {study.repeats} repeats of the same judge (flip rate {rate.rate:.3f} > {limit:g})"
         )
         out.append(
-            Blocker(
-                code="flip_rate_exceeded",
-                category="quality",
+            blocker(
+                "flip_rate_exceeded",
+                message,
                 slice=name,
                 risk=risk,
-                message=message,
                 evidence={
                     "study": study.study_id,
                     "flipped": row.flipped,
@@ -610,7 +526,6 @@ def _flip_rate_blockers(
                     "repeats": study.repeats,
                 },
                 case_ids=[c.case_id for c in study.cases if c.slice == name and c.flipped],
-                waivable=False,
             )
         )
     return out
@@ -620,8 +535,8 @@ def _crossing_blockers(
     study: RepeatabilityStudy,
     earlier: list[RepeatabilityStudy] | tuple[RepeatabilityStudy, ...],
 ) -> list[Blocker]:
-    """Per slice: the cases that crossed the pass/fail boundary in this study or an earlier one
-    of the same candidate (a later, calmer study does not erase them)."""
+    """Per slice: the critical boundary crossings of this study and earlier ones of the
+    candidate (a later, calmer study does not erase them)."""
     crossings: dict[str, dict[str, list[str]]] = {}
     risks: dict[str, str | None] = {}
     same = [
@@ -644,17 +559,10 @@ def _crossing_blockers(
             " each needs human review (tighten the evidence, widen review or remove authority),"
             " not more retries"
         )
+        evidence = {"studies": studies, "cases": len(ids), "repeats": study.repeats}
+        code = "boundary_crossing_critical"
         out.append(
-            Blocker(
-                code="boundary_crossing_critical",
-                category="review",
-                slice=name,
-                risk=risks[name],
-                message=message,
-                evidence={"studies": studies, "cases": len(ids), "repeats": study.repeats},
-                case_ids=ids,
-                waivable=False,
-            )
+            blocker(code, message, slice=name, risk=risks[name], evidence=evidence, case_ids=ids)
         )
     return out
 
@@ -703,34 +611,23 @@ async def run_repeatability(
     cache_dir: str | Path | None | Literal[False] = None,
     progress: bool = True,
 ) -> RepeatabilityStudy:
-    """Run ``candidate`` ``repeats`` times on ``partition`` and record the study (module doc).
-
-    ``log``: the study log (default beside the gold; False: do not record). The budget is
-    checked first with the engine's estimator: when it cannot cover the calls still to make,
-    :class:`~workbench.migration.BudgetInsufficient` says how much is needed and nothing starts.
-    """
+    """Run ``candidate`` ``repeats`` times on ``partition`` and record the study in ``log``
+    (default beside the gold; False: not recorded). A budget that cannot cover the calls still
+    to make raises :class:`~workbench.migration.BudgetInsufficient` before anything starts."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, repeats=repeats)
     refuse_held_out(partition, where="repeatability --partition")
     partition = partition_name(partition)
     if repeats < 2:
-        raise refusal(
-            "too few repeats",
-            "--repeats",
-            "too_few_repeats",
-            f"{repeats} repeat(s) cannot show a flip",
-            "give --repeats 3 or more (certification wants K >= 3)",
-        )
+        message = f"{repeats} repeat(s) cannot show a flip"
+        fix = "give --repeats 3 or more (certification wants K >= 3)"
+        raise refusal("too few repeats", "--repeats", "too_few_repeats", message, fix)
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
     cases = dataset.partition(partition)
     if not cases:
-        raise refusal(
-            "nothing to study",
-            str(dataset.gold_path),
-            "empty_partition",
-            f"partition {partition!r} has no cases",
-            "choose a partition that has cases",
-        )
+        message = f"partition {partition!r} has no cases"
+        fix = "choose a partition that has cases"
+        raise refusal("nothing to study", str(dataset.gold_path), "empty_partition", message, fix)
     refuse_held_out_content(cases, dataset, str(dataset.gold_path))
     if budget_usd is not None:
         _check_budget(judge, cases, partition, repeats, out, budget_usd, cache_dir)
@@ -749,7 +646,7 @@ async def run_repeatability(
     )
     study = study_from_run(out, dataset, summary=summary)
     if log is not False:
-        record_study(study, log if log is not None else studies_path_for(dataset))
+        append_to_log(log if log is not None else studies_path_for(dataset), study)
     return study
 
 
