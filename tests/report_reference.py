@@ -11,7 +11,7 @@ two independent computations.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ from workbench.gold import Rubric
 from workbench.results import costs_from_usage, results_sha256
 from workbench.stats import (
     cohen_kappa,
+    grouped_rate,
     mean_absolute_error,
     ordinal_confusion,
     weighted_cohen_kappa,
@@ -46,6 +47,7 @@ def slice_alignment(
     *,
     rubric: Rubric,
     sampled_out: int = 0,
+    group_of: Mapping[str, str] | None = None,
 ) -> SliceAlignment:
     """Statistics of one slice from its joined cases, a case at a time."""
     abstain = set(rubric.abstain_labels)
@@ -58,7 +60,19 @@ def slice_alignment(
     two_way = [c for c in verdict_cases if side.get(c.judge_label or "") is not None]
     judged_fails = sum(1 for c in two_way if side.get(c.human_label) == "fail")
     judged_passes = sum(1 for c in two_way if side.get(c.human_label) == "pass")
+    grouped = {}
+    for field, human in (("false_pass_rate_grouped", "fail"), ("false_fail_rate_grouped", "pass")):
+        tally: dict[str, list[int]] = {}  # group -> [wrong, cases], one case at a time
+        for c in two_way:
+            if side.get(c.human_label) == human:
+                cell = tally.setdefault((group_of or {}).get(c.case_id, c.case_id), [0, 0])
+                cell[0] += side[c.judge_label or ""] != human
+                cell[1] += 1
+        if any(n > 1 for _, n in tally.values()):
+            wrong, total = zip(*tally.values(), strict=True)
+            grouped[field] = grouped_rate(list(wrong), list(total))
     return SliceAlignment(
+        **grouped,
         slice=name,
         risk=risk,
         n=len(cases),
@@ -165,6 +179,7 @@ def reference_report(
     """The full alignment report of a :class:`Join`, record by record."""
     rubric = join.dataset.rubric
     labels = list(rubric.labels)
+    group_of = {c.case_id: join.dataset.cases[c.case_id].group for c in join.cases}
     by_slice: dict[str, list[JoinedCase]] = {name: [] for name in rubric.slices}
     for c in join.cases:
         by_slice.setdefault(c.slice, []).append(c)
@@ -179,11 +194,18 @@ def reference_report(
             labels,
             rubric=rubric,
             sampled_out=left_out.get(name, 0),
+            group_of=group_of,
         )
         for name, cases in by_slice.items()
     ]
     overall = slice_alignment(
-        "(all)", None, join.cases, labels, rubric=rubric, sampled_out=len(join.sampled_out)
+        "(all)",
+        None,
+        join.cases,
+        labels,
+        rubric=rubric,
+        sampled_out=len(join.sampled_out),
+        group_of=group_of,
     )
     slice_of = {c.case_id: c.slice for c in join.cases}
     missing = [c.case_id for c in join.cases if c.outcome == "missing"]

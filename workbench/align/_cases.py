@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..results import results_sha256
 from ..stats import (
+    GroupedRate,
     cohen_kappa_counts,
+    grouped_rate,
     mean_absolute_error,
     ordinal_confusion,
     weighted_cohen_kappa,
@@ -54,10 +56,12 @@ CASE_COLUMNS = (
     "tokens_out",
     "shard",
     "line",
+    "group",
 )
 """The cases in scope in the gold file's order: ``row`` in the gold index (null when not given),
 ``reason`` of a verdict or an error, ``attempts`` of the analysed repeat, ``calls`` not reused
-from the cache, their cost and tokens, and the ``shard`` and ``line`` of the counted attempt."""
+from the cache, their cost and tokens, the ``shard`` and ``line`` of the counted attempt, and
+the case's gold ``group``."""
 
 _NO_USAGE = (0, 0.0, 0, 0, 0)
 
@@ -100,6 +104,7 @@ def join_cases(join: Join, index: GoldIndex | None = None) -> pa.Table:
             **numbers,
             "shard": pa.nulls(len(ids), pa.int32()),
             "line": pa.array([c.result_line for c in cases], pa.int64()),
+            "group": pa.array([join.dataset.cases[c.case_id].group for c in cases], pa.string()),
         }
     )
 
@@ -236,6 +241,7 @@ def _figures(cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]) ->
     pairs = _ordinal_pairs(cases) if rubric.ordered else {}
     missing = cases.filter(pc.equal(cases["outcome"], "missing"))["case_id"].to_pylist()
     order = [*rubric.slices, *(s for s in slice_names if s not in rubric.slices)]
+    grouped = _grouped_rates(cases, rubric, slice_names, slice_code, human, col)
     return {
         "status": "incomplete" if missing else "complete",
         "missing_case_ids": missing,
@@ -252,7 +258,7 @@ def _figures(cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]) ->
             sum(kinds.values(), Counter[str]()),
             pairs.get(None),
             sum(sampled_out.values()),
-        ),
+        ).model_copy(update=grouped.get(None, {})),
         "slices": [
             _slice(
                 name,
@@ -261,11 +267,47 @@ def _figures(cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]) ->
                 kinds.get(name, {}),
                 pairs.get(name, ([], [])),
                 sampled_out.get(name, 0),
-            )
+            ).model_copy(update=grouped.get(name, {}))
             for name in order
         ],
         "costs": _costs(cases, {name: rubric.risk_of(name) for name in rubric.slices}),
     }
+
+
+def _grouped_rates(
+    cases: pa.Table, rubric: Rubric, slice_names: list[str], slice_code: Any, human: Any, col: Any
+) -> dict[str | None, dict[str, GroupedRate]]:
+    """Per slice (None: all cases), the false-pass and false-fail rates over the gold's groups
+    (:func:`workbench.stats.grouped_rate`), for the rates whose denominator has a group holding
+    more than one case: elsewhere the Wilson interval already counts independent cases."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    sides = [
+        {"pass": 1, "fail": -1}.get(rubric.pass_fail(label) or "", 0) for label in rubric.labels
+    ]
+    side = np.array([*sides, 0, 0], dtype=np.int64)  # the error and missing columns: no side
+    human_side, judge_side = side[human], side[col]
+    decided = (human_side != 0) & (judge_side != 0)
+    groups = pc.dictionary_encode(cases["group"].combine_chunks())
+    group_code = _numpy(groups.indices).astype(np.int64)
+    width = len(groups.dictionary)
+    out: dict[str | None, dict[str, GroupedRate]] = {}
+    by_slice = slice_code * width + group_code
+    shape = (len(slice_names), width)
+    for field, wanted in (("false_pass_rate_grouped", -1), ("false_fail_rate_grouped", 1)):
+        mask = decided & (human_side == wanted)
+        wrong = mask & (judge_side != human_side)
+        n_all, k_all = (np.bincount(group_code[m], minlength=width) for m in (mask, wrong))
+        n_slice, k_slice = (
+            np.bincount(by_slice[m], minlength=shape[0] * width).reshape(shape)
+            for m in (mask, wrong)
+        )
+        for name, n, k in [(None, n_all, k_all), *zip(slice_names, n_slice, k_slice, strict=True)]:
+            if n.max(initial=0) > 1:
+                used = n > 0
+                out.setdefault(name, {})[field] = grouped_rate(k[used].tolist(), n[used].tolist())
+    return out
 
 
 def _confusion(

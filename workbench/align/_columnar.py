@@ -374,6 +374,7 @@ def _cases(index: GoldIndex, res: pa.Table, scope: _Scope, labels: list[str]) ->
             **_usage(res, scope, index.table.num_rows),
             "shard": counted("shard"),
             "line": counted("line"),
+            "group": pc.take(index.table["group"], positions),
         }
     )
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from .._record import LooseRecord as _Model
 from ..gold import Rubric
 from ..results import JudgeIdentity, SliceCost, format_slice_costs
-from ..stats import Kappa, MeanAbsoluteError, OrdinalConfusion, Rate
+from ..stats import GroupedRate, Kappa, MeanAbsoluteError, OrdinalConfusion, Rate
 from ._lineage import GoldChange, Lineage
 
 ALIGNMENT_SCHEMA_VERSION = 3
@@ -104,6 +104,12 @@ class SliceAlignment(_Model):
     false_fail_rate: Rate
     """false_fails / human-pass cases with a decided pass-or-fail verdict, 95% Wilson
     interval (abstentions, errors and missing results excluded, as above)."""
+    false_pass_rate_grouped: GroupedRate | None = None
+    """The false-pass rate over the gold's groups (paraphrases, one conversation...): its
+    interval counts each group's cases as correlated (docs/statistics.md), and the gate bounds
+    this one. None when every group holds at most one of the denominator's cases."""
+    false_fail_rate_grouped: GroupedRate | None = None
+    """The false-fail rate over the gold's groups, as ``false_pass_rate_grouped``."""
     cohen_kappa: Kappa
     """Cohen's kappa between adjudicated and judge labels over verdicts (nominal: every label
     an unordered category, also on an ordered rubric)."""
@@ -348,11 +354,46 @@ def format_report(report: AlignmentReport, *, wide: bool = False) -> str:
     """Human-readable text: header, per-slice table and confusion table. By default every line
     fits 120 columns (:mod:`workbench.align._narrow`); ``wide`` prints the full tables."""
     if wide:
-        return "\n".join([*_header_lines(report), *_table_lines(report), *_tail_lines(report)])
+        tables = [*_table_lines(report), *_grouped_lines(report)]
+        return "\n".join([*_header_lines(report), *tables, *_tail_lines(report)])
     from . import _narrow
 
-    lines = [*_header_lines(report), *_narrow_table_lines(report), *_tail_lines(report, wide)]
+    tables = [*_narrow_table_lines(report), *_grouped_lines(report)]
+    lines = [*_header_lines(report), *tables, *_tail_lines(report, wide)]
     return "\n".join(_narrow.fit(lines))
+
+
+def _grouped_lines(report: AlignmentReport) -> list[str]:
+    """The rates whose cases share gold groups, with the interval the gate bounds."""
+
+    def text(rate: GroupedRate | None) -> str:
+        if rate is None or rate.rate is None:
+            return "-"
+        return (
+            f"{rate.k}/{rate.n} in {rate.groups} groups = {rate.rate:.2f}"
+            f" [{rate.ci95_low:.2f}, {rate.ci95_high:.2f}]"
+        )
+
+    rows = [
+        (s.slice, text(s.false_pass_rate_grouped), text(s.false_fail_rate_grouped))
+        for s in [*report.slices, report.overall]
+        if s.false_pass_rate_grouped or s.false_fail_rate_grouped
+    ]
+    if not rows:
+        return []
+    width = [max(len(r[i]) for r in [("slice", "FP", "FF"), *rows]) for i in range(3)]
+    head = ("slice", "FP over groups [95% CI]", "FF over groups [95% CI]")
+    width = [max(w, len(h)) for w, h in zip(width, head, strict=True)]
+    return [
+        "",
+        "Cases of one gold group (paraphrases, one conversation) are not independent: these"
+        " rates count each group's cases as correlated, and the gate bounds them"
+        " (docs/statistics.md):",
+        *(
+            "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip()
+            for r in [head, *rows]
+        ),
+    ]
 
 
 def _header_lines(report: AlignmentReport) -> list[str]:

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-INDEX_FORMAT = 2
-"""Version of the cached index layout; part of the cache key (2: texts, reviews, records)."""
+INDEX_FORMAT = 3
+"""Version of the cached index layout; part of the cache key (3: the group)."""
 CACHE_ENV = "WORKBENCH_CACHE_DIR"
 """Environment variable naming the cache directory (shared with the verdict cache)."""
 SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
@@ -51,6 +51,7 @@ INDEX_COLUMNS = (
     "case_id",
     "partition",
     "slice",
+    "group",
     "label",
     "response_hash",
     "active",
@@ -258,6 +259,7 @@ def index_table(dataset: GoldDataset) -> pa.Table:
         "case_id": (lambda r: r.case_id, strings),
         "partition": (lambda r: r.partition.value, strings),
         "slice": (lambda r: r.slice, strings),
+        "group": (lambda r: r.group, strings),
         "label": (lambda r: r.gold_label, strings),
         "response_hash": (lambda r: r.response_hash, strings),
         "active": (lambda r: active.get(r.case_id) is r, pa.bool_()),

@@ -15,7 +15,7 @@ from collections import Counter
 from .._record import Record as _Model
 from ..gold import GoldDataset, Risk
 from ..policy import Policy
-from ..stats._operating import OperatingPoint, slice_operating_point
+from ..stats import OperatingPoint, slice_operating_point
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 """True rates simulated, as fractions of each limit."""

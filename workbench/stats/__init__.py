@@ -9,7 +9,9 @@ from ._bound import (
     too_few_cases_message,
     upper_bound,
 )
+from ._grouped import GroupedRate, grouped_rate
 from ._needed import cases_needed
+from ._operating import OperatingPoint, operating_curve, slice_operating_point
 from ._ordinal import (
     DEFAULT_MIN_SHARED,
     Correlation,
@@ -23,6 +25,7 @@ from ._ordinal import (
     spearman_correlation,
     weighted_cohen_kappa,
 )
+from ._power import bh_qvalues, mcnemar_pairs_needed, rule_out_rate
 from ._shortfall import Shortfall, more_without_errors, shortfall
 from ._stats import (
     Kappa,
@@ -37,27 +40,35 @@ from ._stats import (
 __all__ = [
     "Correlation",
     "DEFAULT_MIN_SHARED",
+    "GroupedRate",
     "INTERVALS",
     "Interval",
     "Kappa",
     "MeanAbsoluteError",
+    "OperatingPoint",
     "OrdinalConfusion",
     "Rate",
     "Shortfall",
+    "bh_qvalues",
     "bound_plan",
     "cases_needed",
     "cases_to_bound",
     "cohen_kappa",
     "cohen_kappa_counts",
     "fleiss_kappa_table",
+    "grouped_rate",
     "krippendorff_alpha",
     "krippendorff_alpha_nominal_matrix",
+    "mcnemar_pairs_needed",
     "mean_absolute_error",
     "more_without_errors",
+    "operating_curve",
     "ordinal_confusion",
+    "rule_out_rate",
     "scale_values",
     "shared_pairs",
     "shortfall",
+    "slice_operating_point",
     "spearman_correlation",
     "too_few_cases_message",
     "upper_bound",
