@@ -750,3 +750,24 @@ def test_a_later_block_of_other_types_or_keys_is_judged_as_without_a_schema(
         old = _problems(lambda: reference(gold, results, None))
         assert old, "the damage must be refused"
         assert _problems(lambda: align(gold, results)) == old
+
+
+def test_a_run_directory_aligns_as_its_results_file(tmp_path):
+    """``--results RUN_DIR`` reads the run's results.jsonl; before, the directory was read as
+    shards and its invocations.jsonl refused as results of a newer schema."""
+    out = tmp_path / "run"
+    args = ["run", "--candidate", str(ROOT / "data/candidates/rubric-judge@2.yaml")]
+    args += ["--gold", str(DEMO), "--partition", "development", "--out", str(out)]
+    assert CliRunner().invoke(main, [*args, "--cache", str(tmp_path / "cache")]).exit_code == 0
+    assert (out / "invocations.jsonl").is_file()
+    by_dir = CliRunner().invoke(main, ["align", "--gold", str(DEMO), "--results", str(out)])
+    assert by_dir.exit_code == 0, by_dir.output
+    by_file = CliRunner().invoke(
+        main, ["align", "--gold", str(DEMO), "--results", str(out / "results.jsonl")]
+    )
+    assert by_dir.output == by_file.output.replace(str(out / "results.jsonl"), str(out))
+    shards = tmp_path / "shards"  # a plain directory of shards is still read as shards
+    shards.mkdir()
+    (shards / "a.jsonl").write_bytes((out / "results.jsonl").read_bytes())
+    by_shards = CliRunner().invoke(main, ["align", "--gold", str(DEMO), "--results", str(shards)])
+    assert by_shards.exit_code == 0, by_shards.output

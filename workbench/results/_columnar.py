@@ -99,9 +99,18 @@ class ColumnarResults:
     shards: tuple[Path, ...]
 
 
+def resolved(path: str | Path) -> Path:
+    """``path``, or for a run directory (it holds ``run.json``) the ``results.jsonl`` in it: a
+    run directory is not a directory of shards (its ``invocations.jsonl`` is not results)."""
+    p = Path(path)
+    if p.is_dir() and (p / "run.json").is_file() and (p / "results.jsonl").is_file():
+        return p / "results.jsonl"
+    return p
+
+
 def result_files(path: str | Path) -> list[Path]:
     """The shards of a results directory (sorted by name), or ``[path]`` for a file."""
-    p = Path(path)
+    p = resolved(path)
     if p.is_dir():
         return sorted(
             f
@@ -115,7 +124,7 @@ def results_sha256(path: str | Path) -> str:
     """The digest :class:`ColumnarResults` records, computed without parsing."""
     from .._io import sha256_file
 
-    p = Path(path)
+    p = resolved(path)
     if p.is_dir():
         return sha256_json({f.name: sha256_file(f) for f in result_files(p)})
     return sha256_file(p)
@@ -129,7 +138,7 @@ def read_columnar(
     the input to the strict reader)."""
     import pyarrow as pa
 
-    p = Path(path)
+    p = resolved(path)
     files = result_files(p)
     if not files or not all(f.is_file() for f in files):
         return None

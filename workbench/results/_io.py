@@ -23,6 +23,7 @@ from .._io import (
 )
 from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError, problem, refusal
+from ._columnar import resolved
 from ._contract import (
     ERROR_KINDS,
     RESULT_SCHEMA_VERSION,
@@ -85,7 +86,7 @@ def scan_results(
 ) -> Iterator[ResultLine | Problem]:
     """Yield each line of a results file as a :class:`ResultLine` or, if bad, a :class:`Problem`:
     the streaming form of :func:`read_results`."""
-    path = Path(path)
+    path = resolved(path)
     if path.is_dir():
         yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
         return
