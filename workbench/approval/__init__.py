@@ -1,14 +1,5 @@
-"""Approved inputs: content-addressed, frozen as releases through one mechanism, one lineage
-check at every use.
-
-Gold datasets, ranking fixtures, noise pair suites and their claim review panels, and control
-suites are *approved inputs*. Each kind's loader reduces its input to a :class:`Snapshot`
-(item field hashes, recorded changes) and runs :func:`check_lineage` against the release log
-of its folder (``releases.jsonl``) and the project's approver list (``approvers:`` in
-``workbench.yaml``); ``workbench freeze PATH --approver NAME`` appends a :class:`Release`
-for any of them (:func:`freeze`). The refusal codes are the same for every kind: see
-:mod:`workbench.approval._lineage`.
-"""
+"""Approved inputs: content-addressed, frozen as releases (:func:`freeze`) through one
+mechanism, with one lineage check (:func:`check_lineage`) at every use."""
 
 from ._approvers import (
     REVIEWERS_KEY,

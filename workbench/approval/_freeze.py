@@ -16,10 +16,8 @@ def freeze(
 ) -> tuple[Release, bool]:
     """Freeze ``snapshot``; return ``(release, created)``.
 
-    Refused, every problem at once: an approver not in the project's list, and any lineage
-    problem (a frozen input edited in place cannot be frozen again; a new version must name
-    the one it supersedes and record its changes). Freezing content already frozen under the
-    same version writes nothing and returns that release with ``created`` False.
+    Refuses an unlisted approver and any lineage problem, every problem at once. Content already
+    frozen under the same version writes nothing (``created`` False).
     """
     approvers = load_approvers(snapshot.folder)
     problems = approvers.problems(approver, "--approver", "the approver")

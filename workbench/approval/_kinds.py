@@ -1,9 +1,5 @@
-"""Which kind of approved input a path holds, and the loader that makes its snapshot.
-
-A small registry of lazy references (``module:function``), so that the kernel imports none of
-the packages whose inputs it freezes: they import the kernel. A kind is recognised by the
-top-level keys of its YAML mapping.
-"""
+"""Which kind of approved input a path holds, and its snapshot loader: lazy ``module:function``
+references, so the kernel imports none of the packages whose inputs it freezes."""
 
 from __future__ import annotations
 
@@ -44,8 +40,7 @@ KINDS: tuple[Kind, ...] = (
         "label_mapping", "workbench.migration:mapping_snapshot", frozenset({"mapping", "approver"})
     ),
 )
-"""Every kind ``workbench freeze`` recognises in a YAML file, first match wins; a directory
-(or a ``gold.jsonl``) is a gold dataset."""
+"""Every kind ``workbench freeze`` recognises in a YAML file (first match wins)."""
 GOLD = Kind("gold", "workbench.gold:gold_snapshot")
 
 
@@ -88,9 +83,8 @@ def snapshot_of(path: str | Path) -> Snapshot:
 def freeze_path(
     path: str | Path, *, approver: str | None = None, note: str | None = None
 ) -> tuple[Release, bool]:
-    """Freeze the approved input at ``path`` (any kind); ``approver`` defaults to
-    :func:`current_user`. Returns ``(release, created)``. An approver outside the list is
-    reported with every problem of the input itself."""
+    """Freeze the approved input at ``path`` (any kind); ``approver`` defaults to the current
+    user. Returns ``(release, created)``."""
     approver = approver or current_user()
     try:
         snapshot = snapshot_of(path)

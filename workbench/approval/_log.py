@@ -1,17 +1,6 @@
 """The release log: one append-only, hash-chained ``releases.jsonl`` per folder of approved
-inputs.
-
-A gold dataset keeps its log beside ``gold.jsonl``; fixture files, pair suites, panels,
-control suites and policies keep one log in their folder (``data/ranking/releases.jsonl``),
-shared by every input there. Each line is a :class:`Release`: what was frozen (kind, name,
-version, the content hash, one hash per item and per item field group), who approved it and
-when, and the sha256 of the line before it, so an edited, inserted or deleted line breaks the
-chain. A line's ``sha256`` is taken over the line's JSON object as written, without that
-field: a line of an older format verifies as it was written.
-
-Format history: ``schema_version`` 1 lines are gold releases (``cases``, ``who``,
-``gold_sha256``, ``rubric_version``); they are read as ``kind: gold`` releases.
-"""
+inputs. A line's ``sha256`` covers its JSON as written without that field; schema 1 lines are
+gold releases, read as ``kind: gold``."""
 
 from __future__ import annotations
 
@@ -82,8 +71,7 @@ class Release(Record):
     note: str | None = None
     """Why this state was frozen."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Kind-specific content frozen with the release (a gold dataset's rubric version, a noise
-    suite's evidence manifest and sentinel set ...)."""
+    """Kind-specific content frozen with the release."""
     previous_sha256: str | None
     """``sha256`` of the previous line (None for the first): the chain."""
     sha256: str
@@ -271,12 +259,8 @@ def _malformed(location: str, message: str) -> Problem:
 def append_release(
     snapshot: Snapshot, *, approver: str, note: str | None, now: datetime | None = None
 ) -> tuple[Release, bool]:
-    """Append a release of ``snapshot`` to its folder's log; return it and whether it is new.
-
-    The caller checked the approver and the lineage. Under the log's lock: when the latest
-    release of this input already froze this exact content, nothing is written and that
-    release is returned.
-    """
+    """Append a release of ``snapshot`` (lineage already checked); return it and whether it is
+    new. Content the latest release already froze writes nothing."""
     path = log_path(snapshot.folder)
     with _lock(path):
         log = read_release_log(snapshot.folder)
@@ -316,8 +300,7 @@ def append_release(
 
 
 class _lock:
-    """The log's append lock, in the temporary directory (keyed by the log's resolved path), so
-    the input's folder holds nothing but inputs and their log."""
+    """The log's append lock, in the temporary directory, keyed by the log's resolved path."""
 
     def __init__(self, path: Path) -> None:
         key = sha256_json(str(path.resolve()))[:24]

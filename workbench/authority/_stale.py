@@ -1,33 +1,8 @@
 """Staleness: has anything the certification saw changed since?
 
-A certification is evidence about one judge on one gold state, under one Ragas release. It
-is **stale** when any of these differs from what the certification saw:
-
-- ``ragas_version``: the installed Ragas version;
-- ``rubric_version``: the gold's rubric version;
-- ``gold_release``: the gold's state (its dataset hash, and the frozen release naming it);
-- ``policy``: the policy file the report was certified under (the lock's ``policy_file``)
-  no longer has the hash the lock records for it (edited in place, or gone); a lock that does
-  not record the file cannot tell, and says so;
-- ``model``: the judge's model name in the candidate spec it runs from;
-- ``prompt``: the prompt template's hash (``prompt_sha256``);
-- ``code``: a file of the code a function judge runs (its fingerprint's ``code_sha256``,
-  :mod:`workbench.judges`) changed, appeared or disappeared; a report certified before the code
-  was covered cannot tell, and says so;
-- ``dependencies``: the installed version of a third-party distribution that code imports;
-- ``candidate``: anything else that makes the spec another judge (its fingerprint: parameters,
-  kind, name), or the spec is gone.
-
-The Ragas version is also stale when the project pins Ragas (``pyproject.toml`` nearest above
-the candidate spec, else the gold) to versions that exclude the certified one: the upgrade is
-on its way even where the old Ragas is still installed.
-
-A stale judge loses ``block`` authority until it is recertified
-(:func:`workbench.authority.authority_status`), and cannot be granted or promoted.
-
-The gold's current state is read without validating every record (:func:`gold_state`): a
-rubric whose version changed makes every record invalid until it is re-reviewed, and that is
-exactly when status must still answer.
+Stale when the Ragas version (installed, or excluded by the project's pin), the rubric
+version, the gold, the policy file's hash, or the judge (model, prompt, code, dependencies,
+fingerprint) differs. A stale judge loses ``block`` and cannot be granted or promoted.
 """
 
 from __future__ import annotations
@@ -65,8 +40,7 @@ class GoldState(_Model):
     rubric_version: str | None
     """The rubric's version (None when the rubric cannot be read)."""
     dataset_sha256: str | None
-    """The dataset hash, computed as ``workbench validate`` does (gold file, rubric, evidence
-    snapshot); None when a file is missing."""
+    """The dataset hash as ``workbench validate`` computes it; None when a file is missing."""
     release: str | None
     """The latest frozen release of exactly this state, or None (not frozen)."""
     problems: list[str] = Field(default_factory=list)
@@ -77,8 +51,7 @@ class StaleReason(_Model):
     """One thing that differs from what the certification saw."""
 
     kind: StaleKind
-    """``ragas_version``, ``rubric_version``, ``gold_release``, ``policy``, ``model``,
-    ``prompt``, ``code``, ``dependencies`` or ``candidate`` (module doc)."""
+    """What changed (a :data:`StaleKind`)."""
     certified: str | None
     """What the certification saw."""
     now: str | None
@@ -157,8 +130,7 @@ def _load(spec: str | Path) -> Any:
 
 
 def _certified(report_dir: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """The judge identity the report's held-out run recorded (None when unreadable) and its
-    ``lock.json`` (empty when unreadable)."""
+    """The judge identity the report's held-out run recorded (or None) and its lock (or {})."""
     root = Path(report_dir)
 
     def read(rel: str) -> dict[str, Any]:
@@ -201,9 +173,8 @@ def _policy(lock: dict[str, Any]) -> tuple[str, str | None, str] | None:
 
 
 def _ragas_pin(places: list[Path], certified: str | None) -> tuple[str, str] | None:
-    """``(pyproject, requirement)`` when the project's ``pyproject.toml`` (nearest above
-    ``places``) requires a Ragas the certified version does not meet (or one it cannot
-    compare with)."""
+    """``(pyproject, requirement)`` when the nearest project pins a Ragas the certified version
+    does not meet."""
     from ..judges import project_requirements, requirement_allows
 
     for place in places:
@@ -247,8 +218,7 @@ def _versions(certified: dict[str, str], now: dict[str, str]) -> list[str]:
 def _judge_changes(
     was: dict[str, Any] | None, judge: Any, spec: str | Path
 ) -> list[tuple[StaleKind, str | None, str | None, str]]:
-    """What about the judge at ``spec`` differs from the certified identity ``was``: its
-    prompt, its code, its dependencies (module doc); the rest is the fingerprint's."""
+    """How the judge at ``spec`` differs from ``was``: prompt, code, dependencies."""
     now = judge.identity.model_dump(mode="json")
     if was is None:
         return []
@@ -360,8 +330,7 @@ def staleness(
     *,
     installed_ragas: str | None = None,
 ) -> list[StaleReason]:
-    """Every way the certification in ``facts`` no longer describes the judge that runs from
-    ``spec`` on ``gold`` under the policy it was certified under (module doc)."""
+    """Every way the certification in ``facts`` no longer describes the judge at ``spec``."""
     from ..judges import ragas_version
 
     f = facts

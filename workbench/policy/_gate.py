@@ -1,14 +1,9 @@
 """The release gate: measured alignment + a reviewed policy -> one of four outcomes.
 
-The gate fails closed: a missing result, an unknown slice, a rate without a denominator or a
-missing policy is never a pass. It reads only per-slice rows; the overall row never passes a
-slice (plentiful agreement elsewhere cannot offset a slice's blocker).
-
-Outcome, by precedence over the blockers that no valid override waived:
-``evaluation_incomplete`` (any ``incomplete`` blocker) > ``quality_failed`` (any ``quality``
-blocker) > ``review_required`` (any ``review`` blocker) > ``certified``.
-
-Blocker codes:
+It fails closed (a missing result, an unknown slice, a rate without a denominator or a missing
+policy is never a pass) and reads only per-slice rows. Rates count decided pass/fail verdicts
+only (an abstention is in no denominator); pass and fail are the rubric's pass/fail view.
+Results that are not held-out can at best ``would_certify``.
 
 ==========================  ==========  ======================================================
 code                        category    when
@@ -46,64 +41,6 @@ cost_unverified             review      ``max_cost_usd`` is set but no run summa
 sampled_out                 review      a declared sampling plan left cases out (never waivable)
 predictions_match_labels    review      imported verdicts equal every held-out label, no controls
 ==========================  ==========  ======================================================
-
-Cost is a *review* blocker: spending beyond the approved budget says nothing about how well
-the judge agrees with reviewers (not quality) and the evidence is complete (not incomplete),
-but the spend was not approved, so a person must approve it (an override) or the policy's
-budget must change.
-
-Sampling: a case left out *without* a declared plan is missing (``missing_results``,
-incomplete). A case a declared plan left out (the plan and its sha256 are in the run manifest,
-re-drawn and verified by :func:`workbench.align.align_results`) is out of scope: in no count,
-never a pass. The gate then adds ``sampled_out`` (review, never waivable): the figures are of
-a sample, so the best outcome of a sampled run is ``review_required``, never ``certified``.
-No plan can cover held-out data, so certification always requires every held-out case.
-
-Too few cases and unbounded rates are *review* blockers too: the judge is not shown to be bad,
-the sample cannot show it is good. In a critical slice, too few cases and an unbounded
-false-pass rate cannot be waived.
-
-Abstentions (verdicts in the rubric's ``abstain_labels``) cannot buy certification:
-
-- *Denominators.* A false-pass rate is false passes / human-fail cases judged pass or fail;
-  a false-fail rate is false fails / human-pass cases judged pass or fail. An abstention,
-  an evaluator error or a missing result is in neither numerator nor denominator, and the
-  evidence states the denominator (``human_fails_decided``, ``human_passes_decided``) beside
-  the slice's coverage (``decided`` of ``cases``).
-- *Abstention limit.* Abstention rate = abstentions / verdicts, observed, against the slice's
-  ``max_abstention_rate`` (mandatory for critical slices, 0 when omitted elsewhere);
-  above it is ``abstention_rate_exceeded`` (quality; waivable slice by slice, never in a
-  critical slice).
-- *No decided case, no pass.* A false-pass limit (count or rate) over a slice without a
-  human-fail case judged pass or fail is ``rate_unbounded`` (review; not waivable in a
-  critical slice). Its message says how many such cases the limit needs:
-  :func:`workbench.stats.cases_needed` on the ``upper_95`` basis (smallest n whose Wilson
-  upper bound with zero false passes is within the limit), 1 on the ``point`` basis. The
-  same holds for false-fail limits and human-pass cases.
-- *Sample-size figures.* ``rate_unbounded``, ``false_pass_rate_unproven`` and
-  ``false_fail_rate_unproven`` on the ``upper_95`` basis cite two numbers, labelled: "at zero
-  errors" (``verdicts_needed_at_zero_errors``, the floor above) and "to bound at half the
-  limit" (``verdicts_needed_to_bound_at_half_limit``: :func:`workbench.stats.cases_to_bound`
-  at half the limit, Wilson, quoted as :func:`workbench.stats.too_few_cases_message` words
-  it), then ``more_verdicts_needed`` (:func:`workbench.stats.shortfall`), the "+N" the
-  certification report shows. On the ``point`` basis no bound is compared, so only the first
-  (1) is given.
-- *Constant judge.* Whatever the policy's limits, a judge whose pass/fail verdicts use only
-  one of the two labels (or none) while the adjudicated labels include both pass and fail is
-  ``constant_verdict`` (quality, never waivable): checked over all cases in scope (labels of
-  every case in scope), then, when that passes, per slice (labels of the slice's cases with a
-  verdict, decided or abstaining).
-- ``min_n`` counts decided verdicts: an abstention is no evidence of agreement.
-
-Pass and fail are the rubric's pass/fail view (:meth:`~workbench.gold.Rubric.pass_fail`):
-``pass_label``/``fail_label`` on a nominal rubric; on an ordinal or numeric rubric, the labels
-in ``pass_labels`` are pass and every other scale label is fail (on a 1-5 scale with
-``pass_labels: [4, 5]``, a human 2 judged 4 is a false pass; a human 2 judged 3 is neither).
-Every limit above is a pass/fail figure, so a rubric without a pass/fail view (an ordered
-rubric without ``pass_labels``, a preference rubric) can never be certified: the gate adds
-``no_pass_fail_view`` (review, never waivable: the rubric must change) and checks no
-false-pass or false-fail limit of its slices; ``workbench certify`` refuses such a rubric
-before it uses held-out data (:func:`~workbench.policy._consistency.policy_rubric_problems`).
 """
 
 from __future__ import annotations
@@ -139,23 +76,16 @@ GateOutcome = Literal[
     "certified", "quality_failed", "evaluation_incomplete", "review_required", "would_certify"
 ]
 EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES, ADVISORY_CLEAR)
-"""Process exit code of ``workbench gate`` per outcome (2 is invalid input):
-:mod:`workbench.outcomes`."""
+"""Process exit code of ``workbench gate`` per outcome (2 is invalid input)."""
 
 
 @dataclass(frozen=True)
 class NotEvaluated:
-    """What the gate is given instead of an alignment report when no evidence was gathered on
-    purpose.
-
-    Certification passes it when blocking controls failed: the held-out partition was then
-    deliberately not used, so there is nothing to align. The gate decides on the blockers it
-    is given (controls, lineage) by the same rule, never better than their categories allow.
-    """
+    """Given instead of an alignment report when no evidence was gathered on purpose (blocking
+    controls failed): the gate decides on the blockers it is given."""
 
     reason: str
-    """Why there is no evidence, for the summary, e.g. "blocking controls failed, so the held-out
-    partition was not used"."""
+    """Why there is no evidence, for the summary."""
     judge: str
     """``name@version`` of the candidate."""
     dataset_sha256: str
@@ -212,12 +142,10 @@ class GateResult(_Model):
     kind: Literal["workbench.gate"] = "workbench.gate"
     """Document kind."""
     outcome: GateOutcome
-    """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``; on
-    results that are not held-out (development, calibration, every partition at once) the clear
-    outcome is ``would_certify`` (advisory, exit 6), never ``certified``."""
+    """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``;
+    ``would_certify`` (advisory) instead of ``certified`` on results that are not held-out."""
     blockers: list[Blocker]
-    """Blockers no override waived, sorted by category (incomplete, quality, review), slice,
-    code."""
+    """Blockers no override waived, sorted by category, slice, code."""
     waived: list[WaivedBlocker]
     """Blockers waived by an active override, same order."""
     expired_overrides: list[str] = Field(default_factory=list)
@@ -263,20 +191,13 @@ def evaluate_gate(
     fingerprint: str | None = None,
     flagged: Mapping[str, dict[str, list[str]]] | None = None,
 ) -> GateResult:
-    """Decide whether ``report`` meets ``policy``; see the module doc for every rule.
+    """Decide whether ``report`` meets ``policy``.
 
-    ``flagged`` (:func:`~workbench.align.flagged_cases` of the evidence the report was computed
-    from), or ``join`` (the :class:`~workbench.align.Join` it was computed from), supplies the
-    false-pass case ids; without either a critical false pass cannot be waived at all.
-    ``extra_blockers`` come from other checks (controls, lineage) with their own codes; an
-    ``incomplete`` one is never waivable. ``fingerprint`` is the candidate being certified:
-    overrides are scoped to it (default: the results' judge fingerprint), and results from
-    another judge are a ``candidate_mismatch`` blocker.
-
-    ``report`` may be :class:`NotEvaluated` (no evidence on purpose): only ``extra_blockers``
-    count, no override is checked (nothing measured was there to waive, and blockers from
-    other checks are never waivable), and with no blocker at all it fails closed
-    (``missing_results``).
+    ``flagged`` or ``join`` supply the false-pass case ids (without them a critical false pass
+    cannot be waived). ``extra_blockers`` come from other checks (an ``incomplete`` one is never
+    waivable). ``fingerprint`` scopes the overrides (default: the results' judge); results of
+    another judge are ``candidate_mismatch``. A :class:`NotEvaluated` report counts only
+    ``extra_blockers``, checks no override, and without any blocker fails closed.
     """
     if isinstance(report, NotEvaluated):
         return _not_evaluated(report, policy, rubric, extra_blockers, policy_sha256, fingerprint)
@@ -774,13 +695,8 @@ def _slice_blockers(
 
 
 def slice_blockers(report: AlignmentReport, policy: Policy) -> list[Blocker]:
-    """The gate's own blockers that name the slices of ``report``, without a rubric or a run.
-
-    For previews that show a per-slice result before any gate is applied (development and
-    calibration tables and charts): completeness (missing results, evaluator errors, which name
-    their slices in the evidence) and every slice's checks, computed by the functions
-    :func:`evaluate_gate` uses, so a preview and the gate never disagree about a slice.
-    """
+    """The gate's own blockers naming the slices of ``report`` (completeness and slice checks),
+    without a rubric or a run: for previews, so a preview and the gate never disagree."""
     out = _completeness(report, None, policy.max_evaluator_errors)
     for row in report.slices:
         if row.n > 0:
@@ -789,12 +705,7 @@ def slice_blockers(report: AlignmentReport, policy: Policy) -> list[Blocker]:
 
 
 def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
-    """``no_pass_fail_view``: the rubric does not say which labels pass and which fail.
-
-    Every limit the gate checks is a pass/fail figure, so without a pass/fail view nothing
-    could show the judge is fit to gate a release: an ordered rubric must declare
-    ``pass_labels``, a nominal one ``pass_label`` and ``fail_label``. Never waivable.
-    """
+    """``no_pass_fail_view`` (never waivable) when the rubric does not say which labels pass."""
     if has_pass_fail_view(rubric):
         return []
     limited = sorted(
@@ -889,8 +800,7 @@ def _min_n_check(row: SliceAlignment, risk: str | None, min_n: int) -> list[Bloc
 def _false_pass_checks(
     row: SliceAlignment, spec: SlicePolicy, risk: str | None, ids: dict[str, list[str]]
 ) -> list[Blocker]:
-    """The false-pass count and rate limits; in a critical slice on the upper bound, waivable
-    only case by case."""
+    """The false-pass count and rate limits; critical slices: upper bound, waivable by case only."""
     critical = risk == Risk.critical.value
     fp_ids = ids.get("false_pass", [])
     fp_waivable = bool(fp_ids) if critical else True
@@ -1012,12 +922,7 @@ def _abstention_check(
 
 
 def _sample_evidence(need: Shortfall) -> dict[str, Any]:
-    """The sample-size figures a ``rate_unbounded`` or ``*_rate_unproven`` blocker carries.
-
-    Both numbers, labelled: at zero errors (the floor) and to bound at half the limit (the
-    planned sample :func:`~workbench.stats.too_few_cases_message` cites), then the further
-    decided cases the slice needs, the figure the certification report shows as "+N".
-    """
+    """The sample-size figures of a ``rate_unbounded`` or ``*_rate_unproven`` blocker."""
     return {
         "verdicts_needed_at_zero_errors": need.needed_at_zero_errors,
         "verdicts_needed_to_bound_at_half_limit": need.needed_to_bound,
@@ -1028,8 +933,6 @@ def _sample_evidence(need: Shortfall) -> dict[str, Any]:
 
 
 def _cited(name: str, need: Shortfall, human: str, kind: str) -> str:
-    """The sentences a sample-size blocker cites: the planned number, then the floor at zero
-    errors."""
     if need.limit is None or need.basis == "point":
         return ""
     what = kind.replace("_", " ")
@@ -1189,14 +1092,8 @@ def _rate_check(
 
 
 def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]:
-    """``constant_verdict`` over all cases in scope; per slice only when the whole passes.
-
-    Over all cases, the adjudicated labels *in scope* count (a judge that errs on every human
-    fail is caught too); per slice, the adjudicated labels of the cases *with a verdict*
-    (a slice whose fail cases only errored is left to the error and rate blockers). Pass and
-    fail are the rubric's pass/fail view: on an ordered rubric, every label in ``pass_labels``
-    is a pass verdict and every other scale label a fail verdict.
-    """
+    """``constant_verdict`` over all cases in scope; per slice (cases with a verdict) only when the
+    whole passes."""
     if not has_pass_fail_view(rubric):
         return []
     passes = [label for label in rubric.labels if rubric.pass_fail(label) == "pass"]
@@ -1222,14 +1119,8 @@ def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]
 
 
 def _copied_labels(report: AlignmentReport, policy: Policy | None) -> list[Blocker]:
-    """``predictions_match_labels``: imported verdicts equal to the adjudicated label on every
-    held-out case in scope, under a policy that runs no controls.
-
-    Imported predictions were made where the workbench cannot see; a file that copies the gold
-    labels agrees perfectly and would certify. Perfect agreement on every case is the mark of
-    such a copy: without controls (cases the labels do not come with) nothing tells it from a
-    real judge, so a person decides (``review_required``).
-    """
+    """``predictions_match_labels``: imported verdicts equal every held-out label in scope under a
+    policy without controls (nothing tells a copy of the gold from a real judge)."""
     judge, row = report.judge, report.overall
     if judge is None or judge.kind != "imported" or policy is None or policy.controls:
         return []  # no policy: never certified anyway (policy_missing)
@@ -1405,11 +1296,8 @@ def _number(value: Any) -> str:
 
 
 def _gold_changes(report: AlignmentReport) -> list[Blocker]:
-    """A non-waivable ``gold_changed`` blocker when the report is not comparable.
-
-    Reached only with --allow-gold-change (otherwise a lineage mismatch is refused before the
-    gate): results produced against another gold can never certify.
-    """
+    """A non-waivable ``gold_changed`` blocker when the report is not comparable (forced with
+    --allow-gold-change)."""
     if report.comparable is not False:
         return []
     lineage = report.lineage

@@ -1,26 +1,9 @@
 """Override records: a named approver waives specific gate blockers, for a limited time.
 
-Overrides live in an append-only JSON Lines store (default ``data/policies/overrides.jsonl``),
-one record per line, never rewritten: to withdraw an override, let it expire or add a new
-policy version. Each record names the policy (``name@version``) it applies to, optionally one
-candidate fingerprint, the blocker codes it may waive, the slices and/or case ids it covers,
-the reason, an expiry and a follow-up (ticket or action). Its ``override_id`` is ``ovr-`` and
-the first 16 hex digits of the sha256 over the record's canonical JSON without the id, so an
-edited line no longer matches its id and the store refuses to load.
-
-What an override can never do (enforced by :func:`workbench.policy.decide` for every gate):
-waive a blocker of category ``incomplete`` (missing evidence cannot be approved away), waive
-a policy-integrity blocker (fix the policy instead), waive a constant judge
-(``constant_verdict``), or waive a false pass in a critical slice by anything but a
-case-level review naming every false-pass case of that slice.
-
-:func:`add_override` refuses, every problem at once, before anything is written: a code not in
-the one table (:data:`~workbench.policy._codes.BLOCKER_CODES`), a code it never waives, a code
-another feature emits than the policy's (an :class:`OverrideScope`: the release gate's, a ranking
-policy's, a noise suite's) and, when the scope knows them, a slice or case it does not declare, a
-slice-level waiver of a false pass in a critical slice (name the cases instead) and a code that
-is never waivable in a critical slice it names. :func:`describe_override` says what a record will
-apply to. Which blockers an override then waives is decided by :func:`workbench.policy.decide`.
+The store (default ``data/policies/overrides.jsonl``) is append-only. An ``override_id`` is
+``ovr-`` + 16 hex digits of the sha256 of the record without its id, so an edited line no longer
+loads. :func:`add_override` refuses every problem at once before writing; which blockers an
+override waives is decided by :func:`workbench.policy.decide`.
 """
 
 from __future__ import annotations
@@ -63,12 +46,8 @@ _POLICY_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_
 
 @dataclass(frozen=True)
 class OverrideScope:
-    """What an override is checked against when it is added: the policy it names, whose blockers
-    it may waive and, when known, the slices and cases those blockers can name.
-
-    A release policy is its own scope (:func:`scope_of`); ``workbench ranking`` and ``workbench
-    noise`` build theirs (a ranking policy; a pair suite, its slices and pair ids).
-    """
+    """What an override is checked against when added: the policy it names, the codes it may
+    waive and, when known, the slices and cases (:func:`scope_of` for a release policy)."""
 
     label: str
     """``name@version`` of the policy the override names."""
@@ -99,11 +78,9 @@ class _OverrideBody(Record):
     schema_version: int = OVERRIDE_SCHEMA_VERSION
     """Override record format version."""
     approver: str = Field(min_length=1)
-    """Who approved the waiver: a name in the project's approver list (``approvers:`` in the
-    ``workbench.yaml`` above the store), never the override's author."""
+    """Who approved the waiver: a project approver, never the override's author."""
     author: str | None = None
-    """Who recorded the override (``--author``, default ``$WORKBENCH_USER`` or the login name).
-    None only on records written before schema 2, which cannot show who wrote them."""
+    """Who recorded the override; None only on records before schema 2."""
     created_at: AwareDatetime
     """When the override was recorded (UTC)."""
     policy: str = Field(pattern=NAME_PATTERN[:-1] + r"@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -113,11 +90,9 @@ class _OverrideBody(Record):
     codes: list[str] = Field(min_length=1)
     """Blocker codes it may waive."""
     slices: list[str] = Field(default_factory=list)
-    """Slices it covers (a slice-level waiver). Empty: only blockers without a slice, or the
-    blockers whose every case id is listed in ``case_ids``."""
+    """Slices it covers. Empty: blockers without a slice, or those whose cases are all listed."""
     case_ids: list[str] = Field(default_factory=list)
-    """Cases reviewed one by one (a case-level waiver). The only way to waive a false pass in a
-    critical slice, and then every false-pass case of the slice must be listed."""
+    """Cases reviewed one by one: the only way to waive a critical false pass (list them all)."""
     reason: str = Field(min_length=1)
     """Why the blocker is acceptable, with the evidence reviewed."""
     expires_at: AwareDatetime
@@ -213,13 +188,8 @@ def build_override(
     created_at: datetime | None = None,
     author: str | None = None,
 ) -> Override:
-    """Validate an override without writing it; raise :class:`WorkbenchError` with every problem.
-
-    Refuses codes no override may waive (:data:`NON_WAIVABLE_CODES`), codes the gate never
-    emits, and (with a loaded ``policy``) unknown slices and critical-slice waivers that could
-    never apply (see :func:`check_override_scope`); an expiry not after ``created_at``; blank
-    approver/reason/follow-up. ``path`` is only where problems are located.
-    """
+    """Validate an override without writing it; raise :class:`WorkbenchError` with every problem
+    (codes, scope: :func:`check_override_scope`, expiry, blank fields); ``path`` locates them."""
     created = (created_at or datetime.now(UTC)).replace(microsecond=0)
     if created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
@@ -279,11 +249,8 @@ def add_override(
     created_at: datetime | None = None,
     author: str | None = None,
 ) -> Override:
-    """Validate an override (:func:`build_override`) and append it to the store; the file is never
-    rewritten.
-
-    Also refuses a store that does not load cleanly and an override already in it.
-    """
+    """Validate an override (:func:`build_override`) and append it to a store that loads cleanly
+    and does not hold it yet."""
     override = build_override(
         path,
         policy=policy,
@@ -324,13 +291,8 @@ def check_override_scope(
     slices: Sequence[str],
     case_ids: Sequence[str],
 ) -> list[Problem]:
-    """Every reason an override with these codes, slices and cases could never apply.
-
-    Codes are checked against the one table (:data:`~workbench.policy._codes.BLOCKER_CODES`):
-    unknown, never waivable, or emitted by another feature than the policy's. Slices and cases
-    are checked when the scope knows them (a loaded release policy, a noise suite); a
-    ``name@version`` alone checks codes only. The CLI always loads the policy file.
-    """
+    """Every reason an override with these codes, slices and cases could never apply (codes
+    always; slices and cases when the scope knows them)."""
     scope = scope_of(policy)
     problems = [p for code in codes if (p := _code_problem(loc, scope, code)) is not None]
     problems += _case_problems(loc, scope, case_ids)
@@ -465,8 +427,7 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
 def approval_problems(
     approver: str, author: str | None, location: str, approvers: Approvers
 ) -> list[Problem]:
-    """Why an override's approval does not count: an approver outside the project's list, or
-    the override's own author (nobody approves their own waiver)."""
+    """Why an override's approval does not count: an unlisted approver, or its own author."""
     problems = approvers.problems(approver, location, "the override's approver")
     if author is not None and author.strip() == approver.strip():
         problems.append(
@@ -487,10 +448,8 @@ def certifier_waiver_problems(
     certifier: str | None = None,
     now: datetime | None = None,
 ) -> list[Problem]:
-    """One ``approver_is_certifier`` problem per override that would apply to a certification
-    of ``fingerprint`` under ``policy`` (not expired at ``now``) and was approved by
-    ``certifier`` (default: :func:`~workbench.approval.current_user`): nobody waives their own
-    certification through, as nobody approves their own waiver (:func:`approval_problems`)."""
+    """An ``approver_is_certifier`` problem per override that would apply to this certification
+    and was approved by ``certifier`` (default: the current user)."""
     who = (certifier or current_user()).strip()
     active = active_overrides(overrides, policy, fingerprint, now or datetime.now(UTC))
     return [
@@ -506,8 +465,7 @@ def certifier_waiver_problems(
 
 
 def format_override(override: Override, now: datetime) -> str:
-    """One line for a list of overrides: id, whether it has expired at ``now``, scope, approval,
-    reason and follow-up."""
+    """One line for a list of overrides."""
     o = override
     scope = []
     if o.slices:
@@ -526,8 +484,8 @@ def format_override(override: Override, now: datetime) -> str:
 
 
 def resolve_policy_ref(value: str, store: str | Path) -> Path:
-    """The policy file an override names: a path, or ``name@version`` looked up as
-    ``<name@version>.yaml`` beside the override store, then in ``data/policies/``."""
+    """The policy file an override names: a path, or ``name@version`` beside the store, then in
+    ``data/policies/``."""
     path = Path(value)
     if path.suffix in (".yaml", ".yml") or path.exists() or not _POLICY_LABEL.match(value):
         return path
@@ -539,9 +497,7 @@ def resolve_policy_ref(value: str, store: str | Path) -> Path:
 
 
 def policy_for_override(value: str, store: str | Path, **fields: Any) -> Policy:
-    """The policy an override names (:func:`resolve_policy_ref`), loaded. When it does not load,
-    refuses with its problems and every problem of the override's ``fields`` at once (those
-    :func:`build_override` finds without the policy)."""
+    """The policy an override names, loaded; refuses with its problems and the override's own."""
     try:
         return load_policy(resolve_policy_ref(value, store))
     except WorkbenchError as exc:
@@ -574,12 +530,8 @@ def _missing_policy(p: Problem, value: str, store: str | Path) -> Problem:
 
 
 def load_overrides(path: str | Path) -> list[Override]:
-    """Every override in the store, in file order; a missing store holds none.
-
-    Bad lines (not JSON, invalid fields, an id that does not match the content, duplicate
-    ids, a newer schema, an approver outside the project's list or the override's own author)
-    raise :class:`WorkbenchError` listing every one with its line number.
-    """
+    """Every override in the store, in file order (none if missing); raises
+    :class:`WorkbenchError` listing every bad line."""
     path = Path(path)
     if not path.exists():
         return []
