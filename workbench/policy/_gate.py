@@ -66,6 +66,7 @@ from ..gold import Risk, Rubric
 from ..outcomes import ADVISORY_CLEAR, GATE_OUTCOMES, exit_codes
 from ..runs import RunSummary
 from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
+from ._codes import Category
 from ._decide import Blocker, Decision, UnappliedOverride, WaivedBlocker, decide
 from ._overrides import Override
 from ._policy import Basis, Policy, SlicePolicy
@@ -224,7 +225,10 @@ def evaluate_gate(
         waived=decision.waived,
         expired_overrides=decision.expired,
         unapplied_overrides=decision.unapplied,
-        figures=[_figures(row) for row in [*report.slices, report.overall]],
+        figures=[
+            SliceFigures.model_validate(row, from_attributes=True)
+            for row in [*report.slices, report.overall]
+        ],
         policy=ref,
         judge=f"{report.judge.name}@{report.judge.version}" if report.judge else None,
         judge_fingerprint=fingerprint,
@@ -263,7 +267,7 @@ def _candidate(report: AlignmentReport, fingerprint: str | None) -> list[Blocker
     if fingerprint is None or report.judge_fingerprint in (None, fingerprint):
         return []
     return [
-        _review(
+        _blocker(
             "candidate_mismatch",
             "The results were produced by another judge than the candidate being evaluated.",
             evidence={
@@ -310,16 +314,9 @@ def _not_evaluated(
 ) -> GateResult:
     blockers = _from_other_checks(None, extra_blockers)
     if not blockers:  # fail closed: no evidence is never a pass
+        message = f"No evidence was gathered ({report.reason}); a missing result is never a pass."
         blockers.append(
-            Blocker(
-                code="missing_results",
-                category="incomplete",
-                message=(
-                    f"No evidence was gathered ({report.reason}); a missing result is never a pass."
-                ),
-                evidence={"partition": report.partition},
-                waivable=False,
-            )
+            _blocker("missing_results", message, "incomplete", {"partition": report.partition})
         )
     # nothing measured was there to waive, and blockers from other checks are never waivable
     decision: Decision = decide(blockers, policy_label=None, fingerprint=fingerprint)
@@ -339,186 +336,99 @@ def _not_evaluated(
     )
 
 
-def _figures(row: SliceAlignment) -> SliceFigures:
-    return SliceFigures(
-        slice=row.slice,
-        risk=row.risk,
-        n=row.n,
-        verdicts=row.verdicts,
-        decided=row.decided,
-        abstentions=row.abstentions,
-        errors=row.errors,
-        missing=row.missing,
-        coverage=row.coverage,
-        abstention_rate=row.abstention_rate,
-        false_pass_rate=row.false_pass_rate,
-        false_fail_rate=row.false_fail_rate,
-    )
-
-
 def _completeness(
     report: AlignmentReport, run: RunSummary | None, max_errors: int
 ) -> list[Blocker]:
     out: list[Blocker] = []
     overall = report.overall
     if overall.n == 0:
-        out.append(
-            Blocker(
-                code="no_cases",
-                category="incomplete",
-                message="No gold case is in scope, so there is nothing to certify.",
-                evidence={"cases_in_scope": 0, "partition": report.partition},
-                waivable=False,
-            )
-        )
+        message = "No gold case is in scope, so there is nothing to certify."
+        evidence: dict[str, Any] = {"cases_in_scope": 0, "partition": report.partition}
+        out.append(_blocker("no_cases", message, "incomplete", evidence))
     if report.status != "complete" or overall.missing:
-        by_slice = {s.slice: s.missing for s in report.slices if s.missing}
-        out.append(
-            Blocker(
-                code="missing_results",
-                category="incomplete",
-                message=(
-                    f"{overall.missing} of {overall.n} cases have no judge result; a missing result"
-                    " is never a pass."
-                )
-                + (
-                    f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out"
-                    " without the policy's declared plan is a scope change)."
-                    if report.sampling_rejected
-                    else ""
-                ),
-                evidence={
-                    "missing": overall.missing,
-                    "cases_in_scope": overall.n,
-                    "missing_by_slice": by_slice,
-                    **(
-                        {"sampling_rejected": report.sampling_rejected}
-                        if report.sampling_rejected
-                        else {}
-                    ),
-                },
-                case_ids=list(report.missing_case_ids),
-                waivable=False,
-            )
+        message = (
+            f"{overall.missing} of {overall.n} cases have no judge result; a missing result is"
+            " never a pass."
         )
+        evidence = {
+            "missing": overall.missing,
+            "cases_in_scope": overall.n,
+            "missing_by_slice": {s.slice: s.missing for s in report.slices if s.missing},
+        }
+        if report.sampling_rejected:
+            message += (
+                f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out"
+                " without the policy's declared plan is a scope change)."
+            )
+            evidence["sampling_rejected"] = report.sampling_rejected
+        missing = list(report.missing_case_ids)
+        out.append(_blocker("missing_results", message, "incomplete", evidence, case_ids=missing))
     if overall.errors > max_errors:
-        by_slice = {s.slice: s.errors for s in report.slices if s.errors}
-        out.append(
-            Blocker(
-                code="evaluator_errors_exceeded",
-                category="incomplete",
-                message=(
-                    f"{overall.errors} cases ended in an evaluator error (at most {max_errors}"
-                    " allowed), so their verdicts are unknown."
-                ),
-                evidence={
-                    "errors": overall.errors,
-                    "limit": max_errors,
-                    "cases_in_scope": overall.n,
-                    "errors_by_kind": dict(overall.errors_by_kind),
-                    "errors_by_slice": by_slice,
-                },
-                case_ids=[e.case_id for e in report.evaluator_errors],
-                waivable=False,
-            )
+        message = (
+            f"{overall.errors} cases ended in an evaluator error (at most {max_errors} allowed),"
+            " so their verdicts are unknown."
         )
-    if run is not None:
-        out += _run_blockers(run)
-    return out
+        evidence = {
+            "errors": overall.errors,
+            "limit": max_errors,
+            "cases_in_scope": overall.n,
+            "errors_by_kind": dict(overall.errors_by_kind),
+            "errors_by_slice": {s.slice: s.errors for s in report.slices if s.errors},
+        }
+        errored = [e.case_id for e in report.evaluator_errors]
+        out.append(
+            _blocker("evaluator_errors_exceeded", message, "incomplete", evidence, case_ids=errored)
+        )
+    return out + (_run_blockers(run) if run is not None else [])
 
 
 def _run_blockers(run: RunSummary) -> list[Blocker]:
     unrun = sorted({pair.rsplit("#", 1)[0] for pair in run.unrun})
+    pairs = f"{len(run.unrun)} case x repeat pair(s) unrun."
+    counts = {"unrun": len(run.unrun), "planned": run.planned}
     out: list[Blocker] = []
     if run.stop_reason == "budget_exhausted":
-        out.append(
-            Blocker(
-                code="budget_exhausted",
-                category="incomplete",
-                message=(
-                    f"The run stopped at its budget with {len(run.unrun)} case x repeat pair(s)"
-                    " unrun."
-                ),
-                evidence={
-                    "cost_usd": run.cost_usd,
-                    "budget_usd": run.budget_usd,
-                    "unrun": len(run.unrun),
-                    "planned": run.planned,
-                },
-                case_ids=unrun,
-                waivable=False,
-            )
-        )
+        evidence = {"cost_usd": run.cost_usd, "budget_usd": run.budget_usd, **counts}
+        message = f"The run stopped at its budget with {pairs}"
+        out.append(_blocker("budget_exhausted", message, "incomplete", evidence, case_ids=unrun))
     if run.stop_reason == "max_cases":
-        out.append(
-            Blocker(
-                code="case_limit_reached",
-                category="incomplete",
-                message=(
-                    f"The run stopped at its case limit with {len(run.unrun)} case x repeat pair(s)"
-                    " unrun."
-                ),
-                evidence={
-                    "max_cases": run.max_cases,
-                    "unrun": len(run.unrun),
-                    "planned": run.planned,
-                },
-                case_ids=unrun,
-                waivable=False,
-            )
-        )
+        evidence = {"max_cases": run.max_cases, **counts}
+        message = f"The run stopped at its case limit with {pairs}"
+        out.append(_blocker("case_limit_reached", message, "incomplete", evidence, case_ids=unrun))
     if run.pending_retry:
         pending = sorted({pair.rsplit("#", 1)[0] for pair in run.pending_retry})
-        out.append(
-            Blocker(
-                code="pending_retries",
-                category="incomplete",
-                message=(
-                    f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a"
-                    " retryable evaluator error."
-                ),
-                evidence={"pending_retry": len(run.pending_retry), "planned": run.planned},
-                case_ids=pending,
-                waivable=False,
-            )
+        message = (
+            f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a retryable"
+            " evaluator error."
         )
+        evidence = {"pending_retry": len(run.pending_retry), "planned": run.planned}
+        out.append(_blocker("pending_retries", message, "incomplete", evidence, case_ids=pending))
     if run.status != "complete" and not out:
-        out.append(
-            Blocker(
-                code="run_incomplete",
-                category="incomplete",
-                message=(
-                    f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun)."
-                ),
-                evidence={
-                    "unrun": len(run.unrun),
-                    "planned": run.planned,
-                    "verdicts": run.verdicts,
-                    "errors": run.errors,
-                },
-                case_ids=unrun,
-                waivable=False,
-            )
-        )
+        message = f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun)."
+        evidence = {**counts, "verdicts": run.verdicts, "errors": run.errors}
+        out.append(_blocker("run_incomplete", message, "incomplete", evidence, case_ids=unrun))
     return out
 
 
-def _review(
+def _blocker(
     code: str,
     message: str,
+    category: Category = "review",
+    evidence: dict[str, Any] | None = None,
     *,
     slice: str | None = None,
     risk: str | None = None,
-    evidence: dict[str, Any] | None = None,
+    case_ids: Sequence[str] = (),
     waivable: bool = False,
 ) -> Blocker:
     return Blocker(
         code=code,
-        category="review",
+        category=category,
         slice=slice,
         risk=risk,
         message=message,
         evidence=evidence or {},
+        case_ids=list(case_ids),
         waivable=waivable,
     )
 
@@ -529,7 +439,7 @@ def _consistency(
     out: list[Blocker] = []
     if policy is None:
         out.append(
-            _review(
+            _blocker(
                 "policy_missing",
                 "No release policy was given, so no limit can be checked and the judge cannot be"
                 " certified.",
@@ -537,7 +447,7 @@ def _consistency(
         )
     if report.rubric_version != rubric.version:
         out.append(
-            _review(
+            _blocker(
                 "rubric_mismatch",
                 f"The report was computed under rubric {report.rubric_version!r} but the rubric"
                 f" given is {rubric.version!r}.",
@@ -550,7 +460,7 @@ def _consistency(
         and policy.rubric_version != rubric.version
     ):
         out.append(
-            _review(
+            _blocker(
                 "policy_rubric_mismatch",
                 f"The policy was written for rubric {policy.rubric_version!r} but the dataset uses"
                 f" {rubric.version!r}.",
@@ -559,7 +469,7 @@ def _consistency(
         )
     if policy is not None and policy.partition is not None and report.partition != policy.partition:
         out.append(
-            _review(
+            _blocker(
                 "partition_mismatch",
                 f"The policy certifies on partition {policy.partition!r} but the report covers"
                 f" {report.partition or 'all partitions'!r}.",
@@ -571,7 +481,7 @@ def _consistency(
         or run.partition != report.partition
     ):
         out.append(
-            _review(
+            _blocker(
                 "run_mismatch",
                 "The run summary belongs to another judge or partition than the results evaluated.",
                 evidence={
@@ -593,7 +503,7 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
     by_slice = {s.slice: s.sampled_out for s in report.slices if s.sampled_out}
     n = len(report.sampled_out_case_ids)
     return [
-        _review(
+        _blocker(
             "sampled_out",
             f"{n} case(s) were sampled out (declared plan {sha[:12]}): they were not judged and"
             " count as nothing, so the figures are of a sample and the evaluation cannot certify;"
@@ -614,7 +524,7 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return []
     if run is None:
         return [
-            _review(
+            _blocker(
                 "cost_unverified",
                 f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was"
                 " given, so the spend cannot be checked.",
@@ -623,7 +533,7 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         ]
     if run.cost_usd > policy.max_cost_usd:
         return [
-            _review(
+            _blocker(
                 "cost_exceeded",
                 f"The run spent ${run.cost_usd:.4f}, more than the approved"
                 f" ${policy.max_cost_usd:.2f}.",
@@ -649,7 +559,7 @@ def _slices(
     view = has_pass_fail_view(rubric)
     names = list(dict.fromkeys([*rubric.slices, *(s.slice for s in report.slices if s.n > 0)]))
     out = [
-        _review(
+        _blocker(
             "policy_unknown_slice",
             f"The policy sets limits for slice {name!r}, which the rubric does not declare.",
             slice=name,
@@ -671,7 +581,7 @@ def _slice_blockers(
     spec = policy.slices.get(name)
     if spec is None:
         return [
-            _review(
+            _blocker(
                 "slice_not_in_policy",
                 f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.",
                 slice=name,
@@ -682,7 +592,7 @@ def _slice_blockers(
     out = []
     if risk is not None and spec.risk.value != risk:
         out.append(
-            _review(
+            _blocker(
                 "policy_risk_mismatch",
                 f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric"
                 f" says {risk}.",
@@ -733,7 +643,7 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
         else ""
     )
     return [
-        _review(
+        _blocker(
             "no_pass_fail_view",
             f"No label counts as pass or fail ({what}), so false passes and false fails cannot be"
             f" counted and no limit can show the judge is fit to gate a release{limits}: {fix}.",
@@ -778,7 +688,7 @@ def _min_n_check(row: SliceAlignment, risk: str | None, min_n: int) -> list[Bloc
     critical = risk == Risk.critical.value
     what = "to bound a critical slice" if critical else "to judge the slice"
     return [
-        _review(
+        _blocker(
             "too_few_cases",
             f"Slice {row.slice!r} has {row.decided} cases with a decided verdict"
             f" ({row.abstentions} abstentions not counted), too few {what} (at least {min_n}"
@@ -993,7 +903,7 @@ def _unbounded(
             "on the upper_95 basis the 95% Wilson bound needs decided"
             f" cases.{_cited(row.slice, need, human, kind)}"
         )
-    return _review(
+    return _blocker(
         "rate_unbounded",
         f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human}"
         f" case(s) in scope; abstentions, errors and missing results do not count), so its {what}"

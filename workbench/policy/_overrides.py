@@ -17,24 +17,13 @@ from typing import Any, ClassVar
 
 from pydantic import AwareDatetime, Field, ValidationError, model_validator
 
-from .._io import (
-    AppendOnlyLog,
-    JSONRecordError,
-    iter_jsonl_lines,
-    loads_json,
-    sha256_json,
-)
+from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, loads_json, sha256_json
 from .._load import validation_problems
 from .._record import Record, SchemaTooNew
 from ..approval import Approvers, current_user, load_approvers
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import Risk
-from ._codes import (
-    BLOCKER_CODES,
-    CRITICAL_NEVER_WAIVABLE,
-    FALSE_PASS_CODES,
-    Feature,
-)
+from ._codes import BLOCKER_CODES, CRITICAL_NEVER_WAIVABLE, FALSE_PASS_CODES, Feature
 from ._policy import NAME_PATTERN, Policy, load_policy
 
 OVERRIDE_SCHEMA_VERSION = 2
@@ -153,16 +142,12 @@ def expiry_from(value: str | date | datetime) -> datetime:
                 else date.fromisoformat(value)
             )
         except ValueError:
-            raise WorkbenchError(
+            raise refusal(
                 "invalid expiry",
-                [
-                    Problem(
-                        location="--expires",
-                        code="override_invalid",
-                        message=f"{value!r} is not a date (YYYY-MM-DD) or an ISO datetime",
-                        fix="give the expiry as YYYY-MM-DD",
-                    )
-                ],
+                "--expires",
+                "override_invalid",
+                f"{value!r} is not a date (YYYY-MM-DD) or an ISO datetime",
+                "give the expiry as YYYY-MM-DD",
             ) from None
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
@@ -234,51 +219,20 @@ def build_override(
     return override
 
 
-def add_override(
-    path: str | Path,
-    *,
-    policy: Policy | OverrideScope | str,
-    approver: str,
-    reason: str,
-    expires_at: str | date | datetime,
-    follow_up: str,
-    codes: Sequence[str],
-    slices: Sequence[str] = (),
-    case_ids: Sequence[str] = (),
-    candidate_fingerprint: str | None = None,
-    created_at: datetime | None = None,
-    author: str | None = None,
-) -> Override:
-    """Validate an override (:func:`build_override`) and append it to a store that loads cleanly
-    and does not hold it yet."""
-    override = build_override(
-        path,
-        policy=policy,
-        approver=approver,
-        reason=reason,
-        expires_at=expires_at,
-        follow_up=follow_up,
-        codes=codes,
-        slices=slices,
-        case_ids=case_ids,
-        candidate_fingerprint=candidate_fingerprint,
-        created_at=created_at,
-        author=author,
-    )
+def add_override(path: str | Path, **fields: Any) -> Override:
+    """Validate an override (:func:`build_override`, same arguments) and append it to a store that
+    loads cleanly and does not hold it yet."""
+    override = build_override(path, **fields)
     loc = str(path)
     with AppendOnlyLog(path) as log:
         existing = load_overrides(path)
         if any(o.override_id == override.override_id for o in existing):
-            raise WorkbenchError(
+            raise refusal(
                 "override refused",
-                [
-                    Problem(
-                        location=loc,
-                        code="override_duplicate",
-                        message=f"{override.override_id} is already in the store",
-                        fix="nothing to do: the same override is already recorded",
-                    )
-                ],
+                loc,
+                "override_duplicate",
+                f"{override.override_id} is already in the store",
+                "nothing to do: the same override is already recorded",
             )
         log.append(override.model_dump(mode="json"))
     return override
@@ -305,33 +259,24 @@ def _code_problem(loc: str, scope: OverrideScope, code: str) -> Problem | None:
     spec = BLOCKER_CODES.get(code)
     mine = sorted(c for c, s in BLOCKER_CODES.items() if s.feature == scope.feature and s.waivable)
     if spec is not None and not spec.waivable:
-        return Problem(
-            location=loc,
-            code="override_code_not_waivable",
-            message=f"blocker code {code!r} can never be waived ({spec.never})",
-            fix="complete the evaluation or fix the policy/inputs instead",
-        )
+        message = f"blocker code {code!r} can never be waived ({spec.never})"
+        fix = "complete the evaluation or fix the policy/inputs instead"
+        return problem(loc, "override_code_not_waivable", message, fix)
     if spec is not None and spec.feature == scope.feature:
         return None
     what = "a blocker code any gate emits" if spec is None else f"a {scope.feature} blocker code"
-    return Problem(
-        location=loc,
-        code="override_unknown_code",
-        message=f"{code!r} is not {what}, so an override of {scope.label} could never apply",
-        fix=f"name one of the waivable codes: {', '.join(mine)}",
+    message = f"{code!r} is not {what}, so an override of {scope.label} could never apply"
+    return problem(
+        loc, "override_unknown_code", message, f"name one of the waivable codes: {', '.join(mine)}"
     )
 
 
 def _case_problems(loc: str, scope: OverrideScope, case_ids: Sequence[str]) -> list[Problem]:
     if scope.case_ids is None:
         return []
+    fix = "name the case ids the blocker lists"
     return [
-        Problem(
-            location=loc,
-            code="override_unknown_case",
-            message=f"case {case!r} is not in {scope.label}",
-            fix="name the case ids the blocker lists",
-        )
+        problem(loc, "override_unknown_case", f"case {case!r} is not in {scope.label}", fix)
         for case in case_ids
         if case not in scope.case_ids
     ]
@@ -343,46 +288,29 @@ def _slice_problems(
     if scope.slices is None:
         return []
     if name not in scope.slices:
+        fix = "name one of the policy's slices: " + ", ".join(scope.slices)
         return [
-            Problem(
-                location=loc,
-                code="override_unknown_slice",
-                message=f"slice {name!r} is not in {scope.label}",
-                fix="name one of the policy's slices: " + ", ".join(scope.slices),
-            )
+            problem(loc, "override_unknown_slice", f"slice {name!r} is not in {scope.label}", fix)
         ]
     if scope.slices[name] != Risk.critical.value:
         return []
     problems: list[Problem] = []
     fp = sorted(set(codes) & FALSE_PASS_CODES)
     if fp and not case_ids:
-        problems.append(
-            Problem(
-                location=loc,
-                code="override_critical_false_pass_by_slice",
-                message=(
-                    f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is"
-                    " waived only case by case, never for the whole slice"
-                ),
-                fix=(
-                    "review each false-pass case and name every one with --case (the gate lists"
-                    " them); drop --slice for these codes"
-                ),
-            )
+        message = (
+            f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is waived only case"
+            " by case, never for the whole slice"
         )
+        fix = (
+            "review each false-pass case and name every one with --case (the gate lists them);"
+            " drop --slice for these codes"
+        )
+        problems.append(problem(loc, "override_critical_false_pass_by_slice", message, fix))
     never = sorted(set(codes) & CRITICAL_NEVER_WAIVABLE)
     if never:
-        problems.append(
-            Problem(
-                location=loc,
-                code="override_not_waivable_in_critical",
-                message=f"slice {name!r} is critical: {', '.join(never)} can never be waived there",
-                fix=(
-                    "grow the slice or change the judge; the sample must show a critical slice"
-                    " is bounded"
-                ),
-            )
-        )
+        message = f"slice {name!r} is critical: {', '.join(never)} can never be waived there"
+        fix = "grow the slice or change the judge; the sample must show a critical slice is bounded"
+        problems.append(problem(loc, "override_not_waivable_in_critical", message, fix))
     return problems
 
 
@@ -430,14 +358,9 @@ def approval_problems(
     """Why an override's approval does not count: an unlisted approver, or its own author."""
     problems = approvers.problems(approver, location, "the override's approver")
     if author is not None and author.strip() == approver.strip():
-        problems.append(
-            Problem(
-                location=location,
-                code="override_self_approved",
-                message=f"{approver!r} both recorded and approved the override",
-                fix="have another listed approver review and approve it (--approver)",
-            )
-        )
+        message = f"{approver!r} both recorded and approved the override"
+        fix = "have another listed approver review and approve it (--approver)"
+        problems.append(problem(location, "override_self_approved", message, fix))
     return problems
 
 
@@ -452,12 +375,13 @@ def certifier_waiver_problems(
     and was approved by ``certifier`` (default: the current user)."""
     who = (certifier or current_user()).strip()
     active = active_overrides(overrides, policy, fingerprint, now or datetime.now(UTC))
+    fix = "have another listed approver approve the waiver, or have someone else certify"
     return [
-        Problem(
-            location=o.override_id,
-            code="approver_is_certifier",
-            message=f"the waiver {o.override_id} is approved by {o.approver!r}, who is certifying",
-            fix="have another listed approver approve the waiver, or have someone else certify",
+        problem(
+            o.override_id,
+            "approver_is_certifier",
+            f"the waiver {o.override_id} is approved by {o.approver!r}, who is certifying",
+            fix,
         )
         for o in active
         if o.approver.strip() == who
@@ -502,12 +426,7 @@ def policy_for_override(value: str, store: str | Path, **fields: Any) -> Policy:
         return load_policy(resolve_policy_ref(value, store))
     except WorkbenchError as exc:
         problems = [_missing_policy(p, value, store) for p in exc.problems] or [
-            Problem(
-                location="--policy",
-                code="policy_invalid",
-                message=exc.summary,
-                fix="correct the policy file",
-            )
+            problem("--policy", "policy_invalid", exc.summary, "correct the policy file")
         ]
     label = value if _POLICY_LABEL.match(value) else "unknown@unknown"
     try:
@@ -551,26 +470,16 @@ def load_overrides(path: str | Path) -> list[Override]:
         if override is None:
             continue
         if override.override_id in seen:
-            problems.append(
-                Problem(
-                    location=where,
-                    code="override_duplicate",
-                    message=f"{override.override_id} already on line {seen[override.override_id]}",
-                    fix="remove the duplicated line (a copied store)",
-                )
-            )
+            message = f"{override.override_id} already on line {seen[override.override_id]}"
+            fix = "remove the duplicated line (a copied store)"
+            problems.append(problem(where, "override_duplicate", message, fix))
             continue
         seen[override.override_id] = number
         problems += approval_problems(override.approver, override.author, where, approvers)
         out.append(override)
+    fix = "restore the line from version control"
     problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="override_encoding",
-            message="the line is not UTF-8",
-            fix="restore the line from version control",
-        )
-        for n in not_utf8
+        problem(f"{path}:{n}", "override_encoding", "the line is not UTF-8", fix) for n in not_utf8
     ]
     if problems:
         raise WorkbenchError(f"{path}: the override store has {len(problems)} problem(s)", problems)
@@ -586,14 +495,10 @@ def _parse_line(text: str, where: str, problems: list[Problem]) -> Override | No
         raw = loads_json(text)
     except JSONRecordError as exc:
         code = "override_malformed" if exc.code == "malformed_json" else exc.code
-        message = f"not a valid JSON object ({exc.msg})"
-        problems.append(Problem(location=where, code=code, message=message, fix=_RESTORE))
+        problems.append(problem(where, code, f"not a valid JSON object ({exc.msg})", _RESTORE))
         return None
     if not isinstance(raw, dict):
-        message = "not a JSON object"
-        problems.append(
-            Problem(location=where, code="override_malformed", message=message, fix=_RESTORE)
-        )
+        problems.append(problem(where, "override_malformed", "not a JSON object", _RESTORE))
         return None
     try:
         return Override.model_validate(raw)
@@ -617,10 +522,7 @@ def active_overrides(
     now: datetime,
 ) -> list[Override]:
     """The overrides that apply to this policy and candidate and have not expired at ``now``."""
-    if policy is None:
-        return []
-    label = _policy_label(policy)
-    return [o for o in overrides if o.applies_to(label, fingerprint) and o.is_active(now)]
+    return [o for o in _for(overrides, policy, fingerprint) if o.is_active(now)]
 
 
 def expired_overrides(
@@ -630,7 +532,13 @@ def expired_overrides(
     now: datetime,
 ) -> list[Override]:
     """The overrides for this policy and candidate that had expired by ``now`` (ignored)."""
+    return [o for o in _for(overrides, policy, fingerprint) if o.expires_at <= now]
+
+
+def _for(
+    overrides: Iterable[Override], policy: Policy | str | None, fingerprint: str | None
+) -> list[Override]:
     if policy is None:
         return []
     label = _policy_label(policy)
-    return [o for o in overrides if o.applies_to(label, fingerprint) and o.expires_at <= now]
+    return [o for o in overrides if o.applies_to(label, fingerprint)]

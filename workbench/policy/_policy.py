@@ -30,15 +30,10 @@ Basis = Literal["upper_95", "point"]
 PartitionName = Literal["development", "calibration", "held_out"]
 Use = Literal["advisory", "route", "block"]
 """What a certified judge may do, least to most."""
-USES: tuple[str, ...] = ("advisory", "route", "block")
 
 
-class SliceRuleError(ValueError):
+class SliceRuleError(SamplingRuleError):
     """The rules a slice breaks, each ``(code, message, fix)``; :func:`load_policy` lists each."""
-
-    def __init__(self, rules: list[tuple[str, str, str]]) -> None:
-        self.rules = rules
-        super().__init__("; ".join(message for _, message, _ in rules))
 
 
 class SlicePolicy(_Model):
@@ -120,12 +115,8 @@ class SlicePolicy(_Model):
         return self
 
 
-class PolicyRuleError(ValueError):
+class PolicyRuleError(SamplingRuleError):
     """Policy-level rules broken, each ``(code, message, fix)``; :func:`load_policy` lists each."""
-
-    def __init__(self, rules: list[tuple[str, str, str]]) -> None:
-        self.rules = rules
-        super().__init__("; ".join(message for _, message, _ in rules))
 
 
 class PolicyScope(_Model):
