@@ -1,15 +1,8 @@
 """Approved inputs: content-addressed, frozen as releases (:func:`freeze`) through one
 mechanism, with one lineage check (:func:`check_lineage`) at every use."""
 
-from ._approvers import (
-    REVIEWERS_KEY,
-    Approvers,
-    current_user,
-    load_approvers,
-    project_config,
-)
-from ._freeze import freeze
-from ._kinds import freeze_path, snapshot_of
+from ._approvers import REVIEWERS_KEY, Approvers, current_user, load_approvers, project_config
+from ._kinds import freeze, freeze_path, snapshot_of
 from ._lineage import check_lineage, describe
 from ._log import RELEASES_FILE, Release, read_release_log
 from ._snapshot import Change, Snapshot, changed_fields, document_snapshot

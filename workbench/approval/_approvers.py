@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._load import read_config
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 
 PROJECT_CONFIG = "workbench.yaml"
 APPROVERS_KEY = "approvers"
@@ -33,15 +33,15 @@ class Approvers:
         who = (name or "").strip()
         if self.config is None or not self.names:
             return [
-                Problem(
-                    location=location,
-                    code="approvers_missing",
-                    message=(
+                problem(
+                    location,
+                    "approvers_missing",
+                    (
                         f"{role} {who!r} cannot be checked: the project has no {PROJECT_CONFIG}"
                         f" with an `{APPROVERS_KEY}:` list (the project root is pinned from the"
                         " working directory or $WORKBENCH_PROJECT_ROOT, never from the input)"
                     ),
-                    fix=(
+                    (
                         f"list the people who approve inputs in the project's {PROJECT_CONFIG}:"
                         f" `{APPROVERS_KEY}: [NAME, ...]`"
                     ),
@@ -50,11 +50,11 @@ class Approvers:
         if who in self.names:
             return []
         return [
-            Problem(
-                location=location,
-                code="approver_unknown",
-                message=f"{role} {who!r} is not in the project's approver list ({self.config})",
-                fix=(
+            problem(
+                location,
+                "approver_unknown",
+                f"{role} {who!r} is not in the project's approver list ({self.config})",
+                (
                     f"name one of: {', '.join(sorted(self.names))}; or have the project add the"
                     f" person to `{APPROVERS_KEY}:` in {PROJECT_CONFIG}"
                 ),
@@ -94,16 +94,12 @@ def load_approvers(start: str | Path | None = None, key: str = APPROVERS_KEY) ->
 
 
 def _invalid(config: Path, message: str, key: str = APPROVERS_KEY) -> WorkbenchError:
-    return WorkbenchError(
+    return refusal(
         "invalid approver list",
-        [
-            Problem(
-                location=str(config),
-                code="approvers_invalid",
-                message=message,
-                fix=f"write `{key}:` as a YAML list of distinct names",
-            )
-        ],
+        str(config),
+        "approvers_invalid",
+        message,
+        f"write `{key}:` as a YAML list of distinct names",
     )
 
 

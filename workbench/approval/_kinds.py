@@ -1,19 +1,21 @@
-"""Which kind of approved input a path holds, and its snapshot loader: lazy ``module:function``
-references, so the kernel imports none of the packages whose inputs it freezes."""
+"""Freezing an approved input, one mechanism for every kind: which kind a path holds, and its
+snapshot loader as a lazy ``module:function`` reference (the kernel imports none of the packages
+whose inputs it freezes)."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import cast
 
 from .._load import peek_yaml
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ._approvers import current_user, load_approvers
-from ._freeze import freeze
-from ._log import Release
+from ._lineage import check_lineage
+from ._log import Release, append_release, read_release_log
 from ._snapshot import Snapshot
 
 
@@ -55,20 +57,16 @@ def kind_of(path: str | Path) -> Kind:
         if kind.keys and kind.keys <= keys:
             return kind
     names = ", ".join(k.name for k in (GOLD, *KINDS))
-    raise WorkbenchError(
+    raise refusal(
         "not an approved input",
-        [
-            Problem(
-                location=str(path),
-                code="freeze_unknown_input",
-                message=f"{path} is none of the inputs that are frozen ({names})",
-                fix=(
-                    "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
-                    " a claim review panel, a control suite, a release policy, a sentinel file"
-                    " or a label mapping"
-                ),
-            )
-        ],
+        str(path),
+        "freeze_unknown_input",
+        f"{path} is none of the inputs that are frozen ({names})",
+        (
+            "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
+            " a claim review panel, a control suite, a release policy, a sentinel file"
+            " or a label mapping"
+        ),
     )
 
 
@@ -92,3 +90,19 @@ def freeze_path(
         who = load_approvers(path).problems(approver, "--approver", "the approver")
         raise WorkbenchError(exc.summary, [*who, *exc.problems]) from None
     return freeze(snapshot, approver=approver, note=note)
+
+
+def freeze(
+    snapshot: Snapshot, *, approver: str, note: str | None = None, now: datetime | None = None
+) -> tuple[Release, bool]:
+    """Freeze ``snapshot``; return ``(release, created)``.
+
+    Refuses an unlisted approver and any lineage problem, every problem at once. Content already
+    frozen under the same version writes nothing (``created`` False).
+    """
+    approvers = load_approvers(snapshot.folder)
+    problems = approvers.problems(approver, "--approver", "the approver")
+    problems += check_lineage(snapshot, read_release_log(snapshot.folder), approvers)
+    if problems:
+        raise WorkbenchError(f"cannot freeze {snapshot.label}", problems)
+    return append_release(snapshot, approver=approver, note=note, now=now)

@@ -19,7 +19,7 @@ change_unrecorded          an item differs from the superseded version without a
 
 from __future__ import annotations
 
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ._approvers import Approvers, load_approvers
 from ._log import Release, ReleaseLog, read_release_log
 from ._snapshot import Snapshot, changed_fields, item_sha256
@@ -166,13 +166,10 @@ def _unrecorded(snapshot: Snapshot, base: Release, approvers: Approvers) -> list
 
 
 def _problem(snapshot: Snapshot, item_id: str | None, code: str, message: str, fix: str) -> Problem:
-    return Problem(
-        location=snapshot.at(item_id), case_id=item_id, code=code, message=message, fix=fix
-    )
+    return problem(snapshot.at(item_id), code, message, fix, case_id=item_id)
 
 
 def _once(problems: list[Problem]) -> list[Problem]:
-    """Each problem once (two releases of one input can find the same edit)."""
     seen: set[tuple[str, str | None]] = set()
     out: list[Problem] = []
     for p in problems:

@@ -24,7 +24,7 @@ from .._io import (
     sha256_json,
 )
 from .._record import Record, SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ._snapshot import Snapshot, item_sha256
 
 RELEASES_FILE = "releases.jsonl"
@@ -236,12 +236,7 @@ def _chain_problems(
     else:
         return []
     return [
-        Problem(
-            location=where,
-            code="release_chain_broken",
-            message=f"release {release.release_id} {what}",
-            fix=FIX_CHAIN,
-        )
+        problem(where, "release_chain_broken", f"release {release.release_id} {what}", FIX_CHAIN)
     ]
 
 
@@ -253,7 +248,7 @@ def _first(exc: Exception) -> str:
 
 
 def _malformed(location: str, message: str) -> Problem:
-    return Problem(location=location, code="release_malformed", message=message, fix=FIX_CHAIN)
+    return problem(location, "release_malformed", message, FIX_CHAIN)
 
 
 def append_release(
@@ -311,16 +306,12 @@ class _lock:
         try:
             self.lock.acquire(timeout=30)
         except Timeout:
-            raise WorkbenchError(
+            raise refusal(
                 "cannot freeze",
-                [
-                    Problem(
-                        location=str(self.path),
-                        code="freeze_locked",
-                        message="another freeze holds this release log's lock",
-                        fix="wait for it to finish and freeze again",
-                    )
-                ],
+                str(self.path),
+                "freeze_locked",
+                "another freeze holds this release log's lock",
+                "wait for it to finish and freeze again",
             ) from None
 
     def __exit__(self, *exc: object) -> None:

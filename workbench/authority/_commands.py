@@ -108,7 +108,6 @@ def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
 
 
 def _given_trust(trust: str | Path | None, problems: list[Problem]) -> dict[bytes, str] | None:
-    """The keys of ``--trust`` (None when not given; an unreadable file is a problem)."""
     if trust is None:
         return None
     try:
@@ -275,7 +274,6 @@ def grant(
 def _step_problems(
     gold: str | Path, candidate: str | Path, label: str, current: str
 ) -> list[Problem]:
-    """Why a judge at ``current`` has no next step."""
     if current == "none":
         message = f"{label} holds no authority: promotion starts from advisory"
         fix = (

@@ -25,7 +25,6 @@ from ._grant import Level, describe_scope
 AUTHORITY_SCHEMA_VERSION = 1
 LOCK_TIMEOUT_S = 60.0
 Event = Literal["granted", "promoted", "demoted", "revoked", "shadow"]
-EVENTS: tuple[str, ...] = ("granted", "promoted", "demoted", "revoked", "shadow")
 FIX_RESTORE = (
     "the authority record is append-only evidence: restore it (and its .head file) from version"
     " control or a backup; never edit or delete its lines"

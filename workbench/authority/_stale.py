@@ -110,17 +110,7 @@ def gold_state(gold: str | Path) -> GoldState:
     )
 
 
-def spec_identity(spec: str | Path) -> tuple[str | None, str | None, str | None]:
-    """``(label, fingerprint, model)`` of the candidate spec at ``spec``; Nones when it cannot be
-    loaded."""
-    judge = _load(spec)
-    if judge is None:
-        return None, None, None
-    return judge.spec.label, judge.identity.fingerprint(), judge.identity.model
-
-
 def _load(spec: str | Path) -> Any:
-    """The judge the spec at ``spec`` builds, or None when it cannot be built."""
     from ..judges import load_candidate
 
     try:
@@ -199,7 +189,6 @@ def _ragas_pin(places: list[Path], certified: str | None) -> tuple[str, str] | N
 
 
 def _diff(certified: dict[str, str], now: dict[str, str], limit: int = 6) -> list[str]:
-    """What differs between two name -> hash/version maps, one short phrase each."""
     out = [f"{k} changed" for k in sorted(certified.keys() & now.keys()) if certified[k] != now[k]]
     out += [f"{k} added" for k in sorted(now.keys() - certified.keys())]
     out += [f"{k} removed" for k in sorted(certified.keys() - now.keys())]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._io import atomic_write_bytes
-from ..errors import WorkbenchError, problem
+from ..errors import WorkbenchError, refusal
 
 if TYPE_CHECKING:
     from ._ledger import LedgerEntry
@@ -80,9 +80,12 @@ def read_keys(ledger: Path, digest: str) -> frozenset[str] | None:
 
 def _damaged(path: Path, code: str, what: str) -> WorkbenchError:
     message = f"the held-out items a ledger entry records are damaged: {what}"
-    return WorkbenchError(
+    return refusal(
         "the held-out ledger cannot show which held-out content was used",
-        [problem(str(path), code, message, _FIX)],
+        str(path),
+        code,
+        message,
+        _FIX,
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -431,8 +431,3 @@ def pending_transitions(
             )
         )
     return out
-
-
-def summary_counts(summary: MigrationSummary) -> dict[str, Any]:
-    """The summary as JSON (what the lock records and ``verify`` recomputes)."""
-    return summary.model_dump(mode="json")

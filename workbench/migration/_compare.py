@@ -24,7 +24,7 @@ from .._args import check_run_arguments
 from .._io import atomic_write_json, read_json_file, sha256_json
 from .._record import Record as _Model
 from ..align import Join, JoinedCase, align_results, read_run_manifest
-from ..errors import Problem, WorkbenchError, refusal
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..heldout import exposure_problems, held_out_content, refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
@@ -663,16 +663,14 @@ def _input_problems(setup: _Setup) -> list[Problem]:
     outside = [label for label in new.spec.labels if label not in rubric.labels]
     problems = []
     if outside:
-        problems.append(
-            Problem(
-                location=new.spec.label,
-                code="labels_outside_rubric",
-                message=f"{new.spec.label} may return {outside}, which rubric {rubric.version}"
-                " does not have",
-                fix="the new version's labels must be the rubric's; a renamed rubric needs a new"
-                " gold release",
-            )
+        message = (
+            f"{new.spec.label} may return {outside}, which rubric {rubric.version} does not have"
         )
+        fix = (
+            "the new version's labels must be the rubric's; a renamed rubric needs a new gold"
+            " release"
+        )
+        problems.append(problem(new.spec.label, "labels_outside_rubric", message, fix))
     problems += mapping_problems(
         setup.mapping,
         old_label=setup.old.spec.label,
@@ -696,26 +694,18 @@ def _reused_problems(run_dir: Path, judge: Judge, setup: _Setup, side: str) -> l
     """Why an existing run directory cannot stand for ``judge`` on these cases."""
     manifest_path = run_dir / MANIFEST_FILE
     if not manifest_path.is_file() or not (run_dir / RESULTS_FILE).is_file():
-        return [
-            Problem(
-                location=str(run_dir),
-                code="run_missing",
-                message=f"--{side}-run is not a run directory (manifest.json and results.jsonl)",
-                fix="point at a directory written by `workbench run`, or drop the option to run"
-                " the candidate here",
-            )
-        ]
+        message = f"--{side}-run is not a run directory (manifest.json and results.jsonl)"
+        fix = (
+            "point at a directory written by `workbench run`, or drop the option to run the"
+            " candidate here"
+        )
+        return [problem(str(run_dir), "run_missing", message, fix)]
     try:
         manifest = RunManifest.model_validate(read_json_file(manifest_path))
     except (OSError, ValueError) as exc:
-        return [
-            Problem(
-                location=str(manifest_path),
-                code="manifest_invalid",
-                message=f"the run manifest cannot be read ({type(exc).__name__})",
-                fix="restore the manifest.json the run wrote",
-            )
-        ]
+        message = f"the run manifest cannot be read ({type(exc).__name__})"
+        fix = "restore the manifest.json the run wrote"
+        return [problem(str(manifest_path), "manifest_invalid", message, fix)]
     dataset, partition, fingerprint = setup.dataset, setup.partition, judge.identity.fingerprint()
     want = sorted((c.case_id, c.response_hash) for c in setup.cases)
     have = sorted((c.case_id, c.response_hash) for c in manifest.cases)
@@ -752,23 +742,18 @@ def _reused_problems(run_dir: Path, judge: Judge, setup: _Setup, side: str) -> l
             "both versions must judge the same frozen cases: re-run (drop the option)",
         ),
     ]
-    problems = [
-        Problem(location=str(manifest_path), code=code, message=message, fix=fix)
-        for failed, code, message, fix in checks
-        if failed
-    ]
+    problems = [problem(str(manifest_path), *check) for failed, *check in checks if failed]
     status = _run_status(run_dir)
     if status != "complete":
-        problems.append(
-            Problem(
-                location=str(run_dir),
-                code="run_incomplete",
-                message=f"the run is {status or 'of unknown status (no run.json)'}: reusing it"
-                " would compare on fewer cases",
-                fix=f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run"
-                " to run here",
-            )
+        message = (
+            f"the run is {status or 'of unknown status (no run.json)'}: reusing it would compare"
+            " on fewer cases"
         )
+        fix = (
+            f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run to run"
+            " here"
+        )
+        problems.append(problem(str(run_dir), "run_incomplete", message, fix))
     return problems
 
 
@@ -836,25 +821,23 @@ def _price(
         + (f" + ${e.recorded_usd:.4f} recorded" if e.recorded_usd else "")
         for e in estimates
     )
+    message = (
+        f"comparing {setup.old.spec.label} with {setup.new.spec.label} on {len(setup.cases)}"
+        f" {setup.partition} case(s) needs up to ${needed:.4f} (the engine's reservations: input"
+        f" estimate + full output cap, one attempt per call), the budget is ${budget_usd:.4f}:"
+        f" {detail}"
+    )
+    fix = (
+        f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope change, not a"
+        " saving"
+    )
     raise BudgetInsufficient(
         "the budget does not cover both candidates: nothing was started",
-        [
-            Problem(
-                location="--budget-usd",
-                code="budget_insufficient",
-                message=f"comparing {setup.old.spec.label} with {setup.new.spec.label} on"
-                f" {len(setup.cases)} {setup.partition} case(s) needs up to ${needed:.4f} (the"
-                " engine's reservations: input estimate + full output cap, one attempt per"
-                f" call), the budget is ${budget_usd:.4f}: {detail}",
-                fix=f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope"
-                " change, not a saving",
-            )
-        ],
+        [problem("--budget-usd", "budget_insufficient", message, fix)],
     )
 
 
 def _manifest(setup: _Setup) -> dict[str, Any]:
-    """What the comparison directory is frozen for."""
     return {
         "old_fingerprint": setup.old.identity.fingerprint(),
         "new_fingerprint": setup.new.identity.fingerprint(),
@@ -1061,11 +1044,7 @@ def _joined(setup: _Setup) -> tuple[dict[str, Join], dict[str, RunManifest | Non
 
 
 def _frame(manifest: RunManifest) -> tuple[Any, ...]:
-    return (
-        manifest.dataset_sha256,
-        manifest.partition,
-        [c.model_dump() for c in manifest.cases],
-    )
+    return (manifest.dataset_sha256, manifest.partition, [c.model_dump() for c in manifest.cases])
 
 
 def map_lines(
@@ -1190,7 +1169,6 @@ def _mapping_ref(mapping: LoadedMapping | None) -> MappingRef | None:
 
 
 def _controls(setup: _Setup, runner: _Runner) -> ControlsSideBySide | None:
-    """The controls of both versions side by side, the old verdicts mapped."""
     if setup.suite is None:
         return None
     old = runner.controls["controls old"]
@@ -1243,7 +1221,6 @@ def format_comparison(report: ComparisonReport) -> str:
 
 
 def _format_changes(report: ComparisonReport) -> list[str]:
-    """The label mapping, what changed, prompt parity and the warnings."""
     lines = []
     if report.label_mapping:
         lm = report.label_mapping

@@ -19,7 +19,7 @@ from .._io import sha256_file
 from .._load import error_field, load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from ..approval import Snapshot, check_lineage, document_snapshot, load_approvers
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 
 MAPPING_SCHEMA_VERSION = 1
 
@@ -156,14 +156,18 @@ def _required(
     if not unmapped:
         return []
     return [
-        Problem(
-            location=location,
-            code="label_mapping_required",
-            message=f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
-            f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
-            " mapping",
-            fix="write a label mapping (old -> new, approver, approved date) and pass it with"
-            " --label-mapping; unknown labels are never guessed",
+        problem(
+            location,
+            "label_mapping_required",
+            (
+                f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
+                f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
+                " mapping"
+            ),
+            (
+                "write a label mapping (old -> new, approver, approved date) and pass it with"
+                " --label-mapping; unknown labels are never guessed"
+            ),
         )
     ]
 
@@ -227,9 +231,7 @@ def mapping_problems(
         )
     )
     return [
-        Problem(location=loaded.path, code=code, message=message, fix=fix)
-        for failed, code, message, fix in found
-        if failed
+        problem(loaded.path, code, message, fix) for failed, code, message, fix in found if failed
     ]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from .._record import Record as _Model
-from ..errors import Problem
+from ..errors import Problem, problem
 from ..gold import GoldCase
 from ..judges import CaseRef, Judge, JudgeInput
 from ..results import JudgeIdentity
@@ -81,11 +81,11 @@ def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[
     problems: list[Problem] = []
     if spec.parent != parent.spec.label:
         problems.append(
-            Problem(
-                location=location,
-                code="parent_mismatch",
-                message=f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}",
-                fix=(
+            problem(
+                location,
+                "parent_mismatch",
+                f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}",
+                (
                     "derive the version from its parent (session.derive), which records parent and"
                     " changes"
                 ),
@@ -96,14 +96,14 @@ def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[
     if extra:
         declared = ", ".join(spec.changes) if spec.changes else "nothing"
         problems.append(
-            Problem(
-                location=location,
-                code="undeclared_change",
-                message=(
+            problem(
+                location,
+                "undeclared_change",
+                (
                     f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but"
                     f" declares {declared}"
                 ),
-                fix=(
+                (
                     "declare every change in changes: (one per version unless deliberate), or undo"
                     " the undeclared change"
                 ),

@@ -298,7 +298,6 @@ def _ref(policy: Policy | None, policy_sha256: str | None) -> PolicyRef | None:
 
 
 def _shown(ref: PolicyRef | None) -> str:
-    """The policy as the summary shows it."""
     if ref is None:
         return "no policy"
     return f"{ref.name}@{ref.version}" + (f" (sha256 {ref.sha256[:12]})" if ref.sha256 else "")
@@ -660,7 +659,6 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
 
 
 def _coverage(row: SliceAlignment) -> dict[str, Any]:
-    """The slice's coverage, put beside every rate in a blocker's evidence."""
     return {"decided": row.decided, "cases": row.n, "coverage": row.coverage.rate}
 
 

@@ -437,7 +437,6 @@ def policy_for_override(value: str, store: str | Path, **fields: Any) -> Policy:
 
 
 def _missing_policy(p: Problem, value: str, store: str | Path) -> Problem:
-    """A missing policy file, explained as an override's reference to it."""
     if p.code != "policy_missing":
         return p
     fix = (
@@ -490,7 +489,6 @@ _RESTORE = "restore the line from version control; the store is append-only"
 
 
 def _parse_line(text: str, where: str, problems: list[Problem]) -> Override | None:
-    """One store line as an override, or None with its problem added."""
     try:
         raw = loads_json(text)
     except JSONRecordError as exc:

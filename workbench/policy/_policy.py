@@ -19,7 +19,7 @@ from .._load import load_yaml, rule_error, validation_problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
 from ..approval import Snapshot, check_lineage, document_snapshot
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
 
@@ -319,7 +319,7 @@ def policy_sha256(path: str | Path) -> str:
 
 
 def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=loc, code=code, message=message, fix=fix)
+    return problem(loc, code, message, fix)
 
 
 def _rule_problems(e: Any, where: str, loc: str) -> list[Problem] | None:
@@ -387,12 +387,7 @@ def load_policy(path: str | Path) -> Policy:
         problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
         problems += validation_problems(
-            exc,
-            at=loc,
-            code="policy_invalid",
-            root="policy",
-            fix=_field_fix,
-            expand=_rule_problems,
+            exc, at=loc, code="policy_invalid", root="policy", fix=_field_fix, expand=_rule_problems
         )
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
