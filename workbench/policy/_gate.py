@@ -513,8 +513,8 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
                 "sampled_out_by_slice": by_slice,
                 "plan_sha256": sha,
             },
-            waivable=False,
-        ).model_copy(update={"case_ids": list(report.sampled_out_case_ids)})
+            case_ids=report.sampled_out_case_ids,
+        )
     ]
 
 
@@ -728,23 +728,25 @@ def _false_pass_checks(
         ]
     out: list[Blocker] = []
     if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
+        message = (
+            f"Slice {row.slice!r} has {row.false_passes} false passes (human fail, judge pass) of"
+            f" {row.false_pass_rate.n} human-fail cases judged pass or fail, more than the"
+            f" {spec.max_false_passes} allowed."
+        )
+        evidence = {
+            "false_passes": row.false_passes,
+            "human_fails_decided": row.false_pass_rate.n,
+            "limit": spec.max_false_passes,
+            **_coverage(row),
+        }
         out.append(
-            Blocker(
-                code="false_passes_exceeded",
-                category="quality",
+            _blocker(
+                "false_passes_exceeded",
+                message,
+                "quality",
+                evidence,
                 slice=row.slice,
                 risk=risk,
-                message=(
-                    f"Slice {row.slice!r} has {row.false_passes} false passes (human fail, judge"
-                    f" pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail,"
-                    f" more than the {spec.max_false_passes} allowed."
-                ),
-                evidence={
-                    "false_passes": row.false_passes,
-                    "human_fails_decided": row.false_pass_rate.n,
-                    "limit": spec.max_false_passes,
-                    **_coverage(row),
-                },
                 case_ids=fp_ids,
                 waivable=fp_waivable,
             )
@@ -802,29 +804,31 @@ def _abstention_check(
             " abstention is accepted)"
         )
     )
+    message = (
+        f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed"
+        f" {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided verdict."
+    )
+    evidence = {
+        "abstentions": rate.k,
+        "verdicts": rate.n,
+        "rate": rate.rate,
+        "ci95_low": rate.ci95_low,
+        "ci95_high": rate.ci95_high,
+        "limit": limit,
+        "limit_declared": declared,
+        **_coverage(row),
+    }
+    waivable = risk != Risk.critical.value
     return [
-        Blocker(
-            code="abstention_rate_exceeded",
-            category="quality",
+        _blocker(
+            "abstention_rate_exceeded",
+            message,
+            "quality",
+            evidence,
             slice=name,
             risk=risk,
-            message=(
-                f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed"
-                f" {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided"
-                " verdict."
-            ),
-            evidence={
-                "abstentions": rate.k,
-                "verdicts": rate.n,
-                "rate": rate.rate,
-                "ci95_low": rate.ci95_low,
-                "ci95_high": rate.ci95_high,
-                "limit": limit,
-                "limit_declared": declared,
-                **_coverage(row),
-            },
             case_ids=case_ids,
-            waivable=risk != Risk.critical.value,
+            waivable=waivable,
         )
     ]
 
@@ -962,6 +966,8 @@ def _rate_check(
         f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged"
         f" {wrong}; {on} exceeds the limit {limit:g}."
     )
+    code = f"{kind}_rate_exceeded"
+    category: Category = "quality"
     if basis == "upper_95" and rate.rate <= limit:
         # The observed rate is within the limit; only the interval is too wide. That is too
         # few cases to bound the slice, not a judge that disagrees: review, not quality.
@@ -973,26 +979,15 @@ def _rate_check(
             f" {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice."
             + _cited(name, need, human, kind)
         )
-        return [
-            Blocker(
-                code=f"{kind}_rate_unproven",
-                category="review",
-                slice=name,
-                risk=risk,
-                message=message,
-                evidence=evidence,
-                case_ids=case_ids,
-                waivable=unbounded_waivable,
-            )
-        ]
+        code, category, waivable = f"{kind}_rate_unproven", "review", unbounded_waivable
     return [
-        Blocker(
-            code=f"{kind}_rate_exceeded",
-            category="quality",
+        _blocker(
+            code,
+            message,
+            category,
+            evidence,
             slice=name,
             risk=risk,
-            message=message,
-            evidence=evidence,
             case_ids=case_ids,
             waivable=waivable,
         )
@@ -1036,18 +1031,12 @@ def _copied_labels(report: AlignmentReport, policy: Policy | None) -> list[Block
         return []
     if row.n == 0 or row.aligned != row.n:
         return []
-    return [
-        Blocker(
-            code="predictions_match_labels",
-            category="review",
-            message=(
-                f"The imported verdicts equal the adjudicated label on all {row.n} cases in scope"
-                " and the policy runs no controls: nothing shows they were not copied from the"
-                " gold labels."
-            ),
-            evidence={"cases": row.n, "aligned": row.aligned, "judge_kind": judge.kind},
-        )
-    ]
+    message = (
+        f"The imported verdicts equal the adjudicated label on all {row.n} cases in scope and the"
+        " policy runs no controls: nothing shows they were not copied from the gold labels."
+    )
+    evidence = {"cases": row.n, "aligned": row.aligned, "judge_kind": judge.kind}
+    return [_blocker("predictions_match_labels", message, "review", evidence, waivable=True)]
 
 
 def _constant(
@@ -1078,17 +1067,16 @@ def _constant(
             f"the judge judged none of the {row.n} cases pass or fail ({row.decided} decided,"
             f" {row.abstentions} abstentions, {row.errors} errors, {row.missing} missing)"
         )
-    return Blocker(
-        code="constant_verdict",
-        category="quality",
-        slice=None if row.slice == "(all)" else row.slice,
-        risk=row.risk,
-        message=(
-            f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include"
-            f" {human_passes} pass and {human_fails} fail: a judge that never separates pass from"
-            " fail cannot be certified, whatever the policy's limits."
-        ),
-        evidence={
+    message = (
+        f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include"
+        f" {human_passes} pass and {human_fails} fail: a judge that never separates pass from fail"
+        " cannot be certified, whatever the policy's limits."
+    )
+    return _blocker(
+        "constant_verdict",
+        message,
+        "quality",
+        {
             "judge_passes": said_pass,
             "judge_fails": said_fail,
             "human_passes": human_passes,
@@ -1098,7 +1086,8 @@ def _constant(
             "abstentions": row.abstentions,
             **_coverage(row),
         },
-        waivable=False,
+        slice=None if row.slice == "(all)" else row.slice,
+        risk=row.risk,
     )
 
 
@@ -1210,16 +1199,13 @@ def _gold_changes(report: AlignmentReport) -> list[Blocker]:
         return []
     lineage = report.lineage
     reasons = lineage.problems if lineage is not None else []
+    message = "The results were not produced against this gold (forced with --allow-gold-change): "
     return [
-        Blocker(
-            code="gold_changed",
-            category="incomplete",
-            message=(
-                "The results were not produced against this gold (forced with"
-                " --allow-gold-change): "
-            )
-            + "; ".join(reasons),
-            evidence={
+        _blocker(
+            "gold_changed",
+            message + "; ".join(reasons),
+            "incomplete",
+            {
                 "results_dataset_sha256": lineage.results_dataset_sha256 if lineage else None,
                 "results_rubric_version": lineage.results_rubric_version if lineage else None,
                 "gold_dataset_sha256": report.dataset_sha256,
@@ -1227,6 +1213,5 @@ def _gold_changes(report: AlignmentReport) -> list[Blocker]:
                 "changed_cases": {c.case_id: c.detail for c in report.gold_changes},
             },
             case_ids=[c.case_id for c in report.gold_changes],
-            waivable=False,
         )
     ]
