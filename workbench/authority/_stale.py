@@ -267,48 +267,30 @@ def _ragas(f: ReportFacts, installed: str, places: list[Path]) -> list[StaleReas
             f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge"
             " may behave differently"
         )
-        out.append(
-            StaleReason(
-                kind="ragas_version", certified=f.ragas_version, now=installed, message=message
-            )
-        )
+        out.append(_reason("ragas_version", f.ragas_version, installed, message))
     pin = _ragas_pin(places, f.ragas_version)
     if pin is not None:
         message = (
             f"certified with Ragas {f.ragas_version}, the project now requires {pin[1]}"
             f" ({pin[0]}): recertify with the Ragas it will run"
         )
-        out.append(
-            StaleReason(
-                kind="ragas_version", certified=f.ragas_version, now=pin[1], message=message
-            )
-        )
+        out.append(_reason("ragas_version", f.ragas_version, pin[1], message))
     return out
 
 
 def _gold(f: ReportFacts, gold: GoldState) -> list[StaleReason]:
     out: list[StaleReason] = []
     if f.rubric_version != gold.rubric_version:
-        out.append(
-            StaleReason(
-                kind="rubric_version",
-                certified=f.rubric_version,
-                now=gold.rubric_version,
-                message=f"certified against rubric {f.rubric_version}, the gold's rubric is now"
-                f" {gold.rubric_version}",
-            )
+        message = (
+            f"certified against rubric {f.rubric_version}, the gold's rubric is now"
+            f" {gold.rubric_version}"
         )
+        out.append(_reason("rubric_version", f.rubric_version, gold.rubric_version, message))
     if f.dataset_sha256 != gold.dataset_sha256 or f.gold_release != gold.release:
         was = f"release {f.gold_release or '(not frozen)'}, dataset {str(f.dataset_sha256)[:12]}"
         now = f"release {gold.release or '(not frozen)'}, dataset {str(gold.dataset_sha256)[:12]}"
-        out.append(
-            StaleReason(
-                kind="gold_release",
-                certified=f.gold_release,
-                now=gold.release,
-                message=f"certified on {was}; the gold is now {now}",
-            )
-        )
+        message = f"certified on {was}; the gold is now {now}"
+        out.append(_reason("gold_release", f.gold_release, gold.release, message))
     return out
 
 
@@ -329,9 +311,7 @@ def staleness(
     was, lock = _certified(f.report_dir)
     policy = _policy(lock)
     if policy is not None:
-        out.append(
-            StaleReason(kind="policy", certified=policy[0], now=policy[1], message=policy[2])
-        )
+        out.append(_reason("policy", *policy))
     judge = _load(spec) if spec is not None else None
     if judge is None:
         unknown = (
@@ -340,27 +320,24 @@ def staleness(
             else f"the candidate spec {spec} no longer loads"
         )
         message = f"{unknown}: what runs now is unknown"
-        out.append(StaleReason(kind="candidate", certified=f.candidate, now=None, message=message))
+        out.append(_reason("candidate", f.candidate, None, message))
         return out
     assert spec is not None
     label, fingerprint, model = judge.spec.label, judge.identity.fingerprint(), judge.identity.model
     if model != f.model:
         message = f"certified with model {f.model}, the spec now names {model}"
-        out.append(StaleReason(kind="model", certified=f.model, now=model, message=message))
-    out += [
-        StaleReason(kind=kind, certified=c, now=n, message=m)
-        for kind, c, n, m in _judge_changes(was, judge, spec)
-    ]
+        out.append(_reason("model", f.model, model, message))
+    out += [_reason(*change) for change in _judge_changes(was, judge, spec)]
     if label != f.candidate or (
         fingerprint != f.candidate_fingerprint and _rest_changed(was, judge)
     ):
-        out.append(
-            StaleReason(
-                kind="candidate",
-                certified=f.candidate_fingerprint[:12],
-                now=fingerprint[:12],
-                message=f"the spec {spec} is now {label} with fingerprint {fingerprint[:12]}, not"
-                f" the certified {f.candidate} ({f.candidate_fingerprint[:12]})",
-            )
+        message = (
+            f"the spec {spec} is now {label} with fingerprint {fingerprint[:12]}, not the certified"
+            f" {f.candidate} ({f.candidate_fingerprint[:12]})"
         )
+        out.append(_reason("candidate", f.candidate_fingerprint[:12], fingerprint[:12], message))
     return out
+
+
+def _reason(kind: StaleKind, certified: str | None, now: str | None, message: str) -> StaleReason:
+    return StaleReason(kind=kind, certified=certified, now=now, message=message)
