@@ -147,7 +147,7 @@ def _waived(waivers: list[Mapping[str, Any]]) -> str:
 
 
 def _grant_in_scope(policy: Policy, g: dict[str, Any], base: dict[str, Any]) -> AuthorityGrant:
-    """The declared use on the scope slices shown without a waiver (module doc)."""
+    """The declared use on the scope slices shown without a waiver (rules: :func:`grant_for`)."""
     assert policy.use is not None and policy.scope is not None
     figures = {f.get("slice"): f for f in g.get("figures") or [] if isinstance(f, Mapping)}
     waived = [w for w in g.get("waived") or [] if isinstance(w, Mapping)]

@@ -212,7 +212,8 @@ class AuthorityRecord:
     def _head_problem(
         self, head: dict[str, Any] | None, entries: list[AuthorityEntry]
     ) -> Problem | None:
-        """What the head says is wrong with the record's end (see the module doc)."""
+        """What the head says is wrong with the record's end (lines deleted at the end, which the
+        chain alone cannot show, leave the head ahead of the record)."""
         record, loc = str(self.path), str(self.head_path)
         if not entries:
             if head is not None and head.get("entries"):

@@ -61,7 +61,8 @@ class StaleReason(_Model):
 
 
 def gold_state(gold: str | Path) -> GoldState:
-    """The rubric version, dataset hash and release of ``gold`` now (module doc)."""
+    """The rubric version, dataset hash and release of ``gold`` now, read without validating every
+    record (a changed rubric version invalidates them, and status must still answer)."""
     from ..approval import read_release_log
 
     root = gold_directory(gold)

@@ -121,7 +121,8 @@ def signature_problems(facts: ReportFacts, level: str, trust: Trust, where: str)
 
 
 def ledger_problems(gold: str | Path, facts: ReportFacts, where: str) -> list[Problem]:
-    """Why ``gold``'s own held-out ledger does not vouch for the report (module doc)."""
+    """Why ``gold``'s own held-out ledger does not vouch for the report: it must hold a
+    ``finished`` entry for it with its lock hash and outcome (``report_not_in_ledger``)."""
     from ..heldout import HeldOutLedger, ledger_path_for
 
     try:

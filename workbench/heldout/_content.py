@@ -56,7 +56,7 @@ def _item(case: _Item) -> dict[str, object]:
 
 
 def item_key(case: _Item) -> str:
-    """sha256 of what the judge sees of ``case``, normalized (see the module doc)."""
+    """sha256 of what the judge sees of ``case`` (input, response, grading fields), normalized."""
     return sha256_json(_item(case))
 
 
