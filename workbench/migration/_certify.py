@@ -3,14 +3,14 @@
 The deterministic part ``certify --baseline`` and ``workbench verify`` share: transitions (kept
 restricted), the public summary (``migration.json``) and the blockers it adds (never waivable):
 
-==============================  ==========  ==================================================
-code                            category    when
-==============================  ==========  ==================================================
-critical_transition_unreviewed  review      a changed critical verdict has no review as it stands
-critical_transition_rejected    quality     a transition review rejected such a change
-label_unmapped                  incomplete  an old verdict is outside the rubric and unmapped
-baseline_incomplete             incomplete  the baseline's run stopped early or lacks a case
-==============================  ==========  ==================================================
+  ==============================  ==========  ==================================================
+  code                            category    when
+  ==============================  ==========  ==================================================
+  critical_transition_unreviewed  review      a changed critical verdict has no review as it stands
+  critical_transition_rejected    quality     a transition review rejected such a change
+  label_unmapped                  incomplete  an old verdict is outside the rubric and unmapped
+  baseline_incomplete             incomplete  the baseline's run stopped early or lacks a case
+  ==============================  ==========  ==================================================
 """
 
 from __future__ import annotations
