@@ -1212,7 +1212,7 @@ def test_every_gate_code_is_in_the_module_table() -> None:
 
     source = Path(gate_module.__file__).read_text(encoding="utf-8")
     emitted = set(re.findall(r'code="([a-z_]+)"', source)) | set(
-        re.findall(r'_review\(\s*"([a-z_]+)"', source)
+        re.findall(r'_blocker\(\s*"([a-z_]+)"', source)
     )
     emitted |= {f"{kind}_rate_exceeded" for kind in ("false_pass", "false_fail")}
     emitted.discard("rate_exceeded")

@@ -1,18 +1,6 @@
 """The project's approver list: the only names that may freeze an approved input or approve a
-change to one.
-
-The list is the ``approvers:`` key of the project configuration, ``workbench.yaml`` at the
-pinned project root (:func:`workbench.project.project_root`: ``$WORKBENCH_PROJECT_ROOT``, else the
-nearest folder from the working directory upwards holding one). It is never found from the
-input: a ``workbench.yaml`` dropped beside a copied input brings no list of its own::
-
-    approvers:
-      - Support Quality lead (demo)
-      - S. Lindqvist (support quality lead)
-
-A name is matched exactly (after stripping blanks). Without a project configuration, or
-without the key, nothing can be frozen and no frozen input can be used (``approvers_missing``):
-an approval by "any string" is no approval.
+change to one. It is the ``approvers:`` key of the pinned project's ``workbench.yaml``, never
+one found beside an input; without it nothing can be frozen or used (``approvers_missing``).
 """
 
 from __future__ import annotations
@@ -23,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._load import read_config
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 
 PROJECT_CONFIG = "workbench.yaml"
 APPROVERS_KEY = "approvers"
@@ -45,15 +33,15 @@ class Approvers:
         who = (name or "").strip()
         if self.config is None or not self.names:
             return [
-                Problem(
-                    location=location,
-                    code="approvers_missing",
-                    message=(
+                problem(
+                    location,
+                    "approvers_missing",
+                    (
                         f"{role} {who!r} cannot be checked: the project has no {PROJECT_CONFIG}"
                         f" with an `{APPROVERS_KEY}:` list (the project root is pinned from the"
                         " working directory or $WORKBENCH_PROJECT_ROOT, never from the input)"
                     ),
-                    fix=(
+                    (
                         f"list the people who approve inputs in the project's {PROJECT_CONFIG}:"
                         f" `{APPROVERS_KEY}: [NAME, ...]`"
                     ),
@@ -62,11 +50,11 @@ class Approvers:
         if who in self.names:
             return []
         return [
-            Problem(
-                location=location,
-                code="approver_unknown",
-                message=f"{role} {who!r} is not in the project's approver list ({self.config})",
-                fix=(
+            problem(
+                location,
+                "approver_unknown",
+                f"{role} {who!r} is not in the project's approver list ({self.config})",
+                (
                     f"name one of: {', '.join(sorted(self.names))}; or have the project add the"
                     f" person to `{APPROVERS_KEY}:` in {PROJECT_CONFIG}"
                 ),
@@ -75,10 +63,7 @@ class Approvers:
 
 
 def project_config(start: str | Path | None = None) -> Path | None:
-    """The pinned project's ``workbench.yaml`` (None without a project or without the file).
-
-    ``start`` (the input being checked) is ignored: the list never comes from beside an input.
-    """
+    """The pinned project's ``workbench.yaml`` (None without one); ``start`` is ignored."""
     from ..project import find_project_root
 
     del start
@@ -88,12 +73,8 @@ def project_config(start: str | Path | None = None) -> Path | None:
 
 
 def load_approvers(start: str | Path | None = None, key: str = APPROVERS_KEY) -> Approvers:
-    """The approver list of the pinned project (``start``, the input, does not choose it;
-    ``key``: another list of names of the same configuration, e.g. :data:`REVIEWERS_KEY`).
-
-    Raises :class:`WorkbenchError` (``approvers_invalid``) when the configuration cannot be
-    read or the list is not a list of distinct, written names.
-    """
+    """The approver list (or the list under ``key``) of the pinned project; raises
+    :class:`WorkbenchError` (``approvers_invalid``) unless it is a list of distinct names."""
     config = project_config(start)
     if config is None:
         return Approvers(frozenset(), None)
@@ -113,16 +94,12 @@ def load_approvers(start: str | Path | None = None, key: str = APPROVERS_KEY) ->
 
 
 def _invalid(config: Path, message: str, key: str = APPROVERS_KEY) -> WorkbenchError:
-    return WorkbenchError(
+    return refusal(
         "invalid approver list",
-        [
-            Problem(
-                location=str(config),
-                code="approvers_invalid",
-                message=message,
-                fix=f"write `{key}:` as a YAML list of distinct names",
-            )
-        ],
+        str(config),
+        "approvers_invalid",
+        message,
+        f"write `{key}:` as a YAML list of distinct names",
     )
 
 

@@ -1,23 +1,21 @@
-"""Which kind of approved input a path holds, and the loader that makes its snapshot.
-
-A small registry of lazy references (``module:function``), so that the kernel imports none of
-the packages whose inputs it freezes: they import the kernel. A kind is recognised by the
-top-level keys of its YAML mapping.
-"""
+"""Freezing an approved input, one mechanism for every kind: which kind a path holds, and its
+snapshot loader as a lazy ``module:function`` reference (the kernel imports none of the packages
+whose inputs it freezes)."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import cast
 
 from .._load import peek_yaml
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ._approvers import current_user, load_approvers
-from ._freeze import freeze
-from ._log import Release
+from ._lineage import check_lineage
+from ._log import Release, append_release, read_release_log
 from ._snapshot import Snapshot
 
 
@@ -44,8 +42,7 @@ KINDS: tuple[Kind, ...] = (
         "label_mapping", "workbench.migration:mapping_snapshot", frozenset({"mapping", "approver"})
     ),
 )
-"""Every kind ``workbench freeze`` recognises in a YAML file, first match wins; a directory
-(or a ``gold.jsonl``) is a gold dataset."""
+"""Every kind ``workbench freeze`` recognises in a YAML file (first match wins)."""
 GOLD = Kind("gold", "workbench.gold:gold_snapshot")
 
 
@@ -60,20 +57,16 @@ def kind_of(path: str | Path) -> Kind:
         if kind.keys and kind.keys <= keys:
             return kind
     names = ", ".join(k.name for k in (GOLD, *KINDS))
-    raise WorkbenchError(
+    raise refusal(
         "not an approved input",
-        [
-            Problem(
-                location=str(path),
-                code="freeze_unknown_input",
-                message=f"{path} is none of the inputs that are frozen ({names})",
-                fix=(
-                    "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
-                    " a claim review panel, a control suite, a release policy, a sentinel file"
-                    " or a label mapping"
-                ),
-            )
-        ],
+        str(path),
+        "freeze_unknown_input",
+        f"{path} is none of the inputs that are frozen ({names})",
+        (
+            "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
+            " a claim review panel, a control suite, a release policy, a sentinel file"
+            " or a label mapping"
+        ),
     )
 
 
@@ -88,9 +81,8 @@ def snapshot_of(path: str | Path) -> Snapshot:
 def freeze_path(
     path: str | Path, *, approver: str | None = None, note: str | None = None
 ) -> tuple[Release, bool]:
-    """Freeze the approved input at ``path`` (any kind); ``approver`` defaults to
-    :func:`current_user`. Returns ``(release, created)``. An approver outside the list is
-    reported with every problem of the input itself."""
+    """Freeze the approved input at ``path`` (any kind); ``approver`` defaults to the current
+    user. Returns ``(release, created)``."""
     approver = approver or current_user()
     try:
         snapshot = snapshot_of(path)
@@ -98,3 +90,19 @@ def freeze_path(
         who = load_approvers(path).problems(approver, "--approver", "the approver")
         raise WorkbenchError(exc.summary, [*who, *exc.problems]) from None
     return freeze(snapshot, approver=approver, note=note)
+
+
+def freeze(
+    snapshot: Snapshot, *, approver: str, note: str | None = None, now: datetime | None = None
+) -> tuple[Release, bool]:
+    """Freeze ``snapshot``; return ``(release, created)``.
+
+    Refuses an unlisted approver and any lineage problem, every problem at once. Content already
+    frozen under the same version writes nothing (``created`` False).
+    """
+    approvers = load_approvers(snapshot.folder)
+    problems = approvers.problems(approver, "--approver", "the approver")
+    problems += check_lineage(snapshot, read_release_log(snapshot.folder), approvers)
+    if problems:
+        raise WorkbenchError(f"cannot freeze {snapshot.label}", problems)
+    return append_release(snapshot, approver=approver, note=note, now=now)

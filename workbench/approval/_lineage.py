@@ -1,6 +1,4 @@
-"""The one lineage check every use of an approved input runs.
-
-Refused, every problem at once, with the same codes for every kind of input:
+"""The one lineage check every use of an approved input runs, every problem at once:
 
 =========================  ====================================================================
 code                       when
@@ -9,28 +7,19 @@ release_malformed          a line of the release log cannot be read
 release_chain_broken       a release was edited, deleted, inserted or reordered
 approvers_missing          a release or change names an approver, and the project lists none
 approver_unknown           a release or change names someone not in the approver list
-frozen_case_edited         an item a release froze changed in place (the message names what:
-                           label, response, reviews ...)
+frozen_case_edited         an item a release froze changed in place
 frozen_case_deleted        an item a release froze is gone
 frozen_case_added          an item was added in place to a frozen version
-frozen_header_edited       a frozen version's header (name, description, limits ...) changed
-supersedes_missing         an earlier version of the input is frozen and this version does not
-                           say which one it supersedes
+frozen_header_edited       a frozen version's header changed
+supersedes_missing         a new version does not name the frozen version it supersedes
 supersedes_unfrozen        the version it supersedes was never frozen
-change_unrecorded          an item differs from the superseded version (relabelled, edited,
-                           removed or added) and this version records no approved change for it
+change_unrecorded          an item differs from the superseded version without a recorded change
 =========================  ====================================================================
-
-Inputs that grow in place (``version`` None: a gold dataset, a review panel) may gain items
-after a freeze; every item any release froze must stay, unchanged: a correction is a new item
-(a gold record that ``supersedes`` the old one). Versioned inputs (``name@version`` files) are
-immutable once frozen: a change is a new version that names the one it supersedes and records
-an approved change for every item that differs.
 """
 
 from __future__ import annotations
 
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ._approvers import Approvers, load_approvers
 from ._log import Release, ReleaseLog, read_release_log
 from ._snapshot import Snapshot, changed_fields, item_sha256
@@ -59,11 +48,8 @@ def describe(groups: list[str]) -> str:
 def check_lineage(
     snapshot: Snapshot, log: ReleaseLog | None = None, approvers: Approvers | None = None
 ) -> list[Problem]:
-    """Every lineage problem of ``snapshot`` (see the module table); none for a clean input.
-
-    ``log`` and ``approvers`` default to the snapshot folder's log and the project's list (read
-    only when there is a release, or a change relied on, to check).
-    """
+    """Every lineage problem of ``snapshot``; ``log`` and ``approvers`` default to its folder's log
+    and the project's list."""
     log = log if log is not None else read_release_log(snapshot.folder)
     mine = log.of(snapshot)
     problems = list(log.problems)
@@ -151,8 +137,8 @@ def _across_versions(
 
 
 def _unrecorded(snapshot: Snapshot, base: Release, approvers: Approvers) -> list[Problem]:
-    """Items that differ from the superseded release with no recorded change, and recorded
-    changes relied on whose approver is not listed."""
+    """Items that differ from the superseded release with no recorded change, and relied-on
+    changes by unlisted approvers."""
     out: list[Problem] = []
     for item_id in dict.fromkeys([*base.items, *snapshot.items]):
         now = snapshot.items.get(item_id)
@@ -180,13 +166,10 @@ def _unrecorded(snapshot: Snapshot, base: Release, approvers: Approvers) -> list
 
 
 def _problem(snapshot: Snapshot, item_id: str | None, code: str, message: str, fix: str) -> Problem:
-    return Problem(
-        location=snapshot.at(item_id), case_id=item_id, code=code, message=message, fix=fix
-    )
+    return problem(snapshot.at(item_id), code, message, fix, case_id=item_id)
 
 
 def _once(problems: list[Problem]) -> list[Problem]:
-    """Each problem once (two releases of one input can find the same edit)."""
     seen: set[tuple[str, str | None]] = set()
     out: list[Problem] = []
     for p in problems:

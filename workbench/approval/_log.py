@@ -1,17 +1,6 @@
 """The release log: one append-only, hash-chained ``releases.jsonl`` per folder of approved
-inputs.
-
-A gold dataset keeps its log beside ``gold.jsonl``; fixture files, pair suites, panels,
-control suites and policies keep one log in their folder (``data/ranking/releases.jsonl``),
-shared by every input there. Each line is a :class:`Release`: what was frozen (kind, name,
-version, the content hash, one hash per item and per item field group), who approved it and
-when, and the sha256 of the line before it, so an edited, inserted or deleted line breaks the
-chain. A line's ``sha256`` is taken over the line's JSON object as written, without that
-field: a line of an older format verifies as it was written.
-
-Format history: ``schema_version`` 1 lines are gold releases (``cases``, ``who``,
-``gold_sha256``, ``rubric_version``); they are read as ``kind: gold`` releases.
-"""
+inputs. A line's ``sha256`` covers its JSON as written without that field; schema 1 lines are
+gold releases, read as ``kind: gold``."""
 
 from __future__ import annotations
 
@@ -35,7 +24,7 @@ from .._io import (
     sha256_json,
 )
 from .._record import Record, SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ._snapshot import Snapshot, item_sha256
 
 RELEASES_FILE = "releases.jsonl"
@@ -82,8 +71,7 @@ class Release(Record):
     note: str | None = None
     """Why this state was frozen."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Kind-specific content frozen with the release (a gold dataset's rubric version, a noise
-    suite's evidence manifest and sentinel set ...)."""
+    """Kind-specific content frozen with the release."""
     previous_sha256: str | None
     """``sha256`` of the previous line (None for the first): the chain."""
     sha256: str
@@ -248,12 +236,7 @@ def _chain_problems(
     else:
         return []
     return [
-        Problem(
-            location=where,
-            code="release_chain_broken",
-            message=f"release {release.release_id} {what}",
-            fix=FIX_CHAIN,
-        )
+        problem(where, "release_chain_broken", f"release {release.release_id} {what}", FIX_CHAIN)
     ]
 
 
@@ -265,18 +248,14 @@ def _first(exc: Exception) -> str:
 
 
 def _malformed(location: str, message: str) -> Problem:
-    return Problem(location=location, code="release_malformed", message=message, fix=FIX_CHAIN)
+    return problem(location, "release_malformed", message, FIX_CHAIN)
 
 
 def append_release(
     snapshot: Snapshot, *, approver: str, note: str | None, now: datetime | None = None
 ) -> tuple[Release, bool]:
-    """Append a release of ``snapshot`` to its folder's log; return it and whether it is new.
-
-    The caller checked the approver and the lineage. Under the log's lock: when the latest
-    release of this input already froze this exact content, nothing is written and that
-    release is returned.
-    """
+    """Append a release of ``snapshot`` (lineage already checked); return it and whether it is
+    new. Content the latest release already froze writes nothing."""
     path = log_path(snapshot.folder)
     with _lock(path):
         log = read_release_log(snapshot.folder)
@@ -316,8 +295,7 @@ def append_release(
 
 
 class _lock:
-    """The log's append lock, in the temporary directory (keyed by the log's resolved path), so
-    the input's folder holds nothing but inputs and their log."""
+    """The log's append lock, in the temporary directory, keyed by the log's resolved path."""
 
     def __init__(self, path: Path) -> None:
         key = sha256_json(str(path.resolve()))[:24]
@@ -328,16 +306,12 @@ class _lock:
         try:
             self.lock.acquire(timeout=30)
         except Timeout:
-            raise WorkbenchError(
+            raise refusal(
                 "cannot freeze",
-                [
-                    Problem(
-                        location=str(self.path),
-                        code="freeze_locked",
-                        message="another freeze holds this release log's lock",
-                        fix="wait for it to finish and freeze again",
-                    )
-                ],
+                str(self.path),
+                "freeze_locked",
+                "another freeze holds this release log's lock",
+                "wait for it to finish and freeze again",
             ) from None
 
     def __exit__(self, *exc: object) -> None:

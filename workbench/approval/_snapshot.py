@@ -1,14 +1,5 @@
-"""What an approved input shows the kernel: its identity, its items' field hashes, its recorded
-changes.
-
-Every approved input (a gold dataset, a ranking fixture file, a noise pair suite, a claim
-review panel, a control suite, a sentinel set, a label mapping, a policy) is reduced to one
-:class:`Snapshot` by its own loader. The kernel never reads the input's format: it compares
-hashes. Each *item* (a gold record, a fixture, a pair, a control ...) is a mapping from a
-field group to the sha256 of that group's canonical JSON; the group ``label`` holds what
-reviewers decided (an adjudicated label, an expected order, an expected verdict), so a
-relabel is told apart from any other edit.
-"""
+"""What an approved input shows the kernel: its identity, its items' field-group hashes (the
+group ``label`` holds what reviewers decided), its recorded changes."""
 
 from __future__ import annotations
 
@@ -51,13 +42,11 @@ class Snapshot:
     """One approved input, as hashes."""
 
     kind: str
-    """What it is: ``gold``, ``ranking_fixtures``, ``noise_suite``, ``noise_panel``,
-    ``control_suite``, ``sentinels``, ``label_mapping`` or ``policy``."""
+    """What it is (``gold``, ``control_suite``, ``policy`` ...)."""
     name: str
     """Its name; releases of one name form its lineage."""
     version: str | None
-    """Its version (``name@version`` files); None for an input that grows in place by appending
-    items (a gold dataset, a review panel)."""
+    """Its version; None for an input that grows in place."""
     sha256: str
     """The content hash its uses record (a gold dataset's dataset sha256)."""
     source: Path
@@ -79,15 +68,12 @@ class Snapshot:
     file_sha256: str | None = None
     """sha256 of the file's bytes, when it is one file."""
     chained: bool = True
-    """Whether the versions form one history (a new version must name the one it supersedes);
-    False for inputs whose versions stand alone (a policy: each version is its own decision,
-    only an in-place edit of a frozen version is refused)."""
+    """Whether a new version must name the one it supersedes (False: versions stand alone)."""
     change_fix: str = (
         "put the change in a new version that says `supersedes:` and records a `changes:` entry"
         " (approver, reason) for every item it adds, relabels, edits or retires"
     )
-    """How this kind records a change (the fix of an unrecorded one); ``{item}`` stands for the
-    item's id."""
+    """How this kind records a change; ``{item}`` stands for the item's id."""
 
     @property
     def label(self) -> str:
@@ -113,9 +99,8 @@ def document_snapshot(
     chained: bool = False,
     change_fix: str = "a changed document is a new version (a new file) that is frozen in turn",
 ) -> Snapshot:
-    """A YAML document as an approved input: each entry of ``document[items]`` (a mapping, or a
-    list of mappings with an ``id``/``case_id``) is an item whose one field group ``label`` is
-    its value; everything else is the header."""
+    """A YAML document as an approved input: each entry of ``document[items]`` is an item with
+    one field group ``label``; everything else is the header."""
     raw = document.get(items) or {}
     entries = (
         dict(raw.items())

@@ -1,17 +1,6 @@
-"""Authority: what a certified judge may do, in which scope, and for how long.
-
-- A policy declares the judge's **use** (``advisory``, ``route``, ``block``) and **scope**;
-  certification grants at most that use, only in that scope (:func:`grant_for`,
-  :func:`requested_authority`; a report's grant: :func:`read_report`).
-- ``workbench authority`` keeps an append-only, hash-chained record per judge (``granted``,
-  ``promoted``, ``demoted``, ``revoked``, ``shadow``): :func:`grant`, :func:`promote`,
-  :func:`demote`, :func:`revoke`, :func:`attach_shadow`, :class:`AuthorityRecord`.
-- ``workbench status`` lists every judge's recorded and effective authority, its last
-  certified report, staleness and drift: :func:`authority_status`.
-- Shadow mode: ``workbench run --shadow-of`` / :func:`run_shadow`.
-- The last complete certified version of a judge, to show beside a candidate:
-  :func:`last_certified`; with the requested authority and staleness: :func:`beside_candidate`.
-"""
+"""Authority: what a certified judge may do (``advisory``, ``route``, ``block``), in which scope,
+and for how long: grants (:func:`grant_for`), the hash-chained record (``workbench authority``),
+``workbench status``, shadow runs and the last certified version shown beside a candidate."""
 
 from ._certified import ReportFacts, last_certified, open_report, read_report
 from ._commands import attach_shadow, demote, grant, promote, revoke

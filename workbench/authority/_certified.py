@@ -1,14 +1,5 @@
-"""What a locked certification report says: what the certification saw, and what it grants.
-
-:func:`read_report` verifies a report (``workbench verify``'s machinery) and reads what the
-authority commands need from it: the candidate and its fingerprint, the Ragas version, the
-rubric version, the gold dataset and release, the judge's model name, and the authority its
-own locked policy copy grants (:func:`~workbench.authority.grant_for`).
-
-:func:`last_certified` finds the last complete certified report of a judge under a reports
-root: the newest report whose outcome is ``certified`` and which verifies. A report shows it
-beside the candidate it certifies; an unverifiable report is never taken for it.
-"""
+"""What a locked certification report says: what it saw and what it grants (:func:`read_report`),
+and the last certified report of a judge that verifies (:func:`last_certified`)."""
 
 from __future__ import annotations
 
@@ -71,11 +62,9 @@ class ReportFacts(BaseModel):
     grant: AuthorityGrant
     """What it grants: at most its policy's use, only in its scope."""
     certified_by: str | None = None
-    """Who certified it (the ``who`` of its ``started`` held-out ledger entry): never its own
-    authority's approver."""
+    """Who certified it; never its own authority's approver."""
     signature: LockSignature | None = None
-    """The lock's Ed25519 signature (None: unsigned); route and block need one by a key the
-    project trusts."""
+    """The lock's Ed25519 signature (None: unsigned)."""
 
     @property
     def certified(self) -> bool:
@@ -91,11 +80,9 @@ def open_report(
     point: str = "point",
     trusted: dict[bytes, str] | None = None,
 ) -> tuple[Path, Any, dict[str, Any], list[Problem]] | tuple[Path, None, None, list[Problem]]:
-    """A report's directory, lock and ``gate.json`` with what verification found (``verify``);
-    lock and gate None when they cannot be read. Never raises for bad content. ``point``: how
-    the fixes begin (``point --report`` for a command option). ``gold``: verify against that
-    gold's ledger (else the one the lock names); ``trusted``: the keys the signature must be
-    by (``--trust``)."""
+    """A report's directory, lock and ``gate.json`` (None when unreadable) with what verification
+    found; never raises for bad content. ``point`` begins the fixes; ``gold``: verify against its
+    ledger; ``trusted``: the keys the signature must be by."""
     from .._lock import LOCK_FILE, read_lock, verify_lock
 
     root = Path(report_dir)
@@ -183,12 +170,8 @@ def read_report(
     gold: str | Path | None = None,
     trusted: dict[bytes, str] | None = None,
 ) -> tuple[ReportFacts | None, list[Problem]]:
-    """Verify ``report_dir`` and read its facts; never raises for bad content.
-
-    Returns ``(None, problems)`` when the report cannot be read at all, else the facts and the
-    problems verification found (``facts.verified`` is False when there are any, or when
-    ``verify`` is False).
-    """
+    """Verify ``report_dir`` and read its facts (``(None, problems)`` when unreadable); never
+    raises for bad content. ``facts.verified`` is False with any problem or without ``verify``."""
     root, lock, gate, problems = open_report(report_dir, verify=verify, gold=gold, trusted=trusted)
     if lock is None or gate is None:
         return None, problems
@@ -236,14 +219,8 @@ def last_certified(
     exclude_version: str | None = None,
     gold: str | Path | None = None,
 ) -> ReportFacts | None:
-    """The last complete certified report of ``judge`` under ``reports_root``, or None.
-
-    ``judge``: a candidate name (``rubric-judge``: any version) or ``name@version`` (that
-    version only). ``exclude_version``: leave one version out (the candidate being certified,
-    so its report can show the last certified *other* version beside it). Newest lock first;
-    the first one whose outcome is ``certified`` and which verifies is returned, so a tampered
-    or incomplete report is never shown as the last certified judge.
-    """
+    """The newest report of ``judge`` (a name, or ``name@version``) under ``reports_root`` whose
+    outcome is ``certified`` and which verifies, or None; ``exclude_version`` is left out."""
     from .._lock import LOCK_FILE, report_dirs
 
     name, version = _split(judge)

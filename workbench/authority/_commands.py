@@ -1,33 +1,10 @@
 """``workbench authority``: grant, promote, demote, revoke and attach in shadow.
 
-The promotion path is advisory -> route -> block, one step at a time (no skipping: each step
-is a separate, approved entry). What each step needs:
-
-- **grant** (a judge without authority starts at ``advisory``; a judge with authority keeps
-  its level, capped by the new report, which becomes its evidence: this is how a recertified
-  judge is rebound to its new report; it keeps ``block`` only with a stable drift check made
-  after the new report, else it continues at ``route`` until promoted again): a certified
-  report of exactly this version (its lock names the spec's current fingerprint) that
-  verifies, whose policy grants a use (:func:`~workbench.authority.grant_for`), and that is not
-  stale (:mod:`._stale`). After a revocation, only a report certified after it.
-- **promote** (one step up): the same, and the report must grant at least the next level. To
-  ``block`` also a sentinel drift check of this fingerprint, ``stable``, recorded after the
-  report (``workbench drift``): a judge blocks unattended only once it has been seen to keep
-  its verdicts after certification.
-- **demote** (down, one step by default or ``to`` any lower level) and **revoke** (to
-  ``none``): a reason only, never evidence, and even on a damaged record: rollback must always
-  be fast. The evidence that triggered it stays where it is; nothing is deleted.
-- **shadow**: a judge without authority is attached beside one that has authority; its
-  verdicts are recorded by ``workbench run --shadow-of`` and never used.
-
-Every entry names the report, the approver, the reason and the date.
-
-Trusted evidence (:mod:`._trust`): the report must verify against the gold the command is
-given (its held-out ledger must record the report as finished, with its lock hash), ``route``
-and ``block`` need a lock signed by a key of the project's ``trusted_keys:`` (``--trust``
-narrows them), and the approver of a grant, promotion or shadow must be on the project's
-approver list and must not be the person who certified the report. A demotion or revocation
-needs no approver; one that names an ``--approver`` names a listed one.
+The path is advisory -> route -> block, one approved step at a time. A grant or promotion needs
+a certified report of exactly this version that verifies against the gold's ledger, is not
+stale, and grants the level; ``route`` and ``block`` need a lock signed by a trusted key, and
+``block`` a stable drift check made after the report. The approver must be listed and must
+not be the certifier. Demotion and revocation need only a reason, even on a damaged record.
 """
 
 from __future__ import annotations
@@ -106,8 +83,8 @@ def _refuse_if(problems: list[Problem], what: str) -> None:
 
 
 def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
-    """Whether the latest drift check of the certified fingerprint is stable and made after the
-    report, and how it reads."""
+    """Whether the latest drift check of the certified fingerprint is stable and after the report,
+    and how it reads."""
     from ..repeatability import drift_log_path_for, latest_drift, verify_drift_run
 
     log, fingerprint = drift_log_path_for(gold), facts.candidate_fingerprint
@@ -131,7 +108,6 @@ def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
 
 
 def _given_trust(trust: str | Path | None, problems: list[Problem]) -> dict[bytes, str] | None:
-    """The keys of ``--trust`` (None when not given; an unreadable file is a problem)."""
     if trust is None:
         return None
     try:
@@ -148,8 +124,7 @@ def _evidence(
     state: JudgeAuthority | None,
     trusted: dict[bytes, str] | None,
 ) -> tuple[ReportFacts | None, list[Problem]]:
-    """The report as evidence for the judge at ``spec`` on ``gold``: every reason it is not
-    enough (verified against ``gold`` and its ledger, its signature against ``trusted``)."""
+    """Every reason the report is not enough evidence for the judge at ``spec`` on ``gold``."""
     judge = load_candidate(spec)
     label, fingerprint = judge.spec.label, judge.identity.fingerprint()
     facts, problems = read_report(report, gold=gold, trusted=trusted)
@@ -210,8 +185,7 @@ def _entry(
     scope: object | None = None,
     shadow_of: str | None = None,
 ) -> AuthorityEntry:
-    """A new entry; its evidence fields from ``facts`` (a report just checked) or ``carry`` (the
-    entry the authority rested on)."""
+    """A new entry, its evidence from ``facts`` (a report just checked) or ``carry``."""
     keys = ("report_id", "report_dir", "lock_sha256", "candidate_fingerprint", "policy")
     fields: dict[str, object] = dict.fromkeys(keys)
     fields["granted_use"] = None
@@ -245,8 +219,8 @@ def _trusted_step(
     trust: str | Path | None,
     where: str,
 ) -> list[Problem]:
-    """Why the step to ``level`` on ``facts`` is not from trusted evidence: the approver (listed,
-    not the certifier) and, for route and block, the lock's signature (module doc)."""
+    """Why the step to ``level`` is not from trusted evidence (approver; signature for route and
+    block)."""
     if facts is None:
         return []
     out = approver_problems(gold, approver, facts.certified_by) if approver.strip() else []
@@ -264,10 +238,8 @@ def grant(
     reason: str,
     trust: str | Path | None = None,
 ) -> AuthorityEntry:
-    """Record a certified report as the evidence for a judge's authority (module doc).
-
-    ``trust``: a file of public keys (``--trust``): the lock must be signed by one of them, and
-    route or block only by one the project also trusts."""
+    """Record a certified report as the evidence for a judge's authority; ``trust``: a file of
+    public keys that narrows the project's."""
     problems = _text_problems(approver, reason, approver_required=True)
     trusted = _given_trust(trust, problems)
     with _locked(gold, problems, grants=True) as (record, read):
@@ -302,7 +274,6 @@ def grant(
 def _step_problems(
     gold: str | Path, candidate: str | Path, label: str, current: str
 ) -> list[Problem]:
-    """Why a judge at ``current`` has no next step."""
     if current == "none":
         message = f"{label} holds no authority: promotion starts from advisory"
         fix = (
@@ -357,8 +328,7 @@ def promote(
     reason: str,
     trust: str | Path | None = None,
 ) -> AuthorityEntry:
-    """One step up the path advisory -> route -> block (module doc); ``trust`` as for
-    :func:`grant`."""
+    """One step up advisory -> route -> block; ``trust`` as for :func:`grant`."""
     problems = _text_problems(approver, reason, approver_required=True)
     trusted = _given_trust(trust, problems)
     with _locked(gold, problems, grants=True) as (record, read):
@@ -396,10 +366,8 @@ def _unknown(judge: str, record: AuthorityRecord, note: str = "") -> Problem:
 def demote(
     gold: str | Path, judge: str, *, reason: str, to: str | None = None, approver: str | None = None
 ) -> tuple[AuthorityEntry, list[Problem]]:
-    """Lower a judge's authority (one step, or to ``to``); a reason is all it needs.
-
-    Returns the entry and the record's problems (a damaged record is appended to anyway).
-    """
+    """Lower a judge's authority (one step, or to ``to``); return the entry and the record's
+    problems (a damaged record is appended to anyway)."""
     problems = _text_problems(approver, reason, approver_required=False)
     if approver is not None and approver.strip():
         problems += approver_problems(gold, approver, None)
@@ -440,10 +408,7 @@ def demote(
 def revoke(
     gold: str | Path, judge: str, *, reason: str, approver: str | None = None
 ) -> tuple[AuthorityEntry, list[Problem]]:
-    """Take all authority from a judge (and detach it from a shadow); a reason is all it needs.
-
-    On a damaged record a judge the record no longer shows can still be revoked.
-    """
+    """Take all authority from a judge (and detach it from a shadow), even on a damaged record."""
     problems = _text_problems(approver, reason, approver_required=False)
     if approver is not None and approver.strip():
         problems += approver_problems(gold, approver, None)

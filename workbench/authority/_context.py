@@ -1,11 +1,5 @@
-"""What a certification report shows beside its candidate (:func:`beside_candidate`).
-
-The seed: publish the last complete certified judge beside the candidate result, but do not
-silently fall back to it for cases whose rubric or schema changed. So the context names the
-authority the candidate's policy requests, the last complete certified *other* version of the
-judge (:func:`~workbench.authority.last_certified`: verified, outcome ``certified``), and every
-way the gold, rubric or Ragas changed since that certification.
-"""
+"""What a certification report shows beside its candidate (:func:`beside_candidate`): never a
+silent fall-back to the last certified judge."""
 
 from __future__ import annotations
 
@@ -21,9 +15,8 @@ from ._stale import StaleReason, gold_state, staleness
 
 
 class AuthorityContext(BaseModel):
-    """What a report shows beside its candidate: the authority requested, and the last complete
-    certified version of the judge with whether it still fits the gold (:func:`beside_candidate`).
-    """
+    """The authority requested, and the last certified version of the judge with whether it
+    still fits the gold."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
@@ -34,8 +27,7 @@ class AuthorityContext(BaseModel):
     last_certified: ReportFacts | None
     """The newest verified ``certified`` report of another version of the judge, or None."""
     last_certified_stale: list[StaleReason] = Field(default_factory=list)
-    """How the gold, rubric or Ragas changed since that certification: it is shown, never
-    silently used in the candidate's place."""
+    """How the gold, rubric or Ragas changed since that certification."""
 
     def describe(self) -> list[str]:
         """Lines for a report."""
@@ -61,8 +53,8 @@ class AuthorityContext(BaseModel):
 def beside_candidate(
     policy: Policy, candidate: str, reports_root: str | Path, gold: str | Path
 ) -> AuthorityContext:
-    """The authority ``policy`` requests for ``candidate`` (``name@version``) and the last complete
-    certified other version of the judge under ``reports_root``, checked against ``gold`` now."""
+    """The authority ``policy`` requests for ``candidate`` and the last certified other version
+    of the judge under ``reports_root``, checked against ``gold``."""
     name, _, version = candidate.partition("@")
     last = last_certified(name, reports_root, exclude_version=version or None, gold=None)
     stale: list[StaleReason] = []

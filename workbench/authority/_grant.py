@@ -1,24 +1,6 @@
-"""What a policy asks for and what a certification grants.
-
-A policy declares the judge's use (``advisory``, ``route`` or ``block``) and its scope
-(:class:`~workbench.policy.PolicyScope`). :func:`requested_authority` says what a policy asks
-for, for the report to show beside the candidate. :func:`grant_for` says what a certification
-actually grants: **at most the declared use, only in the declared scope**, and less when the
-evidence is weaker:
-
-- no authority at all unless the gate's outcome is ``certified`` on the held-out partition and
-  the policy declares a use;
-- a scope slice with no decided held-out verdict is left out (nothing was shown there);
-- a scope slice certified only because an override waived one of its blockers is left out
-  (authority does not rest on a waiver, which expires);
-- a waived blocker that names no slice (a cost or evaluator-error limit, say) caps the use at
-  ``route``: a judge never blocks unattended on a waived certification;
-- a policy that does not run blocking negative and adversarial controls caps the use at
-  ``advisory`` (:func:`~workbench.policy.controls_for_authority`, ``controls_not_required``);
-- nothing remains in scope: no authority.
-
-Every reduction is listed in :attr:`AuthorityGrant.withheld`.
-"""
+"""What a policy asks for (:func:`requested_authority`) and what a certification grants
+(:func:`grant_for`): at most the declared use, only in the declared scope, less on weaker
+evidence; every reduction is listed in :attr:`AuthorityGrant.withheld`."""
 
 from __future__ import annotations
 
@@ -32,8 +14,7 @@ from ..policy import Policy, PolicyScope, controls_for_authority
 
 GRANT_SCHEMA_VERSION = 1
 Level = Literal["none", "advisory", "route", "block"]
-"""An authority level, least to most: ``none`` (no use), ``advisory`` (annotate only), ``route``
-(send to human review), ``block`` (gate a release)."""
+"""An authority level, least to most."""
 LEVELS: tuple[str, ...] = ("none", "advisory", "route", "block")
 
 
@@ -54,8 +35,7 @@ def next_level(level: str) -> str | None:
 
 
 class RequestedAuthority(_Model):
-    """The authority a policy asks certification to grant (shown in the report beside the
-    candidate)."""
+    """The authority a policy asks certification to grant."""
 
     policy: str
     """``name@version`` of the policy."""
@@ -128,11 +108,11 @@ def _as_dict(gate: Any) -> dict[str, Any]:
 def grant_for(
     policy: Policy, gate: Any, *, report_id: str | None = None, lock_sha256: str | None = None
 ) -> AuthorityGrant:
-    """What a certification under ``policy`` with gate result ``gate`` grants (module doc).
+    """What a certification under ``policy`` with ``gate`` (a result or its JSON) grants. Pure.
 
-    ``gate``: a :class:`~workbench.policy.GateResult` or its JSON (a report's ``gate.json``).
-    Pure: it reads nothing from disk; :func:`workbench.authority.read_report` verifies a
-    report and calls it with the report's own policy copy and gate.
+    Nothing unless ``certified`` on held-out under a policy with a use; scope slices without a
+    decided verdict or certified only by a waiver are left out; a waiver without a slice caps the
+    use at ``route``; a policy without blocking controls caps it at ``advisory``.
     """
     g = _as_dict(gate)
     outcome = g.get("outcome")
@@ -167,7 +147,7 @@ def _waived(waivers: list[Mapping[str, Any]]) -> str:
 
 
 def _grant_in_scope(policy: Policy, g: dict[str, Any], base: dict[str, Any]) -> AuthorityGrant:
-    """The declared use on the scope slices shown without a waiver (module doc)."""
+    """The declared use on the scope slices shown without a waiver (rules: :func:`grant_for`)."""
     assert policy.use is not None and policy.scope is not None
     figures = {f.get("slice"): f for f in g.get("figures") or [] if isinstance(f, Mapping)}
     waived = [w for w in g.get("waived") or [] if isinstance(w, Mapping)]

@@ -1,18 +1,5 @@
-"""Where the authority record and the shadow log live: beside the gold, like the held-out ledger.
-
-A judge's authority rests on certifications made on one gold dataset, so its record is found
-from that dataset alone, exactly as the held-out ledger is (:mod:`workbench.heldout._location`):
-
-1. the *project root* is the pinned one (``$WORKBENCH_PROJECT_ROOT``, else the nearest folder
-   from the working directory upwards holding ``workbench.yaml``), never a ``workbench.yaml``
-   or ``.git`` found near the data;
-2. if that root holds ``workbench.yaml`` with an ``authority_record`` key, the record is that
-   path (relative to the root, or absolute): one record for every dataset of the project;
-3. otherwise it is ``<gold dataset directory>/authority.jsonl``.
-
-The shadow log (``shadow_log.jsonl``) and the record's head (``.authority.jsonl.head``) sit in
-the same directory as the record.
-"""
+"""Where the authority record and the shadow log live: the pinned project's ``workbench.yaml``
+``authority_record`` key, else ``authority.jsonl`` beside the gold (as the held-out ledger)."""
 
 from __future__ import annotations
 

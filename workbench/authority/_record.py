@@ -1,25 +1,8 @@
 """The authority record: what each judge may do, since when, on which evidence, approved by whom.
 
-One append-only, hash-chained JSON Lines file (``authority.jsonl`` beside the gold, see
-:mod:`._location`) holds the entries of every judge (``name@version``). An entry is an event
-(``granted``, ``promoted``, ``demoted``, ``revoked``, ``shadow``) and the state it leaves the
-judge in: its authority level, its scope, and the certification report it rests on. A
-judge's current authority is its last entry's.
-
-Integrity, as the held-out ledger's:
-
-- **chain**: every entry carries ``previous_sha256`` (the ``entry_sha256`` of the line before
-  it) and ``entry_sha256`` (the sha256 of its own canonical JSON without that field): an
-  edited, inserted or deleted line breaks the chain there;
-- **head**: ``.authority.jsonl.head`` beside the record holds the entry count and the last
-  entry's hash, rewritten atomically after every append. Deleting lines at the end (which
-  the chain alone cannot show: say, the line that revoked a judge) leaves the head ahead of
-  the record, and every reader says so;
-- **serialized appends**: every append happens under a file lock.
-
-A damaged record grants nothing (``workbench status`` shows every judge with effective
-authority ``none``). Grants, promotions and shadow attachments are refused on it; demotions
-and revocations are still appended, because rollback must always be possible.
+One append-only, hash-chained JSON Lines file with a head file, appended under a lock, as the
+held-out ledger. A judge's authority is its last entry's. A damaged record grants nothing;
+only demotions and revocations are appended to it.
 """
 
 from __future__ import annotations
@@ -42,7 +25,6 @@ from ._grant import Level, describe_scope
 AUTHORITY_SCHEMA_VERSION = 1
 LOCK_TIMEOUT_S = 60.0
 Event = Literal["granted", "promoted", "demoted", "revoked", "shadow"]
-EVENTS: tuple[str, ...] = ("granted", "promoted", "demoted", "revoked", "shadow")
 FIX_RESTORE = (
     "the authority record is append-only evidence: restore it (and its .head file) from version"
     " control or a backup; never edit or delete its lines"
@@ -59,10 +41,7 @@ class AuthorityEntry(Record):
     judge: str
     """The judge, ``name@version``."""
     event: Event
-    """``granted`` (a certified report recorded as the judge's evidence; a judge without
-    authority starts at ``advisory``), ``promoted`` (one step up the path advisory -> route ->
-    block), ``demoted`` (down, any number of steps), ``revoked`` (to ``none``) or ``shadow``
-    (attached in shadow to another judge: its verdicts are recorded, never used)."""
+    """``granted``, ``promoted`` (one step up), ``demoted``, ``revoked`` or ``shadow``."""
     authority: Level
     """The judge's authority after this entry."""
     previous_authority: Level
@@ -70,8 +49,7 @@ class AuthorityEntry(Record):
     scope: PolicyScope | None
     """The scope the authority applies in after this entry (None with ``none``)."""
     report_id: str | None
-    """The certification report the authority rests on (for ``demoted`` and ``revoked``: the
-    one it rested on; None when there is none)."""
+    """The certification report the authority rests on (or rested on); None when none."""
     report_dir: str | None
     """Absolute path of that report."""
     lock_sha256: str | None
@@ -79,8 +57,7 @@ class AuthorityEntry(Record):
     candidate_fingerprint: str | None
     """The fingerprint the report certified."""
     candidate_spec: str | None
-    """Absolute path of the candidate spec the judge runs from; ``workbench status`` reads the
-    model name and fingerprint there to tell whether the judge is stale."""
+    """Absolute path of the candidate spec the judge runs from (read for staleness)."""
     policy: str | None
     """``name@version`` of the policy the report was certified under."""
     granted_use: Level | None
@@ -235,7 +212,8 @@ class AuthorityRecord:
     def _head_problem(
         self, head: dict[str, Any] | None, entries: list[AuthorityEntry]
     ) -> Problem | None:
-        """What the head says is wrong with the record's end (see the module doc)."""
+        """What the head says is wrong with the record's end (lines deleted at the end, which the
+        chain alone cannot show, leave the head ahead of the record)."""
         record, loc = str(self.path), str(self.head_path)
         if not entries:
             if head is not None and head.get("entries"):
@@ -278,12 +256,8 @@ class AuthorityRecord:
         return self.log.locked()
 
     def append(self, entry: AuthorityEntry, read: RecordRead) -> AuthorityEntry:
-        """Chain ``entry`` to the last entry of ``read`` and append it; then move the head.
-
-        Caller holds :meth:`locked` and read the record under it. On a damaged record (a
-        demotion or revocation is still appended) the head is left as it is, so the damage
-        stays visible.
-        """
+        """Chain ``entry`` to ``read``'s last entry and append it, then move the head (left alone on
+        a damaged record). Caller holds :meth:`locked`."""
         previous = read.entries[-1].entry_sha256 if read.entries else None
         sealed = self.log.append(entry, previous)
         if read.ok:

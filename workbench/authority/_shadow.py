@@ -1,22 +1,7 @@
 """Shadow mode: run a candidate beside the judge holding authority, record where they disagree.
 
-``workbench run --candidate NEW --shadow-of CURRENT ...`` (or :func:`run_shadow` from CI)
-runs both judges over the same frozen cases of a development or calibration partition under
-one budget. The pairing, budget, resumption and lineage checks are ``workbench compare``'s
-(:func:`workbench.migration.compare_candidates`, CURRENT as the old side, NEW as the new one,
-without controls), so both verdicts of every case come from the same manifest. Then:
-
-- every case whose verdicts differ is a **disagreement** (a verdict against an evaluator
-  error counts too); one between pass and fail is a **boundary crossing**; a disagreement in
-  a critical slice is listed for review; where the gold says who was right, it is counted
-  (``shadow_right``: the candidate agreed with the reviewers and CURRENT did not;
-  ``current_right``: the reverse);
-- the summary goes to ``OUT/shadow.json`` and is appended to the shadow log
-  (``shadow_log.jsonl`` beside the authority record), which ``workbench status`` reads.
-
-Shadow verdicts have **no effect on any gate**: nothing here writes a gate result, touches
-the authority record or the held-out ledger, or changes an exit code because of a
-disagreement.
+The runs are ``workbench compare``'s (current = old, shadow = new). The summary goes to
+``shadow.json`` and the shadow log; shadow verdicts never affect any gate.
 """
 
 from __future__ import annotations
@@ -57,8 +42,7 @@ class ShadowSlice(_Model):
     boundary_crossings: int
     """Disagreements between pass and fail."""
     shadow_right: int
-    """Disagreements where the shadow agreed with the adjudicated label and the current judge did
-    not."""
+    """Disagreements where only the shadow agreed with the adjudicated label."""
     current_right: int
     """Disagreements where the current judge agreed and the shadow did not."""
 
@@ -108,8 +92,7 @@ class ShadowEntry(_Model):
     shadow_fingerprint: str
     """Its fingerprint."""
     attached: bool
-    """Whether the authority record attaches the candidate in shadow to the current judge
-    (``workbench authority shadow``); a comparison without it is still recorded."""
+    """Whether the authority record attaches the candidate in shadow to the current judge."""
     dataset_sha256: str
     """The gold both ran on."""
     rubric_version: str
@@ -166,8 +149,7 @@ def _as_judge(candidate: Judge | str | Path) -> Judge:
 def shadow_entry(
     report: Any, *, current_authority: str, attached: bool, out_dir: str | Path
 ) -> ShadowEntry:
-    """The shadow summary of a :class:`~workbench.migration.ComparisonReport` (old = current, new =
-    shadow)."""
+    """The shadow summary of a comparison (old = current, new = shadow)."""
     right = {"fixed": "shadow", "broken": "current"}
     rows = [
         ShadowDisagreement(
@@ -242,15 +224,8 @@ async def run_shadow(
     label_mapping: str | Path | None = None,
     log: str | Path | None = None,
 ) -> ShadowEntry:
-    """Run ``candidate`` in shadow of ``current`` on one partition; record the disagreements.
-
-    ``out`` holds both runs (``old/`` = current, ``new/`` = shadow), ``comparison.json`` and
-    ``shadow.json``; re-running the same command resumes. ``log``: the shadow log (default
-    ``shadow_log.jsonl`` beside the gold's authority record). Raises :class:`WorkbenchError`
-    for invalid input (held-out data, other labels without ``label_mapping``, a changed
-    directory) and :class:`~workbench.migration.BudgetInsufficient` before any call when the
-    budget cannot cover both judges. Never affects a gate (module doc).
-    """
+    """Run ``candidate`` in shadow of ``current`` on one partition and record the disagreements
+    (resumable; ``log`` defaults beside the authority record). Raises like ``compare``."""
     from .._record import append_to_log
     from ..migration import compare_candidates
 

@@ -1,33 +1,8 @@
 """Staleness: has anything the certification saw changed since?
 
-A certification is evidence about one judge on one gold state, under one Ragas release. It
-is **stale** when any of these differs from what the certification saw:
-
-- ``ragas_version``: the installed Ragas version;
-- ``rubric_version``: the gold's rubric version;
-- ``gold_release``: the gold's state (its dataset hash, and the frozen release naming it);
-- ``policy``: the policy file the report was certified under (the lock's ``policy_file``)
-  no longer has the hash the lock records for it (edited in place, or gone); a lock that does
-  not record the file cannot tell, and says so;
-- ``model``: the judge's model name in the candidate spec it runs from;
-- ``prompt``: the prompt template's hash (``prompt_sha256``);
-- ``code``: a file of the code a function judge runs (its fingerprint's ``code_sha256``,
-  :mod:`workbench.judges`) changed, appeared or disappeared; a report certified before the code
-  was covered cannot tell, and says so;
-- ``dependencies``: the installed version of a third-party distribution that code imports;
-- ``candidate``: anything else that makes the spec another judge (its fingerprint: parameters,
-  kind, name), or the spec is gone.
-
-The Ragas version is also stale when the project pins Ragas (``pyproject.toml`` nearest above
-the candidate spec, else the gold) to versions that exclude the certified one: the upgrade is
-on its way even where the old Ragas is still installed.
-
-A stale judge loses ``block`` authority until it is recertified
-(:func:`workbench.authority.authority_status`), and cannot be granted or promoted.
-
-The gold's current state is read without validating every record (:func:`gold_state`): a
-rubric whose version changed makes every record invalid until it is re-reviewed, and that is
-exactly when status must still answer.
+Stale when the Ragas version (installed, or excluded by the project's pin), the rubric
+version, the gold, the policy file's hash, or the judge (model, prompt, code, dependencies,
+fingerprint) differs. A stale judge loses ``block`` and cannot be granted or promoted.
 """
 
 from __future__ import annotations
@@ -65,8 +40,7 @@ class GoldState(_Model):
     rubric_version: str | None
     """The rubric's version (None when the rubric cannot be read)."""
     dataset_sha256: str | None
-    """The dataset hash, computed as ``workbench validate`` does (gold file, rubric, evidence
-    snapshot); None when a file is missing."""
+    """The dataset hash as ``workbench validate`` computes it; None when a file is missing."""
     release: str | None
     """The latest frozen release of exactly this state, or None (not frozen)."""
     problems: list[str] = Field(default_factory=list)
@@ -77,8 +51,7 @@ class StaleReason(_Model):
     """One thing that differs from what the certification saw."""
 
     kind: StaleKind
-    """``ragas_version``, ``rubric_version``, ``gold_release``, ``policy``, ``model``,
-    ``prompt``, ``code``, ``dependencies`` or ``candidate`` (module doc)."""
+    """What changed (a :data:`StaleKind`)."""
     certified: str | None
     """What the certification saw."""
     now: str | None
@@ -88,7 +61,8 @@ class StaleReason(_Model):
 
 
 def gold_state(gold: str | Path) -> GoldState:
-    """The rubric version, dataset hash and release of ``gold`` now (module doc)."""
+    """The rubric version, dataset hash and release of ``gold`` now, read without validating every
+    record (a changed rubric version invalidates them, and status must still answer)."""
     from ..approval import read_release_log
 
     root = gold_directory(gold)
@@ -137,17 +111,7 @@ def gold_state(gold: str | Path) -> GoldState:
     )
 
 
-def spec_identity(spec: str | Path) -> tuple[str | None, str | None, str | None]:
-    """``(label, fingerprint, model)`` of the candidate spec at ``spec``; Nones when it cannot be
-    loaded."""
-    judge = _load(spec)
-    if judge is None:
-        return None, None, None
-    return judge.spec.label, judge.identity.fingerprint(), judge.identity.model
-
-
 def _load(spec: str | Path) -> Any:
-    """The judge the spec at ``spec`` builds, or None when it cannot be built."""
     from ..judges import load_candidate
 
     try:
@@ -157,8 +121,7 @@ def _load(spec: str | Path) -> Any:
 
 
 def _certified(report_dir: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """The judge identity the report's held-out run recorded (None when unreadable) and its
-    ``lock.json`` (empty when unreadable)."""
+    """The judge identity the report's held-out run recorded (or None) and its lock (or {})."""
     root = Path(report_dir)
 
     def read(rel: str) -> dict[str, Any]:
@@ -201,9 +164,8 @@ def _policy(lock: dict[str, Any]) -> tuple[str, str | None, str] | None:
 
 
 def _ragas_pin(places: list[Path], certified: str | None) -> tuple[str, str] | None:
-    """``(pyproject, requirement)`` when the project's ``pyproject.toml`` (nearest above
-    ``places``) requires a Ragas the certified version does not meet (or one it cannot
-    compare with)."""
+    """``(pyproject, requirement)`` when the nearest project pins a Ragas the certified version
+    does not meet."""
     from ..judges import project_requirements, requirement_allows
 
     for place in places:
@@ -228,7 +190,6 @@ def _ragas_pin(places: list[Path], certified: str | None) -> tuple[str, str] | N
 
 
 def _diff(certified: dict[str, str], now: dict[str, str], limit: int = 6) -> list[str]:
-    """What differs between two name -> hash/version maps, one short phrase each."""
     out = [f"{k} changed" for k in sorted(certified.keys() & now.keys()) if certified[k] != now[k]]
     out += [f"{k} added" for k in sorted(now.keys() - certified.keys())]
     out += [f"{k} removed" for k in sorted(certified.keys() - now.keys())]
@@ -247,8 +208,7 @@ def _versions(certified: dict[str, str], now: dict[str, str]) -> list[str]:
 def _judge_changes(
     was: dict[str, Any] | None, judge: Any, spec: str | Path
 ) -> list[tuple[StaleKind, str | None, str | None, str]]:
-    """What about the judge at ``spec`` differs from the certified identity ``was``: its
-    prompt, its code, its dependencies (module doc); the rest is the fingerprint's."""
+    """How the judge at ``spec`` differs from ``was``: prompt, code, dependencies."""
     now = judge.identity.model_dump(mode="json")
     if was is None:
         return []
@@ -308,48 +268,30 @@ def _ragas(f: ReportFacts, installed: str, places: list[Path]) -> list[StaleReas
             f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge"
             " may behave differently"
         )
-        out.append(
-            StaleReason(
-                kind="ragas_version", certified=f.ragas_version, now=installed, message=message
-            )
-        )
+        out.append(_reason("ragas_version", f.ragas_version, installed, message))
     pin = _ragas_pin(places, f.ragas_version)
     if pin is not None:
         message = (
             f"certified with Ragas {f.ragas_version}, the project now requires {pin[1]}"
             f" ({pin[0]}): recertify with the Ragas it will run"
         )
-        out.append(
-            StaleReason(
-                kind="ragas_version", certified=f.ragas_version, now=pin[1], message=message
-            )
-        )
+        out.append(_reason("ragas_version", f.ragas_version, pin[1], message))
     return out
 
 
 def _gold(f: ReportFacts, gold: GoldState) -> list[StaleReason]:
     out: list[StaleReason] = []
     if f.rubric_version != gold.rubric_version:
-        out.append(
-            StaleReason(
-                kind="rubric_version",
-                certified=f.rubric_version,
-                now=gold.rubric_version,
-                message=f"certified against rubric {f.rubric_version}, the gold's rubric is now"
-                f" {gold.rubric_version}",
-            )
+        message = (
+            f"certified against rubric {f.rubric_version}, the gold's rubric is now"
+            f" {gold.rubric_version}"
         )
+        out.append(_reason("rubric_version", f.rubric_version, gold.rubric_version, message))
     if f.dataset_sha256 != gold.dataset_sha256 or f.gold_release != gold.release:
         was = f"release {f.gold_release or '(not frozen)'}, dataset {str(f.dataset_sha256)[:12]}"
         now = f"release {gold.release or '(not frozen)'}, dataset {str(gold.dataset_sha256)[:12]}"
-        out.append(
-            StaleReason(
-                kind="gold_release",
-                certified=f.gold_release,
-                now=gold.release,
-                message=f"certified on {was}; the gold is now {now}",
-            )
-        )
+        message = f"certified on {was}; the gold is now {now}"
+        out.append(_reason("gold_release", f.gold_release, gold.release, message))
     return out
 
 
@@ -360,8 +302,7 @@ def staleness(
     *,
     installed_ragas: str | None = None,
 ) -> list[StaleReason]:
-    """Every way the certification in ``facts`` no longer describes the judge that runs from
-    ``spec`` on ``gold`` under the policy it was certified under (module doc)."""
+    """Every way the certification in ``facts`` no longer describes the judge at ``spec``."""
     from ..judges import ragas_version
 
     f = facts
@@ -371,9 +312,7 @@ def staleness(
     was, lock = _certified(f.report_dir)
     policy = _policy(lock)
     if policy is not None:
-        out.append(
-            StaleReason(kind="policy", certified=policy[0], now=policy[1], message=policy[2])
-        )
+        out.append(_reason("policy", *policy))
     judge = _load(spec) if spec is not None else None
     if judge is None:
         unknown = (
@@ -382,27 +321,24 @@ def staleness(
             else f"the candidate spec {spec} no longer loads"
         )
         message = f"{unknown}: what runs now is unknown"
-        out.append(StaleReason(kind="candidate", certified=f.candidate, now=None, message=message))
+        out.append(_reason("candidate", f.candidate, None, message))
         return out
     assert spec is not None
     label, fingerprint, model = judge.spec.label, judge.identity.fingerprint(), judge.identity.model
     if model != f.model:
         message = f"certified with model {f.model}, the spec now names {model}"
-        out.append(StaleReason(kind="model", certified=f.model, now=model, message=message))
-    out += [
-        StaleReason(kind=kind, certified=c, now=n, message=m)
-        for kind, c, n, m in _judge_changes(was, judge, spec)
-    ]
+        out.append(_reason("model", f.model, model, message))
+    out += [_reason(*change) for change in _judge_changes(was, judge, spec)]
     if label != f.candidate or (
         fingerprint != f.candidate_fingerprint and _rest_changed(was, judge)
     ):
-        out.append(
-            StaleReason(
-                kind="candidate",
-                certified=f.candidate_fingerprint[:12],
-                now=fingerprint[:12],
-                message=f"the spec {spec} is now {label} with fingerprint {fingerprint[:12]}, not"
-                f" the certified {f.candidate} ({f.candidate_fingerprint[:12]})",
-            )
+        message = (
+            f"the spec {spec} is now {label} with fingerprint {fingerprint[:12]}, not the certified"
+            f" {f.candidate} ({f.candidate_fingerprint[:12]})"
         )
+        out.append(_reason("candidate", f.candidate_fingerprint[:12], fingerprint[:12], message))
     return out
+
+
+def _reason(kind: StaleKind, certified: str | None, now: str | None, message: str) -> StaleReason:
+    return StaleReason(kind=kind, certified=certified, now=now, message=message)

@@ -1,25 +1,8 @@
 """``workbench status``: every judge with an authority record, what it may do now, and why.
 
-For each judge it lists the **recorded** authority and scope (its last entry), the report the
-authority rests on (verified again), whether the judge is **stale** (:mod:`._stale`), its
-latest sentinel drift check, its shadows, and the **effective** authority:
-
-- ``none`` when the record is damaged, or the report is "not verified": it does not verify
-  against the gold given (``--gold``) and that gold's held-out ledger (a finished entry with
-  its lock hash), or against ``--trust`` when given, or is not the one the entry was bound to
-  (its lock hash);
-- at most ``advisory`` when its lock is not signed by a key of the project's ``trusted_keys:``
-  (narrowed by ``--trust``): route and block rest only on trusted evidence (:mod:`._trust`);
-- at most ``route`` when the judge is stale: a stale judge loses ``block`` until it is
-  recertified (and the new report granted);
-- at most ``route`` when its latest drift check crossed the release boundary (a sentinel
-  moved between pass and fail since certification): the judge no longer says what it was
-  certified saying;
-- otherwise the recorded authority.
-
-Every other drift finding (a changed verdict not crossing pass/fail, an evaluator error, an
-incomplete check, no check since certification, a status change since the check before) is
-flagged without changing the authority.
+Effective authority: ``none`` on a damaged record or an unverified report; at most
+``advisory`` without a trusted signature; at most ``route`` when stale or when the latest
+drift check crossed pass/fail; otherwise the recorded one. Other drift findings are flagged.
 """
 
 from __future__ import annotations
@@ -152,9 +135,7 @@ class AuthorityStatus(_Model):
 
     @property
     def exit_code(self) -> int:
-        """1: the record is damaged or a report does not verify; 4: review required (a judge
-        may do less than recorded, or a judge with authority is stale or its latest drift
-        check drifted); 0 otherwise."""
+        """1: damaged record or unverified report; 4: review required; 0 otherwise."""
         if self.record_problems or any(j.report_verified is False for j in self.judges):
             return int(ExitCode.FAILED)
         if any(
@@ -172,8 +153,7 @@ class AuthorityStatus(_Model):
 def _drift(
     gold: str | Path, fingerprint: str, since: datetime | None
 ) -> tuple[DriftSummary | None, list[str], bool]:
-    """The latest drift check's summary, its flags, and whether it cannot be relied on (a
-    damaged drift log, or a check whose sentinel run is missing or differs)."""
+    """The latest drift check's summary, its flags, and whether it cannot be relied on."""
     from ..repeatability import drift_log_path_for, read_drift_log, verify_drift_run
 
     log = drift_log_path_for(gold)
@@ -379,8 +359,8 @@ def _judge_status(
 def authority_status(
     gold: str | Path, *, judge: str | None = None, trust: str | Path | None = None
 ) -> AuthorityStatus:
-    """Status of every judge in ``gold``'s authority record (module doc); ``judge``: one only;
-    ``trust``: a file of public keys the locks must be signed by (narrows the project's)."""
+    """Status of every judge (or ``judge``) in ``gold``'s authority record; ``trust`` narrows the
+    project's keys."""
     from .._signing import load_trust
     from ..judges import ragas_version
 

@@ -1,25 +1,8 @@
 """Authority only from trusted evidence: the gold's ledger, the project's keys and approvers.
 
-A report is evidence for authority only when it is evidence *about the gold it is granted
-on*, and when the people and keys behind it are the project's:
-
-- **the gold's ledger** (:func:`ledger_problems`): the held-out ledger of the gold given to the
-  command (:func:`~workbench.heldout.ledger_path_for`) must hold a ``finished`` entry for the
-  report with its lock hash and outcome. A report made on a ledger-less copy of the gold, or a
-  lock whose ``gold`` names a path that is not on this machine, is recorded in no ledger of
-  this gold: ``report_not_in_ledger``.
-- **trusted keys** (:func:`project_trust`, :func:`signature_problems`): ``route`` and
-  ``block`` rest only on a lock signed by a key the project trusts, the ``trusted_keys:``
-  entry of the project's ``workbench.yaml`` (a path, or a list of paths, to files of OpenSSH
-  public keys, one per line, the format of ``--trust``; relative to the ``workbench.yaml``).
-  The project's declaration is the authority: ``--trust FILE`` may only narrow it (a key must
-  be in both), never widen it, because anyone can write a trust file. Without the
-  declaration nothing is ``route`` or ``block`` (``trusted_keys_missing``). ``advisory`` may
-  rest on an unsigned report.
-- **approvers** (:func:`approver_problems`): whoever approves an authority entry must be on
-  the project's approver list (``approver_unknown``, ``approvers_missing``) and, for a step
-  that rests on a report (grant, promote, shadow), must not be the person who certified it
-  (``approver_is_certifier``): nobody approves their own certification.
+A report must be ``finished`` in the gold's held-out ledger with its lock hash; ``route`` and
+``block`` need a lock signed by a key of the project's ``trusted_keys:`` (``--trust`` may only
+narrow them); the approver must be listed and not the certifier.
 """
 
 from __future__ import annotations
@@ -79,8 +62,8 @@ def _declared_files(gold: str | Path) -> tuple[Path | None, list[Path], list[Pro
 
 
 def project_trust(gold: str | Path, trust: str | Path | None = None) -> Trust:
-    """The keys route and block may rest on for ``gold``'s project, narrowed by ``trust`` (the
-    ``--trust`` file) when given (module doc). Never raises for bad content."""
+    """The keys route and block may rest on for ``gold``'s project, narrowed by ``trust``; never
+    raises for bad content."""
     config, files, problems = _declared_files(gold)
     keys: dict[bytes, str] = {}
     for path in files:
@@ -138,7 +121,8 @@ def signature_problems(facts: ReportFacts, level: str, trust: Trust, where: str)
 
 
 def ledger_problems(gold: str | Path, facts: ReportFacts, where: str) -> list[Problem]:
-    """Why ``gold``'s own held-out ledger does not vouch for the report (module doc)."""
+    """Why ``gold``'s own held-out ledger does not vouch for the report: it must hold a
+    ``finished`` entry for it with its lock hash and outcome (``report_not_in_ledger``)."""
     from ..heldout import HeldOutLedger, ledger_path_for
 
     try:
@@ -173,8 +157,7 @@ def ledger_problems(gold: str | Path, facts: ReportFacts, where: str) -> list[Pr
 def approver_problems(
     gold: str | Path, approver: str | None, certifier: str | None, *, where: str = "--approver"
 ) -> list[Problem]:
-    """Why ``approver`` may not approve an authority entry for ``gold`` (module doc);
-    ``certifier``: who certified the report it rests on (None: the entry rests on none)."""
+    """Why ``approver`` may not approve an authority entry (``certifier``: who certified it)."""
     who = (approver or "").strip()
     try:
         found = load_approvers(gold).problems(who, where, "the approver")

@@ -1,11 +1,5 @@
-"""Held-out results must be accounted for by the ledger before anything analyses them.
-
-Judging the held-out partition outside ``workbench certify`` (an imported file, a hand-run
-notebook, a copy of a report's run records with one line changed) would be a second,
-unrecorded use. :func:`check_held_out_results` refuses such results: a results file that holds
-held-out verdicts is accepted only when its sha256 is the ``run_records_sha256`` of a
-``finished`` entry in the dataset's own ledger (found from the gold dataset, never given).
-"""
+"""Held-out results must be accounted for by the ledger before anything analyses them: only
+results whose sha256 a ``finished`` entry records are accepted."""
 
 from __future__ import annotations
 
@@ -43,12 +37,8 @@ def _result_case_ids(path: Path) -> set[str]:
 
 
 def check_held_out_results(gold: str | Path, results: str | Path, partition: str | None) -> None:
-    """Refuse held-out results that no ``finished`` ledger entry accounts for (exit 2 in the CLI).
-
-    ``partition`` is the partition being analysed: ``held_out`` is always checked; ``None``
-    (every partition) is checked when the results hold a verdict for any held-out case;
-    development and calibration are not checked.
-    """
+    """Refuse held-out results that no ``finished`` ledger entry accounts for. ``held_out`` is
+    always checked; ``None`` when the results hold a held-out verdict; other partitions never."""
     if partition not in (None, "held_out"):
         return
     from ..results import results_sha256

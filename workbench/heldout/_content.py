@@ -1,22 +1,6 @@
-"""Held-out identity by content: what makes two cases "the same held-out case".
-
-A held-out use must follow the cases, not the directory, the dataset hash or the case ids: a
-copied, renamed or superseded dataset, or one with a development case appended, holds the same
-held-out cases and judging them again is a second use. Two keys are derived from a case:
-
-- :func:`item_key` — what the judge sees (input, response and the grading fields: grading notes,
-  reference, contexts), normalized. Two cases with the same item key are the same evaluation
-  item whatever their ids, labels or slices: a relabelled copy is still a re-use. Overlap
-  between a certification's held-out cases and any recorded use is decided on this key.
-- :func:`content_key` — the item key plus what reviewers decided (the gold label) and the
-  slice. A report binds its held-out cases by this key, so a relabel or reslice of held-out
-  cases in memory or on disk no longer matches the report.
-
-Normalization (:func:`normalize_text`): Unicode NFKC, format characters (category ``Cf``:
-zero-width spaces and joiners, BOMs, bidi controls) removed, runs of whitespace folded to
-one space, ends stripped. Invisible or compatibility-form variants of a held-out item are the
-same item.
-"""
+"""Held-out identity by content: :func:`item_key` is what the judge sees, normalized (overlap
+between uses is decided on it); :func:`content_key` adds the gold label and the slice (a report
+binds its held-out cases by it)."""
 
 from __future__ import annotations
 
@@ -50,8 +34,7 @@ class _Case(_Item, Protocol):
 
 
 def normalize_text(text: str | None) -> str | None:
-    """``text`` in NFKC with format (``Cf``) characters removed and whitespace folded; None
-    stays None."""
+    """``text`` in NFKC, ``Cf`` characters removed, whitespace folded; None stays None."""
     if text is None:
         return None
     if text.isascii():  # NFKC leaves ASCII alone and no ASCII character is Cf (the fast case)
@@ -73,7 +56,7 @@ def _item(case: _Item) -> dict[str, object]:
 
 
 def item_key(case: _Item) -> str:
-    """sha256 of what the judge sees of ``case``, normalized (see the module doc)."""
+    """sha256 of what the judge sees of ``case`` (input, response, grading fields), normalized."""
     return sha256_json(_item(case))
 
 

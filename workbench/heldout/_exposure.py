@@ -1,18 +1,5 @@
-"""Held-out content never judged or shown outside a certification.
-
-Held-out cases are judged once, by ``workbench certify``, under the ledger. Every other command
-that judges cases or shows per-case outcomes against human labels (``controls``, ``drift`` and
-sentinel sets, ``ci sentinel``, ``repeatability``, ``compare``, ``estimate``, ``import
-results``, ``import table``) refuses a case whose *content* is a held-out case's, whatever its
-id, partition or file: :func:`refuse_held_out_content`, code ``held_out_content_exposed``, exit
-2, naming every offending case and the held-out case it copies.
-
-Content is the :func:`~workbench.heldout.item_key` (what the judge sees, normalized: NFKC,
-``Cf`` characters removed, whitespace folded), so a copy with new ids, zero-width characters or
-compatibility forms is the same item. The held-out keys of a gold dataset are computed once per
-dataset hash (:func:`held_out_item_keys`); the keys a held-out ledger records for its uses are
-added when the ledger records them (:func:`recorded_item_keys`).
-"""
+"""Held-out content is never judged or shown outside a certification: commands refuse a case
+whose item key is a held-out case's (``held_out_content_exposed``, exit 2)."""
 
 from __future__ import annotations
 
@@ -37,8 +24,8 @@ _CACHE_LIMIT = 8
 
 
 def held_out_item_keys(dataset: GoldDataset) -> dict[str, str]:
-    """Item key -> case id of every held-out record of ``dataset`` (active and superseded: an
-    older version of a held-out case was held out too). Cached by the dataset's sha256."""
+    """Item key -> case id of every held-out record of ``dataset``, superseded ones included;
+    cached by the dataset's sha256."""
     cached = _KEYS_BY_DATASET.get(dataset.sha256)
     if cached is not None:
         return cached
@@ -51,9 +38,7 @@ def held_out_item_keys(dataset: GoldDataset) -> dict[str, str]:
 
 def recorded_item_keys(gold: str | Path | GoldDataset) -> dict[str, str]:
     """Item key -> ``held out (ledger entry ID)`` for every held-out item the project's ledger
-    records a use of (the verified item-key sidecar of each ``started`` entry): the record of
-    held-out content that reaches every command, whatever dataset or copy the use judged. A
-    missing or damaged sidecar is refused (``ledger_items_missing``/``ledger_items_invalid``)."""
+    records; a missing or damaged sidecar is refused."""
     from ._items import read_keys
 
     path = ledger_path_for(gold.root if isinstance(gold, GoldDataset) else gold)
@@ -89,8 +74,7 @@ def _label(item: Any) -> str:
 def exposure_problems(
     items: Iterable[Any], held: Mapping[str, str], where: str, *, what: str = "case"
 ) -> list[Problem]:
-    """One ``held_out_content_exposed`` problem per item of ``items`` whose item key is in
-    ``held`` (item key -> the held-out case it copies)."""
+    """One ``held_out_content_exposed`` problem per item of ``items`` whose key is in ``held``."""
     out: list[Problem] = []
     for item in items:
         source = held.get(item_key(item))
@@ -113,11 +97,8 @@ def exposure_problems(
 
 
 def held_out_content(golds: Iterable[str | Path | GoldDataset]) -> dict[str, str]:
-    """Item key -> held-out case id over ``golds`` and what their ledgers record. A dataset is
-    read from its records; a path from its ``gold.jsonl`` as it is (every line marked
-    ``held_out``, no validation: an unvalidated dataset's held-out cases are still held out).
-    A ``gold.jsonl`` that cannot be read is refused (``held_out_unchecked``): the check cannot
-    be made, so nothing runs."""
+    """Item key -> held-out case id over ``golds`` (a path's ``gold.jsonl`` read unvalidated) and
+    what their ledgers record; an unreadable file is refused (``held_out_unchecked``)."""
     held: dict[str, str] = {}
     for gold in golds:
         held.update(recorded_item_keys(gold))
@@ -145,10 +126,8 @@ def refuse_held_out_content(
     *,
     what: str = "case",
 ) -> None:
-    """Raise :class:`WorkbenchError` (``held_out_content_exposed``, every offending item at once)
-    when any of ``items`` (cases with input, response, grading notes, reference and contexts:
-    gold cases, controls ...) has the content of a held-out case of ``gold`` (one dataset or
-    several) or of a use its held-out ledger records."""
+    """Raise :class:`WorkbenchError` listing every item of ``items`` with the content of a held-out
+    case of ``gold`` or of a use its ledger records."""
     golds = [gold] if isinstance(gold, (str, Path, GoldDataset)) else list(gold)
     problems = exposure_problems(items, held_out_content(golds), where, what=what)
     if problems:
@@ -172,8 +151,8 @@ def _raw_case(row: dict[str, Any]) -> Any:
 
 
 def raw_held_out(gold: str | Path) -> dict[str, str] | None:
-    """Item key -> case id of every line of ``gold``'s ``gold.jsonl`` marked ``held_out``, read
-    as it is (no validation); ``{}`` when there is no gold file, None when it cannot be read."""
+    """Item key -> case id of the ``held_out`` lines of ``gold.jsonl``, unvalidated; ``{}``
+    without the file, None when unreadable."""
     path = gold_directory(gold) / "gold.jsonl"
     if not path.is_file():
         return {}
@@ -192,11 +171,8 @@ def raw_held_out(gold: str | Path) -> dict[str, str] | None:
 
 
 def used_held_out_of(directory: str | Path) -> dict[str, str] | None:
-    """Item key -> held-out case of every held-out case ``directory``'s held-out ledger records
-    as used: the held-out records of its existing ``gold.jsonl`` when the ledger records a
-    certification of that dataset (a ``started`` entry), and the item keys the ledger records.
-    None when a use is recorded but the file cannot be read (the caller refuses: it cannot
-    check)."""
+    """Item key -> held-out case of every held-out case ``directory``'s ledger records as used;
+    None when one is recorded but the file cannot be read."""
     root = gold_directory(directory)
     path = ledger_path_for(root)
     if not path.is_file():

@@ -1,21 +1,8 @@
 """The held-out items of every recorded use, by content, beside the ledger.
 
-A ``started`` ledger entry records *what* it judges as the item keys
-(:func:`~workbench.heldout.item_key`) of its held-out cases. The keys would make a ledger line
-as large as the dataset (64 characters a case: 64 MB at a million cases), so they are stored
-once per distinct held-out set in a content-addressed sidecar beside the ledger::
-
-    <ledger>.items/<sha256>.keys      sorted item keys, one per line
-
-and the entry records that sha256 (``held_out_items_sha256``) and the count
-(``held_out_items``). A sidecar is written before the entry that names it, never changed
-afterwards, and verified (its sha256, its format) whenever it is read: a missing or edited
-sidecar is a damaged ledger (``ledger_items_missing``, ``ledger_items_invalid``), and nothing is
-certified on it (fail closed).
-
-:class:`ContentUses` is what a new certification learns from them: every earlier use whose
-held-out items overlap its own, whatever the candidate, fingerprint, dataset path or dataset
-hash, and how much of its held-out content was judged before.
+A ``started`` entry records the sha256 and count of its held-out item keys, stored once per
+distinct set in ``<ledger>.items/<sha256>.keys``; a missing or edited sidecar is a damaged
+ledger (fail closed). :class:`ContentUses` is every earlier use whose items overlap.
 """
 
 from __future__ import annotations
@@ -28,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._io import atomic_write_bytes
-from ..errors import WorkbenchError, problem
+from ..errors import WorkbenchError, refusal
 
 if TYPE_CHECKING:
     from ._ledger import LedgerEntry
@@ -93,9 +80,12 @@ def read_keys(ledger: Path, digest: str) -> frozenset[str] | None:
 
 def _damaged(path: Path, code: str, what: str) -> WorkbenchError:
     message = f"the held-out items a ledger entry records are damaged: {what}"
-    return WorkbenchError(
+    return refusal(
         "the held-out ledger cannot show which held-out content was used",
-        [problem(str(path), code, message, _FIX)],
+        str(path),
+        code,
+        message,
+        _FIX,
     )
 
 
@@ -104,8 +94,7 @@ class ContentUses:
     """The earlier held-out uses whose content overlaps a certification's held-out items."""
 
     entries: list[LedgerEntry] = field(default_factory=list)
-    """The earlier ``started`` entries that judged any of these items (or, for an entry from
-    before item keys were recorded, the same held-out manifest)."""
+    """The earlier ``started`` entries that judged any of these items (or the same manifest)."""
     seen: int = 0
     """How many of these held-out items an earlier use judged."""
     total: int = 0
@@ -141,14 +130,8 @@ def content_uses(
     *,
     exclude: str | None = None,
 ) -> ContentUses:
-    """Every earlier use of ``entries`` that judged any of ``keys``.
-
-    A ``started`` entry counts unless its ``finished`` entry says no held-out case was judged,
-    or it judges none by its kind (a review re-evaluation): a running, aborted or crashed
-    certification counts (fail closed). An entry recorded before item keys were (no
-    ``held_out_items_sha256``) counts, as the whole content, when it has the same held-out
-    manifest.
-    """
+    """Every earlier use of ``entries`` that judged any of ``keys``; open, aborted and crashed
+    certifications count; entries without item keys count on the same manifest."""
     skip = {e.opens for e in entries if e.event == "finished" and e.held_out_used is False}
     skip.add(exclude)
     cache: dict[str, frozenset[str]] = {}
@@ -176,8 +159,7 @@ def content_uses(
 
 
 def held_out_use_line(entry: LedgerEntry) -> str:
-    """What a ``started`` entry records of the earlier uses of its held-out content, as one line
-    (empty when it records none: a re-evaluation, an entry from before item keys)."""
+    """The earlier uses a ``started`` entry records, as one line (empty when none)."""
     count = getattr(entry, "held_out_prior_uses", None)  # an entry read back may predate them
     if count is None:
         return ""

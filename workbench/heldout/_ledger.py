@@ -1,37 +1,10 @@
 """The held-out ledger: every use of the held-out partition, append-only and hash-chained.
 
-The project's one ledger lives where :func:`~workbench.heldout.ledger_path_for` says (the path
-the project root's ``workbench.yaml`` declares), whatever gold dataset, copy of one or
-``--reports`` directory a certification uses. A use is identified by the content of the
-held-out items it judges (:mod:`workbench.heldout._items`): any overlap with an earlier use needs
-a ``--rerun-reason``, and the entry records how often that content was used before.
-Certification writes a ``started`` entry before the first held-out call and a ``finished``
-entry with the outcome afterwards. A certification that died (kill -9, power loss) leaves its
-``started`` entry open; the next command that reads the ledger (``certify``, ``reports``,
-``verify``) notices that no process holds it any more and appends an ``aborted`` entry. An
-open or aborted certification counts as a use.
-
-Integrity:
-
-- **chain**: every entry carries ``previous_sha256`` (the ``entry_sha256`` of the line before
-  it, None for the first line) and ``entry_sha256`` (the sha256 of its own canonical JSON
-  without that field). An edited, inserted or deleted line breaks the chain at that line, and
-  every reader says where.
-- **serialized check-then-start**: the re-use check, the report number and the ``started``
-  entry are decided under one file lock (``filelock``, ``.<ledger name>.lock`` beside the
-  ledger), so two simultaneous certifications of one candidate give one certification and
-  one refusal.
-- **liveness**: a running certification holds a second lock,
-  ``.<ledger name>.running/<entry_id>.lock``, for its whole life. The operating system
-  releases it when the process dies, which is how an abandoned entry is told from a running
-  one.
-- **one-time token**: ``certify`` gives the certification notebook a random token whose
-  sha256 is in the ``started`` entry. The notebook runs only for an open entry with that
-  token, while the ``certify`` process that opened it is alive, and only once (it claims the
-  token with an exclusive file).
-
-Running a candidate on held-out data is allowed only with a :class:`HeldOutAccess` that
-matches such an entry.
+``certify`` writes ``started`` before the first held-out call and ``finished`` after; an entry
+whose process died is closed ``aborted`` by the next reader. The re-use check and the
+``started`` entry are decided under one file lock; a running certification holds a liveness
+lock; the notebook runs once per one-time token. Running on held-out data needs a matching
+:class:`HeldOutAccess`.
 """
 
 from __future__ import annotations
@@ -64,10 +37,8 @@ LOCK_TIMEOUT_S = 120.0
 
 Event = Literal["started", "finished", "aborted"]
 Kind = Literal["certification", "migration", "review_reevaluation"]
-"""What a ledger entry records: a certification of one candidate, a migration certification
-(candidate and baseline judged on held-out data under one entry: one use, both fingerprints),
-or the re-evaluation of a locked report with the transition reviews recorded since (no
-held-out case judged: the locked run records are reused)."""
+"""What a ledger entry records: one candidate, a migration (candidate and baseline under one
+entry), or a re-evaluation of a locked report (nothing judged)."""
 _OMITTED_WHEN_DEFAULT: dict[str, object] = {
     "kind": "certification",
     "baseline": None,
@@ -79,8 +50,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, object] = {
     "held_out_prior_uses": None,
     "held_out_overlap": None,
 }
-"""Fields added after ledger format 2: an entry that does not use them dumps, and so hashes,
-exactly as before they existed (old ledgers keep an intact chain, old locks their copies)."""
+"""Fields added after format 2, omitted when unused so old entries hash as before."""
 FIX_RESTORE = (
     "the ledger is append-only evidence: restore it from version control or a backup; never edit or"
     " delete its lines"
@@ -88,8 +58,7 @@ FIX_RESTORE = (
 
 
 def held_out_manifest_sha256(dataset_sha256: str, cases: Iterable[GoldCase]) -> str:
-    """Hash of what a certification judges: the dataset and every held-out case id and response
-    hash."""
+    """Hash of the dataset and every held-out case id and response hash."""
     return sha256_json(
         {
             "dataset_sha256": dataset_sha256,
@@ -114,28 +83,24 @@ class PreviousReport(BaseModel):
     lock_sha256: str | None = None
     """Its ``lock_sha256`` (None when it never got a lock: aborted or still running)."""
     status: Literal["locked", "aborted", "running"] = "locked"
-    """``locked``: a finished report; ``aborted``: a certification that died (its partial
-    directory stays); ``running``: another certification of the same version still running."""
+    """``locked``, ``aborted`` or ``running``."""
 
 
 class LedgerEntry(Record):
     """One line of the held-out ledger."""
 
     schema_version: int = LEDGER_SCHEMA_VERSION
-    """Ledger line format version (2: hash-chained; 3: ``kind``, ``baseline``, ``resumes``, and
-    later the optional ``held_out_items*`` fields, omitted when absent)."""
+    """Ledger line format version."""
     entry_id: str
     """Unique id; a ``finished`` or ``aborted`` entry names its ``started`` entry in ``opens``."""
     event: Event
-    """``started`` before the first held-out call, ``finished`` with the outcome, ``aborted``
-    when the certification died without finishing."""
+    """``started``, ``finished`` or ``aborted``."""
     opens: str | None = None
     """For ``finished`` and ``aborted``: the ``started`` entry it closes."""
     who: str
     """The user who certified (for ``aborted``: who noticed)."""
     when: datetime
-    """UTC time of the event. The ``started`` time is the "now" the gate checks override expiry
-    against."""
+    """UTC time of the event (for ``started``: the gate's "now")."""
     candidate: str
     """``name@version``."""
     candidate_fingerprint: str
@@ -153,11 +118,9 @@ class LedgerEntry(Record):
     rerun_reason: str | None = None
     """Why the same candidate was certified again on the same held-out manifest."""
     budget_usd: float | None = None
-    """The spend limit the held-out run ran under (the policy's ``budget_usd`` or a lower
-    ``--budget-usd``)."""
+    """The spend limit the held-out run ran under."""
     previous_report: PreviousReport | None = None
-    """The previous report of the same candidate version in the same reports root, as decided
-    under the ledger lock; the report's lock must name the same."""
+    """The previous report of this candidate version in the reports root."""
     token_sha256: str | None = None
     """For ``started``: sha256 of the one-time token ``certify`` gave the notebook."""
     outcome: str | None = None
@@ -165,40 +128,29 @@ class LedgerEntry(Record):
     lock_sha256: str | None = None
     """For ``finished``: the report's lock hash."""
     held_out_used: bool | None = None
-    """For ``finished``: whether any held-out case was judged (False when controls or lineage
-    stopped certification first). Open and aborted certifications count as used."""
+    """For ``finished``: whether any held-out case was judged."""
     run_id: str | None = None
     """For ``finished``: the held-out run's id (None when no held-out run was made)."""
     run_records_sha256: str | None = None
-    """For ``finished``: sha256 of the held-out run's ``results.jsonl``; ``align --partition
-    held_out`` accepts only results whose hash a finished entry records."""
+    """For ``finished``: sha256 of the held-out run's ``results.jsonl``."""
     kind: Kind = "certification"
-    """``certification`` (one candidate), ``migration`` (``certify --baseline``: the candidate
-    and the baseline judged on held-out data under this one entry) or ``review_reevaluation``
-    (``certify --resume-review``: a locked report re-evaluated with the transition reviews
-    recorded since; no held-out case is judged). Omitted from the line when ``certification``."""
+    """``certification``, ``migration`` or ``review_reevaluation``; omitted when
+    ``certification``."""
     baseline: str | None = None
-    """For ``migration``: ``name@version`` of the baseline (the old version) judged beside the
-    candidate."""
+    """For ``migration``: ``name@version`` of the baseline."""
     baseline_fingerprint: str | None = None
-    """For ``migration``: the baseline's fingerprint. A later certification of either
-    fingerprint on the same held-out manifest is a re-use."""
+    """For ``migration``: the baseline's fingerprint."""
     resumes: str | None = None
-    """For ``review_reevaluation``: the report id of the locked report whose run records are
-    reused."""
+    """For ``review_reevaluation``: the report id whose run records are reused."""
     baseline_run_records_sha256: str | None = None
     """For a ``finished`` migration: sha256 of the baseline's held-out ``results.jsonl``."""
     held_out_items_sha256: str | None = None
-    """sha256 of the sorted item keys (:func:`~workbench.heldout.item_key`) of the held-out cases
-    judged: the content-addressed sidecar ``<ledger>.items/<sha256>.keys`` beside the ledger
-    (workbench/heldout/_items.py). A later certification whose held-out items overlap these is a
-    re-use, whatever its candidate, fingerprint or dataset path. None in entries recorded before
-    item keys were (a review re-evaluation judges none)."""
+    """sha256 of the sorted item keys of the held-out cases judged (the sidecar's name); None
+    before item keys were recorded."""
     held_out_items: int | None = None
     """How many held-out items the sidecar holds."""
     held_out_prior_uses: int | None = None
-    """How many earlier recorded uses judged any of these held-out items, decided under the
-    ledger lock (0: first use of this content)."""
+    """How many earlier recorded uses judged any of these items."""
     held_out_overlap: float | None = None
     """The share (0 to 1) of these held-out items an earlier use judged."""
     previous_sha256: str | None = None
@@ -224,8 +176,7 @@ class LedgerEntry(Record):
         return self.kind != "review_reevaluation"
 
     def covers(self, fingerprint: str) -> bool:
-        """Whether the entry judges held-out cases with this judge fingerprint (candidate or
-        baseline)."""
+        """Whether the entry judges held-out cases with this fingerprint (candidate or baseline)."""
         return self.uses_held_out and fingerprint in (
             self.candidate_fingerprint,
             self.baseline_fingerprint,
@@ -245,8 +196,7 @@ class LedgerRead:
 
 
 class RunningHold:
-    """The liveness lock a running certification holds; released on finish (or by the OS on
-    death)."""
+    """The liveness lock a running certification holds."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -318,8 +268,7 @@ class HeldOutLedger:
         return LedgerRead(entries, problems)
 
     def entries(self) -> list[LedgerEntry]:
-        """Every entry; raise :class:`WorkbenchError` when any line is unreadable or the chain is
-        broken."""
+        """Every entry; raise :class:`WorkbenchError` on an unreadable line or a broken chain."""
         result = self.read()
         if result.problems:
             raise WorkbenchError(
@@ -339,8 +288,7 @@ class HeldOutLedger:
         return [e for e in entries if e.event == "started" and e.entry_id not in closed]
 
     def status_of(self, entry_id: str, entries: list[LedgerEntry] | None = None) -> str | None:
-        """``open``, ``finished`` or ``aborted`` for a started entry; None when the ledger lacks
-        it."""
+        """``open``, ``finished`` or ``aborted`` for a started entry; None when absent."""
         entries = self.entries() if entries is None else entries
         if not any(e.entry_id == entry_id and e.event == "started" for e in entries):
             return None
@@ -355,14 +303,8 @@ class HeldOutLedger:
         *,
         exclude: str | None = None,
     ) -> list[LedgerEntry]:
-        """Earlier certifications of the same fingerprint on the same manifest that used held-out
-        data.
-
-        A ``started`` entry counts unless its ``finished`` entry says no held-out case was
-        judged: a running, aborted or crashed certification counts as a use (fail closed). A
-        migration entry counts for both its candidate and its baseline; a review
-        re-evaluation never counts (it judges nothing).
-        """
+        """Earlier uses of held-out data by this fingerprint on this manifest (open, aborted and
+        crashed ones count; a migration counts for both judges; a re-evaluation never)."""
         entries = self.entries() if entries is None else entries
         unused = {e.opens for e in entries if e.event == "finished" and e.held_out_used is False}
         return [
@@ -383,15 +325,12 @@ class HeldOutLedger:
         *,
         exclude: str | None = None,
     ) -> ContentUses:
-        """Every earlier use that judged any of the held-out items ``keys`` (any candidate, any
-        fingerprint, any dataset path; :func:`~workbench.heldout._items.content_uses`)."""
+        """Every earlier use that judged any of the held-out items ``keys``."""
         entries = self.entries() if entries is None else entries
         return content_uses(self.path, keys, manifest_sha256, entries, exclude=exclude)
 
     def uses_before(self, entry: LedgerEntry) -> ContentUses:
-        """The uses recorded before ``entry`` (a ``started`` entry) that judged any of its
-        held-out items; for an entry from before item keys, its fingerprint's earlier uses on the
-        same manifest."""
+        """The uses before ``entry`` that judged any of its held-out items."""
         entries = self.entries()
         index = next((i for i, e in enumerate(entries) if e.entry_id == entry.entry_id), None)
         before = entries if index is None else entries[:index]
@@ -418,13 +357,8 @@ class HeldOutLedger:
         rerun_reason: str | None,
         entries: list[LedgerEntry] | None = None,
     ) -> ContentUses:
-        """Refuse, without a reason, a certification whose held-out content any earlier use
-        judged; return the earlier uses (the count the entry and the report show).
-
-        Identity is the content: a copied, renamed or superseded dataset, an appended
-        development case or a trivial variant of the candidate judges the same held-out items.
-        The same fingerprint on the same manifest is such a use too.
-        """
+        """Refuse, without a reason, a certification whose held-out content an earlier use judged;
+        return the earlier uses."""
         uses = self.content_uses(keys, manifest_sha256, entries)
         if uses.entries and not (rerun_reason and rerun_reason.strip()):
             raise WorkbenchError("refusing to certify again", [_reuse_problem(self.path, uses)])
@@ -475,10 +409,8 @@ class HeldOutLedger:
         return self.log.locked()
 
     def reconcile(self) -> list[LedgerEntry]:
-        """Mark every open certification whose process is gone as ``aborted``; return those entries.
-
-        Refuses (raises) on a damaged ledger: nothing is appended to a broken chain.
-        """
+        """Mark every open certification whose process is gone ``aborted``; return those entries.
+        Raises on a damaged ledger."""
         with self.locked():
             entries = self.entries()
             aborted = []
@@ -508,9 +440,8 @@ class HeldOutLedger:
         held_out_keys: frozenset[str] | None = None,
         prior: ContentUses | None = None,
     ) -> tuple[LedgerEntry, str, RunningHold]:
-        """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and
-        the liveness hold. ``held_out_keys`` (the item keys judged) go to the sidecar first;
-        ``prior`` is the earlier use of that content :meth:`check_rerun` found."""
+        """Append a ``started`` entry (under :meth:`locked`); return it, its one-time token and the
+        liveness hold. ``held_out_keys`` go to the sidecar first."""
         items: dict[str, object] = {}
         if held_out_keys is not None:
             digest, count = store_keys(self.path, held_out_keys)
@@ -586,8 +517,7 @@ class HeldOutLedger:
             return self._close(started, "aborted")
 
     def _close(self, started: LedgerEntry, event: Event, **update: object) -> LedgerEntry:
-        """Append the entry closing ``started`` (``aborted``: it counts as a use, as its kind
-        would have). Caller holds :meth:`locked`."""
+        """Append the entry closing ``started``; caller holds :meth:`locked`."""
         if event == "aborted":
             update = {"outcome": "aborted", "held_out_used": started.uses_held_out, **update}
         fields: dict[str, object] = {"entry_id": _new_id(), "event": event}
@@ -683,8 +613,8 @@ class HeldOutAccess:
 
     @classmethod
     def grant(cls, ledger_path: str | Path, entry_id: str, fingerprint: str) -> HeldOutAccess:
-        """Check the ledger for an open ``started`` entry of this candidate (or, for a migration,
-        its baseline) and return access. A review re-evaluation entry gives no access."""
+        """Access for an open ``started`` entry of this candidate (or baseline); none for a
+        re-evaluation."""
         ledger = HeldOutLedger(ledger_path)
         entry = ledger.open_entry(entry_id)
         if entry is None or not entry.covers(fingerprint):

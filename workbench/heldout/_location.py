@@ -1,29 +1,6 @@
-"""Where the held-out ledger lives: one ledger for the whole project, pinned to its root.
-
-The ledger records every use of held-out data. It must be the same ledger whichever gold
-dataset (or copy of one), and whichever ``--reports`` directory, a certification uses, and
-nothing inside a data directory may choose another:
-
-1. the *project root* is pinned independently of the data: ``$WORKBENCH_PROJECT_ROOT``, else
-   the nearest folder from the working directory upwards holding ``workbench.yaml``
-   (:func:`workbench.project.project_root`). A ``workbench.yaml`` or ``.git`` dropped into a
-   data directory changes nothing;
-2. the root's ``workbench.yaml`` declares the ledger, ``held_out_ledger: PATH`` (relative to the
-   root, or absolute; ``workbench init`` writes it). No project, or no declaration, is refused
-   (``project_root_missing``, ``held_out_ledger_undeclared``): there is no fallback that could
-   give a fresh, empty ledger;
-3. a ledger left beside a dataset by an older workbench (``<gold>/held_out_ledger.jsonl`` with
-   entries) is refused (``ledger_conflict``) until it is moved into the project's ledger.
-
-Nothing else can choose the ledger: ``workbench certify`` has no ledger option and the
-certification notebook resolves it again itself and refuses any other. Which held-out cases a
-use judged is recorded by content (:mod:`workbench.heldout._items`), so a copy, rename or
-supersede of a dataset is the same held-out content.
-
-:func:`declared_path_for` (another file a project declares, beside the data by default: the
-authority record) reads the declaration from the same pinned project root, never from a
-``workbench.yaml`` or ``.git`` found near the data.
-"""
+"""Where the held-out ledger lives: one per project, declared as ``held_out_ledger:`` in the
+pinned project root's ``workbench.yaml``. No project or no declaration is refused; nothing in a
+data directory can choose another ledger, and an old ledger beside a dataset is refused."""
 
 from __future__ import annotations
 
@@ -52,9 +29,8 @@ def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
 
 
 def configured_path(root: Path, key: str, filename: str) -> Path | None:
-    """The file ``key`` declares in ``<root>/workbench.yaml`` (resolved; relative to ``root``),
-    or None when the file or the key is absent. Shared by the held-out ledger and the
-    authority record: a bad declaration is one ``project_config_invalid`` problem."""
+    """The file ``key`` declares in ``<root>/workbench.yaml``, or None; a bad declaration is one
+    ``project_config_invalid`` problem."""
     config = root / PROJECT_CONFIG
     raw, unreadable = read_config(config)  # bounded; duplicate keys refused
     if unreadable is not None:
@@ -94,9 +70,8 @@ def configured_path(root: Path, key: str, filename: str) -> Path | None:
 def declared_path_for(
     gold: str | Path, key: str, filename: str, conflict: Callable[[Path, Path], WorkbenchError]
 ) -> Path:
-    """The one file ``key`` names for ``gold``: the project's declaration, else ``filename``
-    beside the dataset (see the module doc). A declaration that would leave entries already
-    recorded beside the data behind raises ``conflict(default, declared)``."""
+    """The file ``key`` names for ``gold``: the project's declaration, else ``filename`` beside
+    the dataset; raises ``conflict(default, declared)`` if that would leave entries behind."""
     from ..project import find_project_root
 
     directory = gold_directory(gold)

@@ -1,10 +1,5 @@
-"""Migrating a judge between versions: ``workbench compare``, label mapping, prompt parity.
-
-``await compare_candidates(old, new, gold, partition, out, ...)`` (or ``workbench compare``)
-runs both versions on the same frozen development or calibration cases, controls first, under
-one budget, and reports case-level transitions by slice, the pass/fail/abstain matrix, the
-exact McNemar test and per-slice false-pass and false-fail deltas with paired intervals.
-"""
+"""Migrating a judge between versions: ``workbench compare``, label mapping, prompt parity, and
+the migration certification's transitions and blockers."""
 
 from ._certify import (
     BASELINE_CONTROLS_DIR,

@@ -1,29 +1,15 @@
 """Migration certification: the new and the old judge version on the same held-out cases.
 
-``workbench certify --candidate NEW --baseline OLD`` judges the held-out partition with both
-versions under one held-out ledger entry (one use, both fingerprints recorded), controls of
-both versions first. This module is the deterministic part certification and ``workbench
-verify`` share: from the two runs' records (the old verdicts mapped through the reviewed label
-mapping when the rubric renamed categories), the transition reviews in effect and the rubric,
-it computes
-
-- the case-level transitions (fixed, broken, still wrong, still right, incomplete; the
-  pass/fail/abstain matrix) with :mod:`workbench.migration._compare`'s definitions: kept in
-  the report's restricted part (``restricted/transitions.jsonl``);
-- the public summary (``migration.json``): counts only, per slice;
-- the blockers a migration adds to the gate (feature ``migration`` in
-  :data:`workbench.policy.BLOCKER_CODES`, never waivable):
+The deterministic part ``certify --baseline`` and ``workbench verify`` share: transitions (kept
+restricted), the public summary (``migration.json``) and the blockers it adds (never waivable):
 
   ==============================  ==========  ==================================================
   code                            category    when
   ==============================  ==========  ==================================================
-  critical_transition_unreviewed  review      a changed verdict in a critical slice has no
-                                              transition review of it as it stands
+  critical_transition_unreviewed  review      a changed critical verdict has no review as it stands
   critical_transition_rejected    quality     a transition review rejected such a change
-  label_unmapped                  incomplete  an old verdict is outside the rubric's labels and
-                                              the mapping does not cover it
-  baseline_incomplete             incomplete  the baseline's held-out run stopped early or a
-                                              case has no old result: the comparison is partial
+  label_unmapped                  incomplete  an old verdict is outside the rubric and unmapped
+  baseline_incomplete             incomplete  the baseline's run stopped early or lacks a case
   ==============================  ==========  ==================================================
 """
 
@@ -32,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -82,8 +68,7 @@ class TransitionRow(_Model):
     new_verdict: str
     """The new verdict likewise."""
     review: ReviewStatus | None
-    """For a changed verdict in a critical slice: ``accepted``, ``rejected`` or ``unreviewed``; else
-    None."""
+    """For a changed critical verdict: ``accepted``, ``rejected`` or ``unreviewed``; else None."""
     review_id: str | None
     """The transition review in effect, when there is one."""
 
@@ -119,18 +104,15 @@ class MigrationSummary(_Model):
     baseline_fingerprint: str
     """Its fingerprint."""
     label_mapping_sha256: str | None
-    """sha256 of the reviewed label mapping applied to the old verdicts (None: none needed or
-    given)."""
+    """sha256 of the label mapping applied to the old verdicts (None: none)."""
     baseline_run_status: str | None
     """The baseline's held-out run status (``complete`` / ``incomplete``)."""
     baseline_controls: str | None
-    """The baseline's control status (``passed`` / ``failed`` / ``incomplete``), None without a
-    suite."""
+    """The baseline's control status; None without a suite."""
     cases: int
     """Held-out cases compared."""
     slices: list[SliceComparison]
-    """Per slice (critical first): transitions, changed verdicts, rates of both versions and their
-    paired difference."""
+    """Per slice (critical first): transitions, changed verdicts, paired rates."""
     overall: SliceComparison
     """Every case."""
     matrix: dict[str, dict[str, int]]
@@ -160,8 +142,7 @@ class MigrationEvidence:
     def pending(
         self, report_id: str, dataset: GoldDataset | None = None
     ) -> list[PendingTransition]:
-        """The changed critical verdicts as transitions a reviewer can decide (every one, reviewed
-        or not)."""
+        """The changed critical verdicts as transitions a reviewer can decide."""
         return pending_transitions(
             self.rows,
             old_fingerprint=self.summary.baseline_fingerprint,
@@ -194,12 +175,8 @@ def evaluate_migration(
     baseline_run_status: str | None,
     baseline_controls: str | None,
 ) -> MigrationEvidence:
-    """Transitions, the public summary and the migration blockers (module doc).
-
-    ``reviews``: the latest transition review per case id for this pair of fingerprints
-    (:meth:`~workbench.review.TransitionReviews.in_effect`). Certification and ``verify`` call
-    this with the same stored files and get the same answer.
-    """
+    """Transitions, the public summary and the migration blockers; ``reviews``: the latest
+    transition review per case for this pair of fingerprints."""
     rubric = dataset.rubric
     mapped, raw, observed = map_lines(old_lines, mapping)
     covered = mapping.mapping.mapping if mapping else {}
@@ -304,8 +281,8 @@ def _reviewed_rows(
     reviews: dict[str, TransitionReview],
     fingerprints: tuple[str, str],
 ) -> tuple[list[TransitionRow], list[TransitionReview]]:
-    """Each transition with its review status: a changed critical verdict is ``accepted`` or
-    ``rejected`` by the review in effect that saw it as it stands, else ``unreviewed``."""
+    """Each transition with its review status (a changed critical verdict is ``accepted``,
+    ``rejected`` or ``unreviewed`` by the review that saw it as it stands)."""
     from ..review import PendingTransition
 
     out: list[TransitionRow] = []
@@ -404,12 +381,8 @@ def _review_blockers(
 def evidence_ids_for(
     dataset: GoldDataset | None, case_id: str
 ) -> tuple[frozenset[str] | None, tuple[str, ...]]:
-    """The ids a transition review of ``case_id`` may cite, and the ones the case itself cites.
-
-    With an evidence snapshot: the snapshot's ids. Without one: the case's own cited evidence
-    (an empty set when it cites none: nothing can then be cited, and the rubric should
-    declare a snapshot). Without a dataset: (None, ()): not checked here.
-    """
+    """The ids a transition review of ``case_id`` may cite (the snapshot's, else the case's own),
+    and the ones the case cites; ``(None, ())`` without a dataset."""
     if dataset is None:
         return None, ()
     case = dataset.cases.get(case_id)
@@ -458,8 +431,3 @@ def pending_transitions(
             )
         )
     return out
-
-
-def summary_counts(summary: MigrationSummary) -> dict[str, Any]:
-    """The summary as JSON (what the lock records and ``verify`` recomputes)."""
-    return summary.model_dump(mode="json")

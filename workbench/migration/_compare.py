@@ -1,31 +1,10 @@
 """``workbench compare``: an old and a new judge version on the same frozen cases.
 
-What it does, in order (nothing is called before every check has passed):
-
-1. Refuses held-out data (certification only), loads both candidates and the gold.
-2. Checks the label vocabularies: verdicts are compared in the rubric's labels, which the new
-   version's must be part of; when the old version has labels outside them (renamed
-   categories), a reviewed mapping (:mod:`._mapping`) is required, and every old label and
-   every old verdict must be mapped; its sha256 goes into the report.
-3. Prompt parity (:mod:`._parity`): the change kinds between the two identities and the
-   rendered requests of every case; warns when more changed than the new version declares.
-4. Reused runs (``old_run``/``new_run``) are checked: their manifests must be of these
-   candidates, this gold, this partition and exactly its cases, and the runs complete.
-5. The budget covers both candidates: the engine's estimator prices every call still to make
-   (controls and partition, old and new); when recorded spend plus those reservations exceed
-   ``budget_usd``, :class:`BudgetInsufficient` says how much is needed and nothing starts.
-6. Freezes the comparison manifest (``comparison_manifest.json``: both fingerprints, the
-   dataset, the partition, the cases, the mapping and suite hashes) and refuses to continue a
-   directory frozen for another comparison.
-7. Runs the controls on both versions first, then the partition with both (resumable,
-   cached, budgeted: each run's limit is the budget minus the others' recorded spend and the
-   reservations of the runs still to come).
-8. Joins both runs with their lineage checked (old verdicts mapped first), refuses runs whose
-   manifests differ, and reports: case-level transitions by slice (fixed, broken, still
-   wrong, still right), the pass/fail/abstain matrix, the exact McNemar test, per-slice
-   false-pass and false-fail rates of each version and their paired difference with a 95%
-   Tango score interval, the controls side by side, and every changed verdict in a critical
-   slice for evidence-based review. Written to ``comparison.json``.
+Every check runs before any call: no held-out data, labels (a reviewed mapping for renamed
+ones), prompt parity, reused runs, and a budget covering both candidates. The comparison
+manifest is frozen, controls run on both versions first, then the partition; the report has
+the transitions by slice, the pass/fail/abstain matrix, McNemar, paired rate differences (95%
+Tango) and every changed critical verdict to review.
 """
 
 from __future__ import annotations
@@ -45,7 +24,7 @@ from .._args import check_run_arguments
 from .._io import atomic_write_json, read_json_file, sha256_json
 from .._record import Record as _Model
 from ..align import Join, JoinedCase, align_results, read_run_manifest
-from ..errors import Problem, WorkbenchError, refusal
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..heldout import exposure_problems, held_out_content, refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
@@ -73,9 +52,8 @@ COMPARE_SCHEMA_VERSION = 1
 REPORT_FILE = "comparison.json"
 MANIFEST = "comparison_manifest.json"
 TRANSITIONS: tuple[str, ...] = ("fixed", "broken", "still_wrong", "still_right", "incomplete")
-"""Case transitions, in report order: ``fixed`` (wrong -> aligned), ``broken`` (aligned ->
-wrong), ``still_wrong`` (not aligned either time: wrong, abstaining or an evaluator error),
-``still_right`` and ``incomplete`` (no result from one of them)."""
+"""Case transitions, in report order (``still_wrong`` includes abstentions and errors;
+``incomplete``: no result from one of them)."""
 CATEGORIES: tuple[str, ...] = ("pass", "fail", "abstain", "other", "error", "missing")
 """Verdict categories of the pass/fail/abstain matrix."""
 
@@ -329,8 +307,7 @@ class ComparisonReport(_Model):
 
     @property
     def exit_code(self) -> int:
-        """``workbench compare``'s exit: 3 incomplete, 5 complete but some cases ended in
-        evaluator errors, 4 changed critical verdicts to review, else 0."""
+        """3 incomplete, 5 evaluator errors, 4 changed critical verdicts to review, else 0."""
         if self.status != "complete":
             return exit_code("incomplete")
         if self.old.errors or self.new.errors:
@@ -437,7 +414,7 @@ def case_transitions(
     rubric: Any, old: Join, new: Join, raw_old: Mapping[str, str | None]
 ) -> list[Row]:
     """Every case of ``old`` beside the same case of ``new``, with its transition (``raw_old``:
-    the old verdicts as recorded, before a label mapping)."""
+    the old verdicts before a label mapping)."""
     new_of = {c.case_id: c for c in new.cases}
     rows = []
     for o in old.cases:
@@ -491,8 +468,7 @@ def summarize(
 
 
 def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateDelta:
-    """``pairs``: (old pass/fail view, new pass/fail view) of the cases with the human label in
-    question."""
+    """``pairs``: (old, new) pass/fail views of the cases with the human label in question."""
     old_dec = [o for o, _ in pairs if o is not None]
     new_dec = [n for _, n in pairs if n is not None]
     both = [(o, n) for o, n in pairs if o is not None and n is not None]
@@ -549,8 +525,8 @@ def _slice_comparison(name: str, risk: str | None, rows: list[Row], rubric: Any)
 def mapped_controls(
     suite: Any, run_dir: Path, mapping: LoadedMapping | None, *, run: Any = None
 ) -> Any:
-    """A control report rebuilt from a control run's records, verdicts the mapping covers put
-    into the new vocabulary (a comparison's old side; a migration certification's baseline)."""
+    """A control report rebuilt from a control run's records, mapped verdicts in the new
+    vocabulary."""
     from ..controls import ControlOutcome, control_outcomes, evaluate_controls
     from ..results import JudgeIdentity
 
@@ -687,16 +663,14 @@ def _input_problems(setup: _Setup) -> list[Problem]:
     outside = [label for label in new.spec.labels if label not in rubric.labels]
     problems = []
     if outside:
-        problems.append(
-            Problem(
-                location=new.spec.label,
-                code="labels_outside_rubric",
-                message=f"{new.spec.label} may return {outside}, which rubric {rubric.version}"
-                " does not have",
-                fix="the new version's labels must be the rubric's; a renamed rubric needs a new"
-                " gold release",
-            )
+        message = (
+            f"{new.spec.label} may return {outside}, which rubric {rubric.version} does not have"
         )
+        fix = (
+            "the new version's labels must be the rubric's; a renamed rubric needs a new gold"
+            " release"
+        )
+        problems.append(problem(new.spec.label, "labels_outside_rubric", message, fix))
     problems += mapping_problems(
         setup.mapping,
         old_label=setup.old.spec.label,
@@ -720,26 +694,18 @@ def _reused_problems(run_dir: Path, judge: Judge, setup: _Setup, side: str) -> l
     """Why an existing run directory cannot stand for ``judge`` on these cases."""
     manifest_path = run_dir / MANIFEST_FILE
     if not manifest_path.is_file() or not (run_dir / RESULTS_FILE).is_file():
-        return [
-            Problem(
-                location=str(run_dir),
-                code="run_missing",
-                message=f"--{side}-run is not a run directory (manifest.json and results.jsonl)",
-                fix="point at a directory written by `workbench run`, or drop the option to run"
-                " the candidate here",
-            )
-        ]
+        message = f"--{side}-run is not a run directory (manifest.json and results.jsonl)"
+        fix = (
+            "point at a directory written by `workbench run`, or drop the option to run the"
+            " candidate here"
+        )
+        return [problem(str(run_dir), "run_missing", message, fix)]
     try:
         manifest = RunManifest.model_validate(read_json_file(manifest_path))
     except (OSError, ValueError) as exc:
-        return [
-            Problem(
-                location=str(manifest_path),
-                code="manifest_invalid",
-                message=f"the run manifest cannot be read ({type(exc).__name__})",
-                fix="restore the manifest.json the run wrote",
-            )
-        ]
+        message = f"the run manifest cannot be read ({type(exc).__name__})"
+        fix = "restore the manifest.json the run wrote"
+        return [problem(str(manifest_path), "manifest_invalid", message, fix)]
     dataset, partition, fingerprint = setup.dataset, setup.partition, judge.identity.fingerprint()
     want = sorted((c.case_id, c.response_hash) for c in setup.cases)
     have = sorted((c.case_id, c.response_hash) for c in manifest.cases)
@@ -776,23 +742,18 @@ def _reused_problems(run_dir: Path, judge: Judge, setup: _Setup, side: str) -> l
             "both versions must judge the same frozen cases: re-run (drop the option)",
         ),
     ]
-    problems = [
-        Problem(location=str(manifest_path), code=code, message=message, fix=fix)
-        for failed, code, message, fix in checks
-        if failed
-    ]
+    problems = [problem(str(manifest_path), *check) for failed, *check in checks if failed]
     status = _run_status(run_dir)
     if status != "complete":
-        problems.append(
-            Problem(
-                location=str(run_dir),
-                code="run_incomplete",
-                message=f"the run is {status or 'of unknown status (no run.json)'}: reusing it"
-                " would compare on fewer cases",
-                fix=f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run"
-                " to run here",
-            )
+        message = (
+            f"the run is {status or 'of unknown status (no run.json)'}: reusing it would compare"
+            " on fewer cases"
         )
+        fix = (
+            f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run to run"
+            " here"
+        )
+        problems.append(problem(str(run_dir), "run_incomplete", message, fix))
     return problems
 
 
@@ -860,25 +821,23 @@ def _price(
         + (f" + ${e.recorded_usd:.4f} recorded" if e.recorded_usd else "")
         for e in estimates
     )
+    message = (
+        f"comparing {setup.old.spec.label} with {setup.new.spec.label} on {len(setup.cases)}"
+        f" {setup.partition} case(s) needs up to ${needed:.4f} (the engine's reservations: input"
+        f" estimate + full output cap, one attempt per call), the budget is ${budget_usd:.4f}:"
+        f" {detail}"
+    )
+    fix = (
+        f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope change, not a"
+        " saving"
+    )
     raise BudgetInsufficient(
         "the budget does not cover both candidates: nothing was started",
-        [
-            Problem(
-                location="--budget-usd",
-                code="budget_insufficient",
-                message=f"comparing {setup.old.spec.label} with {setup.new.spec.label} on"
-                f" {len(setup.cases)} {setup.partition} case(s) needs up to ${needed:.4f} (the"
-                " engine's reservations: input estimate + full output cap, one attempt per"
-                f" call), the budget is ${budget_usd:.4f}: {detail}",
-                fix=f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope"
-                " change, not a saving",
-            )
-        ],
+        [problem("--budget-usd", "budget_insufficient", message, fix)],
     )
 
 
 def _manifest(setup: _Setup) -> dict[str, Any]:
-    """What the comparison directory is frozen for."""
     return {
         "old_fingerprint": setup.old.identity.fingerprint(),
         "new_fingerprint": setup.new.identity.fingerprint(),
@@ -894,8 +853,7 @@ def _manifest(setup: _Setup) -> dict[str, Any]:
 
 
 def _freeze(out: Path, content: dict[str, Any]) -> str:
-    """Write the comparison manifest, or check it against the one there; returns the comparison
-    id."""
+    """Write the comparison manifest, or check it against the one there; return its id."""
     path = out / MANIFEST
     if not path.exists():
         comparison_id = f"cmp-{uuid.uuid4().hex[:12]}"
@@ -942,11 +900,10 @@ async def compare_candidates(
     cache_dir: str | Path | None | Literal[False] = None,
     progress: bool = True,
 ) -> ComparisonReport:
-    """Compare two judge versions on one development or calibration partition (module doc).
+    """Compare two judge versions on one development or calibration partition.
 
-    Raises :class:`WorkbenchError` for invalid input (held-out, unmapped labels, mismatched
-    reused runs, a changed comparison directory) and :class:`BudgetInsufficient` when the
-    budget cannot cover both candidates; in both cases before any call.
+    Raises :class:`WorkbenchError` for invalid input and :class:`BudgetInsufficient` when the
+    budget cannot cover both, before any call.
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     reuse = {"old": Path(old_run) if old_run else None, "new": Path(new_run) if new_run else None}
@@ -1036,8 +993,8 @@ class _Runner:
 
 
 def _joined(setup: _Setup) -> tuple[dict[str, Join], dict[str, RunManifest | None]]:
-    """Both runs joined with the gold, lineage checked (old verdicts mapped first); refused when
-    the old verdicts hold unmapped labels or the two runs judged other manifests."""
+    """Both runs joined with the gold (old verdicts mapped first); refused on unmapped labels or
+    differing manifests."""
     old_lines = read_results(setup.results("old"))
     observed = {line.result.value for line in old_lines if line.result.value is not None}
     if setup.suite is not None:
@@ -1087,21 +1044,13 @@ def _joined(setup: _Setup) -> tuple[dict[str, Join], dict[str, RunManifest | Non
 
 
 def _frame(manifest: RunManifest) -> tuple[Any, ...]:
-    return (
-        manifest.dataset_sha256,
-        manifest.partition,
-        [c.model_dump() for c in manifest.cases],
-    )
+    return (manifest.dataset_sha256, manifest.partition, [c.model_dump() for c in manifest.cases])
 
 
 def map_lines(
     lines: Sequence[ResultLine], mapping: LoadedMapping | None
 ) -> tuple[list[ResultLine], dict[str, str], set[str]]:
-    """Old result lines with verdicts put into the new vocabulary; the raw verdict per case;
-    the labels observed.
-
-    A verdict the mapping covers is replaced; one it does not cover is kept as it is.
-    """
+    """Old result lines with covered verdicts mapped; the raw verdict per case; the labels seen."""
     raw = {
         line.result.case_id: line.result.value for line in lines if line.result.value is not None
     }
@@ -1220,7 +1169,6 @@ def _mapping_ref(mapping: LoadedMapping | None) -> MappingRef | None:
 
 
 def _controls(setup: _Setup, runner: _Runner) -> ControlsSideBySide | None:
-    """The controls of both versions side by side, the old verdicts mapped."""
     if setup.suite is None:
         return None
     old = runner.controls["controls old"]
@@ -1273,7 +1221,6 @@ def format_comparison(report: ComparisonReport) -> str:
 
 
 def _format_changes(report: ComparisonReport) -> list[str]:
-    """The label mapping, what changed, prompt parity and the warnings."""
     lines = []
     if report.label_mapping:
         lm = report.label_mapping

@@ -1,28 +1,9 @@
-"""Label mapping: a reviewed, hashed translation of an old judge's labels into the new vocabulary.
+"""Label mapping: a reviewed, hashed translation of an old judge's renamed labels into the new
+vocabulary (``from``, ``to``, ``approver``, ``approved``, ``reason``, ``mapping``).
 
-When a new version renames categories (its ``labels`` lack one of the old version's), the old
-verdicts cannot be compared with the new ones or with the gold until every old label is
-mapped. The mapping is a reviewed file, never inferred::
-
-    schema_version: 1
-    from: rubric-judge@2          # optional: the version whose labels are mapped
-    to: rubric-judge@3            # optional: the version whose vocabulary they map into
-    approver: Support Quality lead
-    approved: 2026-12-01
-    reason: review_required was renamed needs_review in rubric 2026.12
-    mapping:
-      pass: pass
-      fail: fail
-      review_required: needs_review
-
-Rules (:func:`load_label_mapping`, :func:`mapping_problems`; every problem at once): an
-approver and an approval date are required; every target is a label of the new vocabulary;
-every source is a label of the old vocabulary; and every old label, and every verdict the old
-results hold, is mapped: an unmapped label blocks the comparison. A mapping is for renamed
-labels only: one that nothing needs (every old label is already a new label,
-``label_mapping_unneeded``) or that turns a label both vocabularies have into another
-(``pass: fail``, an inversion; ``label_mapping_relabels``) is refused. The file's sha256 is
-recorded wherever the mapped verdicts are used (``workbench compare``'s report).
+Every old label and old verdict must be mapped; a mapping nothing needs
+(``label_mapping_unneeded``) or one relabelling a shared label (``label_mapping_relabels``) is
+refused.
 """
 
 from __future__ import annotations
@@ -38,7 +19,7 @@ from .._io import sha256_file
 from .._load import error_field, load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from ..approval import Snapshot, check_lineage, document_snapshot, load_approvers
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 
 MAPPING_SCHEMA_VERSION = 1
 
@@ -96,8 +77,7 @@ class LoadedMapping(BaseModel):
 
 
 def load_label_mapping(path: str | Path) -> LoadedMapping:
-    """Read and check a mapping file's shape; raise :class:`WorkbenchError` listing every
-    problem."""
+    """Read and check a mapping file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     loc = str(path)
     raw = load_yaml(
@@ -137,8 +117,7 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
 
 
 def mapping_snapshot_of(mapping: LabelMapping, path: Path) -> Snapshot:
-    """A label mapping as an approved input: one item per old label; its ``approver`` must be in
-    the project's approver list, and a frozen mapping is never edited in place."""
+    """A label mapping as an approved input: one item per old label."""
     return document_snapshot(
         "label_mapping",
         mapping.model_dump(mode="json", by_alias=True) | {"name": path.stem},
@@ -177,14 +156,18 @@ def _required(
     if not unmapped:
         return []
     return [
-        Problem(
-            location=location,
-            code="label_mapping_required",
-            message=f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
-            f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
-            " mapping",
-            fix="write a label mapping (old -> new, approver, approved date) and pass it with"
-            " --label-mapping; unknown labels are never guessed",
+        problem(
+            location,
+            "label_mapping_required",
+            (
+                f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
+                f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
+                " mapping"
+            ),
+            (
+                "write a label mapping (old -> new, approver, approved date) and pass it with"
+                " --label-mapping; unknown labels are never guessed"
+            ),
         )
     ]
 
@@ -199,14 +182,8 @@ def mapping_problems(
     observed: set[str] | None = None,
     location: str = "label mapping",
 ) -> list[Problem]:
-    """Every reason the old verdicts cannot be put into the new vocabulary.
-
-    ``old_labels`` is the old version's vocabulary, ``new_labels`` the one verdicts are
-    compared in (``compare`` uses the rubric's labels, which the new version's must be part
-    of); ``observed`` the verdicts the old results actually hold. Without a mapping, every old label
-    must already be a new label. With one, every old label and every observed verdict must be
-    mapped, into the new vocabulary.
-    """
+    """Every reason the old verdicts (``observed``) cannot be put into ``new_labels``: without a
+    mapping every old label must be a new one; with one, every old label and verdict is mapped."""
     seen = sorted(observed or ())
     if loaded is None:
         return _required(old_label, new_label, old_labels, new_labels, seen, location)
@@ -254,9 +231,7 @@ def mapping_problems(
         )
     )
     return [
-        Problem(location=loaded.path, code=code, message=message, fix=fix)
-        for failed, code, message, fix in found
-        if failed
+        problem(loaded.path, code, message, fix) for failed, code, message, fix in found if failed
     ]
 
 
@@ -268,9 +243,7 @@ def _shape_problems(
     new_labels: list[str],
     seen: list[str],
 ) -> list[tuple[bool, str, str, str]]:
-    """A mapping is for renamed labels only: refused when nothing needs mapping (every old label
-    and verdict is already a label of the vocabulary compared in) or when it turns a label that
-    vocabulary has into another one (``pass: fail``, an inversion)."""
+    """A mapping nothing needs, or one turning a shared label into another, is refused."""
     needed = set(mapping_required(old_labels, new_labels)) | {
         v for v in seen if v not in new_labels
     }

@@ -1,18 +1,7 @@
 """Prompt parity: what differs between two judge versions, declared and observed.
 
-Two views, both deterministic and offline:
-
-- :func:`identity_changes`: the change kinds (:data:`~workbench.judges.CHANGE_KINDS`) between
-  two judge identities: which spec fields, the prompt template (or the function's module
-  source) and the Ragas version differ. This is what a version's ``changes:`` must cover.
-- :func:`request_parity`: the evaluator-visible requests both judges *render* for every case
-  (``judge.render``, the same planned request whose hash keys the verdict cache): how many
-  cases differ, which request keys differ and how often, and a text diff of the first case
-  with a difference. A migration meant to change the prompt should show ``prompt`` differing
-  and nothing else.
-
-:func:`check_declared` turns either view into warnings (``workbench compare``) or problems
-(the phases' save).
+:func:`identity_changes` gives the change kinds between two identities (what ``changes:`` must
+cover); :func:`request_parity` compares the requests both judges render for every case.
 """
 
 from __future__ import annotations
@@ -25,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from .._record import Record as _Model
-from ..errors import Problem
+from ..errors import Problem, problem
 from ..gold import GoldCase
 from ..judges import CaseRef, Judge, JudgeInput
 from ..results import JudgeIdentity
@@ -81,26 +70,22 @@ def judge_changes(old: Judge, new: Judge) -> list[str]:
 
 
 def undeclared(actual: list[str], declared: list[str] | None) -> list[str]:
-    """The actual change kinds a declaration does not cover (all of them when nothing is
-    declared)."""
+    """The actual change kinds a declaration does not cover."""
     return [c for c in actual if declared is None or c not in declared]
 
 
 def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[Problem]:
-    """Why ``judge`` may not be saved as a version of ``parent``: it changes more than it declares.
-
-    Empty when ``judge.spec.changes`` covers every actual change (:func:`judge_changes`) and
-    ``judge.spec.parent`` names ``parent``.
-    """
+    """Why ``judge`` may not be saved as a version of ``parent``: undeclared changes or another
+    parent."""
     spec = judge.spec
     problems: list[Problem] = []
     if spec.parent != parent.spec.label:
         problems.append(
-            Problem(
-                location=location,
-                code="parent_mismatch",
-                message=f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}",
-                fix=(
+            problem(
+                location,
+                "parent_mismatch",
+                f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}",
+                (
                     "derive the version from its parent (session.derive), which records parent and"
                     " changes"
                 ),
@@ -111,14 +96,14 @@ def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[
     if extra:
         declared = ", ".join(spec.changes) if spec.changes else "nothing"
         problems.append(
-            Problem(
-                location=location,
-                code="undeclared_change",
-                message=(
+            problem(
+                location,
+                "undeclared_change",
+                (
                     f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but"
                     f" declares {declared}"
                 ),
-                fix=(
+                (
                     "declare every change in changes: (one per version unless deliberate), or undo"
                     " the undeclared change"
                 ),
@@ -152,8 +137,7 @@ class RequestParity(_Model):
     first_case_id: str | None = None
     """The first case (in manifest order) whose requests differ."""
     first_diff: str | None = None
-    """A unified text diff of that case's two requests (strings line by line, other values as
-    indented JSON), old first."""
+    """A unified diff of that case's two requests, old first."""
 
 
 def _render(judge: Judge, case: GoldCase) -> Any:

@@ -1,20 +1,5 @@
-"""Paired statistics for two judges on the same cases.
-
-:func:`paired_rate_difference` gives the difference of two paired proportions with Tango's
-score interval (T. Tango, "Equivalence test and confidence interval for the difference in
-proportions for the paired-sample design", Statistics in Medicine 17 (1998) 891-908): the set
-of differences d whose score statistic
-
-    T(d) = (x - y - n d) / sqrt(n (2 q(d) + d (1 - d)))
-
-stays within +-1.96, where x and y count the cases with the event under the new judge only and
-the old judge only, and q(d) is the maximum-likelihood probability of an old-only case under
-the constraint that the difference is d (the root of 2n q^2 + (-x - y + (2n - x + y) d) q -
-y d (1 - d) = 0). At d = 0 it is McNemar's z. It keeps at least its nominal coverage at the
-small counts of a slice, including one-sided discordance, and never collapses to a point when
-the two judges agree on every case. :func:`exact_mcnemar` is the exact (binomial) McNemar test
-of the discordant pairs, the test ``paired_comparison`` in 02 uses (statsmodels).
-"""
+"""Paired statistics for two judges on the same cases: Tango's score interval for the difference
+of paired proportions (Statistics in Medicine 17 (1998) 891-908) and the exact McNemar test."""
 
 from __future__ import annotations
 
@@ -42,13 +27,8 @@ def tango_statistic(new_only: int, old_only: int, n: int, d: float) -> float:
 def paired_rate_difference(
     both: int, old_only: int, new_only: int, neither: int
 ) -> tuple[float | None, float | None, float | None]:
-    """``(new rate - old rate, low, high)``: the observed paired difference and its 95% Tango
-    interval.
-
-    Over ``n = both + old_only + new_only + neither`` cases: ``both`` have the event (e.g. a
-    false pass) under both judges, ``old_only`` only under the old, ``new_only`` only under the
-    new. The difference is ``(new_only - old_only) / n``. ``(None, None, None)`` when n is 0.
-    """
+    """``(new rate - old rate, low, high)`` over ``n = both + old_only + new_only + neither``
+    cases, with its 95% Tango interval; ``(None, None, None)`` when n is 0."""
     if min(both, old_only, new_only, neither) < 0:
         raise ValueError("counts must be non-negative")
     n = both + old_only + new_only + neither

@@ -1,21 +1,6 @@
-"""The one table of blocker codes: every code any check emits, its category and whether (and how) an
-override may waive it.
-
-:data:`BLOCKER_CODES` is keyed by code. The decision step (:func:`workbench.policy.decide`) reads
-it to refuse waiving a code that is never waivable, and ``workbench override add`` (every feature's:
-the release gate's, ``workbench ranking``'s, ``workbench noise``'s) refuses a code that is not
-here, or is here but never waivable. Each feature's module docstring documents its own codes in a
-table; tests keep those tables equal to :func:`codes_of`.
-
-Features: ``gate`` (the release gate, :mod:`workbench.policy._gate`), ``ranking``
-(:mod:`workbench.ranking._gate`), ``noise`` (:mod:`workbench.noise._analysis` and
-:mod:`workbench.noise._retrieval`; noise also emits the gate's ``missing_results``,
-``budget_exhausted``, ``case_limit_reached`` and ``run_incomplete``), ``controls``
-(:meth:`workbench.controls.ControlsReport.blockers`: ``quality`` when a control failed,
-``incomplete`` when the role could not be evaluated), ``repeatability``
-(:func:`workbench.repeatability.repeatability_blockers`), ``migration``
-(:mod:`workbench.migration._certify`) and ``certify`` (lineage, a failed certification
-notebook, and ``notebook_unpinned``: a custom notebook the policy does not pin).
+"""The one table of blocker codes: every code any check emits, its category, and whether (and
+how) an override may waive it. :func:`workbench.policy.decide` and ``workbench override add``
+read it; each feature's module docstring documents its own codes (tests keep them equal).
 
 Deliberately a plain module (no pydantic): every feature imports it.
 """

@@ -1,19 +1,6 @@
-"""A policy checked against the rubric it will be applied under, before any held-out data is used.
-
-The gate reports the same mismatches as ``review`` blockers, which is right for ``workbench
-gate`` on development or calibration results. Certification cannot afford that: a policy that
-does not fit the rubric would spend the held-out partition on an evaluation that can only end
-in "review required". ``workbench certify`` therefore calls :func:`policy_rubric_problems`
-before it touches the ledger, and refuses (exit 2) on any problem:
-
-- ``policy_unknown_slice``: the policy sets limits for a slice the rubric does not declare;
-- ``slice_not_in_policy``: a rubric slice has no limits in the policy;
-- ``policy_risk_mismatch``: the policy reviewed a slice at another risk level than the rubric's;
-- ``policy_rubric_mismatch``: the policy was written for another rubric version;
-- ``partition_mismatch``: the policy certifies on another partition than the one evaluated;
-- ``no_pass_fail_view``: the rubric says no label is pass or fail (an ordered rubric without
-  ``pass_labels``), so no limit of the policy could ever be shown.
-"""
+"""A policy checked against its rubric before any held-out data is used: ``workbench certify``
+refuses (exit 2) on any problem :func:`policy_rubric_problems` finds (the gate's consistency
+codes, which on development results are only ``review`` blockers)."""
 
 from __future__ import annotations
 
@@ -29,8 +16,7 @@ from ._policy import Policy
 def policy_rubric_problems(
     policy: Policy, rubric: Rubric, *, policy_path: str | Path, partition: str = "held_out"
 ) -> list[Problem]:
-    """Every way ``policy`` does not fit ``rubric`` and ``partition``, one problem each: its
-    header first, then its slices."""
+    """Every way ``policy`` does not fit ``rubric`` and ``partition``: header first, then slices."""
     loc = str(policy_path)
     out = Problems()
     if policy.rubric_version is not None and policy.rubric_version != rubric.version:

@@ -1,22 +1,9 @@
-"""The one decision step every feature ends in: blockers and overrides -> one outcome and exit code.
+"""The one decision step every gate ends in: blockers and overrides -> one outcome and exit code.
 
-The release gate, the ranking gate and the noise gate each measure their evidence and turn what
-fails into :class:`Blocker` records; :func:`decide` does the rest, the same way for all of them:
-
-1. sort the blockers (category: incomplete, quality, review; then slice, code, message);
-2. apply the overrides in force for this policy and candidate (:func:`waiver_for`): an
-   override waives a blocker only when it names the blocker's code and covers it (its slice, or
-   every one of its cases; a whole-evaluation override only a blocker without a slice); a false
-   pass in a critical slice only case by case; never an ``incomplete`` blocker, a blocker marked
-   not waivable or a code the one table (:data:`~workbench.policy._codes.BLOCKER_CODES`) never
-   waives;
-3. list every override given that waived nothing, with the reason (:func:`unapplied_overrides`),
-   and the expired ones;
-4. take the outcome from the kept blockers' categories by precedence, ``evaluation_incomplete``
-   > ``quality_failed`` > ``review_required`` > ``clear`` (:func:`workbench.outcomes.outcome_of`),
-   and its exit code (:func:`workbench.outcomes.exit_code`).
-
-The counts a summary shows are read from the same kept blockers (:attr:`Decision.counts`).
+:func:`decide` sorts the blockers (category, slice, code, message), applies the overrides in
+force (:func:`waiver_for`), lists those that waived nothing (:func:`unapplied_overrides`), and
+takes the outcome by precedence: ``evaluation_incomplete`` > ``quality_failed`` >
+``review_required`` > clear (:func:`workbench.outcomes.outcome_of`).
 """
 
 from __future__ import annotations
@@ -54,11 +41,9 @@ class Blocker(_Model):
     """One reason a gate does not pass (certify), from any feature."""
 
     code: str
-    """Stable machine-readable name, e.g. ``false_passes_exceeded``
-    (:data:`~workbench.policy._codes.BLOCKER_CODES`)."""
+    """Stable machine-readable name (:data:`~workbench.policy._codes.BLOCKER_CODES`)."""
     category: Category
-    """``incomplete`` (evidence missing), ``quality`` (the judge measurably misses a limit) or
-    ``review`` (a person must decide: inputs do not fit, too little evidence, spend)."""
+    """``incomplete`` (evidence missing), ``quality`` (a limit is missed) or ``review``."""
     slice: str | None = None
     """The slice it concerns, or None for the whole evaluation."""
     risk: str | None = None
@@ -93,15 +78,10 @@ class UnappliedOverride(_Model):
     policy: str
     """The policy it names (``name@version``)."""
     reason: UnappliedReason
-    """``other_policy``, ``other_candidate``, ``expired``, ``not_yet_active``;
-    ``no_matching_blocker`` (no blocker has one of its codes), ``already_waived`` (every
-    blocker it covers was waived by another override first), ``not_covered`` (a blocker has
-    the code but the override's slices/cases do not cover it, e.g. a critical false pass
-    waived by slice instead of by naming every false-pass case) or ``not_waivable`` (the
-    blocker it names can never be waived)."""
+    """``other_policy``, ``other_candidate``, ``expired``, ``not_yet_active``,
+    ``no_matching_blocker``, ``already_waived``, ``not_covered`` or ``not_waivable``."""
     details: list[str] = Field(default_factory=list)
-    """One sentence per code (or the scope mismatch). Counts only, never case ids, so the
-    list can be shared with a held-out report."""
+    """One sentence per code (or the scope mismatch); counts only, never case ids."""
 
 
 def blocker(
@@ -169,12 +149,10 @@ def decide(
     now: datetime | None = None,
     clear: str = "certified",
 ) -> Decision:
-    """Sort ``blockers``, apply the overrides in force, and decide; see the module docstring.
+    """Sort ``blockers``, apply the overrides in force, and decide.
 
-    ``policy_label`` (``name@version``) and ``fingerprint`` (the candidate's judge fingerprint)
-    scope the overrides; with no policy no override applies. ``now`` (default: the current
-    time; a naive time is read as UTC) decides expiry. ``clear`` is the outcome when no blocker
-    is kept: ``certified`` for the release gate, ``passed`` for the ranking and noise gates.
+    ``policy_label`` and ``fingerprint`` scope the overrides (no policy: none applies); ``now``
+    (default: now, naive is UTC) decides expiry; ``clear`` is the outcome without kept blockers.
     """
     now = _aware(now)
     active = sorted(
@@ -208,13 +186,11 @@ def _aware(now: datetime | None) -> datetime:
 
 
 def waiver_for(blocker: Blocker, overrides: Iterable[Override]) -> Override | None:
-    """The first override (of those given, assumed active) that waives ``blocker``, if any.
+    """The first override (assumed active) that waives ``blocker``, if any.
 
-    An override waives a blocker only when it names the blocker's code and covers it: its
-    slice is listed, or every one of the blocker's case ids is listed. A blocker without a
-    slice is covered by an override listing no slices. A false-pass blocker in a critical
-    slice is covered only case by case: it must have case ids and the override must list
-    every one of them. Incomplete and non-waivable blockers are never waived.
+    It must name the code and cover the blocker: its slice listed, or every one of its case ids (a
+    blocker without a slice: an override listing no slices). A critical false pass is covered only
+    case by case. Incomplete and non-waivable blockers are never waived.
     """
     if _never_waived(blocker):
         return None
@@ -254,14 +230,11 @@ def unapplied_overrides(
     kept: Sequence[Blocker],
     waived: Sequence[WaivedBlocker],
 ) -> list[UnappliedOverride]:
-    """Every override in ``overrides`` that waived no blocker, with the reason, in id order.
+    """Every override that waived no blocker, with the reason, in id order.
 
-    Reasons, checked in this order: ``other_policy`` (it names another policy, or the gate
-    has none), ``other_candidate``, ``expired``, ``not_yet_active``; then, for an override in
-    force, the strongest reason over its codes: ``not_waivable`` (a blocker with the code
-    exists but can never be waived), ``not_covered`` (it exists but the override's slices or
-    cases do not cover it), ``already_waived`` (another override, first in id order, waived
-    it), ``no_matching_blocker``. ``details`` has one sentence per code.
+    Reasons in order: ``other_policy``, ``other_candidate``, ``expired``, ``not_yet_active``; then
+    the strongest over its codes: ``not_waivable``, ``not_covered``, ``already_waived``,
+    ``no_matching_blocker``.
     """
     applied = {w.override_id for w in waived}
     waived_by = {id(w.blocker): w.override_id for w in waived}

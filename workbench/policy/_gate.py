@@ -1,14 +1,9 @@
 """The release gate: measured alignment + a reviewed policy -> one of four outcomes.
 
-The gate fails closed: a missing result, an unknown slice, a rate without a denominator or a
-missing policy is never a pass. It reads only per-slice rows; the overall row never passes a
-slice (plentiful agreement elsewhere cannot offset a slice's blocker).
-
-Outcome, by precedence over the blockers that no valid override waived:
-``evaluation_incomplete`` (any ``incomplete`` blocker) > ``quality_failed`` (any ``quality``
-blocker) > ``review_required`` (any ``review`` blocker) > ``certified``.
-
-Blocker codes:
+It fails closed (a missing result, an unknown slice, a rate without a denominator or a missing
+policy is never a pass) and reads only per-slice rows. Rates count decided pass/fail verdicts
+only (an abstention is in no denominator); pass and fail are the rubric's pass/fail view.
+Results that are not held-out can at best ``would_certify``.
 
 ==========================  ==========  ======================================================
 code                        category    when
@@ -46,64 +41,6 @@ cost_unverified             review      ``max_cost_usd`` is set but no run summa
 sampled_out                 review      a declared sampling plan left cases out (never waivable)
 predictions_match_labels    review      imported verdicts equal every held-out label, no controls
 ==========================  ==========  ======================================================
-
-Cost is a *review* blocker: spending beyond the approved budget says nothing about how well
-the judge agrees with reviewers (not quality) and the evidence is complete (not incomplete),
-but the spend was not approved, so a person must approve it (an override) or the policy's
-budget must change.
-
-Sampling: a case left out *without* a declared plan is missing (``missing_results``,
-incomplete). A case a declared plan left out (the plan and its sha256 are in the run manifest,
-re-drawn and verified by :func:`workbench.align.align_results`) is out of scope: in no count,
-never a pass. The gate then adds ``sampled_out`` (review, never waivable): the figures are of
-a sample, so the best outcome of a sampled run is ``review_required``, never ``certified``.
-No plan can cover held-out data, so certification always requires every held-out case.
-
-Too few cases and unbounded rates are *review* blockers too: the judge is not shown to be bad,
-the sample cannot show it is good. In a critical slice, too few cases and an unbounded
-false-pass rate cannot be waived.
-
-Abstentions (verdicts in the rubric's ``abstain_labels``) cannot buy certification:
-
-- *Denominators.* A false-pass rate is false passes / human-fail cases judged pass or fail;
-  a false-fail rate is false fails / human-pass cases judged pass or fail. An abstention,
-  an evaluator error or a missing result is in neither numerator nor denominator, and the
-  evidence states the denominator (``human_fails_decided``, ``human_passes_decided``) beside
-  the slice's coverage (``decided`` of ``cases``).
-- *Abstention limit.* Abstention rate = abstentions / verdicts, observed, against the slice's
-  ``max_abstention_rate`` (mandatory for critical slices, 0 when omitted elsewhere);
-  above it is ``abstention_rate_exceeded`` (quality; waivable slice by slice, never in a
-  critical slice).
-- *No decided case, no pass.* A false-pass limit (count or rate) over a slice without a
-  human-fail case judged pass or fail is ``rate_unbounded`` (review; not waivable in a
-  critical slice). Its message says how many such cases the limit needs:
-  :func:`workbench.stats.cases_needed` on the ``upper_95`` basis (smallest n whose Wilson
-  upper bound with zero false passes is within the limit), 1 on the ``point`` basis. The
-  same holds for false-fail limits and human-pass cases.
-- *Sample-size figures.* ``rate_unbounded``, ``false_pass_rate_unproven`` and
-  ``false_fail_rate_unproven`` on the ``upper_95`` basis cite two numbers, labelled: "at zero
-  errors" (``verdicts_needed_at_zero_errors``, the floor above) and "to bound at half the
-  limit" (``verdicts_needed_to_bound_at_half_limit``: :func:`workbench.stats.cases_to_bound`
-  at half the limit, Wilson, quoted as :func:`workbench.stats.too_few_cases_message` words
-  it), then ``more_verdicts_needed`` (:func:`workbench.stats.shortfall`), the "+N" the
-  certification report shows. On the ``point`` basis no bound is compared, so only the first
-  (1) is given.
-- *Constant judge.* Whatever the policy's limits, a judge whose pass/fail verdicts use only
-  one of the two labels (or none) while the adjudicated labels include both pass and fail is
-  ``constant_verdict`` (quality, never waivable): checked over all cases in scope (labels of
-  every case in scope), then, when that passes, per slice (labels of the slice's cases with a
-  verdict, decided or abstaining).
-- ``min_n`` counts decided verdicts: an abstention is no evidence of agreement.
-
-Pass and fail are the rubric's pass/fail view (:meth:`~workbench.gold.Rubric.pass_fail`):
-``pass_label``/``fail_label`` on a nominal rubric; on an ordinal or numeric rubric, the labels
-in ``pass_labels`` are pass and every other scale label is fail (on a 1-5 scale with
-``pass_labels: [4, 5]``, a human 2 judged 4 is a false pass; a human 2 judged 3 is neither).
-Every limit above is a pass/fail figure, so a rubric without a pass/fail view (an ordered
-rubric without ``pass_labels``, a preference rubric) can never be certified: the gate adds
-``no_pass_fail_view`` (review, never waivable: the rubric must change) and checks no
-false-pass or false-fail limit of its slices; ``workbench certify`` refuses such a rubric
-before it uses held-out data (:func:`~workbench.policy._consistency.policy_rubric_problems`).
 """
 
 from __future__ import annotations
@@ -129,6 +66,7 @@ from ..gold import Risk, Rubric
 from ..outcomes import ADVISORY_CLEAR, GATE_OUTCOMES, exit_codes
 from ..runs import RunSummary
 from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
+from ._codes import Category
 from ._decide import Blocker, Decision, UnappliedOverride, WaivedBlocker, decide
 from ._overrides import Override
 from ._policy import Basis, Policy, SlicePolicy
@@ -139,23 +77,16 @@ GateOutcome = Literal[
     "certified", "quality_failed", "evaluation_incomplete", "review_required", "would_certify"
 ]
 EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES, ADVISORY_CLEAR)
-"""Process exit code of ``workbench gate`` per outcome (2 is invalid input):
-:mod:`workbench.outcomes`."""
+"""Process exit code of ``workbench gate`` per outcome (2 is invalid input)."""
 
 
 @dataclass(frozen=True)
 class NotEvaluated:
-    """What the gate is given instead of an alignment report when no evidence was gathered on
-    purpose.
-
-    Certification passes it when blocking controls failed: the held-out partition was then
-    deliberately not used, so there is nothing to align. The gate decides on the blockers it
-    is given (controls, lineage) by the same rule, never better than their categories allow.
-    """
+    """Given instead of an alignment report when no evidence was gathered on purpose (blocking
+    controls failed): the gate decides on the blockers it is given."""
 
     reason: str
-    """Why there is no evidence, for the summary, e.g. "blocking controls failed, so the held-out
-    partition was not used"."""
+    """Why there is no evidence, for the summary."""
     judge: str
     """``name@version`` of the candidate."""
     dataset_sha256: str
@@ -212,12 +143,10 @@ class GateResult(_Model):
     kind: Literal["workbench.gate"] = "workbench.gate"
     """Document kind."""
     outcome: GateOutcome
-    """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``; on
-    results that are not held-out (development, calibration, every partition at once) the clear
-    outcome is ``would_certify`` (advisory, exit 6), never ``certified``."""
+    """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``;
+    ``would_certify`` (advisory) instead of ``certified`` on results that are not held-out."""
     blockers: list[Blocker]
-    """Blockers no override waived, sorted by category (incomplete, quality, review), slice,
-    code."""
+    """Blockers no override waived, sorted by category, slice, code."""
     waived: list[WaivedBlocker]
     """Blockers waived by an active override, same order."""
     expired_overrides: list[str] = Field(default_factory=list)
@@ -263,20 +192,13 @@ def evaluate_gate(
     fingerprint: str | None = None,
     flagged: Mapping[str, dict[str, list[str]]] | None = None,
 ) -> GateResult:
-    """Decide whether ``report`` meets ``policy``; see the module doc for every rule.
+    """Decide whether ``report`` meets ``policy``.
 
-    ``flagged`` (:func:`~workbench.align.flagged_cases` of the evidence the report was computed
-    from), or ``join`` (the :class:`~workbench.align.Join` it was computed from), supplies the
-    false-pass case ids; without either a critical false pass cannot be waived at all.
-    ``extra_blockers`` come from other checks (controls, lineage) with their own codes; an
-    ``incomplete`` one is never waivable. ``fingerprint`` is the candidate being certified:
-    overrides are scoped to it (default: the results' judge fingerprint), and results from
-    another judge are a ``candidate_mismatch`` blocker.
-
-    ``report`` may be :class:`NotEvaluated` (no evidence on purpose): only ``extra_blockers``
-    count, no override is checked (nothing measured was there to waive, and blockers from
-    other checks are never waivable), and with no blocker at all it fails closed
-    (``missing_results``).
+    ``flagged`` or ``join`` supply the false-pass case ids (without them a critical false pass
+    cannot be waived). ``extra_blockers`` come from other checks (an ``incomplete`` one is never
+    waivable). ``fingerprint`` scopes the overrides (default: the results' judge); results of
+    another judge are ``candidate_mismatch``. A :class:`NotEvaluated` report counts only
+    ``extra_blockers``, checks no override, and without any blocker fails closed.
     """
     if isinstance(report, NotEvaluated):
         return _not_evaluated(report, policy, rubric, extra_blockers, policy_sha256, fingerprint)
@@ -303,7 +225,10 @@ def evaluate_gate(
         waived=decision.waived,
         expired_overrides=decision.expired,
         unapplied_overrides=decision.unapplied,
-        figures=[_figures(row) for row in [*report.slices, report.overall]],
+        figures=[
+            SliceFigures.model_validate(row, from_attributes=True)
+            for row in [*report.slices, report.overall]
+        ],
         policy=ref,
         judge=f"{report.judge.name}@{report.judge.version}" if report.judge else None,
         judge_fingerprint=fingerprint,
@@ -342,7 +267,7 @@ def _candidate(report: AlignmentReport, fingerprint: str | None) -> list[Blocker
     if fingerprint is None or report.judge_fingerprint in (None, fingerprint):
         return []
     return [
-        _review(
+        _blocker(
             "candidate_mismatch",
             "The results were produced by another judge than the candidate being evaluated.",
             evidence={
@@ -373,7 +298,6 @@ def _ref(policy: Policy | None, policy_sha256: str | None) -> PolicyRef | None:
 
 
 def _shown(ref: PolicyRef | None) -> str:
-    """The policy as the summary shows it."""
     if ref is None:
         return "no policy"
     return f"{ref.name}@{ref.version}" + (f" (sha256 {ref.sha256[:12]})" if ref.sha256 else "")
@@ -389,16 +313,9 @@ def _not_evaluated(
 ) -> GateResult:
     blockers = _from_other_checks(None, extra_blockers)
     if not blockers:  # fail closed: no evidence is never a pass
+        message = f"No evidence was gathered ({report.reason}); a missing result is never a pass."
         blockers.append(
-            Blocker(
-                code="missing_results",
-                category="incomplete",
-                message=(
-                    f"No evidence was gathered ({report.reason}); a missing result is never a pass."
-                ),
-                evidence={"partition": report.partition},
-                waivable=False,
-            )
+            _blocker("missing_results", message, "incomplete", {"partition": report.partition})
         )
     # nothing measured was there to waive, and blockers from other checks are never waivable
     decision: Decision = decide(blockers, policy_label=None, fingerprint=fingerprint)
@@ -418,186 +335,99 @@ def _not_evaluated(
     )
 
 
-def _figures(row: SliceAlignment) -> SliceFigures:
-    return SliceFigures(
-        slice=row.slice,
-        risk=row.risk,
-        n=row.n,
-        verdicts=row.verdicts,
-        decided=row.decided,
-        abstentions=row.abstentions,
-        errors=row.errors,
-        missing=row.missing,
-        coverage=row.coverage,
-        abstention_rate=row.abstention_rate,
-        false_pass_rate=row.false_pass_rate,
-        false_fail_rate=row.false_fail_rate,
-    )
-
-
 def _completeness(
     report: AlignmentReport, run: RunSummary | None, max_errors: int
 ) -> list[Blocker]:
     out: list[Blocker] = []
     overall = report.overall
     if overall.n == 0:
-        out.append(
-            Blocker(
-                code="no_cases",
-                category="incomplete",
-                message="No gold case is in scope, so there is nothing to certify.",
-                evidence={"cases_in_scope": 0, "partition": report.partition},
-                waivable=False,
-            )
-        )
+        message = "No gold case is in scope, so there is nothing to certify."
+        evidence: dict[str, Any] = {"cases_in_scope": 0, "partition": report.partition}
+        out.append(_blocker("no_cases", message, "incomplete", evidence))
     if report.status != "complete" or overall.missing:
-        by_slice = {s.slice: s.missing for s in report.slices if s.missing}
-        out.append(
-            Blocker(
-                code="missing_results",
-                category="incomplete",
-                message=(
-                    f"{overall.missing} of {overall.n} cases have no judge result; a missing result"
-                    " is never a pass."
-                )
-                + (
-                    f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out"
-                    " without the policy's declared plan is a scope change)."
-                    if report.sampling_rejected
-                    else ""
-                ),
-                evidence={
-                    "missing": overall.missing,
-                    "cases_in_scope": overall.n,
-                    "missing_by_slice": by_slice,
-                    **(
-                        {"sampling_rejected": report.sampling_rejected}
-                        if report.sampling_rejected
-                        else {}
-                    ),
-                },
-                case_ids=list(report.missing_case_ids),
-                waivable=False,
-            )
+        message = (
+            f"{overall.missing} of {overall.n} cases have no judge result; a missing result is"
+            " never a pass."
         )
+        evidence = {
+            "missing": overall.missing,
+            "cases_in_scope": overall.n,
+            "missing_by_slice": {s.slice: s.missing for s in report.slices if s.missing},
+        }
+        if report.sampling_rejected:
+            message += (
+                f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out"
+                " without the policy's declared plan is a scope change)."
+            )
+            evidence["sampling_rejected"] = report.sampling_rejected
+        missing = list(report.missing_case_ids)
+        out.append(_blocker("missing_results", message, "incomplete", evidence, case_ids=missing))
     if overall.errors > max_errors:
-        by_slice = {s.slice: s.errors for s in report.slices if s.errors}
-        out.append(
-            Blocker(
-                code="evaluator_errors_exceeded",
-                category="incomplete",
-                message=(
-                    f"{overall.errors} cases ended in an evaluator error (at most {max_errors}"
-                    " allowed), so their verdicts are unknown."
-                ),
-                evidence={
-                    "errors": overall.errors,
-                    "limit": max_errors,
-                    "cases_in_scope": overall.n,
-                    "errors_by_kind": dict(overall.errors_by_kind),
-                    "errors_by_slice": by_slice,
-                },
-                case_ids=[e.case_id for e in report.evaluator_errors],
-                waivable=False,
-            )
+        message = (
+            f"{overall.errors} cases ended in an evaluator error (at most {max_errors} allowed),"
+            " so their verdicts are unknown."
         )
-    if run is not None:
-        out += _run_blockers(run)
-    return out
+        evidence = {
+            "errors": overall.errors,
+            "limit": max_errors,
+            "cases_in_scope": overall.n,
+            "errors_by_kind": dict(overall.errors_by_kind),
+            "errors_by_slice": {s.slice: s.errors for s in report.slices if s.errors},
+        }
+        errored = [e.case_id for e in report.evaluator_errors]
+        out.append(
+            _blocker("evaluator_errors_exceeded", message, "incomplete", evidence, case_ids=errored)
+        )
+    return out + (_run_blockers(run) if run is not None else [])
 
 
 def _run_blockers(run: RunSummary) -> list[Blocker]:
     unrun = sorted({pair.rsplit("#", 1)[0] for pair in run.unrun})
+    pairs = f"{len(run.unrun)} case x repeat pair(s) unrun."
+    counts = {"unrun": len(run.unrun), "planned": run.planned}
     out: list[Blocker] = []
     if run.stop_reason == "budget_exhausted":
-        out.append(
-            Blocker(
-                code="budget_exhausted",
-                category="incomplete",
-                message=(
-                    f"The run stopped at its budget with {len(run.unrun)} case x repeat pair(s)"
-                    " unrun."
-                ),
-                evidence={
-                    "cost_usd": run.cost_usd,
-                    "budget_usd": run.budget_usd,
-                    "unrun": len(run.unrun),
-                    "planned": run.planned,
-                },
-                case_ids=unrun,
-                waivable=False,
-            )
-        )
+        evidence = {"cost_usd": run.cost_usd, "budget_usd": run.budget_usd, **counts}
+        message = f"The run stopped at its budget with {pairs}"
+        out.append(_blocker("budget_exhausted", message, "incomplete", evidence, case_ids=unrun))
     if run.stop_reason == "max_cases":
-        out.append(
-            Blocker(
-                code="case_limit_reached",
-                category="incomplete",
-                message=(
-                    f"The run stopped at its case limit with {len(run.unrun)} case x repeat pair(s)"
-                    " unrun."
-                ),
-                evidence={
-                    "max_cases": run.max_cases,
-                    "unrun": len(run.unrun),
-                    "planned": run.planned,
-                },
-                case_ids=unrun,
-                waivable=False,
-            )
-        )
+        evidence = {"max_cases": run.max_cases, **counts}
+        message = f"The run stopped at its case limit with {pairs}"
+        out.append(_blocker("case_limit_reached", message, "incomplete", evidence, case_ids=unrun))
     if run.pending_retry:
         pending = sorted({pair.rsplit("#", 1)[0] for pair in run.pending_retry})
-        out.append(
-            Blocker(
-                code="pending_retries",
-                category="incomplete",
-                message=(
-                    f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a"
-                    " retryable evaluator error."
-                ),
-                evidence={"pending_retry": len(run.pending_retry), "planned": run.planned},
-                case_ids=pending,
-                waivable=False,
-            )
+        message = (
+            f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a retryable"
+            " evaluator error."
         )
+        evidence = {"pending_retry": len(run.pending_retry), "planned": run.planned}
+        out.append(_blocker("pending_retries", message, "incomplete", evidence, case_ids=pending))
     if run.status != "complete" and not out:
-        out.append(
-            Blocker(
-                code="run_incomplete",
-                category="incomplete",
-                message=(
-                    f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun)."
-                ),
-                evidence={
-                    "unrun": len(run.unrun),
-                    "planned": run.planned,
-                    "verdicts": run.verdicts,
-                    "errors": run.errors,
-                },
-                case_ids=unrun,
-                waivable=False,
-            )
-        )
+        message = f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun)."
+        evidence = {**counts, "verdicts": run.verdicts, "errors": run.errors}
+        out.append(_blocker("run_incomplete", message, "incomplete", evidence, case_ids=unrun))
     return out
 
 
-def _review(
+def _blocker(
     code: str,
     message: str,
+    category: Category = "review",
+    evidence: dict[str, Any] | None = None,
     *,
     slice: str | None = None,
     risk: str | None = None,
-    evidence: dict[str, Any] | None = None,
+    case_ids: Sequence[str] = (),
     waivable: bool = False,
 ) -> Blocker:
     return Blocker(
         code=code,
-        category="review",
+        category=category,
         slice=slice,
         risk=risk,
         message=message,
         evidence=evidence or {},
+        case_ids=list(case_ids),
         waivable=waivable,
     )
 
@@ -608,7 +438,7 @@ def _consistency(
     out: list[Blocker] = []
     if policy is None:
         out.append(
-            _review(
+            _blocker(
                 "policy_missing",
                 "No release policy was given, so no limit can be checked and the judge cannot be"
                 " certified.",
@@ -616,7 +446,7 @@ def _consistency(
         )
     if report.rubric_version != rubric.version:
         out.append(
-            _review(
+            _blocker(
                 "rubric_mismatch",
                 f"The report was computed under rubric {report.rubric_version!r} but the rubric"
                 f" given is {rubric.version!r}.",
@@ -629,7 +459,7 @@ def _consistency(
         and policy.rubric_version != rubric.version
     ):
         out.append(
-            _review(
+            _blocker(
                 "policy_rubric_mismatch",
                 f"The policy was written for rubric {policy.rubric_version!r} but the dataset uses"
                 f" {rubric.version!r}.",
@@ -638,7 +468,7 @@ def _consistency(
         )
     if policy is not None and policy.partition is not None and report.partition != policy.partition:
         out.append(
-            _review(
+            _blocker(
                 "partition_mismatch",
                 f"The policy certifies on partition {policy.partition!r} but the report covers"
                 f" {report.partition or 'all partitions'!r}.",
@@ -650,7 +480,7 @@ def _consistency(
         or run.partition != report.partition
     ):
         out.append(
-            _review(
+            _blocker(
                 "run_mismatch",
                 "The run summary belongs to another judge or partition than the results evaluated.",
                 evidence={
@@ -672,7 +502,7 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
     by_slice = {s.slice: s.sampled_out for s in report.slices if s.sampled_out}
     n = len(report.sampled_out_case_ids)
     return [
-        _review(
+        _blocker(
             "sampled_out",
             f"{n} case(s) were sampled out (declared plan {sha[:12]}): they were not judged and"
             " count as nothing, so the figures are of a sample and the evaluation cannot certify;"
@@ -683,8 +513,8 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
                 "sampled_out_by_slice": by_slice,
                 "plan_sha256": sha,
             },
-            waivable=False,
-        ).model_copy(update={"case_ids": list(report.sampled_out_case_ids)})
+            case_ids=report.sampled_out_case_ids,
+        )
     ]
 
 
@@ -693,7 +523,7 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return []
     if run is None:
         return [
-            _review(
+            _blocker(
                 "cost_unverified",
                 f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was"
                 " given, so the spend cannot be checked.",
@@ -702,7 +532,7 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         ]
     if run.cost_usd > policy.max_cost_usd:
         return [
-            _review(
+            _blocker(
                 "cost_exceeded",
                 f"The run spent ${run.cost_usd:.4f}, more than the approved"
                 f" ${policy.max_cost_usd:.2f}.",
@@ -728,7 +558,7 @@ def _slices(
     view = has_pass_fail_view(rubric)
     names = list(dict.fromkeys([*rubric.slices, *(s.slice for s in report.slices if s.n > 0)]))
     out = [
-        _review(
+        _blocker(
             "policy_unknown_slice",
             f"The policy sets limits for slice {name!r}, which the rubric does not declare.",
             slice=name,
@@ -750,7 +580,7 @@ def _slice_blockers(
     spec = policy.slices.get(name)
     if spec is None:
         return [
-            _review(
+            _blocker(
                 "slice_not_in_policy",
                 f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.",
                 slice=name,
@@ -761,7 +591,7 @@ def _slice_blockers(
     out = []
     if risk is not None and spec.risk.value != risk:
         out.append(
-            _review(
+            _blocker(
                 "policy_risk_mismatch",
                 f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric"
                 f" says {risk}.",
@@ -774,13 +604,8 @@ def _slice_blockers(
 
 
 def slice_blockers(report: AlignmentReport, policy: Policy) -> list[Blocker]:
-    """The gate's own blockers that name the slices of ``report``, without a rubric or a run.
-
-    For previews that show a per-slice result before any gate is applied (development and
-    calibration tables and charts): completeness (missing results, evaluator errors, which name
-    their slices in the evidence) and every slice's checks, computed by the functions
-    :func:`evaluate_gate` uses, so a preview and the gate never disagree about a slice.
-    """
+    """The gate's own blockers naming the slices of ``report`` (completeness and slice checks),
+    without a rubric or a run: for previews, so a preview and the gate never disagree."""
     out = _completeness(report, None, policy.max_evaluator_errors)
     for row in report.slices:
         if row.n > 0:
@@ -789,12 +614,7 @@ def slice_blockers(report: AlignmentReport, policy: Policy) -> list[Blocker]:
 
 
 def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
-    """``no_pass_fail_view``: the rubric does not say which labels pass and which fail.
-
-    Every limit the gate checks is a pass/fail figure, so without a pass/fail view nothing
-    could show the judge is fit to gate a release: an ordered rubric must declare
-    ``pass_labels``, a nominal one ``pass_label`` and ``fail_label``. Never waivable.
-    """
+    """``no_pass_fail_view`` (never waivable) when the rubric does not say which labels pass."""
     if has_pass_fail_view(rubric):
         return []
     limited = sorted(
@@ -822,7 +642,7 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
         else ""
     )
     return [
-        _review(
+        _blocker(
             "no_pass_fail_view",
             f"No label counts as pass or fail ({what}), so false passes and false fails cannot be"
             f" counted and no limit can show the judge is fit to gate a release{limits}: {fix}.",
@@ -839,7 +659,6 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
 
 
 def _coverage(row: SliceAlignment) -> dict[str, Any]:
-    """The slice's coverage, put beside every rate in a blocker's evidence."""
     return {"decided": row.decided, "cases": row.n, "coverage": row.coverage.rate}
 
 
@@ -867,7 +686,7 @@ def _min_n_check(row: SliceAlignment, risk: str | None, min_n: int) -> list[Bloc
     critical = risk == Risk.critical.value
     what = "to bound a critical slice" if critical else "to judge the slice"
     return [
-        _review(
+        _blocker(
             "too_few_cases",
             f"Slice {row.slice!r} has {row.decided} cases with a decided verdict"
             f" ({row.abstentions} abstentions not counted), too few {what} (at least {min_n}"
@@ -889,8 +708,7 @@ def _min_n_check(row: SliceAlignment, risk: str | None, min_n: int) -> list[Bloc
 def _false_pass_checks(
     row: SliceAlignment, spec: SlicePolicy, risk: str | None, ids: dict[str, list[str]]
 ) -> list[Blocker]:
-    """The false-pass count and rate limits; in a critical slice on the upper bound, waivable
-    only case by case."""
+    """The false-pass count and rate limits; critical slices: upper bound, waivable by case only."""
     critical = risk == Risk.critical.value
     fp_ids = ids.get("false_pass", [])
     fp_waivable = bool(fp_ids) if critical else True
@@ -910,23 +728,25 @@ def _false_pass_checks(
         ]
     out: list[Blocker] = []
     if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
+        message = (
+            f"Slice {row.slice!r} has {row.false_passes} false passes (human fail, judge pass) of"
+            f" {row.false_pass_rate.n} human-fail cases judged pass or fail, more than the"
+            f" {spec.max_false_passes} allowed."
+        )
+        evidence = {
+            "false_passes": row.false_passes,
+            "human_fails_decided": row.false_pass_rate.n,
+            "limit": spec.max_false_passes,
+            **_coverage(row),
+        }
         out.append(
-            Blocker(
-                code="false_passes_exceeded",
-                category="quality",
+            _blocker(
+                "false_passes_exceeded",
+                message,
+                "quality",
+                evidence,
                 slice=row.slice,
                 risk=risk,
-                message=(
-                    f"Slice {row.slice!r} has {row.false_passes} false passes (human fail, judge"
-                    f" pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail,"
-                    f" more than the {spec.max_false_passes} allowed."
-                ),
-                evidence={
-                    "false_passes": row.false_passes,
-                    "human_fails_decided": row.false_pass_rate.n,
-                    "limit": spec.max_false_passes,
-                    **_coverage(row),
-                },
                 case_ids=fp_ids,
                 waivable=fp_waivable,
             )
@@ -984,40 +804,37 @@ def _abstention_check(
             " abstention is accepted)"
         )
     )
+    message = (
+        f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed"
+        f" {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided verdict."
+    )
+    evidence = {
+        "abstentions": rate.k,
+        "verdicts": rate.n,
+        "rate": rate.rate,
+        "ci95_low": rate.ci95_low,
+        "ci95_high": rate.ci95_high,
+        "limit": limit,
+        "limit_declared": declared,
+        **_coverage(row),
+    }
+    waivable = risk != Risk.critical.value
     return [
-        Blocker(
-            code="abstention_rate_exceeded",
-            category="quality",
+        _blocker(
+            "abstention_rate_exceeded",
+            message,
+            "quality",
+            evidence,
             slice=name,
             risk=risk,
-            message=(
-                f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed"
-                f" {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided"
-                " verdict."
-            ),
-            evidence={
-                "abstentions": rate.k,
-                "verdicts": rate.n,
-                "rate": rate.rate,
-                "ci95_low": rate.ci95_low,
-                "ci95_high": rate.ci95_high,
-                "limit": limit,
-                "limit_declared": declared,
-                **_coverage(row),
-            },
             case_ids=case_ids,
-            waivable=risk != Risk.critical.value,
+            waivable=waivable,
         )
     ]
 
 
 def _sample_evidence(need: Shortfall) -> dict[str, Any]:
-    """The sample-size figures a ``rate_unbounded`` or ``*_rate_unproven`` blocker carries.
-
-    Both numbers, labelled: at zero errors (the floor) and to bound at half the limit (the
-    planned sample :func:`~workbench.stats.too_few_cases_message` cites), then the further
-    decided cases the slice needs, the figure the certification report shows as "+N".
-    """
+    """The sample-size figures of a ``rate_unbounded`` or ``*_rate_unproven`` blocker."""
     return {
         "verdicts_needed_at_zero_errors": need.needed_at_zero_errors,
         "verdicts_needed_to_bound_at_half_limit": need.needed_to_bound,
@@ -1028,8 +845,6 @@ def _sample_evidence(need: Shortfall) -> dict[str, Any]:
 
 
 def _cited(name: str, need: Shortfall, human: str, kind: str) -> str:
-    """The sentences a sample-size blocker cites: the planned number, then the floor at zero
-    errors."""
     if need.limit is None or need.basis == "point":
         return ""
     what = kind.replace("_", " ")
@@ -1090,7 +905,7 @@ def _unbounded(
             "on the upper_95 basis the 95% Wilson bound needs decided"
             f" cases.{_cited(row.slice, need, human, kind)}"
         )
-    return _review(
+    return _blocker(
         "rate_unbounded",
         f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human}"
         f" case(s) in scope; abstentions, errors and missing results do not count), so its {what}"
@@ -1151,6 +966,8 @@ def _rate_check(
         f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged"
         f" {wrong}; {on} exceeds the limit {limit:g}."
     )
+    code = f"{kind}_rate_exceeded"
+    category: Category = "quality"
     if basis == "upper_95" and rate.rate <= limit:
         # The observed rate is within the limit; only the interval is too wide. That is too
         # few cases to bound the slice, not a judge that disagrees: review, not quality.
@@ -1162,26 +979,15 @@ def _rate_check(
             f" {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice."
             + _cited(name, need, human, kind)
         )
-        return [
-            Blocker(
-                code=f"{kind}_rate_unproven",
-                category="review",
-                slice=name,
-                risk=risk,
-                message=message,
-                evidence=evidence,
-                case_ids=case_ids,
-                waivable=unbounded_waivable,
-            )
-        ]
+        code, category, waivable = f"{kind}_rate_unproven", "review", unbounded_waivable
     return [
-        Blocker(
-            code=f"{kind}_rate_exceeded",
-            category="quality",
+        _blocker(
+            code,
+            message,
+            category,
+            evidence,
             slice=name,
             risk=risk,
-            message=message,
-            evidence=evidence,
             case_ids=case_ids,
             waivable=waivable,
         )
@@ -1189,14 +995,8 @@ def _rate_check(
 
 
 def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]:
-    """``constant_verdict`` over all cases in scope; per slice only when the whole passes.
-
-    Over all cases, the adjudicated labels *in scope* count (a judge that errs on every human
-    fail is caught too); per slice, the adjudicated labels of the cases *with a verdict*
-    (a slice whose fail cases only errored is left to the error and rate blockers). Pass and
-    fail are the rubric's pass/fail view: on an ordered rubric, every label in ``pass_labels``
-    is a pass verdict and every other scale label a fail verdict.
-    """
+    """``constant_verdict`` over all cases in scope; per slice (cases with a verdict) only when the
+    whole passes."""
     if not has_pass_fail_view(rubric):
         return []
     passes = [label for label in rubric.labels if rubric.pass_fail(label) == "pass"]
@@ -1222,14 +1022,8 @@ def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]
 
 
 def _copied_labels(report: AlignmentReport, policy: Policy | None) -> list[Blocker]:
-    """``predictions_match_labels``: imported verdicts equal to the adjudicated label on every
-    held-out case in scope, under a policy that runs no controls.
-
-    Imported predictions were made where the workbench cannot see; a file that copies the gold
-    labels agrees perfectly and would certify. Perfect agreement on every case is the mark of
-    such a copy: without controls (cases the labels do not come with) nothing tells it from a
-    real judge, so a person decides (``review_required``).
-    """
+    """``predictions_match_labels``: imported verdicts equal every held-out label in scope under a
+    policy without controls (nothing tells a copy of the gold from a real judge)."""
     judge, row = report.judge, report.overall
     if judge is None or judge.kind != "imported" or policy is None or policy.controls:
         return []  # no policy: never certified anyway (policy_missing)
@@ -1237,18 +1031,12 @@ def _copied_labels(report: AlignmentReport, policy: Policy | None) -> list[Block
         return []
     if row.n == 0 or row.aligned != row.n:
         return []
-    return [
-        Blocker(
-            code="predictions_match_labels",
-            category="review",
-            message=(
-                f"The imported verdicts equal the adjudicated label on all {row.n} cases in scope"
-                " and the policy runs no controls: nothing shows they were not copied from the"
-                " gold labels."
-            ),
-            evidence={"cases": row.n, "aligned": row.aligned, "judge_kind": judge.kind},
-        )
-    ]
+    message = (
+        f"The imported verdicts equal the adjudicated label on all {row.n} cases in scope and the"
+        " policy runs no controls: nothing shows they were not copied from the gold labels."
+    )
+    evidence = {"cases": row.n, "aligned": row.aligned, "judge_kind": judge.kind}
+    return [_blocker("predictions_match_labels", message, "review", evidence, waivable=True)]
 
 
 def _constant(
@@ -1279,17 +1067,16 @@ def _constant(
             f"the judge judged none of the {row.n} cases pass or fail ({row.decided} decided,"
             f" {row.abstentions} abstentions, {row.errors} errors, {row.missing} missing)"
         )
-    return Blocker(
-        code="constant_verdict",
-        category="quality",
-        slice=None if row.slice == "(all)" else row.slice,
-        risk=row.risk,
-        message=(
-            f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include"
-            f" {human_passes} pass and {human_fails} fail: a judge that never separates pass from"
-            " fail cannot be certified, whatever the policy's limits."
-        ),
-        evidence={
+    message = (
+        f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include"
+        f" {human_passes} pass and {human_fails} fail: a judge that never separates pass from fail"
+        " cannot be certified, whatever the policy's limits."
+    )
+    return _blocker(
+        "constant_verdict",
+        message,
+        "quality",
+        {
             "judge_passes": said_pass,
             "judge_fails": said_fail,
             "human_passes": human_passes,
@@ -1299,7 +1086,8 @@ def _constant(
             "abstentions": row.abstentions,
             **_coverage(row),
         },
-        waivable=False,
+        slice=None if row.slice == "(all)" else row.slice,
+        risk=row.risk,
     )
 
 
@@ -1405,25 +1193,19 @@ def _number(value: Any) -> str:
 
 
 def _gold_changes(report: AlignmentReport) -> list[Blocker]:
-    """A non-waivable ``gold_changed`` blocker when the report is not comparable.
-
-    Reached only with --allow-gold-change (otherwise a lineage mismatch is refused before the
-    gate): results produced against another gold can never certify.
-    """
+    """A non-waivable ``gold_changed`` blocker when the report is not comparable (forced with
+    --allow-gold-change)."""
     if report.comparable is not False:
         return []
     lineage = report.lineage
     reasons = lineage.problems if lineage is not None else []
+    message = "The results were not produced against this gold (forced with --allow-gold-change): "
     return [
-        Blocker(
-            code="gold_changed",
-            category="incomplete",
-            message=(
-                "The results were not produced against this gold (forced with"
-                " --allow-gold-change): "
-            )
-            + "; ".join(reasons),
-            evidence={
+        _blocker(
+            "gold_changed",
+            message + "; ".join(reasons),
+            "incomplete",
+            {
                 "results_dataset_sha256": lineage.results_dataset_sha256 if lineage else None,
                 "results_rubric_version": lineage.results_rubric_version if lineage else None,
                 "gold_dataset_sha256": report.dataset_sha256,
@@ -1431,6 +1213,5 @@ def _gold_changes(report: AlignmentReport) -> list[Blocker]:
                 "changed_cases": {c.case_id: c.detail for c in report.gold_changes},
             },
             case_ids=[c.case_id for c in report.gold_changes],
-            waivable=False,
         )
     ]

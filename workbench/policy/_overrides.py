@@ -1,26 +1,9 @@
 """Override records: a named approver waives specific gate blockers, for a limited time.
 
-Overrides live in an append-only JSON Lines store (default ``data/policies/overrides.jsonl``),
-one record per line, never rewritten: to withdraw an override, let it expire or add a new
-policy version. Each record names the policy (``name@version``) it applies to, optionally one
-candidate fingerprint, the blocker codes it may waive, the slices and/or case ids it covers,
-the reason, an expiry and a follow-up (ticket or action). Its ``override_id`` is ``ovr-`` and
-the first 16 hex digits of the sha256 over the record's canonical JSON without the id, so an
-edited line no longer matches its id and the store refuses to load.
-
-What an override can never do (enforced by :func:`workbench.policy.decide` for every gate):
-waive a blocker of category ``incomplete`` (missing evidence cannot be approved away), waive
-a policy-integrity blocker (fix the policy instead), waive a constant judge
-(``constant_verdict``), or waive a false pass in a critical slice by anything but a
-case-level review naming every false-pass case of that slice.
-
-:func:`add_override` refuses, every problem at once, before anything is written: a code not in
-the one table (:data:`~workbench.policy._codes.BLOCKER_CODES`), a code it never waives, a code
-another feature emits than the policy's (an :class:`OverrideScope`: the release gate's, a ranking
-policy's, a noise suite's) and, when the scope knows them, a slice or case it does not declare, a
-slice-level waiver of a false pass in a critical slice (name the cases instead) and a code that
-is never waivable in a critical slice it names. :func:`describe_override` says what a record will
-apply to. Which blockers an override then waives is decided by :func:`workbench.policy.decide`.
+The store (default ``data/policies/overrides.jsonl``) is append-only. An ``override_id`` is
+``ovr-`` + 16 hex digits of the sha256 of the record without its id, so an edited line no longer
+loads. :func:`add_override` refuses every problem at once before writing; which blockers an
+override waives is decided by :func:`workbench.policy.decide`.
 """
 
 from __future__ import annotations
@@ -34,24 +17,13 @@ from typing import Any, ClassVar
 
 from pydantic import AwareDatetime, Field, ValidationError, model_validator
 
-from .._io import (
-    AppendOnlyLog,
-    JSONRecordError,
-    iter_jsonl_lines,
-    loads_json,
-    sha256_json,
-)
+from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, loads_json, sha256_json
 from .._load import validation_problems
 from .._record import Record, SchemaTooNew
 from ..approval import Approvers, current_user, load_approvers
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import Risk
-from ._codes import (
-    BLOCKER_CODES,
-    CRITICAL_NEVER_WAIVABLE,
-    FALSE_PASS_CODES,
-    Feature,
-)
+from ._codes import BLOCKER_CODES, CRITICAL_NEVER_WAIVABLE, FALSE_PASS_CODES, Feature
 from ._policy import NAME_PATTERN, Policy, load_policy
 
 OVERRIDE_SCHEMA_VERSION = 2
@@ -63,12 +35,8 @@ _POLICY_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_
 
 @dataclass(frozen=True)
 class OverrideScope:
-    """What an override is checked against when it is added: the policy it names, whose blockers
-    it may waive and, when known, the slices and cases those blockers can name.
-
-    A release policy is its own scope (:func:`scope_of`); ``workbench ranking`` and ``workbench
-    noise`` build theirs (a ranking policy; a pair suite, its slices and pair ids).
-    """
+    """What an override is checked against when added: the policy it names, the codes it may
+    waive and, when known, the slices and cases (:func:`scope_of` for a release policy)."""
 
     label: str
     """``name@version`` of the policy the override names."""
@@ -99,11 +67,9 @@ class _OverrideBody(Record):
     schema_version: int = OVERRIDE_SCHEMA_VERSION
     """Override record format version."""
     approver: str = Field(min_length=1)
-    """Who approved the waiver: a name in the project's approver list (``approvers:`` in the
-    ``workbench.yaml`` above the store), never the override's author."""
+    """Who approved the waiver: a project approver, never the override's author."""
     author: str | None = None
-    """Who recorded the override (``--author``, default ``$WORKBENCH_USER`` or the login name).
-    None only on records written before schema 2, which cannot show who wrote them."""
+    """Who recorded the override; None only on records before schema 2."""
     created_at: AwareDatetime
     """When the override was recorded (UTC)."""
     policy: str = Field(pattern=NAME_PATTERN[:-1] + r"@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -113,11 +79,9 @@ class _OverrideBody(Record):
     codes: list[str] = Field(min_length=1)
     """Blocker codes it may waive."""
     slices: list[str] = Field(default_factory=list)
-    """Slices it covers (a slice-level waiver). Empty: only blockers without a slice, or the
-    blockers whose every case id is listed in ``case_ids``."""
+    """Slices it covers. Empty: blockers without a slice, or those whose cases are all listed."""
     case_ids: list[str] = Field(default_factory=list)
-    """Cases reviewed one by one (a case-level waiver). The only way to waive a false pass in a
-    critical slice, and then every false-pass case of the slice must be listed."""
+    """Cases reviewed one by one: the only way to waive a critical false pass (list them all)."""
     reason: str = Field(min_length=1)
     """Why the blocker is acceptable, with the evidence reviewed."""
     expires_at: AwareDatetime
@@ -178,16 +142,12 @@ def expiry_from(value: str | date | datetime) -> datetime:
                 else date.fromisoformat(value)
             )
         except ValueError:
-            raise WorkbenchError(
+            raise refusal(
                 "invalid expiry",
-                [
-                    Problem(
-                        location="--expires",
-                        code="override_invalid",
-                        message=f"{value!r} is not a date (YYYY-MM-DD) or an ISO datetime",
-                        fix="give the expiry as YYYY-MM-DD",
-                    )
-                ],
+                "--expires",
+                "override_invalid",
+                f"{value!r} is not a date (YYYY-MM-DD) or an ISO datetime",
+                "give the expiry as YYYY-MM-DD",
             ) from None
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
@@ -213,13 +173,8 @@ def build_override(
     created_at: datetime | None = None,
     author: str | None = None,
 ) -> Override:
-    """Validate an override without writing it; raise :class:`WorkbenchError` with every problem.
-
-    Refuses codes no override may waive (:data:`NON_WAIVABLE_CODES`), codes the gate never
-    emits, and (with a loaded ``policy``) unknown slices and critical-slice waivers that could
-    never apply (see :func:`check_override_scope`); an expiry not after ``created_at``; blank
-    approver/reason/follow-up. ``path`` is only where problems are located.
-    """
+    """Validate an override without writing it; raise :class:`WorkbenchError` with every problem
+    (codes, scope: :func:`check_override_scope`, expiry, blank fields); ``path`` locates them."""
     created = (created_at or datetime.now(UTC)).replace(microsecond=0)
     if created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
@@ -264,54 +219,20 @@ def build_override(
     return override
 
 
-def add_override(
-    path: str | Path,
-    *,
-    policy: Policy | OverrideScope | str,
-    approver: str,
-    reason: str,
-    expires_at: str | date | datetime,
-    follow_up: str,
-    codes: Sequence[str],
-    slices: Sequence[str] = (),
-    case_ids: Sequence[str] = (),
-    candidate_fingerprint: str | None = None,
-    created_at: datetime | None = None,
-    author: str | None = None,
-) -> Override:
-    """Validate an override (:func:`build_override`) and append it to the store; the file is never
-    rewritten.
-
-    Also refuses a store that does not load cleanly and an override already in it.
-    """
-    override = build_override(
-        path,
-        policy=policy,
-        approver=approver,
-        reason=reason,
-        expires_at=expires_at,
-        follow_up=follow_up,
-        codes=codes,
-        slices=slices,
-        case_ids=case_ids,
-        candidate_fingerprint=candidate_fingerprint,
-        created_at=created_at,
-        author=author,
-    )
+def add_override(path: str | Path, **fields: Any) -> Override:
+    """Validate an override (:func:`build_override`, same arguments) and append it to a store that
+    loads cleanly and does not hold it yet."""
+    override = build_override(path, **fields)
     loc = str(path)
     with AppendOnlyLog(path) as log:
         existing = load_overrides(path)
         if any(o.override_id == override.override_id for o in existing):
-            raise WorkbenchError(
+            raise refusal(
                 "override refused",
-                [
-                    Problem(
-                        location=loc,
-                        code="override_duplicate",
-                        message=f"{override.override_id} is already in the store",
-                        fix="nothing to do: the same override is already recorded",
-                    )
-                ],
+                loc,
+                "override_duplicate",
+                f"{override.override_id} is already in the store",
+                "nothing to do: the same override is already recorded",
             )
         log.append(override.model_dump(mode="json"))
     return override
@@ -324,13 +245,8 @@ def check_override_scope(
     slices: Sequence[str],
     case_ids: Sequence[str],
 ) -> list[Problem]:
-    """Every reason an override with these codes, slices and cases could never apply.
-
-    Codes are checked against the one table (:data:`~workbench.policy._codes.BLOCKER_CODES`):
-    unknown, never waivable, or emitted by another feature than the policy's. Slices and cases
-    are checked when the scope knows them (a loaded release policy, a noise suite); a
-    ``name@version`` alone checks codes only. The CLI always loads the policy file.
-    """
+    """Every reason an override with these codes, slices and cases could never apply (codes
+    always; slices and cases when the scope knows them)."""
     scope = scope_of(policy)
     problems = [p for code in codes if (p := _code_problem(loc, scope, code)) is not None]
     problems += _case_problems(loc, scope, case_ids)
@@ -343,33 +259,24 @@ def _code_problem(loc: str, scope: OverrideScope, code: str) -> Problem | None:
     spec = BLOCKER_CODES.get(code)
     mine = sorted(c for c, s in BLOCKER_CODES.items() if s.feature == scope.feature and s.waivable)
     if spec is not None and not spec.waivable:
-        return Problem(
-            location=loc,
-            code="override_code_not_waivable",
-            message=f"blocker code {code!r} can never be waived ({spec.never})",
-            fix="complete the evaluation or fix the policy/inputs instead",
-        )
+        message = f"blocker code {code!r} can never be waived ({spec.never})"
+        fix = "complete the evaluation or fix the policy/inputs instead"
+        return problem(loc, "override_code_not_waivable", message, fix)
     if spec is not None and spec.feature == scope.feature:
         return None
     what = "a blocker code any gate emits" if spec is None else f"a {scope.feature} blocker code"
-    return Problem(
-        location=loc,
-        code="override_unknown_code",
-        message=f"{code!r} is not {what}, so an override of {scope.label} could never apply",
-        fix=f"name one of the waivable codes: {', '.join(mine)}",
+    message = f"{code!r} is not {what}, so an override of {scope.label} could never apply"
+    return problem(
+        loc, "override_unknown_code", message, f"name one of the waivable codes: {', '.join(mine)}"
     )
 
 
 def _case_problems(loc: str, scope: OverrideScope, case_ids: Sequence[str]) -> list[Problem]:
     if scope.case_ids is None:
         return []
+    fix = "name the case ids the blocker lists"
     return [
-        Problem(
-            location=loc,
-            code="override_unknown_case",
-            message=f"case {case!r} is not in {scope.label}",
-            fix="name the case ids the blocker lists",
-        )
+        problem(loc, "override_unknown_case", f"case {case!r} is not in {scope.label}", fix)
         for case in case_ids
         if case not in scope.case_ids
     ]
@@ -381,46 +288,29 @@ def _slice_problems(
     if scope.slices is None:
         return []
     if name not in scope.slices:
+        fix = "name one of the policy's slices: " + ", ".join(scope.slices)
         return [
-            Problem(
-                location=loc,
-                code="override_unknown_slice",
-                message=f"slice {name!r} is not in {scope.label}",
-                fix="name one of the policy's slices: " + ", ".join(scope.slices),
-            )
+            problem(loc, "override_unknown_slice", f"slice {name!r} is not in {scope.label}", fix)
         ]
     if scope.slices[name] != Risk.critical.value:
         return []
     problems: list[Problem] = []
     fp = sorted(set(codes) & FALSE_PASS_CODES)
     if fp and not case_ids:
-        problems.append(
-            Problem(
-                location=loc,
-                code="override_critical_false_pass_by_slice",
-                message=(
-                    f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is"
-                    " waived only case by case, never for the whole slice"
-                ),
-                fix=(
-                    "review each false-pass case and name every one with --case (the gate lists"
-                    " them); drop --slice for these codes"
-                ),
-            )
+        message = (
+            f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is waived only case"
+            " by case, never for the whole slice"
         )
+        fix = (
+            "review each false-pass case and name every one with --case (the gate lists them);"
+            " drop --slice for these codes"
+        )
+        problems.append(problem(loc, "override_critical_false_pass_by_slice", message, fix))
     never = sorted(set(codes) & CRITICAL_NEVER_WAIVABLE)
     if never:
-        problems.append(
-            Problem(
-                location=loc,
-                code="override_not_waivable_in_critical",
-                message=f"slice {name!r} is critical: {', '.join(never)} can never be waived there",
-                fix=(
-                    "grow the slice or change the judge; the sample must show a critical slice"
-                    " is bounded"
-                ),
-            )
-        )
+        message = f"slice {name!r} is critical: {', '.join(never)} can never be waived there"
+        fix = "grow the slice or change the judge; the sample must show a critical slice is bounded"
+        problems.append(problem(loc, "override_not_waivable_in_critical", message, fix))
     return problems
 
 
@@ -465,18 +355,12 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
 def approval_problems(
     approver: str, author: str | None, location: str, approvers: Approvers
 ) -> list[Problem]:
-    """Why an override's approval does not count: an approver outside the project's list, or
-    the override's own author (nobody approves their own waiver)."""
+    """Why an override's approval does not count: an unlisted approver, or its own author."""
     problems = approvers.problems(approver, location, "the override's approver")
     if author is not None and author.strip() == approver.strip():
-        problems.append(
-            Problem(
-                location=location,
-                code="override_self_approved",
-                message=f"{approver!r} both recorded and approved the override",
-                fix="have another listed approver review and approve it (--approver)",
-            )
-        )
+        message = f"{approver!r} both recorded and approved the override"
+        fix = "have another listed approver review and approve it (--approver)"
+        problems.append(problem(location, "override_self_approved", message, fix))
     return problems
 
 
@@ -487,18 +371,17 @@ def certifier_waiver_problems(
     certifier: str | None = None,
     now: datetime | None = None,
 ) -> list[Problem]:
-    """One ``approver_is_certifier`` problem per override that would apply to a certification
-    of ``fingerprint`` under ``policy`` (not expired at ``now``) and was approved by
-    ``certifier`` (default: :func:`~workbench.approval.current_user`): nobody waives their own
-    certification through, as nobody approves their own waiver (:func:`approval_problems`)."""
+    """An ``approver_is_certifier`` problem per override that would apply to this certification
+    and was approved by ``certifier`` (default: the current user)."""
     who = (certifier or current_user()).strip()
     active = active_overrides(overrides, policy, fingerprint, now or datetime.now(UTC))
+    fix = "have another listed approver approve the waiver, or have someone else certify"
     return [
-        Problem(
-            location=o.override_id,
-            code="approver_is_certifier",
-            message=f"the waiver {o.override_id} is approved by {o.approver!r}, who is certifying",
-            fix="have another listed approver approve the waiver, or have someone else certify",
+        problem(
+            o.override_id,
+            "approver_is_certifier",
+            f"the waiver {o.override_id} is approved by {o.approver!r}, who is certifying",
+            fix,
         )
         for o in active
         if o.approver.strip() == who
@@ -506,8 +389,7 @@ def certifier_waiver_problems(
 
 
 def format_override(override: Override, now: datetime) -> str:
-    """One line for a list of overrides: id, whether it has expired at ``now``, scope, approval,
-    reason and follow-up."""
+    """One line for a list of overrides."""
     o = override
     scope = []
     if o.slices:
@@ -526,8 +408,8 @@ def format_override(override: Override, now: datetime) -> str:
 
 
 def resolve_policy_ref(value: str, store: str | Path) -> Path:
-    """The policy file an override names: a path, or ``name@version`` looked up as
-    ``<name@version>.yaml`` beside the override store, then in ``data/policies/``."""
+    """The policy file an override names: a path, or ``name@version`` beside the store, then in
+    ``data/policies/``."""
     path = Path(value)
     if path.suffix in (".yaml", ".yml") or path.exists() or not _POLICY_LABEL.match(value):
         return path
@@ -539,19 +421,12 @@ def resolve_policy_ref(value: str, store: str | Path) -> Path:
 
 
 def policy_for_override(value: str, store: str | Path, **fields: Any) -> Policy:
-    """The policy an override names (:func:`resolve_policy_ref`), loaded. When it does not load,
-    refuses with its problems and every problem of the override's ``fields`` at once (those
-    :func:`build_override` finds without the policy)."""
+    """The policy an override names, loaded; refuses with its problems and the override's own."""
     try:
         return load_policy(resolve_policy_ref(value, store))
     except WorkbenchError as exc:
         problems = [_missing_policy(p, value, store) for p in exc.problems] or [
-            Problem(
-                location="--policy",
-                code="policy_invalid",
-                message=exc.summary,
-                fix="correct the policy file",
-            )
+            problem("--policy", "policy_invalid", exc.summary, "correct the policy file")
         ]
     label = value if _POLICY_LABEL.match(value) else "unknown@unknown"
     try:
@@ -562,7 +437,6 @@ def policy_for_override(value: str, store: str | Path, **fields: Any) -> Policy:
 
 
 def _missing_policy(p: Problem, value: str, store: str | Path) -> Problem:
-    """A missing policy file, explained as an override's reference to it."""
     if p.code != "policy_missing":
         return p
     fix = (
@@ -574,12 +448,8 @@ def _missing_policy(p: Problem, value: str, store: str | Path) -> Problem:
 
 
 def load_overrides(path: str | Path) -> list[Override]:
-    """Every override in the store, in file order; a missing store holds none.
-
-    Bad lines (not JSON, invalid fields, an id that does not match the content, duplicate
-    ids, a newer schema, an approver outside the project's list or the override's own author)
-    raise :class:`WorkbenchError` listing every one with its line number.
-    """
+    """Every override in the store, in file order (none if missing); raises
+    :class:`WorkbenchError` listing every bad line."""
     path = Path(path)
     if not path.exists():
         return []
@@ -599,26 +469,16 @@ def load_overrides(path: str | Path) -> list[Override]:
         if override is None:
             continue
         if override.override_id in seen:
-            problems.append(
-                Problem(
-                    location=where,
-                    code="override_duplicate",
-                    message=f"{override.override_id} already on line {seen[override.override_id]}",
-                    fix="remove the duplicated line (a copied store)",
-                )
-            )
+            message = f"{override.override_id} already on line {seen[override.override_id]}"
+            fix = "remove the duplicated line (a copied store)"
+            problems.append(problem(where, "override_duplicate", message, fix))
             continue
         seen[override.override_id] = number
         problems += approval_problems(override.approver, override.author, where, approvers)
         out.append(override)
+    fix = "restore the line from version control"
     problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="override_encoding",
-            message="the line is not UTF-8",
-            fix="restore the line from version control",
-        )
-        for n in not_utf8
+        problem(f"{path}:{n}", "override_encoding", "the line is not UTF-8", fix) for n in not_utf8
     ]
     if problems:
         raise WorkbenchError(f"{path}: the override store has {len(problems)} problem(s)", problems)
@@ -629,19 +489,14 @@ _RESTORE = "restore the line from version control; the store is append-only"
 
 
 def _parse_line(text: str, where: str, problems: list[Problem]) -> Override | None:
-    """One store line as an override, or None with its problem added."""
     try:
         raw = loads_json(text)
     except JSONRecordError as exc:
         code = "override_malformed" if exc.code == "malformed_json" else exc.code
-        message = f"not a valid JSON object ({exc.msg})"
-        problems.append(Problem(location=where, code=code, message=message, fix=_RESTORE))
+        problems.append(problem(where, code, f"not a valid JSON object ({exc.msg})", _RESTORE))
         return None
     if not isinstance(raw, dict):
-        message = "not a JSON object"
-        problems.append(
-            Problem(location=where, code="override_malformed", message=message, fix=_RESTORE)
-        )
+        problems.append(problem(where, "override_malformed", "not a JSON object", _RESTORE))
         return None
     try:
         return Override.model_validate(raw)
@@ -665,10 +520,7 @@ def active_overrides(
     now: datetime,
 ) -> list[Override]:
     """The overrides that apply to this policy and candidate and have not expired at ``now``."""
-    if policy is None:
-        return []
-    label = _policy_label(policy)
-    return [o for o in overrides if o.applies_to(label, fingerprint) and o.is_active(now)]
+    return [o for o in _for(overrides, policy, fingerprint) if o.is_active(now)]
 
 
 def expired_overrides(
@@ -678,7 +530,13 @@ def expired_overrides(
     now: datetime,
 ) -> list[Override]:
     """The overrides for this policy and candidate that had expired by ``now`` (ignored)."""
+    return [o for o in _for(overrides, policy, fingerprint) if o.expires_at <= now]
+
+
+def _for(
+    overrides: Iterable[Override], policy: Policy | str | None, fingerprint: str | None
+) -> list[Override]:
     if policy is None:
         return []
     label = _policy_label(policy)
-    return [o for o in overrides if o.applies_to(label, fingerprint) and o.expires_at <= now]
+    return [o for o in overrides if o.applies_to(label, fingerprint)]

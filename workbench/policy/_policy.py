@@ -1,35 +1,9 @@
-"""Release policies: reviewed, versioned limits the gate applies,
-``data/policies/<name>@<version>.yaml``.
+"""Release policies: reviewed, versioned limits the gate applies
+(``data/policies/<name>@<version>.yaml``), the judge's declared use and scope.
 
-A policy holds no agreement target of its own invention: it states, per rubric slice, how many
-false passes and which false-pass / false-fail rates an owner accepts, on which basis, and how
-many judged cases a slice needs before its numbers mean anything. It also bounds evaluator
-errors and spend. Every limit is an upper bound; a limit that is ``None`` is not checked.
-
-The policy also declares the judge's **use** (``advisory``: annotate only; ``route``: send
-verdicts to human review; ``block``: gate a release unattended) and its **scope** (the rubric
-slices, and optionally products and other declared dimensions, it may act in). Certification
-grants at most that use, only in that scope (:mod:`workbench.authority`); a policy without
-``use`` grants no authority.
-
-A slice may also bound the judge's own variance, ``max_flip_rate`` (cases whose verdict
-changes across repeated calls of the unchanged judge): certification then needs a
-repeatability study on calibration data (:mod:`workbench.repeatability`).
-
-Rules checked when a policy is loaded (:func:`load_policy`, every problem at once):
-
-- the file name equals ``<name>@<version>.yaml``;
-- owner and rationale are written;
-- a ``critical`` slice bounds its false-pass rate, on the ``upper_95`` basis (the upper end
-  of the 95% Wilson interval); the ``point`` estimate cannot certify a critical slice;
-- a ``critical`` slice declares ``max_abstention_rate``, the largest share of abstaining
-  verdicts it accepts. On other slices an omitted limit means 0: no abstention is accepted.
-
-Definitions the gate uses (see :class:`~workbench.align.SliceAlignment`): an *abstention* is
-a verdict that is one of the rubric's ``abstain_labels``; a *decided* verdict is any other
-verdict. Abstention rate = abstaining verdicts / cases with a verdict; coverage = decided
-verdicts / cases in scope. False-pass and false-fail rates count only decided pass/fail
-verdicts, so abstaining can never lower them.
+:func:`load_policy` reports every problem at once: the file name must be
+``<name>@<version>.yaml``, owner and rationale written, and a critical slice must bound its
+false-pass rate on ``upper_95`` and declare ``max_abstention_rate``.
 """
 
 from __future__ import annotations
@@ -45,7 +19,7 @@ from .._load import load_yaml, rule_error, validation_problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
 from ..approval import Snapshot, check_lineage, document_snapshot
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
 
@@ -55,62 +29,43 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 Basis = Literal["upper_95", "point"]
 PartitionName = Literal["development", "calibration", "held_out"]
 Use = Literal["advisory", "route", "block"]
-"""What a certified judge may do, least to most: annotate, route to human review, block a
-release."""
-USES: tuple[str, ...] = ("advisory", "route", "block")
+"""What a certified judge may do, least to most."""
 
 
-class SliceRuleError(ValueError):
+class SliceRuleError(SamplingRuleError):
     """The rules a slice breaks, each ``(code, message, fix)``; :func:`load_policy` lists each."""
-
-    def __init__(self, rules: list[tuple[str, str, str]]) -> None:
-        self.rules = rules
-        super().__init__("; ".join(message for _, message, _ in rules))
 
 
 class SlicePolicy(_Model):
     """The limits one rubric slice must meet. A limit left out (``None``) is not checked."""
 
     risk: Risk
-    """The slice's risk level as the owner reviewed it; must equal the rubric's. A slice whose
-    risk changed in the rubric needs a new policy version, so the gate refuses a mismatch."""
+    """The slice's risk level as reviewed; must equal the rubric's."""
     max_false_passes: int | None = Field(default=None, ge=0)
     """Most false passes (human fail, judge pass) allowed in the slice."""
     max_false_pass_rate: float | None = Field(default=None, ge=0, le=1)
-    """Highest false-pass rate allowed (false passes / human fails with a verdict), on
-    ``false_pass_rate_basis``. Required for critical slices."""
+    """Highest false-pass rate allowed, on ``false_pass_rate_basis``; required for critical
+    slices."""
     false_pass_rate_basis: Basis = "upper_95"
-    """``upper_95``: the upper bound of the 95% Wilson interval must be within the limit (the
-    sample must *show* the rate is low); ``point``: the observed rate. Critical slices must use
-    ``upper_95``."""
+    """``upper_95`` (the 95% Wilson upper bound; required for critical slices) or ``point``."""
     max_false_fail_rate: float | None = Field(default=None, ge=0, le=1)
-    """Highest false-fail rate allowed (false fails / human passes with a verdict), on
-    ``false_fail_rate_basis``."""
+    """Highest false-fail rate allowed, on ``false_fail_rate_basis``."""
     false_fail_rate_basis: Basis = "point"
-    """Basis of the false-fail limit. Defaults to ``point``: a false fail blocks a good response
-    and costs review time but releases nothing, so the observed rate is the usual measure; an
-    owner may ask for ``upper_95``."""
+    """Basis of the false-fail limit (default ``point``)."""
     max_abstention_rate: float | None = Field(default=None, ge=0, le=1)
-    """Highest abstention rate accepted: verdicts in the rubric's ``abstain_labels`` divided by
-    cases with a verdict, observed (point) rate, the limit included. Mandatory for critical
-    slices; left out on another slice it means 0 (no abstention accepted), so abstaining can
-    never buy certification. A slice above it gets an ``abstention_rate_exceeded`` blocker."""
+    """Highest abstention rate accepted (abstentions / verdicts). Mandatory for critical slices;
+    omitted elsewhere it means 0."""
     min_n: int | None = Field(default=None, ge=0)
-    """Fewest cases with a decided verdict (not an abstention) the slice needs; overrides
-    ``min_n_per_slice``."""
+    """Fewest decided verdicts the slice needs; overrides ``min_n_per_slice``."""
     max_flip_rate: float | None = Field(default=None, ge=0, le=1)
-    """Highest flip rate accepted: the share of the slice's cases whose verdict differs across
-    repeated calls of the same pinned judge, observed in a repeatability study
-    (``workbench repeatability``). When any slice sets it, certification requires a study of
-    the candidate on calibration data with K >= 3 repeats
-    (``workbench.repeatability.repeatability_blockers``); ``None``: no repeatability limit."""
+    """Highest flip rate across repeated calls; when set, certification needs a repeatability
+    study (K >= 3, calibration). None: no limit."""
     rationale: str = ""
     """Why these limits, when the slice differs from the policy's general reasoning."""
 
     @property
     def abstention_limit(self) -> float:
-        """``max_abstention_rate``, or 0 when it is left out (only allowed outside critical
-        slices)."""
+        """``max_abstention_rate``, or 0 when it is left out."""
         return self.max_abstention_rate if self.max_abstention_rate is not None else 0.0
 
     @model_validator(mode="after")
@@ -160,28 +115,19 @@ class SlicePolicy(_Model):
         return self
 
 
-class PolicyRuleError(ValueError):
+class PolicyRuleError(SamplingRuleError):
     """Policy-level rules broken, each ``(code, message, fix)``; :func:`load_policy` lists each."""
-
-    def __init__(self, rules: list[tuple[str, str, str]]) -> None:
-        self.rules = rules
-        super().__init__("; ".join(message for _, message, _ in rules))
 
 
 class PolicyScope(_Model):
-    """Where a judge certified under the policy may act. Evidence from one slice, product or
-    language does not authorize the judge elsewhere: whatever is not listed is out of scope."""
+    """Where a judge certified under the policy may act: whatever is not listed is out of scope."""
 
     slices: list[str] = Field(min_length=1)
-    """Rubric slices the judge may act on; each must be a slice of this policy. A slice left
-    out gets no authority, whatever its certification figures."""
+    """Rubric slices the judge may act on (each a slice of this policy)."""
     products: list[str] = Field(default_factory=list)
-    """Products, surfaces or pipelines its verdicts may be used in (e.g. ``support-chat``).
-    Empty: the policy names none, and the authority is bounded by the slices alone."""
+    """Products its verdicts may be used in; empty: bounded by the slices alone."""
     dimensions: dict[str, list[str]] = Field(default_factory=dict)
-    """Any other declared scope, dimension -> allowed values (e.g. ``language: [en]``,
-    ``answer_form: [single_turn]``). Recorded with every grant; the workbench cannot check
-    traffic against it, the consumer of the verdicts must."""
+    """Other declared dimensions -> allowed values; recorded, not checked."""
 
     @field_validator("slices", "products")
     @classmethod
@@ -209,20 +155,17 @@ class ControlsPolicy(_Model):
     blocking_roles: list[str] = Field(
         default_factory=lambda: ["positive", "negative", "adversarial"]
     )
-    """Roles whose failure blocks certification, each with its own outcome text. Other roles are
-    reported."""
+    """Roles whose failure blocks certification, each with its outcome text."""
     require_frozen: bool = False
-    """Certification refuses the suite unless a release froze it (``workbench freeze``), so it
-    cannot be edited between certifications."""
+    """Refuse a suite no release froze (``workbench freeze``)."""
 
 
 class CertificationPolicy(_Model):
     """How certification under this policy may run."""
 
     notebook_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    """sha256 of a custom certification notebook (``workbench certify --notebook``) this policy
-    accepts. Without it, only the notebook shipped in the installed package certifies; any other
-    notebook gives an advisory report (the ``notebook_unpinned`` blocker: never certified)."""
+    """sha256 of a custom certification notebook this policy accepts (otherwise only the packaged
+    one certifies)."""
 
 
 class Policy(_Model):
@@ -241,8 +184,7 @@ class Policy(_Model):
     rubric_version: str | None = None
     """The rubric version the limits were set for; when given, the dataset's rubric must match."""
     partition: PartitionName | None = None
-    """The partition the gate certifies on (normally ``held_out``); when given, the report must
-    be of that partition."""
+    """The partition the gate certifies on; when given, the report must be of it."""
     created: dt.date | None = None
     """When the policy was written."""
     slices: dict[str, SlicePolicy] = Field(min_length=1)
@@ -252,40 +194,25 @@ class Policy(_Model):
     max_cost_usd: float | None = Field(default=None, ge=0)
     """Approved spend for the run; more is a cost-boundary violation. ``None``: not checked."""
     budget_usd: float | None = Field(default=None, ge=0)
-    """Spend limit the certification's held-out run runs under (it stops before a call could
-    exceed it; a stopped run is incomplete). ``workbench certify`` uses it when
-    ``--budget-usd`` is not given, refuses a larger ``--budget-usd`` (exit 2) and uses a smaller
-    one. ``None``: certification is limited only by ``--budget-usd``, if given."""
+    """Spend limit of the certification's held-out run: the default ``--budget-usd``, which may
+    only be lower. None: no limit."""
     ci_budget_usd: float | None = Field(default=None, ge=0)
-    """Per-job spend cap of a judge-backed CI job (``workbench ci sentinel``): every run of one
-    job (controls, sentinels and baselines of every affected candidate) together. The job is
-    refused before any call when its estimate exceeds the cap, and runs under what is left of
-    it; ``--budget-usd`` may lower it, never raise it. ``None``: the policy approves no
-    judge-backed CI spend, and the sentinel lane needs ``--budget-usd``."""
+    """Per-job spend cap of ``workbench ci sentinel``; ``--budget-usd`` may only lower it. None:
+    no judge-backed CI spend approved."""
     min_n_per_slice: int = Field(default=1, ge=0)
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None
     """The control suite certification runs first, and which roles block."""
     certification: CertificationPolicy | None = None
-    """Pins a custom certification notebook by its sha256 (``notebook_sha256``). None: only the
-    packaged notebook certifies."""
+    """Pins a custom certification notebook by its sha256."""
     use: Use | None = None
-    """The judge's declared use: ``advisory`` (annotate experiments; every verdict is reviewed),
-    ``route`` (verdicts route cases, e.g. clear passes and fails, while humans inspect
-    abstentions and sampled agreements) or ``block`` (gate a release unattended).
-    Certification under this policy grants at most this use, and only in ``scope``
-    (``workbench.authority.grant_for``). None: the policy declares no use, so certification
-    grants no authority (the judge stays a diagnosis). Requires ``scope``."""
+    """The judge's declared use (``advisory``, ``route``, ``block``): the most certification
+    grants, only in ``scope``. None: no authority. Requires ``scope``."""
     scope: PolicyScope | None = None
-    """Where that use applies (slices, products, other declared dimensions). Required with
-    ``use``; every scope slice must be a slice of this policy."""
+    """Where that use applies; required with ``use``."""
     sampling: SamplingPlan | None = None
-    """A declared sampling plan for judge runs over large development or calibration
-    partitions or production traffic (:mod:`workbench.sampling`): per slice a sample size or
-    fraction and a budget reservation, one seed. Critical slices are never sampled and no
-    plan applies to held-out data: certification judges every held-out case. ``workbench run
-    --policy`` applies it; the run records its sha256 and every sampled-out case. None: runs
-    judge every case (leaving cases out is then a scope change: ``evaluation_incomplete``)."""
+    """A declared sampling plan for development/calibration runs (:mod:`workbench.sampling`);
+    never applies to held-out data or critical slices. None: runs judge every case."""
 
     @model_validator(mode="after")
     def _use_has_a_scope(self) -> Policy:
@@ -358,23 +285,15 @@ class Policy(_Model):
 
 
 AUTHORITY_CONTROL_ROLES: tuple[str, ...] = ("negative", "adversarial")
-"""Control roles whose failure must block certification before a judge may ``route`` or
-``block``: a judge that passes what it should fail, or obeys text planted in a response, is
-what these roles catch and what the held-out limits do not measure."""
+"""Control roles that must block certification before a judge may ``route`` or ``block``."""
 
 CONTROLS_NOT_REQUIRED = "controls_not_required"
 """The code of a route or block request a policy cannot carry (:func:`controls_for_authority`)."""
 
 
 def controls_for_authority(policy: Policy) -> str | None:
-    """Why a certification under ``policy`` cannot carry ``route`` or ``block`` authority, or
-    None when it can (or asks for no more than ``advisory``).
-
-    Route and block need a policy that runs controls before held-out data (``controls:``) and
-    blocks on every role of :data:`AUTHORITY_CONTROL_ROLES`. Without them a certification still
-    certifies, but grants at most ``advisory``: its report says so, and ``workbench authority
-    promote`` to route or block is refused with :data:`CONTROLS_NOT_REQUIRED`.
-    """
+    """Why a certification under ``policy`` cannot carry ``route`` or ``block`` authority (the
+    policy must block on every role of :data:`AUTHORITY_CONTROL_ROLES`), or None when it can."""
     if policy.use not in ("route", "block"):
         return None
     blocking = set(policy.controls.blocking_roles) if policy.controls is not None else set()
@@ -400,7 +319,7 @@ def policy_sha256(path: str | Path) -> str:
 
 
 def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=loc, code=code, message=message, fix=fix)
+    return problem(loc, code, message, fix)
 
 
 def _rule_problems(e: Any, where: str, loc: str) -> list[Problem] | None:
@@ -468,12 +387,7 @@ def load_policy(path: str | Path) -> Policy:
         problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
         problems += validation_problems(
-            exc,
-            at=loc,
-            code="policy_invalid",
-            root="policy",
-            fix=_field_fix,
-            expand=_rule_problems,
+            exc, at=loc, code="policy_invalid", root="policy", fix=_field_fix, expand=_rule_problems
         )
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
@@ -494,6 +408,5 @@ def _snapshot(policy: Policy, path: Path) -> Snapshot:
 
 
 def policy_snapshot(path: Path) -> Snapshot:
-    """The checked snapshot of the release policy at ``path`` (the approval registry's loader):
-    one item per slice (its limits); each version stands alone."""
+    """The checked snapshot of the release policy at ``path``: one item per slice."""
     return _snapshot(load_policy(path), path)
