@@ -65,7 +65,7 @@ from ..align import (
 from ..gold import Risk, Rubric
 from ..outcomes import ADVISORY_CLEAR, GATE_OUTCOMES, exit_codes
 from ..runs import RunSummary
-from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
+from ..stats import GroupedRate, Rate, Shortfall, shortfall, too_few_cases_message
 from ._codes import Category
 from ._decide import Blocker, Decision, UnappliedOverride, WaivedBlocker, decide
 from ._overrides import Override
@@ -926,6 +926,27 @@ def _unbounded(
     )
 
 
+def _upper_bound(row: SliceAlignment, kind: str, rate: Rate) -> tuple[float, str, dict[str, Any]]:
+    """The upper 95% bound the gate compares: over the gold's groups when the slice's cases share
+    them (docs/statistics.md), else Wilson's; with the words and the evidence saying which."""
+    grouped: GroupedRate | None = getattr(row, f"{kind}_rate_grouped", None)
+    if grouped is None or grouped.ci95_high is None:
+        assert rate.ci95_high is not None
+        return rate.ci95_high, "", {}
+    over = (
+        f" over {grouped.groups} groups (a group's cases are correlated: they count as"
+        f" {grouped.n_effective:.1f} independent cases)"
+    )
+    evidence = {
+        "groups": grouped.groups,
+        "design_effect": grouped.design_effect,
+        "n_effective": grouped.n_effective,
+        "grouped_ci95_low": grouped.ci95_low,
+        "grouped_ci95_high": grouped.ci95_high,
+    }
+    return grouped.ci95_high, over, evidence
+
+
 def _rate_check(
     row: SliceAlignment,
     kind: str,
@@ -943,7 +964,8 @@ def _rate_check(
     else:
         human, wrong, errors_key, total_key = "pass", "fail", "false_fails", "human_passes"
     assert rate.rate is not None and rate.ci95_high is not None  # callers handle n == 0
-    value = rate.ci95_high if basis == "upper_95" else rate.rate
+    bound, over, grouped = _upper_bound(row, kind, rate)
+    value = bound if basis == "upper_95" else rate.rate
     if value <= limit:
         return []
     evidence: dict[str, Any] = {
@@ -952,15 +974,16 @@ def _rate_check(
         "rate": rate.rate,
         "ci95_low": rate.ci95_low,
         "ci95_high": rate.ci95_high,
+        **grouped,
         "basis": basis,
         "compared": value,
         "limit": limit,
         **_coverage(row),
     }
     on = (
-        f"the upper 95% bound {rate.ci95_high:.3f}"
+        f"the upper 95% bound {bound:.3f}{over}"
         if basis == "upper_95"
-        else f"the observed rate {rate.rate:.3f}"
+        else (f"the observed rate {rate.rate:.3f}")
     )
     message = (
         f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged"
@@ -976,7 +999,7 @@ def _rate_check(
         message = (
             f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were"
             f" judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), but the upper 95% bound"
-            f" {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice."
+            f" {bound:.3f}{over} exceeds it: too few cases to bound the slice."
             + _cited(name, need, human, kind)
         )
         code, category, waivable = f"{kind}_rate_unproven", "review", unbounded_waivable

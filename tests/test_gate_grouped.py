@@ -1,0 +1,68 @@
+"""The gate bounds rates over the gold's groups (issue 32): a slice whose cases come from a few
+groups is not shown good by counting each case as independent."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from conftest import make_case, make_result, result_lines
+
+from workbench.align import alignment_report, join_results
+from workbench.gold import load_dataset
+from workbench.policy import Policy, evaluate_gate
+from workbench.stats import grouped_rate, wilson_rate
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+POLICY: dict[str, Any] = {
+    "schema_version": 1,
+    "name": "grouped",
+    "version": "1",
+    "owner": "QA lead",
+    "rationale": "Limits for the grouped-gate test.",
+    "rubric_version": "r1",
+    "controls": {"suite": "controls.yaml"},
+    "slices": {
+        "billing": {"risk": "critical", "max_false_pass_rate": 0.2, "max_abstention_rate": 0.1},
+        "general": {"risk": "low", "min_n": 0},
+        "empty": {"risk": "medium", "min_n": 0},
+    },
+}
+
+
+def _gate(make_dataset, groups: int, per_group: int) -> Any:
+    cases = [
+        make_case(f"b{g}-{i}", "fail", slice="billing", partition="held_out", group=f"g{g}")
+        for g in range(groups)
+        for i in range(per_group)
+    ]
+    cases += [make_case(f"p{i}", "pass", slice="billing", partition="held_out") for i in range(5)]
+    dataset = load_dataset(make_dataset(cases))
+    rows = [make_result(c, c["adjudication"]["label"]) for c in cases]  # every verdict right
+    join = join_results(dataset, result_lines(rows), partition="held_out")
+    report = alignment_report(join)
+    result = evaluate_gate(
+        report, Policy.model_validate(POLICY), join=join, now=NOW, rubric=dataset.rubric
+    )
+    return report, result
+
+
+def test_thirty_independent_cases_bound_twenty_percent(make_dataset) -> None:
+    report, result = _gate(make_dataset, groups=30, per_group=1)
+    billing = next(s for s in report.slices if s.slice == "billing")
+    assert billing.false_pass_rate_grouped is None  # one case per group: Wilson is right
+    assert billing.false_pass_rate.ci95_high == wilson_rate(0, 30).ci95_high < 0.2
+    assert "false_pass_rate_unproven" not in [b.code for b in result.blockers]
+
+
+def test_thirty_cases_from_three_groups_do_not(make_dataset) -> None:
+    report, result = _gate(make_dataset, groups=3, per_group=10)
+    billing = next(s for s in report.slices if s.slice == "billing")
+    grouped = billing.false_pass_rate_grouped
+    assert grouped == grouped_rate([0, 0, 0], [10, 10, 10])
+    assert (grouped.groups, grouped.n_effective) == (3, 3.0) and grouped.ci95_high > 0.2
+    assert billing.false_pass_rate.ci95_high < 0.2  # plain Wilson would have cleared it
+    blocker = next(b for b in result.blockers if b.code == "false_pass_rate_unproven")
+    assert blocker.category == "review" and result.outcome == "review_required"
+    assert blocker.evidence["groups"] == 3 and blocker.evidence["compared"] == grouped.ci95_high
+    assert "3 groups" in blocker.message
