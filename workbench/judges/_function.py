@@ -20,11 +20,8 @@ from ._spec import CandidateSpec
 def import_metric(
     spec: CandidateSpec, loc: str, decorator: str, example: str, problems: list[Problem]
 ) -> tuple[Any, ModuleType]:
-    """The Ragas metric ``spec.function`` names (``"module:attribute"``) and its module.
-
-    Raises :class:`~workbench.errors.WorkbenchError` with ``problems`` (the kind's own, found
-    so far) and why the function cannot be had: ``function_missing`` or ``function_unresolved``.
-    """
+    """The Ragas metric ``spec.function`` names (``"module:attribute"``) and its module; raises
+    with ``problems`` and ``function_missing`` or ``function_unresolved``."""
     name = spec.function or ""
     module_name, _, attribute = name.partition(":")
     if not module_name or not attribute:
@@ -49,8 +46,6 @@ def import_metric(
 
 
 def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem]:
-    """What makes ``metric`` unusable as this candidate's judge."""
-
     def problem(code: str, message: str, fix: str) -> Problem:
         return Problem(location=loc, code=code, message=message, fix=fix)
 
@@ -105,8 +100,7 @@ class FunctionJudge:
         self.metric = metric
         func = getattr(metric, "_func", None) or metric
         self._parameters = list(inspect.signature(func).parameters)
-        self.code = code_coverage(module)
-        """The code it runs (:mod:`._code`): its fingerprint covers every file and dependency."""
+        self.code = code_coverage(module)  # the fingerprint covers every file and dependency
         self.identity: JudgeIdentity = make_identity(
             spec, sha256_text(inspect.getsource(module)), **self.code.params()
         )

@@ -1,15 +1,9 @@
 """``ragas-llm``: a Ragas ``DiscreteMetric`` on any OpenAI-compatible endpoint via ``llm_factory``.
 
-What the model received is captured on the wire: an httpx event hook on the OpenAI client
-records every request body and every response (status, Retry-After, usage), because
-``MetricResult`` carries no token usage and instructor adds its own system message. The
-client's own retries are off (``max_retries=0``); the run engine retries with backoff and
-records every attempt. Provider errors, timeouts, unparseable output, out-of-vocabulary
-labels and refusals become evaluator errors with a kind, never verdicts. Error messages and
-reasons are redacted (:mod:`workbench._redact`) before they leave the judge; connection
-failures and non-retryable 4xx that condemn the endpoint rather than the case (a refused key, a
-misconfigured proxy, an unknown model, a bad request: :mod:`._http_errors`) are marked as
-endpoint failures for the run's circuit breaker.
+httpx event hooks capture every request and response on the wire (usage, Retry-After). The
+client never retries (the engine does). Provider errors, timeouts, unusable answers and refusals
+become evaluator errors with a kind, redacted, never verdicts; failures that condemn the
+endpoint (:mod:`._http_errors`) are marked for the circuit breaker.
 """
 
 from __future__ import annotations
@@ -38,19 +32,14 @@ from ._spec import SECRET_FIX, CandidateSpec
 from ._tokens import prompt_tokens
 
 PLACEHOLDERS = frozenset(JUDGE_VISIBLE_FIELDS.values())
-"""Names a prompt template may use: exactly the judge-visible fields."""
 
 _DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
 CONNECTIONS_PER_CLIENT = 8
-RENDERED_KEPT = 4096
-"""Rendered prompts (and their token estimates) kept per judge: a run renders a work item for
-its cache key, prices it before every attempt and sends it; all three reuse one rendering."""
+RENDERED_KEPT = 4096  # rendered prompts kept per judge (cache key, pricing and call share one)
 
 
 @dataclass
 class _Rendered:
-    """One work item's prompt, formatted once, and its token estimate once asked for."""
-
     judge_input: Any
     prompt: str
     tokens: tuple[int, str] | None = None
@@ -63,7 +52,6 @@ class Exchange:
     requests: list[Any] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
-    """The URL of every request, as sent (for ``workbench ping``; never holds the key)."""
 
 
 _CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
@@ -103,13 +91,8 @@ async def _on_response(response: Any) -> None:
 
 
 def _placeholders(template: str) -> tuple[list[str], list[str]]:
-    """``(bare names, malformed placeholders)`` of a ``str.format`` template.
-
-    Only ``{name}`` is allowed. A format spec (``{response:>999999999}`` pads to any size),
-    a conversion (``{response!r}``), attribute or index access (``{response.__class__}``,
-    ``{response[0]}``) and positional fields (``{}``, ``{0}``) are malformed. Raises
-    ``ValueError`` for a template that is not a format string at all.
-    """
+    """``(bare names, malformed placeholders)`` of a ``str.format`` template: only ``{name}`` is
+    allowed (no specs, conversions, attribute, index or positional fields)."""
     names: list[str] = []
     malformed: list[str] = []
     for _, name, spec, conversion in string.Formatter().parse(template):
@@ -129,8 +112,7 @@ def _placeholders(template: str) -> tuple[list[str], list[str]]:
 
 
 def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Problem]]:
-    """The prompt template named by ``prompt_file``, which must stay inside the spec's folder
-    tree."""
+    """The prompt template named by ``prompt_file``, inside the spec's folder tree."""
     loc = str(spec_path)
     folder = spec_path.parent.resolve()
     target = (spec_path.parent / prompt_file).resolve()  # follows symlinks and '..'
@@ -177,10 +159,8 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
 
 @functools.cache
 def _load_client_stack() -> None:
-    """Load the client stack once per process, not inside the first call of a run: the first
-    instructor patch of an OpenAI client pays for instructor's lazy imports. The client is
-    never used (nothing listens on port 9); it gets an unverified TLS context, so this costs no
-    CA bundle load."""
+    """Load the client stack (instructor's lazy imports) once per process, not in a run's first
+    call. The client is never used and loads no CA bundle."""
     import httpx
     import openai
     from ragas.llms import llm_factory
@@ -197,28 +177,21 @@ def _load_client_stack() -> None:
 
 
 def default_tls_context() -> Any:
-    """httpx's default TLS context (certifi's CA bundle, or ``SSL_CERT_FILE`` /
-    ``SSL_CERT_DIR`` when set), loaded once per process and per value of those variables.
-
-    Loading the CA bundle takes about 20 ms of CPU; every client shard of every judge (and,
-    without a context, every proxy mount of every shard) would load it again. An
-    ``ssl.SSLContext`` holds no per-connection state and is shared by design.
-    """
+    """httpx's default TLS context, loaded once per value of ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    (a CA bundle load costs ~20 ms per client otherwise)."""
     return _tls_context(os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
 
 
 @functools.cache
 def _tls_context(cert_file: str, cert_dir: str) -> Any:
-    """The context httpx builds while those variables hold these values (the cache key)."""
     import httpx
 
     return httpx.create_ssl_context()
 
 
 def _base_url(spec: CandidateSpec, loc: str) -> tuple[str | None, list[Problem]]:
-    """The base URL the judge calls (``endpoint.base_url_env`` or ``base_url``), or why there is
-    none: never the client's default (api.openai.com) or a fixed port when the spec names its URL
-    variable and no base_url."""
+    """The base URL the judge calls, or why there is none (a named URL variable that is unset and
+    no base_url never falls back to the client's default)."""
     endpoint = spec.endpoint
     try:
         url = endpoint.resolved_base_url()
@@ -257,29 +230,21 @@ def _base_url(spec: CandidateSpec, loc: str) -> tuple[str | None, list[Problem]]
 class LLMJudge:
     """A Ragas ``DiscreteMetric`` evaluated by an OpenAI-compatible model.
 
-    Subclasses for other Ragas LLM metrics (ranking, noise sensitivity) reuse the client,
-    wire capture, retries-by-the-engine and error classification, and override
-    :attr:`allowed_placeholders`, :meth:`_build_metric`, :meth:`_score`, :meth:`_interpret`
-    and :meth:`render`.
+    Subclasses for other Ragas LLM metrics override :attr:`allowed_placeholders`,
+    :meth:`_build_metric`, :meth:`_score`, :meth:`_interpret` and :meth:`render`.
     """
 
     allowed_placeholders: frozenset[str] = PLACEHOLDERS
-    """Template placeholders this kind may use."""
     required_placeholder: str | None = "response"
-    """A placeholder the template must use (what is being judged)."""
     needs_prompt: bool = True
-    """Whether the spec must carry a prompt template (metrics with built-in prompts do not)."""
 
     def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         self.spec = spec
         loc = str(spec_path)
         template, used, problems = self._template(spec, spec_path)
         self.api_key_env = spec.endpoint.api_key_env
-        # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
-        # base_url and the name base_url_env are), so the local demo model may move ports.
         self.base_url, url_problems = _base_url(spec, loc)
-        # As run.json and error messages name it: no query string, no user information, and the
-        # client's default when the spec names none (never carries the key).
+        # as run.json and messages name it: no query string or user information
         default = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.endpoint_url: str = public_url(_recordable_url(self.base_url or default)) or ""
         problems += url_problems + self._key_problems(loc)
@@ -301,8 +266,7 @@ class LLMJudge:
     def _template(
         self, spec: CandidateSpec, spec_path: Path
     ) -> tuple[str, list[str], list[Problem]]:
-        """The prompt template, the placeholders it uses, and every problem with the model, the
-        prompt and its placeholders."""
+        """The prompt template, its placeholders, and every problem with model and prompt."""
         loc = str(spec_path)
 
         def problem(code: str, message: str, fix: str) -> Problem:
@@ -346,7 +310,6 @@ class LLMJudge:
     def _placeholder_problems(
         self, template: str, used: list[str], malformed: list[str], loc: str
     ) -> list[Problem]:
-        """Malformed, unknown or missing placeholders of the template."""
         problems: list[Problem] = []
         if malformed:
             problems.append(
@@ -388,7 +351,6 @@ class LLMJudge:
         return problems
 
     def _key_problems(self, loc: str) -> list[Problem]:
-        """The API key's variable, when the spec names one, must be set."""
         name = self.api_key_env
         if not name or os.environ.get(name):
             return []
@@ -426,16 +388,13 @@ class LLMJudge:
         ]
 
     def secrets(self) -> list[str]:
-        """Values that must never be recorded (the API key), for redaction."""
+        """Values that must never be recorded (the API key)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return [key] if key else []
 
     @property
     def display_url(self) -> str:
-        """The endpoint's base URL for messages, safe to print (never carries the key)."""
         return self.endpoint_url
-
-    # -- kind hooks -----------------------------------------------------------------------
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
         from ragas.metrics import DiscreteMetric
@@ -447,17 +406,14 @@ class LLMJudge:
         return self._ascore(llm, self.metric, judge_input)
 
     async def _ascore(self, llm: Any, metric: Any, judge_input: Any) -> Any:
-        """``metric.ascore`` for ``judge_input``: through the request prepared once for ``metric``
-        (:mod:`._prepared`: same wire request, same parsing), or Ragas' own ``ascore`` when the
-        prepared request did not match the stock one."""
+        """``metric.ascore`` through the request prepared once for ``metric`` (:mod:`._prepared`),
+        or Ragas' own when preparing did not match it."""
         preparation = await self._preparation(metric)
         if preparation.request is None:
             return await metric.ascore(llm=llm, **self._arguments(judge_input))
         return await preparation.request.ascore(llm.client.client, self._prompt(judge_input))
 
     async def _preparation(self, metric: Any) -> Preparation:
-        """The prepared request of ``metric``, built on first use (once per candidate and
-        metric)."""
         found = self._prepared.get(id(metric))
         if found is not None and found[0] is metric:
             return found[1]
@@ -473,7 +429,6 @@ class LLMJudge:
     def _interpret(
         self, result: Any, exchange: Exchange, judge_input: Any, ref: CaseRef | None
     ) -> Verdict:
-        """Turn the metric's result into a verdict, or an evaluator error."""
         value = None if result.value is None else str(result.value)
         if value is None or value not in self.spec.labels:
             return self._failed(
@@ -484,20 +439,8 @@ class LLMJudge:
         return self._verdict(exchange, value=value, reason=result.reason)
 
     def _missing_reason(self, exchange: Exchange, value: Any) -> Verdict:
-        """A verdict without a stated reason cannot be reviewed: an evaluator error, never a
-        verdict.
-
-        Retryable like ``unparseable`` (an unusable answer of the same family): another attempt
-        may state its reason; every attempt is recorded."""
-        return self._failed(
-            exchange,
-            "missing_reason",
-            f"the judge answered {value!r} with an empty or missing reason; a verdict must"
-            " state why",
-            retryable=True,
-        )
-
-    # -- requests -------------------------------------------------------------------------
+        """A verdict without a reason cannot be reviewed: a retryable evaluator error."""
+        return self._failed(exchange, *_no_reason(value), retryable=True)
 
     def _arguments(self, judge_input: JudgeInput) -> dict[str, str]:
         raw = judge_input.model_dump()
@@ -510,11 +453,8 @@ class LLMJudge:
         return args
 
     def _rendering(self, judge_input: Any) -> _Rendered:
-        """``judge_input``'s prompt as Ragas formats it, formatted once per work item.
-
-        Kept by object identity (the entry holds the input, so its id cannot be reused while
-        kept) for the last :data:`RENDERED_KEPT` inputs; judge inputs are frozen models.
-        """
+        """``judge_input``'s prompt as Ragas formats it, kept by identity for the last
+        :data:`RENDERED_KEPT` inputs (the entry holds the input, so its id is not reused)."""
         key = id(judge_input)
         found = self._rendered.get(key)
         if found is not None and found.judge_input is judge_input:
@@ -526,7 +466,6 @@ class LLMJudge:
         return found
 
     def _prompt(self, judge_input: Any) -> str:
-        """The prompt sent for ``judge_input`` (see :meth:`_rendering`)."""
         return self._rendering(judge_input).prompt
 
     def render(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> dict[str, Any]:
@@ -542,12 +481,8 @@ class LLMJudge:
         return int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS))
 
     def estimate_usage(self, judge_input: Any) -> tuple[int, int, str] | None:
-        """``(input tokens, output cap, method)`` of one call, for the engine's reservations.
-
-        Input: the rendered prompt counted offline (:func:`~workbench.judges._tokens.prompt_tokens`:
-        tiktoken or the stated rule, plus the structured-output overhead). None for a subclass
-        that prices its calls its own way (it overrides :meth:`estimate_cost`).
-        """
+        """``(input tokens, output cap, method)`` of one call (the prompt counted offline); None for
+        a subclass that overrides :meth:`estimate_cost`."""
         if type(self).estimate_cost is not LLMJudge.estimate_cost:
             return None
         rendered = self._rendering(judge_input)
@@ -557,22 +492,14 @@ class LLMJudge:
         return tokens_in, self.output_cap(), method
 
     def estimate_cost(self, judge_input: JudgeInput) -> float:
-        """The most one call should cost: the prompt estimate and the full ``max_tokens`` of
-        output."""
+        """The most one call should cost: the prompt estimate and the full output cap."""
         usage = self.estimate_usage(judge_input)
         assert usage is not None
         return self.spec.pricing.cost(usage[0], usage[1])
 
-    # -- calls ----------------------------------------------------------------------------
-
     def prepare(self, concurrency: int) -> None:
-        """Size the HTTP clients for ``concurrency`` calls in flight (called by the engine).
-
-        httpx's connection pool does work proportional to connections x queued requests on
-        every request and response, so one pool of 32 connections spends more time on
-        bookkeeping than on I/O. Shards of at most :data:`CONNECTIONS_PER_CLIENT` connections
-        keep that cost flat; each call uses one shard, round robin.
-        """
+        """Size the HTTP clients for ``concurrency`` calls: round-robin shards of at most
+        :data:`CONNECTIONS_PER_CLIENT` connections (httpx pool bookkeeping grows with both)."""
         self._shards = max(1, math.ceil(concurrency / CONNECTIONS_PER_CLIENT))
         self._client_loop = None
 
@@ -586,8 +513,7 @@ class LLMJudge:
         return shards[self._next_shard]
 
     def _new_llm(self, http_client: Any = None) -> Any:
-        """A Ragas LLM (``llm_factory``) over a new OpenAI client, on ``http_client`` or a new
-        pooled httpx client with the wire-capture hooks."""
+        """A Ragas LLM over a new OpenAI client, on ``http_client`` or a new capturing pool."""
         import httpx
         from openai import AsyncOpenAI
         from ragas.llms import llm_factory
@@ -608,9 +534,7 @@ class LLMJudge:
         if endpoint.provider == "azure":
             from openai import AsyncAzureOpenAI
 
-            # /openai/deployments/<deployment>/chat/completions?api-version=..., key in `api-key`.
             client = AsyncAzureOpenAI(
-                # None (no base_url): the client reads AZURE_OPENAI_ENDPOINT, as it always did.
                 azure_endpoint=cast(str, self.base_url),
                 azure_deployment=endpoint.deployment,
                 api_version=endpoint.api_version,
@@ -627,15 +551,11 @@ class LLMJudge:
                 timeout=endpoint.timeout_s,
                 http_client=http_client,
             )
-        # instructor retries any exception 3 times by default, immediately and invisibly;
-        # one attempt per call lets the engine back off, honour Retry-After and record it.
+        # one instructor attempt per call: the engine retries, backs off and records
         params = {**self.spec.params, "max_retries": 1}
         llm: Any = llm_factory(self.spec.model or "", provider="openai", client=client, **params)
         if endpoint.json_mode == "md_json":
-            # The fallback for servers without JSON mode: Ragas always patches an OpenAI client
-            # with instructor Mode.JSON (response_format json_object); MD_JSON sends no
-            # response_format and asks for a ```json block instead. Same client, same parsing.
-            import instructor
+            import instructor  # no response_format: the answer comes in a ```json block
 
             llm.client = instructor.from_openai(client, mode=instructor.Mode.MD_JSON)
         return llm
@@ -656,16 +576,14 @@ class LLMJudge:
             _CURRENT.reset(token)
         return verdict
 
-    guard_calls: int = 2
-    """Upper bound on sequential model calls one score makes (for the guard timeout)."""
+    guard_calls: int = 2  # sequential model calls one score may make (the guard timeout)
 
     async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: Exchange) -> Verdict:
         import openai
 
         try:
             llm = self._llm()
-            # A guard above the HTTP timeout, for anything that would hang outside httpx. (A
-            # timeout scope, not wait_for: no second task per call; TimeoutError all the same.)
+            # a guard above the HTTP timeout, for anything that hangs outside httpx
             async with asyncio.timeout(self.spec.endpoint.timeout_s * self.guard_calls + 5):
                 result = await self._score(llm, judge_input, ref)
         except openai.RateLimitError as exc:
@@ -710,16 +628,13 @@ class LLMJudge:
             )
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
             kind, message = self._classify_output_failure(exchange, exc)
-            # An unparseable answer, or one without a reason, may be usable on another attempt:
-            # retried like a transient error, every attempt recorded.
             return self._failed(exchange, kind, message, retryable=kind in RETRYABLE_ANSWER_KINDS)
         return self._interpret(result, exchange, judge_input, ref)
 
     def _answer_failure(
         self, exchange: Exchange, exc: Exception
     ) -> tuple[tuple[str, str] | None, str]:
-        """What is wrong with the last answer before its content is read: no answer (a judge
-        exception), a refusal, or no content. Returns ``(failure, content)``."""
+        """``(failure, content)`` of the last answer: no answer, a refusal or no content."""
         body = exchange.responses[-1]["body"] if exchange.responses else None
         message = _assistant_message(body)
         if message is None:
@@ -735,32 +650,14 @@ class LLMJudge:
         failure, content = self._answer_failure(exchange, exc)
         if failure is not None:
             return failure
-        try:
-            parsed = json.loads(content)
-        except ValueError:
-            # instructor reads the JSON from the first "{" to the last "}" (a fenced ```json
-            # block under json_mode md_json, or prose around it): classify what it read.
-            start, end = content.find("{"), content.rfind("}")
-            try:
-                parsed = json.loads(content[start : end + 1]) if 0 <= start < end else None
-            except ValueError:
-                parsed = None
-            if parsed is None:
-                return "unparseable", f"not JSON: {content[:200]!r}"
-        if (
-            isinstance(parsed, dict)
-            and "value" in parsed
-            and parsed["value"] not in self.spec.labels
-        ):
-            return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
-        if isinstance(parsed, dict) and "value" in parsed and not has_reason(parsed.get("reason")):
-            return (
-                "missing_reason",
-                (
-                    f"the judge answered {parsed['value']!r} with an empty or missing reason; a"
-                    " verdict must state why"
-                ),
-            )
+        parsed = loose_json(content)
+        if parsed is None:
+            return "unparseable", f"not JSON: {content[:200]!r}"
+        if isinstance(parsed, dict) and "value" in parsed:
+            if parsed["value"] not in self.spec.labels:
+                return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
+            if not has_reason(parsed.get("reason")):
+                return _no_reason(parsed["value"])
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 
     def _usage(self, exchange: Exchange) -> tuple[int | None, int | None]:
@@ -778,14 +675,8 @@ class LLMJudge:
     def _wire_request(self, exchange: Exchange) -> Any:
         if not exchange.requests:
             return None
-        first = exchange.requests[0]
-        if len(exchange.requests) == 1:
-            return first
-        return (
-            {**first, "follow_up_requests": exchange.requests[1:]}
-            if isinstance(first, dict)
-            else first
-        )
+        first, *more = exchange.requests
+        return {**first, "follow_up_requests": more} if more and isinstance(first, dict) else first
 
     def _verdict(self, exchange: Exchange, **kw: Any) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
@@ -808,11 +699,7 @@ class LLMJudge:
         endpoint_failure: str | None = None,
     ) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
-        retry_after = None
-        for r in reversed(exchange.responses):
-            if r.get("retry_after"):
-                retry_after = _seconds(r["retry_after"])
-                break
+        after = [r["retry_after"] for r in exchange.responses if r.get("retry_after")]
         return Verdict.failed(
             kind,
             redact(message, self.secrets()),
@@ -820,13 +707,32 @@ class LLMJudge:
             tokens_out=tokens_out,
             rendered_request=self._wire_request(exchange),
             retryable=retryable,
-            retry_after_s=retry_after,
+            retry_after_s=_seconds(after[-1]) if after else None,
             endpoint_failure=endpoint_failure,
         )
 
 
 RETRYABLE_ANSWER_KINDS: frozenset[str] = frozenset({"unparseable", "missing_reason"})
-"""Unusable answers that are retried up to ``endpoint.max_retries``, like transient errors."""
+
+
+def loose_json(content: str | None) -> Any:
+    """``content`` as JSON, else what instructor reads: its first "{" to its last "}" (None)."""
+    if not content:
+        return None
+    start, end = content.find("{"), content.rfind("}")
+    for text in (content, content[start : end + 1] if 0 <= start < end else None):
+        try:
+            return json.loads(text) if text is not None else None
+        except ValueError:
+            continue
+    return None
+
+
+def _no_reason(value: Any) -> tuple[str, str]:
+    message = (
+        f"the judge answered {value!r} with an empty or missing reason; a verdict must state why"
+    )
+    return "missing_reason", message
 
 
 def _assistant_message(body: Any) -> dict[str, Any] | None:
@@ -838,7 +744,6 @@ def _assistant_message(body: Any) -> dict[str, Any] | None:
 
 
 def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
-    """``(field, text)`` for every string in a JSON-like object."""
     if isinstance(obj, str):
         return [(path, obj)]
     if isinstance(obj, dict):
@@ -851,8 +756,7 @@ def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
 
 
 def _cause(exc: BaseException) -> str:
-    """``Type: message`` of the lowest exception under an ``APIConnectionError`` (e.g.
-    httpx.ConnectError)."""
+    """``Type: message`` of the lowest exception under an ``APIConnectionError``."""
     inner: BaseException = exc
     while inner.__cause__ is not None and inner.__cause__ is not inner:
         inner = inner.__cause__
@@ -884,7 +788,7 @@ def _seconds(value: str) -> float | None:
 
 
 def _recordable_url(url: str | None) -> str | None:
-    """``scheme://host[:port]/path`` of ``url``: query strings and fragments are never recorded."""
+    """``scheme://host[:port]/path`` of ``url`` (no query, fragment or user information)."""
     if not url:
         return None
     from urllib.parse import urlsplit, urlunsplit

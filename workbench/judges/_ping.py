@@ -1,19 +1,13 @@
 """``workbench ping``: one real request to a candidate's endpoint before the first real run.
 
-:func:`ping` builds the candidate's judge exactly as ``workbench run`` would (same client,
-provider, JSON mode, parameters and prompt template), sends **one** request for a fixed,
-harmless case (:data:`PING_INPUT`; no gold is read) and reports what a run depends on: the
-resolved URL (never the key), the HTTP status, the latency, whether JSON mode was honoured,
-whether the answer parsed into one of the candidate's labels, the token usage and the cost
-under the candidate's price table. Every failure is a :class:`~workbench.errors.Problem`
-with its own code (:data:`PING_CODES`); :attr:`PingResult.ok` is true only when there is
-none. Nothing is written anywhere.
+The judge is built as ``workbench run`` builds it and sent one harmless case
+(:data:`PING_INPUT`); every failure is a Problem with a code of :data:`PING_CODES`. Nothing is
+written.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import socket
@@ -30,7 +24,15 @@ from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ._http_errors import MODEL_MISSING, endpoint_failure, status_text
 from ._input import JudgeInput
-from ._llm import _CURRENT, Exchange, LLMJudge, _api_message, _assistant_message, has_reason
+from ._llm import (
+    _CURRENT,
+    Exchange,
+    LLMJudge,
+    _api_message,
+    _assistant_message,
+    has_reason,
+    loose_json,
+)
 from ._registry import build_judge
 from ._spec import load_spec
 
@@ -43,7 +45,6 @@ PING_INPUT = JudgeInput(
     reference="Paris is the capital of France.",
     retrieved_contexts=["Paris is the capital and most populous city of France."],
 )
-"""The fixed case a ping sends: harmless, public, every judge-visible field filled."""
 
 PING_CODES: dict[str, str] = {
     "dns_failure": "the endpoint's host name does not resolve",
@@ -98,20 +99,17 @@ class PingResult(Record):
     model: str | None
     """The spec's evaluator model name."""
     provider: str
-    """``endpoint.provider`` (``openai`` or ``azure``)."""
+    """``endpoint.provider``."""
     json_mode: str
-    """``endpoint.json_mode`` the request used (``json_object`` or ``md_json``)."""
+    """``endpoint.json_mode`` the request used."""
     url: str | None
-    """The URL the request was sent to, query included (e.g. Azure's ``api-version``), with any
-    credential redacted; never the key (keys travel in headers)."""
+    """The URL the request was sent to (query included, credentials redacted)."""
     status: int | None
-    """HTTP status of the answer; null when none came (DNS, connection, timeout)."""
+    """HTTP status of the answer; null when none came."""
     latency_s: float | None
     """Seconds from sending the request to the parsed answer (or the failure)."""
     json_mode_honoured: bool | None
-    """``json_object``: true when the answer was bare JSON, false when the endpoint refused
-    ``response_format`` or wrapped the JSON in prose or code fences; null for ``md_json`` (JSON
-    mode not asked for) or when no answer came."""
+    """Under ``json_object``: whether the answer was bare JSON; else null."""
     parsed: bool
     """Whether the answer parsed into ``{reason, value}``."""
     value: str | None
@@ -121,27 +119,25 @@ class PingResult(Record):
     labels: list[str]
     """The candidate's labels."""
     answer_excerpt: str | None
-    """The first 300 characters of the model's answer (redacted), for diagnosis."""
+    """The first 300 characters of the model's answer (redacted)."""
     tokens_in: int | None
-    """Prompt tokens the endpoint reported; null when it reported no usage."""
+    """Prompt tokens the endpoint reported."""
     tokens_out: int | None
-    """Completion tokens the endpoint reported; null when it reported no usage."""
+    """Completion tokens the endpoint reported."""
     cost_usd: float | None
-    """The call's cost under the candidate's price table; null when usage is missing and the price
-    table is not zero."""
+    """The call's cost; null when usage is missing under a non-zero price table."""
     ok: bool
-    """True only when there is no problem: the endpoint is ready for ``workbench run``."""
+    """True only when there is no problem."""
     problems: list[Problem] = Field(default_factory=list)
-    """Every failure found, each with its own code (see ``PING_CODES``), message and fix."""
+    """Every failure found, with its code (``PING_CODES``), message and fix."""
 
 
 def ping(spec_path: str | Path) -> PingResult:
     """Send one request for :data:`PING_INPUT` with the candidate at ``spec_path``.
 
-    Raises :class:`~workbench.errors.WorkbenchError` (the CLI's exit 2) when the spec itself is
-    invalid, its key variable is unset, or its kind is not ``ragas-llm``; endpoint failures are
-    reported in the result, never raised. Safe to call inside a running event loop (a notebook):
-    the request then runs on a helper thread; ``await aping(...)`` avoids the thread.
+    Raises :class:`~workbench.errors.WorkbenchError` for an invalid spec, an unset key variable
+    or a kind other than ``ragas-llm``; endpoint failures are reported, never raised. Inside a
+    running event loop the request runs on a helper thread (``await aping(...)`` avoids it).
     """
     try:
         asyncio.get_running_loop()
@@ -201,8 +197,6 @@ async def aping(spec_path: str | Path) -> PingResult:
 
 @dataclass
 class _Findings:
-    """What a ping found so far: every problem and the facts about the answer."""
-
     judge: LLMJudge
     exchange: Exchange
     url: str | None
@@ -225,7 +219,6 @@ class _Findings:
 def _assess(
     judge: LLMJudge, exchange: Exchange, result: Any, error: Exception | None, latency: float
 ) -> PingResult:
-    """The ping's result: what went wrong on the wire, in the answer, and in its usage."""
     import openai
 
     spec = judge.spec
@@ -284,7 +277,7 @@ def _assess(
 
 
 def _answer(found: _Findings, status: int | None, body: Any, result: Any, error: Any) -> None:
-    """An answer came (or none did, with no transport error): judge its content."""
+    """No transport error: judge the answer's content."""
     spec = found.judge.spec
     message = _assistant_message(body) if status == 200 else None
     if status is not None and status != 200:
@@ -319,7 +312,6 @@ def _answer(found: _Findings, status: int | None, body: Any, result: Any, error:
 
 
 def _json_mode(found: _Findings) -> None:
-    """Under JSON mode, an answer that is not bare JSON means the mode is not honoured."""
     content = found.content
     if found.judge.spec.endpoint.json_mode != "json_object" or not (content and content.strip()):
         return
@@ -336,7 +328,6 @@ def _json_mode(found: _Findings) -> None:
 
 
 def _unusable(found: _Findings, error: Any) -> None:
-    """An answer the metric could not use: classified as a run would record it."""
     kind, detail = found.judge._classify_output_failure(
         found.exchange, error or ValueError("no result")
     )
@@ -368,7 +359,6 @@ def _unusable(found: _Findings, error: Any) -> None:
 def _cost(
     found: _Findings, status: int | None, tokens_in: int | None, tokens_out: int | None
 ) -> float | None:
-    """The call's cost under the price table; None (and a problem when priced) without usage."""
     pricing = found.judge.spec.pricing
     if tokens_in is not None or tokens_out is not None:
         return pricing.cost(tokens_in, tokens_out)
@@ -414,12 +404,6 @@ def _connection_problem(error: BaseException, url: str | None, source: str, prob
 
 
 _PLAIN_STATUS: dict[int, tuple[str, str, str]] = {
-    403: (
-        "forbidden",
-        "{said}",
-        "the key is valid but may not use this model or deployment: check its permissions,"
-        " project or quota",
-    ),
     404: (
         "endpoint_not_found",
         "no chat-completions API at this path ({said})",
@@ -434,13 +418,11 @@ _PLAIN_STATUS: dict[int, tuple[str, str, str]] = {
         "check params: and the model name in the spec against what the server accepts",
     ),
 }
-"""HTTP status -> (code, message after "HTTP <status> from <url>: ", fix) of the statuses a
-ping explains the same way every time (500: any 5xx; 400: any other 4xx)."""
+"""HTTP status -> (code, message, fix) of plain statuses (500: any 5xx; 400: any other 4xx)."""
 
 
 def _ping_code(status: int, text: str, json_asked: bool) -> str:
-    """The problem code of an HTTP error, by its status AND its body (the run's circuit breaker
-    reads the same classes, :func:`~._http_errors.endpoint_failure`)."""
+    """The problem code of an HTTP error, by its status and its body."""
     kind = endpoint_failure(status, text)
     if kind == "proxy":
         return "proxy_config"
@@ -502,13 +484,11 @@ def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, problem
 
 
 def _key_var(spec: Any) -> str:
-    """The variable holding the key, as a fix names it (never the key itself)."""
     name = spec.endpoint.api_key_env
     return f"${name}" if name else "the key (endpoint.api_key_env names no variable)"
 
 
 def _proxy_fix(spec: Any) -> str:
-    """How to fix a proxy that refused the call from its own configuration."""
     return (
         f"not the model name or params: the proxy itself refused. A LiteLLM proxy with a master"
         f' key and no database takes any other key for a virtual key it cannot check ("No'
@@ -519,7 +499,6 @@ def _proxy_fix(spec: Any) -> str:
 
 
 def _key_fix(spec: Any, where: str) -> str:
-    """How to fix a refused key (HTTP 401, or a body about the key)."""
     fix = f"check that {_key_var(spec)} holds a valid key for this endpoint"
     if spec.endpoint.provider == "azure":
         return fix + " (Azure takes the resource's key, sent as the api-key header)"
@@ -543,7 +522,6 @@ def _json_mode_hint(spec: Any, text: str) -> str:
 
 
 def _url_source(spec: Any) -> str:
-    """Where the URL that was called came from: the spec, or the variable it names."""
     name = spec.endpoint.base_url_env
     if name and os.environ.get(name, "").strip():
         return f"${name} (the variable named by endpoint.base_url_env)"
@@ -563,13 +541,7 @@ def _unparseable_fix(spec: Any, honoured: bool | None) -> str:
 
 
 def _value_in(content: str | None) -> Any:
-    if not content:
-        return None
-    start, end = content.find("{"), content.rfind("}")
-    try:
-        parsed = json.loads(content[start : end + 1]) if start != -1 and end > start else None
-    except ValueError:
-        return None
+    parsed = loose_json(content)
     return parsed.get("value") if isinstance(parsed, dict) else None
 
 

@@ -28,13 +28,8 @@ def freeze_manifest(
     lineage: GoldLineage | None = None,
     sampling: ManifestSampling | None = None,
 ) -> tuple[RunManifest, bool]:
-    """Write the manifest, or check it against an existing one. Returns ``(manifest, resumed)``.
-
-    Refuses to continue a run whose manifest differs: a different candidate, dataset,
-    partition, case list or repeat count is a different run and needs its own directory.
-    ``lineage`` (gold runs): the rubric version, release and per-case field hashes recorded.
-    ``sampling``: the declared plan, its hash and the cases it leaves out.
-    """
+    """Write the manifest, or check it against an existing one (a differing one is refused).
+    Returns ``(manifest, resumed)``."""
     path = RunDir(out_dir).manifest
     if lineage is not None:
         cases = [c.model_copy(update={"gold": lineage.cases.get(c.case_id)}) for c in cases]
@@ -53,7 +48,6 @@ def freeze_manifest(
         sampling=sampling,
     )
     if not path.exists():
-        # A run without a plan writes no ``sampling`` key, so its manifest reads as before.
         unset = {"sampling"} if sampling is None else None
         atomic_write_json(path, proposed.model_dump(mode="json", exclude=unset))
         return proposed, False
@@ -90,7 +84,6 @@ _BOUND = (
     "units",
     "sampling",
 )
-"""The manifest fields a resumed run must match, named when one differs."""
 
 
 def _read_manifest(path: Path) -> RunManifest:
@@ -113,11 +106,8 @@ def _read_manifest(path: Path) -> RunManifest:
 
 
 def run_lineage(judge: object, dataset: GoldDataset, cases: Sequence[GoldCase]) -> GoldLineage:
-    """The gold lineage a run of ``judge`` on ``cases`` of ``dataset`` records.
-
-    A judge that replays results produced elsewhere (``imported``) checks first that they were
-    produced against this gold (``judge.check_gold(dataset)``, which raises when not).
-    """
+    """The gold lineage a run of ``judge`` on ``cases`` records (a replay judge checks first that
+    its results were produced against this gold)."""
     from ..gold import gold_lineage
     from ..judges import ReplayJudge
 

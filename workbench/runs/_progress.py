@@ -1,10 +1,4 @@
-"""Run progress that reads well wherever it goes.
-
-On a terminal, a tqdm bar; in a Jupyter kernel, tqdm's notebook widget. Anywhere else (CI
-logs, ``make demo`` piped to a file, a subprocess whose stderr is captured) a carriage-return
-bar would write one garbled line per refresh, so :class:`LineProgress` writes one plain line
-per 10% instead (and one at the end).
-"""
+"""Run progress: tqdm on a terminal or in a notebook, one plain line per 10% anywhere else."""
 
 from __future__ import annotations
 

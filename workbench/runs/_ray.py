@@ -1,23 +1,10 @@
 """The Ray executor: one run split into N shards, each run by the unchanged engine in a Ray task.
 
-``workbench run ... --executor ray --shards N`` (extra: ``pip install .[ray]``;
-``RunOptions(executor="ray", shards=N)`` in a library call):
-
-1. The driver plans the run as a local run does (:func:`~._engine.plan_partition`: the sampling
-   plan checked and drawn, reserved lanes first), freezes its manifest, the shard plan and each
-   shard's manifest (:mod:`._shards`).
-2. One Ray actor, :class:`GlobalLimits`, holds the budget, the case limit, the circuit breaker,
-   the lanes and a token bucket for every shard: each shard's engine asks it before every call
-   and reports to it after (:class:`RemoteLimits`), so the guarantee of :mod:`._limits` holds
-   for the run as a whole.
-3. Each shard is a Ray task that runs :func:`~._engine.run_items` on its cases in its own
-   directory: the same append-only results, resume and lock as a local run.
-4. The driver merges the shard results and writes the merged ``run.json``, the summary a local
-   run of the same manifest writes. A shard whose worker died leaves the run *incomplete*;
-   re-running the same command resumes every shard, calling no settled case again.
-
-``RAY_ADDRESS`` selects an existing cluster (README, "Scale out with Ray": shared file system,
-the package installed on the workers, the API key variable set in their environment).
+The driver plans and freezes the run as a local run does, plus the shard plan (:mod:`._shards`).
+One actor, :class:`GlobalLimits`, holds the budget, case limit, breaker, lanes and a token
+bucket for every shard, so :mod:`._limits`' guarantee holds for the whole run. The driver
+merges the shard results into the summary a local run writes; a shard whose worker died leaves
+the run *incomplete*, and re-running resumes every shard. ``RAY_ADDRESS`` selects a cluster.
 """
 
 from __future__ import annotations
@@ -73,7 +60,6 @@ RAY_MISSING = (
 
 
 def ray_available() -> bool:
-    """True when ``ray`` can be imported."""
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -83,32 +69,19 @@ def ray_available() -> bool:
 
 @dataclass(frozen=True)
 class ShardLanes:
-    """A sampling plan's lanes for a whole sharded run: what :class:`GlobalLimits` needs.
-
-    The same rules as a local run (:mod:`._limits`), over every shard: reserved units of any
-    shard start before any lower-lane call of any shard, and each reserved slice's hold is kept
-    from every shard's lower lanes while the slice has unfinished units anywhere.
-    """
+    """A sampling plan's lanes over every shard (the rules of :mod:`._limits`)."""
 
     priority: dict[str, int]
-    """slice -> lane (0 reserved, 1 lower), :func:`workbench.sampling.plan_lanes`."""
     holds: dict[str, float]
-    """slice -> US dollars held for it while it has unfinished units."""
     units: dict[int, dict[str, int]]
-    """Per shard, per slice: the units this invocation runs (settled ones left out)."""
+    """Per shard, per slice: the units this invocation runs."""
     spent: dict[str, float]
-    """Per slice: the spend recorded before this invocation, over every shard."""
 
 
 class GlobalLimits:
-    """The Ray actor behind every shard's limits: budget, case limit, breaker, lanes, token bucket.
-
-    It wraps one :class:`~._limits.Limits` (the local engine's rules, unchanged) on the actor's
-    event loop, and adds a token bucket: ``calls_per_second`` tokens a second, at most one
-    saved. A call starts only once it is admitted *and* has taken a token, so in any window of
-    ``t`` seconds at most ``1 + calls_per_second * t`` calls start, over all shards.
-    Under a sampling plan (``lanes``) it also holds the lanes of every shard.
-    """
+    """The Ray actor behind every shard's limits: one :class:`~._limits.Limits` plus a token
+    bucket (``calls_per_second``, at most one saved: at most ``1 + rate * t`` calls start in
+    ``t`` seconds, over all shards)."""
 
     def __init__(
         self,
@@ -149,13 +122,11 @@ class GlobalLimits:
         self.bucket: asyncio.Lock | None = None
         self.calls = 0
         self.max_out: int | None = observed_out
-        """The largest output any call of the run reported in this invocation, any shard."""
+        # per shard: (reservation, lane) of calls in flight; open and unstarted reserved units
         self.held: dict[int, list[tuple[float, str | None]]] = {}
-        """Per shard: (reservation, lane) of its calls in flight, released if its worker dies."""
         self.open: dict[int, Counter[str]] = (
             {shard: Counter(units) for shard, units in lanes.units.items()} if lanes else {}
         )
-        """Per shard, per slice: its units not finished yet (under a sampling plan)."""
         self.unstarted: dict[int, int] = (
             {
                 shard: sum(n for name, n in units.items() if self._reserved(name))
@@ -164,7 +135,6 @@ class GlobalLimits:
             if lanes
             else {}
         )
-        """Per shard: its reserved units not started yet (under a sampling plan)."""
 
     def _reserved(self, lane: str | None) -> bool:
         priority = self.limits.priority
@@ -208,12 +178,8 @@ class GlobalLimits:
         first_call: bool,
         lane: str | None = None,
     ) -> tuple[bool, dict[str, Any]]:
-        """Admit a call as :meth:`Limits.admit` does, its expected cost priced with the run's
-        largest output.
-
-        Under a budget the probe (the invocation's first call) settles first, so a shard's first
-        call is priced with the output the probe reported, not the full cap.
-        """
+        """:meth:`Limits.admit`, the expected cost priced with the run's largest output (under a
+        budget after the probe settled)."""
         lim = self.limits
         if lim.budget_usd is not None:
             async with lim.cond:
@@ -251,7 +217,6 @@ class GlobalLimits:
         tokens_out: int | None = None,
         lane: str | None = None,
     ) -> dict[str, Any]:
-        """Release a call's reservation and record its cost and outcome (:meth:`Limits.settle`)."""
         if tokens_out is not None and tokens_out > 0:
             self.max_out = tokens_out if self.max_out is None else max(self.max_out, tokens_out)
         held = self.held.get(shard, [])
@@ -269,7 +234,6 @@ class GlobalLimits:
         return self._state()
 
     async def unit_done(self, shard: int, lane: str | None, started: bool) -> None:
-        """A unit of ``lane`` on ``shard`` is finished (:meth:`Limits.unit_done`)."""
         if shard not in self.open:  # no lanes, or the shard was released
             return
         await self.limits.unit_done(lane, started=started)
@@ -279,12 +243,7 @@ class GlobalLimits:
             self.unstarted[shard] -= 1
 
     async def release(self, shard: int) -> dict[str, Any]:
-        """A shard's task ended: free the reservations of its calls still in flight and the lanes
-        of its unfinished units (a worker that died), so the other shards go on.
-
-        What those calls cost is unknown (never recorded); the recorded spend is what a resume
-        starts from, as after a crash of a local run.
-        """
+        """A shard's task ended: free its calls' reservations and its lanes (a dead worker's)."""
         held = self.held.pop(shard, [])
         open_units = self.open.pop(shard, Counter())
         unstarted = self.unstarted.pop(shard, 0)
@@ -303,17 +262,11 @@ class GlobalLimits:
         return self._state()
 
     async def state(self) -> dict[str, Any]:
-        """The shared figures: spend, reservations, calls in flight and started, the stop."""
         return self._state()
 
 
 class RemoteLimits(Limits):
-    """A shard's limits: every decision is the :class:`GlobalLimits` actor's (same interface).
-
-    Calls report their usage to the actor, which prices every call's expected cost with the
-    largest output reported by any shard (as a local run does with its own calls). Under a
-    sampling plan, admissions, settlements and finished units carry their lane to the actor.
-    """
+    """A shard's limits: every decision is the :class:`GlobalLimits` actor's."""
 
     def __init__(self, actor: Any, shard: int, *args: Any, **settings: Any) -> None:
         super().__init__(*args, **settings)
@@ -375,23 +328,15 @@ class _ShardTask:
     gold: str
     partition: str
     options: RunOptions
-    """The run's options; a shard's task gets its share of the concurrency, executor local."""
     sampling: dict[str, Any] | None = None
-    """The sampling plan's record frozen in the run's manifest, as JSON."""
     sampling_source: str | None = None
     out: str = ""
-    """The run directory (a shard runs in its own directory below it)."""
     index: int = 0
     case_ids: list[str] = field(default_factory=list)
 
 
 def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
-    """One shard, in a Ray worker: the engine on the shard's cases, limits from ``actor``.
-
-    Under a sampling plan (``task.sampling``, the manifest's record) the shard runs with the
-    plan's lanes, as a local run does. Returns ``{"summary": ...}`` or ``{"problems": [...]}``
-    (a :class:`WorkbenchError`).
-    """
+    """One shard, in a Ray worker: ``{"summary": ...}`` or ``{"problems": [...]}``."""
     out = RunDir(task.out).shard(task.index).path
     out.mkdir(parents=True, exist_ok=True)
     worker = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -432,7 +377,7 @@ def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
 
 
 def _connect() -> bool:
-    """Connect to ``RAY_ADDRESS``, or start a local Ray; True when this call started it."""
+    """Connect to ``RAY_ADDRESS`` or start a local Ray; True when this call started it."""
     import ray
 
     if ray.is_initialized():
@@ -500,15 +445,10 @@ def run_candidate_ray(
     sampling: SamplingPlan | None = None,
     sampling_source: str | None = None,
 ) -> RunSummary:
-    """Run the candidate at ``candidate`` (a spec path) over ``partition`` of ``gold`` in
-    ``options.shards`` Ray tasks (``options.executor`` must be ``ray``).
+    """Run the candidate spec over ``partition`` of ``gold`` in ``options.shards`` Ray tasks.
 
-    ``options.concurrency`` is the total: each shard runs ``ceil(concurrency / shards)`` calls
-    at once. ``budget_usd``, ``max_cases`` and ``calls_per_second`` hold for all shards
-    together. ``sampling``: a declared plan, as for :func:`~._engine.run_candidate`: checked,
-    drawn and frozen in the manifest by the driver; the sampled cases are sharded, and the
-    plan's lanes (reserved slices first, their holds) hold over every shard. Held-out data is
-    refused (certification runs locally, once).
+    ``concurrency``, ``budget_usd``, ``max_cases`` and ``calls_per_second`` hold for all shards
+    together; ``sampling`` as for :func:`~._engine.run_candidate`. Held-out data is refused.
     """
     if options.check().executor != "ray":
         raise refusal(
@@ -562,7 +502,6 @@ def _drive(
     out: Path,
     task: _ShardTask,
 ) -> RunSummary:
-    """Freeze the manifest and the shard plan, run the shards, merge and summarize."""
     options = task.options
     plan = _Plan(
         planned.part,
@@ -620,8 +559,7 @@ def _drive(
 def _read_shards(
     out: Path, by_shard: list[list[str]], items: list[WorkItem], judge: Judge, retry_errors: bool
 ) -> tuple[Recorded, dict[int, dict[str, int]]]:
-    """What every shard's results hold (a torn last line repaired first): spend and outputs over
-    all shards, and per shard, per slice, the units this invocation runs."""
+    """What every shard's results hold, and per shard, per slice, the units still to run."""
     recorded, units = Recorded(), {}
     for index, case_ids in enumerate(by_shard):
         ids = set(case_ids)
@@ -641,11 +579,8 @@ def _read_shards(
 def _run_shards(
     out: Path, by_shard: list[list[str]], task: _ShardTask, limits_args: tuple[Any, ...]
 ) -> tuple[dict[int, dict[str, Any]], list[str], dict[str, Any]]:
-    """Start the limits actor and one task per shard with cases; wait for every one.
-
-    Returns each finished shard's answer, a warning per shard that did not finish (its worker
-    died) and the actor's final state.
-    """
+    """Run the limits actor and one task per shard with cases: each finished shard's answer, a
+    warning per shard that died, and the actor's final state."""
     import ray
 
     active = [i for i, ids in enumerate(by_shard) if ids]
@@ -696,7 +631,6 @@ def _merged_summary(
     warnings: list[str],
     final: dict[str, Any],
 ) -> RunSummary:
-    """The run's summary from the merged results, as a local run of the manifest writes it."""
     summaries = [
         RunSummary.model_validate(a["summary"])
         for _, a in sorted(results.items())
