@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from .._io import sha256_text
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..results import JudgeIdentity
 from ._code import code_coverage
 from ._input import JudgeInput
@@ -25,34 +25,32 @@ def import_metric(
     name = spec.function or ""
     module_name, _, attribute = name.partition(":")
     if not module_name or not attribute:
-        problem = Problem(
-            location=loc,
-            code="function_missing",
-            message=f"a {spec.kind} candidate needs function: 'module:attribute'",
-            fix=f"set function to the import path of a {decorator}, e.g. {example}",
+        missing = problem(
+            loc,
+            "function_missing",
+            f"a {spec.kind} candidate needs function: 'module:attribute'",
+            f"set function to the import path of a {decorator}, e.g. {example}",
         )
-        raise WorkbenchError("invalid candidate", [*problems, problem])
+        raise WorkbenchError("invalid candidate", [*problems, missing])
     try:
         module = importlib.import_module(module_name)
         return getattr(module, attribute), module
     except (ImportError, AttributeError) as exc:
-        problem = Problem(
-            location=loc,
-            code="function_unresolved",
-            message=f"cannot import {name!r} ({exc})",
-            fix="check the module path and attribute name, and that the module is importable",
+        unresolved = problem(
+            loc,
+            "function_unresolved",
+            f"cannot import {name!r} ({exc})",
+            "check the module path and attribute name, and that the module is importable",
         )
-        raise WorkbenchError("invalid candidate", [*problems, problem]) from None
+        raise WorkbenchError("invalid candidate", [*problems, unresolved]) from None
 
 
 def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem]:
-    def problem(code: str, message: str, fix: str) -> Problem:
-        return Problem(location=loc, code=code, message=message, fix=fix)
-
     allowed = getattr(metric, "allowed_values", None)
     if not hasattr(metric, "ascore") or not isinstance(allowed, list | tuple):
         return [
             problem(
+                loc,
                 "function_not_metric",
                 f"{spec.function!r} is not a Ragas discrete or numeric metric",
                 "decorate the function with ragas.metrics.discrete_metric(allowed_values=[...])"
@@ -65,6 +63,7 @@ def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem
             if spec.threshold is not None
             else [
                 problem(
+                    loc,
                     "threshold_missing",
                     f"{spec.function!r} returns scores; the candidate needs a threshold to turn"
                     " them into labels",
@@ -76,6 +75,7 @@ def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem
     unknown = [v for v in allowed if v not in spec.labels]
     return [
         problem(
+            loc,
             "labels_mismatch",
             f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}",
             "make the metric's allowed_values a subset of the spec's labels",

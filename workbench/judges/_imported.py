@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import sha256_file
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ..results import JudgeResult, read_results
 from ._input import JudgeInput
 from ._registry import CaseRef, NotAvailable, Verdict, make_identity
@@ -30,31 +30,23 @@ class ImportedJudge:
         self.spec = spec
         loc = str(spec_path)
         if not spec.results:
-            raise WorkbenchError(
+            raise refusal(
                 "invalid candidate",
-                [
-                    Problem(
-                        location=loc,
-                        code="results_missing",
-                        message="an imported candidate needs results: <path to results.jsonl>",
-                        fix="point results at a judge-result file, relative to the spec",
-                    )
-                ],
+                loc,
+                "results_missing",
+                "an imported candidate needs results: <path to results.jsonl>",
+                "point results at a judge-result file, relative to the spec",
             )
         self.results_path = (spec_path.parent / spec.results).resolve()
         lines = read_results(self.results_path)  # raises with every contract violation
         fingerprints = {line.result.judge_fingerprint for line in lines}
         if len(fingerprints) > 1:
-            raise WorkbenchError(
+            raise refusal(
                 "invalid candidate",
-                [
-                    Problem(
-                        location=str(self.results_path),
-                        code="mixed_judges",
-                        message=f"the file holds results of {len(fingerprints)} judges",
-                        fix="import one judge per candidate; split the file by judge_fingerprint",
-                    )
-                ],
+                str(self.results_path),
+                "mixed_judges",
+                f"the file holds results of {len(fingerprints)} judges",
+                "import one judge per candidate; split the file by judge_fingerprint",
             )
         self._latest: dict[tuple[str, int], tuple[int, JudgeResult]] = {}
         self.lineages: Counter[tuple[str | None, str | None]] = Counter()  # (dataset, rubric)

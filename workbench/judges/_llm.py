@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..results import has_reason as has_reason  # the judges face re-exports it
 from ._http_errors import endpoint_failure, status_text
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
@@ -118,26 +118,22 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
     target = (spec_path.parent / prompt_file).resolve()  # follows symlinks and '..'
     if not target.is_relative_to(folder):
         return "", [
-            Problem(
-                location=loc,
-                code="prompt_file_outside",
-                message=(
-                    f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder"
-                    f" {folder}"
-                ),
-                fix=(
-                    "keep the prompt file in the spec's folder or below it (no '..', absolute paths"
-                    " or symlinks out), so the spec and its prompt are versioned together"
-                ),
+            problem(
+                loc,
+                "prompt_file_outside",
+                f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder"
+                f" {folder}",
+                "keep the prompt file in the spec's folder or below it (no '..', absolute paths"
+                " or symlinks out), so the spec and its prompt are versioned together",
             )
         ]
     if not target.exists():
         return "", [
-            Problem(
-                location=loc,
-                code="prompt_file_missing",
-                message=f"prompt_file {prompt_file!r} does not exist",
-                fix="create the prompt file next to the spec or correct the path",
+            problem(
+                loc,
+                "prompt_file_missing",
+                f"prompt_file {prompt_file!r} does not exist",
+                "create the prompt file next to the spec or correct the path",
             )
         ]
     try:
@@ -148,11 +144,11 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
         return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
         return "", [
-            Problem(
-                location=str(target),
-                code="prompt_encoding",
-                message=f"the prompt file is not valid UTF-8 (byte {exc.start})",
-                fix="save the prompt file as UTF-8",
+            problem(
+                str(target),
+                "prompt_encoding",
+                f"the prompt file is not valid UTF-8 (byte {exc.start})",
+                "save the prompt file as UTF-8",
             )
         ]
 
@@ -197,32 +193,26 @@ def _base_url(spec: CandidateSpec, loc: str) -> tuple[str | None, list[Problem]]
         url = endpoint.resolved_base_url()
     except ValueError as exc:
         return None, [
-            Problem(
-                location=loc,
-                code="base_url_env_invalid",
-                message=f"endpoint.base_url_env: {exc}",
-                fix=(
-                    f"export {endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use"
-                    " endpoint.base_url"
-                ),
+            problem(
+                loc,
+                "base_url_env_invalid",
+                f"endpoint.base_url_env: {exc}",
+                f"export {endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use"
+                " endpoint.base_url",
             )
         ]
     name = endpoint.base_url_env
     if not name or url is not None:
         return url, []
     return None, [
-        Problem(
-            location=loc,
-            code="base_url_unset",
-            message=(
-                f"endpoint.base_url_env names ${name}, which is not set, and the spec has no"
-                " base_url: there is no endpoint to call"
-            ),
-            fix=(
-                f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench"
-                f" fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() /"
-                " serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)"
-            ),
+        problem(
+            loc,
+            "base_url_unset",
+            f"endpoint.base_url_env names ${name}, which is not set, and the spec has no"
+            " base_url: there is no endpoint to call",
+            f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench"
+            f" fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() /"
+            " serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)",
         )
     ]
 
@@ -269,13 +259,11 @@ class LLMJudge:
         """The prompt template, its placeholders, and every problem with model and prompt."""
         loc = str(spec_path)
 
-        def problem(code: str, message: str, fix: str) -> Problem:
-            return Problem(location=loc, code=code, message=message, fix=fix)
-
         problems: list[Problem] = []
         if not spec.model:
             problems.append(
                 problem(
+                    loc,
                     "model_missing",
                     "a ragas-llm candidate needs a model",
                     "set model: to the evaluator model name the endpoint serves",
@@ -284,6 +272,7 @@ class LLMJudge:
         if self.needs_prompt and bool(spec.prompt) == bool(spec.prompt_file):
             problems.append(
                 problem(
+                    loc,
                     "prompt_missing",
                     "give exactly one of prompt (inline) or prompt_file",
                     "put the judge prompt template inline under prompt:, or in a file named by"
@@ -299,6 +288,7 @@ class LLMJudge:
         except ValueError as exc:
             problems.append(
                 problem(
+                    loc,
                     "prompt_invalid",
                     f"the prompt template is not a valid format string ({exc})",
                     "double literal braces: {{ and }}",
@@ -313,27 +303,23 @@ class LLMJudge:
         problems: list[Problem] = []
         if malformed:
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_placeholder_syntax",
-                    message=(
-                        f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders"
-                        " are allowed (no format specs, conversions, attribute or index access)"
-                    ),
-                    fix=(
-                        "write placeholders as {response}, {user_input} ...; double literal braces:"
-                        " {{ and }}"
-                    ),
+                problem(
+                    loc,
+                    "prompt_placeholder_syntax",
+                    f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders"
+                    " are allowed (no format specs, conversions, attribute or index access)",
+                    "write placeholders as {response}, {user_input} ...; double literal braces:"
+                    " {{ and }}",
                 )
             )
         unknown = sorted(set(used) - self.allowed_placeholders)
         if unknown:
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_placeholder",
-                    message=f"the prompt uses {unknown}, which are not judge-visible fields",
-                    fix="use only "
+                problem(
+                    loc,
+                    "prompt_placeholder",
+                    f"the prompt uses {unknown}, which are not judge-visible fields",
+                    "use only "
                     + ", ".join(sorted(self.allowed_placeholders))
                     + "; labels and reviews can never reach a prompt",
                 )
@@ -341,11 +327,11 @@ class LLMJudge:
         required = self.required_placeholder
         if required and required not in used and not problems and template:
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_no_response",
-                    message=f"the prompt never shows {{{required}}}, the thing under judgment",
-                    fix=f"add {{{required}}} to the prompt template",
+                problem(
+                    loc,
+                    "prompt_no_response",
+                    f"the prompt never shows {{{required}}}, the thing under judgment",
+                    f"add {{{required}}} to the prompt template",
                 )
             )
         return problems
@@ -355,14 +341,12 @@ class LLMJudge:
         if not name or os.environ.get(name):
             return []
         return [
-            Problem(
-                location=loc,
-                code="api_key_missing",
-                message=f"the environment variable {name} is not set",
-                fix=(
-                    f"export {name}=<your key> (keys are read from the environment and never"
-                    " written to any file)"
-                ),
+            problem(
+                loc,
+                "api_key_missing",
+                f"the environment variable {name} is not set",
+                f"export {name}=<your key> (keys are read from the environment and never"
+                " written to any file)",
             )
         ]
 
@@ -381,9 +365,7 @@ class LLMJudge:
             if key in template and spec.prompt_file:
                 found.append(("prompt_file", f"the value of ${self.api_key_env}"))
         return [
-            Problem(
-                location=loc, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX
-            )
+            problem(loc, "secret_in_spec", f"{field} holds {what}", SECRET_FIX)
             for field, what in found
         ]
 
@@ -581,55 +563,34 @@ class LLMJudge:
     async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: Exchange) -> Verdict:
         import openai
 
+        url = self.display_url
+        failed: tuple[str, str, bool, str | None]
         try:
             llm = self._llm()
             # a guard above the HTTP timeout, for anything that hangs outside httpx
             async with asyncio.timeout(self.spec.endpoint.timeout_s * self.guard_calls + 5):
                 result = await self._score(llm, judge_input, ref)
         except openai.RateLimitError as exc:
-            return self._failed(
-                exchange,
-                "rate_limited",
-                f"HTTP 429 from {self.display_url}: {_api_message(exc)}",
-                retryable=True,
-            )
+            failed = ("rate_limited", f"HTTP 429 from {url}: {_api_message(exc)}", True, None)
         except openai.APITimeoutError:
-            return self._failed(
-                exchange,
-                "timeout",
-                f"no response from {self.display_url} within {self.spec.endpoint.timeout_s:g} s",
-                retryable=True,
-            )
+            limit = self.spec.endpoint.timeout_s
+            failed = ("timeout", f"no response from {url} within {limit:g} s", True, None)
         except openai.APIConnectionError as exc:
-            return self._failed(
-                exchange,
-                "provider_error",
-                f"connection to {self.display_url} failed: {_cause(exc)}",
-                retryable=True,
-                endpoint_failure="connection",
-            )
+            message = f"connection to {url} failed: {_cause(exc)}"
+            failed = ("provider_error", message, True, "connection")
         except openai.APIStatusError as exc:
             status = exc.status_code
-            retryable = status >= 500 or status in (408, 409)
-            failure = endpoint_failure(status, status_text(exc))
-            return self._failed(
-                exchange,
-                "provider_error",
-                f"HTTP {status} from {self.display_url}: {_api_message(exc)}",
-                retryable=retryable,
-                endpoint_failure=failure,
-            )
+            message = f"HTTP {status} from {url}: {_api_message(exc)}"
+            broke = endpoint_failure(status, status_text(exc))
+            failed = ("provider_error", message, status >= 500 or status in (408, 409), broke)
         except TimeoutError:
-            return self._failed(
-                exchange,
-                "timeout",
-                "the call did not finish within the guard timeout",
-                retryable=True,
-            )
+            failed = ("timeout", "the call did not finish within the guard timeout", True, None)
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
             kind, message = self._classify_output_failure(exchange, exc)
-            return self._failed(exchange, kind, message, retryable=kind in RETRYABLE_ANSWER_KINDS)
-        return self._interpret(result, exchange, judge_input, ref)
+            failed = (kind, message, kind in RETRYABLE_ANSWER_KINDS, None)
+        else:
+            return self._interpret(result, exchange, judge_input, ref)
+        return self._failed(exchange, *failed[:2], retryable=failed[2], endpoint_failure=failed[3])
 
     def _answer_failure(
         self, exchange: Exchange, exc: Exception

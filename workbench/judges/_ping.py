@@ -21,7 +21,7 @@ from pydantic import Field
 
 from .._record import Record
 from .._redact import redact
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, problem, refusal
 from ._http_errors import MODEL_MISSING, endpoint_failure, status_text
 from ._input import JudgeInput
 from ._llm import (
@@ -165,16 +165,12 @@ async def aping(spec_path: str | Path) -> PingResult:
     spec, path = load_spec(spec_path)
     judge = build_judge(spec, path)
     if type(judge) is not LLMJudge:
-        raise WorkbenchError(
+        raise refusal(
             "cannot ping this candidate",
-            [
-                Problem(
-                    location=str(path),
-                    code="ping_kind",
-                    message=f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}",
-                    fix="ping a ragas-llm candidate that uses the same endpoint, model and params",
-                )
-            ],
+            str(path),
+            "ping_kind",
+            f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}",
+            "ping a ragas-llm candidate that uses the same endpoint, model and params",
         )
     exchange = Exchange()
     token = _CURRENT.set(exchange)
@@ -209,7 +205,7 @@ class _Findings:
     def problem(self, code: str, message: str, fix: str) -> None:
         one_line = " ".join(redact(message, self.judge.secrets()).split())  # may span lines
         where = self.url or str(self.judge.spec.label)
-        self.problems.append(Problem(location=where, code=code, message=one_line, fix=fix))
+        self.problems.append(problem(where, code, one_line, fix))
 
     def parsed_value(self, value: Any) -> None:
         self.parsed = True
@@ -434,53 +430,41 @@ def _ping_code(status: int, text: str, json_asked: bool) -> str:
         return "model_not_found"
     if status == 403:
         return "forbidden"
-    return _PLAIN_STATUS.get(status, _PLAIN_STATUS[500 if status >= 500 else 400])[0]
+    return (_PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400])[0]
 
 
 def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, problem: Any) -> None:
     status, text, said = error.status_code, status_text(error), _api_message(error)
-    head = f"HTTP {status} from {where}:"
     code = _ping_code(status, text, json_asked)
-    if code == "proxy_config":
-        problem(
-            code,
-            f"{head} the proxy refused the call from its own configuration, before any model"
-            f" ({said})",
+    azure = spec.endpoint.provider == "azure"
+    what = f"deployment {spec.endpoint.deployment!r}" if azure else f"model {spec.model!r}"
+    plain = _PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400]
+    explained = {
+        "proxy_config": (
+            f"the proxy refused the call from its own configuration, before any model ({said})",
             _proxy_fix(spec),
-        )
-    elif code == "unauthorized":
-        problem(code, f"{head} the key was refused ({said})", _key_fix(spec, where))
-    elif code == "forbidden":
-        problem(
-            code,
-            f"{head} {said}",
+        ),
+        "unauthorized": (f"the key was refused ({said})", _key_fix(spec, where)),
+        "forbidden": (
+            said,
             f"the key in {_key_var(spec)} is valid but may not use this model or deployment:"
             " check its permissions, project or quota, or use a key that may",
-        )
-    elif code == "no_json_mode":
-        problem(
-            code,
-            f"{head} the endpoint refuses response_format json_object ({said})",
+        ),
+        "no_json_mode": (
+            f"the endpoint refuses response_format json_object ({said})",
             "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is"
             " asked for in a ```json block) in a new candidate version, or enable JSON mode on the"
             f" server{_json_mode_hint(spec, text)}",
-        )
-    elif code == "model_not_found":
-        what = (
-            f"deployment {spec.endpoint.deployment!r}"
-            if spec.endpoint.provider == "azure"
-            else f"model {spec.model!r}"
-        )
-        problem(
-            code,
-            f"{head} the endpoint does not serve {what} ({said})",
+        ),
+        "model_not_found": (
+            f"the endpoint does not serve {what} ({said})",
             "correct model: in a new candidate version, to a name the server lists at GET"
             " <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its"
             " config; Azure: endpoint.deployment, the deployment name, not the model name)",
-        )
-    else:
-        plain = _PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400]
-        problem(code, f"{head} {plain[1].format(said=said)}", plain[2])
+        ),
+    }
+    message, fix = explained.get(code, (plain[1].format(said=said), plain[2]))
+    problem(code, f"HTTP {status} from {where}: {message}", fix)
 
 
 def _key_var(spec: Any) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._io import sha256_json
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..results import EvaluatorError, JudgeIdentity
 from ._spec import CandidateSpec, load_spec
 
@@ -208,9 +208,9 @@ def available_kinds() -> list[str]:
 def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     entry = _KINDS.get(kind)
     if entry is None:
-        raise _refused(
+        raise refusal(
             "unknown judge kind",
-            spec_path,
+            str(spec_path),
             "unknown_kind",
             f"unknown judge kind {kind!r}",
             "use one of " + ", ".join(available_kinds()),
@@ -221,9 +221,9 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     try:
         factory: JudgeFactory = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
-        raise _refused(
+        raise refusal(
             "judge kind unavailable",
-            spec_path,
+            str(spec_path),
             "kind_unavailable",
             f"judge kind {kind!r} is declared as {entry.target!r}, which cannot be loaded ({exc})",
             "install the package that provides the kind, or correct its declaration",
@@ -231,12 +231,6 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     if _KINDS.get(kind) == entry:  # importing it may have registered the factory already
         _KINDS[kind] = dataclasses.replace(entry, target=factory)
     return factory
-
-
-def _refused(summary: str, path: Path, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        summary, [Problem(location=str(path), code=code, message=message, fix=fix)]
-    )
 
 
 @functools.cache

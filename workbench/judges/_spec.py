@@ -30,7 +30,7 @@ from .._docs import add_field_docs
 from .._load import read_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from .._redact import find_secrets
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 
 CANDIDATE_SCHEMA_VERSION = 1
 
@@ -349,12 +349,7 @@ SECRET_FIX = (
 def secret_problems(raw: Any, location: str) -> list[Problem]:
     """One ``secret_in_spec`` problem per field of a spec that holds something secret-looking."""
     return [
-        Problem(
-            location=location,
-            code="secret_in_spec",
-            message=f"{field} holds {what}",
-            fix=SECRET_FIX,
-        )
+        problem(location, "secret_in_spec", f"{field} holds {what}", SECRET_FIX)
         for field, what in find_secrets(raw)
     ]
 
@@ -364,29 +359,21 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     path = Path(path)
     loc = str(path)
     if not path.exists():
-        raise WorkbenchError(
+        raise refusal(
             "no candidate",
-            [
-                Problem(
-                    location=loc,
-                    code="candidate_missing",
-                    message="the candidate spec does not exist",
-                    fix="point --candidate at data/candidates/<name>@<version>.yaml",
-                )
-            ],
+            loc,
+            "candidate_missing",
+            "the candidate spec does not exist",
+            "point --candidate at data/candidates/<name>@<version>.yaml",
         )
     raw = read_yaml(path, prefix="candidate")
     if not isinstance(raw, dict):
-        raise WorkbenchError(
+        raise refusal(
             "unreadable candidate",
-            [
-                Problem(
-                    location=loc,
-                    code="candidate_shape",
-                    message="the spec must be a YAML mapping",
-                    fix="write the spec as key: value pairs",
-                )
-            ],
+            loc,
+            "candidate_shape",
+            "the spec must be a YAML mapping",
+            "write the spec as key: value pairs",
         )
     secrets = secret_problems(raw, loc)
     if secrets:  # before validation, so no error message can echo the value
@@ -396,11 +383,11 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError(
             "invalid candidate",
             [
-                Problem(
-                    location=loc,
-                    code="non_finite_number",
-                    message=f"{where[5:]} is {NON_FINITE}",
-                    fix="write a finite number",
+                problem(
+                    loc,
+                    "non_finite_number",
+                    f"{where[5:]} is {NON_FINITE}",
+                    "write a finite number",
                 )
                 for where in bad
             ],
@@ -423,16 +410,12 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
     expected = spec.label
     if path.stem != expected:
-        raise WorkbenchError(
+        raise refusal(
             "invalid candidate",
-            [
-                Problem(
-                    location=loc,
-                    code="candidate_filename",
-                    message=f"file name {path.name!r} does not match name@version {expected!r}",
-                    fix=f"rename the file to {expected}.yaml so versions cannot be confused",
-                )
-            ],
+            loc,
+            "candidate_filename",
+            f"file name {path.name!r} does not match name@version {expected!r}",
+            f"rename the file to {expected}.yaml so versions cannot be confused",
         )
     return spec, path
 
@@ -440,17 +423,13 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
 def _retries_problem(err: Any, _where: str, loc: str) -> list[Problem] | None:
     if tuple(err["loc"]) == ("endpoint", "max_retries") and err["type"] == "less_than_equal":
         return [
-            Problem(
-                location=loc,
-                code="max_retries_too_high",
-                message=(
-                    f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT}"
-                    " retries are allowed"
-                ),
-                fix=(
-                    f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing"
-                    " that often needs attention, not more calls"
-                ),
+            problem(
+                loc,
+                "max_retries_too_high",
+                f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT}"
+                " retries are allowed",
+                f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing"
+                " that often needs attention, not more calls",
             )
         ]
     return None
@@ -484,30 +463,24 @@ def derive_spec(
     undeclared = [k for k in inferred if k not in declared]
     if undeclared:
         problems.append(
-            Problem(
-                location=loc,
-                code="undeclared_change",
-                message=(
-                    f"the new version changes {', '.join(undeclared)}, which changes={declared}"
-                    " does not declare"
-                ),
-                fix="declare every change (changes=[...]), or change only what is declared",
+            problem(
+                loc,
+                "undeclared_change",
+                f"the new version changes {', '.join(undeclared)}, which changes={declared}"
+                " does not declare",
+                "declare every change (changes=[...]), or change only what is declared",
             )
         )
     if len(declared) > 1 and not allow_multiple:
         problems.append(
-            Problem(
-                location=loc,
-                code="derive_multiple_changes",
-                message=(
-                    f"the new version changes {len(declared)} things at once"
-                    f" ({', '.join(declared)}): a difference in verdicts could not be attributed to"
-                    " one of them"
-                ),
-                fix=(
-                    "derive one change per version, or pass allow_multiple=True to record a"
-                    " multi-change version deliberately"
-                ),
+            problem(
+                loc,
+                "derive_multiple_changes",
+                f"the new version changes {len(declared)} things at once"
+                f" ({', '.join(declared)}): a difference in verdicts could not be attributed to"
+                " one of them",
+                "derive one change per version, or pass allow_multiple=True to record a"
+                " multi-change version deliberately",
             )
         )
     if problems:
@@ -531,12 +504,12 @@ def _changed(
         if kind is None:
             near = closest(name, ["prompt", "description", "changes", *_DERIVABLE])
             problems.append(
-                Problem(
-                    location=loc,
-                    code="derive_field",
-                    message=f"{name!r} is not a field a new version may change"
+                problem(
+                    loc,
+                    "derive_field",
+                    f"{name!r} is not a field a new version may change"
                     + (f"; did you mean {near!r}?" if near else ""),
-                    fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
+                    "change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
                 )
             )
             continue
@@ -557,11 +530,11 @@ def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
     problems: list[Problem] = []
     if target.exists():
         problems.append(
-            Problem(
-                location=str(target),
-                code="version_exists",
-                message=f"{spec.label} already exists",
-                fix="candidate versions are immutable: choose a new version",
+            problem(
+                str(target),
+                "version_exists",
+                f"{spec.label} already exists",
+                "candidate versions are immutable: choose a new version",
             )
         )
     data = spec.model_dump(mode="json", exclude_defaults=True)
@@ -570,11 +543,11 @@ def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
         prompt_rel = f"prompts/{spec.name}@{spec.version}.md"
         if (directory / prompt_rel).exists():
             problems.append(
-                Problem(
-                    location=str(directory / prompt_rel),
-                    code="version_exists",
-                    message="the prompt file for this version already exists",
-                    fix="choose a new version",
+                problem(
+                    str(directory / prompt_rel),
+                    "version_exists",
+                    "the prompt file for this version already exists",
+                    "choose a new version",
                 )
             )
         data.pop("prompt", None)

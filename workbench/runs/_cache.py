@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ..results import REQUIRED_SINCE_V2, RESULT_SCHEMA_VERSION, JudgeResult
 
 
@@ -57,19 +57,13 @@ class VerdictCache:
             raise self._corrupt(not_utf8[0])
 
     def _corrupt(self, number: int) -> WorkbenchError:
-        return WorkbenchError(
+        return refusal(
             "unreadable verdict cache",
-            [
-                Problem(
-                    location=f"{self.path}:{number}",
-                    code="cache_corrupt",
-                    message=f"line {number} of the verdict cache is not a cache entry",
-                    fix=(
-                        "delete this cache file (it only holds verdicts that can be recomputed), or"
-                        " run with --no-cache"
-                    ),
-                )
-            ],
+            f"{self.path}:{number}",
+            "cache_corrupt",
+            f"line {number} of the verdict cache is not a cache entry",
+            "delete this cache file (it only holds verdicts that can be recomputed), or"
+            " run with --no-cache",
         )
 
     def get(self, request_key: str, repeat: int) -> JudgeResult | None:

@@ -26,7 +26,7 @@ from filelock import FileLock, Timeout
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
 from .._record import LooseRecord
 from .._redact import redact, redact_values
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess
 from ..judges import (
@@ -209,15 +209,13 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     return found
 
 
-def _corrupt(path: Path, number: int, problem: str) -> Problem:
-    return Problem(
-        location=f"{path}:{number}",
-        code="results_corrupt",
-        message=f"line {number} of the run's results cannot be resumed from: {problem}",
-        fix=(
-            "restore results.jsonl from a copy, or move the run directory aside and run into a"
-            " new --out (a torn last line alone is repaired automatically)"
-        ),
+def _corrupt(path: Path, number: int, why: str) -> Problem:
+    return problem(
+        f"{path}:{number}",
+        "results_corrupt",
+        f"line {number} of the run's results cannot be resumed from: {why}",
+        "restore results.jsonl from a copy, or move the run directory aside and run into a"
+        " new --out (a torn last line alone is repaired automatically)",
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .._io import atomic_write_json, read_json_file
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..gold import GoldCase, GoldDataset, GoldLineage
 from ..results import JudgeIdentity, ManifestCase, ManifestSampling, ManifestUnit, RunManifest
 from ._rundir import RunDir
@@ -54,22 +54,13 @@ def freeze_manifest(
     existing = _read_manifest(path)
     if existing.content_sha256() != proposed.content_sha256():
         changed = [n for n in _BOUND if getattr(existing, n) != getattr(proposed, n)]
-        raise WorkbenchError(
+        raise refusal(
             "refusing to resume: the run manifest changed",
-            [
-                Problem(
-                    location=str(path),
-                    code="manifest_changed",
-                    message=(
-                        "this directory holds a run with a different"
-                        f" {', '.join(changed) or 'content'}"
-                    ),
-                    fix=(
-                        "use a new --out directory for a changed candidate, dataset, case list or"
-                        " sampling plan; evidence of the old run is kept"
-                    ),
-                )
-            ],
+            str(path),
+            "manifest_changed",
+            f"this directory holds a run with a different {', '.join(changed) or 'content'}",
+            "use a new --out directory for a changed candidate, dataset, case list or"
+            " sampling plan; evidence of the old run is kept",
         )
     return existing, True
 
@@ -92,16 +83,12 @@ def _read_manifest(path: Path) -> RunManifest:
     except SchemaTooNew as exc:
         raise exc.at(str(path)) from None
     except (OSError, ValueError) as exc:
-        raise WorkbenchError(
+        raise refusal(
             "unreadable manifest",
-            [
-                Problem(
-                    location=str(path),
-                    code="manifest_invalid",
-                    message=f"the run manifest cannot be read ({exc})",
-                    fix="restore the manifest or use a new --out directory",
-                )
-            ],
+            str(path),
+            "manifest_invalid",
+            f"the run manifest cannot be read ({exc})",
+            "restore the manifest or use a new --out directory",
         ) from None
 
 

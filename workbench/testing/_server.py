@@ -89,32 +89,29 @@ def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
 
 
 def _unauthorized(provider: str) -> dict[str, Any]:
-    if provider == "azure":
-        return {
+    bodies: dict[str, dict[str, Any]] = {
+        "azure": {
             "error": {
                 "code": "401",
-                "message": (
-                    "Access denied due to invalid subscription key or wrong API endpoint. Make sure"
-                    " to provide a valid key for an active subscription and use a correct regional"
-                    " API endpoint for your resource."
-                ),
+                "message": "Access denied due to invalid subscription key or wrong API endpoint."
+                " Make sure to provide a valid key for an active subscription and use a correct"
+                " regional API endpoint for your resource.",
             }
-        }
-    if provider == "vllm":
-        return {"error": "Unauthorized"}
-    if provider == "llamacpp":
-        return {
+        },
+        "vllm": {"error": "Unauthorized"},
+        "llamacpp": {
             "error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
-        }
-    if provider == "litellm":
-        return _error_body(
+        },
+        "litellm": _error_body(
             "Authentication Error, Invalid proxy server token passed. Received API Key ="
             " sk-...****, Key Hash (Token) =[REDACTED]",
             "auth_error",
             "401",
             "None",
-        )
-    return _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        ),
+    }
+    default = _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+    return bodies.get(provider, default)
 
 
 def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
@@ -343,23 +340,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _read_body(self) -> bytes | None:
-        """The request body; ``None`` when it cannot be read (the connection is then closed)."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks: list[bytes] = []
-            while True:
-                line = self.rfile.readline(65537)
-                if not line:
-                    return None
-                try:
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    return None
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(65537)
+        """The request body (``Content-Length``); None when it cannot be read."""
+        if self.headers.get("Transfer-Encoding"):
+            return None  # no client of this server sends chunked bodies
         try:
             length = int(self.headers.get("Content-Length", "0") or "0")
         except ValueError:
