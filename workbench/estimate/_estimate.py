@@ -227,15 +227,12 @@ def _corrected(
         return CorrectedEstimate(
             estimate=None, raw=raw, se=se, ci95_low=None, ci95_high=None, clipped=False
         )
-    clipped = raw < 0 or raw > 1 or low < 0 or high > 1
-    return CorrectedEstimate(
-        estimate=clip01(raw),
-        raw=raw,
-        se=se,
-        ci95_low=clip01(low),
-        ci95_high=clip01(high),
-        clipped=clipped,
-    )
+    return CorrectedEstimate(se=se, **_clip(raw, low, high))
+
+
+def _clip(raw: float, low: float, high: float) -> dict[str, Any]:
+    ends = {"estimate": clip01(raw), "ci95_low": clip01(low), "ci95_high": clip01(high)}
+    return ends | {"raw": raw, "clipped": raw < 0 or raw > 1 or low < 0 or high > 1}
 
 
 def _kept(s: SliceInput) -> np.ndarray:
@@ -255,18 +252,12 @@ def _ppi(judge: np.ndarray, human: np.ndarray, z: float) -> PPIEstimate | None:
     if labelled.sum() < 2 or (~labelled).sum() < 2:
         return None
     r = ppi_mean(human[labelled], judge[labelled], judge[~labelled])
-    low, high = r.estimate - z * r.se, r.estimate + z * r.se
-    clipped = r.estimate < 0 or r.estimate > 1 or low < 0 or high > 1
     return PPIEstimate(
-        estimate=clip01(r.estimate),
-        raw=r.estimate,
         se=r.se,
-        ci95_low=clip01(low),
-        ci95_high=clip01(high),
         rectifier=r.rectifier,
         labelled=r.labelled,
         unlabelled=r.unlabelled,
-        clipped=clipped,
+        **_clip(r.estimate, r.estimate - z * r.se, r.estimate + z * r.se),
     )
 
 

@@ -213,31 +213,14 @@ def estimate_chart(
 
     rows = []
     for r in [*estimate.slices, estimate.overall]:
-        for method, value, low, high in (
+        c = r.corrected
+        shown: list[tuple[str, float | None, float | None, float | None]] = [
             ("naive", r.naive.rate, r.naive.ci95_low, r.naive.ci95_high),
-            (
-                "corrected (Rogan-Gladen)",
-                r.corrected.estimate,
-                r.corrected.ci95_low,
-                r.corrected.ci95_high,
-            ),
-            (
-                "PPI",
-                None if r.ppi is None else r.ppi.estimate,
-                None if r.ppi is None else r.ppi.ci95_low,
-                None if r.ppi is None else r.ppi.ci95_high,
-            ),
-        ):
-            if value is not None:
-                rows.append(
-                    {
-                        "slice": r.slice,
-                        "method": method,
-                        "estimate": value,
-                        "low": low,
-                        "high": high,
-                    }
-                )
+            ("corrected (Rogan-Gladen)", c.estimate, c.ci95_low, c.ci95_high),
+        ]
+        if r.ppi is not None:
+            shown.append(("PPI", r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high))
+        rows += [(r.slice, *m) for m in shown if m[1] is not None]
     data = pd.DataFrame(rows, columns=["slice", "method", "estimate", "low", "high"])
     base = alt.Chart(data).encode(
         y=alt.Y("slice:N", title=None, sort=None),

@@ -11,8 +11,8 @@ import asyncio
 import os
 import re
 import socket
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,21 +143,8 @@ def ping(spec_path: str | Path) -> PingResult:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(aping(spec_path))
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["result"] = asyncio.run(aping(spec_path))
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=work, name="workbench-ping")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    result: PingResult = box["result"]
-    return result
+    with ThreadPoolExecutor(1, thread_name_prefix="workbench-ping") as pool:
+        return pool.submit(asyncio.run, aping(spec_path)).result()
 
 
 async def aping(spec_path: str | Path) -> PingResult:

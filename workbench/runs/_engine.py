@@ -149,34 +149,24 @@ def _row_problem(row: Any) -> str | None:
         return "it is not a JSON object"
     if not isinstance(row.get("case_id"), str) or not row["case_id"]:
         return "case_id is missing or not a string"
-    for name in ("repeat", "attempt"):
-        value = row.get(name, 0 if name == "repeat" else None)
-        if (
-            not isinstance(value, int)
-            or isinstance(value, bool)
-            or value < (0 if name == "repeat" else 1)
-        ):
+    for name, least in (("repeat", 0), ("attempt", 1)):
+        if not _whole(row.get(name, 0 if name == "repeat" else None), least):
             return f"{name} is missing or not a valid integer"
     error = row.get("error")
-    if error is not None and (
-        not isinstance(error, dict) or not isinstance(error.get("kind"), str)
-    ):
+    if error is not None and not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
         return "error is neither null nor an object with a kind"
     cost = row.get("cost_usd")
-    if cost is not None and (
-        isinstance(cost, bool)
-        or not isinstance(cost, int | float)
-        or not math.isfinite(cost)
-        or cost < 0
-    ):
+    finite = isinstance(cost, float) and math.isfinite(cost) and cost >= 0
+    if cost is not None and not (_whole(cost) or finite):
         return "cost_usd is not a finite non-negative number"
     for name in ("tokens_in", "tokens_out"):
-        value = row.get(name)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
+        if row.get(name) is not None and not _whole(row[name]):
             return f"{name} is not a non-negative integer"
     return None
+
+
+def _whole(value: Any, least: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:

@@ -414,28 +414,18 @@ def _check_provider(
     azure_api_versions: Sequence[str] | None,
 ) -> None:
     """Raise ``ValueError`` for a provider emulation that cannot be."""
-    azure_only = azure_deployments is not None or azure_api_versions is not None
-    refusals = (
-        (
-            emulate not in PROVIDERS,
-            f"unknown provider {emulate!r}; expected one of {', '.join(PROVIDERS)}",
-        ),
-        (
-            json_mode not in JSON_MODES,
-            f"unknown json_mode {json_mode!r}; expected one of {', '.join(JSON_MODES)}",
-        ),
-        (
-            emulate == "ollama" and require_api_key is not None,
-            "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'",
-        ),
-        (
-            emulate != "azure" and azure_only,
-            "azure_deployments and azure_api_versions apply only to emulate='azure'",
-        ),
-    )
-    for refused, message in refusals:
-        if refused:
-            raise ValueError(message)
+    for name, value, known in (
+        ("provider", emulate, PROVIDERS),
+        ("json_mode", json_mode, JSON_MODES),
+    ):
+        if value not in known:
+            raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(known)}")
+    if emulate == "ollama" and require_api_key is not None:
+        raise ValueError(
+            "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
+        )
+    if emulate != "azure" and (azure_deployments is not None or azure_api_versions is not None):
+        raise ValueError("azure_deployments and azure_api_versions apply only to emulate='azure'")
 
 
 def _check_faults(
@@ -796,20 +786,14 @@ class FakeLLM:
                 else self._match_rule(request.prompt)
             )
         if chosen is None and self.responder is not None:
-            try:
+            try:  # a broken responder is a 500 the test can see
                 chosen = self.responder(request)
-            except Exception as exc:  # a broken responder is a 500 the test can see
-                chosen = Reply(
-                    value=None,
-                    reason=f"responder raised {type(exc).__name__}: {exc}",
-                    fault="http_500",
-                )
-            if not isinstance(chosen, Reply):
-                chosen = Reply(
-                    value=None,
-                    reason=f"responder returned {type(chosen).__name__}, not Reply",
-                    fault="http_500",
-                )
+                what = type(chosen).__name__
+                broken = None if isinstance(chosen, Reply) else f"returned {what}, not Reply"
+            except Exception as exc:
+                broken = f"raised {type(exc).__name__}: {exc}"
+            if broken is not None:
+                chosen = Reply(value=None, reason=f"responder {broken}", fault="http_500")
         return self.default if chosen is None else chosen
 
     def _wait(self, reply: Reply) -> None:
@@ -856,12 +840,8 @@ class FakeLLM:
 
         record(reply, 200)
         self._wait(reply)
-        if fault == "malformed_json":
-            payload = self._completion(request, TRUNCATED_CONTENT, None)
-        elif fault == "refusal":
-            payload = self._completion(request, None, REFUSAL_TEXT)
-        else:
-            payload = self._completion(request, self._content(reply), None)
+        special = {"malformed_json": (TRUNCATED_CONTENT, None), "refusal": (None, REFUSAL_TEXT)}
+        payload = self._completion(request, *special.get(fault or "", (self._content(reply), None)))
         if fault == "inflated_usage":
             n = self.inflated_usage_tokens
             payload["usage"] = {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}
