@@ -308,19 +308,8 @@ async def run_candidate(
     planned, items = plan_partition(
         judge, dataset, partition, out_dir, options, held_out_access, sampling, sampling_source
     )
-    return await run_items(
-        judge,
-        items,
-        out_dir,
-        options,
-        partition=planned.part,
-        dataset_sha256=dataset.sha256,
-        grid=True,
-        lineage=planned.lineage,
-        lanes=planned.lanes,
-        risks=planned.risks,
-        sampling=planned.sampling,
-        sampling_source=sampling_source,
+    return await run_plan(
+        judge, items, out_dir, options, planned.plan(dataset.sha256, sampling_source)
     )
 
 
@@ -340,6 +329,11 @@ class PlannedRun:
     lineage: GoldLineage
     sampling: ManifestSampling | None = None
     lanes: Lanes | None = None
+
+    def plan(self, dataset_sha256: str, source: str | None) -> _Plan:
+        """What the run records besides its items (every case x repeat of the partition)."""
+        lineage, lanes, risks, sampling = self.lineage, self.lanes, self.risks, self.sampling
+        return _Plan(self.part, dataset_sha256, True, lineage, lanes, risks, sampling, source)
 
 
 def plan_partition(
@@ -396,12 +390,16 @@ def plan_partition(
             (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
         )
     planned = PlannedRun(part, cases, risks, run_lineage(judge, dataset, cases), record, lanes)
-    items = [
+    return planned, gold_items(cases, options.repeats)
+
+
+def gold_items(cases: list[GoldCase], repeats: int) -> list[WorkItem]:
+    """Every repeat of each gold case, as work items."""
+    return [
         WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
         for c in cases
-        for r in range(options.repeats)
+        for r in range(repeats)
     ]
-    return planned, items
 
 
 async def run_items(
@@ -429,15 +427,26 @@ async def run_items(
     frozen in the manifest. ``limits_factory`` replaces :class:`~._limits.Limits` (e.g. a Ray
     actor's, :mod:`._ray`).
     """
-    options = _local(options)
-    out = Path(out_dir)
-    _prepare_run_dir(items, out, partition=partition, grid=grid, sampling=sampling)
-    if lanes is not None:
-        order = risks or {}
-        items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
     plan = _Plan(
         partition, dataset_sha256, grid, lineage, lanes, risks or {}, sampling, sampling_source
     )
+    return await run_plan(judge, items, out_dir, _local(options), plan, limits_factory)
+
+
+async def run_plan(
+    judge: Judge,
+    items: list[WorkItem],
+    out_dir: str | Path,
+    options: RunOptions,
+    plan: _Plan,
+    limits_factory: Callable[..., Limits] | None = None,
+) -> RunSummary:
+    """:func:`run_items` for a checked ``options`` and a made plan."""
+    out = Path(out_dir)
+    _prepare_run_dir(items, out, plan)
+    if plan.lanes is not None:
+        lanes = plan.lanes
+        items = sorted(items, key=lambda i: lanes.order_key(i.slice, plan.risks))
     with run_lock(out):
         return await _run_locked(judge, items, out, options, plan, limits_factory or Limits)
 
@@ -469,16 +478,9 @@ class _Plan:
     sampling_source: str | None
 
 
-def _prepare_run_dir(
-    items: list[WorkItem],
-    out: Path,
-    *,
-    partition: str,
-    grid: bool,
-    sampling: ManifestSampling | None,
-) -> None:
+def _prepare_run_dir(items: list[WorkItem], out: Path, plan: _Plan) -> None:
     """Refuse what cannot run; create the directory."""
-    if partition == "held_out" and not grid:
+    if plan.partition == "held_out" and not plan.grid:
         raise refusal(
             "held_out_refused",
             str(out),
@@ -486,7 +488,7 @@ def _prepare_run_dir(
             "use development or calibration",
             summary="held-out refused",
         )
-    if partition == "held_out" and sampling is not None:
+    if plan.partition == "held_out" and plan.sampling is not None:
         raise refusal(
             "sampling_held_out",
             str(out),

@@ -24,7 +24,7 @@ from .._io import atomic_write_json, read_json_file
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ..gold import Partition, load_dataset
-from ..judges import Judge, JudgeInput, load_candidate
+from ..judges import Judge, load_candidate
 from ..results import ManifestCase, ManifestSampling, RunManifest
 from ..sampling import SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
@@ -39,11 +39,12 @@ from ._engine import (
     _secrets,
     _Tally,
     endpoint_of,
+    gold_items,
     plan_partition,
     read_recorded,
     record_invocation,
-    run_items,
     run_lock,
+    run_plan,
     slice_risks,
     summarize,
 )
@@ -346,31 +347,17 @@ def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
         dataset = load_dataset(task.gold)
         by_id = {c.case_id: c for c in dataset.partition(task.partition)}
         cases = [by_id[i] for i in task.case_ids if i in by_id]  # a changed gold: manifest refuses
-        items = [
-            WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
-            for c in cases
-            for r in range(task.options.repeats)
-        ]
         risks = slice_risks(dataset)
         sampling = ManifestSampling.model_validate(task.sampling) if task.sampling else None
-        budget = task.options.budget_usd
-        summary = asyncio.run(
-            run_items(
-                judge,
-                items,
-                out,
-                replace(task.options, progress=False),
-                partition=task.partition,
-                dataset_sha256=dataset.sha256,
-                grid=True,
-                lineage=run_lineage(judge, dataset, cases),
-                lanes=plan_lanes(sampling.plan, risks, budget) if sampling else None,
-                risks=risks,
-                sampling=sampling,
-                sampling_source=task.sampling_source,
-                limits_factory=partial(RemoteLimits, actor, task.index),
-            )
+        lanes = plan_lanes(sampling.plan, risks, task.options.budget_usd) if sampling else None
+        planned = PlannedRun(task.partition, cases, risks, run_lineage(judge, dataset, cases))
+        plan = replace(planned, sampling=sampling, lanes=lanes).plan(
+            dataset.sha256, task.sampling_source
         )
+        options = replace(task.options, progress=False)
+        remote = partial(RemoteLimits, actor, task.index)
+        items = gold_items(cases, options.repeats)
+        summary = asyncio.run(run_plan(judge, items, out, options, plan, remote))
     except WorkbenchError as exc:
         return {"problems": [p.model_dump(mode="json") for p in exc.problems]}
     return {"summary": summary.model_dump(mode="json")}
@@ -503,16 +490,7 @@ def _drive(
     task: _ShardTask,
 ) -> RunSummary:
     options = task.options
-    plan = _Plan(
-        planned.part,
-        dataset_sha256,
-        True,
-        planned.lineage,
-        planned.lanes,
-        planned.risks,
-        planned.sampling,
-        task.sampling_source,
-    )
+    plan = planned.plan(dataset_sha256, task.sampling_source)
     manifest = _freeze(judge, items, out, options.repeats, plan)
     by_shard = _freeze_plan(out, manifest, options.shards or 1)
     recorded, units = _read_shards(out, by_shard, items, judge, options.retry_errors)
