@@ -97,17 +97,12 @@ class GlobalLimits:
         lanes: ShardLanes | None = None,
     ) -> None:
         self.pricing = pricing
+        units = lanes.units if lanes else {}
         lane_kw: dict[str, Any] = {}
         if lanes is not None:
-            total: Counter[str] = Counter()
-            for per_slice in lanes.units.values():
-                total.update(per_slice)
-            lane_kw = {
-                "priority": lanes.priority,
-                "holds": lanes.holds,
-                "lane_units": dict(total),
-                "lane_spent": lanes.spent,
-            }
+            total = sum((Counter(per_slice) for per_slice in units.values()), Counter[str]())
+            lane_kw = {"priority": lanes.priority, "holds": lanes.holds, "lane_spent": lanes.spent}
+            lane_kw["lane_units"] = dict(total)
         self.limits = Limits(
             budget_usd,
             max_cases,
@@ -125,17 +120,11 @@ class GlobalLimits:
         self.max_out: int | None = observed_out
         # per shard: (reservation, lane) of calls in flight; open and unstarted reserved units
         self.held: dict[int, list[tuple[float, str | None]]] = {}
-        self.open: dict[int, Counter[str]] = (
-            {shard: Counter(units) for shard, units in lanes.units.items()} if lanes else {}
-        )
-        self.unstarted: dict[int, int] = (
-            {
-                shard: sum(n for name, n in units.items() if self._reserved(name))
-                for shard, units in lanes.units.items()
-            }
-            if lanes
-            else {}
-        )
+        self.open = {shard: Counter(per_slice) for shard, per_slice in units.items()}
+        self.unstarted = {
+            shard: sum(n for name, n in per_slice.items() if self._reserved(name))
+            for shard, per_slice in units.items()
+        }
 
     def _reserved(self, lane: str | None) -> bool:
         priority = self.limits.priority
