@@ -125,29 +125,23 @@ class Endpoint(BaseModel):
 
     @model_validator(mode="after")
     def _provider_fields(self) -> Endpoint:
-        if self.provider == "azure":
-            missing = [
-                name for name in ("deployment", "api_version") if getattr(self, name) is None
-            ]
-            if missing:
-                raise ValueError(
-                    f"provider azure needs {' and '.join(missing)} (the Azure deployment name and"
-                    " the api-version, e.g. 2024-10-21)"
-                )
-            if not (self.base_url or self.base_url_env):
-                raise ValueError(
-                    "provider azure needs base_url (or base_url_env): the resource endpoint,"
-                    " https://<resource>.openai.azure.com"
-                )
-        else:
-            given = [
-                name for name in ("deployment", "api_version") if getattr(self, name) is not None
-            ]
-            if given:
-                raise ValueError(
-                    f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to"
-                    " provider: azure; an OpenAI-compatible server takes the model name in model:"
-                )
+        given = [name for name in ("deployment", "api_version") if getattr(self, name) is not None]
+        missing = [name for name in ("deployment", "api_version") if name not in given]
+        if self.provider != "azure" and given:
+            raise ValueError(
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to"
+                " provider: azure; an OpenAI-compatible server takes the model name in model:"
+            )
+        if self.provider == "azure" and missing:
+            raise ValueError(
+                f"provider azure needs {' and '.join(missing)} (the Azure deployment name and"
+                " the api-version, e.g. 2024-10-21)"
+            )
+        if self.provider == "azure" and not (self.base_url or self.base_url_env):
+            raise ValueError(
+                "provider azure needs base_url (or base_url_env): the resource endpoint,"
+                " https://<resource>.openai.azure.com"
+            )
         return self
 
     @model_serializer(mode="wrap")

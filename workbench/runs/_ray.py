@@ -587,6 +587,9 @@ def _run_shards(
     return results, warnings, final
 
 
+_COUNTED = ("calls", "retries", "cache_hits")
+
+
 def _merged_summary(
     judge: Judge,
     manifest: RunManifest,
@@ -598,14 +601,13 @@ def _merged_summary(
     warnings: list[str],
     final: dict[str, Any],
 ) -> RunSummary:
-    summaries = [
-        RunSummary.model_validate(a["summary"])
-        for _, a in sorted(results.items())
+    done = {
+        i: RunSummary.model_validate(a["summary"])
+        for i, a in sorted(results.items())
         if "summary" in a
-    ]
-    counters: Counter[str] = Counter()
-    for s in summaries:
-        counters.update({"calls": s.calls, "retries": s.retries, "cache_hits": s.cache_hits})
+    }
+    summaries = list(done.values())
+    counters = Counter({k: sum(getattr(s, k) for s in summaries) for k in _COUNTED})
     secrets = _secrets(judge)
     limits = Limits(
         options.budget_usd,
@@ -617,12 +619,7 @@ def _merged_summary(
     )
     limits.stop_reason = final["stop_reason"]
     limits.stop_detail = redact(final["stop_detail"], secrets) if final["stop_detail"] else None
-    for message in warnings + [
-        f"shard {i:03d}: {w}"
-        for i, a in sorted(results.items())
-        if "summary" in a
-        for w in a["summary"]["warnings"]
-    ]:
+    for message in warnings + [f"shard {i:03d}: {w}" for i, s in done.items() for w in s.warnings]:
         limits.warn(message)
     seen = [s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed]
     estimator = Estimator(judge, max(seen) if seen else None)
