@@ -72,21 +72,12 @@ class RecordWriter:
     def _run(self) -> None:
         stop = False
         while not stop:
-            first = self._queue.get()
-            batch: list[_Pending] = []
-            if first is None:
-                stop = True
-            else:
-                batch.extend(first)
-            while True:  # everything queued while the last batch was written
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                else:
-                    batch.extend(item)
+            items = [self._queue.get()]
+            with contextlib.suppress(queue.Empty):  # everything queued while the last was written
+                while True:
+                    items.append(self._queue.get_nowait())
+            stop = None in items
+            batch = [pending for item in items if item is not None for pending in item]
             if batch:
                 self._commit(batch)
 
