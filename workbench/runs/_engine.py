@@ -691,8 +691,7 @@ class _Execution:
     async def execute(self, units: list[_Unit], *, total: int) -> None:
         if isinstance(self.judge, ModelJudge):
             self.judge.prepare(self.options.concurrency or 1)
-        if self.options.progress:
-            self.bar = progress_bar(total=total, initial=self.resumed, label=self.judge.spec.label)
+        self.bar = _progress(total, self.resumed, self.judge.spec.label, self.options.progress)
         queue: asyncio.Queue[_Unit] = asyncio.Queue()
         for unit in units:
             queue.put_nowait(unit)
@@ -974,6 +973,10 @@ def summarize(
         sampled_out=list(sampling.sampled_out) if sampling else [],
         slice_costs=slice_costs(rows_all, slice_of, plan.risks),
     )
+
+
+def _progress(total: int, initial: int, label: str, enabled: bool) -> Any:
+    return progress_bar(total=total, initial=initial, label=label) if enabled else None
 
 
 def run_candidate_sync(*args: Any, **kwargs: Any) -> RunSummary:
