@@ -622,16 +622,12 @@ class LLMJudge:
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 
     def _usage(self, exchange: Exchange) -> tuple[int | None, int | None]:
-        usages = [
-            r["body"].get("usage")
-            for r in exchange.responses
-            if isinstance(r.get("body"), dict) and r["body"].get("usage")
-        ]
+        bodies = [r["body"] for r in exchange.responses if isinstance(r.get("body"), dict)]
+        usages = [b["usage"] for b in bodies if b.get("usage")]
         if not usages:
             return None, None
-        return sum(int(u.get("prompt_tokens") or 0) for u in usages), sum(
-            int(u.get("completion_tokens") or 0) for u in usages
-        )
+        tokens_in, tokens_out = (sum(int(u.get(k) or 0) for u in usages) for k in _USAGE_KEYS)
+        return tokens_in, tokens_out
 
     def _wire_request(self, exchange: Exchange) -> Any:
         if not exchange.requests:
@@ -674,6 +670,7 @@ class LLMJudge:
 
 
 RETRYABLE_ANSWER_KINDS: frozenset[str] = frozenset({"unparseable", "missing_reason"})
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens")
 
 
 def loose_json(content: str | None) -> Any:
