@@ -19,6 +19,7 @@ outcome resets the count. While it is not zero calls start one at a time (half-o
 from __future__ import annotations
 
 import asyncio
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -122,8 +123,8 @@ class Limits:
         self.priority = dict(priority or {})
         self.holds = dict(holds or {})
         self.lane_open = dict(lane_units or {})
-        self.lane_spent = dict(lane_spent or {})
-        self.lane_in_flight: dict[str, float] = {}
+        self.lane_spent = defaultdict(float, lane_spent or {})
+        self.lane_in_flight: defaultdict[str, float] = defaultdict(float)
         self.unstarted_reserved = (
             sum(n for lane, n in self.lane_open.items() if self.priority.get(lane, 1) == 0)
             if self.priority
@@ -143,7 +144,7 @@ class Limits:
         self.secrets = secrets
         self.key_env = key_env
         self.consecutive = 0
-        self.failure_kinds: dict[str, int] = {}
+        self.failure_kinds: Counter[str] = Counter()
         self.warnings: list[str] = []
         self.warning_count = 0
         self.cond = asyncio.Condition()
@@ -184,9 +185,7 @@ class Limits:
             self.reserved += estimate.reservation
             self.in_flight += 1
             if lane is not None:
-                self.lane_in_flight[lane] = (
-                    self.lane_in_flight.get(lane, 0.0) + estimate.reservation
-                )
+                self.lane_in_flight[lane] += estimate.reservation
             if first_call:
                 self.started += 1
                 if self.priority and not lower:
@@ -267,18 +266,16 @@ class Limits:
                 self.lane_in_flight[lane] = max(
                     0.0, self.lane_in_flight.get(lane, 0.0) - estimate.reservation
                 )
-                self.lane_spent[lane] = self.lane_spent.get(lane, 0.0) + cost
+                self.lane_spent[lane] += cost
             if called:
                 if endpoint_failure is not None:
                     self.consecutive += 1
-                    self.failure_kinds[endpoint_failure] = (
-                        self.failure_kinds.get(endpoint_failure, 0) + 1
-                    )
+                    self.failure_kinds[endpoint_failure] += 1
                     if self.consecutive >= self.breaker_after:
                         self._stop("circuit_breaker", self._breaker_detail(error))
                 else:
                     self.consecutive = 0
-                    self.failure_kinds = {}
+                    self.failure_kinds.clear()
             if self.budget_usd is not None and self.spent > self.budget_usd + _EPS:
                 self._stop(
                     "budget_exhausted",
