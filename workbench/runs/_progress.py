@@ -46,13 +46,11 @@ class LineProgress:
         initial: int = 0,
         label: str = "",
         stream: TextIO | None = None,
-        step: float = 0.1,
     ) -> None:
         self.total = total
         self.n = initial
         self.label = label
         self.stream = stream or sys.stderr
-        self.step = step
         self.postfix: dict[str, Any] = {}
         self.started = time.monotonic()
         self._last_decile = self._decile(initial)
@@ -61,7 +59,7 @@ class LineProgress:
     def _decile(self, n: int) -> int:
         if self.total <= 0:
             return 0
-        return int(n / self.total / self.step + 1e-9)
+        return int(n / self.total * 10 + 1e-9)
 
     def update(self, n: int = 1) -> None:
         self.n += n
