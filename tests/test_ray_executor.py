@@ -34,12 +34,18 @@ from workbench.gold import load_dataset  # noqa: E402
 from workbench.judges import load_candidate  # noqa: E402
 from workbench.runs import RunOptions, run_candidate_sync  # noqa: E402
 from workbench.runs._ray import run_candidate_ray  # noqa: E402
-from workbench.runs._shards import shard_dir, shard_of  # noqa: E402
+from workbench.runs._shards import shard_of  # noqa: E402
 from workbench.testing import FakeLLM, Reply  # noqa: E402
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[1]
 N = 8
+
+
+def shard_dir(out: Path, index: int) -> Path:
+    from workbench.runs import RunDir
+
+    return RunDir(out).shard(index).path
 
 
 def start_local_ray(tries: int = 3) -> None:

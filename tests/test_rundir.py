@@ -10,7 +10,6 @@ import pytest
 from workbench.errors import WorkbenchError
 from workbench.results import MANIFEST_FILE
 from workbench.runs import INVOCATIONS_FILE, LOCK_FILE, RESULTS_FILE, SUMMARY_FILE, RunDir
-from workbench.runs._shards import shard_dir
 
 ROOT = Path(__file__).resolve().parents[1] / "workbench"
 
@@ -33,7 +32,7 @@ def test_file_names(tmp_path: Path) -> None:
         ".run.lock",
     )
     assert run.shards_file == tmp_path / "shards.json"
-    assert run.shard(3).path == tmp_path / "shards" / "003" == shard_dir(tmp_path, 3)
+    assert run.shard(3).path == tmp_path / "shards" / "003"
     assert run.shard(3).results == tmp_path / "shards" / "003" / "results.jsonl"
 
 

@@ -17,8 +17,8 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import load_candidate
 from workbench.results import ManifestCase, RunManifest
-from workbench.runs import RunOptions, run_candidate_sync
-from workbench.runs._shards import ShardPlan, merge_results, shard_dir, shard_of
+from workbench.runs import RunDir, RunOptions, run_candidate_sync
+from workbench.runs._shards import ShardPlan, merge_results, shard_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = {
@@ -28,6 +28,10 @@ SPEC = {
     "labels": ["pass", "fail"],
     "function": "judge_fixtures:keyword_judge",
 }
+
+
+def shard_dir(out: Path, index: int) -> Path:
+    return RunDir(out).shard(index).path
 
 
 @pytest.fixture

@@ -1,9 +1,5 @@
-"""Bias-corrected pass rates on unlabelled production traffic (``workbench estimate``).
-
-A certified judge's verdicts on production cases, corrected with the sensitivity and
-specificity its certification measured per slice (Rogan-Gladen, delta-method interval), and,
-when a small labelled sample of the same traffic exists, prediction-powered inference.
-"""
+"""Bias-corrected pass rates on unlabelled production traffic (``workbench estimate``): a certified
+judge's verdicts corrected per slice (Rogan-Gladen), and prediction-powered inference."""
 
 from ._estimate import (
     CertificationRef,

@@ -1,13 +1,7 @@
 """Per-slice and overall estimates, side by side: naive, Rogan-Gladen corrected, and PPI.
 
-:func:`estimate_slices` is the computation (used on real traffic by
-:func:`workbench.estimate.estimate_production` and on simulated traffic by
-:mod:`workbench.estimate._simulate`); the methods are in :mod:`workbench.estimate._methods`.
-
-The estimand is the **human-pass rate among traffic cases the judge decided** (judged pass or
-fail): certification measured sensitivity and specificity on decided verdicts only, so the
-correction applies to the same population. Abstentions, evaluator errors and cases without a
-result are counted beside every estimate and left out of it.
+The estimand is the human-pass rate among traffic cases the judge decided (pass or fail), the
+population certification measured; abstentions, errors and missing cases are counted beside it.
 """
 
 from __future__ import annotations
@@ -26,10 +20,8 @@ from ._methods import Z95, RGResult, clip01, ppi_mean, rogan_gladen, rogan_glade
 
 ESTIMATE_SCHEMA_VERSION = 1
 OVERALL = "(all)"
-UNSTABLE_BELOW = 0.2
-"""Default: the correction is flagged unstable when Youden's J = Se + Sp - 1 is below this."""
-DRAWS = 4000
-"""Parametric-bootstrap draws per slice."""
+UNSTABLE_BELOW = 0.2  # the correction is unstable when Youden's J is below this
+DRAWS = 4000  # parametric-bootstrap draws per slice
 RG_METHODS = {
     "bootstrap": (
         "Rogan-Gladen (p + Sp - 1)/(Se + Sp - 1); 95% parametric-bootstrap percentile interval:"
@@ -212,9 +204,8 @@ class SliceInput:
     slice: str
     risk: str | None
     judge_pass: np.ndarray
-    """1/0 judge verdict of every decided traffic case of the slice."""
     human_pass: np.ndarray
-    """1/0 human label aligned with ``judge_pass``; NaN where the case is not labelled."""
+    """Aligned with ``judge_pass``; NaN where the case is not labelled."""
     se_x: int
     se_n: int
     sp_x: int
@@ -224,9 +215,8 @@ class SliceInput:
     missing: int = 0
     labelled_excluded: int = 0
     ppi_excluded: np.ndarray | None = None
-    """True where a decided case is left out of PPI altogether: labelled, but not pass or fail."""
+    """True where a decided case is labelled, but not pass or fail."""
     cases: int | None = None
-    """Mapped cases (default: decided + abstentions + errors + missing)."""
     notes: tuple[str, ...] = field(default=())
 
 
@@ -237,15 +227,12 @@ def _corrected(
         return CorrectedEstimate(
             estimate=None, raw=raw, se=se, ci95_low=None, ci95_high=None, clipped=False
         )
-    clipped = raw < 0 or raw > 1 or low < 0 or high > 1
-    return CorrectedEstimate(
-        estimate=clip01(raw),
-        raw=raw,
-        se=se,
-        ci95_low=clip01(low),
-        ci95_high=clip01(high),
-        clipped=clipped,
-    )
+    return CorrectedEstimate(se=se, **_clip(raw, low, high))
+
+
+def _clip(raw: float, low: float, high: float) -> dict[str, Any]:
+    ends = {"estimate": clip01(raw), "ci95_low": clip01(low), "ci95_high": clip01(high)}
+    return ends | {"raw": raw, "clipped": raw < 0 or raw > 1 or low < 0 or high > 1}
 
 
 def _kept(s: SliceInput) -> np.ndarray:
@@ -265,27 +252,19 @@ def _ppi(judge: np.ndarray, human: np.ndarray, z: float) -> PPIEstimate | None:
     if labelled.sum() < 2 or (~labelled).sum() < 2:
         return None
     r = ppi_mean(human[labelled], judge[labelled], judge[~labelled])
-    low, high = r.estimate - z * r.se, r.estimate + z * r.se
-    clipped = r.estimate < 0 or r.estimate > 1 or low < 0 or high > 1
     return PPIEstimate(
-        estimate=clip01(r.estimate),
-        raw=r.estimate,
         se=r.se,
-        ci95_low=clip01(low),
-        ci95_high=clip01(high),
         rectifier=r.rectifier,
         labelled=r.labelled,
         unlabelled=r.unlabelled,
-        clipped=clipped,
+        **_clip(r.estimate, r.estimate - z * r.se, r.estimate + z * r.se),
     )
 
 
-Part = tuple[int, float | None, float | None, np.ndarray | None]
-"""What the overall estimate needs of a slice: decided n, unclipped estimate, se, draws."""
+Part = tuple[int, float | None, float | None, np.ndarray | None]  # n, raw, se, draws
 
 
 def _stability(rg: RGResult, unstable_below: float) -> tuple[bool, list[str]]:
-    """Whether the correction is unstable (module doc of ``_methods``), and why."""
     if rg.youden <= 0:
         return True, [
             f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better than"

@@ -1,38 +1,10 @@
 """Reading production traffic and a certification report: :func:`estimate_production`.
 
-Inputs:
-
-- **results**: the certified judge's verdicts on production cases, in the judge-result contract
-  (``docs/formats.md#judge-results``); no gold. The last attempt of repeat 0 counts, as in the
-  alignment join.
-- **slices**: which slice each production case belongs to, a file of its own (the result
-  contract has no slice field): CSV with a header ``case_id,slice`` or JSON Lines of
-  ``{"case_id": ..., "slice": ...}``. Every case in the results must be mapped; a mapped case
-  without a result is *missing*.
-- **rubric**: the rubric (``rubric.yaml`` or a dataset directory) naming the pass, fail and
-  abstain labels; its version must be the certification's.
-- **report**: the certification report directory ``reports/<candidate>/<version>/<n>``.
-- **labelled** (optional): a small random sample of the same traffic with human labels, CSV
-  ``case_id,label`` or JSON Lines ``{"case_id": ..., "label": ...}``, for PPI.
-
-Refusals (:class:`~workbench.errors.WorkbenchError`, CLI exit 2), every problem at once:
-
-- the report does not verify (``workbench verify``: a changed, missing or added file, a broken
-  chain): ``report_unverified``;
-- the report is not ``certified``: ``report_not_certified``; or not of the held-out partition:
-  ``report_not_held_out``; or its gate.json has no per-slice figures: ``report_without_figures``;
-- the report is stale: the installed Ragas version differs from the lock's
-  (``report_stale_ragas``), or the traffic was judged by another judge fingerprint than the
-  certified one (``report_stale_candidate``);
-- its scope does not cover the traffic: the rubric version differs (``rubric_mismatch``), a
-  traffic slice was not certified (``slice_not_certified``) or its certification has no decided
-  human-pass or human-fail case (``slice_rates_unmeasured``);
-- the traffic holds held-out cases (``held_out_content_exposed``): a result of the held-out
-  partition, or one whose case id or judged response hash is a held-out case the report was
-  certified on (``restricted/gold/held_out.jsonl``): held-out cases are judged only by a
-  certification, never estimated or labelled as traffic;
-- the inputs break their formats: contract violations, duplicate results, mixed judges, verdicts
-  outside the rubric, unmapped cases, duplicate or unknown slices and labels.
+Inputs: the certified judge's results on production cases (repeat 0's last attempt counts), a
+``case_id,slice`` map (CSV or JSON Lines), the rubric, the certification report directory and
+optionally a labelled sample (``case_id,label``) for PPI. Every problem is refused at once: an
+unverified, uncertified, non-held-out, stale or out-of-scope report, held-out cases in the
+traffic, and inputs that break their formats (docs/formats.md lists the codes).
 """
 
 from __future__ import annotations
@@ -77,13 +49,12 @@ class Certified:
     """A verified, certified report and its per-slice figures."""
 
     ref: CertificationRef
-    figures: dict[str, Any]
-    """Slice name -> :class:`~workbench.policy.SliceFigures` (``(all)`` excluded)."""
+    figures: dict[str, Any]  # slice -> SliceFigures, without (all)
     ragas_version: str | None
 
 
 def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[Problem]]:
-    """Verify the report and read its figures; problems for anything that makes it unusable."""
+    """Verify the report and read its figures, with every problem that makes it unusable."""
     from ..authority import open_report
     from ..policy import SliceFigures
 
@@ -231,21 +202,17 @@ class Traffic:
     """Production cases with the judge's final outcome and, when labelled, the human label."""
 
     slice_of: dict[str, str]
-    outcome: dict[str, str]
-    """case_id -> ``pass``, ``fail``, ``abstain``, ``error`` or ``missing``."""
+    outcome: dict[str, str]  # pass, fail, abstain, error or missing
     judge_fingerprint: str | None
     human: dict[str, str]
-    """case_id -> human label, for the labelled sample."""
     other_repeats: int
 
 
 HELD_OUT_RECORDS = "restricted/gold/held_out.jsonl"
-"""The held-out gold records a certification report keeps (as judged)."""
 
 
 def held_out_of_report(report_dir: str | Path) -> frozenset[str]:
-    """Case ids and response hashes of the held-out records ``report_dir`` was certified on
-    (empty when it keeps none: the report is refused for other reasons then)."""
+    """Case ids and response hashes of the held-out records ``report_dir`` was certified on."""
     path = Path(report_dir) / HELD_OUT_RECORDS
     if not path.is_file():
         return frozenset()
@@ -316,7 +283,6 @@ def _verdicts(
     problems: list[Problem],
     held: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, str], Counter[str], int]:
-    """The final outcome of repeat 0 per mapped case, the judge fingerprints, other repeats."""
     loc, vocab = str(results), set(rubric.labels)
     final: dict[str, tuple[int, str]] = {}
     seen: dict[tuple[str, int, int], int] = {}
@@ -358,7 +324,6 @@ def _labels(
     problems: list[Problem],
     held: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
-    """case_id -> human label of the labelled sample."""
     rows, more = _read_table(Path(labelled), ("case_id", "label"), "labelled")
     problems += more
     human: dict[str, str] = {}
@@ -402,9 +367,7 @@ def read_traffic(
     labelled: str | Path | None = None,
     held: frozenset[str] = frozenset(),
 ) -> tuple[Traffic, list[Problem]]:
-    """Read the traffic files; every problem is returned (the caller raises). ``held``: case ids
-    and response hashes of held-out cases (:func:`held_out_of_report`), refused in the
-    traffic."""
+    """Read the traffic files with every problem; ``held`` cases are refused."""
     slice_of, problems = read_slice_map(slices, rubric)
     outcome, fingerprints, other_repeats = _verdicts(results, slice_of, rubric, problems, held)
     human = _labels(labelled, slice_of, rubric, problems, held) if labelled is not None else {}
@@ -427,8 +390,6 @@ def _rubric(path: str | Path) -> Rubric:
 def _scope_problems(
     certified: Certified, traffic: Traffic, rub: Rubric, report: Any, results: Any, rubric: Any
 ) -> list[Problem]:
-    """Why the certification does not cover the traffic: stale, another rubric, a slice it did
-    not measure."""
     from ..judges import ragas_version
 
     ref, out = certified.ref, []
@@ -483,11 +444,8 @@ def estimate_production(
     seed: int = 0,
     unstable_below: float = UNSTABLE_BELOW,
 ) -> ProductionEstimate:
-    """Naive, Rogan-Gladen-corrected and (with ``labelled``) PPI pass rates of production traffic.
-
-    Refuses (raises :class:`WorkbenchError` with every problem) an unverified, uncertified,
-    stale or out-of-scope report and malformed inputs; see the module docstring.
-    """
+    """Naive, Rogan-Gladen-corrected and (with ``labelled``) PPI pass rates of production traffic;
+    raises :class:`WorkbenchError` with every problem (module doc)."""
     rub = _rubric(rubric)
     certified, problems = read_certification(report)
     if rub.pass_label is None or rub.fail_label is None:
@@ -589,8 +547,7 @@ def _assemble(
 
 
 def _human(label: str | None, rubric: Rubric) -> float:
-    """1.0 for a human pass, 0.0 for a human fail, NaN otherwise (unlabelled, or an abstain
-    label)."""
+    """1.0 for a human pass, 0.0 for a human fail, NaN otherwise."""
     if label is not None and label == rubric.pass_label:
         return 1.0
     if label is not None and label == rubric.fail_label:

@@ -1,20 +1,7 @@
 """Simulated traffic with a known true pass rate: what ``06_production_estimate`` shows, and the
-coverage test.
-
-Per slice, a scenario fixes the true human-pass rate, the judge's true sensitivity and
-specificity, the traffic size and the certification's held-out human-pass / human-fail counts.
-One draw (one seed):
-
-1. the certification: ``Binomial(certified_passes, Se)`` human passes judged pass and
-   ``Binomial(certified_fails, Sp)`` human fails judged fail (what a report's figures hold);
-2. the traffic: each case is a human pass with the true rate, and the judge says pass with
-   probability Se (human pass) or 1 - Sp (human fail);
-3. a labelled sample: ``labelled`` traffic cases drawn uniformly without replacement, whose
-   human labels are revealed (PPI).
-
-Then :func:`~workbench.estimate.estimate_slices` computes the same table as on real traffic.
-:func:`coverage` repeats this over many seeds and counts how often each 95% interval holds the
-true rate (overall: the traffic-weighted mean of the slices' true rates).
+coverage test. One seed draws the certification counts, the traffic verdicts and a labelled
+sample from a scenario's true rates; :func:`coverage` counts how often each 95% interval holds
+the truth over many seeds.
 """
 
 from __future__ import annotations
@@ -226,31 +213,14 @@ def estimate_chart(
 
     rows = []
     for r in [*estimate.slices, estimate.overall]:
-        for method, value, low, high in (
+        c = r.corrected
+        shown: list[tuple[str, float | None, float | None, float | None]] = [
             ("naive", r.naive.rate, r.naive.ci95_low, r.naive.ci95_high),
-            (
-                "corrected (Rogan-Gladen)",
-                r.corrected.estimate,
-                r.corrected.ci95_low,
-                r.corrected.ci95_high,
-            ),
-            (
-                "PPI",
-                None if r.ppi is None else r.ppi.estimate,
-                None if r.ppi is None else r.ppi.ci95_low,
-                None if r.ppi is None else r.ppi.ci95_high,
-            ),
-        ):
-            if value is not None:
-                rows.append(
-                    {
-                        "slice": r.slice,
-                        "method": method,
-                        "estimate": value,
-                        "low": low,
-                        "high": high,
-                    }
-                )
+            ("corrected (Rogan-Gladen)", c.estimate, c.ci95_low, c.ci95_high),
+        ]
+        if r.ppi is not None:
+            shown.append(("PPI", r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high))
+        rows += [(r.slice, *m) for m in shown if m[1] is not None]
     data = pd.DataFrame(rows, columns=["slice", "method", "estimate", "low", "high"])
     base = alt.Chart(data).encode(
         y=alt.Y("slice:N", title=None, sort=None),

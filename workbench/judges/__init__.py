@@ -1,12 +1,5 @@
-"""Judge candidates: specs, fingerprints, the allow-listed judge input and the kind registry.
-
-Every judge is a :class:`Judge`; optional capabilities are Protocols the run engine checks
-(:class:`ModelJudge`, :class:`HoldsResources`, :class:`ReplayJudge`). The built-in kinds and
-their flags are :data:`BUILTIN_KINDS`; a kind outside the core registers with
-:func:`register_kind` or :func:`declare_kind`, and one that asks an OpenAI-compatible model
-through a Ragas metric subclasses :class:`LLMJudge` and overrides its hooks (docs/formats.md,
-"Judge kinds").
-"""
+"""Judge candidates: specs, fingerprints, the allow-listed judge input and the kind registry
+(docs/formats.md, "Judge kinds")."""
 
 from ._code import (
     NOT_INSTALLED,

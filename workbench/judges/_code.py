@@ -1,25 +1,9 @@
 """The code a function judge runs: its own package's modules and its third-party versions.
 
-A ``ragas-function`` judge names one function, but what it does is decided by every module
-that function's module imports. :func:`code_coverage` finds them by static import analysis
-(:mod:`ast`, relative imports resolved, imports inside functions and ``try`` blocks
-included), starting at the module defining the function and following every import that
-resolves to a file of the judge's **own code**:
-
-- the module's top-level package (``mypkg`` for ``mypkg.judges.kw``), every file under it;
-- for a script module outside any package (``my_judge.py`` on ``sys.path``), the directory
-  tree it lies in.
-
-Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` too: they are covered. An
-import that is not own code and not in the standard library is a **dependency**: its
-installed distribution and version (``importlib.metadata``) are recorded, or ``"not
-installed"`` when no installed distribution provides it.
-
-Not covered: modules loaded dynamically (``importlib.import_module`` with a computed name),
-data files the code reads, and code outside the own package that no distribution provides.
-
-Every file is read once per (path, mtime, size) in a process: a run fingerprints the judge
-again at every start, and the files rarely change in between.
+:func:`code_coverage` follows the imports (static, :mod:`ast`; packages' ``__init__`` included)
+of the function's module through the judge's own code (its top-level package, or a script's
+directory); any other non-stdlib import is a dependency, recorded with its installed version.
+Dynamic imports and data files are not covered. Files are read once per (path, mtime, size).
 """
 
 from __future__ import annotations
@@ -40,13 +24,10 @@ from types import ModuleType
 from typing import Any
 
 NOT_INSTALLED = "not installed"
-"""The version recorded for an import no installed distribution provides."""
 
 
 @dataclass(frozen=True)
 class _Source:
-    """One file as read: its bytes, their sha256 and the module names it imports."""
-
     data: bytes
     sha256: str
     imports: tuple[str, ...]
@@ -57,17 +38,15 @@ class CodeCoverage:
     """The code a function judge runs, as found by :func:`code_coverage`."""
 
     root: Path
-    """The directory the relative paths are relative to: the parent of the top-level package,
-    or the script module's own directory."""
+    """The parent of the top-level package, or the script module's own directory."""
     files: dict[str, bytes]
     """Every covered file's content, by POSIX path relative to ``root``."""
     manifest: dict[str, str]
-    """Every covered file's sha256, by the same path (the fingerprint's ``code_sha256``)."""
+    """Every covered file's sha256, by the same path."""
     dependencies: dict[str, str]
-    """Installed version of every third-party distribution imported, by distribution name."""
+    """Installed version of every third-party distribution imported."""
 
     def params(self) -> dict[str, Any]:
-        """What the judge identity records: ``code_sha256`` and ``dependencies``."""
         return {"code_sha256": dict(self.manifest), "dependencies": dict(self.dependencies)}
 
 
@@ -75,8 +54,7 @@ _CACHE: dict[Path, tuple[int, int, _Source]] = {}
 
 
 def _statements(node: ast.AST) -> Iterator[ast.AST]:
-    """Every statement under ``node``, nested ones included (imports are statements: walking
-    only statements skips the expressions, most of a tree)."""
+    """Every statement under ``node``, nested ones included (cheaper than :func:`ast.walk`)."""
     for name in ("body", "orelse", "finalbody", "handlers", "cases"):
         for child in getattr(node, name, None) or ():
             if isinstance(child, ast.stmt):
@@ -108,7 +86,6 @@ def _imports(tree: ast.AST, package: str | None) -> tuple[str, ...]:
 
 
 def _read(path: Path, package: str | None) -> _Source:
-    """The file at ``path`` (cached by mtime and size); ``package``: the package it is in."""
     stat = path.stat()
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
@@ -125,9 +102,8 @@ def _read(path: Path, package: str | None) -> _Source:
 
 
 def _resolve(name: str, root: str) -> list[tuple[str, str | None]]:
-    """The files of ``root`` importing ``name`` runs (packages' ``__init__.py`` on the way),
-    each with the package it belongs to; empty when ``name`` is not under ``root``. (String
-    paths: this runs for every import of every covered file.)"""
+    """The files of ``root`` importing ``name`` runs (``__init__.py`` on the way), each with its
+    package; empty when ``name`` is not under ``root``."""
     parts = name.split(".")
     out: list[tuple[str, str | None]] = []
     base = root
@@ -148,8 +124,7 @@ def _resolve(name: str, root: str) -> list[tuple[str, str | None]]:
 def _provides(info: Path, top: str) -> bool:
     """Whether the distribution whose metadata is the folder ``info`` installs module ``top``."""
     try:
-        listed = (info / "top_level.txt").read_text(encoding="utf-8").split()
-        return top in listed
+        return top in (info / "top_level.txt").read_text(encoding="utf-8").split()
     except OSError:
         pass
     try:
@@ -163,10 +138,8 @@ def _provides(info: Path, top: str) -> bool:
 
 @lru_cache(maxsize=256)
 def _distribution_names(top: str) -> tuple[str, ...]:
-    """The distributions that provide the top-level module ``top``: the one of that name, else
-    one in the folder the module is installed in whose ``top_level.txt`` or ``RECORD`` names it
-    (far cheaper than :func:`importlib.metadata.packages_distributions`, which reads every
-    installed distribution). Cached per process; the versions are read every time."""
+    """The distributions that provide the top-level module ``top``: the one of that name, else one
+    beside the module that names it (cheaper than ``packages_distributions``)."""
     try:
         return (metadata.distribution(top).metadata["Name"] or top,)
     except (metadata.PackageNotFoundError, ValueError):
@@ -200,7 +173,6 @@ _VERSIONS: dict[str, tuple[int, int, str]] = {}
 
 
 def _stat_of(dist: metadata.Distribution) -> tuple[int, int] | None:
-    """``(mtime, size)`` of a distribution's ``METADATA`` file (None when not a plain file)."""
     folder = getattr(dist, "_path", None)  # PathDistribution: its .dist-info folder
     try:
         stat = os.stat(os.path.join(str(folder), "METADATA")) if folder is not None else None
@@ -210,8 +182,7 @@ def _stat_of(dist: metadata.Distribution) -> tuple[int, int] | None:
 
 
 def _version(name: str) -> str:
-    """The installed version of distribution ``name``: found once per process, read again when
-    its metadata file changed (an upgrade in place is seen; one that moved it is found again)."""
+    """The installed version of distribution ``name``, read again when its metadata changed."""
     dist = _distribution(name)
     stat = _stat_of(dist) if dist is not None else None
     hit = _VERSIONS.get(name)
@@ -234,7 +205,6 @@ def _version(name: str) -> str:
 
 
 def _dependencies(names: set[str]) -> dict[str, str]:
-    """Installed version of the distributions providing the top-level modules ``names``."""
     out: dict[str, str] = {}
     stdlib = sys.stdlib_module_names
     for top in sorted(names):
@@ -261,7 +231,7 @@ def own_root(module: ModuleType) -> tuple[Path, str | None]:
 
 
 def code_coverage(module: ModuleType) -> CodeCoverage:
-    """The own-code files ``module`` imports, transitively, and its dependencies (module doc)."""
+    """The own-code files ``module`` imports, transitively, and its dependencies."""
     root_path, top = own_root(module)
     root, name = str(root_path), module.__name__
     first = str(Path(str(module.__file__)).resolve())
@@ -297,13 +267,10 @@ def code_coverage(module: ModuleType) -> CodeCoverage:
 
 
 def _exists(root: str, head: str) -> bool:
-    """Whether ``head`` names a module or package folder of a script's own directory."""
     return os.path.isdir(os.path.join(root, head)) or os.path.isfile(
         os.path.join(root, head + ".py")
     )
 
-
-# -- what a project's pyproject.toml requires ------------------------------------------------------
 
 _REQUIREMENT = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?(.*)")
 _CLAUSE = re.compile(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*([^\s,]+)\s*")
@@ -315,9 +282,8 @@ def distribution_key(name: str) -> str:
 
 
 def project_requirements(text: str) -> dict[str, str]:
-    """``name -> specifier`` of the ``[project] dependencies`` of a ``pyproject.toml``'s text
-    (names as :func:`distribution_key` makes them, environment markers dropped); empty when it
-    cannot be read."""
+    """``name -> specifier`` of a ``pyproject.toml``'s ``[project] dependencies`` (keys as
+    :func:`distribution_key` makes them, no markers); empty when it cannot be read."""
     try:
         project = tomllib.loads(text).get("project", {})
     except tomllib.TOMLDecodeError:

@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from .._io import sha256_text
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..results import JudgeIdentity
 from ._code import code_coverage
 from ._input import JudgeInput
@@ -20,44 +20,37 @@ from ._spec import CandidateSpec
 def import_metric(
     spec: CandidateSpec, loc: str, decorator: str, example: str, problems: list[Problem]
 ) -> tuple[Any, ModuleType]:
-    """The Ragas metric ``spec.function`` names (``"module:attribute"``) and its module.
-
-    Raises :class:`~workbench.errors.WorkbenchError` with ``problems`` (the kind's own, found
-    so far) and why the function cannot be had: ``function_missing`` or ``function_unresolved``.
-    """
+    """The Ragas metric ``spec.function`` names (``"module:attribute"``) and its module; raises
+    with ``problems`` and ``function_missing`` or ``function_unresolved``."""
     name = spec.function or ""
     module_name, _, attribute = name.partition(":")
     if not module_name or not attribute:
-        problem = Problem(
-            location=loc,
-            code="function_missing",
-            message=f"a {spec.kind} candidate needs function: 'module:attribute'",
-            fix=f"set function to the import path of a {decorator}, e.g. {example}",
+        missing = problem(
+            loc,
+            "function_missing",
+            f"a {spec.kind} candidate needs function: 'module:attribute'",
+            f"set function to the import path of a {decorator}, e.g. {example}",
         )
-        raise WorkbenchError("invalid candidate", [*problems, problem])
+        raise WorkbenchError("invalid candidate", [*problems, missing])
     try:
         module = importlib.import_module(module_name)
         return getattr(module, attribute), module
     except (ImportError, AttributeError) as exc:
-        problem = Problem(
-            location=loc,
-            code="function_unresolved",
-            message=f"cannot import {name!r} ({exc})",
-            fix="check the module path and attribute name, and that the module is importable",
+        unresolved = problem(
+            loc,
+            "function_unresolved",
+            f"cannot import {name!r} ({exc})",
+            "check the module path and attribute name, and that the module is importable",
         )
-        raise WorkbenchError("invalid candidate", [*problems, problem]) from None
+        raise WorkbenchError("invalid candidate", [*problems, unresolved]) from None
 
 
 def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem]:
-    """What makes ``metric`` unusable as this candidate's judge."""
-
-    def problem(code: str, message: str, fix: str) -> Problem:
-        return Problem(location=loc, code=code, message=message, fix=fix)
-
     allowed = getattr(metric, "allowed_values", None)
     if not hasattr(metric, "ascore") or not isinstance(allowed, list | tuple):
         return [
             problem(
+                loc,
                 "function_not_metric",
                 f"{spec.function!r} is not a Ragas discrete or numeric metric",
                 "decorate the function with ragas.metrics.discrete_metric(allowed_values=[...])"
@@ -70,6 +63,7 @@ def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem
             if spec.threshold is not None
             else [
                 problem(
+                    loc,
                     "threshold_missing",
                     f"{spec.function!r} returns scores; the candidate needs a threshold to turn"
                     " them into labels",
@@ -81,6 +75,7 @@ def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem
     unknown = [v for v in allowed if v not in spec.labels]
     return [
         problem(
+            loc,
             "labels_mismatch",
             f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}",
             "make the metric's allowed_values a subset of the spec's labels",
@@ -105,8 +100,7 @@ class FunctionJudge:
         self.metric = metric
         func = getattr(metric, "_func", None) or metric
         self._parameters = list(inspect.signature(func).parameters)
-        self.code = code_coverage(module)
-        """The code it runs (:mod:`._code`): its fingerprint covers every file and dependency."""
+        self.code = code_coverage(module)  # the fingerprint covers every file and dependency
         self.identity: JudgeIdentity = make_identity(
             spec, sha256_text(inspect.getsource(module)), **self.code.params()
         )

@@ -1,17 +1,9 @@
 """``imported``: verdicts produced elsewhere, replayed from a results file that follows the
 contract.
 
-The file is checked against the judge-result contract when the candidate is loaded. It
-must come from one judge; that judge's identity and the file's hash become part of this
-candidate's fingerprint, so a changed file is a changed candidate. A case the file has no
-result for stays *missing* (the run is incomplete); it is never an error or a verdict.
-
-Lineage: the results must carry the gold they were produced against (``dataset_sha256`` and
-``rubric_version``, written by ``workbench run`` and by importers, or declared with
-``workbench import results FILE --gold GOLD --out DIR``). Before a run, the judge checks that
-gold against the dataset it is run on (:meth:`ImportedJudge.check_gold`) and refuses results
-without lineage, with mixed lineage, or produced against another gold (naming the changed
-cases when a frozen release of that gold exists).
+The file must come from one judge; its hash is part of the fingerprint. A case without a
+result stays *missing*. Before a run, :meth:`ImportedJudge.check_gold` refuses results without
+lineage or produced against another gold.
 """
 
 from __future__ import annotations
@@ -21,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import sha256_file
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ..results import JudgeResult, read_results
 from ._input import JudgeInput
 from ._registry import CaseRef, NotAvailable, Verdict, make_identity
@@ -38,38 +30,26 @@ class ImportedJudge:
         self.spec = spec
         loc = str(spec_path)
         if not spec.results:
-            raise WorkbenchError(
+            raise refusal(
                 "invalid candidate",
-                [
-                    Problem(
-                        location=loc,
-                        code="results_missing",
-                        message="an imported candidate needs results: <path to results.jsonl>",
-                        fix=(
-                            "point results at a file in the judge-result contract, relative to the"
-                            " spec"
-                        ),
-                    )
-                ],
+                loc,
+                "results_missing",
+                "an imported candidate needs results: <path to results.jsonl>",
+                "point results at a judge-result file, relative to the spec",
             )
         self.results_path = (spec_path.parent / spec.results).resolve()
         lines = read_results(self.results_path)  # raises with every contract violation
         fingerprints = {line.result.judge_fingerprint for line in lines}
         if len(fingerprints) > 1:
-            raise WorkbenchError(
+            raise refusal(
                 "invalid candidate",
-                [
-                    Problem(
-                        location=str(self.results_path),
-                        code="mixed_judges",
-                        message=f"the file holds results of {len(fingerprints)} judges",
-                        fix="import one judge per candidate; split the file by judge_fingerprint",
-                    )
-                ],
+                str(self.results_path),
+                "mixed_judges",
+                f"the file holds results of {len(fingerprints)} judges",
+                "import one judge per candidate; split the file by judge_fingerprint",
             )
         self._latest: dict[tuple[str, int], tuple[int, JudgeResult]] = {}
-        self.lineages: Counter[tuple[str | None, str | None]] = Counter()
-        """``(dataset_sha256, rubric_version)`` pairs the imported results carry, with counts."""
+        self.lineages: Counter[tuple[str | None, str | None]] = Counter()  # (dataset, rubric)
         for line in lines:
             r = line.result
             self.lineages[(r.dataset_sha256, r.rubric_version)] += 1
@@ -86,7 +66,7 @@ class ImportedJudge:
         )
 
     def check_gold(self, dataset: GoldDataset) -> None:
-        """Refuse to replay results that were not produced against ``dataset`` (see module doc)."""
+        """Refuse to replay results that were not produced against ``dataset``."""
         from ..align import check_lineage
 
         _, problems = check_lineage(

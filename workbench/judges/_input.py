@@ -1,9 +1,4 @@
-"""What a judge may see: an explicit allow-list of gold fields.
-
-The judge input is *constructed* from named fields of a gold case; it is not a gold case
-with fields removed. Labels, reviews, adjudication, tags, slice, case ids, metadata and
-history therefore cannot reach a judge, even when a new field is added to the gold format.
-"""
+"""What a judge may see: an allow-list of gold fields (built from them, never a stripped case)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """``ragas-llm``: a Ragas ``DiscreteMetric`` on any OpenAI-compatible endpoint via ``llm_factory``.
 
-What the model received is captured on the wire: an httpx event hook on the OpenAI client
-records every request body and every response (status, Retry-After, usage), because
-``MetricResult`` carries no token usage and instructor adds its own system message. The
-client's own retries are off (``max_retries=0``); the run engine retries with backoff and
-records every attempt. Provider errors, timeouts, unparseable output, out-of-vocabulary
-labels and refusals become evaluator errors with a kind, never verdicts. Error messages and
-reasons are redacted (:mod:`workbench._redact`) before they leave the judge; connection
-failures and non-retryable 4xx that condemn the endpoint rather than the case (a refused key, a
-misconfigured proxy, an unknown model, a bad request: :mod:`._http_errors`) are marked as
-endpoint failures for the run's circuit breaker.
+httpx event hooks capture every request and response on the wire (usage, Retry-After). The
+client never retries (the engine does). Provider errors, timeouts, unusable answers and refusals
+become evaluator errors with a kind, redacted, never verdicts; failures that condemn the
+endpoint (:mod:`._http_errors`) are marked for the circuit breaker.
 """
 
 from __future__ import annotations
@@ -28,7 +22,7 @@ from typing import Any, cast
 
 from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..results import has_reason as has_reason  # the judges face re-exports it
 from ._http_errors import endpoint_failure, status_text
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
@@ -38,19 +32,14 @@ from ._spec import SECRET_FIX, CandidateSpec
 from ._tokens import prompt_tokens
 
 PLACEHOLDERS = frozenset(JUDGE_VISIBLE_FIELDS.values())
-"""Names a prompt template may use: exactly the judge-visible fields."""
 
 _DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
 CONNECTIONS_PER_CLIENT = 8
-RENDERED_KEPT = 4096
-"""Rendered prompts (and their token estimates) kept per judge: a run renders a work item for
-its cache key, prices it before every attempt and sends it; all three reuse one rendering."""
+RENDERED_KEPT = 4096  # rendered prompts kept per judge (cache key, pricing and call share one)
 
 
 @dataclass
 class _Rendered:
-    """One work item's prompt, formatted once, and its token estimate once asked for."""
-
     judge_input: Any
     prompt: str
     tokens: tuple[int, str] | None = None
@@ -63,7 +52,6 @@ class Exchange:
     requests: list[Any] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
-    """The URL of every request, as sent (for ``workbench ping``; never holds the key)."""
 
 
 _CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
@@ -103,13 +91,8 @@ async def _on_response(response: Any) -> None:
 
 
 def _placeholders(template: str) -> tuple[list[str], list[str]]:
-    """``(bare names, malformed placeholders)`` of a ``str.format`` template.
-
-    Only ``{name}`` is allowed. A format spec (``{response:>999999999}`` pads to any size),
-    a conversion (``{response!r}``), attribute or index access (``{response.__class__}``,
-    ``{response[0]}``) and positional fields (``{}``, ``{0}``) are malformed. Raises
-    ``ValueError`` for a template that is not a format string at all.
-    """
+    """``(bare names, malformed placeholders)`` of a ``str.format`` template: only ``{name}`` is
+    allowed (no specs, conversions, attribute, index or positional fields)."""
     names: list[str] = []
     malformed: list[str] = []
     for _, name, spec, conversion in string.Formatter().parse(template):
@@ -129,33 +112,28 @@ def _placeholders(template: str) -> tuple[list[str], list[str]]:
 
 
 def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Problem]]:
-    """The prompt template named by ``prompt_file``, which must stay inside the spec's folder
-    tree."""
+    """The prompt template named by ``prompt_file``, inside the spec's folder tree."""
     loc = str(spec_path)
     folder = spec_path.parent.resolve()
     target = (spec_path.parent / prompt_file).resolve()  # follows symlinks and '..'
     if not target.is_relative_to(folder):
         return "", [
-            Problem(
-                location=loc,
-                code="prompt_file_outside",
-                message=(
-                    f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder"
-                    f" {folder}"
-                ),
-                fix=(
-                    "keep the prompt file in the spec's folder or below it (no '..', absolute paths"
-                    " or symlinks out), so the spec and its prompt are versioned together"
-                ),
+            problem(
+                loc,
+                "prompt_file_outside",
+                f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder"
+                f" {folder}",
+                "keep the prompt file in the spec's folder or below it (no '..', absolute paths"
+                " or symlinks out), so the spec and its prompt are versioned together",
             )
         ]
     if not target.exists():
         return "", [
-            Problem(
-                location=loc,
-                code="prompt_file_missing",
-                message=f"prompt_file {prompt_file!r} does not exist",
-                fix="create the prompt file next to the spec or correct the path",
+            problem(
+                loc,
+                "prompt_file_missing",
+                f"prompt_file {prompt_file!r} does not exist",
+                "create the prompt file next to the spec or correct the path",
             )
         ]
     try:
@@ -166,21 +144,19 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
         return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
         return "", [
-            Problem(
-                location=str(target),
-                code="prompt_encoding",
-                message=f"the prompt file is not valid UTF-8 (byte {exc.start})",
-                fix="save the prompt file as UTF-8",
+            problem(
+                str(target),
+                "prompt_encoding",
+                f"the prompt file is not valid UTF-8 (byte {exc.start})",
+                "save the prompt file as UTF-8",
             )
         ]
 
 
 @functools.cache
 def _load_client_stack() -> None:
-    """Load the client stack once per process, not inside the first call of a run: the first
-    instructor patch of an OpenAI client pays for instructor's lazy imports. The client is
-    never used (nothing listens on port 9); it gets an unverified TLS context, so this costs no
-    CA bundle load."""
+    """Load the client stack (instructor's lazy imports) once per process, not in a run's first
+    call. The client is never used and loads no CA bundle."""
     import httpx
     import openai
     from ragas.llms import llm_factory
@@ -197,59 +173,46 @@ def _load_client_stack() -> None:
 
 
 def default_tls_context() -> Any:
-    """httpx's default TLS context (certifi's CA bundle, or ``SSL_CERT_FILE`` /
-    ``SSL_CERT_DIR`` when set), loaded once per process and per value of those variables.
-
-    Loading the CA bundle takes about 20 ms of CPU; every client shard of every judge (and,
-    without a context, every proxy mount of every shard) would load it again. An
-    ``ssl.SSLContext`` holds no per-connection state and is shared by design.
-    """
+    """httpx's default TLS context, loaded once per value of ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    (a CA bundle load costs ~20 ms per client otherwise)."""
     return _tls_context(os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
 
 
 @functools.cache
 def _tls_context(cert_file: str, cert_dir: str) -> Any:
-    """The context httpx builds while those variables hold these values (the cache key)."""
     import httpx
 
     return httpx.create_ssl_context()
 
 
 def _base_url(spec: CandidateSpec, loc: str) -> tuple[str | None, list[Problem]]:
-    """The base URL the judge calls (``endpoint.base_url_env`` or ``base_url``), or why there is
-    none: never the client's default (api.openai.com) or a fixed port when the spec names its URL
-    variable and no base_url."""
+    """The base URL the judge calls, or why there is none (a named URL variable that is unset and
+    no base_url never falls back to the client's default)."""
     endpoint = spec.endpoint
     try:
         url = endpoint.resolved_base_url()
     except ValueError as exc:
         return None, [
-            Problem(
-                location=loc,
-                code="base_url_env_invalid",
-                message=f"endpoint.base_url_env: {exc}",
-                fix=(
-                    f"export {endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use"
-                    " endpoint.base_url"
-                ),
+            problem(
+                loc,
+                "base_url_env_invalid",
+                f"endpoint.base_url_env: {exc}",
+                f"export {endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use"
+                " endpoint.base_url",
             )
         ]
     name = endpoint.base_url_env
     if not name or url is not None:
         return url, []
     return None, [
-        Problem(
-            location=loc,
-            code="base_url_unset",
-            message=(
-                f"endpoint.base_url_env names ${name}, which is not set, and the spec has no"
-                " base_url: there is no endpoint to call"
-            ),
-            fix=(
-                f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench"
-                f" fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() /"
-                " serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)"
-            ),
+        problem(
+            loc,
+            "base_url_unset",
+            f"endpoint.base_url_env names ${name}, which is not set, and the spec has no"
+            " base_url: there is no endpoint to call",
+            f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench"
+            f" fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() /"
+            " serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)",
         )
     ]
 
@@ -257,29 +220,21 @@ def _base_url(spec: CandidateSpec, loc: str) -> tuple[str | None, list[Problem]]
 class LLMJudge:
     """A Ragas ``DiscreteMetric`` evaluated by an OpenAI-compatible model.
 
-    Subclasses for other Ragas LLM metrics (ranking, noise sensitivity) reuse the client,
-    wire capture, retries-by-the-engine and error classification, and override
-    :attr:`allowed_placeholders`, :meth:`_build_metric`, :meth:`_score`, :meth:`_interpret`
-    and :meth:`render`.
+    Subclasses for other Ragas LLM metrics override :attr:`allowed_placeholders`,
+    :meth:`_build_metric`, :meth:`_score`, :meth:`_interpret` and :meth:`render`.
     """
 
     allowed_placeholders: frozenset[str] = PLACEHOLDERS
-    """Template placeholders this kind may use."""
     required_placeholder: str | None = "response"
-    """A placeholder the template must use (what is being judged)."""
     needs_prompt: bool = True
-    """Whether the spec must carry a prompt template (metrics with built-in prompts do not)."""
 
     def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         self.spec = spec
         loc = str(spec_path)
         template, used, problems = self._template(spec, spec_path)
         self.api_key_env = spec.endpoint.api_key_env
-        # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
-        # base_url and the name base_url_env are), so the local demo model may move ports.
         self.base_url, url_problems = _base_url(spec, loc)
-        # As run.json and error messages name it: no query string, no user information, and the
-        # client's default when the spec names none (never carries the key).
+        # as run.json and messages name it: no query string or user information
         default = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.endpoint_url: str = public_url(_recordable_url(self.base_url or default)) or ""
         problems += url_problems + self._key_problems(loc)
@@ -301,17 +256,14 @@ class LLMJudge:
     def _template(
         self, spec: CandidateSpec, spec_path: Path
     ) -> tuple[str, list[str], list[Problem]]:
-        """The prompt template, the placeholders it uses, and every problem with the model, the
-        prompt and its placeholders."""
+        """The prompt template, its placeholders, and every problem with model and prompt."""
         loc = str(spec_path)
-
-        def problem(code: str, message: str, fix: str) -> Problem:
-            return Problem(location=loc, code=code, message=message, fix=fix)
 
         problems: list[Problem] = []
         if not spec.model:
             problems.append(
                 problem(
+                    loc,
                     "model_missing",
                     "a ragas-llm candidate needs a model",
                     "set model: to the evaluator model name the endpoint serves",
@@ -320,6 +272,7 @@ class LLMJudge:
         if self.needs_prompt and bool(spec.prompt) == bool(spec.prompt_file):
             problems.append(
                 problem(
+                    loc,
                     "prompt_missing",
                     "give exactly one of prompt (inline) or prompt_file",
                     "put the judge prompt template inline under prompt:, or in a file named by"
@@ -335,6 +288,7 @@ class LLMJudge:
         except ValueError as exc:
             problems.append(
                 problem(
+                    loc,
                     "prompt_invalid",
                     f"the prompt template is not a valid format string ({exc})",
                     "double literal braces: {{ and }}",
@@ -346,31 +300,26 @@ class LLMJudge:
     def _placeholder_problems(
         self, template: str, used: list[str], malformed: list[str], loc: str
     ) -> list[Problem]:
-        """Malformed, unknown or missing placeholders of the template."""
         problems: list[Problem] = []
         if malformed:
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_placeholder_syntax",
-                    message=(
-                        f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders"
-                        " are allowed (no format specs, conversions, attribute or index access)"
-                    ),
-                    fix=(
-                        "write placeholders as {response}, {user_input} ...; double literal braces:"
-                        " {{ and }}"
-                    ),
+                problem(
+                    loc,
+                    "prompt_placeholder_syntax",
+                    f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders"
+                    " are allowed (no format specs, conversions, attribute or index access)",
+                    "write placeholders as {response}, {user_input} ...; double literal braces:"
+                    " {{ and }}",
                 )
             )
         unknown = sorted(set(used) - self.allowed_placeholders)
         if unknown:
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_placeholder",
-                    message=f"the prompt uses {unknown}, which are not judge-visible fields",
-                    fix="use only "
+                problem(
+                    loc,
+                    "prompt_placeholder",
+                    f"the prompt uses {unknown}, which are not judge-visible fields",
+                    "use only "
                     + ", ".join(sorted(self.allowed_placeholders))
                     + "; labels and reviews can never reach a prompt",
                 )
@@ -378,29 +327,26 @@ class LLMJudge:
         required = self.required_placeholder
         if required and required not in used and not problems and template:
             problems.append(
-                Problem(
-                    location=loc,
-                    code="prompt_no_response",
-                    message=f"the prompt never shows {{{required}}}, the thing under judgment",
-                    fix=f"add {{{required}}} to the prompt template",
+                problem(
+                    loc,
+                    "prompt_no_response",
+                    f"the prompt never shows {{{required}}}, the thing under judgment",
+                    f"add {{{required}}} to the prompt template",
                 )
             )
         return problems
 
     def _key_problems(self, loc: str) -> list[Problem]:
-        """The API key's variable, when the spec names one, must be set."""
         name = self.api_key_env
         if not name or os.environ.get(name):
             return []
         return [
-            Problem(
-                location=loc,
-                code="api_key_missing",
-                message=f"the environment variable {name} is not set",
-                fix=(
-                    f"export {name}=<your key> (keys are read from the environment and never"
-                    " written to any file)"
-                ),
+            problem(
+                loc,
+                "api_key_missing",
+                f"the environment variable {name} is not set",
+                f"export {name}=<your key> (keys are read from the environment and never"
+                " written to any file)",
             )
         ]
 
@@ -419,23 +365,18 @@ class LLMJudge:
             if key in template and spec.prompt_file:
                 found.append(("prompt_file", f"the value of ${self.api_key_env}"))
         return [
-            Problem(
-                location=loc, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX
-            )
+            problem(loc, "secret_in_spec", f"{field} holds {what}", SECRET_FIX)
             for field, what in found
         ]
 
     def secrets(self) -> list[str]:
-        """Values that must never be recorded (the API key), for redaction."""
+        """Values that must never be recorded (the API key)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return [key] if key else []
 
     @property
     def display_url(self) -> str:
-        """The endpoint's base URL for messages, safe to print (never carries the key)."""
         return self.endpoint_url
-
-    # -- kind hooks -----------------------------------------------------------------------
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
         from ragas.metrics import DiscreteMetric
@@ -447,17 +388,14 @@ class LLMJudge:
         return self._ascore(llm, self.metric, judge_input)
 
     async def _ascore(self, llm: Any, metric: Any, judge_input: Any) -> Any:
-        """``metric.ascore`` for ``judge_input``: through the request prepared once for ``metric``
-        (:mod:`._prepared`: same wire request, same parsing), or Ragas' own ``ascore`` when the
-        prepared request did not match the stock one."""
+        """``metric.ascore`` through the request prepared once for ``metric`` (:mod:`._prepared`),
+        or Ragas' own when preparing did not match it."""
         preparation = await self._preparation(metric)
         if preparation.request is None:
             return await metric.ascore(llm=llm, **self._arguments(judge_input))
         return await preparation.request.ascore(llm.client.client, self._prompt(judge_input))
 
     async def _preparation(self, metric: Any) -> Preparation:
-        """The prepared request of ``metric``, built on first use (once per candidate and
-        metric)."""
         found = self._prepared.get(id(metric))
         if found is not None and found[0] is metric:
             return found[1]
@@ -473,7 +411,6 @@ class LLMJudge:
     def _interpret(
         self, result: Any, exchange: Exchange, judge_input: Any, ref: CaseRef | None
     ) -> Verdict:
-        """Turn the metric's result into a verdict, or an evaluator error."""
         value = None if result.value is None else str(result.value)
         if value is None or value not in self.spec.labels:
             return self._failed(
@@ -484,20 +421,8 @@ class LLMJudge:
         return self._verdict(exchange, value=value, reason=result.reason)
 
     def _missing_reason(self, exchange: Exchange, value: Any) -> Verdict:
-        """A verdict without a stated reason cannot be reviewed: an evaluator error, never a
-        verdict.
-
-        Retryable like ``unparseable`` (an unusable answer of the same family): another attempt
-        may state its reason; every attempt is recorded."""
-        return self._failed(
-            exchange,
-            "missing_reason",
-            f"the judge answered {value!r} with an empty or missing reason; a verdict must"
-            " state why",
-            retryable=True,
-        )
-
-    # -- requests -------------------------------------------------------------------------
+        """A verdict without a reason cannot be reviewed: a retryable evaluator error."""
+        return self._failed(exchange, *_no_reason(value), retryable=True)
 
     def _arguments(self, judge_input: JudgeInput) -> dict[str, str]:
         raw = judge_input.model_dump()
@@ -510,11 +435,8 @@ class LLMJudge:
         return args
 
     def _rendering(self, judge_input: Any) -> _Rendered:
-        """``judge_input``'s prompt as Ragas formats it, formatted once per work item.
-
-        Kept by object identity (the entry holds the input, so its id cannot be reused while
-        kept) for the last :data:`RENDERED_KEPT` inputs; judge inputs are frozen models.
-        """
+        """``judge_input``'s prompt as Ragas formats it, kept by identity for the last
+        :data:`RENDERED_KEPT` inputs (the entry holds the input, so its id is not reused)."""
         key = id(judge_input)
         found = self._rendered.get(key)
         if found is not None and found.judge_input is judge_input:
@@ -526,7 +448,6 @@ class LLMJudge:
         return found
 
     def _prompt(self, judge_input: Any) -> str:
-        """The prompt sent for ``judge_input`` (see :meth:`_rendering`)."""
         return self._rendering(judge_input).prompt
 
     def render(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> dict[str, Any]:
@@ -542,12 +463,8 @@ class LLMJudge:
         return int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS))
 
     def estimate_usage(self, judge_input: Any) -> tuple[int, int, str] | None:
-        """``(input tokens, output cap, method)`` of one call, for the engine's reservations.
-
-        Input: the rendered prompt counted offline (:func:`~workbench.judges._tokens.prompt_tokens`:
-        tiktoken or the stated rule, plus the structured-output overhead). None for a subclass
-        that prices its calls its own way (it overrides :meth:`estimate_cost`).
-        """
+        """``(input tokens, output cap, method)`` of one call (the prompt counted offline); None for
+        a subclass that overrides :meth:`estimate_cost`."""
         if type(self).estimate_cost is not LLMJudge.estimate_cost:
             return None
         rendered = self._rendering(judge_input)
@@ -557,22 +474,14 @@ class LLMJudge:
         return tokens_in, self.output_cap(), method
 
     def estimate_cost(self, judge_input: JudgeInput) -> float:
-        """The most one call should cost: the prompt estimate and the full ``max_tokens`` of
-        output."""
+        """The most one call should cost: the prompt estimate and the full output cap."""
         usage = self.estimate_usage(judge_input)
         assert usage is not None
         return self.spec.pricing.cost(usage[0], usage[1])
 
-    # -- calls ----------------------------------------------------------------------------
-
     def prepare(self, concurrency: int) -> None:
-        """Size the HTTP clients for ``concurrency`` calls in flight (called by the engine).
-
-        httpx's connection pool does work proportional to connections x queued requests on
-        every request and response, so one pool of 32 connections spends more time on
-        bookkeeping than on I/O. Shards of at most :data:`CONNECTIONS_PER_CLIENT` connections
-        keep that cost flat; each call uses one shard, round robin.
-        """
+        """Size the HTTP clients for ``concurrency`` calls: round-robin shards of at most
+        :data:`CONNECTIONS_PER_CLIENT` connections (httpx pool bookkeeping grows with both)."""
         self._shards = max(1, math.ceil(concurrency / CONNECTIONS_PER_CLIENT))
         self._client_loop = None
 
@@ -586,8 +495,7 @@ class LLMJudge:
         return shards[self._next_shard]
 
     def _new_llm(self, http_client: Any = None) -> Any:
-        """A Ragas LLM (``llm_factory``) over a new OpenAI client, on ``http_client`` or a new
-        pooled httpx client with the wire-capture hooks."""
+        """A Ragas LLM over a new OpenAI client, on ``http_client`` or a new capturing pool."""
         import httpx
         from openai import AsyncOpenAI
         from ragas.llms import llm_factory
@@ -608,9 +516,7 @@ class LLMJudge:
         if endpoint.provider == "azure":
             from openai import AsyncAzureOpenAI
 
-            # /openai/deployments/<deployment>/chat/completions?api-version=..., key in `api-key`.
             client = AsyncAzureOpenAI(
-                # None (no base_url): the client reads AZURE_OPENAI_ENDPOINT, as it always did.
                 azure_endpoint=cast(str, self.base_url),
                 azure_deployment=endpoint.deployment,
                 api_version=endpoint.api_version,
@@ -627,15 +533,11 @@ class LLMJudge:
                 timeout=endpoint.timeout_s,
                 http_client=http_client,
             )
-        # instructor retries any exception 3 times by default, immediately and invisibly;
-        # one attempt per call lets the engine back off, honour Retry-After and record it.
+        # one instructor attempt per call: the engine retries, backs off and records
         params = {**self.spec.params, "max_retries": 1}
         llm: Any = llm_factory(self.spec.model or "", provider="openai", client=client, **params)
         if endpoint.json_mode == "md_json":
-            # The fallback for servers without JSON mode: Ragas always patches an OpenAI client
-            # with instructor Mode.JSON (response_format json_object); MD_JSON sends no
-            # response_format and asks for a ```json block instead. Same client, same parsing.
-            import instructor
+            import instructor  # no response_format: the answer comes in a ```json block
 
             llm.client = instructor.from_openai(client, mode=instructor.Mode.MD_JSON)
         return llm
@@ -656,70 +558,44 @@ class LLMJudge:
             _CURRENT.reset(token)
         return verdict
 
-    guard_calls: int = 2
-    """Upper bound on sequential model calls one score makes (for the guard timeout)."""
+    guard_calls: int = 2  # sequential model calls one score may make (the guard timeout)
 
     async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: Exchange) -> Verdict:
         import openai
 
+        url = self.display_url
+        failed: tuple[str, str, bool, str | None]
         try:
             llm = self._llm()
-            # A guard above the HTTP timeout, for anything that would hang outside httpx. (A
-            # timeout scope, not wait_for: no second task per call; TimeoutError all the same.)
+            # a guard above the HTTP timeout, for anything that hangs outside httpx
             async with asyncio.timeout(self.spec.endpoint.timeout_s * self.guard_calls + 5):
                 result = await self._score(llm, judge_input, ref)
         except openai.RateLimitError as exc:
-            return self._failed(
-                exchange,
-                "rate_limited",
-                f"HTTP 429 from {self.display_url}: {_api_message(exc)}",
-                retryable=True,
-            )
+            failed = ("rate_limited", f"HTTP 429 from {url}: {_api_message(exc)}", True, None)
         except openai.APITimeoutError:
-            return self._failed(
-                exchange,
-                "timeout",
-                f"no response from {self.display_url} within {self.spec.endpoint.timeout_s:g} s",
-                retryable=True,
-            )
+            limit = self.spec.endpoint.timeout_s
+            failed = ("timeout", f"no response from {url} within {limit:g} s", True, None)
         except openai.APIConnectionError as exc:
-            return self._failed(
-                exchange,
-                "provider_error",
-                f"connection to {self.display_url} failed: {_cause(exc)}",
-                retryable=True,
-                endpoint_failure="connection",
-            )
+            message = f"connection to {url} failed: {_cause(exc)}"
+            failed = ("provider_error", message, True, "connection")
         except openai.APIStatusError as exc:
             status = exc.status_code
-            retryable = status >= 500 or status in (408, 409)
-            failure = endpoint_failure(status, status_text(exc))
-            return self._failed(
-                exchange,
-                "provider_error",
-                f"HTTP {status} from {self.display_url}: {_api_message(exc)}",
-                retryable=retryable,
-                endpoint_failure=failure,
-            )
+            message = f"HTTP {status} from {url}: {_api_message(exc)}"
+            broke = endpoint_failure(status, status_text(exc))
+            failed = ("provider_error", message, status >= 500 or status in (408, 409), broke)
         except TimeoutError:
-            return self._failed(
-                exchange,
-                "timeout",
-                "the call did not finish within the guard timeout",
-                retryable=True,
-            )
+            failed = ("timeout", "the call did not finish within the guard timeout", True, None)
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
             kind, message = self._classify_output_failure(exchange, exc)
-            # An unparseable answer, or one without a reason, may be usable on another attempt:
-            # retried like a transient error, every attempt recorded.
-            return self._failed(exchange, kind, message, retryable=kind in RETRYABLE_ANSWER_KINDS)
-        return self._interpret(result, exchange, judge_input, ref)
+            failed = (kind, message, kind in RETRYABLE_ANSWER_KINDS, None)
+        else:
+            return self._interpret(result, exchange, judge_input, ref)
+        return self._failed(exchange, *failed[:2], retryable=failed[2], endpoint_failure=failed[3])
 
     def _answer_failure(
         self, exchange: Exchange, exc: Exception
     ) -> tuple[tuple[str, str] | None, str]:
-        """What is wrong with the last answer before its content is read: no answer (a judge
-        exception), a refusal, or no content. Returns ``(failure, content)``."""
+        """``(failure, content)`` of the last answer: no answer, a refusal or no content."""
         body = exchange.responses[-1]["body"] if exchange.responses else None
         message = _assistant_message(body)
         if message is None:
@@ -735,57 +611,29 @@ class LLMJudge:
         failure, content = self._answer_failure(exchange, exc)
         if failure is not None:
             return failure
-        try:
-            parsed = json.loads(content)
-        except ValueError:
-            # instructor reads the JSON from the first "{" to the last "}" (a fenced ```json
-            # block under json_mode md_json, or prose around it): classify what it read.
-            start, end = content.find("{"), content.rfind("}")
-            try:
-                parsed = json.loads(content[start : end + 1]) if 0 <= start < end else None
-            except ValueError:
-                parsed = None
-            if parsed is None:
-                return "unparseable", f"not JSON: {content[:200]!r}"
-        if (
-            isinstance(parsed, dict)
-            and "value" in parsed
-            and parsed["value"] not in self.spec.labels
-        ):
-            return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
-        if isinstance(parsed, dict) and "value" in parsed and not has_reason(parsed.get("reason")):
-            return (
-                "missing_reason",
-                (
-                    f"the judge answered {parsed['value']!r} with an empty or missing reason; a"
-                    " verdict must state why"
-                ),
-            )
+        parsed = loose_json(content)
+        if parsed is None:
+            return "unparseable", f"not JSON: {content[:200]!r}"
+        if isinstance(parsed, dict) and "value" in parsed:
+            if parsed["value"] not in self.spec.labels:
+                return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
+            if not has_reason(parsed.get("reason")):
+                return _no_reason(parsed["value"])
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 
     def _usage(self, exchange: Exchange) -> tuple[int | None, int | None]:
-        usages = [
-            r["body"].get("usage")
-            for r in exchange.responses
-            if isinstance(r.get("body"), dict) and r["body"].get("usage")
-        ]
+        bodies = [r["body"] for r in exchange.responses if isinstance(r.get("body"), dict)]
+        usages = [b["usage"] for b in bodies if b.get("usage")]
         if not usages:
             return None, None
-        return sum(int(u.get("prompt_tokens") or 0) for u in usages), sum(
-            int(u.get("completion_tokens") or 0) for u in usages
-        )
+        tokens_in, tokens_out = (sum(int(u.get(k) or 0) for u in usages) for k in _USAGE_KEYS)
+        return tokens_in, tokens_out
 
     def _wire_request(self, exchange: Exchange) -> Any:
         if not exchange.requests:
             return None
-        first = exchange.requests[0]
-        if len(exchange.requests) == 1:
-            return first
-        return (
-            {**first, "follow_up_requests": exchange.requests[1:]}
-            if isinstance(first, dict)
-            else first
-        )
+        first, *more = exchange.requests
+        return {**first, "follow_up_requests": more} if more and isinstance(first, dict) else first
 
     def _verdict(self, exchange: Exchange, **kw: Any) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
@@ -808,11 +656,7 @@ class LLMJudge:
         endpoint_failure: str | None = None,
     ) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
-        retry_after = None
-        for r in reversed(exchange.responses):
-            if r.get("retry_after"):
-                retry_after = _seconds(r["retry_after"])
-                break
+        after = [r["retry_after"] for r in exchange.responses if r.get("retry_after")]
         return Verdict.failed(
             kind,
             redact(message, self.secrets()),
@@ -820,13 +664,33 @@ class LLMJudge:
             tokens_out=tokens_out,
             rendered_request=self._wire_request(exchange),
             retryable=retryable,
-            retry_after_s=retry_after,
+            retry_after_s=_seconds(after[-1]) if after else None,
             endpoint_failure=endpoint_failure,
         )
 
 
 RETRYABLE_ANSWER_KINDS: frozenset[str] = frozenset({"unparseable", "missing_reason"})
-"""Unusable answers that are retried up to ``endpoint.max_retries``, like transient errors."""
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens")
+
+
+def loose_json(content: str | None) -> Any:
+    """``content`` as JSON, else what instructor reads: its first "{" to its last "}" (None)."""
+    if not content:
+        return None
+    start, end = content.find("{"), content.rfind("}")
+    for text in (content, content[start : end + 1] if 0 <= start < end else None):
+        try:
+            return json.loads(text) if text is not None else None
+        except ValueError:
+            continue
+    return None
+
+
+def _no_reason(value: Any) -> tuple[str, str]:
+    message = (
+        f"the judge answered {value!r} with an empty or missing reason; a verdict must state why"
+    )
+    return "missing_reason", message
 
 
 def _assistant_message(body: Any) -> dict[str, Any] | None:
@@ -838,7 +702,6 @@ def _assistant_message(body: Any) -> dict[str, Any] | None:
 
 
 def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
-    """``(field, text)`` for every string in a JSON-like object."""
     if isinstance(obj, str):
         return [(path, obj)]
     if isinstance(obj, dict):
@@ -851,8 +714,7 @@ def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
 
 
 def _cause(exc: BaseException) -> str:
-    """``Type: message`` of the lowest exception under an ``APIConnectionError`` (e.g.
-    httpx.ConnectError)."""
+    """``Type: message`` of the lowest exception under an ``APIConnectionError``."""
     inner: BaseException = exc
     while inner.__cause__ is not None and inner.__cause__ is not inner:
         inner = inner.__cause__
@@ -884,7 +746,7 @@ def _seconds(value: str) -> float | None:
 
 
 def _recordable_url(url: str | None) -> str | None:
-    """``scheme://host[:port]/path`` of ``url``: query strings and fragments are never recorded."""
+    """``scheme://host[:port]/path`` of ``url`` (no query, fragment or user information)."""
     if not url:
         return None
     from urllib.parse import urlsplit, urlunsplit

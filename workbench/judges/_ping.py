@@ -1,24 +1,18 @@
 """``workbench ping``: one real request to a candidate's endpoint before the first real run.
 
-:func:`ping` builds the candidate's judge exactly as ``workbench run`` would (same client,
-provider, JSON mode, parameters and prompt template), sends **one** request for a fixed,
-harmless case (:data:`PING_INPUT`; no gold is read) and reports what a run depends on: the
-resolved URL (never the key), the HTTP status, the latency, whether JSON mode was honoured,
-whether the answer parsed into one of the candidate's labels, the token usage and the cost
-under the candidate's price table. Every failure is a :class:`~workbench.errors.Problem`
-with its own code (:data:`PING_CODES`); :attr:`PingResult.ok` is true only when there is
-none. Nothing is written anywhere.
+The judge is built as ``workbench run`` builds it and sent one harmless case
+(:data:`PING_INPUT`); every failure is a Problem with a code of :data:`PING_CODES`. Nothing is
+written.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import socket
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +21,18 @@ from pydantic import Field
 
 from .._record import Record
 from .._redact import redact
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, problem, refusal
 from ._http_errors import MODEL_MISSING, endpoint_failure, status_text
 from ._input import JudgeInput
-from ._llm import _CURRENT, Exchange, LLMJudge, _api_message, _assistant_message, has_reason
+from ._llm import (
+    _CURRENT,
+    Exchange,
+    LLMJudge,
+    _api_message,
+    _assistant_message,
+    has_reason,
+    loose_json,
+)
 from ._registry import build_judge
 from ._spec import load_spec
 
@@ -43,7 +45,6 @@ PING_INPUT = JudgeInput(
     reference="Paris is the capital of France.",
     retrieved_contexts=["Paris is the capital and most populous city of France."],
 )
-"""The fixed case a ping sends: harmless, public, every judge-visible field filled."""
 
 PING_CODES: dict[str, str] = {
     "dns_failure": "the endpoint's host name does not resolve",
@@ -98,20 +99,17 @@ class PingResult(Record):
     model: str | None
     """The spec's evaluator model name."""
     provider: str
-    """``endpoint.provider`` (``openai`` or ``azure``)."""
+    """``endpoint.provider``."""
     json_mode: str
-    """``endpoint.json_mode`` the request used (``json_object`` or ``md_json``)."""
+    """``endpoint.json_mode`` the request used."""
     url: str | None
-    """The URL the request was sent to, query included (e.g. Azure's ``api-version``), with any
-    credential redacted; never the key (keys travel in headers)."""
+    """The URL the request was sent to (query included, credentials redacted)."""
     status: int | None
-    """HTTP status of the answer; null when none came (DNS, connection, timeout)."""
+    """HTTP status of the answer; null when none came."""
     latency_s: float | None
     """Seconds from sending the request to the parsed answer (or the failure)."""
     json_mode_honoured: bool | None
-    """``json_object``: true when the answer was bare JSON, false when the endpoint refused
-    ``response_format`` or wrapped the JSON in prose or code fences; null for ``md_json`` (JSON
-    mode not asked for) or when no answer came."""
+    """Under ``json_object``: whether the answer was bare JSON; else null."""
     parsed: bool
     """Whether the answer parsed into ``{reason, value}``."""
     value: str | None
@@ -121,47 +119,32 @@ class PingResult(Record):
     labels: list[str]
     """The candidate's labels."""
     answer_excerpt: str | None
-    """The first 300 characters of the model's answer (redacted), for diagnosis."""
+    """The first 300 characters of the model's answer (redacted)."""
     tokens_in: int | None
-    """Prompt tokens the endpoint reported; null when it reported no usage."""
+    """Prompt tokens the endpoint reported."""
     tokens_out: int | None
-    """Completion tokens the endpoint reported; null when it reported no usage."""
+    """Completion tokens the endpoint reported."""
     cost_usd: float | None
-    """The call's cost under the candidate's price table; null when usage is missing and the price
-    table is not zero."""
+    """The call's cost; null when usage is missing under a non-zero price table."""
     ok: bool
-    """True only when there is no problem: the endpoint is ready for ``workbench run``."""
+    """True only when there is no problem."""
     problems: list[Problem] = Field(default_factory=list)
-    """Every failure found, each with its own code (see ``PING_CODES``), message and fix."""
+    """Every failure found, with its code (``PING_CODES``), message and fix."""
 
 
 def ping(spec_path: str | Path) -> PingResult:
     """Send one request for :data:`PING_INPUT` with the candidate at ``spec_path``.
 
-    Raises :class:`~workbench.errors.WorkbenchError` (the CLI's exit 2) when the spec itself is
-    invalid, its key variable is unset, or its kind is not ``ragas-llm``; endpoint failures are
-    reported in the result, never raised. Safe to call inside a running event loop (a notebook):
-    the request then runs on a helper thread; ``await aping(...)`` avoids the thread.
+    Raises :class:`~workbench.errors.WorkbenchError` for an invalid spec, an unset key variable
+    or a kind other than ``ragas-llm``; endpoint failures are reported, never raised. Inside a
+    running event loop the request runs on a helper thread (``await aping(...)`` avoids it).
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(aping(spec_path))
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["result"] = asyncio.run(aping(spec_path))
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=work, name="workbench-ping")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    result: PingResult = box["result"]
-    return result
+    with ThreadPoolExecutor(1, thread_name_prefix="workbench-ping") as pool:
+        return pool.submit(asyncio.run, aping(spec_path)).result()
 
 
 async def aping(spec_path: str | Path) -> PingResult:
@@ -169,16 +152,12 @@ async def aping(spec_path: str | Path) -> PingResult:
     spec, path = load_spec(spec_path)
     judge = build_judge(spec, path)
     if type(judge) is not LLMJudge:
-        raise WorkbenchError(
+        raise refusal(
             "cannot ping this candidate",
-            [
-                Problem(
-                    location=str(path),
-                    code="ping_kind",
-                    message=f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}",
-                    fix="ping a ragas-llm candidate that uses the same endpoint, model and params",
-                )
-            ],
+            str(path),
+            "ping_kind",
+            f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}",
+            "ping a ragas-llm candidate that uses the same endpoint, model and params",
         )
     exchange = Exchange()
     token = _CURRENT.set(exchange)
@@ -201,8 +180,6 @@ async def aping(spec_path: str | Path) -> PingResult:
 
 @dataclass
 class _Findings:
-    """What a ping found so far: every problem and the facts about the answer."""
-
     judge: LLMJudge
     exchange: Exchange
     url: str | None
@@ -215,7 +192,7 @@ class _Findings:
     def problem(self, code: str, message: str, fix: str) -> None:
         one_line = " ".join(redact(message, self.judge.secrets()).split())  # may span lines
         where = self.url or str(self.judge.spec.label)
-        self.problems.append(Problem(location=where, code=code, message=one_line, fix=fix))
+        self.problems.append(problem(where, code, one_line, fix))
 
     def parsed_value(self, value: Any) -> None:
         self.parsed = True
@@ -225,7 +202,6 @@ class _Findings:
 def _assess(
     judge: LLMJudge, exchange: Exchange, result: Any, error: Exception | None, latency: float
 ) -> PingResult:
-    """The ping's result: what went wrong on the wire, in the answer, and in its usage."""
     import openai
 
     spec = judge.spec
@@ -284,7 +260,7 @@ def _assess(
 
 
 def _answer(found: _Findings, status: int | None, body: Any, result: Any, error: Any) -> None:
-    """An answer came (or none did, with no transport error): judge its content."""
+    """No transport error: judge the answer's content."""
     spec = found.judge.spec
     message = _assistant_message(body) if status == 200 else None
     if status is not None and status != 200:
@@ -319,7 +295,6 @@ def _answer(found: _Findings, status: int | None, body: Any, result: Any, error:
 
 
 def _json_mode(found: _Findings) -> None:
-    """Under JSON mode, an answer that is not bare JSON means the mode is not honoured."""
     content = found.content
     if found.judge.spec.endpoint.json_mode != "json_object" or not (content and content.strip()):
         return
@@ -336,7 +311,6 @@ def _json_mode(found: _Findings) -> None:
 
 
 def _unusable(found: _Findings, error: Any) -> None:
-    """An answer the metric could not use: classified as a run would record it."""
     kind, detail = found.judge._classify_output_failure(
         found.exchange, error or ValueError("no result")
     )
@@ -368,7 +342,6 @@ def _unusable(found: _Findings, error: Any) -> None:
 def _cost(
     found: _Findings, status: int | None, tokens_in: int | None, tokens_out: int | None
 ) -> float | None:
-    """The call's cost under the price table; None (and a problem when priced) without usage."""
     pricing = found.judge.spec.pricing
     if tokens_in is not None or tokens_out is not None:
         return pricing.cost(tokens_in, tokens_out)
@@ -414,12 +387,6 @@ def _connection_problem(error: BaseException, url: str | None, source: str, prob
 
 
 _PLAIN_STATUS: dict[int, tuple[str, str, str]] = {
-    403: (
-        "forbidden",
-        "{said}",
-        "the key is valid but may not use this model or deployment: check its permissions,"
-        " project or quota",
-    ),
     404: (
         "endpoint_not_found",
         "no chat-completions API at this path ({said})",
@@ -434,13 +401,11 @@ _PLAIN_STATUS: dict[int, tuple[str, str, str]] = {
         "check params: and the model name in the spec against what the server accepts",
     ),
 }
-"""HTTP status -> (code, message after "HTTP <status> from <url>: ", fix) of the statuses a
-ping explains the same way every time (500: any 5xx; 400: any other 4xx)."""
+"""HTTP status -> (code, message, fix) of plain statuses (500: any 5xx; 400: any other 4xx)."""
 
 
 def _ping_code(status: int, text: str, json_asked: bool) -> str:
-    """The problem code of an HTTP error, by its status AND its body (the run's circuit breaker
-    reads the same classes, :func:`~._http_errors.endpoint_failure`)."""
+    """The problem code of an HTTP error, by its status and its body."""
     kind = endpoint_failure(status, text)
     if kind == "proxy":
         return "proxy_config"
@@ -452,63 +417,49 @@ def _ping_code(status: int, text: str, json_asked: bool) -> str:
         return "model_not_found"
     if status == 403:
         return "forbidden"
-    return _PLAIN_STATUS.get(status, _PLAIN_STATUS[500 if status >= 500 else 400])[0]
+    return (_PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400])[0]
 
 
 def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, problem: Any) -> None:
     status, text, said = error.status_code, status_text(error), _api_message(error)
-    head = f"HTTP {status} from {where}:"
     code = _ping_code(status, text, json_asked)
-    if code == "proxy_config":
-        problem(
-            code,
-            f"{head} the proxy refused the call from its own configuration, before any model"
-            f" ({said})",
+    azure = spec.endpoint.provider == "azure"
+    what = f"deployment {spec.endpoint.deployment!r}" if azure else f"model {spec.model!r}"
+    plain = _PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400]
+    explained = {
+        "proxy_config": (
+            f"the proxy refused the call from its own configuration, before any model ({said})",
             _proxy_fix(spec),
-        )
-    elif code == "unauthorized":
-        problem(code, f"{head} the key was refused ({said})", _key_fix(spec, where))
-    elif code == "forbidden":
-        problem(
-            code,
-            f"{head} {said}",
+        ),
+        "unauthorized": (f"the key was refused ({said})", _key_fix(spec, where)),
+        "forbidden": (
+            said,
             f"the key in {_key_var(spec)} is valid but may not use this model or deployment:"
             " check its permissions, project or quota, or use a key that may",
-        )
-    elif code == "no_json_mode":
-        problem(
-            code,
-            f"{head} the endpoint refuses response_format json_object ({said})",
+        ),
+        "no_json_mode": (
+            f"the endpoint refuses response_format json_object ({said})",
             "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is"
             " asked for in a ```json block) in a new candidate version, or enable JSON mode on the"
             f" server{_json_mode_hint(spec, text)}",
-        )
-    elif code == "model_not_found":
-        what = (
-            f"deployment {spec.endpoint.deployment!r}"
-            if spec.endpoint.provider == "azure"
-            else f"model {spec.model!r}"
-        )
-        problem(
-            code,
-            f"{head} the endpoint does not serve {what} ({said})",
+        ),
+        "model_not_found": (
+            f"the endpoint does not serve {what} ({said})",
             "correct model: in a new candidate version, to a name the server lists at GET"
             " <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its"
             " config; Azure: endpoint.deployment, the deployment name, not the model name)",
-        )
-    else:
-        plain = _PLAIN_STATUS.get(status) or _PLAIN_STATUS[500 if status >= 500 else 400]
-        problem(code, f"{head} {plain[1].format(said=said)}", plain[2])
+        ),
+    }
+    message, fix = explained.get(code, (plain[1].format(said=said), plain[2]))
+    problem(code, f"HTTP {status} from {where}: {message}", fix)
 
 
 def _key_var(spec: Any) -> str:
-    """The variable holding the key, as a fix names it (never the key itself)."""
     name = spec.endpoint.api_key_env
     return f"${name}" if name else "the key (endpoint.api_key_env names no variable)"
 
 
 def _proxy_fix(spec: Any) -> str:
-    """How to fix a proxy that refused the call from its own configuration."""
     return (
         f"not the model name or params: the proxy itself refused. A LiteLLM proxy with a master"
         f' key and no database takes any other key for a virtual key it cannot check ("No'
@@ -519,7 +470,6 @@ def _proxy_fix(spec: Any) -> str:
 
 
 def _key_fix(spec: Any, where: str) -> str:
-    """How to fix a refused key (HTTP 401, or a body about the key)."""
     fix = f"check that {_key_var(spec)} holds a valid key for this endpoint"
     if spec.endpoint.provider == "azure":
         return fix + " (Azure takes the resource's key, sent as the api-key header)"
@@ -543,7 +493,6 @@ def _json_mode_hint(spec: Any, text: str) -> str:
 
 
 def _url_source(spec: Any) -> str:
-    """Where the URL that was called came from: the spec, or the variable it names."""
     name = spec.endpoint.base_url_env
     if name and os.environ.get(name, "").strip():
         return f"${name} (the variable named by endpoint.base_url_env)"
@@ -563,13 +512,7 @@ def _unparseable_fix(spec: Any, honoured: bool | None) -> str:
 
 
 def _value_in(content: str | None) -> Any:
-    if not content:
-        return None
-    start, end = content.find("{"), content.rfind("}")
-    try:
-        parsed = json.loads(content[start : end + 1]) if start != -1 and end > start else None
-    except ValueError:
-        return None
+    parsed = loose_json(content)
     return parsed.get("value") if isinstance(parsed, dict) else None
 
 

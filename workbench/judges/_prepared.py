@@ -1,30 +1,11 @@
 """One Ragas LLM-metric request, built once per candidate and reused for every call.
 
-A Ragas ``SimpleLLMMetric`` (``DiscreteMetric``, ``RankingMetric``) scored through
-``llm_factory`` does, on every call, work that does not depend on the case: instructor wraps
-the metric's response model in a new pydantic class (``create_model``), renders its JSON
-schema into the system message, and OpenAI's client walks the whole request through its
-typed-dict transform. Only the user message, the formatted prompt, changes between calls.
-
-:func:`prepare` runs that stack **once** against an in-memory transport, with a sentinel in
-place of the prompt, and keeps the request body exactly as it went onto the wire. A call
-then copies the body, puts the prompt where the sentinel was, and posts it with the same
-OpenAI client (``client.post``: the same URL, headers, authentication, timeout and error
-mapping); the answer is parsed by instructor's own ``from_response`` with the response model
-instructor built (what ``process_response_async`` does for a plain model), so parsing,
-validation and the exceptions raised are instructor's.
-
-Before a prepared request is used it is checked: the sentinel request sent through the
-prepared path must equal, byte for byte (method, URL, headers and body), the request the
-stock Ragas/instructor/OpenAI path sent. If it does not (another library version, an option
-that is not part of the body), :func:`prepare` returns ``None`` with the reason and the judge
-keeps calling Ragas' ``ascore``: correct, only slower.
-
-This reaches into instructor (``handle_response_model``, ``from_response``), Ragas (the
-metric's ``_response_model``) and the OpenAI client (``_prepare_url``), so it is a speed-up
-on probation: it stays while ``bench/bench_patches.py --only prepared`` shows it saves at least
-10% of ``workbench run`` on 1,000 cases; ``WORKBENCH_PREPARED_REQUESTS=0`` turns it off (every
-call through Ragas' ``ascore``).
+:func:`prepare` runs the Ragas/instructor/OpenAI stack once against an in-memory transport with a
+sentinel prompt and keeps the wire body; a call puts its prompt where the sentinel was, posts it
+with the same client and parses with instructor's ``from_response``. It is used only when the
+sentinel request it sends equals the stock one byte for byte; else calls go through Ragas'
+``ascore``. A speed-up on probation (``bench/bench_patches.py --only prepared``);
+``WORKBENCH_PREPARED_REQUESTS=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -37,40 +18,30 @@ from dataclasses import dataclass
 from typing import Any
 
 SWITCH = "WORKBENCH_PREPARED_REQUESTS"
-"""Set to ``0`` to send every call through Ragas' own ``ascore``."""
 SENTINEL_PREFIX = "workbench-prompt-sentinel-"
 _PATH = "/chat/completions"
 
 
 def enabled() -> bool:
-    """Whether prepared requests are on (:data:`SWITCH`)."""
     return os.environ.get(SWITCH, "1") != "0"
 
 
 @dataclass(frozen=True)
 class PreparedRequest:
-    """The wire body of one metric's request with the prompt left out, and how to parse the
-    answer."""
+    """The wire body of one metric's request (the sentinel as the prompt, in message ``message``
+    between ``prefix`` and ``suffix``), and how to parse the answer."""
 
     template: dict[str, Any]
-    """The request body as sent, with the sentinel as the prompt (never mutated)."""
     message: int
-    """Index of the message whose content carries the prompt."""
     prefix: str
-    """Content before the prompt in that message (instructor may wrap it)."""
     suffix: str
-    """Content after the prompt in that message."""
     response_model: Any
-    """instructor's response model (an ``OpenAISchema`` subclass), built once."""
     mode: Any
-    """instructor's mode (``JSON``, or ``MD_JSON`` under ``json_mode: md_json``)."""
     url: Any = _PATH
-    """Where the body is posted: the client's chat-completions URL, resolved once against its
-    ``base_url`` (an absolute ``httpx.URL``: OpenAI's client then skips parsing and merging
-    the URL on every call), or the relative path."""
+    """The chat-completions URL, resolved once against the client's ``base_url``, or the path."""
 
     def body(self, prompt: str) -> dict[str, Any]:
-        """The request body for ``prompt``: a copy of the template; shared parts are not mutated."""
+        """The request body for ``prompt`` (the template is not mutated)."""
         messages = list(self.template["messages"])
         messages[self.message] = {
             **messages[self.message],
@@ -79,8 +50,8 @@ class PreparedRequest:
         return {**self.template, "messages": messages}
 
     async def ascore(self, client: Any, prompt: str) -> Any:
-        """One call: post the body with the OpenAI ``client``, parse as instructor does, return
-        a Ragas ``MetricResult``."""
+        """Post the body with the OpenAI ``client``; a Ragas ``MetricResult``, parsed as instructor
+        does."""
         from json import JSONDecodeError
 
         from instructor.retry import InstructorRetryException  # type: ignore[attr-defined]
@@ -99,13 +70,12 @@ class PreparedRequest:
             stream_cls=AsyncStream[ChatCompletionChunk],
         )
         try:
-            # instructor's process_response_async for a plain (non-streaming, non-iterable)
-            # response model is this one call, after logging the completion's repr.
+            # instructor's process_response_async for a plain response model
             model = self.response_model.from_response(
                 completion, validation_context=None, strict=True, mode=self.mode
             )
         except (ValidationError, JSONDecodeError) as exc:
-            # What instructor's retry loop raises after its single attempt (max_retries=1).
+            # what instructor's retry loop raises after its single attempt
             raise InstructorRetryException(
                 exc,
                 last_completion=completion,
@@ -127,8 +97,7 @@ class Preparation:
 async def _capture(
     make_client: Callable[[Any], Any], send: Callable[[Any], Awaitable[Any]]
 ) -> list[Any]:
-    """The HTTP requests ``send(client)`` makes, answered in memory with HTTP 400 (never sent
-    anywhere)."""
+    """The HTTP requests ``send(client)`` makes, answered in memory with HTTP 400."""
     import httpx
 
     seen: list[httpx.Request] = []
@@ -153,8 +122,7 @@ async def _capture(
 
 
 def _plain(response_model: Any) -> bool:
-    """Whether instructor parses ``response_model`` with ``from_response`` alone (no iterable,
-    partial, parallel or simple-type adapter handling)."""
+    """Whether instructor parses ``response_model`` with ``from_response`` alone."""
     import inspect
 
     from instructor.dsl.iterable import IterableBase
@@ -189,12 +157,8 @@ def _locate(template: Any, sentinel: str) -> tuple[int, str, str] | None:
 
 
 async def prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
-    """Build ``metric``'s request once and check it against the stock path.
-
-    ``make_llm(http_client)`` builds the judge's Ragas LLM (``llm_factory`` over an OpenAI
-    client) on the given httpx client, exactly as calls use it. Never raises: anything
-    unexpected keeps the stock path, with the reason.
-    """
+    """Build ``metric``'s request once (``make_llm(http_client)``: the judge's Ragas LLM) and
+    check it against the stock path. Never raises: a failure keeps the stock path."""
     if not enabled():
         return Preparation(None, f"{SWITCH}=0")
     try:

@@ -1,17 +1,6 @@
-"""The judge interface, its optional capabilities, and the small registry of judge kinds.
-
-Every judge is a :class:`Judge`. What only some judges do is a capability Protocol the engine
-checks with ``isinstance``: :class:`ModelJudge` (calls a model at an endpoint),
-:class:`HoldsResources` (has something to close after a run) and :class:`ReplayJudge` (replays
-verdicts recorded against some gold).
-
-A kind is a factory ``(spec, spec_path) -> Judge`` (a judge class is one) and the flags other
-commands read (:class:`Kind`). The built-in kinds are declared in :data:`BUILTIN_KINDS` as
-``"module:attribute"`` stubs: a kind's module is imported only when a judge of that kind is
-built, so this package imports none of the packages that define kinds (``workbench.noise``,
-``workbench.ranking``), and they import it. Kinds outside the core register with
-:func:`register_kind` (a decorator, for a factory that is already imported) or
-:func:`declare_kind` (a stub, imported on first use).
+"""The judge interface, its optional capabilities (Protocols the engine checks), and the registry
+of judge kinds: a factory ``(spec, spec_path) -> Judge`` with flags (:class:`Kind`). Built-in
+kinds are ``"module:attribute"`` stubs, imported when a judge of the kind is first built.
 """
 
 from __future__ import annotations
@@ -26,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._io import sha256_json
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..results import EvaluatorError, JudgeIdentity
 from ._spec import CandidateSpec, load_spec
 
@@ -36,17 +25,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CaseRef:
-    """Which case and repeat a call is for: bookkeeping the engine passes beside the judge input.
-
-    It carries no label and never reaches a prompt; kinds that replay recorded verdicts
-    (``imported``) use it to find the record.
-    """
+    """Which case and repeat a call is for (no label; never reaches a prompt)."""
 
     case_id: str
     response_hash: str
     repeat: int = 0
     presentation: dict[str, Any] | None = None
-    """How the case is presented (e.g. candidate order), for kinds where that matters."""
 
 
 @dataclass(frozen=True)
@@ -61,23 +45,16 @@ class Verdict:
     rendered_request: Any | None = None
     """The request as actually sent, when the kind captures it on the wire."""
     retryable: bool = False
-    """The error is transient (rate limit, 5xx, timeout, connection): the engine may retry."""
     retry_after_s: float | None = None
-    """The provider's Retry-After, when it sent one."""
     latency_s: float | None = None
     """Latency to record instead of the measured one (replayed verdicts)."""
     cost_usd: float | None = None
     """Cost to record instead of the price-table one (replayed verdicts)."""
     score: float | None = None
-    """The raw score of a score-based judge, before its threshold (or the whole result)."""
     order: list[str] | None = None
-    """A ranking judge's returned order, mapped back to stable candidate ids."""
+    """A ranking judge's returned order, as stable candidate ids."""
     endpoint_failure: str | None = None
-    """When the endpoint itself failed, not this case: ``connection``, ``auth`` (HTTP 401/403, or
-    a body about the key), ``proxy`` (a proxy refusing from its own configuration: no database
-    for virtual keys, a budget, a team), ``not_found`` (HTTP 404, or a body naming an unknown
-    model) or ``bad_request`` (any other HTTP 400 not about this case's content; see
-    :mod:`workbench.judges._http_errors`); consecutive ones trip the run's circuit breaker."""
+    """The kind of failure of the endpoint itself (:mod:`._http_errors`), for the breaker."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:
@@ -91,10 +68,7 @@ class Verdict:
 
 
 class NotAvailable(Exception):
-    """Raised by a judge that has no verdict for a case (e.g. an imported file lacks it).
-
-    The engine leaves the case unrun, so it is *missing*, never an error or a verdict.
-    """
+    """Raised by a judge without a verdict for a case: the engine leaves it unrun (missing)."""
 
 
 class Judge(Protocol):
@@ -118,21 +92,14 @@ class Judge(Protocol):
 
 @runtime_checkable
 class HoldsResources(Protocol):
-    """Capability: the judge holds resources (HTTP clients, open files) the engine releases with
-    ``aclose()`` after a run's last call, on the run's event loop."""
+    """Capability: resources the engine releases with ``aclose()`` after a run's last call."""
 
     async def aclose(self) -> None: ...
 
 
 @runtime_checkable
 class ModelJudge(HoldsResources, Protocol):
-    """Capability: the judge calls a model at an endpoint (``ragas-llm`` and its subclasses).
-
-    The engine sizes its HTTP clients for the run's concurrency before the first call
-    (``prepare``), reserves budget from the prompt's token estimate (``estimate_usage``; None: use
-    ``estimate_cost``), redacts ``secrets()`` from everything it records, and names
-    ``endpoint_url`` in the run summary and in the circuit breaker's message.
-    """
+    """Capability: the judge calls a model at an endpoint (``ragas-llm`` and its subclasses)."""
 
     endpoint_url: str
 
@@ -145,11 +112,8 @@ class ModelJudge(HoldsResources, Protocol):
 
 @runtime_checkable
 class ReplayJudge(Protocol):
-    """Capability: the judge replays verdicts produced elsewhere (``imported``).
-
-    ``check_gold(dataset)`` raises :class:`~workbench.errors.WorkbenchError` unless the verdicts
-    were produced against ``dataset``; every run calls it before it plans a case.
-    """
+    """Capability: replays verdicts produced elsewhere; ``check_gold`` raises unless they were
+    produced against ``dataset``."""
 
     def check_gold(self, dataset: GoldDataset) -> None: ...
 
@@ -164,11 +128,8 @@ class Kind:
     """A registered judge kind: its factory and the flags other commands read."""
 
     target: str | JudgeFactory
-    """``"module:attribute"`` of the factory ``(spec, spec_path) -> Judge`` (imported when a judge
-    of the kind is first built), or the factory itself."""
+    """``"module:attribute"`` of the factory, or the factory itself."""
     output: Output = "label"
-    """What a result carries: a ``label`` (align, gate, certify), a ``ranking`` (order) or a
-    ``score`` (noise sensitivity)."""
     deterministic: bool = False
     """It makes no model call: CI runs it over the controls on every change."""
     replayed: bool = False
@@ -203,15 +164,13 @@ BUILTIN_KINDS: dict[str, Kind] = {
         command=_RANKING,
     ),
 }
-"""Every kind the workbench ships: its ``"module:attribute"`` stub and flags."""
 
 _KINDS: dict[str, Kind] = dict(BUILTIN_KINDS)
-"""Every registered kind (the built-in ones and those registered since)."""
 
 
 def register_kind(name: str, **flags: Any) -> Callable[[JudgeFactory], JudgeFactory]:
-    """Register a judge kind under ``name``: a decorator for its factory (or judge class);
-    ``flags`` are :class:`Kind`'s (``output``, ``deterministic``, ``replayed``, ``command``)."""
+    """Register a judge kind under ``name``: a decorator for its factory, with :class:`Kind`'s
+    ``flags``."""
 
     def decorate(factory: JudgeFactory) -> JudgeFactory:
         _KINDS[name] = Kind(factory, **flags)
@@ -221,11 +180,8 @@ def register_kind(name: str, **flags: Any) -> Callable[[JudgeFactory], JudgeFact
 
 
 def declare_kind(name: str, target: str, **flags: Any) -> None:
-    """Register a judge kind under ``name`` by the import path of its factory,
-    ``"module:attribute"``, with :class:`Kind`'s ``flags``.
-
-    Nothing is imported now: the module loads when a judge of this kind is first built.
-    """
+    """Register a judge kind under ``name`` by its factory's ``"module:attribute"`` (imported when
+    a judge of the kind is first built), with :class:`Kind`'s ``flags``."""
     module, _, attribute = target.partition(":")
     if not module or not attribute:
         raise ValueError(f"a judge kind is declared as 'module:attribute', got {target!r}")
@@ -233,13 +189,11 @@ def declare_kind(name: str, target: str, **flags: Any) -> None:
 
 
 def kind_info(name: str) -> Kind | None:
-    """The registered kind ``name`` (None when there is none)."""
     return _KINDS.get(name)
 
 
 def kinds_where(**flags: Any) -> tuple[str, ...]:
-    """The registered kinds whose :class:`Kind` flags have these values, in registration order,
-    e.g. ``kinds_where(output="label", replayed=False)``."""
+    """The registered kinds whose :class:`Kind` flags have these values, in registration order."""
     return tuple(
         name
         for name, kind in _KINDS.items()
@@ -252,12 +206,11 @@ def available_kinds() -> list[str]:
 
 
 def _factory(kind: str, spec_path: Path) -> JudgeFactory:
-    """The factory of ``kind``, importing its module the first time it is asked for."""
     entry = _KINDS.get(kind)
     if entry is None:
-        raise _refused(
+        raise refusal(
             "unknown judge kind",
-            spec_path,
+            str(spec_path),
             "unknown_kind",
             f"unknown judge kind {kind!r}",
             "use one of " + ", ".join(available_kinds()),
@@ -268,9 +221,9 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     try:
         factory: JudgeFactory = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
-        raise _refused(
+        raise refusal(
             "judge kind unavailable",
-            spec_path,
+            str(spec_path),
             "kind_unavailable",
             f"judge kind {kind!r} is declared as {entry.target!r}, which cannot be loaded ({exc})",
             "install the package that provides the kind, or correct its declaration",
@@ -280,17 +233,9 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     return factory
 
 
-def _refused(summary: str, path: Path, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        summary, [Problem(location=str(path), code=code, message=message, fix=fix)]
-    )
-
-
 @functools.cache
 def ragas_version() -> str:
-    """The installed Ragas version, read once per process (``importlib.metadata`` scans the
-    installed distributions on every call, about 2 ms; a process keeps the Ragas it
-    imported)."""
+    """The installed Ragas version, read once per process."""
     try:
         return metadata.version("ragas")
     except metadata.PackageNotFoundError:  # pragma: no cover - ragas is a dependency
@@ -298,14 +243,9 @@ def ragas_version() -> str:
 
 
 def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) -> JudgeIdentity:
-    """The judge identity of a spec: every spec field, the prompt hash and the Ragas version.
-
-    ``extra`` adds kind-specific provenance (e.g. the hash of an imported results file).
-    """
-    # The template's content is covered by prompt_sha256; where it is stored (inline or in a
-    # file) is not part of what the judge does. The circuit breaker only decides when a run
-    # gives up on an unreachable endpoint, never a verdict: it is not part of the identity.
-    # parent/changes declare lineage, they change nothing the judge does: not part of it either.
+    """The judge identity of a spec: every field that changes verdicts, the prompt hash, the
+    Ragas version and kind-specific ``extra`` (not where the prompt is stored, the circuit
+    breaker or the declared lineage)."""
     excluded: dict[str, Any] = dict.fromkeys(
         ("name", "version", "kind", "model", "prompt", "prompt_file", "parent", "changes"), True
     )
@@ -324,7 +264,7 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) 
 
 
 def build_judge(spec: CandidateSpec, spec_path: Path) -> Judge:
-    """Build the judge of ``spec``; its kind's module is imported here on first use."""
+    """Build the judge of ``spec``."""
     return _factory(spec.kind, spec_path)(spec, spec_path)
 
 

@@ -1,10 +1,7 @@
 """Judge candidate specs: versioned YAML files, e.g. ``data/candidates/<name>@<version>.yaml``.
 
-A spec names *what* judges (kind, model, prompt or function, parameters, prices) and *where*
-(endpoint base URL and the **name** of the environment variable holding the API key; a key
-itself is refused). Its fingerprint is the hash of a :class:`~workbench.results.JudgeIdentity`
-that includes the canonical spec, the prompt (or function source) hash and the installed
-Ragas version, so changing any of them yields a new fingerprint.
+A spec names what judges and where (the endpoint and the NAME of the key's variable; a key itself
+is refused).
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -32,14 +30,17 @@ from .._docs import add_field_docs
 from .._load import read_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from .._redact import find_secrets
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem, refusal
 
 CANDIDATE_SCHEMA_VERSION = 1
 
 MAX_RETRIES_LIMIT = 20
-"""The largest ``endpoint.max_retries`` a spec may declare: more would hammer a failing provider."""
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_ENV_EXAMPLES = {
+    "api_key_env": ("OPENAI_API_KEY", "never the key itself"),
+    "base_url_env": ("WORKBENCH_DEMO_LLM_URL", "not a URL"),
+}
 
 CHANGE_KINDS: tuple[str, ...] = (
     "prompt",
@@ -54,23 +55,10 @@ CHANGE_KINDS: tuple[str, ...] = (
     "results",
     "ragas",
 )
-"""What a version may declare it changes relative to its ``parent`` (``changes:``): the spec
-field that changed (``prompt`` covers ``prompt``/``prompt_file`` and the template's content;
-``function`` covers the function path and its module's source), or ``ragas`` (the installed
-Ragas version)."""
+"""What a version may declare it changes relative to its ``parent``: a spec field (``prompt``
+also covers ``prompt_file`` and its content, ``function`` its module's source), or ``ragas``."""
 
-_DERIVABLE = {
-    "model": "model",
-    "params": "params",
-    "function": "function",
-    "threshold": "threshold",
-    "labels": "labels",
-    "endpoint": "endpoint",
-    "pricing": "pricing",
-    "kind": "kind",
-    "results": "results",
-    "prompt_file": "prompt",
-}
+_DERIVABLE = {name: name for name in CHANGE_KINDS[1:-1]} | {"prompt_file": "prompt"}
 """Spec fields :func:`derive_spec` may replace, and the change kind each one is."""
 
 
@@ -81,8 +69,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "api_version": None,
     "json_mode": "json_object",
 }
-"""Endpoint fields left out of the dump (and so of the fingerprint) while they hold their
-default."""
+"""Endpoint fields left out of the dump (and the fingerprint) while they hold their default."""
 
 
 class Endpoint(BaseModel):
@@ -93,106 +80,72 @@ class Endpoint(BaseModel):
     )
 
     base_url: str | None = None
-    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...); the default when
-    ``base_url_env`` is unset."""
+    """Base URL of the OpenAI-compatible API; the default when ``base_url_env`` is unset."""
     base_url_env: str | None = None
-    """NAME of an environment variable whose value, when set and non-empty, is used instead of
-    ``base_url`` (e.g. ``WORKBENCH_DEMO_LLM_URL``: the demo's local model on a free port). The
-    name is part of the fingerprint; the resolved URL is not (it is recorded in ``run.json``)."""
+    """NAME of an environment variable whose value, when set, is used instead of ``base_url``
+    (the name is fingerprinted, the URL is not)."""
     api_key_env: str | None = None
     """NAME of the environment variable that holds the API key. Never the key."""
     timeout_s: float = Field(default=60.0, gt=0, strict=True)
     """Per-call timeout."""
     max_retries: int = Field(default=4, ge=0, le=MAX_RETRIES_LIMIT, strict=True)
-    """Retries after a retryable failure (429, 5xx, timeout, connection, unparseable answer or
-    missing reason); at most 20."""
+    """Retries after a retryable failure (429, 5xx, timeout, connection, unusable answer)."""
     circuit_breaker_after: int = Field(default=8, ge=1, strict=True)
-    """Stop the run after this many consecutive calls failed at the endpoint itself (connection
-    failed, HTTP 401, 403 or 404): the run ends incomplete (exit 3) instead of paying for or
-    waiting on calls that cannot succeed."""
+    """Stop the run (incomplete) after this many consecutive calls failed at the endpoint."""
     provider: Literal["openai", "azure"] = "openai"
-    """Which client talks to the endpoint. ``openai`` (the default): any OpenAI-compatible server
-    (OpenAI, vLLM, Ollama's ``/v1``, llama.cpp ``llama-server``, a LiteLLM proxy ...); requests go
-    to ``<base_url>/chat/completions`` with ``Authorization: Bearer <key>``. ``azure``: Azure
-    OpenAI; ``base_url`` is the resource endpoint (``https://<resource>.openai.azure.com``),
-    requests go to ``/openai/deployments/<deployment>/chat/completions?api-version=<api_version>``
-    with the key in an ``api-key`` header. Omitted from the fingerprint when ``openai``."""
+    """``openai``: any OpenAI-compatible server, ``Authorization: Bearer <key>``. ``azure``: Azure
+    OpenAI at the resource endpoint ``base_url``, key in an ``api-key`` header."""
     deployment: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-    """Azure OpenAI deployment name (``provider: azure`` only; required there). Part of the
-    fingerprint."""
+    """Azure OpenAI deployment name (``provider: azure`` only; required there)."""
     api_version: str | None = Field(
         default=None, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$"
     )
-    """Azure OpenAI ``api-version`` query parameter, e.g. ``2024-10-21`` (``provider: azure`` only;
-    required there). Part of the fingerprint."""
+    """Azure OpenAI ``api-version``, e.g. ``2024-10-21`` (``provider: azure`` only; required)."""
     json_mode: Literal["json_object", "md_json"] = "json_object"
-    """How the structured answer is asked for. ``json_object`` (the default): JSON mode,
-    ``response_format: {"type": "json_object"}`` (instructor ``Mode.JSON``, what Ragas uses).
-    ``md_json``: the fallback for servers without JSON mode (they reject ``response_format`` or
-    ignore it): no ``response_format`` is sent; the prompt asks for the answer in a fenced
-    ```` ```json ```` block, which is parsed from the first ``{`` to the last ``}`` (instructor
-    ``Mode.MD_JSON``). It changes what the model is sent, so it is part of the fingerprint
-    when set; the default is omitted (fingerprints of older specs do not change)."""
+    """``json_object``: JSON mode (``response_format``); ``md_json``: for servers without it, the
+    answer is asked for in a fenced ```` ```json ```` block."""
 
-    @field_validator("api_key_env")
+    @field_validator("api_key_env", "base_url_env")
     @classmethod
-    def _env_name_only(cls, value: str | None) -> str | None:
+    def _env_name_only(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
+            example, never = _ENV_EXAMPLES[info.field_name or ""]
             raise ValueError(
-                "api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY),"
-                " never the key itself"
-            )
-        return value
-
-    @field_validator("base_url_env")
-    @classmethod
-    def _url_env_name_only(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):
-            raise ValueError(
-                "base_url_env must be the NAME of an environment variable (e.g."
-                " WORKBENCH_DEMO_LLM_URL), not a URL"
+                f"{info.field_name} must be the NAME of an environment variable (e.g. {example}),"
+                f" {never}"
             )
         return value
 
     @field_validator("api_version", mode="before")
     @classmethod
     def _api_version_text(cls, value: Any) -> Any:
-        # YAML reads an unquoted 2024-10-21 as a date.
-        import datetime
+        import datetime  # YAML reads an unquoted 2024-10-21 as a date
 
         return value.isoformat() if isinstance(value, datetime.date) else value
 
     @model_validator(mode="after")
     def _provider_fields(self) -> Endpoint:
-        if self.provider == "azure":
-            missing = [
-                name for name in ("deployment", "api_version") if getattr(self, name) is None
-            ]
-            if missing:
-                raise ValueError(
-                    f"provider azure needs {' and '.join(missing)} (the Azure deployment name and"
-                    " the api-version, e.g. 2024-10-21)"
-                )
-            if not (self.base_url or self.base_url_env):
-                raise ValueError(
-                    "provider azure needs base_url (or base_url_env): the resource endpoint,"
-                    " https://<resource>.openai.azure.com"
-                )
-        else:
-            given = [
-                name for name in ("deployment", "api_version") if getattr(self, name) is not None
-            ]
-            if given:
-                raise ValueError(
-                    f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to"
-                    " provider: azure; an OpenAI-compatible server takes the model name in model:"
-                )
+        given = [name for name in ("deployment", "api_version") if getattr(self, name) is not None]
+        missing = [name for name in ("deployment", "api_version") if name not in given]
+        if self.provider != "azure" and given:
+            raise ValueError(
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to"
+                " provider: azure; an OpenAI-compatible server takes the model name in model:"
+            )
+        if self.provider == "azure" and missing:
+            raise ValueError(
+                f"provider azure needs {' and '.join(missing)} (the Azure deployment name and"
+                " the api-version, e.g. 2024-10-21)"
+            )
+        if self.provider == "azure" and not (self.base_url or self.base_url_env):
+            raise ValueError(
+                "provider azure needs base_url (or base_url_env): the resource endpoint,"
+                " https://<resource>.openai.azure.com"
+            )
         return self
 
     @model_serializer(mode="wrap")
     def _omit_unset_url_env(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # A spec without base_url_env (or any later, optional field) dumps, and so fingerprints,
-        # exactly as before the field existed.
         data = handler(self)
         if isinstance(data, dict):
             for name, default in _OMITTED_WHEN_DEFAULT.items():
@@ -201,11 +154,8 @@ class Endpoint(BaseModel):
         return data
 
     def resolved_base_url(self) -> str | None:
-        """The base URL to call: ``$base_url_env`` when set and non-empty, else ``base_url``.
-
-        Raises :class:`ValueError` when the variable holds something other than an
-        ``http(s)://host[:port][/path]`` URL, or a URL with credentials in it.
-        """
+        """``$base_url_env`` when set and non-empty, else ``base_url``; ``ValueError`` when the
+        variable holds no ``http(s)://host[:port][/path]`` URL or one with credentials."""
         if not self.base_url_env:
             return self.base_url
         value = os.environ.get(self.base_url_env, "").strip()
@@ -288,8 +238,7 @@ class CandidateSpec(Record):
     model: str | None = None
     """Evaluator model name (ragas-llm)."""
     prompt: str | None = None
-    """Prompt template, inline (ragas-llm). Placeholders: {user_input}, {response}, {grading_notes},
-    {reference}, {retrieved_contexts}."""
+    """Prompt template, inline (ragas-llm); placeholders are judge-visible fields."""
     prompt_file: str | None = None
     """Prompt template file, relative to the spec (ragas-llm)."""
     function: str | None = None
@@ -307,14 +256,10 @@ class CandidateSpec(Record):
     parent: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$"
     )
-    """``name@version`` of the candidate this version was derived from. Not part of the
-    fingerprint (declaring lineage does not change what the judge does); left out of the spec
-    when unset."""
+    """``name@version`` of the candidate this version was derived from (not fingerprinted)."""
     changes: list[str] | None = None
-    """What this version changes relative to ``parent``, from :data:`CHANGE_KINDS` (e.g.
-    ``[prompt]``). The phases' save refuses a version that changes more than it declares and
-    ``workbench compare`` warns about it. Needs ``parent``; not part of the fingerprint; left
-    out of the spec when unset."""
+    """What this version changes relative to ``parent``, from :data:`CHANGE_KINDS` (not
+    fingerprinted)."""
 
     @model_validator(mode="after")
     def _declared_changes(self) -> CandidateSpec:
@@ -337,7 +282,6 @@ class CandidateSpec(Record):
 
     @model_serializer(mode="wrap")
     def _omit_unset_lineage(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # A spec without parent/changes dumps exactly as before the fields existed.
         data = handler(self)
         if isinstance(data, dict):
             for name in ("parent", "changes"):
@@ -399,12 +343,7 @@ SECRET_FIX = (
 def secret_problems(raw: Any, location: str) -> list[Problem]:
     """One ``secret_in_spec`` problem per field of a spec that holds something secret-looking."""
     return [
-        Problem(
-            location=location,
-            code="secret_in_spec",
-            message=f"{field} holds {what}",
-            fix=SECRET_FIX,
-        )
+        problem(location, "secret_in_spec", f"{field} holds {what}", SECRET_FIX)
         for field, what in find_secrets(raw)
     ]
 
@@ -414,29 +353,21 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     path = Path(path)
     loc = str(path)
     if not path.exists():
-        raise WorkbenchError(
+        raise refusal(
             "no candidate",
-            [
-                Problem(
-                    location=loc,
-                    code="candidate_missing",
-                    message="the candidate spec does not exist",
-                    fix="point --candidate at data/candidates/<name>@<version>.yaml",
-                )
-            ],
+            loc,
+            "candidate_missing",
+            "the candidate spec does not exist",
+            "point --candidate at data/candidates/<name>@<version>.yaml",
         )
     raw = read_yaml(path, prefix="candidate")
     if not isinstance(raw, dict):
-        raise WorkbenchError(
+        raise refusal(
             "unreadable candidate",
-            [
-                Problem(
-                    location=loc,
-                    code="candidate_shape",
-                    message="the spec must be a YAML mapping",
-                    fix="write the spec as key: value pairs",
-                )
-            ],
+            loc,
+            "candidate_shape",
+            "the spec must be a YAML mapping",
+            "write the spec as key: value pairs",
         )
     secrets = secret_problems(raw, loc)
     if secrets:  # before validation, so no error message can echo the value
@@ -446,11 +377,11 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError(
             "invalid candidate",
             [
-                Problem(
-                    location=loc,
-                    code="non_finite_number",
-                    message=f"{where[5:]} is {NON_FINITE}",
-                    fix="write a finite number",
+                problem(
+                    loc,
+                    "non_finite_number",
+                    f"{where[5:]} is {NON_FINITE}",
+                    "write a finite number",
                 )
                 for where in bad
             ],
@@ -471,36 +402,28 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         ) from None
     except SchemaTooNew as exc:
         raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
-    problems: list[Problem] = []
-    expected = f"{spec.name}@{spec.version}"
+    expected = spec.label
     if path.stem != expected:
-        problems.append(
-            Problem(
-                location=loc,
-                code="candidate_filename",
-                message=f"file name {path.name!r} does not match name@version {expected!r}",
-                fix=f"rename the file to {expected}.yaml so versions cannot be confused",
-            )
+        raise refusal(
+            "invalid candidate",
+            loc,
+            "candidate_filename",
+            f"file name {path.name!r} does not match name@version {expected!r}",
+            f"rename the file to {expected}.yaml so versions cannot be confused",
         )
-    if problems:
-        raise WorkbenchError("invalid candidate", problems)
     return spec, path
 
 
 def _retries_problem(err: Any, _where: str, loc: str) -> list[Problem] | None:
     if tuple(err["loc"]) == ("endpoint", "max_retries") and err["type"] == "less_than_equal":
         return [
-            Problem(
-                location=loc,
-                code="max_retries_too_high",
-                message=(
-                    f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT}"
-                    " retries are allowed"
-                ),
-                fix=(
-                    f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing"
-                    " that often needs attention, not more calls"
-                ),
+            problem(
+                loc,
+                "max_retries_too_high",
+                f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT}"
+                " retries are allowed",
+                f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing"
+                " that often needs attention, not more calls",
             )
         ]
     return None
@@ -518,13 +441,9 @@ def derive_spec(
 ) -> CandidateSpec:
     """A new candidate version from ``parent``: one declared change at a time.
 
-    A new ``prompt`` replaces the template inline (``prompt_file`` is dropped); other spec
-    fields (:data:`_DERIVABLE`: model, params, function, threshold ...) are replaced by
-    ``fields``. The new spec records ``parent`` (the parent's ``name@version``) and
-    ``changes``: the kinds given, or, when ``changes`` is None, the kinds of what was passed
-    and differs from the parent. More than one kind is refused unless ``allow_multiple``;
-    passing something ``changes`` does not declare is refused. The parent is untouched:
-    versions are immutable.
+    ``prompt`` replaces the template inline; ``fields`` replace :data:`_DERIVABLE` fields. The new
+    spec records ``parent`` and ``changes`` (given, or inferred from what differs). More than one
+    change is refused unless ``allow_multiple``; an undeclared change is refused.
     """
     loc = f"derive({parent.label} -> {parent.name}@{version})"
     current = parent.model_dump(mode="json")
@@ -538,30 +457,24 @@ def derive_spec(
     undeclared = [k for k in inferred if k not in declared]
     if undeclared:
         problems.append(
-            Problem(
-                location=loc,
-                code="undeclared_change",
-                message=(
-                    f"the new version changes {', '.join(undeclared)}, which changes={declared}"
-                    " does not declare"
-                ),
-                fix="declare every change (changes=[...]), or change only what is declared",
+            problem(
+                loc,
+                "undeclared_change",
+                f"the new version changes {', '.join(undeclared)}, which changes={declared}"
+                " does not declare",
+                "declare every change (changes=[...]), or change only what is declared",
             )
         )
     if len(declared) > 1 and not allow_multiple:
         problems.append(
-            Problem(
-                location=loc,
-                code="derive_multiple_changes",
-                message=(
-                    f"the new version changes {len(declared)} things at once"
-                    f" ({', '.join(declared)}): a difference in verdicts could not be attributed to"
-                    " one of them"
-                ),
-                fix=(
-                    "derive one change per version, or pass allow_multiple=True to record a"
-                    " multi-change version deliberately"
-                ),
+            problem(
+                loc,
+                "derive_multiple_changes",
+                f"the new version changes {len(declared)} things at once"
+                f" ({', '.join(declared)}): a difference in verdicts could not be attributed to"
+                " one of them",
+                "derive one change per version, or pass allow_multiple=True to record a"
+                " multi-change version deliberately",
             )
         )
     if problems:
@@ -577,8 +490,7 @@ def derive_spec(
 def _changed(
     current: dict[str, Any], fields: dict[str, Any], update: dict[str, Any], loc: str, prompt: bool
 ) -> tuple[list[str], list[Problem]]:
-    """The change kinds ``fields`` make (``prompt``: a new prompt was given), in order, with
-    ``update`` extended by them; a field no version may change is a problem."""
+    """The change kinds ``fields`` make, in order, with ``update`` extended by them."""
     inferred = ["prompt"] if prompt else []
     problems: list[Problem] = []
     for name, value in fields.items():
@@ -586,12 +498,12 @@ def _changed(
         if kind is None:
             near = closest(name, ["prompt", "description", "changes", *_DERIVABLE])
             problems.append(
-                Problem(
-                    location=loc,
-                    code="derive_field",
-                    message=f"{name!r} is not a field a new version may change"
+                problem(
+                    loc,
+                    "derive_field",
+                    f"{name!r} is not a field a new version may change"
                     + (f"; did you mean {near!r}?" if near else ""),
-                    fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
+                    "change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
                 )
             )
             continue
@@ -603,11 +515,8 @@ def _changed(
 
 
 def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
-    """Write ``<name>@<version>.yaml`` (and its prompt file) into ``directory``; never overwrite.
-
-    An inline prompt is written to ``prompts/<name>@<version>.md`` and referenced by
-    ``prompt_file``, so prompt diffs stay readable in version control.
-    """
+    """Write ``<name>@<version>.yaml`` (an inline prompt to ``prompts/<name>@<version>.md``)
+    into ``directory``; never overwrite."""
     from .._io import atomic_write_text
 
     directory = Path(directory)
@@ -615,11 +524,11 @@ def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
     problems: list[Problem] = []
     if target.exists():
         problems.append(
-            Problem(
-                location=str(target),
-                code="version_exists",
-                message=f"{spec.label} already exists",
-                fix="candidate versions are immutable: choose a new version",
+            problem(
+                str(target),
+                "version_exists",
+                f"{spec.label} already exists",
+                "candidate versions are immutable: choose a new version",
             )
         )
     data = spec.model_dump(mode="json", exclude_defaults=True)
@@ -628,11 +537,11 @@ def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
         prompt_rel = f"prompts/{spec.name}@{spec.version}.md"
         if (directory / prompt_rel).exists():
             problems.append(
-                Problem(
-                    location=str(directory / prompt_rel),
-                    code="version_exists",
-                    message="the prompt file for this version already exists",
-                    fix="choose a new version",
+                problem(
+                    str(directory / prompt_rel),
+                    "version_exists",
+                    "the prompt file for this version already exists",
+                    "choose a new version",
                 )
             )
         data.pop("prompt", None)

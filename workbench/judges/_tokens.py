@@ -1,16 +1,6 @@
-"""Prompt token counts for cost reservations, offline.
-
-With :mod:`tiktoken` and its BPE file already on disk (``$TIKTOKEN_CACHE_DIR``, or tiktoken's
-default cache), the prompt is counted with the model's encoding (``o200k_base`` for a model
-tiktoken does not know). tiktoken downloads missing BPE files; that download is never
-attempted here (no network during a run): without the file, or without tiktoken, the stated
-conservative rule counts instead:
-
-    one token per 3 ASCII characters (English prose averages about 4), rounded up,
-    plus one token per UTF-8 byte of every other character.
-
-Either way :data:`STRUCTURED_OUTPUT_OVERHEAD` tokens are added for the structured-output
-instructions and JSON schema that Ragas/instructor send beside the prompt, and message framing.
+"""Prompt token counts for cost reservations, offline: tiktoken with the model's encoding when its
+BPE file is on disk (never downloaded), else :func:`rule_tokens`; plus
+:data:`STRUCTURED_OUTPUT_OVERHEAD`.
 """
 
 from __future__ import annotations
@@ -19,9 +9,7 @@ import math
 import threading
 from typing import Any
 
-STRUCTURED_OUTPUT_OVERHEAD = 400
-"""Tokens added to every prompt estimate: instructor's JSON-schema system message (about 200
-tokens for a label vocabulary) and per-message framing, with margin."""
+STRUCTURED_OUTPUT_OVERHEAD = 400  # instructor's JSON-schema message and framing, with margin
 
 _LOCK = threading.Lock()
 _ENCODINGS: dict[str, Any] = {}
@@ -54,9 +42,7 @@ def _offline_encoding(model: str | None) -> Any | None:
                 encoding = tiktoken.get_encoding(name)
             finally:
                 tk_load.read_file = original
-        except (
-            Exception
-        ):  # no tiktoken, no cached BPE file, or an incompatible tiktoken: use the rule
+        except Exception:  # no tiktoken or no cached BPE file: the rule
             encoding = None
         _ENCODINGS[key] = encoding
         return encoding
@@ -64,18 +50,13 @@ def _offline_encoding(model: str | None) -> Any | None:
 
 def rule_tokens(text: str) -> int:
     """The conservative rule: ceil(ASCII characters / 3) + UTF-8 bytes of other characters."""
-    ascii_chars = len(
-        text.encode("ascii", "ignore")
-    )  # one byte per ASCII character, others dropped
+    ascii_chars = len(text.encode("ascii", "ignore"))
     other_bytes = len(text.encode("utf-8")) - ascii_chars
     return math.ceil(ascii_chars / 3) + other_bytes
 
 
 def prompt_tokens(text: str, model: str | None) -> tuple[int, str]:
-    """``(tokens, method)``: the prompt's token count plus the structured-output overhead.
-
-    ``method`` is ``tiktoken:<encoding>`` or ``rule``.
-    """
+    """``(tokens, method)``: the prompt's count plus the overhead (``tiktoken:<enc>``/``rule``)."""
     encoding = _offline_encoding(model)
     if encoding is not None:
         try:

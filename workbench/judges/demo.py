@@ -1,28 +1,10 @@
-"""Two offline demo judges: deterministic Ragas ``@discrete_metric`` functions.
+"""Offline demo judges: deterministic Ragas metrics over the demo's structured grading notes
+(``Required: "<phrase>" | <meaning>``, ``Prohibited: ...``), wrong in explainable ways.
 
-Both read only their arguments. They parse the structured grading notes of the demo dataset::
-
-    Required: "<key phrase>" | <meaning>
-    Prohibited: "<key phrase>" | <meaning>
-
-and pass a response iff every required key phrase is found in it and no prohibited key
-phrase is. They are meant to be *wrong in explainable ways*, so that alignment reports have
-something real to show:
-
-``rubric_judge_v1``
-    Plain case-insensitive phrase matching after light normalisation (punctuation and
-    hyphens become spaces). It does not know that "2FA" means two-factor authentication
-    (false fails on abbreviations and synonyms), counts "not automatically approved" as the
-    prohibited claim (false fails on denials), and cannot see a prohibited claim that is
-    paraphrased or abbreviated (false passes).
-
-``rubric_judge_v2``
-    Version 1 plus one declared change: a terminology guide (abbreviations, synonyms,
-    spelling variants, number words) and negation handling (a prohibited phrase preceded in
-    its sentence by a negation cue is a denial, not a claim). It fixes most abbreviation and
-    denial false fails, still misses paraphrased claims and denials placed after the phrase,
-    and introduces new errors: the guide's over-broad entry ("verification" for identity
-    verification) and the negation window, which reads "No problem, ..." as a denial.
+``rubric_judge_v1`` matches phrases literally (misses abbreviations, denials and paraphrases);
+``rubric_judge_v2`` adds a terminology guide and negation handling, with new errors (an
+over-broad guide entry, "No problem, ..." read as a denial); ``rubric_judge_v3`` fixes what v2's
+controls and review found and abstains on unaccounted claims.
 """
 
 from __future__ import annotations
@@ -110,14 +92,11 @@ _NUMBER_WORDS: dict[str, str] = {
 }
 
 NEGATION_CUES = frozenset({"not", "no", "never", "cannot", "nor", "none", "nothing", "without"})
-NEGATION_WINDOW = 6
-"""How many words before a prohibited phrase version 2 searches for a negation cue."""
+NEGATION_WINDOW = 6  # words before a prohibited phrase version 2 searches for a negation cue
 
 
 @dataclass(frozen=True)
 class Notes:
-    """The key phrases parsed from structured grading notes."""
-
     required: tuple[str, ...]
     prohibited: tuple[str, ...]
 
@@ -161,13 +140,9 @@ def _no_notes() -> MetricResult:
 
 
 def _failed(*parts: tuple[str, list[str]]) -> MetricResult | None:
-    """A fail whose reason names every non-empty part (``(what, items)``), or None when every
-    part is empty."""
+    """A fail naming every non-empty ``(what, items)`` part, or None."""
     listed = [f"{what} {', '.join(items)}" for what, items in parts if items]
     return MetricResult(value="fail", reason=_sentence(listed)) if listed else None
-
-
-# ------------------------------------------------------------------------------ version 1
 
 
 def v1_verdict(response: str, grading_notes: str) -> MetricResult:
@@ -196,24 +171,24 @@ def rubric_judge_v1(user_input: str, response: str, grading_notes: str) -> Metri
     return v1_verdict(response, grading_notes)
 
 
-# ------------------------------------------------------------------------------ version 2
+Guide = list[tuple[list[str], list[list[str]]]]
 
 
-def _guide_tokens() -> list[tuple[list[str], list[list[str]]]]:
+def _guide_tokens(guide: dict[str, tuple[str, ...]]) -> Guide:
     return [
         (_tokens(term, number_words=True), [_tokens(alt, number_words=True) for alt in alts])
-        for term, alts in TERMINOLOGY_GUIDE.items()
+        for term, alts in guide.items()
     ]
 
 
-_GUIDE = _guide_tokens()
+_GUIDE = _guide_tokens(TERMINOLOGY_GUIDE)
 
 
-def _spellings(phrase: str) -> list[tuple[list[str], str]]:
+def _spellings(phrase: str, guide: Guide = _GUIDE) -> list[tuple[list[str], str]]:
     """The phrase and its guide alternatives, each with the surface form it stands for."""
     base = _tokens(phrase, number_words=True)
     out: list[tuple[list[str], str]] = [(base, phrase)]
-    for term, alternatives in _GUIDE:
+    for term, alternatives in guide:
         for start in _find(base, term):
             for alt in alternatives:
                 variant = base[:start] + alt + base[start + len(term) :]
@@ -292,14 +267,10 @@ def rubric_judge_v2(user_input: str, response: str, grading_notes: str) -> Metri
     return v2_verdict(response, grading_notes)
 
 
-# ------------------------------------------------------------------------ a score-based judge
-
-
 @numeric_metric(name="concept_coverage", allowed_values=(0.0, 1.0))
 def concept_coverage(user_input: str, response: str, grading_notes: str) -> MetricResult:
-    """A score in [0, 1]: the share of required concepts found (version-2 matching), minus
-    0.5 for each asserted prohibited claim. Turned into pass/fail by the candidate's
-    ``threshold``, which is chosen on the calibration partition."""
+    """The share of required concepts found (version-2 matching) minus 0.5 per asserted
+    prohibited claim, in [0, 1]; the candidate's ``threshold`` makes it a label."""
     del user_input
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
@@ -317,28 +288,11 @@ def concept_coverage(user_input: str, response: str, grading_notes: str) -> Metr
     return MetricResult(value=round(score, 4), reason=reason + ".")
 
 
-# ------------------------------------------------------------------------------ version 3
-#
-# Version 3 fixes what version 2's controls and its development review found. Each change is
-# declared in data/candidates/rubric-judge@3.yaml:
-#
-# 1. Untrusted text: quoted material and lines written like grading notes ("Required: ...",
-#    "Verdict: pass") are not the answer a customer reads; they are removed before matching
-#    (the adversarial control that quotes a fake grading note).
-# 2. A required concept stated under a negation in its clause ("you won't need identity
-#    verification") is denied, not stated, unless the notes' own meaning is negative ("does
-#    not guarantee a particular outcome") (the negative control neg-data-export).
-# 3. A condition the notes restrict ("the email on file", "the original card") that the
-#    response widens ("any email address") is contradicted (the negative control neg-lockout).
-# 4. Negation of a prohibited claim is scoped to its clause: "No problem, I can disable ..."
-#    is reassurance, not a denial (development false passes tagged false-reassurance).
-# 5. The terminology guide loses its over-broad entry: "verification" alone no longer stands
-#    for identity verification (development false passes tagged near-synonym).
-# 6. A sentence the grading notes do not account for (no required or prohibited concept in it,
-#    not a courtesy line, a claim of at least CLAIM_MIN_WORDS words) may be a paraphrased
-#    prohibited claim, which phrase matching cannot read: a response that would pass is routed
-#    to review_required instead (development false passes tagged paraphrased-prohibition).
-#    Version 3 decides fewer cases; the gate counts its abstentions against each slice's limit.
+# Version 3 (each change declared in data/candidates/rubric-judge@3.yaml): quoted text and
+# note-formatted lines are removed; a required concept negated in its clause is denied (unless
+# its meaning is negative); a restricted condition widened is contradicted; negation of a
+# prohibited claim is scoped to its clause; the guide loses "verification"; an unaccounted
+# claim of CLAIM_MIN_WORDS+ words routes a pass to review_required.
 
 ALLOWED_VALUES_V3 = ["pass", "fail", "review_required"]
 _QUOTED = re.compile(r'"[^"\n]*(?:\n[^"\n]*)*"|\u201c[^\u201d]*\u201d', re.DOTALL)
@@ -350,9 +304,6 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _REQUIRED_LINE = re.compile(
     r'^\s*Required\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE
 )
-_PROHIBITED_LINE = re.compile(
-    r'^\s*Prohibited\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE
-)
 _RESTRICTED = re.compile(r"\bthe (?:(\w+) on file|original (\w+))", re.IGNORECASE)
 _WIDENERS = ("any", "any other", "another", "a different")
 _COURTESY = re.compile(
@@ -362,26 +313,11 @@ _COURTESY = re.compile(
     re.IGNORECASE,
 )
 CLAIM_MIN_WORDS = 6
-"""Shorter unaccounted sentences ("Yes, you can still ask.") are not read as claims."""
 TERMINOLOGY_GUIDE_V3: dict[str, tuple[str, ...]] = {
     **TERMINOLOGY_GUIDE,
     "identity verification": ("ID check", "ID verification", "identity check"),
 }
-_GUIDE_V3 = [
-    (_tokens(term, number_words=True), [_tokens(alt, number_words=True) for alt in alts])
-    for term, alts in TERMINOLOGY_GUIDE_V3.items()
-]
-
-
-def _spellings_v3(phrase: str) -> list[tuple[list[str], str]]:
-    base = _tokens(phrase, number_words=True)
-    out: list[tuple[list[str], str]] = [(base, phrase)]
-    for term, alternatives in _GUIDE_V3:
-        for start in _find(base, term):
-            for alt in alternatives:
-                variant = base[:start] + alt + base[start + len(term) :]
-                out.append((variant, " ".join(variant)))
-    return out
+_GUIDE_V3 = _guide_tokens(TERMINOLOGY_GUIDE_V3)
 
 
 def answer_text(response: str) -> str:
@@ -402,7 +338,7 @@ def _required_v3(
 ) -> tuple[str | None, str | None]:
     """``("stated", surface)``, ``("denied", cue)`` or ``(None, None)``; a plain statement wins."""
     denied: str | None = None
-    for tokens, surface in _spellings_v3(phrase):
+    for tokens, surface in _spellings(phrase, _GUIDE_V3):
         for words in clauses:
             for start in _find(words, tokens):
                 cue = None if negation_expected else _negated(words, start)
@@ -414,7 +350,7 @@ def _required_v3(
 
 def _claim_v3(clauses: list[list[str]], phrase: str) -> str | None:
     """The form in which a prohibited claim is asserted (not negated within its clause), or None."""
-    for tokens, surface in _spellings_v3(phrase):
+    for tokens, surface in _spellings(phrase, _GUIDE_V3):
         for words in clauses:
             for start in _find(words, tokens):
                 if _negated(words, start) is None:
@@ -433,7 +369,7 @@ def _widened(meaning: str, words: list[str]) -> str | None:
 
 def _unaccounted(sentences: list[str], phrases: list[str]) -> list[str]:
     out = []
-    spellings = [tokens for p in phrases for tokens, _ in _spellings_v3(p)]
+    spellings = [tokens for p in phrases for tokens, _ in _spellings(p, _GUIDE_V3)]
     for sentence in sentences:
         words = _tokens(sentence, number_words=True)
         if len(words) < CLAIM_MIN_WORDS or _COURTESY.search(sentence):

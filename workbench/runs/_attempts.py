@@ -1,21 +1,4 @@
-"""Every attempt a run counted is in its results: a deleted retry is noticed at the join.
-
-``workbench run`` appends every attempt (each judge call, each verdict reused from the cache) to
-``results.jsonl`` and counts them per invocation in ``invocations.jsonl`` (``calls`` +
-``cache_hits``) and, for the last invocation, in ``run.json``. Deleting attempts from the
-results (the retries that show a judge was unstable or erred, say) leaves a file that still
-reads as valid. :func:`attempt_problems` compares the attempts present with what the run
-directory counted; ``align`` and ``gate`` refuse results that fail it before they are read:
-
-- with ``invocations.jsonl``: the lines of ``results.jsonl`` must be exactly the sum over
-  invocations; fewer is ``attempts_missing``, more is ``attempts_unrecorded``;
-- with only ``run.json``: at least its invocation's ``calls + cache_hits`` (``attempts_missing``);
-- a count that cannot be read is ``attempts_unverifiable``.
-
-Results outside a run directory (an importer's output, a report's run records without their
-``invocations.jsonl``) are checked against what is there; a directory of shards and a run sharded
-by the Ray executor are not checked here (each shard is a run directory of its own).
-"""
+"""Every attempt a run counted is in its results: a deleted retry is noticed at the join."""
 
 from __future__ import annotations
 
@@ -33,8 +16,10 @@ _FIX_MISSING = (
 
 
 def attempt_problems(results: str | Path) -> list[Problem]:
-    """What the run directory holding ``results`` counted that the results do not hold (module
-    doc); empty when nothing beside the results counts attempts."""
+    """Compare the attempts in ``results`` with what its run directory counted (``calls +
+    cache_hits``): exactly the sum over ``invocations.jsonl`` (fewer: ``attempts_missing``, more:
+    ``attempts_unrecorded``), else at least ``run.json``'s; an unreadable count is
+    ``attempts_unverifiable``. Empty outside a run directory and for a sharded run."""
     path = Path(results)
     if path.name != RESULTS_FILE or not path.is_file():
         return []
@@ -76,7 +61,6 @@ def attempt_problems(results: str | Path) -> list[Problem]:
 
 
 def _count(record: Any) -> int | None:
-    """``calls + cache_hits`` of one invocation record, None when they are not counts."""
     if not isinstance(record, dict):
         return None
     calls, hits = record.get("calls"), record.get("cache_hits")
@@ -86,7 +70,6 @@ def _count(record: Any) -> int | None:
 
 
 def _invocations(path: Path) -> int | None:
-    """The attempts every invocation counted, None when a line is not an invocation record."""
     total = 0
     bad: list[int] = []
     for _number, line in iter_jsonl_lines(path, bad):
@@ -108,11 +91,5 @@ def _summary(path: Path) -> int | None:
 
 
 def _lines(path: Path) -> int:
-    """The attempts in a results file: its non-blank lines (a blank line is refused by the
-    reader)."""
-    count = 0
     with path.open("rb") as f:
-        for raw in f:
-            if raw.strip():
-                count += 1
-    return count
+        return sum(1 for raw in f if raw.strip())

@@ -1,25 +1,32 @@
-"""The verdict cache: reuse a verdict only for the same judge, request and repeat.
+"""The verdict cache: reuse a verdict only for the same judge fingerprint, request and repeat.
 
-Keyed by candidate fingerprint, the sha256 of the planned evaluator-visible request and the
-repeat index. Only verdicts are cached, never evaluator errors. One append-only JSON Lines
-file per fingerprint under the cache directory (``$WORKBENCH_CACHE_DIR``, default
-``~/.cache/judge-workbench``).
+Only verdicts are cached, never errors: one append-only JSON Lines file per fingerprint under
+``$WORKBENCH_CACHE_DIR`` (default ``~/.cache/judge-workbench``).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError, refusal
 from ..results import REQUIRED_SINCE_V2, RESULT_SCHEMA_VERSION, JudgeResult
 
 
 def default_cache_dir() -> Path:
     env = os.environ.get("WORKBENCH_CACHE_DIR")
     return Path(env) if env else Path.home() / ".cache" / "judge-workbench"
+
+
+def open_cache(
+    cache_dir: str | Path | None | Literal[False], fingerprint: str
+) -> VerdictCache | None:
+    """The cache of ``fingerprint`` under ``cache_dir`` (None: the default; False: no cache)."""
+    if cache_dir is False:
+        return None
+    return VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint)
 
 
 class VerdictCache:
@@ -50,19 +57,13 @@ class VerdictCache:
             raise self._corrupt(not_utf8[0])
 
     def _corrupt(self, number: int) -> WorkbenchError:
-        return WorkbenchError(
+        return refusal(
             "unreadable verdict cache",
-            [
-                Problem(
-                    location=f"{self.path}:{number}",
-                    code="cache_corrupt",
-                    message=f"line {number} of the verdict cache is not a cache entry",
-                    fix=(
-                        "delete this cache file (it only holds verdicts that can be recomputed), or"
-                        " run with --no-cache"
-                    ),
-                )
-            ],
+            f"{self.path}:{number}",
+            "cache_corrupt",
+            f"line {number} of the verdict cache is not a cache entry",
+            "delete this cache file (it only holds verdicts that can be recomputed), or"
+            " run with --no-cache",
         )
 
     def get(self, request_key: str, repeat: int) -> JudgeResult | None:
@@ -70,18 +71,15 @@ class VerdictCache:
         if stored is None:
             return None
         if stored.get("schema_version") == 1 and all(name in stored for name in REQUIRED_SINCE_V2):
-            # A version-1 entry was dumped with every field, so reading it as version 2 fills
-            # nothing; the engine replaces run, partition and attempt on reuse anyway.
+            # a version-1 entry dumped with every field reads as version 2 unchanged
             stored = {**stored, "schema_version": RESULT_SCHEMA_VERSION}
         try:
             return JudgeResult.model_validate(stored)
-        except ValueError:  # an entry that is not a valid result is a miss: the judge is called
+        except ValueError:  # not a valid result: a miss
             return None
 
     def put_many(self, entries: list[tuple[str, int, dict[str, Any]]]) -> None:
-        """Remember several verdicts, given as ``(request_key, repeat, result dumped in JSON
-        mode)``, with one write and fsync. Errors are never cached. Called from the writer
-        thread."""
+        """Remember ``(request_key, repeat, dumped result)`` verdicts with one write and fsync."""
         fresh: list[dict[str, Any]] = []
         for request_key, repeat, dumped in entries:
             if dumped.get("error") is not None or (request_key, repeat) in self._entries:

@@ -1,20 +1,9 @@
 """The run engine: execute a judge candidate over one partition of a gold dataset.
 
-Every attempt is appended to ``results.jsonl`` in the judge-result contract, one line per
-record, flushed and fsynced before the attempt counts as done, by a single writer thread so the
-event loop never blocks on the disk; records of calls that finish together share one write and
-one fsync (:mod:`._writer`, group commit). Re-running the same command resumes: a case with a
-verdict, or with a final error, is not called again; a torn last line left by a crash is
-repaired first.
-
-Limits are checked before every call, retries included (:mod:`._limits`: the budget with
-its stated guarantee, ``max_cases`` and the circuit breaker): when one is reached no new
-call is scheduled, completed evidence is kept, and the run ends *incomplete* with every
-unrun case and every case stopped mid-retry listed. Incomplete is never a pass.
-
-One invocation at a time writes a run directory: a second one is refused at once (a lock
-file, ``.run.lock``). Everything recorded from a provider is redacted (:mod:`workbench._redact`).
-How the run executes (concurrency, budget, cache ...) is one :class:`~._options.RunOptions`.
+Every attempt is appended to ``results.jsonl`` (fsynced, by one writer thread: :mod:`._writer`).
+Re-running resumes: a case with a verdict or a final error is not called again. Limits
+(:mod:`._limits`) stop scheduling and leave the run *incomplete*, never a pass. One invocation
+at a time writes a run directory (``.run.lock``). Provider output is redacted.
 """
 
 from __future__ import annotations
@@ -37,7 +26,7 @@ from filelock import FileLock, Timeout
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
 from .._record import LooseRecord
 from .._redact import redact, redact_values
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess
 from ..judges import (
@@ -60,11 +49,12 @@ from ..results import (
     slice_costs,
 )
 from ..sampling import Lanes, SampleCase, SamplingPlan, check_plan, draw_sample, plan_lanes
-from ._cache import VerdictCache, default_cache_dir
+from ._cache import open_cache
 from ._limits import CallEstimate, Estimator, Limits, StopReason
 from ._manifest import freeze_manifest
 from ._manifest import run_lineage as run_lineage
 from ._options import DEFAULT_OPTIONS, RunOptions, refusal
+from ._progress import progress_bar
 from ._rundir import SHARDS_FILE, RunDir
 from ._writer import RecordWriter
 
@@ -75,20 +65,14 @@ class RunSummary(LooseRecord):
     """How a run stands after an invocation. ``incomplete`` is never a pass."""
 
     schema_version: int = RUN_SUMMARY_SCHEMA_VERSION
-    """Run summary format version. 2 added ``schema_version``, ``stop_detail``, the
-    ``circuit_breaker`` stop reason, the estimate fields and ``warnings``; 3 added
-    ``sampling_plan_sha256``, ``sampling_plan_source``, ``sampled_out`` and ``slice_costs``. An
-    older run.json (no such fields) still reads, with those fields empty."""
+    """An older run.json (without the later fields) still reads, with those fields empty."""
     run_id: str
     status: Literal["complete", "incomplete"]
     """``complete`` when every case x repeat has a verdict or a final evaluator error."""
     stop_reason: StopReason | None
-    """Why scheduling stopped early in this invocation, if it did: ``budget_exhausted``,
-    ``max_cases`` or ``circuit_breaker``."""
+    """Why scheduling stopped early in this invocation, if it did."""
     stop_detail: str | None = None
-    """The stop in words: the figures that stopped the budget, or for the circuit breaker the
-    number and kinds of consecutive endpoint failures, the endpoint URL, the last error and the
-    fix for the most frequent kind (never the key: the variable holding it)."""
+    """The stop in words, with its figures and fix (never the key)."""
     judge: str
     judge_fingerprint: str
     partition: str
@@ -96,16 +80,14 @@ class RunSummary(LooseRecord):
     """Case x repeat pairs in the manifest."""
     verdicts: int
     errors: int
-    """Pairs whose last attempt is an evaluator error (final or awaiting retry)."""
+    """Pairs whose last attempt is an evaluator error."""
     errors_by_kind: dict[str, int]
     calls: int
     """Judge calls made by this invocation (retries included, cache hits excluded)."""
     retries: int
-    """Of those calls, how many were retries."""
     cache_hits: int
-    """Verdicts reused from the cache by this invocation."""
     resumed: int
-    """Pairs already settled by an earlier invocation and not called again."""
+    """Pairs settled by an earlier invocation."""
     cost_usd: float
     """Spend recorded in the run directory, all invocations."""
     budget_usd: float | None
@@ -115,43 +97,28 @@ class RunSummary(LooseRecord):
     unrun: list[str]
     """``case_id#repeat`` pairs with no result at all."""
     pending_retry: list[str]
-    """``case_id#repeat`` pairs stopped mid-retry: the last attempt is a retryable error with
-    attempts left (rerun the same command to continue them)."""
+    """``case_id#repeat`` pairs stopped mid-retry (rerun the same command to continue them)."""
     results_path: str
     endpoint_url: str | None = None
-    """The base URL this invocation's judge called, resolved from the candidate's
-    ``endpoint.base_url_env`` when set (no query string); None for judges without an endpoint.
-    Not part of the fingerprint, so the local demo model may move ports between runs."""
+    """The base URL this invocation's judge called (no query string; not fingerprinted)."""
     estimate_method: str | None = None
-    """How call reservations were computed: ``tiktoken:<encoding>`` or ``rule`` (prompt
-    tokens, see the README's budget section) or ``estimate_cost`` (the kind's own estimate)."""
+    """How reservations were computed: ``tiktoken:<encoding>``, ``rule`` or ``estimate_cost``."""
     max_output_tokens_observed: int | None = None
-    """The largest output a call reported, the expected output of later calls (never above
-    the cap)."""
     warnings: list[str] = []
-    """Things the run recorded but did not stop for, e.g. a call whose reported usage exceeded
-    its reservation (the budget guarantee assumes it does not)."""
+    """Things the run recorded but did not stop for (e.g. usage above a reservation)."""
     sampling_plan_sha256: str | None = None
-    """The declared sampling plan the cases were drawn under (also in the manifest), or None
-    when every case of the partition was planned."""
+    """The declared sampling plan's sha256, None when every case was planned."""
     sampling_plan_source: str | None = None
-    """Where the plan came from: ``policy <name@version>`` or the plan file's path."""
     sampled_out: list[str] = []
-    """Case ids the declared plan left out: never planned, never judged, never a pass. They are
-    not ``unrun`` (which lists planned pairs without a result)."""
+    """Case ids the plan left out: never judged, never a pass (not ``unrun``)."""
     slice_costs: list[SliceCost] = []
-    """Cost and tokens per judged case, per slice then ``(all)``: total, median, p95 (nearest
-    rank) and max (:mod:`workbench.results._costs`)."""
+    """Cost and tokens per judged case, per slice then ``(all)``."""
 
 
 @dataclass(frozen=True)
 class WorkItem:
-    """One planned judge call: what the judge sees and how its result is keyed.
-
-    ``judge_input`` is whatever the judge kind takes: a :class:`~workbench.judges.JudgeInput`
-    for single-response judges, a ranking or noise input for those kinds. ``digest`` ties the
-    result to the exact judged content (the gold response hash, or a candidates digest).
-    """
+    """One planned judge call. ``judge_input`` is whatever the judge kind takes; ``digest`` ties
+    the result to the judged content; ``slice`` is its lane and cost row."""
 
     case_id: str
     digest: str
@@ -159,7 +126,6 @@ class WorkItem:
     judge_input: Any
     presentation: dict[str, Any] | None = None
     slice: str | None = None
-    """The case's slice: its lane under a sampling plan, and its row in the cost figures."""
 
 
 @dataclass
@@ -171,9 +137,8 @@ class _Unit:
 
 
 def backoff_s(retry: int, retry_after_s: float | None) -> float:
-    """Seconds to wait before retry number ``retry`` (1, 2, ...): exponential with jitter (0.25 s
-    doubling, plus up to 1 s, at most 20 s), never shorter than the provider's Retry-After
-    (itself capped at 60 s)."""
+    """Seconds before retry ``retry`` (1, 2, ...): 0.25 s doubling plus up to 1 s of jitter, at
+    most 20 s; never shorter than Retry-After (capped at 60 s)."""
     wait: float = min(20.0, 0.25 * 2.0 ** (retry - 1) + random.uniform(0.0, 1.0))
     return wait if retry_after_s is None else min(60.0, max(wait, retry_after_s))
 
@@ -184,43 +149,28 @@ def _row_problem(row: Any) -> str | None:
         return "it is not a JSON object"
     if not isinstance(row.get("case_id"), str) or not row["case_id"]:
         return "case_id is missing or not a string"
-    for name in ("repeat", "attempt"):
-        value = row.get(name, 0 if name == "repeat" else None)
-        if (
-            not isinstance(value, int)
-            or isinstance(value, bool)
-            or value < (0 if name == "repeat" else 1)
-        ):
+    for name, least in (("repeat", 0), ("attempt", 1)):
+        if not _whole(row.get(name, 0 if name == "repeat" else None), least):
             return f"{name} is missing or not a valid integer"
     error = row.get("error")
-    if error is not None and (
-        not isinstance(error, dict) or not isinstance(error.get("kind"), str)
-    ):
+    if error is not None and not (isinstance(error, dict) and isinstance(error.get("kind"), str)):
         return "error is neither null nor an object with a kind"
     cost = row.get("cost_usd")
-    if cost is not None and (
-        isinstance(cost, bool)
-        or not isinstance(cost, int | float)
-        or not math.isfinite(cost)
-        or cost < 0
-    ):
+    finite = isinstance(cost, float) and math.isfinite(cost) and cost >= 0
+    if cost is not None and not (_whole(cost) or finite):
         return "cost_usd is not a finite non-negative number"
     for name in ("tokens_in", "tokens_out"):
-        value = row.get(name)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
+        if row.get(name) is not None and not _whole(row[name]):
             return f"{name} is not a non-negative integer"
     return None
 
 
-def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
-    """Recorded attempts per (case_id, repeat), in attempt order.
+def _whole(value: Any, least: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
-    A line that is not a usable record (a corrupt line in the middle; a torn *last* line is
-    repaired before this) is refused with its line number: resuming past it could call a
-    settled case again or lose spend.
-    """
+
+def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Recorded attempts per (case_id, repeat), in attempt order; a corrupt line is refused."""
     found: dict[tuple[str, int], list[dict[str, Any]]] = {}
     if not path.exists():
         return found
@@ -249,15 +199,13 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     return found
 
 
-def _corrupt(path: Path, number: int, problem: str) -> Problem:
-    return Problem(
-        location=f"{path}:{number}",
-        code="results_corrupt",
-        message=f"line {number} of the run's results cannot be resumed from: {problem}",
-        fix=(
-            "restore results.jsonl from a copy, or move the run directory aside and run into a"
-            " new --out (a torn last line alone is repaired automatically)"
-        ),
+def _corrupt(path: Path, number: int, why: str) -> Problem:
+    return problem(
+        f"{path}:{number}",
+        "results_corrupt",
+        f"line {number} of the run's results cannot be resumed from: {why}",
+        "restore results.jsonl from a copy, or move the run directory aside and run into a"
+        " new --out (a torn last line alone is repaired automatically)",
     )
 
 
@@ -294,7 +242,6 @@ def _cost(rows: list[dict[str, Any]]) -> float:
 
 
 def _observed_outputs(rows: list[dict[str, Any]]) -> list[int]:
-    """Output tokens reported by calls that reached the model (not cached)."""
     return [
         int(r["tokens_out"])
         for r in rows
@@ -306,16 +253,12 @@ def _observed_outputs(rows: list[dict[str, Any]]) -> list[int]:
 
 @dataclass
 class Recorded:
-    """What a run's results hold before an invocation, and what the invocation still runs."""
+    """What a run's results hold before an invocation, and what it still runs."""
 
     units: list[_Unit] = field(default_factory=list)
-    """The items still to judge, each with its next attempt number."""
     resumed: int = 0
-    """Items settled already (not called again)."""
     spent: float = 0.0
-    """Recorded spend."""
     lane_spent: dict[str, float] = field(default_factory=dict)
-    """Recorded spend per slice."""
     observed: list[int] = field(default_factory=list)
     """Output tokens reported by recorded calls that reached the model."""
 
@@ -357,32 +300,16 @@ async def run_candidate(
 ) -> RunSummary:
     """Run ``judge`` on every case of ``partition``, resumably; ``await`` it in notebooks.
 
-    ``options``: how the run executes (:class:`~._options.RunOptions`: concurrency, budget, case
-    limit, repeats, cache, retries, progress; the local executor).
-    ``held_out_access``: required for the held-out partition; only certification grants it,
-    after recording the use in the held-out ledger.
-    ``sampling``: a declared plan (:mod:`workbench.sampling`), checked against the rubric, the
-    partition (never held-out) and the budget; only its sample is planned, reserved slices
-    run first, and the plan, its sha256 and every sampled-out case id are frozen in the
-    manifest before the first call. ``sampling_source`` names where the plan came from.
+    ``held_out_access`` is required for the held-out partition (only certification grants it).
+    ``sampling``: a declared plan (:mod:`workbench.sampling`); only its sample is planned and the
+    plan is frozen in the manifest. ``sampling_source`` names where it came from.
     """
     options = _local(options)
     planned, items = plan_partition(
         judge, dataset, partition, out_dir, options, held_out_access, sampling, sampling_source
     )
-    return await run_items(
-        judge,
-        items,
-        out_dir,
-        options,
-        partition=planned.part,
-        dataset_sha256=dataset.sha256,
-        grid=True,
-        lineage=planned.lineage,
-        lanes=planned.lanes,
-        risks=planned.risks,
-        sampling=planned.sampling,
-        sampling_source=sampling_source,
+    return await run_plan(
+        judge, items, out_dir, options, planned.plan(dataset.sha256, sampling_source)
     )
 
 
@@ -393,21 +320,20 @@ def slice_risks(dataset: GoldDataset) -> dict[str, str | None]:
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """What a run of a gold partition plans (both executors): the same plan freezes the same
-    manifest whichever runs it."""
+    """What a run of a gold partition plans, whichever executor runs it."""
 
     part: str
-    """The partition's name."""
     cases: list[GoldCase]
     """Every case of the partition, or the plan's sample: reserved lanes first (stable)."""
     risks: dict[str, str | None]
-    """slice -> risk."""
     lineage: GoldLineage
-    """The gold lineage the run records."""
     sampling: ManifestSampling | None = None
-    """The plan's record frozen in the manifest (None without a plan)."""
     lanes: Lanes | None = None
-    """The plan's lanes (None without a plan)."""
+
+    def plan(self, dataset_sha256: str, source: str | None) -> _Plan:
+        """What the run records besides its items (every case x repeat of the partition)."""
+        lineage, lanes, risks, sampling = self.lineage, self.lanes, self.risks, self.sampling
+        return _Plan(self.part, dataset_sha256, True, lineage, lanes, risks, sampling, source)
 
 
 def plan_partition(
@@ -420,9 +346,7 @@ def plan_partition(
     sampling: SamplingPlan | None,
     sampling_source: str | None,
 ) -> tuple[PlannedRun, list[WorkItem]]:
-    """What a run of ``judge`` on ``partition`` plans, and its work items (every repeat of each
-    case). A declared ``sampling`` plan is checked against the gold and the budget, and only its
-    sample is planned."""
+    """What a run of ``judge`` on ``partition`` plans, and its work items (every repeat)."""
     part = Partition(partition_name(partition)).value
     if part == "held_out" and (
         held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())
@@ -465,14 +389,17 @@ def plan_partition(
         cases = sorted(
             (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
         )
-    # imported judges refuse results produced against other gold
     planned = PlannedRun(part, cases, risks, run_lineage(judge, dataset, cases), record, lanes)
-    items = [
+    return planned, gold_items(cases, options.repeats)
+
+
+def gold_items(cases: list[GoldCase], repeats: int) -> list[WorkItem]:
+    """Every repeat of each gold case, as work items."""
+    return [
         WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
         for c in cases
-        for r in range(options.repeats)
+        for r in range(repeats)
     ]
-    return planned, items
 
 
 async def run_items(
@@ -493,33 +420,38 @@ async def run_items(
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
-    ``options``: how the run executes (:class:`~._options.RunOptions`; the local executor).
-    ``partition`` is a label recorded in the manifest and every result; ``held_out`` is
-    refused here: held-out gold runs only through :func:`run_candidate` with access.
-    ``grid`` says the items are every case x every repeat (``options.repeats``; the manifest
-    then stores the cases only). ``lanes`` (:func:`workbench.sampling.plan_lanes`): items are
-    reordered reserved lanes first (stable) and admitted by :class:`~._limits.Limits`'s lane
-    rules; ``risks`` (slice -> risk) orders the lanes and the cost figures; ``sampling`` is the
-    plan record frozen in the manifest (production traffic can be sampled this way: draw with
-    :func:`workbench.sampling.draw_sample`, give the items their slices).
-    ``limits_factory`` replaces :class:`~._limits.Limits` (same arguments), e.g. with limits
-    held by a Ray actor for every shard of a sharded run (:mod:`._ray`).
+    ``partition`` is a label recorded in the manifest and every result (``held_out`` only with
+    ``grid``). ``grid``: the items are every case x every repeat (the manifest stores the cases
+    only). ``lanes`` order the items and are admitted by :class:`~._limits.Limits`'s lane rules;
+    ``risks`` (slice -> risk) orders lanes and cost figures; ``sampling`` is the plan record
+    frozen in the manifest. ``limits_factory`` replaces :class:`~._limits.Limits` (e.g. a Ray
+    actor's, :mod:`._ray`).
     """
-    options = _local(options)
-    out = Path(out_dir)
-    _prepare_run_dir(items, out, partition=partition, grid=grid, sampling=sampling)
-    if lanes is not None:
-        order = risks or {}
-        items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
     plan = _Plan(
         partition, dataset_sha256, grid, lineage, lanes, risks or {}, sampling, sampling_source
     )
+    return await run_plan(judge, items, out_dir, _local(options), plan, limits_factory)
+
+
+async def run_plan(
+    judge: Judge,
+    items: list[WorkItem],
+    out_dir: str | Path,
+    options: RunOptions,
+    plan: _Plan,
+    limits_factory: Callable[..., Limits] | None = None,
+) -> RunSummary:
+    """:func:`run_items` for a checked ``options`` and a made plan."""
+    out = Path(out_dir)
+    _prepare_run_dir(items, out, plan)
+    if plan.lanes is not None:
+        lanes = plan.lanes
+        items = sorted(items, key=lambda i: lanes.order_key(i.slice, plan.risks))
     with run_lock(out):
         return await _run_locked(judge, items, out, options, plan, limits_factory or Limits)
 
 
 def _local(options: RunOptions) -> RunOptions:
-    """``options`` checked, for this process's executor."""
     if options.check().executor != "local":
         raise refusal(
             "executor_mismatch",
@@ -534,7 +466,7 @@ def _local(options: RunOptions) -> RunOptions:
 
 @dataclass(frozen=True)
 class _Plan:
-    """What a run judges besides its items: recorded in the manifest and the summary."""
+    """What a run records besides its items, in the manifest and the summary."""
 
     partition: str
     dataset_sha256: str
@@ -546,17 +478,9 @@ class _Plan:
     sampling_source: str | None
 
 
-def _prepare_run_dir(
-    items: list[WorkItem],
-    out: Path,
-    *,
-    partition: str,
-    grid: bool,
-    sampling: ManifestSampling | None,
-) -> None:
-    """Refuse what cannot run (held-out outside certification, a sharded directory, no items);
-    create the directory."""
-    if partition == "held_out" and not grid:
+def _prepare_run_dir(items: list[WorkItem], out: Path, plan: _Plan) -> None:
+    """Refuse what cannot run; create the directory."""
+    if plan.partition == "held_out" and not plan.grid:
         raise refusal(
             "held_out_refused",
             str(out),
@@ -564,7 +488,7 @@ def _prepare_run_dir(
             "use development or calibration",
             summary="held-out refused",
         )
-    if partition == "held_out" and sampling is not None:
+    if plan.partition == "held_out" and plan.sampling is not None:
         raise refusal(
             "sampling_held_out",
             str(out),
@@ -596,8 +520,7 @@ def _prepare_run_dir(
 
 @contextmanager
 def run_lock(out: Path) -> Iterator[None]:
-    """Hold ``.run.lock``: one invocation at a time writes a run directory; a second is refused at
-    once."""
+    """Hold ``.run.lock``; a second invocation is refused at once."""
     lock = FileLock(RunDir(out).lock)
     try:
         lock.acquire(timeout=0)
@@ -625,12 +548,11 @@ def run_lock(out: Path) -> Iterator[None]:
 
 
 def endpoint_of(judge: Judge) -> str | None:
-    """The endpoint a judge calls (None for judges that call none)."""
     return judge.endpoint_url if isinstance(judge, ModelJudge) else None
 
 
 def _secrets(judge: Judge) -> list[str]:
-    """Values to redact from everything this judge's run records."""
+    """Values to redact from the run's records."""
     found = list(judge.secrets()) if isinstance(judge, ModelJudge) else []
     env = judge.spec.endpoint.api_key_env
     if env and os.environ.get(env):
@@ -646,7 +568,6 @@ async def _run_locked(
     plan: _Plan,
     limits_factory: Callable[..., Limits],
 ) -> RunSummary:
-    """Freeze the manifest, read what is recorded, run what is left and write the summary."""
     manifest = _freeze(judge, items, out, options.repeats, plan)
     run_dir = RunDir(out)
     max_attempts = _max_attempts(judge)
@@ -682,7 +603,6 @@ async def _run_locked(
 def _freeze(
     judge: Judge, items: list[WorkItem], out: Path, repeats: int, plan: _Plan
 ) -> RunManifest:
-    """The run's manifest: written before the first call, checked on every resume."""
     cases = {
         (i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest)
         for i in items
@@ -711,8 +631,7 @@ def _freeze(
 
 
 def limit_settings(judge: Judge, lanes: Lanes | None, state: Recorded) -> dict[str, Any]:
-    """The keyword arguments of :class:`~._limits.Limits` for ``judge``'s run: the circuit
-    breaker, the endpoint and secrets for its messages, and under a sampling plan the lanes."""
+    """The keyword arguments of :class:`~._limits.Limits` for ``judge``'s run."""
     settings: dict[str, Any] = {
         "breaker_after": judge.spec.endpoint.circuit_breaker_after,
         "endpoint": endpoint_of(judge),
@@ -744,8 +663,7 @@ def record_invocation(run_dir: RunDir, summary: RunSummary, **settings: Any) -> 
 
 
 class _Execution:
-    """One invocation's judging: workers take units, settle each from the cache or by calls, record
-    every attempt."""
+    """One invocation's judging: workers settle units from the cache or by calls."""
 
     def __init__(
         self,
@@ -763,12 +681,7 @@ class _Execution:
         self.fingerprint = judge.identity.fingerprint()
         self.secrets = _secrets(judge)
         self.estimator = Estimator(judge, max(state.observed) if state.observed else None)
-        cache_dir = options.cache_dir
-        self.cache = (
-            VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), self.fingerprint)
-            if cache_dir is not False
-            else None
-        )
+        self.cache = open_cache(options.cache_dir, self.fingerprint)
         self.log = AppendOnlyLog(run_dir.results)
         self.writer = RecordWriter(self.log, self.cache, asyncio.get_running_loop())
         self.counters: Counter[str] = Counter()
@@ -776,8 +689,6 @@ class _Execution:
         self.bar: Any = None
 
     async def execute(self, units: list[_Unit], *, total: int) -> None:
-        """Settle every unit with ``concurrency`` workers, then close the judge, log, cache and
-        bar."""
         if isinstance(self.judge, ModelJudge):
             self.judge.prepare(self.options.concurrency or 1)
         self.bar = _progress(total, self.resumed, self.judge.spec.label, self.options.progress)
@@ -816,9 +727,7 @@ class _Execution:
                 await self.limits.unit_done(unit.item.slice, started=False)
 
     async def settle_unit(self, unit: _Unit) -> None:
-        """A unit's verdict from the cache, else from its attempts (retried while retryable and not
-        halted)."""
-        # The request key only addresses the cache: without one it is not computed.
+        """A unit's verdict from the cache, else from its attempts."""
         request_key = None
         if self.cache is not None:
             request_key = sha256_json(self.judge.render(unit.item.judge_input, unit.ref))
@@ -860,7 +769,6 @@ class _Execution:
         return JudgeResult.model_validate(cached.model_copy(update=update).model_dump())
 
     def stamp(self, unit: _Unit) -> dict[str, Any]:
-        """The fields every record of ``unit`` in this run carries."""
         manifest = self.manifest
         return {
             "case_id": unit.item.case_id,
@@ -875,8 +783,7 @@ class _Execution:
         }
 
     async def attempts(self, unit: _Unit, request_key: str | None) -> Verdict | None:
-        """Call the judge for ``unit`` until a verdict, a final error, the unit's attempts run out
-        or a limit halts; wait :func:`backoff_s` between attempts."""
+        """Call the judge until a verdict, a final error, no attempts left or a halt."""
         first = unit.next_attempt
         allowed = (
             self.max_attempts
@@ -899,8 +806,7 @@ class _Execution:
     async def one_attempt(
         self, unit: _Unit, attempt: int, first: bool, request_key: str | None
     ) -> Verdict | None:
-        """One admitted call: its cost settled with the limits and the attempt recorded (None when
-        not admitted)."""
+        """One admitted call, settled and recorded (None when not admitted)."""
         judge, limits, lane = self.judge, self.limits, unit.item.slice
         estimate: CallEstimate = self.estimator.estimate(unit.item.judge_input)
         if not await limits.admit(estimate, first, lane):
@@ -936,8 +842,7 @@ class _Execution:
     def checked_cost(
         self, unit: _Unit, attempt: int, verdict: Verdict, estimate: CallEstimate
     ) -> float:
-        """The call's cost (the reservation when the judge reports an invalid one); usage beyond the
-        reservation is warned about."""
+        """The call's cost (the reservation when invalid); usage beyond it is warned about."""
         limits, where = self.limits, f"{unit.item.case_id}#{unit.item.repeat} attempt {attempt}"
         cost = (
             verdict.cost_usd
@@ -971,7 +876,6 @@ class _Execution:
         latency: float,
         cost: float,
     ) -> JudgeResult:
-        """The judge-result record of one call, redacted."""
         secrets = self.secrets
         error = verdict.error
         if error is not None:
@@ -1003,8 +907,6 @@ class _Execution:
 
 @dataclass(frozen=True)
 class _Tally:
-    """What an invocation counted, for its summary."""
-
     counters: Counter[str]
     resumed: int
     max_attempts: int
@@ -1020,7 +922,6 @@ def summarize(
     slice_of: Mapping[str, str | None],
     plan: _Plan,
 ) -> RunSummary:
-    """The summary of a run's recorded attempts after an invocation."""
     recorded = _read_attempts(results_path)
     kinds: Counter[str] = Counter()
     verdicts, unrun, pending = 0, [], []
@@ -1075,13 +976,7 @@ def summarize(
 
 
 def _progress(total: int, initial: int, label: str, enabled: bool) -> Any:
-    """A tqdm bar on a terminal or in a notebook; one line per 10% when output is not a terminal;
-    None without progress."""
-    if not enabled:
-        return None
-    from ._progress import progress_bar
-
-    return progress_bar(total=total, initial=initial, label=label)
+    return progress_bar(total=total, initial=initial, label=label) if enabled else None
 
 
 def run_candidate_sync(*args: Any, **kwargs: Any) -> RunSummary:

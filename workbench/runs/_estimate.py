@@ -1,11 +1,7 @@
 """What a planned run will still cost, from the engine's own estimator, before anything starts.
 
-For each planned run: the units already settled in its run directory (a verdict, or a final
-evaluator error, as the engine resumes them), the units the verdict cache already holds, and,
-for the rest, the sum of the engine's call *reservations*
-(:class:`~workbench.runs._limits.Estimator`: the rendered prompt's input estimate plus the full
-output cap, or the kind's own ``estimate_cost``). One attempt per unit: retries are not included, so
-a run that needs retries may still stop at the budget and be marked incomplete.
+Units settled in the run directory or held by the cache are free; the rest cost one call
+*reservation* each (:class:`~workbench.runs._limits.Estimator`). Retries are not included.
 """
 
 from __future__ import annotations
@@ -18,8 +14,8 @@ from pydantic import BaseModel, ConfigDict
 from .._docs import add_field_docs
 from .._io import sha256_json
 from ..judges import CaseRef, Judge
-from ._cache import VerdictCache, default_cache_dir
-from ._engine import WorkItem, _max_attempts, _read_attempts, _state
+from ._cache import open_cache
+from ._engine import WorkItem, _cost, _max_attempts, _read_attempts, _state
 from ._limits import Estimator
 from ._rundir import RESULTS_FILE
 
@@ -36,13 +32,13 @@ class RunEstimate(BaseModel):
     planned: int
     """Case x repeat units in the plan."""
     settled: int
-    """Units already settled in the run directory (not called again)."""
+    """Units already settled in the run directory."""
     cached: int
-    """Units whose verdict the cache holds (reused at no cost)."""
+    """Units whose verdict the cache holds."""
     calls: int
     """Units that still need a call."""
     reservation_usd: float
-    """Sum of the engine's reservations for those calls (one attempt each)."""
+    """Sum of the reservations for those calls (one attempt each)."""
     recorded_usd: float
     """Spend already recorded in the run directory."""
     method: str | None
@@ -62,19 +58,11 @@ def estimate_run(
     *,
     cache_dir: str | Path | None | Literal[False] = None,
 ) -> RunEstimate:
-    """Price what :func:`run_items` would still call for ``items`` into
-    ``out_dir``."""
-    out = Path(out_dir)
-    recorded = _read_attempts(out / RESULTS_FILE) if (out / RESULTS_FILE).exists() else {}
+    """Price what :func:`run_items` would still call for ``items`` into ``out_dir``."""
+    recorded = _read_attempts(Path(out_dir) / RESULTS_FILE)
     max_attempts = _max_attempts(judge)
-    spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
-    cache = (
-        VerdictCache(
-            Path(cache_dir) if cache_dir else default_cache_dir(), judge.identity.fingerprint()
-        )
-        if cache_dir is not False
-        else None
-    )
+    spent = sum(_cost(rows) for rows in recorded.values())
+    cache = open_cache(cache_dir, judge.identity.fingerprint())
     estimator = Estimator(judge)
     settled = cached = calls = 0
     reserved = 0.0

@@ -1,36 +1,25 @@
 """What may start next: the budget, the case limit and the circuit breaker, shared by the workers.
 
-**Budget.** Before a call starts it gets two prices from the candidate's price table: its
-*reservation* (the input estimate, :mod:`workbench.judges._tokens`, plus the full output cap),
-held while it is in flight, and its *expected cost* (the input estimate plus the largest output
-reported so far in the run). Kinds without token estimates use ``estimate_cost`` for both. A
-call starts only if ``recorded spend + reservations in flight + its expected cost <= budget``;
-it waits while only calls in flight are in the way, and the run stops (``budget_exhausted``)
-when ``recorded spend + its expected cost`` alone exceeds the budget. Under a budget the first
-call of an invocation runs alone (a probe). The guarantee this gives, and what breaks it (a
-call reporting more than its reservation: a warning), is the README's "Budget guarantee".
+**Budget.** A call is priced before it starts: its *reservation* (input estimate + full output
+cap, held while in flight) and its *expected cost* (input estimate + the largest output reported
+so far). It starts only if ``spend + reservations in flight + expected <= budget``; it waits
+while calls in flight are in the way, and the run stops (``budget_exhausted``) when ``spend +
+expected`` alone exceeds the budget. Under a budget the first call runs alone (a probe). See
+the README's "Budget guarantee".
 
-**Lanes** (runs under a sampling plan, :func:`workbench.sampling.plan_lanes`): critical slices
-and slices with a reservation are *reserved* lanes, the others *lower* lanes. No lower-lane call
-starts while a reserved unit of the invocation has not started or finished; while a reserved
-slice has unfinished units its *hold* (its reservation less its recorded spend and in-flight
-reservations) is kept from lower lanes; a lower-lane call that does not fit waits, and never
-stops the run, while a reserved slice is unfinished. Reserved calls are admitted without holds,
-so the guarantee is unchanged.
+**Lanes** (under a sampling plan): no lower-lane call starts while a reserved unit has not
+started; an unfinished reserved slice's *hold* (its reservation less its spend and in-flight
+reservations) is kept from lower lanes, which wait rather than stop the run.
 
-**Circuit breaker.** After ``endpoint.circuit_breaker_after`` consecutive calls that failed
-at the endpoint itself (connection failed; a non-retryable 400, 401, 403 or 404 that condemns the
-endpoint, not the case: a refused key, a misconfigured proxy, an unknown model, a bad request,
-see :mod:`workbench.judges._http_errors`) nothing new starts, retries included:
-``circuit_breaker``. The stop detail names the failures by kind and the fix for the most
-frequent one (:func:`breaker_fix`). Any other outcome resets the count. While the count is not
-zero the breaker is *half-open*: calls start one at a time, so a refusing endpoint sees at most
-``circuit_breaker_after`` calls after the first burst (not that many per worker).
+**Circuit breaker.** After ``endpoint.circuit_breaker_after`` consecutive endpoint failures
+(:mod:`workbench.judges._http_errors`) nothing new starts (``circuit_breaker``); any other
+outcome resets the count. While it is not zero calls start one at a time (half-open).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,13 +30,11 @@ from ..judges import Judge, ModelJudge
 StopReason = Literal["budget_exhausted", "max_cases", "circuit_breaker"]
 _PRIORITY: dict[str, int] = {"max_cases": 0, "budget_exhausted": 1, "circuit_breaker": 2}
 _EPS = 1e-12
-MAX_WARNINGS = 20
-"""Warnings kept verbatim on a run summary; further ones are counted."""
+MAX_WARNINGS = 20  # kept verbatim on a run summary; further ones are counted
 
 
 def breaker_fix(kind: str, key_env: str | None) -> str:
-    """What to do when consecutive calls failed at the endpoint with ``kind`` (the key is never
-    named, only the variable holding it)."""
+    """What to do when consecutive calls failed at the endpoint with ``kind`` (never the key)."""
     key = f"${key_env}" if key_env else "the variable endpoint.api_key_env names"
     fixes = {
         "auth": f"the endpoint refused the key: check that {key} holds a valid key for it",
@@ -78,12 +65,9 @@ class CallEstimate:
     """The prices of one call, fixed before it starts."""
 
     reservation: float
-    """Held while the call is in flight: input estimate + full output cap."""
     expected: float
-    """Used to admit the call: input estimate + the largest output observed so far."""
     tokens_in: int | None = None
     tokens_out_cap: int | None = None
-    tokens_out_expected: int | None = None
 
 
 class Estimator:
@@ -108,11 +92,10 @@ class Estimator:
         out = cap if self.max_out is None else min(cap, self.max_out)
         pricing = self.judge.spec.pricing
         return CallEstimate(
-            pricing.cost(tokens_in, cap), pricing.cost(tokens_in, out), tokens_in, cap, out
+            pricing.cost(tokens_in, cap), pricing.cost(tokens_in, out), tokens_in, cap
         )
 
     def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
-        """Learn from a call that reached the model (reported usage with input tokens)."""
         if tokens_in is not None and tokens_out is not None and tokens_out > 0:
             self.max_out = tokens_out if self.max_out is None else max(self.max_out, tokens_out)
 
@@ -135,15 +118,13 @@ class Limits:
         lane_units: Mapping[str, int] | None = None,
         lane_spent: Mapping[str, float] | None = None,
     ) -> None:
-        """``priority``: slice -> lane (0 reserved, 1 lower); ``holds``: slice -> USD reserved;
-        ``lane_units``: units per slice in this invocation; ``lane_spent``: recorded spend per
-        slice before it. Without ``priority`` every call is in one lane (no ordering, no holds).
-        ``key_env`` names the variable holding the endpoint's key, for the breaker's fix."""
+        """``priority``: slice -> lane (0 reserved, 1 lower; none: one lane); ``holds``: slice ->
+        USD; ``lane_units``: units per slice; ``lane_spent``: recorded spend per slice."""
         self.priority = dict(priority or {})
         self.holds = dict(holds or {})
         self.lane_open = dict(lane_units or {})
-        self.lane_spent = dict(lane_spent or {})
-        self.lane_in_flight: dict[str, float] = {}
+        self.lane_spent = defaultdict(float, lane_spent or {})
+        self.lane_in_flight: defaultdict[str, float] = defaultdict(float)
         self.unstarted_reserved = (
             sum(n for lane, n in self.lane_open.items() if self.priority.get(lane, 1) == 0)
             if self.priority
@@ -163,14 +144,13 @@ class Limits:
         self.secrets = secrets
         self.key_env = key_env
         self.consecutive = 0
-        self.failure_kinds: dict[str, int] = {}
+        self.failure_kinds: Counter[str] = Counter()
         self.warnings: list[str] = []
         self.warning_count = 0
         self.cond = asyncio.Condition()
 
     @property
     def halted(self) -> bool:
-        """Nothing at all may start (retries included)."""
         return self.stop_reason in ("budget_exhausted", "circuit_breaker")
 
     def _stop(self, reason: StopReason, detail: str) -> None:
@@ -185,7 +165,7 @@ class Limits:
         return any(n > 0 and self.priority.get(lane, 1) == 0 for lane, n in self.lane_open.items())
 
     def held_for_others(self, lane: str | None) -> float:
-        """US dollars a call of ``lane`` may not use: the holds of unfinished reserved slices."""
+        """USD a call of ``lane`` may not use: the holds of unfinished reserved slices."""
         return sum(
             max(0.0, hold - self.lane_spent.get(name, 0.0) - self.lane_in_flight.get(name, 0.0))
             for name, hold in self.holds.items()
@@ -195,8 +175,7 @@ class Limits:
     async def admit(
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> bool:
-        """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not
-        start."""
+        """Reserve ``estimate`` for a call about to start; False when it must not start."""
         lower = self._lower(lane)
         async with self.cond:
             while (decision := self._decide(estimate, first_call, lane, lower)) == "wait":
@@ -206,9 +185,7 @@ class Limits:
             self.reserved += estimate.reservation
             self.in_flight += 1
             if lane is not None:
-                self.lane_in_flight[lane] = (
-                    self.lane_in_flight.get(lane, 0.0) + estimate.reservation
-                )
+                self.lane_in_flight[lane] += estimate.reservation
             if first_call:
                 self.started += 1
                 if self.priority and not lower:
@@ -219,8 +196,6 @@ class Limits:
     def _decide(
         self, estimate: CallEstimate, first_call: bool, lane: str | None, lower: bool
     ) -> Literal["admit", "wait", "refuse"]:
-        """Whether a call may start now, must wait for others to settle or start, or must not
-        start (the run stops)."""
         if self.halted:
             return "refuse"
         if first_call and self.max_cases is not None and self.started >= self.max_cases:
@@ -257,13 +232,11 @@ class Limits:
 
     @property
     def tracks_units(self) -> bool:
-        """Whether :meth:`unit_done` does anything (lanes under a sampling plan); the engine
-        calls it only then. A subclass that overrides :meth:`unit_done` overrides this too."""
+        """Whether :meth:`unit_done` does anything (the engine calls it only then)."""
         return bool(self.priority)
 
     async def unit_done(self, lane: str | None, *, started: bool) -> None:
-        """A unit of ``lane`` is finished for this invocation (``started``: its first attempt was
-        admitted). Releases the lane's hold when it was the lane's last unit."""
+        """A unit of ``lane`` is finished (``started``: its first attempt was admitted)."""
         if not self.priority:
             return
         async with self.cond:
@@ -293,18 +266,16 @@ class Limits:
                 self.lane_in_flight[lane] = max(
                     0.0, self.lane_in_flight.get(lane, 0.0) - estimate.reservation
                 )
-                self.lane_spent[lane] = self.lane_spent.get(lane, 0.0) + cost
+                self.lane_spent[lane] += cost
             if called:
                 if endpoint_failure is not None:
                     self.consecutive += 1
-                    self.failure_kinds[endpoint_failure] = (
-                        self.failure_kinds.get(endpoint_failure, 0) + 1
-                    )
+                    self.failure_kinds[endpoint_failure] += 1
                     if self.consecutive >= self.breaker_after:
                         self._stop("circuit_breaker", self._breaker_detail(error))
                 else:
                     self.consecutive = 0
-                    self.failure_kinds = {}
+                    self.failure_kinds.clear()
             if self.budget_usd is not None and self.spent > self.budget_usd + _EPS:
                 self._stop(
                     "budget_exhausted",
@@ -322,7 +293,7 @@ class Limits:
         )
 
     def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
-        """A call's reported usage (the engine's estimator learns it too); shared limits use it."""
+        """A call's reported usage (shared limits use it)."""
 
     def warn(self, message: str) -> None:
         self.warning_count += 1
@@ -331,7 +302,5 @@ class Limits:
 
     def summary_warnings(self) -> list[str]:
         extra = self.warning_count - len(self.warnings)
-        return [
-            *self.warnings,
-            *([f"... and {extra} more warning(s) of the same kinds"] if extra > 0 else []),
-        ]
+        more = [f"... and {extra} more warning(s) of the same kinds"] if extra > 0 else []
+        return self.warnings + more

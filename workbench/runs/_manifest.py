@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .._io import atomic_write_json, read_json_file
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..gold import GoldCase, GoldDataset, GoldLineage
 from ..results import JudgeIdentity, ManifestCase, ManifestSampling, ManifestUnit, RunManifest
 from ._rundir import RunDir
@@ -28,13 +28,8 @@ def freeze_manifest(
     lineage: GoldLineage | None = None,
     sampling: ManifestSampling | None = None,
 ) -> tuple[RunManifest, bool]:
-    """Write the manifest, or check it against an existing one. Returns ``(manifest, resumed)``.
-
-    Refuses to continue a run whose manifest differs: a different candidate, dataset,
-    partition, case list or repeat count is a different run and needs its own directory.
-    ``lineage`` (gold runs): the rubric version, release and per-case field hashes recorded.
-    ``sampling``: the declared plan, its hash and the cases it leaves out.
-    """
+    """Write the manifest, or check it against an existing one (a differing one is refused).
+    Returns ``(manifest, resumed)``."""
     path = RunDir(out_dir).manifest
     if lineage is not None:
         cases = [c.model_copy(update={"gold": lineage.cases.get(c.case_id)}) for c in cases]
@@ -53,29 +48,19 @@ def freeze_manifest(
         sampling=sampling,
     )
     if not path.exists():
-        # A run without a plan writes no ``sampling`` key, so its manifest reads as before.
         unset = {"sampling"} if sampling is None else None
         atomic_write_json(path, proposed.model_dump(mode="json", exclude=unset))
         return proposed, False
     existing = _read_manifest(path)
     if existing.content_sha256() != proposed.content_sha256():
         changed = [n for n in _BOUND if getattr(existing, n) != getattr(proposed, n)]
-        raise WorkbenchError(
+        raise refusal(
             "refusing to resume: the run manifest changed",
-            [
-                Problem(
-                    location=str(path),
-                    code="manifest_changed",
-                    message=(
-                        "this directory holds a run with a different"
-                        f" {', '.join(changed) or 'content'}"
-                    ),
-                    fix=(
-                        "use a new --out directory for a changed candidate, dataset, case list or"
-                        " sampling plan; evidence of the old run is kept"
-                    ),
-                )
-            ],
+            str(path),
+            "manifest_changed",
+            f"this directory holds a run with a different {', '.join(changed) or 'content'}",
+            "use a new --out directory for a changed candidate, dataset, case list or"
+            " sampling plan; evidence of the old run is kept",
         )
     return existing, True
 
@@ -90,7 +75,6 @@ _BOUND = (
     "units",
     "sampling",
 )
-"""The manifest fields a resumed run must match, named when one differs."""
 
 
 def _read_manifest(path: Path) -> RunManifest:
@@ -99,25 +83,18 @@ def _read_manifest(path: Path) -> RunManifest:
     except SchemaTooNew as exc:
         raise exc.at(str(path)) from None
     except (OSError, ValueError) as exc:
-        raise WorkbenchError(
+        raise refusal(
             "unreadable manifest",
-            [
-                Problem(
-                    location=str(path),
-                    code="manifest_invalid",
-                    message=f"the run manifest cannot be read ({exc})",
-                    fix="restore the manifest or use a new --out directory",
-                )
-            ],
+            str(path),
+            "manifest_invalid",
+            f"the run manifest cannot be read ({exc})",
+            "restore the manifest or use a new --out directory",
         ) from None
 
 
 def run_lineage(judge: object, dataset: GoldDataset, cases: Sequence[GoldCase]) -> GoldLineage:
-    """The gold lineage a run of ``judge`` on ``cases`` of ``dataset`` records.
-
-    A judge that replays results produced elsewhere (``imported``) checks first that they were
-    produced against this gold (``judge.check_gold(dataset)``, which raises when not).
-    """
+    """The gold lineage a run of ``judge`` on ``cases`` records (a replay judge checks first that
+    its results were produced against this gold)."""
     from ..gold import gold_lineage
     from ..judges import ReplayJudge
 

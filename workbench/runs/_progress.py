@@ -1,10 +1,4 @@
-"""Run progress that reads well wherever it goes.
-
-On a terminal, a tqdm bar; in a Jupyter kernel, tqdm's notebook widget. Anywhere else (CI
-logs, ``make demo`` piped to a file, a subprocess whose stderr is captured) a carriage-return
-bar would write one garbled line per refresh, so :class:`LineProgress` writes one plain line
-per 10% instead (and one at the end).
-"""
+"""Run progress: tqdm on a terminal or in a notebook, one plain line per 10% anywhere else."""
 
 from __future__ import annotations
 
@@ -52,13 +46,11 @@ class LineProgress:
         initial: int = 0,
         label: str = "",
         stream: TextIO | None = None,
-        step: float = 0.1,
     ) -> None:
         self.total = total
         self.n = initial
         self.label = label
         self.stream = stream or sys.stderr
-        self.step = step
         self.postfix: dict[str, Any] = {}
         self.started = time.monotonic()
         self._last_decile = self._decile(initial)
@@ -67,7 +59,7 @@ class LineProgress:
     def _decile(self, n: int) -> int:
         if self.total <= 0:
             return 0
-        return int(n / self.total / self.step + 1e-9)
+        return int(n / self.total * 10 + 1e-9)
 
     def update(self, n: int = 1) -> None:
         self.n += n

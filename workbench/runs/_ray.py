@@ -1,23 +1,10 @@
 """The Ray executor: one run split into N shards, each run by the unchanged engine in a Ray task.
 
-``workbench run ... --executor ray --shards N`` (extra: ``pip install .[ray]``;
-``RunOptions(executor="ray", shards=N)`` in a library call):
-
-1. The driver plans the run as a local run does (:func:`~._engine.plan_partition`: the sampling
-   plan checked and drawn, reserved lanes first), freezes its manifest, the shard plan and each
-   shard's manifest (:mod:`._shards`).
-2. One Ray actor, :class:`GlobalLimits`, holds the budget, the case limit, the circuit breaker,
-   the lanes and a token bucket for every shard: each shard's engine asks it before every call
-   and reports to it after (:class:`RemoteLimits`), so the guarantee of :mod:`._limits` holds
-   for the run as a whole.
-3. Each shard is a Ray task that runs :func:`~._engine.run_items` on its cases in its own
-   directory: the same append-only results, resume and lock as a local run.
-4. The driver merges the shard results and writes the merged ``run.json``, the summary a local
-   run of the same manifest writes. A shard whose worker died leaves the run *incomplete*;
-   re-running the same command resumes every shard, calling no settled case again.
-
-``RAY_ADDRESS`` selects an existing cluster (README, "Scale out with Ray": shared file system,
-the package installed on the workers, the API key variable set in their environment).
+The driver plans and freezes the run as a local run does, plus the shard plan (:mod:`._shards`).
+One actor, :class:`GlobalLimits`, holds the budget, case limit, breaker, lanes and a token
+bucket for every shard, so :mod:`._limits`' guarantee holds for the whole run. The driver
+merges the shard results into the summary a local run writes; a shard whose worker died leaves
+the run *incomplete*, and re-running resumes every shard. ``RAY_ADDRESS`` selects a cluster.
 """
 
 from __future__ import annotations
@@ -37,7 +24,7 @@ from .._io import atomic_write_json, read_json_file
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ..gold import Partition, load_dataset
-from ..judges import Judge, JudgeInput, load_candidate
+from ..judges import Judge, load_candidate
 from ..results import ManifestCase, ManifestSampling, RunManifest
 from ..sampling import SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
@@ -52,11 +39,12 @@ from ._engine import (
     _secrets,
     _Tally,
     endpoint_of,
+    gold_items,
     plan_partition,
     read_recorded,
     record_invocation,
-    run_items,
     run_lock,
+    run_plan,
     slice_risks,
     summarize,
 )
@@ -73,7 +61,6 @@ RAY_MISSING = (
 
 
 def ray_available() -> bool:
-    """True when ``ray`` can be imported."""
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -83,32 +70,19 @@ def ray_available() -> bool:
 
 @dataclass(frozen=True)
 class ShardLanes:
-    """A sampling plan's lanes for a whole sharded run: what :class:`GlobalLimits` needs.
-
-    The same rules as a local run (:mod:`._limits`), over every shard: reserved units of any
-    shard start before any lower-lane call of any shard, and each reserved slice's hold is kept
-    from every shard's lower lanes while the slice has unfinished units anywhere.
-    """
+    """A sampling plan's lanes over every shard (the rules of :mod:`._limits`)."""
 
     priority: dict[str, int]
-    """slice -> lane (0 reserved, 1 lower), :func:`workbench.sampling.plan_lanes`."""
     holds: dict[str, float]
-    """slice -> US dollars held for it while it has unfinished units."""
     units: dict[int, dict[str, int]]
-    """Per shard, per slice: the units this invocation runs (settled ones left out)."""
+    """Per shard, per slice: the units this invocation runs."""
     spent: dict[str, float]
-    """Per slice: the spend recorded before this invocation, over every shard."""
 
 
 class GlobalLimits:
-    """The Ray actor behind every shard's limits: budget, case limit, breaker, lanes, token bucket.
-
-    It wraps one :class:`~._limits.Limits` (the local engine's rules, unchanged) on the actor's
-    event loop, and adds a token bucket: ``calls_per_second`` tokens a second, at most one
-    saved. A call starts only once it is admitted *and* has taken a token, so in any window of
-    ``t`` seconds at most ``1 + calls_per_second * t`` calls start, over all shards.
-    Under a sampling plan (``lanes``) it also holds the lanes of every shard.
-    """
+    """The Ray actor behind every shard's limits: one :class:`~._limits.Limits` plus a token
+    bucket (``calls_per_second``, at most one saved: at most ``1 + rate * t`` calls start in
+    ``t`` seconds, over all shards)."""
 
     def __init__(
         self,
@@ -123,17 +97,12 @@ class GlobalLimits:
         lanes: ShardLanes | None = None,
     ) -> None:
         self.pricing = pricing
+        units = lanes.units if lanes else {}
         lane_kw: dict[str, Any] = {}
         if lanes is not None:
-            total: Counter[str] = Counter()
-            for per_slice in lanes.units.values():
-                total.update(per_slice)
-            lane_kw = {
-                "priority": lanes.priority,
-                "holds": lanes.holds,
-                "lane_units": dict(total),
-                "lane_spent": lanes.spent,
-            }
+            total = sum((Counter(per_slice) for per_slice in units.values()), Counter[str]())
+            lane_kw = {"priority": lanes.priority, "holds": lanes.holds, "lane_spent": lanes.spent}
+            lane_kw["lane_units"] = dict(total)
         self.limits = Limits(
             budget_usd,
             max_cases,
@@ -149,22 +118,13 @@ class GlobalLimits:
         self.bucket: asyncio.Lock | None = None
         self.calls = 0
         self.max_out: int | None = observed_out
-        """The largest output any call of the run reported in this invocation, any shard."""
+        # per shard: (reservation, lane) of calls in flight; open and unstarted reserved units
         self.held: dict[int, list[tuple[float, str | None]]] = {}
-        """Per shard: (reservation, lane) of its calls in flight, released if its worker dies."""
-        self.open: dict[int, Counter[str]] = (
-            {shard: Counter(units) for shard, units in lanes.units.items()} if lanes else {}
-        )
-        """Per shard, per slice: its units not finished yet (under a sampling plan)."""
-        self.unstarted: dict[int, int] = (
-            {
-                shard: sum(n for name, n in units.items() if self._reserved(name))
-                for shard, units in lanes.units.items()
-            }
-            if lanes
-            else {}
-        )
-        """Per shard: its reserved units not started yet (under a sampling plan)."""
+        self.open = {shard: Counter(per_slice) for shard, per_slice in units.items()}
+        self.unstarted = {
+            shard: sum(n for name, n in per_slice.items() if self._reserved(name))
+            for shard, per_slice in units.items()
+        }
 
     def _reserved(self, lane: str | None) -> bool:
         priority = self.limits.priority
@@ -208,12 +168,8 @@ class GlobalLimits:
         first_call: bool,
         lane: str | None = None,
     ) -> tuple[bool, dict[str, Any]]:
-        """Admit a call as :meth:`Limits.admit` does, its expected cost priced with the run's
-        largest output.
-
-        Under a budget the probe (the invocation's first call) settles first, so a shard's first
-        call is priced with the output the probe reported, not the full cap.
-        """
+        """:meth:`Limits.admit`, the expected cost priced with the run's largest output (under a
+        budget after the probe settled)."""
         lim = self.limits
         if lim.budget_usd is not None:
             async with lim.cond:
@@ -251,7 +207,6 @@ class GlobalLimits:
         tokens_out: int | None = None,
         lane: str | None = None,
     ) -> dict[str, Any]:
-        """Release a call's reservation and record its cost and outcome (:meth:`Limits.settle`)."""
         if tokens_out is not None and tokens_out > 0:
             self.max_out = tokens_out if self.max_out is None else max(self.max_out, tokens_out)
         held = self.held.get(shard, [])
@@ -269,7 +224,6 @@ class GlobalLimits:
         return self._state()
 
     async def unit_done(self, shard: int, lane: str | None, started: bool) -> None:
-        """A unit of ``lane`` on ``shard`` is finished (:meth:`Limits.unit_done`)."""
         if shard not in self.open:  # no lanes, or the shard was released
             return
         await self.limits.unit_done(lane, started=started)
@@ -279,12 +233,7 @@ class GlobalLimits:
             self.unstarted[shard] -= 1
 
     async def release(self, shard: int) -> dict[str, Any]:
-        """A shard's task ended: free the reservations of its calls still in flight and the lanes
-        of its unfinished units (a worker that died), so the other shards go on.
-
-        What those calls cost is unknown (never recorded); the recorded spend is what a resume
-        starts from, as after a crash of a local run.
-        """
+        """A shard's task ended: free its calls' reservations and its lanes (a dead worker's)."""
         held = self.held.pop(shard, [])
         open_units = self.open.pop(shard, Counter())
         unstarted = self.unstarted.pop(shard, 0)
@@ -303,17 +252,11 @@ class GlobalLimits:
         return self._state()
 
     async def state(self) -> dict[str, Any]:
-        """The shared figures: spend, reservations, calls in flight and started, the stop."""
         return self._state()
 
 
 class RemoteLimits(Limits):
-    """A shard's limits: every decision is the :class:`GlobalLimits` actor's (same interface).
-
-    Calls report their usage to the actor, which prices every call's expected cost with the
-    largest output reported by any shard (as a local run does with its own calls). Under a
-    sampling plan, admissions, settlements and finished units carry their lane to the actor.
-    """
+    """A shard's limits: every decision is the :class:`GlobalLimits` actor's."""
 
     def __init__(self, actor: Any, shard: int, *args: Any, **settings: Any) -> None:
         super().__init__(*args, **settings)
@@ -375,23 +318,15 @@ class _ShardTask:
     gold: str
     partition: str
     options: RunOptions
-    """The run's options; a shard's task gets its share of the concurrency, executor local."""
     sampling: dict[str, Any] | None = None
-    """The sampling plan's record frozen in the run's manifest, as JSON."""
     sampling_source: str | None = None
     out: str = ""
-    """The run directory (a shard runs in its own directory below it)."""
     index: int = 0
     case_ids: list[str] = field(default_factory=list)
 
 
 def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
-    """One shard, in a Ray worker: the engine on the shard's cases, limits from ``actor``.
-
-    Under a sampling plan (``task.sampling``, the manifest's record) the shard runs with the
-    plan's lanes, as a local run does. Returns ``{"summary": ...}`` or ``{"problems": [...]}``
-    (a :class:`WorkbenchError`).
-    """
+    """One shard, in a Ray worker: ``{"summary": ...}`` or ``{"problems": [...]}``."""
     out = RunDir(task.out).shard(task.index).path
     out.mkdir(parents=True, exist_ok=True)
     worker = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -401,38 +336,24 @@ def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
         dataset = load_dataset(task.gold)
         by_id = {c.case_id: c for c in dataset.partition(task.partition)}
         cases = [by_id[i] for i in task.case_ids if i in by_id]  # a changed gold: manifest refuses
-        items = [
-            WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
-            for c in cases
-            for r in range(task.options.repeats)
-        ]
         risks = slice_risks(dataset)
         sampling = ManifestSampling.model_validate(task.sampling) if task.sampling else None
-        budget = task.options.budget_usd
-        summary = asyncio.run(
-            run_items(
-                judge,
-                items,
-                out,
-                replace(task.options, progress=False),
-                partition=task.partition,
-                dataset_sha256=dataset.sha256,
-                grid=True,
-                lineage=run_lineage(judge, dataset, cases),
-                lanes=plan_lanes(sampling.plan, risks, budget) if sampling else None,
-                risks=risks,
-                sampling=sampling,
-                sampling_source=task.sampling_source,
-                limits_factory=partial(RemoteLimits, actor, task.index),
-            )
+        lanes = plan_lanes(sampling.plan, risks, task.options.budget_usd) if sampling else None
+        planned = PlannedRun(task.partition, cases, risks, run_lineage(judge, dataset, cases))
+        plan = replace(planned, sampling=sampling, lanes=lanes).plan(
+            dataset.sha256, task.sampling_source
         )
+        options = replace(task.options, progress=False)
+        remote = partial(RemoteLimits, actor, task.index)
+        items = gold_items(cases, options.repeats)
+        summary = asyncio.run(run_plan(judge, items, out, options, plan, remote))
     except WorkbenchError as exc:
         return {"problems": [p.model_dump(mode="json") for p in exc.problems]}
     return {"summary": summary.model_dump(mode="json")}
 
 
 def _connect() -> bool:
-    """Connect to ``RAY_ADDRESS``, or start a local Ray; True when this call started it."""
+    """Connect to ``RAY_ADDRESS`` or start a local Ray; True when this call started it."""
     import ray
 
     if ray.is_initialized():
@@ -500,15 +421,10 @@ def run_candidate_ray(
     sampling: SamplingPlan | None = None,
     sampling_source: str | None = None,
 ) -> RunSummary:
-    """Run the candidate at ``candidate`` (a spec path) over ``partition`` of ``gold`` in
-    ``options.shards`` Ray tasks (``options.executor`` must be ``ray``).
+    """Run the candidate spec over ``partition`` of ``gold`` in ``options.shards`` Ray tasks.
 
-    ``options.concurrency`` is the total: each shard runs ``ceil(concurrency / shards)`` calls
-    at once. ``budget_usd``, ``max_cases`` and ``calls_per_second`` hold for all shards
-    together. ``sampling``: a declared plan, as for :func:`~._engine.run_candidate`: checked,
-    drawn and frozen in the manifest by the driver; the sampled cases are sharded, and the
-    plan's lanes (reserved slices first, their holds) hold over every shard. Held-out data is
-    refused (certification runs locally, once).
+    ``concurrency``, ``budget_usd``, ``max_cases`` and ``calls_per_second`` hold for all shards
+    together; ``sampling`` as for :func:`~._engine.run_candidate`. Held-out data is refused.
     """
     if options.check().executor != "ray":
         raise refusal(
@@ -562,18 +478,8 @@ def _drive(
     out: Path,
     task: _ShardTask,
 ) -> RunSummary:
-    """Freeze the manifest and the shard plan, run the shards, merge and summarize."""
     options = task.options
-    plan = _Plan(
-        planned.part,
-        dataset_sha256,
-        True,
-        planned.lineage,
-        planned.lanes,
-        planned.risks,
-        planned.sampling,
-        task.sampling_source,
-    )
+    plan = planned.plan(dataset_sha256, task.sampling_source)
     manifest = _freeze(judge, items, out, options.repeats, plan)
     by_shard = _freeze_plan(out, manifest, options.shards or 1)
     recorded, units = _read_shards(out, by_shard, items, judge, options.retry_errors)
@@ -620,8 +526,7 @@ def _drive(
 def _read_shards(
     out: Path, by_shard: list[list[str]], items: list[WorkItem], judge: Judge, retry_errors: bool
 ) -> tuple[Recorded, dict[int, dict[str, int]]]:
-    """What every shard's results hold (a torn last line repaired first): spend and outputs over
-    all shards, and per shard, per slice, the units this invocation runs."""
+    """What every shard's results hold, and per shard, per slice, the units still to run."""
     recorded, units = Recorded(), {}
     for index, case_ids in enumerate(by_shard):
         ids = set(case_ids)
@@ -641,11 +546,8 @@ def _read_shards(
 def _run_shards(
     out: Path, by_shard: list[list[str]], task: _ShardTask, limits_args: tuple[Any, ...]
 ) -> tuple[dict[int, dict[str, Any]], list[str], dict[str, Any]]:
-    """Start the limits actor and one task per shard with cases; wait for every one.
-
-    Returns each finished shard's answer, a warning per shard that did not finish (its worker
-    died) and the actor's final state.
-    """
+    """Run the limits actor and one task per shard with cases: each finished shard's answer, a
+    warning per shard that died, and the actor's final state."""
     import ray
 
     active = [i for i, ids in enumerate(by_shard) if ids]
@@ -685,6 +587,9 @@ def _run_shards(
     return results, warnings, final
 
 
+_COUNTED = ("calls", "retries", "cache_hits")
+
+
 def _merged_summary(
     judge: Judge,
     manifest: RunManifest,
@@ -696,15 +601,13 @@ def _merged_summary(
     warnings: list[str],
     final: dict[str, Any],
 ) -> RunSummary:
-    """The run's summary from the merged results, as a local run of the manifest writes it."""
-    summaries = [
-        RunSummary.model_validate(a["summary"])
-        for _, a in sorted(results.items())
+    done = {
+        i: RunSummary.model_validate(a["summary"])
+        for i, a in sorted(results.items())
         if "summary" in a
-    ]
-    counters: Counter[str] = Counter()
-    for s in summaries:
-        counters.update({"calls": s.calls, "retries": s.retries, "cache_hits": s.cache_hits})
+    }
+    summaries = list(done.values())
+    counters = Counter({k: sum(getattr(s, k) for s in summaries) for k in _COUNTED})
     secrets = _secrets(judge)
     limits = Limits(
         options.budget_usd,
@@ -716,12 +619,7 @@ def _merged_summary(
     )
     limits.stop_reason = final["stop_reason"]
     limits.stop_detail = redact(final["stop_detail"], secrets) if final["stop_detail"] else None
-    for message in warnings + [
-        f"shard {i:03d}: {w}"
-        for i, a in sorted(results.items())
-        if "summary" in a
-        for w in a["summary"]["warnings"]
-    ]:
+    for message in warnings + [f"shard {i:03d}: {w}" for i, s in done.items() for w in s.warnings]:
         limits.warn(message)
     seen = [s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed]
     estimator = Estimator(judge, max(seen) if seen else None)

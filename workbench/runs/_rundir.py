@@ -1,12 +1,4 @@
-"""``RunDir``: a run directory's file names and its one typed results reader.
-
-A run directory holds ``manifest.json`` (frozen before the first call), ``results.jsonl``
-(every attempt, append-only), ``run.json`` (the last invocation's summary),
-``invocations.jsonl`` (one line per invocation), ``.run.lock`` (held while one invocation
-writes) and, when the Ray executor sharded it, ``shards.json`` and ``shards/<k>/`` (each
-shard a run directory of its own). Code that reads or writes a run directory names its files
-through this type instead of spelling them.
-"""
+"""``RunDir``: a run directory's file names and its one typed results reader."""
 
 from __future__ import annotations
 
@@ -26,14 +18,12 @@ SUMMARY_FILE = "run.json"
 INVOCATIONS_FILE = "invocations.jsonl"
 LOCK_FILE = ".run.lock"
 SHARDS_FILE = "shards.json"
-"""Present in a run directory sharded by the Ray executor (:mod:`._ray`)."""
 SHARDS_DIR = "shards"
 
 
 @dataclass(frozen=True)
 class RunDir:
-    """A run directory (it need not exist yet): where each of its files lives, and how to read
-    them."""
+    """A run directory (it need not exist yet): where its files live, and how to read them."""
 
     path: Path
 
@@ -45,36 +35,34 @@ class RunDir:
 
     @property
     def results(self) -> Path:
-        """``results.jsonl``: every attempt, one judge-result record a line."""
+        """Every attempt, one judge-result record a line."""
         return self.path / RESULTS_FILE
 
     @property
     def summary(self) -> Path:
-        """``run.json``: the summary of the last invocation."""
+        """The summary of the last invocation."""
         return self.path / SUMMARY_FILE
 
     @property
     def manifest(self) -> Path:
-        """``manifest.json``: the frozen plan."""
+        """The plan, frozen before the first call."""
         return self.path / MANIFEST_FILE
 
     @property
     def invocations(self) -> Path:
-        """``invocations.jsonl``: one line per invocation."""
         return self.path / INVOCATIONS_FILE
 
     @property
     def lock(self) -> Path:
-        """``.run.lock``: held while one invocation writes the directory."""
+        """Held while one invocation writes the directory."""
         return self.path / LOCK_FILE
 
     @property
     def shards_file(self) -> Path:
-        """``shards.json``: the shard plan of a run sharded by the Ray executor."""
+        """The shard plan of a run sharded by the Ray executor."""
         return self.path / SHARDS_FILE
 
     def shard(self, index: int) -> RunDir:
-        """``shards/<k>``: shard ``index``'s own run directory."""
         return RunDir(self.path / SHARDS_DIR / f"{index:03d}")
 
     def read_results(
@@ -85,12 +73,8 @@ class RunDir:
         gold: GoldDataset | None = None,
         required: bool = False,
     ) -> list[ResultLine]:
-        """Every result of ``results.jsonl`` with its line number (none when the file is absent,
-        unless ``required``: then a missing file is a ``results_missing`` problem).
-
-        Raises :class:`~workbench.errors.WorkbenchError` listing every bad line
-        (:func:`workbench.results.read_results`, with the same options).
-        """
+        """Every result with its line number, as :func:`workbench.results.read_results` (none
+        when the file is absent, unless ``required``)."""
         if not required and not self.results.exists():
             return []
         return read_results(
@@ -98,7 +82,7 @@ class RunDir:
         )
 
     def read_summary(self) -> RunSummary | None:
-        """``run.json`` as a :class:`~workbench.runs.RunSummary`, or None when there is none yet."""
+        """``run.json``, or None when there is none yet."""
         from ._engine import RunSummary
 
         return (

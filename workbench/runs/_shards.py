@@ -1,10 +1,8 @@
 """The layout of a sharded run directory (the Ray executor, :mod:`._ray`); no Ray needed here.
 
-``OUT/shards.json`` (:class:`ShardPlan`) fixes N and the rule that puts a case, with all its
-repeats, in a shard (:func:`shard_of`); shard ``k`` is a run directory of its own,
-``OUT/shards/<k>/`` (three digits), whose ``results.jsonl`` is the evidence, and
-``OUT/results.jsonl`` is their merge (:func:`merge_results`), current once a driver invocation
-has finished. The whole layout: docs/formats.md, "Sharded run directory".
+``OUT/shards.json`` (:class:`ShardPlan`) fixes N and the case -> shard rule; each
+``OUT/shards/<k>/`` is a run directory, and ``OUT/results.jsonl`` their merge (docs/formats.md,
+"Sharded run directory").
 """
 
 from __future__ import annotations
@@ -23,18 +21,12 @@ from ._rundir import RunDir
 SHARD_PLAN_SCHEMA_VERSION = 1
 WORKER_FILE = "worker.json"
 Assignment = Literal["int(sha256(case_id)[:16], 16) % shards"]
-"""The one rule that puts a case in a shard (recorded in ``shards.json``)."""
 ASSIGNMENT: Final[Assignment] = "int(sha256(case_id)[:16], 16) % shards"
 
 
 def shard_of(case_id: str, shards: int) -> int:
     """The shard a case belongs to (every repeat of it goes there too)."""
     return int(hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:16], 16) % shards
-
-
-def shard_dir(out: Path, index: int) -> Path:
-    """``OUT/shards/<k>``: shard ``index``'s own run directory."""
-    return RunDir(out).shard(index).path
 
 
 class ShardPlan(Record):
@@ -45,21 +37,18 @@ class ShardPlan(Record):
     executor: Literal["ray"] = "ray"
     """The executor that runs the shards."""
     run_id: str
-    """The run's id (``manifest.json``); every shard's manifest and result carries it."""
+    """The run's id; every shard's manifest and result carries it."""
     shards: int = Field(ge=1)
     """N, the number of shards; a resume must give the same ``--shards``."""
     assignment: Assignment = ASSIGNMENT
     """The rule that puts a case (with all its repeats) in a shard."""
     cases_per_shard: list[int]
-    """How many cases each shard holds, by shard index (a shard with none is not started)."""
+    """How many cases each shard holds, by shard index."""
 
 
 def merge_results(out: Path, shards: int, target: Path) -> int:
-    """Write the shards' results, in shard order, to ``target`` atomically; returns the line count.
-
-    Each shard file is copied whole: a shard's engine repairs its own torn last line on its
-    next start, so a line without its newline (a crash mid-write) is left out here.
-    """
+    """Write the shards' complete lines, in shard order, to ``target`` atomically; returns the
+    line count."""
     chunks: list[bytes] = []
     lines = 0
     for index in range(shards):

@@ -1,20 +1,8 @@
 """Group commit of a run's records: durable before reported, one fsync per batch.
 
-Every attempt of a run is appended to ``results.jsonl`` and fsynced before the engine counts
-it done (the crash-resume guarantee: a settled case is never called again, a recorded spend
-is never lost). An fsync takes milliseconds, so one per record on one writer thread caps a
-run at a few hundred calls per second, whatever its concurrency.
-
-:class:`RecordWriter` keeps that guarantee with fewer fsyncs: the records of calls that finish
-while the previous batch is being written are written together, with one write, flush and
-fsync (a *group commit*), and only then is each caller's :meth:`RecordWriter.append` resumed.
-No record waits for a timer: the records appended in one turn of the event loop are handed to
-the writer thread together at the end of that turn (one thread wake-up, not one per record), and
-a batch that finds the writer idle is written at once. Records are written in the order they
-were appended. The verdict cache (when on) is written in the
-same batch, after the results. A record handed to :meth:`~RecordWriter.append` is written
-even if its caller is cancelled; :meth:`~RecordWriter.close` writes every queued record
-before it returns.
+Records appended in one turn of the event loop go to the writer thread together; records that
+arrive while a batch is written form the next batch (one write and fsync, the verdict cache
+after the results). A record handed over is written even if its caller is cancelled.
 """
 
 from __future__ import annotations
@@ -34,11 +22,8 @@ from ._cache import VerdictCache
 @dataclass(frozen=True)
 class _Pending:
     line: bytes
-    """The record, serialized as the log writes it."""
     cache_entry: tuple[str, int, dict[str, Any]] | None
-    """``(request_key, repeat, dumped result)`` to cache, or None."""
     done: asyncio.Future[None]
-    """Resolved on the event loop once the line is durable (or with the write's exception)."""
 
 
 class RecordWriter:
@@ -49,19 +34,15 @@ class RecordWriter:
     ) -> None:
         self._log, self._cache, self._loop = log, cache, loop
         self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
-        self._turn: list[_Pending] = []
-        """Records appended in this turn of the event loop, not yet handed to the thread."""
+        self._turn: list[_Pending] = []  # appended in this turn of the loop, not handed over
         self.batches = 0
-        """Batches committed (one fsync of the results log each)."""
         self.records = 0
-        """Records committed."""
         self._thread = threading.Thread(target=self._run, name="workbench-writer", daemon=True)
         self._thread.start()
         self._closed = False
 
     async def append(self, result: JudgeResult, request_key: str | None) -> None:
-        """Record one attempt (and cache it under ``request_key`` when given and a verdict);
-        returns once the record is durable, raises what the write raised."""
+        """Record one attempt (cached under ``request_key`` when given); returns once durable."""
         dumped = result.model_dump(mode="json")
         entry = (
             (request_key, result.repeat, dumped)
@@ -75,13 +56,12 @@ class RecordWriter:
         await done
 
     def _hand_over(self) -> None:
-        """Give the records of this turn of the event loop to the writer thread, in one put."""
         if self._turn:
             turn, self._turn = self._turn, []
             self._queue.put(turn)
 
     def close(self) -> None:
-        """Write everything queued, then stop the writer thread (blocks until it has)."""
+        """Write everything queued, then stop the writer thread."""
         if self._closed:
             return
         self._closed = True
@@ -89,26 +69,15 @@ class RecordWriter:
         self._queue.put(None)
         self._thread.join()
 
-    # -- the writer thread ------------------------------------------------------------------
-
     def _run(self) -> None:
         stop = False
         while not stop:
-            first = self._queue.get()
-            batch: list[_Pending] = []
-            if first is None:
-                stop = True
-            else:
-                batch.extend(first)
-            while True:  # everything queued while the last batch was written
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                else:
-                    batch.extend(item)
+            items = [self._queue.get()]
+            with contextlib.suppress(queue.Empty):  # everything queued while the last was written
+                while True:
+                    items.append(self._queue.get_nowait())
+            stop = None in items
+            batch = [pending for item in items if item is not None for pending in item]
             if batch:
                 self._commit(batch)
 

@@ -1,42 +1,8 @@
 """A real, local, OpenAI-compatible chat-completions HTTP server for tests and demos.
 
-:class:`FakeLLM` listens on ``127.0.0.1`` (a free port by default) and answers
-``POST /v1/chat/completions`` exactly the way the OpenAI API does, so the real ``openai``
-client, instructor and Ragas can be exercised end to end with no API key and no network.
-What it answers is scripted: :class:`Rule` objects matched against the prompt, an optional
-responder callable, a default :class:`Reply`, plus injectable faults (HTTP errors, hangs,
-truncated JSON, refusals, a 401 that echoes the presented key, dropped connections, inflated
-usage), either scripted per reply or drawn at random with a seeded RNG.
-
-Every request to the chat endpoint is recorded as a :class:`RecordedCall` (the API key is
-never recorded), so tests can assert on what the client actually sent.
-
-Decision order per chat request:
-
-1. ``require_api_key`` set and the bearer key does not match: 401 (``authorized=False``; a
-   LiteLLM emulation with ``litellm_database=False`` answers 400 "No connected db." instead).
-2. Random fault injection: one draw from ``random.Random(seed)`` per request, faults taken
-   in :data:`FAULTS` order with the probabilities in ``fault_rates``; the reply is then the
-   ``default`` reply carrying that fault (rules and the responder are not consulted, so rule
-   ``times`` counters are not consumed).
-3. The first :class:`Rule` whose ``contains`` is ``None`` or occurs in the prompt and whose
-   ``times`` is not exhausted.
-4. ``responder(request)`` when given.
-5. ``default``.
-
-The reply's ``latency_s`` (or the server-wide ``latency_s``) is waited before responding.
-
-Provider emulation (``emulate=``, one of :data:`PROVIDERS`) makes the server behave like a
-real endpoint in the ways a candidate spec depends on: the chat path (Azure OpenAI's
-``/openai/deployments/<deployment>/chat/completions?api-version=...``; llama.cpp and LiteLLM
-also answer ``/chat/completions``), the header that carries the key (``api-key`` for Azure,
-``Authorization: Bearer`` elsewhere, none for Ollama), what an unknown model looks like
-(``models=``: 404 with each provider's own error body, LiteLLM's 400, llama.cpp ignores the
-name), and JSON mode (``json_mode=``: ``honour``; ``reject``, a 400 naming
-``response_format``; ``ignore``, the answer comes as prose around a fenced ```` ```json ````
-block). Between authentication and the decision order above, a request for an unknown
-deployment, api-version or model, or a refused ``response_format``, is answered with that
-error (no rule, responder or fault is consulted).
+:class:`FakeLLM` answers ``POST /v1/chat/completions`` as the OpenAI API does (or as another
+provider of :data:`PROVIDERS`), so the real ``openai`` client, instructor and Ragas run end to
+end with no key and no network. Answers are scripted; faults are injectable.
 """
 
 from __future__ import annotations
@@ -56,20 +22,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = [
-    "FAULTS",
-    "JSON_MODES",
-    "PROVIDERS",
-    "MODEL_ID",
-    "REFUSAL_TEXT",
-    "TRUNCATED_CONTENT",
-    "ChatRequest",
-    "FakeLLM",
-    "RecordedCall",
-    "Reply",
-    "Rule",
-]
-
 FAULTS: tuple[str, ...] = (
     "http_500",
     "http_429",
@@ -83,45 +35,34 @@ FAULTS: tuple[str, ...] = (
     "disconnect",
     "inflated_usage",
 )
-"""Every fault the server can inject, in the fixed order used for random fault draws.
-
-``http_401_echo`` is a 401 whose message echoes the ``Authorization`` header it received
-(as some providers do: "Incorrect API key provided: Bearer sk-..."); ``disconnect`` closes
-the connection without answering; ``inflated_usage`` answers normally but reports
-``inflated_usage_tokens`` prompt and completion tokens."""
+"""Every injectable fault, in the order of random draws. ``http_401_echo`` echoes the
+``Authorization`` header it got; ``disconnect`` closes without answering; ``inflated_usage``
+reports ``inflated_usage_tokens`` of usage."""
 
 MODEL_ID = "fake-judge"
-"""The single model listed by ``GET /v1/models``."""
-
 REFUSAL_TEXT = "I'm sorry, I can't help with that."
-"""``message.refusal`` of a ``refusal`` fault."""
-
 TRUNCATED_CONTENT = '{"reason": "cut off mid'
-"""Assistant content of a ``malformed_json`` fault: a cut-off JSON object."""
 
 _CHAT_PATH = "/v1/chat/completions"
 _MODELS_PATH = "/v1/models"
 _SECRET_HEADERS = frozenset({"authorization", "api-key", "proxy-authorization"})
 
 PROVIDERS: tuple[str, ...] = ("openai", "azure", "vllm", "ollama", "llamacpp", "litellm")
-"""Providers the server can emulate (``FakeLLM(emulate=...)``)."""
 
 JSON_MODES: tuple[str, ...] = ("honour", "reject", "ignore")
-"""What the server does with ``response_format``: honour it (bare JSON), reject it (HTTP 400
-naming ``response_format``), or ignore it (the answer is prose around a fenced JSON block)."""
+"""``response_format``: honoured (bare JSON), rejected (HTTP 400) or ignored (prose around a
+fenced JSON block)."""
 
-AZURE_JSON_MODE_SINCE = "2023-12-01-preview"
-"""The first Azure OpenAI api-version with JSON mode; older versions answer 400 to
-``response_format``."""
+AZURE_JSON_MODE_SINCE = "2023-12-01-preview"  # older api-versions answer 400 to response_format
 
 _AZURE_CHAT = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
 _EXTRA_CHAT_PATHS = {"llamacpp": ("/chat/completions",), "litellm": ("/chat/completions",)}
+_AZURE_NOT_FOUND = {"error": {"code": "404", "message": "Resource not found"}}
 _PROSE_BEFORE = "Sure. Here is my assessment of the response.\n\n```json\n"
 _PROSE_AFTER = "\n```\n\nLet me know if you need anything else."
 
 
 def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
-    """Status and body of each provider's answer to a model it does not serve."""
     if provider == "vllm":  # vLLM's ErrorResponse is not nested under "error"
         return 404, {
             "object": "error",
@@ -148,37 +89,32 @@ def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
 
 
 def _unauthorized(provider: str) -> dict[str, Any]:
-    """Each provider's 401 body."""
-    if provider == "azure":
-        return {
+    bodies: dict[str, dict[str, Any]] = {
+        "azure": {
             "error": {
                 "code": "401",
-                "message": (
-                    "Access denied due to invalid subscription key or wrong API endpoint. Make sure"
-                    " to provide a valid key for an active subscription and use a correct regional"
-                    " API endpoint for your resource."
-                ),
+                "message": "Access denied due to invalid subscription key or wrong API endpoint."
+                " Make sure to provide a valid key for an active subscription and use a correct"
+                " regional API endpoint for your resource.",
             }
-        }
-    if provider == "vllm":
-        return {"error": "Unauthorized"}
-    if provider == "llamacpp":
-        return {
+        },
+        "vllm": {"error": "Unauthorized"},
+        "llamacpp": {
             "error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
-        }
-    if provider == "litellm":
-        return _error_body(
+        },
+        "litellm": _error_body(
             "Authentication Error, Invalid proxy server token passed. Received API Key ="
             " sk-...****, Key Hash (Token) =[REDACTED]",
             "auth_error",
             "401",
             "None",
-        )
-    return _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        ),
+    }
+    default = _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+    return bodies.get(provider, default)
 
 
 def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
-    """Each provider's 400 for a ``response_format`` it does not support."""
     if provider == "litellm":
         return _error_body(
             "litellm.UnsupportedParamsError: openai does not support parameters:"
@@ -213,6 +149,13 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
         "invalid_api_key",
         "Incorrect API key provided (injected by the fake LLM).",
     ),
+    "http_401_echo": (
+        401,
+        "invalid_request_error",
+        "invalid_api_key",
+        "Incorrect API key provided: {presented}. You can find your API key at"
+        " https://platform.openai.com/account/api-keys.",
+    ),
     "http_403": (
         403,
         "permission_denied",
@@ -229,12 +172,8 @@ def _check_fault(fault: str | None) -> None:
 
 @dataclass(frozen=True)
 class Reply:
-    """What the fake LLM answers to one request.
-
-    By default the assistant content is ``{"reason": <reason>, "value": <value>}`` (bare
-    JSON, no code fences), the shape a Ragas ``DiscreteMetric`` parses. ``content`` replaces
-    it verbatim; ``fault`` (one of :data:`FAULTS`) turns the answer into that failure;
-    ``latency_s`` overrides the server-wide latency for this reply.
+    """What the fake LLM answers: ``{"reason", "value"}`` as bare JSON, or ``content`` verbatim;
+    ``fault`` (one of :data:`FAULTS`) makes it that failure; ``latency_s`` overrides the server's.
     """
 
     value: str | None = "pass"
@@ -249,7 +188,7 @@ class Reply:
             raise ValueError(f"latency_s must be >= 0, got {self.latency_s}")
 
     def render(self) -> str:
-        """The assistant content this reply produces when it carries no content-changing fault."""
+        """The assistant content (without a content-changing fault)."""
         if self.content is not None:
             return self.content
         return json.dumps({"reason": self.reason, "value": self.value})
@@ -257,11 +196,8 @@ class Reply:
 
 @dataclass(frozen=True)
 class Rule:
-    """A scripted reply for requests whose prompt contains ``contains``.
-
-    ``contains=None`` matches every request. ``times`` limits the rule to that many matching
-    requests; after that it is skipped (``None`` means unlimited).
-    """
+    """A reply for prompts containing ``contains`` (None: any), for at most ``times`` requests
+    (None: unlimited)."""
 
     reply: Reply
     contains: str | None = None
@@ -274,11 +210,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """A chat-completions request as a responder sees it.
-
-    ``prompt`` is every message's text content joined with a blank line (``"\\n\\n"``);
-    ``index`` is the 0-based global counter of chat requests since start (or :meth:`FakeLLM.reset`).
-    """
+    """A chat request as a responder sees it: ``prompt`` is the messages' text joined by blank
+    lines, ``index`` counts chat requests from 0 since start or :meth:`FakeLLM.reset`."""
 
     body: dict[str, Any]
     prompt: str
@@ -289,14 +222,9 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class RecordedCall:
-    """One request to the chat endpoint, as the server saw and answered it.
-
-    ``headers`` have lower-cased names and never include ``authorization`` (nor ``api-key``);
-    ``auth_headers`` names which of those credential headers were presented (never their
-    values). ``query`` is the URL's query string parsed (e.g. Azure's ``api-version``).
-    ``authorized`` is ``None`` when the server requires no key. ``status`` is the HTTP status
-    sent, or ``0`` for a hang abandoned because the server stopped (a hang still in progress
-    also shows ``0`` until it answers) and for a ``disconnect``.
+    """One chat request as the server saw and answered it. ``headers`` (lower-case names) never
+    hold credentials: ``auth_headers`` names those presented. ``authorized`` is None when no key
+    is required; ``status`` is 0 for a disconnect and a hang not (yet) answered.
     """
 
     index: int
@@ -312,32 +240,17 @@ class RecordedCall:
 
 def _message_text(content: Any) -> str:
     """Text of one message's ``content``: a string, or the text parts of a content list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
+    if content is None or isinstance(content, str):
+        return content or ""
     if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            elif isinstance(part, str):
-                parts.append(part)
-        return "\n\n".join(parts)
+        texts = [p.get("text") if isinstance(p, dict) else p for p in content]
+        return "\n\n".join(t for t in texts if isinstance(t, str))
     return str(content)
 
 
 def _tokens(text: str) -> int:
-    """The deterministic token estimate: one token per four characters, at least one."""
+    """One token per four characters, at least one."""
     return max(1, math.ceil(len(text) / 4))
-
-
-def _format_seconds(seconds: float) -> str:
-    """``Retry-After`` value: ``"1"`` for whole seconds, ``"0.05"`` for fractions."""
-    value = float(seconds)
-    if value.is_integer():
-        return str(int(value))
-    return repr(value)
 
 
 def _error_body(
@@ -347,8 +260,6 @@ def _error_body(
 
 
 class _HTTPServer(ThreadingHTTPServer):
-    """Threaded server that knows its :class:`FakeLLM` and its live connections."""
-
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
@@ -362,7 +273,6 @@ class _HTTPServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
 
     def close_live_connections(self) -> None:
-        """Shut down every open client connection so idle keep-alive threads exit."""
         with self.live_lock:
             conns = list(self.live)
         for conn in conns:
@@ -380,10 +290,8 @@ class _Handler(BaseHTTPRequestHandler):
     _headers_buffer: list[bytes]  # BaseHTTPRequestHandler's private buffer (not in typeshed)
 
     def version_string(self) -> str:
-        """The ``Server`` header value."""
         return self.server_version
 
-    # -- plumbing -------------------------------------------------------------------------
     def setup(self) -> None:
         super().setup()
         with self.server.live_lock:
@@ -396,10 +304,10 @@ class _Handler(BaseHTTPRequestHandler):
             super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        """Silence per-request logging."""
+        pass
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Errors raised by the stdlib parser (bad request line, unsupported method) as JSON."""
+        """The stdlib parser's errors (bad request line, unsupported method), as JSON."""
         self.close_connection = True
         type_ = "server_error" if code >= 500 else "invalid_request_error"
         text = message or self.responses.get(code, ("error",))[0]
@@ -416,7 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (extra_headers or {}).items():
                 self.send_header(name, value)
             self.send_header("Connection", "close" if self.close_connection else "keep-alive")
-            # end_headers() would write the headers on their own; send headers and body in one write
+            # headers and body in one write (end_headers() would write the headers alone)
             if self.request_version == "HTTP/0.9":  # unparseable request line: no headers
                 out = data
             else:
@@ -432,23 +340,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _read_body(self) -> bytes | None:
-        """The request body; ``None`` when it cannot be read (the connection is then closed)."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks: list[bytes] = []
-            while True:
-                line = self.rfile.readline(65537)
-                if not line:
-                    return None
-                try:
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    return None
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(65537)
+        """The request body (``Content-Length``); None when it cannot be read."""
+        if self.headers.get("Transfer-Encoding"):
+            return None  # no client of this server sends chunked bodies
         try:
             length = int(self.headers.get("Content-Length", "0") or "0")
         except ValueError:
@@ -463,7 +357,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- methods --------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        """``GET /v1/models`` lists the one fake model; anything else is 404/405."""
         path = self._path()
         self._drain()
         if path == _MODELS_PATH:
@@ -472,19 +365,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == f"{_MODELS_PATH}/{MODEL_ID}":
             self._send_json(200, _model_entry())
         elif self.server.fake._is_chat_path(path):
-            self._send_json(
-                405,
-                _error_body(
-                    f"Method GET not allowed on {path}; use POST.", "invalid_request_error"
-                ),
-            )
+            self._not_allowed(path, "GET", "POST")
         else:
-            self._send_json(
-                404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url")
-            )
+            self._unknown_path(path)
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-        """``POST /v1/chat/completions``; other paths are 404/405."""
         path = self._path()
         raw = self._read_body()
         if raw is None:
@@ -496,21 +381,22 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.fake._is_chat_path(path):
             self.server.fake._handle_chat(self, path, raw)
         elif path in (_MODELS_PATH, f"{_MODELS_PATH}/{MODEL_ID}"):
-            self._send_json(
-                405,
-                _error_body(
-                    f"Method POST not allowed on {path}; use GET.", "invalid_request_error"
-                ),
-            )
+            self._not_allowed(path, "POST", "GET")
         elif self.server.fake.emulate == "azure":
-            self._send_json(404, {"error": {"code": "404", "message": "Resource not found"}})
+            self._send_json(404, _AZURE_NOT_FOUND)
         else:
-            self._send_json(
-                404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url")
-            )
+            self._unknown_path(path)
+
+    def _not_allowed(self, path: str, method: str, use: str) -> None:
+        message = f"Method {method} not allowed on {path}; use {use}."
+        self._send_json(405, _error_body(message, "invalid_request_error"))
+
+    def _unknown_path(self, path: str) -> None:
+        message = f"Unknown path {path}"
+        self._send_json(404, _error_body(message, "invalid_request_error", "unknown_url"))
 
     def _drain(self) -> None:
-        """Consume a body sent with a GET so the keep-alive stream stays in sync."""
+        """Consume a GET's body, keeping the keep-alive stream in sync."""
         has_body = bool(self.headers.get("Content-Length") or self.headers.get("Transfer-Encoding"))
         if has_body and self._read_body() is None:
             self.close_connection = True
@@ -527,29 +413,19 @@ def _check_provider(
     azure_deployments: Sequence[str] | None,
     azure_api_versions: Sequence[str] | None,
 ) -> None:
-    """Refuse (``ValueError``) a provider emulation that cannot be: the first refusal found."""
-    azure_only = azure_deployments is not None or azure_api_versions is not None
-    refusals = (
-        (
-            emulate not in PROVIDERS,
-            f"unknown provider {emulate!r}; expected one of {', '.join(PROVIDERS)}",
-        ),
-        (
-            json_mode not in JSON_MODES,
-            f"unknown json_mode {json_mode!r}; expected one of {', '.join(JSON_MODES)}",
-        ),
-        (
-            emulate == "ollama" and require_api_key is not None,
-            "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'",
-        ),
-        (
-            emulate != "azure" and azure_only,
-            "azure_deployments and azure_api_versions apply only to emulate='azure'",
-        ),
-    )
-    for refused, message in refusals:
-        if refused:
-            raise ValueError(message)
+    """Raise ``ValueError`` for a provider emulation that cannot be."""
+    for name, value, known in (
+        ("provider", emulate, PROVIDERS),
+        ("json_mode", json_mode, JSON_MODES),
+    ):
+        if value not in known:
+            raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(known)}")
+    if emulate == "ollama" and require_api_key is not None:
+        raise ValueError(
+            "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
+        )
+    if emulate != "azure" and (azure_deployments is not None or azure_api_versions is not None):
+        raise ValueError("azure_deployments and azure_api_versions apply only to emulate='azure'")
 
 
 def _check_faults(
@@ -560,8 +436,6 @@ def _check_faults(
     rules: Sequence[Rule],
     inflated_usage_tokens: int,
 ) -> None:
-    """Refuse unknown faults, rates outside [0, 1] or summing above 1, negative waits, rules
-    that are not :class:`Rule` objects and negative inflated usage, in that order."""
     for name, rate in rates.items():
         _check_fault(name)
         if not 0.0 <= float(rate) <= 1.0:
@@ -578,22 +452,20 @@ def _check_faults(
 
 
 def _recorded_headers(handler: _Handler) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The request's headers as recorded (lower-case names, repeats joined, credentials left
-    out), and the names of the credential headers it presented."""
+    """The headers as recorded (lower-case, repeats joined, no credentials), and the names of
+    the credential headers presented."""
     headers: dict[str, str] = {}
+    auth: set[str] = set()
     for name, value in handler.headers.items():
         key = name.lower()
         if key in _SECRET_HEADERS:
-            continue
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    auth_headers = tuple(
-        sorted(name.lower() for name in handler.headers if name.lower() in _SECRET_HEADERS)
-    )
-    return headers, auth_headers
+            auth.add(key)
+        else:
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers, tuple(sorted(auth))
 
 
 def _json_object(raw: bytes) -> dict[str, Any] | None:
-    """The request body as a JSON object, or None (empty, not JSON, or not an object)."""
     try:
         parsed = json.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -615,32 +487,18 @@ def _invalid_request(body: dict[str, Any] | None, raw: bytes) -> str | None:
 
 
 class FakeLLM:
-    """A scripted, local OpenAI-compatible chat-completions server.
+    """A scripted, local OpenAI-compatible chat-completions server (a context manager, or
+    :meth:`start` / :meth:`stop`); every chat request is recorded in :attr:`calls` (no key).
 
-    Use it as a context manager (or call :meth:`start` / :meth:`stop`)::
-
-        with FakeLLM(rules=[Rule(Reply("fail", "too vague"), contains="refund")]) as llm:
-            client = openai.AsyncOpenAI(base_url=llm.base_url, api_key="k", max_retries=0)
-            ...
-            assert llm.calls[0].body["response_format"] == {"type": "json_object"}
-
-    See the module docstring for the decision order. ``fault_rates`` maps fault names to
-    probabilities (each in ``[0, 1]``, summing to at most 1); draws come from
-    ``random.Random(seed)``, so the same seed and request order give the same faults.
-    ``retry_after_s`` is sent as ``Retry-After`` on 429s; a ``hang`` waits ``hang_s`` (or
-    until :meth:`stop`) before answering. ``require_api_key`` makes every chat request
-    present ``Authorization: Bearer <key>`` (``api-key: <key>`` when emulating Azure).
-    ``inflated_usage_tokens`` is the usage an ``inflated_usage`` fault reports.
-
-    Provider emulation (see the module docstring): ``emulate`` is one of :data:`PROVIDERS`;
-    ``models`` are the model names served (``None``: any name is accepted; llama.cpp always
-    ignores the name); ``json_mode`` is one of :data:`JSON_MODES`; ``azure_deployments`` and
-    ``azure_api_versions`` are the deployments and api-versions an Azure emulation knows
-    (``None``: any); an api-version older than :data:`AZURE_JSON_MODE_SINCE` refuses
-    ``response_format`` as Azure does. ``report_usage=False`` leaves ``usage`` out of answers.
-    ``litellm_database=False`` (with ``emulate="litellm"`` and ``require_api_key``) emulates a
-    LiteLLM proxy with a master key and no database: a wrong key gets its HTTP 400 "No
-    connected db." instead of a 401.
+    Per chat request: (1) a wrong or missing ``require_api_key`` (Bearer; ``api-key`` for
+    Azure) gets 401 (LiteLLM with ``litellm_database=False``: 400 "No connected db."); then
+    the emulated provider's error for an unknown deployment, api-version or ``models`` name or a
+    rejected ``response_format``; (2) a fault drawn from ``fault_rates`` with
+    ``random.Random(seed)`` (in :data:`FAULTS` order; on ``default``, no rule consumed);
+    (3) the first matching :class:`Rule`; (4) ``responder``; (5) ``default``. ``latency_s`` is
+    waited before answering; 429s send ``retry_after_s`` as Retry-After; a hang waits
+    ``hang_s`` or until :meth:`stop`. ``json_mode`` is one of :data:`JSON_MODES`;
+    ``report_usage=False`` leaves usage out.
     """
 
     def __init__(
@@ -672,12 +530,8 @@ class FakeLLM:
         self.emulate = emulate
         self.models: tuple[str, ...] | None = None if models is None else tuple(models)
         self.json_mode = json_mode
-        self.azure_deployments: tuple[str, ...] | None = (
-            None if azure_deployments is None else tuple(azure_deployments)
-        )
-        self.azure_api_versions: tuple[str, ...] | None = (
-            None if azure_api_versions is None else tuple(azure_api_versions)
-        )
+        self.azure_deployments = None if azure_deployments is None else tuple(azure_deployments)
+        self.azure_api_versions = None if azure_api_versions is None else tuple(azure_api_versions)
         self.report_usage = report_usage
         self.litellm_database = litellm_database
         self.rules: tuple[Rule, ...] = tuple(rules)
@@ -702,7 +556,6 @@ class FakeLLM:
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> FakeLLM:
         """Bind the port and serve from a background thread; returns ``self``."""
         if self._server is not None:
@@ -744,10 +597,8 @@ class FakeLLM:
         where = self.base_url if self._server is not None else "stopped"
         return f"FakeLLM({where}, calls={self.call_count})"
 
-    # -- introspection --------------------------------------------------------------------
     @property
     def port(self) -> int:
-        """The bound port once started (the requested port before that)."""
         if self._server is None:
             return self._requested_port
         return int(self._server.server_address[1])
@@ -759,32 +610,26 @@ class FakeLLM:
             raise RuntimeError(
                 "FakeLLM is not running; call start() or use it as a context manager"
             )
-        host = self.host
-        if ":" in host:
-            host = f"[{host}]"
+        host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
     @property
     def base_url(self) -> str:
-        """What a candidate's ``endpoint.base_url`` should be: ``http://<host>:<port>/v1``, for
-        ``openai.OpenAI(base_url=...)``; the resource root ``http://<host>:<port>`` (Azure's
-        ``azure_endpoint``) when emulating Azure."""
+        """A candidate's ``endpoint.base_url``: ``<root_url>/v1``, the root itself for Azure."""
         return self.root_url if self.emulate == "azure" else f"{self.root_url}/v1"
 
     @property
     def running(self) -> bool:
-        """Whether the server is currently serving."""
         return self._server is not None
 
     @property
     def calls(self) -> list[RecordedCall]:
-        """A snapshot of every chat request so far, ordered by index."""
+        """Every chat request so far, by index."""
         with self._lock:
             return sorted(self._calls, key=lambda call: call.index)
 
     @property
     def call_count(self) -> int:
-        """Number of chat requests recorded so far."""
         with self._lock:
             return len(self._calls)
 
@@ -796,7 +641,6 @@ class FakeLLM:
             self._next_index = 0
             self._rng = random.Random(self.seed)
 
-    # -- request handling (runs in handler threads) ---------------------------------------
     def _authorize(self, handler: _Handler) -> bool | None:
         if self.require_api_key is None:
             return None
@@ -807,15 +651,12 @@ class FakeLLM:
         return scheme.lower() == "bearer" and token.strip() == self.require_api_key
 
     def _refused_key(self) -> tuple[int, dict[str, Any]]:
-        """Status and body for a wrong or missing key. A LiteLLM proxy with a master key and no
-        database takes any other key for a virtual key it cannot look up: HTTP 400 "No
-        connected db." (the proxy's own message, which names no key)."""
+        """Status and body for a wrong or missing key (LiteLLM without a database: HTTP 400)."""
         if self.emulate == "litellm" and not self.litellm_database:
             return 400, _error_body("No connected db.", "no_db_connection", "400", "None")
         return 401, _unauthorized(self.emulate)
 
     def _is_chat_path(self, path: str) -> bool:
-        """Whether ``path`` is the chat-completions path of the emulated provider."""
         if self.emulate == "azure":
             return _AZURE_CHAT.match(path) is not None
         return path == _CHAT_PATH or path in _EXTRA_CHAT_PATHS.get(self.emulate, ())
@@ -823,7 +664,7 @@ class FakeLLM:
     def _emulation_error(
         self, handler: _Handler, path: str, body: dict[str, Any]
     ) -> tuple[int, dict[str, Any]] | None:
-        """The emulated provider's error for this (authorized, well-formed) request, if any."""
+        """The emulated provider's error for this authorized, well-formed request, if any."""
         model = str(body.get("model"))
         if self.emulate == "azure":
             match = _AZURE_CHAT.match(path)
@@ -833,7 +674,7 @@ class FakeLLM:
             if version is None or (
                 self.azure_api_versions is not None and version not in self.azure_api_versions
             ):
-                return 404, {"error": {"code": "404", "message": "Resource not found"}}
+                return 404, _AZURE_NOT_FOUND
             if (
                 self.azure_deployments is not None
                 and match["deployment"] not in self.azure_deployments
@@ -860,7 +701,7 @@ class FakeLLM:
         return None
 
     def _draw_fault(self) -> str | None:
-        """One RNG draw (caller holds the lock); ``None`` when no fault is drawn."""
+        """One RNG draw (caller holds the lock)."""
         if not self.fault_rates:
             return None
         draw = self._rng.random()
@@ -872,7 +713,7 @@ class FakeLLM:
         return None
 
     def _match_rule(self, prompt: str) -> Reply | None:
-        """First applicable rule's reply (caller holds the lock); consumes one use."""
+        """The first applicable rule's reply, using it once (caller holds the lock)."""
         for i, rule in enumerate(self.rules):
             if rule.contains is not None and rule.contains not in prompt:
                 continue
@@ -887,7 +728,7 @@ class FakeLLM:
             self._calls.append(call)
 
     def _update_status(self, recorded: RecordedCall, status: int) -> None:
-        """Replace ``recorded`` (by identity: indexes repeat after reset()) with a new status."""
+        """Replace ``recorded`` (by identity: indexes repeat after reset())."""
         with self._lock:
             for i, call in enumerate(self._calls):
                 if call is recorded:
@@ -910,7 +751,6 @@ class FakeLLM:
             self._record(call)
             return call
 
-        # (1) authentication
         if authorized is False:
             status, payload = self._refused_key()
             reply = Reply(value=None, reason="missing or wrong API key", fault="http_401")
@@ -918,7 +758,6 @@ class FakeLLM:
             self._wait(reply)
             handler._send_json(status, payload)
             return
-        # request validation (a real API rejects these before doing any work)
         problem = _invalid_request(body, raw)
         if problem is not None:
             record(Reply(value=None, reason=problem, fault="http_400"), 400)
@@ -939,8 +778,6 @@ class FakeLLM:
         self._respond(handler, request, self._choose(request), record)
 
     def _choose(self, request: ChatRequest) -> Reply:
-        """(2) a random fault, (3) the first applicable rule, (4) the responder, (5) the
-        default reply."""
         with self._lock:
             fault = self._draw_fault()
             chosen = (
@@ -949,20 +786,14 @@ class FakeLLM:
                 else self._match_rule(request.prompt)
             )
         if chosen is None and self.responder is not None:
-            try:
+            try:  # a broken responder is a 500 the test can see
                 chosen = self.responder(request)
-            except Exception as exc:  # a broken responder is a 500 the test can see
-                chosen = Reply(
-                    value=None,
-                    reason=f"responder raised {type(exc).__name__}: {exc}",
-                    fault="http_500",
-                )
-            if not isinstance(chosen, Reply):
-                chosen = Reply(
-                    value=None,
-                    reason=f"responder returned {type(chosen).__name__}, not Reply",
-                    fault="http_500",
-                )
+                what = type(chosen).__name__
+                broken = None if isinstance(chosen, Reply) else f"returned {what}, not Reply"
+            except Exception as exc:
+                broken = f"raised {type(exc).__name__}: {exc}"
+            if broken is not None:
+                chosen = Reply(value=None, reason=f"responder {broken}", fault="http_500")
         return self.default if chosen is None else chosen
 
     def _wait(self, reply: Reply) -> None:
@@ -978,19 +809,6 @@ class FakeLLM:
         record: Callable[[Reply, int], RecordedCall],
     ) -> None:
         fault = reply.fault
-        if fault == "http_401_echo":
-            presented = handler.headers.get("Authorization") or "(none)"
-            record(reply, 401)
-            self._wait(reply)
-            message = (
-                f"Incorrect API key provided: {presented}. You can find your API key at"
-                " https://platform.openai.com/account/api-keys."
-            )
-            handler._send_json(
-                401, _error_body(message, "invalid_request_error", "invalid_api_key")
-            )
-            return
-
         if fault == "disconnect":
             record(reply, 0)
             self._wait(reply)
@@ -1001,13 +819,10 @@ class FakeLLM:
 
         if fault in _HTTP_FAULTS:
             status, type_, code, message = _HTTP_FAULTS[fault]
+            message = message.format(presented=handler.headers.get("Authorization") or "(none)")
             if fault == "http_500" and reply.reason.startswith("responder "):
                 message = reply.reason
-            extra = (
-                {"Retry-After": _format_seconds(self.retry_after_s)}
-                if fault == "http_429"
-                else None
-            )
+            extra = {"Retry-After": f"{self.retry_after_s:g}"} if fault == "http_429" else None
             record(reply, status)
             self._wait(reply)
             handler._send_json(status, _error_body(message, type_, code), extra_headers=extra)
@@ -1025,12 +840,8 @@ class FakeLLM:
 
         record(reply, 200)
         self._wait(reply)
-        if fault == "malformed_json":
-            payload = self._completion(request, TRUNCATED_CONTENT, None)
-        elif fault == "refusal":
-            payload = self._completion(request, None, REFUSAL_TEXT)
-        else:
-            payload = self._completion(request, self._content(reply), None)
+        special = {"malformed_json": (TRUNCATED_CONTENT, None), "refusal": (None, REFUSAL_TEXT)}
+        payload = self._completion(request, *special.get(fault or "", (self._content(reply), None)))
         if fault == "inflated_usage":
             n = self.inflated_usage_tokens
             payload["usage"] = {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}
@@ -1039,9 +850,7 @@ class FakeLLM:
         )
 
     def _content(self, reply: Reply) -> str:
-        """The assistant content of a normal answer: bare, or prose around a fenced JSON block
-        when the server has no JSON mode (``json_mode`` ``reject`` or ``ignore``: nothing
-        constrains the model's output)."""
+        """Bare JSON, or prose around a fenced block when the server has no JSON mode."""
         text = reply.render()
         if self.json_mode == "honour" or reply.content is not None:
             return text
