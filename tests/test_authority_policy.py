@@ -54,7 +54,7 @@ BASE: dict[str, Any] = {
         "refund_policy": {
             "risk": "critical",
             "max_abstention_rate": 0.5,
-            "max_false_pass_rate": 0.95,
+            "max_false_pass_rate": 1.0,
             "false_pass_rate_basis": "upper_95",
         },
         "billing_payments": {"risk": "high", "max_abstention_rate": 0.5},

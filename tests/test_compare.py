@@ -701,6 +701,19 @@ def test_demo_migration_with_controls_side_by_side(tmp_path: Path) -> None:
         c["risk"] == "critical" for c in report["cases"] if c["case_id"] in report["review"]
     )
     assert (tmp_path / "cmp" / "controls" / "old" / "results.jsonl").exists()
+    # per-slice McNemar p-values with Benjamini-Hochberg q-values over the slices (issue 32),
+    # checked against statsmodels' fdr_bh and by the definition q_(i) = min_(j>=i) p_(j) m / j
+    from statsmodels.stats.multitest import multipletests
+
+    p = [s["mcnemar"]["p_value"] for s in report["slices"]]
+    q = [s["mcnemar"]["q_value"] for s in report["slices"]]
+    assert q == pytest.approx(list(multipletests(p, method="fdr_bh")[1]))
+    ranked = sorted(range(len(p)), key=lambda i: p[i])
+    for r, i in enumerate(ranked):
+        by_hand = min(min(1.0, p[j] * len(p) / (s + 1)) for s, j in enumerate(ranked) if s >= r)
+        assert q[i] == pytest.approx(by_hand)
+    assert report["overall"]["mcnemar"]["q_value"] is None
+    assert "q = Benjamini-Hochberg over the slices" in result.output
 
 
 def test_paired_rate_difference_covers_at_its_nominal_level() -> None:
@@ -731,7 +744,7 @@ def test_paired_rate_difference_covers_at_its_nominal_level() -> None:
 
 
 def test_paired_rate_difference_inverts_mcnemar_and_the_score_statistic() -> None:
-    from workbench.migration._stats import Z95, tango_statistic
+    from workbench.stats._paired import Z95, tango_statistic
 
     # at d = 0 Tango's statistic is McNemar's z = (x - y) / sqrt(x + y)
     assert tango_statistic(9, 4, 41, 0.0) == pytest.approx((9 - 4) / (9 + 4) ** 0.5)

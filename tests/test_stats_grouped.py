@@ -170,3 +170,9 @@ def test_bh_qvalues_by_hand() -> None:
     assert q[3] is None
     assert q[:3] + q[4:] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.2])
     assert bh_qvalues([]) == [] and bh_qvalues([None]) == [None]
+
+
+def test_one_group_knows_nothing_and_says_so_without_nan() -> None:
+    for k in (0, 1, 5):
+        rate = grouped_rate([k], [5])
+        assert (rate.groups, rate.n_effective, rate.ci95_low, rate.ci95_high) == (1, 1.0, 0.0, 1.0)

@@ -1,6 +1,7 @@
 """Migrating a judge between versions: ``workbench compare``, label mapping, prompt parity, and
 the migration certification's transitions and blockers."""
 
+from ..stats import paired_rate_difference
 from ._certify import (
     BASELINE_CONTROLS_DIR,
     BASELINE_RUN_DIR,
@@ -44,7 +45,6 @@ from ._parity import (
     judge_changes,
     request_parity,
 )
-from ._stats import paired_rate_difference
 
 __all__ = [
     "BASELINE_CONTROLS_DIR",

@@ -40,10 +40,9 @@ from ..runs import (
     estimate_run,
     run_candidate,
 )
-from ..stats import Rate, wilson_rate
+from ..stats import Rate, bh_qvalues, exact_mcnemar, paired_rate_difference, wilson_rate
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ._parity import RequestParity, judge_changes, parity_warnings, request_parity
-from ._stats import exact_mcnemar, paired_rate_difference
 
 if TYPE_CHECKING:  # imported lazily at run time (start-up cost)
     from ..controls import ControlsReport, ControlSuite
@@ -121,6 +120,9 @@ class McNemar(_Model):
     """Aligned under neither."""
     p_value: float
     """Exact (binomial) two-sided McNemar p-value; 1.0 without discordant pairs."""
+    q_value: float | None = None
+    """Benjamini-Hochberg q-value over the comparison's per-slice tests (many slices, some
+    p-values small by chance); None for the overall test."""
 
 
 class SliceComparison(_Model):
@@ -351,6 +353,7 @@ class ComparisonReport(_Model):
                     None if d.delta is None else f"[{d.ci95_low:+.3f}, {d.ci95_high:+.3f}]"
                 )
             row["p_mcnemar"] = s.mcnemar.p_value
+            row["q_bh"] = s.mcnemar.q_value
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -457,6 +460,11 @@ def summarize(
     slices = [
         _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric)
         for name in sorted(by_slice, key=risk_order(rubric))
+    ]
+    q = bh_qvalues([s.mcnemar.p_value for s in slices])
+    slices = [
+        s.model_copy(update={"mcnemar": s.mcnemar.model_copy(update={"q_value": v})})
+        for s, v in zip(slices, q, strict=True)
     ]
     matrix: dict[str, Counter[str]] = {}
     for _, _, t in rows:
@@ -1283,8 +1291,17 @@ def _format_slices(report: ComparisonReport) -> list[str]:
             f" {s.verdict_changed}; review {s.needs_review}"
         )
     lines.append("false-pass and false-fail rates, old -> new, paired difference [95% Tango]:")
-    return lines + [
+    lines += [
         f"  {s.slice:26} "
         + "; ".join((_format_rates(s.false_pass, "FP"), _format_rates(s.false_fail, "FF")))
         for s in every
+    ]
+    lines.append(
+        "McNemar (exact) per slice: p, and q = Benjamini-Hochberg over the slices (read q when"
+        " looking for any slice that changed):"
+    )
+    return lines + [
+        f"  {s.slice:26} p = {s.mcnemar.p_value:.4g}, q = {s.mcnemar.q_value:.4g}"
+        for s in report.slices
+        if s.mcnemar.q_value is not None
     ]

@@ -34,7 +34,7 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
     import pandas as pd
 
     from ..align import require_comparable
-    from ..migration._stats import exact_mcnemar
+    from ..stats import exact_mcnemar
 
     for it in iterations:
         require_comparable(it.join, where=f"paired_comparison({it.label})")

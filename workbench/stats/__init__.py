@@ -25,6 +25,7 @@ from ._ordinal import (
     spearman_correlation,
     weighted_cohen_kappa,
 )
+from ._paired import exact_mcnemar, paired_rate_difference
 from ._power import bh_qvalues, mcnemar_pairs_needed, rule_out_rate
 from ._shortfall import Shortfall, more_without_errors, shortfall
 from ._stats import (
@@ -55,6 +56,7 @@ __all__ = [
     "cases_to_bound",
     "cohen_kappa",
     "cohen_kappa_counts",
+    "exact_mcnemar",
     "fleiss_kappa_table",
     "grouped_rate",
     "krippendorff_alpha",
@@ -64,6 +66,7 @@ __all__ = [
     "more_without_errors",
     "operating_curve",
     "ordinal_confusion",
+    "paired_rate_difference",
     "rule_out_rate",
     "scale_values",
     "shared_pairs",

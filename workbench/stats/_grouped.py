@@ -20,14 +20,16 @@ must bound) and it is the gate's Wilson bound whenever cases are independent.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .._docs import add_field_docs
 from ._stats import _critical, wilson_ends
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class GroupedRate(BaseModel):
@@ -58,6 +60,8 @@ def grouped_ends(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Design effect, effective cases and the interval's ends of each row of ``events``
     (draws x groups, events per group) over groups of ``sizes`` cases (all > 0)."""
+    import numpy as np
+
     n, groups = float(sizes.sum()), len(sizes)
     p = events.sum(axis=1) / n
     deff = np.ones_like(p)
@@ -70,7 +74,9 @@ def grouped_ends(
         deff = np.maximum(np.where(edge | (groups < 2), n / groups, clustered), 1.0)
         from scipy.stats import t as student_t  # only grouped slices pay for scipy
 
-        crit = float(student_t.isf(alpha / 2, groups - 1)) if groups > 1 else math.inf
+        if groups < 2:  # one group: nothing to estimate its variance from, so [0, 1]
+            return deff, n / deff, np.zeros_like(p), np.ones_like(p)
+        crit = float(student_t.isf(alpha / 2, groups - 1))
     n_eff = n / deff
     low, high = wilson_ends(p * n_eff, n_eff, crit, np.sqrt)
     return deff, n_eff, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
@@ -83,6 +89,8 @@ def grouped_rate(
 
     ``k_by_group[g]`` events among ``n_by_group[g]`` cases of group ``g``; groups with no case
     are ignored. Raises ``ValueError`` on a negative count or more events than cases."""
+    import numpy as np
+
     pairs = [(k, m) for k, m in zip(k_by_group, n_by_group, strict=True) if m]
     if any(k < 0 or k > m for k, m in pairs) or any(m < 0 for m in n_by_group):
         raise ValueError("every group needs 0 <= events <= cases")

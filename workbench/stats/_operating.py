@@ -14,13 +14,16 @@ rule runs on each draw, with the grouped bound (:mod:`._grouped`) or the plain W
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .._docs import add_field_docs
 from ._grouped import grouped_ends
 from ._stats import _Z_975, wilson_ends
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class OperatingPoint(BaseModel):
@@ -42,6 +45,8 @@ class OperatingPoint(BaseModel):
 
 def _upper_bounds(events: np.ndarray, sizes: np.ndarray, grouped: bool) -> np.ndarray:
     """Upper 95% bounds of each row of ``events`` (draws x groups) over groups of ``sizes``."""
+    import numpy as np
+
     if grouped:
         return grouped_ends(events, sizes)[3]
     n = float(sizes.sum())
@@ -62,6 +67,8 @@ def slice_operating_point(
 ) -> OperatingPoint:
     """P(clear), P(review), P(fail) of one slice of ``group_sizes`` cases per group, when the
     judge's true rate is ``true_rate`` (fixed seed: the same figures every call)."""
+    import numpy as np
+
     sizes = np.asarray([m for m in group_sizes if m > 0], dtype=np.int64)
     if not len(sizes) or not 0 <= true_rate <= 1 or not 0 <= icc < 1:
         raise ValueError("need cases, a true rate in [0, 1] and an icc in [0, 1)")
