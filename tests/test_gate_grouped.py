@@ -66,3 +66,27 @@ def test_thirty_cases_from_three_groups_do_not(make_dataset) -> None:
     assert blocker.category == "review" and result.outcome == "review_required"
     assert blocker.evidence["groups"] == 3 and blocker.evidence["compared"] == grouped.ci95_high
     assert "3 groups" in blocker.message
+
+
+def test_splitting_groups_in_a_frozen_gold_to_narrow_the_bound_is_refused(tmp_path) -> None:
+    """Insider attack: give every held-out case of the frozen demo gold its own group, so the
+    grouped bound falls back to per-case Wilson. The release lineage covers ``group``: refused."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from workbench.cli.main import main
+
+    gold = tmp_path / "gold"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "demo", gold)
+    path = gold / "gold.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        if record["partition"] == "held_out":
+            record["group"] = f"solo-{record['case_id']}"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(main, ["validate", str(gold)])
+    assert result.exit_code == 2
+    assert "[frozen_case_edited]" in result.output and "group" in result.output
