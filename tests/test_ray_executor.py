@@ -387,14 +387,24 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
 def _kill_the_driver_mid_run(command: list[str], env: dict[str, str], out: Path) -> None:
     """Start the CLI as its own Ray driver, kill it once a shard has recorded a result, and wait
     until Ray has ended the dead driver's tasks (their worker processes are gone)."""
-    driver = subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        _wait_for(
-            lambda: any(len(rows(shard_dir(out, i) / "results.jsonl")) >= 1 for i in range(2)),
-            timeout=60,
+    log = out.parent / "driver.log"
+    with log.open("wb") as stderr:
+        driver = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr
         )
+
+    def recorded() -> bool:
+        # a driver that ended before any shard recorded a result fails the test now, with its
+        # stderr, instead of after the timeout
+        if any(len(rows(shard_dir(out, i) / "results.jsonl")) >= 1 for i in range(2)):
+            return True
+        if driver.poll() is not None:
+            raise AssertionError(f"the driver exited {driver.returncode}: {log.read_text()}")
+        return False
+
+    try:
+        # generous: on a loaded CI machine a new driver's Ray workers take minutes to start
+        _wait_for(recorded, timeout=300)
     finally:
         driver.kill()
         driver.wait()
@@ -411,7 +421,7 @@ def _kill_the_driver_mid_run(command: list[str], env: dict[str, str], out: Path)
             return True
         return False
 
-    _wait_for(lambda: all(gone(pid) for pid in workers), timeout=30)
+    _wait_for(lambda: all(gone(pid) for pid in workers), timeout=120)
 
 
 def test_a_killed_driver_is_resumed_on_the_same_cluster(
