@@ -1,10 +1,7 @@
 """Ranking analysis: :func:`ranking_report` reads judge results against the fixtures.
 
-Integration defects come first (attempts with one never enter the quality figures), then
-pairwise agreement, must-win reversals vs monitor-only drift, position bias (position battery),
-repeatability vs position sensitivity, request completeness, criterion leakage, per-slice
-figures and one failure artifact per failing case. The ranking gate's decision is embedded
-(:mod:`workbench.ranking._gate`); every figure's k and n are defined in :data:`DENOMINATORS`.
+Integration defects never enter the quality figures; every figure's k and n are defined in
+:data:`DENOMINATORS`; the ranking gate's decision is embedded (:mod:`workbench.ranking._gate`).
 """
 
 from __future__ import annotations
@@ -137,113 +134,79 @@ class IntegrationDefect(_Frozen):
     """A malformed or unmappable result: the metric integration's problem, not a quality figure."""
 
     case_id: str
-    """The case the result claims."""
     repeat: int
-    """The result's repeat index (its presentation within the battery)."""
     code: DefectCode
-    """What kind of defect (see :data:`DefectCode`)."""
     message: str
-    """What is wrong, in words."""
     returned: list[str] | None = None
-    """The raw returned order, as recorded."""
     missing: list[str] = []
-    """Candidate ids absent from the returned list."""
     unknown: list[str] = []
-    """Returned items that map to no candidate."""
     duplicates: list[str] = []
-    """Candidate ids returned more than once."""
     presented_order: list[str] | None = None
-    """The order the candidates were shown in, when recorded."""
 
 
 class EvaluatorErrorRow(_Frozen):
     """An attempt that ended in an evaluator error other than ``invalid_ranking``."""
 
     case_id: str
-    """The case."""
     repeat: int
-    """The repeat index."""
     kind: str
-    """The evaluator-error kind (``timeout``, ``provider_error`` ...)."""
     message: str
-    """The recorded message."""
 
 
 class CaseAgreement(_Frozen):
     """Pairwise agreement of one fixture over its valid attempts."""
 
     case_id: str
-    """The fixture."""
     gate: str
-    """``must-win`` or ``monitor-only``."""
     ties: Literal["none", "acceptable_orders", "critical_pair"]
-    """How the fixture accepts ties."""
     attempts: int
-    """Valid attempts of the fixture."""
     pairs: Rate
-    """Agreed pairs over compared pairs, all attempts."""
     exact: Rate
-    """Attempts agreeing on every compared pair."""
     min_agreement: float | None
-    """The worst single attempt."""
 
 
 class AgreementFigure(_Frozen):
     """Pairwise agreement with the expected order."""
 
     pairs: Rate
-    """Agreed pairs over compared pairs, every valid attempt."""
     exact: Rate
-    """Valid attempts agreeing on every compared pair."""
     cases: list[CaseAgreement]
-    """Per fixture, in fixture order."""
 
 
 class CaseMustWin(_Frozen):
     """Expected vs actual winners of one fixture."""
 
     case_id: str
-    """The fixture."""
     gate: str
-    """``must-win`` or ``monitor-only``."""
     expected: str
     """The accepted winner(s), or ``better > worse`` for a critical pair."""
     held: Rate
-    """Attempts whose must-win check held."""
     reversed: int
-    """Attempts whose must-win check failed."""
     actual_winners: dict[str, int]
-    """Winner id -> attempts."""
     reversed_by_battery: dict[str, int]
     """Failed checks per baseline (``position``, ``repeat``, ``unlabelled``)."""
     attempts_by_battery: dict[str, int] = {}
     """Valid attempts per baseline (the confirmation rule reads the ``repeat`` count)."""
     slice: str | None = None
-    """The fixture's slice."""
 
 
 class MustWinFigure(_Frozen):
     """Must-win checks; reversals (blocking) and monitor-only drift (not blocking) apart."""
 
     must_win: Rate
-    """Checks that held over valid attempts of must-win fixtures."""
     monitor_only: Rate
-    """Checks that held over valid attempts of monitor-only fixtures."""
     reversals: list[CaseMustWin]
     """Must-win fixtures with at least one failed check: each blocks."""
     drift: list[CaseMustWin]
     """Monitor-only fixtures with at least one failed check: reported, never blocking."""
     cases: list[CaseMustWin]
-    """Every fixture, in fixture order."""
 
 
 class PositionRow(_Frozen):
     """How often the candidate shown at one position won."""
 
     position: int
-    """0-based presented position."""
     wins: Rate
-    """Wins (or held checks) over attempts that showed this position."""
     chance: float | None
     """Expected share for a position-blind ranker (balanced permutations)."""
 
@@ -252,58 +215,39 @@ class CandidateWins(_Frozen):
     """First places of one candidate of one fixture."""
 
     case_id: str
-    """The fixture."""
     candidate_id: str
-    """The candidate."""
     wins: Rate
-    """First places over the fixture's valid position-battery attempts."""
 
 
 class PositionBias(_Frozen):
     """First-place counts over the position battery only."""
 
     attempts: int
-    """Valid position-battery attempts."""
     by_position: list[PositionRow]
-    """First places by presented position (0 = shown first)."""
     by_candidate: list[CandidateWins]
-    """First places per candidate, per fixture."""
     expected_winner_by_position: list[PositionRow]
-    """The must-win check, by the position the expected winner was shown at."""
 
 
 class CaseStability(_Frozen):
     """Winners of one fixture in one baseline."""
 
     case_id: str
-    """The fixture."""
     gate: str
-    """``must-win`` or ``monitor-only``."""
     attempts: int
-    """Valid attempts in the baseline."""
     modal_winner: str
-    """The most frequent winner."""
     modal_count: int
-    """How often it won."""
     winners: dict[str, int]
-    """Winner id -> attempts."""
     stable: bool
-    """One winner in every attempt."""
 
 
 class StabilityFigure(_Frozen):
     """Winner stability within one baseline (repeatability or position sensitivity)."""
 
     label: str
-    """What the figure measures, for humans."""
     battery: Literal["repeat", "position"]
-    """The baseline it is computed over."""
     stable_cases: Rate
-    """Fixtures with one winner over fixtures with at least 2 valid attempts."""
     agreeing_attempts: Rate
-    """Attempts won by the fixture's modal winner."""
     cases: list[CaseStability]
-    """Per fixture."""
 
 
 class Completeness(_Frozen):
@@ -312,15 +256,11 @@ class Completeness(_Frozen):
     checked: bool
     """False when the result stores no inline request or capture stub."""
     complete: bool | None
-    """Every candidate text exactly once and every cited passage present (None: not checked)."""
     missing_candidates: list[str] = []
-    """Candidate ids whose full text is not in the request (clipped or dropped)."""
     duplicated_candidates: list[str] = []
-    """Candidate ids whose full text appears two or more times in the request."""
     source: Literal["request", "capture_evidence", "none"] = "none"
     """What was checked: the stored request, or the digest evidence of a capture stub."""
     missing_context: list[str] = []
-    """Reviewer-cited passage ids whose text is not in the request."""
     leaked_ids: list[str] = []
     """Stable candidate ids visible in the request (and in no fixture text)."""
 
@@ -329,50 +269,35 @@ class AssemblyFigure(_Frozen):
     """Completeness of the stored requests over every attempt (reported, not blocking)."""
 
     incomplete_requests: Rate
-    """Attempts whose request is incomplete, over attempts with a stored request."""
     duplicated_candidates: Rate = wilson_rate(0, 0)
-    """Attempts whose request shows some candidate twice."""
     leaked_ids: Rate
-    """Attempts whose request shows a stable candidate id."""
     cases: list[str]
-    """Fixtures with at least one incomplete request."""
 
 
 class FailureArtifact(_Frozen):
     """The first artifact of a failing case: enough to assign the owner without a rerun."""
 
     case: str
-    """The fixture's case id."""
     gate: str
-    """``must-win`` or ``monitor-only``."""
     criterion_version: str
-    """The criterion the reviewers applied."""
     direction: str
-    """What the first id of an order means."""
     diagnosis: Diagnosis
     """Why the case fails, the first that holds (see :func:`_diagnosis`)."""
     failing_attempts: Rate
     """Failing attempts of this case over its attempts with an answer."""
     battery: str | None
-    """Baseline of the shown attempt (``position``, ``repeat``)."""
     permutation_index: int | None
-    """Index of its presented order in the battery."""
     repetition: int | None
-    """Its repetition in the repeat baseline."""
     repeat: int
-    """Its repeat index in the results."""
     presented_order: list[str] | None
     """The order the candidates were shown in (label A first)."""
     expected_order: list[str]
-    """The reviewed order, in ``direction``."""
     actual_order: list[str] | None
     """The returned order in ``direction`` (raw returned list for an invalid ranking)."""
     pairwise_agreement: float | None
     """Agreement of this attempt (best accepted order; critical pair 1 or 0)."""
     must_win_expected: str
-    """What the must-win check expects."""
     must_win_actual: str | None
-    """What this attempt returned (winner, or the critical pair's order)."""
     source_candidates_sha256: str
     """Digest of the frozen fixture candidates (the source boundary)."""
     judged_candidates_sha256: str
@@ -380,110 +305,71 @@ class FailureArtifact(_Frozen):
     rendered_request_sha256: str | None
     """Digest of the evaluator-visible request (the rendered boundary)."""
     completeness: Completeness
-    """Did the request hold every candidate text and cited passage?"""
     reason: str | None
-    """The judge's reason (it names neutral labels)."""
     error: str | None
-    """The evaluator error, for an invalid ranking."""
     slice: str | None = None
-    """The fixture's slice."""
     fixture_sha256: str = ""
-    """Per-fixture hash of the fixture as written (the frozen release's)."""
     judge: str | None = None
-    """``name@version`` of the judge."""
     judge_fingerprint: str | None = None
-    """The judge fingerprint."""
     ragas_version: str | None = None
-    """The Ragas version the judge ran with."""
     judge_configuration: dict[str, Any] = {}
-    """The judge's kind, model, prompt sha256 and every spec parameter."""
     capture: str | None = None
-    """How the request was stored: ``full``, ``digest_and_excerpts`` or ``inline``."""
     request_payload: str | None = None
-    """The payload file of the shown attempt (relative to the run directory), while retained."""
     metric_defects: list[LeakageHit] = []
-    """Criterion leakage in the shown attempt's reason."""
     reproduce: str | None = None
     """The command that replays the failing attempt from frozen inputs, when known."""
     owner: OwnerRole = "evaluation"
     """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
     owners: dict[str, str | None] = {}
-    """The four owners from the ranking policy (None: not named)."""
 
 
 class MetricDefect(_Frozen):
     """An attempt whose reason cites something outside the criterion."""
 
     case_id: str
-    """The fixture."""
     repeat: int
-    """The attempt's repeat index."""
     slice: str | None
-    """The fixture's slice."""
     criterion_version: str
-    """The criterion the reason was checked against."""
     held: bool
     """Whether the attempt's must-win check held (a passing order is still a defect)."""
     hits: list[LeakageHit]
-    """What the reason cites."""
     reason: str
-    """The judge's reason."""
 
 
 class SliceFigure(_Frozen):
     """Agreement, reversals and position sensitivity of one slice, with denominators."""
 
     slice: str
-    """The slice (``(none)`` for fixtures without one)."""
     cases: int
-    """Fixtures in the slice."""
     must_win_cases: int
-    """Must-win fixtures in the slice."""
     agreement: Rate
-    """Agreed pairs over compared pairs, every valid attempt of the slice."""
     reversed_cases: Rate
-    """Must-win fixtures with a failed check over must-win fixtures with a valid attempt."""
     reversal_attempts: Rate
-    """Failed must-win checks over valid attempts of must-win fixtures."""
     drift_cases: Rate
-    """Monitor-only fixtures with a failed check over monitor-only fixtures with a valid attempt."""
     position_stable: Rate
-    """Fixtures with one winner across the position battery (of those with 2+ attempts)."""
     first_shown_wins: Rate
-    """Position attempts won by the candidate shown first over position attempts."""
 
 
 class RankingReport(_Frozen):
     """The ranking analysis of one judge over one fixture set."""
 
     schema_version: int = RANKING_SCHEMA_VERSION
-    """Report format version."""
     kind: Literal["workbench.ranking"] = "workbench.ranking"
-    """Report type."""
     status: Literal["complete", "incomplete"]
     """``incomplete``: an unanswered fixture or planned attempt, or an evaluator error."""
     passed: bool
     """The ranking gate's outcome is ``passed`` (see ``gate``)."""
     blockers: list[str]
-    """The gate's unwaived blockers, in words."""
     judge: str | None
-    """``name@version`` of the judge."""
     judge_fingerprint: str | None
-    """The judge fingerprint every result shares."""
     fixtures: str
-    """``name@version`` of the fixture set."""
     fixtures_sha256: str
-    """sha256 of the fixture file."""
     results_path: str | None
-    """The results file analysed."""
     cases: int
-    """Fixtures."""
     results_read: int
-    """Result records read."""
     superseded_attempts: int
     """Earlier attempts of a case and repeat (retries), not analysed."""
     attempts: int
-    """Latest attempt per case and repeat."""
     valid_attempts: int
     """Attempts without defect or error: the quality figures' base."""
     unlabelled_attempts: int
@@ -491,41 +377,25 @@ class RankingReport(_Frozen):
     integration_defects: list[IntegrationDefect]
     """Malformed or unmappable results, listed first."""
     invalid_rankings: Rate
-    """Invalid permutations over attempts that returned an answer."""
     evaluator_errors: list[EvaluatorErrorRow]
-    """Other evaluator errors (timeouts, provider errors ...)."""
     missing_cases: list[str]
     """Fixtures without any answer: no result, or evaluator errors only."""
     missing_attempts: list[str]
-    """Planned ``case_id#repeat`` with no result (when the plan is known)."""
     agreement: AgreementFigure
-    """Pairwise agreement with the expected order."""
     must_win: MustWinFigure
-    """Must-win reversals and monitor-only drift."""
     position_bias: PositionBias
-    """First places by presented position and per candidate."""
     repeatability: StabilityFigure
-    """Winner stability across identical presentations."""
     position_sensitivity: StabilityFigure
-    """Winner stability across permutations."""
     assembly: AssemblyFigure
-    """Completeness of the stored requests."""
     failures: list[FailureArtifact]
-    """One artifact per failing case."""
     metric_defects: list[MetricDefect] = []
-    """Attempts whose reason shows criterion leakage."""
     metric_defect_rate: Rate = wilson_rate(0, 0)
-    """Attempts with leakage over valid attempts with a reason."""
     slices: list[SliceFigure] = []
-    """Per fixture slice."""
     fixture_hashes: dict[str, str] = {}
-    """Per-fixture hashes of the fixture set analysed."""
     fixtures_frozen: bool = False
     """Whether the fixture file is a verified frozen release."""
     gate: RankingGateResult | None = None
-    """The ranking gate's decision (:class:`~workbench.ranking.RankingGateResult`)."""
     denominators: dict[str, str]
-    """How every figure's numerator and denominator are defined."""
 
     def attempt_counts(self) -> dict[str, int]:
         """How the latest attempts divide, and what is missing (every count shown comes here)."""

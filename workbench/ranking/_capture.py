@@ -332,17 +332,12 @@ class PruneResult(_Frozen):
     """What ``workbench prune`` did in one run directory."""
 
     run_dir: str
-    """The run directory."""
     pruned: list[str]
-    """Payload files deleted now (relative paths)."""
     kept: int
-    """Payload files kept (not expired, or no expiry declared)."""
     already_pruned: int
-    """Payload files pruned earlier."""
     lock_problems: list[Problem]
     """Verification of the run's lock after pruning (empty: it verifies, or there is no lock)."""
     locked: bool
-    """Whether the run is locked."""
 
 
 def _index(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -49,7 +49,6 @@ class PresentedCandidate(BaseModel):
     label: str
     """Neutral label (A, B, C ... in presented order)."""
     text: str
-    """The candidate's full text."""
 
 
 class RankingInput(BaseModel):
@@ -58,9 +57,7 @@ class RankingInput(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     user_input: str
-    """The user's question."""
     context: list[str]
-    """Context passage texts, in fixture order."""
     candidates: list[PresentedCandidate]
     """The candidates under neutral labels, in presented order."""
 

@@ -41,9 +41,7 @@ class LeakageRules(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     candidate_ids: bool = True
-    """Flag a reason that names a stable candidate id."""
     position: bool = True
-    """Flag a reason that cites where a candidate was shown."""
     length: bool = True
     """Flag a reason that cites length; set false when length is part of the criterion."""
     patterns: dict[str, str] = Field(default_factory=dict)
@@ -68,7 +66,6 @@ class LeakageHit(BaseModel):
     category: str
     """``candidate_id``, ``position``, ``length``, or the name of a criterion pattern."""
     matched: str
-    """The matched text."""
 
 
 @lru_cache(maxsize=256)

@@ -163,15 +163,11 @@ class VersionHistory(_Frozen):
     """One version of a fixture file in its label history."""
 
     label: str
-    """``name@version``."""
     file: str
-    """The fixture file."""
     release: Release | None
     """The release that froze it (None: a draft)."""
     supersedes: str | None
-    """The version it replaces."""
     changes: list[FixtureChange]
-    """Its recorded changes relative to ``supersedes``."""
 
 
 def label_history(path: str | Path) -> list[VersionHistory]:
