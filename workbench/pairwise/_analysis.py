@@ -1,10 +1,7 @@
 """Pairwise analysis: accuracy in both presentation orders, position consistency and position bias.
 
-Repeat 0 is the original order (``presentation.swap`` false), repeat 1 the swapped one. The
-figures reproduce LLMBar's ``statistics.json`` exactly (an evaluator error is not correct and
-stays in n; two errors count as consistent); :data:`DENOMINATORS` states each figure's k and n.
-A tie verdict (a ``tie_labels`` label, or one not shown) names no winner and leaves the
-first-shown win rate; accuracy is also given over decided gold cases.
+Repeat 0 is the original order, repeat 1 the swapped one; the figures reproduce LLMBar's
+``statistics.json`` exactly; :data:`DENOMINATORS` states each figure's k and n.
 """
 
 from __future__ import annotations
@@ -92,92 +89,137 @@ class OrderStats(_Model):
     """One presentation order over one slice (or over all cases)."""
 
     repeat: int
+    """Repeat index of this order: 0 original, 1 swapped."""
     swap: bool
+    """False for the original order, True for the swapped order."""
     n: int
+    """Cases in scope: the denominator of ``accuracy``."""
     verdicts: int
+    """Cases with a verdict in this order."""
     errors: int
+    """Cases whose final attempt in this order is an evaluator error."""
     missing: int
+    """Cases with no result in this order."""
     correct: int
+    """Verdicts equal to the gold label."""
     ties: int = 0
+    """Verdicts naming no winner (see ``tie_labels``)."""
     accuracy: Rate
     """correct / n; errors and missing results are not correct (upstream correct_False/True)."""
     accuracy_among_verdicts: Rate
+    """correct / verdicts."""
     accuracy_decided_gold: Rate | None = None
+    """Correct verdicts on cases whose gold label names a winner / those cases."""
     first_shown_wins: Rate
+    """Verdicts choosing the candidate shown first / decided verdicts in this order."""
     errors_by_kind: dict[str, int]
+    """Evaluator errors by kind."""
 
 
 class PairwiseSlice(_Model):
     """Both orders over one slice (or over all cases, for ``overall``)."""
 
     slice: str
+    """Slice name, or ``(all)``."""
     risk: str | None
+    """Risk level from the rubric (None for ``(all)``)."""
     n: int
+    """Cases in scope."""
     complete: bool
     """True when every case has a result in both orders (errors count as results)."""
     original: OrderStats
+    """Repeat 0, ``swap`` false (upstream ``swap = False``)."""
     swapped: OrderStats
+    """Repeat 1, ``swap`` true (upstream ``swap = True``)."""
     average_accuracy: Rate
+    """(original.correct + swapped.correct) / (2 n) (upstream correct_average)."""
     correct_both: Rate
+    """Cases correct in both orders / n (upstream correct_both)."""
     position_consistency: Rate
     """Cases with the same outcome in both orders (two errors too) / n (upstream equal)."""
     consistent_verdicts: Rate
+    """Cases with the same verdict in both orders / cases with a verdict in both orders."""
     errors_in_both_orders: int
+    """Cases with an evaluator error in both orders (counted as consistent)."""
     cases_with_error: int
+    """Cases with an evaluator error in at least one order."""
     first_shown_wins: Rate
+    """Verdicts choosing the candidate shown first / decided verdicts of both orders."""
     tie_verdicts: Rate | None = None
+    """Tie verdicts / all verdicts of both orders."""
     gold_ties: int = 0
     """Cases whose gold label names no winner (a tie or an abstention)."""
     average_accuracy_decided_gold: Rate | None = None
+    """Correct verdicts of both orders on decided-gold cases / (2 x decided-gold cases)."""
     errors: int
+    """Evaluator errors over both orders."""
     missing: int
-
-
-class PairwiseError(_Model):
-    """One evaluator error, with the order it happened in."""
-
-    case_id: str
-    slice: str
-    repeat: int
-    swap: bool
-    kind: str | None
-    message: str | None
+    """Missing results over both orders."""
 
 
 class MissingResult(_Model):
     """A case and order without any result."""
 
     case_id: str
+    """The gold case."""
     slice: str
+    """Its slice."""
     repeat: int
+    """0 original order, 1 swapped."""
     swap: bool
+    """True in the swapped order."""
+
+
+class PairwiseError(MissingResult):
+    """One evaluator error, with the order it happened in."""
+
+    kind: str | None
+    """Evaluator-error kind, e.g. ``missing_verdict`` or ``unparseable``."""
+    message: str | None
+    """What happened."""
 
 
 class PairwiseReport(_Model):
     """Everything ``workbench pairwise`` reports (stable, versioned JSON)."""
 
     schema_version: int = PAIRWISE_SCHEMA_VERSION
+    """Report format version."""
     kind: Literal["workbench.pairwise"] = "workbench.pairwise"
+    """Report type marker."""
     dataset_sha256: str
+    """Hash of the gold dataset analysed."""
     rubric_version: str
+    """Version of the dataset's rubric."""
     gold_path: str | None
+    """Gold path given, or None when a loaded dataset was passed."""
     results_path: str | None
+    """Results file given, or None when records were passed."""
     results_sha256: str | None
+    """sha256 of the results file."""
     judge: JudgeIdentity | None
     """The one judge whose results were analysed (mixed judges are refused)."""
     judge_fingerprint: str | None
+    """sha256 of ``judge``."""
     partition: str | None
+    """Partition analysed, or None for all."""
     labels: list[str]
+    """The rubric's label vocabulary."""
     tie_labels: list[str] = []
     """Labels declared to name no winner (``--tie-label``)."""
     status: Literal["complete", "incomplete"]
     """``incomplete`` when any case lacks a result in either order. Never a pass."""
     results_read: int
+    """Result records read (every repeat and attempt)."""
     superseded_attempts: int
+    """Earlier attempts replaced by a later retry of the same case and order."""
     missing: list[MissingResult]
+    """Every case and order without a result."""
     evaluator_errors: list[PairwiseError]
+    """Every evaluator error, with its order."""
     denominators: dict[str, str]
+    """How each figure's k and n are built (:data:`DENOMINATORS`)."""
     overall: PairwiseSlice
+    """All cases in scope."""
     slices: list[PairwiseSlice]
     """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
@@ -203,6 +245,7 @@ class _Pair:
     second: JoinedCase
     first_shown: tuple[str | None, str | None]
     candidates: frozenset[str] | None = None
+    """Candidate labels shown (from presented_order of either order), when recorded."""
 
 
 ResultsInput = str | Path | Iterable[JudgeResult | ResultLine]
@@ -291,20 +334,13 @@ def pairwise_report(
         by_slice.setdefault(p.slice, []).append(p)
     orders = ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
     errors = [
-        PairwiseError(
-            case_id=c.case_id,
-            slice=c.slice,
-            repeat=repeat,
-            swap=repeat == SWAPPED_REPEAT,
-            kind=c.error_kind,
-            message=c.reason,
-        )
+        PairwiseError(**_where(c, repeat), kind=c.error_kind, message=c.reason)
         for repeat, join in orders
         for c in join.cases
         if c.outcome == "error"
     ]
     missing = [
-        MissingResult(case_id=c.case_id, slice=c.slice, repeat=r, swap=r == SWAPPED_REPEAT)
+        MissingResult(**_where(c, r))
         for r, join in orders
         for c in join.cases
         if c.outcome == "missing"
@@ -331,6 +367,15 @@ def pairwise_report(
         overall=_slice("(all)", None, pairs, no_winner),
         slices=[_slice(name, rubric.risk_of(name), ps, no_winner) for name, ps in by_slice.items()],
     )
+
+
+def _where(c: JoinedCase, repeat: int) -> dict[str, Any]:
+    return {
+        "case_id": c.case_id,
+        "slice": c.slice,
+        "repeat": repeat,
+        "swap": repeat == SWAPPED_REPEAT,
+    }
 
 
 _FIX = (

@@ -6,6 +6,7 @@ Integration defects never enter the quality figures; every figure's k and n are 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -134,79 +135,113 @@ class IntegrationDefect(_Frozen):
     """A malformed or unmappable result: the metric integration's problem, not a quality figure."""
 
     case_id: str
+    """The case the result claims."""
     repeat: int
+    """The result's repeat index (its presentation within the battery)."""
     code: DefectCode
+    """What kind of defect (see :data:`DefectCode`)."""
     message: str
+    """What is wrong, in words."""
     returned: list[str] | None = None
+    """The raw returned order, as recorded."""
     missing: list[str] = []
+    """Candidate ids absent from the returned list."""
     unknown: list[str] = []
+    """Returned items that map to no candidate."""
     duplicates: list[str] = []
+    """Candidate ids returned more than once."""
     presented_order: list[str] | None = None
+    """The order the candidates were shown in, when recorded."""
 
 
 class EvaluatorErrorRow(_Frozen):
     """An attempt that ended in an evaluator error other than ``invalid_ranking``."""
 
     case_id: str
+    """The case."""
     repeat: int
+    """The repeat index."""
     kind: str
+    """The evaluator-error kind (``timeout``, ``provider_error`` ...)."""
     message: str
+    """The recorded message."""
 
 
 class CaseAgreement(_Frozen):
     """Pairwise agreement of one fixture over its valid attempts."""
 
     case_id: str
+    """The fixture."""
     gate: str
+    """``must-win`` or ``monitor-only``."""
     ties: Literal["none", "acceptable_orders", "critical_pair"]
+    """How the fixture accepts ties."""
     attempts: int
+    """Valid attempts of the fixture."""
     pairs: Rate
+    """Agreed pairs over compared pairs, all attempts."""
     exact: Rate
+    """Attempts agreeing on every compared pair."""
     min_agreement: float | None
+    """The worst single attempt."""
 
 
 class AgreementFigure(_Frozen):
     """Pairwise agreement with the expected order."""
 
     pairs: Rate
+    """Agreed pairs over compared pairs, every valid attempt."""
     exact: Rate
+    """Valid attempts agreeing on every compared pair."""
     cases: list[CaseAgreement]
+    """Per fixture, in fixture order."""
 
 
 class CaseMustWin(_Frozen):
     """Expected vs actual winners of one fixture."""
 
     case_id: str
+    """The fixture."""
     gate: str
+    """``must-win`` or ``monitor-only``."""
     expected: str
     """The accepted winner(s), or ``better > worse`` for a critical pair."""
     held: Rate
+    """Attempts whose must-win check held."""
     reversed: int
+    """Attempts whose must-win check failed."""
     actual_winners: dict[str, int]
+    """Winner id -> attempts."""
     reversed_by_battery: dict[str, int]
     """Failed checks per baseline (``position``, ``repeat``, ``unlabelled``)."""
     attempts_by_battery: dict[str, int] = {}
     """Valid attempts per baseline (the confirmation rule reads the ``repeat`` count)."""
     slice: str | None = None
+    """The fixture's slice."""
 
 
 class MustWinFigure(_Frozen):
     """Must-win checks; reversals (blocking) and monitor-only drift (not blocking) apart."""
 
     must_win: Rate
+    """Checks that held over valid attempts of must-win fixtures."""
     monitor_only: Rate
+    """Checks that held over valid attempts of monitor-only fixtures."""
     reversals: list[CaseMustWin]
     """Must-win fixtures with at least one failed check: each blocks."""
     drift: list[CaseMustWin]
     """Monitor-only fixtures with at least one failed check: reported, never blocking."""
     cases: list[CaseMustWin]
+    """Every fixture, in fixture order."""
 
 
 class PositionRow(_Frozen):
     """How often the candidate shown at one position won."""
 
     position: int
+    """0-based presented position."""
     wins: Rate
+    """Wins (or held checks) over attempts that showed this position."""
     chance: float | None
     """Expected share for a position-blind ranker (balanced permutations)."""
 
@@ -215,39 +250,58 @@ class CandidateWins(_Frozen):
     """First places of one candidate of one fixture."""
 
     case_id: str
+    """The fixture."""
     candidate_id: str
+    """The candidate."""
     wins: Rate
+    """First places over the fixture's valid position-battery attempts."""
 
 
 class PositionBias(_Frozen):
     """First-place counts over the position battery only."""
 
     attempts: int
+    """Valid position-battery attempts."""
     by_position: list[PositionRow]
+    """First places by presented position (0 = shown first)."""
     by_candidate: list[CandidateWins]
+    """First places per candidate, per fixture."""
     expected_winner_by_position: list[PositionRow]
+    """The must-win check, by the position the expected winner was shown at."""
 
 
 class CaseStability(_Frozen):
     """Winners of one fixture in one baseline."""
 
     case_id: str
+    """The fixture."""
     gate: str
+    """``must-win`` or ``monitor-only``."""
     attempts: int
+    """Valid attempts in the baseline."""
     modal_winner: str
+    """The most frequent winner."""
     modal_count: int
+    """How often it won."""
     winners: dict[str, int]
+    """Winner id -> attempts."""
     stable: bool
+    """One winner in every attempt."""
 
 
 class StabilityFigure(_Frozen):
     """Winner stability within one baseline (repeatability or position sensitivity)."""
 
     label: str
+    """What the figure measures, for humans."""
     battery: Literal["repeat", "position"]
+    """The baseline it is computed over."""
     stable_cases: Rate
+    """Fixtures with one winner over fixtures with at least 2 valid attempts."""
     agreeing_attempts: Rate
+    """Attempts won by the fixture's modal winner."""
     cases: list[CaseStability]
+    """Per fixture."""
 
 
 class Completeness(_Frozen):
@@ -256,11 +310,15 @@ class Completeness(_Frozen):
     checked: bool
     """False when the result stores no inline request or capture stub."""
     complete: bool | None
+    """Every candidate text exactly once and every cited passage present (None: not checked)."""
     missing_candidates: list[str] = []
+    """Candidate ids whose full text is not in the request (clipped or dropped)."""
     duplicated_candidates: list[str] = []
+    """Candidate ids whose full text appears two or more times in the request."""
     source: Literal["request", "capture_evidence", "none"] = "none"
     """What was checked: the stored request, or the digest evidence of a capture stub."""
     missing_context: list[str] = []
+    """Reviewer-cited passage ids whose text is not in the request."""
     leaked_ids: list[str] = []
     """Stable candidate ids visible in the request (and in no fixture text)."""
 
@@ -269,35 +327,50 @@ class AssemblyFigure(_Frozen):
     """Completeness of the stored requests over every attempt (reported, not blocking)."""
 
     incomplete_requests: Rate
+    """Attempts whose request is incomplete, over attempts with a stored request."""
     duplicated_candidates: Rate = wilson_rate(0, 0)
+    """Attempts whose request shows some candidate twice."""
     leaked_ids: Rate
+    """Attempts whose request shows a stable candidate id."""
     cases: list[str]
+    """Fixtures with at least one incomplete request."""
 
 
 class FailureArtifact(_Frozen):
     """The first artifact of a failing case: enough to assign the owner without a rerun."""
 
     case: str
+    """The fixture's case id."""
     gate: str
+    """``must-win`` or ``monitor-only``."""
     criterion_version: str
+    """The criterion the reviewers applied."""
     direction: str
+    """What the first id of an order means."""
     diagnosis: Diagnosis
     """Why the case fails, the first that holds (see :func:`_diagnosis`)."""
     failing_attempts: Rate
     """Failing attempts of this case over its attempts with an answer."""
     battery: str | None
+    """Baseline of the shown attempt (``position``, ``repeat``)."""
     permutation_index: int | None
+    """Index of its presented order in the battery."""
     repetition: int | None
+    """Its repetition in the repeat baseline."""
     repeat: int
+    """Its repeat index in the results."""
     presented_order: list[str] | None
     """The order the candidates were shown in (label A first)."""
     expected_order: list[str]
+    """The reviewed order, in ``direction``."""
     actual_order: list[str] | None
     """The returned order in ``direction`` (raw returned list for an invalid ranking)."""
     pairwise_agreement: float | None
     """Agreement of this attempt (best accepted order; critical pair 1 or 0)."""
     must_win_expected: str
+    """What the must-win check expects."""
     must_win_actual: str | None
+    """What this attempt returned (winner, or the critical pair's order)."""
     source_candidates_sha256: str
     """Digest of the frozen fixture candidates (the source boundary)."""
     judged_candidates_sha256: str
@@ -305,71 +378,110 @@ class FailureArtifact(_Frozen):
     rendered_request_sha256: str | None
     """Digest of the evaluator-visible request (the rendered boundary)."""
     completeness: Completeness
+    """Did the request hold every candidate text and cited passage?"""
     reason: str | None
+    """The judge's reason (it names neutral labels)."""
     error: str | None
+    """The evaluator error, for an invalid ranking."""
     slice: str | None = None
+    """The fixture's slice."""
     fixture_sha256: str = ""
+    """Per-fixture hash of the fixture as written (the frozen release's)."""
     judge: str | None = None
+    """``name@version`` of the judge."""
     judge_fingerprint: str | None = None
+    """The judge fingerprint."""
     ragas_version: str | None = None
+    """The Ragas version the judge ran with."""
     judge_configuration: dict[str, Any] = {}
+    """The judge's kind, model, prompt sha256 and every spec parameter."""
     capture: str | None = None
+    """How the request was stored: ``full``, ``digest_and_excerpts`` or ``inline``."""
     request_payload: str | None = None
+    """The payload file of the shown attempt (relative to the run directory), while retained."""
     metric_defects: list[LeakageHit] = []
+    """Criterion leakage in the shown attempt's reason."""
     reproduce: str | None = None
     """The command that replays the failing attempt from frozen inputs, when known."""
     owner: OwnerRole = "evaluation"
     """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
     owners: dict[str, str | None] = {}
+    """The four owners from the ranking policy (None: not named)."""
 
 
 class MetricDefect(_Frozen):
     """An attempt whose reason cites something outside the criterion."""
 
     case_id: str
+    """The fixture."""
     repeat: int
+    """The attempt's repeat index."""
     slice: str | None
+    """The fixture's slice."""
     criterion_version: str
+    """The criterion the reason was checked against."""
     held: bool
     """Whether the attempt's must-win check held (a passing order is still a defect)."""
     hits: list[LeakageHit]
+    """What the reason cites."""
     reason: str
+    """The judge's reason."""
 
 
 class SliceFigure(_Frozen):
     """Agreement, reversals and position sensitivity of one slice, with denominators."""
 
     slice: str
+    """The slice (``(none)`` for fixtures without one)."""
     cases: int
+    """Fixtures in the slice."""
     must_win_cases: int
+    """Must-win fixtures in the slice."""
     agreement: Rate
+    """Agreed pairs over compared pairs, every valid attempt of the slice."""
     reversed_cases: Rate
+    """Must-win fixtures with a failed check over must-win fixtures with a valid attempt."""
     reversal_attempts: Rate
+    """Failed must-win checks over valid attempts of must-win fixtures."""
     drift_cases: Rate
+    """Monitor-only fixtures with a failed check over monitor-only fixtures with a valid attempt."""
     position_stable: Rate
+    """Fixtures with one winner across the position battery (of those with 2+ attempts)."""
     first_shown_wins: Rate
+    """Position attempts won by the candidate shown first over position attempts."""
 
 
 class RankingReport(_Frozen):
     """The ranking analysis of one judge over one fixture set."""
 
     schema_version: int = RANKING_SCHEMA_VERSION
+    """Report format version."""
     kind: Literal["workbench.ranking"] = "workbench.ranking"
+    """Report type."""
     status: Literal["complete", "incomplete"]
     """``incomplete``: an unanswered fixture or planned attempt, or an evaluator error."""
     passed: bool
     """The ranking gate's outcome is ``passed`` (see ``gate``)."""
     blockers: list[str]
+    """The gate's unwaived blockers, in words."""
     judge: str | None
+    """``name@version`` of the judge."""
     judge_fingerprint: str | None
+    """The judge fingerprint every result shares."""
     fixtures: str
+    """``name@version`` of the fixture set."""
     fixtures_sha256: str
+    """sha256 of the fixture file."""
     results_path: str | None
+    """The results file analysed."""
     cases: int
+    """Fixtures."""
     results_read: int
+    """Result records read."""
     superseded_attempts: int
     """Earlier attempts of a case and repeat (retries), not analysed."""
     attempts: int
+    """Latest attempt per case and repeat."""
     valid_attempts: int
     """Attempts without defect or error: the quality figures' base."""
     unlabelled_attempts: int
@@ -377,25 +489,41 @@ class RankingReport(_Frozen):
     integration_defects: list[IntegrationDefect]
     """Malformed or unmappable results, listed first."""
     invalid_rankings: Rate
+    """Invalid permutations over attempts that returned an answer."""
     evaluator_errors: list[EvaluatorErrorRow]
+    """Other evaluator errors (timeouts, provider errors ...)."""
     missing_cases: list[str]
     """Fixtures without any answer: no result, or evaluator errors only."""
     missing_attempts: list[str]
+    """Planned ``case_id#repeat`` with no result (when the plan is known)."""
     agreement: AgreementFigure
+    """Pairwise agreement with the expected order."""
     must_win: MustWinFigure
+    """Must-win reversals and monitor-only drift."""
     position_bias: PositionBias
+    """First places by presented position and per candidate."""
     repeatability: StabilityFigure
+    """Winner stability across identical presentations."""
     position_sensitivity: StabilityFigure
+    """Winner stability across permutations."""
     assembly: AssemblyFigure
+    """Completeness of the stored requests."""
     failures: list[FailureArtifact]
+    """One artifact per failing case."""
     metric_defects: list[MetricDefect] = []
+    """Attempts whose reason shows criterion leakage."""
     metric_defect_rate: Rate = wilson_rate(0, 0)
+    """Attempts with leakage over valid attempts with a reason."""
     slices: list[SliceFigure] = []
+    """Per fixture slice."""
     fixture_hashes: dict[str, str] = {}
+    """Per-fixture hashes of the fixture set analysed."""
     fixtures_frozen: bool = False
     """Whether the fixture file is a verified frozen release."""
     gate: RankingGateResult | None = None
+    """The ranking gate's decision (:class:`~workbench.ranking.RankingGateResult`)."""
     denominators: dict[str, str]
+    """How every figure's numerator and denominator are defined."""
 
     def attempt_counts(self) -> dict[str, int]:
         """How the latest attempts divide, and what is missing (every count shown comes here)."""
@@ -888,105 +1016,72 @@ def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture])
 
 
 def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> IntegrationDefect | None:
-    """Unknown case, changed candidates or a wrong presentation."""
     presented = (r.presentation or {}).get("presented_order")
     if fixture is None:
-        code, message = "unknown_case", "a result for a case the fixtures do not have"
-    elif r.response_hash != fixture.source_candidates_sha256:
-        code, message = (
-            "candidates_changed",
-            (
-                f"the judged candidates digest {r.response_hash[:12]} differs from the frozen"
-                f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed"
-                " upstream"
-            ),
+        return _defect(
+            r, "unknown_case", "a result for a case the fixtures do not have", r.order, None
         )
-    elif (problem := _presentation_problem(fixture, r)) is not None:
-        code, message = "presentation_mismatch", problem
-    else:
-        return None
-    shown = presented if code == "presentation_mismatch" and isinstance(presented, list) else None
+    if r.response_hash != fixture.source_candidates_sha256:
+        message = (
+            f"the judged candidates digest {r.response_hash[:12]} differs from the frozen"
+            f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream"
+        )
+        return _defect(r, "candidates_changed", message, r.order, None)
+    if (problem := _presentation_problem(fixture, r)) is not None:
+        shown = presented if isinstance(presented, list) else None
+        return _defect(r, "presentation_mismatch", problem, r.order, shown)
+    return None
+
+
+def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
+    """An invalid ranking, a winner that does not match its order, or a valid attempt."""
+    order, ids = list(r.order or []), fixture.candidate_ids
+    if r.error is not None or not check_permutation(ids, order).ok or len(order) != len(ids):
+        message = (
+            r.error.message
+            if r.error is not None
+            else f"the recorded order {order} is not a permutation of the fixture's candidates"
+        )
+        read.defects.append(_invalid_defect(fixture, r, message))
+        read.invalid_results[r.case_id].append(r)
+        return
+    winner = fixture.best_first(order)[0]
+    presented = (r.presentation or {}).get("presented_order")
+    if r.value != winner:
+        message = (
+            f"value {r.value!r} is not the best of the recorded order ({winner!r} in"
+            f" {fixture.direction} terms)"
+        )
+        read.defects.append(_defect(r, "winner_mismatch", message, order, presented))
+        return
+    agreed, pairs = fixture.agreement(order)
+    held = fixture.must_win_holds(order)
+    read.attempts.append(
+        _Attempt(fixture, r, order, winner, _battery(r), presented, agreed, pairs, held)
+    )
+
+
+def _defect(
+    r: JudgeResult, code: DefectCode, message: str, returned: Any, presented: Any, **more: Any
+) -> IntegrationDefect:
     return IntegrationDefect(
         case_id=r.case_id,
         repeat=r.repeat,
         code=code,
         message=message,
-        returned=r.order,
-        presented_order=shown,
-    )
-
-
-def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
-    """An invalid ranking, a winner that does not match its order, or a valid attempt."""
-    presented = (r.presentation or {}).get("presented_order")
-    if r.error is not None:
-        read.defects.append(_invalid_defect(fixture, r, r.error.message))
-        read.invalid_results[r.case_id].append(r)
-        return
-    order = list(r.order or [])
-    check = check_permutation(fixture.candidate_ids, order)
-    if not check.ok or len(order) != len(fixture.candidate_ids):
-        read.defects.append(
-            _invalid_defect(
-                fixture,
-                r,
-                f"the recorded order {order} is not a permutation of the fixture's candidates",
-            )
-        )
-        read.invalid_results[r.case_id].append(r)
-        return
-    winner = fixture.best_first(order)[0]
-    if r.value != winner:
-        read.defects.append(
-            IntegrationDefect(
-                case_id=r.case_id,
-                repeat=r.repeat,
-                code="winner_mismatch",
-                message=(
-                    f"value {r.value!r} is not the best of the recorded order ({winner!r} in"
-                    f" {fixture.direction} terms)"
-                ),
-                returned=order,
-                presented_order=presented,
-            )
-        )
-        return
-    agreed, pairs = fixture.agreement(order)
-    read.attempts.append(
-        _Attempt(
-            fixture,
-            r,
-            order,
-            winner,
-            _battery(r),
-            presented,
-            agreed,
-            pairs,
-            fixture.must_win_holds(order),
-        )
+        returned=returned,
+        presented_order=presented,
+        **more,
     )
 
 
 def _invalid_defect(fixture: RankingFixture, r: JudgeResult, message: str) -> IntegrationDefect:
     returned = [str(x) for x in r.order] if r.order is not None else None
     labels: dict[str, str] = (r.presentation or {}).get("labels") or {}
-    mapped = (
-        [labels.get(x.strip(), x) for x in returned]
-        if returned is not None and labels
-        else returned
-    )
+    mapped = [labels.get(x.strip(), x) for x in returned or []] if labels else returned
     check = check_permutation(fixture.candidate_ids, mapped or [])
-    return IntegrationDefect(
-        case_id=r.case_id,
-        repeat=r.repeat,
-        code="invalid_ranking",
-        message=message,
-        returned=returned,
-        missing=check.missing,
-        unknown=check.unknown,
-        duplicates=check.duplicates,
-        presented_order=(r.presentation or {}).get("presented_order"),
-    )
+    presented = (r.presentation or {}).get("presented_order")
+    return _defect(r, "invalid_ranking", message, returned, presented, **dataclasses.asdict(check))
 
 
 def _ties(f: RankingFixture) -> Literal["none", "acceptable_orders", "critical_pair"]:
@@ -1231,25 +1326,37 @@ def _failures(
         if not failing and not bad:
             continue
         diagnosis = _diagnosis(f, mine, bad, checks)
-        common = {
-            "case": f.case_id,
-            "gate": f.gate,
-            "criterion_version": f.criterion_version,
-            "direction": f.direction,
-            "diagnosis": diagnosis,
-            "failing_attempts": wilson_rate(len(failing) + len(bad), len(mine) + len(bad)),
-            "expected_order": list(f.expected_order),
-            "must_win_expected": f.must_win_expected(),
-            "source_candidates_sha256": f.source_candidates_sha256,
-            "slice": f.slice,
-            "fixture_sha256": f.fixture_sha256,
-            "owner": DIAGNOSIS_OWNER[diagnosis],
-            "owners": context.get("owners") or {},
-        }
-        if bad:
-            out.append(_invalid_artifact(common, min(bad, key=lambda x: x.repeat), checks, context))
-        else:
-            out.append(_failing_artifact(common, f, failing, checks, context))
+        r, shown = _invalid_shown(bad) if bad else _failing_shown(f, failing)
+        p = r.presentation or {}
+        out.append(
+            FailureArtifact(
+                case=f.case_id,
+                gate=f.gate,
+                criterion_version=f.criterion_version,
+                direction=f.direction,
+                diagnosis=diagnosis,
+                failing_attempts=wilson_rate(len(failing) + len(bad), len(mine) + len(bad)),
+                expected_order=list(f.expected_order),
+                must_win_expected=f.must_win_expected(),
+                source_candidates_sha256=f.source_candidates_sha256,
+                slice=f.slice,
+                fixture_sha256=f.fixture_sha256,
+                owner=DIAGNOSIS_OWNER[diagnosis],
+                owners=context.get("owners") or {},
+                permutation_index=p.get("permutation_index"),
+                repetition=p.get("repetition"),
+                repeat=r.repeat,
+                judged_candidates_sha256=r.response_hash,
+                rendered_request_sha256=r.rendered_request_sha256,
+                completeness=checks.get(
+                    (r.case_id, r.repeat), Completeness(checked=False, complete=None)
+                ),
+                reason=r.reason,
+                reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
+                **_judge_fields(r),
+                **shown,
+            )
+        )
     return out
 
 
@@ -1271,51 +1378,22 @@ def _diagnosis(
     return "stable_disagreement"
 
 
-def _artifact_fields(
-    r: JudgeResult, checks: dict[tuple[str, int], Completeness], context: dict[str, Any]
-) -> dict[str, Any]:
+def _invalid_shown(bad: list[JudgeResult]) -> tuple[JudgeResult, dict[str, Any]]:
+    r = min(bad, key=lambda x: x.repeat)
     p = r.presentation or {}
-    return {
-        "permutation_index": p.get("permutation_index"),
-        "repetition": p.get("repetition"),
-        "repeat": r.repeat,
-        "judged_candidates_sha256": r.response_hash,
-        "rendered_request_sha256": r.rendered_request_sha256,
-        "completeness": checks.get(
-            (r.case_id, r.repeat), Completeness(checked=False, complete=None)
-        ),
-        "reason": r.reason,
-        "reproduce": reproduce_command(context.get("battery"), r.case_id, r.repeat),
-        **_judge_fields(r),
+    return r, {
+        "battery": p.get("battery"),
+        "presented_order": p.get("presented_order"),
+        "actual_order": [str(x) for x in r.order] if r.order is not None else None,
+        "pairwise_agreement": None,
+        "must_win_actual": None,
+        "error": r.error.message if r.error else None,
     }
 
 
-def _invalid_artifact(
-    common: dict[str, Any],
-    r: JudgeResult,
-    checks: dict[tuple[str, int], Completeness],
-    context: dict[str, Any],
-) -> FailureArtifact:
-    p = r.presentation or {}
-    return FailureArtifact(
-        **common,
-        **_artifact_fields(r, checks, context),
-        battery=p.get("battery"),
-        presented_order=p.get("presented_order"),
-        actual_order=[str(x) for x in r.order] if r.order is not None else None,
-        pairwise_agreement=None,
-        must_win_actual=None,
-        error=r.error.message if r.error else None,
-    )
-
-
-def _failing_artifact(
-    common: dict[str, Any],
-    f: RankingFixture,
-    failing: list[_Attempt],
-    checks: dict[tuple[str, int], Completeness],
-    context: dict[str, Any],
-) -> FailureArtifact:
+def _failing_shown(
+    f: RankingFixture, failing: list[_Attempt]
+) -> tuple[JudgeResult, dict[str, Any]]:
     """The worst failing attempt: a broken must-win check first, else the lowest agreement."""
     pick = next((a for a in failing if not a.held), None) or min(
         failing, key=lambda a: (a.agreed / a.pairs if a.pairs else 1.0, _sort_key(a))
@@ -1325,17 +1403,15 @@ def _failing_artifact(
     else:
         better, worse = f.critical_pair[0], f.critical_pair[1]
         actual = f"{better} > {worse}" if pick.held else f"{worse} > {better}"
-    return FailureArtifact(
-        **common,
-        **_artifact_fields(pick.result, checks, context),
-        battery=pick.battery,
-        presented_order=pick.presented,
-        actual_order=pick.order,
-        pairwise_agreement=pick.agreed / pick.pairs if pick.pairs else 1.0,
-        must_win_actual=actual,
-        error=None,
-        metric_defects=pick.leakage,
-    )
+    return pick.result, {
+        "battery": pick.battery,
+        "presented_order": pick.presented,
+        "actual_order": pick.order,
+        "pairwise_agreement": pick.agreed / pick.pairs if pick.pairs else 1.0,
+        "must_win_actual": actual,
+        "error": None,
+        "metric_defects": pick.leakage,
+    }
 
 
 def _metric_defects(
@@ -1583,30 +1659,28 @@ def _agreement_lines(report: RankingReport) -> list[str]:
 
 def _must_win_lines(report: RankingReport) -> list[str]:
     figure = report.must_win
-    lines = [
-        f"must-win: {_r(figure.must_win)}; monitor-only: {_r(figure.monitor_only)}",
-        f"must-win reversals: {len(figure.reversals)}",
-    ]
     confirm = {c.case_id: c for c in report.gate.confirmation} if report.gate else {}
-    for mw in figure.reversals:
-        row = confirm.get(mw.case_id)
+
+    def line(c: CaseMustWin) -> str:
+        row = confirm.get(c.case_id) if c.gate == "must-win" else None
         state = (
             f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts}"
             " repeat-baseline reversals)"
             if row
             else ""
         )
-        lines.append(
-            f"  {mw.case_id}: expected {mw.expected}, held {mw.held.k}/{mw.held.n}, winners"
-            f" {mw.actual_winners}, by baseline {mw.reversed_by_battery}{state}"
+        return (
+            f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
+            f" {c.actual_winners}, by baseline {c.reversed_by_battery}{state}"
         )
-    lines.append(f"monitor-only (editorial) drift: {len(figure.drift)}")
-    lines += [
-        f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
-        f" {c.actual_winners}, by baseline {c.reversed_by_battery}"
-        for c in figure.drift
+
+    return [
+        f"must-win: {_r(figure.must_win)}; monitor-only: {_r(figure.monitor_only)}",
+        f"must-win reversals: {len(figure.reversals)}",
+        *map(line, figure.reversals),
+        f"monitor-only (editorial) drift: {len(figure.drift)}",
+        *map(line, figure.drift),
     ]
-    return lines
 
 
 def _stability_lines(report: RankingReport) -> list[str]:
@@ -1669,15 +1743,8 @@ def _failure_lines(report: RankingReport) -> list[str]:
     for a in report.failures:
         owner = f"{a.owner} {a.owners.get(a.owner)}" if a.owners.get(a.owner) else a.owner
         c = a.completeness
-        extra = "".join(
-            f" {name}={value}"
-            for name, value in (
-                ("missing_context", c.missing_context),
-                ("missing_candidates", c.missing_candidates),
-                ("duplicated_candidates", c.duplicated_candidates),
-            )
-            if value
-        )
+        gaps = ("missing_context", "missing_candidates", "duplicated_candidates")
+        extra = "".join(f" {n}={getattr(c, n)}" for n in gaps if getattr(c, n))
         lines.append(
             f"  {a.case} [{a.gate}, {a.diagnosis}, owner {owner}]"
             f" failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented"

@@ -1,11 +1,5 @@
 """The position-bias battery: every fixture under several presentation orders, plus a repeat
-baseline.
-
-Plans: ``exhaustive`` (all permutations up to ``max_exhaustive`` candidates, else a seeded
-sample) and ``rotation`` (one seeded non-identity rotation per fixture; the exhaustive battery
-for ``diagnostic`` fixtures). Each item's ``presentation`` says its baseline (``position`` or
-``repeat``: the identity order ``repeats`` times), presented order and neutral labels.
-:func:`run_ranking` records the battery in ``battery.json`` for the reproduction command.
+baseline of the identity order (plans: docs/formats.md, "Ranking fixtures").
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Human calibration of ranking fixtures: how well independent reviewers agree with each other.
-
-:func:`reviewer_agreement` compares every reviewer pair on every fixture with two or more
-orders: pairwise agreement, Kendall's tau and top-1 agreement, per fixture, per slice and
-overall (:data:`CALIBRATION_DENOMINATORS`), and each reviewer against ``expected_order``.
+"""Human calibration of ranking fixtures: how well independent reviewers agree with each other
+(pairwise, Kendall's tau, top-1; :data:`CALIBRATION_DENOMINATORS`).
 """
 
 from __future__ import annotations
@@ -24,29 +21,44 @@ class ReviewerPairAgreement(_Frozen):
     """Two reviewers on one fixture."""
 
     reviewers: list[str]
+    """The two reviewers."""
     agreed_pairs: int
+    """Candidate pairs both order the same way."""
     pairs: int
+    """Candidate pairs."""
     kendall_tau: float
     """Kendall's tau between their orders (scipy)."""
     top1_agree: bool
+    """Both name the same best candidate."""
 
 
 class FixtureCalibration(_Frozen):
     """Reviewer agreement on one fixture."""
 
     case_id: str
+    """The fixture."""
     slice: str | None
+    """Its slice."""
     gate: str
+    """``must-win`` or ``monitor-only``."""
     reviewers: list[str]
+    """Who ordered it independently."""
     pairwise: Rate
+    """Agreed candidate pairs over candidate pairs, pooled over reviewer pairs."""
     kendall_tau: float | None
+    """Mean Kendall's tau over reviewer pairs."""
     top1: Rate
+    """Reviewer pairs naming the same best candidate, over reviewer pairs."""
     reviewer_pairs: list[ReviewerPairAgreement]
+    """Every reviewer pair."""
     disputed_pairs: list[list[str]]
+    """Candidate pairs two reviewers order differently."""
     must_win_disputed: list[list[str]]
     """Must-win pairs among them (see :meth:`RankingFixture.must_win_pairs`)."""
     adjudicated: bool
+    """Whether an adjudication decided ``expected_order``."""
     adjudicator: str | None
+    """Who adjudicated."""
     status: Literal["agreed", "adjudicated", "disputed_unadjudicated"]
     """``agreed`` (no disputed pair), ``adjudicated`` or ``disputed_unadjudicated``."""
 
@@ -55,37 +67,57 @@ class CalibrationFigure(_Frozen):
     """Reviewer agreement over a group of fixtures (a slice, or all)."""
 
     fixtures: int
+    """Fixtures with two or more reviews in the group."""
     pairwise: Rate
+    """Agreed candidate pairs over candidate pairs, pooled over every fixture's reviewer pairs."""
     kendall_tau: float | None
+    """Mean Kendall's tau over every (fixture, reviewer pair)."""
     top1: Rate
+    """Reviewer pairs naming the same best candidate, over every (fixture, reviewer pair)."""
     disputed_fixtures: int
+    """Fixtures with at least one disputed candidate pair."""
     adjudicated_fixtures: int
+    """Fixtures whose expected order was adjudicated."""
 
 
 class ReviewerVsExpected(_Frozen):
     """One reviewer against the final expected orders."""
 
     reviewer: str
+    """The reviewer."""
     fixtures: int
+    """Fixtures the reviewer ordered."""
     pairwise: Rate
+    """Candidate pairs in the expected relative order, over candidate pairs."""
     top1: Rate
+    """Fixtures where the reviewer's best is an accepted winner."""
 
 
 class ReviewerAgreementReport(_Frozen):
     """``workbench ranking agreement --json``: reviewer-reviewer agreement on a fixture set."""
 
     schema_version: int = CALIBRATION_SCHEMA_VERSION
+    """Report format version."""
     kind: Literal["workbench.ranking.agreement"] = "workbench.ranking.agreement"
+    """Report type."""
     fixtures: str
+    """``name@version`` of the fixture set."""
     fixtures_sha256: str
+    """sha256 of the fixture file."""
     reviewed: int
+    """Fixtures with two or more reviewer orders."""
     unreviewed: list[str]
     """Fixtures without reviewer orders (not calibrated)."""
     overall: CalibrationFigure
+    """Every reviewed fixture."""
     slices: dict[str, CalibrationFigure]
+    """Per slice (``(none)`` for fixtures without one)."""
     cases: list[FixtureCalibration]
+    """Per reviewed fixture, in file order."""
     by_reviewer: list[ReviewerVsExpected]
+    """Each reviewer against the final expected orders."""
     denominators: dict[str, str]
+    """How each figure's numerator and denominator are defined."""
 
     def frames(self) -> dict[str, Any]:
         """pandas DataFrames for notebooks: overall and per slice, per fixture, per reviewer."""

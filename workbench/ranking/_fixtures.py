@@ -1,9 +1,7 @@
 """Ranking fixtures: reviewed comparisons a ranking judge is tested against.
 
-A fixture file is ``<name>@<version>.yaml``: a header and a list of :class:`RankingFixture`
-(format: docs/formats.md, "Ranking fixtures"). :func:`load_fixtures` reports every problem at
-once, each with ``file:line``, the case, a stable code and a fix; the release checks are
-:mod:`workbench.ranking._releases`'.
+:func:`load_fixtures` reads ``<name>@<version>.yaml`` (docs/formats.md, "Ranking fixtures") and
+reports every problem at once, each with ``file:line``, the case, a stable code and a fix.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
@@ -46,7 +45,9 @@ class Passage(_Frozen):
     """A context passage the reviewers (and the judge) read."""
 
     id: str = Field(pattern=_ID_PATTERN)
+    """Stable passage id (e.g. an evidence snapshot id)."""
     text: str
+    """The passage text, in full."""
 
 
 class Candidate(_Frozen):
@@ -55,36 +56,48 @@ class Candidate(_Frozen):
     id: str = Field(pattern=_ID_PATTERN)
     """Stable candidate id; never shown to the judge."""
     text: str
+    """The full candidate text, exactly as ranked."""
 
 
 class ReviewerOrder(_Frozen):
     """One reviewer's independent order of a fixture's candidates."""
 
     reviewer: str = Field(min_length=1)
+    """Who ordered the candidates (a named person)."""
     order: list[str]
+    """Every candidate id once, in the fixture's ``direction``."""
     rationale: list[str] = Field(min_length=1)
+    """The reviewer's reasons for this order."""
     reviewed_on: dt.date | None = None
+    """When the reviewer ordered the candidates."""
 
 
 class OrderAdjudication(_Frozen):
     """How a disagreement between reviewers was resolved into ``expected_order``."""
 
     adjudicator: str = Field(min_length=1)
+    """Who decided the expected order (a named person)."""
     reason: str = Field(min_length=1)
+    """Why this order: how the reviewers' interpretations of the criterion were reconciled."""
     decided_on: dt.date | None = None
+    """When the adjudication was made."""
 
 
 class FixtureChange(_Frozen):
     """One recorded change of a fixture since the frozen version this one supersedes."""
 
     case_id: str = Field(pattern=_ID_PATTERN)
+    """The fixture changed (added, relabelled, edited or retired)."""
     old_order: list[str] | None
     """``expected_order`` in the superseded version; null for a fixture added in this version."""
     new_order: list[str] | None
     """``expected_order`` in this version; null for a fixture retired in this version."""
     approver: str = Field(min_length=1)
+    """Who approved the change (a named person)."""
     reason: str = Field(min_length=1)
+    """Why the fixture changed, with the evidence reviewed."""
     approved_on: dt.date
+    """When the change was approved."""
 
     @property
     def kind(self) -> str:
@@ -101,8 +114,11 @@ class PermutationCheck:
     """How a returned list differs from a permutation of the expected ids."""
 
     missing: list[str]
+    """Expected ids absent from the list."""
     unknown: list[str]
+    """Returned items that are not expected ids."""
     duplicates: list[str]
+    """Expected ids returned more than once."""
 
     @property
     def ok(self) -> bool:
@@ -128,28 +144,37 @@ class RankingFixture(_Frozen):
     """One reviewed comparison: the frozen candidates, the expected order and its rationale."""
 
     case_id: str = Field(pattern=_ID_PATTERN)
+    """Unique, stable case id."""
     slice: str | None = Field(default=None, pattern=_ID_PATTERN)
     """The scenario the fixture belongs to (required from ``schema_version`` 2)."""
     criterion_version: str = Field(min_length=1)
+    """The criterion version the reviewers applied (e.g. ``policy-faithfulness-v2``)."""
     direction: Direction
     """``best-first``: the first id of an order is the best; ``worst-first``: the worst."""
     gate: Gate
     """``must-win``: a reversal blocks; ``monitor-only``: close or disputed, reported as drift."""
     user_input: str = Field(min_length=1)
+    """The user's question."""
     context: list[Passage] = Field(default_factory=list)
+    """Context passages, in the order the judge receives them."""
     cited_context: list[str] = Field(default_factory=list)
     """Ids of the context passages the reviewers cited; the completeness check looks for them."""
     candidates: list[Candidate]
+    """The frozen candidates, with stable unique ids and the full text."""
     expected_order: list[str]
+    """Every candidate id once, in ``direction``."""
     acceptable_orders: list[list[str]] | None = None
     """Further orders reviewers accept (ties), each a permutation, in ``direction``."""
     critical_pair: list[str] | None = None
     """``[better_id, worse_id]``: only this pair is compared."""
     rationale: list[str] = Field(min_length=1)
+    """The reviewers' reasons, beside the expected order."""
     diagnostic: bool = False
     """In the small diagnostic set: the ``rotation`` plan runs the exhaustive battery on it."""
     reviews: list[ReviewerOrder] = Field(default_factory=list)
+    """Two or more reviewers' independent orders (optional)."""
     adjudication: OrderAdjudication | None = None
+    """How reviewer disagreement was resolved into ``expected_order``."""
 
     @model_validator(mode="after")
     def _consistent(self) -> RankingFixture:
@@ -192,15 +217,8 @@ class RankingFixture(_Frozen):
     def disputed_pairs(self) -> list[tuple[str, str]]:
         """Candidate pairs (in fixture order) that two reviewers order differently."""
         orders = [self.best_first(r.order) for r in self.reviews]
-        if len(orders) < 2:
-            return []
-        out = []
-        ids = self.candidate_ids
-        for i, left in enumerate(ids):
-            for right in ids[i + 1 :]:
-                if len({o.index(left) < o.index(right) for o in orders}) > 1:
-                    out.append((left, right))
-        return out
+        pairs = combinations(self.candidate_ids, 2) if len(orders) >= 2 else []
+        return [(a, b) for a, b in pairs if len({o.index(a) < o.index(b) for o in orders}) > 1]
 
     def disputed_must_win_pairs(self) -> list[tuple[str, str]]:
         """Must-win pairs the reviewers disagree on."""
@@ -214,14 +232,8 @@ class RankingFixture(_Frozen):
     @property
     def accepted_orders(self) -> list[list[str]]:
         """``expected_order`` and every acceptable order (in ``direction``)."""
-        return [
-            list(self.expected_order),
-            *[
-                list(o)
-                for o in self.acceptable_orders or []
-                if list(o) != list(self.expected_order)
-            ],
-        ]
+        expected = list(self.expected_order)
+        return [expected, *(list(o) for o in self.acceptable_orders or [] if list(o) != expected)]
 
     @property
     def expected_winners(self) -> list[str]:
@@ -258,13 +270,19 @@ class FixtureSet(_Frozen):
     """A fixture file: header and fixtures, plus where it came from."""
 
     schema_version: int = FIXTURES_SCHEMA_VERSION
+    """Fixture file format version."""
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """Fixture set name."""
     version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     """Fixture set version; an edited expected order is a new version."""
     description: str = ""
+    """What the set covers and who reviewed it."""
     supersedes: str | None = None
+    """The frozen version this version replaces (``<name>@<supersedes>.yaml`` beside it)."""
     changes: list[FixtureChange] = Field(default_factory=list)
+    """One entry per fixture added, relabelled, edited or retired since ``supersedes``."""
     fixtures: list[RankingFixture] = Field(min_length=1)
+    """The reviewed comparisons."""
     source: str | None = None
     """The file the set was read from (not part of the file)."""
     sha256: str | None = None
@@ -295,11 +313,7 @@ class FixtureSet(_Frozen):
     def header_sha256(self) -> str:
         """sha256 over the header as written (name, version, description, supersedes, changes)."""
         return sha256_json(
-            self.model_dump(
-                mode="json",
-                exclude_defaults=True,
-                include=set(_HEADER_KEYS),
-            )
+            self.model_dump(mode="json", exclude_defaults=True, include=set(_HEADER_KEYS))
             | {"schema_version": self.schema_version}
         )
 
@@ -323,15 +337,9 @@ def fixture_sha256(fixture: RankingFixture) -> str:
 
 def pair_counts(expected: Sequence[str], actual: Sequence[str]) -> tuple[int, int]:
     """``(agreed, pairs)``: candidate pairs in the same relative order in both lists."""
-    exp = {c: i for i, c in enumerate(expected)}
-    act = {c: i for i, c in enumerate(actual)}
-    ids = list(expected)
-    agreed = pairs = 0
-    for i, left in enumerate(ids):
-        for right in ids[i + 1 :]:
-            pairs += 1
-            agreed += (exp[left] < exp[right]) == (act[left] < act[right])
-    return agreed, pairs
+    exp, act = ({c: i for i, c in enumerate(order)} for order in (expected, actual))
+    pairs = list(combinations(expected, 2))
+    return sum((exp[a] < exp[b]) == (act[a] < act[b]) for a, b in pairs), len(pairs)
 
 
 def pairwise_agreement(expected: Sequence[str], actual: Sequence[str]) -> float:

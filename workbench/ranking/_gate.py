@@ -79,45 +79,63 @@ class ConfirmationRow(_Frozen):
     """How the confirmation rule read one reversed must-win fixture."""
 
     case_id: str
+    """The fixture."""
     slice: str | None
+    """Its slice."""
     reversed_attempts: int
+    """Failed must-win checks, every baseline."""
     repeat_attempts: int
+    """Valid attempts in the repeat baseline (identical presentations)."""
     repeat_reversals: int
+    """Failed checks among them."""
     previous_run_reversed: bool | None
     """Whether the previous run reversed the same unchanged fixture (None: not comparable)."""
     status: Literal["confirmed", "unconfirmed", "repeats_short"]
     """``confirmed`` (blocks), ``unconfirmed`` (review) or ``repeats_short`` (incomplete)."""
     rule: str
+    """The rule applied, in words."""
 
 
 class AgreementDrop(_Frozen):
     """Pooled pairwise agreement against the last passing run, on the fixtures unchanged since."""
 
     baseline_recorded_at: datetime
+    """When the baseline run was recorded."""
     baseline_judge: str | None
+    """The baseline run's judge."""
     cases: list[str]
     """The stable set: fixtures in both runs with the same per-fixture hash."""
     excluded: list[str]
+    """Fixtures left out: changed or added since the baseline."""
     baseline: Rate
+    """The baseline's agreed pairs over compared pairs on the stable set."""
     current: Rate
+    """This run's, on the same set."""
     drop: float | None
     """baseline rate - current rate (positive: agreement fell)."""
     threshold: float | None
     """The policy's ``max_agreement_drop`` (None: not checked)."""
     blocked: bool
+    """The drop exceeds the threshold."""
 
 
 class FixtureChangeRow(_Frozen):
     """A fixture that changed since the last run."""
 
     case_id: str
+    """The fixture."""
     change: Literal["added", "removed", "changed"]
+    """What happened to it."""
     in_place: bool
     """Changed under the same file version (blocks: ``ranking_fixture_changed_in_place``)."""
     old_version: str
+    """The fixture-file version of the last run."""
     new_version: str
+    """This run's fixture-file version."""
     old_order: list[str] | None
+    """The expected order in the last run."""
     new_order: list[str] | None
+    """The expected order now."""
     recorded: FixtureChange | None
     """The change entry of this version, when it records one (approver, reason)."""
 
@@ -126,106 +144,161 @@ class CaseStatus(_Frozen):
     """The ranking gate's view of one fixture."""
 
     case_id: str
+    """The fixture."""
     slice: str | None
+    """Its slice."""
     gate: str
+    """``must-win`` or ``monitor-only``."""
     status: Literal["pass", "fail", "review", "incomplete"]
     """The worst category of the unwaived blockers naming it (``pass``: none)."""
     codes: list[str]
+    """Codes of the unwaived blockers naming it."""
 
 
 class ScalarCaseResult(_Frozen):
     """One case's scalar gate outcome (a line of a ``--scalar`` JSON Lines file)."""
 
     case_id: str = Field(min_length=1)
+    """The ranking fixture the scalar gate judged."""
     passed: bool
+    """Whether the scalar gate passed the case."""
     score: float | None = None
+    """The scalar score, when there is one."""
     threshold: float | None = None
+    """The scalar gate's threshold."""
     detail: str | None = None
+    """How the scalar outcome was reached."""
 
 
 class SideBySideRow(_Frozen):
     """One case where the scalar and the ranking gate disagree."""
 
     case_id: str
+    """The fixture."""
     slice: str | None
+    """Its slice."""
     scalar_passed: bool
+    """The scalar gate's outcome."""
     scalar_score: float | None
+    """The scalar score."""
     ranking_status: str
+    """The ranking gate's case status."""
     ranking_codes: list[str]
+    """Why the ranking gate did not pass it."""
 
 
 class SideBySide(_Frozen):
     """Scalar and ranking gates on the same cases."""
 
     compared: int
+    """Cases with both a scalar and a ranking outcome."""
     scalar_pass_ranking_fail: list[SideBySideRow]
     """The scalar gate passes, the ranking gate does not (fail, review or incomplete)."""
     scalar_fail_ranking_pass: list[SideBySideRow]
+    """The scalar gate fails, the ranking gate passes."""
     both_pass: int
+    """Cases both pass."""
     both_not_pass: int
+    """Cases neither passes."""
     scalar_only: list[str]
+    """Scalar cases that are not fixtures."""
     ranking_only: list[str]
+    """Fixtures without a scalar outcome."""
 
 
 class RankingGateResult(_Frozen):
     """The ranking gate's decision."""
 
     schema_version: int = RANKING_GATE_SCHEMA_VERSION
+    """Format version (2: the shared blocker and override records)."""
     kind: Literal["workbench.ranking.gate"] = "workbench.ranking.gate"
+    """Record type."""
     policy: str
+    """``name@version`` of the ranking policy, or ``default-ranking-rules@builtin``."""
     policy_sha256: str | None
+    """sha256 of the policy file."""
     mode: Literal["enforce", "report_only"]
+    """The policy's mode."""
     outcome: Outcome
+    """``passed``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
     exit_code: int
     """The process exit code: the outcome's, or 0 in report-only mode."""
     enforced_exit_code: int
+    """The exit code the outcome has when enforced."""
     note: str
     """"report only: ..." in report-only mode, else the outcome in words."""
     summary: str
+    """One line: outcome, kept blockers per category, waived ones, the policy."""
     blockers: list[Blocker]
     """Unwaived blockers, sorted: category (incomplete, quality, review), slice, code, message."""
     waived: list[WaivedBlocker]
+    """Blockers an active override waived."""
     unapplied_overrides: list[UnappliedOverride] = Field(default_factory=list)
+    """Every override given that waived nothing, and why."""
     expired_overrides: list[str] = Field(default_factory=list)
+    """Ids of the overrides for this policy and candidate that had expired (ignored)."""
     confirmation: list[ConfirmationRow]
+    """How each reversed must-win fixture was read."""
     agreement_drop: AgreementDrop | None
+    """The drop against the last passing run (None: no passing baseline)."""
     previous_run: str | None
+    """``recorded_at judge`` of the last run in the history (None: no history)."""
     fixture_changes: list[FixtureChangeRow]
+    """Fixtures changed since the last run."""
     cases: list[CaseStatus]
+    """Per fixture, in file order."""
     side_by_side: SideBySide | None
+    """Scalar vs ranking, when scalar outcomes were given."""
     owners: dict[str, str | None]
+    """The four owners from the policy."""
 
 
 class HistoryCase(_Frozen):
     """One fixture in a history entry."""
 
     agreed: int
+    """Agreed pairs."""
     pairs: int
+    """Compared pairs."""
     reversed: bool
     """A failed must-win check in any attempt."""
     sha256: str
+    """The fixture's hash."""
     expected_order: list[str]
+    """Its expected order."""
 
 
 class RankingHistoryEntry(_Frozen):
     """One line of the ranking history log: a gated run, for later comparisons."""
 
     schema_version: int = HISTORY_SCHEMA_VERSION
+    """Entry format version."""
     kind: Literal["workbench.ranking.history"] = "workbench.ranking.history"
+    """Record type."""
     recorded_at: AwareDatetime
+    """When the run was recorded (UTC)."""
     fixtures: str
+    """``name@version`` of the fixture set."""
     fixtures_name: str
     """The fixture set name (history is compared within one name)."""
     fixtures_version: str
+    """Its version."""
     fixtures_sha256: str
+    """sha256 of the fixture file."""
     judge: str | None
+    """``name@version`` of the judge."""
     judge_fingerprint: str | None
+    """Its fingerprint."""
     policy: str
+    """The ranking policy applied."""
     outcome: Outcome
     """The gate's outcome (computed also in report-only mode)."""
     enforced: bool
+    """Whether the outcome was enforced."""
     results_path: str | None
+    """The results analysed."""
     cases: dict[str, HistoryCase]
+    """Per fixture."""
 
 
 def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:

@@ -1,8 +1,5 @@
-"""Criterion leakage: judge reasons that cite something outside the criterion.
-
-:func:`scan_reason` flags a reason citing a stable candidate id, a presented position, length
-(unless the criterion's rules allow it) or an extra named pattern; rules are set per criterion
-version in the ranking policy (``leakage``, ``"*"`` for the rest).
+"""Criterion leakage: judge reasons that cite a stable candidate id, a presented position, length
+or a named pattern outside the criterion (rules per criterion version in the ranking policy).
 """
 
 from __future__ import annotations
@@ -41,7 +38,9 @@ class LeakageRules(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     candidate_ids: bool = True
+    """Flag a reason that names a stable candidate id."""
     position: bool = True
+    """Flag a reason that cites where a candidate was shown."""
     length: bool = True
     """Flag a reason that cites length; set false when length is part of the criterion."""
     patterns: dict[str, str] = Field(default_factory=dict)
@@ -66,6 +65,7 @@ class LeakageHit(BaseModel):
     category: str
     """``candidate_id``, ``position``, ``length``, or the name of a criterion pattern."""
     matched: str
+    """The matched text."""
 
 
 @lru_cache(maxsize=256)

@@ -1,8 +1,5 @@
-"""Ranking release policies and the reviewed examples an agreement-drop threshold comes from.
-
-A ranking policy is ``data/policies/<name>@<version>.yaml`` with ``kind: ranking``
-(:class:`RankingPolicy`; each field documents its rule). Without one the gate applies
-:func:`default_policy`.
+"""Ranking release policies (``kind: ranking``; each field documents its rule) and the reviewed
+examples an agreement-drop threshold comes from.
 """
 
 from __future__ import annotations
@@ -137,14 +134,21 @@ class AgreementDropExample(_Frozen):
     """One reviewed comparison of two runs: the drop and whether it changed a decision."""
 
     example_id: str = Field(pattern=_NAME)
+    """Stable id."""
     baseline: str = Field(min_length=1)
+    """The passing run compared against (judge and fixture set)."""
     candidate: str = Field(min_length=1)
+    """The run under review."""
     baseline_agreement: float = Field(ge=0, le=1)
+    """Pooled pairwise agreement of the baseline on the stable set."""
     candidate_agreement: float = Field(ge=0, le=1)
+    """Pooled pairwise agreement of the candidate on the same set."""
     decision_changed: bool
     """The reviewers' verdict: would this change have altered a release decision?"""
     reviewer: str = Field(min_length=1)
+    """Who reviewed the disagreements."""
     note: str = Field(min_length=1)
+    """What the reviewers found."""
 
     @property
     def drop(self) -> float:
@@ -155,11 +159,17 @@ class AgreementDropExamples(_Frozen):
     """A reviewed-examples file (``kind: agreement-drop-examples``)."""
 
     schema_version: int = 1
+    """File format version."""
     kind: Literal["agreement-drop-examples"] = "agreement-drop-examples"
+    """File type."""
     name: _Name
+    """Name."""
     version: _Name
+    """Version."""
     description: str = ""
+    """Where the examples come from."""
     examples: list[AgreementDropExample] = Field(min_length=2)
+    """The reviewed comparisons."""
 
 
 class ThresholdChoice(_Frozen):
@@ -168,12 +178,17 @@ class ThresholdChoice(_Frozen):
     threshold: float
     """The chosen limit: drops strictly above it block."""
     separable: bool
+    """Whether some threshold classifies every example correctly."""
     largest_acceptable_drop: float | None
+    """The largest drop reviewers accepted."""
     smallest_harmful_drop: float | None
+    """The smallest drop reviewers said would change a decision."""
     errors: int
     """Examples the threshold misclassifies (acceptable but blocked, or harmful but passed)."""
     misclassified: list[str]
+    """Their ids."""
     examples: int
+    """Examples considered."""
 
 
 def threshold_errors(examples: list[AgreementDropExample], threshold: float) -> list[str]:
