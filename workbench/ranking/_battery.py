@@ -179,13 +179,9 @@ async def run_ranking(
             "the run directory is locked (lock.json): nothing may be added to it",
             "use a new output directory",
         )
-    battery: dict[str, Any] = {
-        "plan": plan,
-        "max_exhaustive": max_exhaustive,
-        "sample": sample,
-        "seed": seed,
-        "repeats": repeats,
-    }
+    battery: dict[str, Any] = dict(
+        plan=plan, max_exhaustive=max_exhaustive, sample=sample, seed=seed, repeats=repeats
+    )
     if items is None:
         items = position_battery(fixture_set, **battery)
         write_battery(out, fixture_set, battery, candidate_path, judge.identity.fingerprint())
