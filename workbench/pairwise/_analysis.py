@@ -1,10 +1,7 @@
 """Pairwise analysis: accuracy in both presentation orders, position consistency and position bias.
 
-Repeat 0 is the original order (``presentation.swap`` false), repeat 1 the swapped one. The
-figures reproduce LLMBar's ``statistics.json`` exactly (an evaluator error is not correct and
-stays in n; two errors count as consistent); :data:`DENOMINATORS` states each figure's k and n.
-A tie verdict (a ``tie_labels`` label, or one not shown) names no winner and leaves the
-first-shown win rate; accuracy is also given over decided gold cases.
+Repeat 0 is the original order, repeat 1 the swapped one; the figures reproduce LLMBar's
+``statistics.json`` exactly; :data:`DENOMINATORS` states each figure's k and n.
 """
 
 from __future__ import annotations
@@ -160,23 +157,6 @@ class PairwiseSlice(_Model):
     """Missing results over both orders."""
 
 
-class PairwiseError(_Model):
-    """One evaluator error, with the order it happened in."""
-
-    case_id: str
-    """The gold case."""
-    slice: str
-    """Its slice."""
-    repeat: int
-    """0 original order, 1 swapped."""
-    swap: bool
-    """True in the swapped order."""
-    kind: str | None
-    """Evaluator-error kind, e.g. ``missing_verdict`` or ``unparseable``."""
-    message: str | None
-    """What happened."""
-
-
 class MissingResult(_Model):
     """A case and order without any result."""
 
@@ -188,6 +168,15 @@ class MissingResult(_Model):
     """0 original order, 1 swapped."""
     swap: bool
     """True in the swapped order."""
+
+
+class PairwiseError(MissingResult):
+    """One evaluator error, with the order it happened in."""
+
+    kind: str | None
+    """Evaluator-error kind, e.g. ``missing_verdict`` or ``unparseable``."""
+    message: str | None
+    """What happened."""
 
 
 class PairwiseReport(_Model):
@@ -345,20 +334,13 @@ def pairwise_report(
         by_slice.setdefault(p.slice, []).append(p)
     orders = ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
     errors = [
-        PairwiseError(
-            case_id=c.case_id,
-            slice=c.slice,
-            repeat=repeat,
-            swap=repeat == SWAPPED_REPEAT,
-            kind=c.error_kind,
-            message=c.reason,
-        )
+        PairwiseError(**_where(c, repeat), kind=c.error_kind, message=c.reason)
         for repeat, join in orders
         for c in join.cases
         if c.outcome == "error"
     ]
     missing = [
-        MissingResult(case_id=c.case_id, slice=c.slice, repeat=r, swap=r == SWAPPED_REPEAT)
+        MissingResult(**_where(c, r))
         for r, join in orders
         for c in join.cases
         if c.outcome == "missing"
@@ -385,6 +367,15 @@ def pairwise_report(
         overall=_slice("(all)", None, pairs, no_winner),
         slices=[_slice(name, rubric.risk_of(name), ps, no_winner) for name, ps in by_slice.items()],
     )
+
+
+def _where(c: JoinedCase, repeat: int) -> dict[str, Any]:
+    return {
+        "case_id": c.case_id,
+        "slice": c.slice,
+        "repeat": repeat,
+        "swap": repeat == SWAPPED_REPEAT,
+    }
 
 
 _FIX = (

@@ -1,9 +1,5 @@
-"""Ranking judges: reviewed ranking fixtures, a position-bias battery, its analysis and gate.
-
-Fixtures (:func:`load_fixtures`), judge kinds ``ragas-ranking`` and ``ragas-ranking-function``,
-the battery (:func:`position_battery`, :func:`run_ranking`), the report and gate
-(:func:`ranking_report`, :func:`ranking_gate`), reviewer calibration
-(:func:`reviewer_agreement`), label history, release policies and privacy mode.
+"""Ranking judges: reviewed ranking fixtures, a position-bias battery, its analysis and gate,
+reviewer calibration, label history, release policies and privacy mode.
 """
 
 from ._analysis import (

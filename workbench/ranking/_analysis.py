@@ -1,14 +1,12 @@
 """Ranking analysis: :func:`ranking_report` reads judge results against the fixtures.
 
-Integration defects come first (attempts with one never enter the quality figures), then
-pairwise agreement, must-win reversals vs monitor-only drift, position bias (position battery),
-repeatability vs position sensitivity, request completeness, criterion leakage, per-slice
-figures and one failure artifact per failing case. The ranking gate's decision is embedded
-(:mod:`workbench.ranking._gate`); every figure's k and n are defined in :data:`DENOMINATORS`.
+Integration defects never enter the quality figures; every figure's k and n are defined in
+:data:`DENOMINATORS`; the ranking gate's decision is embedded (:mod:`workbench.ranking._gate`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -1018,105 +1016,72 @@ def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture])
 
 
 def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> IntegrationDefect | None:
-    """Unknown case, changed candidates or a wrong presentation."""
     presented = (r.presentation or {}).get("presented_order")
     if fixture is None:
-        code, message = "unknown_case", "a result for a case the fixtures do not have"
-    elif r.response_hash != fixture.source_candidates_sha256:
-        code, message = (
-            "candidates_changed",
-            (
-                f"the judged candidates digest {r.response_hash[:12]} differs from the frozen"
-                f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed"
-                " upstream"
-            ),
+        return _defect(
+            r, "unknown_case", "a result for a case the fixtures do not have", r.order, None
         )
-    elif (problem := _presentation_problem(fixture, r)) is not None:
-        code, message = "presentation_mismatch", problem
-    else:
-        return None
-    shown = presented if code == "presentation_mismatch" and isinstance(presented, list) else None
+    if r.response_hash != fixture.source_candidates_sha256:
+        message = (
+            f"the judged candidates digest {r.response_hash[:12]} differs from the frozen"
+            f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream"
+        )
+        return _defect(r, "candidates_changed", message, r.order, None)
+    if (problem := _presentation_problem(fixture, r)) is not None:
+        shown = presented if isinstance(presented, list) else None
+        return _defect(r, "presentation_mismatch", problem, r.order, shown)
+    return None
+
+
+def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
+    """An invalid ranking, a winner that does not match its order, or a valid attempt."""
+    order, ids = list(r.order or []), fixture.candidate_ids
+    if r.error is not None or not check_permutation(ids, order).ok or len(order) != len(ids):
+        message = (
+            r.error.message
+            if r.error is not None
+            else f"the recorded order {order} is not a permutation of the fixture's candidates"
+        )
+        read.defects.append(_invalid_defect(fixture, r, message))
+        read.invalid_results[r.case_id].append(r)
+        return
+    winner = fixture.best_first(order)[0]
+    presented = (r.presentation or {}).get("presented_order")
+    if r.value != winner:
+        message = (
+            f"value {r.value!r} is not the best of the recorded order ({winner!r} in"
+            f" {fixture.direction} terms)"
+        )
+        read.defects.append(_defect(r, "winner_mismatch", message, order, presented))
+        return
+    agreed, pairs = fixture.agreement(order)
+    held = fixture.must_win_holds(order)
+    read.attempts.append(
+        _Attempt(fixture, r, order, winner, _battery(r), presented, agreed, pairs, held)
+    )
+
+
+def _defect(
+    r: JudgeResult, code: DefectCode, message: str, returned: Any, presented: Any, **more: Any
+) -> IntegrationDefect:
     return IntegrationDefect(
         case_id=r.case_id,
         repeat=r.repeat,
         code=code,
         message=message,
-        returned=r.order,
-        presented_order=shown,
-    )
-
-
-def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
-    """An invalid ranking, a winner that does not match its order, or a valid attempt."""
-    presented = (r.presentation or {}).get("presented_order")
-    if r.error is not None:
-        read.defects.append(_invalid_defect(fixture, r, r.error.message))
-        read.invalid_results[r.case_id].append(r)
-        return
-    order = list(r.order or [])
-    check = check_permutation(fixture.candidate_ids, order)
-    if not check.ok or len(order) != len(fixture.candidate_ids):
-        read.defects.append(
-            _invalid_defect(
-                fixture,
-                r,
-                f"the recorded order {order} is not a permutation of the fixture's candidates",
-            )
-        )
-        read.invalid_results[r.case_id].append(r)
-        return
-    winner = fixture.best_first(order)[0]
-    if r.value != winner:
-        read.defects.append(
-            IntegrationDefect(
-                case_id=r.case_id,
-                repeat=r.repeat,
-                code="winner_mismatch",
-                message=(
-                    f"value {r.value!r} is not the best of the recorded order ({winner!r} in"
-                    f" {fixture.direction} terms)"
-                ),
-                returned=order,
-                presented_order=presented,
-            )
-        )
-        return
-    agreed, pairs = fixture.agreement(order)
-    read.attempts.append(
-        _Attempt(
-            fixture,
-            r,
-            order,
-            winner,
-            _battery(r),
-            presented,
-            agreed,
-            pairs,
-            fixture.must_win_holds(order),
-        )
+        returned=returned,
+        presented_order=presented,
+        **more,
     )
 
 
 def _invalid_defect(fixture: RankingFixture, r: JudgeResult, message: str) -> IntegrationDefect:
     returned = [str(x) for x in r.order] if r.order is not None else None
     labels: dict[str, str] = (r.presentation or {}).get("labels") or {}
-    mapped = (
-        [labels.get(x.strip(), x) for x in returned]
-        if returned is not None and labels
-        else returned
-    )
+    mapped = [labels.get(x.strip(), x) for x in returned or []] if labels else returned
     check = check_permutation(fixture.candidate_ids, mapped or [])
-    return IntegrationDefect(
-        case_id=r.case_id,
-        repeat=r.repeat,
-        code="invalid_ranking",
-        message=message,
-        returned=returned,
-        missing=check.missing,
-        unknown=check.unknown,
-        duplicates=check.duplicates,
-        presented_order=(r.presentation or {}).get("presented_order"),
-    )
+    presented = (r.presentation or {}).get("presented_order")
+    return _defect(r, "invalid_ranking", message, returned, presented, **dataclasses.asdict(check))
 
 
 def _ties(f: RankingFixture) -> Literal["none", "acceptable_orders", "critical_pair"]:
@@ -1361,25 +1326,37 @@ def _failures(
         if not failing and not bad:
             continue
         diagnosis = _diagnosis(f, mine, bad, checks)
-        common = {
-            "case": f.case_id,
-            "gate": f.gate,
-            "criterion_version": f.criterion_version,
-            "direction": f.direction,
-            "diagnosis": diagnosis,
-            "failing_attempts": wilson_rate(len(failing) + len(bad), len(mine) + len(bad)),
-            "expected_order": list(f.expected_order),
-            "must_win_expected": f.must_win_expected(),
-            "source_candidates_sha256": f.source_candidates_sha256,
-            "slice": f.slice,
-            "fixture_sha256": f.fixture_sha256,
-            "owner": DIAGNOSIS_OWNER[diagnosis],
-            "owners": context.get("owners") or {},
-        }
-        if bad:
-            out.append(_invalid_artifact(common, min(bad, key=lambda x: x.repeat), checks, context))
-        else:
-            out.append(_failing_artifact(common, f, failing, checks, context))
+        r, shown = _invalid_shown(bad) if bad else _failing_shown(f, failing)
+        p = r.presentation or {}
+        out.append(
+            FailureArtifact(
+                case=f.case_id,
+                gate=f.gate,
+                criterion_version=f.criterion_version,
+                direction=f.direction,
+                diagnosis=diagnosis,
+                failing_attempts=wilson_rate(len(failing) + len(bad), len(mine) + len(bad)),
+                expected_order=list(f.expected_order),
+                must_win_expected=f.must_win_expected(),
+                source_candidates_sha256=f.source_candidates_sha256,
+                slice=f.slice,
+                fixture_sha256=f.fixture_sha256,
+                owner=DIAGNOSIS_OWNER[diagnosis],
+                owners=context.get("owners") or {},
+                permutation_index=p.get("permutation_index"),
+                repetition=p.get("repetition"),
+                repeat=r.repeat,
+                judged_candidates_sha256=r.response_hash,
+                rendered_request_sha256=r.rendered_request_sha256,
+                completeness=checks.get(
+                    (r.case_id, r.repeat), Completeness(checked=False, complete=None)
+                ),
+                reason=r.reason,
+                reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
+                **_judge_fields(r),
+                **shown,
+            )
+        )
     return out
 
 
@@ -1401,51 +1378,22 @@ def _diagnosis(
     return "stable_disagreement"
 
 
-def _artifact_fields(
-    r: JudgeResult, checks: dict[tuple[str, int], Completeness], context: dict[str, Any]
-) -> dict[str, Any]:
+def _invalid_shown(bad: list[JudgeResult]) -> tuple[JudgeResult, dict[str, Any]]:
+    r = min(bad, key=lambda x: x.repeat)
     p = r.presentation or {}
-    return {
-        "permutation_index": p.get("permutation_index"),
-        "repetition": p.get("repetition"),
-        "repeat": r.repeat,
-        "judged_candidates_sha256": r.response_hash,
-        "rendered_request_sha256": r.rendered_request_sha256,
-        "completeness": checks.get(
-            (r.case_id, r.repeat), Completeness(checked=False, complete=None)
-        ),
-        "reason": r.reason,
-        "reproduce": reproduce_command(context.get("battery"), r.case_id, r.repeat),
-        **_judge_fields(r),
+    return r, {
+        "battery": p.get("battery"),
+        "presented_order": p.get("presented_order"),
+        "actual_order": [str(x) for x in r.order] if r.order is not None else None,
+        "pairwise_agreement": None,
+        "must_win_actual": None,
+        "error": r.error.message if r.error else None,
     }
 
 
-def _invalid_artifact(
-    common: dict[str, Any],
-    r: JudgeResult,
-    checks: dict[tuple[str, int], Completeness],
-    context: dict[str, Any],
-) -> FailureArtifact:
-    p = r.presentation or {}
-    return FailureArtifact(
-        **common,
-        **_artifact_fields(r, checks, context),
-        battery=p.get("battery"),
-        presented_order=p.get("presented_order"),
-        actual_order=[str(x) for x in r.order] if r.order is not None else None,
-        pairwise_agreement=None,
-        must_win_actual=None,
-        error=r.error.message if r.error else None,
-    )
-
-
-def _failing_artifact(
-    common: dict[str, Any],
-    f: RankingFixture,
-    failing: list[_Attempt],
-    checks: dict[tuple[str, int], Completeness],
-    context: dict[str, Any],
-) -> FailureArtifact:
+def _failing_shown(
+    f: RankingFixture, failing: list[_Attempt]
+) -> tuple[JudgeResult, dict[str, Any]]:
     """The worst failing attempt: a broken must-win check first, else the lowest agreement."""
     pick = next((a for a in failing if not a.held), None) or min(
         failing, key=lambda a: (a.agreed / a.pairs if a.pairs else 1.0, _sort_key(a))
@@ -1455,17 +1403,15 @@ def _failing_artifact(
     else:
         better, worse = f.critical_pair[0], f.critical_pair[1]
         actual = f"{better} > {worse}" if pick.held else f"{worse} > {better}"
-    return FailureArtifact(
-        **common,
-        **_artifact_fields(pick.result, checks, context),
-        battery=pick.battery,
-        presented_order=pick.presented,
-        actual_order=pick.order,
-        pairwise_agreement=pick.agreed / pick.pairs if pick.pairs else 1.0,
-        must_win_actual=actual,
-        error=None,
-        metric_defects=pick.leakage,
-    )
+    return pick.result, {
+        "battery": pick.battery,
+        "presented_order": pick.presented,
+        "actual_order": pick.order,
+        "pairwise_agreement": pick.agreed / pick.pairs if pick.pairs else 1.0,
+        "must_win_actual": actual,
+        "error": None,
+        "metric_defects": pick.leakage,
+    }
 
 
 def _metric_defects(
@@ -1713,30 +1659,28 @@ def _agreement_lines(report: RankingReport) -> list[str]:
 
 def _must_win_lines(report: RankingReport) -> list[str]:
     figure = report.must_win
-    lines = [
-        f"must-win: {_r(figure.must_win)}; monitor-only: {_r(figure.monitor_only)}",
-        f"must-win reversals: {len(figure.reversals)}",
-    ]
     confirm = {c.case_id: c for c in report.gate.confirmation} if report.gate else {}
-    for mw in figure.reversals:
-        row = confirm.get(mw.case_id)
+
+    def line(c: CaseMustWin) -> str:
+        row = confirm.get(c.case_id) if c.gate == "must-win" else None
         state = (
             f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts}"
             " repeat-baseline reversals)"
             if row
             else ""
         )
-        lines.append(
-            f"  {mw.case_id}: expected {mw.expected}, held {mw.held.k}/{mw.held.n}, winners"
-            f" {mw.actual_winners}, by baseline {mw.reversed_by_battery}{state}"
+        return (
+            f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
+            f" {c.actual_winners}, by baseline {c.reversed_by_battery}{state}"
         )
-    lines.append(f"monitor-only (editorial) drift: {len(figure.drift)}")
-    lines += [
-        f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
-        f" {c.actual_winners}, by baseline {c.reversed_by_battery}"
-        for c in figure.drift
+
+    return [
+        f"must-win: {_r(figure.must_win)}; monitor-only: {_r(figure.monitor_only)}",
+        f"must-win reversals: {len(figure.reversals)}",
+        *map(line, figure.reversals),
+        f"monitor-only (editorial) drift: {len(figure.drift)}",
+        *map(line, figure.drift),
     ]
-    return lines
 
 
 def _stability_lines(report: RankingReport) -> list[str]:
@@ -1799,15 +1743,8 @@ def _failure_lines(report: RankingReport) -> list[str]:
     for a in report.failures:
         owner = f"{a.owner} {a.owners.get(a.owner)}" if a.owners.get(a.owner) else a.owner
         c = a.completeness
-        extra = "".join(
-            f" {name}={value}"
-            for name, value in (
-                ("missing_context", c.missing_context),
-                ("missing_candidates", c.missing_candidates),
-                ("duplicated_candidates", c.duplicated_candidates),
-            )
-            if value
-        )
+        gaps = ("missing_context", "missing_candidates", "duplicated_candidates")
+        extra = "".join(f" {n}={getattr(c, n)}" for n in gaps if getattr(c, n))
         lines.append(
             f"  {a.case} [{a.gate}, {a.diagnosis}, owner {owner}]"
             f" failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented"

@@ -1,11 +1,5 @@
 """The position-bias battery: every fixture under several presentation orders, plus a repeat
-baseline.
-
-Plans: ``exhaustive`` (all permutations up to ``max_exhaustive`` candidates, else a seeded
-sample) and ``rotation`` (one seeded non-identity rotation per fixture; the exhaustive battery
-for ``diagnostic`` fixtures). Each item's ``presentation`` says its baseline (``position`` or
-``repeat``: the identity order ``repeats`` times), presented order and neutral labels.
-:func:`run_ranking` records the battery in ``battery.json`` for the reproduction command.
+baseline of the identity order (plans: docs/formats.md, "Ranking fixtures").
 """
 
 from __future__ import annotations
@@ -185,13 +179,9 @@ async def run_ranking(
             "the run directory is locked (lock.json): nothing may be added to it",
             "use a new output directory",
         )
-    battery: dict[str, Any] = {
-        "plan": plan,
-        "max_exhaustive": max_exhaustive,
-        "sample": sample,
-        "seed": seed,
-        "repeats": repeats,
-    }
+    battery: dict[str, Any] = dict(
+        plan=plan, max_exhaustive=max_exhaustive, sample=sample, seed=seed, repeats=repeats
+    )
     if items is None:
         items = position_battery(fixture_set, **battery)
         write_battery(out, fixture_set, battery, candidate_path, judge.identity.fingerprint())

@@ -1,8 +1,5 @@
-"""Human calibration of ranking fixtures: how well independent reviewers agree with each other.
-
-:func:`reviewer_agreement` compares every reviewer pair on every fixture with two or more
-orders: pairwise agreement, Kendall's tau and top-1 agreement, per fixture, per slice and
-overall (:data:`CALIBRATION_DENOMINATORS`), and each reviewer against ``expected_order``.
+"""Human calibration of ranking fixtures: how well independent reviewers agree with each other
+(pairwise, Kendall's tau, top-1; :data:`CALIBRATION_DENOMINATORS`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, for how long,
-and proof it held.
+"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, and for how long.
 
-:class:`CapturingJudge` stores a capture stub as each result's ``rendered_request`` (never
-text: digests plus completeness ``evidence`` computed from the full request) and writes the
-payload (``full``, or ``digest_and_excerpts``: the allow-listed excerpts only) to
-``payloads/<sha256>.json``, listed with its expiry in ``payloads/index.jsonl``.
-:func:`prune_run` deletes expired payloads (logged in ``payloads/pruned.jsonl``); a locked run
-(:mod:`workbench._lock`, kind ``ranking``) lists payload hashes apart, so it still verifies.
+:class:`CapturingJudge` stores a text-free capture stub per result and the payload under
+``payloads/``; :func:`prune_run` deletes expired payloads (format: docs/formats.md).
 """
 
 from __future__ import annotations

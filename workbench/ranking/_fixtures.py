@@ -1,9 +1,7 @@
 """Ranking fixtures: reviewed comparisons a ranking judge is tested against.
 
-A fixture file is ``<name>@<version>.yaml``: a header and a list of :class:`RankingFixture`
-(format: docs/formats.md, "Ranking fixtures"). :func:`load_fixtures` reports every problem at
-once, each with ``file:line``, the case, a stable code and a fix; the release checks are
-:mod:`workbench.ranking._releases`'.
+:func:`load_fixtures` reads ``<name>@<version>.yaml`` (docs/formats.md, "Ranking fixtures") and
+reports every problem at once, each with ``file:line``, the case, a stable code and a fix.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
@@ -218,15 +217,8 @@ class RankingFixture(_Frozen):
     def disputed_pairs(self) -> list[tuple[str, str]]:
         """Candidate pairs (in fixture order) that two reviewers order differently."""
         orders = [self.best_first(r.order) for r in self.reviews]
-        if len(orders) < 2:
-            return []
-        out = []
-        ids = self.candidate_ids
-        for i, left in enumerate(ids):
-            for right in ids[i + 1 :]:
-                if len({o.index(left) < o.index(right) for o in orders}) > 1:
-                    out.append((left, right))
-        return out
+        pairs = combinations(self.candidate_ids, 2) if len(orders) >= 2 else []
+        return [(a, b) for a, b in pairs if len({o.index(a) < o.index(b) for o in orders}) > 1]
 
     def disputed_must_win_pairs(self) -> list[tuple[str, str]]:
         """Must-win pairs the reviewers disagree on."""
@@ -240,14 +232,8 @@ class RankingFixture(_Frozen):
     @property
     def accepted_orders(self) -> list[list[str]]:
         """``expected_order`` and every acceptable order (in ``direction``)."""
-        return [
-            list(self.expected_order),
-            *[
-                list(o)
-                for o in self.acceptable_orders or []
-                if list(o) != list(self.expected_order)
-            ],
-        ]
+        expected = list(self.expected_order)
+        return [expected, *(list(o) for o in self.acceptable_orders or [] if list(o) != expected)]
 
     @property
     def expected_winners(self) -> list[str]:
@@ -327,11 +313,7 @@ class FixtureSet(_Frozen):
     def header_sha256(self) -> str:
         """sha256 over the header as written (name, version, description, supersedes, changes)."""
         return sha256_json(
-            self.model_dump(
-                mode="json",
-                exclude_defaults=True,
-                include=set(_HEADER_KEYS),
-            )
+            self.model_dump(mode="json", exclude_defaults=True, include=set(_HEADER_KEYS))
             | {"schema_version": self.schema_version}
         )
 
@@ -355,15 +337,9 @@ def fixture_sha256(fixture: RankingFixture) -> str:
 
 def pair_counts(expected: Sequence[str], actual: Sequence[str]) -> tuple[int, int]:
     """``(agreed, pairs)``: candidate pairs in the same relative order in both lists."""
-    exp = {c: i for i, c in enumerate(expected)}
-    act = {c: i for i, c in enumerate(actual)}
-    ids = list(expected)
-    agreed = pairs = 0
-    for i, left in enumerate(ids):
-        for right in ids[i + 1 :]:
-            pairs += 1
-            agreed += (exp[left] < exp[right]) == (act[left] < act[right])
-    return agreed, pairs
+    exp, act = ({c: i for i, c in enumerate(order)} for order in (expected, actual))
+    pairs = list(combinations(expected, 2))
+    return sum((exp[a] < exp[b]) == (act[a] < act[b]) for a, b in pairs), len(pairs)
 
 
 def pairwise_agreement(expected: Sequence[str], actual: Sequence[str]) -> float:

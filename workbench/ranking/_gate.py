@@ -554,97 +554,90 @@ def _owners(policy: RankingPolicy) -> dict[str, str | None]:
 def _integrity_blockers(
     fixture_set: FixtureSet, policy: RankingPolicy, baseline: RankingHistoryEntry | None
 ) -> list[Blocker]:
-    out: list[Blocker] = []
-    if policy.fixtures is not None and policy.fixtures != fixture_set.name:
-        out.append(
-            blocker(
-                "ranking_policy_mismatch",
-                f"policy {policy.label} is for fixture set {policy.fixtures!r}, not"
-                f" {fixture_set.name!r}",
-            )
-        )
-    if policy.require_frozen_fixtures and not fixture_set.frozen:
-        out.append(
-            blocker(
-                "ranking_fixtures_unfrozen",
-                f"{fixture_set.label} is not a frozen release",
-                case_ids=[f.case_id for f in fixture_set.fixtures],
-            )
-        )
-    unreviewed = [
-        f.case_id for f in fixture_set.fixtures if f.gate == "must-win" and len(f.reviews) < 2
+    fixtures = fixture_set.fixtures
+    unreviewed = [f.case_id for f in fixtures if f.gate == "must-win" and len(f.reviews) < 2]
+    checks: list[tuple[bool, str, str, list[str]]] = [
+        (
+            policy.fixtures is not None and policy.fixtures != fixture_set.name,
+            "ranking_policy_mismatch",
+            f"policy {policy.label} is for fixture set {policy.fixtures!r}, not"
+            f" {fixture_set.name!r}",
+            [],
+        ),
+        (
+            policy.require_frozen_fixtures and not fixture_set.frozen,
+            "ranking_fixtures_unfrozen",
+            f"{fixture_set.label} is not a frozen release",
+            [f.case_id for f in fixtures],
+        ),
+        (
+            policy.must_win_requires_reviews and bool(unreviewed),
+            "ranking_must_win_unreviewed",
+            f"{len(unreviewed)} must-win fixture(s) without two independent reviewer orders:"
+            f" {', '.join(unreviewed)}",
+            unreviewed,
+        ),
+        (
+            policy.require_baseline and baseline is None,
+            "ranking_no_baseline",
+            f"no passing run of {fixture_set.name} in the history to compare agreement against",
+            [],
+        ),
     ]
-    if policy.must_win_requires_reviews and unreviewed:
-        out.append(
-            blocker(
-                "ranking_must_win_unreviewed",
-                f"{len(unreviewed)} must-win fixture(s) without two independent reviewer"
-                f" orders: {', '.join(unreviewed)}",
-                case_ids=unreviewed,
-            )
-        )
-    if policy.require_baseline and baseline is None:
-        out.append(
-            blocker(
-                "ranking_no_baseline",
-                f"no passing run of {fixture_set.name} in the history to compare agreement against",
-            )
-        )
-    return out
+    return [blocker(code, message, case_ids=ids) for when, code, message, ids in checks if when]
 
 
-def _slices(fixture_set: FixtureSet) -> dict[str, str | None]:
-    return {f.case_id: f.slice for f in fixture_set.fixtures}
+def _case_blocker(fixture_set: FixtureSet, code: str, case_id: str, message: str) -> Blocker:
+    """A blocker naming one fixture (and its slice)."""
+    slice_of = {f.case_id: f.slice for f in fixture_set.fixtures}
+    return blocker(code, message, case_ids=[case_id], slice=slice_of.get(case_id))
 
 
 def _change_blockers(fixture_set: FixtureSet, changes: Sequence[FixtureChangeRow]) -> list[Blocker]:
-    slice_of = _slices(fixture_set)
-    out: list[Blocker] = []
-    for row in changes:
-        if not row.in_place:
-            continue
-        what = "expected_order " + (
-            f"{row.old_order} -> {row.new_order}"
-            if row.old_order != row.new_order
-            else "unchanged, other fields changed"
-        )
-        out.append(
-            blocker(
-                "ranking_fixture_changed_in_place",
-                f"{row.case_id} {row.change} in place under version {row.new_version} since the"
-                f" last run ({what}); changes go in a new, recorded file version",
-                case_ids=[row.case_id],
-                slice=slice_of.get(row.case_id),
+    return [
+        _case_blocker(
+            fixture_set,
+            "ranking_fixture_changed_in_place",
+            row.case_id,
+            f"{row.case_id} {row.change} in place under version {row.new_version} since the last"
+            " run (expected_order "
+            + (
+                f"{row.old_order} -> {row.new_order}"
+                if row.old_order != row.new_order
+                else "unchanged, other fields changed"
             )
+            + "); changes go in a new, recorded file version",
         )
-    return out
+        for row in changes
+        if row.in_place
+    ]
 
 
 def _evidence_blockers(report: RankingReport, fixture_set: FixtureSet) -> list[Blocker]:
-    slice_of = _slices(fixture_set)
-    out: list[Blocker] = []
-    if report.status == "incomplete":
-        out.append(
+    out = (
+        [
             blocker(
                 "ranking_incomplete",
                 report.incompleteness(),
                 case_ids=report.missing_cases,
                 evidence=report.attempt_counts(),
             )
-        )
-    defect_cases: dict[str, list[str]] = {}
+        ]
+        if report.status == "incomplete"
+        else []
+    )
+    codes: dict[str, list[str]] = {}
     for d in report.integration_defects:
-        defect_cases.setdefault(d.case_id, []).append(d.code)
-    for case_id, codes in defect_cases.items():
-        out.append(
-            blocker(
-                "ranking_integration_defect",
-                f"{case_id}: {len(codes)} integration defect(s) ({', '.join(sorted(set(codes)))})",
-                case_ids=[case_id],
-                slice=slice_of.get(case_id),
-            )
+        codes.setdefault(d.case_id, []).append(d.code)
+    return out + [
+        _case_blocker(
+            fixture_set,
+            "ranking_integration_defect",
+            case_id,
+            f"{case_id}: {len(found)} integration defect(s) ({', '.join(sorted(set(found)))})",
         )
-    return out
+        for case_id, found in codes.items()
+    ]
 
 
 def _confirmations(
@@ -653,47 +646,23 @@ def _confirmations(
     policy: RankingPolicy,
     previous: RankingHistoryEntry | None,
 ) -> tuple[list[ConfirmationRow], list[Blocker]]:
-    fixtures = fixture_set.by_id()
     rows: list[ConfirmationRow] = []
     out: list[Blocker] = []
+    fixtures = fixture_set.by_id()
     for c in report.must_win.cases:
         if not c.reversed:
             continue
-        f = fixtures[c.case_id]
-        if c.gate == "monitor-only":
-            out += _editorial_drift(c, f, policy)
-            continue
-        row, found = _confirm(c, f, policy, previous)
-        rows.append(row)
-        out.append(found)
+        if c.gate == "must-win":
+            row, found = _confirm(c, fixtures[c.case_id], policy, previous)
+            rows.append(row)
+            out.append(found)
+        elif policy.editorial_drift == "review":
+            message = (
+                f"{c.case_id} (editorial, monitor-only): winner moved in {c.reversed}/{c.held.n}"
+                f" attempt(s) ({c.actual_winners}); a person decides"
+            )
+            out.append(_case_blocker(fixture_set, "ranking_editorial_drift", c.case_id, message))
     return rows, out
-
-
-def _editorial_drift(c: CaseMustWin, f: RankingFixture, policy: RankingPolicy) -> list[Blocker]:
-    if policy.editorial_drift != "review":
-        return []
-    return [
-        blocker(
-            "ranking_editorial_drift",
-            f"{c.case_id} (editorial, monitor-only): winner moved in {c.reversed}/{c.held.n}"
-            f" attempt(s) ({c.actual_winners}); a person decides",
-            case_ids=[c.case_id],
-            slice=f.slice,
-        )
-    ]
-
-
-def _rule_text(policy: RankingPolicy) -> str:
-    rule = policy.confirmation
-    return (
-        f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical"
-        " presentations (repeat baseline)"
-        + (
-            "; or by a reversal of the same unchanged fixture in the previous run"
-            if rule.previous_run
-            else ""
-        )
-    )
 
 
 def _confirm(
@@ -740,7 +709,13 @@ def _confirm(
         repeat_reversals=repeat_k,
         previous_run_reversed=prev_reversed,
         status=status,
-        rule=_rule_text(policy),
+        rule=f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical"
+        " presentations (repeat baseline)"
+        + (
+            "; or by a reversal of the same unchanged fixture in the previous run"
+            if rule.previous_run
+            else ""
+        ),
     )
     return row, blocker(code, message, case_ids=[c.case_id], slice=f.slice)
 
@@ -748,46 +723,38 @@ def _confirm(
 def _drop_blockers(drop: AgreementDrop | None, policy: RankingPolicy) -> list[Blocker]:
     if drop is None or not drop.blocked:
         return []
-    return [
-        blocker(
-            "ranking_agreement_drop",
-            f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from"
-            f" {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f}"
-            f" > {drop.threshold} (policy {policy.label})",
-        )
-    ]
+    message = (
+        f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from"
+        f" {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f}"
+        f" > {drop.threshold} (policy {policy.label})"
+    )
+    return [blocker("ranking_agreement_drop", message)]
 
 
 def _defect_blockers(
     report: RankingReport, fixture_set: FixtureSet, policy: RankingPolicy
 ) -> list[Blocker]:
-    leaky = Counter(m.case_id for m in report.metric_defects)
-    slice_of = _slices(fixture_set)
-    out: list[Blocker] = []
-    for case_id, n in leaky.items():
-        cats = sorted(
-            {h.category for m in report.metric_defects if m.case_id == case_id for h in m.hits}
+    cited: dict[str, set[str]] = {}
+    for m in report.metric_defects:
+        cited.setdefault(m.case_id, set()).update(h.category for h in m.hits)
+    attempts = Counter(m.case_id for m in report.metric_defects)
+    leakage = " (criterion leakage: a metric defect, even where the order passes)"
+    assembly = (
+        ": the rendered request lacked a candidate or a cited passage, or showed a candidate twice"
+    )
+    return [
+        _case_blocker(
+            fixture_set,
+            "ranking_metric_defect",
+            case_id,
+            f"{case_id}: {n} attempt(s) whose reason cites {', '.join(sorted(cited[case_id]))}"
+            + leakage,
         )
-        out.append(
-            blocker(
-                "ranking_metric_defect",
-                f"{case_id}: {n} attempt(s) whose reason cites {', '.join(cats)} (criterion"
-                " leakage: a metric defect, even where the order passes)",
-                case_ids=[case_id],
-                slice=slice_of.get(case_id),
-            )
-        )
-    for case_id in report.assembly.cases if policy.assembly_defects == "review" else []:
-        out.append(
-            blocker(
-                "ranking_assembly_defect",
-                f"{case_id}: the rendered request lacked a candidate or a cited passage, or showed"
-                " a candidate twice",
-                case_ids=[case_id],
-                slice=slice_of.get(case_id),
-            )
-        )
-    return out
+        for case_id, n in attempts.items()
+    ] + [
+        _case_blocker(fixture_set, "ranking_assembly_defect", case_id, case_id + assembly)
+        for case_id in (report.assembly.cases if policy.assembly_defects == "review" else [])
+    ]
 
 
 _CASE_STATUS: dict[str, Literal["incomplete", "fail", "review"]] = {
@@ -803,18 +770,13 @@ def _case_statuses(
     out: list[CaseStatus] = []
     for f in fixture_set.fixtures:
         mine = [b for b in kept if f.case_id in b.case_ids]
-        categories = {b.category for b in mine}
-        if f.case_id in report.missing_cases:
-            categories.add("incomplete")
+        categories = {b.category for b in mine} | (
+            {"incomplete"} if f.case_id in report.missing_cases else set()
+        )
         status = next((s for c, s in _CASE_STATUS.items() if c in categories), "pass")
+        codes = sorted({b.code for b in mine})
         out.append(
-            CaseStatus(
-                case_id=f.case_id,
-                slice=f.slice,
-                gate=f.gate,
-                status=status,
-                codes=sorted({b.code for b in mine}),
-            )
+            CaseStatus(case_id=f.case_id, slice=f.slice, gate=f.gate, status=status, codes=codes)
         )
     return out
 

@@ -1,9 +1,7 @@
 """Ranking judge kinds: ``ragas-ranking`` (LLM) and ``ragas-ranking-function`` (deterministic).
 
-The judge sees a :class:`RankingInput` with candidates under neutral labels (A, B, C ...),
-never stable ids, and returns labels best first; the kind maps them back through
-``presentation["labels"]`` to an ``order`` in the fixture's direction, ``value`` the winner.
-A list that is not a permutation of the labels is an ``invalid_ranking`` evaluator error.
+The judge sees candidates under neutral labels (A, B, C ...), never stable ids; a returned list
+that is not a permutation of the labels is an ``invalid_ranking`` evaluator error.
 """
 
 from __future__ import annotations

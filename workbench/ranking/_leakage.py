@@ -1,8 +1,5 @@
-"""Criterion leakage: judge reasons that cite something outside the criterion.
-
-:func:`scan_reason` flags a reason citing a stable candidate id, a presented position, length
-(unless the criterion's rules allow it) or an extra named pattern; rules are set per criterion
-version in the ranking policy (``leakage``, ``"*"`` for the rest).
+"""Criterion leakage: judge reasons that cite a stable candidate id, a presented position, length
+or a named pattern outside the criterion (rules per criterion version in the ranking policy).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Ranking release policies and the reviewed examples an agreement-drop threshold comes from.
-
-A ranking policy is ``data/policies/<name>@<version>.yaml`` with ``kind: ranking``
-(:class:`RankingPolicy`; each field documents its rule). Without one the gate applies
-:func:`default_policy`.
+"""Ranking release policies (``kind: ranking``; each field documents its rule) and the reviewed
+examples an agreement-drop threshold comes from.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """Ranking fixture files as approved inputs: their snapshot for the approval kernel
-(:mod:`workbench.approval`), the lineage check at every load and the label history.
-
-On top of the kernel's codes, a superseding version's change log must be exactly the
-difference (``supersedes_file_missing``, ``supersedes_invalid``, ``change_not_a_change``,
-``change_duplicate``, ``change_old_order_mismatch``, ``change_new_order_mismatch``).
+(:mod:`workbench.approval`), the change-log check of a superseding version and the label history.
 """
 
 from __future__ import annotations
