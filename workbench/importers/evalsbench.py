@@ -19,14 +19,11 @@ from .._io import sha256_text
 from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
 from ._public import (
     Findings,
-    card_version,
-    differs_note,
     partition_for,
     prepare_out,
     read_source,
-    render_card,
     stable_id,
-    write_dataset,
+    write_pinned,
 )
 from ._registry import ImportSummary, refuse, register_importer
 from ._table_reader import _csv_records
@@ -191,31 +188,11 @@ def import_evalsbench(
             f"{len(others)} topic(s) are not in the theme table and went to slice 'other': "
             + "; ".join(others[:5])
         )
-    if source_sha256 != REFERENCE_SHA256:
-        notes.append(differs_note(UPSTREAM))
-    return write_dataset(
-        kind=KIND,
-        source=source,
-        source_sha256=source_sha256,
-        out=out,
-        cases=cases,
-        rubric=_rubric(slice_by, sorted({case.slice for case in cases})),
-        card=render_card(
-            KIND,
-            version=card_version(UPSTREAM, source_sha256, source_sha256 == REFERENCE_SHA256),
-            upstream=UPSTREAM,
-            slice_by=slice_by,
-            provenance={
-                "upstream": UPSTREAM,
-                "file": source.name,
-                "source_sha256": source_sha256,
-                "matches_upstream_copy": source_sha256 == REFERENCE_SHA256,
-                "importer": "workbench.importers.evalsbench",
-                "slice_by": slice_by,
-            },
-        ),
-        notes=notes,
-    )
+    rubric = _rubric(slice_by, sorted({case.slice for case in cases}))
+    return write_pinned(
+        KIND, UPSTREAM, REFERENCE_SHA256, source, source_sha256, out, cases, rubric, notes,
+        {"slice_by": slice_by}, {"slice_by": slice_by},
+    )  # fmt: skip
 
 
 def _case(source: Path, line: int, row: dict[str, str], slice_by: SliceBy) -> GoldCase:
