@@ -168,11 +168,12 @@ def import_evalsbench(
     :class:`WorkbenchError` listing every problem in the source."""
     source, out = Path(source), Path(out)
     if slice_by not in ("theme", "topic"):
+        message = f"slice_by must be 'theme' or 'topic', not {slice_by!r}"
         refuse(
             "bad option",
             "--slice-by",
             "bad_option",
-            f"slice_by must be 'theme' or 'topic', not {slice_by!r}",
+            message,
             "use --slice-by theme or --slice-by topic",
         )
     data = read_source(source, "EvalsBench CSV", "point at benchmark_df.csv from " + UPSTREAM)
@@ -243,21 +244,15 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
     seen: dict[tuple[str, str], int] = {}
     for line, raw in records:
         if len(raw) != len(header):
-            findings.add(
-                "row_width",
-                str(line),
-                f"a row has {len(raw)} field(s) but the header has {len(header)}",
-                "quote fields that contain commas or newlines; every row needs one value per"
-                " column",
+            message = f"a row has {len(raw)} field(s) but the header has {len(header)}"
+            fix = (
+                "quote fields that contain commas or newlines; every row needs one value per column"
             )
+            findings.add("row_width", str(line), message, fix)
             continue
         row = {name: raw[i] for name, i in index.items()}
-        _check_row(
-            findings,
-            str(line),
-            row,
-            seen.setdefault((row["question"].strip(), row["response"]), line),
-        )
+        first = seen.setdefault((row["question"].strip(), row["response"]), line)
+        _check_row(findings, str(line), row, first)
         rows.append((line, row))
     if not records:
         findings.add("source_empty", "", "the file has a header but no rows", _FIX_COLUMNS)
@@ -285,11 +280,12 @@ def _parse(findings: Findings, data: bytes) -> tuple[list[str], list[tuple[int, 
 
 
 def _check_row(findings: Findings, where: str, row: dict[str, str], first_line: int) -> None:
-    for name in ("topic", "question", "grading_notes", "response"):
-        if not row[name].strip():
-            findings.add(
-                "empty_field", where, f"'{name}' is empty", f"fill in '{name}' or remove the row"
-            )
+    for name in (
+        n for n in ("topic", "question", "grading_notes", "response") if not row[n].strip()
+    ):
+        findings.add(
+            "empty_field", where, f"'{name}' is empty", f"fill in '{name}' or remove the row"
+        )
     if row["target"].strip().lower() not in LABELS:
         message = f"target {row['target']!r} is not pass or fail"
         findings.add("unknown_target", where, message, "set target to pass or fail")
