@@ -1,12 +1,10 @@
 """What the public-dataset importers (EvalsBench, PandaLM, LLMBar) share: reading a source,
-grouping its defects (:class:`Findings`), and writing ``gold.jsonl``, ``rubric.yaml``,
-``card.md`` and, with judge outputs, ``results.jsonl``."""
+grouping its defects (:class:`Findings`), and writing the dataset."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +38,6 @@ from ._registry import (
 
 OUTPUT_FILES: tuple[str, ...] = (GOLD_FILE, RUBRIC_FILE, CARD_FILE, RESULTS_FILE)
 
-PARTITION_WEIGHTS: tuple[tuple[Partition, int], ...] = (
-    (Partition.development, 40),
-    (Partition.calibration, 30),
-    (Partition.held_out, 30),
-)
-"""Target share (percent) of groups per partition (by hash, so approximate)."""
-
 RESPONSE_1_MARKER = "[Response 1]"
 RESPONSE_2_MARKER = "[Response 2]"
 
@@ -58,14 +49,11 @@ def stable_id(prefix: str, *parts: str, length: int = 16) -> str:
 
 
 def partition_for(kind: str, group: str) -> Partition:
-    """A group's partition, by its own hash alone: adding groups never moves an existing one."""
+    """A group's partition by its own hash (40/30/30 percent): adding groups moves no other."""
     bucket = int(hashlib.sha256(f"{kind}\x1f{group}".encode()).hexdigest()[:8], 16) % 100
-    upper = 0
-    for partition, weight in PARTITION_WEIGHTS:
-        upper += weight
-        if bucket < upper:
-            return partition
-    return PARTITION_WEIGHTS[-1][0]
+    if bucket < 40:
+        return Partition.development
+    return Partition.calibration if bucket < 70 else Partition.held_out
 
 
 def render_pair(response1: str, response2: str) -> str:
@@ -92,8 +80,46 @@ def card_version(upstream: str, source_sha256: str, matches: bool) -> str:
     return upstream.split("@")[1] if matches else f"sha256-{source_sha256[:12]}"
 
 
-def differs_note(upstream: str) -> str:
-    return f"the source differs from the reference copy at {upstream}; the card records its sha256"
+def write_pinned(
+    kind: str,
+    upstream: str,
+    reference_sha256: str,
+    source: Path,
+    source_sha256: str,
+    out: Path,
+    cases: Sequence[GoldCase],
+    rubric: Rubric,
+    notes: list[str],
+    provenance: dict[str, Any],
+    card: dict[str, Any],
+) -> ImportSummary:
+    """:func:`write_dataset` for a source pinned to one upstream file: the card records whether
+    the source is that copy (``provenance``, ``card``: more of the card), a note when not."""
+    matches = source_sha256 == reference_sha256
+    if not matches:
+        notes.append(
+            f"the source differs from the reference copy at {upstream}; the card records its sha256"
+        )
+    provenance = {
+        "upstream": upstream,
+        "file": source.name,
+        "source_sha256": source_sha256,
+        "matches_upstream_copy": matches,
+        "importer": f"workbench.importers.{kind}",
+        **provenance,
+    }
+    version = card_version(upstream, source_sha256, matches)
+    text = render_card(kind, version=version, upstream=upstream, provenance=provenance, **card)
+    return write_dataset(
+        kind=kind,
+        source=source,
+        source_sha256=source_sha256,
+        out=out,
+        cases=cases,
+        rubric=rubric,
+        card=text,
+        notes=notes,
+    )
 
 
 @dataclass
@@ -113,12 +139,11 @@ class Findings:
     def problems(self) -> list[Problem]:
         out: list[Problem] = []
         for (code, message, fix), places in self._items.items():
-            first = places[0]
             text = message
             if len(places) > 1:
                 shown = ", ".join(places[:5]) + (", ..." if len(places) > 5 else "")
                 text = f"{message} ({len(places)} places: {shown})"
-            location = f"{self.source}:{first}" if first else str(self.source)
+            location = f"{self.source}:{places[0]}" if places[0] else str(self.source)
             out.append(problem(location, code, text, fix))
         return out
 
@@ -134,11 +159,13 @@ class Findings:
 def read_source(source: Path, what: str, fix: str) -> bytes:
     """The bytes of the source file; raise :class:`WorkbenchError` when it cannot be read."""
     title = f"cannot read the {what}"
-    if source.is_dir():
-        message = f"{source} is a directory, not the {what}"
-        refuse(title, str(source), "source_missing", message, fix)
-    if not source.exists():
-        refuse(title, str(source), "source_missing", f"the {what} does not exist", fix)
+    if source.is_dir() or not source.exists():
+        missing = (
+            f"{source} is a directory, not the {what}"
+            if source.is_dir()
+            else f"the {what} does not exist"
+        )
+        refuse(title, str(source), "source_missing", missing, fix)
     try:
         return source.read_bytes()
     except OSError as exc:
@@ -220,12 +247,11 @@ def prepare_out(out: Path, *, force: bool) -> list[str]:
 def judge_results_text(results: Iterable[JudgeResult]) -> str:
     """Judge results as JSON Lines: ``value`` and every required field always present, other
     nulls left out."""
-    rows = []
-    for r in results:
-        row = r.model_dump(mode="json", exclude_none=True)
-        row.update({name: getattr(r, name) for name in ("value", *REQUIRED_SINCE_V2)})
-        rows.append(row)
-    return jsonl_text(rows)
+    kept = ("value", *REQUIRED_SINCE_V2)
+    return jsonl_text(
+        {**r.model_dump(mode="json", exclude_none=True), **{k: getattr(r, k) for k in kept}}
+        for r in results
+    )
 
 
 def write_judge_results(path: Path, results: list[JudgeResult]) -> None:
@@ -283,19 +309,7 @@ def write_dataset(
             report.errors,
         )
     if results is not None:
-        results = with_lineage(results, load_dataset(out))
-        text = judge_results_text(results)
+        text = judge_results_text(with_lineage(results, load_dataset(out)))
         write_files(out, {RESULTS_FILE: text}, "cannot write the judge results", files)
-    counts = Counter(case.partition.value for case in cases)
-    return ImportSummary(
-        kind=kind,
-        source=str(source),
-        out=str(out),
-        cases=len(cases),
-        groups=len({case.group for case in cases}),
-        partitions={p.value: counts[p.value] for p, _ in PARTITION_WEIGHTS},
-        results=len(results) if results is not None else None,
-        files=files,
-        source_sha256=source_sha256,
-        notes=notes,
-    )
+    count = len(results) if results is not None else None
+    return ImportSummary.of(kind, str(source), source_sha256, out, cases, files, notes, count)

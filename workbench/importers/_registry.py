@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -47,6 +48,35 @@ class ImportSummary(BaseModel):
     """sha256 of the source file's bytes, also recorded in the card."""
     notes: list[str] = Field(default_factory=list)
     """Decisions and observations a user should know about (never errors)."""
+
+    @classmethod
+    def of(
+        cls,
+        kind: str,
+        source: str,
+        sha256: str,
+        out: Path,
+        cases: Sequence[Any],
+        files: list[str],
+        notes: list[str],
+        results: int | None = None,
+    ) -> ImportSummary:
+        """The summary of writing ``cases`` (gold cases) into ``out``."""
+        counts = Counter(case.partition.value for case in cases)
+        partitions = {p: counts[p] for p in ("development", "calibration", "held_out")}
+        groups = len({case.group for case in cases})
+        return cls(
+            kind=kind,
+            source=source,
+            out=str(out),
+            cases=len(cases),
+            groups=groups,
+            partitions=partitions,
+            results=results,
+            files=files,
+            source_sha256=sha256,
+            notes=notes,
+        )
 
     def format(self) -> str:
         """One paragraph for the command line."""

@@ -1,14 +1,10 @@
-"""``workbench import results``: declare the gold that judge results were produced against.
-
-Results from elsewhere carry no lineage, so ``align``, ``gate`` and the ``imported`` judge
-refuse them. Importing checks each against the gold (active case, response hash, partition, no
-duplicate, no other gold's lineage) and writes them to ``OUT/results.jsonl`` stamped with the
-gold's lineage; older records are migrated on read. Predictions tables go through a mapping
-(:mod:`._results_table`).
-"""
+"""``workbench import results``: declare the gold that judge results were produced against,
+after checking each against it, and write them stamped with its lineage; predictions tables go
+through a mapping (:mod:`._results_table`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +12,7 @@ from .._load import Problems
 from ..gold import load_dataset
 from ..heldout import exposure_problems, held_out_content
 from ..results import GoldCheckFixes, check_against_gold, migration_note, read_results
+from ._public import with_lineage
 from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping
 from ._results_table import ResultsImport, results_from_table
@@ -88,17 +85,15 @@ def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) 
         f"{source}: refusing to declare these results as produced against {gold}:"
         f" {len(problems)} problem(s)"
     )
-    stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
-    rows = [line.result.model_copy(update=stamp).model_dump(mode="json") for line in lines]
+    rows = [r.model_dump(mode="json") for r in with_lineage([x.result for x in lines], dataset)]
     write_files(out, {RESULTS_FILE: jsonl_text(rows)}, "cannot import results", [])
-    release = dataset.release
     return ResultsImport(
         source=str(source),
         out=str(target),
         results=len(rows),
         dataset_sha256=dataset.sha256,
         rubric_version=dataset.rubric.version,
-        release_id=release.release_id if release else None,
+        release_id=dataset.release.release_id if dataset.release else None,
         migration_note=migration_note(lines),
         held_out=sum(row.get("partition") == "held_out" for row in rows),
     )
@@ -110,12 +105,10 @@ def _check_lines(lines: list[Any], dataset: Any, loc: str) -> Problems:
     by_id = {r.case_id: r for r in dataset.records}
     problems = Problems()
     seen: dict[tuple[str, int, int], int] = {}
-    lineages: dict[tuple[str | None, str | None], int] = {}
+    lineages: Counter[tuple[str | None, str | None]] = Counter()
     for line in lines:
-        r = line.result
-        where = f"{loc}:{line.line}"
-        lineage = (r.dataset_sha256, r.rubric_version)
-        lineages[lineage] = lineages.get(lineage, 0) + 1
+        r, where = line.result, f"{loc}:{line.line}"
+        lineages[(r.dataset_sha256, r.rubric_version)] += 1
         mismatch = check_against_gold(r, by_id.get(r.case_id), dataset, where, _IMPORT_FIXES)
         key = (r.case_id, r.repeat, r.attempt)
         if mismatch is not None:

@@ -19,20 +19,12 @@ from ._table_reader import as_text, number_as_text
 
 RESULTS_MAPPING_SCHEMA_VERSION = 1
 
-COLUMN_FIELDS: tuple[str, ...] = (
-    "case_id",
-    "input",
-    "response",
-    "label",
-    "score",
-    "reason",
-    "latency_s",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
-)
+KEY_FIELDS = ("format", "case_id", "input", "response", "label", "score")
+USAGE_FIELDS = ("reason", "latency_s", "tokens_in", "tokens_out", "cost_usd")
+COLUMN_FIELDS = (*KEY_FIELDS[1:], *USAGE_FIELDS)
 
-FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
+DOC = "docs/formats.md#results-mapping"
+FIX_MAPPING = "correct the mapping; see " + DOC
 FIX_FLAGS = "correct the option; see `workbench import results --help`"
 
 JUDGE_OPTIONS = ("name", "version", "model", "prompt_file", "prompt_description", "description")
@@ -163,7 +155,6 @@ class ResultsMapping(_Model):
 
 
 def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
-    path = Path(path)
     raw = load_yaml(
         path,
         prefix="mapping",
@@ -173,7 +164,7 @@ def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
         shape=("the mapping must be a YAML mapping (key: value)", FIX_MAPPING),
         if_empty={},
     ).data
-    return raw, path.parent
+    return raw, Path(path).parent
 
 
 def merge_options(raw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
@@ -184,10 +175,10 @@ def merge_options(raw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any
             value = {k: v for k, v in value.items() if v is not None}
         if value is None or value == {}:
             continue
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
+        old = merged.get(key)
+        merged[key] = (
+            {**old, **value} if isinstance(value, dict) and isinstance(old, dict) else value
+        )
     return merged
 
 
@@ -203,19 +194,17 @@ def command_line_options(
     results`` flags (None: not given), keyed by mapping field; ``label_map`` items are
     ``VALUE=LABEL`` (every malformed one refused at once)."""
     fix = "write --label-map correct=pass"
-    bad = [
-        problem("--label-map", "mapping_invalid", f"{i!r} is not VALUE=LABEL", fix)
-        for i in label_map
-        if "=" not in i
-    ]
+    bad = [f"{i!r} is not VALUE=LABEL" for i in label_map if "=" not in i]
     if bad:
-        raise WorkbenchError("invalid --label-map", bad)
+        raise WorkbenchError(
+            "invalid --label-map", [problem("--label-map", "mapping_invalid", m, fix) for m in bad]
+        )
     flags["prompt_file"] = str(Path(prompt_file).resolve()) if prompt_file else None
     return {
-        **{k: flags.get(k) for k in ("format", "case_id", "input", "response", "label", "score")},
+        **{k: flags.get(k) for k in KEY_FIELDS},
         "threshold": {"value": threshold, "pass_if": pass_if},
         "labels": {k.strip(): v.strip() for k, _, v in (i.partition("=") for i in label_map)},
-        **{k: flags.get(k) for k in ("reason", "latency_s", "tokens_in", "tokens_out", "cost_usd")},
+        **{k: flags.get(k) for k in USAGE_FIELDS},
         "judge": {k: flags.get(k) for k in JUDGE_OPTIONS},
     }
 
@@ -233,22 +222,21 @@ def _error_message(e: Any, field: str, s: Syntax) -> str:
 def _error_fix(e: Any, s: Syntax) -> str:
     field = error_field(e, "mapping")
     if e["type"] == "extra_forbidden":
-        return (
-            "remove it or correct its spelling; the keys are listed in"
-            " docs/formats.md#results-mapping"
+        return "remove it or correct its spelling; the keys are listed in " + DOC
+    if e["type"] != "missing":
+        return s.pick(
+            FIX_MAPPING, f"correct {s.name(field)}; see `workbench import results --help`"
         )
-    if e["type"] == "missing" and s.flags and field == "judge":
+    if s.flags and field == "judge":
         return (
             "give --name NAME, --version VERSION, --model MODEL, and --prompt-file FILE (the"
             " template) or --prompt-description TEXT (what it asks)"
         )
-    if e["type"] == "missing" and s.flags:
+    if s.flags:
         return f"give {s.name(field)}"
-    if e["type"] == "missing" and field.startswith("judge"):
+    if field.startswith("judge"):
         return "declare it (the judge's name, version and model, and its prompt)"
-    if e["type"] == "missing":
-        return "declare it"
-    return s.pick(FIX_MAPPING, f"correct {s.name(field)}; see `workbench import results --help`")
+    return "declare it"
 
 
 Add = Callable[..., None]
@@ -261,9 +249,7 @@ def check_mapping(
     location: str,
     base_dir: Path,
     columns: tuple[str, ...],
-    rubric_labels: list[str],
-    rubric_pass: str | None,
-    rubric_fail: str | None,
+    rubric: Any,
     syntax: Syntax = MAPPING_SYNTAX,
 ) -> tuple[ResultsMapping, str | None]:
     """Validate ``raw`` against the table's ``columns`` and the rubric, raising with every problem
@@ -288,12 +274,14 @@ def check_mapping(
         )
     _check_columns(raw, columns, add, s)
     _check_prediction(raw, add, s)
-    _check_labels(raw, rubric_labels, add, s)
-    _check_label_meaning(raw, rubric_labels, add, s)
+    labels = raw.get("labels")
+    if isinstance(labels, dict) and labels:
+        _check_labels(raw, labels, list(rubric.labels), add, s)
     threshold = raw.get("threshold")
     if isinstance(threshold, dict):
-        _check_threshold(threshold, rubric_labels, rubric_pass, rubric_fail, add, s)
-        _check_threshold_direction(threshold, rubric_pass, rubric_fail, add)
+        _check_threshold(
+            threshold, list(rubric.labels), rubric.pass_label, rubric.fail_label, add, s
+        )
     judge = raw.get("judge")
     prompt_sha = _check_judge(judge, base_dir, add, s) if isinstance(judge, dict) else None
     what = s.pick("the results mapping", "the options")
@@ -375,10 +363,9 @@ def _check_prediction(raw: dict[str, Any], add: Add, s: Syntax) -> None:
         )
 
 
-def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Syntax) -> None:
-    labels = raw.get("labels")
-    if not isinstance(labels, dict) or not labels:
-        return
+def _check_labels(
+    raw: dict[str, Any], labels: dict[Any, Any], rubric_labels: list[str], add: Add, s: Syntax
+) -> None:
     if _text(raw, "label") is None:
         add(
             "labels",
@@ -413,16 +400,7 @@ def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Sy
                     f" ({', '.join(rubric_labels)})",
                 ),
             )
-
-
-def _check_label_meaning(
-    raw: dict[str, Any], rubric_labels: list[str], add: Add, s: Syntax
-) -> None:
-    """A source value that is a rubric label keeps its meaning; a mapping of rubric labels onto
-    themselves is not needed."""
-    labels = raw.get("labels")
-    if not isinstance(labels, dict) or not labels:
-        return
+    # a source value that is a rubric label keeps its meaning; mapping it onto itself is not needed
     targets = {as_text(k): number_as_text(v) for k, v in labels.items()}
     relabelled = {k: v for k, v in targets.items() if k in rubric_labels and v != k}
     for key, target in relabelled.items():
@@ -446,37 +424,17 @@ def _check_label_meaning(
         )
 
 
-def _check_threshold_direction(
-    threshold: dict[str, Any], rubric_pass: str | None, rubric_fail: str | None, add: Add
-) -> None:
-    for side, other, meaning in (
-        ("pass_label", rubric_fail, "fail"),
-        ("fail_label", rubric_pass, "pass"),
-    ):
-        label = threshold.get(side)
-        if label is None or label != other:
-            continue
-        add(
-            f"threshold.{side}",
-            "mapping_threshold_inverted",
-            f"threshold {side} {label!r} is the rubric's {meaning} label: the threshold would"
-            " invert the verdicts",
-            "state the direction with threshold.pass_if (at_least or at_most) and leave"
-            " pass_label and fail_label to the rubric",
-        )
-
-
 def _check_threshold(
     threshold: dict[str, Any],
     rubric_labels: list[str],
-    rubric_pass: str | None,
-    rubric_fail: str | None,
+    pass_: str | None,
+    fail: str | None,
     add: Add,
     s: Syntax,
 ) -> None:
     chosen = {
-        "pass_label": threshold.get("pass_label", rubric_pass),
-        "fail_label": threshold.get("fail_label", rubric_fail),
+        "pass_label": threshold.get("pass_label", pass_),
+        "fail_label": threshold.get("fail_label", fail),
     }
     for side, label in chosen.items():
         if label is None:
@@ -496,12 +454,19 @@ def _check_threshold(
                 "use one of the rubric's labels",
             )
     if chosen["pass_label"] is not None and chosen["pass_label"] == chosen["fail_label"]:
-        add(
-            "threshold",
-            "mapping_threshold_label",
-            "the threshold's pass and fail labels are the same",
-            "give two different labels",
-        )
+        message = "the threshold's pass and fail labels are the same"
+        add("threshold", "mapping_threshold_label", message, "give two different labels")
+    for side, other, meaning in (("pass_label", fail, "fail"), ("fail_label", pass_, "pass")):
+        label = threshold.get(side)
+        if label is not None and label == other:
+            add(
+                f"threshold.{side}",
+                "mapping_threshold_inverted",
+                f"threshold {side} {label!r} is the rubric's {meaning} label: the threshold would"
+                " invert the verdicts",
+                "state the direction with threshold.pass_if (at_least or at_most) and leave"
+                " pass_label and fail_label to the rubric",
+            )
 
 
 def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add, s: Syntax) -> str | None:
@@ -545,12 +510,9 @@ def _prompt_file_sha(path: Path, add: Add, s: Syntax) -> str | None:
         return sha256_text(read_bounded(path).decode("utf-8"))
     except (WorkbenchError, UnicodeDecodeError) as exc:
         first = exc.problems[0] if isinstance(exc, WorkbenchError) and exc.problems else None
-        if first is not None and first.code == "file_missing":
-            reason = "it does not exist"
-        else:
-            reason = (
-                f"it cannot be read ({first.message if first is not None else type(exc).__name__})"
-            )
+        why = first.message if first is not None else type(exc).__name__
+        missing = first is not None and first.code == "file_missing"
+        reason = "it does not exist" if missing else f"it cannot be read ({why})"
         add(
             "judge.prompt_file",
             "mapping_prompt_file",

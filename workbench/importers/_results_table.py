@@ -1,13 +1,7 @@
-"""Predictions from any table into the judge-result contract, with an ``imported`` candidate beside
-them.
-
-A :class:`~._results_mapping.ResultsMapping` says which column of a predictions table (CSV,
-JSONL, Parquet, a DataFrame, Ragas output) is the case key, the prediction (label, or score with
-a threshold) and the usage figures, and declares the judge. Rows match gold cases by id or by
-exact input and response; every mismatch is refused. An empty prediction or a case without a row
-gets no result (``align`` reports it missing); nothing is invented. The declaration and the
-verdict rules make the judge fingerprint. Re-importing the same input writes the same bytes.
-"""
+"""Predictions from any table (CSV, JSONL, Parquet, a DataFrame, Ragas output) as judge results,
+with an ``imported`` candidate beside them. A :class:`~._results_mapping.ResultsMapping` names
+the columns and declares the judge; rows match gold cases by id or by exact input and response,
+and every mismatch is refused. An empty prediction is a missing result, never invented."""
 
 from __future__ import annotations
 
@@ -40,6 +34,13 @@ from ._results_mapping import (
 from ._table_reader import PREDICTIONS, RowIssues, TableRead, _listed, as_text, is_empty
 
 MAX_PROBLEMS = 200
+HELD_OUT_NOTE = (
+    "\nnote: {} result(s) judge held-out cases. Held-out cases are judged only by `workbench"
+    " certify` (once, on the record): `align` and `gate` refuse these results as they are"
+    " (held_out_unaccounted). Analyse the development or calibration cases with `--partition"
+    " development` (or `--partition calibration`), and leave the held-out partition to `workbench"
+    " certify`."
+)
 
 
 @dataclass(frozen=True)
@@ -69,54 +70,35 @@ class ResultsImport:
 
     def format(self) -> str:
         release = f"release {self.release_id}" if self.release_id else "not frozen"
+        against = f"dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release})"
         if self.spec is None:
-            text = (
-                f"declared {self.results} result(s) from {self.source} as produced against dataset"
-                f" {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote"
-                f" {self.out}"
-            )
+            text = f"declared {self.results} result(s) from {self.source} as produced against"
+            text += f" {against}: wrote {self.out}"
             if self.migration_note:
                 text += (
                     f"\nnote: {self.migration_note} (each migrated line records it in 'migration')"
                 )
         else:
-            text = self._table_text(release)
-        if not self.held_out:
-            return text
-        return text + (
-            f"\nnote: {self.held_out} result(s) judge held-out cases. Held-out cases are judged"
-            " only by `workbench certify` (once, on the record): `align` and `gate` refuse these"
-            " results as they are (held_out_unaccounted). Analyse the development or calibration"
-            " cases with `--partition development` (or `--partition calibration`), and leave"
-            " the held-out partition to `workbench certify`."
-        )
-
-    def _table_text(self, release: str) -> str:
-        text = (
-            f"imported {self.results} result(s) of judge {self.judge} (fingerprint"
-            f" {str(self.fingerprint)[:12]}) from {self.source} against dataset"
-            f" {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote"
-            f" {self.out} and {self.spec}."
-        )
-        if self.partitions:
-            text += (
-                " Results per partition: "
-                + ", ".join(
-                    f"{name} {done}/{total}" for name, (done, total) in self.partitions.items()
+            text = (
+                f"imported {self.results} result(s) of judge {self.judge} (fingerprint"
+                f" {str(self.fingerprint)[:12]}) from {self.source} against {against}: wrote"
+                f" {self.out} and {self.spec}."
+            )
+            if self.partitions:
+                done = (f"{n} {d}/{t}" for n, (d, t) in self.partitions.items())
+                text += " Results per partition: " + ", ".join(done) + "."
+            missing = self.missing_case_ids
+            if missing:
+                text += (
+                    f" {len(missing)} of {self.cases} gold case(s) have no prediction"
+                    f" ({self.empty_rows} row(s) with an empty prediction,"
+                    f" {len(missing) - self.empty_rows} case(s) with no row):"
+                    f" {_listed(list(missing), 10)}. They stay missing; align reports the"
+                    " evaluation incomplete."
                 )
-                + "."
-            )
-        if self.missing_case_ids:
-            shown = _listed(list(self.missing_case_ids), 10)
-            text += (
-                f" {len(self.missing_case_ids)} of {self.cases} gold case(s) have no prediction"
-                f" ({self.empty_rows} row(s) with an empty prediction,"
-                f" {len(self.missing_case_ids) - self.empty_rows} case(s) with no row): {shown}."
-                " They stay missing; align reports the evaluation incomplete."
-            )
-        else:
-            text += f" Every one of the {self.cases} gold case(s) has a prediction."
-        return text
+            else:
+                text += f" Every one of the {self.cases} gold case(s) has a prediction."
+        return text + (HELD_OUT_NOTE.format(self.held_out) if self.held_out else "")
 
 
 @dataclass(frozen=True)
@@ -227,12 +209,9 @@ def _check_candidate(spec_path: Path, fingerprint: str) -> None:
 
     source = load_candidate(spec_path).identity.params.get("source_fingerprint")
     if source != fingerprint:  # pragma: no cover - a defect, never user input
+        message = f"the candidate replays judge {source} but the results name {fingerprint}"
         refuse(
-            "import defect",
-            str(spec_path),
-            "import_defect",
-            f"the candidate replays judge {source} but the results name {fingerprint}",
-            "please report this defect",
+            "import defect", str(spec_path), "import_defect", message, "please report this defect"
         )
 
 
@@ -245,9 +224,9 @@ def _raw_mapping(
 ) -> tuple[dict[str, Any], Path, str]:
     """The raw mapping, the directory its relative paths start from, and how problems name it."""
     here = Path(base_dir) if base_dir else None
-    if mapping is None or isinstance(mapping, dict | ResultsMapping):
-        if isinstance(mapping, ResultsMapping):
-            mapping = mapping.model_dump(mode="json", exclude_none=True)
+    if isinstance(mapping, ResultsMapping):
+        mapping = mapping.model_dump(mode="json", exclude_none=True)
+    if mapping is None or isinstance(mapping, dict):
         return dict(mapping or {}), here or Path.cwd(), "mapping"
     raw, directory = load_mapping_file(mapping)
     return raw, here or directory, str(mapping)
@@ -261,13 +240,9 @@ def results_from_table(
     options: dict[str, Any] | None = None,
     base_dir: str | Path | None = None,
 ) -> ImportedResults:
-    """A CSV, JSONL or Parquet predictions file as results against ``gold``.
-
-    ``mapping`` (a YAML file, a dict or a :class:`ResultsMapping`) with ``options`` (command-line
-    flags) laid over it; a relative ``prompt_file`` resolves against the mapping's directory (or
-    ``base_dir``). Raises :class:`WorkbenchError` listing every problem, named in the options'
-    terms when there is no ``mapping``.
-    """
+    """A CSV, JSONL or Parquet predictions file as results against ``gold``: ``mapping`` (a YAML
+    file, a dict or a :class:`ResultsMapping`) with ``options`` (command-line flags) laid over it;
+    a relative ``prompt_file`` resolves against the mapping's directory (or ``base_dir``)."""
     dataset = _dataset(gold)
     raw, directory, where = _raw_mapping(mapping, base_dir)
     syntax = FLAG_SYNTAX if mapping is None else MAPPING_SYNTAX
@@ -307,38 +282,21 @@ def results_from_ragas(
     the case missing."""
     frame = result.to_pandas() if hasattr(result, "to_pandas") else result
     raw, directory, _ = _raw_mapping(mapping, base_dir)
-    if not raw.get("case_id") and not raw.get("input") and not raw.get("response"):
-        columns = {str(c) for c in getattr(frame, "columns", [])}
-        if {"user_input", "response"} <= columns:
-            raw = {**raw, "input": "user_input", "response": "response"}
+    keyed = any(raw.get(k) for k in ("case_id", "input", "response"))
+    if not keyed and {"user_input", "response"} <= {str(c) for c in getattr(frame, "columns", [])}:
+        raw = {**raw, "input": "user_input", "response": "response"}
     return results_from_dataframe(frame, raw, gold=gold, base_dir=directory)
 
 
 def _raise(issues: RowIssues, summary: str) -> None:
     out = sorted(issues.problems(), key=lambda p: (p.code, p.location))
-    if not out:
-        return
     location = issues.table.location
     if len(out) > MAX_PROBLEMS:
         message = f"{len(out) - MAX_PROBLEMS} more problem(s) not listed"
         rest = problem(location, "more_problems", message, "fix the ones above and import again")
         out = [*out[:MAX_PROBLEMS], rest]
-    raise WorkbenchError(f"{location}: {summary}: {len(out)} problem(s)", out)
-
-
-def _key_text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
-def _number(value: Any, *, integer: bool) -> float | int | None:
-    number = _float(value)
-    if number is None or not math.isfinite(number) or number < 0:
-        return None
-    if integer:
-        return int(number) if number.is_integer() else None
-    return number
+    if out:
+        raise WorkbenchError(f"{location}: {summary}: {len(out)} problem(s)", out)
 
 
 def _float(value: Any) -> float | None:
@@ -364,14 +322,11 @@ def metric_result(value: Any) -> tuple[Any, str | None] | None:
     found = _METRIC_RESULT.match(value.strip()) if isinstance(value, str) else None
     if found is None:
         return None
-    reason = None
-    if found.group("reason") is not None:
-        try:
-            parsed = ast.literal_eval(found.group("reason"))
-        except (ValueError, SyntaxError):
-            return None
-        reason = parsed if isinstance(parsed, str) else None
-    return found.group("value"), reason
+    try:
+        reason = ast.literal_eval(found["reason"]) if found["reason"] is not None else None
+    except (ValueError, SyntaxError):
+        return None
+    return found["value"], reason if isinstance(reason, str) else None
 
 
 _BAD = object()
@@ -393,15 +348,18 @@ def _build(
         location=location,
         base_dir=base_dir,
         columns=table.columns,
-        rubric_labels=list(rubric.labels),
-        rubric_pass=rubric.pass_label,
-        rubric_fail=rubric.fail_label,
+        rubric=rubric,
         syntax=syntax,
     )
     threshold = _threshold(mapping, dataset)
     identity = _identity(mapping, prompt_sha, threshold)
     fingerprint = identity.fingerprint()
-    run = {"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256}
+    run_id = (
+        "import-"
+        + sha256_json({"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256})[
+            :16
+        ]
+    )
     values, empty = _read_rows(table, mapping, dataset, threshold, syntax)
     exposed = [c for c, _ in values if c.partition.value != "held_out"]  # one row per case
     refuse_held_out_content(exposed, dataset, table.location)
@@ -411,7 +369,7 @@ def _build(
             response_hash=case.response_hash,
             judge=identity,
             judge_fingerprint=fingerprint,
-            run_id="import-" + sha256_json(run)[:16],
+            run_id=run_id,
             partition=case.partition.value,
             attempt=1,
             repeat=0,
@@ -435,7 +393,10 @@ def _build(
             + "; empty cells are missing predictions",
         )
     judged = {r.case_id for r in results}
-    release = dataset.release
+    counts: dict[str, tuple[int, int]] = {}
+    for case in dataset.cases.values():
+        done, total = counts.get(case.partition.value, (0, 0))
+        counts[case.partition.value] = (done + (case.case_id in judged), total + 1)
     return ImportedResults(
         results=tuple(results),
         identity=identity,
@@ -445,25 +406,25 @@ def _build(
         source_sha256=table.sha256,
         dataset_sha256=dataset.sha256,
         rubric_version=rubric.version,
-        release_id=release.release_id if release else None,
+        release_id=dataset.release.release_id if dataset.release else None,
         cases=len(dataset.cases),
         empty_rows=tuple((case_id, str(table.refs[i])) for case_id, i in empty),
         missing_case_ids=tuple(case_id for case_id in dataset.cases if case_id not in judged),
-        partitions=_partitions(dataset, judged),
+        partitions={name: counts[name] for name in PARTITIONS if name in counts},
     )
 
 
 def _threshold(mapping: ResultsMapping, dataset: GoldDataset) -> Any:
     from ..judges import Threshold
 
-    t = mapping.threshold
+    t, rubric = mapping.threshold, dataset.rubric
     if t is None:
         return None
     return Threshold(
         value=t.value,
         pass_if=t.pass_if,
-        pass_label=t.pass_label or dataset.rubric.pass_label or "",
-        fail_label=t.fail_label or dataset.rubric.fail_label or "",
+        pass_label=t.pass_label or rubric.pass_label or "",
+        fail_label=t.fail_label or rubric.fail_label or "",
     )
 
 
@@ -492,15 +453,17 @@ def _read_rows(
     """Each predicting row's gold case and verdict, in gold order, and the empty rows."""
     issues = RowIssues(table)
     by_text: dict[tuple[str, str], list[GoldCase]] = defaultdict(list)
-    if mapping.case_id is None:
-        for known in dataset.cases.values():
-            by_text[(known.input, known.response_hash)].append(known)
+    for known in dataset.cases.values() if mapping.case_id is None else ():
+        by_text[(known.input, known.response_hash)].append(known)
     found: dict[str, list[int]] = defaultdict(list)
     values: dict[int, tuple[GoldCase, dict[str, Any]]] = {}
     empty: list[tuple[str, int]] = []
     labels = set(dataset.rubric.labels)
     for i, row in enumerate(table.rows):
-        case = _find_case(i, row, mapping, dataset, by_text, issues, syntax)
+        if mapping.case_id is not None:
+            case = _case_by_id(i, row, mapping, dataset, issues)
+        else:
+            case = _case_by_text(i, row, mapping, by_text, issues, syntax)
         if case is None:
             continue
         found[case.case_id].append(i)
@@ -526,14 +489,6 @@ def _read_rows(
     return sorted(values.values(), key=lambda v: order[v[0].case_id]), empty
 
 
-def _partitions(dataset: GoldDataset, judged: set[str]) -> dict[str, tuple[int, int]]:
-    counts: dict[str, tuple[int, int]] = {}
-    for case in dataset.cases.values():
-        done, total = counts.get(case.partition.value, (0, 0))
-        counts[case.partition.value] = (done + (case.case_id in judged), total + 1)
-    return {name: counts[name] for name in PARTITIONS if name in counts}
-
-
 def _spec_data(
     mapping: ResultsMapping, table: TableRead, threshold: Any, fingerprint: str, labels: list[str]
 ) -> dict[str, Any]:
@@ -551,12 +506,12 @@ def _spec_data(
         f" import results`; {rule}; source judge fingerprint {fingerprint[:12]}."
     )
     judge = mapping.judge
+    description = judge.description.strip()
     spec = CandidateSpec(
         name=judge.name,
         version=judge.version,
         kind="imported",
-        description=(judge.description.strip() + " " if judge.description.strip() else "")
-        + provenance,
+        description=(description + " " if description else "") + provenance,
         labels=labels,
         model=judge.model,
         results=RESULTS_FILE,
@@ -574,18 +529,15 @@ _FIX_SOURCE = (
 )
 
 
-def _find_case(
+def _case_by_text(
     i: int,
     row: dict[str, Any],
     m: ResultsMapping,
-    dataset: GoldDataset,
     by_text: dict[tuple[str, str], list[GoldCase]],
     issues: RowIssues,
-    syntax: Syntax = MAPPING_SYNTAX,
+    syntax: Syntax,
 ) -> GoldCase | None:
     by_id = syntax.pick("map a case_id column", "give --case-id COLUMN")
-    if m.case_id is not None:
-        return _case_by_id(i, row, m, dataset, issues)
     inp = row.get(m.input) if m.input else None
     response = row.get(m.response) if m.response else None
     if is_empty(inp) or is_empty(response):
@@ -606,34 +558,29 @@ def _find_case(
             i,
             key="",
         )
-        return None
-    if len(matches) > 1:
+    elif len(matches) > 1:
         ids = ", ".join(c.case_id for c in matches)
+        message = f"the row's input and response match {len(matches)} gold cases ({ids})"
         issues.at(
-            i,
-            "ambiguous_match",
-            f"the row's input and response match {len(matches)} gold cases ({ids})",
-            f"{by_id}: the texts do not tell these cases apart",
+            i, "ambiguous_match", message, f"{by_id}: the texts do not tell these cases apart"
         )
-        return None
-    return matches[0]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _case_by_id(
     i: int, row: dict[str, Any], m: ResultsMapping, dataset: GoldDataset, issues: RowIssues
 ) -> GoldCase | None:
     assert m.case_id is not None
-    if is_empty(row.get(m.case_id)):
+    value = row.get(m.case_id)
+    if is_empty(value):
+        message = f"{{n}} row(s) have no case id in column {m.case_id!r} ({{rows}})"
         issues.add(
-            "empty_key",
-            f"{{n}} row(s) have no case id in column {m.case_id!r} ({{rows}})",
-            "give every row its gold case id, or drop the row",
-            i,
-            key="",
+            "empty_key", message, "give every row its gold case id, or drop the row", i, key=""
         )
         return None
-    key = _key_text(row.get(m.case_id))
+    key = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value).strip()
     case = dataset.cases.get(key)
+    inp, response = (row.get(c) if c else None for c in (m.input, m.response))
     if case is None and key in dataset.superseded_by:
         issues.add(
             "superseded_case",
@@ -646,7 +593,7 @@ def _case_by_id(
     elif case is None:
         message = f"the gold has no case {key!r} ({{rows}})"
         issues.add("unknown_case", message, _FIX_SOURCE, i, key=key, case_id=key)
-    elif m.input and not is_empty(row.get(m.input)) and str(row.get(m.input)) != case.input:
+    elif not is_empty(inp) and str(inp) != case.input:
         issues.at(
             i,
             "input_mismatch",
@@ -655,11 +602,7 @@ def _case_by_id(
             " re-run the judge on it",
             case_id=key,
         )
-    elif (
-        m.response
-        and not is_empty(row.get(m.response))
-        and sha256_text(str(row.get(m.response))) != case.response_hash
-    ):
+    elif not is_empty(response) and sha256_text(str(response)) != case.response_hash:
         issues.at(
             i,
             "response_hash_mismatch",
@@ -673,12 +616,7 @@ def _case_by_id(
     return None
 
 
-_NUMBERS: tuple[tuple[str, bool], ...] = (
-    ("latency_s", False),
-    ("tokens_in", True),
-    ("tokens_out", True),
-    ("cost_usd", False),
-)
+_NUMBERS = (("latency_s", False), ("tokens_in", True), ("tokens_out", True), ("cost_usd", False))
 
 
 def _verdict(
@@ -688,17 +626,15 @@ def _verdict(
     threshold: Any,
     labels: set[str],
     issues: RowIssues,
-    syntax: Syntax = MAPPING_SYNTAX,
+    syntax: Syntax,
 ) -> dict[str, Any] | str | None:
     """The verdict fields of row ``i``, ``"empty"`` without a prediction, None after a problem."""
     label_cell = row.get(m.label) if m.label else None
     score_cell = row.get(m.score) if m.score else None
     reason: str | None = None
-    unpacked = metric_result(label_cell)
-    if unpacked is not None:
+    if (unpacked := metric_result(label_cell)) is not None:
         label_cell, reason = unpacked
-    unpacked = metric_result(score_cell)
-    if unpacked is not None:
+    if (unpacked := metric_result(score_cell)) is not None:
         score_cell, reason = unpacked[0], reason or unpacked[1]
     score = _score(i, m, score_cell, issues)
     if m.label is not None:
@@ -724,9 +660,9 @@ def _verdict(
     }
     if any(v is _BAD for v in (score, value, *numbers.values())):
         return None
-    if value is None:
-        return "empty"
-    return {"value": value, "reason": reason, "score": score, **numbers}
+    return (
+        "empty" if value is None else {"value": value, "reason": reason, "score": score, **numbers}
+    )
 
 
 def _score(i: int, m: ResultsMapping, cell: Any, issues: RowIssues) -> Any:
@@ -748,12 +684,7 @@ def _score(i: int, m: ResultsMapping, cell: Any, issues: RowIssues) -> Any:
 
 
 def _label(
-    i: int,
-    m: ResultsMapping,
-    cell: Any,
-    labels: set[str],
-    issues: RowIssues,
-    syntax: Syntax = MAPPING_SYNTAX,
+    i: int, m: ResultsMapping, cell: Any, labels: set[str], issues: RowIssues, syntax: Syntax
 ) -> Any:
     if is_empty(cell):
         return None
@@ -780,9 +711,12 @@ def _usage(
 ) -> Any:
     if column is None or is_empty(row.get(column)):
         return None
-    number = _number(row.get(column), integer=whole)
-    if number is not None:
-        return number
+    number = _float(row.get(column))
+    if number is not None and math.isfinite(number) and number >= 0:
+        if not whole:
+            return number
+        if number.is_integer():
+            return int(number)
     what = "non-negative whole numbers" if whole else "non-negative numbers"
     issues.add(
         "invalid_number",

@@ -1,11 +1,6 @@
-"""One reader of tables for both importers: CSV, JSONL, Parquet or a pandas DataFrame.
-
-``workbench import results`` (:data:`PREDICTIONS`) and ``workbench import table``
-(:data:`SOURCE`) read their input here, each naming it in its own :class:`Words`. CSV cells are
-text as written (empty is None); JSONL keeps JSON types; Parquet and DataFrame cells become plain
-Python values. Each row keeps a reference a person can find: its line (CSV, JSONL; the CSV
-header is line 1) or its index label.
-"""
+"""One reader of tables (CSV, JSONL, Parquet, a DataFrame) for ``import results``
+(:data:`PREDICTIONS`) and ``import table`` (:data:`SOURCE`); each row keeps its line (the CSV
+header is line 1) or its index label."""
 
 from __future__ import annotations
 
@@ -30,16 +25,8 @@ from .._load import Problems
 from ..errors import Problem, WorkbenchError, problem
 from ._registry import refuse
 
-FORMATS: dict[str, str] = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-"""File extension -> table format."""
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+FORMATS |= {".parquet": "parquet", ".pq": "parquet"}
 
 FILES_FIX = "point at a .csv, .tsv, .jsonl or .parquet file"
 
@@ -69,9 +56,7 @@ class TableRead:
 
     def where(self, i: int) -> str:
         """Location of row ``i`` for a problem."""
-        if self.unit == "line":
-            return f"{self.location}:{self.refs[i]}"
-        return f"{self.location} row {self.refs[i]}"
+        return f"{self.location}{':' if self.unit == 'line' else ' row '}{self.refs[i]}"
 
     def describe(self, indices: list[int]) -> str:
         """``lines 3, 5 and 9`` / ``row 7``, listing at most :attr:`listed`."""
@@ -86,18 +71,15 @@ class Words:
     subject: str
     """``predictions`` or ``source``: "cannot read the ...", "unknown ... format"."""
     file: str
-    """"the predictions file does not exist"."""
     table: str
-    """"the predictions table has no rows"."""
     empty_title: str
     rows_fix: str
-    """What a table holds, one row per what ("one row per judged case")."""
-    format_fix: str
+    format_key: str
     listed: int
     """How many row references a message lists."""
     table_cells: bool
-    """Read cells as ``import table`` does: blank strings and non-finite numbers are empty,
-    arrays and mappings are converted inside, timestamps are ISO text."""
+    """Read cells as ``import table`` does: blanks and non-finite numbers are empty, arrays and
+    mappings converted inside, timestamps ISO text."""
     frame_label: str
 
     def table_format(self, path: Path, declared: str | None) -> str:
@@ -110,7 +92,9 @@ class Words:
                 str(path),
                 "source_format_unknown",
                 f"cannot tell the format of {path.name!r} from its extension",
-                self.format_fix,
+                "name the file .csv, .tsv, .jsonl or .parquet, or set"
+                f" {self.format_key}: csv | tsv | jsonl | parquet in the mapping"
+                + (" (--format)" if self.format_key == "format" else ""),
             )
         return FORMATS[path.suffix.lower()]
 
@@ -133,12 +117,19 @@ class Words:
             columns, rows, refs = _read_jsonl(data, loc, self)
         else:
             columns, rows, refs = _read_frame(_parquet(data, loc, self), loc, self)
+        return self._table(
+            loc, fmt, columns, rows, refs, hashlib.sha256(data).hexdigest(), path.name
+        )
+
+    def _table(
+        self, loc: str, fmt: str, columns: Any, rows: Any, refs: Any, sha256: str, label: str
+    ) -> TableRead:
         if not rows:
-            fix = f"point at a table with {self.rows_fix}"
-            refuse(self.empty_title, loc, "source_empty", f"{self.table} has no rows", fix)
-        sha256 = hashlib.sha256(data).hexdigest()
+            fix = f"{'pass' if fmt == 'dataframe' else 'point at'} a table with {self.rows_fix}"
+            what = "the DataFrame" if fmt == "dataframe" else self.table
+            refuse(self.empty_title, loc, "source_empty", f"{what} has no rows", fix)
         return TableRead(
-            loc, fmt, tuple(columns), tuple(rows), tuple(refs), sha256, path.name, self.listed
+            loc, fmt, tuple(columns), tuple(rows), tuple(refs), sha256, label, self.listed
         )
 
     def table_from_frame(self, frame: Any) -> TableRead:
@@ -154,53 +145,30 @@ class Words:
                 "pass a DataFrame (e.g. EvaluationResult.to_pandas())",
             )
         columns, rows, refs = _read_frame(frame, "DataFrame", self)
-        if not rows:
-            fix = f"pass a table with {self.rows_fix}"
-            refuse(self.empty_title, "DataFrame", "source_empty", "the DataFrame has no rows", fix)
         cells = {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
         sha256 = hashlib.sha256(canonical_json(cells).encode("utf-8")).hexdigest()
-        table = (tuple(columns), tuple(rows), tuple(refs))
-        return TableRead("DataFrame", "dataframe", *table, sha256, self.frame_label, self.listed)
+        return self._table("DataFrame", "dataframe", columns, rows, refs, sha256, self.frame_label)
 
 
 PREDICTIONS = Words(
-    subject="predictions",
-    file="the predictions file",
-    table="the predictions table",
-    empty_title="no predictions",
-    rows_fix="one row per judged case",
-    format_fix=(
-        "name the file .csv, .tsv, .jsonl or .parquet, or set format: csv | tsv | jsonl | parquet"
-        " in the mapping (--format)"
-    ),
-    listed=12,
-    table_cells=False,
-    frame_label="DataFrame",
-)
+    subject="predictions", file="the predictions file", table="the predictions table",
+    empty_title="no predictions", rows_fix="one row per judged case", format_key="format",
+    listed=12, table_cells=False, frame_label="DataFrame",
+)  # fmt: skip
 SOURCE = Words(
-    subject="source",
-    file="the source table",
-    table="the source table",
-    empty_title="empty source",
-    rows_fix="one row per case (wide) or per review (long)",
-    format_fix=(
-        "name the file .csv, .tsv, .jsonl or .parquet, or set source_format: csv | tsv | jsonl |"
-        " parquet in the mapping"
-    ),
-    listed=20,
-    table_cells=True,
-    frame_label="pandas DataFrame",
-)
+    subject="source", file="the source table", table="the source table",
+    empty_title="empty source", rows_fix="one row per case (wide) or per review (long)",
+    format_key="source_format", listed=20, table_cells=True, frame_label="pandas DataFrame",
+)  # fmt: skip
 
 
 class RowIssues:
     """Problems in a table's rows: :meth:`add` groups a code and ``key`` (default: message and
-    fix) into one problem naming every row (at ``{rows}``, counted at ``{n}``, else in
-    parentheses); :meth:`at` records one row's problem."""
+    fix) into one problem naming every row (at ``{rows}``, counted at ``{n}``); :meth:`at` records
+    one row's problem."""
 
     def __init__(self, table: TableRead) -> None:
-        self.table = table
-        self.single = Problems()
+        self.table, self.single = table, Problems()
         self.grouped: dict[tuple[str, str, str | None], tuple[str, str, list[int]]] = {}
 
     def add(
@@ -232,8 +200,7 @@ class RowIssues:
                 text = message.replace("{rows}", listed).replace("{n}", str(len(rows)))
             else:
                 text = f"{message} ({listed})"
-            where = self.table.where(rows[0])
-            out.append(problem(where, code, text, fix, case_id))
+            out.append(problem(self.table.where(rows[0]), code, text, fix, case_id))
         return out
 
 
@@ -243,8 +210,8 @@ def _listed(items: list[str], most: int) -> str:
 
 
 def canonical(value: Any) -> str:
-    """The text a cell or a mapping key compares as: ``1``, ``1.0`` and ``"1"`` are all ``"1"``;
-    ``True`` and ``"true"`` are ``"true"``; text is stripped."""
+    """The text a cell or a mapping key compares as: ``1``, ``1.0``, ``"1"`` are ``"1"``, ``True``
+    and ``"true"`` are ``"true"``, text is stripped."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -256,8 +223,7 @@ def canonical(value: Any) -> str:
 
 
 def as_text(value: Any) -> str:
-    """A cell as the text a results mapping compares: :func:`canonical`, numeric text too
-    (``"1.00"`` is ``1``, ``"0.50"`` is ``0.5``)."""
+    """:func:`canonical`, numeric text too (``"1.00"`` is ``1``, ``"0.50"`` is ``0.5``)."""
     text = canonical(value)
     if isinstance(value, str) and re.fullmatch(r"[+-]?\d+(\.\d*)?", text):
         return canonical(float(text)) if "." in text else str(int(text))
@@ -311,11 +277,12 @@ def _read_csv(
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        message = f"the CSV is not valid UTF-8 (byte {exc.start})"
         refuse(
             f"unreadable {words.subject}",
             loc,
             "source_encoding",
-            f"the CSV is not valid UTF-8 (byte {exc.start})",
+            message,
             "save the table as UTF-8 CSV",
         )
     problems = Problems()
@@ -330,11 +297,9 @@ def _read_csv(
     for start, record in records[1:]:
         if len(record) != len(header):
             ragged.setdefault(len(record), []).append(str(start))
-            continue
-        rows.append(
-            {name: cell if cell != "" else None for name, cell in zip(header, record, strict=True)}
-        )
-        refs.append(start)
+        else:
+            rows.append({name: cell or None for name, cell in zip(header, record, strict=True)})
+            refs.append(start)
     for count, lines in sorted(ragged.items()):
         problems.add(
             f"{loc}:{lines[0]}",
@@ -366,15 +331,13 @@ def _csv_records(
 
 
 def _check_header(header: list[str], where: str, problems: Problems) -> None:
-    seen: set[str] = set()
     for i, name in enumerate(header):
         if not name:
             message = f"column {i + 1} of the header has no name"
             problems.add(where, "source_header", message, "name every column in the header row")
-        elif name in seen:
+        elif name in header[:i]:
             message = f"the header names column {name!r} twice"
             problems.add(where, "source_header", message, "give every column a unique name")
-        seen.add(name)
 
 
 def _read_jsonl(
@@ -395,36 +358,28 @@ def _read_jsonl(
             problems.add(where, "source_encoding", message, "save the table as UTF-8")
             continue
         except JSONRecordError as exc:
-            code = (
-                "source_malformed" if exc.code in ("malformed_json", "json_too_deep") else exc.code
-            )
-            problems.add(where, code, exc.msg, "write one complete JSON object per line")
+            bad = exc.code in ("malformed_json", "json_too_deep")
+            fix = "write one complete JSON object per line"
+            problems.add(where, "source_malformed" if bad else exc.code, exc.msg, fix)
             continue
         if not isinstance(value, dict):
-            problems.add(
-                where,
-                "source_malformed",
-                f"the line holds a JSON {type(value).__name__}, not an object",
-                "write one JSON object (column: value) per line",
-            )
+            message = f"the line holds a JSON {type(value).__name__}, not an object"
+            fix = "write one JSON object (column: value) per line"
+            problems.add(where, "source_malformed", message, fix)
             continue
         columns.update(dict.fromkeys(map(str, value)))
         clean = words.table_cells
         rows.append({str(k): _empty_to_none(v) if clean else v for k, v in value.items()})
         refs.append(number)
     if problems:
-        raise WorkbenchError(
-            f"{loc}: malformed JSON Lines ({len(problems)} problem(s))", problems[:50]
-        )
+        summary = f"{loc}: malformed JSON Lines ({len(problems)} problem(s))"
+        raise WorkbenchError(summary, problems[:50])
     return list(columns), rows, refs
 
 
 def _empty_to_none(value: Any) -> Any:
-    if value is None or (isinstance(value, str) and value == ""):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    empty = value == "" or (isinstance(value, float) and not math.isfinite(value))
+    return None if empty else value
 
 
 def _python(value: Any, table_cells: bool) -> Any:
@@ -465,17 +420,12 @@ def _read_frame(
     columns = [str(c) for c in frame.columns]
     dupes = sorted({c for c in columns if columns.count(c) > 1})
     if dupes:
-        refuse(
-            f"cannot read the {words.subject}",
-            loc,
-            "source_header",
-            f"the table names column(s) {', '.join(map(repr, dupes))} more than once",
-            "give every column a unique name",
-        )
+        message = f"the table names column(s) {', '.join(map(repr, dupes))} more than once"
+        fix = "give every column a unique name"
+        refuse(f"cannot read the {words.subject}", loc, "source_header", message, fix)
     cells = words.table_cells
-    records = frame.itertuples(index=False, name=None)
     rows = [
         {name: _python(cell, cells) for name, cell in zip(columns, record, strict=True)}
-        for record in records
+        for record in frame.itertuples(index=False, name=None)
     ]
     return columns, rows, [_python(index, cells) for index in frame.index]

@@ -19,14 +19,11 @@ from .._io import sha256_text
 from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
 from ._public import (
     Findings,
-    card_version,
-    differs_note,
     partition_for,
     prepare_out,
     read_source,
-    render_card,
     stable_id,
-    write_dataset,
+    write_pinned,
 )
 from ._registry import ImportSummary, refuse, register_importer
 from ._table_reader import _csv_records
@@ -171,11 +168,12 @@ def import_evalsbench(
     :class:`WorkbenchError` listing every problem in the source."""
     source, out = Path(source), Path(out)
     if slice_by not in ("theme", "topic"):
+        message = f"slice_by must be 'theme' or 'topic', not {slice_by!r}"
         refuse(
             "bad option",
             "--slice-by",
             "bad_option",
-            f"slice_by must be 'theme' or 'topic', not {slice_by!r}",
+            message,
             "use --slice-by theme or --slice-by topic",
         )
     data = read_source(source, "EvalsBench CSV", "point at benchmark_df.csv from " + UPSTREAM)
@@ -191,31 +189,11 @@ def import_evalsbench(
             f"{len(others)} topic(s) are not in the theme table and went to slice 'other': "
             + "; ".join(others[:5])
         )
-    if source_sha256 != REFERENCE_SHA256:
-        notes.append(differs_note(UPSTREAM))
-    return write_dataset(
-        kind=KIND,
-        source=source,
-        source_sha256=source_sha256,
-        out=out,
-        cases=cases,
-        rubric=_rubric(slice_by, sorted({case.slice for case in cases})),
-        card=render_card(
-            KIND,
-            version=card_version(UPSTREAM, source_sha256, source_sha256 == REFERENCE_SHA256),
-            upstream=UPSTREAM,
-            slice_by=slice_by,
-            provenance={
-                "upstream": UPSTREAM,
-                "file": source.name,
-                "source_sha256": source_sha256,
-                "matches_upstream_copy": source_sha256 == REFERENCE_SHA256,
-                "importer": "workbench.importers.evalsbench",
-                "slice_by": slice_by,
-            },
-        ),
-        notes=notes,
-    )
+    rubric = _rubric(slice_by, sorted({case.slice for case in cases}))
+    return write_pinned(
+        KIND, UPSTREAM, REFERENCE_SHA256, source, source_sha256, out, cases, rubric, notes,
+        {"slice_by": slice_by}, {"slice_by": slice_by},
+    )  # fmt: skip
 
 
 def _case(source: Path, line: int, row: dict[str, str], slice_by: SliceBy) -> GoldCase:
@@ -266,21 +244,15 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
     seen: dict[tuple[str, str], int] = {}
     for line, raw in records:
         if len(raw) != len(header):
-            findings.add(
-                "row_width",
-                str(line),
-                f"a row has {len(raw)} field(s) but the header has {len(header)}",
-                "quote fields that contain commas or newlines; every row needs one value per"
-                " column",
+            message = f"a row has {len(raw)} field(s) but the header has {len(header)}"
+            fix = (
+                "quote fields that contain commas or newlines; every row needs one value per column"
             )
+            findings.add("row_width", str(line), message, fix)
             continue
         row = {name: raw[i] for name, i in index.items()}
-        _check_row(
-            findings,
-            str(line),
-            row,
-            seen.setdefault((row["question"].strip(), row["response"]), line),
-        )
+        first = seen.setdefault((row["question"].strip(), row["response"]), line)
+        _check_row(findings, str(line), row, first)
         rows.append((line, row))
     if not records:
         findings.add("source_empty", "", "the file has a header but no rows", _FIX_COLUMNS)
@@ -308,11 +280,12 @@ def _parse(findings: Findings, data: bytes) -> tuple[list[str], list[tuple[int, 
 
 
 def _check_row(findings: Findings, where: str, row: dict[str, str], first_line: int) -> None:
-    for name in ("topic", "question", "grading_notes", "response"):
-        if not row[name].strip():
-            findings.add(
-                "empty_field", where, f"'{name}' is empty", f"fill in '{name}' or remove the row"
-            )
+    for name in (
+        n for n in ("topic", "question", "grading_notes", "response") if not row[n].strip()
+    ):
+        findings.add(
+            "empty_field", where, f"'{name}' is empty", f"fill in '{name}' or remove the row"
+        )
     if row["target"].strip().lower() not in LABELS:
         message = f"target {row['target']!r} is not pass or fail"
         findings.add("unknown_target", where, message, "set target to pass or fail")

@@ -1,12 +1,7 @@
-"""LLMBar (princeton-nlp/LLMBar): pairwise instruction-following cases and real LLM-judge outputs.
-
-A subset's ``dataset.json`` lists ``{input, output_1, output_2, label}`` (label 1 or 2): one
-gold case per item, reviewed and adjudicated by ``llmbar-authors``; the slice is the subset,
-the group the instruction. An evaluator's ``result.json`` (``evaluators/<LLM>/<strategy>``)
-becomes ``results.jsonl``: per case repeat 0 (original order, ``swap = False``) and repeat 1
-(swapped), the verdict of ``results[-1]``; anything but ``"1"``/``"2"`` is an evaluator error,
-never a guess. The card (``templates/llmbar.md.j2``) says the rest.
-"""
+"""LLMBar (princeton-nlp/LLMBar): pairwise instruction-following cases, one per item of a
+subset's ``dataset.json``, and an evaluator's ``result.json`` as ``results.jsonl`` (repeat 0 the
+original order, repeat 1 swapped; anything but "1"/"2" is an evaluator error, never a guess).
+The card (``templates/llmbar.md.j2``) says the rest."""
 
 from __future__ import annotations
 
@@ -70,24 +65,17 @@ GRADING_NOTES = (
     "more nor less than the instruction asks for. The order of the responses must not matter."
 )
 
+_WORSE = "the worse output "
 _SUBSET_DESCRIPTIONS: dict[str, str] = {
-    "Natural": (
-        "the instances were collected from existing human-preference data, then filtered and"
-        " modified by the authors so the preference is objective."
-    ),
-    "Adversarial/Neighbor": (
-        "the worse output answers a similar but different (neighbouring) instruction."
-    ),
-    "Adversarial/GPTInst": (
-        "the worse output answers an instruction that GPT-4 wrote to be similar to the real one."
-    ),
-    "Adversarial/GPTOut": (
-        "the worse output is a GPT-4 output that deviates from the instruction while looking good."
-    ),
-    "Adversarial/Manual": (
-        "the worse output was constructed by hand to deviate from the instruction while looking"
-        " good."
-    ),
+    "Natural": "the instances were collected from existing human-preference data, then filtered"
+    " and modified by the authors so the preference is objective.",
+    "Adversarial/Neighbor": _WORSE + "answers a similar but different (neighbouring) instruction.",
+    "Adversarial/GPTInst": _WORSE
+    + "answers an instruction that GPT-4 wrote to be similar to the real one.",
+    "Adversarial/GPTOut": _WORSE
+    + "is a GPT-4 output that deviates from the instruction while looking good.",
+    "Adversarial/Manual": _WORSE
+    + "was constructed by hand to deviate from the instruction while looking good.",
 }
 
 _FIX_SHAPE = (
@@ -104,15 +92,15 @@ _STATISTIC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*=\s*(.+?)%\s*$")
 def subset_name(subset_dir: Path) -> str:
     """The slice name of a subset directory: its path below ``LLMBar/`` (``Adversarial/Neighbor``),
     else ``Adversarial/<name>`` inside ``Adversarial``, else the directory name."""
-    parts = Path(subset_dir).resolve().parts
-    if "LLMBar" in parts:
-        below = parts[len(parts) - 1 - parts[::-1].index("LLMBar") + 1 :]
-        if below:
-            return "/".join(below)
     path = Path(subset_dir).resolve()
-    if path.parent.name == "Adversarial":
-        return f"Adversarial/{path.name}"
-    return path.name
+    below = (
+        path.parts[len(path.parts) - path.parts[::-1].index("LLMBar") :]
+        if "LLMBar" in path.parts
+        else ()
+    )
+    if below:
+        return "/".join(below)
+    return f"Adversarial/{path.name}" if path.parent.name == "Adversarial" else path.name
 
 
 def parse_statistic(text: str) -> tuple[int, int, str]:
@@ -167,13 +155,11 @@ def read_verdict(item: Any, swap: bool) -> OrderVerdict:
         return OrderVerdict(swap, winner, None, None, reason, request)
     if winner is _ABSENT:
         kind, message = "missing_verdict", f"the '{key}' entry has no 'winner'{note}"
-    elif winner not in (None, "") or reason is not None:
+    elif winner not in (None, ""):
+        kind, message = "unparseable", f"winner {winner!r} is not '1' or '2'{note}"
+    elif reason is not None:
+        message = f"upstream's parser found no verdict in the completion (winner is null){note}"
         kind = "unparseable"
-        message = (
-            f"winner {winner!r} is not '1' or '2'{note}"
-            if winner not in (None, "")
-            else f"upstream's parser found no verdict in the completion (winner is null){note}"
-        )
     else:
         kind = "missing_verdict"
         message = f"the evaluator returned an empty completion{note}; upstream winner is null"
@@ -184,13 +170,10 @@ _ABSENT = object()
 
 
 def _completion(value: Any) -> tuple[str, str | None]:
-    if isinstance(value, list):
-        text = value[0] if value and isinstance(value[0], str) else ""
-        finish = value[1] if len(value) > 1 and isinstance(value[1], str) else None
-        return text, finish
-    if isinstance(value, str):
-        return value, None
-    return "", None
+    if not isinstance(value, list):
+        return value if isinstance(value, str) else "", None
+    text = value[0] if value and isinstance(value[0], str) else ""
+    return text, value[1] if len(value) > 1 and isinstance(value[1], str) else None
 
 
 @register_importer(KIND)
@@ -219,8 +202,7 @@ def import_llmbar(
     cases = [_gold_case(item, index, name, dataset_path) for index, item in enumerate(items)]
     quirks = _quirks(items)
     notes = [*replaced, *quirks, *_provenance_notes(dataset_path, source_sha256, name)]
-    results: list[JudgeResult] | None = None
-    judge_front: dict[str, Any] | None = None
+    results, judge_front = None, None
     if result_path is not None:
         expected = [{key: _comparable(key, item[key]) for key in ITEM_KEYS} for item in items]
         results, judge_notes, judge_front = _judge_results(
@@ -264,9 +246,8 @@ def _card(
         "matches_upstream_copy": released is not None,
         "upstream_subset": released,
         "importer": "workbench.importers.llmbar",
+        **({"judge_results": judge} if judge is not None else {}),
     }
-    if judge is not None:
-        provenance["judge_results"] = judge
     labels = Counter(case.gold_label for case in cases)
     return render_card(
         KIND,
@@ -290,10 +271,8 @@ def _read_result(result_path: Path, point: str) -> bytes:
 
 
 def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) -> GoldCase:
-    label = str(item["label"])
-    o1, o2 = item["output_1"], item["output_2"]
-    response = render_pair(o1, o2)
-    group = stable_id("instruction", item["input"])
+    label, o1, o2 = str(item["label"]), item["output_1"], item["output_2"]
+    response, group = render_pair(o1, o2), stable_id("instruction", item["input"])
     return GoldCase(
         case_id=case_id_for(name, index),
         partition=partition_for(KIND, group),
@@ -392,13 +371,9 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
             )
     findings.raise_if_any("not an LLMBar gold dataset")
     expected = [
-        {
-            "input": case.input,
-            "output_1": case.metadata["output_1_sha256"],
-            "output_2": case.metadata["output_2_sha256"],
-            "label": case.gold_label or "",
-        }
-        for case in cases
+        {"input": c.input, "label": c.gold_label or ""}
+        | {k: c.metadata[f"{k}_sha256"] for k in ("output_1", "output_2")}
+        for c in cases
     ]
     slices = sorted({case.slice for case in cases})
     results, _, _ = _judge_results(result_path, data, expected, cases, "+".join(slices))
@@ -410,9 +385,7 @@ def _released_subset(sha256: str) -> str | None:
 
 
 def _resolve(path: Path, filename: str) -> tuple[Path, Path]:
-    if path.is_file():
-        return path.parent, path
-    return path, path / filename
+    return (path.parent, path) if path.is_file() else (path, path / filename)
 
 
 _RULES: list[Rule] = [
@@ -441,8 +414,7 @@ _RULES: list[Rule] = [
 
 
 def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
-    findings = Findings(source)
-    what = "LLMBar dataset.json"
+    findings, what = Findings(source), "LLMBar dataset.json"
     loaded = read_json_list(findings, data, what, _FIX_SHAPE, not_what=f"not an {what}")
     check_items(findings, loaded, ITEM_KEYS, _RULES, _FIX_SHAPE)
     findings.raise_if_any("invalid LLMBar items")
@@ -450,8 +422,7 @@ def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
 
 
 def _read_evaluated(result_path: Path, data: bytes, expected: list[dict[str, str]]) -> list[Any]:
-    findings = Findings(result_path)
-    what = "LLMBar result.json"
+    findings, what = Findings(result_path), "LLMBar result.json"
     loaded = read_json_list(
         findings, data, what, _FIX_RESULT, not_what=f"not an {what}", noun="evaluated items"
     )
@@ -463,8 +434,9 @@ def _read_evaluated(result_path: Path, data: bytes, expected: list[dict[str, str
             message = f"an item is a JSON {type(item).__name__}, not an object"
             findings.add("item_shape", f"item {index}", message, _FIX_RESULT)
             continue
-        changed = [k for k in ITEM_KEYS if k in item and _comparable(k, item[k]) != gold[k]]
-        what_differs = [f"'{k}' differs" for k in changed]
+        what_differs = [
+            f"'{k}' differs" for k in ITEM_KEYS if k in item and _comparable(k, item[k]) != gold[k]
+        ]
         what_differs += [f"'{k}' is absent" for k in ITEM_KEYS if k not in item]
         if what_differs:
             findings.add(
@@ -520,9 +492,7 @@ def _judge_results(
         for verdict in pair
     ]
     errors = Counter(v.error_kind for pair in verdicts for v in pair if v.error_kind)
-    steps = Counter(
-        len(item["results"]) for item in loaded if isinstance(item.get("results"), list)
-    )
+    steps = Counter(len(i["results"]) for i in loaded if isinstance(i.get("results"), list))
     judge_front = {
         "evaluator": f"{llm}/{strategy}",
         "results_file": result_path.name,
@@ -538,11 +508,8 @@ def _result(
     case: GoldCase, verdict: OrderVerdict, identity: JudgeIdentity, fingerprint: str, run_id: str
 ) -> JudgeResult:
     order = ["2", "1"] if verdict.swap else ["1", "2"]
-    error = None
-    if verdict.error_kind:
-        error = EvaluatorError(
-            kind=verdict.error_kind, message=verdict.error_message or "", retryable=False
-        )
+    kind, message, request = verdict.error_kind, verdict.error_message or "", verdict.request
+    error = EvaluatorError(kind=kind, message=message, retryable=False) if kind else None
     return JudgeResult(
         case_id=case.case_id,
         response_hash=case.response_hash,
@@ -555,10 +522,8 @@ def _result(
         error=error,
         attempt=1,
         repeat=1 if verdict.swap else 0,
-        rendered_request_sha256=(
-            sha256_json(verdict.request) if verdict.request is not None else None
-        ),
-        rendered_request=verdict.request,
+        rendered_request_sha256=sha256_json(request) if request is not None else None,
+        rendered_request=request,
         presentation={"swap": verdict.swap, "presented_order": order, "first_shown": order[0]},
     )
 
@@ -576,13 +541,13 @@ def _judge_notes(
         f"judge {name}: {count} result(s) (repeat 0 = original order, repeat 1 ="
         f" swapped), {count - failed} verdict(s), {failed} evaluator error(s)"
     ]
-    errored = [
-        f"{case.case_id} ({'swapped' if v.swap else 'original'} order: {v.error_kind})"
-        for case, pair in zip(cases, verdicts, strict=True)
-        for v in pair
-        if v.error_kind
-    ]
     if errors:
+        errored = [
+            f"{case.case_id} ({'swapped' if v.swap else 'original'} order: {v.error_kind})"
+            for case, pair in zip(cases, verdicts, strict=True)
+            for v in pair
+            if v.error_kind
+        ]
         shown = "; ".join(errored[:6]) + ("; ..." if len(errored) > 6 else "")
         notes.append(
             "evaluator errors (null or unparseable winners, kept as errors, never guessed): "
@@ -596,12 +561,8 @@ def _judge_notes(
             " step, run when the two orders disagreed); its verdict is the one imported, and its"
             " recorded prompt is the rendered_request"
         )
-    auxiliary = sum(
-        1
-        for item in loaded
-        if isinstance(item.get("results"), list)
-        and any(isinstance(s, list) for s in item["results"][:-1])
-    )
+    steps = [item["results"] for item in loaded if isinstance(item.get("results"), list)]
+    auxiliary = sum(any(isinstance(s, list) for s in item[:-1]) for item in steps)
     if auxiliary:
         notes.append(
             f"{auxiliary} item(s) have auxiliary steps before the verdict (e.g. generated questions"
@@ -617,14 +578,12 @@ def _comparable(key: str, value: Any) -> str:
 
 def _verdict_steps(item: Any) -> int:
     steps = item.get("results") if isinstance(item, dict) else None
-    if not isinstance(steps, list):
-        return 0
-    tail = []
-    for step in reversed(steps[-2:]):
+    count = 0
+    for step in reversed(steps[-2:]) if isinstance(steps, list) else ():
         if not (isinstance(step, dict) and any(k in step for k in SWAP_KEYS.values())):
             break
-        tail.append(step)
-    return len(tail)
+        count += 1
+    return count
 
 
 def _check_statistics(out: Path, statistics_path: Path) -> str:

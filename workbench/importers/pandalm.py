@@ -18,19 +18,16 @@ from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
 from ._public import (
     Findings,
     Rule,
-    card_version,
     check_items,
-    differs_note,
     has_marker,
     marker_clash_note,
     partition_for,
     prepare_out,
     read_json_list,
     read_source,
-    render_card,
     render_pair,
     stable_id,
-    write_dataset,
+    write_pinned,
 )
 from ._registry import ImportSummary, register_importer
 
@@ -114,33 +111,11 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
         )
     quirks = _quirks(items)
     notes += quirks
-    if source_sha256 != REFERENCE_SHA256:
-        notes.append(differs_note(UPSTREAM))
-    return write_dataset(
-        kind=KIND,
-        source=source,
-        source_sha256=source_sha256,
-        out=out,
-        cases=cases,
-        rubric=_rubric(no_majority, {item["cmp_key"] for item in items}),
-        card=render_card(
-            KIND,
-            version=card_version(UPSTREAM, source_sha256, source_sha256 == REFERENCE_SHA256),
-            upstream=UPSTREAM,
-            cases=len(cases),
-            unanimous=unanimous,
-            no_majority=no_majority,
-            quirks=quirks,
-            provenance={
-                "upstream": UPSTREAM,
-                "file": source.name,
-                "source_sha256": source_sha256,
-                "matches_upstream_copy": source_sha256 == REFERENCE_SHA256,
-                "importer": "workbench.importers.pandalm",
-            },
-        ),
-        notes=notes,
-    )
+    rubric = _rubric(no_majority, {item["cmp_key"] for item in items})
+    return write_pinned(
+        KIND, UPSTREAM, REFERENCE_SHA256, source, source_sha256, out, cases, rubric, notes, {},
+        {"cases": len(cases), "unanimous": unanimous, "no_majority": no_majority, "quirks": quirks},
+    )  # fmt: skip
 
 
 def _case(source: Path, position: int, item: dict[str, Any]) -> GoldCase:

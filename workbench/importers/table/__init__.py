@@ -1,11 +1,6 @@
-"""``workbench import table``: any CSV, JSONL, Parquet file or pandas DataFrame into a gold dataset.
-
-A mapping (:class:`TableMapping`, ``docs/formats.md#table-mapping``) says which column is what.
-The import writes ``gold.jsonl``, a commented ``rubric.yaml`` draft (new slices' risk ``unset``),
-``card.md`` (its computed part filled in) and ``adjudication_needed.csv`` when cases wait for an
-adjudicator. The same input writes the same bytes; a re-import keeps what a person decided and
-refuses to move or drop an existing case (``--force`` accepts it).
-"""
+"""``workbench import table``: any CSV, JSONL, Parquet file or DataFrame into a gold dataset,
+through a mapping (:class:`TableMapping`). The same input writes the same bytes; a re-import keeps
+what a person decided and refuses to move or drop an existing case (``--force`` accepts it)."""
 
 from __future__ import annotations
 
@@ -27,9 +22,9 @@ from ..._io import (
     read_bounded,
     sha256_text,
 )
-from ..._load import Problems, peek_yaml
-from ...errors import Problem, WorkbenchError
-from ...gold import CARD_FILE, GOLD_FILE, PARTITIONS, RUBRIC_FILE, GoldCase, validate_dataset
+from ..._load import Lines, Problems, peek_yaml, yaml_lines
+from ...errors import WorkbenchError
+from ...gold import CARD_FILE, GOLD_FILE, RUBRIC_FILE, GoldCase, validate_dataset
 from ...heldout import exposure_problems, used_held_out_of
 from .._registry import (
     ImportSummary,
@@ -41,14 +36,7 @@ from .._registry import (
 )
 from .._table_reader import SOURCE, TableRead, _listed
 from ._build import Pending, assign_partition, build_cases, merge_previous
-from ._mapping import (
-    Locator,
-    TableMapping,
-    column_problems,
-    node_lines,
-    parse_mapping,
-    read_mapping_text,
-)
+from ._mapping import TableMapping, column_problems, parse_mapping, read_mapping_text
 from ._render import (
     CARD_MARKER,
     PENDING_FILE,
@@ -73,6 +61,8 @@ __all__ = [
 
 KIND = "table"
 EXPECTED_UNTIL_ADJUDICATED = ("unresolved_disagreement", "no_adjudication")
+Mapping = str | Path | dict[str, Any] | TableMapping
+_OVERWRITE = "refusing to overwrite a dataset"
 
 
 @dataclass(frozen=True)
@@ -118,14 +108,14 @@ class TableImport:
 
     def rubric_text(self, previous: Any = None) -> str:
         """``rubric.yaml``: the draft, keeping what a person decided in ``previous`` (parsed)."""
-        rubric = merge_previous(
-            self.rubric, previous, criterion_given=self.mapping.rubric.criterion is not None
-        )
+        given = self.mapping.rubric.criterion is not None
+        rubric = merge_previous(self.rubric, previous, criterion_given=given)
+        counts = Counter(c.slice for c in self.cases)
         return rubric_yaml(
             rubric,
             source_label=self.source.label,
             mapping_label=self.mapping_label,
-            slice_counts=Counter(c.slice for c in self.cases),
+            slice_counts=counts,
         )
 
     def card_text(self, previous: str | None = None) -> str:
@@ -138,36 +128,34 @@ class TableImport:
 
 
 def load_mapping(
-    mapping: str | Path | dict[str, Any] | TableMapping,
-    columns: list[str] | tuple[str, ...] | None = None,
+    mapping: Mapping, columns: list[str] | tuple[str, ...] | None = None
 ) -> TableMapping:
     """Read and check a mapping (and, given the source's ``columns``, the columns it names);
     raise :class:`WorkbenchError` listing every problem with its line."""
-    loaded, _ = _load_mapping(mapping, columns, source_label="the source")
-    return loaded.mapping
+    return _load_mapping(mapping, columns, source_label="the source")[0].mapping
 
 
 def _load_mapping(
-    mapping: str | Path | dict[str, Any] | TableMapping, columns: Any, *, source_label: str
+    mapping: Mapping, columns: Any, *, source_label: str
 ) -> tuple[_LoadedMapping, Any]:
-    model: TableMapping | None
-    problems: list[Problem]
     if isinstance(mapping, TableMapping | dict):
-        at = Locator("mapping", {}).at
-        if isinstance(mapping, TableMapping):
-            raw = mapping.model_dump(mode="json", exclude_none=True)
-            model, problems, label, dumped = mapping, [], "(TableMapping object)", raw
-        else:
-            raw = mapping
-            model, problems = parse_mapping(raw, at, "mapping")
-            dumped = model.model_dump(mode="json", exclude_none=True) if model is not None else {}
-            label = "(mapping dict)"
+        at = Lines("mapping", {}).at
+        raw = (
+            mapping
+            if isinstance(mapping, dict)
+            else mapping.model_dump(mode="json", exclude_none=True)
+        )
+        model, problems = (
+            (mapping, []) if isinstance(mapping, TableMapping) else parse_mapping(raw, at)
+        )
+        label = "(TableMapping object)" if isinstance(mapping, TableMapping) else "(mapping dict)"
+        dumped = model.model_dump(mode="json", exclude_none=True) if model is not None else {}
         digest = sha256_text(canonical_json(dumped))
     else:
         path = Path(mapping)
         text, raw = read_mapping_text(path)
-        at = Locator(str(path), node_lines(text)).at
-        model, problems = parse_mapping(raw, at, str(path))
+        at = Lines(str(path), yaml_lines(text)).at
+        model, problems = parse_mapping(raw, at)
         label, digest = path.name, hashlib.sha256(path.read_bytes()).hexdigest()
     if columns is not None:
         problems += column_problems(raw, columns, at, source_label)
@@ -177,15 +165,11 @@ def _load_mapping(
     return _LoadedMapping(model, label, digest), at
 
 
-def gold_from_dataframe(
-    df: Any, mapping: str | Path | dict[str, Any] | TableMapping
-) -> TableImport:
+def gold_from_dataframe(df: Any, mapping: Mapping) -> TableImport:
     """Gold cases from a pandas DataFrame with a mapping (a path, a dict or a
-    :class:`TableMapping`), not yet written (:meth:`TableImport.write`). Raises
-    :class:`WorkbenchError` listing every problem."""
+    :class:`TableMapping`), not yet written (:meth:`TableImport.write`)."""
     table = SOURCE.table_from_frame(df)
-    loaded, at = _load_mapping(mapping, table.columns, source_label="the DataFrame")
-    return _build(table, loaded, at)
+    return _build(table, *_load_mapping(mapping, table.columns, source_label="the DataFrame"))
 
 
 def _build(table: TableRead, loaded: _LoadedMapping, at: Any) -> TableImport:
@@ -195,12 +179,12 @@ def _build(table: TableRead, loaded: _LoadedMapping, at: Any) -> TableImport:
     )
 
 
-def read_source_table(
-    source: str | Path, mapping: str | Path | dict[str, Any] | TableMapping
-) -> tuple[TableRead, _LoadedMapping, Any]:
-    """Read the source the mapping describes; problems in both are raised together."""
+def import_table(
+    source: str | Path, out: str | Path, *, mapping: Mapping, force: bool = False
+) -> tuple[TableImport, ImportSummary]:
+    """Import a CSV, JSONL or Parquet file into the dataset directory ``out``; problems in the
+    source and the mapping are raised together."""
     source = Path(source)
-    declared = None
     if isinstance(mapping, TableMapping):
         declared = mapping.source_format
     else:
@@ -210,53 +194,26 @@ def read_source_table(
     try:
         table = SOURCE.read_table(source, SOURCE.table_format(source, declared))
     except WorkbenchError as exc:
-        # Report the mapping's own problems too, so one run shows everything.
-        try:
+        try:  # report the mapping's own problems too, so one run shows everything
             _load_mapping(mapping, None, source_label=str(source))
-        except WorkbenchError as mapping_exc:
-            raise WorkbenchError(
-                f"{exc.summary}; and {mapping_exc.summary}", exc.problems + mapping_exc.problems
-            ) from None
+        except WorkbenchError as other:
+            summary = f"{exc.summary}; and {other.summary}"
+            raise WorkbenchError(summary, exc.problems + other.problems) from None
         raise
-    loaded, at = _load_mapping(mapping, table.columns, source_label=source.name)
-    return table, loaded, at
-
-
-def import_table(
-    source: str | Path,
-    out: str | Path,
-    *,
-    mapping: str | Path | dict[str, Any] | TableMapping,
-    force: bool = False,
-) -> tuple[TableImport, ImportSummary]:
-    """Import a CSV, JSONL or Parquet file into the dataset directory ``out``."""
-    table, loaded, at = read_source_table(source, mapping)
-    result = _build(table, loaded, at)
+    result = _build(table, *_load_mapping(mapping, table.columns, source_label=source.name))
     return result, result.write(out, force=force)
 
 
 @register_importer(KIND)
-def _registered(
-    source: Path,
-    out: Path,
-    *,
-    mapping: str | Path | dict[str, Any] | TableMapping,
-    force: bool = False,
-) -> ImportSummary:
+def _registered(source: Path, out: Path, *, mapping: Mapping, force: bool = False) -> ImportSummary:
     """``run_importer("table", source, out, mapping=...)``."""
     return import_table(source, out, mapping=mapping, force=force)[1]
 
 
-# ------------------------------------------------------------------------------ writing
-
-
 def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
     """What a previous import left in ``out``: parsed rubric, card text, case id -> partition."""
-    check_out_dir(
-        out,
-        "cannot write the dataset",
-        "point --out at a new directory or at a dataset directory this importer wrote",
-    )
+    fix = "point --out at a new directory or at a dataset directory this importer wrote"
+    check_out_dir(out, "cannot write the dataset", fix)
     rubric_path, card_path, gold_path = out / RUBRIC_FILE, out / CARD_FILE, out / GOLD_FILE
     card: str | None = None
     if card_path.is_file():
@@ -267,7 +224,7 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
     if gold_path.exists() and (card is None or CARD_MARKER not in card):
         if not force:
             refuse(
-                "refusing to overwrite a dataset",
+                _OVERWRITE,
                 str(gold_path),
                 "out_not_empty",
                 f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md"
@@ -277,37 +234,31 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
         # Replacing another tool's dataset: its rubric and card are not this import's drafts.
         return None, None, {}
     rubric = peek_yaml(rubric_path) if rubric_path.is_file() else None
-    return rubric, card, _partitions(gold_path, force) if gold_path.is_file() else {}
-
-
-def _partitions(gold_path: Path, force: bool) -> dict[str, str]:
-    """Case id -> partition in an existing ``gold.jsonl`` (read bounded and strict)."""
     partitions: dict[str, str] = {}
-    try:
-        for _number, line in iter_jsonl_lines(gold_path):
+    try:  # bounded and strict
+        for _, line in iter_jsonl_lines(gold_path) if gold_path.is_file() else ():
             row = loads_json(line)
             if isinstance(row, dict) and isinstance(row.get("case_id"), str):
                 partitions[row["case_id"]] = str(row.get("partition"))
     except (WorkbenchError, ValueError):  # not a file, a line too long, not UTF-8, bad JSON
         if not force:
+            message = (
+                "the existing gold.jsonl cannot be read, so the import cannot check that no case"
+                " moves"
+            )
             refuse(
-                "refusing to overwrite a dataset",
+                _OVERWRITE,
                 str(gold_path),
                 "out_not_empty",
-                "the existing gold.jsonl cannot be read, so the import cannot check that no case"
-                " moves",
+                message,
                 "repair or remove it, or pass --force",
             )
-    return partitions
+    return rubric, card, partitions
 
 
 def _check_stability(result: TableImport, before: dict[str, str], gold_path: Path) -> Problems:
     now = {c.case_id: c.partition.value for c in result.cases}
-    moved = [
-        f"{cid} ({part} -> {now[cid]})"
-        for cid, part in before.items()
-        if now.get(cid, part) != part
-    ]
+    moved = [f"{c} ({p} -> {now[c]})" for c, p in before.items() if now.get(c, p) != p]
     removed = [cid for cid in before if cid not in now]
     problems = Problems()
     if moved:
@@ -338,14 +289,13 @@ def _refuse_used_held_out(result: TableImport, out: Path) -> None:
     used = used_held_out_of(out)
     if used is None:
         refuse(
-            "refusing to overwrite a dataset",
+            _OVERWRITE,
             str(out / GOLD_FILE),
             "held_out_unchecked",
             "the held-out ledger records a use of this dataset, but its gold.jsonl cannot be read:"
             " the import cannot check that no used held-out case leaves the held-out partition",
             "repair gold.jsonl from version control, then import again",
         )
-
     moved = [c for c in result.cases if c.partition.value != "held_out"]
     problems = exposure_problems(moved, used, str(out / GOLD_FILE))
     if problems:
@@ -365,17 +315,18 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
         problems.raise_if_any(
             f"{out}: the import would change existing cases ({len(problems)} problem(s))"
         )
-    texts: dict[str, str | None] = {
-        RUBRIC_FILE: result.rubric_text(previous_rubric),
-        CARD_FILE: result.card_text(previous_card),
-        GOLD_FILE: result.gold_text(),
-        PENDING_FILE: pending_csv(list(result.pending)) if result.pending else None,
-    }
-    _self_check(result, texts[GOLD_FILE] or "", texts[CARD_FILE] or "")
+    rubric, card, gold = (
+        result.rubric_text(previous_rubric),
+        result.card_text(previous_card),
+        result.gold_text(),
+    )
+    pending = pending_csv(list(result.pending)) if result.pending else None
+    _self_check(result, gold, card)
     written: list[str] = []
+    texts = {RUBRIC_FILE: rubric, CARD_FILE: card, GOLD_FILE: gold, PENDING_FILE: pending}
     write_files(out, texts, "cannot write the dataset", written)
     notes = list(result.notes)
-    slices = (yaml.safe_load(texts[RUBRIC_FILE] or "") or {}).get("slices", {})
+    slices = (yaml.safe_load(rubric) or {}).get("slices", {})
     unset = [name for name, spec in slices.items() if spec.get("risk") == "unset"]
     if unset:
         notes.append(
@@ -386,19 +337,8 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
         notes.append(
             f"{len(result.pending)} case(s) wait for an adjudicator, listed in {out / PENDING_FILE}"
         )
-    counts = Counter(case.partition.value for case in result.cases)
-    return ImportSummary(
-        kind=KIND,
-        source=result.source.location,
-        out=str(out),
-        cases=len(result.cases),
-        groups=len({c.group for c in result.cases}),
-        partitions={p: counts[p] for p in PARTITIONS},
-        results=None,
-        files=written,
-        source_sha256=result.source.sha256,
-        notes=notes,
-    )
+    source = result.source
+    return ImportSummary.of(KIND, source.location, source.sha256, out, result.cases, written, notes)
 
 
 def _self_check(result: TableImport, gold: str, card: str) -> None:

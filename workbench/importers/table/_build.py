@@ -1,5 +1,4 @@
-"""From source rows to gold cases: case keys, groups, partitions, reviews, labels and
-adjudication."""
+"""From source rows to gold cases: keys, groups, partitions, reviews, labels, adjudication."""
 
 from __future__ import annotations
 
@@ -17,15 +16,15 @@ from ...errors import Problem, WorkbenchError
 from ...gold import PARTITIONS, UNSET_RISK, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from .._registry import refuse
 from .._table_reader import RowIssues, TableRead, _blank, canonical
-from ._mapping import RULE_TEXT, TableMapping
+from ._mapping import TableMapping
 from ._nested import NestedReviews, RowReview
 
 CONFIDENCES = ("low", "medium", "high")
 
 
 def assign_partition(group: str, seed: int, fractions: dict[str, float]) -> Partition:
-    """The partition of ``group``: its position in [0, 1) (60 bits of sha256(seed, group), so no
-    other row moves it) against the cumulative ``fractions``; a share of 0 gets no group."""
+    """The partition of ``group``: 60 bits of sha256(seed, group) against the cumulative
+    ``fractions``, so no other row moves it; a share of 0 gets no group."""
     digest = hashlib.sha256(f"workbench-partition\x1f{seed}\x1f{group}".encode()).hexdigest()
     position = int(digest[:15], 16) / float(16**15)
     names = [name for name in PARTITIONS if fractions.get(name, 0) > 0]
@@ -40,10 +39,6 @@ def assign_partition(group: str, seed: int, fractions: dict[str, float]) -> Part
 def input_group(text: str) -> str:
     """The group of an input: same text up to case and whitespace."""
     return "g-" + hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
-
-
-def generated_case_id(input_text: str, response: str) -> str:
-    return "case-" + hashlib.sha256(f"{input_text}\x1f{response}".encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -81,81 +76,61 @@ class Built:
 
 
 class _Reader:
-    def __init__(self, table: TableRead, issues: RowIssues, nested: Any = None) -> None:
-        self.table = table
-        self.issues = issues
-        self.nested: NestedReviews | None = nested
+    def __init__(self, table: TableRead, issues: RowIssues, m: TableMapping) -> None:
+        self.table, self.issues, self.m = table, issues, m
+        self.nested = NestedReviews(m.reviews, issues) if m.reviews.form == "nested" else None
 
     def raw(self, i: int, column: str) -> Any:
         return self.table.rows[i].get(column)
 
-    def text(self, i: int, column: str, *, required: bool = False, what: str = "") -> str | None:
+    def text(
+        self, i: int, column: str, what: str, *, required: bool = False, key: bool = False
+    ) -> str | None:
+        """A cell as text (``key``: an id, always required, a number allowed)."""
         value = self.raw(i, column)
         if _blank(value):
-            if required:
-                self.issues.add(
-                    "value_missing",
-                    f"column {column!r} ({what}) is empty",
-                    f"fill in {what} on every row, or drop those rows from the source",
-                    i,
-                )
+            if required or key:
+                drop = "" if key else ", or drop those rows from the source"
+                fix = f"fill in {what} on every row{drop}"
+                self.issues.add("value_missing", f"column {column!r} ({what}) is empty", fix, i)
             return None
-        if isinstance(value, str):
+        if isinstance(value, str) and not key:
             return value
-        if isinstance(value, bool | int | float):
-            return canonical(value)
-        self.issues.add(
-            "value_not_text",
-            f"column {column!r} ({what}) holds a {type(value).__name__}, not text",
-            f"give {what} as text",
-            i,
+        scalar = (
+            not isinstance(value, list | dict) if key else isinstance(value, bool | int | float)
         )
+        if scalar:
+            return canonical(value)
+        holds = f"column {column!r} ({what}) holds a {type(value).__name__}"
+        fix = f"give {what} as text" + (" or a number" if key else "")
+        self.issues.add("value_not_text", holds if key else f"{holds}, not text", fix, i)
         return None
 
-    def key(self, i: int, column: str, *, what: str) -> str | None:
-        value = self.raw(i, column)
-        if _blank(value):
-            self.issues.add(
-                "value_missing",
-                f"column {column!r} ({what}) is empty",
-                f"fill in {what} on every row",
-                i,
-            )
+    def spec(self, spec: Any, i: int, what: str) -> str | None:
+        if spec is None:
             return None
-        if isinstance(value, list | dict):
-            self.issues.add(
-                "value_not_text",
-                f"column {column!r} ({what}) holds a {type(value).__name__}",
-                f"give {what} as text or a number",
-                i,
-            )
-            return None
-        return canonical(value)
+        return spec.value if spec.value is not None else self.text(i, spec.column, what)
 
 
 def build_cases(table: TableRead, mapping: TableMapping, *, at: Any) -> Built:
     """The rows as gold cases and a drafted rubric; raise listing every problem found."""
     issues = RowIssues(table)
-    nested = NestedReviews(mapping.reviews, issues) if mapping.reviews.form == "nested" else None
-    reader = _Reader(table, issues, nested)
-    rows = [_read_row(reader, mapping, i) for i in range(len(table.rows))]
-    if nested is not None:
-        nested.finish()
+    reader = _Reader(table, issues, mapping)
+    rows = [_read_row(reader, i) for i in range(len(table.rows))]
+    if reader.nested is not None:
+        reader.nested.finish()
     cases = _cases(rows, mapping, issues)
     _check_labels(cases, mapping, issues)
     _check_reviews(cases, issues, mapping)
     _assign(cases, mapping, issues, table)
     if issues:
         problems = issues.problems()
-        raise WorkbenchError(
-            f"{table.location}: {len(problems)} problem(s) in the source rows", problems
-        )
-    rubric, rubric_problems, notes = _draft_rubric(cases, mapping, at)
-    if rubric_problems:
-        raise WorkbenchError(
-            f"{at('rubric')}: the drafted rubric is not valid ({len(rubric_problems)} problem(s))",
-            rubric_problems,
-        )
+        summary = f"{table.location}: {len(problems)} problem(s) in the source rows"
+        raise WorkbenchError(summary, problems)
+    rubric, problems, notes = _draft_rubric(cases, mapping, at)
+    if problems:
+        summary = f"{at('rubric')}: the drafted rubric is not valid ({len(problems)} problem(s))"
+        raise WorkbenchError(summary, problems)
     return _finish(cases, mapping, rubric, table, notes)
 
 
@@ -166,56 +141,47 @@ def _cases(rows: list[_Case], mapping: TableMapping, issues: RowIssues) -> dict[
             by_key.setdefault(row.case_id, []).append(row)
     cases: dict[str, _Case] = {}
     for key, members in by_key.items():
-        if mapping.reviews.form != "long" and len(members) > 1:
-            how = (
-                f"case id column {mapping.case_id.column!r}"
-                if mapping.case_id
-                else "the same input and response"
-            )
-            issues.add(
-                "duplicate_case",
-                f"case {key!r} appears on several rows ({how}); in {mapping.reviews.form} form"
-                " each case is one row",
-                "keep one row per case, or add a case id column that tells them apart",
-                [i for r in members for i in r.rows],
-            )
+        if mapping.reviews.form == "long" or len(members) == 1:
+            cases[key] = _merge(key, members, issues)
             continue
-        cases[key] = _merge(key, members, issues)
+        col = mapping.case_id
+        how = f"case id column {col.column!r}" if col else "the same input and response"
+        issues.add(
+            "duplicate_case",
+            f"case {key!r} appears on several rows ({how}); in {mapping.reviews.form} form"
+            " each case is one row",
+            "keep one row per case, or add a case id column that tells them apart",
+            [i for r in members for i in r.rows],
+        )
     return cases
 
 
-def _read_row(reader: _Reader, m: TableMapping, i: int) -> _Case:
-    row = _Case(rows=[i], fields=_fields(reader, m, i))
-    row.tags = _tags(reader, m, i)
-    row.reviews = _reviews(reader, m, i)
+def _read_row(reader: _Reader, i: int) -> _Case:
+    m = reader.m
+    row = _Case(rows=[i], fields=_fields(reader, i), tags=_tags(reader, i))
+    row.reviews = _reviews(reader, i)
     adj = m.adjudication
     if adj.column is not None:
         value = reader.raw(i, adj.column)
         row.adjudicated = None if _blank(value) else canonical(value)
-        if adj.adjudicator is not None:
-            row.adjudicator = _text(reader, adj.adjudicator, i, "the adjudicator")
+        row.adjudicator = reader.spec(adj.adjudicator, i, "the adjudicator")
         if adj.reason is not None:
-            row.adjudication_reason = reader.text(i, adj.reason, what="the adjudication reason")
-    f = row.fields
+            row.adjudication_reason = reader.text(i, adj.reason, "the adjudication reason")
+    inp, response = row.fields["input"], row.fields["response"]
     if m.case_id is not None:
-        row.case_id = reader.key(i, m.case_id.column, what="the case id")
-    elif f["input"] is not None and f["response"] is not None:
-        row.case_id = generated_case_id(f["input"], f["response"])
+        row.case_id = reader.text(i, m.case_id.column, "the case id", key=True)
+    elif inp is not None and response is not None:
+        row.case_id = "case-" + hashlib.sha256(f"{inp}\x1f{response}".encode()).hexdigest()[:16]
     return row
 
 
-def _text(reader: _Reader, spec: Any, i: int, what: str) -> str | None:
-    if spec is None:
-        return None
-    return spec.value if spec.value is not None else reader.text(i, spec.column, what=what)
-
-
-def _fields(reader: _Reader, m: TableMapping, i: int) -> dict[str, Any]:
+def _fields(reader: _Reader, i: int) -> dict[str, Any]:
+    m = reader.m
     f: dict[str, Any] = {
-        "input": reader.text(i, m.input.column, required=True, what="the input"),
-        "response": reader.text(i, m.response.column, required=True, what="the response"),
-        "reference": _text(reader, m.reference, i, "reference"),
-        "grading_notes": _text(reader, m.grading_notes, i, "grading notes"),
+        "input": reader.text(i, m.input.column, "the input", required=True),
+        "response": reader.text(i, m.response.column, "the response", required=True),
+        "reference": reader.spec(m.reference, i, "reference"),
+        "grading_notes": reader.spec(m.grading_notes, i, "grading notes"),
     }
     if f["reference"] is None and f["grading_notes"] is None and f["input"] is not None:
         cols = [spec.column for spec in (m.reference, m.grading_notes) if spec and spec.column]
@@ -227,28 +193,23 @@ def _fields(reader: _Reader, m: TableMapping, i: int) -> dict[str, Any]:
             " mapping",
             i,
         )
-    f["contexts"] = _contexts(reader, m, i) if m.contexts is not None else None
-    f["slice"] = (
-        m.slice.value
-        if m.slice.value is not None
-        else reader.key(i, m.slice.column or "", what="the slice")
-    )
+    f["contexts"] = _contexts(reader, i) if m.contexts is not None else None
+    f["slice"] = m.slice.value or reader.text(i, m.slice.column or "", "the slice", key=True)
     if m.group.column is not None:
-        f["group"] = reader.key(i, m.group.column, what="the group")
+        f["group"] = reader.text(i, m.group.column, "the group", key=True)
     else:
         f["group"] = input_group(f["input"]) if f["input"] is not None else None
-    f["partition"] = _partition(reader, m, i) if m.partition.column is not None else None
+    f["partition"] = _partition(reader, i) if m.partition.column is not None else None
     meta = {c: reader.raw(i, c) for c in m.metadata if reader.raw(i, c) is not None}
     f["metadata"] = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
     return f
 
 
-def _partition(reader: _Reader, m: TableMapping, i: int) -> str | None:
-    column = m.partition.column or ""
-    value = reader.key(i, column, what="the partition")
+def _partition(reader: _Reader, i: int) -> str | None:
+    column, values = reader.m.partition.column or "", reader.m.partition.values
+    value = reader.text(i, column, "the partition", key=True)
     if value is None:
         return None
-    values = m.partition.values
     if values is not None:
         part = values.get(value)
     else:
@@ -265,22 +226,22 @@ def _partition(reader: _Reader, m: TableMapping, i: int) -> str | None:
     return part.value if part is not None else None
 
 
-def _tags(reader: _Reader, m: TableMapping, i: int) -> list[str]:
+def _tags(reader: _Reader, i: int) -> list[str]:
     tags: list[str] = []
-    for column in m.tags:
+    for column in reader.m.tags:
         value = reader.raw(i, column)
         if isinstance(value, list):
             items = value
         elif isinstance(value, str):
-            items = value.split(m.tag_separator)
+            items = value.split(reader.m.tag_separator)
         else:
             items = [] if value is None else [canonical(value)]
         tags += [canonical(t) for t in items if t is not None and canonical(t)]
     return tags
 
 
-def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
-    spec = m.contexts
+def _contexts(reader: _Reader, i: int) -> list[str] | None:
+    spec = reader.m.contexts
     assert spec is not None
     value = reader.raw(i, spec.column)
     if value is None:
@@ -299,11 +260,9 @@ def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
             return None
     if isinstance(value, str):
         parts = value.split(spec.separator) if spec.separator else [value]
-        passages = [p.strip() for p in parts if p.strip()]
-        return passages or None
+        return [p.strip() for p in parts if p.strip()] or None
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        passages = [v for v in value if v.strip()]
-        return passages or None
+        return [v for v in value if v.strip()] or None
     reader.issues.add(
         "contexts_invalid",
         f"column {spec.column!r} holds a {type(value).__name__}, not passages",
@@ -318,21 +277,21 @@ def _review_columns(spec: Any) -> list[tuple[str | None, str | None, str, Any, A
     if spec.form in ("long", "nested"):
         return [(None, spec.reviewer, spec.label, spec.rationale, spec.confidence)]
     if spec.columns is not None:
-        return [
-            (name, None, c.label, c.rationale, c.confidence) for name, c in spec.columns.items()
-        ]
+        return [(n, None, c.label, c.rationale, c.confidence) for n, c in spec.columns.items()]
     return [(None, p.reviewer, p.label, p.rationale, p.confidence) for p in spec.pairs or []]
 
 
-def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
+def _reviews(reader: _Reader, i: int) -> list[RowReview]:
     if reader.nested is not None:  # form: nested
         return reader.nested.row(i, reader.raw(i, reader.nested.column))
     out: list[RowReview] = []
-    long = m.reviews.form == "long"
-    for name, reviewer_col, label_col, rationale_col, confidence_col in _review_columns(m.reviews):
+    long = reader.m.reviews.form == "long"
+    for name, reviewer_col, label_col, rationale_col, confidence_col in _review_columns(
+        reader.m.reviews
+    ):
         reviewer = name
         if long:
-            reviewer = reader.key(i, reviewer_col or "", what="the reviewer")
+            reviewer = reader.text(i, reviewer_col or "", "the reviewer", key=True)
         elif reviewer_col is not None:
             value = reader.raw(i, reviewer_col)
             reviewer = None if _blank(value) else canonical(value)
@@ -348,19 +307,10 @@ def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
         label = _label(reader, i, label_col, reviewer, long=long, paired=reviewer_col is not None)
         if label is None or reviewer is None:
             continue
-        confidence = (
-            reader.text(i, confidence_col, what="the confidence") if confidence_col else None
-        )
-        rationale = reader.text(i, rationale_col, what="the rationale") if rationale_col else None
-        out.append(
-            RowReview(
-                reviewer=reviewer,
-                label=label,
-                rationale=rationale,
-                confidence=confidence.strip().lower() if confidence else None,
-                row=i,
-            )
-        )
+        confidence = reader.text(i, confidence_col, "the confidence") if confidence_col else None
+        rationale = reader.text(i, rationale_col, "the rationale") if rationale_col else None
+        confidence = confidence.strip().lower() if confidence else None
+        out.append(RowReview(reviewer, label, rationale, confidence, i))
     return out
 
 
@@ -368,42 +318,31 @@ def _label(
     reader: _Reader, i: int, column: str, reviewer: str | None, *, long: bool, paired: bool
 ) -> str | None:
     label = reader.raw(i, column)
-    if _blank(label):
-        if long:
-            reader.issues.add(
-                "value_missing",
-                f"column {column!r} (the review label) is empty",
-                "fill in the label on every review row, or drop the rows without one",
-                i,
-            )
-        elif reviewer is not None and paired:
-            reader.issues.add(
-                "review_incomplete",
-                f"reviewer column names {reviewer!r} but label column {column!r} is empty",
-                "give the label, or clear the reviewer cell",
-                i,
-            )
-        return None
-    if isinstance(label, list | dict):
+    if _blank(label) and long:
         reader.issues.add(
-            "value_not_text",
-            f"column {column!r} (the review label) holds a {type(label).__name__}",
-            "give one label per cell",
+            "value_missing",
+            f"column {column!r} (the review label) is empty",
+            "fill in the label on every review row, or drop the rows without one",
             i,
         )
-        return None
-    return canonical(label)
+    elif _blank(label) and reviewer is not None and paired:
+        reader.issues.add(
+            "review_incomplete",
+            f"reviewer column names {reviewer!r} but label column {column!r} is empty",
+            "give the label, or clear the reviewer cell",
+            i,
+        )
+    elif isinstance(label, list | dict):
+        message = f"column {column!r} (the review label) holds a {type(label).__name__}"
+        reader.issues.add("value_not_text", message, "give one label per cell", i)
+    elif not _blank(label):
+        return canonical(label)
+    return None
 
 
 _FIELD_NAMES = {
-    "input": "input",
-    "response": "response",
-    "reference": "reference",
-    "grading_notes": "grading notes",
-    "contexts": "contexts",
-    "slice": "slice",
-    "group": "group",
-    "partition": "partition",
+    **{n: n.replace("_", " ") for n in ("input", "response", "reference", "grading_notes")},
+    **{n: n for n in ("contexts", "slice", "group", "partition")},
     "metadata": "metadata columns",
 }
 
@@ -492,8 +431,7 @@ def _check_reviews(cases: dict[str, _Case], issues: RowIssues, m: TableMapping) 
                     case.rows,
                 )
             continue
-        counts = Counter(r.reviewer for r in case.reviews)
-        for reviewer, n in counts.items():
+        for reviewer, n in Counter(r.reviewer for r in case.reviews).items():
             if n > 1:
                 issues.add(
                     "duplicate_reviewer",
@@ -514,34 +452,30 @@ def _check_reviews(cases: dict[str, _Case], issues: RowIssues, m: TableMapping) 
 
 
 def _assign(cases: dict[str, _Case], m: TableMapping, issues: RowIssues, table: TableRead) -> None:
-    if m.partition.assign is not None:
-        seed, fractions = m.partition.assign.seed, m.partition.assign.fractions()
-        for case in cases.values():
-            group = case.fields.get("group")
-            case.partition = (
-                assign_partition(group, seed, fractions).value if group is not None else None
-            )
-        return
-    partitions_of_group: dict[str, dict[str, list[int]]] = {}
+    assign = m.partition.assign
+    parts_of: dict[str, dict[str, list[int]]] = {}
     for case in cases.values():
-        case.partition = case.fields.get("partition")
         group = case.fields.get("group")
+        if assign is not None:
+            part = (
+                assign_partition(group, assign.seed, assign.fractions())
+                if group is not None
+                else None
+            )
+            case.partition = part.value if part is not None else None
+            continue
+        case.partition = case.fields.get("partition")
         if group is not None and case.partition is not None:
-            partitions_of_group.setdefault(group, {}).setdefault(case.partition, []).extend(
-                case.rows
-            )
-    for group, parts in partitions_of_group.items():
-        if len(parts) > 1:
-            detail = "; ".join(
-                f"{p}: {table.describe(sorted(rows))}" for p, rows in sorted(parts.items())
-            )
-            issues.add(
-                "group_leakage",
-                f"group {group!r} is in {len(parts)} partitions ({detail})",
-                "put every case of a group in one partition, or let the tool assign partitions by"
-                " group (partition: {assign: ...})",
-                sorted(r for rows in parts.values() for r in rows),
-            )
+            parts_of.setdefault(group, {}).setdefault(case.partition, []).extend(case.rows)
+    for group, parts in ((g, p) for g, p in parts_of.items() if len(p) > 1):
+        detail = "; ".join(f"{p}: {table.describe(sorted(r))}" for p, r in sorted(parts.items()))
+        issues.add(
+            "group_leakage",
+            f"group {group!r} is in {len(parts)} partitions ({detail})",
+            "put every case of a group in one partition, or let the tool assign partitions by"
+            " group (partition: {assign: ...})",
+            sorted(r for rows in parts.values() for r in rows),
+        )
 
 
 def _draft_rubric(
@@ -574,6 +508,7 @@ def _draft_rubric(
             " declare rubric.abstain_labels if they mean the reviewer abstained"
         )
     fewest = min((len(c.reviews) for c in cases.values()), default=1)
+    slices = sorted({c.fields["slice"] for c in cases.values()})
     rubric = {
         "schema_version": 1,
         "name": m.name,
@@ -584,10 +519,7 @@ def _draft_rubric(
         "fail_label": fail_label,
         "abstain_labels": list(hints.abstain_labels),
         "min_reviews": hints.min_reviews or max(1, fewest),
-        "slices": {
-            name: {"risk": UNSET_RISK, "description": ""}
-            for name in sorted({c.fields["slice"] for c in cases.values()})
-        },
+        "slices": {name: {"risk": UNSET_RISK, "description": ""} for name in slices},
     }
     if len(labels) >= 2 or hints.labels is not None:
         problems += _rubric_problems(rubric, at)
@@ -622,40 +554,29 @@ def _relabel_problems(m: TableMapping, labels: list[str], at: Any) -> list[Probl
 def _labels(cases: dict[str, _Case], m: TableMapping, at: Any) -> tuple[list[str], list[Problem]]:
     """The rubric's labels: the hints' list (holding every label used), the label mapping's
     targets, or the labels found, sorted."""
-    found = list(
-        dict.fromkeys(
-            _mapped(m, label)
-            for case in cases.values()
-            for label in (
-                *(r.label for r in case.reviews),
-                *([case.adjudicated] if case.adjudicated is not None else []),
-            )
-        )
-    )
     if m.labels is not None and m.rubric.labels is None:
         return list(dict.fromkeys(m.labels.values())), []
+    used = [(*(r.label for r in c.reviews), c.adjudicated) for c in cases.values()]
+    found = list(dict.fromkeys(_mapped(m, x) for labels in used for x in labels if x is not None))
     if m.rubric.labels is None:
         return sorted(found), []
     missing = [label for label in found if label not in m.rubric.labels]
-    if not missing:
-        return list(m.rubric.labels), []
     problems = Problems()
-    problems.add(
-        at("rubric", "labels"),
-        "mapping_invalid",
-        f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data uses",
-        "list every label the data uses under rubric.labels, or map those values to listed labels",
-    )
+    if missing:
+        problems.add(
+            at("rubric", "labels"),
+            "mapping_invalid",
+            f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data uses",
+            "list every label the data uses under rubric.labels, or map those values to listed"
+            " labels",
+        )
     return list(m.rubric.labels), problems
 
 
 def _rubric_problems(rubric: dict[str, Any], at: Any) -> list[Problem]:
     probe = {
         **rubric,
-        "slices": {
-            k: {**v, "risk": Risk.low.value if v["risk"] == UNSET_RISK else v["risk"]}
-            for k, v in rubric["slices"].items()
-        },
+        "slices": {k: {**v, "risk": Risk.low.value} for k, v in rubric["slices"].items()},
     }
     try:
         Rubric.model_validate(probe)
@@ -702,36 +623,40 @@ def _finish(
             )
             for r in case.reviews
         ]
-        adjudication, how = _adjudicate(case, m, [r.label for r in reviews], rubric["fail_label"])
+        labels = [r.label for r in reviews]
+        adjudication, how = _adjudicate(case, m, labels, rubric["fail_label"])
         settled[how] += 1
         if adjudication is None:
-            pending.append(
-                Pending(
-                    case_id,
-                    case.partition or "",
-                    f["slice"],
-                    [(r.reviewer, r.label) for r in reviews],
-                    table.describe(case.rows),
-                    _why_pending(m, [r.label for r in reviews]),
-                )
+            who = [(r.reviewer, r.label) for r in reviews]
+            why = (
+                f"rule {m.adjudication.rule} cannot settle {_counts(labels)}"
+                if m.adjudication.rule is not None
+                else f"no adjudicated label in column {m.adjudication.column!r}"
             )
+            rows = table.describe(case.rows)
+            pending.append(Pending(case_id, case.partition or "", f["slice"], who, rows, why))
         try:
             gold = GoldCase(
                 case_id=case_id,
                 partition=Partition(cast(str, case.partition)),  # None was refused before
-                group=f["group"],
-                slice=f["slice"],
                 tags=case.tags,
                 rubric_version=rubric["version"],
-                input=f["input"],
-                response=f["response"],
                 response_hash=hashlib.sha256(f["response"].encode("utf-8")).hexdigest(),
-                grading_notes=f["grading_notes"],
-                reference=f["reference"],
-                contexts=f["contexts"],
                 reviews=reviews,
                 adjudication=adjudication,
                 metadata=json.loads(f["metadata"]),
+                **{
+                    k: f[k]
+                    for k in (
+                        "group",
+                        "slice",
+                        "input",
+                        "response",
+                        "grading_notes",
+                        "reference",
+                        "contexts",
+                    )
+                },
             )
         except ValidationError as exc:  # pragma: no cover - every field was checked above
             refuse(
@@ -753,52 +678,37 @@ def _adjudicate(
     case: _Case, m: TableMapping, labels: list[str], fail_label: str | None
 ) -> tuple[Adjudication | None, str]:
     if case.adjudicated is not None:
-        reason = (
-            case.adjudication_reason
-            or f"adjudicated label from source column {m.adjudication.column!r}"
-        )
-        mapped = _mapped(m, case.adjudicated)
-        return Adjudication(label=mapped, reason=reason, adjudicator=case.adjudicator), "column"
+        column = f"adjudicated label from source column {m.adjudication.column!r}"
+        reason = case.adjudication_reason or column
+        label = _mapped(m, case.adjudicated)
+        return Adjudication(label=label, reason=reason, adjudicator=case.adjudicator), "column"
     rule = m.adjudication.rule
     decided = decide(rule, labels, fail_label) if rule is not None else None
-    if rule is None or decided is None:
+    if decided is None:
         return None, "pending"
-    return (
-        Adjudication(
-            label=decided, reason=f"rule {rule}: {_counts(labels)}", adjudicator=f"rule:{rule}"
-        ),
-        "rule",
-    )
-
-
-def _why_pending(m: TableMapping, labels: list[str]) -> str:
-    if m.adjudication.rule is not None:
-        return f"rule {m.adjudication.rule} cannot settle {_counts(labels)}"
-    return f"no adjudicated label in column {m.adjudication.column!r}"
+    reason = f"rule {rule}: {_counts(labels)}"
+    return Adjudication(label=decided, reason=reason, adjudicator=f"rule:{rule}"), "rule"
 
 
 def decide(rule: str, labels: list[str], fail_label: str | None) -> str | None:
     """The gold label ``rule`` gives for these review labels (:data:`._mapping.RULE_TEXT`), or
     None when it cannot settle them."""
+    counts = Counter(labels)
     if not labels:
         return None
-    counts = Counter(labels)
     if rule == "majority":
         label, n = counts.most_common(1)[0]
         return label if n * 2 > len(labels) else None
     if rule == "any_fail" and fail_label is not None and fail_label in counts:
         return fail_label
-    if rule in ("any_fail", "unanimous_else_review"):
-        return labels[0] if len(counts) == 1 else None
-    raise ValueError(f"unknown rule {rule!r}; known: {', '.join(RULE_TEXT)}")
+    return labels[0] if len(counts) == 1 else None  # any_fail, unanimous_else_review
 
 
 def merge_previous(
     rubric: dict[str, Any], previous: Any, *, criterion_given: bool
 ) -> dict[str, Any]:
     """The drafted rubric keeping what a person decided in an existing ``rubric.yaml``: slices'
-    real risks and descriptions (also of slices not in the data yet) and, unless the mapping gives
-    one, the criterion."""
+    risks and descriptions (also of slices not in the data yet) and, unless given, the criterion."""
     if not isinstance(previous, dict):
         return rubric
     valid = {r.value for r in Risk}

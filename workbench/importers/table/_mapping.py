@@ -1,26 +1,94 @@
-"""The table mapping: a small YAML file (or dict, or :class:`TableMapping`) saying which column of a
-table is what, documented in ``docs/formats.md#table-mapping``. Problems are reported all at once,
-each at its line of the mapping file, with a fix.
-"""
+"""The table mapping (``docs/formats.md#table-mapping``): which column of a table is what; every
+problem is reported at once, at its line of the mapping file, with a fix. Nested reviews are read
+by paths (:func:`parse_path`): ``annotations[].annotator`` names the list column, ``[]`` each
+review, then the keys; the rationale may read a list in each review with a second ``[]``."""
 
 from __future__ import annotations
 
 import difflib
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..._load import Lines, Problems, load_yaml, validation_problems, yaml_lines
+from ..._load import Problems, load_yaml, validation_problems
 from ..._record import Record as _Model
 from ..._record import SchemaTooNew
 from ...errors import Problem
 from ...gold import Partition
 from .._table_reader import canonical, number_as_text
-from ._paths import EXAMPLE, PATH_FIELDS, ItemPath, PathError, parse_path
+
+PATH_FIELDS: tuple[str, ...] = ("reviewer", "label", "rationale", "confidence")
+
+EXAMPLE = "annotations[].annotator"
+
+
+@dataclass(frozen=True)
+class ItemPath:
+    """A parsed path: ``column[].key.key`` or ``column[].key[].key``."""
+
+    text: str
+    column: str
+    keys: tuple[str, ...]
+    """The keys from a review to the value (or to the list that ``each`` reads)."""
+    each: tuple[str, ...] | None = None
+    """After a second ``[]``: the keys read in every item of that list."""
+
+
+class PathError(ValueError):
+    """A path that cannot be read; its text says what to write instead."""
+
+
+def _keys(part: str, text: str, *, after: str) -> tuple[str, ...]:
+    if part == "":
+        return ()
+    if not part.startswith("."):
+        raise PathError(f"{text!r}: {after} must be followed by '.' and a key, e.g. {EXAMPLE}")
+    keys = tuple(part[1:].split("."))
+    if any(k.strip() == "" for k in keys):
+        raise PathError(f"{text!r} has an empty key between dots")
+    bad = [k for k in keys if "[" in k or "]" in k]
+    if bad:
+        raise PathError(f"{text!r}: key {bad[0]!r} holds a stray bracket; a list is read with []")
+    return keys
+
+
+def parse_path(text: str, *, many: bool) -> ItemPath:
+    """Parse ``text`` (``many``: a second ``[]`` is allowed); raise :class:`PathError` saying
+    what to write."""
+    parts = text.split("[]")
+    column = parts[0]
+    if len(parts) == 1:
+        raise PathError(
+            f"{text!r} is not a path into a list column: write <column>[].<key>, e.g. {EXAMPLE}"
+        )
+    if column.strip() == "" or "[" in column or "]" in column:
+        raise PathError(f"{text!r} names no list column before []: e.g. {EXAMPLE}")
+    if len(parts) > 3 or (len(parts) == 3 and not many):
+        what = "a list inside each review (rationale only)"
+        raise PathError(
+            f"{text!r} has {len(parts) - 1} []: one reads the list column's reviews"
+            + (f", a second one {what}" if many else "; this field takes one value per review")
+        )
+    keys = _keys(parts[1], text, after="[]")
+    if not keys:
+        raise PathError(f"{text!r} names no key of the review: write {column}[].<key>")
+    each = _keys(parts[2], text, after="the second []") if len(parts) == 3 else None
+    return ItemPath(text, column, keys, each)
+
+
+def lookup(node: Any, keys: tuple[str, ...]) -> tuple[bool, Any, Any]:
+    """Follow ``keys`` from ``node``: ``(found, value, last object reached)``."""
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return False, None, node
+        node = node[key]
+    return True, node, None
+
 
 MAPPING_SCHEMA_VERSION = 1
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -41,17 +109,8 @@ RULE_TEXT: dict[str, str] = {
 }
 
 
-COLUMN_FIELDS: tuple[str, ...] = (
-    "case_id",
-    "input",
-    "response",
-    "reference",
-    "grading_notes",
-    "slice",
-    "group",
-    "contexts",
-    "partition",
-)
+COLUMN_FIELDS: tuple[str, ...] = ("case_id", "input", "response", "reference", "grading_notes")
+COLUMN_FIELDS += ("slice", "group", "contexts", "partition")
 
 
 def _as_column(value: Any) -> Any:
@@ -88,8 +147,7 @@ class Contexts(_Model):
     column: str = Field(min_length=1)
     """The column holding the passages: a list (JSONL, Parquet), or text."""
     separator: str | None = None
-    """Split text cells on this separator (e.g. ``"\\n\\n"``); without it a text cell is one
-    passage."""
+    """Split text cells on this separator (e.g. ``"\\n\\n"``); else a text cell is one passage."""
     json_list: bool = False
     """Text cells hold a JSON list of passages (e.g. a CSV export of a list column)."""
 
@@ -103,14 +161,12 @@ class Contexts(_Model):
 
 
 class Group(_Model):
-    """Which cases form a group (a source prompt or paraphrase family); a group lives in one
-    partition."""
+    """Which cases form a group (a prompt family); a group lives in one partition."""
 
     column: str | None = Field(default=None, min_length=1)
     """A column naming the group."""
     hash_of: Literal["input"] | None = None
-    """``input``: cases whose input is the same text (ignoring case and runs of whitespace) form a
-    group."""
+    """``input``: cases with the same input text (ignoring case and whitespace) form a group."""
 
     @model_validator(mode="after")
     def _one(self) -> Group:
@@ -120,11 +176,8 @@ class Group(_Model):
 
 
 class Assign(_Model):
-    """Group-aware, seeded partition assignment with declared fractions.
-
-    Each group is placed by the sha256 of the seed and its own name, so a group's partition
-    never depends on the other rows: adding rows never moves an existing case.
-    """
+    """Seeded partition assignment by group hash (sha256 of seed and group): adding rows never
+    moves an existing case."""
 
     seed: int
     """Any integer; record it, since another seed gives another split."""
@@ -139,17 +192,12 @@ class Assign(_Model):
     def _sum_to_one(self) -> Assign:
         total = self.development + self.calibration + self.held_out
         if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(
-                f"development + calibration + held_out must be 1 (they add up to {total:g})"
-            )
+            message = f"development + calibration + held_out must be 1 (they add up to {total:g})"
+            raise ValueError(message)
         return self
 
     def fractions(self) -> dict[str, float]:
-        return {
-            "development": self.development,
-            "calibration": self.calibration,
-            "held_out": self.held_out,
-        }
+        return {p: getattr(self, p) for p in ("development", "calibration", "held_out")}
 
 
 class PartitionSpec(_Model):
@@ -158,8 +206,7 @@ class PartitionSpec(_Model):
     column: str | None = Field(default=None, min_length=1)
     """A column holding the partition of each row."""
     values: dict[str, Partition] | None = None
-    """Source value -> partition, e.g. ``{train: development, val: calibration, test: held_out}``;
-    without it the column must hold development, calibration or held_out."""
+    """Source value -> partition, e.g. ``{train: development, test: held_out}``; else the values."""
     assign: Assign | None = None
     """Assign partitions by group hash (see :class:`Assign`)."""
 
@@ -191,31 +238,19 @@ class ReviewPair(ReviewerColumns):
 
 
 class Reviews(_Model):
-    """Where the reviews are.
-
-    ``form: long``: one row per review; rows with the same case key form one case, and
-    ``reviewer`` and ``label`` name the reviewer and label columns. ``form: wide``: one row per
-    case; ``columns`` maps each reviewer to their label column (or lists the label columns,
-    named after their reviewers), or ``pairs`` lists reviewer/label column pairs. ``form:
-    nested``: one row per case whose reviews are the items of a list column; ``reviewer``,
-    ``label`` (and ``rationale``, ``confidence``) are paths into each item, e.g.
-    ``annotations[].annotator`` (see :mod:`._paths`).
-    """
+    """Where the reviews are: ``long`` (a row per review), ``wide`` (a label column per reviewer)
+    or ``nested`` (a list column of reviews, read by paths: :func:`parse_path`)."""
 
     form: Literal["long", "wide", "nested"]
-    """``long`` (one row per review), ``wide`` (one row per case, a label column per reviewer) or
-    ``nested`` (one row per case, its reviews the items of a list column)."""
+    """``long``, ``wide`` or ``nested``."""
     reviewer: str | None = Field(default=None, min_length=1)
-    """long: the column holding the reviewer id; nested: its path in each review, e.g.
-    ``annotations[].annotator``."""
+    """long: the reviewer id column; nested: its path, e.g. ``annotations[].annotator``."""
     label: str | None = Field(default=None, min_length=1)
     """long: the column holding the label; nested: its path, e.g. ``annotations[].label``."""
     rationale: str | None = Field(default=None, min_length=1)
-    """long: the column holding the rationale; nested: its path, e.g. ``annotations[].note``, or
-    a list inside each review read with a second ``[]`` (``annotations[].spans[].text``: the
-    texts, one per line)."""
+    """long: the rationale column; nested: its path, or ``annotations[].spans[].text`` (joined)."""
     confidence: str | None = Field(default=None, min_length=1)
-    """long: the column holding the confidence (low, medium or high); nested: its path."""
+    """long: the confidence column (low, medium or high); nested: its path."""
     columns: dict[str, ReviewerColumns] | None = None
     """wide: reviewer id -> their label column (or ``{label, rationale, confidence}``)."""
     pairs: list[ReviewPair] | None = None
@@ -242,55 +277,40 @@ class Reviews(_Model):
 
     @model_validator(mode="after")
     def _shape(self) -> Reviews:
-        long_fields = [
-            n
-            for n in ("reviewer", "label", "rationale", "confidence")
-            if getattr(self, n) is not None
-        ]
-        if self.form == "nested":
-            return self._nested()
-        paths = [n for n in long_fields if "[]" in (getattr(self, n) or "")]
-        if paths:
+        given = [n for n in PATH_FIELDS if getattr(self, n) is not None]
+        paths = [n for n in given if "[]" in getattr(self, n)]
+        if paths and self.form != "nested":
+            verb = "is a path" if len(paths) == 1 else "are paths"
             raise ValueError(
-                f"{', '.join(paths)} {'is a path' if len(paths) == 1 else 'are paths'} into a"
-                " list column ([]): write form: nested"
+                f"{', '.join(paths)} {verb} into a list column ([]): write form: nested"
             )
-        if self.form == "long":
-            missing = [n for n in ("reviewer", "label") if getattr(self, n) is None]
-            if missing:
-                raise ValueError(
-                    f"long form needs {' and '.join(missing)}: the column(s) holding each row's"
-                    " reviewer and label"
+        if self.form == "wide":
+            if given:
+                message = (
+                    f"{', '.join(given)} are for form: long; in wide form use columns or pairs"
                 )
-            if self.columns is not None or self.pairs is not None:
-                raise ValueError("columns and pairs are for form: wide")
-        else:
-            if long_fields:
-                raise ValueError(
-                    f"{', '.join(long_fields)} are for form: long; in wide form use columns or"
-                    " pairs"
-                )
+                raise ValueError(message)
             if (self.columns is None) == (self.pairs is None):
                 raise ValueError(
                     "wide form needs exactly one of columns (one label column per reviewer) or"
                     " pairs (reviewer/label column pairs)"
                 )
-            if self.columns is not None and not self.columns:
-                raise ValueError("columns is empty")
-            if self.pairs is not None and not self.pairs:
-                raise ValueError("pairs is empty")
-        return self
-
-    def _nested(self) -> Reviews:
-        missing = [n for n in ("reviewer", "label") if getattr(self, n) is None]
+            for name in ("columns", "pairs"):
+                if getattr(self, name) is not None and not getattr(self, name):
+                    raise ValueError(f"{name} is empty")
+            return self
+        nested = self.form == "nested"
+        missing = [n for n in ("reviewer", "label") if n not in given]
         if missing:
+            what = "path(s) to each review's" if nested else "column(s) holding each row's"
+            example = f", e.g. reviewer: {EXAMPLE}" if nested else ""
             raise ValueError(
-                f"nested form needs {' and '.join(missing)}: the path(s) to each review's"
-                f" reviewer and label, e.g. reviewer: {EXAMPLE}"
+                f"{self.form} form needs {' and '.join(missing)}: the {what} reviewer and"
+                f" label{example}"
             )
         if self.columns is not None or self.pairs is not None:
             raise ValueError("columns and pairs are for form: wide")
-        columns = {name: path.column for name, path in self.item_paths().items()}
+        columns = {name: path.column for name, path in self.item_paths().items()} if nested else {}
         if len(set(columns.values())) > 1:
             named = ", ".join(f"{n} {c!r}" for n, c in columns.items())
             raise ValueError(f"every path must read the same list column ({named})")
@@ -306,14 +326,12 @@ class Reviews(_Model):
 
 
 class AdjudicationSpec(_Model):
-    """Where the gold label comes from: a column, a rule, or a column with a rule for its empty
-    cells."""
+    """Where the gold label comes from: a column, a rule, or both (the rule for empty cells)."""
 
     column: str | None = Field(default=None, min_length=1)
     """The column holding the adjudicated label."""
     rule: Literal["majority", "any_fail", "unanimous_else_review"] | None = None
-    """``majority``, ``any_fail`` or ``unanimous_else_review`` (see :data:`RULE_TEXT`). Cases the
-    rule cannot settle are written without adjudication and listed for an adjudicator."""
+    """See :data:`RULE_TEXT`; cases it cannot settle are listed for an adjudicator."""
     adjudicator: Text | None = None
     """Who adjudicated (column) or a name, for labels from ``column``."""
     reason: str | None = Field(default=None, min_length=1)
@@ -349,8 +367,7 @@ class RubricHints(_Model):
     abstain_labels: list[str] = Field(default_factory=list)
     """Labels that are neither pass nor fail, e.g. ``review_required``."""
     min_reviews: int | None = Field(default=None, ge=1)
-    """Reviews every case needs; a case with fewer is an import error. Default: the fewest any case
-    has."""
+    """Reviews every case needs (fewer is an error); default: the fewest any case has."""
 
     _version = field_validator("version", mode="before")(number_as_text)
 
@@ -365,9 +382,7 @@ class TableMapping(_Model):
     source_format: Literal["csv", "tsv", "jsonl", "parquet"] | None = None
     """``csv``, ``tsv``, ``jsonl`` or ``parquet``; by default taken from the source's extension."""
     case_id: Column | None = None
-    """The column holding a unique, stable case id (long form: the case key shared by a case's
-    rows). Without it the id is ``case-`` + the first 16 hex digits of the sha256 of the input
-    and the response."""
+    """The column holding a stable case id; else ``case-`` + sha256 of input and response."""
     input: Column
     """The column holding the user input."""
     response: Column
@@ -393,8 +408,7 @@ class TableMapping(_Model):
     reviews: Reviews
     """Where the reviews are (see :class:`Reviews`)."""
     labels: dict[str, Annotated[str, Field(min_length=1)]] | None = None
-    """Source value -> rubric label, e.g. ``{0: fail, 1: pass}``. Without it source values are
-    the labels. A value with no entry is an error listing every such value and its rows."""
+    """Source value -> rubric label, e.g. ``{0: fail, 1: pass}``; else the values are the labels."""
     adjudication: AdjudicationSpec
     """Where the gold label comes from (see :class:`AdjudicationSpec`)."""
     rubric: RubricHints = Field(default_factory=RubricHints)
@@ -424,16 +438,6 @@ class TableMapping(_Model):
                 ' one text shared by every case write grading_notes: {value: "..."}'
             )
         return self
-
-
-# ------------------------------------------------------------------------------ loading
-
-
-node_lines = yaml_lines
-"""1-based line of every mapping key and sequence item, by its path
-(:func:`workbench._load.yaml_lines`)."""
-Locator = Lines
-"""``file:line`` of a path in the mapping document (:class:`workbench._load.Lines`)."""
 
 
 _FIX: dict[str, str] = {
@@ -479,19 +483,9 @@ _FIX: dict[str, str] = {
 _ERROR_CODES = {"missing": "mapping_field_missing", "extra_forbidden": "mapping_field_unknown"}
 
 
-def mapping_problems_from_validation(exc: ValidationError, at: Any, location: str) -> list[Problem]:
-    def code(err: Any) -> str:
-        return _ERROR_CODES.get(err["type"], "mapping_invalid")
-
-    return validation_problems(
-        exc, at=at, root="mapping", code=code, message=_error_message, fix=_error_fix
-    )
-
-
 def _error_message(err: Any, where: str) -> str:
-    return {"missing": f"{where} is missing", "extra_forbidden": f"{where}: unknown key"}.get(
-        err["type"]
-    ) or f"{where}: {err['msg'].removeprefix('Value error, ')}"
+    known = {"missing": f"{where} is missing", "extra_forbidden": f"{where}: unknown key"}
+    return known.get(err["type"]) or f"{where}: {err['msg'].removeprefix('Value error, ')}"
 
 
 PATH_FIX = (
@@ -528,7 +522,7 @@ def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
     return doc.text, doc.data
 
 
-_REVIEW_COLUMNS = ("reviewer", "label", "rationale", "confidence")
+_REVIEW_COLUMNS = PATH_FIELDS
 _COLUMN_PATHS: tuple[tuple[tuple[str, ...], bool, tuple[str, ...]], ...] = (
     *(((name,), True, ("column",)) for name in COLUMN_FIELDS),
     (("tags", "#"), True, ()),
@@ -562,10 +556,8 @@ def _walk(node: Any, pattern: tuple[str, ...], path: tuple[Any, ...] = ()) -> It
 
 
 def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """Every column the raw mapping names, with its path, read without validating the rest.
-
-    In nested form a review field names a path, whose list column (before the first ``[]``) is
-    the column referenced; a path without ``[]`` is left to the mapping's validation."""
+    """Every column the raw mapping names, with its path (nested form: a review path's list
+    column), read without validating the rest."""
     refs: list[tuple[tuple[Any, ...], str]] = []
     for pattern, name_here, keys in _COLUMN_PATHS:
         for path, value in _walk(raw, pattern):
@@ -605,16 +597,23 @@ def column_problems(
     return problems
 
 
-def parse_mapping(
-    raw: dict[str, Any], at: Any, location: str
-) -> tuple[TableMapping | None, list[Problem]]:
+def parse_mapping(raw: dict[str, Any], at: Any) -> tuple[TableMapping | None, list[Problem]]:
     """Validate a raw mapping; returns the mapping (or None) and every problem found."""
     try:
         return TableMapping.model_validate(raw), []
     except SchemaTooNew as exc:
         return None, [exc.problem_at(at("schema_version"))]
     except ValidationError as exc:
-        problems = Problems(mapping_problems_from_validation(exc, at, location))
+        problems = Problems(
+            validation_problems(
+                exc,
+                at=at,
+                root="mapping",
+                code=lambda err: _ERROR_CODES.get(err["type"], "mapping_invalid"),
+                message=_error_message,
+                fix=_error_fix,
+            )
+        )
     if not ({"reference", "grading_notes"} & set(raw)) and not any(
         "grading evidence" in p.message for p in problems
     ):

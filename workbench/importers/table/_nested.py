@@ -1,6 +1,5 @@
-"""Reviews in a list column (``reviews: {form: nested}``): each item of the row's list is one
-review, its fields read by path (:mod:`._paths`); every problem is recorded with its rows.
-"""
+"""Reviews in a list column (``reviews: {form: nested}``), their fields read by path
+(:func:`._mapping.parse_path`); every problem is recorded with its rows."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ from typing import Any
 
 from ..._io import JSONRecordError, loads_json
 from .._table_reader import RowIssues, _blank, canonical
-from ._mapping import Reviews
-from ._paths import ItemPath, lookup
+from ._mapping import ItemPath, Reviews, lookup
 
 LIST_FIX = (
     'write the cell as a JSON list of reviews, e.g. [{"annotator": "a1", "label": "faithful"}],'
@@ -42,8 +40,7 @@ class NestedReviews:
 
     def __init__(self, spec: Reviews, issues: RowIssues) -> None:
         self.paths: dict[str, ItemPath] = spec.item_paths()
-        self.column = self.paths["label"].column
-        self.issues = issues
+        self.column, self.issues = self.paths["label"].column, issues
         self.found: set[str] = set()
         self.seen_keys: dict[str, set[str]] = {}
         self.first_row: int | None = None
@@ -52,10 +49,8 @@ class NestedReviews:
     def row(self, i: int, cell: Any) -> list[RowReview]:
         out: list[RowReview] = []
         before = len(self.flagged)
-        items = self._items(i, cell)
-        for item in items:
-            if self.first_row is None:
-                self.first_row = i
+        for item in self._items(i, cell):
+            self.first_row = i if self.first_row is None else self.first_row
             reviewer = self._required(i, item, "reviewer")
             label = self._required(i, item, "label")
             rationale = self._rationale(i, item)
@@ -78,11 +73,9 @@ class NestedReviews:
         self.issues.add(code, message, fix, i, key=key)
 
     def finish(self) -> None:
-        if self.first_row is None:
-            return
         for name in ("rationale", "confidence"):
             path = self.paths.get(name)
-            if path is None or name in self.found:
+            if path is None or name in self.found or self.first_row is None:
                 continue
             self.issues.add(
                 "review_field_missing",
@@ -197,8 +190,7 @@ class NestedReviews:
             )
             return None
         texts = [self._each(i, element, path) for element in value]
-        joined = "\n".join(t for t in texts if t)
-        return joined or None
+        return "\n".join(t for t in texts if t) or None
 
     def _each(self, i: int, element: Any, path: ItemPath) -> str | None:
         each = path.each or ()

@@ -1,6 +1,5 @@
-"""The files ``workbench import table`` writes: a commented rubric draft, the card, the adjudication
-list; pure functions of the import (same input, same bytes).
-"""
+"""The files ``workbench import table`` writes (rubric draft, card, adjudication list): pure
+functions of the import."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..._csv import spreadsheet_safe
 from ...gold import PARTITIONS, GoldCase
 from .._registry import render_text
+from .._table_reader import _listed
 from ._build import Pending
 from ._mapping import RULE_TEXT, TableMapping
 
@@ -35,9 +35,7 @@ _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 
 def scalar(value: Any) -> str:
     """A YAML scalar: bare when unambiguous, else a JSON string."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool | int | float):
+    if value is None or isinstance(value, bool | int | float):
         return json.dumps(value)
     text = str(value)
     if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
@@ -66,35 +64,27 @@ def rubric_yaml(
 
 
 def adjudication_text(mapping: TableMapping) -> str:
-    adj = mapping.adjudication
-    parts = []
+    adj, parts = mapping.adjudication, []
     if adj.column is not None:
-        parts.append(
-            f"The adjudicated label is read from source column `{adj.column}`"
-            + (" where it is filled." if adj.rule else ".")
-        )
+        filled = " where it is filled." if adj.rule else "."
+        parts.append(f"The adjudicated label is read from source column `{adj.column}`{filled}")
     if adj.rule is not None:
         prefix = "Elsewhere, rule" if adj.column is not None else "Rule"
         parts.append(f"{prefix} `{adj.rule}` decides: {RULE_TEXT[adj.rule]}.")
     parts.append(
-        "Cases nothing settles are written without adjudication and listed in "
-        + PENDING_FILE
-        + " for an adjudicator."
+        f"Cases nothing settles are written without adjudication and listed in {PENDING_FILE} for"
+        " an adjudicator."
     )
     return " ".join(parts)
-
-
-def new_card_head(mapping: TableMapping) -> str:
-    adjudication = json.dumps(adjudication_text(mapping), ensure_ascii=False)
-    return render_text(
-        "table_card.md.j2", name=mapping.name, adjudication=adjudication, scalar=scalar
-    )
 
 
 def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str:
     """``card.md``: the human part (kept from ``previous``), then the computed part."""
     if previous is None:
-        head = new_card_head(mapping)
+        adjudication = json.dumps(adjudication_text(mapping), ensure_ascii=False)
+        head = render_text(
+            "table_card.md.j2", name=mapping.name, adjudication=adjudication, scalar=scalar
+        )
     elif CARD_MARKER in previous:
         head = previous.split(CARD_MARKER, 1)[0]
     else:
@@ -139,16 +129,14 @@ def computed_section(result: TableImport) -> str:
         lines += [
             "",
             f"{len(pending)} case(s) wait for an adjudicator (listed in `{PENDING_FILE}`): "
-            + ", ".join(f"`{p.case_id}`" for p in pending[:20])
-            + (f" and {len(pending) - 20} more" if len(pending) > 20 else "")
+            + _listed([f"`{p.case_id}`" for p in pending], 20)
             + ".",
         ]
     return "\n".join(lines) + "\n"
 
 
 def _method_lines(m: TableMapping) -> list[str]:
-    if m.partition.assign is not None:
-        a = m.partition.assign
+    if (a := m.partition.assign) is not None:
         partition = (
             f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares"
             f" development {a.development:g}, calibration {a.calibration:g}, held_out"
@@ -179,13 +167,12 @@ def _method_lines(m: TableMapping) -> list[str]:
 
 def _review_form(m: TableMapping) -> str:
     r = m.reviews
+    fields = f"reviewer `{r.reviewer}`, label `{r.label}`"
     if r.form == "long":
-        return f"long form (one row per review): reviewer `{r.reviewer}`, label `{r.label}`"
+        return f"long form (one row per review): {fields}"
     if r.form == "nested":
-        return (
-            f"nested form (a list of reviews per row): reviewer `{r.reviewer}`, label `{r.label}`"
-            + (f", rationale `{r.rationale}`" if r.rationale else "")
-        )
+        rationale = f", rationale `{r.rationale}`" if r.rationale else ""
+        return f"nested form (a list of reviews per row): {fields}{rationale}"
     if r.columns is not None:
         return "wide form, one label column per reviewer: " + ", ".join(
             f"{name} `{c.label}`" for name, c in r.columns.items()
@@ -219,14 +206,8 @@ def pending_csv(pending: list[Pending]) -> str:
     writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(["case_id", "partition", "slice", "reviews", "source_rows", "why"])
     for p in pending:
-        cells = [
-            p.case_id,
-            p.partition,
-            p.slice,
-            "; ".join(f"{who}={label}" for who, label in p.reviews),
-            p.rows,
-            p.why,
-        ]
+        reviews = "; ".join(f"{who}={label}" for who, label in p.reviews)
+        cells = [p.case_id, p.partition, p.slice, reviews, p.rows, p.why]
         writer.writerow([spreadsheet_safe(cell) for cell in cells])
     return buffer.getvalue()
 
