@@ -17,7 +17,13 @@ model (pydantic's config default), interleaved.
 figures named ``before: ...``), e.g. the commit before the lazy CLI:
 ``git archive a8b6282 workbench data | tar -x -C /tmp/clibefore``.
 
+``--no-bytecode`` adds issue 31's figure: ``validate`` and ``--help`` with
+``PYTHONDONTWRITEBYTECODE=1`` and no cache prefix, reading only the byte code ``make venv``
+compiled beside the sources (``compileall``), over the same commands with a writable cache:
+the ratio the target keeps under 1.1. Without the compiled tree every such start recompiles.
+
     .venv/bin/python bench/bench_cli.py [--repeats 15] [--importtime] [--docstrings] [--before DIR]
+        [--no-bytecode]
 """
 
 from __future__ import annotations
@@ -73,6 +79,29 @@ def wall(argv: list[str], tree: Path | None = None) -> float:
             f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-2000:]}"
         )
     return elapsed
+
+
+def no_bytecode_cost(repeats: int) -> dict[str, dict[str, float]]:
+    """Median wall time of ``validate`` and ``--help`` as a container runs them (no byte code
+    written; what ``make venv`` compiled beside the sources is read) over the usual run."""
+    cli = commands()
+    env = {k: v for k, v in _env().items() if k != "PYTHONPYCACHEPREFIX"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    out = {}
+    for name in ("help", "validate"):
+        plain: list[float] = []
+        without: list[float] = []
+        for _ in range(repeats):
+            plain.append(wall(cli[name]))
+            t0 = time.perf_counter()
+            subprocess.run(cli[name], cwd=ROOT, capture_output=True, env=env, check=True)
+            without.append(time.perf_counter() - t0)
+        out[name] = {
+            "cached_s": round(statistics.median(plain), 3),
+            "dont_write_bytecode_s": round(statistics.median(without), 3),
+            "ratio": round(statistics.median(without) / statistics.median(plain), 2),
+        }
+    return out
 
 
 def largest_imports(argv: list[str], top: int = 10) -> list[tuple[str, float]]:
@@ -142,6 +171,11 @@ def main() -> None:
             "its commands are measured in the same run, interleaved, as 'before: <command>'."
         ),
     )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="Also measure validate and --help under PYTHONDONTWRITEBYTECODE=1.",
+    )
     args = parser.parse_args()
     runs: dict[str, tuple[list[str], Path | None]] = {}
     for name, argv in commands().items():
@@ -185,6 +219,8 @@ def main() -> None:
         out["largest_imports_of_validate_ms"] = dict(largest_imports(validate_argv[1:]))
     if args.docstrings:
         out["use_attribute_docstrings_cost"] = docstring_cost(args.repeats)
+    if args.no_bytecode:
+        out["dont_write_bytecode_cost"] = no_bytecode_cost(args.repeats)
     print(json.dumps(out, indent=2))
 
 

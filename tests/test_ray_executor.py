@@ -53,8 +53,11 @@ def start_local_ray(tries: int = 3) -> None:
 
     Ray waits a fixed 30 s for its raylet to register (ray/_private/node.py); on a loaded 2-core
     machine the first start can miss that window ("The current node timed out during startup").
-    A later start that succeeds is the same local instance every test needs.
+    A later start that succeeds is the same local instance every test needs. The window itself is
+    Ray's ``raylet_start_wait_time_s`` config, raised here through its environment variable (CI's
+    machine is shared; 8 processes on 2 cores missed 30 s three times in a row).
     """
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
     for attempt in range(1, tries + 1):
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
