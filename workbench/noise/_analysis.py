@@ -39,9 +39,9 @@ from ..policy import (
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
-from ._evidence import NoisePolicy
+from ._evidence import Member, NoisePolicy
 from ._judge import KIND, METRIC
-from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, Member, NoisePair, NoiseSuite
+from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, NoisePair, NoiseSuite
 from ._release import release_of
 from ._retrieval import RetrievalRow, check_retrieval, failed_pairs, retrieval_blockers
 from ._trends import NoiseComparison, Trend
@@ -581,11 +581,25 @@ async def run_noise(
     """Retrieval assertions, then the controls, then (if every control separated) candidates and
     repeats, through the run engine within the suite's policy (``budget_usd`` and ``concurrency``
     may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``."""
-    _check_request(
-        judge, suite, concurrency, budget_usd, partition, sentinels_only, repeat, baseline
+    # Notebook arguments arrive as papermill injected them: types checked before anything else.
+    if concurrency is not None:
+        check_concurrency(concurrency)
+    check_budget(budget_usd)
+    if isinstance(repeat, bool) or not isinstance(repeat, int):
+        check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
+    if partition is not None:
+        partition_name(partition)
+    select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
+    problems = check_run_request(
+        suite, judge, concurrency=concurrency, budget_usd=budget_usd, repeat=repeat, **select
     )
-    out = Path(out_dir)
-    policy = suite.policy
+    if baseline is not None:
+        from ._compare import check_baseline_suite
+
+        problems += check_baseline_suite(suite, baseline, **select)
+    if problems:
+        raise WorkbenchError(f"refusing the noise run: {len(problems)} problem(s)", problems)
+    out, policy = Path(out_dir), suite.policy
     allowance = _Allowance(
         out, policy.max_cost_usd if budget_usd is None else budget_usd, policy.max_cases
     )
@@ -595,49 +609,12 @@ async def run_noise(
         "retry_errors": retry_errors,
         "progress": progress,
     }
-    select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
     run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
     if baseline is not None:
         b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
         run = run.model_copy(update={"baseline": b_run})
     atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
     return run
-
-
-def _check_request(
-    judge: Any,
-    suite: NoiseSuite,
-    concurrency: int | None,
-    budget_usd: float | None,
-    partition: str | None,
-    sentinels_only: bool,
-    repeat: int,
-    baseline: NoiseSuite | None,
-) -> None:
-    # Notebook arguments arrive as papermill injected them: types checked before anything else.
-    if concurrency is not None:
-        check_concurrency(concurrency)
-    check_budget(budget_usd)
-    if isinstance(repeat, bool) or not isinstance(repeat, int):
-        check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
-    if partition is not None:
-        partition_name(partition)
-    problems = check_run_request(
-        suite,
-        judge,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        repeat=repeat,
-        sentinels_only=sentinels_only,
-    )
-    if baseline is not None:
-        from ._compare import check_baseline_suite
-
-        problems += check_baseline_suite(
-            suite, baseline, partition=partition, sentinels_only=sentinels_only
-        )
-    if problems:
-        raise WorkbenchError(f"refusing the noise run: {len(problems)} problem(s)", problems)
 
 
 async def _run_suite(
@@ -955,16 +932,16 @@ def noise_report(
     identity, fingerprint = _check_join(suite, located)
     release = release_of(suite)
     candidates = selected_candidates(suite, partition, sentinels_only)
-    reading = _read_suite(suite, _final(located), candidates, runs, run, companions)
+    reading, blockers = _read_suite(suite, _final(located), candidates, runs, run, companions)
     if release is None:
         message = (
             f"{suite.label} has no frozen release: freeze it (workbench freeze FILE --approver"
             " NAME) so its cases, references and manifest cannot change under the evidence"
         )
         evidence = {"suite_sha256": suite.sha256}
-        reading.blockers.append(blocker("noise_suite_unfrozen", message, evidence=evidence))
+        blockers.append(blocker("noise_suite_unfrozen", message, evidence=evidence))
     decision = decide(
-        reading.blockers,
+        blockers,
         overrides,
         policy_label=suite.label,
         fingerprint=fingerprint,
@@ -976,6 +953,7 @@ def noise_report(
     if run is None and not reading.controls_passed:
         stopped = "controls failed: candidate scores are not interpreted"
     return NoiseReport(
+        **vars(reading),
         outcome=cast(NoiseOutcome, decision.outcome),
         suite=suite.label,
         suite_sha256=suite.sha256,
@@ -987,23 +965,14 @@ def noise_report(
         judge_fingerprint=fingerprint,
         budget_usd=run.budget_usd if run is not None else None,
         max_cases=suite.policy.max_cases,
-        controls_passed=reading.controls_passed,
         candidates_interpreted=reading.controls_passed,
         stopped_reason=stopped,
-        retrieval=reading.retrieval,
         retrieval_passed=not failed_pairs(reading.retrieval),
-        controls=reading.controls,
-        control_roles=reading.roles,
-        pairs=reading.rows,
-        slices=reading.slices,
-        repeats=reading.repeats,
         retired=_retired_rows(suite),
         companions_unjoined=companions.unjoined if companions is not None else [],
         blockers=decision.blockers,
         waived=decision.waived,
         unapplied_overrides=decision.unapplied,
-        evaluator_errors=reading.errors,
-        missing=reading.missing,
         results_read=len(attempts),
         cost_usd=round(sum(float(r.cost_usd or 0.0) for r in attempts), 10),
         tokens_in=sum(int(r.tokens_in or 0) for r in attempts),
@@ -1016,15 +985,16 @@ def noise_report(
 
 @dataclass
 class _Reading:
+    """The report's fields read from the results (:class:`NoiseReport`'s names)."""
+
     retrieval: list[RetrievalRow]
     controls: list[ControlRow]
     controls_passed: bool
-    roles: dict[str, int]
-    blockers: list[Blocker]
-    rows: list[PairRow] = field(default_factory=list)
+    control_roles: dict[str, int]
+    pairs: list[PairRow] = field(default_factory=list)
     slices: list[SliceRow] = field(default_factory=list)
     repeats: list[RepeatRow] = field(default_factory=list)
-    errors: list[MemberError] = field(default_factory=list)
+    evaluator_errors: list[MemberError] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
 
@@ -1035,7 +1005,7 @@ def _read_suite(
     runs: dict[str, RunSummary],
     run: NoiseRun | None,
     companions: CompanionJoin | None,
-) -> _Reading:
+) -> tuple[_Reading, list[Blocker]]:
     """Retrieval, controls (whether candidate scores mean anything), candidate pairs, slices,
     repeats and companions, in the seed's order."""
     retrieval = check_retrieval([*suite.controls(), *candidates])
@@ -1052,9 +1022,9 @@ def _read_suite(
     )
     control_blockers, roles = _control_blockers(suite, controls)
     blockers = [*retrieval_blockers(suite, retrieval), *control_blockers]
-    reading = _Reading(retrieval, controls, interpreted, roles, blockers)
+    reading = _Reading(retrieval, controls, interpreted, roles)
     values = companions.values if companions is not None else {}
-    reading.errors = [
+    reading.evaluator_errors = [
         _member_error(pair, m, r)
         for pair in suite.controls()
         for m in MEMBERS
@@ -1062,21 +1032,21 @@ def _read_suite(
     ]
     for pair in candidates:
         row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
-        reading.rows.append(row)
-        reading.errors += pair_errors
+        reading.pairs.append(row)
+        reading.evaluator_errors += pair_errors
         reading.missing += pair_missing
     reading.slices = [
         _slice_row(suite, name, reading, interpreted, values) for name in suite.slices
     ]
     if interpreted:
-        reading.blockers += _slice_blockers(suite, reading.slices, reading.rows)
-    reading.blockers += _error_blockers(suite, reading.errors, reading.missing, stops, runs)
+        blockers += _slice_blockers(suite, reading.slices, reading.pairs)
+    blockers += _error_blockers(suite, reading.evaluator_errors, reading.missing, stops, runs)
     reading.repeats = _repeat_rows(suite, run, suite.policy, blocked)
-    reading.blockers += _repeat_blockers(suite, reading.repeats)
+    blockers += _repeat_blockers(suite, reading.repeats)
     if suite.policy.companions and interpreted:
         scope = [p for p in candidates if p.pair_id not in blocked]
-        reading.blockers += _companion_blockers(suite, scope, values, companions, reading)
-    return reading
+        blockers += _companion_blockers(suite, scope, values, companions, reading)
+    return reading, blockers
 
 
 def _retired_rows(suite: NoiseSuite) -> list[RetiredRow]:
@@ -1473,7 +1443,7 @@ def _companion_blockers(
                 f" bought by {metric}"
             )
             ids = [
-                r.pair_id for r in reading.rows if r.slice == s.slice and r.companions.get(metric)
+                r.pair_id for r in reading.pairs if r.slice == s.slice and r.companions.get(metric)
             ]
             evidence = {"metric": metric, "mean": mean, "limit": spec.limit}
             code = "noise_companion_exceeded"
@@ -1561,7 +1531,7 @@ def _slice_row(
     values: dict[str, dict[str, dict[str, float]]],
 ) -> SliceRow:
     limit = suite.slices[name]
-    rows = [r for r in reading.rows if r.slice == name]
+    rows = [r for r in reading.pairs if r.slice == name]
     counted = [r for r in rows if r.counted]
     noisy = [r.noisy_score for r in counted if r.noisy_score is not None]
     clean = [r.clean_score for r in counted if r.clean_score is not None]
@@ -1582,7 +1552,7 @@ def _slice_row(
         risk=limit.risk,
         pairs=len(rows),
         scored=len(noisy),
-        errors=sum(1 for e in reading.errors if e.pair_id in ids),
+        errors=sum(1 for e in reading.evaluator_errors if e.pair_id in ids),
         missing=sum(1 for m in reading.missing if m.rsplit(":", 1)[0] in ids),
         abstentions=abstentions,
         members=members,

@@ -29,7 +29,9 @@ from ._evidence import (
     Attack,
     EvidenceManifest,
     GenerationTrace,
+    Member,
     NoisePolicy,
+    PartitionName,
     Retirement,
     RetrievalAssertions,
     RetrievedContext,
@@ -60,8 +62,6 @@ Mode = Literal["relevant", "irrelevant"]
 Role = Literal["control", "adversarial", "reference_defect", "candidate"]
 Relation = Literal["noisy_worse_than_clean", "noisy_not_worse", "not_punished"]
 Direction = Literal["lower_is_better"]
-Member = Literal["clean", "noisy"]
-PartitionName = Literal["development", "calibration", "held_out"]
 MEMBERS: tuple[Member, ...] = ("clean", "noisy")
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -319,10 +319,7 @@ class NoiseSuite(_Model):
 
     def pair(self, pair_id: str) -> NoisePair:
         """The pair with this id."""
-        for p in self.pairs:
-            if p.pair_id == pair_id:
-                return p
-        raise KeyError(pair_id)
+        return {p.pair_id: p for p in self.pairs}[pair_id]
 
 
 _PAIR_COLUMNS = (

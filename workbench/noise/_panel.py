@@ -19,8 +19,9 @@ from .._record import Record as _Model
 from ..errors import WorkbenchError
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
+from ._evidence import Member
 from ._judge import parse_claims
-from ._pairs import MEMBERS, Member, NoiseSuite
+from ._pairs import MEMBERS, NoiseSuite
 
 PANEL_SCHEMA_VERSION = 1
 MIN_REVIEWERS = 2

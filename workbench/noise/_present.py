@@ -11,7 +11,14 @@ from .._io import atomic_write_text, read_json_file
 from .._lock import LOCK_FILE, Lock, Verification, check_report_file, lock_run, maybe_sha256
 from .._signing import Signer
 from ..errors import WorkbenchError
-from ._analysis import LOWER_IS_BETTER, NOISE_REPORT_FILE, NOISE_RUN_FILE, NoiseReport
+from ._analysis import (
+    LOWER_IS_BETTER,
+    NOISE_REPORT_FILE,
+    NOISE_RUN_FILE,
+    ControlRow,
+    NoiseReport,
+    PairRow,
+)
 
 
 def _num(x: float | None) -> str:
@@ -24,24 +31,8 @@ _CONTROL_MARK = {"separated": "ok  ", "not_punished": "ok  ", "routed_to_review"
 
 def format_noise(report: NoiseReport) -> str:
     """The report as text: outcome, retrieval, controls, pairs, slices, ..., blockers."""
-    parts = (
-        _head,
-        _retrieval,
-        _controls,
-        _candidates,
-        _repeats,
-        _unjoined,
-        _retired,
-        _comparison,
-        _warnings,
-        _blockers,
-    )
-    lines = [line for part in parts for line in part(report)]
-    lines += [
-        f"  override {u.override_id} not applied: {u.reason}: {'; '.join(u.details)}"
-        for u in report.unapplied_overrides
-    ]
-    return "\n".join(lines)
+    parts = (_head, _retrieval, _controls, _candidates, _repeats, _unjoined, _retired, _comparison)
+    return "\n".join(line for part in (*parts, _warnings, _blockers) for line in part(report))
 
 
 def _head(report: NoiseReport) -> list[str]:
@@ -202,9 +193,13 @@ def _blockers(report: NoiseReport) -> list[str]:
     ]
     if report.waived:
         lines += ["", "waived by override:"]
-    return lines + [
+    lines += [
         f"  {wv.blocker.code} ({wv.blocker.slice or '-'}) by {wv.override_id}"
         for wv in report.waived
+    ]
+    return lines + [
+        f"  override {u.override_id} not applied: {u.reason}: {'; '.join(u.details)}"
+        for u in report.unapplied_overrides
     ]
 
 
@@ -214,56 +209,48 @@ def noise_chart(report: NoiseReport) -> Any:
     import pandas as pd
 
     members = ["clean (positive control)", "noisy (negative control)", "clean", "noisy"]
-    colors = ["#2e7d32", "#8e24aa", "#1f77b4", "#ff7f0e"]
-    points, limits, order = [], [], []
-    for c in report.controls:
-        label = f"{c.role} · {c.slice} · {c.pair_id} [{c.mode}]"
-        order.append(label)
-        for member, score in ((members[0], c.positive_score), (members[1], c.negative_score)):
-            if score is not None:
-                points.append({"pair": label, "member": member, "score": score, "mode": c.mode})
-    for r in report.pairs:
-        label = f"candidate · {r.slice} · {r.pair_id} [{r.mode}]"
-        order.append(label)
-        for member, score in ((members[2], r.clean_score), (members[3], r.noisy_score)):
-            if score is not None:
-                points.append({"pair": label, "member": member, "score": score, "mode": r.mode})
-        if report.candidates_interpreted:
-            limits.append({"pair": label, "max_score": r.limit_max_score})
-    data = pd.DataFrame(points, columns=["pair", "member", "score", "mode"])
+    points: list[dict[str, Any]] = []
+    limits: list[dict[str, Any]] = []
+    order: list[str] = []
+    rows: list[tuple[str, ControlRow | PairRow, list[str], float | None, float | None]] = [
+        (c.role, c, members[:2], c.positive_score, c.negative_score) for c in report.controls
+    ]
+    rows += [("candidate", r, members[2:], r.clean_score, r.noisy_score) for r in report.pairs]
+    for role, row, names, *scores in rows:
+        order.append(label := f"{role} · {row.slice} · {row.pair_id} [{row.mode}]")
+        points += [
+            {"pair": label, "member": member, "score": score, "mode": row.mode}
+            for member, score in zip(names, scores, strict=True)
+            if score is not None
+        ]
+        if isinstance(row, PairRow) and report.candidates_interpreted:
+            limits.append({"pair": label, "max_score": row.limit_max_score})
     y = alt.Y("pair:N", sort=order, title=None, axis=alt.Axis(labelLimit=420))
-    x_title = f"NoiseSensitivity score ({LOWER_IS_BETTER})"
-    color = alt.Color(
-        "member:N",
-        title=None,
-        scale=alt.Scale(domain=members, range=colors),
-        legend=alt.Legend(orient="bottom"),
-    )
-    x = alt.X("score:Q", title=x_title, scale=alt.Scale(domain=[0, 1]))
-    base = alt.Chart(data).encode(
-        x=x,
+    scale = alt.Scale(domain=members, range=["#2e7d32", "#8e24aa", "#1f77b4", "#ff7f0e"])
+    base = alt.Chart(pd.DataFrame(points, columns=["pair", "member", "score", "mode"])).encode(
+        x=alt.X(
+            "score:Q",
+            title=f"NoiseSensitivity score ({LOWER_IS_BETTER})",
+            scale=alt.Scale(domain=[0, 1]),
+        ),
         y=y,
-        color=color,
+        color=alt.Color("member:N", title=None, scale=scale, legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip(field) for field in ("pair", "member", "mode", "score")],
     )
-    clean_dots = base.transform_filter(
-        alt.FieldOneOfPredicate(field="member", oneOf=members[0::2])
-    ).mark_point(filled=False, size=140, strokeWidth=2)
-    noisy_dots = base.transform_filter(
-        alt.FieldOneOfPredicate(field="member", oneOf=members[1::2])
-    ).mark_point(filled=True, size=55)
-    layers: list[Any] = [clean_dots, noisy_dots]
+    marks: tuple[dict[str, Any], ...] = (
+        {"filled": False, "size": 140, "strokeWidth": 2},
+        {"filled": True, "size": 55},
+    )
+    layers: list[Any] = [
+        base.transform_filter(
+            alt.FieldOneOfPredicate(field="member", oneOf=members[i::2])
+        ).mark_point(**mark)
+        for i, mark in enumerate(marks)
+    ]
     if limits:
-        layers.insert(
-            0,
-            alt.Chart(pd.DataFrame(limits))
-            .mark_tick(color="#444444", thickness=2, size=16)
-            .encode(
-                x=alt.X("max_score:Q"),
-                y=y,
-                tooltip=[alt.Tooltip("pair"), alt.Tooltip("max_score")],
-            ),
-        )
+        tooltip = [alt.Tooltip("pair"), alt.Tooltip("max_score")]
+        ticks = alt.Chart(pd.DataFrame(limits)).mark_tick(color="#444444", thickness=2, size=16)
+        layers.insert(0, ticks.encode(x=alt.X("max_score:Q"), y=y, tooltip=tooltip))
     title = (
         "Clean vs noisy NoiseSensitivity per pair; ring = clean, dot = noisy, dark tick = slice"
         f" max_score ({LOWER_IS_BETTER})"
@@ -276,49 +263,28 @@ def comparison_chart(report: NoiseReport) -> Any:
     import altair as alt
     import pandas as pd
 
-    cmp = report.comparison
-    rows = (
-        []
-        if cmp is None
-        else [
-            {
-                "slice": s.slice,
-                "mean_delta": s.mean_delta,
-                "low": s.ci95_low if s.ci95_low is not None else s.mean_delta,
-                "high": s.ci95_high if s.ci95_high is not None else s.mean_delta,
-                "n": s.n,
-            }
-            for s in cmp.slices
-            if s.mean_delta is not None
-        ]
-    )
-    data = pd.DataFrame(rows, columns=["slice", "mean_delta", "low", "high", "n"])
+    slices = report.comparison.slices if report.comparison is not None else []
+    rows = [
+        (s.slice, s.mean_delta, s.mean_delta if s.ci95_low is None else s.ci95_low)
+        + (s.mean_delta if s.ci95_high is None else s.ci95_high, s.n)
+        for s in slices
+        if s.mean_delta is not None
+    ]
+    chart = alt.Chart(pd.DataFrame(rows, columns=["slice", "mean_delta", "low", "high", "n"]))
     y = alt.Y("slice:N", title=None)
     title = (
         f"candidate - baseline noisy score, 95% interval ({LOWER_IS_BETTER}: left of 0 is an"
         " improvement)"
     )
-    x = alt.X("mean_delta:Q", title=title)
-    bars = (
-        alt.Chart(data)
-        .mark_rule(strokeWidth=2)
-        .encode(x=alt.X("low:Q", title=title), x2=alt.X2("high:Q"), y=y)
+    bars = chart.mark_rule(strokeWidth=2).encode(
+        x=alt.X("low:Q", title=title), x2=alt.X2("high:Q"), y=y
     )
-    dots = (
-        alt.Chart(data)
-        .mark_point(filled=True, size=70)
-        .encode(
-            x=x,
-            y=y,
-            tooltip=[alt.Tooltip(f) for f in ("slice", "mean_delta", "low", "high", "n")],
-        )
+    tooltip = [alt.Tooltip(f) for f in ("slice", "mean_delta", "low", "high", "n")]
+    dots = chart.mark_point(filled=True, size=70).encode(
+        x=alt.X("mean_delta:Q", title=title), y=y, tooltip=tooltip
     )
-    zero = (
-        alt.Chart(pd.DataFrame({"x": [0.0]}))
-        .mark_rule(color="#888888", strokeDash=[4, 4])
-        .encode(x=alt.X("x:Q"))
-    )
-    return alt.layer(zero, bars, dots).properties(
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888888", strokeDash=[4, 4])
+    return alt.layer(zero.encode(x=alt.X("x:Q")), bars, dots).properties(
         width=420, title=f"Baseline vs candidate per slice ({LOWER_IS_BETTER})"
     )
 

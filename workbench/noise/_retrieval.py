@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from .._docs import add_field_docs
+from .._record import Record as _Model
 from ..policy import Blocker, blocker
 from ._evidence import RetrievedContext
 from ._pairs import NoisePair, NoiseSuite
@@ -27,10 +25,8 @@ _FAILED_CODE: dict[str, str] = {
 }
 
 
-class RetrievalRow(BaseModel):
+class RetrievalRow(_Model):
     """One retrieval assertion on one member of one pair."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     pair_id: str
     """The pair."""
