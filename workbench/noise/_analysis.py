@@ -591,7 +591,12 @@ async def run_noise(
         partition_name(partition)
     select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
     problems = check_run_request(
-        suite, judge, concurrency=concurrency, budget_usd=budget_usd, repeat=repeat, **select
+        suite,
+        judge,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        repeat=repeat,
+        sentinels_only=sentinels_only,
     )
     if baseline is not None:
         from ._compare import check_baseline_suite
