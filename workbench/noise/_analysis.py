@@ -44,6 +44,7 @@ from ._judge import KIND, METRIC
 from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, NoisePair, NoiseSuite
 from ._release import release_of
 from ._retrieval import RetrievalRow, check_retrieval, failed_pairs, retrieval_blockers
+from ._retrieval import sliced_blocker as _sliced
 from ._trends import NoiseComparison, Trend
 
 NOISE_REPORT_SCHEMA_VERSION = 2
@@ -713,9 +714,7 @@ ResultsInput = NoiseRun | str | Path | Iterable[JudgeResult | ResultLine] | Sequ
 def load_noise_run(directory: str | Path) -> NoiseRun | None:
     """The :class:`NoiseRun` recorded in a run directory (``noise_run.json``), or None."""
     path = Path(directory) / NOISE_RUN_FILE
-    if not path.is_file():
-        return None
-    return NoiseRun.model_validate(read_json_file(path))  # bounded and strict
+    return NoiseRun.model_validate(read_json_file(path)) if path.is_file() else None  # strict
 
 
 def _collect(
@@ -729,23 +728,22 @@ def _collect(
         for label in ("controls", "candidates", "repeats")
         if run is not None and (summary := getattr(run, label)) is not None
     }
-    if run is not None:
-        sources: Iterable[Any] = run.results_paths()
-    elif isinstance(results, str | Path):
-        sources = [results]
-    else:
-        sources = list(results)
+    sources: Iterable[Any] = (
+        run.results_paths() if run else [results] if isinstance(results, str | Path) else results
+    )
     out: list[tuple[str, JudgeResult]] = []
     for src in sources:
         if isinstance(src, str | Path):
-            if Path(src).is_dir():
-                src = Path(src) / RESULTS_FILE
-            out += [(f"{src}:{line.line}", line.result) for line in read_results(src)]
+            out += _located(Path(src) / RESULTS_FILE if Path(src).is_dir() else src)
         elif isinstance(src, ResultLine):
             out.append((f"results:{src.line}", src.result))
         else:
             out.append((f"results[{len(out)}]", src))
     return out, runs, run
+
+
+def _located(path: str | Path) -> list[tuple[str, JudgeResult]]:
+    return [(f"{path}:{line.line}", line.result) for line in read_results(path)]
 
 
 def _final(results: Iterable[tuple[str, JudgeResult]], repeat: int = 0) -> dict[str, JudgeResult]:
@@ -903,18 +901,6 @@ def _spread(values: Sequence[float | None]) -> float | None:
 
 def _worse(direction: str, noisy: float, clean: float) -> bool:
     return noisy < clean - _EPS if direction == "higher_is_better" else noisy > clean + _EPS
-
-
-def _risk(suite: NoiseSuite, name: str | None) -> str | None:
-    return suite.slices[name].risk if name in suite.slices else None
-
-
-def _sliced(
-    suite: NoiseSuite, code: str, message: str, name: str, ids: Sequence[str], **evidence: Any
-) -> Blocker:
-    return blocker(
-        code, message, slice=name, risk=_risk(suite, name), case_ids=ids, evidence=evidence
-    )
 
 
 def noise_report(
@@ -1486,10 +1472,7 @@ def _repeat_rows(
 ) -> list[RepeatRow]:
     if run is None or run.repeats is None or run.repeat <= 1:
         return []
-    located = [
-        (f"{run.repeats.results_path}:{line.line}", line.result)
-        for line in read_results(run.repeats.results_path)
-    ]
+    located = _located(run.repeats.results_path)
     _check_join(suite, located)
     by_repeat = [_final(located, r) for r in range(run.repeat)]
     sentinels = set(suite.sentinels) - blocked

@@ -29,12 +29,12 @@ KIND = "ragas-noise"
 METRIC = "ragas.metrics.collections.NoiseSensitivity"
 """The Ragas metric this kind runs."""
 _DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
-_OUTPUT_SCHEMA_ERRORS = (
+_OUTPUT_SCHEMA_ERRORS = {
     "ValidationError",
     "InstructorRetryException",
     "IncompleteOutputException",
     "JSONDecodeError",
-)
+}
 
 
 def calls_per_score(n_contexts: int) -> int:
@@ -205,7 +205,7 @@ class NoiseJudge(LLMJudge):
         if isinstance(exc, UnusableAnswer):
             return "unparseable", str(exc)
         names = {c.__name__ for c in type(exc).__mro__}
-        if not names & set(_OUTPUT_SCHEMA_ERRORS):
+        if not names & _OUTPUT_SCHEMA_ERRORS:
             return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
         failure, content = self._answer_failure(exchange, exc)
         if failure is not None:
@@ -224,10 +224,7 @@ class NoiseJudge(LLMJudge):
             "mode": judge_input.mode,
             "model": self.spec.model,
             "params": self.spec.params,
-            "user_input": judge_input.user_input,
-            "response": judge_input.response,
-            "reference": judge_input.reference,
-            "retrieved_contexts": list(judge_input.retrieved_contexts),
+            **judge_input.model_dump(exclude={"mode"}),
         }
 
     def estimate_cost(self, judge_input: Any) -> float:
