@@ -489,14 +489,7 @@ def check_run_request(
         message = f"the candidate retries {retries} times per call; the policy allows {allowed}"
         fix = f"set endpoint.max_retries: {allowed} or less (retries spend the budget)"
         problems.add(where, "retries_above_policy", message, fix)
-    return [*problems, *_suite_problems(suite, judge, where, repeat, sentinels_only)]
-
-
-def _suite_problems(
-    suite: NoiseSuite, judge: Any, where: str, repeat: int, sentinels_only: bool
-) -> list[Problem]:
     loc = suite.source or suite.label
-    problems = Problems()
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
         message = "the suite declares no sentinel set"
         fix = (
