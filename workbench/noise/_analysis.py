@@ -638,9 +638,8 @@ async def _run_suite(
         return member_items([p for p in pairs if p.pair_id not in blocked], repeats)
 
     c_summary = await allowance.run(judge, items(suite.controls()), out, "controls", common)
-    results = [line.result for line in read_results(c_summary.results_path)] if c_summary else []
-    stops: dict[str, str | None] = {"controls": c_summary.stop_reason if c_summary else None}
-    checks = check_controls(suite, results, stops=stops, blocked=blocked)
+    final = _final(_located(c_summary.results_path)) if c_summary else {}
+    checks = check_controls(suite, final, c_summary.stop_reason if c_summary else None, blocked)
     stopped = _controls_stop(checks, c_summary)
     k_items = items(candidates) if stopped is None else []
     k_summary = await allowance.run(judge, k_items, out, "candidates", common)
@@ -811,23 +810,16 @@ _STOPS = {
 
 
 def check_controls(
-    suite: NoiseSuite,
-    results: Iterable[JudgeResult],
-    *,
-    stops: dict[str, str | None] | None = None,
-    blocked: Iterable[str] = (),
+    suite: NoiseSuite, final: Mapping[str, JudgeResult], stop: str | None, blocked: set[str]
 ) -> list[ControlRow]:
     """Every control pair. Control and adversarial pairs: the negative (noisy) must score strictly
     higher than the positive (clean). Reference-defect pairs: a correct response must score 0,
     else the case routes to review. A member the run stopped before is ``not run (budget)``."""
-    final = _final(("", r) for r in results)
-    stop = next((s for s in (stops or {}).values() if s), None)
-    blocked_ids = set(blocked)
     rows = []
     for pair in suite.controls():
         clean, noisy = final.get(pair.item_id("clean")), final.get(pair.item_id("noisy"))
         pos, neg = _score(clean), _score(noisy)
-        status, detail = _control_status(pair, clean, noisy, stop, pair.pair_id in blocked_ids)
+        status, detail = _control_status(pair, clean, noisy, stop, pair.pair_id in blocked)
         rows.append(
             ControlRow(
                 pair_id=pair.pair_id,
@@ -995,9 +987,7 @@ def _read_suite(
     retrieval = check_retrieval([*suite.controls(), *candidates])
     blocked = failed_pairs(retrieval)
     stops = {k: s.stop_reason for k, s in runs.items() if k in ("controls", "candidates")}
-    controls = check_controls(
-        suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked
-    )
+    controls = check_controls(suite, final, stops.get("controls"), blocked)
     separating = [c for c in controls if c.role in SEPARATING_ROLES]
     interpreted = (
         any(c.role == "control" for c in separating)

@@ -233,16 +233,11 @@ class NoiseJudge(LLMJudge):
         from ragas.prompt.metrics.common import nli_statement_prompt, statement_generator_prompt
 
         q, resp, ref = judge_input.user_input, judge_input.response, judge_input.reference
-        prompts = [
-            len(statement_generator_prompt(q, ref)),
-            len(statement_generator_prompt(q, resp)),
+        nli = [(ctx, text) for ctx in judge_input.retrieved_contexts for text in (ref, resp)]
+        prompts = [len(statement_generator_prompt(q, text)) for text in (ref, resp)]
+        prompts += [
+            len(nli_statement_prompt(c, [text])) + len(text) for c, text in [*nli, (ref, resp)]
         ]
-        for ctx in judge_input.retrieved_contexts:
-            prompts += [
-                len(nli_statement_prompt(ctx, [ref])) + len(ref),
-                len(nli_statement_prompt(ctx, [resp])) + len(resp),
-            ]
-        prompts.append(len(nli_statement_prompt(ref, [resp])) + len(resp))
         tokens_in = sum(math.ceil(n / 3) + 400 for n in prompts)
         tokens_out = int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS)) * len(prompts)
         return self.spec.pricing.cost(tokens_in, tokens_out)
