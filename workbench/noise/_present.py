@@ -11,14 +11,7 @@ from .._io import atomic_write_text, read_json_file
 from .._lock import LOCK_FILE, Lock, Verification, check_report_file, lock_run, maybe_sha256
 from .._signing import Signer
 from ..errors import WorkbenchError
-from ._analysis import (
-    LOWER_IS_BETTER,
-    NOISE_REPORT_FILE,
-    NOISE_RUN_FILE,
-    ControlRow,
-    NoiseReport,
-    PairRow,
-)
+from ._analysis import LOWER_IS_BETTER, NOISE_REPORT_FILE, NOISE_RUN_FILE, NoiseReport
 
 
 def _num(x: float | None) -> str:
@@ -209,48 +202,56 @@ def noise_chart(report: NoiseReport) -> Any:
     import pandas as pd
 
     members = ["clean (positive control)", "noisy (negative control)", "clean", "noisy"]
-    points: list[dict[str, Any]] = []
-    limits: list[dict[str, Any]] = []
-    order: list[str] = []
-    rows: list[tuple[str, ControlRow | PairRow, list[str], float | None, float | None]] = [
-        (c.role, c, members[:2], c.positive_score, c.negative_score) for c in report.controls
-    ]
-    rows += [("candidate", r, members[2:], r.clean_score, r.noisy_score) for r in report.pairs]
-    for role, row, names, *scores in rows:
-        order.append(label := f"{role} · {row.slice} · {row.pair_id} [{row.mode}]")
-        points += [
-            {"pair": label, "member": member, "score": score, "mode": row.mode}
-            for member, score in zip(names, scores, strict=True)
-            if score is not None
-        ]
-        if isinstance(row, PairRow) and report.candidates_interpreted:
-            limits.append({"pair": label, "max_score": row.limit_max_score})
+    colors = ["#2e7d32", "#8e24aa", "#1f77b4", "#ff7f0e"]
+    points, limits, order = [], [], []
+    for c in report.controls:
+        label = f"{c.role} · {c.slice} · {c.pair_id} [{c.mode}]"
+        order.append(label)
+        for member, score in ((members[0], c.positive_score), (members[1], c.negative_score)):
+            if score is not None:
+                points.append({"pair": label, "member": member, "score": score, "mode": c.mode})
+    for r in report.pairs:
+        label = f"candidate · {r.slice} · {r.pair_id} [{r.mode}]"
+        order.append(label)
+        for member, score in ((members[2], r.clean_score), (members[3], r.noisy_score)):
+            if score is not None:
+                points.append({"pair": label, "member": member, "score": score, "mode": r.mode})
+        if report.candidates_interpreted:
+            limits.append({"pair": label, "max_score": r.limit_max_score})
+    data = pd.DataFrame(points, columns=["pair", "member", "score", "mode"])
     y = alt.Y("pair:N", sort=order, title=None, axis=alt.Axis(labelLimit=420))
-    scale = alt.Scale(domain=members, range=["#2e7d32", "#8e24aa", "#1f77b4", "#ff7f0e"])
-    base = alt.Chart(pd.DataFrame(points, columns=["pair", "member", "score", "mode"])).encode(
-        x=alt.X(
-            "score:Q",
-            title=f"NoiseSensitivity score ({LOWER_IS_BETTER})",
-            scale=alt.Scale(domain=[0, 1]),
-        ),
+    x_title = f"NoiseSensitivity score ({LOWER_IS_BETTER})"
+    color = alt.Color(
+        "member:N",
+        title=None,
+        scale=alt.Scale(domain=members, range=colors),
+        legend=alt.Legend(orient="bottom"),
+    )
+    x = alt.X("score:Q", title=x_title, scale=alt.Scale(domain=[0, 1]))
+    base = alt.Chart(data).encode(
+        x=x,
         y=y,
-        color=alt.Color("member:N", title=None, scale=scale, legend=alt.Legend(orient="bottom")),
+        color=color,
         tooltip=[alt.Tooltip(field) for field in ("pair", "member", "mode", "score")],
     )
-    marks: tuple[dict[str, Any], ...] = (
-        {"filled": False, "size": 140, "strokeWidth": 2},
-        {"filled": True, "size": 55},
-    )
-    layers: list[Any] = [
-        base.transform_filter(
-            alt.FieldOneOfPredicate(field="member", oneOf=members[i::2])
-        ).mark_point(**mark)
-        for i, mark in enumerate(marks)
-    ]
+    clean_dots = base.transform_filter(
+        alt.FieldOneOfPredicate(field="member", oneOf=members[0::2])
+    ).mark_point(filled=False, size=140, strokeWidth=2)
+    noisy_dots = base.transform_filter(
+        alt.FieldOneOfPredicate(field="member", oneOf=members[1::2])
+    ).mark_point(filled=True, size=55)
+    layers: list[Any] = [clean_dots, noisy_dots]
     if limits:
-        tooltip = [alt.Tooltip("pair"), alt.Tooltip("max_score")]
-        ticks = alt.Chart(pd.DataFrame(limits)).mark_tick(color="#444444", thickness=2, size=16)
-        layers.insert(0, ticks.encode(x=alt.X("max_score:Q"), y=y, tooltip=tooltip))
+        layers.insert(
+            0,
+            alt.Chart(pd.DataFrame(limits))
+            .mark_tick(color="#444444", thickness=2, size=16)
+            .encode(
+                x=alt.X("max_score:Q"),
+                y=y,
+                tooltip=[alt.Tooltip("pair"), alt.Tooltip("max_score")],
+            ),
+        )
     title = (
         "Clean vs noisy NoiseSensitivity per pair; ring = clean, dot = noisy, dark tick = slice"
         f" max_score ({LOWER_IS_BETTER})"
