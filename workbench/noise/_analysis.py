@@ -39,11 +39,12 @@ from ..policy import (
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
-from ._evidence import NoisePolicy
+from ._evidence import Member, NoisePolicy
 from ._judge import KIND, METRIC
-from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, Member, NoisePair, NoiseSuite
+from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, NoisePair, NoiseSuite
 from ._release import release_of
 from ._retrieval import RetrievalRow, check_retrieval, failed_pairs, retrieval_blockers
+from ._retrieval import sliced_blocker as _sliced
 from ._trends import NoiseComparison, Trend
 
 NOISE_REPORT_SCHEMA_VERSION = 2
@@ -488,14 +489,7 @@ def check_run_request(
         message = f"the candidate retries {retries} times per call; the policy allows {allowed}"
         fix = f"set endpoint.max_retries: {allowed} or less (retries spend the budget)"
         problems.add(where, "retries_above_policy", message, fix)
-    return [*problems, *_suite_problems(suite, judge, where, repeat, sentinels_only)]
-
-
-def _suite_problems(
-    suite: NoiseSuite, judge: Any, where: str, repeat: int, sentinels_only: bool
-) -> list[Problem]:
     loc = suite.source or suite.label
-    problems = Problems()
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
         message = "the suite declares no sentinel set"
         fix = (
@@ -581,39 +575,6 @@ async def run_noise(
     """Retrieval assertions, then the controls, then (if every control separated) candidates and
     repeats, through the run engine within the suite's policy (``budget_usd`` and ``concurrency``
     may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``."""
-    _check_request(
-        judge, suite, concurrency, budget_usd, partition, sentinels_only, repeat, baseline
-    )
-    out = Path(out_dir)
-    policy = suite.policy
-    allowance = _Allowance(
-        out, policy.max_cost_usd if budget_usd is None else budget_usd, policy.max_cases
-    )
-    common: dict[str, Any] = {
-        "concurrency": concurrency or policy.max_concurrency or 8,
-        "cache_dir": cache_dir,
-        "retry_errors": retry_errors,
-        "progress": progress,
-    }
-    select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
-    run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
-    if baseline is not None:
-        b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
-        run = run.model_copy(update={"baseline": b_run})
-    atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
-    return run
-
-
-def _check_request(
-    judge: Any,
-    suite: NoiseSuite,
-    concurrency: int | None,
-    budget_usd: float | None,
-    partition: str | None,
-    sentinels_only: bool,
-    repeat: int,
-    baseline: NoiseSuite | None,
-) -> None:
     # Notebook arguments arrive as papermill injected them: types checked before anything else.
     if concurrency is not None:
         check_concurrency(concurrency)
@@ -622,6 +583,7 @@ def _check_request(
         check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
     if partition is not None:
         partition_name(partition)
+    select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
     problems = check_run_request(
         suite,
         judge,
@@ -633,11 +595,25 @@ def _check_request(
     if baseline is not None:
         from ._compare import check_baseline_suite
 
-        problems += check_baseline_suite(
-            suite, baseline, partition=partition, sentinels_only=sentinels_only
-        )
+        problems += check_baseline_suite(suite, baseline, **select)
     if problems:
         raise WorkbenchError(f"refusing the noise run: {len(problems)} problem(s)", problems)
+    out, policy = Path(out_dir), suite.policy
+    allowance = _Allowance(
+        out, policy.max_cost_usd if budget_usd is None else budget_usd, policy.max_cases
+    )
+    common: dict[str, Any] = {
+        "concurrency": concurrency or policy.max_concurrency or 8,
+        "cache_dir": cache_dir,
+        "retry_errors": retry_errors,
+        "progress": progress,
+    }
+    run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
+    if baseline is not None:
+        b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
+        run = run.model_copy(update={"baseline": b_run})
+    atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
+    return run
 
 
 async def _run_suite(
@@ -662,9 +638,8 @@ async def _run_suite(
         return member_items([p for p in pairs if p.pair_id not in blocked], repeats)
 
     c_summary = await allowance.run(judge, items(suite.controls()), out, "controls", common)
-    results = [line.result for line in read_results(c_summary.results_path)] if c_summary else []
-    stops: dict[str, str | None] = {"controls": c_summary.stop_reason if c_summary else None}
-    checks = check_controls(suite, results, stops=stops, blocked=blocked)
+    final = _final(_located(c_summary.results_path)) if c_summary else {}
+    checks = check_controls(suite, final, c_summary.stop_reason if c_summary else None, blocked)
     stopped = _controls_stop(checks, c_summary)
     k_items = items(candidates) if stopped is None else []
     k_summary = await allowance.run(judge, k_items, out, "candidates", common)
@@ -731,9 +706,7 @@ ResultsInput = NoiseRun | str | Path | Iterable[JudgeResult | ResultLine] | Sequ
 def load_noise_run(directory: str | Path) -> NoiseRun | None:
     """The :class:`NoiseRun` recorded in a run directory (``noise_run.json``), or None."""
     path = Path(directory) / NOISE_RUN_FILE
-    if not path.is_file():
-        return None
-    return NoiseRun.model_validate(read_json_file(path))  # bounded and strict
+    return NoiseRun.model_validate(read_json_file(path)) if path.is_file() else None  # strict
 
 
 def _collect(
@@ -747,23 +720,22 @@ def _collect(
         for label in ("controls", "candidates", "repeats")
         if run is not None and (summary := getattr(run, label)) is not None
     }
-    if run is not None:
-        sources: Iterable[Any] = run.results_paths()
-    elif isinstance(results, str | Path):
-        sources = [results]
-    else:
-        sources = list(results)
+    sources: Iterable[Any] = (
+        run.results_paths() if run else [results] if isinstance(results, str | Path) else results
+    )
     out: list[tuple[str, JudgeResult]] = []
     for src in sources:
         if isinstance(src, str | Path):
-            if Path(src).is_dir():
-                src = Path(src) / RESULTS_FILE
-            out += [(f"{src}:{line.line}", line.result) for line in read_results(src)]
+            out += _located(Path(src) / RESULTS_FILE if Path(src).is_dir() else src)
         elif isinstance(src, ResultLine):
             out.append((f"results:{src.line}", src.result))
         else:
             out.append((f"results[{len(out)}]", src))
     return out, runs, run
+
+
+def _located(path: str | Path) -> list[tuple[str, JudgeResult]]:
+    return [(f"{path}:{line.line}", line.result) for line in read_results(path)]
 
 
 def _final(results: Iterable[tuple[str, JudgeResult]], repeat: int = 0) -> dict[str, JudgeResult]:
@@ -838,23 +810,16 @@ _STOPS = {
 
 
 def check_controls(
-    suite: NoiseSuite,
-    results: Iterable[JudgeResult],
-    *,
-    stops: dict[str, str | None] | None = None,
-    blocked: Iterable[str] = (),
+    suite: NoiseSuite, final: Mapping[str, JudgeResult], stop: str | None, blocked: set[str]
 ) -> list[ControlRow]:
     """Every control pair. Control and adversarial pairs: the negative (noisy) must score strictly
     higher than the positive (clean). Reference-defect pairs: a correct response must score 0,
     else the case routes to review. A member the run stopped before is ``not run (budget)``."""
-    final = _final(("", r) for r in results)
-    stop = next((s for s in (stops or {}).values() if s), None)
-    blocked_ids = set(blocked)
     rows = []
     for pair in suite.controls():
         clean, noisy = final.get(pair.item_id("clean")), final.get(pair.item_id("noisy"))
         pos, neg = _score(clean), _score(noisy)
-        status, detail = _control_status(pair, clean, noisy, stop, pair.pair_id in blocked_ids)
+        status, detail = _control_status(pair, clean, noisy, stop, pair.pair_id in blocked)
         rows.append(
             ControlRow(
                 pair_id=pair.pair_id,
@@ -923,18 +888,6 @@ def _worse(direction: str, noisy: float, clean: float) -> bool:
     return noisy < clean - _EPS if direction == "higher_is_better" else noisy > clean + _EPS
 
 
-def _risk(suite: NoiseSuite, name: str | None) -> str | None:
-    return suite.slices[name].risk if name in suite.slices else None
-
-
-def _sliced(
-    suite: NoiseSuite, code: str, message: str, name: str, ids: Sequence[str], **evidence: Any
-) -> Blocker:
-    return blocker(
-        code, message, slice=name, risk=_risk(suite, name), case_ids=ids, evidence=evidence
-    )
-
-
 def noise_report(
     suite: NoiseSuite,
     results: ResultsInput,
@@ -955,16 +908,16 @@ def noise_report(
     identity, fingerprint = _check_join(suite, located)
     release = release_of(suite)
     candidates = selected_candidates(suite, partition, sentinels_only)
-    reading = _read_suite(suite, _final(located), candidates, runs, run, companions)
+    reading, blockers = _read_suite(suite, _final(located), candidates, runs, run, companions)
     if release is None:
         message = (
             f"{suite.label} has no frozen release: freeze it (workbench freeze FILE --approver"
             " NAME) so its cases, references and manifest cannot change under the evidence"
         )
         evidence = {"suite_sha256": suite.sha256}
-        reading.blockers.append(blocker("noise_suite_unfrozen", message, evidence=evidence))
+        blockers.append(blocker("noise_suite_unfrozen", message, evidence=evidence))
     decision = decide(
-        reading.blockers,
+        blockers,
         overrides,
         policy_label=suite.label,
         fingerprint=fingerprint,
@@ -976,6 +929,7 @@ def noise_report(
     if run is None and not reading.controls_passed:
         stopped = "controls failed: candidate scores are not interpreted"
     return NoiseReport(
+        **vars(reading),
         outcome=cast(NoiseOutcome, decision.outcome),
         suite=suite.label,
         suite_sha256=suite.sha256,
@@ -987,23 +941,14 @@ def noise_report(
         judge_fingerprint=fingerprint,
         budget_usd=run.budget_usd if run is not None else None,
         max_cases=suite.policy.max_cases,
-        controls_passed=reading.controls_passed,
         candidates_interpreted=reading.controls_passed,
         stopped_reason=stopped,
-        retrieval=reading.retrieval,
         retrieval_passed=not failed_pairs(reading.retrieval),
-        controls=reading.controls,
-        control_roles=reading.roles,
-        pairs=reading.rows,
-        slices=reading.slices,
-        repeats=reading.repeats,
         retired=_retired_rows(suite),
         companions_unjoined=companions.unjoined if companions is not None else [],
         blockers=decision.blockers,
         waived=decision.waived,
         unapplied_overrides=decision.unapplied,
-        evaluator_errors=reading.errors,
-        missing=reading.missing,
         results_read=len(attempts),
         cost_usd=round(sum(float(r.cost_usd or 0.0) for r in attempts), 10),
         tokens_in=sum(int(r.tokens_in or 0) for r in attempts),
@@ -1016,15 +961,16 @@ def noise_report(
 
 @dataclass
 class _Reading:
+    """The report's fields read from the results (:class:`NoiseReport`'s names)."""
+
     retrieval: list[RetrievalRow]
     controls: list[ControlRow]
     controls_passed: bool
-    roles: dict[str, int]
-    blockers: list[Blocker]
-    rows: list[PairRow] = field(default_factory=list)
+    control_roles: dict[str, int]
+    pairs: list[PairRow] = field(default_factory=list)
     slices: list[SliceRow] = field(default_factory=list)
     repeats: list[RepeatRow] = field(default_factory=list)
-    errors: list[MemberError] = field(default_factory=list)
+    evaluator_errors: list[MemberError] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
 
@@ -1035,15 +981,13 @@ def _read_suite(
     runs: dict[str, RunSummary],
     run: NoiseRun | None,
     companions: CompanionJoin | None,
-) -> _Reading:
+) -> tuple[_Reading, list[Blocker]]:
     """Retrieval, controls (whether candidate scores mean anything), candidate pairs, slices,
     repeats and companions, in the seed's order."""
     retrieval = check_retrieval([*suite.controls(), *candidates])
     blocked = failed_pairs(retrieval)
     stops = {k: s.stop_reason for k, s in runs.items() if k in ("controls", "candidates")}
-    controls = check_controls(
-        suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked
-    )
+    controls = check_controls(suite, final, stops.get("controls"), blocked)
     separating = [c for c in controls if c.role in SEPARATING_ROLES]
     interpreted = (
         any(c.role == "control" for c in separating)
@@ -1052,9 +996,9 @@ def _read_suite(
     )
     control_blockers, roles = _control_blockers(suite, controls)
     blockers = [*retrieval_blockers(suite, retrieval), *control_blockers]
-    reading = _Reading(retrieval, controls, interpreted, roles, blockers)
+    reading = _Reading(retrieval, controls, interpreted, roles)
     values = companions.values if companions is not None else {}
-    reading.errors = [
+    reading.evaluator_errors = [
         _member_error(pair, m, r)
         for pair in suite.controls()
         for m in MEMBERS
@@ -1062,21 +1006,21 @@ def _read_suite(
     ]
     for pair in candidates:
         row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
-        reading.rows.append(row)
-        reading.errors += pair_errors
+        reading.pairs.append(row)
+        reading.evaluator_errors += pair_errors
         reading.missing += pair_missing
     reading.slices = [
         _slice_row(suite, name, reading, interpreted, values) for name in suite.slices
     ]
     if interpreted:
-        reading.blockers += _slice_blockers(suite, reading.slices, reading.rows)
-    reading.blockers += _error_blockers(suite, reading.errors, reading.missing, stops, runs)
+        blockers += _slice_blockers(suite, reading.slices, reading.pairs)
+    blockers += _error_blockers(suite, reading.evaluator_errors, reading.missing, stops, runs)
     reading.repeats = _repeat_rows(suite, run, suite.policy, blocked)
-    reading.blockers += _repeat_blockers(suite, reading.repeats)
+    blockers += _repeat_blockers(suite, reading.repeats)
     if suite.policy.companions and interpreted:
         scope = [p for p in candidates if p.pair_id not in blocked]
-        reading.blockers += _companion_blockers(suite, scope, values, companions, reading)
-    return reading
+        blockers += _companion_blockers(suite, scope, values, companions, reading)
+    return reading, blockers
 
 
 def _retired_rows(suite: NoiseSuite) -> list[RetiredRow]:
@@ -1473,7 +1417,7 @@ def _companion_blockers(
                 f" bought by {metric}"
             )
             ids = [
-                r.pair_id for r in reading.rows if r.slice == s.slice and r.companions.get(metric)
+                r.pair_id for r in reading.pairs if r.slice == s.slice and r.companions.get(metric)
             ]
             evidence = {"metric": metric, "mean": mean, "limit": spec.limit}
             code = "noise_companion_exceeded"
@@ -1511,10 +1455,7 @@ def _repeat_rows(
 ) -> list[RepeatRow]:
     if run is None or run.repeats is None or run.repeat <= 1:
         return []
-    located = [
-        (f"{run.repeats.results_path}:{line.line}", line.result)
-        for line in read_results(run.repeats.results_path)
-    ]
+    located = _located(run.repeats.results_path)
     _check_join(suite, located)
     by_repeat = [_final(located, r) for r in range(run.repeat)]
     sentinels = set(suite.sentinels) - blocked
@@ -1561,7 +1502,7 @@ def _slice_row(
     values: dict[str, dict[str, dict[str, float]]],
 ) -> SliceRow:
     limit = suite.slices[name]
-    rows = [r for r in reading.rows if r.slice == name]
+    rows = [r for r in reading.pairs if r.slice == name]
     counted = [r for r in rows if r.counted]
     noisy = [r.noisy_score for r in counted if r.noisy_score is not None]
     clean = [r.clean_score for r in counted if r.clean_score is not None]
@@ -1582,7 +1523,7 @@ def _slice_row(
         risk=limit.risk,
         pairs=len(rows),
         scored=len(noisy),
-        errors=sum(1 for e in reading.errors if e.pair_id in ids),
+        errors=sum(1 for e in reading.evaluator_errors if e.pair_id in ids),
         missing=sum(1 for m in reading.missing if m.rsplit(":", 1)[0] in ids),
         abstentions=abstentions,
         members=members,

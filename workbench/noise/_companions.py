@@ -10,18 +10,17 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from .._docs import add_field_docs
 from .._io import iter_jsonl_lines, loads_json
 from .._load import Problems
-from ._pairs import MEMBERS, Member, NoisePair
+from .._record import Record as _Model
+from ._evidence import Member
+from ._pairs import MEMBERS, NoisePair
 
 
-class CompanionValue(BaseModel):
+class CompanionValue(_Model):
     """One companion-metric value of one pair member, from one generation run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     metric: str
     """The metric's name, as the policy declares it (e.g. ``completeness``, ``refusal``)."""
@@ -66,10 +65,8 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
     return out
 
 
-class CompanionJoin(BaseModel):
+class CompanionJoin(_Model):
     """Companion values joined to pair members."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     values: dict[str, dict[str, dict[str, float]]]
     """pair id -> metric -> member -> value."""

@@ -1,26 +1,34 @@
-"""Baseline versus candidate on the same frozen pairs: per-pair deltas, per-slice intervals,
-warning trends (never blockers).
-
-A baseline is refused (exit 2, every reason) unless both sides passed their controls, hold the
-same candidate pairs (:meth:`~workbench.noise.NoisePair.frame_sha256`) in the same modes, and
-share one scoring configuration (:func:`scoring_fingerprint`, ``baseline_scorer_changed``).
-"""
+"""Baseline versus candidate on the same frozen pairs: per-pair deltas, per-slice intervals and
+warning trends (never blockers). A baseline is refused (every reason) unless both sides passed
+their controls, hold the same candidate pairs in the same modes and share one scoring
+configuration (:func:`scoring_fingerprint`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._io import read_json_file, sha256_json
 from .._load import Problems
-from ..errors import Problem, WorkbenchError, problem
+from ..errors import Problem, WorkbenchError
 from ..results import JudgeIdentity
-from ._analysis import NOISE_REPORT_FILE, NoiseReport, PairRow
-from ._pairs import NoiseSuite
+from ._analysis import _EPS, NOISE_REPORT_FILE, NoiseReport, PairRow, _worse, selected_candidates
+from ._pairs import NoisePair, NoiseSuite
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
-_EPS = 1e-12
+_Keys = dict[str, tuple[str | None, str]]
+"""Pair id -> (mode, :meth:`NoisePair.frame_sha256`): what both sides of a comparison share."""
+
+
+def _pair_keys(pairs: Iterable[NoisePair]) -> _Keys:
+    return {p.pair_id: (p.mode, p.frame_sha256()) for p in pairs}
+
+
+def _report_keys(report: NoiseReport) -> _Keys:
+    modes = {r.pair_id: r.mode for r in report.pairs}
+    return {pid: (modes.get(pid), key) for pid, key in report.pair_keys.items()}
 
 
 def check_baseline_suite(
@@ -31,17 +39,10 @@ def check_baseline_suite(
     sentinels_only: bool = False,
 ) -> list[Problem]:
     """Why a baseline suite cannot be compared with the candidate suite (empty when it can)."""
-    from ._analysis import selected_candidates
-
-    mine = {p.pair_id: p for p in selected_candidates(candidate, partition, sentinels_only)}
-    theirs = {p.pair_id: p for p in selected_candidates(baseline, partition, sentinels_only)}
-    return _pair_problems(
-        baseline.source or baseline.label,
-        {k: v.frame_sha256() for k, v in mine.items()},
-        {k: v.frame_sha256() for k, v in theirs.items()},
-        {k: v.mode for k, v in mine.items()},
-        {k: v.mode for k, v in theirs.items()},
+    mine, theirs = (
+        _pair_keys(selected_candidates(s, partition, sentinels_only)) for s in (candidate, baseline)
     )
+    return _pair_problems(baseline.source or baseline.label, mine, theirs)
 
 
 NOT_SCORING = (
@@ -64,18 +65,17 @@ _WHAT = {
     "ragas_version": "Ragas version",
     "prompt_sha256": "scoring prompt (metric source hash)",
 }
+_PREFIXES = (
+    ("params.spec.params.", "parameter "),
+    ("params.spec.endpoint.", "endpoint "),
+    ("params.spec.", "spec field "),
+    ("params.", ""),
+)
 
 
 def _label(path: str) -> str:
-    for prefix, words in (
-        ("params.spec.params.", "parameter "),
-        ("params.spec.endpoint.", "endpoint "),
-        ("params.spec.", "spec field "),
-        ("params.", ""),
-    ):
-        if path.startswith(prefix):
-            return words + path[len(prefix) :]
-    return _WHAT.get(path, path)
+    found = next(((p, w) for p, w in _PREFIXES if path.startswith(p)), None)
+    return found[1] + path[len(found[0]) :] if found else _WHAT.get(path, path)
 
 
 def scoring_configuration(identity: JudgeIdentity) -> dict[str, Any]:
@@ -106,28 +106,24 @@ def scoring_fingerprint(identity: JudgeIdentity) -> str:
 def _scorer_problems(
     loc: str, mine: JudgeIdentity | None, theirs: JudgeIdentity | None
 ) -> list[Problem]:
-    """``baseline_scorer_changed``, one per differing field, when the scoring fingerprints
-    differ."""
+    """``baseline_scorer_changed``, one per differing field of the scoring configurations."""
     problems = Problems()
     if mine is None or theirs is None:
         message = "a side has no results, so no evaluator identity"
         problems.add(loc, "baseline_incompatible", message, "compare two scored runs")
         return problems
     a, b = scoring_configuration(mine), scoring_configuration(theirs)
-    for k in (
-        sorted(set(a) | set(b)) if scoring_fingerprint(mine) != scoring_fingerprint(theirs) else []
-    ):
-        if a.get(k) != b.get(k):
-            problems.add(
-                loc,
-                "baseline_scorer_changed",
-                f"the scoring configuration differs: the {_label(k)} differs: baseline"
-                f" {b.get(k)!r}, candidate {a.get(k)!r}",
-                "score both application versions with the same evaluator configuration (pass the"
-                " baseline suite as SPEC to re-score it now with this candidate spec), or treat the"
-                " result as a calibration study; only the evaluator's name, version, description,"
-                " pricing and where it is served may differ",
-            )
+    for k in (k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)):
+        problems.add(
+            loc,
+            "baseline_scorer_changed",
+            f"the scoring configuration differs: the {_label(k)} differs: baseline"
+            f" {b.get(k)!r}, candidate {a.get(k)!r}",
+            "score both application versions with the same evaluator configuration (pass the"
+            " baseline suite as SPEC to re-score it now with this candidate spec), or treat the"
+            " result as a calibration study; only the evaluator's name, version, description,"
+            " pricing and where it is served may differ",
+        )
     return problems
 
 
@@ -142,36 +138,24 @@ def check_baseline_report(
 ) -> list[Problem]:
     """Why an earlier run's report cannot be the baseline of ``suite`` scored by ``identity``
     (checked before any call)."""
-    from ._analysis import selected_candidates
-
-    problems = _controls_problems(baseline_source, "baseline", baseline)
-    problems += _scorer_problems(baseline_source, identity, baseline.judge)
-    mine = selected_candidates(suite, partition, sentinels_only)
-    problems += _pair_problems(
-        baseline_source,
-        {p.pair_id: p.frame_sha256() for p in mine},
-        baseline.pair_keys,
-        {p.pair_id: p.mode for p in mine},
-        {r.pair_id: r.mode for r in baseline.pairs},
-    )
-    return problems
+    mine = _pair_keys(selected_candidates(suite, partition, sentinels_only))
+    return [
+        *_controls_problems(baseline_source, "baseline", baseline),
+        *_scorer_problems(baseline_source, identity, baseline.judge),
+        *_pair_problems(baseline_source, mine, _report_keys(baseline)),
+    ]
 
 
 def _controls_problems(loc: str, side: str, report: NoiseReport) -> list[Problem]:
-    if report.candidates_interpreted:
-        return []
-    message = f"the {side}'s controls did not pass: its candidate scores mean nothing"
-    fix = f"fix the {side} run first (its controls must separate)"
-    return [problem(loc, "baseline_incompatible", message, fix)]
+    problems = Problems()
+    if not report.candidates_interpreted:
+        message = f"the {side}'s controls did not pass: its candidate scores mean nothing"
+        fix = f"fix the {side} run first (its controls must separate)"
+        problems.add(loc, "baseline_incompatible", message, fix)
+    return problems
 
 
-def _pair_problems(
-    loc: str,
-    mine: dict[str, str],
-    theirs: dict[str, str],
-    my_modes: dict[str, str],
-    their_modes: dict[str, str],
-) -> list[Problem]:
+def _pair_problems(loc: str, mine: _Keys, theirs: _Keys) -> list[Problem]:
     """Not the same frozen pairs: pairs on one side only, another mode, another frame."""
     problems = Problems()
     only = [
@@ -187,14 +171,12 @@ def _pair_problems(
         fix = "compare on the same frozen pairs (the same suite pairs, partition and selection)"
         problems.add(loc, "baseline_incompatible", message, fix)
     for pid in sorted(set(mine) & set(theirs)):
-        if my_modes.get(pid) != their_modes.get(pid):
-            message = (
-                f"pair {pid}: mode {their_modes.get(pid)} in the baseline, {my_modes.get(pid)} in"
-                " the candidate"
-            )
+        (my_mode, my_frame), (their_mode, their_frame) = mine[pid], theirs[pid]
+        if my_mode != their_mode:
+            message = f"pair {pid}: mode {their_mode} in the baseline, {my_mode} in the candidate"
             fix = "results of different NoiseSensitivity modes are not comparable"
             problems.add(loc, "baseline_incompatible", message, fix, case_id=pid)
-        elif mine[pid] != theirs[pid]:
+        elif my_frame != their_frame:
             problems.add(
                 loc,
                 "baseline_incompatible",
@@ -228,32 +210,33 @@ def load_baseline_report(path: str | Path) -> NoiseReport:
         problems.fail("invalid baseline report")
 
 
-def _counted_noisy(row: PairRow | None) -> float | None:
-    return row.noisy_score if row is not None and row.counted else None
-
-
-def compare_reports(
-    candidate: NoiseReport,
+def with_baseline(
+    report: NoiseReport,
     baseline: NoiseReport,
     *,
     warn_delta: float = 0.0,
     baseline_source: str = "baseline",
     companions: dict[str, str] | None = None,
-) -> NoiseComparison:
-    """Compare two reports of the same frozen pairs; refuse (``WorkbenchError``, every reason) when
-    incompatible. ``companions``: companion metric -> direction (the bought-by-refusing trend)."""
-    problems = _report_problems(candidate, baseline, baseline_source)
+) -> NoiseReport:
+    """``report`` with its comparison to ``baseline`` (the same frozen pairs) and the warning
+    trends, the outcome unchanged; refuses (every reason) an incompatible baseline.
+    ``companions``: companion metric -> direction (the bought-by-refusing trend)."""
+    problems = [
+        *_controls_problems(baseline_source, "baseline", baseline),
+        *_controls_problems(report.suite, "candidate", report),
+        *_scorer_problems(baseline_source, report.judge, baseline.judge),
+        *_pair_problems(baseline_source, _report_keys(report), _report_keys(baseline)),
+    ]
     if problems:
-        raise WorkbenchError(
-            f"refusing the baseline comparison: {len(problems)} reason(s)", problems
-        )
-    deltas, warnings = _pair_deltas(candidate, baseline, warn_delta, companions or {})
-    slices, slice_warnings = _slice_deltas(candidate, deltas, warn_delta)
-    a = candidate.judge
-    return NoiseComparison(
+        message = f"refusing the baseline comparison: {len(problems)} reason(s)"
+        raise WorkbenchError(message, problems)
+    deltas, warnings = _pair_deltas(report, baseline, warn_delta, companions or {})
+    slices, slice_warnings = _slice_deltas(report, deltas, warn_delta)
+    a = report.judge
+    cmp = NoiseComparison(
         baseline=baseline.suite,
         baseline_source=baseline_source,
-        candidate=candidate.suite,
+        candidate=report.suite,
         evaluator_model=a.model if a else None,
         ragas_version=a.ragas_version if a else None,
         prompt_sha256=a.prompt_sha256 if a else None,
@@ -262,43 +245,25 @@ def compare_reports(
         slices=slices,
         warnings=[*warnings, *slice_warnings],
     )
+    return report.model_copy(update={"comparison": cmp, "warnings": list(cmp.warnings)})
 
 
-def _report_problems(candidate: NoiseReport, baseline: NoiseReport, loc: str) -> list[Problem]:
-    problems = [
-        *_controls_problems(loc, "baseline", baseline),
-        *_controls_problems(candidate.suite, "candidate", candidate),
-    ]
-    problems += _scorer_problems(loc, candidate.judge, baseline.judge)
-    problems += _pair_problems(
-        loc,
-        candidate.pair_keys,
-        baseline.pair_keys,
-        {r.pair_id: r.mode for r in candidate.pairs},
-        {r.pair_id: r.mode for r in baseline.pairs},
-    )
-    return problems
+_Change = Literal["retrieval", "response", "evaluator", "none"]
 
 
 def _first_change(
     candidate: NoiseReport, baseline: NoiseReport, pid: str, same_score: bool
-) -> Literal["retrieval", "response", "evaluator", "none"] | None:
+) -> _Change | None:
     """The first boundary that differs, in debugging order."""
     a_h, b_h = candidate.pair_hashes.get(pid), baseline.pair_hashes.get(pid)
     if not a_h or not b_h:
         return None
-    if a_h.get("retrieval") != b_h.get("retrieval"):
-        return "retrieval"
-    if a_h.get("response") != b_h.get("response"):
-        return "response"
-    return "none" if same_score else "evaluator"
+    moved = (k for k in ("retrieval", "response") if a_h.get(k) != b_h.get(k))
+    return cast(_Change, next(moved, "none" if same_score else "evaluator"))
 
 
 def _pair_deltas(
-    candidate: NoiseReport,
-    baseline: NoiseReport,
-    warn_delta: float,
-    companions: dict[str, str],
+    candidate: NoiseReport, baseline: NoiseReport, warn_delta: float, companions: dict[str, str]
 ) -> tuple[list[PairDelta], list[Trend]]:
     base_rows = {r.pair_id: r for r in baseline.pairs}
     deltas: list[PairDelta] = []
@@ -307,7 +272,7 @@ def _pair_deltas(
         old = base_rows.get(row.pair_id)
         delta = _pair_delta(candidate, baseline, row, old)
         deltas.append(delta)
-        warnings += _worse(row, delta, warn_delta)
+        warnings += _rose(row, delta, warn_delta)
         worse = _bought_by_refusing(row, old, companions) if old is not None else None
         if worse:
             where = {"slice": row.slice, "pair_id": row.pair_id}
@@ -317,53 +282,43 @@ def _pair_deltas(
     return deltas, warnings
 
 
+def _counted_noisy(row: PairRow | None) -> float | None:
+    return row.noisy_score if row is not None and row.counted else None
+
+
 def _pair_delta(
     candidate: NoiseReport, baseline: NoiseReport, row: PairRow, old: PairRow | None
 ) -> PairDelta:
     bn, cn = _counted_noisy(old), _counted_noisy(row)
+    b_noisy = old.noisy_score if old else None
     same_clean = old is not None and old.clean_score == row.clean_score
-    fields: dict[str, Any] = {
-        "pair_id": row.pair_id,
-        "slice": row.slice,
-        "mode": row.mode,
-        "baseline_clean": old.clean_score if old else None,
-        "candidate_clean": row.clean_score,
-    }
     if bn is None or cn is None:
         why = "; ".join(
             f"{side}: {r.status if r else 'absent'}"
             for side, r, v in (("baseline", old, bn), ("candidate", row, cn))
             if v is None
         )
-        same = same_clean and old is not None and old.noisy_score == row.noisy_score
-        return PairDelta(
-            **fields,
-            baseline_noisy=old.noisy_score if old else None,
-            candidate_noisy=row.noisy_score,
-            noisy_delta=None,
-            pair_delta_change=None,
-            status="not_comparable",
-            detail=f"not comparable ({why})",
-            first_change=_first_change(candidate, baseline, row.pair_id, same),
-        )
-    change = (
-        None if row.delta is None or old is None or old.delta is None else row.delta - old.delta
-    )
+        same, detail, noisy_delta = b_noisy == row.noisy_score, f"not comparable ({why})", None
+    else:
+        same, detail, noisy_delta = abs(cn - bn) <= _EPS, f"noisy {bn:.3f} -> {cn:.3f}", cn - bn
+    a, b = row.delta, old.delta if old else None
     return PairDelta(
-        **fields,
-        baseline_noisy=bn,
-        candidate_noisy=cn,
-        noisy_delta=cn - bn,
-        pair_delta_change=change,
-        status="compared",
-        detail=f"noisy {bn:.3f} -> {cn:.3f}",
-        first_change=_first_change(
-            candidate, baseline, row.pair_id, abs(cn - bn) <= _EPS and same_clean
-        ),
+        pair_id=row.pair_id,
+        slice=row.slice,
+        mode=row.mode,
+        baseline_clean=old.clean_score if old else None,
+        candidate_clean=row.clean_score,
+        baseline_noisy=b_noisy,
+        candidate_noisy=row.noisy_score,
+        noisy_delta=noisy_delta,
+        pair_delta_change=None if noisy_delta is None or a is None or b is None else a - b,
+        status="not_comparable" if noisy_delta is None else "compared",
+        detail=detail,
+        first_change=_first_change(candidate, baseline, row.pair_id, same_clean and same),
     )
 
 
-def _worse(row: PairRow, delta: PairDelta, warn_delta: float) -> list[Trend]:
+def _rose(row: PairRow, delta: PairDelta, warn_delta: float) -> list[Trend]:
     d, bn, cn = delta.noisy_delta, delta.baseline_noisy, delta.candidate_noisy
     if d is None or bn is None or cn is None or d <= warn_delta + _EPS:
         return []
@@ -381,8 +336,9 @@ def _slice_deltas(
     slices: list[SliceDelta] = []
     warnings: list[Trend] = []
     for name in dict.fromkeys(r.slice for r in candidate.pairs):
-        mine = [d for d in deltas if d.slice == name and d.noisy_delta is not None]
-        row = _slice_delta(name, mine)
+        row = _slice_delta(
+            name, [d for d in deltas if d.slice == name and d.noisy_delta is not None]
+        )
         slices.append(row)
         if row.mean_delta is not None and row.mean_delta > warn_delta + _EPS:
             interval = (
@@ -390,17 +346,11 @@ def _slice_deltas(
                 if row.ci95_low is not None and row.ci95_high is not None
                 else " (one pair: no interval)"
             )
-            warnings.append(
-                Trend(
-                    kind="slice_worse",
-                    slice=name,
-                    pair_id=None,
-                    message=(
-                        f"slice {name}: mean noisy score +{row.mean_delta:.3f} over {row.n}"
-                        f" pair(s){interval}"
-                    ),
-                )
+            message = (
+                f"slice {name}: mean noisy score +{row.mean_delta:.3f} over {row.n}"
+                f" pair(s){interval}"
             )
+            warnings.append(Trend(kind="slice_worse", slice=name, pair_id=None, message=message))
     return slices, warnings
 
 
@@ -410,9 +360,9 @@ def _slice_delta(name: str, mine: list[PairDelta]) -> SliceDelta:
     mean = sum(diffs) / n if n else None
     low = high = None
     if mean is not None and n >= 2:
-        sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1))
         from scipy.stats import t
 
+        sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1))
         half = float(t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
         low, high = mean - half, mean + half
     return SliceDelta(
@@ -428,48 +378,20 @@ def _slice_delta(name: str, mine: list[PairDelta]) -> SliceDelta:
 
 def _bought_by_refusing(row: PairRow, old: PairRow, companions: dict[str, str]) -> str | None:
     """Why the candidate's noise score looks better only because it says less, or None."""
-    improved = (
-        row.noisy_score is not None
-        and old.noisy_score is not None
-        and row.noisy_score < old.noisy_score - _EPS
-    ) or ("noisy" in row.abstained and "noisy" not in old.abstained)
-    if not improved:
-        return None
     if "noisy" in row.abstained and "noisy" not in old.abstained:
         return (
             "the noisy member now abstains where the baseline answered: a lower noise score bought"
             " by refusing"
         )
+    if row.noisy_score is None or old.noisy_score is None:
+        return None
+    if row.noisy_score >= old.noisy_score - _EPS:
+        return None
     for metric, direction in companions.items():
-        new, was = (
-            row.companions.get(metric, {}).get("noisy"),
-            old.companions.get(metric, {}).get("noisy"),
-        )
-        if new is None or was is None:
-            continue
-        worse = new < was - _EPS if direction == "higher_is_better" else new > was + _EPS
-        if worse:
+        new, was = (r.companions.get(metric, {}).get("noisy") for r in (row, old))
+        if new is not None and was is not None and _worse(direction, new, was):
             return (
                 f"noise score improved ({old.noisy_score} -> {row.noisy_score}) while {metric} got"
                 f" worse ({was:g} -> {new:g}): a lower noise score bought by saying less"
             )
     return None
-
-
-def with_baseline(
-    report: NoiseReport,
-    baseline: NoiseReport,
-    *,
-    warn_delta: float = 0.0,
-    baseline_source: str = "baseline",
-    companions: dict[str, str] | None = None,
-) -> NoiseReport:
-    """``report`` with its baseline comparison and warning trends (the outcome unchanged)."""
-    cmp = compare_reports(
-        report,
-        baseline,
-        warn_delta=warn_delta,
-        baseline_source=baseline_source,
-        companions=companions,
-    )
-    return report.model_copy(update={"comparison": cmp, "warnings": list(cmp.warnings)})

@@ -15,8 +15,7 @@ from .._record import Record as _Model
 Member = Literal["clean", "noisy"]
 ContextClass = Literal["relevant", "irrelevant"]
 ControlRole = Literal["control", "adversarial", "reference_defect"]
-Partition = Literal["development", "calibration", "held_out"]
-Origin = Literal["production", "regenerated", "constructed"]
+PartitionName = Literal["development", "calibration", "held_out"]
 Attack = Literal["instruction", "fake_policy", "stale_date"]
 
 PARTITIONS: tuple[str, ...] = ("development", "calibration", "held_out")

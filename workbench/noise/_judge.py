@@ -29,12 +29,12 @@ KIND = "ragas-noise"
 METRIC = "ragas.metrics.collections.NoiseSensitivity"
 """The Ragas metric this kind runs."""
 _DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
-_OUTPUT_SCHEMA_ERRORS = (
+_OUTPUT_SCHEMA_ERRORS = {
     "ValidationError",
     "InstructorRetryException",
     "IncompleteOutputException",
     "JSONDecodeError",
-)
+}
 
 
 def calls_per_score(n_contexts: int) -> int:
@@ -205,7 +205,7 @@ class NoiseJudge(LLMJudge):
         if isinstance(exc, UnusableAnswer):
             return "unparseable", str(exc)
         names = {c.__name__ for c in type(exc).__mro__}
-        if not names & set(_OUTPUT_SCHEMA_ERRORS):
+        if not names & _OUTPUT_SCHEMA_ERRORS:
             return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
         failure, content = self._answer_failure(exchange, exc)
         if failure is not None:
@@ -224,10 +224,7 @@ class NoiseJudge(LLMJudge):
             "mode": judge_input.mode,
             "model": self.spec.model,
             "params": self.spec.params,
-            "user_input": judge_input.user_input,
-            "response": judge_input.response,
-            "reference": judge_input.reference,
-            "retrieved_contexts": list(judge_input.retrieved_contexts),
+            **judge_input.model_dump(exclude={"mode"}),
         }
 
     def estimate_cost(self, judge_input: Any) -> float:
@@ -236,16 +233,11 @@ class NoiseJudge(LLMJudge):
         from ragas.prompt.metrics.common import nli_statement_prompt, statement_generator_prompt
 
         q, resp, ref = judge_input.user_input, judge_input.response, judge_input.reference
-        prompts = [
-            len(statement_generator_prompt(q, ref)),
-            len(statement_generator_prompt(q, resp)),
+        nli = [(ctx, text) for ctx in judge_input.retrieved_contexts for text in (ref, resp)]
+        prompts = [len(statement_generator_prompt(q, text)) for text in (ref, resp)]
+        prompts += [
+            len(nli_statement_prompt(c, [text])) + len(text) for c, text in [*nli, (ref, resp)]
         ]
-        for ctx in judge_input.retrieved_contexts:
-            prompts += [
-                len(nli_statement_prompt(ctx, [ref])) + len(ref),
-                len(nli_statement_prompt(ctx, [resp])) + len(resp),
-            ]
-        prompts.append(len(nli_statement_prompt(ref, [resp])) + len(resp))
         tokens_in = sum(math.ceil(n / 3) + 400 for n in prompts)
         tokens_out = int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS)) * len(prompts)
         return self.spec.pricing.cost(tokens_in, tokens_out)

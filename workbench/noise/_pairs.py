@@ -29,7 +29,9 @@ from ._evidence import (
     Attack,
     EvidenceManifest,
     GenerationTrace,
+    Member,
     NoisePolicy,
+    PartitionName,
     Retirement,
     RetrievalAssertions,
     RetrievedContext,
@@ -60,8 +62,6 @@ Mode = Literal["relevant", "irrelevant"]
 Role = Literal["control", "adversarial", "reference_defect", "candidate"]
 Relation = Literal["noisy_worse_than_clean", "noisy_not_worse", "not_punished"]
 Direction = Literal["lower_is_better"]
-Member = Literal["clean", "noisy"]
-PartitionName = Literal["development", "calibration", "held_out"]
 MEMBERS: tuple[Member, ...] = ("clean", "noisy")
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -319,10 +319,7 @@ class NoiseSuite(_Model):
 
     def pair(self, pair_id: str) -> NoisePair:
         """The pair with this id."""
-        for p in self.pairs:
-            if p.pair_id == pair_id:
-                return p
-        raise KeyError(pair_id)
+        return {p.pair_id: p for p in self.pairs}[pair_id]
 
 
 _PAIR_COLUMNS = (
@@ -1294,22 +1291,20 @@ def validate_pairs(path: str | Path) -> tuple[NoiseSuite | None, list[Problem]]:
     except WorkbenchError as exc:  # missing, not a file, unreadable, too large, not UTF-8, YAML
         return None, list(exc.problems)
     lines = yaml_lines(doc.text, root=True) or {(): 1}  # a field's line is its key's line
-    suite, problems = check_pairs(doc.data, location=loc, lines=lines, sha256=sha256_file(path))
+    suite, found = check_pairs(doc.data, location=loc, lines=lines, sha256=sha256_file(path))
+    problems = Problems(found)
     if suite is not None and not errors_only(problems):
-        from ._release import suite_lineage_problems
+        from ..approval import check_lineage
+        from ._release import suite_snapshot_of
 
         where = {
             p.pair_id: f"{loc}:{lines.get(('pairs', i), 0)}" for i, p in enumerate(suite.pairs)
         }
-        problems += suite_lineage_problems(suite, where)
+        problems += check_lineage(suite_snapshot_of(suite, where))
     if suite is not None and path.stem != suite.label:
         message = f"file name {path.name!r} does not match name@version {suite.label!r}"
         fix = f"rename the file to {suite.label}.yaml so versions cannot be confused"
-        problems.append(
-            Problem(
-                location=loc, code="pairs_filename", message=message, fix=fix, severity="warning"
-            )
-        )
+        problems.add(loc, "pairs_filename", message, fix, severity="warning")
     return suite, problems
 
 

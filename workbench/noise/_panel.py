@@ -19,8 +19,10 @@ from .._record import Record as _Model
 from ..errors import WorkbenchError
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
+from ._analysis import _final
+from ._evidence import Member
 from ._judge import parse_claims
-from ._pairs import MEMBERS, Member, NoiseSuite
+from ._pairs import MEMBERS, NoiseSuite
 
 PANEL_SCHEMA_VERSION = 1
 MIN_REVIEWERS = 2
@@ -320,10 +322,7 @@ def panel_agreement(
     """Agreement of the metric's claim verdicts with the panel's, per member and overall."""
     from ._release import panel_release_of
 
-    final: dict[str, JudgeResult] = {}
-    for r in sorted((r for r in results if r.repeat == 0), key=lambda r: r.attempt):
-        if r.error is None or r.case_id not in final:
-            final[r.case_id] = r
+    final = _final(("", r) for r in results)  # an all-error member has no verdicts either way
     compared = [_member_row(suite, panel, final, *m) for m in panel.members()]
     rows = [row for row, _ in compared]
     aligned = [pair for _, pairs in compared for pair in pairs]

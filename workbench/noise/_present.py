@@ -24,24 +24,8 @@ _CONTROL_MARK = {"separated": "ok  ", "not_punished": "ok  ", "routed_to_review"
 
 def format_noise(report: NoiseReport) -> str:
     """The report as text: outcome, retrieval, controls, pairs, slices, ..., blockers."""
-    parts = (
-        _head,
-        _retrieval,
-        _controls,
-        _candidates,
-        _repeats,
-        _unjoined,
-        _retired,
-        _comparison,
-        _warnings,
-        _blockers,
-    )
-    lines = [line for part in parts for line in part(report)]
-    lines += [
-        f"  override {u.override_id} not applied: {u.reason}: {'; '.join(u.details)}"
-        for u in report.unapplied_overrides
-    ]
-    return "\n".join(lines)
+    parts = (_head, _retrieval, _controls, _candidates, _repeats, _unjoined, _retired, _comparison)
+    return "\n".join(line for part in (*parts, _warnings, _blockers) for line in part(report))
 
 
 def _head(report: NoiseReport) -> list[str]:
@@ -202,9 +186,13 @@ def _blockers(report: NoiseReport) -> list[str]:
     ]
     if report.waived:
         lines += ["", "waived by override:"]
-    return lines + [
+    lines += [
         f"  {wv.blocker.code} ({wv.blocker.slice or '-'}) by {wv.override_id}"
         for wv in report.waived
+    ]
+    return lines + [
+        f"  override {u.override_id} not applied: {u.reason}: {'; '.join(u.details)}"
+        for u in report.unapplied_overrides
     ]
 
 
@@ -276,49 +264,28 @@ def comparison_chart(report: NoiseReport) -> Any:
     import altair as alt
     import pandas as pd
 
-    cmp = report.comparison
-    rows = (
-        []
-        if cmp is None
-        else [
-            {
-                "slice": s.slice,
-                "mean_delta": s.mean_delta,
-                "low": s.ci95_low if s.ci95_low is not None else s.mean_delta,
-                "high": s.ci95_high if s.ci95_high is not None else s.mean_delta,
-                "n": s.n,
-            }
-            for s in cmp.slices
-            if s.mean_delta is not None
-        ]
-    )
-    data = pd.DataFrame(rows, columns=["slice", "mean_delta", "low", "high", "n"])
+    slices = report.comparison.slices if report.comparison is not None else []
+    rows = [
+        (s.slice, s.mean_delta, s.mean_delta if s.ci95_low is None else s.ci95_low)
+        + (s.mean_delta if s.ci95_high is None else s.ci95_high, s.n)
+        for s in slices
+        if s.mean_delta is not None
+    ]
+    chart = alt.Chart(pd.DataFrame(rows, columns=["slice", "mean_delta", "low", "high", "n"]))
     y = alt.Y("slice:N", title=None)
     title = (
         f"candidate - baseline noisy score, 95% interval ({LOWER_IS_BETTER}: left of 0 is an"
         " improvement)"
     )
-    x = alt.X("mean_delta:Q", title=title)
-    bars = (
-        alt.Chart(data)
-        .mark_rule(strokeWidth=2)
-        .encode(x=alt.X("low:Q", title=title), x2=alt.X2("high:Q"), y=y)
+    bars = chart.mark_rule(strokeWidth=2).encode(
+        x=alt.X("low:Q", title=title), x2=alt.X2("high:Q"), y=y
     )
-    dots = (
-        alt.Chart(data)
-        .mark_point(filled=True, size=70)
-        .encode(
-            x=x,
-            y=y,
-            tooltip=[alt.Tooltip(f) for f in ("slice", "mean_delta", "low", "high", "n")],
-        )
+    tooltip = [alt.Tooltip(f) for f in ("slice", "mean_delta", "low", "high", "n")]
+    dots = chart.mark_point(filled=True, size=70).encode(
+        x=alt.X("mean_delta:Q", title=title), y=y, tooltip=tooltip
     )
-    zero = (
-        alt.Chart(pd.DataFrame({"x": [0.0]}))
-        .mark_rule(color="#888888", strokeDash=[4, 4])
-        .encode(x=alt.X("x:Q"))
-    )
-    return alt.layer(zero, bars, dots).properties(
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888888", strokeDash=[4, 4])
+    return alt.layer(zero.encode(x=alt.X("x:Q")), bars, dots).properties(
         width=420, title=f"Baseline vs candidate per slice ({LOWER_IS_BETTER})"
     )
 

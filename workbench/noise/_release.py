@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._io import sha256_json
-from ..approval import Change, Release, Snapshot, check_lineage, read_release_log
-from ..errors import Problem
+from ..approval import Change, Release, Snapshot, read_release_log
 from ._pairs import NoiseSuite
 
 if TYPE_CHECKING:
@@ -71,11 +70,6 @@ def suite_snapshot_of(suite: NoiseSuite, where: dict[str, str] | None = None) ->
             " version that says `supersedes:`"
         ),
     )
-
-
-def suite_lineage_problems(suite: NoiseSuite, where: dict[str, str]) -> list[Problem]:
-    """The lineage check of a suite loaded from its file."""
-    return check_lineage(suite_snapshot_of(suite, where)) if suite.source else []
 
 
 def release_of(suite: NoiseSuite) -> Release | None:

@@ -7,12 +7,10 @@ is never sent to the evaluator, and its failures are blockers of their own
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from .._docs import add_field_docs
+from .._record import Record as _Model
 from ..policy import Blocker, blocker
 from ._evidence import RetrievedContext
 from ._pairs import NoisePair, NoiseSuite
@@ -27,10 +25,8 @@ _FAILED_CODE: dict[str, str] = {
 }
 
 
-class RetrievalRow(BaseModel):
+class RetrievalRow(_Model):
     """One retrieval assertion on one member of one pair."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     pair_id: str
     """The pair."""
@@ -184,25 +180,25 @@ def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[
         if r.code is not None:
             groups.setdefault((r.code, r.slice), []).append(r)
     out: list[Blocker] = []
-    for (code, slice_name), mine in sorted(groups.items()):
-        limit = suite.slices.get(slice_name)
+    for (code, name), mine in sorted(groups.items()):
         details = "; ".join(f"{r.pair_id}:{r.member}: {r.detail}" for r in mine[:5]) + (
             f"; +{len(mine) - 5} more" if len(mine) > 5 else ""
         )
-        out.append(
-            blocker(
-                code,
-                f"retrieval assertion failed before any model call ({len(mine)} check(s)):"
-                f" {details}; these pairs were not scored",
-                slice=slice_name,
-                risk=limit.risk if limit else None,
-                evidence={
-                    "check": "retrieval",
-                    "failures": len(mine),
-                    "members": sorted({f"{r.pair_id}:{r.member}" for r in mine}),
-                    "documents": sorted({d for r in mine for d in r.documents}),
-                },
-                case_ids=sorted({r.pair_id for r in mine}),
-            )
+        message = (
+            f"retrieval assertion failed before any model call ({len(mine)} check(s)): {details};"
+            " these pairs were not scored"
         )
+        members = sorted({f"{r.pair_id}:{r.member}" for r in mine})
+        documents = sorted({d for r in mine for d in r.documents})
+        ids = sorted({r.pair_id for r in mine})
+        evidence = {"failures": len(mine), "members": members, "documents": documents}
+        out.append(sliced_blocker(suite, code, message, name, ids, check="retrieval", **evidence))
     return out
+
+
+def sliced_blocker(
+    suite: NoiseSuite, code: str, message: str, name: str, ids: Sequence[str], **evidence: Any
+) -> Blocker:
+    """A blocker of slice ``name`` (with its risk) naming the pairs ``ids``."""
+    risk = suite.slices[name].risk if name in suite.slices else None
+    return blocker(code, message, slice=name, risk=risk, case_ids=ids, evidence=evidence)
