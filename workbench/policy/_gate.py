@@ -518,6 +518,13 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
     ]
 
 
+def _usd(value: float) -> str:
+    """Dollars to the last nonzero digit (to the micro-dollar), at least cents: a limit of
+    $0.005 is never shown as $0.01."""
+    whole, fraction = f"{value:.6f}".rstrip("0").split(".")
+    return f"${whole}.{fraction.ljust(2, '0')}"
+
+
 def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
     if policy.max_cost_usd is None:
         return []
@@ -525,7 +532,7 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return [
             _blocker(
                 "cost_unverified",
-                f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was"
+                f"The policy limits spend to {_usd(policy.max_cost_usd)} but no run summary was"
                 " given, so the spend cannot be checked.",
                 evidence={"limit_usd": policy.max_cost_usd},
             )
@@ -534,8 +541,8 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return [
             _blocker(
                 "cost_exceeded",
-                f"The run spent ${run.cost_usd:.4f}, more than the approved"
-                f" ${policy.max_cost_usd:.2f}.",
+                f"The run spent {_usd(run.cost_usd)}, more than the approved"
+                f" {_usd(policy.max_cost_usd)}.",
                 evidence={
                     "cost_usd": run.cost_usd,
                     "limit_usd": policy.max_cost_usd,
