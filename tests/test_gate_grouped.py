@@ -11,7 +11,7 @@ from conftest import make_case, make_result, result_lines
 from workbench.align import alignment_report, join_results
 from workbench.gold import load_dataset
 from workbench.policy import Policy, evaluate_gate
-from workbench.stats import grouped_rate, wilson_rate
+from workbench.stats import grouped_rate, shortfall, wilson_rate
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 POLICY: dict[str, Any] = {
@@ -66,6 +66,14 @@ def test_thirty_cases_from_three_groups_do_not(make_dataset) -> None:
     assert blocker.category == "review" and result.outcome == "review_required"
     assert blocker.evidence["groups"] == 3 and blocker.evidence["compared"] == grouped.ci95_high
     assert "3 groups" in blocker.message
+    # the plan is in groups too: Wilson needs 61 independent human-fail cases to bound 0.2 at
+    # 0.1; at 10 cases a group (design effect 10) that is 610 cases, 61 groups, 580 more
+    assert shortfall(30, 0, 0.2, "upper_95").needed_to_bound == 61
+    assert blocker.evidence["cases_needed_to_bound_grouped"] == 610
+    assert blocker.evidence["groups_needed_to_bound"] == 61
+    assert "about 610 human-fail cases judged pass or fail (61 groups of 10.0), 580 more" in (
+        blocker.message
+    )
 
 
 def test_splitting_groups_in_a_frozen_gold_to_narrow_the_bound_is_refused(tmp_path) -> None:

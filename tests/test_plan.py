@@ -249,6 +249,36 @@ def test_demo_policy_plan_counts_and_shortfalls(policy_path: Path) -> None:
     assert list(frame["short_held_out"]) == [r.shortfall["held_out"] for r in plan.rows]
 
 
+def test_plan_counts_the_groups_the_gate_bounds_over() -> None:
+    """Issue 32: the plan said "6 cases, short 55" where the gate bounds over 2 groups; each rate
+    row now carries the groups of its cases, and a note says the need is then in groups."""
+    records = [json.loads(line) for line in (GOLD / "gold.jsonl").read_text().splitlines()]
+    superseded = {r["supersedes"] for r in records if r.get("supersedes")}
+    groups: dict[tuple[str, str, str], set[str]] = {}
+    for r in records:
+        if r["case_id"] not in superseded:
+            key = (r["slice"], r["partition"], r["adjudication"]["label"])
+            groups.setdefault(key, set()).add(r["group"])
+    plan = plan_policy(load_policy(POLICIES[0]), load_dataset(GOLD))
+    for row in plan.rows:
+        if row.requirement != "min_n":
+            label = "fail" if row.cases == "human_fail" else "pass"
+            assert row.have_groups == {
+                p: len(groups.get((row.slice, p, label), ())) for p in plan.partitions
+            }
+    critical = next(
+        r for r in plan.rows if r.slice == "account_security" and r.requirement == "false_pass_rate"
+    )
+    assert (critical.have["held_out"], critical.have_groups["held_out"]) == (6, 2)
+    assert (
+        f"the 6 human-fail cases of held_out come from 2 groups: the gate bounds over groups, so"
+        f" when a group's cases are alike it needs up to {critical.needed} groups"
+    ) in critical.note
+    assert "come from" in format_plan(plan)
+    point = [r for r in plan.rows if r.basis == "point"]
+    assert point and not any("come from" in r.note for r in point)  # one case: no group note
+
+
 def test_plan_chart_renders_offline_with_the_planned_n() -> None:
     from workbench.reports import to_svg
 

@@ -492,6 +492,17 @@ def test_run_summary_blockers(evaluated) -> None:
     assert codes(ev.gate(policy, run=run_summary(judge_fingerprint=OTHER_FP))) == ["run_mismatch"]
 
 
+def test_a_sub_cent_spend_limit_is_shown_as_approved(evaluated) -> None:
+    """Before: a limit of $0.005 was printed rounded to cents, as "$0.01" (issue 30)."""
+    ev = evaluated(clean_spec())
+    over = only(
+        ev.gate(make_policy(max_cost_usd=0.005), run=run_summary(cost_usd=0.0125)), "cost_exceeded"
+    )
+    assert over.message == "The run spent $0.0125, more than the approved $0.005."
+    unverified = only(ev.gate(make_policy(max_cost_usd=2.0)), "cost_unverified")
+    assert unverified.message.startswith("The policy limits spend to $2.00 but")
+
+
 def test_precedence_and_deterministic_order(evaluated) -> None:
     spec = clean_spec()
     spec["billing"][2] = ("fail", "pass")  # quality in billing

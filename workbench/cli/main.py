@@ -18,6 +18,14 @@ COMMANDS: dict[str, LazyCommand] = {
         "workbench.cli.validate:validate",
         "Check a gold dataset (directory or gold.jsonl) and report every problem at once.",
     ),
+    "annotate": LazyCommand(
+        "workbench.cli.annotate:annotate_group",
+        "Collect blinded gold reviews: queue cases, label them, see where they stand.",
+    ),
+    "adjudicate": LazyCommand(
+        "workbench.cli.annotate:adjudicate",
+        "Resolve reviewed queue cases into adjudicated gold records.",
+    ),
     "freeze": LazyCommand(
         "workbench.cli.freeze:freeze",
         "Freeze an approved input (a dataset, suite, policy, mapping ...) as a release.",

@@ -19,7 +19,7 @@ from ._dataset import (
     validate_dataset,
 )
 from ._index import GoldIndex, gold_index
-from ._records import PARTITIONS, Adjudication, GoldCase, Partition, Review, partition_name
+from ._records import PARTITIONS, Adjudication, GoldCase, Partition, Review, Span, partition_name
 from ._release import FIELD_GROUPS, GoldLineage, case_hashes, freeze, gold_lineage, gold_snapshot
 from ._rubric import UNSET_RISK, Risk, Rubric, Scale, SliceSpec, load_rubric
 
@@ -47,6 +47,7 @@ __all__ = [
     "GoldDataset",
     "Partition",
     "Review",
+    "Span",
     "Risk",
     "Rubric",
     "Scale",

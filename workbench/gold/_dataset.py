@@ -428,6 +428,9 @@ def _explain(err: Any) -> tuple[str, str, str]:
             f"unknown partition {err.get('input')!r}",
             "use one of " + ", ".join(PARTITIONS),
         )
+    if kind == "span_mismatch":
+        fix = "cite the text exactly: a span's text is the case's <field>[start:end]"
+        return "span_mismatch", str(err["msg"]), fix
     if kind == "value_error" and not err["loc"]:
         message = "the case has neither grading_notes nor reference"
         fix = "add grading_notes (required concepts, prohibited claims) or a reference answer"

@@ -3,10 +3,12 @@ only a :class:`workbench.judges.JudgeInput` of allow-listed fields)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from .._record import Record as _Record
 from ..errors import refusal
@@ -44,6 +46,20 @@ def partition_name(value: Any, name: str = "partition") -> str:
 
 
 Confidence = Literal["low", "medium", "high"]
+SpanField = Literal["input", "response", "grading_notes", "reference"]
+
+
+class Span(_Record):
+    """A passage a reviewer cited: ``text`` is ``case.<field>[start:end]`` (checked)."""
+
+    field: SpanField
+    """The case field the passage is in."""
+    start: int = Field(ge=0, strict=True)
+    """Offset of the first character (Python string index)."""
+    end: int = Field(gt=0, strict=True)
+    """Offset after the last character."""
+    text: str = Field(min_length=1)
+    """The cited text itself, so a reader need not count."""
 
 
 class Review(_Record):
@@ -61,6 +77,16 @@ class Review(_Record):
     """Ids of evidence passages the reviewer cited; they must resolve in the evidence snapshot."""
     escalate: bool = Field(default=False, strict=True)
     """The reviewer asked for adjudication regardless of agreement."""
+    spans: list[Span] = Field(default_factory=list)
+    """Passages of the case the reviewer cited (offsets into its text)."""
+    assigned_at: datetime | None = None
+    """When the case was assigned to the reviewer (annotation operations)."""
+    completed_at: datetime | None = None
+    """When the reviewer submitted the label."""
+    training_version: str | None = None
+    """The reviewer-training material the reviewer had completed."""
+    blinded: list[str] = Field(default_factory=list)
+    """What the reviewer was not shown, e.g. ``model_identity``, ``other_reviews``."""
 
 
 class Adjudication(_Record):
@@ -119,6 +145,18 @@ class GoldCase(_Record):
     def _needs_grading_evidence(self) -> GoldCase:
         if self.grading_notes is None and self.reference is None:
             raise ValueError("a case needs grading_notes or reference (or both)")
+        for review in self.reviews:
+            for span in review.spans:
+                if (getattr(self, span.field) or "")[span.start : span.end] != span.text:
+                    raise PydanticCustomError(
+                        "span_mismatch",
+                        "reviewer {reviewer}'s span {where} is not the text {text} of the case",
+                        {
+                            "reviewer": review.reviewer,
+                            "where": f"{span.field}[{span.start}:{span.end}]",
+                            "text": repr(span.text),
+                        },
+                    )
         return self
 
     @property

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from .._record import Record as _Model
 from ..gold import PARTITIONS, GoldDataset, Risk
 from ..policy import Policy, policy_sha256
@@ -54,6 +56,9 @@ class PlanRow(_Model):
     """Chance that ``needed_upper_95`` cases drawn at the true rate show the limit."""
     have: dict[str, int]
     """Adjudicated cases of this kind in the slice, by partition."""
+    have_groups: dict[str, int] = Field(default_factory=dict)
+    """The gold groups those cases come from, by partition (rate rows): the gate bounds over
+    groups, so cases of few groups show less than their count."""
     shortfall: dict[str, int]
     """``max(0, needed - have)`` by partition; empty when ``needed`` is None."""
     note: str = ""
@@ -92,14 +97,34 @@ class SamplePlan(_Model):
         return [r for r in self.rows if r.needed is None or r.shortfall.get(part, 0) > 0]
 
 
-def _counts(dataset: GoldDataset) -> Counter[tuple[str, str, str]]:
+def _counts(
+    dataset: GoldDataset,
+) -> tuple[Counter[tuple[str, str, str]], dict[tuple[str, str, str], set[str]]]:
+    """Cases, and the groups they come from, by (slice, partition, kind)."""
     rubric = dataset.rubric
     kinds = {rubric.fail_label: "human_fail", rubric.pass_label: "human_pass"}
     counts: Counter[tuple[str, str, str]] = Counter()
+    groups: dict[tuple[str, str, str], set[str]] = {}
     for case in dataset.cases.values():
-        counts[(case.slice, case.partition.value, kinds.get(case.gold_label, "other"))] += 1
-        counts[(case.slice, case.partition.value, "all")] += 1
-    return counts
+        for kind in (kinds.get(case.gold_label, "other"), "all"):
+            counts[(case.slice, case.partition.value, kind)] += 1
+            groups.setdefault((case.slice, case.partition.value, kind), set()).add(case.group)
+    return counts, groups
+
+
+def _group_note(row: PlanRow, have_groups: dict[str, int], partition: str) -> PlanRow:
+    """The row with its groups, and a note when the gate partition's cases share groups: the need
+    is then up to that many groups (when a group's cases are alike), not cases."""
+    row = row.model_copy(update={"have_groups": have_groups})
+    have, groups = row.have.get(partition, 0), have_groups.get(partition, 0)
+    if row.needed is None or row.needed <= 1 or groups >= have:
+        return row
+    note = (
+        f"the {have} {row.cases.replace('_', '-')} cases of {partition} come from {groups}"
+        f" groups: the gate bounds over groups, so when a group's cases are alike it needs up to"
+        f" {row.needed} groups, not cases (plan --simulate --icc shows the chance)"
+    )
+    return row.model_copy(update={"note": "; ".join(filter(None, [row.note, note]))})
 
 
 def _count_note(row: PlanRow, count: int | None) -> PlanRow:
@@ -127,20 +152,24 @@ def plan_policy(
     """Plan every slice of ``policy`` and compare with ``dataset``'s adjudicated counts per
     partition."""
     rubric = dataset.rubric
-    counts = _counts(dataset)
+    counts, groups = _counts(dataset)
     partitions = list(PARTITIONS)
+    gate = policy.partition or "held_out"
     rows: list[PlanRow] = []
     for name, spec in policy.slices.items():
         risk = rubric.risk_of(name) or spec.risk.value
         have = {k: {p: counts[(name, p, k)] for p in partitions} for k in _KINDS}
+        in_groups = {k: {p: len(groups.get((name, p, k), ())) for p in partitions} for k in _KINDS}
         head = (name, risk, at_fraction, interval)
         if spec.max_false_passes is not None or spec.max_false_pass_rate is not None:
             basis = "upper_95" if risk == Risk.critical.value else spec.false_pass_rate_basis
             row = _rate_row(*head, "false_pass_rate", spec.max_false_pass_rate, basis, have)
-            rows.append(_count_note(row, spec.max_false_passes))
+            row = _count_note(row, spec.max_false_passes)
+            rows.append(_group_note(row, in_groups[row.cases], gate))
         if spec.max_false_fail_rate is not None:
             limit, basis = spec.max_false_fail_rate, spec.false_fail_rate_basis
-            rows.append(_rate_row(*head, "false_fail_rate", limit, basis, have))
+            row = _rate_row(*head, "false_fail_rate", limit, basis, have)
+            rows.append(_group_note(row, in_groups[row.cases], gate))
         min_n = policy.min_n_for(name)
         if min_n > 0:
             rows.append(
@@ -217,7 +246,7 @@ def plan_frame(plan: SamplePlan) -> Any:  # a pandas.DataFrame
 
     records = []
     for r in plan.rows:
-        row = r.model_dump(exclude={"errors_at_needed", "have", "shortfall", "note"})
+        row = r.model_dump(exclude={"errors_at_needed", "have", "have_groups", "shortfall", "note"})
         row["power"] = None if r.power is None else round(r.power, 3)
         for p in plan.partitions:
             row[f"have_{p}"] = r.have.get(p, 0)

@@ -45,6 +45,7 @@ predictions_match_labels    review      imported verdicts equal every held-out l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -518,6 +519,13 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
     ]
 
 
+def _usd(value: float) -> str:
+    """Dollars to the last nonzero digit (to the micro-dollar), at least cents: a limit of
+    $0.005 is never shown as $0.01."""
+    whole, fraction = f"{value:.6f}".rstrip("0").split(".")
+    return f"${whole}.{fraction.ljust(2, '0')}"
+
+
 def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
     if policy.max_cost_usd is None:
         return []
@@ -525,7 +533,7 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return [
             _blocker(
                 "cost_unverified",
-                f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was"
+                f"The policy limits spend to {_usd(policy.max_cost_usd)} but no run summary was"
                 " given, so the spend cannot be checked.",
                 evidence={"limit_usd": policy.max_cost_usd},
             )
@@ -534,8 +542,8 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return [
             _blocker(
                 "cost_exceeded",
-                f"The run spent ${run.cost_usd:.4f}, more than the approved"
-                f" ${policy.max_cost_usd:.2f}.",
+                f"The run spent {_usd(run.cost_usd)}, more than the approved"
+                f" {_usd(policy.max_cost_usd)}.",
                 evidence={
                     "cost_usd": run.cost_usd,
                     "limit_usd": policy.max_cost_usd,
@@ -947,6 +955,24 @@ def _upper_bound(row: SliceAlignment, kind: str, rate: Rate) -> tuple[float, str
     return grouped.ci95_high, over, evidence
 
 
+def _grouped_plan(
+    need: Shortfall, grouped: dict[str, Any], human: str, evidence: dict[str, Any]
+) -> str:
+    """The plan in cases when the bound is over groups: the case counts above assume independent
+    cases, so they scale by the design effect (issue 32; docs/statistics.md)."""
+    if not grouped or need.needed_to_bound is None:
+        return ""
+    deff, size = grouped["design_effect"], need.have / grouped["groups"]
+    cases = math.ceil(need.needed_to_bound * deff - 1e-9)
+    more, groups = max(0, cases - need.have), math.ceil(cases / size - 1e-9)
+    evidence.update(cases_needed_to_bound_grouped=cases, groups_needed_to_bound=groups)
+    return (
+        f" Its cases come in groups (design effect {deff:.2f}): bounding at half the limit takes"
+        f" about {cases} human-{human} cases judged pass or fail ({groups} groups of"
+        f" {size:.1f}), {more} more, from new groups."
+    )
+
+
 def _rate_check(
     row: SliceAlignment,
     kind: str,
@@ -1001,6 +1027,7 @@ def _rate_check(
             f" judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), but the upper 95% bound"
             f" {bound:.3f}{over} exceeds it: too few cases to bound the slice."
             + _cited(name, need, human, kind)
+            + _grouped_plan(need, grouped, human, evidence)
         )
         code, category, waivable = f"{kind}_rate_unproven", "review", unbounded_waivable
     return [

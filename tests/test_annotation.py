@@ -1,0 +1,285 @@
+"""Annotation mode (issue 29): blinded gold reviews collected, adjudicated into gold records that
+`validate` and `agreement` accept."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import current_project, make_case
+
+from workbench.annotation import BLINDED, Annotations, parse_span
+from workbench.cli import main
+from workbench.errors import WorkbenchError
+from workbench.gold import GoldCase, load_dataset, validate_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+PEOPLE = ["ann", "bo", "cy"]
+
+
+def _reviewers(*names: str) -> None:
+    path = current_project() / "workbench.yaml"
+    config = yaml.safe_load(path.read_text()) if path.exists() else None
+    config = config if isinstance(config, dict) else {}
+    config["reviewers"] = list(names)
+    path.write_text(yaml.safe_dump(config))
+
+
+def _unlabelled(n: int = 5) -> list[dict]:
+    out = []
+    for i in range(n):
+        case = make_case(f"c{i}", response=f"Refunds take 5 business days (case {i}).")
+        for key in ("reviews", "adjudication", "rubric_version", "response_hash"):
+            case.pop(key, None)
+        case["metadata"] = {"generator": "gpt-secret-9", "candidate": "judge@2"}
+        out.append(case)
+    return out
+
+
+@pytest.fixture
+def queue(make_dataset) -> Annotations:
+    _reviewers(*PEOPLE)
+    gold = make_dataset([])
+    annotations = Annotations(gold)
+    annotations.queue(
+        _unlabelled(), ["ann", "bo"], assigned_by="lead", training_version="t3", now=T0
+    )
+    return annotations
+
+
+def test_every_case_goes_to_two_reviewers_and_each_sees_it_blind(queue: Annotations) -> None:
+    assignments = queue.assignments()
+    assert sorted((a.case_id, a.reviewer) for a in assignments) == sorted(
+        (f"c{i}", who) for i in range(5) for who in ("ann", "bo")
+    )
+    assert {(a.assigned_at, a.training_version, a.assigned_by) for a in assignments} == {
+        (T0, "t3", "lead")
+    }
+    shown = queue.next_for("ann")
+    assert shown is not None and shown.case_id == "c0"
+    text = shown.model_dump_json()
+    # no model identity, no candidate, no metadata, no other review
+    assert "gpt-secret-9" not in text and "judge@2" not in text and "metadata" not in text
+    assert shown.labels == queue.rubric.labels and "pass" in shown.labels
+    queue.submit("bo", "c0", "fail", now=T0)
+    assert queue.next_for("ann") == shown  # the other reviewer's label changes nothing shown
+
+
+def test_a_review_records_the_operations_and_the_cited_text(queue: Annotations) -> None:
+    case = queue.cases()["c1"]
+    span = parse_span('response:"5 business days"', case)
+    assert span == {"field": "response", "start": 13, "end": 28, "text": "5 business days"}
+    review = queue.submit(
+        "ann",
+        "c1",
+        "pass",
+        confidence="high",
+        rationale="states the time",
+        spans=[span],
+        now=datetime(2026, 12, 1, 9, 5, tzinfo=UTC),
+    )
+    assert review.assigned_at == T0 and review.completed_at == datetime(
+        2026, 12, 1, 9, 5, tzinfo=UTC
+    )
+    assert review.training_version == "t3" and review.blinded == list(BLINDED)
+    assert review.spans[0].text == case.response[13:28]
+
+
+def test_every_problem_of_a_review_is_refused_at_once(queue: Annotations) -> None:
+    with pytest.raises(WorkbenchError) as refused:
+        queue.submit(
+            "cy",
+            "c0",
+            "maybe",
+            spans=[{"field": "response", "start": 0, "end": 4, "text": "Nope"}],
+            evidence=["ev-unknown"],
+        )
+    codes = sorted(p.code for p in refused.value.problems)
+    assert codes == ["evidence_unknown", "label_unknown", "not_assigned", "span_mismatch"]
+    queue.submit("ann", "c0", "pass")
+    with pytest.raises(WorkbenchError) as twice:
+        queue.submit("ann", "c0", "fail")
+    assert [p.code for p in twice.value.problems] == ["already_reviewed"]
+    assert len(queue.reviews()) == 1  # nothing was lost or replaced
+
+
+def test_unknown_reviewers_and_labelled_cases_are_refused_together(make_dataset) -> None:
+    _reviewers(*PEOPLE)
+    queue = Annotations(make_dataset([]))
+    labelled = make_case("done")
+    with pytest.raises(WorkbenchError) as refused:
+        queue.queue([labelled, {"case_id": "x"}], ["ann", "mallory"], assigned_by="lead")
+    codes = {p.code for p in refused.value.problems}
+    assert {"reviewer_unknown", "case_labelled", "case_invalid"} <= codes
+    assert queue.cases() == {} and queue.assignments() == []
+
+
+def test_adjudication_writes_gold_that_validate_and_agreement_accept(queue: Annotations) -> None:
+    for i in range(5):
+        queue.submit("ann", f"c{i}", "pass", now=T0)
+        queue.submit("bo", f"c{i}", "fail" if i == 3 else "pass", escalate=i == 4, now=T0)
+    states = {s.case_id: s.status for s in queue.status()}
+    assert states == {
+        "c0": "ready",
+        "c1": "ready",
+        "c2": "ready",
+        "c3": "disagreement",
+        "c4": "escalated",
+    }
+    with pytest.raises(WorkbenchError) as own:
+        queue.adjudicate("c3", "fail", adjudicator="ann")
+    assert [p.code for p in own.value.problems] == ["adjudicator_reviewed"]
+    assert [c.case_id for c in queue.adjudicate_agreements("cy")] == ["c0", "c1", "c2"]
+    queue.adjudicate("c3", "fail", adjudicator="cy", reason="the notes require the time")
+    queue.adjudicate("c4", "pass", adjudicator="cy")
+    dataset = load_dataset(queue.root)
+    assert sorted(dataset.cases) == [f"c{i}" for i in range(5)]
+    assert dataset.cases["c3"].gold_label == "fail"
+    assert {r.reviewer for r in dataset.cases["c3"].reviews} == {"ann", "bo"}
+    assert all(r.training_version == "t3" for c in dataset.cases.values() for r in c.reviews)
+    with pytest.raises(WorkbenchError) as again:
+        queue.adjudicate("c3", "pass", adjudicator="cy")
+    assert [p.code for p in again.value.problems] == ["not_ready"]
+    result = CliRunner().invoke(main, ["agreement", str(queue.root), "--json"])
+    assert result.exit_code == 0, result.output
+    overall = json.loads(result.output)["overall"]
+    assert overall["cases"] == 5 and "disagree" in json.dumps(overall)
+
+
+def test_a_cited_span_edited_in_the_gold_is_refused(queue: Annotations) -> None:
+    span = parse_span('response:"5 business days"', queue.cases()["c0"])
+    queue.submit("ann", "c0", "pass", spans=[span])
+    queue.submit("bo", "c0", "pass")
+    queue.adjudicate_agreements("cy")
+    path = queue.gold_path
+    path.write_text(
+        path.read_text().replace('"text": "5 business days"', '"text": "6 business days"')
+    )
+    report = validate_dataset(queue.root)
+    assert report.dataset is None
+    assert [p.code for p in report.errors] == ["span_mismatch"]
+    assert "reviewer ann's span response[13:28] is not the text '6 business days'" in (
+        report.errors[0].message
+    )
+    assert GoldCase.model_fields["reviews"]  # the record carries them
+
+
+def test_the_cli_walks_the_queue_and_refuses_with_exit_2(make_dataset, tmp_path: Path) -> None:
+    _reviewers(*PEOPLE)
+    gold = make_dataset([])
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in _unlabelled(2)))
+    run = CliRunner().invoke
+    queued = run(
+        main,
+        [
+            "annotate",
+            "queue",
+            "--gold",
+            str(gold),
+            str(cases),
+            "--reviewers",
+            "ann,bo",
+            "--assigned-by",
+            "lead",
+        ],
+    )
+    assert queued.exit_code == 0 and "queued 2 case(s), 4 assignment(s)" in queued.output
+    shown = run(main, ["annotate", "next", "--gold", str(gold), "--reviewer", "bo"])
+    assert (
+        shown.exit_code == 0
+        and "case:      c0" in shown.output
+        and "gpt-secret" not in shown.output
+    )
+    for who, label in (("ann", "pass"), ("bo", "fail")):
+        for case in ("c0", "c1"):
+            done = run(
+                main,
+                [
+                    "annotate",
+                    "submit",
+                    "--gold",
+                    str(gold),
+                    "--reviewer",
+                    who,
+                    "--case",
+                    case,
+                    "--label",
+                    label,
+                    "--span",
+                    "response:0:7",
+                ],
+            )
+            assert done.exit_code == 0, done.output
+    bad = run(
+        main,
+        [
+            "annotate",
+            "submit",
+            "--gold",
+            str(gold),
+            "--reviewer",
+            "bo",
+            "--case",
+            "c0",
+            "--label",
+            "nope",
+            "--span",
+            'input:"absent"',
+        ],
+    )
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert "[label_unknown]" in bad.output and "[span_mismatch]" in bad.output
+    assert "[already_reviewed]" in bad.output
+    left = run(main, ["annotate", "next", "--gold", str(gold), "--reviewer", "bo"])
+    assert left.exit_code == 1 and "no case left" in left.output
+    mine = run(main, ["annotate", "status", "--gold", str(gold), "--reviewer", "ann", "--json"])
+    assert json.loads(mine.output) == {"reviewers": {"ann": [2, 2]}, "cases": []}  # no labels
+    status = run(main, ["annotate", "status", "--gold", str(gold)])
+    assert "cases: disagreement 2" in status.output and "ann=pass, bo=fail" in status.output
+    nothing = run(main, ["adjudicate", "--gold", str(gold), "--adjudicator", "cy"])
+    assert nothing.exit_code == 2 and "[missing_option]" in nothing.output
+    decided = run(
+        main,
+        [
+            "adjudicate",
+            "--gold",
+            str(gold),
+            "--adjudicator",
+            "cy",
+            "--case",
+            "c0",
+            "--label",
+            "fail",
+            "--reason",
+            "misses the notes",
+        ],
+    )
+    assert decided.exit_code == 0, decided.output
+    valid = run(main, ["validate", str(gold)])
+    assert valid.exit_code == 0 and "1 cases" in valid.output
+
+
+def test_two_processes_submitting_the_same_review_record_it_once(queue: Annotations) -> None:
+    script = (
+        "import sys; from workbench.annotation import Annotations\n"
+        "from workbench.errors import WorkbenchError\n"
+        "try:\n"
+        f"    Annotations({str(queue.root)!r}).submit('ann', 'c2', sys.argv[1])\n"
+        "except WorkbenchError:\n"
+        "    sys.exit(2)\n"
+    )
+    runs = [
+        subprocess.Popen([sys.executable, "-c", script, label], cwd=ROOT)
+        for label in ("pass", "fail")
+    ]
+    codes = sorted(p.wait(timeout=120) for p in runs)
+    assert codes == [0, 2]
+    assert [r.review.reviewer for r in queue.reviews()] == ["ann"]
