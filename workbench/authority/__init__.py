@@ -15,6 +15,13 @@ from ._grant import (
     requested_authority,
 )
 from ._location import authority_path_for, shadow_log_path_for
+from ._production import (
+    SAMPLE_KEY,
+    Finding,
+    production_findings,
+    sample_production,
+    withdraw_on_critical,
+)
 from ._record import AuthorityEntry, AuthorityRecord
 from ._shadow import (
     ShadowDisagreement,
@@ -42,6 +49,8 @@ __all__ = [
     "AuthorityRecord",
     "AuthorityStatus",
     "DriftSummary",
+    "Finding",
+    "SAMPLE_KEY",
     "GoldState",
     "JudgeStatus",
     "ReportFacts",
@@ -66,6 +75,7 @@ __all__ = [
     "level_rank",
     "next_level",
     "open_report",
+    "production_findings",
     "promote",
     "read_report",
     "read_shadow_log",
@@ -73,6 +83,8 @@ __all__ = [
     "revoke",
     "run_shadow",
     "run_shadow_sync",
+    "sample_production",
     "shadow_log_path_for",
     "staleness",
+    "withdraw_on_critical",
 ]

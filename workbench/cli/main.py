@@ -26,6 +26,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "workbench.cli.annotate:adjudicate",
         "Resolve reviewed queue cases into adjudicated gold records.",
     ),
+    "production": LazyCommand(
+        "workbench.cli.production:production_group",
+        "Human review of a judge's production verdicts: sampled, blinded, adjudicated.",
+    ),
     "freeze": LazyCommand(
         "workbench.cli.freeze:freeze",
         "Freeze an approved input (a dataset, suite, policy, mapping ...) as a release.",

@@ -210,6 +210,9 @@ class Policy(_Model):
     grants, only in ``scope``. None: no authority. Requires ``scope``."""
     scope: PolicyScope | None = None
     """Where that use applies; required with ``use``."""
+    sample_agreements: float | None = Field(default=None, gt=0, le=1)
+    """Share of a routing judge's clear production verdicts sent to blinded human review beside
+    every abstention (``workbench production sample``). None: none declared."""
     sampling: SamplingPlan | None = None
     """A declared sampling plan for development/calibration runs (:mod:`workbench.sampling`);
     never applies to held-out data or critical slices. None: runs judge every case."""
