@@ -283,3 +283,81 @@ def test_two_processes_submitting_the_same_review_record_it_once(queue: Annotati
     codes = sorted(p.wait(timeout=120) for p in runs)
     assert codes == [0, 2]
     assert [r.review.reviewer for r in queue.reviews()] == ["ann"]
+
+
+def test_production_sampling_queues_abstentions_and_a_seeded_share(make_dataset, tmp_path) -> None:
+    """Every abstention, error and missing verdict, and the policy's share of clear verdicts by a
+    seeded draw (checked by hand: sha256 of "seed:case_id" as a fraction), blinded."""
+    import hashlib
+
+    from conftest import make_result
+
+    from workbench.authority import SAMPLE_KEY, sample_production
+    from workbench.policy import Policy
+
+    _reviewers(*PEOPLE)
+    gold = make_dataset([])
+    cases = _unlabelled(40)
+    values = ["review_required", None, *["pass"] * 37]  # c39: no result at all
+    results = tmp_path / "prod.jsonl"
+    lines = []
+    for case, value in zip(cases, values, strict=False):
+        error = {"kind": "provider_error", "message": "x"} if value is None else None
+        full = make_case(case["case_id"], response=case["response"])
+        lines.append(json.dumps(make_result(full, value, error=error, partition="production")))
+    results.write_text("\n".join(lines) + "\n")
+    source = tmp_path / "prod-cases.jsonl"
+    source.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    base = {
+        "schema_version": 2,
+        "name": "p",
+        "version": "1",
+        "owner": "o",
+        "rationale": "r",
+        "rubric_version": "r1",
+        "slices": {"general": {"risk": "low"}},
+    }
+    with pytest.raises(WorkbenchError) as undeclared:
+        sample_production(
+            gold,
+            Policy.model_validate(base),
+            "rubric-judge@1",
+            results,
+            source,
+            reviewers=["ann", "bo"],
+            assigned_by="lead",
+        )
+    assert [p.code for p in undeclared.value.problems] == ["sample_share_undeclared"]
+    policy = Policy.model_validate({**base, "sample_agreements": 0.25})
+    counts = sample_production(
+        gold,
+        policy,
+        "rubric-judge@1",
+        results,
+        source,
+        seed=7,
+        reviewers=["ann", "bo"],
+        assigned_by="lead",
+    )
+
+    def drawn(case_id: str) -> bool:
+        digest = hashlib.sha256(f"7:{case_id}".encode()).hexdigest()
+        return int(digest[:12], 16) / 16**12 < 0.25
+
+    expected = sum(drawn(f"c{i}") for i in range(2, 39))
+    assert counts == {
+        "abstention": 1,
+        "evaluator_error": 1,
+        "missing": 1,
+        "sampled_agreement": expected,
+    }
+    queued = Annotations(gold).cases()
+    assert {c.partition.value for c in queued.values()} == {"calibration"}
+    assert queued["c0"].metadata[SAMPLE_KEY]["reason"] == "abstention"
+    shown = Annotations(gold).blinded("c0").model_dump_json()
+    assert SAMPLE_KEY not in shown and 'review_required"' not in shown.split("labels")[0]
+    with pytest.raises(WorkbenchError) as other:
+        sample_production(
+            gold, policy, "someone@9", results, source, reviewers=["ann", "bo"], assigned_by="lead"
+        )
+    assert [p.code for p in other.value.problems] == ["judge_mismatch"]

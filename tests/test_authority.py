@@ -951,3 +951,96 @@ def test_a_report_shows_the_requested_authority_and_the_last_certified_version_b
     changed = beside_candidate(policy, "rubric-judge@3", world["reports"], gold)
     assert {r.kind for r in changed.last_certified_stale} == {"rubric_version", "gold_release"}
     assert "not a fallback" in changed.describe()[2]
+
+
+# -- production sampling: humans inspect abstentions and sampled agreements -----------------------
+
+
+def test_a_critical_false_pass_found_by_production_sampling_withdraws_routing(
+    world: dict[str, Path], gold: Path, tmp_path: Path
+) -> None:
+    """Issue 30 (seed 001: "if production disagreement sampling finds a new critical false pass,
+    disable automatic authority without deleting the evidence")."""
+    from conftest import current_project, make_case, make_result
+
+    from workbench.annotation import Annotations
+
+    ok(grant(world, gold))
+    ok(promote(world, gold))
+    assert authority_status(gold).judges[0].recorded == "route"
+    config_path = current_project() / "workbench.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    demo = [
+        "reviewer-a",
+        "reviewer-b",
+        "reviewer-c",
+        "reviewer-d",
+        "adjudicator-m",
+        "adjudicator-n",
+    ]
+    config["reviewers"] = [*demo, "ann", "bo", "cy"]
+    config_path.write_text(yaml.safe_dump(config))
+    policy = tmp_path / "route-sampled@1.yaml"
+    routed = {**LENIENT, "name": "route-sampled", "use": "route", "sample_agreements": 1.0}
+    policy.write_text(yaml.safe_dump(routed))
+    cases = [
+        make_case(
+            f"prod-{i}",
+            slice="account_security",
+            group=f"prod-{i}",
+            rubric_version="support-policy-2026.09",
+            grading_notes="Required: 2FA reset.",
+        )
+        for i in range(3)
+    ]
+    judge = {"name": "rubric-judge", "version": "2"}
+    results = tmp_path / "production.jsonl"
+    values = ["pass", "pass", "review_required"]
+    results.write_text(
+        "".join(
+            json.dumps(make_result(c, v, judge=judge, partition="production")) + "\n"
+            for c, v in zip(cases, values, strict=True)
+        )
+    )
+    unlabelled = tmp_path / "production-cases.jsonl"
+    for c in cases:
+        for key in ("reviews", "adjudication"):
+            c.pop(key)
+    unlabelled.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    sampled = ok(
+        cli(
+            "production",
+            "sample",
+            "--gold",
+            gold,
+            "--policy",
+            policy,
+            "--judge",
+            "rubric-judge@2",
+            "--results",
+            results,
+            "--cases",
+            unlabelled,
+            "--reviewers",
+            "ann,bo",
+        )
+    )
+    assert "queued 3 production case(s) for review: abstention 1, sampled_agreement 2" in sampled
+    queue = Annotations(gold)
+    for who in ("ann", "bo"):
+        while (case := queue.next_for(who)) is not None:
+            shown = json.dumps(case.model_dump())
+            assert "production_sample" not in shown and "rubric-judge" not in shown  # blind
+            queue.submit(who, case.case_id, "fail")
+    assert len(queue.adjudicate_agreements("cy")) == 3
+    found = cli("production", "findings", "--gold", gold, "--judge", "rubric-judge@2")
+    assert found.exit_code == 1, found.output
+    assert "prod-0 (account_security, critical): false_pass: judge pass, adjudicated fail" in (
+        found.output
+    )
+    assert "demoted rubric-judge@2 to advisory" in found.output
+    assert authority_status(gold).judges[0].recorded == "advisory"
+    dataset = ok(cli("validate", gold))  # the evidence stays, in a future calibration release
+    assert "OK" in dataset
+    again = cli("production", "findings", "--gold", gold, "--judge", "rubric-judge@2", "--json")
+    assert again.exit_code == 1 and json.loads(again.output)["demoted"] is False

@@ -35,9 +35,18 @@ FIELD_GROUPS: dict[str, tuple[str, ...]] = {
 """Which gold-record fields each per-case hash covers. Every field is in exactly one group."""
 
 
+_LATER_REVIEW_FIELDS = ("spans", "assigned_at", "completed_at", "training_version", "blinded")
+"""Review fields added after releases were frozen: hashed only when set, so a frozen release
+of reviews without them keeps its hashes."""
+
+
 def case_hashes(case: GoldCase) -> dict[str, str]:
     """One sha256 (over canonical JSON) per field group of :data:`FIELD_GROUPS`."""
     data = case.model_dump(mode="json")
+    data["reviews"] = [
+        {k: v for k, v in review.items() if k not in _LATER_REVIEW_FIELDS or v not in (None, [])}
+        for review in data["reviews"]
+    ]
     adjudication = data.get("adjudication") or {}
     values: dict[str, Any] = {
         "label": adjudication.get("label"),
