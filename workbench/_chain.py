@@ -153,9 +153,7 @@ class ChainedLog(Generic[E]):
         return rows, []
 
     def verify(
-        self,
-        rows: list[Row],
-        check: Callable[[E, int, str], list[Problem]] | None = None,
+        self, rows: list[Row], check: Callable[[E, int, str], list[Problem]] | None = None
     ) -> tuple[list[E], list[Problem]]:
         """Parse every row and check the chain; ``check(entry, number, where)`` adds the log's
         own per-line problems after the chain's. Never raises for bad content."""

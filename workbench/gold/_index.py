@@ -22,13 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from .._io import (
-    atomic_write,
-    atomic_write_bytes,
-    open_for_reading,
-    sha256_file,
-    sha256_json,
-)
+from .._io import atomic_write, atomic_write_bytes, open_for_reading, sha256_file, sha256_json
 from ..approval import RELEASES_FILE, Release, project_config, read_release_log
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
 from ._records import GoldCase

@@ -1,10 +1,6 @@
-"""Judge results read columnar (Arrow), validated in one vectorized pass per block.
-
-:func:`read_columnar` reads a results file or directory of shards (JSON Lines or Parquet) once,
-hashing its bytes and checking each block against the judge-result contract with Arrow compute
-kernels, keeping only :data:`NARROW` columns. It accepts nothing the strict reader
-(:func:`~workbench.results.scan_results`) refuses: when it cannot prove a block valid it returns
-None and the caller runs the strict reader, which reports every problem."""
+"""Judge results read columnar (Arrow), validated in one vectorized pass per block: accepts
+nothing the strict reader (:func:`~workbench.results.scan_results`) refuses; when it cannot prove
+a block valid it returns None and the caller runs the strict reader, which names every problem."""
 
 from __future__ import annotations
 
@@ -406,7 +402,8 @@ def _check(
     """Every contract check the strict reader makes, over a whole block; the narrow columns."""
     _check_fields(t)
     _check_values(t)
-    _check_started_at(t)
+    if "started_at" in t.column_names:
+        _check_times(t["started_at"], "started_at")
     _check_migration(t)
     error_kind, error_message = _check_error(t)
     _check_judges(t, identities)
@@ -481,12 +478,6 @@ def _check_values(t: pa.Table) -> None:
         numeric = not pa.types.is_null(t.schema.field(name).type)
         if name != "score" and numeric and true_any(pc.less(t[name], 0)):
             raise _Refuse(f"{name} negative")
-
-
-def _check_started_at(t: pa.Table) -> None:
-    """``started_at``: an ISO 8601 time with its offset, or null."""
-    if "started_at" in t.column_names:
-        _check_times(t["started_at"], "started_at")
 
 
 def _check_times(column: Any, name: str) -> None:
@@ -723,26 +714,12 @@ def _periodic(array: Any, period: int) -> bool:
     return bool(pc.all(pc.or_kleene(same, pc.is_null(array))).as_py())
 
 
-def _nested_names(kind: Any, out: set[str]) -> set[str]:
-    import pyarrow as pa
-
-    if pa.types.is_struct(kind):
-        for field in kind:
-            out.add(field.name)
-            _nested_names(field.type, out)
-    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        _nested_names(kind.value_type, out)
-    return out
-
-
 def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
     """Keys per line when top-level fields may be absent (a key looked up by name)."""
     import numpy as np
     import pyarrow.compute as pc
 
-    nested: set[str] = set()
-    for field in table.schema:
-        _nested_names(field.type, nested)
+    nested = {name for field in table.schema for name in _all_names(field.type)}
     total = sum(
         (_keys_per_row(col.combine_chunks(), strings) for col in table.columns),
         np.zeros(table.num_rows, dtype=np.int64),
@@ -784,9 +761,7 @@ def _filled_absent(table: pa.Table, lines: Any) -> Any:
     filled = pc.struct_field(table["migration"].combine_chunks(), "filled")
     if not pa.types.is_struct(filled.type):
         return absent
-    names: list[str] = []
-    for field in table.schema:
-        names.extend(_all_names(field.type))
+    names = [name for field in table.schema for name in _all_names(field.type)]
     if names.count("filled") != 1:
         raise _Refuse("another object with a key named 'filled'")
     valid = pc.is_valid(filled).to_numpy(zero_copy_only=False)
@@ -817,8 +792,8 @@ def _all_names(kind: Any) -> list[str]:
     return out
 
 
-def _named_keys(array: Any, name: str) -> Any:
-    """How many keys ``name`` each row's JSON holds inside its objects."""
+def _per_row(array: Any, per_field: Callable[[Any], int], leaf: Callable[[Any], Any]) -> Any:
+    """Per row, ``per_field`` summed over the fields of its objects plus ``leaf`` of its values."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -828,15 +803,23 @@ def _named_keys(array: Any, name: str) -> Any:
     if pa.types.is_struct(kind):
         total = np.zeros(n, dtype=np.int64)
         for i, field in enumerate(kind):
-            total += (field.name == name) + _named_keys(pc.struct_field(array, i), name)
+            total += per_field(field) + _per_row(pc.struct_field(array, i), per_field, leaf)
         return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         flat = pc.list_flatten(array)
         if not len(flat):
             return np.zeros(n, dtype=np.int64)
         parents = pc.list_parent_indices(array).to_numpy()
-        return np.bincount(parents, weights=_named_keys(flat, name), minlength=n).astype(np.int64)
-    return np.zeros(n, dtype=np.int64)
+        weights = _per_row(flat, per_field, leaf)
+        return np.bincount(parents, weights=weights, minlength=n).astype(np.int64)
+    return leaf(array)
+
+
+def _named_keys(array: Any, name: str) -> Any:
+    """How many keys ``name`` each row's JSON holds inside its objects."""
+    import numpy as np
+
+    return _per_row(array, lambda f: f.name == name, lambda a: np.zeros(len(a), dtype=np.int64))
 
 
 def _keys_per_row(array: Any, strings: bool = True) -> Any:
@@ -845,34 +828,14 @@ def _keys_per_row(array: Any, strings: bool = True) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n = len(array)
-    kind = array.type
-    if pa.types.is_struct(kind):
-        total = np.full(n, kind.num_fields, dtype=np.int64)
-        for i in range(kind.num_fields):
-            total += _keys_per_row(pc.struct_field(array, i), strings)
-        return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        flat = pc.list_flatten(array)
-        if not len(flat):
-            return np.zeros(n, dtype=np.int64)
-        parents = pc.list_parent_indices(array).to_numpy()
-        return np.bincount(parents, weights=_keys_per_row(flat, strings), minlength=n).astype(
-            np.int64
-        )
-    if strings and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        inner = (
-            pc.fill_null(pc.count_substring(array, '":'), 0)
-            .to_numpy(zero_copy_only=False)
-            .astype(np.int64)
-        )
-        leading = (
-            pc.fill_null(pc.starts_with(array, ":"), False)
-            .to_numpy(zero_copy_only=False)
-            .astype(np.int64)
-        )
-        return inner + leading
-    return np.zeros(n, dtype=np.int64)
+    def leaf(a: Any) -> Any:
+        if not (strings and (pa.types.is_string(a.type) or pa.types.is_large_string(a.type))):
+            return np.zeros(len(a), dtype=np.int64)
+        inner = pc.fill_null(pc.count_substring(a, '":'), 0)
+        leading = pc.fill_null(pc.starts_with(a, ":"), False)
+        return sum(x.to_numpy(zero_copy_only=False).astype(np.int64) for x in (inner, leading))
+
+    return _per_row(array, lambda f: 1, leaf)
 
 
 def true_any(mask: Any) -> bool:
