@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..gold import GoldIndex
 from ..results import ColumnarResults, read_columnar
-from ..results._columnar import true_any
 from ._cases import _numpy, cases_report
 from ._join import classify
 from ._lineage import Lineage, check_lineage, manifest_path_for, read_run_manifest
@@ -82,7 +81,7 @@ class _Joiner:
 
         value, error_kind = block["value"], block["error_kind"]
         code = pc.index_in(value, value_set=self.vocabulary)
-        if true_any(pc.and_(pc.is_null(value), pc.is_null(error_kind))):
+        if _any(pc.and_(pc.is_null(value), pc.is_null(error_kind))):
             raise ValueError("score-only result")
         if code.null_count != value.null_count:
             raise ValueError("verdict outside the vocabulary")
@@ -144,11 +143,17 @@ class _Joiner:
         return pa.table({"g": g, **columns}, schema=self.schema)
 
 
+def _any(mask: Any) -> bool:
+    import pyarrow.compute as pc
+
+    return bool(pc.any(mask).as_py())
+
+
 def _all(mask: Any) -> bool:
     """True when every value is true (and for no values at all)."""
     import pyarrow.compute as pc
 
-    return not true_any(pc.invert(mask))
+    return not _any(pc.invert(mask))
 
 
 def _duplicates_or_late_attempts(
@@ -186,7 +191,7 @@ def _duplicates_or_late_attempts(
         .group_by(unit_names)
         .aggregate([("attempt", "max"), ("va", "min")])
     )
-    return true_any(pc.greater(units["attempt_max"], units["va_min"]))
+    return _any(pc.greater(units["attempt_max"], units["va_min"]))
 
 
 @dataclass(frozen=True)
