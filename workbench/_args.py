@@ -1,7 +1,5 @@
-"""Checks for arguments of the library functions that notebooks and scripts call: a value
-papermill injected with the wrong type (``"8"``, a number for a name) or a mistyped keyword is
-refused with a :class:`~workbench.errors.WorkbenchError` (one problem per argument, with a fix).
-"""
+"""Checks for arguments of the library functions notebooks and scripts call: a value papermill
+injected with the wrong type or a mistyped keyword is refused, one problem per argument."""
 
 from __future__ import annotations
 

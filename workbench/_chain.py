@@ -1,9 +1,5 @@
-"""One hash-chained, append-only JSON Lines log: the held-out ledger and the authority record.
-
-Every line carries ``previous_sha256`` and its own ``entry_sha256`` (over its canonical JSON
-without it): an edited, inserted or deleted line breaks the chain there
-(:meth:`ChainedLog.verify`). Appends go through :class:`~workbench._io.AppendOnlyLog` under a
-file lock beside the log. The line format is each log's own model."""
+"""One hash-chained, append-only JSON Lines log (the held-out ledger, the authority record): an
+edited, inserted or deleted line breaks the chain there (:meth:`ChainedLog.verify`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""One input loader: a UTF-8 file -> strict YAML with line numbers -> a model -> problems.
-
-Every YAML input goes through :func:`read_utf8` (bounded, UTF-8), :func:`parse_yaml_text` (strict:
-duplicate keys and too-deep nesting refused, at their line), :class:`Lines` (the line of every path
-in the document), :func:`validation_problems` (one :class:`Problem` per pydantic error, at its line)
-and :class:`Problems` (collect, then raise together); :func:`load_yaml` chains the first three for a
-file that must hold a mapping."""
+"""One input loader: a UTF-8 file -> strict YAML with line numbers -> a model -> problems, every
+problem at its line, collected and raised together."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Locked reports: one lock format (:class:`Lock`, ``lock.json``) and one verification for every
-kind (certification, migration, review re-evaluation, ranking run, noise run).
-
-The lock records the sha256 of every file but itself (:func:`hash_tree`), named evidence hashes, the
-outcome and blockers, the chain, and ``lock_sha256`` over its canonical JSON (optionally signed).
-:func:`verify_lock` checks the lock, the files, the payloads and the signature, then the checks of
-its kind (:data:`KIND_CHECKS`); it never raises for bad content."""
+kind; :func:`verify_lock` checks the lock, files, payloads, signature and its kind's checks, and
+never raises for bad content."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""One base for every record the workbench writes and reads back, and one version gate.
-
-A :class:`Record` is a frozen pydantic model refusing unknown keys (:class:`LooseRecord` ignores
-them); each field's docstring is its documentation. A record newer than
-:attr:`Record.SCHEMA_VERSION` is refused in one place, :meth:`Record._refuse_newer`.
-:func:`read_log` and :func:`append_to_log` read and append the JSON Lines logs kept beside the
+"""One base for every record the workbench writes and reads back (frozen, unknown keys refused,
+each field documented by its docstring), one version gate, and the JSON Lines logs beside the
 gold."""
 
 from __future__ import annotations

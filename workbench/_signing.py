@@ -1,9 +1,6 @@
 """Ed25519 signatures on report locks (``certify --sign KEY``, ``verify --trust FILE``): proof
-that a lock is the one the key holder produced, which hashes alone cannot give.
-
-The signed message is ``b"workbench-lock-v1\n" + lock_sha256``. Private keys are OpenSSH or PEM
-(PKCS#8; passphrase in ``$WORKBENCH_SIGNING_PASSPHRASE``); a trust file lists one OpenSSH public
-key per line (blank lines and ``#`` comments ignored)."""
+that a lock is the one the key holder produced. The signed message is
+``b"workbench-lock-v1\n" + lock_sha256``."""
 
 from __future__ import annotations
 

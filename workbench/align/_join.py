@@ -1,10 +1,6 @@
-"""Joining judge results to gold cases, refusing anything that would make the comparison a lie.
-
-The join refuses (:class:`~workbench.errors.WorkbenchError`, every problem): duplicate results
-for a case, repeat and attempt; any attempt after a verdict; unknown or superseded cases;
-response-hash or partition mismatches; more than one judge fingerprint; verdicts outside the
-rubric's vocabulary. A gold case without a result is *missing* (never a fail), unless a declared
-sampling plan left it out (``Join.sampled_out``)."""
+"""Joining judge results to gold cases, refusing anything that would make the comparison a lie
+(every problem at once). A gold case without a result is *missing* (never a fail), unless a
+declared sampling plan left it out."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Lineage: results meet only the gold they were produced against.
-
-Every join of results with gold goes through :func:`align_results`, which checks the results'
-lineage (the run manifest beside them, else the ``dataset_sha256`` and ``rubric_version`` each
-result carries): none, mixed, or another run's manifest is refused; a different dataset hash or
-rubric version is refused with the cases that changed, unless ``allow_gold_change``, which marks
-the join not comparable."""
+"""Lineage: results meet only the gold they were produced against (the run manifest beside
+them, else the lineage each result carries); a changed gold is refused with the cases that
+changed, unless ``allow_gold_change`` marks the join not comparable."""
 
 from __future__ import annotations
 

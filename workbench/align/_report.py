@@ -1,8 +1,5 @@
-"""Alignment statistics: confusion table and per-slice error rates, always with denominators.
-
-The report's records and text; the figures are computed from the cases in scope
-(:func:`~workbench.align._cases.cases_report`). ``workbench align --json`` dumps
-:class:`AlignmentReport` (``docs/formats.md#alignment-report``)."""
+"""The alignment report's records and text (``workbench align``, ``--json``:
+docs/formats.md#alignment-report): confusion and per-slice error rates, with denominators."""
 
 from __future__ import annotations
 

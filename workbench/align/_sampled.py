@@ -1,9 +1,5 @@
-"""Which cases a run's *declared* sampling plan left out, checked before anyone believes it.
-
-A case counts as sampled out only when the reader declared the plan (sha256 equal to the
-manifest's), the manifest's ``plan_sha256`` is the plan's own hash, the plan covers no held-out
-data and samples no critical slice, and re-drawing the plan leaves the case out too. Anything
-else stays *missing*."""
+"""Which cases a run's *declared* sampling plan left out, checked before anyone believes it:
+anything the checks cannot confirm stays *missing*."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256.
-
-Analyses read gold (``align``, ``gate``, ``agreement``, the review table) from a memory-mapped
-Arrow IPC file written the first time the dataset validates (docs/formats.md#gold-index-cache):
-in ``$WORKBENCH_CACHE_DIR/gold-index/`` (``WORKBENCH_GOLD_INDEX=off`` disables it), keyed by the
-dataset, card and releases sha256, the index format and the workbench version, computed on every
-call; written atomically and only for a valid dataset; anything unreadable is rebuilt.
-
-The gold file's sha256 is remembered by its ``stat`` (device, inode, size, mtime and ctime in
-ns), as git's index does; a file changed within :data:`MEMO_MARGIN_NS` of hashing is hashed
-again."""
+"""A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256
+(docs/formats.md#gold-index-cache); the gold file's sha256 is remembered by its ``stat``, as
+git's index does."""
 
 from __future__ import annotations
 

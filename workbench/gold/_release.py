@@ -1,7 +1,5 @@
-"""Gold lineage and frozen releases: per-case field hashes (:func:`case_hashes`, saying *what*
-changed in a case without its text) and :func:`freeze`, which appends a
-:class:`~workbench.approval.Release` to ``releases.jsonl``; validation refuses editing or
-deleting a frozen record."""
+"""Gold lineage and frozen releases: per-case field hashes (:func:`case_hashes`) and
+:func:`freeze`, which appends a :class:`~workbench.approval.Release` to ``releases.jsonl``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Cost and tokens per slice as a distribution over judged cases, not only totals.
-
-A *case* is a case x repeat unit with at least one recorded call (cached verdicts are counted in
-``cached`` only); its cost and tokens sum its attempts. ``p95`` is the nearest rank (position
-``ceil(0.95 x n)``); ``total`` is ``math.fsum`` (independent of order)."""
+"""Cost and tokens per slice as a distribution over judged cases (case x repeat units with a
+recorded call; cached verdicts only in ``cached``), not only totals."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Explicit, versioned migrations of judge-result records; nothing else fills a missing field.
-
-Readers refuse a version-1 record (``schema_version_old``) unless asked to migrate it
-(``read_results(path, migrate=True)``); a migrated record says so in its ``migration`` field.
-``partition`` has no version-1 default: it is read from the gold, else refused
-(``migration_needs_gold``)."""
+A migrated record says so in its ``migration`` field; ``partition`` is read from the gold, else
+the migration is refused (``migration_needs_gold``)."""
 
 from __future__ import annotations
 
