@@ -101,6 +101,33 @@ class _Observer:
             yield item
         self.read = sum(lineages.values())
 
+    def check(
+        self,
+        dataset: GoldDataset,
+        manifest: RunManifest | None,
+        manifest_path: Path | None,
+        allow_gold_change: bool,
+        location: str,
+        extra: Iterable[Problem] = (),
+    ) -> Lineage:
+        """The lineage of what was watched; refused (with ``extra`` after) when it does not hold."""
+        lineage, problems = check_lineage(
+            dataset,
+            lineages=self.lineages,
+            run_ids=self.run_ids,
+            case_ids=self.case_ids,
+            manifest=manifest,
+            manifest_path=manifest_path,
+            allow_gold_change=allow_gold_change,
+        )
+        if problems:
+            raise WorkbenchError(
+                f"{location}: refusing to compare: the results were not produced against this"
+                f" gold ({len(problems)} problem(s))",
+                [*problems, *extra],
+            )
+        return lineage
+
 
 def manifest_path_for(results: str | Path) -> Path:
     """The run manifest's path: ``manifest.json`` beside the results file, or in the shard
@@ -357,33 +384,20 @@ def _reference_hashes(
 def _changes(dataset: GoldDataset, reference: dict[str, dict[str, str]]) -> list[GoldChange]:
     by_id = {r.case_id: r for r in dataset.records}
     out: list[GoldChange] = []
+    since = "since the results were produced"
     for case_id in sorted(reference):
         record = by_id.get(case_id)
         if record is None:
-            out.append(
-                GoldChange(
-                    case_id=case_id,
-                    changes=["removed"],
-                    detail="removed from the gold since the results were produced",
-                )
-            )
-            continue
-        if case_id in dataset.superseded_by:
-            out.append(
-                GoldChange(
-                    case_id=case_id,
-                    changes=["superseded"],
-                    detail=(
-                        f"superseded by {dataset.latest_id(case_id)!r} since the results were"
-                        " produced"
-                    ),
-                )
-            )
-            continue
-        changed = changed_fields(reference[case_id], case_hashes(record))
-        groups = [g for g in changed if g != "rubric"]
+            groups, detail = ["removed"], f"removed from the gold {since}"
+        elif case_id in dataset.superseded_by:
+            groups = ["superseded"]
+            detail = f"superseded by {dataset.latest_id(case_id)!r} {since}"
+        else:
+            changed = changed_fields(reference[case_id], case_hashes(record))
+            groups = [g for g in changed if g != "rubric"]
+            detail = describe(groups)
         if groups:
-            out.append(GoldChange(case_id=case_id, changes=groups, detail=describe(groups)))
+            out.append(GoldChange(case_id=case_id, changes=groups, detail=detail))
     return out
 
 
@@ -430,22 +444,14 @@ def align_results(
         )
     except WorkbenchError as exc:
         join_error = exc
-    lineage, problems = check_lineage(
+    lineage = observer.check(
         dataset,
-        lineages=observer.lineages,
-        run_ids=observer.run_ids,
-        case_ids=observer.case_ids,
-        manifest=manifest,
-        manifest_path=manifest_file,
-        allow_gold_change=allow_gold_change,
+        manifest,
+        manifest_file,
+        allow_gold_change,
+        location,
+        join_error.problems if join_error is not None else [],
     )
-    if problems:
-        extra = join_error.problems if join_error is not None else []
-        raise WorkbenchError(
-            f"{location}: refusing to compare: the results were not produced against this gold"
-            f" ({len(problems)} problem(s))",
-            [*problems, *extra],
-        )
     if join_error is not None:
         raise join_error
     assert join is not None
@@ -506,19 +512,7 @@ def check_results_file(
     observer = _Observer()
     for _ in observer.watch(scan_results(results)):
         pass
-    lineage, problems = check_lineage(
-        dataset,
-        lineages=observer.lineages,
-        run_ids=observer.run_ids,
-        case_ids=observer.case_ids,
-        manifest=read_run_manifest(results),
-        manifest_path=manifest_path_for(results),
-        allow_gold_change=allow_gold_change,
+    manifest = read_run_manifest(results)
+    return observer.check(
+        dataset, manifest, manifest_path_for(results), allow_gold_change, str(results)
     )
-    if problems:
-        raise WorkbenchError(
-            f"{results}: refusing to compare: the results were not produced against this gold"
-            f" ({len(problems)} problem(s))",
-            problems,
-        )
-    return lineage
