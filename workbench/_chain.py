@@ -24,8 +24,6 @@ from ._io import (
 from ._record import Record, SchemaTooNew
 from .errors import Problem, WorkbenchError, problem, refusal
 
-__all__ = ["ChainTerms", "Chained", "ChainedLog", "Row", "content_sha256", "read_rows"]
-
 UNREADABLE = "(unreadable)"
 """The predecessor hash after a line that could not be read: the next line breaks the chain."""
 

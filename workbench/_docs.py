@@ -9,8 +9,6 @@ import inspect
 import sys
 from typing import Any
 
-__all__ = ["add_field_docs", "field_docstrings"]
-
 
 class _Collector(ast.NodeVisitor):
     """Every class of a module by its ``__qualname__``, with its own fields' docstrings."""

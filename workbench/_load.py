@@ -16,25 +16,6 @@ from pydantic import ValidationError
 from ._io import SAFE_LOADER, DuplicateYAMLKey, YAMLTooDeep, read_bounded, yaml_loads
 from .errors import Problem, Severity, WorkbenchError, refusal
 
-__all__ = [
-    "Lines",
-    "Problems",
-    "YAMLFile",
-    "error_field",
-    "first_error",
-    "rule_error",
-    "load_yaml",
-    "peek_yaml",
-    "read_config",
-    "read_yaml",
-    "parse_yaml",
-    "parse_yaml_text",
-    "read_utf8",
-    "validation_problems",
-    "yaml_lines",
-    "yaml_problem",
-]
-
 Path_ = tuple[Any, ...]
 """A path into a parsed document: mapping keys and sequence indexes, outermost first."""
 

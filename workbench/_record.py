@@ -14,17 +14,6 @@ from ._docs import add_field_docs
 from ._io import AppendOnlyLog, JSONRecordError, check_json, iter_jsonl_lines, max_document_bytes
 from .errors import Problem, WorkbenchError, problem
 
-__all__ = [
-    "LooseRecord",
-    "Record",
-    "SchemaTooNew",
-    "append_to_log",
-    "newer_version_problem",
-    "read_log",
-    "schema_too_new",
-    "version_problem",
-]
-
 SCHEMA_TOO_NEW = "schema_version_newer"
 """The code of the problem a record from a newer workbench gets (the code the hand-written
 checks used before; kept so that scripts matching on it keep working)."""

@@ -58,8 +58,26 @@ _FIELD_HINTS: dict[str, str] = {
 }
 
 
+class Released:
+    """What the releases of a dataset say of its states (``sha256``: the current one)."""
+
+    sha256: str
+    releases: tuple[Release, ...]
+
+    @property
+    def release(self) -> Release | None:
+        """The latest release that froze exactly this dataset state, or None (not frozen)."""
+        return self.release_for(self.sha256)
+
+    def release_for(self, dataset_sha256: str) -> Release | None:
+        """The latest release that froze the dataset state with this hash, if any."""
+        return next(
+            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
+        )
+
+
 @dataclass(frozen=True)
-class GoldDataset:
+class GoldDataset(Released):
     """A validated gold dataset: ``cases`` maps each case id to its latest record, in file order;
     superseded records are in ``history`` (oldest first)."""
 
@@ -77,17 +95,6 @@ class GoldDataset:
     warnings: tuple[Problem, ...] = field(default=())
     releases: tuple[Release, ...] = field(default=())
     """The frozen releases of the dataset (``releases.jsonl``), oldest first."""
-
-    @property
-    def release(self) -> Release | None:
-        """The latest release that froze exactly this dataset state, or None (not frozen)."""
-        return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
-
-    def release_for(self, dataset_sha256: str) -> Release | None:
-        """The latest release that froze the dataset state with this hash, if any."""
-        return next(
-            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
-        )
 
     def partition(self, name: str | Partition | None) -> list[GoldCase]:
         """Active cases of one partition (all partitions when ``name`` is None), in file order."""
