@@ -203,7 +203,6 @@ class AlignmentReport(_Model):
     costs: list[SliceCost] = []
     """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
     rank), max (``workbench.results._costs``; cached verdicts left out)."""
-    """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
     def slice_frame(self) -> Any:
         """The per-slice table as a pandas DataFrame (one row per slice plus ``(all)``); FP and
