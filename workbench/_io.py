@@ -211,13 +211,9 @@ def _limit(env: str, default: int) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise refusal(
-            f"invalid {env}",
-            env,
-            "invalid_setting",
-            f"{env}={raw!r} is not a positive whole number of bytes",
-            f"set {env} to a number of bytes such as {default}, or unset it for the default",
-        )
+        message = f"{env}={raw!r} is not a positive whole number of bytes"
+        fix = f"set {env} to a number of bytes such as {default}, or unset it for the default"
+        raise refusal(f"invalid {env}", env, "invalid_setting", message, fix)
     return value
 
 

@@ -239,13 +239,9 @@ def lock_run(
     """Lock a run directory (a ranking or noise run); refused when it is already locked."""
     root = Path(run_dir)
     if (root / LOCK_FILE).exists() or any((root / name).exists() for name in RETIRED_LOCKS):
-        raise refusal(
-            "already locked",
-            str(root / LOCK_FILE),
-            "run_locked",
-            "the run is already locked",
-            "use a new --out directory for a new run",
-        )
+        message = "the run is already locked"
+        fix = "use a new --out directory for a new run"
+        raise refusal("already locked", str(root / LOCK_FILE), "run_locked", message, fix)
     lock = Lock(
         kind=kind,
         report_id=f"{kind}/{candidate}/{subject}",
@@ -368,13 +364,9 @@ def verify_lock(
     result.kind, result.report_id, result.outcome = lock.kind, lock.report_id, lock.outcome
     result.lock_sha256, result.files = lock.lock_sha256, len(lock.files)
     if lock.content_sha256() != lock.lock_sha256:
-        result.fail(
-            "lock",
-            root / LOCK_FILE,
-            "lock_changed",
-            "lock.json was modified: its content no longer matches lock_sha256",
-            "restore lock.json; a lock is never edited",
-        )
+        message = "lock.json was modified: its content no longer matches lock_sha256"
+        fix = "restore lock.json; a lock is never edited"
+        result.fail("lock", root / LOCK_FILE, "lock_changed", message, fix)
     result.ok("lock")
     check_files(root, lock, result)
     if lock.payloads is not None:
@@ -407,23 +399,19 @@ def _read_for_verification(root: Path, result: Verification) -> Lock | None:
             " with --lock",
         )
     elif not lock_path.is_file() and (root / STARTED_FILE).is_file():
-        result.fail(
-            "lock",
-            lock_path,
-            "report_unlocked",
+        message = (
             "this certification never finished (it was aborted, or is still running): there is"
-            " no lock to verify",
-            "see `workbench reports`; certify again to get a locked report",
+            " no lock to verify"
         )
+        fix = "see `workbench reports`; certify again to get a locked report"
+        result.fail("lock", lock_path, "report_unlocked", message, fix)
     elif not lock_path.is_file():
-        result.fail(
-            "lock",
-            lock_path,
-            "lock_missing",
-            "the directory has no lock.json",
+        message = "the directory has no lock.json"
+        fix = (
             "point at a report directory written by `workbench certify`, or a run locked with"
-            " --lock",
+            " --lock"
         )
+        result.fail("lock", lock_path, "lock_missing", message, fix)
     else:
         try:
             return read_lock(root)
@@ -432,13 +420,9 @@ def _read_for_verification(root: Path, result: Verification) -> Lock | None:
             result.fail("lock", lock_path, newer.code, newer.message, newer.fix)
         except (ValueError, OSError, RecursionError, UnicodeDecodeError) as exc:
             first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-            result.fail(
-                "lock",
-                lock_path,
-                "lock_unreadable",
-                f"lock.json cannot be read ({first})",
-                "the lock was altered; restore the report from its original copy",
-            )
+            message = f"lock.json cannot be read ({first})"
+            fix = "the lock was altered; restore the report from its original copy"
+            result.fail("lock", lock_path, "lock_unreadable", message, fix)
     return None
 
 
@@ -453,13 +437,9 @@ def check_files(root: Path, lock: Lock, result: Verification) -> None:
                 "files", root / rel, "file_changed", "the file changed after the report was locked"
             )
     for rel in sorted(set(actual) - set(lock.files)):
-        result.fail(
-            "files",
-            root / rel,
-            "file_added",
-            "a file was added after the report was locked",
-            "remove it; locked reports are immutable",
-        )
+        message = "a file was added after the report was locked"
+        fix = "remove it; locked reports are immutable"
+        result.fail("files", root / rel, "file_added", message, fix)
     result.ok("files")
 
 
@@ -492,13 +472,9 @@ def check_payloads(root: Path, payloads: dict[str, str], result: Verification) -
         target = root / rel
         if target.is_file():
             if sha256_file(target) != digest:
-                result.fail(
-                    "payloads",
-                    target,
-                    "payload_changed",
-                    "the payload no longer matches its recorded sha256",
-                    "restore the payload or let it be pruned; payloads are never edited",
-                )
+                message = "the payload no longer matches its recorded sha256"
+                fix = "restore the payload or let it be pruned; payloads are never edited"
+                result.fail("payloads", target, "payload_changed", message, fix)
         else:
             _check_pruned(target, pruned.get(rel), digest, result)
     result.ok("payloads", "ok (present with their hash, or pruned after their expiry)")
@@ -508,26 +484,18 @@ def _check_pruned(
     target: Path, row: dict[str, Any] | None, digest: str, result: Verification
 ) -> None:
     if row is None or row.get("payload_sha256") != digest:
-        result.fail(
-            "payloads",
-            target,
-            "payload_missing",
-            "a payload is missing and the prune log does not record its deletion",
-            "restore the payload; only `workbench prune` removes payloads, after their expiry",
-        )
+        message = "a payload is missing and the prune log does not record its deletion"
+        fix = "restore the payload; only `workbench prune` removes payloads, after their expiry"
+        result.fail("payloads", target, "payload_missing", message, fix)
         return
     try:
         early = datetime.fromisoformat(row["pruned_at"]) < datetime.fromisoformat(row["expired_at"])
     except (KeyError, TypeError, ValueError):
         early = True
     if early:
-        result.fail(
-            "payloads",
-            target,
-            "payload_pruned_early",
-            "the prune log records a deletion before the payload's declared expiry",
-            "payloads are kept for their declared retention; restore it",
-        )
+        message = "the prune log records a deletion before the payload's declared expiry"
+        fix = "payloads are kept for their declared retention; restore it"
+        result.fail("payloads", target, "payload_pruned_early", message, fix)
 
 
 def check_lock_signature(
@@ -538,13 +506,9 @@ def check_lock_signature(
         if trusted is None:
             result.checks["signature"] = "unsigned"
             return
-        result.fail(
-            "signature",
-            LOCK_FILE,
-            "unsigned",
-            "the lock is unsigned, so it cannot be checked against the trusted keys",
-            "ask for a report locked with --sign KEY",
-        )
+        message = "the lock is unsigned, so it cannot be checked against the trusted keys"
+        fix = "ask for a report locked with --sign KEY"
+        result.fail("signature", LOCK_FILE, "unsigned", message, fix)
         return
     status, detail = check_signature(lock.signature, lock.lock_sha256, trusted)
     result.signature = detail

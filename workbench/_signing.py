@@ -115,12 +115,8 @@ def load_signer(path: str | Path) -> Signer:
                 " format"
             )
         )
-        raise _problem(
-            loc,
-            "signing_key_invalid",
-            f"not a readable private key ({errors[0][:100] if errors else 'unknown format'})",
-            fix,
-        )
+        message = f"not a readable private key ({errors[0][:100] if errors else 'unknown format'})"
+        raise _problem(loc, "signing_key_invalid", message, fix)
     if not isinstance(key, Ed25519PrivateKey):
         raise _problem(
             loc,
@@ -167,13 +163,9 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
     if problems:
         raise WorkbenchError("trust file refused", problems)
     if not keys:
-        raise _refused(
-            "trust file refused",
-            str(trust_path),
-            "trust_empty",
-            "the trust file lists no key",
-            "add the certifying team's Ed25519 public keys, one per line",
-        )
+        message = "the trust file lists no key"
+        fix = "add the certifying team's Ed25519 public keys, one per line"
+        raise _refused("trust file refused", str(trust_path), "trust_empty", message, fix)
     return keys
 
 

@@ -483,15 +483,11 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
     changed = (
         ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
     )
-    return [
-        problem(
-            where,
-            "gold_changed",
-            f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
-            f" changed: {changed}",
-            FIX_CHANGED,
-        )
-    ]
+    message = (
+        f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
+        f" changed: {changed}"
+    )
+    return [problem(where, "gold_changed", message, FIX_CHANGED)]
 
 
 def require_comparable(join: Join, *, where: str, allow_forced: bool = False) -> None:

@@ -260,14 +260,9 @@ def _read_gold(gold_path: Path, problems: list[Problem], digest: Any) -> list[_L
     with bulk_load():
         parsed = _parse_lines(gold_path, problems, digest)
     if parsed is not None and not parsed:
-        problems.append(
-            problem(
-                str(gold_path),
-                "gold_empty",
-                "the gold file holds no records",
-                "add one JSON object per line; an empty dataset cannot support any alignment claim",
-            )
-        )
+        message = "the gold file holds no records"
+        fix = "add one JSON object per line; an empty dataset cannot support any alignment claim"
+        problems.append(problem(str(gold_path), "gold_empty", message, fix))
     return parsed or []
 
 

@@ -347,23 +347,17 @@ def load_rubric(path: str | Path) -> Rubric:
     path = Path(path)
     location = str(path)
     if not path.exists():
-        raise refusal(
-            "no rubric",
-            location,
-            "rubric_missing",
-            "the rubric file does not exist",
+        message = "the rubric file does not exist"
+        fix = (
             "create rubric.yaml beside gold.jsonl declaring name, version, labels,"
-            " pass_label, fail_label and slices",
+            " pass_label, fail_label and slices"
         )
+        raise refusal("no rubric", location, "rubric_missing", message, fix)
     raw = read_yaml(path, prefix="rubric")
     if not isinstance(raw, dict):
-        raise refusal(
-            "unreadable rubric",
-            location,
-            "rubric_shape",
-            "the rubric must be a YAML mapping",
-            "write the rubric as key: value pairs",
-        )
+        message = "the rubric must be a YAML mapping"
+        fix = "write the rubric as key: value pairs"
+        raise refusal("unreadable rubric", location, "rubric_shape", message, fix)
     unset = _unset_risks(raw, path, location)
     if unset:
         # Check everything else too, so the person sees every problem at once.
