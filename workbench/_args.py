@@ -106,16 +106,13 @@ def check_keywords(given: Mapping[str, Any], valid: Iterable[str], where: str) -
         if name in names:
             continue
         near = closest(name, names)
-        problems.append(
-            problem(
-                f"{where}({name}=...)",
-                "unknown_argument",
-                f"{where} takes no argument {name!r}"
-                + (f"; did you mean {near!r}?" if near else ""),
-                (f"write {near}=... (" if near else "use one of (")
-                + f"{where} takes {', '.join(names)})",
-            )
+        message = f"{where} takes no argument {name!r}" + (
+            f"; did you mean {near!r}?" if near else ""
         )
+        fix = (
+            f"write {near}=... (" if near else "use one of ("
+        ) + f"{where} takes {', '.join(names)})"
+        problems.append(problem(f"{where}({name}=...)", "unknown_argument", message, fix))
     if problems:
         raise WorkbenchError(f"invalid arguments to {where}", problems)
 
@@ -156,15 +153,10 @@ def invalid_arguments(exc: ValidationError, where: str) -> WorkbenchError:
         name = ".".join(map(str, error["loc"]))
         value = error.get("input")
         expected = _expected(error)
-        problems.append(
-            problem(
-                f"{where}({name}=...)",
-                "invalid_argument",
-                f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
-                f"pass {name} as {expected}"
-                + (f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""),
-            )
-        )
+        message = f"{name} must be {expected}, got {value!r} ({type(value).__name__})"
+        example = f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""
+        fix = f"pass {name} as {expected}{example}"
+        problems.append(problem(f"{where}({name}=...)", "invalid_argument", message, fix))
     return WorkbenchError(f"invalid arguments to {where}", problems)
 
 

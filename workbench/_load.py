@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from ._io import SAFE_LOADER, DuplicateYAMLKey, YAMLTooDeep, read_bounded, yaml_loads
-from .errors import Problem, Severity, WorkbenchError, refusal
+from .errors import Problem, Severity, WorkbenchError, problem, refusal
 
 Path_ = tuple[Any, ...]
 """A path into a parsed document: mapping keys and sequence indexes, outermost first."""
@@ -325,16 +325,9 @@ def validation_problems(
         if expanded is not None:
             out += expanded
             continue
-        out.append(
-            Problem(
-                location=where,
-                code=code if isinstance(code, str) else code(err),
-                message=message(err, dotted) if message else f"{dotted}: {err['msg']}",
-                fix=fix if isinstance(fix, str) else fix(err),
-                case_id=case_id,
-                severity=severity,
-            )
-        )
+        what = message(err, dotted) if message else f"{dotted}: {err['msg']}"
+        kind, how = (x if isinstance(x, str) else x(err) for x in (code, fix))
+        out.append(problem(where, kind, what, how, case_id, severity))
     return out
 
 
@@ -352,16 +345,7 @@ class Problems(list[Problem]):
         severity: Severity = "error",
     ) -> None:
         """Record one problem."""
-        self.append(
-            Problem(
-                location=location,
-                code=code,
-                message=message,
-                fix=fix,
-                case_id=case_id,
-                severity=severity,
-            )
-        )
+        self.append(problem(location, code, message, fix, case_id, severity))
 
     def raise_if_any(self, summary: str) -> None:
         """Raise one :class:`WorkbenchError` listing every problem, if there are any."""

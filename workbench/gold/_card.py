@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._docs import add_field_docs
 from .._io import read_bounded
 from .._load import parse_yaml, validation_problems
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 
 if TYPE_CHECKING:
     from ._dataset import GoldDataset
@@ -113,7 +113,7 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
 
 
 def _warning(location: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=location, code=code, message=message, fix=fix, severity="warning")
+    return problem(location, code, message, fix, severity="warning")
 
 
 DISAGREEMENT_BASIS = (

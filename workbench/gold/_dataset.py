@@ -755,6 +755,10 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
             (line.number, case)
         )
     out: list[Problem] = []
+    fix = (
+        "keep one of the two, or put both in one group and partition: the same item must not be"
+        " tuned on in one partition and certified on in another"
+    )
     for members in by_key.values():
         if len(members) < 2 or len({c.partition for _, c in members}) < 2:
             continue
@@ -771,19 +775,12 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                         " whitespace (invisible format characters removed), as"
                     )
                 )
-                out.append(
-                    problem(
-                        f"{loc}:{number}",
-                        "cross_partition_duplicate",
-                        f"{how} case {first.case_id!r} (line {first_number}):"
-                        f" {case.partition.value}/{case.group} vs"
-                        f" {first.partition.value}/{first.group}",
-                        "keep one of the two, or put both in one group and partition: the same"
-                        " item must not be tuned on in one partition and certified on in"
-                        " another",
-                        case.case_id,
-                    )
+                message = (
+                    f"{how} case {first.case_id!r} (line {first_number}):"
+                    f" {case.partition.value}/{case.group} vs {first.partition.value}/{first.group}"
                 )
+                at = f"{loc}:{number}"
+                out.append(problem(at, "cross_partition_duplicate", message, fix, case.case_id))
     return out
 
 
@@ -803,15 +800,7 @@ def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> li
         fix = (
             f"list the project's reviewers and adjudicators as `{REVIEWERS_KEY}:` in workbench.yaml"
         )
-        return [
-            Problem(
-                location=where,
-                code="reviewers_undeclared",
-                message=message,
-                fix=fix,
-                severity="warning",
-            )
-        ]
+        return [problem(where, "reviewers_undeclared", message, fix, severity="warning")]
     out = Problems()
     fix = (
         f"name a reviewer listed in {listed.config}, or have the project add the person to"
@@ -823,10 +812,9 @@ def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> li
         names = [("reviewer", r.reviewer) for r in case.reviews]
         if case.adjudication is not None and case.adjudication.adjudicator is not None:
             names.append(("adjudicator", case.adjudication.adjudicator))
+        at = f"{loc}:{line.number}"
         for role, name in names:
             if name.strip() not in listed.names:
                 message = f"{role} {name!r} is not in the project's reviewer list"
-                out.add(
-                    f"{loc}:{line.number}", "reviewer_unknown", message, fix, case_id=case.case_id
-                )
+                out.add(at, "reviewer_unknown", message, fix, case_id=case.case_id)
     return out
