@@ -39,24 +39,9 @@ if TYPE_CHECKING:
     from ._lineage import Lineage
 
 CASE_COLUMNS = (
-    "row",
-    "case_id",
-    "slice",
-    "partition",
-    "human_label",
-    "outcome",
-    "judge_label",
-    "error_class",
-    "error_kind",
-    "reason",
-    "attempts",
-    "calls",
-    "cost_usd",
-    "tokens_in",
-    "tokens_out",
-    "shard",
-    "line",
-    "group",
+    ("row", "case_id", "slice", "partition", "human_label", "outcome", "judge_label")
+    + ("error_class", "error_kind", "reason", "attempts", "calls", "cost_usd", "tokens_in")
+    + ("tokens_out", "shard", "line", "group")
 )
 """The cases in scope in the gold file's order: ``row`` in the gold index (null when not given),
 ``reason`` of a verdict or an error, ``attempts`` of the analysed repeat, ``calls`` not reused

@@ -16,9 +16,10 @@ from ..errors import Problem, WorkbenchError, problem
 if TYPE_CHECKING:
     from ._dataset import GoldDataset
 
-CARD_FIELDS: tuple[str, ...] = tuple(
-    "intended_use sampling_window reviewer_qualifications adjudication_procedure"  # noqa: SIM905
-    " known_gaps".split()
+CARD_FIELDS: tuple[str, ...] = (
+    ("intended_use", "sampling_window")
+    + ("reviewer_qualifications", "adjudication_procedure")
+    + ("known_gaps",)
 )
 """Front-matter fields a card must document."""
 

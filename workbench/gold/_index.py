@@ -33,9 +33,10 @@ SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
 """``WORKBENCH_GOLD_INDEX=off`` disables the gold index cache (every call validates in full)."""
 MEMO_MARGIN_NS = 2_000_000_000
 """A gold file's hash is remembered only when it last changed at least this long before hashing."""
-INDEX_COLUMNS = tuple(
-    "case_id partition slice group label response_hash active tags reviewers"  # noqa: SIM905
-    " review_labels search_text record".split()
+INDEX_COLUMNS = (
+    ("case_id", "partition", "slice", "group", "label", "response_hash")
+    + ("active", "tags", "reviewers")
+    + ("review_labels", "search_text", "record")
 )
 """One row per gold record in file order; ``active`` is False for superseded records;
 ``search_text`` is what the review widget searches; ``record`` is the record as JSON."""

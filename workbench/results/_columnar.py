@@ -30,17 +30,19 @@ SHARD_SUFFIXES = (".jsonl", ".parquet")
 BLOCK_BYTES = 8 << 20
 """Bytes read, parsed and checked at once (buffers reused from block to block)."""
 
-NARROW = tuple(
-    "case_id response_hash value reason error_kind error_message judge_fingerprint"  # noqa: SIM905
-    " run_id partition attempt repeat dataset_sha256 rubric_version line shard cost_usd tokens_in"
-    " tokens_out cached_from_run_id".split()
+NARROW = (
+    ("case_id", "response_hash", "value", "reason", "error_kind", "error_message")
+    + ("judge_fingerprint", "run_id", "partition", "attempt", "repeat", "dataset_sha256")
+    + ("rubric_version", "line", "shard", "cost_usd", "tokens_in", "tokens_out")
+    + ("cached_from_run_id",)
 )
 """The columns kept per result: what joins and lineage checks read."""
 
 _STRINGS = ("case_id", "response_hash", "judge_fingerprint", "run_id", "partition")
-_OPTIONAL_STRINGS = tuple(
-    "value reason rendered_request_sha256 rendered_request_ref cached_from_run_id"  # noqa: SIM905
-    " dataset_sha256 rubric_version".split()
+_OPTIONAL_STRINGS = (
+    ("value", "reason", "rendered_request_sha256", "rendered_request_ref")
+    + ("cached_from_run_id",)
+    + ("dataset_sha256", "rubric_version")
 )
 _JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_version", "params"}
 _ERROR_FIELDS = {"kind", "message", "retryable"}

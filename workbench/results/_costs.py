@@ -158,22 +158,11 @@ def _count(value: float | None) -> str:
     return f"{value:.1f}" if value != int(value) else str(int(value))
 
 
-_HEADER = [
-    "slice",
-    "risk",
-    "cases",
-    "calls",
-    "cost total",
-    "cost/case median",
-    "p95",
-    "max",
-    "tokens in/case median",
-    "p95",
-    "max",
-    "tokens out/case median",
-    "p95",
-    "max",
-]
+_HEADER = (
+    ["slice", "risk", "cases", "calls"]
+    + ["cost total", "cost/case median", "p95", "max"]
+    + ["tokens in/case median", "p95", "max", "tokens out/case median", "p95", "max"]
+)
 
 
 def slice_cost_rows(costs: Sequence[SliceCost], *, tokens: bool = True) -> list[list[str]]:
