@@ -62,16 +62,9 @@ UNSIGNED = (
 )
 _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "kind": "certification",
-    "baseline": None,
-    "baseline_fingerprint": None,
-    "resumes": None,
-    "migration": None,
-    "requested_authority": None,
-    "grant": None,
-    "last_certified": None,
-    "payloads": None,
-    "policy_file": None,
-    "provenance": None,
+    **dict.fromkeys(("baseline", "baseline_fingerprint", "resumes", "migration"), None),
+    **dict.fromkeys(("requested_authority", "grant", "last_certified", "payloads"), None),
+    **dict.fromkeys(("policy_file", "provenance"), None),
 }
 """Fields added to lock format 2 later: a lock without them dumps, and hashes, as before."""
 
@@ -332,20 +325,13 @@ class Verification:
         self.checks.setdefault(check, note)
 
     def to_json(self) -> dict[str, Any]:
+        names = ("kind", "report_id", "verified", "status", "intact", "unverified", "outcome")
+        names += ("lock_sha256", "files", "checks", "signature")
+        problems = [p.model_dump(mode="json") for p in self.problems]
         return {
             "path": str(self.path),
-            "kind": self.kind,
-            "report_id": self.report_id,
-            "verified": self.verified,
-            "status": self.status,
-            "intact": self.intact,
-            "unverified": self.unverified,
-            "outcome": self.outcome,
-            "lock_sha256": self.lock_sha256,
-            "files": self.files,
-            "checks": self.checks,
-            "signature": self.signature,
-            "problems": [p.model_dump(mode="json") for p in self.problems],
+            **{n: getattr(self, n) for n in names},
+            "problems": problems,
         }
 
 

@@ -36,28 +36,16 @@ FIELD_GROUPS: dict[str, tuple[str, ...]] = {
 def case_hashes(case: GoldCase) -> dict[str, str]:
     """One sha256 (over canonical JSON) per field group of :data:`FIELD_GROUPS`."""
     data = case.model_dump(mode="json")
-    adjudication = data.get("adjudication") or {}
-    values: dict[str, Any] = {
-        "label": adjudication.get("label"),
-        "response": [data["response"], data["response_hash"]],
-        "notes": data.get("grading_notes"),
-        "grading": [
-            data["input"],
-            data.get("reference"),
-            data.get("contexts"),
-            data.get("evidence"),
-        ],
-        "reviews": [data["reviews"], adjudication.get("reason"), adjudication.get("adjudicator")],
-        "placement": [data["partition"], data["group"], data["slice"], data.get("tags")],
-        "rubric": data["rubric_version"],
-        "other": [
-            data["schema_version"],
-            data["case_id"],
-            data.get("supersedes"),
-            data.get("metadata"),
-        ],
+
+    def get(path: str) -> Any:
+        head, _, rest = path.partition(".")
+        value = data.get(head)
+        return (value or {}).get(rest) if rest else value
+
+    return {
+        name: sha256_json(get(fields[0]) if len(fields) == 1 else [get(f) for f in fields])
+        for name, fields in FIELD_GROUPS.items()
     }
-    return {name: sha256_json(value) for name, value in values.items()}
 
 
 class GoldLineage(BaseModel):
