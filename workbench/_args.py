@@ -42,18 +42,12 @@ def check_budget(value: Any, name: str = "budget_usd") -> float | None:
     """``None`` or a finite number of US dollars, at least 0."""
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise _refuse(
-            name,
-            "invalid_budget",
-            f"{name} must be a finite number of US dollars of at least 0, or None, got {value!r}",
-            f"set {name} to e.g. 1.5 (a number, not a string), or None for no budget",
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        message = (
+            f"{name} must be a finite number of US dollars of at least 0, or None, got {value!r}"
         )
+        fix = f"set {name} to e.g. 1.5 (a number, not a string), or None for no budget"
+        raise _refuse(name, "invalid_budget", message, fix)
     return float(value)
 
 
