@@ -69,16 +69,10 @@ def join_cases(join: Join, index: GoldIndex | None = None) -> pa.Table:
         for name in CASE_COLUMNS[2:10]
     }
     usage = [join.usage.get(c.case_id, _NO_USAGE) for c in cases]
+    kinds = {"calls": pa.int64(), "cost_usd": pa.float64(), "tokens_in": pa.int64()}
+    kinds["tokens_out"] = pa.int64()
     numbers = {
-        name: pa.array([u[i] for u in usage], kind)
-        for i, (name, kind) in enumerate(
-            [
-                ("calls", pa.int64()),
-                ("cost_usd", pa.float64()),
-                ("tokens_in", pa.int64()),
-                ("tokens_out", pa.int64()),
-            ]
-        )
+        name: pa.array([u[i] for u in usage], kind) for i, (name, kind) in enumerate(kinds.items())
     }
     return pa.table(
         {

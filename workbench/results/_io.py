@@ -292,17 +292,14 @@ def _json_default(value: Any) -> Any:
 
 def migration_note(lines: list[ResultLine]) -> str | None:
     """One sentence on the records of ``lines`` migrated on read, or None when none was."""
-    migrated = [line.result for line in lines if line.result.migration is not None]
-    if not migrated:
+    migrations = [line.result.migration for line in lines if line.result.migration is not None]
+    if not migrations:
         return None
-    filled: Counter[str] = Counter()
-    for r in migrated:
-        assert r.migration is not None
-        filled.update(r.migration.filled.keys())
-    versions = sorted({r.migration.from_version for r in migrated if r.migration is not None})
+    filled = Counter(name for m in migrations for name in m.filled)
+    versions = sorted({m.from_version for m in migrations})
     what = ", ".join(f"{name} in {n}" for name, n in sorted(filled.items())) or "nothing"
     return (
-        f"{len(migrated)} of {len(lines)} result(s) were written under schema_version"
+        f"{len(migrations)} of {len(lines)} result(s) were written under schema_version"
         f" {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled:"
         f" {what}"
     )
@@ -315,10 +312,8 @@ def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
         path = ".".join(str(p) for p in err["loc"]) or "record"
         code = "invalid_result"
         if err["type"] == "missing":
-            message, fix = (
-                f"missing required field '{path}'",
-                "see docs/formats.md#judge-results for the required fields",
-            )
+            message = f"missing required field '{path}'"
+            fix = "see docs/formats.md#judge-results for the required fields"
         elif err["type"] == "extra_forbidden":
             message, fix = f"unknown field '{path}'", "remove it or correct its spelling"
         elif err["type"] in WRONG_TYPE_ERRORS:
