@@ -69,8 +69,8 @@ def join_cases(join: Join, index: GoldIndex | None = None) -> pa.Table:
         for name in CASE_COLUMNS[2:10]
     }
     usage = [join.usage.get(c.case_id, _NO_USAGE) for c in cases]
-    kinds = {"calls": pa.int64(), "cost_usd": pa.float64(), "tokens_in": pa.int64()}
-    kinds["tokens_out"] = pa.int64()
+    i64 = pa.int64()
+    kinds = {"calls": i64, "cost_usd": pa.float64(), "tokens_in": i64, "tokens_out": i64}
     numbers = {
         name: pa.array([u[i] for u in usage], kind) for i, (name, kind) in enumerate(kinds.items())
     }
