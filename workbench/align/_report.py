@@ -302,13 +302,7 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
         return ["lineage:    not checked"]
     if lineage.source == "no_results":
         return ["lineage:    no results to check"]
-    where = (
-        "run manifest"
-        if lineage.source == "run_manifest"
-        else "results"
-        if lineage.source == "results"
-        else "nothing"
-    )
+    where = {"run_manifest": "run manifest", "results": "results"}.get(lineage.source, "nothing")
     release = lineage.results_release or "not frozen"
     if lineage.comparable:
         return [
@@ -320,9 +314,7 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
         " gate will not certify this"
     ]
     lines += [f"  - {reason}" for reason in lineage.problems]
-    for change in lineage.gold_changes:
-        lines.append(f"  - case {change.case_id}: {change.detail}")
-    return lines
+    return lines + [f"  - case {c.case_id}: {c.detail}" for c in lineage.gold_changes]
 
 
 def _pass_fail_text(report: AlignmentReport) -> str:
@@ -529,31 +521,22 @@ def _narrow_table_lines(report: AlignmentReport) -> list[str]:
 def _tail_lines(report: AlignmentReport, wide: bool = True) -> list[str]:
     lines: list[str] = []
     if report.evaluator_errors:
-        lines.append("")
-        kinds = Counter(e.kind for e in report.evaluator_errors)
-        lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
-    if report.missing_case_ids:
-        shown = ", ".join(report.missing_case_ids[:10])
-        more = (
-            f" and {len(report.missing_case_ids) - 10} more"
-            if len(report.missing_case_ids) > 10
-            else ""
-        )
-        lines.append(f"Missing: {shown}{more}")
+        kinds = Counter(e.kind for e in report.evaluator_errors).most_common()
+        lines += ["", "Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds)]
+    missing = report.missing_case_ids
+    if missing:
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        lines.append(f"Missing: {', '.join(missing[:10])}{more}")
     if report.costs and report.costs[-1].cases:
-        lines.append("")
-        lines.append(
-            "Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries"
-            " included, cached verdicts left out):"
-        )
-        if wide:
-            lines.append(format_slice_costs(report.costs))
-        else:
-            from ._narrow import cost_table
+        from ._narrow import cost_table
 
-            lines[-1] = (
-                "Cost per judged case, by slice (median, p95 nearest rank, max; retries included,"
-                " cached verdicts left out; tokens in --wide and --json):"
-            )
-            lines.append(cost_table(report))
+        what, tokens = (
+            ("Cost and tokens", "") if wide else ("Cost", "; tokens in --wide and --json")
+        )
+        lines += [
+            "",
+            f"{what} per judged case, by slice (median, p95 nearest rank, max; retries included,"
+            f" cached verdicts left out{tokens}):",
+            format_slice_costs(report.costs) if wide else cost_table(report),
+        ]
     return lines
