@@ -319,23 +319,16 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
 
 def _pass_fail_text(report: AlignmentReport) -> str:
     if not report.pass_fail_view:
-        what = (
-            "the rubric declares no pass_labels"
-            if report.scale != "nominal"
-            else "the rubric declares no pass_label and fail_label"
-        )
+        what = "pass_labels" if report.scale != "nominal" else "pass_label and fail_label"
         return (
-            f"none ({what}): false passes and false fails are not counted, and the gate will not"
-            " certify (no_pass_fail_view)"
+            f"none (the rubric declares no {what}): false passes and false fails are not counted,"
+            " and the gate will not certify (no_pass_fail_view)"
         )
+    neither = f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
     if report.pass_labels is not None:
         fails = [label for label in report.scale_labels or [] if label not in report.pass_labels]
-        return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}" + (
-            f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
-        )
-    return f"pass = {report.pass_label}; fail = {report.fail_label}" + (
-        f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
-    )
+        return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}{neither}"
+    return f"pass = {report.pass_label}; fail = {report.fail_label}{neither}"
 
 
 def format_report(report: AlignmentReport, *, wide: bool = False) -> str:
