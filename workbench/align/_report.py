@@ -384,33 +384,20 @@ def _header_lines(report: AlignmentReport) -> list[str]:
         if report.judge and report.judge_fingerprint
         else "(no results)"
     )
+    o, missing = report.overall, len(report.missing_case_ids)
+    note = _PARTITION_NOTE.get(report.partition_source or "", "")
     lines = [
         f"judge:      {judge}",
-        (
-            f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
-            f" {report.rubric_version})"
-        ),
-        (
-            "partition: "
-            f" {report.partition or 'all'}{_PARTITION_NOTE.get(report.partition_source or '', '')} "
-            f"   repeat: {report.repeat}"
-        ),
+        f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
+        f" {report.rubric_version})",
+        f"partition:  {report.partition or 'all'}{note}    repeat: {report.repeat}",
         *lineage_lines(report),
         f"status:     {report.status.upper()}"
-        + (
-            f" - {len(report.missing_case_ids)} case(s) have no result; this is not a pass"
-            if report.missing_case_ids
-            else ""
-        ),
-        (
-            f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts"
-            f" ({report.overall.decided} decided, {report.overall.abstentions} abstentions),"
-            f" {report.overall.errors} evaluator errors, {report.overall.missing} missing"
-        ),
-        (
-            f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope;"
-            " abstentions, errors and missing results are not decided)"
-        ),
+        + (f" - {missing} case(s) have no result; this is not a pass" if missing else ""),
+        f"cases:      {o.n} in scope, {o.verdicts} verdicts ({o.decided} decided,"
+        f" {o.abstentions} abstentions), {o.errors} evaluator errors, {o.missing} missing",
+        f"coverage:   {_coverage_text(o)} (decided verdicts / cases in scope; abstentions,"
+        " errors and missing results are not decided)",
     ]
     if report.sampled_out_case_ids:
         by_slice = ", ".join(f"{s.slice} {s.sampled_out}" for s in report.slices if s.sampled_out)
