@@ -277,11 +277,16 @@ def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
         fix = "write shards with pyarrow or pandas (to_parquet), or as JSON Lines"
         raise refusal(f"{path}: unreadable", str(path), "unreadable_file", message, fix) from None
     for number, row in enumerate(table.to_pylist(), start=1):
-        try:
-            text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
-        except ValueError:
-            text = '{"schema_version": NaN}'  # refused below as non_finite_number, with its row
-        yield number, text
+        # a row NaN cannot be written is refused below as non_finite_number, with its row
+        yield number, row_text(row) or '{"schema_version": NaN}'
+
+
+def row_text(row: dict[str, Any]) -> str | None:
+    """A Parquet row as the JSON text of its object (times in ISO 8601); None when not finite."""
+    try:
+        return json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
+    except ValueError:
+        return None
 
 
 def _json_default(value: Any) -> Any:
