@@ -179,7 +179,6 @@ class Searchable:
 
 
 def _canonical(text: str) -> str:
-    """``text`` as :class:`Searchable` compares it."""
     from urllib.parse import unquote
 
     text = unquote(text, errors="replace") if "%" in text else text
@@ -225,7 +224,6 @@ def _credential_like(name: str, value: str) -> bool:
 
 
 def _strings(value: Any) -> Iterator[str]:
-    """Every string of a JSON value, keys included."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):

@@ -208,7 +208,6 @@ class _Fold:
             self._count(r, item.line)
 
     def _refusal(self, item: ResultLine, gold: GoldCase | None) -> Problem | None:
-        """Why the result cannot be joined, or None."""
         r = item.result
         where = f"{item.source or self.location}:{item.line}"
         mismatch = check_against_gold(r, gold, self.dataset, where, _ALIGN_FIXES)

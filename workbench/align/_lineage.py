@@ -251,7 +251,6 @@ def check_lineage(
 
 
 def _manifest_mismatch(manifest: RunManifest, run_ids: set[str], at: str) -> Problem | None:
-    """The run manifest beside the results is another run's."""
     if not run_ids or run_ids <= {manifest.run_id}:
         return None
     others = sorted(run_ids - {manifest.run_id})
@@ -271,7 +270,6 @@ def _mixed_lineages(
     carried: list[tuple[str | None, str | None]],
     loc: str,
 ) -> list[Problem]:
-    """The results carry more than one gold lineage."""
     if len(carried) <= 1:
         return []
     listing = "; ".join(

@@ -230,7 +230,6 @@ def _vocabulary_issues(r: Rubric) -> Iterator[Issue]:
 
 
 def _abstain_issues(r: Rubric) -> Iterator[Issue]:
-    """Each abstain label is a label, and neither pass nor fail."""
     for label in r.abstain_labels:
         if label not in r.labels:
             message = f"abstain label {label!r} is not one of labels {r.labels}"
@@ -244,7 +243,6 @@ def _abstain_issues(r: Rubric) -> Iterator[Issue]:
 
 
 def _nominal_issues(r: Rubric) -> Iterator[Issue]:
-    """A nominal rubric has no ``pass_labels``."""
     if r.pass_labels is not None:
         message = "pass_labels is for ordered rubrics, and this rubric's scale is nominal"
         fix = (

@@ -500,7 +500,6 @@ def _check_error(t: pa.Table) -> tuple[Any, Any]:
 
 
 def _check_error_type(etype: Any, has_error: Any) -> None:
-    """The error object's fields and their types."""
     import pyarrow as pa
 
     fields = {f.name for f in etype} if pa.types.is_struct(etype) else None
