@@ -302,14 +302,9 @@ def _problem_order(problem: Problem) -> tuple[str, int, str]:
 
 def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None, list[Problem]]:
     if not path.exists():
-        return None, [
-            problem(
-                str(path),
-                "evidence_snapshot_missing",
-                f"the rubric declares evidence_snapshot {declared!r} but the file does not exist",
-                "add the snapshot file or remove evidence_snapshot from the rubric",
-            )
-        ]
+        message = f"the rubric declares evidence_snapshot {declared!r} but the file does not exist"
+        fix = "add the snapshot file or remove evidence_snapshot from the rubric"
+        return None, [problem(str(path), "evidence_snapshot_missing", message, fix)]
     ids: set[str] = set()
     problems: list[Problem] = []
     not_utf8: list[int] = []
@@ -334,15 +329,11 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             ids.add(row["id"])
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         return None, [*problems, *exc.problems]
-    problems += [
-        problem(
-            f"{path}:{n}",
-            "evidence_malformed",
-            "the evidence snapshot line is not valid UTF-8",
-            "save the evidence snapshot as UTF-8",
-        )
-        for n in not_utf8
-    ]
+    message, fix = (
+        "the evidence snapshot line is not valid UTF-8",
+        "save the evidence snapshot as UTF-8",
+    )
+    problems += [problem(f"{path}:{n}", "evidence_malformed", message, fix) for n in not_utf8]
     return frozenset(ids), problems
 
 
