@@ -315,8 +315,8 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             try:
                 row = loads_json(line)
             except JSONRecordError as exc:
-                fix = one_object if exc.code == "malformed_json" else None
-                problems.append(json_problem(exc, where, fix=fix))
+                hint = one_object if exc.code == "malformed_json" else None
+                problems.append(json_problem(exc, where, fix=hint))
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 message = "an evidence snapshot line has no string 'id'"
@@ -329,10 +329,8 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             ids.add(row["id"])
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         return None, [*problems, *exc.problems]
-    message, fix = (
-        "the evidence snapshot line is not valid UTF-8",
-        "save the evidence snapshot as UTF-8",
-    )
+    message = "the evidence snapshot line is not valid UTF-8"
+    fix = "save the evidence snapshot as UTF-8"
     problems += [problem(f"{path}:{n}", "evidence_malformed", message, fix) for n in not_utf8]
     return frozenset(ids), problems
 
