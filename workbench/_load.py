@@ -327,7 +327,7 @@ def validation_problems(
             continue
         what = message(err, dotted) if message else f"{dotted}: {err['msg']}"
         kind, how = (x if isinstance(x, str) else x(err) for x in (code, fix))
-        out.append(problem(where, kind, what, how, case_id, severity))
+        out.append(problem(where, kind, what, how, case_id, severity=severity))
     return out
 
 
@@ -345,7 +345,7 @@ class Problems(list[Problem]):
         severity: Severity = "error",
     ) -> None:
         """Record one problem."""
-        self.append(problem(location, code, message, fix, case_id, severity))
+        self.append(problem(location, code, message, fix, case_id, severity=severity))
 
     def raise_if_any(self, summary: str) -> None:
         """Raise one :class:`WorkbenchError` listing every problem, if there are any."""

@@ -325,8 +325,8 @@ class Verification:
         self.checks.setdefault(check, note)
 
     def to_json(self) -> dict[str, Any]:
-        names = ("kind", "report_id", "verified", "status", "intact", "unverified", "outcome")
-        names += ("lock_sha256", "files", "checks", "signature")
+        names: tuple[str, ...] = ("kind", "report_id", "verified", "status", "intact")
+        names += ("unverified", "outcome", "lock_sha256", "files", "checks", "signature")
         problems = [p.model_dump(mode="json") for p in self.problems]
         return {
             "path": str(self.path),

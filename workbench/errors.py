@@ -67,6 +67,7 @@ def problem(
     message: str,
     fix: str,
     case_id: str | None = None,
+    *,
     severity: Severity = "error",
 ) -> Problem:
     """A :class:`Problem` from its fields in order (what most checks build)."""
