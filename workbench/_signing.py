@@ -118,12 +118,9 @@ def load_signer(path: str | Path) -> Signer:
         message = f"not a readable private key ({errors[0][:100] if errors else 'unknown format'})"
         raise _problem(loc, "signing_key_invalid", message, fix)
     if not isinstance(key, Ed25519PrivateKey):
-        raise _problem(
-            loc,
-            "signing_key_not_ed25519",
-            f"the key is {type(key).__name__.replace('_', '')}, not Ed25519",
-            "create an Ed25519 key: ssh-keygen -t ed25519 -f KEY",
-        )
+        message = f"the key is {type(key).__name__.replace('_', '')}, not Ed25519"
+        fix = "create an Ed25519 key: ssh-keygen -t ed25519 -f KEY"
+        raise _problem(loc, "signing_key_not_ed25519", message, fix)
     public = (
         key.public_key()
         .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
@@ -181,12 +178,9 @@ def _trusted_key(line: str, where: str) -> tuple[Any, Problem | None]:
         fix = "write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)"
         return None, problem(where, "trust_invalid", "not an OpenSSH public key line", fix)
     if not isinstance(key, Ed25519PublicKey):
-        return None, problem(
-            where,
-            "trust_not_ed25519",
-            f"{parts[0]} key: only Ed25519 keys sign locks",
-            "list the Ed25519 public keys of the certifying team",
-        )
+        message = f"{parts[0]} key: only Ed25519 keys sign locks"
+        fix = "list the Ed25519 public keys of the certifying team"
+        return None, problem(where, "trust_not_ed25519", message, fix)
     return key, None
 
 
