@@ -1,7 +1,5 @@
-"""Checks for arguments of the library functions that notebooks and scripts call: a value
-papermill injected with the wrong type (``"8"``, a number for a name) or a mistyped keyword is
-refused with a :class:`~workbench.errors.WorkbenchError` (one problem per argument, with a fix).
-"""
+"""Checks for arguments of the library functions notebooks and scripts call: a value papermill
+injected with the wrong type or a mistyped keyword is refused, one problem per argument."""
 
 from __future__ import annotations
 
@@ -44,18 +42,12 @@ def check_budget(value: Any, name: str = "budget_usd") -> float | None:
     """``None`` or a finite number of US dollars, at least 0."""
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise _refuse(
-            name,
-            "invalid_budget",
-            f"{name} must be a finite number of US dollars of at least 0, or None, got {value!r}",
-            f"set {name} to e.g. 1.5 (a number, not a string), or None for no budget",
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        message = (
+            f"{name} must be a finite number of US dollars of at least 0, or None, got {value!r}"
         )
+        fix = f"set {name} to e.g. 1.5 (a number, not a string), or None for no budget"
+        raise _refuse(name, "invalid_budget", message, fix)
     return float(value)
 
 
@@ -108,16 +100,13 @@ def check_keywords(given: Mapping[str, Any], valid: Iterable[str], where: str) -
         if name in names:
             continue
         near = closest(name, names)
-        problems.append(
-            problem(
-                f"{where}({name}=...)",
-                "unknown_argument",
-                f"{where} takes no argument {name!r}"
-                + (f"; did you mean {near!r}?" if near else ""),
-                (f"write {near}=... (" if near else "use one of (")
-                + f"{where} takes {', '.join(names)})",
-            )
+        message = f"{where} takes no argument {name!r}" + (
+            f"; did you mean {near!r}?" if near else ""
         )
+        fix = (
+            f"write {near}=... (" if near else "use one of ("
+        ) + f"{where} takes {', '.join(names)})"
+        problems.append(problem(f"{where}({name}=...)", "unknown_argument", message, fix))
     if problems:
         raise WorkbenchError(f"invalid arguments to {where}", problems)
 
@@ -158,15 +147,10 @@ def invalid_arguments(exc: ValidationError, where: str) -> WorkbenchError:
         name = ".".join(map(str, error["loc"]))
         value = error.get("input")
         expected = _expected(error)
-        problems.append(
-            problem(
-                f"{where}({name}=...)",
-                "invalid_argument",
-                f"{name} must be {expected}, got {value!r} ({type(value).__name__})",
-                f"pass {name} as {expected}"
-                + (f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""),
-            )
-        )
+        message = f"{name} must be {expected}, got {value!r} ({type(value).__name__})"
+        example = f', e.g. {name}="{value}"; {_PAPERMILL_TEXT}' if _numeric(value) else ""
+        fix = f"pass {name} as {expected}{example}"
+        problems.append(problem(f"{where}({name}=...)", "invalid_argument", message, fix))
     return WorkbenchError(f"invalid arguments to {where}", problems)
 
 

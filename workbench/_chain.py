@@ -1,9 +1,5 @@
-"""One hash-chained, append-only JSON Lines log: the held-out ledger and the authority record.
-
-Every line carries ``previous_sha256`` and its own ``entry_sha256`` (over its canonical JSON
-without it): an edited, inserted or deleted line breaks the chain there
-(:meth:`ChainedLog.verify`). Appends go through :class:`~workbench._io.AppendOnlyLog` under a
-file lock beside the log. The line format is each log's own model."""
+"""One hash-chained, append-only JSON Lines log (the held-out ledger, the authority record): an
+edited, inserted or deleted line breaks the chain there (:meth:`ChainedLog.verify`)."""
 
 from __future__ import annotations
 
@@ -27,8 +23,6 @@ from ._io import (
 )
 from ._record import Record, SchemaTooNew
 from .errors import Problem, WorkbenchError, problem, refusal
-
-__all__ = ["ChainTerms", "Chained", "ChainedLog", "Row", "content_sha256", "read_rows"]
 
 UNREADABLE = "(unreadable)"
 """The predecessor hash after a line that could not be read: the next line breaks the chain."""
@@ -153,9 +147,7 @@ class ChainedLog(Generic[E]):
         return rows, []
 
     def verify(
-        self,
-        rows: list[Row],
-        check: Callable[[E, int, str], list[Problem]] | None = None,
+        self, rows: list[Row], check: Callable[[E, int, str], list[Problem]] | None = None
     ) -> tuple[list[E], list[Problem]]:
         """Parse every row and check the chain; ``check(entry, number, where)`` adds the log's
         own per-line problems after the chain's. Never raises for bad content."""

@@ -1,7 +1,5 @@
 """Canonical JSON, content hashes, atomic writes, append-only JSON Lines and bounded, strict
-readers (docs/formats.md#reading-rules-for-every-file): line, document and YAML size limits;
-JSON refusing duplicate keys, NaN/Infinity and too-deep nesting.
-"""
+readers (docs/formats.md#reading-rules-for-every-file)."""
 
 from __future__ import annotations
 
@@ -141,19 +139,14 @@ class AppendOnlyLog:
         except ValueError:
             complete = False
         if complete:
-            with open(self.path, "ab") as fh:
-                fh.write(b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            _synced(self.path, "ab", lambda fh: fh.write(b"\n"))
             return 0
-        with open(self.path.with_suffix(self.path.suffix + ".torn"), "ab") as side:
-            side.write(tail + b"\n")
-            side.flush()
-            os.fsync(side.fileno())
-        with open(self.path, "r+b") as fh:
-            fh.truncate(cut)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _synced(
+            self.path.with_suffix(self.path.suffix + ".torn"),
+            "ab",
+            lambda fh: fh.write(tail + b"\n"),
+        )
+        _synced(self.path, "r+b", lambda fh: fh.truncate(cut))
         return len(tail)
 
     def append(self, record: Any) -> None:
@@ -180,6 +173,13 @@ class AppendOnlyLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _synced(path: Path, mode: str, write: Callable[[BinaryIO], object]) -> None:
+    with open(path, mode) as fh:
+        write(fh)  # type: ignore[arg-type]
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _last_newline_end(fh: BinaryIO, size: int, block: int = 1 << 16) -> int:
@@ -211,13 +211,9 @@ def _limit(env: str, default: int) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise refusal(
-            f"invalid {env}",
-            env,
-            "invalid_setting",
-            f"{env}={raw!r} is not a positive whole number of bytes",
-            f"set {env} to a number of bytes such as {default}, or unset it for the default",
-        )
+        message = f"{env}={raw!r} is not a positive whole number of bytes"
+        fix = f"set {env} to a number of bytes such as {default}, or unset it for the default"
+        raise refusal(f"invalid {env}", env, "invalid_setting", message, fix)
     return value
 
 
@@ -298,12 +294,9 @@ def iter_jsonl_lines(
     limit: int | None = None,
     digest: Any = None,
 ) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for each non-blank line, 1-based.
-
-    A line that is not UTF-8 raises :class:`UnicodeDecodeError`, or is appended to ``not_utf8``
-    when given. A line longer than ``limit`` (default :func:`max_line_bytes`) raises
-    :class:`WorkbenchError` (``line_too_long``) after reading at most that many bytes of it.
-    ``digest`` (a ``hashlib`` object) is fed every byte read."""
+    """Yield ``(line_number, text)`` for each non-blank line, 1-based. A line that is not UTF-8
+    raises :class:`UnicodeDecodeError` or goes to ``not_utf8``; one longer than ``limit`` (default
+    :func:`max_line_bytes`) is refused (``line_too_long``); ``digest`` is fed every byte read."""
     limit = max_line_bytes() if limit is None else limit
     with open_for_reading(path) as fh:
         number = 0
@@ -336,10 +329,9 @@ def iter_jsonl_lines(
 
 
 def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) -> Any:
-    """A whole JSON file, read boundedly and parsed strictly (:func:`loads_json`): raises
-    :class:`OSError` when it cannot be opened (a pipe or socket is refused before opening) and
-    :class:`JSONRecordError` for content larger than ``limit`` (default
-    :func:`max_document_bytes`; ``file_too_large``), not UTF-8 or not strict JSON."""
+    """A whole JSON file, read boundedly and parsed strictly: :class:`OSError` when it cannot be
+    opened (a pipe or socket unopened), :class:`JSONRecordError` for content larger than ``limit``
+    (default :func:`max_document_bytes`), not UTF-8 or not strict JSON."""
     limit = max_document_bytes() if limit is None else limit
     with _open_plain(path) as fh:
         info = os.fstat(fh.fileno())
@@ -362,8 +354,7 @@ def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) ->
 
 def read_jsonl_records(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Any]:
     """Every non-blank line of a JSON Lines file, parsed strictly, with the exceptions of
-    :func:`read_json_file` (a line longer than ``limit``, default :func:`max_line_bytes`:
-    ``line_too_long``); messages name the line number."""
+    :func:`read_json_file` (``line_too_long`` past ``limit``); messages name the line."""
     limit = max_line_bytes() if limit is None else limit
     out: list[Any] = []
     with _open_plain(path) as fh:
@@ -403,8 +394,7 @@ def _open_plain(path: str | os.PathLike[str]) -> BinaryIO:
 
 
 class JSONRecordError(ValueError):
-    """A JSON text the workbench refuses, with the problem ``code`` to report (a key of
-    :func:`json_problem`'s fixes)."""
+    """A JSON text the workbench refuses, with the problem ``code`` to report."""
 
     def __init__(self, code: str, msg: str) -> None:
         super().__init__(msg)
@@ -522,30 +512,25 @@ SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser where PyYAML was built with it: about 20x faster, same documents."""
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 class _StrictYAMLLoader(SAFE_LOADER):  # type: ignore[misc]  # yaml is untyped (Any)
     """A safe loader that refuses a key repeated in one mapping (merge keys aside)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            if (
-                not isinstance(key_node, yaml.ScalarNode)
-                or key_node.tag == "tag:yaml.org,2002:merge"
-            ):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
                 continue
             key = self.construct_object(key_node)
             try:
                 first = seen.get(key)
             except TypeError:  # an unhashable key; SafeLoader reports it itself
                 continue
-            if first is not None:
-                # No context: the first line of str(exc) is the problem itself.
-                raise DuplicateYAMLKey(
-                    None,
-                    None,
-                    f"found duplicate key {key!r} (first on line {first})",
-                    key_node.start_mark,
-                )
+            if first is not None:  # no context: str(exc) starts with the problem itself
+                message = f"found duplicate key {key!r} (first on line {first})"
+                raise DuplicateYAMLKey(None, None, message, key_node.start_mark)
             seen[key] = key_node.start_mark.line + 1
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return mapping

@@ -1,10 +1,5 @@
-"""One input loader: a UTF-8 file -> strict YAML with line numbers -> a model -> problems.
-
-Every YAML input goes through :func:`read_utf8` (bounded, UTF-8), :func:`parse_yaml_text` (strict:
-duplicate keys and too-deep nesting refused, at their line), :class:`Lines` (the line of every path
-in the document), :func:`validation_problems` (one :class:`Problem` per pydantic error, at its line)
-and :class:`Problems` (collect, then raise together); :func:`load_yaml` chains the first three for a
-file that must hold a mapping."""
+"""One input loader: a UTF-8 file -> strict YAML with line numbers -> a model -> problems, every
+problem at its line, collected and raised together."""
 
 from __future__ import annotations
 
@@ -19,26 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from ._io import SAFE_LOADER, DuplicateYAMLKey, YAMLTooDeep, read_bounded, yaml_loads
-from .errors import Problem, Severity, WorkbenchError, refusal
-
-__all__ = [
-    "Lines",
-    "Problems",
-    "YAMLFile",
-    "error_field",
-    "first_error",
-    "rule_error",
-    "load_yaml",
-    "peek_yaml",
-    "read_config",
-    "read_yaml",
-    "parse_yaml",
-    "parse_yaml_text",
-    "read_utf8",
-    "validation_problems",
-    "yaml_lines",
-    "yaml_problem",
-]
+from .errors import Problem, Severity, WorkbenchError, problem, refusal
 
 Path_ = tuple[Any, ...]
 """A path into a parsed document: mapping keys and sequence indexes, outermost first."""
@@ -349,16 +325,9 @@ def validation_problems(
         if expanded is not None:
             out += expanded
             continue
-        out.append(
-            Problem(
-                location=where,
-                code=code if isinstance(code, str) else code(err),
-                message=message(err, dotted) if message else f"{dotted}: {err['msg']}",
-                fix=fix if isinstance(fix, str) else fix(err),
-                case_id=case_id,
-                severity=severity,
-            )
-        )
+        what = message(err, dotted) if message else f"{dotted}: {err['msg']}"
+        kind, how = (x if isinstance(x, str) else x(err) for x in (code, fix))
+        out.append(problem(where, kind, what, how, case_id, severity=severity))
     return out
 
 
@@ -376,16 +345,7 @@ class Problems(list[Problem]):
         severity: Severity = "error",
     ) -> None:
         """Record one problem."""
-        self.append(
-            Problem(
-                location=location,
-                code=code,
-                message=message,
-                fix=fix,
-                case_id=case_id,
-                severity=severity,
-            )
-        )
+        self.append(problem(location, code, message, fix, case_id, severity=severity))
 
     def raise_if_any(self, summary: str) -> None:
         """Raise one :class:`WorkbenchError` listing every problem, if there are any."""

@@ -1,10 +1,6 @@
 """Locked reports: one lock format (:class:`Lock`, ``lock.json``) and one verification for every
-kind (certification, migration, review re-evaluation, ranking run, noise run).
-
-The lock records the sha256 of every file but itself (:func:`hash_tree`), named evidence hashes, the
-outcome and blockers, the chain, and ``lock_sha256`` over its canonical JSON (optionally signed).
-:func:`verify_lock` checks the lock, the files, the payloads and the signature, then the checks of
-its kind (:data:`KIND_CHECKS`); it never raises for bad content."""
+kind; :func:`verify_lock` checks the lock, files, payloads, signature and its kind's checks, and
+never raises for bad content."""
 
 from __future__ import annotations
 
@@ -66,16 +62,9 @@ UNSIGNED = (
 )
 _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "kind": "certification",
-    "baseline": None,
-    "baseline_fingerprint": None,
-    "resumes": None,
-    "migration": None,
-    "requested_authority": None,
-    "grant": None,
-    "last_certified": None,
-    "payloads": None,
-    "policy_file": None,
-    "provenance": None,
+    **dict.fromkeys(("baseline", "baseline_fingerprint", "resumes", "migration"), None),
+    **dict.fromkeys(("requested_authority", "grant", "last_certified", "payloads"), None),
+    **dict.fromkeys(("policy_file", "provenance"), None),
 }
 """Fields added to lock format 2 later: a lock without them dumps, and hashes, as before."""
 
@@ -243,13 +232,9 @@ def lock_run(
     """Lock a run directory (a ranking or noise run); refused when it is already locked."""
     root = Path(run_dir)
     if (root / LOCK_FILE).exists() or any((root / name).exists() for name in RETIRED_LOCKS):
-        raise refusal(
-            "already locked",
-            str(root / LOCK_FILE),
-            "run_locked",
-            "the run is already locked",
-            "use a new --out directory for a new run",
-        )
+        message = "the run is already locked"
+        fix = "use a new --out directory for a new run"
+        raise refusal("already locked", str(root / LOCK_FILE), "run_locked", message, fix)
     lock = Lock(
         kind=kind,
         report_id=f"{kind}/{candidate}/{subject}",
@@ -340,20 +325,13 @@ class Verification:
         self.checks.setdefault(check, note)
 
     def to_json(self) -> dict[str, Any]:
+        names: tuple[str, ...] = ("kind", "report_id", "verified", "status", "intact")
+        names += ("unverified", "outcome", "lock_sha256", "files", "checks", "signature")
+        problems = [p.model_dump(mode="json") for p in self.problems]
         return {
             "path": str(self.path),
-            "kind": self.kind,
-            "report_id": self.report_id,
-            "verified": self.verified,
-            "status": self.status,
-            "intact": self.intact,
-            "unverified": self.unverified,
-            "outcome": self.outcome,
-            "lock_sha256": self.lock_sha256,
-            "files": self.files,
-            "checks": self.checks,
-            "signature": self.signature,
-            "problems": [p.model_dump(mode="json") for p in self.problems],
+            **{n: getattr(self, n) for n in names},
+            "problems": problems,
         }
 
 
@@ -372,13 +350,9 @@ def verify_lock(
     result.kind, result.report_id, result.outcome = lock.kind, lock.report_id, lock.outcome
     result.lock_sha256, result.files = lock.lock_sha256, len(lock.files)
     if lock.content_sha256() != lock.lock_sha256:
-        result.fail(
-            "lock",
-            root / LOCK_FILE,
-            "lock_changed",
-            "lock.json was modified: its content no longer matches lock_sha256",
-            "restore lock.json; a lock is never edited",
-        )
+        message = "lock.json was modified: its content no longer matches lock_sha256"
+        fix = "restore lock.json; a lock is never edited"
+        result.fail("lock", root / LOCK_FILE, "lock_changed", message, fix)
     result.ok("lock")
     check_files(root, lock, result)
     if lock.payloads is not None:
@@ -411,23 +385,19 @@ def _read_for_verification(root: Path, result: Verification) -> Lock | None:
             " with --lock",
         )
     elif not lock_path.is_file() and (root / STARTED_FILE).is_file():
-        result.fail(
-            "lock",
-            lock_path,
-            "report_unlocked",
+        message = (
             "this certification never finished (it was aborted, or is still running): there is"
-            " no lock to verify",
-            "see `workbench reports`; certify again to get a locked report",
+            " no lock to verify"
         )
+        fix = "see `workbench reports`; certify again to get a locked report"
+        result.fail("lock", lock_path, "report_unlocked", message, fix)
     elif not lock_path.is_file():
-        result.fail(
-            "lock",
-            lock_path,
-            "lock_missing",
-            "the directory has no lock.json",
+        message = "the directory has no lock.json"
+        fix = (
             "point at a report directory written by `workbench certify`, or a run locked with"
-            " --lock",
+            " --lock"
         )
+        result.fail("lock", lock_path, "lock_missing", message, fix)
     else:
         try:
             return read_lock(root)
@@ -436,13 +406,9 @@ def _read_for_verification(root: Path, result: Verification) -> Lock | None:
             result.fail("lock", lock_path, newer.code, newer.message, newer.fix)
         except (ValueError, OSError, RecursionError, UnicodeDecodeError) as exc:
             first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-            result.fail(
-                "lock",
-                lock_path,
-                "lock_unreadable",
-                f"lock.json cannot be read ({first})",
-                "the lock was altered; restore the report from its original copy",
-            )
+            message = f"lock.json cannot be read ({first})"
+            fix = "the lock was altered; restore the report from its original copy"
+            result.fail("lock", lock_path, "lock_unreadable", message, fix)
     return None
 
 
@@ -457,13 +423,9 @@ def check_files(root: Path, lock: Lock, result: Verification) -> None:
                 "files", root / rel, "file_changed", "the file changed after the report was locked"
             )
     for rel in sorted(set(actual) - set(lock.files)):
-        result.fail(
-            "files",
-            root / rel,
-            "file_added",
-            "a file was added after the report was locked",
-            "remove it; locked reports are immutable",
-        )
+        message = "a file was added after the report was locked"
+        fix = "remove it; locked reports are immutable"
+        result.fail("files", root / rel, "file_added", message, fix)
     result.ok("files")
 
 
@@ -496,13 +458,9 @@ def check_payloads(root: Path, payloads: dict[str, str], result: Verification) -
         target = root / rel
         if target.is_file():
             if sha256_file(target) != digest:
-                result.fail(
-                    "payloads",
-                    target,
-                    "payload_changed",
-                    "the payload no longer matches its recorded sha256",
-                    "restore the payload or let it be pruned; payloads are never edited",
-                )
+                message = "the payload no longer matches its recorded sha256"
+                fix = "restore the payload or let it be pruned; payloads are never edited"
+                result.fail("payloads", target, "payload_changed", message, fix)
         else:
             _check_pruned(target, pruned.get(rel), digest, result)
     result.ok("payloads", "ok (present with their hash, or pruned after their expiry)")
@@ -512,26 +470,18 @@ def _check_pruned(
     target: Path, row: dict[str, Any] | None, digest: str, result: Verification
 ) -> None:
     if row is None or row.get("payload_sha256") != digest:
-        result.fail(
-            "payloads",
-            target,
-            "payload_missing",
-            "a payload is missing and the prune log does not record its deletion",
-            "restore the payload; only `workbench prune` removes payloads, after their expiry",
-        )
+        message = "a payload is missing and the prune log does not record its deletion"
+        fix = "restore the payload; only `workbench prune` removes payloads, after their expiry"
+        result.fail("payloads", target, "payload_missing", message, fix)
         return
     try:
         early = datetime.fromisoformat(row["pruned_at"]) < datetime.fromisoformat(row["expired_at"])
     except (KeyError, TypeError, ValueError):
         early = True
     if early:
-        result.fail(
-            "payloads",
-            target,
-            "payload_pruned_early",
-            "the prune log records a deletion before the payload's declared expiry",
-            "payloads are kept for their declared retention; restore it",
-        )
+        message = "the prune log records a deletion before the payload's declared expiry"
+        fix = "payloads are kept for their declared retention; restore it"
+        result.fail("payloads", target, "payload_pruned_early", message, fix)
 
 
 def check_lock_signature(
@@ -542,13 +492,9 @@ def check_lock_signature(
         if trusted is None:
             result.checks["signature"] = "unsigned"
             return
-        result.fail(
-            "signature",
-            LOCK_FILE,
-            "unsigned",
-            "the lock is unsigned, so it cannot be checked against the trusted keys",
-            "ask for a report locked with --sign KEY",
-        )
+        message = "the lock is unsigned, so it cannot be checked against the trusted keys"
+        fix = "ask for a report locked with --sign KEY"
+        result.fail("signature", LOCK_FILE, "unsigned", message, fix)
         return
     status, detail = check_signature(lock.signature, lock.lock_sha256, trusted)
     result.signature = detail

@@ -1,9 +1,5 @@
-"""One base for every record the workbench writes and reads back, and one version gate.
-
-A :class:`Record` is a frozen pydantic model refusing unknown keys (:class:`LooseRecord` ignores
-them); each field's docstring is its documentation. A record newer than
-:attr:`Record.SCHEMA_VERSION` is refused in one place, :meth:`Record._refuse_newer`.
-:func:`read_log` and :func:`append_to_log` read and append the JSON Lines logs kept beside the
+"""One base for every record the workbench writes and reads back (frozen, unknown keys refused,
+each field documented by its docstring), one version gate, and the JSON Lines logs beside the
 gold."""
 
 from __future__ import annotations
@@ -17,17 +13,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ._docs import add_field_docs
 from ._io import AppendOnlyLog, JSONRecordError, check_json, iter_jsonl_lines, max_document_bytes
 from .errors import Problem, WorkbenchError, problem
-
-__all__ = [
-    "LooseRecord",
-    "Record",
-    "SchemaTooNew",
-    "append_to_log",
-    "newer_version_problem",
-    "read_log",
-    "schema_too_new",
-    "version_problem",
-]
 
 SCHEMA_TOO_NEW = "schema_version_newer"
 """The code of the problem a record from a newer workbench gets (the code the hand-written

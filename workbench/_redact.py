@@ -1,9 +1,5 @@
-"""Secrets never reach a record: redaction of provider text, and detection of secrets in specs.
-
-:func:`redact` replaces with :data:`REDACTED` known secret values and their common encodings
-(:func:`encoded_forms`), credential headers and fields, ``Bearer``/``Basic`` credentials,
-``sk-...`` tokens, and URL user information and key-like query parameters. :func:`find_secrets`
-finds the same shapes, plus credential-named fields, in a candidate spec."""
+"""Secrets never reach a record: redaction of provider text (:func:`redact`), and detection of
+secrets in specs (:func:`find_secrets`)."""
 
 from __future__ import annotations
 
@@ -183,7 +179,6 @@ class Searchable:
 
 
 def _canonical(text: str) -> str:
-    """``text`` as :class:`Searchable` compares it."""
     from urllib.parse import unquote
 
     text = unquote(text, errors="replace") if "%" in text else text
@@ -229,7 +224,6 @@ def _credential_like(name: str, value: str) -> bool:
 
 
 def _strings(value: Any) -> Iterator[str]:
-    """Every string of a JSON value, keys included."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):

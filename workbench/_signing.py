@@ -1,9 +1,6 @@
 """Ed25519 signatures on report locks (``certify --sign KEY``, ``verify --trust FILE``): proof
-that a lock is the one the key holder produced, which hashes alone cannot give.
-
-The signed message is ``b"workbench-lock-v1\n" + lock_sha256``. Private keys are OpenSSH or PEM
-(PKCS#8; passphrase in ``$WORKBENCH_SIGNING_PASSPHRASE``); a trust file lists one OpenSSH public
-key per line (blank lines and ``#`` comments ignored)."""
+that a lock is the one the key holder produced. The signed message is
+``b"workbench-lock-v1\n" + lock_sha256``."""
 
 from __future__ import annotations
 
@@ -118,19 +115,12 @@ def load_signer(path: str | Path) -> Signer:
                 " format"
             )
         )
-        raise _problem(
-            loc,
-            "signing_key_invalid",
-            f"not a readable private key ({errors[0][:100] if errors else 'unknown format'})",
-            fix,
-        )
+        message = f"not a readable private key ({errors[0][:100] if errors else 'unknown format'})"
+        raise _problem(loc, "signing_key_invalid", message, fix)
     if not isinstance(key, Ed25519PrivateKey):
-        raise _problem(
-            loc,
-            "signing_key_not_ed25519",
-            f"the key is {type(key).__name__.replace('_', '')}, not Ed25519",
-            "create an Ed25519 key: ssh-keygen -t ed25519 -f KEY",
-        )
+        message = f"the key is {type(key).__name__.replace('_', '')}, not Ed25519"
+        fix = "create an Ed25519 key: ssh-keygen -t ed25519 -f KEY"
+        raise _problem(loc, "signing_key_not_ed25519", message, fix)
     public = (
         key.public_key()
         .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
@@ -170,13 +160,9 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
     if problems:
         raise WorkbenchError("trust file refused", problems)
     if not keys:
-        raise _refused(
-            "trust file refused",
-            str(trust_path),
-            "trust_empty",
-            "the trust file lists no key",
-            "add the certifying team's Ed25519 public keys, one per line",
-        )
+        message = "the trust file lists no key"
+        fix = "add the certifying team's Ed25519 public keys, one per line"
+        raise _refused("trust file refused", str(trust_path), "trust_empty", message, fix)
     return keys
 
 
@@ -192,12 +178,9 @@ def _trusted_key(line: str, where: str) -> tuple[Any, Problem | None]:
         fix = "write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)"
         return None, problem(where, "trust_invalid", "not an OpenSSH public key line", fix)
     if not isinstance(key, Ed25519PublicKey):
-        return None, problem(
-            where,
-            "trust_not_ed25519",
-            f"{parts[0]} key: only Ed25519 keys sign locks",
-            "list the Ed25519 public keys of the certifying team",
-        )
+        message = f"{parts[0]} key: only Ed25519 keys sign locks"
+        fix = "list the Ed25519 public keys of the certifying team"
+        return None, problem(where, "trust_not_ed25519", message, fix)
     return key, None
 
 

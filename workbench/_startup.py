@@ -1,9 +1,5 @@
-"""jsonschema's IRI grammar, built on first use instead of at import.
-
-Importing ``rfc3987_syntax`` (jsonschema's ``iri`` format check, when installed) builds its
-grammar: about a second per process, for formats nbformat and Vega-Lite never use.
-:func:`defer_rfc3987_syntax` puts a stand-in under that name that loads the real package on first
-use. ``WORKBENCH_DEFER_IRI_GRAMMAR=0`` turns it off."""
+"""jsonschema's IRI grammar (``rfc3987_syntax``, about a second per process), built on first use
+instead of at import; ``WORKBENCH_DEFER_IRI_GRAMMAR=0`` turns it off."""
 
 from __future__ import annotations
 

@@ -62,10 +62,17 @@ def errors_only(problems: Iterable[Problem]) -> list[Problem]:
 
 
 def problem(
-    location: str, code: str, message: str, fix: str, case_id: str | None = None
+    location: str,
+    code: str,
+    message: str,
+    fix: str,
+    case_id: str | None = None,
+    *,
+    severity: Severity = "error",
 ) -> Problem:
     """A :class:`Problem` from its fields in order (what most checks build)."""
-    return Problem(location=location, code=code, message=message, fix=fix, case_id=case_id)
+    fields = {"location": location, "code": code, "message": message, "fix": fix}
+    return Problem(**fields, case_id=case_id, severity=severity)
 
 
 def refusal(summary: str, location: str, code: str, message: str, fix: str) -> WorkbenchError:

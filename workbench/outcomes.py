@@ -1,15 +1,5 @@
-"""The one table of outcomes and process exit codes (the README's table is checked against it).
-
-====  ===================================================================================== exit
-outcomes ====
-===================================================================================== 0
-``certified``, ``passed``, ``complete`` 1     ``quality_failed``, ``failed`` 2
-``invalid_input``, ``contract_problems`` 3     ``evaluation_incomplete``, ``incomplete`` 4
-``review_required`` 5     ``evaluator_errors`` 6     ``would_certify`` (advisory) ====
-=====================================================================================
-
-:func:`outcome_of` turns blocker categories into an outcome. A plain module: the CLI imports it
-at start."""
+"""The one table of outcomes and process exit codes (the README's table is checked against it);
+a plain module: the CLI imports it at start."""
 
 from __future__ import annotations
 

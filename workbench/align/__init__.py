@@ -24,33 +24,9 @@ from ._report import (
     has_pass_fail_view,
 )
 
-__all__ = [
-    "CASE_COLUMNS",
-    "Evidence",
-    "flagged_cases",
-    "join_cases",
-    "read_evidence",
-    "GoldChange",
-    "Lineage",
-    "align_results",
-    "check_lineage",
-    "check_results_file",
-    "lineage_problems",
-    "read_run_manifest",
-    "require_comparable",
-    "resolve_partition",
-    "ERROR_COLUMN",
-    "MISSING_COLUMN",
-    "AlignmentReport",
-    "Join",
-    "JoinedCase",
-    "OrdinalAlignment",
-    "SliceAlignment",
-    "align",
-    "alignment_report",
-    "classify",
-    "empty_slice",
-    "format_report",
-    "has_pass_fail_view",
-    "join_results",
-]
+__all__ = ["CASE_COLUMNS", "Evidence", "flagged_cases", "join_cases", "read_evidence", "GoldChange"]
+__all__ += ["Lineage", "align_results", "check_lineage", "check_results_file", "lineage_problems"]
+__all__ += ["read_run_manifest", "require_comparable", "resolve_partition", "ERROR_COLUMN"]
+__all__ += ["MISSING_COLUMN", "AlignmentReport", "Join", "JoinedCase", "OrdinalAlignment"]
+__all__ += ["SliceAlignment", "align", "alignment_report", "classify", "empty_slice"]
+__all__ += ["format_report", "has_pass_fail_view", "join_results"]

@@ -39,24 +39,9 @@ if TYPE_CHECKING:
     from ._lineage import Lineage
 
 CASE_COLUMNS = (
-    "row",
-    "case_id",
-    "slice",
-    "partition",
-    "human_label",
-    "outcome",
-    "judge_label",
-    "error_class",
-    "error_kind",
-    "reason",
-    "attempts",
-    "calls",
-    "cost_usd",
-    "tokens_in",
-    "tokens_out",
-    "shard",
-    "line",
-    "group",
+    ("row", "case_id", "slice", "partition", "human_label", "outcome", "judge_label")
+    + ("error_class", "error_kind", "reason", "attempts", "calls", "cost_usd", "tokens_in")
+    + ("tokens_out", "shard", "line", "group")
 )
 """The cases in scope in the gold file's order: ``row`` in the gold index (null when not given),
 ``reason`` of a verdict or an error, ``attempts`` of the analysed repeat, ``calls`` not reused
@@ -84,16 +69,10 @@ def join_cases(join: Join, index: GoldIndex | None = None) -> pa.Table:
         for name in CASE_COLUMNS[2:10]
     }
     usage = [join.usage.get(c.case_id, _NO_USAGE) for c in cases]
+    i64 = pa.int64()
+    kinds = {"calls": i64, "cost_usd": pa.float64(), "tokens_in": i64, "tokens_out": i64}
     numbers = {
-        name: pa.array([u[i] for u in usage], kind)
-        for i, (name, kind) in enumerate(
-            [
-                ("calls", pa.int64()),
-                ("cost_usd", pa.float64()),
-                ("tokens_in", pa.int64()),
-                ("tokens_out", pa.int64()),
-            ]
-        )
+        name: pa.array([u[i] for u in usage], kind) for i, (name, kind) in enumerate(kinds.items())
     }
     return pa.table(
         {

@@ -1,9 +1,6 @@
-"""Evidence as columnar joins and counts (Arrow compute, numpy over row numbers).
-
-:func:`evidence_columnar` builds the cases in scope the per-record join builds, for input that
-passes every check, and returns None (the caller runs the per-record path) when the results break
-the contract or a join rule, or come from a sampled run. Results are joined to the gold by
-integer row numbers, so no per-result Python object is built."""
+"""Evidence as columnar joins and counts (Arrow compute, numpy over gold row numbers): the cases
+the per-record join builds, or None (the caller runs the per-record path) for input it cannot
+vouch for."""
 
 from __future__ import annotations
 
@@ -153,7 +150,7 @@ def _all(mask: Any) -> bool:
     """True when every value is true (and for no values at all)."""
     import pyarrow.compute as pc
 
-    return not bool(pc.any(pc.invert(mask)).as_py())
+    return not _any(pc.invert(mask))
 
 
 def _duplicates_or_late_attempts(

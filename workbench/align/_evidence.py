@@ -1,9 +1,5 @@
-"""One way to read evidence: judge results joined to their gold, once, for every analysis.
-
-:func:`read_evidence` reads the gold's cached columnar index and the results through the columnar
-reader; input that path cannot vouch for goes through the per-record join
-(:func:`~workbench.align.align_results`), which names every problem. Both give the same cases
-table and one computation makes the report (:mod:`workbench.align._cases`)."""
+"""One way to read evidence: judge results joined to their gold, once, for every analysis
+(columnar when it can vouch for the input, else the per-record join, which names every problem)."""
 
 from __future__ import annotations
 

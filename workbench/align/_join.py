@@ -1,10 +1,6 @@
-"""Joining judge results to gold cases, refusing anything that would make the comparison a lie.
-
-The join refuses (:class:`~workbench.errors.WorkbenchError`, every problem): duplicate results
-for a case, repeat and attempt; any attempt after a verdict; unknown or superseded cases;
-response-hash or partition mismatches; more than one judge fingerprint; verdicts outside the
-rubric's vocabulary. A gold case without a result is *missing* (never a fail), unless a declared
-sampling plan left it out (``Join.sampled_out``)."""
+"""Joining judge results to gold cases, refusing anything that would make the comparison a lie
+(every problem at once). A gold case without a result is *missing* (never a fail), unless a
+declared sampling plan left it out."""
 
 from __future__ import annotations
 
@@ -55,7 +51,6 @@ class JoinedCase:
     outcome: Outcome
     judge_label: str | None
     error_class: ErrorClass
-    """aligned, false_pass, false_fail, disagreement (any other mismatch), error or missing."""
     error_kind: str | None
     reason: str | None
     attempts: int
@@ -75,26 +70,20 @@ class Join:
     judge_fingerprint: str | None
     cases: tuple[JoinedCase, ...]
     excluded_other_partition: int
-    """Results skipped because their case is outside the requested partition."""
     other_repeats: int
-    """Results skipped because they belong to another repeat index."""
     superseded_attempts: int
     """Earlier attempts replaced by a later retry of the same case."""
     results_read: int
     lineage: Lineage | None = None
-    """The lineage check (:func:`~workbench.align.align_results`); None when the join was
-    built without one, which comparisons of runs refuse."""
+    """The lineage check; None when the join was built without one (comparisons refuse it)."""
     sampled_out: tuple[str, ...] = ()
-    """Cases of the partition a declared sampling plan left out (and without a result): out
-    of scope, in no count. Empty without a plan."""
+    """Cases a declared sampling plan left out (without a result): out of scope, in no count."""
     sampling_plan_sha256: str | None = None
-    """The declared plan they were left out under."""
     sampling_rejected: str | None = None
-    """Why the run manifest's sampling plan was not accepted (its cases then count as
-    missing), or None."""
+    """Why the run manifest's sampling plan was not accepted (its cases then count as missing)."""
     usage: Mapping[str, tuple[int, float, int, int, int]] = field(default_factory=dict)
-    """Per case in scope with results of the analysed repeat: (calls, cost USD, tokens in,
-    tokens out, cached attempts), over every attempt (retries included)."""
+    """Per case in scope: (calls, cost USD, tokens in, tokens out, cached attempts), retries
+    included."""
 
 
 PassFail = Literal["pass", "fail"] | None
@@ -136,9 +125,9 @@ def join_results(
     location: str = "results",
     sampled_out: Collection[str] = (),
 ) -> Join:
-    """Join results to the dataset's active cases; refuse inconsistent input (module doc).
-    ``results`` may interleave :class:`~workbench.errors.Problem` items (bad lines), reported
-    with the join's refusals; ``sampled_out``: case ids a declared plan left out."""
+    """Join results to the dataset's active cases, refusing duplicates, late attempts, foreign
+    or superseded cases, mixed judges and labels outside the vocabulary together with the
+    :class:`~workbench.errors.Problem` items ``results`` may interleave."""
     scope = partition_name(partition) if partition is not None else None
     fold = _Fold(dataset, scope, repeat, location)
     add = fold.add
@@ -219,7 +208,6 @@ class _Fold:
             self._count(r, item.line)
 
     def _refusal(self, item: ResultLine, gold: GoldCase | None) -> Problem | None:
-        """Why the result cannot be joined, or None."""
         r = item.result
         where = f"{item.source or self.location}:{item.line}"
         mismatch = check_against_gold(r, gold, self.dataset, where, _ALIGN_FIXES)

@@ -1,10 +1,6 @@
-"""Lineage: results meet only the gold they were produced against.
-
-Every join of results with gold goes through :func:`align_results`, which checks the results'
-lineage (the run manifest beside them, else the ``dataset_sha256`` and ``rubric_version`` each
-result carries): none, mixed, or another run's manifest is refused; a different dataset hash or
-rubric version is refused with the cases that changed, unless ``allow_gold_change``, which marks
-the join not comparable."""
+"""Lineage: results meet only the gold they were produced against (the run manifest beside
+them, else the lineage each result carries); a changed gold is refused with the cases that
+changed, unless ``allow_gold_change`` marks the join not comparable."""
 
 from __future__ import annotations
 
@@ -104,6 +100,33 @@ class _Observer:
                 case_ids.add(r.case_id)
             yield item
         self.read = sum(lineages.values())
+
+    def check(
+        self,
+        dataset: GoldDataset,
+        manifest: RunManifest | None,
+        manifest_path: Path | None,
+        allow_gold_change: bool,
+        location: str,
+        extra: Iterable[Problem] = (),
+    ) -> Lineage:
+        """The lineage of what was watched; refused (with ``extra`` after) when it does not hold."""
+        lineage, problems = check_lineage(
+            dataset,
+            lineages=self.lineages,
+            run_ids=self.run_ids,
+            case_ids=self.case_ids,
+            manifest=manifest,
+            manifest_path=manifest_path,
+            allow_gold_change=allow_gold_change,
+        )
+        if problems:
+            raise WorkbenchError(
+                f"{location}: refusing to compare: the results were not produced against this"
+                f" gold ({len(problems)} problem(s))",
+                [*problems, *extra],
+            )
+        return lineage
 
 
 def manifest_path_for(results: str | Path) -> Path:
@@ -228,7 +251,6 @@ def check_lineage(
 
 
 def _manifest_mismatch(manifest: RunManifest, run_ids: set[str], at: str) -> Problem | None:
-    """The run manifest beside the results is another run's."""
     if not run_ids or run_ids <= {manifest.run_id}:
         return None
     others = sorted(run_ids - {manifest.run_id})
@@ -248,7 +270,6 @@ def _mixed_lineages(
     carried: list[tuple[str | None, str | None]],
     loc: str,
 ) -> list[Problem]:
-    """The results carry more than one gold lineage."""
     if len(carried) <= 1:
         return []
     listing = "; ".join(
@@ -361,33 +382,20 @@ def _reference_hashes(
 def _changes(dataset: GoldDataset, reference: dict[str, dict[str, str]]) -> list[GoldChange]:
     by_id = {r.case_id: r for r in dataset.records}
     out: list[GoldChange] = []
+    since = "since the results were produced"
     for case_id in sorted(reference):
         record = by_id.get(case_id)
         if record is None:
-            out.append(
-                GoldChange(
-                    case_id=case_id,
-                    changes=["removed"],
-                    detail="removed from the gold since the results were produced",
-                )
-            )
-            continue
-        if case_id in dataset.superseded_by:
-            out.append(
-                GoldChange(
-                    case_id=case_id,
-                    changes=["superseded"],
-                    detail=(
-                        f"superseded by {dataset.latest_id(case_id)!r} since the results were"
-                        " produced"
-                    ),
-                )
-            )
-            continue
-        changed = changed_fields(reference[case_id], case_hashes(record))
-        groups = [g for g in changed if g != "rubric"]
+            groups, detail = ["removed"], f"removed from the gold {since}"
+        elif case_id in dataset.superseded_by:
+            groups = ["superseded"]
+            detail = f"superseded by {dataset.latest_id(case_id)!r} {since}"
+        else:
+            changed = changed_fields(reference[case_id], case_hashes(record))
+            groups = [g for g in changed if g != "rubric"]
+            detail = describe(groups)
         if groups:
-            out.append(GoldChange(case_id=case_id, changes=groups, detail=describe(groups)))
+            out.append(GoldChange(case_id=case_id, changes=groups, detail=detail))
     return out
 
 
@@ -434,22 +442,14 @@ def align_results(
         )
     except WorkbenchError as exc:
         join_error = exc
-    lineage, problems = check_lineage(
+    lineage = observer.check(
         dataset,
-        lineages=observer.lineages,
-        run_ids=observer.run_ids,
-        case_ids=observer.case_ids,
-        manifest=manifest,
-        manifest_path=manifest_file,
-        allow_gold_change=allow_gold_change,
+        manifest,
+        manifest_file,
+        allow_gold_change,
+        location,
+        join_error.problems if join_error is not None else [],
     )
-    if problems:
-        extra = join_error.problems if join_error is not None else []
-        raise WorkbenchError(
-            f"{location}: refusing to compare: the results were not produced against this gold"
-            f" ({len(problems)} problem(s))",
-            [*problems, *extra],
-        )
     if join_error is not None:
         raise join_error
     assert join is not None
@@ -481,15 +481,11 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
     changed = (
         ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
     )
-    return [
-        problem(
-            where,
-            "gold_changed",
-            f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
-            f" changed: {changed}",
-            FIX_CHANGED,
-        )
-    ]
+    message = (
+        f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
+        f" changed: {changed}"
+    )
+    return [problem(where, "gold_changed", message, FIX_CHANGED)]
 
 
 def require_comparable(join: Join, *, where: str, allow_forced: bool = False) -> None:
@@ -510,19 +506,7 @@ def check_results_file(
     observer = _Observer()
     for _ in observer.watch(scan_results(results)):
         pass
-    lineage, problems = check_lineage(
-        dataset,
-        lineages=observer.lineages,
-        run_ids=observer.run_ids,
-        case_ids=observer.case_ids,
-        manifest=read_run_manifest(results),
-        manifest_path=manifest_path_for(results),
-        allow_gold_change=allow_gold_change,
+    manifest = read_run_manifest(results)
+    return observer.check(
+        dataset, manifest, manifest_path_for(results), allow_gold_change, str(results)
     )
-    if problems:
-        raise WorkbenchError(
-            f"{results}: refusing to compare: the results were not produced against this gold"
-            f" ({len(problems)} problem(s))",
-            problems,
-        )
-    return lineage

@@ -55,16 +55,11 @@ def _slice_row(s: SliceAlignment) -> list[str]:
     ]
 
 
-_SLICE_HEADER = [
-    "slice",
-    "aligned [95% CI]",
-    "FP rate [95% CI]",
-    "FF rate [95% CI]",
-    "kappa",
-    "coverage",
-    "n",
-    "risk",
-]
+_SLICE_HEADER = (
+    ["slice", "aligned [95% CI]"]
+    + ["FP rate [95% CI]", "FF rate [95% CI]"]
+    + ["kappa", "coverage", "n", "risk"]
+)
 
 
 def _rate(k: int, n: int) -> str:
@@ -88,17 +83,11 @@ def _ordinal_row(s: SliceAlignment) -> list[str]:
     ]
 
 
-_ORDINAL_HEADER = [
-    "slice",
-    "pairs",
-    "kappa linear",
-    "kappa quadratic",
-    "MAE",
-    "exact",
-    "within one",
-    "judge higher",
-    "judge lower",
-]
+_ORDINAL_HEADER = (
+    ["slice", "pairs", "kappa linear"]
+    + ["kappa quadratic", "MAE", "exact"]
+    + ["within one", "judge higher", "judge lower"]
+)
 
 
 def slice_table(report: AlignmentReport) -> list[str]:

@@ -1,8 +1,5 @@
-"""Alignment statistics: confusion table and per-slice error rates, always with denominators.
-
-The report's records and text; the figures are computed from the cases in scope
-(:func:`~workbench.align._cases.cases_report`). ``workbench align --json`` dumps
-:class:`AlignmentReport` (``docs/formats.md#alignment-report``)."""
+"""The alignment report's records and text (``workbench align``, ``--json``:
+docs/formats.md#alignment-report): confusion and per-slice error rates, with denominators."""
 
 from __future__ import annotations
 
@@ -206,7 +203,6 @@ class AlignmentReport(_Model):
     costs: list[SliceCost] = []
     """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
     rank), max (``workbench.results._costs``; cached verdicts left out)."""
-    """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
     def slice_frame(self) -> Any:
         """The per-slice table as a pandas DataFrame (one row per slice plus ``(all)``); FP and
@@ -306,13 +302,7 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
         return ["lineage:    not checked"]
     if lineage.source == "no_results":
         return ["lineage:    no results to check"]
-    where = (
-        "run manifest"
-        if lineage.source == "run_manifest"
-        else "results"
-        if lineage.source == "results"
-        else "nothing"
-    )
+    where = {"run_manifest": "run manifest", "results": "results"}.get(lineage.source, "nothing")
     release = lineage.results_release or "not frozen"
     if lineage.comparable:
         return [
@@ -324,30 +314,21 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
         " gate will not certify this"
     ]
     lines += [f"  - {reason}" for reason in lineage.problems]
-    for change in lineage.gold_changes:
-        lines.append(f"  - case {change.case_id}: {change.detail}")
-    return lines
+    return lines + [f"  - case {c.case_id}: {c.detail}" for c in lineage.gold_changes]
 
 
 def _pass_fail_text(report: AlignmentReport) -> str:
     if not report.pass_fail_view:
-        what = (
-            "the rubric declares no pass_labels"
-            if report.scale != "nominal"
-            else "the rubric declares no pass_label and fail_label"
-        )
+        what = "pass_labels" if report.scale != "nominal" else "pass_label and fail_label"
         return (
-            f"none ({what}): false passes and false fails are not counted, and the gate will not"
-            " certify (no_pass_fail_view)"
+            f"none (the rubric declares no {what}): false passes and false fails are not counted,"
+            " and the gate will not certify (no_pass_fail_view)"
         )
+    neither = f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
     if report.pass_labels is not None:
         fails = [label for label in report.scale_labels or [] if label not in report.pass_labels]
-        return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}" + (
-            f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
-        )
-    return f"pass = {report.pass_label}; fail = {report.fail_label}" + (
-        f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
-    )
+        return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}{neither}"
+    return f"pass = {report.pass_label}; fail = {report.fail_label}{neither}"
 
 
 def format_report(report: AlignmentReport, *, wide: bool = False) -> str:
@@ -403,33 +384,20 @@ def _header_lines(report: AlignmentReport) -> list[str]:
         if report.judge and report.judge_fingerprint
         else "(no results)"
     )
+    o, missing = report.overall, len(report.missing_case_ids)
+    note = _PARTITION_NOTE.get(report.partition_source or "", "")
     lines = [
         f"judge:      {judge}",
-        (
-            f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
-            f" {report.rubric_version})"
-        ),
-        (
-            "partition: "
-            f" {report.partition or 'all'}{_PARTITION_NOTE.get(report.partition_source or '', '')} "
-            f"   repeat: {report.repeat}"
-        ),
+        f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
+        f" {report.rubric_version})",
+        f"partition:  {report.partition or 'all'}{note}    repeat: {report.repeat}",
         *lineage_lines(report),
         f"status:     {report.status.upper()}"
-        + (
-            f" - {len(report.missing_case_ids)} case(s) have no result; this is not a pass"
-            if report.missing_case_ids
-            else ""
-        ),
-        (
-            f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts"
-            f" ({report.overall.decided} decided, {report.overall.abstentions} abstentions),"
-            f" {report.overall.errors} evaluator errors, {report.overall.missing} missing"
-        ),
-        (
-            f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope;"
-            " abstentions, errors and missing results are not decided)"
-        ),
+        + (f" - {missing} case(s) have no result; this is not a pass" if missing else ""),
+        f"cases:      {o.n} in scope, {o.verdicts} verdicts ({o.decided} decided,"
+        f" {o.abstentions} abstentions), {o.errors} evaluator errors, {o.missing} missing",
+        f"coverage:   {_coverage_text(o)} (decided verdicts / cases in scope; abstentions,"
+        " errors and missing results are not decided)",
     ]
     if report.sampled_out_case_ids:
         by_slice = ", ".join(f"{s.slice} {s.sampled_out}" for s in report.slices if s.sampled_out)
@@ -533,31 +501,22 @@ def _narrow_table_lines(report: AlignmentReport) -> list[str]:
 def _tail_lines(report: AlignmentReport, wide: bool = True) -> list[str]:
     lines: list[str] = []
     if report.evaluator_errors:
-        lines.append("")
-        kinds = Counter(e.kind for e in report.evaluator_errors)
-        lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
-    if report.missing_case_ids:
-        shown = ", ".join(report.missing_case_ids[:10])
-        more = (
-            f" and {len(report.missing_case_ids) - 10} more"
-            if len(report.missing_case_ids) > 10
-            else ""
-        )
-        lines.append(f"Missing: {shown}{more}")
+        kinds = Counter(e.kind for e in report.evaluator_errors).most_common()
+        lines += ["", "Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds)]
+    missing = report.missing_case_ids
+    if missing:
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        lines.append(f"Missing: {', '.join(missing[:10])}{more}")
     if report.costs and report.costs[-1].cases:
-        lines.append("")
-        lines.append(
-            "Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries"
-            " included, cached verdicts left out):"
-        )
-        if wide:
-            lines.append(format_slice_costs(report.costs))
-        else:
-            from ._narrow import cost_table
+        from ._narrow import cost_table
 
-            lines[-1] = (
-                "Cost per judged case, by slice (median, p95 nearest rank, max; retries included,"
-                " cached verdicts left out; tokens in --wide and --json):"
-            )
-            lines.append(cost_table(report))
+        what, tokens = (
+            ("Cost and tokens", "") if wide else ("Cost", "; tokens in --wide and --json")
+        )
+        lines += [
+            "",
+            f"{what} per judged case, by slice (median, p95 nearest rank, max; retries included,"
+            f" cached verdicts left out{tokens}):",
+            format_slice_costs(report.costs) if wide else cost_table(report),
+        ]
     return lines

@@ -1,9 +1,5 @@
-"""Which cases a run's *declared* sampling plan left out, checked before anyone believes it.
-
-A case counts as sampled out only when the reader declared the plan (sha256 equal to the
-manifest's), the manifest's ``plan_sha256`` is the plan's own hash, the plan covers no held-out
-data and samples no critical slice, and re-drawing the plan leaves the case out too. Anything
-else stays *missing*."""
+"""Which cases a run's *declared* sampling plan left out, checked before anyone believes it:
+anything the checks cannot confirm stays *missing*."""
 
 from __future__ import annotations
 
@@ -24,34 +20,22 @@ def verified_sampled_out(
     plan = record.plan
     short = record.plan_sha256[:12]
     if record.plan_sha256 != plan.sha256():
-        return (
-            frozenset(),
-            None,
-            (
-                f"the run manifest's sampling plan does not match its recorded sha256 {short}: the"
-                " manifest was edited"
-            ),
+        return _rejected(
+            f"the run manifest's sampling plan does not match its recorded sha256 {short}: the"
+            " manifest was edited"
         )
     if declared is None:
-        return (
-            frozenset(),
-            None,
-            (
-                f"the run was drawn under sampling plan {short}, but no plan was declared to accept"
-                " it (the policy has no `sampling:`)"
-            ),
+        return _rejected(
+            f"the run was drawn under sampling plan {short}, but no plan was declared to accept"
+            " it (the policy has no `sampling:`)"
         )
     if declared.sha256() != record.plan_sha256:
-        return (
-            frozenset(),
-            None,
-            (
-                f"the run was drawn under sampling plan {short}, not under the declared plan"
-                f" {declared.sha256()[:12]}"
-            ),
+        return _rejected(
+            f"the run was drawn under sampling plan {short}, not under the declared plan"
+            f" {declared.sha256()[:12]}"
         )
     if manifest.partition == "held_out":
-        return frozenset(), None, "a sampling plan never applies to held-out data"
+        return _rejected("a sampling plan never applies to held-out data")
     risks = {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
     critical = [
         p.message
@@ -59,20 +43,19 @@ def verified_sampled_out(
         if p.code == "sampling_critical_sampled"
     ]
     if critical:
-        return frozenset(), None, critical[0]
+        return _rejected(critical[0])
     cases = dataset.partition(manifest.partition)
     redrawn = set(
         draw_sample(plan, [SampleCase(c.case_id, c.slice, c.group) for c in cases]).sampled_out
     )
     listed = set(record.sampled_out)
-    if not listed <= redrawn:
-        extra = sorted(listed - redrawn)
-        return (
-            frozenset(listed & redrawn),
-            record.plan_sha256,
-            (
-                f"the manifest lists {len(extra)} sampled-out case(s) the plan does not leave out"
-                f" when re-drawn ({', '.join(extra[:5])}): they count as missing"
-            ),
-        )
-    return frozenset(listed), record.plan_sha256, None
+    extra = sorted(listed - redrawn)
+    why = (
+        f"the manifest lists {len(extra)} sampled-out case(s) the plan does not leave out when"
+        f" re-drawn ({', '.join(extra[:5])}): they count as missing"
+    )
+    return frozenset(listed & redrawn), record.plan_sha256, why if extra else None
+
+
+def _rejected(why: str) -> tuple[frozenset[str], None, str]:
+    return frozenset(), None, why

@@ -23,29 +23,11 @@ from ._records import PARTITIONS, Adjudication, GoldCase, Partition, Review, Spa
 from ._release import FIELD_GROUPS, GoldLineage, case_hashes, freeze, gold_lineage, gold_snapshot
 from ._rubric import UNSET_RISK, Risk, Rubric, Scale, SliceSpec, load_rubric
 
-__all__ = [
-    "FIELD_GROUPS",
-    "RELEASES_FILE",
-    "GoldLineage",
-    "case_hashes",
-    "freeze",
-    "gold_lineage",
-    "gold_snapshot",
-    "normalize_text",
-    "partition_name",
-    "CARD_FIELDS",
-    "DISAGREEMENT_BASIS",
-    "GoldIndex",
-    "UNSET_RISK",
-    "gold_index",
-    "CARD_FILE",
-    "GOLD_FILE",
-    "PARTITIONS",
-    "RUBRIC_FILE",
-    "Adjudication",
-    "GoldCase",
-    "GoldDataset",
-    "Partition",
+__all__ = ["FIELD_GROUPS", "RELEASES_FILE", "GoldLineage", "case_hashes", "freeze", "gold_lineage"]
+__all__ += ["gold_snapshot", "normalize_text", "partition_name", "CARD_FIELDS"]
+__all__ += ["DISAGREEMENT_BASIS", "GoldIndex", "UNSET_RISK", "gold_index", "CARD_FILE", "GOLD_FILE"]
+__all__ += ["PARTITIONS", "RUBRIC_FILE", "Adjudication", "GoldCase", "GoldDataset", "Partition"]
+__all__ += [
     "Review",
     "Span",
     "Risk",
@@ -54,9 +36,5 @@ __all__ = [
     "SliceSpec",
     "card_document",
     "card_statistics",
-    "counts_frame",
-    "format_card",
-    "load_dataset",
-    "load_rubric",
-    "validate_dataset",
 ]
+__all__ += ["counts_frame", "format_card", "load_dataset", "load_rubric", "validate_dataset"]

@@ -4,24 +4,22 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._docs import add_field_docs
 from .._io import read_bounded
 from .._load import parse_yaml, validation_problems
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 
 if TYPE_CHECKING:
     from ._dataset import GoldDataset
 
 CARD_FIELDS: tuple[str, ...] = (
-    "intended_use",
-    "sampling_window",
-    "reviewer_qualifications",
-    "adjudication_procedure",
-    "known_gaps",
+    ("intended_use", "sampling_window")
+    + ("reviewer_qualifications", "adjudication_procedure")
+    + ("known_gaps",)
 )
 """Front-matter fields a card must document."""
 
@@ -116,7 +114,7 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
 
 
 def _warning(location: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=location, code=code, message=message, fix=fix, severity="warning")
+    return problem(location, code, message, fix, severity="warning")
 
 
 DISAGREEMENT_BASIS = (
@@ -191,21 +189,12 @@ def _reviewer_summary(reviews_by_reviewer: dict[str, int]) -> dict[str, Any]:
     }
 
 
-class _PairRow(TypedDict):
-    """One reviewer pair in the card statistics."""
-
-    reviewer_a: str
-    reviewer_b: str
-    shared: int
-    same_label: int
-
-
 def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
     """Reviewer pairs sharing at least ``min_shared`` cases, and how many were left out."""
     from ..stats import shared_pairs
 
     pairs = shared_pairs([{r.reviewer: r.label for r in case.reviews} for case in cases])
-    listed: list[_PairRow] = [
+    listed: list[dict[str, Any]] = [
         {
             "reviewer_a": a,
             "reviewer_b": b,
@@ -301,22 +290,22 @@ def _count_lines(dataset: GoldDataset, counts: dict[str, dict[str, dict[str, int
     labels = list(dataset.rubric.labels)
     width = max([len("slice"), *(len(s) for slices in counts.values() for s in slices)]) + 2
     cols = [max(len(label), 5) + 2 for label in labels]
-    lines = [
-        f"{'partition':<13}{'slice':<{width}}{'risk':<10}"
-        + "".join(f"{label:>{w}}" for label, w in zip(labels, cols, strict=True))
-        + f"{'total':>8}"
+
+    def row(part: str, name: str, risk: str, cells: list[Any], total: Any) -> str:
+        numbers = "".join(f"{c:>{w}}" for c, w in zip(cells, cols, strict=True))
+        return f"{part:<13}{name:<{width}}{risk:<10}{numbers}{total:>8}"
+
+    return [row("partition", "slice", "risk", labels, "total")] + [
+        row(
+            part,
+            name,
+            dataset.rubric.risk_of(name) or "?",
+            [by.get(x, 0) for x in labels],
+            sum(by.values()),
+        )
+        for part, slices in counts.items()
+        for name, by in slices.items()
     ]
-    for part, slices in counts.items():
-        for slice_name, by_label in slices.items():
-            risk = dataset.rubric.risk_of(slice_name) or "?"
-            lines.append(
-                f"{part:<13}{slice_name:<{width}}{risk:<10}"
-                + "".join(
-                    f"{by_label.get(label, 0):>{w}}" for label, w in zip(labels, cols, strict=True)
-                )
-                + f"{sum(by_label.values()):>8}"
-            )
-    return lines
 
 
 def _reviewer_lines(stats: dict[str, Any]) -> list[str]:

@@ -58,8 +58,26 @@ _FIELD_HINTS: dict[str, str] = {
 }
 
 
+class Released:
+    """What the releases of a dataset say of its states (``sha256``: the current one)."""
+
+    sha256: str
+    releases: tuple[Release, ...]
+
+    @property
+    def release(self) -> Release | None:
+        """The latest release that froze exactly this dataset state, or None (not frozen)."""
+        return self.release_for(self.sha256)
+
+    def release_for(self, dataset_sha256: str) -> Release | None:
+        """The latest release that froze the dataset state with this hash, if any."""
+        return next(
+            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
+        )
+
+
 @dataclass(frozen=True)
-class GoldDataset:
+class GoldDataset(Released):
     """A validated gold dataset: ``cases`` maps each case id to its latest record, in file order;
     superseded records are in ``history`` (oldest first)."""
 
@@ -77,17 +95,6 @@ class GoldDataset:
     warnings: tuple[Problem, ...] = field(default=())
     releases: tuple[Release, ...] = field(default=())
     """The frozen releases of the dataset (``releases.jsonl``), oldest first."""
-
-    @property
-    def release(self) -> Release | None:
-        """The latest release that froze exactly this dataset state, or None (not frozen)."""
-        return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
-
-    def release_for(self, dataset_sha256: str) -> Release | None:
-        """The latest release that froze the dataset state with this hash, if any."""
-        return next(
-            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
-        )
 
     def partition(self, name: str | Partition | None) -> list[GoldCase]:
         """Active cases of one partition (all partitions when ``name`` is None), in file order."""
@@ -253,14 +260,9 @@ def _read_gold(gold_path: Path, problems: list[Problem], digest: Any) -> list[_L
     with bulk_load():
         parsed = _parse_lines(gold_path, problems, digest)
     if parsed is not None and not parsed:
-        problems.append(
-            problem(
-                str(gold_path),
-                "gold_empty",
-                "the gold file holds no records",
-                "add one JSON object per line; an empty dataset cannot support any alignment claim",
-            )
-        )
+        message = "the gold file holds no records"
+        fix = "add one JSON object per line; an empty dataset cannot support any alignment claim"
+        problems.append(problem(str(gold_path), "gold_empty", message, fix))
     return parsed or []
 
 
@@ -300,14 +302,9 @@ def _problem_order(problem: Problem) -> tuple[str, int, str]:
 
 def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None, list[Problem]]:
     if not path.exists():
-        return None, [
-            problem(
-                str(path),
-                "evidence_snapshot_missing",
-                f"the rubric declares evidence_snapshot {declared!r} but the file does not exist",
-                "add the snapshot file or remove evidence_snapshot from the rubric",
-            )
-        ]
+        message = f"the rubric declares evidence_snapshot {declared!r} but the file does not exist"
+        fix = "add the snapshot file or remove evidence_snapshot from the rubric"
+        return None, [problem(str(path), "evidence_snapshot_missing", message, fix)]
     ids: set[str] = set()
     problems: list[Problem] = []
     not_utf8: list[int] = []
@@ -318,8 +315,8 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             try:
                 row = loads_json(line)
             except JSONRecordError as exc:
-                fix = one_object if exc.code == "malformed_json" else None
-                problems.append(json_problem(exc, where, fix=fix))
+                hint = one_object if exc.code == "malformed_json" else None
+                problems.append(json_problem(exc, where, fix=hint))
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 message = "an evidence snapshot line has no string 'id'"
@@ -332,15 +329,9 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             ids.add(row["id"])
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         return None, [*problems, *exc.problems]
-    problems += [
-        problem(
-            f"{path}:{n}",
-            "evidence_malformed",
-            "the evidence snapshot line is not valid UTF-8",
-            "save the evidence snapshot as UTF-8",
-        )
-        for n in not_utf8
-    ]
+    message = "the evidence snapshot line is not valid UTF-8"
+    fix = "save the evidence snapshot as UTF-8"
+    problems += [problem(f"{path}:{n}", "evidence_malformed", message, fix) for n in not_utf8]
     return frozenset(ids), problems
 
 
@@ -756,6 +747,10 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
             (line.number, case)
         )
     out: list[Problem] = []
+    fix = (
+        "keep one of the two, or put both in one group and partition: the same item must not be"
+        " tuned on in one partition and certified on in another"
+    )
     for members in by_key.values():
         if len(members) < 2 or len({c.partition for _, c in members}) < 2:
             continue
@@ -772,19 +767,12 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                         " whitespace (invisible format characters removed), as"
                     )
                 )
-                out.append(
-                    problem(
-                        f"{loc}:{number}",
-                        "cross_partition_duplicate",
-                        f"{how} case {first.case_id!r} (line {first_number}):"
-                        f" {case.partition.value}/{case.group} vs"
-                        f" {first.partition.value}/{first.group}",
-                        "keep one of the two, or put both in one group and partition: the same"
-                        " item must not be tuned on in one partition and certified on in"
-                        " another",
-                        case.case_id,
-                    )
+                message = (
+                    f"{how} case {first.case_id!r} (line {first_number}):"
+                    f" {case.partition.value}/{case.group} vs {first.partition.value}/{first.group}"
                 )
+                at = f"{loc}:{number}"
+                out.append(problem(at, "cross_partition_duplicate", message, fix, case.case_id))
     return out
 
 
@@ -804,15 +792,7 @@ def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> li
         fix = (
             f"list the project's reviewers and adjudicators as `{REVIEWERS_KEY}:` in workbench.yaml"
         )
-        return [
-            Problem(
-                location=where,
-                code="reviewers_undeclared",
-                message=message,
-                fix=fix,
-                severity="warning",
-            )
-        ]
+        return [problem(where, "reviewers_undeclared", message, fix, severity="warning")]
     out = Problems()
     fix = (
         f"name a reviewer listed in {listed.config}, or have the project add the person to"
@@ -824,10 +804,9 @@ def _check_reviewers(lines: list[_Line], root: Path, loc: str, warn: bool) -> li
         names = [("reviewer", r.reviewer) for r in case.reviews]
         if case.adjudication is not None and case.adjudication.adjudicator is not None:
             names.append(("adjudicator", case.adjudication.adjudicator))
+        at = f"{loc}:{line.number}"
         for role, name in names:
             if name.strip() not in listed.names:
                 message = f"{role} {name!r} is not in the project's reviewer list"
-                out.add(
-                    f"{loc}:{line.number}", "reviewer_unknown", message, fix, case_id=case.case_id
-                )
+                out.add(at, "reviewer_unknown", message, fix, case_id=case.case_id)
     return out

@@ -1,14 +1,6 @@
-"""A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256.
-
-Analyses read gold (``align``, ``gate``, ``agreement``, the review table) from a memory-mapped
-Arrow IPC file written the first time the dataset validates (docs/formats.md#gold-index-cache):
-in ``$WORKBENCH_CACHE_DIR/gold-index/`` (``WORKBENCH_GOLD_INDEX=off`` disables it), keyed by the
-dataset, card and releases sha256, the index format and the workbench version, computed on every
-call; written atomically and only for a valid dataset; anything unreadable is rebuilt.
-
-The gold file's sha256 is remembered by its ``stat`` (device, inode, size, mtime and ctime in
-ns), as git's index does; a file changed within :data:`MEMO_MARGIN_NS` of hashing is hashed
-again."""
+"""A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256
+(docs/formats.md#gold-index-cache); the gold file's sha256 is remembered by its ``stat``, as
+git's index does."""
 
 from __future__ import annotations
 
@@ -22,15 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from .._io import (
-    atomic_write,
-    atomic_write_bytes,
-    open_for_reading,
-    sha256_file,
-    sha256_json,
-)
+from .._io import atomic_write, atomic_write_bytes, open_for_reading, sha256_file, sha256_json
 from ..approval import RELEASES_FILE, Release, project_config, read_release_log
-from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
+from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, Released, load_dataset, resolve_paths
 from ._records import GoldCase
 from ._rubric import Rubric, load_rubric
 
@@ -48,23 +34,12 @@ SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
 MEMO_MARGIN_NS = 2_000_000_000
 """A gold file's hash is remembered only when it last changed at least this long before hashing."""
 INDEX_COLUMNS = (
-    "case_id",
-    "partition",
-    "slice",
-    "group",
-    "label",
-    "response_hash",
-    "active",
-    "tags",
-    "reviewers",
-    "review_labels",
-    "search_text",
-    "record",
+    ("case_id", "partition", "slice", "group", "label", "response_hash")
+    + ("active", "tags", "reviewers")
+    + ("review_labels", "search_text", "record")
 )
 """One row per gold record in file order; ``active`` is False for superseded records;
 ``search_text`` is what the review widget searches; ``record`` is the record as JSON."""
-
-
 INDEX_CHUNK = 1 << 16
 """Records per chunk when an index is built (bounds the Python values alive at once)."""
 
@@ -78,7 +53,7 @@ def cache_dir() -> Path | None:
 
 
 @dataclass(frozen=True)
-class GoldIndex:
+class GoldIndex(Released):
     """What an analysis needs of a validated gold dataset, columnar, with the attributes of
     :class:`GoldDataset` that lineage checks read; :meth:`dataset` loads the full dataset."""
 
@@ -91,15 +66,6 @@ class GoldIndex:
     """Columns :data:`INDEX_COLUMNS`, one row per record, in file order."""
     from_cache: bool
     """True when the index was read from the cache instead of validating the dataset."""
-
-    @property
-    def release(self) -> Release | None:
-        return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
-
-    def release_for(self, dataset_sha256: str) -> Release | None:
-        return next(
-            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
-        )
 
     def dataset(self) -> GoldDataset:
         """The full, validated dataset (slow: validates every record)."""
@@ -199,15 +165,7 @@ def gold_index(path: str | Path) -> GoldIndex:
     cached = _read(directory / f"gold-{key}.arrow", key, digest) if directory is not None else None
     if cached is not None:
         releases = _gold_releases(root)
-        return GoldIndex(
-            root=root,
-            gold_path=gold_path,
-            rubric=rubric,
-            sha256=digest,
-            releases=releases,
-            table=cached,
-            from_cache=True,
-        )
+        return GoldIndex(root, gold_path, rubric, digest, releases, cached, from_cache=True)
     return _build(path, root, gold_path, key if directory is not None else None, digest)
 
 
@@ -233,14 +191,9 @@ def _build(
     path: str | Path, root: Path, gold_path: Path, key: str | None, digest: str | None
 ) -> GoldIndex:
     dataset = load_dataset(path)
+    table = index_table(dataset)
     index = GoldIndex(
-        root=root,
-        gold_path=gold_path,
-        rubric=dataset.rubric,
-        sha256=dataset.sha256,
-        releases=dataset.releases,
-        table=index_table(dataset),
-        from_cache=False,
+        root, gold_path, dataset.rubric, dataset.sha256, dataset.releases, table, False
     )
     del dataset  # the records (gigabytes at a million cases) are not kept while writing
     if key is not None and index.sha256 == digest:  # the files did not change while validating
@@ -314,13 +267,8 @@ def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
     """Write the index atomically, streamed to the file (never whole in memory twice)."""
     import pyarrow as pa
 
-    stamped = table.replace_schema_metadata(
-        {
-            "workbench.key": key,
-            "workbench.dataset_sha256": digest,
-            "workbench.format": str(INDEX_FORMAT),
-        }
-    )
+    meta = {"key": key, "dataset_sha256": digest, "format": str(INDEX_FORMAT)}
+    stamped = table.replace_schema_metadata({f"workbench.{k}": v for k, v in meta.items()})
 
     def write(fh: BinaryIO) -> None:
         with pa.ipc.new_file(fh, stamped.schema) as writer:
@@ -328,15 +276,3 @@ def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
 
     with contextlib.suppress(OSError):  # a read-only or full cache only costs speed
         atomic_write(path, write)
-
-
-__all__ = [
-    "CACHE_ENV",
-    "SWITCH_ENV",
-    "GoldIndex",
-    "INDEX_COLUMNS",
-    "INDEX_FORMAT",
-    "cache_dir",
-    "gold_index",
-    "index_table",
-]

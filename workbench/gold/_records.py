@@ -35,13 +35,9 @@ def partition_name(value: Any, name: str = "partition") -> str:
     """The partition's name if ``value`` is one of the documented partitions (a string or the
     enum); :class:`~workbench.errors.WorkbenchError` (``invalid_partition``) otherwise."""
     if not isinstance(value, str) or str(value) not in PARTITIONS:
-        raise refusal(
-            f"invalid {name}",
-            name,
-            "invalid_partition",
-            f"{name} must be one of {', '.join(PARTITIONS)}, got {value!r}",
-            f"set {name} to one of {', '.join(repr(p) for p in PARTITIONS)}",
-        )
+        message = f"{name} must be one of {', '.join(PARTITIONS)}, got {value!r}"
+        fix = f"set {name} to one of {', '.join(repr(p) for p in PARTITIONS)}"
+        raise refusal(f"invalid {name}", name, "invalid_partition", message, fix)
     return str(value)
 
 

@@ -1,7 +1,5 @@
-"""Gold lineage and frozen releases: per-case field hashes (:func:`case_hashes`, saying *what*
-changed in a case without its text) and :func:`freeze`, which appends a
-:class:`~workbench.approval.Release` to ``releases.jsonl``; validation refuses editing or
-deleting a frozen record."""
+"""Gold lineage and frozen releases: per-case field hashes (:func:`case_hashes`) and
+:func:`freeze`, which appends a :class:`~workbench.approval.Release` to ``releases.jsonl``."""
 
 from __future__ import annotations
 
@@ -47,28 +45,16 @@ def case_hashes(case: GoldCase) -> dict[str, str]:
         {k: v for k, v in review.items() if k not in _LATER_REVIEW_FIELDS or v not in (None, [])}
         for review in data["reviews"]
     ]
-    adjudication = data.get("adjudication") or {}
-    values: dict[str, Any] = {
-        "label": adjudication.get("label"),
-        "response": [data["response"], data["response_hash"]],
-        "notes": data.get("grading_notes"),
-        "grading": [
-            data["input"],
-            data.get("reference"),
-            data.get("contexts"),
-            data.get("evidence"),
-        ],
-        "reviews": [data["reviews"], adjudication.get("reason"), adjudication.get("adjudicator")],
-        "placement": [data["partition"], data["group"], data["slice"], data.get("tags")],
-        "rubric": data["rubric_version"],
-        "other": [
-            data["schema_version"],
-            data["case_id"],
-            data.get("supersedes"),
-            data.get("metadata"),
-        ],
+
+    def get(path: str) -> Any:
+        head, _, rest = path.partition(".")
+        value = data.get(head)
+        return (value or {}).get(rest) if rest else value
+
+    return {
+        name: sha256_json(get(fields[0]) if len(fields) == 1 else [get(f) for f in fields])
+        for name, fields in FIELD_GROUPS.items()
     }
-    return {name: sha256_json(value) for name, value in values.items()}
 
 
 class GoldLineage(BaseModel):

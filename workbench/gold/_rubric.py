@@ -225,13 +225,11 @@ def _vocabulary_issues(r: Rubric) -> Iterator[Issue]:
         fix = "add the missing one, or remove both for a rubric without pass/fail"
         yield _invalid("pass_label", message, fix)
     if r.pass_label is not None and r.pass_label == r.fail_label:
-        yield _invalid(
-            "fail_label", "pass_label and fail_label must differ", "name two different labels"
-        )
+        message, fix = "pass_label and fail_label must differ", "name two different labels"
+        yield _invalid("fail_label", message, fix)
 
 
 def _abstain_issues(r: Rubric) -> Iterator[Issue]:
-    """Each abstain label is a label, and neither pass nor fail."""
     for label in r.abstain_labels:
         if label not in r.labels:
             message = f"abstain label {label!r} is not one of labels {r.labels}"
@@ -245,7 +243,6 @@ def _abstain_issues(r: Rubric) -> Iterator[Issue]:
 
 
 def _nominal_issues(r: Rubric) -> Iterator[Issue]:
-    """A nominal rubric has no ``pass_labels``."""
     if r.pass_labels is not None:
         message = "pass_labels is for ordered rubrics, and this rubric's scale is nominal"
         fix = (
@@ -294,11 +291,8 @@ def _numeric_issues(scale_labels: list[str]) -> Iterator[Issue]:
     numbers = [label for label in scale_labels if label not in not_numbers]
     values = [float(label) for label in numbers]
     if len(set(values)) != len(values):
-        yield _scale(
-            "labels",
-            f"numeric labels {numbers} name the same number twice",
-            "list each number once",
-        )
+        message = f"numeric labels {numbers} name the same number twice"
+        yield _scale("labels", message, "list each number once")
     elif values != sorted(values):
         message = f"numeric labels must be listed in increasing order; got {numbers}"
         yield _scale("labels", message, f"list them as {sorted(numbers, key=float)}")
@@ -347,34 +341,22 @@ def load_rubric(path: str | Path) -> Rubric:
     path = Path(path)
     location = str(path)
     if not path.exists():
-        raise refusal(
-            "no rubric",
-            location,
-            "rubric_missing",
-            "the rubric file does not exist",
+        message = "the rubric file does not exist"
+        fix = (
             "create rubric.yaml beside gold.jsonl declaring name, version, labels,"
-            " pass_label, fail_label and slices",
+            " pass_label, fail_label and slices"
         )
+        raise refusal("no rubric", location, "rubric_missing", message, fix)
     raw = read_yaml(path, prefix="rubric")
     if not isinstance(raw, dict):
-        raise refusal(
-            "unreadable rubric",
-            location,
-            "rubric_shape",
-            "the rubric must be a YAML mapping",
-            "write the rubric as key: value pairs",
-        )
+        message = "the rubric must be a YAML mapping"
+        fix = "write the rubric as key: value pairs"
+        raise refusal("unreadable rubric", location, "rubric_shape", message, fix)
     unset = _unset_risks(raw, path, location)
-    if unset:
-        # Check everything else too, so the person sees every problem at once.
-        slices = raw["slices"]
-        raw = {
-            **raw,
-            "slices": {
-                k: {**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v
-                for k, v in slices.items()
-            },
-        }
+    if unset:  # check everything else too, so the person sees every problem at once
+        names = {name for name, _ in unset}
+        slices = raw["slices"].items()
+        raw["slices"] = {k: {**v, "risk": Risk.low.value} if k in names else v for k, v in slices}
     try:
         rubric = Rubric.model_validate(raw)
     except SchemaTooNew as exc:
@@ -422,17 +404,15 @@ def _unset_risks(raw: dict[str, Any], path: Path, location: str) -> list[tuple[s
         at = Lines(location, yaml_lines(read_bounded(path).decode("utf-8"))).at
     except (UnicodeDecodeError, WorkbenchError):  # pragma: no cover - the file was parsed above
         at = Lines(location, {}).at
+    message = (
+        "slice {!r} has risk 'unset': nobody has said how much harm a wrong verdict in it does"
+    )
+    fix = (
+        "set its risk to critical, high, medium or low (critical: a false pass is"
+        " release-critical); the policy's risk for the slice must then equal it"
+    )
+    where = {name: at("slices", str(name), "risk") for name in names}
     return [
-        (
-            name,
-            problem(
-                at("slices", str(name), "risk"),
-                "rubric_risk_unset",
-                f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong"
-                " verdict in it does",
-                "set its risk to critical, high, medium or low (critical: a false pass is"
-                " release-critical); the policy's risk for the slice must then equal it",
-            ),
-        )
+        (name, problem(where[name], "rubric_risk_unset", message.format(name), fix))
         for name in names
     ]

@@ -1,10 +1,6 @@
-"""Judge results read columnar (Arrow), validated in one vectorized pass per block.
-
-:func:`read_columnar` reads a results file or directory of shards (JSON Lines or Parquet) once,
-hashing its bytes and checking each block against the judge-result contract with Arrow compute
-kernels, keeping only :data:`NARROW` columns. It accepts nothing the strict reader
-(:func:`~workbench.results.scan_results`) refuses: when it cannot prove a block valid it returns
-None and the caller runs the strict reader, which reports every problem."""
+"""Judge results read columnar (Arrow), validated in one vectorized pass per block: accepts
+nothing the strict reader (:func:`~workbench.results.scan_results`) refuses; when it cannot prove
+a block valid it returns None and the caller runs the strict reader, which names every problem."""
 
 from __future__ import annotations
 
@@ -35,37 +31,18 @@ BLOCK_BYTES = 8 << 20
 """Bytes read, parsed and checked at once (buffers reused from block to block)."""
 
 NARROW = (
-    "case_id",
-    "response_hash",
-    "value",
-    "reason",
-    "error_kind",
-    "error_message",
-    "judge_fingerprint",
-    "run_id",
-    "partition",
-    "attempt",
-    "repeat",
-    "dataset_sha256",
-    "rubric_version",
-    "line",
-    "shard",
-    "cost_usd",
-    "tokens_in",
-    "tokens_out",
-    "cached_from_run_id",
+    ("case_id", "response_hash", "value", "reason", "error_kind", "error_message")
+    + ("judge_fingerprint", "run_id", "partition", "attempt", "repeat", "dataset_sha256")
+    + ("rubric_version", "line", "shard", "cost_usd", "tokens_in", "tokens_out")
+    + ("cached_from_run_id",)
 )
 """The columns kept per result: what joins and lineage checks read."""
 
 _STRINGS = ("case_id", "response_hash", "judge_fingerprint", "run_id", "partition")
 _OPTIONAL_STRINGS = (
-    "value",
-    "reason",
-    "rendered_request_sha256",
-    "rendered_request_ref",
-    "cached_from_run_id",
-    "dataset_sha256",
-    "rubric_version",
+    ("value", "reason", "rendered_request_sha256", "rendered_request_ref")
+    + ("cached_from_run_id",)
+    + ("dataset_sha256", "rubric_version")
 )
 _JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_version", "params"}
 _ERROR_FIELDS = {"kind", "message", "retryable"}
@@ -77,7 +54,6 @@ _ISO = (
 )
 """The times the columnar checks vouch for: ISO 8601 with seconds and an offset, year 1 or later."""
 _MIGRATION_REQUIRED = ("from_version", "to_version", "function", "filled", "migrated_at")
-"""The fields of :class:`~workbench.results.ResultMigration` without a default."""
 _MIGRATION_FIELDS = {*_MIGRATION_REQUIRED, "partition_source"}
 
 
@@ -92,10 +68,9 @@ class ColumnarResults:
     table: pa.Table
     """Columns :data:`NARROW`; ``line`` is the 1-based line (row) in shard number ``shard``."""
     sha256: str
-    """sha256 of the file's bytes; for a directory, of ``{shard name: sha256}`` as canonical
-    JSON."""
+    """sha256 of the file's bytes; for a directory, of ``{shard name: sha256}`` (canonical JSON)."""
     identities: dict[str, JudgeIdentity]
-    """The judge identity of every fingerprint, verified."""
+    """The verified judge identity of every fingerprint."""
     shards: tuple[Path, ...]
 
 
@@ -148,45 +123,30 @@ def read_columnar(
     try:
         for number, file in enumerate(files):
             digest = hashlib.sha256()
-            blocks = (
-                _parquet_blocks(file, digest)
-                if file.suffix == ".parquet"
-                else _jsonl_blocks(file, digest)
-            )
-            for table, first_line in blocks:
+            blocks = _parquet_blocks if file.suffix == ".parquet" else _jsonl_blocks
+            for table, first_line in blocks(file, digest):
                 checked = _check(table, first_line, number, identities)
                 tables.append(block(checked) if block is not None else checked)
             digests[file.name] = digest.hexdigest()
     except (_Refuse, pa.ArrowException, OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None  # e.g. nesting deeper than the checks follow: the strict reader says why
     sha = sha256_json(digests) if p.is_dir() else digests[files[0].name]
-    schema = _narrow_schema()
-    table = (
-        pa.concat_tables(tables)
-        if tables
-        else (block(schema.empty_table()) if block is not None else schema.empty_table())
-    )
+    empty = _narrow_schema().empty_table()
+    table = pa.concat_tables(tables) if tables else (block(empty) if block is not None else empty)
     return ColumnarResults(table=table, sha256=sha, identities=identities, shards=tuple(files))
 
 
 def _narrow_schema() -> pa.Schema:
     import pyarrow as pa
 
-    s, i = pa.string(), pa.int64()
-    kinds = {
-        "attempt": i,
-        "repeat": i,
-        "line": i,
-        "tokens_in": i,
-        "tokens_out": i,
-        "shard": pa.int32(),
-        "cost_usd": pa.float64(),
-    }
-    return pa.schema([(name, kinds.get(name, s)) for name in NARROW])
+    ints = dict.fromkeys(("attempt", "repeat", "line", "tokens_in", "tokens_out"), pa.int64())
+    kinds = {**ints, "shard": pa.int32(), "cost_usd": pa.float64()}
+    return pa.schema([(name, kinds.get(name, pa.string())) for name in NARROW])
 
 
 def _jsonl_blocks(file: Path, digest: Any) -> Any:
     """Yield ``(table, first line number)`` per block of whole lines; hash every byte read."""
+    import numpy as np
 
     limit = max_line_bytes()
     line = 1
@@ -194,7 +154,8 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
     kept = 0  # bytes of a partial last line carried to the front of ``buf``
     scratch = _Scratch()
     schema: pa.Schema | None = None
-    before_string = _before_a_string_key_end()
+    before_string = np.zeros(256, dtype=bool)  # bytes that may precede a '":' inside a string
+    before_string[list(b"\\ \t\r\n:[,{")] = True
     with open_for_reading(file) as fh:
         reader = cast("BufferedIOBase", fh)  # opened "rb": readinto fills the buffer in place
         while True:
@@ -314,15 +275,11 @@ def _parse_block(buffer: pa.Buffer, rows: int, schema: pa.Schema | None) -> pa.T
     import pyarrow as pa
     import pyarrow.json as pj
 
-    parse = (
-        None
-        if schema is None
-        else pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-    )
+    explicit = {"explicit_schema": schema, "unexpected_field_behavior": "error"}
     table = pj.read_json(
         pa.BufferReader(buffer),
         read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22),
-        parse_options=parse,
+        parse_options=None if schema is None else pj.ParseOptions(**explicit),
     )
     if table.num_rows != rows:
         raise _Refuse("more than one JSON value on a line")
@@ -347,22 +304,15 @@ class _Scratch:
     """Boolean buffers reused from block to block by the numpy scans (``out=``)."""
 
     def __init__(self) -> None:
-        self.buffers: list[Any] = []
-
-    def get(self, slot: int, n: int) -> Any:
-        import numpy as np
-
-        while len(self.buffers) <= slot:
-            self.buffers.append(np.empty(0, dtype=bool))
-        if len(self.buffers[slot]) < n:
-            self.buffers[slot] = np.empty(max(n, 2 * BLOCK_BYTES), dtype=bool)
-        return self.buffers[slot][:n]
+        self.buffers: dict[int, Any] = {}
 
     def equal(self, raw: Any, byte: int, slot: int = 0) -> Any:
         """``raw == byte`` into the buffer of ``slot``."""
         import numpy as np
 
-        return np.equal(raw, byte, out=self.get(slot, len(raw)))
+        if len(self.buffers.get(slot, ())) < len(raw):
+            self.buffers[slot] = np.empty(max(len(raw), 2 * BLOCK_BYTES), dtype=bool)
+        return np.equal(raw, byte, out=self.buffers[slot][: len(raw)])
 
 
 def _key_end_hits(raw: Any, scratch: _Scratch) -> Any:
@@ -372,15 +322,6 @@ def _key_end_hits(raw: Any, scratch: _Scratch) -> Any:
     pairs = scratch.equal(raw[:-1], ord('"'), 1)
     pairs &= scratch.equal(raw[1:], ord(":"), 2)
     return np.flatnonzero(pairs)
-
-
-def _before_a_string_key_end() -> Any:
-    """Which bytes may come right before a '":' that is not a key's end (a lookup table)."""
-    import numpy as np
-
-    table = np.zeros(256, dtype=bool)
-    table[list(b"\\ \t\r\n:[,{")] = True
-    return table
 
 
 def _parquet_blocks(file: Path, digest: Any) -> Any:
@@ -406,7 +347,8 @@ def _check(
     """Every contract check the strict reader makes, over a whole block; the narrow columns."""
     _check_fields(t)
     _check_values(t)
-    _check_started_at(t)
+    if "started_at" in t.column_names:
+        _check_times(t["started_at"], "started_at")
     _check_migration(t)
     error_kind, error_message = _check_error(t)
     _check_judges(t, identities)
@@ -420,6 +362,13 @@ def _typed(t: pa.Table, name: str, *ok: Any) -> None:
     kind = t.schema.field(name).type
     if not any(kind == k for k in ok) and not pa.types.is_null(kind):
         raise _Refuse(f"{name} has type {kind}")
+
+
+def _string_or_null(kind: Any, name: str) -> None:
+    import pyarrow as pa
+
+    if not (kind == pa.string() or pa.types.is_null(kind)):
+        raise _Refuse(f"{name} type")
 
 
 def _check_fields(t: pa.Table) -> None:
@@ -468,25 +417,15 @@ def _check_values(t: pa.Table) -> None:
         or true_any(pc.not_equal(pc.utf8_length(t["response_hash"]), 64))
     ):
         raise _Refuse("empty case_id/partition or a response_hash not 64 characters")
-    for name, kind in (
-        ("score", pa.float64()),
-        ("latency_s", pa.float64()),
-        ("cost_usd", pa.float64()),
-        ("tokens_in", pa.int64()),
-        ("tokens_out", pa.int64()),
-    ):
+    f, i = pa.float64(), pa.int64()
+    kinds = {"score": f, "latency_s": f, "cost_usd": f, "tokens_in": i, "tokens_out": i}
+    for name, kind in kinds.items():
         if name not in t.column_names:
             continue
         _typed(t, name, kind)
         numeric = not pa.types.is_null(t.schema.field(name).type)
         if name != "score" and numeric and true_any(pc.less(t[name], 0)):
             raise _Refuse(f"{name} negative")
-
-
-def _check_started_at(t: pa.Table) -> None:
-    """``started_at``: an ISO 8601 time with its offset, or null."""
-    if "started_at" in t.column_names:
-        _check_times(t["started_at"], "started_at")
 
 
 def _check_times(column: Any, name: str) -> None:
@@ -516,20 +455,14 @@ def _check_migration(t: pa.Table) -> None:
         set(_MIGRATION_REQUIRED) <= {f.name for f in kind} <= _MIGRATION_FIELDS
     ):
         raise _Refuse("migration fields")
-    for name, ok in (
-        ("from_version", pa.int64()),
-        ("to_version", pa.int64()),
-        ("function", pa.string()),
-        ("migrated_at", pa.string()),
-    ):
+    i, s = pa.int64(), pa.string()
+    for name, ok in {"from_version": i, "to_version": i, "function": s, "migrated_at": s}.items():
         if kind.field(name).type != ok:
             raise _Refuse(f"migration.{name} type")
     if not pa.types.is_struct(kind.field("filled").type):
         raise _Refuse("migration.filled is not an object")
     if "partition_source" in {f.name for f in kind}:
-        source = kind.field("partition_source").type
-        if not (source == pa.string() or pa.types.is_null(source)):
-            raise _Refuse("migration.partition_source type")
+        _string_or_null(kind.field("partition_source").type, "migration.partition_source")
     migration = t["migration"].combine_chunks()
     migrated = pc.is_valid(migration)
     for name in _MIGRATION_REQUIRED:
@@ -567,7 +500,6 @@ def _check_error(t: pa.Table) -> tuple[Any, Any]:
 
 
 def _check_error_type(etype: Any, has_error: Any) -> None:
-    """The error object's fields and their types."""
     import pyarrow as pa
 
     fields = {f.name for f in etype} if pa.types.is_struct(etype) else None
@@ -584,41 +516,27 @@ def _check_error_type(etype: Any, has_error: Any) -> None:
         raise _Refuse("retryable null")  # null is not a bool: the strict reader refuses it
 
 
-def _narrow(
-    t: pa.Table, first_line: int, shard: int, error_kind: Any, error_message: Any
-) -> pa.Table:
+def _narrow(t: pa.Table, first_line: int, shard: int, error_kind: Any, error_message: Any) -> Any:
     """The columns :data:`NARROW` of a checked block (absent optional fields as nulls)."""
     import numpy as np
     import pyarrow as pa
 
     n = t.num_rows
-    s, f, i = pa.string(), pa.float64(), pa.int64()
-
-    def optional(name: str, kind: Any) -> Any:
-        return t[name].cast(kind) if name in t.column_names else pa.nulls(n, kind)
-
+    given = {
+        "error_kind": error_kind,
+        "error_message": error_message,
+        "line": pa.array(range(first_line, first_line + n), pa.int64()),
+        "shard": pa.array(np.full(n, shard, dtype=np.int32)),
+    }
+    schema = _narrow_schema()
     return pa.table(
-        {
-            "case_id": t["case_id"],
-            "response_hash": t["response_hash"],
-            "value": t["value"].cast(s),
-            "reason": t["reason"].cast(s),
-            "error_kind": error_kind,
-            "error_message": error_message,
-            "judge_fingerprint": t["judge_fingerprint"],
-            "run_id": t["run_id"],
-            "partition": t["partition"],
-            "attempt": t["attempt"],
-            "repeat": t["repeat"],
-            "dataset_sha256": optional("dataset_sha256", s),
-            "rubric_version": optional("rubric_version", s),
-            "line": pa.array(range(first_line, first_line + n), i),
-            "shard": pa.array(np.full(n, shard, dtype=np.int32)),
-            "cost_usd": optional("cost_usd", f),
-            "tokens_in": optional("tokens_in", i),
-            "tokens_out": optional("tokens_out", i),
-            "cached_from_run_id": optional("cached_from_run_id", s),
-        }
+        [
+            given[f.name]
+            if f.name in given
+            else (t[f.name].cast(f.type) if f.name in t.column_names else pa.nulls(n, f.type))
+            for f in schema
+        ],
+        schema=schema,
     )
 
 
@@ -683,9 +601,8 @@ def _check_judge_fields(jtype: Any, judge: Any) -> None:
         if child.null_count or true_any(pc.less(pc.utf8_length(child), 1)):
             raise _Refuse(f"judge.{name} empty")
     for name in ("model", "prompt_sha256", "ragas_version"):
-        kind = jtype.field(name).type if name in fields else pa.string()
-        if not (kind == pa.string() or pa.types.is_null(kind)):
-            raise _Refuse(f"judge.{name} type")
+        if name in fields:
+            _string_or_null(jtype.field(name).type, f"judge.{name}")
     if "params" in fields and (
         not pa.types.is_struct(jtype.field("params").type)
         or pc.struct_field(judge, "params").null_count
@@ -723,26 +640,12 @@ def _periodic(array: Any, period: int) -> bool:
     return bool(pc.all(pc.or_kleene(same, pc.is_null(array))).as_py())
 
 
-def _nested_names(kind: Any, out: set[str]) -> set[str]:
-    import pyarrow as pa
-
-    if pa.types.is_struct(kind):
-        for field in kind:
-            out.add(field.name)
-            _nested_names(field.type, out)
-    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        _nested_names(kind.value_type, out)
-    return out
-
-
 def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
     """Keys per line when top-level fields may be absent (a key looked up by name)."""
     import numpy as np
     import pyarrow.compute as pc
 
-    nested: set[str] = set()
-    for field in table.schema:
-        _nested_names(field.type, nested)
+    nested = {name for field in table.schema for name in _all_names(field.type)}
     total = sum(
         (_keys_per_row(col.combine_chunks(), strings) for col in table.columns),
         np.zeros(table.num_rows, dtype=np.int64),
@@ -784,9 +687,7 @@ def _filled_absent(table: pa.Table, lines: Any) -> Any:
     filled = pc.struct_field(table["migration"].combine_chunks(), "filled")
     if not pa.types.is_struct(filled.type):
         return absent
-    names: list[str] = []
-    for field in table.schema:
-        names.extend(_all_names(field.type))
+    names = [name for field in table.schema for name in _all_names(field.type)]
     if names.count("filled") != 1:
         raise _Refuse("another object with a key named 'filled'")
     valid = pc.is_valid(filled).to_numpy(zero_copy_only=False)
@@ -817,8 +718,8 @@ def _all_names(kind: Any) -> list[str]:
     return out
 
 
-def _named_keys(array: Any, name: str) -> Any:
-    """How many keys ``name`` each row's JSON holds inside its objects."""
+def _per_row(array: Any, per_field: Callable[[Any], int], leaf: Callable[[Any], Any]) -> Any:
+    """Per row, ``per_field`` summed over the fields of its objects plus ``leaf`` of its values."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -828,15 +729,23 @@ def _named_keys(array: Any, name: str) -> Any:
     if pa.types.is_struct(kind):
         total = np.zeros(n, dtype=np.int64)
         for i, field in enumerate(kind):
-            total += (field.name == name) + _named_keys(pc.struct_field(array, i), name)
+            total += per_field(field) + _per_row(pc.struct_field(array, i), per_field, leaf)
         return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         flat = pc.list_flatten(array)
         if not len(flat):
             return np.zeros(n, dtype=np.int64)
         parents = pc.list_parent_indices(array).to_numpy()
-        return np.bincount(parents, weights=_named_keys(flat, name), minlength=n).astype(np.int64)
-    return np.zeros(n, dtype=np.int64)
+        weights = _per_row(flat, per_field, leaf)
+        return np.bincount(parents, weights=weights, minlength=n).astype(np.int64)
+    return leaf(array)
+
+
+def _named_keys(array: Any, name: str) -> Any:
+    """How many keys ``name`` each row's JSON holds inside its objects."""
+    import numpy as np
+
+    return _per_row(array, lambda f: f.name == name, lambda a: np.zeros(len(a), dtype=np.int64))
 
 
 def _keys_per_row(array: Any, strings: bool = True) -> Any:
@@ -845,34 +754,14 @@ def _keys_per_row(array: Any, strings: bool = True) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n = len(array)
-    kind = array.type
-    if pa.types.is_struct(kind):
-        total = np.full(n, kind.num_fields, dtype=np.int64)
-        for i in range(kind.num_fields):
-            total += _keys_per_row(pc.struct_field(array, i), strings)
-        return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        flat = pc.list_flatten(array)
-        if not len(flat):
-            return np.zeros(n, dtype=np.int64)
-        parents = pc.list_parent_indices(array).to_numpy()
-        return np.bincount(parents, weights=_keys_per_row(flat, strings), minlength=n).astype(
-            np.int64
-        )
-    if strings and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        inner = (
-            pc.fill_null(pc.count_substring(array, '":'), 0)
-            .to_numpy(zero_copy_only=False)
-            .astype(np.int64)
-        )
-        leading = (
-            pc.fill_null(pc.starts_with(array, ":"), False)
-            .to_numpy(zero_copy_only=False)
-            .astype(np.int64)
-        )
-        return inner + leading
-    return np.zeros(n, dtype=np.int64)
+    def leaf(a: Any) -> Any:
+        if not (strings and (pa.types.is_string(a.type) or pa.types.is_large_string(a.type))):
+            return np.zeros(len(a), dtype=np.int64)
+        inner = pc.fill_null(pc.count_substring(a, '":'), 0)
+        leading = pc.fill_null(pc.starts_with(a, ":"), False)
+        return sum(x.to_numpy(zero_copy_only=False).astype(np.int64) for x in (inner, leading))
+
+    return _per_row(array, lambda f: 1, leaf)
 
 
 def true_any(mask: Any) -> bool:

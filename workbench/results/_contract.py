@@ -20,17 +20,9 @@ REQUIRED_SINCE_V2: tuple[str, ...] = ("reason", "partition", "attempt", "repeat"
 migration (:func:`workbench.results.migrate_record`) may fill them, and it records that it did."""
 
 ERROR_KINDS: tuple[str, ...] = (
-    "provider_error",
-    "rate_limited",
-    "timeout",
-    "unparseable",
-    "invalid_label",
-    "refusal",
-    "judge_exception",
-    "missing_verdict",
-    "invalid_ranking",
-    "invalid_score",
-    "missing_reason",
+    ("provider_error", "rate_limited", "timeout")
+    + ("unparseable", "invalid_label", "refusal")
+    + ("judge_exception", "missing_verdict", "invalid_ranking", "invalid_score", "missing_reason")
 )
 """Documented evaluator-error kinds. Importers and judge kinds may only use these."""
 

@@ -1,8 +1,5 @@
-"""Cost and tokens per slice as a distribution over judged cases, not only totals.
-
-A *case* is a case x repeat unit with at least one recorded call (cached verdicts are counted in
-``cached`` only); its cost and tokens sum its attempts. ``p95`` is the nearest rank (position
-``ceil(0.95 x n)``); ``total`` is ``math.fsum`` (independent of order)."""
+"""Cost and tokens per slice as a distribution over judged cases (case x repeat units with a
+recorded call; cached verdicts only in ``cached``), not only totals."""
 
 from __future__ import annotations
 
@@ -161,22 +158,11 @@ def _count(value: float | None) -> str:
     return f"{value:.1f}" if value != int(value) else str(int(value))
 
 
-_HEADER = [
-    "slice",
-    "risk",
-    "cases",
-    "calls",
-    "cost total",
-    "cost/case median",
-    "p95",
-    "max",
-    "tokens in/case median",
-    "p95",
-    "max",
-    "tokens out/case median",
-    "p95",
-    "max",
-]
+_HEADER = (
+    ["slice", "risk", "cases", "calls"]
+    + ["cost total", "cost/case median", "p95", "max"]
+    + ["tokens in/case median", "p95", "max", "tokens out/case median", "p95", "max"]
+)
 
 
 def slice_cost_rows(costs: Sequence[SliceCost], *, tokens: bool = True) -> list[list[str]]:

@@ -13,8 +13,6 @@ from ._contract import JudgeResult
 if TYPE_CHECKING:
     from ..gold import GoldCase, GoldDataset
 
-__all__ = ["GoldCheckFixes", "check_against_gold"]
-
 
 @dataclass(frozen=True)
 class GoldCheckFixes:

@@ -91,12 +91,9 @@ def scan_results(
         yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
         return
     if not path.exists():
-        yield problem(
-            str(path),
-            "results_missing",
-            "the results file does not exist",
-            "point --results at a results.jsonl written by `workbench run` or an importer",
-        )
+        message = "the results file does not exist"
+        fix = "point --results at a results.jsonl written by `workbench run` or an importer"
+        yield problem(str(path), "results_missing", message, fix)
         return
     reader = _LineReader(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
     not_utf8: list[int] = []
@@ -120,12 +117,9 @@ def scan_results(
 
 
 def _not_utf8(loc: str, number: int) -> Problem:
-    return problem(
-        f"{loc}:{number}",
-        "not_utf8",
-        "the line is not valid UTF-8",
-        "results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
-    )
+    message = "the line is not valid UTF-8"
+    fix = "results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read"
+    return problem(f"{loc}:{number}", "not_utf8", message, fix)
 
 
 class _LineReader:
@@ -183,13 +177,9 @@ class _LineReader:
             except ValueError:  # a value canonical JSON cannot hold
                 actual = None
             if actual != result.judge_fingerprint:
-                return problem(
-                    where,
-                    "fingerprint_mismatch",
-                    "judge_fingerprint is not the sha256 of the judge identity",
-                    "recompute judge_fingerprint from 'judge'; results must not be edited by hand",
-                    result.case_id,
-                )
+                message = "judge_fingerprint is not the sha256 of the judge identity"
+                fix = "recompute judge_fingerprint from 'judge'; results must not be edited by hand"
+                return problem(where, "fingerprint_mismatch", message, fix, result.case_id)
             self.verified[result.judge_fingerprint] = result.judge
         return self._identity_problem(result, where) or self._other_problem(result, where)
 
@@ -226,21 +216,13 @@ class _LineReader:
 
     def _other_problem(self, result: JudgeResult, where: str) -> Problem | None:
         if self.verify_requests and result.request_hash_matches() is False:
-            return problem(
-                where,
-                "request_hash_mismatch",
-                "rendered_request_sha256 does not match the inline rendered request",
-                "results must not be edited by hand; re-run the judge",
-                result.case_id,
-            )
+            message = "rendered_request_sha256 does not match the inline rendered request"
+            fix = "results must not be edited by hand; re-run the judge"
+            return problem(where, "request_hash_mismatch", message, fix, result.case_id)
         if result.error is not None and result.error.kind not in ERROR_KINDS:
-            return problem(
-                where,
-                "unknown_error_kind",
-                f"unknown error kind {result.error.kind!r}",
-                "use one of " + ", ".join(ERROR_KINDS),
-                result.case_id,
-            )
+            message = f"unknown error kind {result.error.kind!r}"
+            fix = "use one of " + ", ".join(ERROR_KINDS)
+            return problem(where, "unknown_error_kind", message, fix, result.case_id)
         return None
 
 
@@ -270,12 +252,9 @@ def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Probl
 
     shards = result_files(directory)
     if not shards:
-        yield problem(
-            str(directory),
-            "results_missing",
-            "the results directory holds no shards (*.jsonl or *.parquet files)",
-            "point --results at a results file, or at a directory of result shards",
-        )
+        message = "the results directory holds no shards (*.jsonl or *.parquet files)"
+        fix = "point --results at a results file, or at a directory of result shards"
+        yield problem(str(directory), "results_missing", message, fix)
         return
     for shard in shards:
         for item in scan_results(shard, **options):
@@ -294,19 +273,20 @@ def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
-        raise refusal(
-            f"{path}: unreadable",
-            str(path),
-            "unreadable_file",
-            f"the Parquet shard cannot be read ({str(exc)[:120]})",
-            "write shards with pyarrow or pandas (to_parquet), or as JSON Lines",
-        ) from None
+        message = f"the Parquet shard cannot be read ({str(exc)[:120]})"
+        fix = "write shards with pyarrow or pandas (to_parquet), or as JSON Lines"
+        raise refusal(f"{path}: unreadable", str(path), "unreadable_file", message, fix) from None
     for number, row in enumerate(table.to_pylist(), start=1):
-        try:
-            text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
-        except ValueError:
-            text = '{"schema_version": NaN}'  # refused below as non_finite_number, with its row
-        yield number, text
+        # a row NaN cannot be written is refused below as non_finite_number, with its row
+        yield number, row_text(row) or '{"schema_version": NaN}'
+
+
+def row_text(row: dict[str, Any]) -> str | None:
+    """A Parquet row as the JSON text of its object (times in ISO 8601); None when not finite."""
+    try:
+        return json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
+    except ValueError:
+        return None
 
 
 def _json_default(value: Any) -> Any:
@@ -317,17 +297,14 @@ def _json_default(value: Any) -> Any:
 
 def migration_note(lines: list[ResultLine]) -> str | None:
     """One sentence on the records of ``lines`` migrated on read, or None when none was."""
-    migrated = [line.result for line in lines if line.result.migration is not None]
-    if not migrated:
+    migrations = [line.result.migration for line in lines if line.result.migration is not None]
+    if not migrations:
         return None
-    filled: Counter[str] = Counter()
-    for r in migrated:
-        assert r.migration is not None
-        filled.update(r.migration.filled.keys())
-    versions = sorted({r.migration.from_version for r in migrated if r.migration is not None})
+    filled = Counter(name for m in migrations for name in m.filled)
+    versions = sorted({m.from_version for m in migrations})
     what = ", ".join(f"{name} in {n}" for name, n in sorted(filled.items())) or "nothing"
     return (
-        f"{len(migrated)} of {len(lines)} result(s) were written under schema_version"
+        f"{len(migrations)} of {len(lines)} result(s) were written under schema_version"
         f" {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled:"
         f" {what}"
     )
@@ -340,10 +317,8 @@ def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
         path = ".".join(str(p) for p in err["loc"]) or "record"
         code = "invalid_result"
         if err["type"] == "missing":
-            message, fix = (
-                f"missing required field '{path}'",
-                "see docs/formats.md#judge-results for the required fields",
-            )
+            message = f"missing required field '{path}'"
+            fix = "see docs/formats.md#judge-results for the required fields"
         elif err["type"] == "extra_forbidden":
             message, fix = f"unknown field '{path}'", "remove it or correct its spelling"
         elif err["type"] in WRONG_TYPE_ERRORS:

@@ -68,24 +68,16 @@ class ResultLines:
 
     @staticmethod
     def _parquet_row(file: Path, line: int) -> str | None:
-        import json
-
         import pyarrow.parquet as pq
 
-        from ._io import _json_default
+        from ._io import row_text
 
         shard = pq.ParquetFile(file)
         row = line - 1
         for group in range(shard.num_row_groups):
             rows = shard.metadata.row_group(group).num_rows
-            if row < rows:
-                record = shard.read_row_group(group).slice(row, 1).to_pylist()[0]
-                try:  # as the strict reader reads a Parquet row
-                    return json.dumps(
-                        record, ensure_ascii=False, allow_nan=False, default=_json_default
-                    )
-                except ValueError:
-                    return None
+            if row < rows:  # read as the strict reader reads a Parquet row
+                return row_text(shard.read_row_group(group).slice(row, 1).to_pylist()[0])
             row -= rows
         return None
 

@@ -1,9 +1,6 @@
 """Explicit, versioned migrations of judge-result records; nothing else fills a missing field.
-
-Readers refuse a version-1 record (``schema_version_old``) unless asked to migrate it
-(``read_results(path, migrate=True)``); a migrated record says so in its ``migration`` field.
-``partition`` has no version-1 default: it is read from the gold, else refused
-(``migration_needs_gold``)."""
+A migrated record says so in its ``migration`` field; ``partition`` is read from the gold, else
+the migration is refused (``migration_needs_gold``)."""
 
 from __future__ import annotations
 
@@ -177,10 +174,8 @@ def migrate_results_file(
     path = Path(path)
     loc = str(path)
     if not path.is_file():
-        message = "the results file does not exist"
-        raise refusal(
-            "cannot migrate results", loc, "results_missing", message, "point at a results.jsonl"
-        )
+        message, fix = "the results file does not exist", "point at a results.jsonl"
+        raise refusal("cannot migrate results", loc, "results_missing", message, fix)
     partition_of: PartitionOf | None = None
     source: str | None = None
     if gold is not None:
@@ -196,30 +191,20 @@ def migrate_results_file(
     migration.problems.raise_if_any(
         f"{loc}: nothing migrated: {len(migration.problems)} problem(s)"
     )
+    lines, filled = len(migration.rows), dict(migration.filled)
     if out is None and migration.migrated == 0:
-        return MigrationReport(
-            source=loc, out=loc, backup=None, lines=len(migration.rows), migrated=0, filled={}
-        )
+        return MigrationReport(loc, loc, None, lines, 0, {})
     target, backup = _target(path, out)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, "".join(row + "\n" for row in migration.rows))
-    return MigrationReport(
-        source=loc,
-        out=str(target),
-        backup=str(backup) if backup else None,
-        lines=len(migration.rows),
-        migrated=migration.migrated,
-        filled=dict(migration.filled),
-    )
+    kept = str(backup) if backup else None
+    return MigrationReport(loc, str(target), kept, lines, migration.migrated, filled)
 
 
 def _case_id(raw: Any) -> str | None:
     """The ``case_id`` of a raw record, when it is one (for locating its problems)."""
-    return (
-        raw.get("case_id")
-        if isinstance(raw, dict) and isinstance(raw.get("case_id"), str)
-        else None
-    )
+    case_id = raw.get("case_id") if isinstance(raw, dict) else None
+    return case_id if isinstance(case_id, str) else None
 
 
 class _Migration:
@@ -266,11 +251,8 @@ class _Migration:
             self.problems.append(json_problem(exc, where))
             return None
         if not isinstance(raw, dict):
-            message, fix = (
-                "the line is not a JSON object",
-                "each line must be one judge-result object",
-            )
-            self.problems.add(where, "invalid_result", message, fix)
+            fix = "each line must be one judge-result object"
+            self.problems.add(where, "invalid_result", "the line is not a JSON object", fix)
             return None
         return raw
 
