@@ -361,3 +361,29 @@ def test_production_sampling_queues_abstentions_and_a_seeded_share(make_dataset,
             gold, policy, "someone@9", results, source, reviewers=["ann", "bo"], assigned_by="lead"
         )
     assert [p.code for p in other.value.problems] == ["judge_mismatch"]
+
+
+def test_validate_strict_requires_a_criterion_and_complete_reviews(
+    queue: Annotations, make_dataset
+) -> None:
+    """Issue 30: `init` wrote `criterion: ""` and --strict passed; reviews without confidence,
+    rationale or cited spans passed too. A gold collected with `annotate` passes."""
+    from conftest import RUBRIC
+
+    run = CliRunner().invoke
+    for i in range(5):
+        for who in ("ann", "bo"):
+            span = parse_span('response:"5 business days"', queue.cases()[f"c{i}"])
+            queue.submit(
+                who, f"c{i}", "pass", confidence="high", rationale="says when", spans=[span]
+            )
+    queue.adjudicate_agreements("cy")
+    complete = run(main, ["validate", "--strict", str(queue.root)])
+    assert complete.exit_code == 0, complete.output
+    _reviewers(*PEOPLE, "rev-a", "rev-b", "adj-1")  # make_case's reviewers
+    bare = make_dataset([make_case("a")], rubric={**RUBRIC, "criterion": ""})
+    assert run(main, ["validate", str(bare)]).exit_code == 0  # not strict: warnings only
+    refused = run(main, ["validate", "--strict", str(bare)])
+    assert refused.exit_code == 2
+    assert "[rubric_no_criterion]" in refused.output and "[review_incomplete]" in refused.output
+    assert "rev-a: confidence, rationale, spans" in refused.output

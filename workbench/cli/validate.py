@@ -13,13 +13,18 @@ from ._options import option
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
 @option("json", help="Print problems as JSON.")
-@click.option("--strict", is_flag=True, help="Treat warnings (e.g. card gaps) as errors.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Treat warnings (e.g. card gaps) as errors, and require a rubric criterion and reviews"
+    " with confidence, rationale and cited spans.",
+)
 def validate(path: str, as_json: bool, strict: bool) -> None:
     """Check a gold dataset (directory or gold.jsonl) and report every problem at once.
 
     Exits 2 when any error (or, with --strict, any warning) is found.
     """
-    report = validate_dataset(path, warn_undeclared=True)
+    report = validate_dataset(path, warn_undeclared=True, strict=strict)
     failing = report.failing(strict)
     if as_json:
         echo_json(report.to_json(strict))

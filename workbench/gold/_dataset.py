@@ -183,9 +183,12 @@ def load_dataset(path: str | Path) -> GoldDataset:
     return report.dataset
 
 
-def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> ValidationReport:
+def validate_dataset(
+    path: str | Path, *, warn_undeclared: bool = False, strict: bool = False
+) -> ValidationReport:
     """Check a dataset and report every problem, errors and warnings, in one pass
-    (``warn_undeclared``: warn when the project lists no reviewers)."""
+    (``warn_undeclared``: warn when the project lists no reviewers; ``strict``: also the
+    contract checks of ``validate --strict``, :func:`_contract_problems`)."""
     root, gold_path = resolve_paths(path)
     if not gold_path.exists():
         fix = f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself"
@@ -202,6 +205,8 @@ def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> Vali
     problems.extend(_check_cross_records(lines, loc))
     problems.extend(_check_near_duplicates(lines, loc))
     problems.extend(_check_reviewers(lines, root, loc, warn_undeclared))
+    if strict:
+        problems.extend(_contract_problems(root, rubric, lines, loc))
     release_log = read_release_log(root)
     records = [(line.number, line.case) for line in lines if line.case is not None]
     if release_log.releases or release_log.problems:  # hashing every record costs: only then
@@ -234,6 +239,47 @@ def validate_dataset(path: str | Path, *, warn_undeclared: bool = False) -> Vali
         releases=tuple(r for r in release_log.releases if r.kind == "gold"),
     )
     return ValidationReport(gold_path, tuple(problems), dataset)
+
+
+def _contract_problems(
+    root: Path, rubric: Rubric | None, lines: list[_Line], loc: str
+) -> list[Problem]:
+    """``validate --strict``: the rubric states its criterion, and every review gives its
+    confidence, rationale and the passages it rests on as spans (offsets into the text)."""
+    out = Problems()
+    if rubric is not None and not rubric.criterion.strip():
+        out.add(
+            str(root / RUBRIC_FILE),
+            "rubric_no_criterion",
+            "the rubric states no criterion: reviewers and judges answer no written question",
+            "write criterion: <the question a reviewer answers> in a new rubric version",
+            severity="warning",
+        )
+    for line in lines:
+        case = line.case
+        missing = {
+            r.reviewer: [
+                name
+                for name, given in (
+                    ("confidence", r.confidence),
+                    ("rationale", r.rationale),
+                    ("spans", r.spans),
+                )
+                if not given
+            ]
+            for r in (case.reviews if case else [])
+        }
+        gaps = "; ".join(f"{who}: {', '.join(what)}" for who, what in missing.items() if what)
+        if case is not None and gaps:
+            out.add(
+                f"{loc}:{line.number}",
+                "review_incomplete",
+                f"reviews without their confidence, rationale or cited spans ({gaps})",
+                "collect reviews with `workbench annotate` (docs/annotation.md), or add them",
+                case_id=case.case_id,
+                severity="warning",
+            )
+    return out
 
 
 def _read_rubric(
