@@ -17,6 +17,7 @@ from .._docs import add_field_docs
 from .._io import atomic_write_text
 
 CheckStatus = Literal["passed", "failed", "error", "expected_failure"]
+Category = Literal["contract", "failure", "incomplete", "review"]
 
 
 class CheckResult(BaseModel):
@@ -56,7 +57,7 @@ class CheckResult(BaseModel):
 def problem_check(
     group: str,
     name: str,
-    category: Literal["contract", "failure", "incomplete", "review"],
+    category: Category,
     code: str,
     message: str,
     details: Iterable[str] = (),
@@ -65,16 +66,24 @@ def problem_check(
     seconds: float = 0.0,
 ) -> CheckResult:
     """A check that did not pass: ``error`` when ``incomplete``, else ``failed``."""
+    status: CheckStatus = "error" if category == "incomplete" else "failed"
     return CheckResult(
         group=group,
         name=name,
-        status="error" if category == "incomplete" else "failed",
+        status=status,
         category=category,
         code=code,
         message=message,
         details=list(details),
         failing=list(failing),
         seconds=seconds,
+    )
+
+
+def passed_check(group: str, name: str, *details: str, seconds: float = 0.0) -> CheckResult:
+    """A check that passed, with what it found."""
+    return CheckResult(
+        group=group, name=name, status="passed", details=list(details), seconds=seconds
     )
 
 
