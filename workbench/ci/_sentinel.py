@@ -8,6 +8,7 @@ now. Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, els
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import hashlib
 import importlib
@@ -346,13 +347,9 @@ def _resolve_gold(inv: Inventory, gold: str | None) -> Path:
     with_sentinels = [g for g in inv.gold if (g / SENTINELS_FILE).is_file()]
     if len(with_sentinels) != 1:
         found = ", ".join(inv.rel(g) for g in with_sentinels) or "none"
-        raise refusal(
-            "no sentinel set",
-            "--gold",
-            "sentinel_gold_ambiguous",
-            f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})",
-            f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}",
-        )
+        message = f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})"
+        fix = f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}"
+        raise refusal("no sentinel set", "--gold", "sentinel_gold_ambiguous", message, fix)
     return with_sentinels[0]
 
 
@@ -365,15 +362,11 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
     if inv.config.sentinel.policy:
         return inv.root / inv.config.sentinel.policy
     fits = []
-    for path in inv.policies:
-        if is_ranking_policy_file(path):
-            continue
-        try:
-            p = load_policy(path)
-        except WorkbenchError:
-            continue
-        if p.ci_budget_usd is not None and p.rubric_version in (None, rubric_version):
-            fits.append(path)
+    for path in (p for p in inv.policies if not is_ranking_policy_file(p)):
+        with contextlib.suppress(WorkbenchError):
+            loaded = load_policy(path)
+            if loaded.ci_budget_usd is not None and loaded.rubric_version in (None, rubric_version):
+                fits.append(path)
     if len(fits) != 1:
         raise refusal(
             "no policy",
@@ -418,8 +411,6 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
 
 def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
     """Write the spec (and prompt file) as they were at the ref into ``into``; None if absent."""
-    import yaml
-
     data = show_at(changes, spec_path)
     if data is None:
         return None
@@ -465,11 +456,8 @@ def _ref_version(
         params = _code_at_ref(changes, function_code(spec.function))
         digest = sha256_text(source.decode("utf-8"))
         fingerprint = make_identity(spec, digest, **params).fingerprint()
-        unchanged = module is not None and not any(
-            (changes.top / f).resolve() == module for f in changes.files
-        )
-        judge = build_judge(spec, target) if unchanged and not candidate.code_changed else None
-        return spec, judge, fingerprint
+        unchanged = module not in changes.absolute() and not candidate.code_changed
+        return spec, build_judge(spec, target) if unchanged else None, fingerprint
     try:
         judge = build_judge(spec, target)
     except WorkbenchError:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import click
 
+from ..errors import refusal
 from ..outcomes import ExitCode
 from ._common import echo_json, report_problems
 
@@ -161,3 +162,10 @@ def budget_refusal() -> Iterator[None]:
 def flag(*decls: str, help: str) -> Callable[[F], F]:
     """A one-off on/off option."""
     return click.option(*decls, is_flag=True, help=help)
+
+
+def refuse_sign_without_lock(sign_key: str | None, lock: bool, summary: str) -> None:
+    """``--sign`` signs a run's lock: refused without ``--lock``."""
+    if sign_key and not lock:
+        message = "--sign signs the run's lock, but --lock was not given"
+        raise refusal(summary, "--sign", "sign_without_lock", message, "add --lock, or drop --sign")

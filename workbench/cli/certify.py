@@ -12,7 +12,7 @@ from ..errors import refusal
 from ..outcomes import ExitCode, exit_code
 from ..runs import RunOptions
 from ._common import echo_json, refuse_each, user_errors
-from ._options import option, path
+from ._options import flag, option, path
 from ._run_options import fixed_concurrency, run_options
 
 
@@ -194,9 +194,7 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
 
 @click.command()
 @option("reports")
-@click.option(
-    "--ledger", is_flag=True, help="Show the held-out ledger(s) instead, and check their chain."
-)
+@flag("--ledger", help="Show the held-out ledger(s) instead, and check their chain.")
 @option(
     "gold",
     required=False,

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ..testing import FAULTS, JSON_MODES, PROVIDERS, FakeLLM, Reply
-from ._options import option, shown
+from ._options import flag, option, shown
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -123,10 +123,8 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     metavar="NAME",
     help="Serve only these model names (azure: deployment names); repeatable.",
 )
-@click.option(
+@flag(
     "--litellm-no-db",
-    "litellm_no_db",
-    is_flag=True,
     help="With --emulate litellm and --require-api-key-env: a proxy without a database.",
 )
 @click.option(

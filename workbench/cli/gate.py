@@ -25,7 +25,7 @@ from ..policy import (
 )
 from ..runs import SUMMARY_FILE, RunSummary, attempt_problems
 from ._common import user_errors
-from ._options import option, show
+from ._options import flag, option, path, show
 from .align import evidence_options
 
 T = TypeVar("T")
@@ -69,11 +69,9 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.command()
 @evidence_options("evaluate", partition_note="normally held_out; ")
 @option("policy")
-@click.option(
+@path(
     "--run",
     "run_path",
-    type=click.Path(path_type=str),
-    default=None,
     help="The run's run.json (or run directory): completeness, stop reason and spend.",
 )
 @option(
@@ -82,9 +80,8 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
     help="Override store to apply (JSON Lines); none are applied unless given.",
 )
 @option("json", help="Print the gate result as JSON.")
-@click.option(
+@flag(
     "--allow-gold-change",
-    is_flag=True,
     help="Evaluate even if the gold changed (a non-waivable gold_changed blocker).",
 )
 @user_errors

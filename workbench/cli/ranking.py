@@ -15,47 +15,42 @@ from ..errors import refusal
 from ..outcomes import ExitCode
 from ..runs import RunOptions
 from ._common import echo_json, user_errors
-from ._options import option, options, path, show
-from ._run_options import run_option, run_options
+from ._options import flag, option, options, path, refuse_sign_without_lock, show, shown
+from ._run_options import engine, run_option, run_options
 
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
 DEFAULT_OVERRIDES = Path("data/policies/overrides.jsonl")
 
 
-_PLAN = click.option(
+_PLAN = shown(
     "--plan",
     type=click.Choice(["exhaustive", "rotation"]),
     default="exhaustive",
-    show_default=True,
-    help=(
-        "exhaustive: the position battery for every fixture; rotation: one seeded non-identity"
-        " rotation per fixture, the battery for fixtures marked diagnostic."
-    ),
+    help="exhaustive: the position battery for every fixture; rotation: one seeded non-identity"
+    " rotation per fixture, the battery for fixtures marked diagnostic.",
 )
 _battery_options = options(  # --max-exhaustive, --sample, --seed and --repeats
-    click.option(
+    shown(
         "--max-exhaustive",
         type=click.IntRange(min=0),
         default=4,
-        show_default=True,
         help="All permutations for fixtures with at most this many candidates.",
     ),
-    click.option(
+    shown(
         "--sample",
         type=click.IntRange(min=1),
         default=8,
-        show_default=True,
         help="Permutations per larger fixture (identity, rotations, then seeded random).",
     ),
     option("seed", help="Seed of the permutation sample and of the rotation plan."),
-    click.option(
+    shown(
         "--repeats",
         type=click.IntRange(min=0),
         default=3,
-        show_default=True,
         help="Repeatability baseline: the identity order this many times (0: none).",
     ),
 )
+_SIGN = "With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
 
 
 class _DefaultGroup(click.Group):
@@ -136,9 +131,8 @@ def _capture(
     "--history",
     help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): read, appended.",
 )
-@click.option(
+@flag(
     "--no-history",
-    is_flag=True,
     help="Neither read nor append the history (no fixture-change or agreement-drop comparison).",
 )
 @option("overrides", help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
@@ -147,7 +141,6 @@ def _capture(
 @click.option(
     "--capture",
     type=click.Choice(["full", "digest_and_excerpts"]),
-    default=None,
     help="What the run stores of each request (without a policy; default full).",
 )
 @click.option(
@@ -160,13 +153,10 @@ def _capture(
 @click.option(
     "--retention-days",
     type=click.IntRange(min=0),
-    default=None,
     help="Days request payloads are kept before `workbench prune` may delete them.",
 )
-@click.option("--lock", is_flag=True, help="Lock the run directory after the report.")
-@option(
-    "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
-)
+@flag("--lock", help="Lock the run directory after the report.")
+@option("sign", help=_SIGN)
 @option("json", help="Print the versioned JSON report (workbench.ranking.RankingReport).")
 @run_options("concurrency", "budget")
 @_battery_options
@@ -204,14 +194,7 @@ def run(
     """
     from ..ranking import format_ranking, load_fixtures, ranking_report
 
-    if sign_key and not lock:
-        raise refusal(
-            "invalid arguments",
-            "--sign",
-            "sign_without_lock",
-            "--sign signs the run's lock, but --lock was not given",
-            "add --lock, or drop --sign",
-        )
+    refuse_sign_without_lock(sign_key, lock, "invalid arguments")
     if (candidate is None) == (results is None):
         raise refusal(
             "invalid arguments",
@@ -222,7 +205,8 @@ def run(
             "pass --candidate SPEC to run, or --results FILE to analyse",
         )
     fixture_set = load_fixtures(fixtures)
-    history_path = _history_path(fixture_set.name, history, no_history)
+    default_history = DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
+    history_path = None if no_history else Path(history or default_history)
     gate_inputs = _gate_inputs(policy, history_path, overrides, scalar)
     config = _capture(gate_inputs["policy"], capture, excerpts, retention_days)
     if results is not None:
@@ -238,12 +222,6 @@ def run(
     assert report.gate is not None  # ranking_report gates every report
     if report.gate.exit_code:
         raise SystemExit(report.gate.exit_code)
-
-
-def _history_path(name: str, history: str | None, no_history: bool) -> Path | None:
-    if no_history:
-        return None
-    return Path(history) if history else DEFAULT_HISTORY_DIR / f"{name}.jsonl"
 
 
 def _gate_inputs(
@@ -297,10 +275,7 @@ def _run_battery(
         judge,
         fixture_set,
         out_dir,
-        concurrency=options.concurrency,
-        budget_usd=options.budget_usd,
-        cache_dir=options.cache_dir,
-        progress=options.progress,
+        **engine(options),
         capture=config,
         candidate_path=candidate,
         **battery,
@@ -555,7 +530,7 @@ def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
     default=None,
     help="Treat this ISO date/datetime as now (default: the current time, UTC).",
 )
-@click.option("--dry-run", is_flag=True, help="List what would be pruned, delete nothing.")
+@flag("--dry-run", help="List what would be pruned, delete nothing.")
 @option("json", help="Print the results as JSON.")
 @user_errors
 def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: bool) -> None:

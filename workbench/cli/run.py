@@ -15,8 +15,8 @@ from ..results import format_slice_costs
 from ..runs import SUMMARY_FILE, RunOptions, RunSummary, run_candidate_sync
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import user_errors
-from ._options import budget_refusal, option
-from ._run_options import run_option, run_options
+from ._options import budget_refusal, option, path
+from ._run_options import engine, run_option, run_options
 
 
 @click.command()
@@ -34,11 +34,8 @@ from ._run_options import run_option, run_options
     "retry_errors",
     "no_progress",
 )
-@click.option(
+@path(
     "--shadow-of",
-    "shadow_of",
-    type=click.Path(path_type=str),
-    default=None,
     help="Run --candidate in shadow of this judge (the spec of the judge holding authority).",
 )
 @option(
@@ -51,11 +48,9 @@ from ._run_options import run_option, run_options
     help="Apply the policy's declared sampling plan (`sampling:`), if any.",
     required=False,
 )
-@click.option(
+@path(
     "--sampling-plan",
     "plan_path",
-    type=click.Path(path_type=str),
-    default=None,
     help="Apply this declared sampling plan file (instead of --policy).",
 )
 @run_option("executor")
@@ -237,15 +232,12 @@ def _run_shadow(
 ) -> None:
     from ..authority import format_shadow, run_shadow_sync
 
-    refused = [
-        flag
-        for flag, used in (
-            ("--repeat", options.repeats != 1),
-            ("--max-cases", options.max_cases is not None),
-            ("--retry-errors", options.retry_errors),
-        )
-        if used
-    ]
+    used = {
+        "--repeat": options.repeats != 1,
+        "--max-cases": options.max_cases is not None,
+        "--retry-errors": options.retry_errors,
+    }
+    refused = [flag for flag, given in used.items() if given]
     if refused:
         raise click.UsageError(
             f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges"
@@ -263,10 +255,7 @@ def _run_shadow(
             gold,
             partition,
             out,
-            budget_usd=options.budget_usd,
-            concurrency=options.concurrency,
-            cache_dir=options.cache_dir,
-            progress=options.progress,
+            **engine(options),
             label_mapping=label_mapping,
         )
     click.echo(format_shadow(entry))

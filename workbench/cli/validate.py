@@ -7,13 +7,13 @@ import click
 from ..gold import validate_dataset
 from ..outcomes import ExitCode
 from ._common import echo_json
-from ._options import option
+from ._options import flag, option
 
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
 @option("json", help="Print problems as JSON.")
-@click.option("--strict", is_flag=True, help="Treat warnings (e.g. card gaps) as errors.")
+@flag("--strict", help="Treat warnings (e.g. card gaps) as errors.")
 def validate(path: str, as_json: bool, strict: bool) -> None:
     """Check a gold dataset (directory or gold.jsonl) and report every problem at once.
 
