@@ -69,10 +69,7 @@ def certify(resume_review: str | None, options: RunOptions, as_json: bool, **giv
     (`workbench review transition`), then --resume-review REPORT. Exit 0 certified, 1 quality
     failed, 3 evaluation incomplete, 4 review required, 2 invalid input.
     """
-    if resume_review is not None:
-        result = _resume(resume_review, given, options)
-    else:
-        result = _certify(given, options)
+    result = _resume(resume_review, given, options) if resume_review else _certify(given, options)
     if as_json:
         echo_json(result.to_json())
     else:
@@ -80,21 +77,14 @@ def certify(resume_review: str | None, options: RunOptions, as_json: bool, **giv
     raise SystemExit(exit_code(result.outcome))
 
 
-_TAKEN_FROM_THE_REPORT = (
-    "candidate",
-    "policy",
-    "baseline",
-    "label_mapping",
-    "rerun_reason",
-    "overrides",
-)
+_FROM_THE_REPORT = ("candidate", "policy", "baseline", "label_mapping", "rerun_reason", "overrides")
 
 
 def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
     """``--resume-review``: every option the locked report fixes is refused."""
     from ..reports import resume_review
 
-    values = {f"--{k.replace('_', '-')}": given[k] for k in _TAKEN_FROM_THE_REPORT}
+    values = {f"--{k.replace('_', '-')}": given[k] for k in _FROM_THE_REPORT}
     values |= {"--budget-usd": options.budget_usd, "--max-cases": options.max_cases}
     refuse_each(
         "cannot re-evaluate the report",
@@ -181,13 +171,8 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
     from ..reports import load_trust, verify_path
 
     if gold is not None and not Path(gold).exists():
-        raise refusal(
-            "cannot verify",
-            gold,
-            "gold_missing",
-            "the gold dataset does not exist",
-            "point --gold at the certified dataset directory",
-        )
+        fix = "point --gold at the certified dataset directory"
+        raise refusal("cannot verify", gold, "gold_missing", "the gold dataset does not exist", fix)
     trusted = load_trust(trust) if trust is not None else None
     show_verifications(verify_path(path, gold=gold, trusted=trusted), as_json)
 

@@ -326,24 +326,23 @@ def check(pairs_path: str, as_json: bool) -> None:
                 "exit_code": code,
             }
         )
-    else:
-        hint = "NOT FROZEN (workbench freeze FILE --approver NAME)"
-        frozen = f"frozen as {release.release_id}" if release else hint
-        click.echo(
-            f"{suite.label}: valid; {len(suite.controls())} control pairs,"
-            f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; {frozen}"
-        )
-        for p in problems:
-            click.echo(f"  warning: {p.format()}")
-        click.echo(
-            f"retrieval assertions (no model call): {sum(1 for r in rows if r.status == 'passed')}"
-            f" of {len(rows)} passed"
-        )
-        for r in rows:
-            if r.status != "passed":
-                click.echo(f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}")
-        for b in blockers:
-            click.echo(f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}")
+        sys.exit(code)
+    hint = "NOT FROZEN (workbench freeze FILE --approver NAME)"
+    frozen = f"frozen as {release.release_id}" if release else hint
+    click.echo(
+        f"{suite.label}: valid; {len(suite.controls())} control pairs,"
+        f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; {frozen}"
+    )
+    lines = [f"  warning: {p.format()}" for p in problems]
+    passed = sum(1 for r in rows if r.status == "passed")
+    lines.append(f"retrieval assertions (no model call): {passed} of {len(rows)} passed")
+    lines += [
+        f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}"
+        for r in rows
+        if r.status != "passed"
+    ]
+    lines += [f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}" for b in blockers]
+    click.echo("\n".join(lines))
     sys.exit(code)
 
 

@@ -92,23 +92,15 @@ def _capture(
 
     given = capture is not None or excerpts or retention_days is not None
     if policy is not None and given:
-        raise refusal(
-            "capture set twice",
-            "--capture",
-            "arguments",
-            f"the ranking policy {policy.label} declares the capture mode and retention",
-            "drop --capture/--excerpt/--retention-days, or change the policy (a new version)",
-        )
+        message = f"the ranking policy {policy.label} declares the capture mode and retention"
+        fix = "drop --capture/--excerpt/--retention-days, or change the policy (a new version)"
+        raise refusal("capture set twice", "--capture", "arguments", message, fix)
     if policy is not None:
         return policy.capture
     if (capture or "full") == "full" and excerpts:
-        raise refusal(
-            "invalid capture",
-            "--excerpt",
-            "arguments",
-            "--excerpt is an allow-list for --capture digest_and_excerpts",
-            "add --capture digest_and_excerpts, or drop --excerpt",
-        )
+        message = "--excerpt is an allow-list for --capture digest_and_excerpts"
+        fix = "add --capture digest_and_excerpts, or drop --excerpt"
+        raise refusal("invalid capture", "--excerpt", "arguments", message, fix)
     return CaptureConfig(
         mode=capture or "full",
         excerpts=list(excerpts),
@@ -233,12 +225,9 @@ def _gate_inputs(
     rules, entries = load_ranking_policy(policy) if policy else None, read_history(history)
     store = Path(overrides) if overrides else DEFAULT_OVERRIDES
     if overrides and not store.exists():  # the default store is optional, a named one is not
+        message, fix = "the override store does not exist", "point --overrides at an existing store"
         raise refusal(
-            "no overrides",
-            str(store),
-            "overrides_missing",
-            "the override store does not exist",
-            "point --overrides at an existing store, or drop it",
+            "no overrides", str(store), "overrides_missing", message, f"{fix}, or drop it"
         )
     return {
         "policy": rules,
@@ -262,14 +251,10 @@ def _run_battery(
 
     judge = load_candidate(candidate)
     if judge.spec.kind not in ("ragas-ranking", "ragas-ranking-function"):
-        raise refusal(
-            "not a ranking candidate",
-            candidate,
-            "not_ranking_kind",
-            f"kind {judge.spec.kind!r} is not a ranking judge",
-            "use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking"
-            " results with --results",
-        )
+        message = f"kind {judge.spec.kind!r} is not a ranking judge"
+        fix = "use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking"
+        fix += " results with --results"
+        raise refusal("not a ranking candidate", candidate, "not_ranking_kind", message, fix)
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
     summary = run_ranking_sync(
         judge,
@@ -351,12 +336,9 @@ def history_(fixtures: str, as_json: bool) -> None:
         echo_json([v.model_dump(mode="json") for v in chain])
         return
     for v in chain:
-        frozen = (
-            f"frozen by {v.release.approver} on {v.release.when.date().isoformat()} (release"
-            f" {v.release.release_id})"
-            if v.release is not None
-            else "NOT frozen (draft)"
-        )
+        r = v.release
+        on = f"on {r.when.date().isoformat()} (release {r.release_id})" if r else ""
+        frozen = f"frozen by {r.approver} {on}" if r else "NOT frozen (draft)"
         click.echo(
             f"{v.label}: {frozen}" + (f"; supersedes {v.supersedes}" if v.supersedes else "")
         )
@@ -557,13 +539,8 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
 def _pruned(done: list[Any], dry_run: bool) -> list[str]:
     lines = []
     for d in done:
-        state = (
-            ""
-            if not d.locked
-            else "; lock verifies"
-            if not d.lock_problems
-            else (f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))")
-        )
+        broken = f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))"
+        state = "" if not d.locked else broken if d.lock_problems else "; lock verifies"
         lines.append(
             f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s),"
             f" kept {d.kept}, pruned earlier {d.already_pruned}{state}"
@@ -579,8 +556,6 @@ def _now(text: str | None) -> datetime:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        message = f"{text!r} is not an ISO date or datetime"
-        raise refusal(
-            "invalid --now", "--now", "arguments", message, "e.g. --now 2027-01-31"
-        ) from None
+        message, fix = f"{text!r} is not an ISO date or datetime", "e.g. --now 2027-01-31"
+        raise refusal("invalid --now", "--now", "arguments", message, fix) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

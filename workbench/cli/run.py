@@ -79,10 +79,7 @@ def run(
     """
     _check_combinations(options, shadow_of, label_mapping, policy_path, plan_path)
     if shadow_of is not None:
-        _run_shadow(
-            candidate, shadow_of, gold, partition, out, options, label_mapping=label_mapping
-        )
-        return
+        return _run_shadow(candidate, shadow_of, gold, partition, out, options, label_mapping)
     plan, source = sampling_plan_from(policy_path, plan_path)
     if options.executor == "ray":
         from ..runs._ray import run_candidate_ray
@@ -189,19 +186,16 @@ def report_summary(summary: RunSummary) -> int:
         )
         click.echo(format_slice_costs(summary.slice_costs))
     if summary.errors_by_kind:
-        click.echo(
-            "evaluator errors by kind: "
-            + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items())
-        )
+        kinds = ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items())
+        click.echo(f"evaluator errors by kind: {kinds}")
     if summary.stop_detail:
         click.echo(f"stopped: {summary.stop_detail}")
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)
     if summary.status != "complete":
         if summary.unrun:
-            click.echo(
-                f"unrun ({len(summary.unrun)}): " + _first(summary.unrun, where, "unrun"), err=True
-            )
+            unrun = _first(summary.unrun, where, "unrun")
+            click.echo(f"unrun ({len(summary.unrun)}): {unrun}", err=True)
         if summary.pending_retry:
             click.echo(
                 f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error"
@@ -227,7 +221,6 @@ def _run_shadow(
     partition: str,
     out: str,
     options: RunOptions,
-    *,
     label_mapping: str | None,
 ) -> None:
     from ..authority import format_shadow, run_shadow_sync
@@ -244,10 +237,8 @@ def _run_shadow(
             " every case of the partition once with both judges"
         )
     if partition not in ("development", "calibration"):
-        raise click.UsageError(
-            "--shadow-of runs on development or calibration data (held-out data is for"
-            " certification only)"
-        )
+        held_out = "held-out data is for certification only"
+        raise click.UsageError(f"--shadow-of runs on development or calibration data ({held_out})")
     with budget_refusal():
         entry = run_shadow_sync(
             candidate,
