@@ -508,13 +508,8 @@ def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
     elif ref_judge is not None:
         plan.baseline_judge, plan.baseline_label = ref_judge, f"{ref_spec.label} at {since}"
     else:
-        code_reasons = [
-            r
-            for r in c.reasons
-            if r.startswith(
-                ("function module", "function code", "judge code", "ragas", "dependency")
-            )
-        ]
+        code_roles = ("function module", "function code", "judge code", "ragas", "dependency")
+        code_reasons = [r for r in c.reasons if r.startswith(code_roles)]
         plan.no_baseline = (
             f"the change touches code ({'; '.join(code_reasons)}) so {ref_spec.label} cannot be"
             f" rebuilt as it was at {since}, and the drift log records no baseline of it"

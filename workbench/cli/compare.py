@@ -66,9 +66,8 @@ def compare(
     from ..judges import load_candidate
 
     old_judge, new_judge = load_candidate(old), load_candidate(new)
-    out_dir = (
-        Path(out) if out else default_out(old_judge.spec.label, new_judge.spec.label, partition)
-    )
+    labels = (old_judge.spec.label, new_judge.spec.label)
+    out_dir = Path(out) if out else default_out(*labels, partition)
     with budget_refusal():
         report = compare_candidates_sync(
             old_judge,
