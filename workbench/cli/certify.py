@@ -69,7 +69,10 @@ def certify(resume_review: str | None, options: RunOptions, as_json: bool, **giv
     (`workbench review transition`), then --resume-review REPORT. Exit 0 certified, 1 quality
     failed, 3 evaluation incomplete, 4 review required, 2 invalid input.
     """
-    result = _resume(resume_review, given, options) if resume_review else _certify(given, options)
+    if resume_review is not None:
+        result = _resume(resume_review, given, options)
+    else:
+        result = _certify(given, options)
     if as_json:
         echo_json(result.to_json())
     else:
