@@ -26,17 +26,13 @@ class CheckResult(BaseModel):
     model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     group: str
-    """What kind of item (``gold``, ``candidates``, ``control-runs`` ...): the JUnit
-    ``testsuite``."""
+    """What kind of item (``gold``, ``candidates``, ``control-runs`` ...): the ``testsuite``."""
     name: str
-    """The item, e.g. a path or ``rubric-judge@2 on support-controls@1`` (the JUnit
-    ``testcase``)."""
+    """The item, e.g. a path or ``rubric-judge@2 on support-controls@1``: the ``testcase``."""
     status: CheckStatus
-    """``passed``; ``failed`` (a problem found); ``error`` (could not be completed: never a
-    pass); ``expected_failure`` (failed exactly as a reviewed expected-failure entry says)."""
+    """``passed``, ``failed`` (a problem), ``error`` (not completed) or ``expected_failure``."""
     category: Literal["ok", "contract", "failure", "incomplete", "review"] = "ok"
-    """``contract`` (exit 2), ``failure`` (exit 1), ``incomplete`` (exit 3), ``review`` (exit 4),
-    or ``ok`` when it passed or failed as expected."""
+    """``contract`` (exit 2), ``failure`` (1), ``incomplete`` (3), ``review`` (4), else ``ok``."""
     code: str | None = None
     """Machine-readable reason of a non-passing check (the first problem code)."""
     message: str = ""

@@ -58,9 +58,8 @@ def compare(
     critical verdicts need review; 5 evaluator errors; 3 incomplete; 2 invalid input.
     """
     if controls is None and not no_controls:
-        raise click.UsageError(
-            "give --controls SUITE (run on both versions before the partition) or --no-controls"
-        )
+        before = "run on both versions before the partition"
+        raise click.UsageError(f"give --controls SUITE ({before}) or --no-controls")
     if controls is not None and no_controls:
         raise click.UsageError("--controls and --no-controls exclude each other")
     from ..judges import load_candidate

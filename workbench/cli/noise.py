@@ -289,13 +289,9 @@ def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
 
     refuse_sign_without_lock(sign_key, lock, "invalid input")
     if (out_dir / LOCK_FILE).exists():
-        raise refusal(
-            "run locked",
-            str(out_dir / LOCK_FILE),
-            "run_locked",
-            "the run directory is locked: nothing may be added to it",
-            "use a new --out directory",
-        )
+        message = "the run directory is locked: nothing may be added to it"
+        fix = "use a new --out directory"
+        raise refusal("run locked", str(out_dir / LOCK_FILE), "run_locked", message, fix)
     return load_signer(sign_key) if sign_key else None
 
 

@@ -64,13 +64,9 @@ def plan(
     from ..planning import format_plan, plan_policy
 
     if not (0 <= at_fraction < 1):
-        raise refusal(
-            "invalid arguments",
-            "--at-fraction",
-            "at_fraction_range",
-            f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}",
-            "give the true rate to plan for as a fraction of the limit, e.g. 0.5",
-        )
+        message = f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}"
+        fix = "give the true rate to plan for as a fraction of the limit, e.g. 0.5"
+        raise refusal("invalid arguments", "--at-fraction", "at_fraction_range", message, fix)
     loaded = load_policy(policy)
     dataset = load_dataset(gold)
     if simulate:

@@ -225,10 +225,9 @@ def _gate_inputs(
     rules, entries = load_ranking_policy(policy) if policy else None, read_history(history)
     store = Path(overrides) if overrides else DEFAULT_OVERRIDES
     if overrides and not store.exists():  # the default store is optional, a named one is not
-        message, fix = "the override store does not exist", "point --overrides at an existing store"
-        raise refusal(
-            "no overrides", str(store), "overrides_missing", message, f"{fix}, or drop it"
-        )
+        message = "the override store does not exist"
+        fix = "point --overrides at an existing store, or drop it"
+        raise refusal("no overrides", str(store), "overrides_missing", message, fix)
     return {
         "policy": rules,
         "history": entries,

@@ -100,9 +100,8 @@ def drift(candidate: str, gold: str, options: RunOptions, as_json: bool, **given
     from ..repeatability import drift_log_path_for, format_drift, run_drift_sync
 
     if given["report"] is not None and not given["record_baseline"]:
-        raise click.UsageError(
-            "--report goes with --record-baseline; to compare against a report use --against REPORT"
-        )
+        against = "to compare against a report use --against REPORT"
+        raise click.UsageError(f"--report goes with --record-baseline; {against}")
     with budget_refusal():
         entry = run_drift_sync(
             candidate, gold, **given, **engine(options, ("budget_usd", "concurrency", "progress"))

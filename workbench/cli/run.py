@@ -115,9 +115,9 @@ def _check_combinations(
     elif options.shards is not None or options.calls_per_second is not None:
         raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
     if shadow_of is not None and (policy_path is not None or plan_path is not None):
+        every = "a shadow comparison judges every case"
         raise click.UsageError(
-            "--policy and --sampling-plan cannot be combined with --shadow-of: a shadow"
-            " comparison judges every case"
+            f"--policy and --sampling-plan cannot be combined with --shadow-of: {every}"
         )
     if shadow_of is None and label_mapping is not None:
         raise click.UsageError("--label-mapping applies only with --shadow-of")
@@ -128,9 +128,8 @@ def sampling_plan_from(
 ) -> tuple[SamplingPlan | None, str | None]:
     """The declared plan ``--policy`` or ``--sampling-plan`` names, and where it came from."""
     if policy_path is not None and plan_path is not None:
-        raise click.UsageError(
-            "give --policy or --sampling-plan, not both: a run is drawn under one declared plan"
-        )
+        one = "a run is drawn under one declared plan"
+        raise click.UsageError(f"give --policy or --sampling-plan, not both: {one}")
     if plan_path is not None:
         return load_sampling_plan(plan_path), plan_path
     if policy_path is not None:
