@@ -368,15 +368,11 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
             if loaded.ci_budget_usd is not None and loaded.rubric_version in (None, rubric_version):
                 fits.append(path)
     if len(fits) != 1:
-        raise refusal(
-            "no policy",
-            "--policy",
-            "sentinel_policy_ambiguous",
-            f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd"
-            f" ({', '.join(inv.rel(p) for p in fits) or 'none'})",
-            f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's"
-            " ci_budget_usd caps the job",
-        )
+        found = ", ".join(inv.rel(p) for p in fits) or "none"
+        message = f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd ({found})"
+        fix = f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's"
+        fix += " ci_budget_usd caps the job"
+        raise refusal("no policy", "--policy", "sentinel_policy_ambiguous", message, fix)
     return fits[0]
 
 
@@ -398,14 +394,10 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
     if requested is None:
         return cap, "policy ci_budget_usd"
     if requested > cap:
-        raise refusal(
-            "cap above policy",
-            where,
-            "budget_above_policy",
-            f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}",
-            f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger cap"
-            " needs a new policy version",
-        )
+        message = f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}"
+        fix = f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger"
+        fix += " cap needs a new policy version"
+        raise refusal("cap above policy", where, "budget_above_policy", message, fix)
     return requested, "--budget-usd"
 
 
