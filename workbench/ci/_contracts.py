@@ -1,11 +1,7 @@
-"""``workbench ci contracts``: every file of the project and the lineage between them, with no
-model call.
-
-One :class:`~workbench.ci.CheckResult` per gold dataset (validation, frozen release, sentinels),
-candidate, policy, control suite, ranking and noise file, noise retrieval assertion, and
-deterministic candidate run over each control suite that covers its labels. Exit code
-(:data:`EXIT_CODES`): 2 contract problems, else 3 incomplete, else 1 a check failed without a
-reviewed expected failure, else 0."""
+"""``workbench ci contracts``: every file of the project and the lineage between them, and the
+deterministic candidates over the control suites that cover their labels; no model call. Exit
+code (:data:`EXIT_CODES`): 2 contract problems, else 3 incomplete, else 1 a check failed without
+a reviewed expected failure, else 0."""
 
 from __future__ import annotations
 
@@ -22,11 +18,11 @@ from .._io import atomic_write_json
 from .._load import Problems
 from .._record import LooseRecord
 from ..approval import load_approvers
-from ..errors import Problem, WorkbenchError, problem
+from ..errors import Problem, WorkbenchError, errors_only, problem
 from ..judges import kinds_where
 from ..outcomes import exit_codes
 from ._expected import apply_expected_failures
-from ._junit import CheckResult
+from ._junit import Category, CheckResult, passed_check, problem_check
 from ._project import CONFIG_FILE, Inventory, discover
 
 CONTRACTS_SCHEMA_VERSION = 1
@@ -39,6 +35,7 @@ PLACEHOLDER_KEY = "ci-contracts-placeholder-not-a-key"
 PLACEHOLDER_URL = "http://ci-contracts-placeholder.invalid/v1"
 """What a spec's ``base_url_env`` reads while its judge is built offline (``.invalid`` never
 resolves; the lane calls no model)."""
+NOT_FROZEN = "not frozen (workbench freeze FILE --approver NAME)"
 
 Outcome = Literal["passed", "contract_problems", "incomplete", "failed", "review_required"]
 EXIT_CODES: dict[str, int] = exit_codes(
@@ -62,14 +59,11 @@ class ContractsReport(LooseRecord):
     evaluated_at: datetime
     """When (UTC)."""
     run_dir: str
-    """Where the control runs' records and this report were written: a new directory under
-    ``--out`` (default ``runs/ci/contracts``) per invocation."""
+    """This invocation's new directory under ``--out`` (default ``runs/ci/contracts``)."""
     checks: list[CheckResult]
-    """Every check, in order: config, gold, candidates, policies, controls, ranking, noise,
-    control runs."""
+    """Every check: config, gold, candidates, policies, controls, ranking, noise, control runs."""
     outcome: Outcome
-    """``passed``, ``failed`` (exit 1), ``contract_problems`` (exit 2) or ``incomplete`` (exit
-    3)."""
+    """``passed``, ``failed`` (1), ``contract_problems`` (2) or ``incomplete`` (3)."""
     exit_code: int
     """The process exit code."""
 
@@ -83,14 +77,11 @@ def format_contracts(report: ContractsReport, junit_path: str | None = None) -> 
         )
         if c.status in ("failed", "error"):
             lines += [f"    {line}" for line in c.details[:20]]
-    counts = {
-        s: sum(c.status == s for c in report.checks)
-        for s in ("passed", "failed", "error", "expected_failure")
-    }
+    n = {s: sum(c.status == s for c in report.checks) for s in ("failed", "error", "passed")}
+    expected = sum(c.status == "expected_failure" for c in report.checks)
     lines.append(
-        f"contracts: {counts['passed']} of {len(report.checks)} checks passed;"
-        f" {counts['failed']} failed, {counts['error']} incomplete,"
-        f" {counts['expected_failure']} failed as expected"
+        f"contracts: {n['passed']} of {len(report.checks)} checks passed; {n['failed']} failed,"
+        f" {n['error']} incomplete, {expected} failed as expected"
     )
     lines.append(
         f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in"
@@ -106,39 +97,30 @@ def invocation_dir(parent: Path) -> Path:
     return path
 
 
+_OUTCOMES: dict[str, Outcome] = {
+    "contract": "contract_problems",
+    "incomplete": "incomplete",
+    "failure": "failed",
+    "review": "review_required",
+}
+"""The outcome of each failing check category, worst first."""
+
+
 def lane_outcome(checks: list[CheckResult]) -> Outcome:
     """contract > incomplete > failure > review > passed (see the module doc)."""
     live = {c.category for c in checks if c.status in ("failed", "error")}
-    for category, outcome in (
-        ("contract", "contract_problems"),
-        ("incomplete", "incomplete"),
-        ("failure", "failed"),
-        ("review", "review_required"),
-    ):
-        if category in live:
-            return outcome  # type: ignore[return-value]
-    return "passed"
+    return next((o for category, o in _OUTCOMES.items() if category in live), "passed")
 
 
 def _from_problems(
-    group: str, name: str, problems: list[Problem], seconds: float, *, summary: str | None = None
+    group: str, name: str, problems: list[Problem], seconds: float, *extra: str
 ) -> CheckResult:
-    errors = [p for p in problems if p.severity == "error"]
-    details = [p.format() for p in problems]
+    """Failed on the first error, else passed with every problem (and ``extra``) as details."""
+    errors, details = errors_only(problems), [p.format() for p in problems]
     if not errors:
-        return CheckResult(
-            group=group, name=name, status="passed", details=details, seconds=seconds
-        )
-    return CheckResult(
-        group=group,
-        name=name,
-        status="failed",
-        category="contract",
-        code=errors[0].code,
-        message=summary or f"{len(errors)} problem(s): {errors[0].message}",
-        details=details,
-        seconds=seconds,
-    )
+        return passed_check(group, name, *details, *extra, seconds=seconds)
+    message = f"{len(errors)} problem(s): {errors[0].message}"
+    return problem_check(group, name, "contract", errors[0].code, message, details, seconds=seconds)
 
 
 @contextlib.contextmanager
@@ -159,8 +141,7 @@ class _Check:
     """Times one check and turns a WorkbenchError (or a crash) into its problems."""
 
     def __init__(self) -> None:
-        self.t0 = time.perf_counter()
-        self.problems = Problems()
+        self.t0, self.problems = time.perf_counter(), Problems()
 
     @property
     def seconds(self) -> float:
@@ -174,16 +155,15 @@ class _Check:
                 problem("-", "invalid", exc.summary, "see the message")
             ]
         except Exception as exc:  # a check must report, never crash the lane
-            self.problems.append(
-                problem(
-                    "-",
-                    "check_crashed",
-                    f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
-                    "this is likely a bug in the file or in the workbench; run the matching"
-                    " workbench command for details",
-                )
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            fix = "this is likely a bug in the file or in the workbench; run the matching workbench"
+            self.problems.add(
+                "-", "check_crashed", f"{type(exc).__name__}: {first}", f"{fix} command for details"
             )
         return None
+
+    def result(self, group: str, name: str, *extra: str) -> CheckResult:
+        return _from_problems(group, name, self.problems, self.seconds, *extra)
 
 
 def run_contracts(
@@ -202,11 +182,9 @@ def run_contracts(
     golds = _check_golds(inv, checks)
     candidates = _check_candidates(inv, golds, checks)
     suites = _check_control_suites(inv, golds, checks)
-    fixture_sets = _check_ranking(inv, checks)
-    _check_policies(inv, golds, fixture_sets, checks)
+    _check_policies(inv, golds, _check_ranking(inv, checks), checks)
     noise_suites = _check_noise(inv, checks)
-    _run_controls(inv, candidates, suites, run_dir / "controls", concurrency, checks)
-
+    _run_controls(candidates, suites, run_dir / "controls", concurrency, checks)
     known, ran_here = _lane_scope(candidates, suites, noise_suites)
     entries = [e for e in inv.config.expected_failures if ran_here(e.check) or not known(e.check)]
     approvers = load_approvers(root)
@@ -231,22 +209,16 @@ def _config_checks(root: Path, inv: Inventory, config_path: Path) -> list[CheckR
     name = CONFIG_FILE if config_path.is_file() else f"{CONFIG_FILE} (absent: conventions)"
     checks = [_from_problems("config", name, inv.problems, 0.0)]
     if inv.empty:
+        message = (
+            "no gold dataset, candidate, policy, control suite, ranking or noise file found"
+            f" under {root}"
+        )
+        detail = (
+            f"{root}: nothing matched the discovery rule (data/*/gold.jsonl,"
+            " data/candidates/*.yaml, ...; docs/formats.md#ci-configuration)"
+        )
         checks.append(
-            CheckResult(
-                group="config",
-                name="discovery",
-                status="failed",
-                category="contract",
-                code="nothing_to_check",
-                message=(
-                    "no gold dataset, candidate, policy, control suite, ranking or noise file"
-                    f" found under {root}"
-                ),
-                details=[
-                    f"{root}: nothing matched the discovery rule (data/*/gold.jsonl,"
-                    " data/candidates/*.yaml, ...; docs/formats.md#ci-configuration)"
-                ],
-            )
+            problem_check("config", "discovery", "contract", "nothing_to_check", message, [detail])
         )
     return checks
 
@@ -264,9 +236,7 @@ def _lane_scope(
         if group == "control-runs":
             cand, _, suite = name.partition(" on ")
             return cand in candidate_labels and suite in suite_labels
-        if group == "noise-retrieval":
-            return name in noise_suites
-        return False
+        return group == "noise-retrieval" and name in noise_suites
 
     def ran_here(check_id: str) -> bool:
         group, _, name = check_id.partition("/")
@@ -288,58 +258,38 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
 
     golds: dict[Path, Any] = {}
     for directory in inv.gold:
-        name = inv.rel(directory)
-        c = _Check()
+        name, c = inv.rel(directory), _Check()
         report = validate_dataset(directory)
         checks.append(_from_problems("gold", name, list(report.problems), c.seconds))
         dataset = report.dataset
         if dataset is None:
             continue
-        golds[directory] = dataset
-        c = _Check()
+        golds[directory], c = dataset, _Check()
         if dataset.release is None:
             latest = dataset.releases[-1].release_id if dataset.releases else None
-            c.problems.append(
-                problem(
-                    str(directory),
-                    "gold_not_frozen",
-                    (
-                        f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a"
-                        " frozen release"
-                    )
-                    + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
-                    f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs"
-                    " and certifications name the release they used",
-                )
+            c.problems.add(
+                str(directory),
+                "gold_not_frozen",
+                f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a frozen"
+                " release"
+                + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
+                f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs and"
+                " certifications name the release they used",
             )
-            checks.append(_from_problems("gold", f"{name} release", c.problems, c.seconds))
+            checks.append(c.result("gold", f"{name} release"))
         else:
-            checks.append(
-                CheckResult(
-                    group="gold",
-                    name=f"{name} release",
-                    status="passed",
-                    details=[
-                        f"frozen as {dataset.release.release_id} (release {len(dataset.releases)}"
-                        " of the chain)"
-                    ],
-                    seconds=c.seconds,
-                )
-            )
-        sentinels = sentinels_path_for(dataset)
-        log = drift_log_path_for(dataset)
+            chain = f"(release {len(dataset.releases)} of the chain)"
+            frozen = f"frozen as {dataset.release.release_id} {chain}"
+            checks.append(passed_check("gold", f"{name} release", frozen, seconds=c.seconds))
+        sentinels, log = sentinels_path_for(dataset), drift_log_path_for(dataset)
         if sentinels.exists() or log.exists():
             c = _Check()
             if sentinels.exists():
                 c.attempt(load_sentinels, sentinels, dataset)
             if log.exists():
                 c.attempt(read_drift_log, log)
-            checks.append(_from_problems("gold", f"{name} sentinels", c.problems, c.seconds))
+            checks.append(c.result("gold", f"{name} sentinels"))
     return golds
-
-
-def _rubrics(golds: dict[Path, Any]) -> list[Any]:
-    return [d.rubric for d in golds.values()]
 
 
 def _check_candidates(
@@ -353,94 +303,75 @@ def _check_candidates(
         c = _Check()
         loaded = c.attempt(load_spec, path)
         if loaded is None:
-            checks.append(_from_problems("candidates", inv.rel(path), c.problems, c.seconds))
+            checks.append(c.result("candidates", inv.rel(path)))
             continue
-        spec, _ = loaded
-        with placeholder_environment(spec.endpoint):
-            judge = c.attempt(build_judge, spec, path)
-        specs[path] = (spec, judge, c)
+        with placeholder_environment(loaded[0].endpoint):
+            specs[path] = (loaded[0], c.attempt(build_judge, loaded[0], path), c)
     labels = {spec.label for spec, _, _ in specs.values()}
+    rubrics = [d.rubric for d in golds.values()]
     for path, (spec, judge, c) in specs.items():
-        loc = str(path)
         if spec.parent is not None and spec.parent not in labels:
-            c.problems.append(
-                problem(
-                    f"{loc}: parent",
-                    "candidate_parent_missing",
-                    f"the parent {spec.parent} is not a candidate of this project",
-                    "restore the parent's spec (versions are immutable and kept), or correct"
-                    " parent",
-                )
+            c.problems.add(
+                f"{path}: parent",
+                "candidate_parent_missing",
+                f"the parent {spec.parent} is not a candidate of this project",
+                "restore the parent's spec (versions are immutable and kept), or correct parent",
             )
-        if spec.kind in LABEL_KINDS:
-            rubrics = _rubrics(golds)
-            if not rubrics:
-                c.problems.append(
-                    problem(
-                        f"{loc}: labels",
-                        "candidate_no_rubric",
-                        "no valid gold dataset in the project to check the judge's labels against",
-                        "add (or repair) the gold dataset the judge is for",
-                    )
-                )
-            elif not any(set(spec.labels) <= set(r.labels) for r in rubrics):
-                c.problems.append(
-                    problem(
-                        f"{loc}: labels",
-                        "candidate_labels_unknown",
-                        f"labels {spec.labels} are not all labels of any rubric in the project"
-                        f" ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})",
-                        "use the rubric's label vocabulary (a label the gold cannot hold can"
-                        " never agree with it)",
-                    )
-                )
-        checks.append(_from_problems("candidates", inv.rel(path), c.problems, c.seconds))
-        if judge is not None and not [p for p in c.problems if p.severity == "error"]:
+        if spec.kind in LABEL_KINDS and not rubrics:
+            c.problems.add(
+                f"{path}: labels",
+                "candidate_no_rubric",
+                "no valid gold dataset in the project to check the judge's labels against",
+                "add (or repair) the gold dataset the judge is for",
+            )
+        elif spec.kind in LABEL_KINDS and not any(
+            set(spec.labels) <= set(r.labels) for r in rubrics
+        ):
+            c.problems.add(
+                f"{path}: labels",
+                "candidate_labels_unknown",
+                f"labels {spec.labels} are not all labels of any rubric in the project"
+                f" ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})",
+                "use the rubric's label vocabulary (a label the gold cannot hold can never agree"
+                " with it)",
+            )
+        checks.append(c.result("candidates", inv.rel(path)))
+        if judge is not None and not errors_only(c.problems):
             found[path] = {"label": spec.label, "kind": spec.kind, "spec": spec, "judge": judge}
     return found
 
 
 def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Problem]:
-    rubrics = [r for r in _rubrics(golds) if r.version == suite.rubric_version]
-    if not rubrics:
-        return [
-            problem(
-                f"{loc}: rubric_version",
-                "controls_rubric_unknown",
-                f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
-                "write the suite for a rubric the project has (a new suite version), or add"
-                " that gold",
-            )
-        ]
-    out: list[Problem] = []
-    rubric = rubrics[0]
-    extra = [label for label in suite.labels if label not in rubric.labels]
-    if extra:
-        out.append(
-            problem(
-                f"{loc}: labels",
-                "controls_labels_unknown",
-                f"labels {extra} are not labels of rubric {rubric.version}",
-                "use the rubric's labels",
-            )
-        )
-    for control in suite.controls:
-        if control.slice is not None and control.slice not in rubric.slices:
-            out.append(
-                problem(
-                    loc,
-                    "controls_slice_unknown",
-                    f"slice {control.slice!r} is not a slice of rubric {rubric.version}",
-                    f"use one of {', '.join(rubric.slices)}",
-                    control.control_id,
-                )
-            )
     from ..heldout import exposure_problems, held_out_content
 
-    # a control with held-out content would be judged, and shown, outside a certification
-    return out + exposure_problems(
-        suite.controls, held_out_content(golds.values()), loc, what="control"
+    rubric = next(
+        (d.rubric for d in golds.values() if d.rubric.version == suite.rubric_version), None
     )
+    out = Problems()
+    if rubric is None:
+        out.add(
+            f"{loc}: rubric_version",
+            "controls_rubric_unknown",
+            f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
+            "write the suite for a rubric the project has (a new suite version), or add that gold",
+        )
+        return out
+    extra = [label for label in suite.labels if label not in rubric.labels]
+    if extra:
+        message = f"labels {extra} are not labels of rubric {rubric.version}"
+        out.add(f"{loc}: labels", "controls_labels_unknown", message, "use the rubric's labels")
+    for control in suite.controls:
+        if control.slice is not None and control.slice not in rubric.slices:
+            out.add(
+                loc,
+                "controls_slice_unknown",
+                f"slice {control.slice!r} is not a slice of rubric {rubric.version}",
+                f"use one of {', '.join(rubric.slices)}",
+                case_id=control.control_id,
+            )
+    # a control with held-out content would be judged, and shown, outside a certification
+    held_out = held_out_content(golds.values())
+    return out + exposure_problems(suite.controls, held_out, loc, what="control")
 
 
 def _check_control_suites(
@@ -454,7 +385,7 @@ def _check_control_suites(
         suite = c.attempt(load_suite, path)
         if suite is not None:
             c.problems += _suite_problems(suite, golds, str(path))
-        checks.append(_from_problems("controls", inv.rel(path), c.problems, c.seconds))
+        checks.append(c.result("controls", inv.rel(path)))
         if suite is not None and not c.problems:
             suites[path] = suite
     return suites
@@ -467,28 +398,17 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
     for path in inv.ranking:
         c = _Check()
         fixture_set = c.attempt(load_fixtures, path)
-        problems = list(c.problems)
-        detail: list[str] = []
-        if fixture_set is not None:
-            sets.append(fixture_set)
-            detail.append(
-                f"{fixture_set.label}: {len(fixture_set.fixtures)} fixture(s), "
-                + (
-                    "frozen"
-                    if fixture_set.release is not None
-                    else "not frozen (workbench freeze FILE --approver NAME)"
-                )
-            )
-        result = _from_problems("ranking", inv.rel(path), problems, c.seconds)
-        checks.append(
-            result.model_copy(update={"details": result.details + detail})
-            if result.status == "passed"
-            else result
-        )
+        if fixture_set is None:
+            checks.append(c.result("ranking", inv.rel(path)))
+            continue
+        sets.append(fixture_set)
+        frozen = "frozen" if fixture_set.release is not None else NOT_FROZEN
+        count = f"{fixture_set.label}: {len(fixture_set.fixtures)} fixture(s), {frozen}"
+        checks.append(c.result("ranking", inv.rel(path), count))
     for path in inv.agreement_examples:
         c = _Check()
         c.attempt(load_agreement_examples, path)
-        checks.append(_from_problems("ranking", inv.rel(path), c.problems, c.seconds))
+        checks.append(c.result("ranking", inv.rel(path)))
     return sets
 
 
@@ -500,28 +420,34 @@ def _check_policies(
     from ..ranking import is_ranking_policy_file, load_ranking_policy
 
     for path in inv.policies:
-        c = _Check()
-        loc = str(path)
+        c, loc = _Check(), str(path)
         if is_ranking_policy_file(path):
             policy = c.attempt(load_ranking_policy, path)
             if policy is not None and policy.fixtures is not None:
                 c.problems += _fixture_problems(policy, fixture_sets, loc)
         elif (policy := c.attempt(load_policy, path)) is not None:
-            matching = [
-                d for d in golds.values() if policy.rubric_version in (None, d.rubric.version)
-            ]
-            c.problems += [] if matching else [_policy_rubric_unknown(policy, loc)]
-            for dataset in matching:
-                partition = policy.partition or "held_out"
+            fits = [d for d in golds.values() if policy.rubric_version in (None, d.rubric.version)]
+            if not fits:
+                c.problems.add(
+                    f"{loc}: rubric_version",
+                    "policy_rubric_unknown",
+                    f"no valid gold dataset of the project uses rubric {policy.rubric_version!r}",
+                    "write the policy for a rubric the project has (a new version), or add that"
+                    " gold",
+                )
+            for dataset in fits:
                 c.problems += policy_rubric_problems(
-                    policy, dataset.rubric, policy_path=path, partition=partition
+                    policy,
+                    dataset.rubric,
+                    policy_path=path,
+                    partition=policy.partition or "held_out",
                 )
             if policy.controls is not None:
                 suite_path = (path.parent / policy.controls.suite).resolve()
                 found = suite_path.is_file()
                 suite = c.attempt(load_suite, suite_path) if found else None
                 c.problems += _policy_suite_problems(policy, found, suite, loc)
-        checks.append(_from_problems("policies", inv.rel(path), c.problems, c.seconds))
+        checks.append(c.result("policies", inv.rel(path)))
 
 
 def _fixture_problems(policy: Any, fixture_sets: list[Any], loc: str) -> list[Problem]:
@@ -547,143 +473,100 @@ def _fixture_problems(policy: Any, fixture_sets: list[Any], loc: str) -> list[Pr
     ]
 
 
-def _policy_rubric_unknown(policy: Any, loc: str) -> Problem:
-    return problem(
-        f"{loc}: rubric_version",
-        "policy_rubric_unknown",
-        f"no valid gold dataset of the project uses rubric {policy.rubric_version!r}",
-        "write the policy for a rubric the project has (a new version), or add that gold",
-    )
-
-
 def _policy_suite_problems(policy: Any, found: bool, suite: Any, loc: str) -> list[Problem]:
     """A scalar policy's control suite exists, fits its rubric and covers every blocking role."""
-    at = f"{loc}: controls.suite"
+    out, at = Problems(), f"{loc}: controls.suite"
     if not found:
         message = f"the control suite {policy.controls.suite!r} does not exist"
-        return [
-            problem(at, "controls_missing", message, "restore the suite or correct controls.suite")
-        ]
+        out.add(at, "controls_missing", message, "restore the suite or correct controls.suite")
     if suite is None:
-        return []
-    out: list[Problem] = []
+        return out
     if policy.rubric_version is not None and suite.rubric_version != policy.rubric_version:
         message = (
             f"the control suite {suite.label} follows rubric {suite.rubric_version}, the policy"
             f" rubric {policy.rubric_version}"
         )
-        fix = "name a suite written for the policy's rubric"
-        out.append(problem(at, "controls_rubric_mismatch", message, fix))
+        out.add(
+            at, "controls_rubric_mismatch", message, "name a suite written for the policy's rubric"
+        )
     missing = [r for r in policy.controls.blocking_roles if r not in suite.roles()]
     if missing:
-        message = (
+        out.add(
+            f"{loc}: controls.blocking_roles",
+            "controls_role_missing",
             f"blocking roles {missing} have no control in {suite.label}: certification would stop"
-            " there as incomplete"
-        )
-        fix = "add controls of those roles to a new suite version, or review the blocking roles"
-        out.append(
-            problem(f"{loc}: controls.blocking_roles", "controls_role_missing", message, fix)
+            " there as incomplete",
+            "add controls of those roles to a new suite version, or review the blocking roles",
         )
     return out
 
 
 def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
-    from ..noise import check_retrieval, load_pairs, load_panel, release_of, retrieval_blockers
+    from ..noise import load_pairs, load_panel, release_of
 
     suites: dict[str, Any] = {}
     for path in inv.noise:
         c = _Check()
         suite = c.attempt(load_pairs, path)  # the lineage check runs at every load
-        extra: list[str] = []
-        if suite is not None:
-            release = c.attempt(release_of, suite)
-            extra.append(
-                f"{suite.label}: "
-                + (
-                    f"frozen as {release.release_id}"
-                    if release is not None
-                    else "not frozen (workbench freeze FILE --approver NAME)"
-                )
-            )
-        result = _from_problems("noise", inv.rel(path), c.problems, c.seconds)
-        checks.append(result.model_copy(update={"details": result.details + extra}))
-        if suite is None or c.problems:
-            continue
-        suites[suite.label] = suite
-        t0 = time.perf_counter()
-        rows = check_retrieval([*suite.controls(), *suite.candidates()])
-        blockers = retrieval_blockers(suite, rows)
-        seconds = round(time.perf_counter() - t0, 3)
-        checks.append(_retrieval_check(suite.label, rows, blockers, seconds))
-    for path in inv.noise_panels:
-        c = _Check()
-        label = path.name[: -len(".panel.yaml")]
-        suite = suites.get(label)
         if suite is None:
-            c.problems.append(
-                problem(
-                    str(path),
-                    "panel_suite_missing",
-                    f"the claim panel belongs to {label}, which is not a valid pair suite of"
-                    " the project",
-                    "restore the suite, or name the panel <suite name@version>.panel.yaml",
-                )
-            )
+            checks.append(c.result("noise", inv.rel(path)))
+            continue
+        release = c.attempt(release_of, suite)
+        frozen = f"frozen as {release.release_id}" if release is not None else NOT_FROZEN
+        found = _from_problems("noise", inv.rel(path), c.problems, c.seconds)
+        checks.append(
+            found.model_copy(update={"details": [*found.details, f"{suite.label}: {frozen}"]})
+        )
+        if not c.problems:
+            suites[suite.label] = suite
+            checks.append(_retrieval_check(suite))
+    for path in inv.noise_panels:
+        c, label = _Check(), path.name[: -len(".panel.yaml")]
+        if label in suites:
+            c.attempt(load_panel, path, suites[label])
         else:
-            c.attempt(load_panel, path, suite)
-        checks.append(_from_problems("noise", inv.rel(path), c.problems, c.seconds))
+            c.problems.add(
+                str(path),
+                "panel_suite_missing",
+                f"the claim panel belongs to {label}, which is not a valid pair suite of the"
+                " project",
+                "restore the suite, or name the panel <suite name@version>.panel.yaml",
+            )
+        checks.append(c.result("noise", inv.rel(path)))
     return suites
 
 
-def _retrieval_check(
-    name: str, rows: list[Any], blockers: list[Any], seconds: float
-) -> CheckResult:
+def _retrieval_check(suite: Any) -> CheckResult:
     """A pair suite's retrieval assertions as one check."""
+    from ..noise import check_retrieval, retrieval_blockers
+
+    t0 = time.perf_counter()
+    rows = check_retrieval([*suite.controls(), *suite.candidates()])
+    blockers = retrieval_blockers(suite, rows)
+    seconds, name = round(time.perf_counter() - t0, 3), suite.label
     if not blockers:
-        return CheckResult(
-            group="noise-retrieval",
-            name=name,
-            status="passed",
-            details=[f"{len(rows)} retrieval assertion(s) passed"],
-            seconds=seconds,
-        )
-    failing = sorted({f"{r.pair_id}:{r.member}" for r in rows if r.status != "passed"})
-    details = [
-        f"{r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}"
-        for r in rows
-        if r.status != "passed"
-    ]
+        found = f"{len(rows)} retrieval assertion(s) passed"
+        return passed_check("noise-retrieval", name, found, seconds=seconds)
+    bad = [r for r in rows if r.status != "passed"]
+    failing = sorted({f"{r.pair_id}:{r.member}" for r in bad})
+    details = [f"{r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}" for r in bad]
     incomplete = [b.code for b in blockers if b.category == "incomplete"]
+    category: Category
     if incomplete:
-        return CheckResult(
-            group="noise-retrieval",
-            name=name,
-            status="error",
-            category="incomplete",
-            code=incomplete[0],
-            message="retrieval evidence is missing: the assertions cannot be decided",
-            details=details,
-            failing=failing,
-            seconds=seconds,
-        )
-    return CheckResult(
-        group="noise-retrieval",
-        name=name,
-        status="failed",
-        category="failure",
-        code=blockers[0].code,
-        message=(
+        category, code = "incomplete", incomplete[0]
+        message = "retrieval evidence is missing: the assertions cannot be decided"
+    else:
+        category, code = "failure", blockers[0].code
+        message = (
             f"{len(failing)} retrieval assertion(s) failed before any model call:"
             f" {', '.join(failing)}"
-        ),
-        details=details,
-        failing=failing,
-        seconds=seconds,
+        )
+    return problem_check(
+        "noise-retrieval", name, category, code, message, details, failing=failing, seconds=seconds
     )
 
 
 def _run_controls(
-    inv: Inventory,
     candidates: dict[Path, dict[str, Any]],
     suites: dict[Path, Any],
     out: Path,
@@ -692,14 +575,9 @@ def _run_controls(
 ) -> None:
     from ..controls import run_controls_sync
 
-    for info in candidates.values():
-        if info["kind"] not in DETERMINISTIC_KINDS:
-            continue
-        for suite in suites.values():
-            if not set(info["spec"].labels) <= set(suite.labels):
-                continue
-            name = f"{info['label']} on {suite.label}"
-            c = _Check()
+    for info in (i for i in candidates.values() if i["kind"] in DETERMINISTIC_KINDS):
+        for suite in (s for s in suites.values() if set(info["spec"].labels) <= set(s.labels)):
+            name, c = f"{info['label']} on {suite.label}", _Check()
             report = c.attempt(
                 run_controls_sync,
                 info["judge"],
@@ -710,9 +588,9 @@ def _run_controls(
                 progress=False,
             )
             if report is None:
-                checks.append(_from_problems("control-runs", name, c.problems, c.seconds))
-                continue
-            checks.append(control_check(name, report, c.seconds))
+                checks.append(c.result("control-runs", name))
+            else:
+                checks.append(control_check(name, report, c.seconds))
 
 
 def control_check(name: str, report: Any, seconds: float) -> CheckResult:
@@ -725,41 +603,20 @@ def control_check(name: str, report: Any, seconds: float) -> CheckResult:
         f" {r.verdict if r.verdict is not None else r.error or 'nothing'}"
         for r in failed + incomplete
     ]
+    total = len(report.controls)
+    category: Category = "incomplete"
     if incomplete:
-        return CheckResult(
-            group="control-runs",
-            name=name,
-            status="error",
-            category="incomplete",
-            code="control_incomplete",
-            message=(
-                f"{len(incomplete)} of {len(report.controls)} controls have no verdict (evaluator"
-                " errors or a stopped run): unproven, never passed"
-            ),
-            details=details,
-            failing=[r.control_id for r in failed],
-            seconds=seconds,
+        message = (
+            f"{len(incomplete)} of {total} controls have no verdict (evaluator errors or a stopped"
+            " run): unproven, never passed"
         )
-    if failed:
-        roles = sorted({r.role for r in failed})
-        return CheckResult(
-            group="control-runs",
-            name=name,
-            status="failed",
-            category="failure",
-            code="control_failed",
-            message=(
-                f"{len(failed)} of {len(report.controls)} controls failed (roles"
-                f" {', '.join(roles)})"
-            ),
-            details=details,
-            failing=sorted(r.control_id for r in failed),
-            seconds=seconds,
-        )
-    return CheckResult(
-        group="control-runs",
-        name=name,
-        status="passed",
-        details=[f"{len(report.controls)} controls passed"],
-        seconds=seconds,
+        failing, code = [r.control_id for r in failed], "control_incomplete"
+    elif failed:
+        roles = ", ".join(sorted({r.role for r in failed}))
+        message = f"{len(failed)} of {total} controls failed (roles {roles})"
+        failing, category, code = sorted(r.control_id for r in failed), "failure", "control_failed"
+    else:
+        return passed_check("control-runs", name, f"{total} controls passed", seconds=seconds)
+    return problem_check(
+        "control-runs", name, category, code, message, details, failing=failing, seconds=seconds
     )

@@ -1,8 +1,6 @@
-"""Reviewed expected failures (``ci: expected_failures:``) applied to a lane's checks.
-
-Only a failed ``control-runs`` or ``noise-retrieval`` check can be expected to fail, and only
-exactly (every failing id listed). An entry is strict: a stale, unknown or expired entry, or one
-whose approver is not on the project's approver list, is itself a problem (exit 2)."""
+"""Reviewed expected failures (``ci: expected_failures:``) applied to a lane's checks: only a
+failed ``control-runs`` or ``noise-retrieval`` check, and only exactly; a stale, unknown, expired
+or unapproved entry is itself a problem (exit 2; docs/formats.md#ci-configuration)."""
 
 from __future__ import annotations
 
@@ -71,11 +69,9 @@ def _applied(
     fixed, unexpected = sorted(declared - actual), sorted(actual - declared)
     if fixed:
         one = len(fixed) == 1
+        message = f"{', '.join(fixed)} no longer fail{'s' if one else ''}: remove"
         problem(
-            entry,
-            "expected_failure_stale",
-            f"{', '.join(fixed)} no longer fail{'s' if one else ''}: remove"
-            f" {'it' if one else 'them'} from failing",
+            entry, "expected_failure_stale", f"{message} {'it' if one else 'them'} from failing"
         )
     if unexpected:
         message = (

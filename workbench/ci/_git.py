@@ -18,11 +18,9 @@ class Changes:
     ref: str
     """The ref as given."""
     commit: str
-    """The commit compared with: the merge base of the ref and ``HEAD`` (the ref itself when
-    it is an ancestor of ``HEAD``; for a pull request, the branch point)."""
+    """The commit compared with: the merge base of the ref and ``HEAD`` (the branch point)."""
     files: tuple[str, ...]
-    """Changed paths relative to ``top`` (committed, staged, unstaged, and untracked files
-    that are not ignored), sorted."""
+    """Changed paths relative to ``top`` (committed, staged, unstaged, untracked), sorted."""
 
     def absolute(self) -> set[Path]:
         return {(self.top / f).resolve() for f in self.files}
@@ -43,36 +41,21 @@ def changed_since(root: str | Path, ref: str) -> Changes:
     try:
         top_run = _git(root, "rev-parse", "--show-toplevel")
     except FileNotFoundError:
-        raise _refuse(
-            "git",
-            "git_missing",
-            "git is not installed",
-            "install git; the sentinel lane asks git what changed",
-        ) from None
+        fix = "install git; the sentinel lane asks git what changed"
+        raise _refuse("git", "git_missing", "git is not installed", fix) from None
     if top_run.returncode != 0:
-        raise _refuse(
-            str(root),
-            "not_a_git_repository",
-            f"{root} is not inside a git repository ({top_run.stderr.strip()[:160]})",
-            "run the lane in a clone of the project",
-        )
+        message = f"{root} is not inside a git repository ({top_run.stderr.strip()[:160]})"
+        fix = "run the lane in a clone of the project"
+        raise _refuse(str(root), "not_a_git_repository", message, fix)
     top = Path(top_run.stdout.strip()).resolve()
     if ref.startswith("-"):
-        raise _refuse(
-            "--since",
-            "git_ref_unknown",
-            f"{ref!r} is not a ref",
-            "give a branch, tag or commit, e.g. origin/main",
-        )
+        fix = "give a branch, tag or commit, e.g. origin/main"
+        raise _refuse("--since", "git_ref_unknown", f"{ref!r} is not a ref", fix)
     resolved = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if resolved.returncode != 0:
-        raise _refuse(
-            "--since",
-            "git_ref_unknown",
-            f"{ref!r} is not a commit of this repository",
-            "fetch it first (a shallow CI checkout lacks history: fetch-depth 0), or give"
-            " another ref",
-        )
+        message = f"{ref!r} is not a commit of this repository"
+        fix = "fetch it first (a shallow CI checkout lacks history: fetch-depth 0), or give another"
+        raise _refuse("--since", "git_ref_unknown", message, f"{fix} ref")
     commit = resolved.stdout.strip()
     # From the branch point: what the base branch changed since is not this change.
     base = _git(top, "merge-base", commit, "HEAD")
@@ -80,18 +63,11 @@ def changed_since(root: str | Path, ref: str) -> Changes:
         commit = base.stdout.strip()
     diff = _git(top, "diff", "--name-only", "--no-renames", commit, "--")
     if diff.returncode != 0:
-        raise _refuse(
-            "--since",
-            "git_diff_failed",
-            f"git diff failed ({diff.stderr.strip()[:160]})",
-            "check the ref and the repository",
-        )
+        message = f"git diff failed ({diff.stderr.strip()[:160]})"
+        raise _refuse("--since", "git_diff_failed", message, "check the ref and the repository")
     untracked = _git(top, "ls-files", "--others", "--exclude-standard")
-    files = {
-        line.strip()
-        for line in (diff.stdout + "\n" + untracked.stdout).splitlines()
-        if line.strip()
-    }
+    lines = (diff.stdout + "\n" + untracked.stdout).splitlines()
+    files = {line.strip() for line in lines if line.strip()}
     return Changes(top=top, ref=ref, commit=commit, files=tuple(sorted(files)))
 
 
@@ -101,9 +77,6 @@ def show_at(changes: Changes, path: Path) -> bytes | None:
         rel = path.resolve().relative_to(changes.top).as_posix()
     except ValueError:
         return None
-    run = subprocess.run(
-        ["git", "-C", str(changes.top), "show", f"{changes.commit}:{rel}"],
-        capture_output=True,
-        check=False,
-    )
+    command = ["git", "-C", str(changes.top), "show", f"{changes.commit}:{rel}"]
+    run = subprocess.run(command, capture_output=True, check=False)  # bytes, as stored
     return run.stdout if run.returncode == 0 else None

@@ -17,6 +17,7 @@ from .._docs import add_field_docs
 from .._io import atomic_write_text
 
 CheckStatus = Literal["passed", "failed", "error", "expected_failure"]
+Category = Literal["contract", "failure", "incomplete", "review"]
 
 
 class CheckResult(BaseModel):
@@ -25,17 +26,13 @@ class CheckResult(BaseModel):
     model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     group: str
-    """What kind of item (``gold``, ``candidates``, ``control-runs`` ...): the JUnit
-    ``testsuite``."""
+    """What kind of item (``gold``, ``candidates``, ``control-runs`` ...): the ``testsuite``."""
     name: str
-    """The item, e.g. a path or ``rubric-judge@2 on support-controls@1`` (the JUnit
-    ``testcase``)."""
+    """The item, e.g. a path or ``rubric-judge@2 on support-controls@1``: the ``testcase``."""
     status: CheckStatus
-    """``passed``; ``failed`` (a problem found); ``error`` (could not be completed: never a
-    pass); ``expected_failure`` (failed exactly as a reviewed expected-failure entry says)."""
+    """``passed``, ``failed`` (a problem), ``error`` (not completed) or ``expected_failure``."""
     category: Literal["ok", "contract", "failure", "incomplete", "review"] = "ok"
-    """``contract`` (exit 2), ``failure`` (exit 1), ``incomplete`` (exit 3), ``review`` (exit 4),
-    or ``ok`` when it passed or failed as expected."""
+    """``contract`` (exit 2), ``failure`` (1), ``incomplete`` (3), ``review`` (4), else ``ok``."""
     code: str | None = None
     """Machine-readable reason of a non-passing check (the first problem code)."""
     message: str = ""
@@ -56,7 +53,7 @@ class CheckResult(BaseModel):
 def problem_check(
     group: str,
     name: str,
-    category: Literal["contract", "failure", "incomplete", "review"],
+    category: Category,
     code: str,
     message: str,
     details: Iterable[str] = (),
@@ -65,16 +62,24 @@ def problem_check(
     seconds: float = 0.0,
 ) -> CheckResult:
     """A check that did not pass: ``error`` when ``incomplete``, else ``failed``."""
+    status: CheckStatus = "error" if category == "incomplete" else "failed"
     return CheckResult(
         group=group,
         name=name,
-        status="error" if category == "incomplete" else "failed",
+        status=status,
         category=category,
         code=code,
         message=message,
         details=list(details),
         failing=list(failing),
         seconds=seconds,
+    )
+
+
+def passed_check(group: str, name: str, *details: str, seconds: float = 0.0) -> CheckResult:
+    """A check that passed, with what it found."""
+    return CheckResult(
+        group=group, name=name, status="passed", details=list(details), seconds=seconds
     )
 
 

@@ -25,63 +25,53 @@ CI_CONFIG_SCHEMA_VERSION = 1
 
 KINDS: tuple[str, ...] = ("gold", "candidates", "policies", "controls", "ranking", "noise")
 DEFAULT_GLOBS: dict[str, list[str]] = {
-    "gold": ["data/*"],
-    "candidates": ["data/candidates/*.yaml"],
-    "policies": ["data/policies/*.yaml"],
-    "controls": ["data/controls/*.yaml"],
-    "ranking": ["data/ranking/*.yaml"],
-    "noise": ["data/noise/*.yaml"],
+    kind: ["data/*" if kind == "gold" else f"data/{kind}/*.yaml"] for kind in KINDS
 }
 
 
 class CiPaths(_Model):
     """Globs (relative to the project root) per kind of file; a kind left out keeps its
-    convention."""
+    convention (``data/*`` for gold, else ``data/<kind>/*.yaml``)."""
 
     gold: list[str] | None = None
-    """Gold dataset directories (each holding ``gold.jsonl``); default ``data/*``."""
+    """Gold dataset directories (each holding ``gold.jsonl``)."""
     candidates: list[str] | None = None
-    """Candidate specs; default ``data/candidates/*.yaml``."""
+    """Candidate specs."""
     policies: list[str] | None = None
-    """Release policies (scalar and ``kind: ranking``); default ``data/policies/*.yaml``."""
+    """Release policies (scalar and ``kind: ranking``)."""
     controls: list[str] | None = None
-    """Control suites; default ``data/controls/*.yaml``."""
+    """Control suites."""
     ranking: list[str] | None = None
-    """Ranking fixture files (and agreement-drop evidence); default ``data/ranking/*.yaml``."""
+    """Ranking fixture files (and agreement-drop evidence)."""
     noise: list[str] | None = None
-    """Noise pair suites (``*.panel.yaml`` are claim panels); default ``data/noise/*.yaml``."""
+    """Noise pair suites (``*.panel.yaml`` are claim panels)."""
 
 
 class SentinelDefaults(_Model):
     """Defaults of ``workbench ci sentinel`` (each overridden by its option)."""
 
     gold: str | None = None
-    """The gold dataset whose ``sentinels.yaml`` the lane runs (relative to the root). Default:
-    the only discovered gold that has a ``sentinels.yaml``."""
+    """The gold whose ``sentinels.yaml`` runs (default: the only gold that has one)."""
     policy: str | None = None
-    """The policy whose ``ci_budget_usd`` caps the job and whose ``controls.suite`` is run.
-    Default: the only scalar policy for the gold's rubric that sets ``ci_budget_usd``."""
+    """The policy whose ``ci_budget_usd`` caps the job and whose ``controls.suite`` is run
+    (default: the only scalar policy for the gold's rubric that sets ``ci_budget_usd``)."""
     judge_code: list[str] = Field(default_factory=list)
-    """Globs of code every label judge depends on: a change to one affects every ``ragas-llm``
-    and ``ragas-function`` candidate."""
+    """Globs of code every label judge depends on (a change affects every such candidate)."""
 
 
 class ExpectedFailure(_Model):
     """A reviewed, exact statement that one check fails, and why that is accepted for now."""
 
     check: str = Field(min_length=3)
-    """The check, ``group/name`` as the JUnit report and ``--json`` name it, e.g.
-    ``control-runs/rubric-judge@2 on support-controls@1``."""
+    """The check, ``group/name`` as the JUnit report and ``--json`` name it."""
     failing: list[str] = Field(min_length=1)
-    """Exactly what fails (control or pair ids): another failure fails the lane, and so does an
-    id listed here that no longer fails (stale)."""
+    """Exactly what fails (control or pair ids); any other failure still fails the lane."""
     reason: str = Field(min_length=1)
     """Why the failure is accepted (e.g. a superseded baseline kept for comparison)."""
     approver: str = Field(min_length=1)
     """Who accepted it."""
     expires: dt.date | None = None
-    """After this date the entry no longer applies (and is reported). Omit only for
-    deliberate, permanent demonstrations."""
+    """After this date the entry no longer applies (and is reported)."""
 
     @field_validator("reason", "approver")
     @classmethod
@@ -101,8 +91,7 @@ class CiConfig(_Model):
     sentinel: SentinelDefaults = Field(default_factory=SentinelDefaults)
     """Defaults of the sentinel lane."""
     expected_failures: list[ExpectedFailure] = Field(default_factory=list)
-    """Reviewed failures of deterministic checks that do not fail the lane while they fail
-    exactly as stated."""
+    """Reviewed failures that do not fail the lane while they fail exactly as stated."""
 
 
 def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
@@ -112,32 +101,20 @@ def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
     raw, unreadable = read_config(path)
     block = raw.get(CI_KEY) if isinstance(raw, dict) else None
     if unreadable is not None:
-        found = (
-            unreadable.location,
-            f"the project configuration cannot be read ({unreadable.message[:120]})",
-            "write workbench.yaml as a UTF-8 YAML mapping",
-        )
+        where, fix = unreadable.location, "write workbench.yaml as a UTF-8 YAML mapping"
+        message = f"the project configuration cannot be read ({unreadable.message[:120]})"
     elif raw is not None and not isinstance(raw, dict):
-        found = (
-            loc,
-            "the project configuration must be a YAML mapping",
-            "write key: value pairs, e.g. `ci: {paths: {...}}`",
-        )
+        where, fix = loc, "write key: value pairs, e.g. `ci: {paths: {...}}`"
+        message = "the project configuration must be a YAML mapping"
     elif block is not None and not isinstance(block, dict):
-        found = (
-            f"{loc}: {CI_KEY}",
-            "the ci block must be a mapping",
-            "see docs/formats.md#ci-configuration",
-        )
+        where, fix = f"{loc}: {CI_KEY}", "see docs/formats.md#ci-configuration"
+        message = "the ci block must be a mapping"
     else:
-        return _validate(block, loc)
-    where, message, fix = found
+        return _validate(block, loc) if block is not None else (CiConfig(), [])
     return CiConfig(), [problem(where, "ci_config_invalid", message, fix)]
 
 
-def _validate(block: dict[str, Any] | None, loc: str) -> tuple[CiConfig, list[Problem]]:
-    if block is None:
-        return CiConfig(), []
+def _validate(block: dict[str, Any], loc: str) -> tuple[CiConfig, list[Problem]]:
     try:
         return CiConfig.model_validate(block), []
     except SchemaTooNew as exc:

@@ -15,7 +15,7 @@ from .._io import atomic_write_json
 from .._record import LooseRecord
 from ..errors import WorkbenchError
 from ..outcomes import GATE_OUTCOMES, ExitCode, exit_codes
-from ._junit import CheckResult, problem_check
+from ._junit import CheckResult, passed_check, problem_check
 
 RELEASE_SCHEMA_VERSION = 1
 OUTCOME_EXIT: dict[str, int] = exit_codes(*GATE_OUTCOMES, "invalid_input")
@@ -82,16 +82,10 @@ def _run_usage(report_dir: Path) -> dict[str, Any]:
     from ..reports import CONTROLS_DIR, RUN_DIR
     from ..runs import RunDir
 
-    keys = {"cost_usd": float, "tokens_in": int, "tokens_out": int, "calls": int}
-    usage: dict[str, Any] = {k: kind() for k, kind in keys.items()}
-    for sub in (CONTROLS_DIR, RUN_DIR):
-        path = RunDir(report_dir / sub).summary
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            for k, kind in keys.items():
-                usage[k] += kind(data.get(k) or 0)
-    usage["cost_usd"] = round(usage["cost_usd"], 6)
-    return usage
+    runs = [RunDir(report_dir / sub).read_summary() for sub in (CONTROLS_DIR, RUN_DIR)]
+    done = [r for r in runs if r is not None]
+    usage = {k: sum(getattr(r, k) for r in done) for k in ("tokens_in", "tokens_out", "calls")}
+    return {**usage, "cost_usd": round(sum((r.cost_usd for r in done), 0.0), 6)}
 
 
 def _line(b: dict[str, Any]) -> str:
@@ -105,12 +99,9 @@ def _invalid(base: dict[str, Any], candidate: str | Path, exc: WorkbenchError) -
     check = problem_check(
         "certification", Path(candidate).stem, "contract", code, exc.summary, lines
     )
+    exit_code = OUTCOME_EXIT["invalid_input"]
     return ReleaseSummary(
-        **base,
-        outcome="invalid_input",
-        exit_code=OUTCOME_EXIT["invalid_input"],
-        problems=lines,
-        checks=[check],
+        **base, outcome="invalid_input", exit_code=exit_code, problems=lines, checks=[check]
     )
 
 
@@ -118,8 +109,9 @@ def _certification_checks(result: Any) -> list[CheckResult]:
     """The certification, then one check per blocker."""
     name = result.report_id
     if result.outcome == "certified":
-        details = [f"certified; lock sha256 {result.lock_sha256}"]
-        checks = [CheckResult(group="certification", name=name, status="passed", details=details)]
+        checks = [
+            passed_check("certification", name, f"certified; lock sha256 {result.lock_sha256}")
+        ]
     else:
         worst = _WORST[result.outcome]
         message = f"{result.outcome.upper()}: {len(result.blockers)} blocker(s)"
@@ -131,11 +123,8 @@ def _certification_checks(result: Any) -> list[CheckResult]:
         cases = list(b.get("case_ids") or [])
         details += [f"cases: {', '.join(cases)}"] if cases else []
         category = _CATEGORY.get(b.get("category", ""), "failure")
-        checks.append(
-            problem_check(
-                "blockers", label, category, b["code"], b["message"], details, failing=cases
-            )
-        )
+        args = ("blockers", label, category, b["code"], b["message"], details)
+        checks.append(problem_check(*args, failing=cases))
     return checks
 
 
@@ -143,7 +132,7 @@ def _verify_check(name: str, verification: Any) -> CheckResult:
     found = verification.problems
     lines = [p.format() for p in found] or [f"{k}: {v}" for k, v in verification.checks.items()]
     if verification.verified:
-        return CheckResult(group="verify", name=name, status="passed", details=lines)
+        return passed_check("verify", name, *lines)
     code = found[0].code if found else "not_verified"
     message = f"the locked report does not verify ({len(found)} problem(s))"
     return problem_check("verify", name, "failure", code, message, lines)
@@ -165,12 +154,8 @@ def run_release(
     """Certify, verify, summarize (module doc); invalid input is in the summary, never raised."""
     from ..reports import certify, verify_path
 
-    base: dict[str, Any] = {
-        "candidate": str(candidate),
-        "policy": str(policy),
-        "gold": str(gold),
-        "evaluated_at": datetime.now(UTC),
-    }
+    base: dict[str, Any] = {"candidate": str(candidate), "policy": str(policy), "gold": str(gold)}
+    base["evaluated_at"] = datetime.now(UTC)
     try:
         result = certify(
             candidate,
@@ -220,12 +205,8 @@ def write_release_summary(path: str | Path, summary: ReleaseSummary) -> Path:
 def format_release(summary: ReleaseSummary) -> str:
     """Plain text for the terminal."""
     if summary.outcome == "invalid_input":
-        return "\n".join(
-            [
-                "release: INVALID INPUT (exit 2); the held-out partition was not used",
-                *[f"  {p}" for p in summary.problems],
-            ]
-        )
+        head = "release: INVALID INPUT (exit 2); the held-out partition was not used"
+        return "\n".join([head, *[f"  {p}" for p in summary.problems]])
     lines = [
         f"release: {summary.outcome.upper()} (exit {summary.exit_code}); report"
         f" {summary.report_dir} ({summary.report_id}), lock sha256 {summary.lock_sha256}"

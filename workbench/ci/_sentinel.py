@@ -1,20 +1,14 @@
-"""``workbench ci sentinel --since REF``: judge-backed checks of what a change affects, under a
-cap.
-
-The changed files (:mod:`._git`) give the affected candidates (:func:`affected_candidates`: own
-files, function code, shared rubric/sentinels/controls/policies, judge code, pinned
-requirements). Under the policy's ``ci_budget_usd`` (``--budget-usd`` may only lower it), priced
-before any call, each affected ``ragas-llm``/``ragas-function`` candidate runs the control suite
-and the gold's sentinels, compared with a baseline: one recorded in the drift log for its
-fingerprint or its REF version, else the REF version run now when it can be rebuilt. Other kinds
-are reported incomplete with the command that checks them.
-
-Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, else 4 sentinel drift,
-else 0."""
+"""``workbench ci sentinel --since REF``: the candidates a change affects (own files, function
+code, shared rubric/sentinels/controls/policies, judge code, pinned requirements), priced under
+the policy's ``ci_budget_usd``, run on the control suite and the gold's sentinels and compared
+with a baseline: the drift log's for its fingerprint or its REF version, else the REF version run
+now. Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, else 4 drift, else
+0."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import hashlib
 import importlib
@@ -25,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +32,7 @@ from ..judges import kind_info, kinds_where
 from ._contracts import EXIT_CODES, Outcome, control_check, invocation_dir, lane_outcome
 from ._expected import apply_expected_failures
 from ._git import Changes, changed_since, show_at
-from ._junit import CheckResult, problem_check
+from ._junit import CheckResult, passed_check, problem_check
 from ._project import CONFIG_FILE, Inventory, discover
 
 SENTINEL_LANE_SCHEMA_VERSION = 1
@@ -60,8 +55,7 @@ class AffectedCandidate(_Model):
     covered: bool
     """Whether this lane runs it (``ragas-llm``, ``ragas-function``)."""
     reasons: list[str]
-    """The changed files that affect it, each with its role (``spec``, ``prompt``,
-    ``function module``, ``rubric``, ``sentinels``, ``controls``, ``judge code`` ...)."""
+    """The changed files that affect it, each with its role (``spec``, ``rubric`` ...)."""
 
 
 class LaneRun(_Model):
@@ -133,13 +127,11 @@ class SentinelLaneReport(_Model):
     checks: list[CheckResult]
     """Every check (JUnit testcases)."""
     outcome: Outcome
-    """``passed``, ``failed`` (exit 1), ``contract_problems`` (2), ``incomplete`` (3) or
-    ``review_required`` (4: sentinel drift)."""
+    """The lane's outcome (``review_required``: sentinel drift)."""
     exit_code: int
     """The process exit code."""
     run_dir: str
-    """Where the lane's runs and this report were written: a new directory under ``--out``
-    (default ``runs/ci/sentinel``) per invocation."""
+    """This invocation's new directory under ``--out`` (default ``runs/ci/sentinel``)."""
     evaluated_at: datetime
     """When (UTC)."""
 
@@ -159,11 +151,8 @@ def _module_file(function: str | None) -> Path | None:
         spec = importlib.util.find_spec(function.partition(":")[0])
     except (ImportError, ValueError):
         return None
-    return (
-        Path(spec.origin).resolve()
-        if spec is not None and spec.origin and spec.origin.endswith(".py")
-        else None
-    )
+    found = spec.origin if spec is not None else None
+    return Path(found).resolve() if found and found.endswith(".py") else None
 
 
 def function_code(function: str | None) -> Any:
@@ -358,13 +347,9 @@ def _resolve_gold(inv: Inventory, gold: str | None) -> Path:
     with_sentinels = [g for g in inv.gold if (g / SENTINELS_FILE).is_file()]
     if len(with_sentinels) != 1:
         found = ", ".join(inv.rel(g) for g in with_sentinels) or "none"
-        raise refusal(
-            "no sentinel set",
-            "--gold",
-            "sentinel_gold_ambiguous",
-            f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})",
-            f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}",
-        )
+        message = f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})"
+        fix = f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}"
+        raise refusal("no sentinel set", "--gold", "sentinel_gold_ambiguous", message, fix)
     return with_sentinels[0]
 
 
@@ -377,25 +362,17 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
     if inv.config.sentinel.policy:
         return inv.root / inv.config.sentinel.policy
     fits = []
-    for path in inv.policies:
-        if is_ranking_policy_file(path):
-            continue
-        try:
-            p = load_policy(path)
-        except WorkbenchError:
-            continue
-        if p.ci_budget_usd is not None and p.rubric_version in (None, rubric_version):
-            fits.append(path)
+    for path in (p for p in inv.policies if not is_ranking_policy_file(p)):
+        with contextlib.suppress(WorkbenchError):
+            loaded = load_policy(path)
+            if loaded.ci_budget_usd is not None and loaded.rubric_version in (None, rubric_version):
+                fits.append(path)
     if len(fits) != 1:
-        raise refusal(
-            "no policy",
-            "--policy",
-            "sentinel_policy_ambiguous",
-            f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd"
-            f" ({', '.join(inv.rel(p) for p in fits) or 'none'})",
-            f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's"
-            " ci_budget_usd caps the job",
-        )
+        found = ", ".join(inv.rel(p) for p in fits) or "none"
+        message = f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd ({found})"
+        fix = f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's"
+        fix += " ci_budget_usd caps the job"
+        raise refusal("no policy", "--policy", "sentinel_policy_ambiguous", message, fix)
     return fits[0]
 
 
@@ -417,21 +394,15 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
     if requested is None:
         return cap, "policy ci_budget_usd"
     if requested > cap:
-        raise refusal(
-            "cap above policy",
-            where,
-            "budget_above_policy",
-            f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}",
-            f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger cap"
-            " needs a new policy version",
-        )
+        message = f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}"
+        fix = f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger"
+        fix += " cap needs a new policy version"
+        raise refusal("cap above policy", where, "budget_above_policy", message, fix)
     return requested, "--budget-usd"
 
 
 def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
     """Write the spec (and prompt file) as they were at the ref into ``into``; None if absent."""
-    import yaml
-
     data = show_at(changes, spec_path)
     if data is None:
         return None
@@ -477,11 +448,8 @@ def _ref_version(
         params = _code_at_ref(changes, function_code(spec.function))
         digest = sha256_text(source.decode("utf-8"))
         fingerprint = make_identity(spec, digest, **params).fingerprint()
-        unchanged = module is not None and not any(
-            (changes.top / f).resolve() == module for f in changes.files
-        )
-        judge = build_judge(spec, target) if unchanged and not candidate.code_changed else None
-        return spec, judge, fingerprint
+        unchanged = module not in changes.absolute() and not candidate.code_changed
+        return spec, build_judge(spec, target) if unchanged else None, fingerprint
     try:
         judge = build_judge(spec, target)
     except WorkbenchError:
@@ -532,13 +500,8 @@ def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
     elif ref_judge is not None:
         plan.baseline_judge, plan.baseline_label = ref_judge, f"{ref_spec.label} at {since}"
     else:
-        code_reasons = [
-            r
-            for r in c.reasons
-            if r.startswith(
-                ("function module", "function code", "judge code", "ragas", "dependency")
-            )
-        ]
+        code_roles = ("function module", "function code", "judge code", "ragas", "dependency")
+        code_reasons = [r for r in c.reasons if r.startswith(code_roles)]
         plan.no_baseline = (
             f"the change touches code ({'; '.join(code_reasons)}) so {ref_spec.label} cannot be"
             f" rebuilt as it was at {since}, and the drift log records no baseline of it"
@@ -556,7 +519,6 @@ def _run_record(label: str, purpose: Any, run_dir: Path, summary: Any) -> LaneRu
 class _Lane:
     """One invocation: what it found, what it ran, and the report it makes of that."""
 
-    root: Path
     inv: Inventory
     since: str
     changes: Changes
@@ -582,23 +544,24 @@ class _Lane:
 
     def finish(self) -> SentinelLaneReport:
         """The report of the checks so far, written to ``sentinel.json`` in the run directory."""
-        outcome = lane_outcome(self.checks)
-        rel = self.inv.rel
+        outcome, rel = lane_outcome(self.checks), self.inv.rel
+        affected = [
+            AffectedCandidate(
+                candidate=c.spec.label,
+                spec=rel(c.path),
+                kind=c.spec.kind,
+                covered=c.spec.kind in RUNNABLE_KINDS,
+                reasons=c.reasons,
+            )
+            for c in self.candidates
+        ]
+        totals = {k: sum(getattr(r, k) for r in self.runs) for k in ("tokens_in", "tokens_out")}
         report = SentinelLaneReport(
-            project=str(self.root),
+            project=str(self.inv.root),
             since=self.since,
             since_commit=self.changes.commit,
             changed_files=list(self.changes.files),
-            affected=[
-                AffectedCandidate(
-                    candidate=c.spec.label,
-                    spec=rel(c.path),
-                    kind=c.spec.kind,
-                    covered=c.spec.kind in RUNNABLE_KINDS,
-                    reasons=c.reasons,
-                )
-                for c in self.candidates
-            ],
+            affected=affected,
             removed=self.removed,
             gold=rel(self.dataset.root),
             sentinels=rel(self.sentinels_file) if self.sentinels_file.exists() else None,
@@ -608,9 +571,8 @@ class _Lane:
             budget_source=self.source,
             estimate_usd=round(self.estimate, 6),
             cost_usd=round(sum(r.cost_usd for r in self.runs), 6),
-            tokens_in=sum(r.tokens_in for r in self.runs),
-            tokens_out=sum(r.tokens_out for r in self.runs),
             calls=sum(r.calls for r in self.runs),
+            **totals,
             runs=self.runs,
             checks=self.checks,
             outcome=outcome,
@@ -623,19 +585,13 @@ class _Lane:
         return report
 
 
-def _label_policies(inv: Inventory, lane_policy: Path) -> list[Path]:
-    """The lane's policy and every release policy of the project."""
-    from ..ranking import is_ranking_policy_file
-
-    return [lane_policy, *(p for p in inv.policies if not is_ranking_policy_file(p))]
-
-
 def _open_lane(
     project: str | Path, since: str, gold: str | None, policy: str | None, out: str | Path | None
 ) -> _Lane:
     """Find what changed, the gold, the policy, the controls and the affected candidates."""
     from ..gold import load_dataset
     from ..policy import load_policy
+    from ..ranking import is_ranking_policy_file
     from ..repeatability import sentinels_path_for
 
     root = Path(project)
@@ -654,13 +610,12 @@ def _open_lane(
     shared = {
         (dataset.root / "rubric.yaml").resolve(): "rubric",
         sentinels_file.resolve(): "sentinels",
+        **({suite_path: "controls"} if suite_path is not None else {}),
     }
-    if suite_path is not None:
-        shared[suite_path] = "controls"
-    shared |= {p.resolve(): "policy" for p in _label_policies(inv, policy_path)}
-    candidates, removed, checks = affected_candidates(inv, changes, shared)
+    # the lane's policy and every release policy of the project
+    policies = [policy_path, *(p for p in inv.policies if not is_ranking_policy_file(p))]
+    shared |= {p.resolve(): "policy" for p in policies}
     return _Lane(
-        root,
         inv,
         since,
         changes,
@@ -670,29 +625,8 @@ def _open_lane(
         policy_path,
         policy_model,
         suite_path,
-        candidates,
-        removed,
-        checks,
+        *affected_candidates(inv, changes, shared),
         started=started,
-    )
-
-
-def _not_covered(lane: _Lane, c: _Candidate) -> CheckResult:
-    kind = kind_info(c.spec.kind)
-    command = kind.command.format(spec=lane.inv.rel(c.path)) if kind else "its own command"
-    message = (
-        f"a {c.spec.kind} candidate changed and this lane does not check that kind: check it with"
-        f" `{command}`"
-    )
-    return problem_check("sentinels", c.spec.label, "incomplete", "not_covered", message, c.reasons)
-
-
-def _controls_missing(lane: _Lane) -> CheckResult:
-    label = lane.policy.label
-    message = f"the policy {label} names no control suite: the lane cannot run the controls"
-    details = [f"{lane.policy_path}: add controls: {{suite: ...}} in a new policy version"]
-    return problem_check(
-        "control-runs", f"policy {label}", "incomplete", "controls_missing", message, details
     )
 
 
@@ -710,16 +644,13 @@ def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
         if plan.baseline_judge is not None:
             work.append(("baseline", plan.baseline_judge, items))
         for purpose, who, what in work:  # one sum, in order: the figure the cap is checked on
-            lane.estimate += estimate_run(
-                purpose, who, what, cdir / purpose, cache_dir=False
-            ).needed_usd
+            needed = estimate_run(purpose, who, what, cdir / purpose, cache_dir=False).needed_usd
+            lane.estimate += needed
     cap, estimate = lane.cap, lane.estimate
     assert cap is not None
     if estimate <= cap + 1e-12:
         within = f"estimate ${estimate:.4f} within the cap ${cap:.4f} ({lane.source})"
-        lane.checks.append(
-            CheckResult(group="budget", name="per-job cap", status="passed", details=[within])
-        )
+        lane.checks.append(passed_check("budget", "per-job cap", within))
         return
     message = (
         f"the planned calls need up to ${estimate:.4f}; the cap is ${cap:.4f} ({lane.source}):"
@@ -730,17 +661,14 @@ def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
         + (", baseline" if p.baseline_judge is not None else "")
         for p in plans
     ]
-    lane.checks.append(
-        problem_check(
-            "budget", "per-job cap", "incomplete", "budget_insufficient", message, details
-        )
-    )
+    code = "budget_insufficient"
+    lane.checks.append(problem_check("budget", "per-job cap", "incomplete", code, message, details))
     raise LaneRefused(
         "the per-job cap does not cover the sentinel lane: nothing was started",
         [
             problem(
                 f"{lane.inv.rel(lane.policy_path)}: ci_budget_usd",
-                "budget_insufficient",
+                code,
                 f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}",
                 "raise ci_budget_usd in a reviewed new policy version, or change fewer judges at"
                 " once",
@@ -757,9 +685,8 @@ async def _run_plan(
     from ..controls import run_controls
     from ..repeatability import run_sentinels
 
-    c = plan.candidate
-    label = c.spec.label
-    cdir = lane.run_dir / label
+    c, dataset = plan.candidate, lane.dataset
+    label, cdir = c.spec.label, lane.run_dir / c.spec.label
     opts: dict[str, Any] = {"concurrency": concurrency, "progress": progress}
     if suite is not None:
         t0 = time.perf_counter()
@@ -771,7 +698,6 @@ async def _run_plan(
         seconds = round(time.perf_counter() - t0, 3)
         lane.checks.append(control_check(f"{label} on {suite.label}", controls, seconds))
     t0 = time.perf_counter()
-    dataset = lane.dataset
     summary, after = await run_sentinels(
         c.judge, loaded, dataset, cdir / "sentinels", budget_usd=lane.left(), **opts
     )
@@ -781,9 +707,8 @@ async def _run_plan(
         base, before = await run_sentinels(
             plan.baseline_judge, loaded, dataset, cdir / "baseline", budget_usd=lane.left(), **opts
         )
-        lane.runs.append(
-            _run_record(plan.baseline_label or label, "baseline", cdir / "baseline", base)
-        )
+        base_label = plan.baseline_label or label
+        lane.runs.append(_run_record(base_label, "baseline", cdir / "baseline", base))
         name = f"{plan.baseline_label}, run now ({cdir / 'baseline'})"
         if base.status != "complete":
             before = None
@@ -793,7 +718,7 @@ async def _run_plan(
     seconds = round(time.perf_counter() - t0, 3)
     lane.checks.append(
         _sentinel_check(
-            label, loaded, dataset, summary, before, name, plan.no_baseline, after, seconds
+            label, seconds, loaded, dataset, summary, (before, name), plan.no_baseline, after
         )
     )
 
@@ -811,22 +736,29 @@ async def run_sentinel_lane(
 ) -> SentinelLaneReport:
     """Run the lane (module doc). Raises :class:`WorkbenchError` on invalid input and
     :class:`LaneRefused` when it stops before any call (its ``report`` holds the checks)."""
+    from ..approval import load_approvers
     from ..controls import load_suite
     from ..heldout import refuse_held_out_content
     from ..repeatability import drift_log_path_for, load_sentinels
 
     lane = _open_lane(project, since, gold, policy, out)
+    runnable = [c for c in lane.candidates if c.spec.kind in RUNNABLE_KINDS]
     lane.checks += [
         _not_covered(lane, c) for c in lane.candidates if c.spec.kind not in RUNNABLE_KINDS
     ]
-    runnable = [c for c in lane.candidates if c.spec.kind in RUNNABLE_KINDS]
     if not runnable:
         return lane.finish()
     lane.cap, lane.source = resolve_cap(lane.policy, budget_usd, lane.policy_path)
     loaded = load_sentinels(lane.sentinels_file, lane.dataset)
     suite = load_suite(lane.suite_path) if lane.suite_path is not None else None
     if suite is None:
-        lane.checks.append(_controls_missing(lane))
+        label = lane.policy.label
+        message = f"the policy {label} names no control suite: the lane cannot run the controls"
+        details = [f"{lane.policy_path}: add controls: {{suite: ...}} in a new policy version"]
+        code = "controls_missing"
+        lane.checks.append(
+            problem_check("control-runs", f"policy {label}", "incomplete", code, message, details)
+        )
     else:  # held-out content never runs as a control (the sentinels are checked on load)
         refuse_held_out_content(suite.controls, lane.dataset, str(lane.suite_path), what="control")
     log = drift_log_path_for(lane.dataset)
@@ -838,8 +770,6 @@ async def run_sentinel_lane(
             await _run_plan(lane, plan, suite, loaded, concurrency, progress)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    from ..approval import load_approvers
-
     lane.checks = apply_expected_failures(
         lane.checks,
         lane.inv.config.expected_failures,
@@ -850,45 +780,50 @@ async def run_sentinel_lane(
     return lane.finish()
 
 
+def _not_covered(lane: _Lane, c: _Candidate) -> CheckResult:
+    kind = kind_info(c.spec.kind)
+    command = kind.command.format(spec=lane.inv.rel(c.path)) if kind else "its own command"
+    message = (
+        f"a {c.spec.kind} candidate changed and this lane does not check that kind: check it with"
+        f" `{command}`"
+    )
+    return problem_check("sentinels", c.spec.label, "incomplete", "not_covered", message, c.reasons)
+
+
 def _sentinel_check(
     label: str,
+    seconds: float,
     loaded: Any,
     dataset: Any,
     summary: Any,
-    before: Any,
-    baseline_name: str | None,
+    baseline: tuple[Any, str | None],
     no_baseline: str | None,
     after: dict[str, Any],
-    seconds: float,
 ) -> CheckResult:
+    """The sentinels' verdicts against the baseline's (its observations and name)."""
     from ..repeatability import sentinel_changes
 
+    check, (before, baseline_name) = (
+        partial(problem_check, "sentinels", label, seconds=seconds),
+        baseline,
+    )
+
     if summary.status != "complete":
-        return problem_check(
-            "sentinels",
-            label,
-            "incomplete",
-            summary.stop_reason or "run_incomplete",
+        message = (
             f"the sentinel run stopped early ({summary.stop_reason}: {summary.stop_detail or ''});"
-            f" unrun: {', '.join(summary.unrun) or 'none'}",
-            seconds=seconds,
+            f" unrun: {', '.join(summary.unrun) or 'none'}"
         )
+        return check("incomplete", summary.stop_reason or "run_incomplete", message)
     if before is None:
         record = (
             f"record one: `workbench drift --candidate SPEC --gold {dataset.root}"
             " --record-baseline` (after reviewing its verdicts), and commit the drift log"
         )
-        message = f"no baseline: {no_baseline}"
-        return problem_check(
-            "sentinels", label, "incomplete", "baseline_missing", message, [record], seconds=seconds
-        )
+        return check("incomplete", "baseline_missing", f"no baseline: {no_baseline}", [record])
     flagged = sentinel_changes(loaded, dataset, before, after)
     if any(f.kind == "not_judged" for f in flagged):
         details = [f"{f.case_id}: {f.kind}" for f in flagged]
-        message = "a sentinel was not judged"
-        return problem_check(
-            "sentinels", label, "incomplete", "not_judged", message, details, seconds=seconds
-        )
+        return check("incomplete", "not_judged", "a sentinel was not judged", details)
     if flagged:
         details = [
             f"{f.case_id} ({f.slice}{', ' + f.risk if f.risk else ''}): {f.kind} {f.before} ->"
@@ -900,20 +835,9 @@ def _sentinel_check(
             f" {baseline_name}"
         )
         failing = sorted({f.case_id for f in flagged})
-        return problem_check(
-            "sentinels",
-            label,
-            "review",
-            "sentinel_drift",
-            message,
-            details,
-            failing=failing,
-            seconds=seconds,
-        )
+        return check("review", "sentinel_drift", message, details, failing=failing)
     same = f"{len(loaded.cases)} sentinels gave the baseline's verdicts ({baseline_name})"
-    return CheckResult(
-        group="sentinels", name=label, status="passed", details=[same], seconds=seconds
-    )
+    return passed_check("sentinels", label, same, seconds=seconds)
 
 
 def run_sentinel_lane_sync(*args: Any, **kwargs: Any) -> SentinelLaneReport:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import click
 
+from ..errors import refusal
 from ..outcomes import ExitCode
 from ._common import echo_json, report_problems
 
@@ -31,102 +32,75 @@ class Shared(NamedTuple):
     settings: dict[str, Any]
 
 
+def _shared(*decls: str, path: bool = True, **settings: Any) -> Shared:
+    return Shared(decls, {"type": PATH, **settings} if path else settings)
+
+
+_REQUIRED = {"required": True}
 SHARED: dict[str, Shared] = {
-    "json": Shared(("--json", "as_json"), {"is_flag": True, "help": "Print JSON."}),
-    "gold": Shared(("--gold",), {"required": True, "type": PATH, "help": GOLD_HELP}),
-    "candidate": Shared(
-        ("--candidate",),
-        {
-            "required": True,
-            "type": PATH,
-            "help": "Candidate spec, e.g. data/candidates/<name>@<version>.yaml.",
-        },
+    "json": _shared("--json", "as_json", path=False, is_flag=True, help="Print JSON."),
+    "gold": _shared("--gold", **_REQUIRED, help=GOLD_HELP),
+    "candidate": _shared(
+        "--candidate",
+        **_REQUIRED,
+        help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.",
     ),
-    "policy": Shared(
-        ("--policy",),
-        {
-            "required": True,
-            "type": PATH,
-            "help": "Release policy, data/policies/<name>@<version>.yaml.",
-        },
+    "policy": _shared(
+        "--policy", **_REQUIRED, help="Release policy, data/policies/<name>@<version>.yaml."
     ),
-    "results": Shared(
-        ("--results",),
-        {
-            "required": True,
-            "type": PATH,
-            "help": (
-                "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl,"
-                " *.parquet), judge-result contract."
-            ),
-        },
+    "results": _shared(
+        "--results",
+        **_REQUIRED,
+        help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl,"
+        " *.parquet), judge-result contract.",
     ),
-    "report": Shared(("--report",), {"required": True, "type": PATH, "help": None}),
-    "out": Shared(("--out",), {"type": PATH, "help": None}),
-    "reports": Shared(
-        ("--reports", "reports_root"),
-        {
-            "default": "reports",
-            "show_default": True,
-            "type": PATH,
-            "help": "Reports root directory.",
-        },
+    "report": _shared("--report", **_REQUIRED, help=None),
+    "out": _shared("--out", help=None),
+    "reports": _shared(
+        "--reports",
+        "reports_root",
+        default="reports",
+        show_default=True,
+        help="Reports root directory.",
     ),
-    "overrides": Shared(("--overrides",), {"type": PATH, "help": None}),
-    "trust": Shared(
-        ("--trust",),
-        {
-            "type": PATH,
-            "help": (
-                "File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be"
-                " signed by one of them."
-            ),
-        },
+    "overrides": _shared("--overrides", help=None),
+    "trust": _shared(
+        "--trust",
+        help="File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be"
+        " signed by one of them.",
     ),
-    "sign": Shared(
-        ("--sign", "sign_key"),
-        {
-            "type": PATH,
-            "help": "Sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
-        },
+    "sign": _shared(
+        "--sign",
+        "sign_key",
+        help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
     ),
-    "notebook": Shared(
-        ("--notebook",),
-        {
-            "type": PATH,
-            "help": (
-                "Custom certification notebook (default: the one shipped in the package). Its"
-                " sha256 is locked; unless the policy pins it (certification.notebook_sha256)"
-                " the report is advisory, never certified."
-            ),
-        },
+    "notebook": _shared(
+        "--notebook",
+        help="Custom certification notebook (default: the one shipped in the package). Its sha256"
+        " is locked; unless the policy pins it (certification.notebook_sha256) the report is"
+        " advisory, never certified.",
     ),
-    "partition": Shared(
-        ("--partition",),
-        {"required": True, "type": click.Choice(["development", "calibration"]), "help": None},
+    "partition": _shared(
+        "--partition", **_REQUIRED, type=click.Choice(["development", "calibration"]), help=None
     ),
-    "rerun_reason": Shared(("--rerun-reason",), {"help": None}),
-    "seed": Shared(("--seed",), {"type": int, "default": 0, "show_default": True, "help": None}),
-    "label_mapping": Shared(("--label-mapping",), {"type": PATH, "help": None}),
-    "junit": Shared(
-        ("--junit", "junit_path"), {"type": PATH, "help": "Write a JUnit XML report here."}
+    "rerun_reason": _shared("--rerun-reason", path=False, help=None),
+    "seed": _shared("--seed", type=int, default=0, show_default=True, help=None),
+    "label_mapping": _shared("--label-mapping", help=None),
+    "junit": _shared("--junit", "junit_path", help="Write a JUnit XML report here."),
+    "approver": _shared("--approver", path=False, **_REQUIRED, help=None),
+    "reason": _shared("--reason", path=False, **_REQUIRED, help=None),
+    "judge": _shared("--judge", path=False, help="Only this judge (name@version)."),
+    "min_shared": _shared(
+        "--min-shared",
+        type=click.IntRange(min=1),
+        default=10,  # workbench.stats.DEFAULT_MIN_SHARED (tests/test_cli.py checks it)
+        show_default=True,
+        help="List only reviewer pairs sharing at least this many cases; the others are counted as"
+        " left out.",
     ),
-    "approver": Shared(("--approver",), {"required": True, "help": None}),
-    "reason": Shared(("--reason",), {"required": True, "help": None}),
-    "judge": Shared(("--judge",), {"help": "Only this judge (name@version)."}),
-    "min_shared": Shared(
-        ("--min-shared",),
-        {
-            "type": click.IntRange(min=1),
-            "default": 10,  # workbench.stats.DEFAULT_MIN_SHARED (tests/test_cli.py checks it)
-            "show_default": True,
-            "help": (
-                "List only reviewer pairs sharing at least this many cases; the others are counted"
-                " as left out."
-            ),
-        },
+    "force": _shared(
+        "--force", path=False, is_flag=True, help="Replace a dataset already in --out."
     ),
-    "force": Shared(("--force",), {"is_flag": True, "help": "Replace a dataset already in --out."}),
 }
 
 
@@ -183,3 +157,15 @@ def budget_refusal() -> Iterator[None]:
     except BudgetInsufficient as exc:
         report_problems(exc)
         sys.exit(ExitCode.INCOMPLETE)
+
+
+def flag(*decls: str, help: str) -> Callable[[F], F]:
+    """A one-off on/off option."""
+    return click.option(*decls, is_flag=True, help=help)
+
+
+def refuse_sign_without_lock(sign_key: str | None, lock: bool, summary: str) -> None:
+    """``--sign`` signs a run's lock: refused without ``--lock``."""
+    if sign_key and not lock:
+        message = "--sign signs the run's lock, but --lock was not given"
+        raise refusal(summary, "--sign", "sign_without_lock", message, "add --lock, or drop --sign")

@@ -16,83 +16,63 @@ import click
 from ..runs import RunOptions
 from ._common import BUDGET_USD
 
+
+def _entry(*decls: str, **settings: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    return decls, {"show_default": True, **settings} if "default" in settings else settings
+
+
+_RAY = "With --executor ray:"
 OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
-    "concurrency": (
-        ("--concurrency",),
-        {
-            "type": click.IntRange(min=1),
-            "default": 8,
-            "show_default": True,
-            "help": "Concurrent judge calls.",
-        },
+    "concurrency": _entry(
+        "--concurrency", type=click.IntRange(min=1), default=8, help="Concurrent judge calls."
     ),
-    "budget": (
-        ("--budget-usd",),
-        {
-            "type": BUDGET_USD,
-            "help": "Stop scheduling calls before recorded spend could exceed this.",
-        },
+    "budget": _entry(
+        "--budget-usd",
+        type=BUDGET_USD,
+        help="Stop scheduling calls before recorded spend could exceed this.",
     ),
-    "max_cases": (
-        ("--max-cases",),
-        {
-            "type": click.IntRange(min=0),
-            "help": "Start calls for at most this many case x repeat pairs in this invocation.",
-        },
+    "max_cases": _entry(
+        "--max-cases",
+        type=click.IntRange(min=0),
+        help="Start calls for at most this many case x repeat pairs in this invocation.",
     ),
-    "repeats": (
-        ("--repeat", "repeats"),
-        {
-            "type": click.IntRange(min=1),
-            "default": 1,
-            "show_default": True,
-            "help": "Judge each case K times (repeatability).",
-        },
+    "repeats": _entry(
+        "--repeat",
+        "repeats",
+        type=click.IntRange(min=1),
+        default=1,
+        help="Judge each case K times (repeatability).",
     ),
-    "cache": (
-        ("--cache", "cache_dir"),
-        {
-            "type": click.Path(path_type=str),
-            "help": (
-                "Verdict cache directory (default $WORKBENCH_CACHE_DIR or"
-                " ~/.cache/judge-workbench)."
-            ),
-        },
+    "cache": _entry(
+        "--cache",
+        "cache_dir",
+        type=click.Path(path_type=str),
+        help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).",
     ),
-    "no_cache": (
-        ("--no-cache",),
-        {"is_flag": True, "help": "Neither read nor write the verdict cache."},
+    "no_cache": _entry(
+        "--no-cache", is_flag=True, help="Neither read nor write the verdict cache."
     ),
-    "retry_errors": (
-        ("--retry-errors",),
-        {
-            "is_flag": True,
-            "help": "Give cases whose last attempt is a final evaluator error another round.",
-        },
+    "retry_errors": _entry(
+        "--retry-errors",
+        is_flag=True,
+        help="Give cases whose last attempt is a final evaluator error another round.",
     ),
-    "no_progress": (("--no-progress",), {"is_flag": True, "help": "Hide the progress bar."}),
-    "executor": (
-        ("--executor",),
-        {
-            "type": click.Choice(["local", "ray"]),
-            "default": "local",
-            "show_default": True,
-            "help": "local: this process; ray: --shards Ray tasks (judge-workbench[ray]).",
-        },
+    "no_progress": _entry("--no-progress", is_flag=True, help="Hide the progress bar."),
+    "executor": _entry(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        help="local: this process; ray: --shards Ray tasks (judge-workbench[ray]).",
     ),
-    "shards": (
-        ("--shards",),
-        {
-            "type": click.IntRange(min=1),
-            "help": "With --executor ray: split the cases into N shards (resume with the same N).",
-        },
+    "shards": _entry(
+        "--shards",
+        type=click.IntRange(min=1),
+        help=f"{_RAY} split the cases into N shards (resume with the same N).",
     ),
-    "calls_per_second": (
-        ("--calls-per-second",),
-        {
-            "type": click.FloatRange(min=0, min_open=True),
-            "help": "With --executor ray: at most this many judge calls a second over all shards.",
-        },
+    "calls_per_second": _entry(
+        "--calls-per-second",
+        type=click.FloatRange(min=0, min_open=True),
+        help=f"{_RAY} at most this many judge calls a second over all shards.",
     ),
 }
 
@@ -147,3 +127,11 @@ def run_options(
         return command
 
     return decorate
+
+
+ENGINE = ("concurrency", "budget_usd", "cache_dir", "progress")
+
+
+def engine(options: RunOptions, names: tuple[str, ...] = ENGINE) -> dict[str, Any]:
+    """The run engine's keyword arguments ``names`` taken from ``options``."""
+    return {name: getattr(options, name) for name in names}

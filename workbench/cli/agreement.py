@@ -36,17 +36,12 @@ def _reviewers(block: AgreementBlock) -> str:
 
 
 def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[str]:
-    ordered = report.scale_labels is not None
-    listed = len(block.pairs)
-    total = listed + block.pairs_left_out
+    ordered, listed = report.scale_labels is not None, len(block.pairs)
+    left_out = f"; {block.pairs_left_out} sharing fewer left out (--min-shared changes this)"
     lines = [
         f"{title}: {block.cases} cases, {_reviewers(block)}",
-        f"  reviewer pairs sharing >= {block.min_shared} case(s): {listed} of {total} listed"
-        + (
-            f"; {block.pairs_left_out} sharing fewer left out (--min-shared changes this)"
-            if block.pairs_left_out
-            else ""
-        ),
+        f"  reviewer pairs sharing >= {block.min_shared} case(s): {listed} of"
+        f" {listed + block.pairs_left_out} listed" + (left_out if block.pairs_left_out else ""),
     ]
     for p in block.pairs:
         line = (
@@ -64,11 +59,8 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
     if ordered:
         lines.append(f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}")
         interval = block.krippendorff_alpha_interval
-        basis = (
-            "label values"
-            if report.scale == "numeric"
-            else "ranks as values, equal spacing assumed"
-        )
+        numeric = report.scale == "numeric"
+        basis = "label values" if numeric else "ranks as values, equal spacing assumed"
         level = f"interval, {basis}" if interval else "interval"
         lines.append(f"  Krippendorff's alpha ({level}): {_k(interval)}")
     lines.append(f"  Fleiss' kappa (nominal): {_k(block.fleiss_kappa)}")

@@ -14,7 +14,7 @@ from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
 from ..outcomes import ExitCode
 from ._common import user_errors
-from ._options import option, options, show
+from ._options import flag, option, options, path, show
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,15 +47,13 @@ def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]
 @click.command()
 @evidence_options("align")
 @option("json", help="Print the documented, versioned JSON report.")
-@click.option(
+@flag(
     "--wide",
-    is_flag=True,
     help="Print the full tables (every count and the token columns; wider than 120 columns).",
 )
-@click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
-@click.option(
+@flag("--fail-incomplete", help="Exit 3 when any case has no result.")
+@flag(
     "--allow-gold-change",
-    is_flag=True,
     help="Align even if the gold changed since the results were produced (not comparable).",
 )
 @option(
@@ -64,12 +62,8 @@ def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]
     help="Accept the cases a run's sampling plan left out if it is this policy's `sampling:` plan.",
     required=False,
 )
-@click.option(
-    "--sampling-plan",
-    "plan_path",
-    type=click.Path(path_type=str),
-    default=None,
-    help="The same with a sampling plan file (instead of --policy).",
+@path(
+    "--sampling-plan", "plan_path", help="The same with a sampling plan file (instead of --policy)."
 )
 @user_errors
 def align(

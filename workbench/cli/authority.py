@@ -45,7 +45,7 @@ def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
 
 def _print_rollback(result: tuple[AuthorityEntry, list[Problem]], as_json: bool) -> None:
     entry, problems = result
-    _print_entry(entry, as_json)
+    show(entry, as_json, lambda e: e.describe())
     if problems:
         click.echo(
             f"warning: the authority record is damaged ({len(problems)} problem(s)); the entry was"
@@ -128,11 +128,7 @@ def promote_command(as_json: bool, **step: str) -> None:
 @_rollback_options(
     "Why (e.g. the disagreement sample that found a critical false pass).",
     click.option(
-        "--to",
-        "to",
-        type=LEVEL_CHOICES,
-        default=None,
-        help="The level to demote to (default: one step down).",
+        "--to", type=LEVEL_CHOICES, help="The level to demote to (default: one step down)."
     ),
 )
 @user_errors
@@ -185,18 +181,12 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
     read = record.read()
     entries = [e for e in read.entries if judge is None or e.judge == judge]
     if as_json:
-        echo_json(
-            {
-                "record": str(record.path),
-                "entries": [e.model_dump(mode="json") for e in entries],
-                "problems": [p.model_dump(mode="json") for p in read.problems],
-            }
-        )
+        found = [e.model_dump(mode="json") for e in entries]
+        problems = [p.model_dump(mode="json") for p in read.problems]
+        echo_json({"record": str(record.path), "entries": found, "problems": problems})
     else:
-        click.echo(
-            f"authority record {record.path}: {len(read.entries)} entries, chain"
-            f" {'intact' if read.ok else 'DAMAGED'}"
-        )
+        chain = "intact" if read.ok else "DAMAGED"
+        click.echo(f"authority record {record.path}: {len(read.entries)} entries, chain {chain}")
         for e in entries:
             click.echo(e.describe())
         for problem in read.problems:

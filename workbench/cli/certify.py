@@ -12,7 +12,7 @@ from ..errors import refusal
 from ..outcomes import ExitCode, exit_code
 from ..runs import RunOptions
 from ._common import echo_json, refuse_each, user_errors
-from ._options import option, path
+from ._options import flag, option, path
 from ._run_options import fixed_concurrency, run_options
 
 
@@ -80,21 +80,14 @@ def certify(resume_review: str | None, options: RunOptions, as_json: bool, **giv
     raise SystemExit(exit_code(result.outcome))
 
 
-_TAKEN_FROM_THE_REPORT = (
-    "candidate",
-    "policy",
-    "baseline",
-    "label_mapping",
-    "rerun_reason",
-    "overrides",
-)
+_FROM_THE_REPORT = ("candidate", "policy", "baseline", "label_mapping", "rerun_reason", "overrides")
 
 
 def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
     """``--resume-review``: every option the locked report fixes is refused."""
     from ..reports import resume_review
 
-    values = {f"--{k.replace('_', '-')}": given[k] for k in _TAKEN_FROM_THE_REPORT}
+    values = {f"--{k.replace('_', '-')}": given[k] for k in _FROM_THE_REPORT}
     values |= {"--budget-usd": options.budget_usd, "--max-cases": options.max_cases}
     refuse_each(
         "cannot re-evaluate the report",
@@ -181,22 +174,15 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
     from ..reports import load_trust, verify_path
 
     if gold is not None and not Path(gold).exists():
-        raise refusal(
-            "cannot verify",
-            gold,
-            "gold_missing",
-            "the gold dataset does not exist",
-            "point --gold at the certified dataset directory",
-        )
+        fix = "point --gold at the certified dataset directory"
+        raise refusal("cannot verify", gold, "gold_missing", "the gold dataset does not exist", fix)
     trusted = load_trust(trust) if trust is not None else None
     show_verifications(verify_path(path, gold=gold, trusted=trusted), as_json)
 
 
 @click.command()
 @option("reports")
-@click.option(
-    "--ledger", is_flag=True, help="Show the held-out ledger(s) instead, and check their chain."
-)
+@flag("--ledger", help="Show the held-out ledger(s) instead, and check their chain.")
 @option(
     "gold",
     required=False,

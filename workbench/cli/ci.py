@@ -11,7 +11,7 @@ import click
 from ..runs import RunOptions
 from ._common import report_problems, user_errors
 from ._options import option, path, show
-from ._run_options import fixed_concurrency, run_option, run_options
+from ._run_options import engine, fixed_concurrency, run_option, run_options
 
 if TYPE_CHECKING:
     from ..ci import CheckResult
@@ -103,14 +103,7 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
 @run_option("concurrency")
 @user_errors
 def sentinel(
-    since: str,
-    project: str,
-    gold: str | None,
-    policy: str | None,
-    junit_path: str | None,
-    as_json: bool,
-    out: str | None,
-    options: RunOptions,
+    project: str, junit_path: str | None, as_json: bool, options: RunOptions, **lane: Any
 ) -> None:
     """Run the candidates a change affects on the sentinel cases and the control suite.
 
@@ -123,13 +116,7 @@ def sentinel(
 
     try:
         report = run_sentinel_lane_sync(
-            project,
-            since=since,
-            gold=gold,
-            policy=policy,
-            budget_usd=options.budget_usd,
-            out=out,
-            concurrency=options.concurrency,
+            project, **lane, **engine(options, ("budget_usd", "concurrency"))
         )
     except LaneRefused as exc:
         report_problems(exc)

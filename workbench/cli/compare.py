@@ -11,13 +11,13 @@ from ..migration import compare_candidates_sync, default_out, format_comparison
 from ..outcomes import ExitCode
 from ..runs import RunOptions
 from ._common import user_errors
-from ._options import budget_refusal, option, path, show
-from ._run_options import run_options
+from ._options import budget_refusal, flag, option, path, show
+from ._run_options import engine, run_options
 
 
 @click.command()
-@path("--old", "old", required=True, help="The current version's candidate spec.")
-@path("--new", "new", required=True, help="The new version's candidate spec.")
+@path("--old", required=True, help="The current version's candidate spec.")
+@path("--new", required=True, help="The new version's candidate spec.")
 @option("gold")
 @option("partition", help="Partition to compare on (held-out data is for certification only).")
 @option("out", help="Comparison directory (default runs/compare/<old>__<new>/<partition>).")
@@ -28,7 +28,7 @@ from ._run_options import run_options
     help="Reviewed mapping of the old version's labels to the new ones (renamed categories).",
 )
 @path("--controls", help="Control suite to run on both versions before the partition.")
-@click.option("--no-controls", is_flag=True, help="Run no controls (say so explicitly).")
+@flag("--no-controls", help="Run no controls (say so explicitly).")
 @run_options(
     "budget",
     "concurrency",
@@ -58,17 +58,15 @@ def compare(
     critical verdicts need review; 5 evaluator errors; 3 incomplete; 2 invalid input.
     """
     if controls is None and not no_controls:
-        raise click.UsageError(
-            "give --controls SUITE (run on both versions before the partition) or --no-controls"
-        )
+        before = "run on both versions before the partition"
+        raise click.UsageError(f"give --controls SUITE ({before}) or --no-controls")
     if controls is not None and no_controls:
         raise click.UsageError("--controls and --no-controls exclude each other")
     from ..judges import load_candidate
 
     old_judge, new_judge = load_candidate(old), load_candidate(new)
-    out_dir = (
-        Path(out) if out else default_out(old_judge.spec.label, new_judge.spec.label, partition)
-    )
+    labels = (old_judge.spec.label, new_judge.spec.label)
+    out_dir = Path(out) if out else default_out(*labels, partition)
     with budget_refusal():
         report = compare_candidates_sync(
             old_judge,
@@ -77,10 +75,7 @@ def compare(
             partition,
             out_dir,
             controls=controls,
-            budget_usd=options.budget_usd,
-            concurrency=options.concurrency,
-            cache_dir=options.cache_dir,
-            progress=options.progress,
+            **engine(options),
             **reuse,
         )
     show(report, as_json, format_comparison, lambda _: f"comparison: {out_dir / 'comparison.json'}")

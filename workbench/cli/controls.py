@@ -11,7 +11,7 @@ from ..judges import load_candidate
 from ..runs import RunOptions
 from ._common import project_golds, user_errors
 from ._options import option, path, show
-from ._run_options import run_options
+from ._run_options import engine, run_options
 
 
 @click.command()
@@ -51,14 +51,6 @@ def controls(
     )
     judge = load_candidate(candidate)
     run_dir = Path(out) if out else default_run_dir(judge.spec.label, control_suite.label)
-    report = run_controls_sync(
-        judge,
-        control_suite,
-        run_dir,
-        concurrency=options.concurrency,
-        budget_usd=options.budget_usd,
-        cache_dir=options.cache_dir,
-        progress=options.progress,
-    )
+    report = run_controls_sync(judge, control_suite, run_dir, **engine(options))
     show(report, as_json, format_controls, lambda _: f"run directory: {run_dir}")
     raise SystemExit(report.decision().exit_code)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
 from ._common import FiniteFloatRange, user_errors
 from ._options import option, path, show, shown
-
-if TYPE_CHECKING:
-    from ..estimate import RGInterval
 
 
 @click.command()
@@ -21,19 +18,16 @@ if TYPE_CHECKING:
 )
 @path(
     "--slices",
-    "slices",
     required=True,
     help="Slice of every production case: CSV case_id,slice or JSONL {case_id, slice}.",
 )
 @path(
     "--rubric",
-    "rubric",
     required=True,
     help="The rubric (rubric.yaml or its dataset directory) the judge was certified under.",
 )
 @path(
     "--labelled",
-    "labelled",
     help="Random labelled sample of the same traffic (CSV case_id,label or JSONL); adds PPI.",
 )
 @shown(
@@ -51,17 +45,7 @@ if TYPE_CHECKING:
 )
 @option("json", help="Print the documented, versioned JSON estimate.")
 @user_errors
-def estimate(
-    report: str,
-    results: str,
-    slices: str,
-    rubric: str,
-    labelled: str | None,
-    interval: RGInterval,
-    seed: int,
-    unstable_below: float,
-    as_json: bool,
-) -> None:
+def estimate(as_json: bool, **given: Any) -> None:
     """Bias-corrected pass rates of a certified judge on unlabelled production traffic.
 
     Per slice: the naive pass rate, the Rogan-Gladen corrected rate from the certification's
@@ -71,15 +55,6 @@ def estimate(
     """
     from ..estimate import estimate_production, format_estimate
 
-    result = estimate_production(
-        report,
-        results,
-        slices,
-        rubric,
-        labelled=labelled,
-        interval=interval,
-        seed=seed,
-        unstable_below=unstable_below,
-    )
+    result = estimate_production(**given)
     show(result, as_json, format_estimate)
     raise SystemExit(result.exit_code)

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ..testing import FAULTS, JSON_MODES, PROVIDERS, FakeLLM, Reply
-from ._options import option, shown
+from ._options import flag, option, shown
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -123,10 +123,8 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     metavar="NAME",
     help="Serve only these model names (azure: deployment names); repeatable.",
 )
-@click.option(
+@flag(
     "--litellm-no-db",
-    "litellm_no_db",
-    is_flag=True,
     help="With --emulate litellm and --require-api-key-env: a proxy without a database.",
 )
 @click.option(
@@ -140,18 +138,12 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
 def fake_llm(
     host: str,
     port: int,
-    latency: float,
-    fault_rate: tuple[str, ...],
-    seed: int,
     default_value: str,
-    responder: str | None,
+    litellm_no_db: bool,
     require_api_key_env: str | None,
     export: tuple[str, ...],
     command: tuple[str, ...],
-    emulate: str = "openai",
-    json_mode: str = "honour",
-    serve_model: tuple[str, ...] = (),
-    litellm_no_db: bool = False,
+    **given: Any,
 ) -> None:
     """Serve a scripted OpenAI-compatible chat API locally: try a judge with no API key.
 
@@ -161,18 +153,15 @@ def fake_llm(
     """
     if command and command[0] == "--":
         command = command[1:]
-    if litellm_no_db and (emulate != "litellm" or not require_api_key_env):
+    if litellm_no_db and (given["emulate"] != "litellm" or not require_api_key_env):
         message = "a proxy without a database needs --emulate litellm and --require-api-key-env"
         raise _bad("--litellm-no-db", f"{message} (its master key)")
     server = FakeLLM(
         litellm_database=not litellm_no_db,
         default=Reply(value=default_value),
-        latency_s=latency,
-        seed=seed,
         host=host,
         port=port,
-        **_settings(fault_rate, responder, require_api_key_env, export, emulate, serve_model),
-        json_mode=json_mode,
+        **_settings(require_api_key_env, export, **given),
     )
     try:
         server.start()
@@ -185,13 +174,18 @@ def fake_llm(
 
 
 def _settings(
-    fault_rate: tuple[str, ...],
-    responder: str | None,
     key_env: str | None,
     export: tuple[str, ...],
+    *,
+    fault_rate: tuple[str, ...],
+    responder: str | None,
     emulate: str,
     serve_model: tuple[str, ...],
+    latency: float,
+    seed: int,
+    json_mode: str,
 ) -> dict[str, Any]:
+    """The server's settings from the options, each checked (exit 2 naming the option)."""
     rates = _parse_fault_rates(fault_rate)
     responder_fn = _load_responder(responder) if responder else None
     api_key: str | None = None
@@ -211,6 +205,9 @@ def _settings(
         "fault_rates": rates,
         "require_api_key": api_key,
         "emulate": emulate,
+        "latency_s": latency,
+        "seed": seed,
+        "json_mode": json_mode,
         **(served if serve_model else {}),
     }
 

@@ -25,7 +25,7 @@ from ..policy import (
 )
 from ..runs import SUMMARY_FILE, RunSummary, attempt_problems
 from ._common import user_errors
-from ._options import option, show
+from ._options import flag, option, path, show
 from .align import evidence_options
 
 T = TypeVar("T")
@@ -38,9 +38,8 @@ def load_run_summary(path: str | Path) -> RunSummary:
         path = path / SUMMARY_FILE
     loc, fix = str(path), "give the run.json written by `workbench run`"
     if not path.is_file():
-        missing = "the run summary does not exist"
-        fix_path = "point --run at a run directory or its run.json"
-        raise refusal("no run summary", loc, "run_missing", missing, fix_path)
+        fix_path, missing = "point --run at a run directory or its run.json", "does not exist"
+        raise refusal("no run summary", loc, "run_missing", f"the run summary {missing}", fix_path)
     try:
         data = read_json_file(path)  # bounded and strict: duplicate keys, NaN, too deep refused
     except OSError as exc:
@@ -69,11 +68,9 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.command()
 @evidence_options("evaluate", partition_note="normally held_out; ")
 @option("policy")
-@click.option(
+@path(
     "--run",
     "run_path",
-    type=click.Path(path_type=str),
-    default=None,
     help="The run's run.json (or run directory): completeness, stop reason and spend.",
 )
 @option(
@@ -82,9 +79,8 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
     help="Override store to apply (JSON Lines); none are applied unless given.",
 )
 @option("json", help="Print the gate result as JSON.")
-@click.option(
+@flag(
     "--allow-gold-change",
-    is_flag=True,
     help="Evaluate even if the gold changed (a non-waivable gold_changed blocker).",
 )
 @user_errors
@@ -110,9 +106,7 @@ def gate(
     problems: list[Problem] = []
     loaded_policy = _collect(problems, lambda: load_policy(policy))
     run = _collect(problems, lambda: load_run_summary(run_path)) if run_path else None
-    overrides = (
-        (_collect(problems, lambda: load_overrides(overrides_path)) or []) if overrides_path else []
-    )
+    store = _collect(problems, lambda: load_overrides(overrides_path)) if overrides_path else []
     with bulk_load():
         index = _collect(problems, lambda: gold_index(gold))  # every gold problem, as `validate`
     resolved = _collect(problems, lambda: resolve_partition(results, partition))
@@ -135,15 +129,12 @@ def gate(
         loaded_policy,
         rubric=index.rubric,
         run=run,
-        overrides=overrides,
+        overrides=store or [],
         flagged=flagged_cases(evidence.cases, index.rubric.abstain_labels),
         policy_sha256=policy_sha256(policy),
     )
     if source == "run_manifest":
-        click.echo(
-            f"partition: {partition} (from the run manifest beside the results; --partition"
-            " overrides)",
-            err=as_json,
-        )
+        note = "from the run manifest beside the results; --partition overrides"
+        click.echo(f"partition: {partition} ({note})", err=as_json)
     show(result, as_json, format_gate)
     raise SystemExit(EXIT_CODES[result.outcome])

@@ -11,7 +11,7 @@ import click
 from ..importers import import_results, import_table, run_importer
 from ..outcomes import ExitCode
 from ._common import user_errors
-from ._options import option, shown
+from ._options import option, options, shown
 
 _DIRECTORY = click.Path(path_type=Path, file_okay=False)
 _OUT = option(
@@ -19,6 +19,23 @@ _OUT = option(
     required=True,
     type=_DIRECTORY,
     help="Directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).",
+)
+
+
+_COLUMNS = (  # the text options of `import results`, in help order
+    ("--case-id", "Column holding the gold case id."),
+    ("--input", "Column holding the exact input (matched with --response without a case id)."),
+    ("--response", "Column holding the exact response judged."),
+    ("--label", "Prediction column holding labels."),
+    ("--score", "Prediction column holding scores (kept; labels come from --threshold)."),
+    ("--reason", "Column holding the judge's reason."),
+    ("--latency", "latency_s", "Column holding latency in seconds."),
+    ("--tokens-in", "Column holding prompt tokens."),
+    ("--tokens-out", "Column holding completion tokens."),
+    ("--cost", "cost_usd", "Column holding cost in USD."),
+    ("--name", "Judge name (also the imported candidate's name)."),
+    ("--version", "Judge version."),
+    ("--model", "The model (or detector) that produced the predictions."),
 )
 
 
@@ -86,17 +103,7 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     type=click.Choice(["csv", "tsv", "jsonl", "parquet"]),
     help="Table format (default: from the extension).",
 )
-@click.option("--case-id", help="Column holding the gold case id.")
-@click.option(
-    "--input",
-    "input",
-    help="Column holding the exact input (matched with --response without a case id).",
-)
-@click.option("--response", help="Column holding the exact response judged.")
-@click.option("--label", help="Prediction column holding labels.")
-@click.option(
-    "--score", help="Prediction column holding scores (kept; labels come from --threshold)."
-)
+@options(*(click.option(*decls, help=help) for *decls, help in _COLUMNS[:5]))
 @click.option("--threshold", type=float, help="Score cut-off that makes labels.")
 @click.option(
     "--pass-if",
@@ -110,14 +117,7 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     metavar="VALUE=LABEL",
     help="Map a source value to a rubric label (repeatable; then every value must be mapped).",
 )
-@click.option("--reason", help="Column holding the judge's reason.")
-@click.option("--latency", "latency_s", help="Column holding latency in seconds.")
-@click.option("--tokens-in", help="Column holding prompt tokens.")
-@click.option("--tokens-out", help="Column holding completion tokens.")
-@click.option("--cost", "cost_usd", help="Column holding cost in USD.")
-@click.option("--name", help="Judge name (also the imported candidate's name).")
-@click.option("--version", "version", help="Judge version.")
-@click.option("--model", help="The model (or detector) that produced the predictions.")
+@options(*(click.option(*decls, help=help) for *decls, help in _COLUMNS[5:]))
 @click.option(
     "--prompt-file",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -142,9 +142,8 @@ def results(
     from ..importers import command_line_options
 
     options = command_line_options(**flags)
-    click.echo(
-        import_results(source, gold, out, force=force, mapping=mapping, options=options).format()
-    )
+    given: dict[str, Any] = {"force": force, "mapping": mapping, "options": options}
+    click.echo(import_results(source, gold, out, **given).format())
 
 
 @import_group.command("evalsbench")
@@ -164,8 +163,7 @@ def evalsbench(source_csv: Path, out: Path, slice_by: str, force: bool) -> None:
     Labels come from construction ('dataset-construction'); partitions are split by question;
     the label-revealing 'notes' column never reaches a judge.
     """
-    summary = run_importer("evalsbench", source_csv, out, slice_by=slice_by, force=force)
-    click.echo(summary.format())
+    click.echo(run_importer("evalsbench", source_csv, out, slice_by=slice_by, force=force).format())
 
 
 @import_group.command("pandalm")
@@ -178,8 +176,7 @@ def pandalm(source_json: Path, out: Path, force: bool) -> None:
 
     Labels 1, 2 or 0 (tie), adjudicated by majority; groups are prompts.
     """
-    summary = run_importer("pandalm", source_json, out, force=force)
-    click.echo(summary.format())
+    click.echo(run_importer("pandalm", source_json, out, force=force).format())
 
 
 @import_group.command("llmbar")
@@ -187,13 +184,10 @@ def pandalm(source_json: Path, out: Path, force: bool) -> None:
 @click.option(
     "--evaluator",
     type=click.Path(path_type=Path),
-    default=None,
     help="Evaluator directory with result.json, written as results.jsonl (omit: gold only).",
 )
 @click.option(
-    "--subset",
-    default=None,
-    help="Slice name; default: the path below LLMBar/, e.g. Adversarial/Neighbor.",
+    "--subset", help="Slice name; default: the path below LLMBar/, e.g. Adversarial/Neighbor."
 )
 @_OUT
 @option("force")
@@ -207,7 +201,5 @@ def llmbar(
     The slice is the subset. With --evaluator, its verdicts become two results per case
     (repeat 0 original order, 1 swapped) for `workbench pairwise`.
     """
-    summary = run_importer(
-        "llmbar", subset_dir, out, evaluator=evaluator, subset=subset, force=force
-    )
-    click.echo(summary.format())
+    given: dict[str, Any] = {"evaluator": evaluator, "subset": subset, "force": force}
+    click.echo(run_importer("llmbar", subset_dir, out, **given).format())

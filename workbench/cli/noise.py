@@ -13,8 +13,8 @@ from ..errors import Problem, WorkbenchError, problem, refusal
 from ..outcomes import ExitCode, exit_code, outcome_of
 from ..runs import RunOptions
 from ._common import echo_json, refuse_each, user_errors
-from ._options import option, path, show
-from ._run_options import run_options
+from ._options import flag, option, path, refuse_sign_without_lock, show, shown
+from ._run_options import engine, run_options
 from .override import append, override_options
 
 _PARTITIONS = ("development", "calibration", "held_out")
@@ -36,16 +36,11 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     help="Score the candidate pairs of this partition only (controls always run).",
     required=False,
 )
-@click.option(
-    "--sentinels-only",
-    is_flag=True,
-    help="Fast lane: score the controls and the frozen sentinel set only.",
-)
-@click.option(
+@flag("--sentinels-only", help="Fast lane: score the controls and the frozen sentinel set only.")
+@shown(
     "--repeat",
     type=click.IntRange(min=1),
     default=1,
-    show_default=True,
     help="Score the frozen sentinel set this many times and report each pair's spread.",
 )
 @path(
@@ -83,7 +78,7 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
     no_progress={"help": "Hide the progress bars."},
 )
-@click.option("--lock", is_flag=True, help="Lock the run directory after the report.")
+@flag("--lock", help="Lock the run directory after the report.")
 @option(
     "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
 )
@@ -134,14 +129,11 @@ def noise(
         judge,
         suite,
         out_dir,
-        concurrency=options.concurrency,
-        budget_usd=options.budget_usd,
+        **{**engine(options), "progress": options.progress and not as_json},
         partition=partition,
         sentinels_only=sentinels_only,
         repeat=repeat,
         baseline=loaded.get("baseline_suite"),
-        cache_dir=options.cache_dir,
-        progress=options.progress and not as_json,
     )
     report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
     if lock:
@@ -295,22 +287,11 @@ def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
     from .._lock import LOCK_FILE
     from .._signing import load_signer
 
-    if sign_key and not lock:
-        raise refusal(
-            "invalid input",
-            "--sign",
-            "sign_without_lock",
-            "--sign signs the run's lock, but --lock was not given",
-            "add --lock, or drop --sign",
-        )
+    refuse_sign_without_lock(sign_key, lock, "invalid input")
     if (out_dir / LOCK_FILE).exists():
-        raise refusal(
-            "run locked",
-            str(out_dir / LOCK_FILE),
-            "run_locked",
-            "the run directory is locked: nothing may be added to it",
-            "use a new --out directory",
-        )
+        message = "the run directory is locked: nothing may be added to it"
+        fix = "use a new --out directory"
+        raise refusal("run locked", str(out_dir / LOCK_FILE), "run_locked", message, fix)
     return load_signer(sign_key) if sign_key else None
 
 
@@ -341,34 +322,32 @@ def check(pairs_path: str, as_json: bool) -> None:
                 "exit_code": code,
             }
         )
-    else:
-        hint = "NOT FROZEN (workbench freeze FILE --approver NAME)"
-        frozen = f"frozen as {release.release_id}" if release else hint
-        click.echo(
-            f"{suite.label}: valid; {len(suite.controls())} control pairs,"
-            f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; {frozen}"
-        )
-        for p in problems:
-            click.echo(f"  warning: {p.format()}")
-        click.echo(
-            f"retrieval assertions (no model call): {sum(1 for r in rows if r.status == 'passed')}"
-            f" of {len(rows)} passed"
-        )
-        for r in rows:
-            if r.status != "passed":
-                click.echo(f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}")
-        for b in blockers:
-            click.echo(f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}")
+        sys.exit(code)
+    hint = "NOT FROZEN (workbench freeze FILE --approver NAME)"
+    frozen = f"frozen as {release.release_id}" if release else hint
+    click.echo(
+        f"{suite.label}: valid; {len(suite.controls())} control pairs,"
+        f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; {frozen}"
+    )
+    lines = [f"  warning: {p.format()}" for p in problems]
+    passed = sum(1 for r in rows if r.status == "passed")
+    lines.append(f"retrieval assertions (no model call): {passed} of {len(rows)} passed")
+    lines += [
+        f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}"
+        for r in rows
+        if r.status != "passed"
+    ]
+    lines += [f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}" for b in blockers]
+    click.echo("\n".join(lines))
     sys.exit(code)
 
 
 @noise.command("panel")
 @path("--pairs", "pairs_path", required=True, help="Pair suite YAML.")
-@click.option(
+@path(
     "--panel",
     "panel_path",
     required=True,
-    type=click.Path(path_type=str),
     help="Claim-level review panel YAML of the calibration partition.",
 )
 @option(
@@ -394,13 +373,8 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
     results = [line.result for p in paths for line in read_results(p)]
     report = panel_agreement(suite, claims, results)
     show(report, as_json, format_panel)
-    sys.exit(
-        ExitCode.INCOMPLETE
-        if report.missing
-        else ExitCode.REVIEW_REQUIRED
-        if report.release_id is None
-        else ExitCode.OK
-    )
+    frozen = ExitCode.REVIEW_REQUIRED if report.release_id is None else ExitCode.OK
+    sys.exit(ExitCode.INCOMPLETE if report.missing else frozen)
 
 
 @noise.group("override")

@@ -40,14 +40,13 @@ def override() -> None:
     """
 
 
-_OPTIONS = (
+override_options = options(
     option(
         "approver",
         help="Who approves the waiver: a name in the project's approver list, not the author.",
     ),
     click.option(
         "--author",
-        default=None,
         help="Who records it (default: $WORKBENCH_USER or the login name); never the approver.",
     ),
     option(
@@ -62,7 +61,6 @@ _OPTIONS = (
     ),
     click.option(
         "--follow-up",
-        "follow_up",
         required=True,
         help="Ticket or action that removes the need for the override.",
     ),
@@ -85,14 +83,9 @@ _OPTIONS = (
         multiple=True,
         help="Case (or pair) id reviewed one by one (repeatable): a case-level waiver.",
     ),
-    click.option(
-        "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
-    ),
+    click.option("--candidate-fingerprint", help="Only results of this judge fingerprint."),
     _store,
 )
-
-
-override_options = options(*_OPTIONS)
 
 
 def append(

@@ -9,7 +9,7 @@ from ..gold import PARTITIONS, load_dataset
 from ..outcomes import ExitCode
 from ..pairwise import format_pairwise, pairwise_report
 from ._common import user_errors
-from ._options import option, show
+from ._options import flag, option, show
 
 
 @click.command()
@@ -23,9 +23,7 @@ from ._options import option, show
     help="A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeatable.",
 )
 @option("json", help="Print the documented, versioned JSON report (workbench.pairwise).")
-@click.option(
-    "--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order."
-)
+@flag("--fail-incomplete", help="Exit 3 when any case lacks a result in either order.")
 @user_errors
 def pairwise(
     gold: str,

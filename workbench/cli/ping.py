@@ -29,14 +29,14 @@ def ping_command(candidate: str, as_json: bool) -> None:
 
 def render(result: PingResult) -> list[str]:
     """The human-readable report of a ping."""
-    lines = [f"ping {result.candidate} (model {result.model}, provider {result.provider})"]
-    lines.append(f"  url        {result.url or '(none)'}")
-    lines.append(
-        "  status    "
-        f" {'HTTP ' + str(result.status) if result.status is not None else 'no HTTP answer'}"
-    )
+    status = f"HTTP {result.status}" if result.status is not None else "no HTTP answer"
     latency = f"{result.latency_s:.3f} s" if result.latency_s is not None else "-"
-    lines.append(f"  latency    {latency}")
+    lines = [
+        f"ping {result.candidate} (model {result.model}, provider {result.provider})",
+        f"  url        {result.url or '(none)'}",
+        f"  status     {status}",
+        f"  latency    {latency}",
+    ]
     if result.json_mode == "md_json":
         json_line = "not asked for (json_mode md_json: the answer is read from a ```json block)"
     elif result.json_mode_honoured is None:
@@ -53,10 +53,9 @@ def render(result: PingResult) -> list[str]:
     else:
         verdict = "did not parse into {reason, value}" if result.status == 200 else "none"
     lines.append(f"  answer     {verdict}")
-    if result.tokens_in is not None or result.tokens_out is not None:
-        lines.append(f"  usage      {result.tokens_in} input + {result.tokens_out} output tokens")
-    else:
-        lines.append("  usage      not reported")
+    reported = result.tokens_in is not None or result.tokens_out is not None
+    usage = f"{result.tokens_in} input + {result.tokens_out} output tokens"
+    lines.append(f"  usage      {usage if reported else 'not reported'}")
     cost = f"${result.cost_usd:.6f} under the price table" if result.cost_usd is not None else None
     lines.append(f"  cost       {cost or 'unknown'}")
     if result.ok:

@@ -12,7 +12,7 @@ from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..stats import INTERVALS, Interval
 from ._common import user_errors
-from ._options import option, show, shown
+from ._options import flag, option, show, shown
 
 
 @click.command()
@@ -31,14 +31,9 @@ from ._options import option, show, shown
     help="Upper-bound interval: wilson (the gate's) or clopper-pearson (exact).",
 )
 @option("json", help="Print the documented, versioned JSON plan.")
-@click.option(
-    "--fail-short",
-    is_flag=True,
-    help="Exit 4 when the policy's gate partition is short of any requirement.",
-)
-@click.option(
+@flag("--fail-short", help="Exit 4 when the policy's gate partition is short of any requirement.")
+@flag(
     "--simulate",
-    is_flag=True,
     help="Instead: the gate's chance of certifying, review and failure on the gate partition's"
     " real slices and groups, for judges whose true rate is a fraction of each limit"
     " (docs/statistics.md).",
@@ -69,13 +64,9 @@ def plan(
     from ..planning import format_plan, plan_policy
 
     if not (0 <= at_fraction < 1):
-        raise refusal(
-            "invalid arguments",
-            "--at-fraction",
-            "at_fraction_range",
-            f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}",
-            "give the true rate to plan for as a fraction of the limit, e.g. 0.5",
-        )
+        message = f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}"
+        fix = "give the true rate to plan for as a fraction of the limit, e.g. 0.5"
+        raise refusal("invalid arguments", "--at-fraction", "at_fraction_range", message, fix)
     loaded = load_policy(policy)
     dataset = load_dataset(gold)
     if simulate:

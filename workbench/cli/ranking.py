@@ -15,47 +15,42 @@ from ..errors import refusal
 from ..outcomes import ExitCode
 from ..runs import RunOptions
 from ._common import echo_json, user_errors
-from ._options import option, options, path, show
-from ._run_options import run_option, run_options
+from ._options import flag, option, options, path, refuse_sign_without_lock, show, shown
+from ._run_options import engine, run_option, run_options
 
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
 DEFAULT_OVERRIDES = Path("data/policies/overrides.jsonl")
 
 
-_PLAN = click.option(
+_PLAN = shown(
     "--plan",
     type=click.Choice(["exhaustive", "rotation"]),
     default="exhaustive",
-    show_default=True,
-    help=(
-        "exhaustive: the position battery for every fixture; rotation: one seeded non-identity"
-        " rotation per fixture, the battery for fixtures marked diagnostic."
-    ),
+    help="exhaustive: the position battery for every fixture; rotation: one seeded non-identity"
+    " rotation per fixture, the battery for fixtures marked diagnostic.",
 )
 _battery_options = options(  # --max-exhaustive, --sample, --seed and --repeats
-    click.option(
+    shown(
         "--max-exhaustive",
         type=click.IntRange(min=0),
         default=4,
-        show_default=True,
         help="All permutations for fixtures with at most this many candidates.",
     ),
-    click.option(
+    shown(
         "--sample",
         type=click.IntRange(min=1),
         default=8,
-        show_default=True,
         help="Permutations per larger fixture (identity, rotations, then seeded random).",
     ),
     option("seed", help="Seed of the permutation sample and of the rotation plan."),
-    click.option(
+    shown(
         "--repeats",
         type=click.IntRange(min=0),
         default=3,
-        show_default=True,
         help="Repeatability baseline: the identity order this many times (0: none).",
     ),
 )
+_SIGN = "With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
 
 
 class _DefaultGroup(click.Group):
@@ -97,23 +92,15 @@ def _capture(
 
     given = capture is not None or excerpts or retention_days is not None
     if policy is not None and given:
-        raise refusal(
-            "capture set twice",
-            "--capture",
-            "arguments",
-            f"the ranking policy {policy.label} declares the capture mode and retention",
-            "drop --capture/--excerpt/--retention-days, or change the policy (a new version)",
-        )
+        message = f"the ranking policy {policy.label} declares the capture mode and retention"
+        fix = "drop --capture/--excerpt/--retention-days, or change the policy (a new version)"
+        raise refusal("capture set twice", "--capture", "arguments", message, fix)
     if policy is not None:
         return policy.capture
     if (capture or "full") == "full" and excerpts:
-        raise refusal(
-            "invalid capture",
-            "--excerpt",
-            "arguments",
-            "--excerpt is an allow-list for --capture digest_and_excerpts",
-            "add --capture digest_and_excerpts, or drop --excerpt",
-        )
+        message = "--excerpt is an allow-list for --capture digest_and_excerpts"
+        fix = "add --capture digest_and_excerpts, or drop --excerpt"
+        raise refusal("invalid capture", "--excerpt", "arguments", message, fix)
     return CaptureConfig(
         mode=capture or "full",
         excerpts=list(excerpts),
@@ -136,9 +123,8 @@ def _capture(
     "--history",
     help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): read, appended.",
 )
-@click.option(
+@flag(
     "--no-history",
-    is_flag=True,
     help="Neither read nor append the history (no fixture-change or agreement-drop comparison).",
 )
 @option("overrides", help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
@@ -147,7 +133,6 @@ def _capture(
 @click.option(
     "--capture",
     type=click.Choice(["full", "digest_and_excerpts"]),
-    default=None,
     help="What the run stores of each request (without a policy; default full).",
 )
 @click.option(
@@ -160,13 +145,10 @@ def _capture(
 @click.option(
     "--retention-days",
     type=click.IntRange(min=0),
-    default=None,
     help="Days request payloads are kept before `workbench prune` may delete them.",
 )
-@click.option("--lock", is_flag=True, help="Lock the run directory after the report.")
-@option(
-    "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
-)
+@flag("--lock", help="Lock the run directory after the report.")
+@option("sign", help=_SIGN)
 @option("json", help="Print the versioned JSON report (workbench.ranking.RankingReport).")
 @run_options("concurrency", "budget")
 @_battery_options
@@ -204,14 +186,7 @@ def run(
     """
     from ..ranking import format_ranking, load_fixtures, ranking_report
 
-    if sign_key and not lock:
-        raise refusal(
-            "invalid arguments",
-            "--sign",
-            "sign_without_lock",
-            "--sign signs the run's lock, but --lock was not given",
-            "add --lock, or drop --sign",
-        )
+    refuse_sign_without_lock(sign_key, lock, "invalid arguments")
     if (candidate is None) == (results is None):
         raise refusal(
             "invalid arguments",
@@ -222,7 +197,8 @@ def run(
             "pass --candidate SPEC to run, or --results FILE to analyse",
         )
     fixture_set = load_fixtures(fixtures)
-    history_path = _history_path(fixture_set.name, history, no_history)
+    default_history = DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
+    history_path = None if no_history else Path(history or default_history)
     gate_inputs = _gate_inputs(policy, history_path, overrides, scalar)
     config = _capture(gate_inputs["policy"], capture, excerpts, retention_days)
     if results is not None:
@@ -240,12 +216,6 @@ def run(
         raise SystemExit(report.gate.exit_code)
 
 
-def _history_path(name: str, history: str | None, no_history: bool) -> Path | None:
-    if no_history:
-        return None
-    return Path(history) if history else DEFAULT_HISTORY_DIR / f"{name}.jsonl"
-
-
 def _gate_inputs(
     policy: str | None, history: Path | None, overrides: str | None, scalar: str | None
 ) -> dict[str, Any]:
@@ -255,13 +225,9 @@ def _gate_inputs(
     rules, entries = load_ranking_policy(policy) if policy else None, read_history(history)
     store = Path(overrides) if overrides else DEFAULT_OVERRIDES
     if overrides and not store.exists():  # the default store is optional, a named one is not
-        raise refusal(
-            "no overrides",
-            str(store),
-            "overrides_missing",
-            "the override store does not exist",
-            "point --overrides at an existing store, or drop it",
-        )
+        message = "the override store does not exist"
+        fix = "point --overrides at an existing store, or drop it"
+        raise refusal("no overrides", str(store), "overrides_missing", message, fix)
     return {
         "policy": rules,
         "history": entries,
@@ -284,23 +250,16 @@ def _run_battery(
 
     judge = load_candidate(candidate)
     if judge.spec.kind not in ("ragas-ranking", "ragas-ranking-function"):
-        raise refusal(
-            "not a ranking candidate",
-            candidate,
-            "not_ranking_kind",
-            f"kind {judge.spec.kind!r} is not a ranking judge",
-            "use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking"
-            " results with --results",
-        )
+        message = f"kind {judge.spec.kind!r} is not a ranking judge"
+        fix = "use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking"
+        fix += " results with --results"
+        raise refusal("not a ranking candidate", candidate, "not_ranking_kind", message, fix)
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
     summary = run_ranking_sync(
         judge,
         fixture_set,
         out_dir,
-        concurrency=options.concurrency,
-        budget_usd=options.budget_usd,
-        cache_dir=options.cache_dir,
-        progress=options.progress,
+        **engine(options),
         capture=config,
         candidate_path=candidate,
         **battery,
@@ -376,12 +335,9 @@ def history_(fixtures: str, as_json: bool) -> None:
         echo_json([v.model_dump(mode="json") for v in chain])
         return
     for v in chain:
-        frozen = (
-            f"frozen by {v.release.approver} on {v.release.when.date().isoformat()} (release"
-            f" {v.release.release_id})"
-            if v.release is not None
-            else "NOT frozen (draft)"
-        )
+        r = v.release
+        on = f"on {r.when.date().isoformat()} (release {r.release_id})" if r else ""
+        frozen = f"frozen by {r.approver} {on}" if r else "NOT frozen (draft)"
         click.echo(
             f"{v.label}: {frozen}" + (f"; supersedes {v.supersedes}" if v.supersedes else "")
         )
@@ -555,7 +511,7 @@ def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
     default=None,
     help="Treat this ISO date/datetime as now (default: the current time, UTC).",
 )
-@click.option("--dry-run", is_flag=True, help="List what would be pruned, delete nothing.")
+@flag("--dry-run", help="List what would be pruned, delete nothing.")
 @option("json", help="Print the results as JSON.")
 @user_errors
 def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: bool) -> None:
@@ -582,13 +538,8 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
 def _pruned(done: list[Any], dry_run: bool) -> list[str]:
     lines = []
     for d in done:
-        state = (
-            ""
-            if not d.locked
-            else "; lock verifies"
-            if not d.lock_problems
-            else (f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))")
-        )
+        broken = f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))"
+        state = "" if not d.locked else broken if d.lock_problems else "; lock verifies"
         lines.append(
             f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s),"
             f" kept {d.kept}, pruned earlier {d.already_pruned}{state}"
@@ -604,8 +555,6 @@ def _now(text: str | None) -> datetime:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        message = f"{text!r} is not an ISO date or datetime"
-        raise refusal(
-            "invalid --now", "--now", "arguments", message, "e.g. --now 2027-01-31"
-        ) from None
+        message, fix = f"{text!r} is not an ISO date or datetime", "e.g. --now 2027-01-31"
+        raise refusal("invalid --now", "--now", "arguments", message, fix) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..runs import RunOptions
 from ._common import user_errors
 from ._options import budget_refusal, option, path, show
-from ._run_options import run_options
+from ._run_options import engine, run_options
 
 _BUDGET = {"help": "Spend limit; refused before any call when the estimate exceeds it."}
 
@@ -40,14 +41,7 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
 @option("json", help="Print the study as JSON.")
 @user_errors
 def repeatability(
-    candidate: str,
-    gold: str,
-    partition: str,
-    repeats: int,
-    out: str | None,
-    log: str | None,
-    options: RunOptions,
-    as_json: bool,
+    candidate: str, gold: str, partition: str, repeats: int, options: RunOptions, **given: Any
 ) -> None:
     """Judge every case K times with the same pinned judge: a variance study, not a repair.
 
@@ -59,26 +53,16 @@ def repeatability(
     from ..repeatability import format_study, run_repeatability_sync, studies_path_for
 
     judge = load_candidate(candidate)
-    run_dir = (
-        Path(out)
-        if out
-        else Path("runs") / "repeatability" / judge.spec.label / f"{partition}-k{repeats}"
+    run_dir = Path(
+        given["out"]
+        or Path("runs") / "repeatability" / judge.spec.label / f"{partition}-k{repeats}"
     )
     with budget_refusal():
         study = run_repeatability_sync(
-            judge,
-            gold,
-            partition,
-            repeats,
-            run_dir,
-            log=log,
-            budget_usd=options.budget_usd,
-            concurrency=options.concurrency,
-            cache_dir=options.cache_dir,
-            progress=options.progress,
+            judge, gold, partition, repeats, run_dir, log=given["log"], **engine(options)
         )
-    where = f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}"
-    show(study, as_json, format_study, lambda _: where)
+    where = f"run directory: {run_dir}; study log: {given['log'] or studies_path_for(gold)}"
+    show(study, given["as_json"], format_study, lambda _: where)
     sys.exit(study.exit_code)
 
 
@@ -106,18 +90,7 @@ def repeatability(
 @run_options("budget", "concurrency", "no_progress", budget=_BUDGET)
 @option("json", help="Print the drift-log entry as JSON.")
 @user_errors
-def drift(
-    candidate: str,
-    gold: str,
-    against: str | None,
-    sentinels: str | None,
-    record_baseline: bool,
-    report: str | None,
-    out: str | None,
-    log: str | None,
-    options: RunOptions,
-    as_json: bool,
-) -> None:
+def drift(candidate: str, gold: str, options: RunOptions, as_json: bool, **given: Any) -> None:
     """Run the sentinel cases with a pinned judge and flag every verdict that changed.
 
     The sentinels run afresh (no cache) and are compared with the baseline; the entry is
@@ -126,23 +99,12 @@ def drift(
     """
     from ..repeatability import drift_log_path_for, format_drift, run_drift_sync
 
-    if report is not None and not record_baseline:
-        raise click.UsageError(
-            "--report goes with --record-baseline; to compare against a report use --against REPORT"
-        )
+    if given["report"] is not None and not given["record_baseline"]:
+        against = "to compare against a report use --against REPORT"
+        raise click.UsageError(f"--report goes with --record-baseline; {against}")
     with budget_refusal():
         entry = run_drift_sync(
-            candidate,
-            gold,
-            against=against,
-            sentinels=sentinels,
-            out=out,
-            log=log,
-            record_baseline=record_baseline,
-            report=report,
-            budget_usd=options.budget_usd,
-            concurrency=options.concurrency,
-            progress=options.progress,
+            candidate, gold, **given, **engine(options, ("budget_usd", "concurrency", "progress"))
         )
-    show(entry, as_json, lambda e: format_drift(e, log or drift_log_path_for(gold)))
+    show(entry, as_json, lambda e: format_drift(e, given["log"] or drift_log_path_for(gold)))
     sys.exit(entry.exit_code)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import echo_json, refuse_each, user_errors
-from ._options import option
+from ._options import flag, option
 
 
 @click.group("review")
@@ -27,10 +27,9 @@ def review_group() -> None:
 @option(
     "gold", required=False, help="The certified gold dataset (default: the one the report names)."
 )
-@click.option(
+@flag(
     "--list",
     "list_only",
-    is_flag=True,
     help="List the changed critical verdicts and their review status instead.",
 )
 @option("json")

@@ -15,8 +15,8 @@ from ..results import format_slice_costs
 from ..runs import SUMMARY_FILE, RunOptions, RunSummary, run_candidate_sync
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import user_errors
-from ._options import budget_refusal, option
-from ._run_options import run_option, run_options
+from ._options import budget_refusal, option, path
+from ._run_options import engine, run_option, run_options
 
 
 @click.command()
@@ -34,11 +34,8 @@ from ._run_options import run_option, run_options
     "retry_errors",
     "no_progress",
 )
-@click.option(
+@path(
     "--shadow-of",
-    "shadow_of",
-    type=click.Path(path_type=str),
-    default=None,
     help="Run --candidate in shadow of this judge (the spec of the judge holding authority).",
 )
 @option(
@@ -51,11 +48,9 @@ from ._run_options import run_option, run_options
     help="Apply the policy's declared sampling plan (`sampling:`), if any.",
     required=False,
 )
-@click.option(
+@path(
     "--sampling-plan",
     "plan_path",
-    type=click.Path(path_type=str),
-    default=None,
     help="Apply this declared sampling plan file (instead of --policy).",
 )
 @run_option("executor")
@@ -84,10 +79,7 @@ def run(
     """
     _check_combinations(options, shadow_of, label_mapping, policy_path, plan_path)
     if shadow_of is not None:
-        _run_shadow(
-            candidate, shadow_of, gold, partition, out, options, label_mapping=label_mapping
-        )
-        return
+        return _run_shadow(candidate, shadow_of, gold, partition, out, options, label_mapping)
     plan, source = sampling_plan_from(policy_path, plan_path)
     if options.executor == "ray":
         from ..runs._ray import run_candidate_ray
@@ -123,9 +115,9 @@ def _check_combinations(
     elif options.shards is not None or options.calls_per_second is not None:
         raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
     if shadow_of is not None and (policy_path is not None or plan_path is not None):
+        every = "a shadow comparison judges every case"
         raise click.UsageError(
-            "--policy and --sampling-plan cannot be combined with --shadow-of: a shadow"
-            " comparison judges every case"
+            f"--policy and --sampling-plan cannot be combined with --shadow-of: {every}"
         )
     if shadow_of is None and label_mapping is not None:
         raise click.UsageError("--label-mapping applies only with --shadow-of")
@@ -136,9 +128,8 @@ def sampling_plan_from(
 ) -> tuple[SamplingPlan | None, str | None]:
     """The declared plan ``--policy`` or ``--sampling-plan`` names, and where it came from."""
     if policy_path is not None and plan_path is not None:
-        raise click.UsageError(
-            "give --policy or --sampling-plan, not both: a run is drawn under one declared plan"
-        )
+        one = "a run is drawn under one declared plan"
+        raise click.UsageError(f"give --policy or --sampling-plan, not both: {one}")
     if plan_path is not None:
         return load_sampling_plan(plan_path), plan_path
     if policy_path is not None:
@@ -194,19 +185,16 @@ def report_summary(summary: RunSummary) -> int:
         )
         click.echo(format_slice_costs(summary.slice_costs))
     if summary.errors_by_kind:
-        click.echo(
-            "evaluator errors by kind: "
-            + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items())
-        )
+        kinds = ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items())
+        click.echo(f"evaluator errors by kind: {kinds}")
     if summary.stop_detail:
         click.echo(f"stopped: {summary.stop_detail}")
     for warning in summary.warnings:
         click.echo(f"warning: {warning}", err=True)
     if summary.status != "complete":
         if summary.unrun:
-            click.echo(
-                f"unrun ({len(summary.unrun)}): " + _first(summary.unrun, where, "unrun"), err=True
-            )
+            unrun = _first(summary.unrun, where, "unrun")
+            click.echo(f"unrun ({len(summary.unrun)}): {unrun}", err=True)
         if summary.pending_retry:
             click.echo(
                 f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error"
@@ -232,30 +220,24 @@ def _run_shadow(
     partition: str,
     out: str,
     options: RunOptions,
-    *,
     label_mapping: str | None,
 ) -> None:
     from ..authority import format_shadow, run_shadow_sync
 
-    refused = [
-        flag
-        for flag, used in (
-            ("--repeat", options.repeats != 1),
-            ("--max-cases", options.max_cases is not None),
-            ("--retry-errors", options.retry_errors),
-        )
-        if used
-    ]
+    used = {
+        "--repeat": options.repeats != 1,
+        "--max-cases": options.max_cases is not None,
+        "--retry-errors": options.retry_errors,
+    }
+    refused = [flag for flag, given in used.items() if given]
     if refused:
         raise click.UsageError(
             f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges"
             " every case of the partition once with both judges"
         )
     if partition not in ("development", "calibration"):
-        raise click.UsageError(
-            "--shadow-of runs on development or calibration data (held-out data is for"
-            " certification only)"
-        )
+        held_out = "held-out data is for certification only"
+        raise click.UsageError(f"--shadow-of runs on development or calibration data ({held_out})")
     with budget_refusal():
         entry = run_shadow_sync(
             candidate,
@@ -263,10 +245,7 @@ def _run_shadow(
             gold,
             partition,
             out,
-            budget_usd=options.budget_usd,
-            concurrency=options.concurrency,
-            cache_dir=options.cache_dir,
-            progress=options.progress,
+            **engine(options),
             label_mapping=label_mapping,
         )
     click.echo(format_shadow(entry))

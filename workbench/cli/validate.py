@@ -7,15 +7,14 @@ import click
 from ..gold import validate_dataset
 from ..outcomes import ExitCode
 from ._common import echo_json
-from ._options import option
+from ._options import flag, option
 
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
 @option("json", help="Print problems as JSON.")
-@click.option(
+@flag(
     "--strict",
-    is_flag=True,
     help="Treat warnings (e.g. card gaps) as errors, and require a rubric criterion and reviews"
     " with confidence, rationale and cited spans.",
 )
