@@ -851,6 +851,37 @@ def test_notebook_with_a_wrongly_typed_parameter_fails_with_a_clear_error(
     assert not list((tmp_path / "runs").glob("**/results.jsonl"))
 
 
+def test_a_mistyped_parameter_name_is_refused_with_the_name_meant() -> None:
+    """The papermill cells as the kernel's history holds them: the notebook's own parameters
+    cell, then the one papermill injects (a cell starting "# Parameters" too)."""
+    from workbench.phases import unknown_parameters
+
+    own = "# Parameters (papermill overrides these)\ngold = None\npolicy = None\nrun_root = 'x'\n"
+    injected = "# Parameters\npolcy = 'p.yaml'\ngold = 'g'\nzzz = 1\n"
+    assert unknown_parameters([own, "x = 1", injected]) == [("polcy", "policy"), ("zzz", None)]
+    assert unknown_parameters([own, "import os"]) == []  # nothing injected
+
+
+@pytest.mark.notebook
+def test_notebook_with_a_mistyped_parameter_name_stops_before_running(tmp_path: Path) -> None:
+    """Before: papermill only warned ("Passed unknown parameter: run_rot") and the notebook ran
+    on its defaults."""
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError) as info:
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / "00_overview.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            parameters={"run_rot": str(tmp_path / "runs")},
+            cwd=str(ROOT / "notebooks"),
+            progress_bar=False,
+            kernel_name="python3",
+        )
+    assert info.value.ename == "WorkbenchError", (info.value.ename, info.value.evalue)
+    assert "[unknown_parameter]" in info.value.evalue and "-p run_root" in info.value.evalue
+    assert not (tmp_path / "runs").exists()
+
+
 # -- empty responses and missing reasons ------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from ._calibrate import (
     record_selection,
     threshold_sweep,
 )
+from ._parameters import check_parameters, unknown_parameters
 from ._policy import PolicyNotice, phase_policy
 from ._session import DEMO_LLM_URL_ENV, DevelopSession, PhaseSession, serve_demo_llm
 
@@ -19,6 +20,7 @@ __all__ = [
     "PhaseSession",
     "PolicyNotice",
     "Selection",
+    "check_parameters",
     "choose_threshold",
     "freeze_threshold",
     "paired_comparison",
@@ -26,4 +28,5 @@ __all__ = [
     "record_selection",
     "serve_demo_llm",
     "threshold_sweep",
+    "unknown_parameters",
 ]
