@@ -34,8 +34,7 @@ def adjusted_variance(successes: float, n: float, z: float = Z95) -> float:
 def rogan_gladen(
     passes: int, n: int, se_x: int, se_n: int, sp_x: int, sp_n: int, z: float = Z95
 ) -> RGResult:
-    """Rogan-Gladen estimate of the human-pass rate with its delta-method standard error, from
-    ``passes``/``n`` traffic, ``se_x``/``se_n`` sensitivity and ``sp_x``/``sp_n`` specificity."""
+    """Rogan-Gladen estimate of the human-pass rate with its delta-method standard error."""
     if n <= 0 or se_n <= 0 or sp_n <= 0:
         raise ValueError(
             "rogan_gladen needs decided traffic verdicts and both certification denominators"

@@ -237,7 +237,6 @@ def _result_problem(
     slice_of: Any,
     held: frozenset[str] = frozenset(),
 ) -> tuple[str, str, str] | None:
-    """Why the result on ``line`` cannot be estimated (code, message, fix), or None."""
     if (exposed := _held_out_problem(r, held)) is not None:
         return exposed
     if r.value is None and r.error is None:
@@ -420,8 +419,7 @@ def estimate_production(
     seed: int = 0,
     unstable_below: float = UNSTABLE_BELOW,
 ) -> ProductionEstimate:
-    """Naive, Rogan-Gladen-corrected and (with ``labelled``) PPI pass rates of production traffic;
-    raises :class:`WorkbenchError` with every problem (module doc)."""
+    """Naive, Rogan-Gladen-corrected and (with ``labelled``) PPI pass rates of production data."""
     rub = load_rubric(Path(rubric) / "rubric.yaml" if Path(rubric).is_dir() else rubric)
     certified, problems = read_certification(report)
     if rub.pass_label is None or rub.fail_label is None:
@@ -523,6 +521,5 @@ def _assemble(
 
 
 def _human(label: str | None, rubric: Rubric) -> float:
-    """1.0 for a human pass, 0.0 for a human fail, NaN otherwise."""
     values = {rubric.pass_label: 1.0, rubric.fail_label: 0.0}
     return values.get(label, float("nan")) if label is not None else float("nan")

@@ -66,8 +66,7 @@ pass rate is too high everywhere."""
 
 
 def truths(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO) -> dict[str, float]:
-    """The true pass rate of every slice and ``(all)`` (traffic-weighted): what the intervals
-    should hold."""
+    """The true pass rate of every slice and ``(all)``: what the intervals should hold."""
     total = sum(s.traffic for s in scenario)
     overall = sum(s.traffic / total * s.true_pass_rate for s in scenario)
     return {s.slice: s.true_pass_rate for s in scenario} | {"(all)": overall}
@@ -81,8 +80,7 @@ def simulate(
     interval: RGInterval = "bootstrap",
     unstable_below: float = UNSTABLE_BELOW,
 ) -> ProductionEstimate:
-    """One draw of the scenario, estimated exactly as real traffic is (no report: ``certification``
-    is None)."""
+    """One draw of the scenario, estimated exactly as real traffic is (without a report)."""
     rng = np.random.default_rng(seed)
     total = sum(s.traffic for s in scenario)
     if labelled > total:
@@ -195,8 +193,7 @@ def _tally(t: dict[str, list[float]], row: SliceEstimate, truth: float) -> None:
 def estimate_chart(
     estimate: ProductionEstimate, truth: dict[str, float] | None = None
 ) -> Any:  # an altair.Chart
-    """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth, when
-    known)."""
+    """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth)."""
     import altair as alt
     import pandas as pd
 

@@ -1,7 +1,5 @@
-"""Migration certification: the new and the old judge version on the same held-out cases.
-
-The deterministic part ``certify --baseline`` and ``workbench verify`` share: transitions (kept
-restricted), the public summary (``migration.json``) and the blockers it adds (never waivable):
+"""Migration certification (``certify --baseline``, ``workbench verify``): the new and the old
+judge version on the same held-out cases, and the blockers it adds (never waivable):
 
   ==============================  ==========  ==================================================
   code                            category    when
@@ -364,8 +362,7 @@ def _review_blockers(
 def evidence_ids_for(
     dataset: GoldDataset | None, case_id: str
 ) -> tuple[frozenset[str] | None, tuple[str, ...]]:
-    """The ids a transition review of ``case_id`` may cite (the snapshot's, else the case's own),
-    and the ones the case cites; ``(None, ())`` without a dataset."""
+    """The ids a transition review of ``case_id`` may cite, and the ones the case cites."""
     if dataset is None:
         return None, ()
     case = dataset.cases.get(case_id)

@@ -35,6 +35,7 @@ from ..runs import (
     estimate_run,
     run_candidate,
 )
+from ..sampling import RISK_ORDER
 from ..stats import Rate, bh_qvalues, exact_mcnemar, paired_rate_difference, wilson_rate
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ._parity import RequestParity, judge_changes, parity_warnings, request_parity
@@ -378,7 +379,6 @@ class ComparisonReport(_Model):
 
 Row = tuple[JoinedCase, JoinedCase, CaseTransition]
 """One case under the old and the new version, and its transition."""
-_RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
 def default_out(old: str, new: str, partition: str) -> Path:
@@ -411,8 +411,7 @@ def _transition(old: JoinedCase, new: JoinedCase) -> str:
 def case_transitions(
     rubric: Any, old: Join, new: Join, raw_old: Mapping[str, str | None]
 ) -> list[Row]:
-    """Every case of ``old`` beside the same case of ``new``, with its transition (``raw_old``:
-    the old verdicts before a label mapping)."""
+    """Every case of ``old`` beside the same case of ``new``, with its transition."""
     new_of = {c.case_id: c for c in new.cases}
     rows = []
     for o in old.cases:
@@ -440,7 +439,7 @@ def case_transitions(
 
 def risk_order(rubric: Any) -> Callable[[str], tuple[int, str]]:
     """Sort key of slices: critical first, then by name."""
-    return lambda name: (_RISK_ORDER.get(rubric.risk_of(name) or "", 9), name)
+    return lambda name: (RISK_ORDER.get(rubric.risk_of(name) or "", 9), name)
 
 
 def summarize(
@@ -951,34 +950,20 @@ class _Runner:
         return max(0.0, self.budget_usd - others - later)
 
     async def run_all(self) -> None:
+        setup = self.setup
         for index, plan in enumerate(self.planned):
+            options: dict[str, Any] = {"concurrency": self.concurrency, "progress": self.progress}
+            options |= {"budget_usd": self.limit(index), "cache_dir": self.cache_dir}
             if plan.kind == "controls":
                 from ..controls import run_controls
 
-                assert self.setup.suite is not None  # controls are planned only with a suite
-                report = await run_controls(
-                    plan.judge,
-                    self.setup.suite,
-                    plan.out,
-                    concurrency=self.concurrency,
-                    budget_usd=self.limit(index),
-                    cache_dir=self.cache_dir,
-                    progress=self.progress,
-                )
+                assert setup.suite is not None  # controls are planned only with a suite
+                report = await run_controls(plan.judge, setup.suite, plan.out, **options)
                 assert report.run is not None
                 self.summaries[plan.name], self.controls[plan.name] = report.run, report
             else:
                 self.summaries[plan.name] = await run_candidate(
-                    plan.judge,
-                    self.setup.dataset,
-                    self.setup.partition,
-                    plan.out,
-                    RunOptions(
-                        concurrency=self.concurrency,
-                        budget_usd=self.limit(index),
-                        cache_dir=self.cache_dir,
-                        progress=self.progress,
-                    ),
+                    plan.judge, setup.dataset, setup.partition, plan.out, RunOptions(**options)
                 )
             summary = self.summaries[plan.name]
             if summary.status != "complete":

@@ -132,7 +132,6 @@ def _error_message(e: Any, field: str) -> str:
 
 
 def _needed(old_labels: list[str], new_labels: list[str], seen: list[str]) -> set[str]:
-    """The old labels and verdicts the new vocabulary lacks: a mapping must cover them."""
     return {label for label in [*old_labels, *seen] if label not in new_labels}
 
 
@@ -146,8 +145,7 @@ def mapping_problems(
     observed: set[str] | None = None,
     location: str = "label mapping",
 ) -> list[Problem]:
-    """Every reason the old verdicts (``observed``) cannot be put into ``new_labels``: without a
-    mapping every old label must be a new one; with one, every old label and verdict is mapped."""
+    """Every reason the old labels and verdicts (``observed``) cannot be put into ``new_labels``."""
     seen = sorted(observed or ())
     needed = _needed(old_labels, new_labels, seen)
     if loaded is None:

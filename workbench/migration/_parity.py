@@ -76,8 +76,7 @@ def undeclared(actual: list[str], declared: list[str] | None) -> list[str]:
 
 
 def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[Problem]:
-    """Why ``judge`` may not be saved as a version of ``parent``: undeclared changes or another
-    parent."""
+    """Why ``judge`` may not be saved as a version of ``parent``."""
     spec = judge.spec
     problems: list[Problem] = []
     if spec.parent != parent.spec.label:

@@ -236,8 +236,7 @@ def append_drift(log: str | Path, entry: DriftEntry) -> DriftEntry:
 
 
 def verify_drift_run(entry: DriftEntry, *, after: datetime | None = None) -> list[Problem]:
-    """Why ``entry`` does not summarize the sentinel run it names: results missing or changed,
-    another run or judge, other verdicts, or (``after`` given) a run started before ``after``."""
+    """Why ``entry`` does not summarize the sentinel run it names (started after ``after``)."""
     where = entry.run_dir
     fix = (
         "a drift check is evidence only with the sentinel run it summarizes: restore the run"
@@ -301,8 +300,7 @@ def recorded_baseline(
 
 
 def _report_lock(report: Path, judge: Judge, other: str, now: str = "") -> dict[str, Any]:
-    """The lock of the certification report at ``report``, refused when it certified another
-    fingerprint than ``judge``'s (``other``: the fix)."""
+    """The report's lock, refused when it certified another fingerprint (``other``: the fix)."""
     path = report / "lock.json"
     if not path.is_file():
         message = "--report is not a certification report directory (no lock.json)"
@@ -592,8 +590,8 @@ async def run_drift(
     concurrency: int = 8,
     progress: bool = True,
 ) -> DriftEntry:
-    """Run the sentinels and record a baseline (bound to ``report`` when given) or a check in
-    the drift log; the run goes to ``<out>/<entry_id>`` (default ``runs/drift/<name@version>``)."""
+    """Run the sentinels and log a baseline (bound to ``report`` when given) or a check; the run
+    goes to ``<out>/<entry_id>`` (default ``runs/drift/<name@version>``)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)

@@ -293,8 +293,7 @@ def study_from_run(
     summary: RunSummary | None = None,
     who: str | None = None,
 ) -> RepeatabilityStudy:
-    """The repeatability study of a run made with ``repeats`` >= 2, each repeat joined with the
-    gold separately (lineage checked); nothing is re-run."""
+    """The repeatability study of a run made with ``repeats`` >= 2 (nothing is re-run)."""
     run = Path(run_dir)
     dataset = dataset if isinstance(dataset, GoldDataset) else load_dataset(dataset)
     results = run / RESULTS_FILE
@@ -429,50 +428,41 @@ def _study_fit_blockers(
     min_repeats: int,
     fix_cmd: str,
 ) -> list[Blocker]:
-    """Each way the study is not of this candidate and gold, on the partition, with enough
-    repeats, and complete: an ``incomplete`` blocker."""
-    s, fp = study, fingerprint
-    checks: list[tuple[bool, str, str, dict[str, Any]]] = [
-        (
-            fp is not None and s.candidate_fingerprint != fp,
-            "repeatability_study_other_candidate",
-            f"the repeatability study is of {s.candidate} ({s.candidate_fingerprint[:12]}), not the"
-            f" candidate certified ({(fp or '')[:12]}): {fix_cmd}",
-            {},
-        ),
-        (
-            dataset_sha256 is not None and s.dataset_sha256 != dataset_sha256,
-            "repeatability_study_other_gold",
-            f"the repeatability study ran on dataset {s.dataset_sha256[:12]}, not"
-            f" {(dataset_sha256 or '')[:12]}: {fix_cmd}",
-            {},
-        ),
-        (
-            s.partition != partition,
-            "repeatability_wrong_partition",
-            f"the repeatability study is on {s.partition}; certification wants it on {partition}:"
-            f" {fix_cmd}",
-            {"partition": s.partition},
-        ),
-        (
-            s.repeats < min_repeats,
-            "repeatability_too_few_repeats",
-            f"the repeatability study has K={s.repeats} repeats; certification wants K >="
-            f" {min_repeats}: {fix_cmd}",
-            {"repeats": s.repeats, "min_repeats": min_repeats},
-        ),
-        (
-            s.status != "complete",
-            "repeatability_incomplete",
-            "the repeatability study is incomplete: " + "; ".join(s.incomplete_reasons),
-            {},
-        ),
-    ]
-    return [
-        blocker(code, message, evidence={"study": s.study_id, **extra})
-        for failed, code, message, extra in checks
-        if failed
-    ]
+    """Each way the study is not of this candidate, gold, partition and K, or incomplete."""
+    out: list[Blocker] = []
+    sid = study.study_id
+    if fingerprint is not None and study.candidate_fingerprint != fingerprint:
+        message = (
+            f"the repeatability study is of {study.candidate} ({study.candidate_fingerprint[:12]}),"
+            f" not the candidate certified ({fingerprint[:12]}): {fix_cmd}"
+        )
+        out.append(blocker("repeatability_study_other_candidate", message, evidence={"study": sid}))
+    if dataset_sha256 is not None and study.dataset_sha256 != dataset_sha256:
+        message = (
+            f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not"
+            f" {dataset_sha256[:12]}: {fix_cmd}"
+        )
+        out.append(blocker("repeatability_study_other_gold", message, evidence={"study": sid}))
+    if study.partition != partition:
+        message = (
+            f"the repeatability study is on {study.partition}; certification wants it on"
+            f" {partition}: {fix_cmd}"
+        )
+        evidence = {"study": sid, "partition": study.partition}
+        out.append(blocker("repeatability_wrong_partition", message, evidence=evidence))
+    if study.repeats < min_repeats:
+        message = (
+            f"the repeatability study has K={study.repeats} repeats; certification wants K >="
+            f" {min_repeats}: {fix_cmd}"
+        )
+        more = {"repeats": study.repeats, "min_repeats": min_repeats}
+        out.append(
+            blocker("repeatability_too_few_repeats", message, evidence={"study": sid, **more})
+        )
+    if study.status != "complete":
+        message = "the repeatability study is incomplete: " + "; ".join(study.incomplete_reasons)
+        out.append(blocker("repeatability_incomplete", message, evidence={"study": sid}))
+    return out
 
 
 def _flip_rate_blockers(
@@ -513,8 +503,7 @@ def _crossing_blockers(
     study: RepeatabilityStudy,
     earlier: list[RepeatabilityStudy] | tuple[RepeatabilityStudy, ...],
 ) -> list[Blocker]:
-    """Per slice: the critical boundary crossings of this study and earlier ones of the
-    candidate (a later, calmer study does not erase them)."""
+    """Per slice, the critical crossings of this and earlier studies (a calmer one erases none)."""
     crossings: dict[str, dict[str, list[str]]] = {}
     risks: dict[str, str | None] = {}
     same = [
