@@ -193,9 +193,6 @@ class ControlSuite(_Model):
         return dict(out)
 
 
-# ------------------------------------------------------------------------------ loading
-
-
 def _top_field(e: Any) -> str:
     return str(e["loc"][0]) if e["loc"] else "control"
 

@@ -76,9 +76,6 @@ class Variant:
     dissent: str
 
 
-# ------------------------------------------------------------------------ grading notes
-
-
 def grading_notes(topic: Topic) -> str:
     """The structured, controlled evidence shown to reviewers and judges alike."""
     lines = [f'Required: "{c.key}" | {c.meaning}' for c in topic.concepts]
@@ -124,9 +121,6 @@ def check_topic(topic: Topic) -> list[str]:
             how = "lacks" if states else "contains"
             problems.append(f"{topic.slug}: claim {name} sentence {how} {claim.key!r}")
     return problems
-
-
-# ------------------------------------------------------------------------ responses
 
 
 def _compose(rng: random.Random, sentences: Sequence[str | None]) -> str:
@@ -230,9 +224,6 @@ def _special_variant(special: Special) -> Variant:
     )
 
 
-# ------------------------------------------------------------------------ reviews
-
-
 def _reviews(
     variant: Variant, pair: tuple[str, str], evidence: list[str], disagree: bool, rng: random.Random
 ) -> list[dict[str, Any]]:
@@ -294,9 +285,6 @@ def _adjudication(
     return {"label": variant.label, "reason": reason, "adjudicator": adjudicator}
 
 
-# ------------------------------------------------------------------------ partitions
-
-
 def _assign_partitions(rng: random.Random) -> dict[str, str]:
     """Partition of every topic slug: per slice, about 40/30/30 of groups."""
     splits = {7: (3, 2, 2), 6: (2, 2, 2), 5: (2, 2, 1)}
@@ -308,9 +296,6 @@ def _assign_partitions(rng: random.Random) -> dict[str, str]:
         for i, slug in enumerate(slugs):
             out[slug] = "development" if i < dev else "calibration" if i < dev + cal else "held_out"
     return out
-
-
-# ------------------------------------------------------------------------ corrections
 
 
 def _plan_corrections(
@@ -362,9 +347,6 @@ def _plan_corrections(
         }
         corrections.append(fixed)
     return corrections
-
-
-# ------------------------------------------------------------------------ build
 
 
 def _choose_disagreements(kinds: dict[str, str], rng: random.Random) -> set[str]:

@@ -269,38 +269,22 @@ def _reviewed_rows(
     fingerprints: tuple[str, str],
 ) -> tuple[list[TransitionRow], list[TransitionReview]]:
     """Each transition with its review status (by the review that saw it as it stands)."""
-    from ..review import PendingTransition
-
     out: list[TransitionRow] = []
     used: list[TransitionReview] = []
     for t in transitions:
-        old_v = verdict_text(t.old_label, t.old_category)
-        new_v = verdict_text(t.new_label, t.new_category)
+        row = TransitionRow(
+            transition=t,
+            old_verdict=verdict_text(t.old_label, t.old_category),
+            new_verdict=verdict_text(t.new_label, t.new_category),
+            review="unreviewed" if t.needs_review else None,
+            review_id=None,
+        )
         review = reviews.get(t.case_id) if t.needs_review else None
-        seen = PendingTransition(
-            old_fingerprint=fingerprints[0],
-            new_fingerprint=fingerprints[1],
-            case_id=t.case_id,
-            slice=t.slice,
-            human_label=t.human_label,
-            old_verdict=old_v,
-            new_verdict=new_v,
-            report_id="",
-        )
-        status: ReviewStatus | None = "unreviewed" if t.needs_review else None
-        if review is not None and review.matches(seen):
+        if review is not None and review.matches(_pending(row, fingerprints)):
             status = "accepted" if review.decision == "accept" else "rejected"
+            row = row.model_copy(update={"review": status, "review_id": review.review_id})
             used.append(review)
-        review_id = review.review_id if status in ("accepted", "rejected") and review else None
-        out.append(
-            TransitionRow(
-                transition=t,
-                old_verdict=old_v,
-                new_verdict=new_v,
-                review=status,
-                review_id=review_id,
-            )
-        )
+        out.append(row)
     return out, used
 
 
@@ -382,26 +366,29 @@ def pending_transitions(
     dataset: GoldDataset | None = None,
 ) -> list[PendingTransition]:
     """Every changed verdict in a critical slice of ``rows``, as a transition to review."""
+    pair = (old_fingerprint, new_fingerprint)
+    return [_pending(r, pair, report_id, dataset) for r in rows if r.transition.needs_review]
+
+
+def _pending(
+    row: TransitionRow,
+    fingerprints: tuple[str, str],
+    report_id: str = "",
+    dataset: GoldDataset | None = None,
+) -> PendingTransition:
     from ..review import PendingTransition
 
-    out = []
-    for row in rows:
-        t = row.transition
-        if not t.needs_review:
-            continue
-        allowed, cited = evidence_ids_for(dataset, t.case_id)
-        out.append(
-            PendingTransition(
-                old_fingerprint=old_fingerprint,
-                new_fingerprint=new_fingerprint,
-                case_id=t.case_id,
-                slice=t.slice,
-                human_label=t.human_label,
-                old_verdict=row.old_verdict,
-                new_verdict=row.new_verdict,
-                report_id=report_id,
-                evidence_ids=allowed,
-                cited=cited,
-            )
-        )
-    return out
+    t = row.transition
+    allowed, cited = evidence_ids_for(dataset, t.case_id)
+    return PendingTransition(
+        old_fingerprint=fingerprints[0],
+        new_fingerprint=fingerprints[1],
+        case_id=t.case_id,
+        slice=t.slice,
+        human_label=t.human_label,
+        old_verdict=row.old_verdict,
+        new_verdict=row.new_verdict,
+        report_id=report_id,
+        evidence_ids=allowed,
+        cited=cited,
+    )

@@ -333,24 +333,13 @@ class ComparisonReport(_Model):
 
         rows = []
         for s in [*self.slices, self.overall]:
-            row: dict[str, Any] = {
-                "slice": s.slice,
-                "risk": s.risk,
-                "cases": s.cases,
-                **s.transitions,
-                "verdict_changed": s.verdict_changed,
-                "needs_review": s.needs_review,
-            }
+            row = s.model_dump(include={"slice", "risk", "cases"}) | s.transitions
+            row |= s.model_dump(include={"verdict_changed", "needs_review"})
             for name, d in (("false_pass", s.false_pass), ("false_fail", s.false_fail)):
-                row[f"{name}_old"] = d.old.rate
-                row[f"{name}_new"] = d.new.rate
-                row[f"{name}_delta"] = d.delta
-                row[f"{name}_delta_ci95"] = (
-                    None if d.delta is None else f"[{d.ci95_low:+.3f}, {d.ci95_high:+.3f}]"
-                )
-            row["p_mcnemar"] = s.mcnemar.p_value
-            row["q_bh"] = s.mcnemar.q_value
-            rows.append(row)
+                ci = None if d.delta is None else f"[{d.ci95_low:+.3f}, {d.ci95_high:+.3f}]"
+                row |= {f"{name}_old": d.old.rate, f"{name}_new": d.new.rate}
+                row |= {f"{name}_delta": d.delta, f"{name}_delta_ci95": ci}
+            rows.append(row | {"p_mcnemar": s.mcnemar.p_value, "q_bh": s.mcnemar.q_value})
         return pd.DataFrame(rows)
 
     def matrix_frame(self) -> Any:
@@ -576,9 +565,6 @@ def _controls(setup: _Setup, runner: _Runner) -> ControlsSideBySide | None:
         old_run_dir=str(out / "controls" / "old"),
         new_run_dir=str(out / "controls" / "new"),
     )
-
-
-# -- workbench compare ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
