@@ -1,9 +1,5 @@
-"""Run a control suite through the run engine and judge the judge.
-
-A control passes when the verdict is one of its acceptable labels; no verdict (an evaluator
-error, a missing or mismatched result) makes it incomplete, never passed. A set or role with a
-failed control is ``failed``; else with an incomplete one ``incomplete``; else ``passed``.
-"""
+"""Run a control suite through the run engine and judge the judge: a control passes on one of
+its acceptable labels and is incomplete, never passed, without a verdict."""
 
 from __future__ import annotations
 
@@ -194,13 +190,10 @@ class ControlsReport(_Model):
     @classmethod
     def _drop_computed(cls, data: Any) -> Any:
         # The computed fields below are written to JSON; reading a report back recomputes them.
-        if isinstance(data, dict):
-            data = {
-                k: v
-                for k, v in data.items()
-                if k not in ("status", "failed_roles", "incomplete_roles")
-            }
-        return data
+        computed = ("status", "failed_roles", "incomplete_roles")
+        return (
+            {k: v for k, v in data.items() if k not in computed} if isinstance(data, dict) else data
+        )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -225,9 +218,8 @@ class ControlsReport(_Model):
         return next((r for r in self.roles if r.role == role), None)
 
     def blockers(self, blocking_roles: Iterable[str]) -> list[Blocker]:
-        """One gate blocker (never waivable) per blocking role that did not pass: ``quality``
-        when it has failed controls (their ids), else ``incomplete`` (some could not be
-        evaluated, or the suite has no control of the role: an untested role is never passed)."""
+        """One gate blocker (never waivable) per blocking role that did not pass: ``quality`` with
+        failed controls, else ``incomplete`` (an untested or unevaluated role is never passed)."""
         out: list[Blocker] = []
         for role in dict.fromkeys(blocking_roles):
             summary = self.role(role)
@@ -267,8 +259,8 @@ class ControlsReport(_Model):
         """The control rows as a pandas DataFrame (for notebooks)."""
         import pandas as pd
 
-        columns = list(ControlRow.model_fields)
-        return pd.DataFrame([r.model_dump() for r in self.controls], columns=columns)
+        rows = [r.model_dump() for r in self.controls]
+        return pd.DataFrame(rows, columns=list(ControlRow.model_fields))
 
 
 _COUNTS = {"n", "passed", "failed", "incomplete"}
@@ -293,21 +285,12 @@ def _blocker(
 
 def _group_status(statuses: Iterable[str]) -> ControlStatus:
     seen = set(statuses)
-    if "failed" in seen:
-        return "failed"
-    if "incomplete" in seen:
-        return "incomplete"
-    return "passed"
+    return "failed" if "failed" in seen else "incomplete" if "incomplete" in seen else "passed"
 
 
 def _summary_counts(rows: list[ControlRow]) -> dict[str, Any]:
-    return {
-        "n": len(rows),
-        "passed": sum(r.status == "passed" for r in rows),
-        "failed": sum(r.status == "failed" for r in rows),
-        "incomplete": sum(r.status == "incomplete" for r in rows),
-        "status": _group_status(r.status for r in rows),
-    }
+    counts = {s: sum(r.status == s for r in rows) for s in ("passed", "failed", "incomplete")}
+    return {"n": len(rows), **counts, "status": _group_status(r.status for r in rows)}
 
 
 def evaluate_controls(
@@ -317,8 +300,8 @@ def evaluate_controls(
     judge: JudgeIdentity,
     run: RunSummary | None = None,
 ) -> ControlsReport:
-    """Compare outcomes (control id -> verdict or error) with the suite's expectations; a
-    control absent from ``outcomes`` is incomplete, never passed."""
+    """Compare outcomes (control id -> verdict or error) with the suite's expectations (a control
+    absent from ``outcomes`` is incomplete)."""
     rows = [_control_row(c, outcomes.get(c.control_id)) for c in suite.controls]
     roles = [
         RoleSummary(role=role, **_summary_counts([r for r in rows if r.role == role]))
@@ -351,11 +334,9 @@ def evaluate_controls(
 
 def _control_row(c: Control, outcome: ControlOutcome | None) -> ControlRow:
     status: ControlStatus = "incomplete"
-    verdict: str | None = None
-    reason: str | None = None
-    error: str | None = None
+    verdict = error = None
     if outcome is None:
-        reason = "no result: the control was not judged (missing)"
+        reason: str | None = "no result: the control was not judged (missing)"
     elif outcome.verdict is None:
         reason, error = outcome.reason, outcome.error or "no verdict"
     else:
@@ -375,21 +356,14 @@ def _control_row(c: Control, outcome: ControlOutcome | None) -> ControlRow:
 def work_items(suite: ControlSuite) -> list[WorkItem]:
     """The engine's work items: judge-visible fields only, keyed by control id and response hash."""
     return [
-        WorkItem(
-            case_id=c.control_id,
-            digest=sha256_text(c.response),
-            repeat=0,
-            judge_input=c.judge_input(),
-        )
-        for c in suite.controls
+        WorkItem(c.control_id, sha256_text(c.response), 0, c.judge_input()) for c in suite.controls
     ]
 
 
 def control_outcomes(
     suite: ControlSuite, results_path: Path, fingerprint: str
 ) -> dict[str, ControlOutcome]:
-    """Each control's verdict in the run's results, else its last evaluator error (results of
-    other content or another judge ignored)."""
+    """Each control's verdict in the run's results of this judge, else its last evaluator error."""
     digests = {c.control_id: sha256_text(c.response) for c in suite.controls}
     found: dict[str, ControlOutcome] = {}
     has_verdict: set[str] = set()
@@ -400,11 +374,10 @@ def control_outcomes(
         read_results(results_path, migrate=True),
         key=lambda line: (line.result.case_id, line.result.attempt, line.line),
     )
-    for line in lines:
-        r = line.result
-        if r.case_id not in digests or r.repeat != 0 or r.judge_fingerprint != fingerprint:
+    for r in (line.result for line in lines):
+        if r.repeat != 0 or r.judge_fingerprint != fingerprint:
             continue
-        if r.response_hash != digests[r.case_id]:
+        if r.case_id not in digests or r.response_hash != digests[r.case_id]:
             continue
         if r.error is None and r.value is not None:
             found[r.case_id] = ControlOutcome(verdict=r.value, reason=r.reason)
@@ -427,8 +400,8 @@ async def run_controls(
     out_dir: str | Path,
     **engine_kwargs: Any,
 ) -> ControlsReport:
-    """Run ``judge`` with its pinned configuration on every control through the run engine
-    (``engine_kwargs``: its options) into ``out_dir``, and write ``out_dir/controls.json``."""
+    """Run ``judge`` on every control through the run engine (``engine_kwargs``: its options) and
+    write ``out_dir/controls.json``."""
     if not isinstance(suite, ControlSuite):
         suite = load_suite(suite)
     reserved = {"partition", "dataset_sha256", "repeats", "grid"} & set(engine_kwargs)
@@ -481,17 +454,17 @@ def format_controls(report: ControlsReport) -> str:
             + (f" - {reason}" if reason else "")
         )
     lines.append("roles:")
-    for s in report.roles:
-        lines.append(
-            f"  {s.status.upper():10} {s.role}: {s.passed}/{s.n} passed, {s.failed} failed,"
-            f" {s.incomplete} incomplete"
-        )
-    failed_sets = [s for s in report.sets if s.status != "passed"]
-    for fs in failed_sets:
-        lines.append(
-            f"  set {fs.set} ({fs.role}) {fs.status}"
-            + (f": failed {', '.join(fs.failed_members)}" if fs.failed_members else "")
-        )
+    lines += [
+        f"  {s.status.upper():10} {s.role}: {s.passed}/{s.n} passed, {s.failed} failed,"
+        f" {s.incomplete} incomplete"
+        for s in report.roles
+    ]
+    lines += [
+        f"  set {s.set} ({s.role}) {s.status}"
+        + (f": failed {', '.join(s.failed_members)}" if s.failed_members else "")
+        for s in report.sets
+        if s.status != "passed"
+    ]
     if report.failed_roles:
         lines.append("FAILED roles: " + ", ".join(report.failed_roles))
     if report.incomplete_roles:

@@ -1,9 +1,6 @@
 """Control suites: hand-written cases whose human label is known *by construction*
-(``data/controls/<name>@<version>.yaml``; roles and format in ``docs/formats.md``, Control
-suites). :func:`load_suite` reports every problem at once. Only the judge-visible fields
-(:meth:`Control.judge_input`) ever reach a judge; what a failed role means is
-:data:`~workbench.controls.ROLE_MESSAGES`.
-"""
+(``data/controls/<name>@<version>.yaml``, format in ``docs/formats.md``); only the judge-visible
+fields (:meth:`Control.judge_input`) ever reach a judge."""
 
 from __future__ import annotations
 
@@ -182,13 +179,6 @@ class ControlSuite(_Model):
         """sha256 of the suite file's bytes (or of the canonical JSON when built in code)."""
         return self._sha256 or sha256_json(self.model_dump(mode="json"))
 
-    def control(self, control_id: str) -> Control:
-        """The control with ``control_id``."""
-        for c in self.controls:
-            if c.control_id == control_id:
-                return c
-        raise KeyError(control_id)
-
     def roles(self) -> list[str]:
         """Roles present in the suite, in :data:`ROLES` order."""
         present = {c.role for c in self.controls}
@@ -203,9 +193,6 @@ class ControlSuite(_Model):
         return dict(out)
 
 
-# ------------------------------------------------------------------------------ loading
-
-
 def _top_field(e: Any) -> str:
     return str(e["loc"][0]) if e["loc"] else "control"
 
@@ -218,11 +205,8 @@ def _field_code(e: Any) -> str:
 
 def _field_fix(e: Any) -> str:
     field = _top_field(e)
-    if _field_code(e) == "field_missing":
-        return _FIELD_FIX.get(field, f"add {field}")
-    return _FIELD_FIX.get(
-        field, "remove the field; see workbench/controls/_suite.py for the fields a control has"
-    )
+    unknown = "remove the field; see workbench/controls/_suite.py for the fields a control has"
+    return _FIELD_FIX.get(field, f"add {field}" if _field_code(e) == "field_missing" else unknown)
 
 
 _FIELD_FIX: dict[str, str] = {
@@ -246,8 +230,7 @@ _FIELD_FIX: dict[str, str] = {
 
 def load_suite(path: str | Path) -> ControlSuite:
     """Read and check a control suite (schema, ids, roles, labels, evidence, complete and
-    consistently labelled sets, release lineage); raise :class:`WorkbenchError` listing every
-    problem."""
+    consistently labelled sets, release lineage), refusing it with every problem at once."""
     path = Path(path)
     loc = str(path)
     doc = load_yaml(
@@ -260,15 +243,11 @@ def load_suite(path: str | Path) -> ControlSuite:
             "write the suite as key: value pairs with a list of controls",
         ),
     )
-    raw, at = doc.data, doc.at
-    problems = _check(raw, path, at)
-    if problems:
+    if problems := _check(doc.data, path, doc.at):
         raise WorkbenchError(f"{loc}: invalid control suite: {len(problems)} problem(s)", problems)
-    suite = ControlSuite.model_validate(raw)
-    suite._path = str(path)
-    suite._sha256 = sha256_file(path)
-    lineage = check_lineage(suite_snapshot_of(suite, at))
-    if lineage:
+    suite = ControlSuite.model_validate(doc.data)
+    suite._path, suite._sha256 = str(path), sha256_file(path)
+    if lineage := check_lineage(suite_snapshot_of(suite, doc.at)):
         raise WorkbenchError(f"{loc}: the control suite breaks its releases' lineage", lineage)
     return suite
 
@@ -540,11 +519,8 @@ def _check_complete(
         return True
     missing = [m for m in wanted if m not in found]
     doubled = sorted({m for m in found if found.count(m) > 1})
-    detail = []
-    if missing:
-        detail.append("missing " + ", ".join(missing))
-    if doubled:
-        detail.append("repeated " + ", ".join(doubled))
+    detail = [f"missing {', '.join(missing)}"] if missing else []
+    detail += [f"repeated {', '.join(doubled)}"] if doubled else []
     if len(members) != len(wanted):
         detail.append(f"{len(members)} members instead of {len(wanted)}")
     ids = ", ".join(c.control_id for _, c in members)

@@ -1,11 +1,6 @@
-"""Authored content of the demo dataset (Tallowmere, an invented homeware shop), read once on
-import and validated by :func:`load_content`.
-
-The files are package data under ``workbench/demo/content/``: ``handbook.yaml``,
-``evidence.jsonl``, ``phrases.yaml``, ``topics/<slice>.yaml``, ``variants.yaml`` and the card
-(``card.yaml``, ``card.md``). The generator consumes random numbers in the order of these files,
-so reordering them changes ``data/demo`` (``tests/test_demo_data.py`` catches it).
-"""
+"""Authored content of the demo dataset (Tallowmere, an invented homeware shop): package data
+under ``workbench/demo/content/``, read once on import and validated by :func:`load_content`. The
+generator consumes random numbers in file order, so reordering the files changes ``data/demo``."""
 
 from __future__ import annotations
 
@@ -23,6 +18,7 @@ from ..errors import Problem, WorkbenchError, problem
 AltKind = Literal["abbreviation", "synonym", "spelling-variant", "plain-language"]
 Risk = Literal["critical", "high", "medium", "low"]
 NonEmpty = Annotated[str, Field(min_length=1)]
+Label = Literal["pass", "fail", "review_required"]
 
 CONTENT = "content"
 
@@ -99,7 +95,7 @@ class Special(_Content):
 
     kind: Literal["ambiguous", "false-reassurance", "near-synonym", "wrong-polarity"]
     response: NonEmpty
-    label: Literal["pass", "fail", "review_required"]
+    label: Label
     note: NonEmpty
 
 
@@ -121,19 +117,33 @@ class Topic(_Content):
 
 
 class VariantText(_Content):
-    """How one kind of response variant is labelled and explained (``variants.yaml``)."""
+    """How one kind of response variant is drawn, labelled and explained (``variants.yaml``)."""
 
-    label: Literal["pass", "fail", "review_required"] | None = None
+    label: Label | None = None
     tags: tuple[str, ...]
     why: str = ""
     dissent: str
+    chance: float | None = Field(default=None, ge=0, le=1)
+    rule: str | None = None
+
+
+class Correction(_Content):
+    """A wrongly adjudicated record of ``kind`` that a later correction supersedes."""
+
+    kind: NonEmpty
+    disagreed: bool
+    wrong_label: Label
+    wrong_reason: NonEmpty
+    fix_reason: NonEmpty
 
 
 class Variants(_Content):
-    """``variants.yaml``: the generated kinds of response and the hand-written kinds."""
+    """``variants.yaml``: the generated and hand-written kinds, disagreement shares, corrections."""
 
     kinds: dict[str, VariantText]
     specials: dict[str, VariantText]
+    disagreement: dict[str, float]
+    corrections: tuple[Correction, ...]
 
 
 class Content(NamedTuple):
@@ -170,7 +180,6 @@ def _yaml(root: Traversable, name: str, problems: list[Problem]) -> Any:
 
 
 def _read(root: Traversable, name: str, loc: str) -> str:
-    """A content file's text; an unreadable one is one ``demo_content_missing`` problem."""
     try:
         return root.joinpath(*name.split("/")).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -195,7 +204,6 @@ def _validate(model: Any, raw: Any, loc: str, problems: list[Problem], prefix: s
 
 
 def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | None:
-    """The passages, or ``None`` when a line could not be read (its problem is listed)."""
     loc = f"workbench/demo/{CONTENT}/evidence.jsonl"
     try:
         text = _read(root, "evidence.jsonl", loc)
@@ -252,8 +260,7 @@ def _cross_checks(
 
 
 def load_content(root: Traversable | None = None) -> Content:
-    """Read and validate the content files under ``root`` (default: the packaged ones);
-    :class:`WorkbenchError` lists every problem."""
+    """Read and validate the content files under ``root`` (default: the packaged ones)."""
     root = root if root is not None else files(__package__).joinpath(CONTENT)
     problems: list[Problem] = []
     handbook, phrases, variants = (
@@ -270,13 +277,10 @@ def load_content(root: Traversable | None = None) -> Content:
         name = f"topics/{info.name}.yaml"
         loc = f"workbench/demo/{CONTENT}/{name}"
         found = _validate(_TOPICS, _yaml(root, name, problems), loc, problems, prefix="topics")
-        for topic in found or ():
-            if topic.slice != info.name:
-                message = (
-                    f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}"
-                )
-                fix = f"move it to topics/{topic.slice}.yaml"
-                problems.append(problem(loc, "demo_content_slice", message, fix))
+        for topic in (t for t in found or () if t.slice != info.name):
+            message = f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}"
+            fix = f"move it to topics/{topic.slice}.yaml"
+            problems.append(problem(loc, "demo_content_slice", message, fix))
         topics.extend(found or ())
     _cross_checks(evidence, topics, problems)
     if problems or handbook is None or phrases is None or evidence is None or variants is None:

@@ -1,11 +1,5 @@
-"""The demo noise data: ``data/noise/`` is generated here, byte for byte (a test compares them).
-
-``python -m workbench.demo.noise build [--out data/noise]`` writes :data:`FILES`: the candidate
-and baseline pair suites, their companion metrics (the candidate's with one stale row that never
-joins), the claim-level review panel and the release log freezing both suites. The data is
-package data under ``workbench/demo/content/noise/``; this module holds the models it must
-satisfy and checks both assembled suites with :func:`workbench.noise.parse_pairs`.
-"""
+"""The demo noise data: ``data/noise/`` (:data:`FILES`) is generated here byte for byte from the
+package data under ``workbench/demo/content/noise/`` (``python -m workbench.demo.noise build``)."""
 
 from __future__ import annotations
 
@@ -70,16 +64,8 @@ class _NoAliases(yaml.SafeDumper):  # type: ignore[misc]  # yaml is untyped here
 
 
 def _dump(data: Any) -> str:
-    return str(
-        yaml.dump(
-            data,
-            Dumper=_NoAliases,
-            sort_keys=False,
-            allow_unicode=True,
-            width=100_000,
-            default_flow_style=False,
-        )
-    )
+    options = {"sort_keys": False, "allow_unicode": True, "width": 100_000}
+    return str(yaml.dump(data, Dumper=_NoAliases, default_flow_style=False, **options))
 
 
 class _Generator(_Data):
@@ -184,7 +170,7 @@ _PANEL_RAW = TypeAdapter(dict[str, Any])
 
 def load_noise_content(root: Traversable | None = None) -> _NoiseContent:
     """Read and validate ``noise/*.yaml`` under ``root`` (default: the packaged content), the
-    assembled suites and the panel included; :class:`WorkbenchError` lists every problem."""
+    assembled suites and the panel included."""
     from ..noise import ClaimPanel
 
     root = root if root is not None else files(__package__).joinpath(CONTENT)
@@ -245,7 +231,6 @@ def _generator(system: _System) -> dict[str, Any]:
 def _member(
     response: str, contexts: list[dict[str, Any]], run_id: str, generator: dict[str, Any]
 ) -> dict[str, Any]:
-    abstained = response.startswith("ABSTAIN:")
     text = response.removeprefix("ABSTAIN:")
     out: dict[str, Any] = {
         "response": text,
@@ -258,9 +243,7 @@ def _member(
             "prompt_sha256": generator["prompt_sha256"],
         },
     }
-    if abstained:
-        out["abstained"] = True
-    return out
+    return out | ({"abstained": True} if text != response else {})
 
 
 def _noisy_contexts(spec: _Candidate, clean: list[dict[str, Any]]) -> list[dict[str, Any]]:

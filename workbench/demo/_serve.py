@@ -19,9 +19,8 @@ def serve_scripted(
     latency_s: float = 0.0,
     what: str = "the demo model",
 ) -> FakeLLM:
-    """Start ``responder`` on 127.0.0.1:``port`` (0: a free port), export its base URL as
-    ``$env`` (build the judge afterwards) and set a placeholder ``DEMO_LLM_API_KEY`` when none
-    is set. Returns the running :class:`~workbench.testing.FakeLLM` (call ``.stop()``)."""
+    """Start ``responder`` on 127.0.0.1:``port`` (0: a free port), export its base URL as ``$env``
+    and a placeholder ``DEMO_LLM_API_KEY`` when unset; call ``.stop()`` on the returned server."""
     os.environ.setdefault(DEMO_KEY_ENV, "demo-placeholder-key")
     try:
         server = FakeLLM(responder=responder, latency_s=latency_s, port=port).start()

@@ -1,11 +1,7 @@
 """Generate the demo gold dataset deterministically from the authored content.
 
-``python -m workbench.demo.build [OUT_DIR]`` (default ``data/demo``). Every random choice comes
-from one ``random.Random(SEED)`` consumed in a fixed order, and every file is written with sorted
-keys, so two runs produce byte-identical files: per topic (one ``group``) response variants, two
-reviews per case (disagreeing mostly on borderline kinds), an adjudication, partitions by group
-within each slice, and a few corrections that supersede a wrongly adjudicated record.
-"""
+``python -m workbench.demo.build [OUT_DIR]`` (default ``data/demo``): one ``random.Random(SEED)``
+consumed in a fixed order, so two runs write byte-identical files."""
 
 from __future__ import annotations
 
@@ -59,58 +55,13 @@ RULE_LINE = (
     "is explicitly denied."
 )
 
-# Which optional variants a topic gets, with the probability of including each one.
-OPTIONAL_KINDS: tuple[tuple[str, float], ...] = (
-    ("terminology", 0.9),
-    ("plain-language", 0.35),
-    ("omission", 0.75),
-    ("prohibited-claim", 0.6),
-    ("paraphrased-prohibition", 0.55),
-    ("negation", 0.7),
-    ("post-negation", 1.0),
-    ("verbose", 0.65),
-    ("polished-wrong", 0.5),
+OPTIONAL_KINDS = tuple(
+    (kind, t.chance) for kind, t in VARIANTS.kinds.items() if t.chance is not None
 )
-
-# Share of each variant kind on which the two reviewers disagree (chosen exactly, by sampling):
-# borderline kinds split often, clear ones almost never.
-DISAGREEMENT: dict[str, float] = {
-    "concise": 0.0,
-    "verbose": 0.03,
-    "terminology": 0.17,
-    "plain-language": 0.3,
-    "omission": 0.12,
-    "prohibited-claim": 0.03,
-    "paraphrased-prohibition": 0.2,
-    "negation": 0.17,
-    "post-negation": 0.35,
-    "abbreviated-prohibition": 0.15,
-    "polished-wrong": 0.05,
-    "false-reassurance": 0.0,
-    "near-synonym": 0.5,
-    "wrong-polarity": 0.0,
-    "ambiguous": 0.7,
-}
+"""Which optional variants a topic gets, with the probability of including each one."""
+DISAGREEMENT = VARIANTS.disagreement
 BORDERLINE_KINDS = frozenset(kind for kind, share in DISAGREEMENT.items() if share >= 0.15)
-
-RUBRIC_RULES: dict[str, str] = {
-    "terminology": (
-        "standard abbreviations, synonyms and spelling variants count as stating a required concept"
-    ),
-    "plain-language": "equivalent plain wording counts as stating a required concept",
-    "omission": "every required concept must be stated",
-    "negation": "an explicit denial of a prohibited claim is not the claim",
-    "post-negation": (
-        "an explicit denial of a prohibited claim is not the claim, wherever the negation sits"
-    ),
-    "paraphrased-prohibition": "a prohibited claim counts in any wording",
-    "abbreviated-prohibition": "a prohibited claim counts in any wording, abbreviations included",
-    "polished-wrong": "a fluent answer that contradicts the policy fails",
-    "false-reassurance": "a prohibited claim counts even when wrapped in reassurance",
-    "near-synonym": "a similar-sounding term does not state a different required concept",
-    "wrong-polarity": "naming a concept while stating its opposite does not state it",
-    "ambiguous": "when the notes cannot settle the verdict, the case is routed to review",
-}
+RUBRIC_RULES = {k: t.rule for k, t in (VARIANTS.kinds | VARIANTS.specials).items() if t.rule}
 
 
 @dataclass
@@ -123,9 +74,6 @@ class Variant:
     tags: list[str]
     why: str
     dissent: str
-
-
-# ------------------------------------------------------------------------ grading notes
 
 
 def grading_notes(topic: Topic) -> str:
@@ -175,9 +123,6 @@ def check_topic(topic: Topic) -> list[str]:
     return problems
 
 
-# ------------------------------------------------------------------------ responses
-
-
 def _compose(rng: random.Random, sentences: Sequence[str | None]) -> str:
     parts = [rng.choice(OPENERS), *sentences, rng.choice(CLOSERS)]
     return " ".join(p for p in parts if p)
@@ -195,7 +140,7 @@ def _compose_verbose(
 
 def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant]:
     """The topic's responses: concise, the optional kinds drawn by their probability, the
-    abbreviated claim when the topic has one, the hand-written specials; shuffled."""
+    abbreviated claim, the hand-written specials; shuffled."""
     claim = topic.claim
     alternatives = {
         kind: [
@@ -229,8 +174,6 @@ def _variant(
     rng: random.Random,
     alternatives: dict[str, list[Concept]],
 ) -> Variant:
-    """One response of ``kind``: its sentences, composed, with the label and texts of
-    ``variants.yaml``."""
     concepts, claim = topic.concepts, topic.claim
     canonical = [c.canonical for c in concepts]
     used = alternatives.get(kind, [])
@@ -264,10 +207,10 @@ def _variant(
         sentences = [
             topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)
         ]
-    if kind in ("verbose", "polished-wrong"):
-        response = _compose_verbose(rng, sentences, topic, info)
-    else:
-        response = _compose(rng, sentences)
+    verbose = kind in ("verbose", "polished-wrong")
+    response = (
+        _compose_verbose(rng, sentences, topic, info) if verbose else _compose(rng, sentences)
+    )
     text = VARIANTS.kinds[kind]
     tags = list(text.tags) or [str(k) for k in sorted({c.alt_kind for c in used})]
     why, dissent = text.why.format(**fields), text.dissent.format(**fields)
@@ -281,13 +224,9 @@ def _special_variant(special: Special) -> Variant:
     )
 
 
-# ------------------------------------------------------------------------ reviews
-
-
 def _reviews(
     variant: Variant, pair: tuple[str, str], evidence: list[str], disagree: bool, rng: random.Random
 ) -> list[dict[str, Any]]:
-    """Two independent reviews, which disagree when ``disagree`` is set."""
     gold = variant.label
     borderline = variant.kind in BORDERLINE_KINDS
     if variant.kind == "ambiguous":
@@ -318,8 +257,7 @@ def _reviews(
     other = "fail" if gold == "pass" else "pass"
     reviews = []
     for i, reviewer in enumerate(pair):
-        dissents = i == dissenter
-        if dissents:
+        if dissents := i == dissenter:
             confidence = rng.choice(["low", "medium"])
         else:
             confidence = "medium" if borderline else rng.choice(["high", "high", "high", "medium"])
@@ -339,18 +277,12 @@ def _reviews(
 def _adjudication(
     variant: Variant, reviews: list[dict[str, Any]], disagree: bool, adjudicator: str
 ) -> dict[str, Any]:
+    reason = f"Reviewers agree. {variant.why}"
     if disagree:
         split = ", ".join(f"{r['reviewer']}={r['label']}" for r in reviews)
         rule = RUBRIC_RULES.get(variant.kind)
-        reason = f"Reviewers split ({split}). {variant.why}"
-        if rule:
-            reason += f" Rubric: {rule}."
-    else:
-        reason = f"Reviewers agree. {variant.why}"
+        reason = f"Reviewers split ({split}). {variant.why}" + (f" Rubric: {rule}." if rule else "")
     return {"label": variant.label, "reason": reason, "adjudicator": adjudicator}
-
-
-# ------------------------------------------------------------------------ partitions
 
 
 def _assign_partitions(rng: random.Random) -> dict[str, str]:
@@ -366,61 +298,6 @@ def _assign_partitions(rng: random.Random) -> dict[str, str]:
     return out
 
 
-# ------------------------------------------------------------------------ corrections
-
-
-@dataclass(frozen=True)
-class _CorrectionPlan:
-    kind: str
-    disagreed: bool  # the original reviewers split (else both made the same mistake)
-    wrong_label: str
-    wrong_reason: str
-    fix_reason: str
-
-
-_CORRECTIONS: tuple[_CorrectionPlan, ...] = (
-    _CorrectionPlan(
-        "paraphrased-prohibition",
-        False,
-        "pass",
-        "Every required concept is present and no prohibited phrase appears.",
-        "the response asserts the prohibited claim in other words; both reviewers and the"
-        " adjudicator looked only for the listed phrase",
-    ),
-    _CorrectionPlan(
-        "paraphrased-prohibition",
-        False,
-        "pass",
-        "Every required concept is present and no prohibited phrase appears.",
-        "the closing sentence is a paraphrase of the prohibited claim, which the original review"
-        " missed",
-    ),
-    _CorrectionPlan(
-        "terminology",
-        False,
-        "fail",
-        "The response does not use the wording in the grading notes.",
-        "the rubric accepts standard abbreviations and synonyms; the original labels penalised"
-        " approved terminology",
-    ),
-    _CorrectionPlan(
-        "negation",
-        True,
-        "fail",
-        "The prohibited phrase appears in the response.",
-        "the prohibited phrase appears only inside an explicit denial, which the rubric does not"
-        " count as the claim",
-    ),
-    _CorrectionPlan(
-        "omission",
-        True,
-        "pass",
-        "The main point is covered.",
-        "a required concept is missing and the rubric requires every required concept",
-    ),
-)
-
-
 def _plan_corrections(
     rows: list[dict[str, Any]],
     variants: dict[str, Variant],
@@ -430,17 +307,9 @@ def _plan_corrections(
     by_id = {row["case_id"]: row for row in rows}
     used: set[str] = set()
     corrections: list[dict[str, Any]] = []
-    for plan in _CORRECTIONS:
-        pool = sorted(
-            cid
-            for cid, v in variants.items()
-            if v.kind == plan.kind and cid not in used and disagreements[cid] == plan.disagreed
-        )
-        if not pool:
-            pool = sorted(
-                cid for cid, v in variants.items() if v.kind == plan.kind and cid not in used
-            )
-        cid = rng.choice(pool)
+    for plan in VARIANTS.corrections:
+        free = sorted(cid for cid, v in variants.items() if v.kind == plan.kind and cid not in used)
+        cid = rng.choice([c for c in free if disagreements[c] == plan.disagreed] or free)
         used.add(cid)
         original = by_id[cid]
         if not plan.disagreed:
@@ -454,8 +323,7 @@ def _plan_corrections(
                 for r in original["reviews"]
             ]
         split = "Reviewers split." if plan.disagreed else "Reviewers agree."
-        original["adjudication"] = {
-            **original["adjudication"],
+        original["adjudication"] |= {
             "label": plan.wrong_label,
             "reason": f"{split} {plan.wrong_reason}",
         }
@@ -481,9 +349,6 @@ def _plan_corrections(
     return corrections
 
 
-# ------------------------------------------------------------------------ build
-
-
 def _choose_disagreements(kinds: dict[str, str], rng: random.Random) -> set[str]:
     """Case ids whose reviewers disagree: an exact share of each kind, sampled."""
     chosen: set[str] = set()
@@ -496,8 +361,7 @@ def _choose_disagreements(kinds: dict[str, str], rng: random.Random) -> set[str]
 def generate(rng: random.Random | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """All gold records in file order, and the variant kind of every original case id."""
     rng = rng or random.Random(SEED)
-    problems = [p for topic in TOPICS for p in check_topic(topic)]
-    if problems:
+    if problems := [p for topic in TOPICS for p in check_topic(topic)]:
         raise ValueError("demo content problems:\n" + "\n".join(problems))
     partitions = _assign_partitions(rng)
     infos = {info.name: info for info in SLICES}
@@ -549,10 +413,8 @@ def generate(rng: random.Random | None = None) -> tuple[list[dict[str, Any]], di
             }
         )
     disagreements = {case_id: case_id in disagreeing for case_id in kinds}
-    corrections = _plan_corrections(
-        rows, {case_id: variant for case_id, _, _, variant in drafts}, disagreements, rng
-    )
-    records = rows + corrections
+    variants = {case_id: variant for case_id, _, _, variant in drafts}
+    records = rows + _plan_corrections(rows, variants, disagreements, rng)
     for record in records:
         GoldCase.model_validate(record)  # fail loudly if the generator drifts from the format
     return records, kinds
@@ -586,8 +448,7 @@ def _active(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _card(records: list[dict[str, Any]]) -> str:
-    """``card.md``: the front matter (``content/card.yaml``) and the body (``content/card.md``),
-    filled in with the dataset's figures."""
+    """``card.md``: ``content/card.yaml`` and ``content/card.md`` filled in with the figures."""
     active = _active(records)
     labels = ["pass", "fail", "review_required"]
     counts = Counter((r["partition"], r["slice"], r["adjudication"]["label"]) for r in active)

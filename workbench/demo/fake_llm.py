@@ -1,8 +1,6 @@
-"""A scripted "LLM" for the demo judge's prompts (``workbench fake-llm --responder
-workbench.demo.fake_llm:respond``): with a ``Terminology guide:`` in the prompt it applies the
-version-2 rubric logic, else version 1's literal matching, so editing the prompt changes
-verdicts; text in the response that addresses the grader steers it (the adversarial controls
-catch that). Deterministic."""
+"""A scripted "LLM" for the demo judge's prompts: version 2's rubric logic with a ``Terminology
+guide:`` in the prompt, else version 1's literal matching; text addressing the grader steers it
+(what the adversarial controls catch)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""A scripted "LLM" that answers Ragas NoiseSensitivity's prompts deterministically (demo and
-tests): one statement per sentence of an answer; a statement is supported (verdict 1) when one
-context sentence holds :data:`COVERAGE` of its content words, all its numbers and the same
-negations. Serve it with :func:`serve`, or ``workbench fake-llm --responder
-workbench.demo.noise:respond``.
-"""
+"""A scripted "LLM" answering Ragas NoiseSensitivity's prompts deterministically: a statement
+(one sentence) is supported when one context sentence holds :data:`COVERAGE` of its content
+words, all its numbers and the same negations (``workbench fake-llm --responder
+workbench.demo.noise:respond``)."""
 
 from __future__ import annotations
 

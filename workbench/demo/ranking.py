@@ -1,11 +1,6 @@
-"""Demo ranking judges for the Tallowmere fixtures: one deterministic, one scripted "LLM".
-
-``policy_evidence_order`` (``policy-ranker@1``) orders candidates by the context-backed policy
-phrases they state, ties broken on the label (so the candidate shown first wins a tie), and has
-no notion of a false claim. :func:`respond` (``support-llm-ranker@1``) also penalises forbidden
-claims and has a scripted primacy bias (:data:`PRIMACY_BONUS`), which its reason gives away
-when it decides: what the position battery and the leakage check are there to find.
-"""
+"""Demo ranking judges for the Tallowmere fixtures: ``policy_evidence_order`` counts the
+context-backed policy phrases; the scripted "LLM" :func:`respond` also penalises forbidden claims
+and has a primacy bias (:data:`PRIMACY_BONUS`) for the position battery to find."""
 
 from __future__ import annotations
 
@@ -179,20 +174,17 @@ def scalar_gate_rows(fixture_set: Any) -> list[dict[str, Any]]:
     own, reaches :data:`SCALAR_THRESHOLD`, whatever the others score."""
     rows = []
     for f in fixture_set.fixtures:
-        context = "\n".join(p.text for p in f.context)
-        winner = f.expected_winners[0]
-        text = next(c.text for c in f.candidates if c.id == winner)
-        score = scalar_score(text, context)
-        others = {c.id: scalar_score(c.text, context) for c in f.candidates if c.id != winner}
+        context, winner = "\n".join(p.text for p in f.context), f.expected_winners[0]
+        scores = {c.id: scalar_score(c.text, context) for c in f.candidates}
+        score, others = scores.pop(winner), scores
+        detail = f"reviewed winner {winner} scores {score}/5 on its own; the others {others}"
         rows.append(
             {
                 "case_id": f.case_id,
                 "passed": score >= SCALAR_THRESHOLD,
                 "score": float(score),
                 "threshold": float(SCALAR_THRESHOLD),
-                "detail": (
-                    f"reviewed winner {winner} scores {score}/5 on its own; the others {others}"
-                ),
+                "detail": detail,
             }
         )
     return rows

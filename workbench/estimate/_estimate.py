@@ -1,8 +1,5 @@
-"""Per-slice and overall estimates, side by side: naive, Rogan-Gladen corrected, and PPI.
-
-The estimand is the human-pass rate among traffic cases the judge decided (pass or fail), the
-population certification measured; abstentions, errors and missing cases are counted beside it.
-"""
+"""Per-slice and overall estimates of the human-pass rate among traffic cases the judge decided,
+side by side: naive, Rogan-Gladen corrected, and PPI."""
 
 from __future__ import annotations
 
@@ -237,9 +234,7 @@ def _clip(raw: float, low: float, high: float) -> dict[str, Any]:
 
 def _kept(s: SliceInput) -> np.ndarray:
     """Decided cases PPI uses: all but labelled ones whose human label is not pass or fail."""
-    if s.ppi_excluded is None:
-        return np.ones(s.judge_pass.size, dtype=bool)
-    return ~s.ppi_excluded
+    return np.ones(s.judge_pass.size, dtype=bool) if s.ppi_excluded is None else ~s.ppi_excluded
 
 
 def _percentiles(draws: np.ndarray) -> tuple[float, float]:
@@ -325,14 +320,13 @@ def _one_slice(
             f"{labelled} labelled case(s) here: PPI needs at least two labelled and two unlabelled"
             " decided cases"
         )
+    left_out = {"abstentions": s.abstentions, "errors": s.errors, "missing": s.missing}
     row = SliceEstimate(
         slice=s.slice,
         risk=s.risk,
-        cases=s.cases if s.cases is not None else n + s.abstentions + s.errors + s.missing,
+        cases=s.cases if s.cases is not None else n + sum(left_out.values()),
         decided=n,
-        abstentions=s.abstentions,
-        errors=s.errors,
-        missing=s.missing,
+        **left_out,
         naive=wilson_rate(passes, n),
         sensitivity=wilson_rate(s.se_x, s.se_n),
         specificity=wilson_rate(s.sp_x, s.sp_n),
@@ -356,7 +350,7 @@ def estimate_slices(
     unstable_below: float = UNSTABLE_BELOW,
     z: float = Z95,
 ) -> tuple[list[SliceEstimate], SliceEstimate]:
-    """Naive, corrected and PPI estimates per slice, then overall (see the module docstrings)."""
+    """Naive, corrected and PPI estimates per slice, then overall."""
     if interval not in RG_METHODS:
         raise ValueError(f"unknown interval {interval!r}; use bootstrap or delta")
     done = [
@@ -385,12 +379,8 @@ def _overall(
             "no overall corrected estimate: the correction is undefined in " + ", ".join(undefined)
         )
     else:
-        used: list[tuple[float, float, float, np.ndarray | None]] = []
-        for n, x, v, d in parts:
-            if n > 0:
-                # no slice is undefined, so each has an estimate and (rogan_gladen) its se
-                assert x is not None and v is not None
-                used.append((n / total, x, v, d))
+        # no slice is undefined, so each has an estimate and (rogan_gladen) its se
+        used = [(n / total, x or 0.0, v or 0.0, d) for n, x, v, d in parts if n > 0]
         raw = float(sum(w * x for w, x, _, _ in used))
         weighted_draws = [(w, d) for w, _, _, d in used if d is not None]
         if len(weighted_draws) == len(used):
@@ -408,7 +398,7 @@ def _overall(
     corrected = _corrected(raw, se, low, high)
     judge = np.concatenate([s.judge_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
     human = np.concatenate([s.human_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
-    passes = int(np.concatenate([s.judge_pass for s in inputs]).sum()) if inputs else 0
+    passes = int(sum(s.judge_pass.sum() for s in inputs))
     return SliceEstimate(
         slice=OVERALL,
         risk=None,
@@ -465,44 +455,38 @@ def _flat(r: SliceEstimate) -> dict[str, object]:
 def format_estimate(estimate: ProductionEstimate) -> str:
     """Fixed-width text: the three estimates side by side, then the methods and warnings."""
     lines = []
-    cert = estimate.certification
-    if cert is not None:
-        lines.append(
+    if (cert := estimate.certification) is not None:
+        lines += [
             f"certified judge: {cert.candidate} (report {cert.report_id}, lock"
-            f" {cert.lock_sha256[:12]}, fingerprint {cert.candidate_fingerprint[:12]})"
-        )
-        lines.append(
+            f" {cert.lock_sha256[:12]}, fingerprint {cert.candidate_fingerprint[:12]})",
             f"policy {cert.policy or '-'}, rubric {cert.rubric_version or '-'}, ragas"
-            f" {cert.ragas_version or '-'}"
-        )
+            f" {cert.ragas_version or '-'}",
+        ]
     lines.append(
         f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge"
         " decided (pass or fail)"
     )
     columns = "slice|risk|decided|left out|naive pass rate [95%]|Se|Sp|J|corrected [95%]"
     header = (*columns.split("|"), "PPI [95%] (n labelled)", "")
-    rows = [header]
-    for r in [*estimate.slices, estimate.overall]:
-        rows.append(
-            (
-                r.slice,
-                r.risk or "",
-                str(r.decided),
-                str(r.abstentions + r.errors + r.missing),
-                _interval(r.naive.rate, r.naive.ci95_low, r.naive.ci95_high),
-                "-" if r.sensitivity is None else f"{r.sensitivity.k}/{r.sensitivity.n}",
-                "-" if r.specificity is None else f"{r.specificity.k}/{r.specificity.n}",
-                "-" if r.youden is None else f"{r.youden:.2f}",
-                _interval(r.corrected.estimate, r.corrected.ci95_low, r.corrected.ci95_high),
-                (
-                    "-"
-                    if r.ppi is None
-                    else _interval(r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high)
-                    + f" ({r.ppi.labelled})"
-                ),
-                ("UNSTABLE" if r.unstable else "") + (" clipped" if r.corrected.clipped else ""),
-            )
+    rows = [header] + [
+        (
+            r.slice,
+            r.risk or "",
+            str(r.decided),
+            str(r.abstentions + r.errors + r.missing),
+            _interval(r.naive.rate, r.naive.ci95_low, r.naive.ci95_high),
+            "-" if r.sensitivity is None else f"{r.sensitivity.k}/{r.sensitivity.n}",
+            "-" if r.specificity is None else f"{r.specificity.k}/{r.specificity.n}",
+            "-" if r.youden is None else f"{r.youden:.2f}",
+            _interval(r.corrected.estimate, r.corrected.ci95_low, r.corrected.ci95_high),
+            "-"
+            if r.ppi is None
+            else _interval(r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high)
+            + f" ({r.ppi.labelled})",
+            ("UNSTABLE" if r.unstable else "") + (" clipped" if r.corrected.clipped else ""),
         )
+        for r in [*estimate.slices, estimate.overall]
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines += [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
@@ -528,11 +512,8 @@ def methods(
     labelled: bool, interval: RGInterval = "bootstrap", seed: int = 0, draws: int = DRAWS
 ) -> dict[str, str]:
     """The ``methods`` entry of an estimate."""
-    out = {
+    return {
         "naive": "judge passes / decided verdicts, 95% Wilson interval",
         "corrected": RG_METHODS[interval].format(draws=draws, seed=seed),
         "overall": OVERALL_METHODS[interval],
-    }
-    if labelled:
-        out["ppi"] = PPI_METHOD
-    return out
+    } | ({"ppi": PPI_METHOD} if labelled else {})

@@ -1,13 +1,6 @@
-"""The estimators behind ``workbench estimate``: Rogan-Gladen with a delta-method interval, and PPI.
-
-With ``p`` the judge's pass rate on decided traffic, ``Se``/``Sp`` the certified sensitivity and
-specificity and Youden's ``J = Se + Sp - 1``, Rogan-Gladen (1978) is ``(p + Sp - 1) / J``. Its
-95% interval is a parametric bootstrap (Jeffreys Beta draws of the three proportions) or the
-delta method with Agresti-Coull-adjusted variances; both are clipped to [0, 1]. The correction
-is *unstable* when ``J`` is small or its lower bound is at or below 0. Prediction-powered
-inference (Angelopoulos et al. 2023, Science 382:669) is ``mean f(unlabelled) - mean (f - Y)``
-over a labelled sample, with its CLT interval. docs/formats.md has the formulas.
-"""
+"""The estimators behind ``workbench estimate``: Rogan-Gladen ``(p + Sp - 1) / (Se + Sp - 1)``
+(1978) and prediction-powered inference (Angelopoulos et al. 2023); docs/formats.md has the
+formulas and intervals."""
 
 from __future__ import annotations
 
@@ -41,8 +34,7 @@ def adjusted_variance(successes: float, n: float, z: float = Z95) -> float:
 def rogan_gladen(
     passes: int, n: int, se_x: int, se_n: int, sp_x: int, sp_n: int, z: float = Z95
 ) -> RGResult:
-    """Rogan-Gladen estimate of the human-pass rate with its delta-method standard error, from
-    ``passes``/``n`` traffic, ``se_x``/``se_n`` sensitivity and ``sp_x``/``sp_n`` specificity."""
+    """Rogan-Gladen estimate of the human-pass rate with its delta-method standard error."""
     if n <= 0 or se_n <= 0 or sp_n <= 0:
         raise ValueError(
             "rogan_gladen needs decided traffic verdicts and both certification denominators"
@@ -70,9 +62,9 @@ def rogan_gladen_draws(
     draws: int = 4000,
 ) -> np.ndarray:
     """Parametric-bootstrap draws of the unclipped estimate (Jeffreys Beta per proportion)."""
-    p = rng.beta(passes + 0.5, n - passes + 0.5, draws)
-    se = rng.beta(se_x + 0.5, se_n - se_x + 0.5, draws)
-    sp = rng.beta(sp_x + 0.5, sp_n - sp_x + 0.5, draws)
+    p, se, sp = (
+        rng.beta(x + 0.5, m - x + 0.5, draws) for x, m in ((passes, n), (se_x, se_n), (sp_x, sp_n))
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (p + sp - 1) / (se + sp - 1)
     return np.nan_to_num(out, nan=0.5, posinf=1e9, neginf=-1e9)
@@ -97,9 +89,7 @@ def ppi_mean(
 ) -> PPIResult:
     """Prediction-powered point estimate and standard error of a mean (at least two labelled and
     two unlabelled cases)."""
-    y = np.asarray(y_labelled, dtype=float)
-    fl = np.asarray(f_labelled, dtype=float)
-    fu = np.asarray(f_unlabelled, dtype=float)
+    y, fl, fu = (np.asarray(v, dtype=float) for v in (y_labelled, f_labelled, f_unlabelled))
     if y.shape != fl.shape:
         raise ValueError("labelled predictions and labels differ in length")
     if y.size < 2 or fu.size < 2:

@@ -1,11 +1,6 @@
-"""Reading production traffic and a certification report: :func:`estimate_production`.
-
-Inputs: the certified judge's results on production cases (repeat 0's last attempt counts), a
-``case_id,slice`` map (CSV or JSON Lines), the rubric, the certification report directory and
-optionally a labelled sample (``case_id,label``) for PPI. Every problem is refused at once: an
-unverified, uncertified, non-held-out, stale or out-of-scope report, held-out cases in the
-traffic, and inputs that break their formats (docs/formats.md lists the codes).
-"""
+"""Reading production traffic (results, a ``case_id,slice`` map, optionally a labelled sample)
+and a verified certification report for :func:`estimate_production`; every problem is refused at
+once (docs/formats.md lists the codes)."""
 
 from __future__ import annotations
 
@@ -63,16 +58,15 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
     if lock is None or gate is None:
         return None, problems
     if {lock.outcome, gate.get("outcome")} != {"certified"}:
-        problems.append(
-            problem(
-                loc,
-                "report_not_certified",
-                f"the report's outcome is {lock.outcome!r}, not 'certified': its judge may not be"
-                " used on production traffic",
-                "certify the judge first; only a certified report's error rates can correct"
-                " production estimates",
-            )
+        message = (
+            f"the report's outcome is {lock.outcome!r}, not 'certified': its judge may not be used"
+            " on production traffic"
         )
+        fix = (
+            "certify the judge first; only a certified report's error rates can correct production"
+            " estimates"
+        )
+        problems.append(problem(loc, "report_not_certified", message, fix))
     if gate.get("partition") != "held_out":
         message = f"the report was evaluated on {gate.get('partition')!r}, not held_out"
         fix = "use a report written by `workbench certify` (held-out data)"
@@ -96,6 +90,7 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
         if fig.slice != "(all)":
             figures[fig.slice] = fig
     policy = gate.get("policy") or {}
+    ragas = lock.versions.get("ragas")
     ref = CertificationRef(
         report_id=lock.report_id,
         report_dir=loc,
@@ -105,9 +100,9 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
         outcome=lock.outcome,
         policy=f"{policy['name']}@{policy['version']}" if policy.get("name") else None,
         rubric_version=gate.get("rubric_version"),
-        ragas_version=lock.versions.get("ragas"),
+        ragas_version=ragas,
     )
-    return Certified(ref=ref, figures=figures, ragas_version=lock.versions.get("ragas")), problems
+    return Certified(ref=ref, figures=figures, ragas_version=ragas), problems
 
 
 def _json_rows(
@@ -192,8 +187,7 @@ def read_slice_map(path: str | Path, rubric: Rubric) -> tuple[dict[str, str], li
             fix = "use one of " + ", ".join(rubric.slices)
             problems.append(problem(where, "slices_unknown_slice", message, fix, cid))
         else:
-            mapping[cid] = name
-            first[cid] = where
+            mapping[cid], first[cid] = name, where
     return mapping, problems
 
 
@@ -243,9 +237,7 @@ def _result_problem(
     slice_of: Any,
     held: frozenset[str] = frozenset(),
 ) -> tuple[str, str, str] | None:
-    """Why the result on ``line`` cannot be estimated (code, message, fix), or None."""
-    exposed = _held_out_problem(r, held)
-    if exposed is not None:
+    if (exposed := _held_out_problem(r, held)) is not None:
         return exposed
     if r.value is None and r.error is None:
         return (
@@ -305,14 +297,9 @@ def _verdicts(
             verdict = "error" if r.error is not None else views.get(r.value, "abstain")
             final[r.case_id] = (r.attempt, verdict)
     if len(fingerprints) > 1:
-        problems.append(
-            problem(
-                loc,
-                "mixed_judges",
-                f"results from {len(fingerprints)} judge fingerprints",
-                "estimate one judge at a time; split the file by judge_fingerprint",
-            )
-        )
+        message = f"results from {len(fingerprints)} judge fingerprints"
+        fix = "estimate one judge at a time; split the file by judge_fingerprint"
+        problems.append(problem(loc, "mixed_judges", message, fix))
     outcome = {cid: final[cid][1] if cid in final else "missing" for cid in slice_of}
     return outcome, fingerprints, other_repeats
 
@@ -372,19 +359,7 @@ def read_traffic(
     outcome, fingerprints, other_repeats = _verdicts(results, slice_of, rubric, problems, held)
     human = _labels(labelled, slice_of, rubric, problems, held) if labelled is not None else {}
     fp = next(iter(fingerprints), None) if len(fingerprints) == 1 else None
-    traffic = Traffic(
-        slice_of=slice_of,
-        outcome=outcome,
-        judge_fingerprint=fp,
-        human=human,
-        other_repeats=other_repeats,
-    )
-    return traffic, problems
-
-
-def _rubric(path: str | Path) -> Rubric:
-    p = Path(path)
-    return load_rubric(p / "rubric.yaml" if p.is_dir() else p)
+    return Traffic(slice_of, outcome, fp, human, other_repeats), problems
 
 
 def _scope_problems(
@@ -444,9 +419,8 @@ def estimate_production(
     seed: int = 0,
     unstable_below: float = UNSTABLE_BELOW,
 ) -> ProductionEstimate:
-    """Naive, Rogan-Gladen-corrected and (with ``labelled``) PPI pass rates of production traffic;
-    raises :class:`WorkbenchError` with every problem (module doc)."""
-    rub = _rubric(rubric)
+    """Naive, Rogan-Gladen-corrected and (with ``labelled``) PPI pass rates of production data."""
+    rub = load_rubric(Path(rubric) / "rubric.yaml" if Path(rubric).is_dir() else rubric)
     certified, problems = read_certification(report)
     if rub.pass_label is None or rub.fail_label is None:
         message = "the rubric declares no pass_label and fail_label: a pass rate is undefined"
@@ -547,9 +521,5 @@ def _assemble(
 
 
 def _human(label: str | None, rubric: Rubric) -> float:
-    """1.0 for a human pass, 0.0 for a human fail, NaN otherwise."""
-    if label is not None and label == rubric.pass_label:
-        return 1.0
-    if label is not None and label == rubric.fail_label:
-        return 0.0
-    return float("nan")
+    values = {rubric.pass_label: 1.0, rubric.fail_label: 0.0}
+    return values.get(label, float("nan")) if label is not None else float("nan")

@@ -1,8 +1,5 @@
-"""Simulated traffic with a known true pass rate: what ``06_production_estimate`` shows, and the
-coverage test. One seed draws the certification counts, the traffic verdicts and a labelled
-sample from a scenario's true rates; :func:`coverage` counts how often each 95% interval holds
-the truth over many seeds.
-"""
+"""Simulated traffic with a known true pass rate (``06_production_estimate`` and the coverage
+test): one seed draws the certification counts, traffic verdicts and a labelled sample."""
 
 from __future__ import annotations
 
@@ -68,15 +65,11 @@ DEMO_SCENARIO: tuple[SimulatedSlice, ...] = tuple(
 pass rate is too high everywhere."""
 
 
-def true_overall(scenario: Sequence[SimulatedSlice]) -> float:
-    """The traffic-weighted true pass rate over all slices."""
-    total = sum(s.traffic for s in scenario)
-    return sum(s.traffic / total * s.true_pass_rate for s in scenario)
-
-
 def truths(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO) -> dict[str, float]:
     """The true pass rate of every slice and ``(all)``: what the intervals should hold."""
-    return {s.slice: s.true_pass_rate for s in scenario} | {"(all)": true_overall(scenario)}
+    total = sum(s.traffic for s in scenario)
+    overall = sum(s.traffic / total * s.true_pass_rate for s in scenario)
+    return {s.slice: s.true_pass_rate for s in scenario} | {"(all)": overall}
 
 
 def simulate(
@@ -87,8 +80,7 @@ def simulate(
     interval: RGInterval = "bootstrap",
     unstable_below: float = UNSTABLE_BELOW,
 ) -> ProductionEstimate:
-    """One draw of the scenario, estimated exactly as real traffic is (no report: ``certification``
-    is None)."""
+    """One draw of the scenario, estimated exactly as real traffic is (without a report)."""
     rng = np.random.default_rng(seed)
     total = sum(s.traffic for s in scenario)
     if labelled > total:
@@ -145,25 +137,20 @@ def coverage(
     labelled: int = 300,
     interval: RGInterval = "bootstrap",
 ) -> Any:  # a pandas.DataFrame
-    """How often each 95% interval holds the truth, per slice and overall, over ``seeds``.
-
-    Columns: ``slice``, ``truth``, ``draws``, ``naive_coverage``, ``corrected_coverage``,
-    ``ppi_coverage`` (None without a labelled sample), mean interval widths and the mean bias of
-    each point estimate.
-    """
+    """How often each 95% interval holds the truth, per slice and overall, over ``seeds``, with
+    mean interval widths and biases (``ppi_*`` None without a labelled sample)."""
     import pandas as pd
 
     truth = truths(scenario)
     tally: dict[str, dict[str, list[float]]] = {name: {} for name in truth}
-    draws = 0
+    seeds = list(seeds)
     for seed in seeds:
-        draws += 1
         est = simulate(scenario, labelled=labelled, seed=seed, interval=interval)
         for row in [*est.slices, est.overall]:
             _tally(tally[row.slice], row, truth[row.slice])
     return pd.DataFrame(
         [
-            {"slice": name, "truth": truth[name], "draws": draws}
+            {"slice": name, "truth": truth[name], "draws": len(seeds)}
             | {k: float(np.mean(t[k])) if t.get(k) else None for k in _COLUMNS}
             for name, t in tally.items()
         ]
@@ -206,8 +193,7 @@ def _tally(t: dict[str, list[float]], row: SliceEstimate, truth: float) -> None:
 def estimate_chart(
     estimate: ProductionEstimate, truth: dict[str, float] | None = None
 ) -> Any:  # an altair.Chart
-    """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth, when
-    known)."""
+    """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth)."""
     import altair as alt
     import pandas as pd
 

@@ -11,7 +11,6 @@ from ._certify import (
     MigrationEvidence,
     TransitionRow,
     evaluate_migration,
-    map_old_lines,
     pending_transitions,
 )
 from ._compare import (
@@ -28,6 +27,7 @@ from ._compare import (
     compare_candidates_sync,
     default_out,
     format_comparison,
+    map_old_lines,
     mapped_controls,
 )
 from ._mapping import (

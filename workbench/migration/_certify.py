@@ -1,7 +1,5 @@
-"""Migration certification: the new and the old judge version on the same held-out cases.
-
-The deterministic part ``certify --baseline`` and ``workbench verify`` share: transitions (kept
-restricted), the public summary (``migration.json``) and the blockers it adds (never waivable):
+"""Migration certification (``certify --baseline``, ``workbench verify``): the new and the old
+judge version on the same held-out cases, and the blockers it adds (never waivable):
 
   ==============================  ==========  ==================================================
   code                            category    when
@@ -30,7 +28,7 @@ from ._compare import (
     CaseTransition,
     SliceComparison,
     case_transitions,
-    map_lines,
+    map_old_lines,
     risk_order,
     summarize,
 )
@@ -157,10 +155,6 @@ def verdict_text(label: str | None, category: str) -> str:
     return label if label is not None else category
 
 
-map_old_lines = map_lines
-"""Old result lines with verdicts put into the new vocabulary (:func:`._compare.map_lines`)."""
-
-
 def evaluate_migration(
     dataset: GoldDataset,
     new_lines: Sequence[ResultLine],
@@ -175,10 +169,10 @@ def evaluate_migration(
     baseline_run_status: str | None,
     baseline_controls: str | None,
 ) -> MigrationEvidence:
-    """Transitions, the public summary and the migration blockers; ``reviews``: the latest
-    transition review per case for this pair of fingerprints."""
+    """Transitions, the public summary and the migration blockers (``reviews``: the latest
+    transition review per case for this pair of fingerprints)."""
     rubric = dataset.rubric
-    mapped, raw, observed = map_lines(old_lines, mapping)
+    mapped, raw, observed = map_old_lines(old_lines, mapping)
     covered = mapping.mapping.mapping if mapping else {}
     unmapped = sorted(v for v in observed if v not in rubric.labels and v not in covered)
     blockers = [_unmapped_blocker(unmapped, raw, baseline, rubric.version, mapping)]
@@ -242,20 +236,15 @@ def _unmapped_blocker(
 ) -> Blocker | None:
     if not unmapped:
         return None
-    from ..policy import Blocker
+    from ..policy import blocker
 
-    return Blocker(
-        code="label_unmapped",
-        category="incomplete",
-        message=f"the baseline {baseline} gave verdicts {unmapped} that are not labels of rubric"
+    return blocker(
+        "label_unmapped",
+        f"the baseline {baseline} gave verdicts {unmapped} that are not labels of rubric"
         f" {rubric_version} and no reviewed mapping covers: an unmapped label blocks the"
         " comparison",
-        evidence={
-            "labels": ", ".join(unmapped),
-            "label_mapping": mapping.sha256 if mapping else None,
-        },
+        evidence={"labels": ", ".join(unmapped), "label_mapping": mapping and mapping.sha256},
         case_ids=sorted(cid for cid, v in raw.items() if v in unmapped),
-        waivable=False,
     )
 
 
@@ -263,16 +252,14 @@ def _baseline_blocker(baseline: str, status: str | None, missing: list[str]) -> 
     if status == "complete" and not missing:
         return None
     without = f" and {len(missing)} case(s) have no old result" if missing else ""
-    from ..policy import Blocker
+    from ..policy import blocker
 
-    return Blocker(
-        code="baseline_incomplete",
-        category="incomplete",
-        message=f"the baseline {baseline}'s held-out run is {status or 'missing'}{without}: the"
+    return blocker(
+        "baseline_incomplete",
+        f"the baseline {baseline}'s held-out run is {status or 'missing'}{without}: the"
         " transitions cannot all be shown",
         evidence={"run_status": status, "cases_without_old_result": len(missing)},
         case_ids=missing,
-        waivable=False,
     )
 
 
@@ -281,41 +268,23 @@ def _reviewed_rows(
     reviews: dict[str, TransitionReview],
     fingerprints: tuple[str, str],
 ) -> tuple[list[TransitionRow], list[TransitionReview]]:
-    """Each transition with its review status (a changed critical verdict is ``accepted``,
-    ``rejected`` or ``unreviewed`` by the review that saw it as it stands)."""
-    from ..review import PendingTransition
-
+    """Each transition with its review status (by the review that saw it as it stands)."""
     out: list[TransitionRow] = []
     used: list[TransitionReview] = []
     for t in transitions:
-        old_v = verdict_text(t.old_label, t.old_category)
-        new_v = verdict_text(t.new_label, t.new_category)
+        row = TransitionRow(
+            transition=t,
+            old_verdict=verdict_text(t.old_label, t.old_category),
+            new_verdict=verdict_text(t.new_label, t.new_category),
+            review="unreviewed" if t.needs_review else None,
+            review_id=None,
+        )
         review = reviews.get(t.case_id) if t.needs_review else None
-        seen = PendingTransition(
-            old_fingerprint=fingerprints[0],
-            new_fingerprint=fingerprints[1],
-            case_id=t.case_id,
-            slice=t.slice,
-            human_label=t.human_label,
-            old_verdict=old_v,
-            new_verdict=new_v,
-            report_id="",
-        )
-        status: ReviewStatus | None = "unreviewed" if t.needs_review else None
-        if review is not None and review.matches(seen):
+        if review is not None and review.matches(_pending(row, fingerprints)):
             status = "accepted" if review.decision == "accept" else "rejected"
+            row = row.model_copy(update={"review": status, "review_id": review.review_id})
             used.append(review)
-        out.append(
-            TransitionRow(
-                transition=t,
-                old_verdict=old_v,
-                new_verdict=new_v,
-                review=status,
-                review_id=review.review_id
-                if status in ("accepted", "rejected") and review
-                else None,
-            )
-        )
+        out.append(row)
     return out, used
 
 
@@ -327,7 +296,7 @@ def _review_blockers(
     labels: tuple[str, str],
 ) -> list[Blocker]:
     """A critical slice's changed verdicts without a review (review), or rejected (quality)."""
-    from ..policy import Blocker
+    from ..policy import blocker
 
     baseline, candidate = labels
     mine = [r for r in rows if r.transition.slice == name and r.review is not None]
@@ -340,15 +309,14 @@ def _review_blockers(
     if ids["unreviewed"]:
         note = f" ({stale} review(s) saw another verdict and no longer count)" if stale else ""
         out.append(
-            Blocker(
-                code="critical_transition_unreviewed",
-                category="review",
-                slice=name,
-                risk=risk,
-                message=f"slice {name}: {len(ids['unreviewed'])} of {len(mine)} changed verdict(s)"
+            blocker(
+                "critical_transition_unreviewed",
+                f"slice {name}: {len(ids['unreviewed'])} of {len(mine)} changed verdict(s)"
                 f" between {baseline} and {candidate} have no evidence-based transition review"
                 f"{note}; review each (`workbench review transition` or the review widget), then"
                 " `workbench certify --resume-review REPORT`",
+                slice=name,
+                risk=risk,
                 evidence={
                     "cases": len(ids["unreviewed"]),
                     "changed": len(mine),
@@ -357,22 +325,19 @@ def _review_blockers(
                     "stale_reviews": stale,
                 },
                 case_ids=ids["unreviewed"],
-                waivable=False,
             )
         )
     if ids["rejected"]:
         out.append(
-            Blocker(
-                code="critical_transition_rejected",
-                category="quality",
-                slice=name,
-                risk=risk,
-                message=f"slice {name}: a transition review rejected {len(ids['rejected'])} changed"
+            blocker(
+                "critical_transition_rejected",
+                f"slice {name}: a transition review rejected {len(ids['rejected'])} changed"
                 f" verdict(s) of {candidate} against {baseline}: on the cited evidence the change"
                 " is not acceptable",
+                slice=name,
+                risk=risk,
                 evidence={"cases": len(ids["rejected"]), "changed": len(mine)},
                 case_ids=ids["rejected"],
-                waivable=False,
             )
         )
     return out
@@ -381,22 +346,15 @@ def _review_blockers(
 def evidence_ids_for(
     dataset: GoldDataset | None, case_id: str
 ) -> tuple[frozenset[str] | None, tuple[str, ...]]:
-    """The ids a transition review of ``case_id`` may cite (the snapshot's, else the case's own),
-    and the ones the case cites; ``(None, ())`` without a dataset."""
+    """The ids a transition review of ``case_id`` may cite, and the ones the case cites."""
     if dataset is None:
         return None, ()
     case = dataset.cases.get(case_id)
+    reviews = case.reviews if case else ()
     cited = tuple(
-        dict.fromkeys(
-            [
-                *(case.evidence if case else ()),
-                *(e for r in (case.reviews if case else ()) for e in r.evidence),
-            ]
-        )
+        dict.fromkeys([*(case.evidence if case else ()), *(e for r in reviews for e in r.evidence)])
     )
-    if dataset.evidence_ids is not None:
-        return frozenset(dataset.evidence_ids), cited
-    return frozenset(cited), cited
+    return frozenset(cited if dataset.evidence_ids is None else dataset.evidence_ids), cited
 
 
 def pending_transitions(
@@ -408,26 +366,29 @@ def pending_transitions(
     dataset: GoldDataset | None = None,
 ) -> list[PendingTransition]:
     """Every changed verdict in a critical slice of ``rows``, as a transition to review."""
+    pair = (old_fingerprint, new_fingerprint)
+    return [_pending(r, pair, report_id, dataset) for r in rows if r.transition.needs_review]
+
+
+def _pending(
+    row: TransitionRow,
+    fingerprints: tuple[str, str],
+    report_id: str = "",
+    dataset: GoldDataset | None = None,
+) -> PendingTransition:
     from ..review import PendingTransition
 
-    out = []
-    for row in rows:
-        t = row.transition
-        if not t.needs_review:
-            continue
-        allowed, cited = evidence_ids_for(dataset, t.case_id)
-        out.append(
-            PendingTransition(
-                old_fingerprint=old_fingerprint,
-                new_fingerprint=new_fingerprint,
-                case_id=t.case_id,
-                slice=t.slice,
-                human_label=t.human_label,
-                old_verdict=row.old_verdict,
-                new_verdict=row.new_verdict,
-                report_id=report_id,
-                evidence_ids=allowed,
-                cited=cited,
-            )
-        )
-    return out
+    t = row.transition
+    allowed, cited = evidence_ids_for(dataset, t.case_id)
+    return PendingTransition(
+        old_fingerprint=fingerprints[0],
+        new_fingerprint=fingerprints[1],
+        case_id=t.case_id,
+        slice=t.slice,
+        human_label=t.human_label,
+        old_verdict=row.old_verdict,
+        new_verdict=row.new_verdict,
+        report_id=report_id,
+        evidence_ids=allowed,
+        cited=cited,
+    )

@@ -1,11 +1,6 @@
-"""``workbench compare``: an old and a new judge version on the same frozen cases.
-
-Every check runs before any call: no held-out data, labels (a reviewed mapping for renamed
-ones), prompt parity, reused runs, and a budget covering both candidates. The comparison
-manifest is frozen, controls run on both versions first, then the partition; the report has
-the transitions by slice, the pass/fail/abstain matrix, McNemar, paired rate differences (95%
-Tango) and every changed critical verdict to review.
-"""
+"""``workbench compare``: an old and a new judge version on the same frozen cases, every check
+made before any call; transitions by slice, McNemar, paired rate differences and the changed
+critical verdicts to review."""
 
 from __future__ import annotations
 
@@ -40,6 +35,7 @@ from ..runs import (
     estimate_run,
     run_candidate,
 )
+from ..sampling import RISK_ORDER
 from ..stats import Rate, bh_qvalues, exact_mcnemar, paired_rate_difference, wilson_rate
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ._parity import RequestParity, judge_changes, parity_warnings, request_parity
@@ -337,24 +333,13 @@ class ComparisonReport(_Model):
 
         rows = []
         for s in [*self.slices, self.overall]:
-            row: dict[str, Any] = {
-                "slice": s.slice,
-                "risk": s.risk,
-                "cases": s.cases,
-                **s.transitions,
-                "verdict_changed": s.verdict_changed,
-                "needs_review": s.needs_review,
-            }
+            row = s.model_dump(include={"slice", "risk", "cases"}) | s.transitions
+            row |= s.model_dump(include={"verdict_changed", "needs_review"})
             for name, d in (("false_pass", s.false_pass), ("false_fail", s.false_fail)):
-                row[f"{name}_old"] = d.old.rate
-                row[f"{name}_new"] = d.new.rate
-                row[f"{name}_delta"] = d.delta
-                row[f"{name}_delta_ci95"] = (
-                    None if d.delta is None else f"[{d.ci95_low:+.3f}, {d.ci95_high:+.3f}]"
-                )
-            row["p_mcnemar"] = s.mcnemar.p_value
-            row["q_bh"] = s.mcnemar.q_value
-            rows.append(row)
+                ci = None if d.delta is None else f"[{d.ci95_low:+.3f}, {d.ci95_high:+.3f}]"
+                row |= {f"{name}_old": d.old.rate, f"{name}_new": d.new.rate}
+                row |= {f"{name}_delta": d.delta, f"{name}_delta_ci95": ci}
+            rows.append(row | {"p_mcnemar": s.mcnemar.p_value, "q_bh": s.mcnemar.q_value})
         return pd.DataFrame(rows)
 
     def matrix_frame(self) -> Any:
@@ -383,7 +368,6 @@ class ComparisonReport(_Model):
 
 Row = tuple[JoinedCase, JoinedCase, CaseTransition]
 """One case under the old and the new version, and its transition."""
-_RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
 def default_out(old: str, new: str, partition: str) -> Path:
@@ -416,15 +400,12 @@ def _transition(old: JoinedCase, new: JoinedCase) -> str:
 def case_transitions(
     rubric: Any, old: Join, new: Join, raw_old: Mapping[str, str | None]
 ) -> list[Row]:
-    """Every case of ``old`` beside the same case of ``new``, with its transition (``raw_old``:
-    the old verdicts before a label mapping)."""
+    """Every case of ``old`` beside the same case of ``new``, with its transition."""
     new_of = {c.case_id: c for c in new.cases}
     rows = []
     for o in old.cases:
-        n = new_of[o.case_id]
-        risk = rubric.risk_of(o.slice)
+        n, risk, raw = new_of[o.case_id], rubric.risk_of(o.slice), raw_old.get(o.case_id)
         changed = (o.outcome, o.judge_label) != (n.outcome, n.judge_label)
-        raw = raw_old.get(o.case_id)
         t = CaseTransition(
             case_id=o.case_id,
             slice=o.slice,
@@ -447,7 +428,7 @@ def case_transitions(
 
 def risk_order(rubric: Any) -> Callable[[str], tuple[int, str]]:
     """Sort key of slices: critical first, then by name."""
-    return lambda name: (_RISK_ORDER.get(rubric.risk_of(name) or "", 9), name)
+    return lambda name: (RISK_ORDER.get(rubric.risk_of(name) or "", 9), name)
 
 
 def summarize(
@@ -476,7 +457,6 @@ def summarize(
 
 
 def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateDelta:
-    """``pairs``: (old, new) pass/fail views of the cases with the human label in question."""
     old_dec = [o for o, _ in pairs if o is not None]
     new_dec = [n for _, n in pairs if n is not None]
     both = [(o, n) for o, n in pairs if o is not None and n is not None]
@@ -533,8 +513,7 @@ def _slice_comparison(name: str, risk: str | None, rows: list[Row], rubric: Any)
 def mapped_controls(
     suite: Any, run_dir: Path, mapping: LoadedMapping | None, *, run: Any = None
 ) -> Any:
-    """A control report rebuilt from a control run's records, mapped verdicts in the new
-    vocabulary."""
+    """A control report rebuilt from a control run's records, verdicts mapped to the new labels."""
     from ..controls import ControlOutcome, control_outcomes, evaluate_controls
     from ..results import JudgeIdentity
 
@@ -554,9 +533,13 @@ def mapped_controls(
     return evaluate_controls(suite, outcomes, judge=identity, run=run)
 
 
-def _controls_side_by_side(
-    suite: ControlSuite, old: ControlsReport, new: ControlsReport, out: Path
-) -> ControlsSideBySide:
+def _controls(setup: _Setup, runner: _Runner) -> ControlsSideBySide | None:
+    suite, out = setup.suite, setup.out
+    if suite is None:
+        return None
+    old, new = runner.controls["controls old"], runner.controls["controls new"]
+    if setup.mapping is not None:
+        old = mapped_controls(suite, out / "controls" / "old", setup.mapping, run=old.run)
     new_rows = {r.control_id: r for r in new.controls}
     rows = [
         ControlComparison(
@@ -584,9 +567,6 @@ def _controls_side_by_side(
     )
 
 
-# -- workbench compare ----------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class _Planned:
     name: str
@@ -598,8 +578,6 @@ class _Planned:
 
 @dataclass
 class _Setup:
-    """A comparison's loaded inputs (nothing has run)."""
-
     dataset: GoldDataset
     partition: str
     out: Path
@@ -619,7 +597,7 @@ class _Setup:
 
 
 def _judge(candidate: Judge | str | Path) -> Judge:
-    return candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
+    return load_candidate(candidate) if isinstance(candidate, str | Path) else candidate
 
 
 def _load(
@@ -651,22 +629,17 @@ def _load(
             f"partition {partition!r} has no cases",
             "choose a partition that has cases",
         )
-    mapping = (
-        load_label_mapping(label_mapping)
-        if isinstance(label_mapping, str | Path)
-        else label_mapping
-    )
-    suite: ControlSuite | None = None
-    if controls is not None:
+    if isinstance(label_mapping, str | Path):
+        label_mapping = load_label_mapping(label_mapping)
+    if isinstance(controls, str | Path):
         from ..controls import load_suite
 
-        suite = controls if not isinstance(controls, str | Path) else load_suite(controls)
-    old_judge, new_judge = _judge(old), _judge(new)
-    return _Setup(dataset, partition, Path(out), old_judge, new_judge, cases, mapping, suite, reuse)
+        controls = load_suite(controls)
+    judges = _judge(old), _judge(new)
+    return _Setup(dataset, partition, Path(out), *judges, cases, label_mapping, controls, reuse)
 
 
 def _input_problems(setup: _Setup) -> list[Problem]:
-    """The new labels against the rubric, the label mapping, and the runs to reuse."""
     rubric, new = setup.dataset.rubric, setup.new
     outside = [label for label in new.spec.labels if label not in rubric.labels]
     problems = []
@@ -679,14 +652,7 @@ def _input_problems(setup: _Setup) -> list[Problem]:
             " release"
         )
         problems.append(problem(new.spec.label, "labels_outside_rubric", message, fix))
-    problems += mapping_problems(
-        setup.mapping,
-        old_label=setup.old.spec.label,
-        new_label=new.spec.label,
-        old_labels=list(setup.old.spec.labels),
-        new_labels=list(rubric.labels),  # verdicts are compared in the gold's vocabulary
-        location=setup.old.spec.label,
-    )
+    problems += _mapping_problems(setup, setup.old.spec.label)
     for side, judge in setup.sides:
         run_dir = setup.reuse[side]
         if run_dir is not None:
@@ -696,6 +662,20 @@ def _input_problems(setup: _Setup) -> list[Problem]:
     if setup.suite is not None:
         problems += exposure_problems(setup.suite.controls, held, "--controls", what="control")
     return problems
+
+
+def _mapping_problems(
+    setup: _Setup, location: str, observed: set[str] | None = None
+) -> list[Problem]:
+    return mapping_problems(
+        setup.mapping,
+        old_label=setup.old.spec.label,
+        new_label=setup.new.spec.label,
+        old_labels=list(setup.old.spec.labels),
+        new_labels=list(setup.dataset.rubric.labels),  # verdicts are compared in the gold's
+        observed=observed,
+        location=location,
+    )
 
 
 def _reused_problems(run_dir: Path, judge: Judge, setup: _Setup, side: str) -> list[Problem]:
@@ -774,7 +754,6 @@ def _run_status(run_dir: Path) -> str | None:
 
 
 def _parity(setup: _Setup) -> tuple[list[str], RequestParity, list[str]]:
-    """What changed between the versions, the rendered requests compared, and the warnings."""
     actual = judge_changes(setup.old, setup.new)
     parity = request_parity(setup.old, setup.new, setup.cases)
     warnings = parity_warnings(setup.new, setup.old, actual, parity)
@@ -817,7 +796,7 @@ def _price(
     budget_usd: float | None,
     cache_dir: str | Path | None | Literal[False],
 ) -> list[RunEstimate]:
-    """Every call still to make, priced; :class:`BudgetInsufficient` when over the budget."""
+    """Every call still to make, priced; refused when over the budget."""
     estimates = [
         estimate_run(p.name, p.judge, p.items, p.out, cache_dir=cache_dir) for p in planned
     ]
@@ -908,23 +887,18 @@ async def compare_candidates(
     cache_dir: str | Path | None | Literal[False] = None,
     progress: bool = True,
 ) -> ComparisonReport:
-    """Compare two judge versions on one development or calibration partition.
-
-    Raises :class:`WorkbenchError` for invalid input and :class:`BudgetInsufficient` when the
-    budget cannot cover both, before any call.
-    """
+    """Compare two judge versions on one development or calibration partition (refused before
+    any call on invalid input or a budget that cannot cover both)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     reuse = {"old": Path(old_run) if old_run else None, "new": Path(new_run) if new_run else None}
     setup = _load(old, new, gold, partition, out, reuse, label_mapping, controls)
-    problems = _input_problems(setup)
-    if problems:
+    if problems := _input_problems(setup):
         raise WorkbenchError(
             f"refusing to compare {setup.old.spec.label} with {setup.new.spec.label}:"
             f" {len(problems)} problem(s)",
             problems,
         )
-    parity = _parity(setup)
-    planned = _plan(setup)
+    parity, planned = _parity(setup), _plan(setup)
     estimates = _price(setup, planned, budget_usd, cache_dir)
     comparison_id = _freeze(setup.out, _manifest(setup))
     runner = _Runner(setup, planned, estimates, budget_usd, concurrency, cache_dir, progress)
@@ -962,34 +936,20 @@ class _Runner:
         return max(0.0, self.budget_usd - others - later)
 
     async def run_all(self) -> None:
+        setup = self.setup
         for index, plan in enumerate(self.planned):
+            options: dict[str, Any] = {"concurrency": self.concurrency, "progress": self.progress}
+            options |= {"budget_usd": self.limit(index), "cache_dir": self.cache_dir}
             if plan.kind == "controls":
                 from ..controls import run_controls
 
-                assert self.setup.suite is not None  # controls are planned only with a suite
-                report = await run_controls(
-                    plan.judge,
-                    self.setup.suite,
-                    plan.out,
-                    concurrency=self.concurrency,
-                    budget_usd=self.limit(index),
-                    cache_dir=self.cache_dir,
-                    progress=self.progress,
-                )
+                assert setup.suite is not None  # controls are planned only with a suite
+                report = await run_controls(plan.judge, setup.suite, plan.out, **options)
                 assert report.run is not None
                 self.summaries[plan.name], self.controls[plan.name] = report.run, report
             else:
                 self.summaries[plan.name] = await run_candidate(
-                    plan.judge,
-                    self.setup.dataset,
-                    self.setup.partition,
-                    plan.out,
-                    RunOptions(
-                        concurrency=self.concurrency,
-                        budget_usd=self.limit(index),
-                        cache_dir=self.cache_dir,
-                        progress=self.progress,
-                    ),
+                    plan.judge, setup.dataset, setup.partition, plan.out, RunOptions(**options)
                 )
             summary = self.summaries[plan.name]
             if summary.status != "complete":
@@ -1001,7 +961,7 @@ class _Runner:
 
 
 def _joined(setup: _Setup) -> tuple[dict[str, Join], dict[str, RunManifest | None]]:
-    """Both runs joined with the gold (old verdicts mapped first); refused on unmapped labels or
+    """Both runs joined with the gold, old verdicts mapped; refused on unmapped labels or
     differing manifests."""
     old_lines = read_results(setup.results("old"))
     observed = {line.result.value for line in old_lines if line.result.value is not None}
@@ -1015,18 +975,10 @@ def _joined(setup: _Setup) -> tuple[dict[str, Join], dict[str, RunManifest | Non
             for o in control_outcomes(setup.suite, controls, fingerprint).values()
             if o.verdict is not None
         }
-    late = mapping_problems(
-        setup.mapping,
-        old_label=setup.old.spec.label,
-        new_label=setup.new.spec.label,
-        old_labels=list(setup.old.spec.labels),
-        new_labels=list(setup.dataset.rubric.labels),
-        observed=observed,
-        location=str(setup.results("old")),
-    )
+    late = _mapping_problems(setup, str(setup.results("old")), observed)
     if late:
         raise WorkbenchError("refusing to compare: the old verdicts hold unmapped labels", late)
-    mapped, _, _ = map_lines(old_lines, setup.mapping)
+    mapped, _, _ = map_old_lines(old_lines, setup.mapping)
     joins, manifests = {}, {}
     for side, lines in (("old", mapped), ("new", read_results(setup.results("new")))):
         path = setup.results(side)
@@ -1055,7 +1007,7 @@ def _frame(manifest: RunManifest) -> tuple[Any, ...]:
     return (manifest.dataset_sha256, manifest.partition, [c.model_dump() for c in manifest.cases])
 
 
-def map_lines(
+def map_old_lines(
     lines: Sequence[ResultLine], mapping: LoadedMapping | None
 ) -> tuple[list[ResultLine], dict[str, str], set[str]]:
     """Old result lines with covered verdicts mapped; the raw verdict per case; the labels seen."""
@@ -1142,7 +1094,15 @@ def _report(
         cases_sha256=sha256_json([c.model_dump(mode="json") for c in mo.cases]),
         status="incomplete" if incomplete else "complete",
         incomplete_reasons=incomplete,
-        label_mapping=_mapping_ref(mapping),
+        label_mapping=MappingRef(
+            path=mapping.path,
+            sha256=mapping.sha256,
+            approver=mapping.mapping.approver,
+            approved=mapping.mapping.approved.isoformat(),
+            mapping=dict(mapping.mapping.mapping),
+        )
+        if mapping
+        else None,
         declared_parent=setup.new.spec.parent,
         declared_changes=setup.new.spec.changes,
         actual_changes=actual,
@@ -1161,30 +1121,6 @@ def _report(
         cases=[t for _, _, t in rows],
         review=[t.case_id for _, _, t in rows if t.needs_review],
     )
-
-
-def _mapping_ref(mapping: LoadedMapping | None) -> MappingRef | None:
-    if mapping is None:
-        return None
-    m = mapping.mapping
-    return MappingRef(
-        path=mapping.path,
-        sha256=mapping.sha256,
-        approver=m.approver,
-        approved=m.approved.isoformat(),
-        mapping=dict(m.mapping),
-    )
-
-
-def _controls(setup: _Setup, runner: _Runner) -> ControlsSideBySide | None:
-    if setup.suite is None:
-        return None
-    old = runner.controls["controls old"]
-    if setup.mapping is not None:
-        old = mapped_controls(
-            setup.suite, setup.out / "controls" / "old", setup.mapping, run=old.run
-        )
-    return _controls_side_by_side(setup.suite, old, runner.controls["controls new"], setup.out)
 
 
 def compare_candidates_sync(*args: Any, **kwargs: Any) -> ComparisonReport:

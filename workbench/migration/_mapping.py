@@ -1,10 +1,5 @@
 """Label mapping: a reviewed, hashed translation of an old judge's renamed labels into the new
-vocabulary (``from``, ``to``, ``approver``, ``approved``, ``reason``, ``mapping``).
-
-Every old label and old verdict must be mapped; a mapping nothing needs
-(``label_mapping_unneeded``) or one relabelling a shared label (``label_mapping_relabels``) is
-refused.
-"""
+vocabulary; every old label and verdict must be mapped, and only renamed labels may be."""
 
 from __future__ import annotations
 
@@ -108,9 +103,8 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
             fix="see docs/formats.md#label-mapping",
         )
         raise WorkbenchError(f"{loc}: invalid label mapping", problems) from None
-    snapshot = mapping_snapshot_of(mapping, path)
     problems = load_approvers(path).problems(mapping.approver, f"{loc}: approver", "the approver")
-    problems += check_lineage(snapshot)
+    problems += check_lineage(mapping_snapshot_of(mapping, path))
     if problems:
         raise WorkbenchError(f"{loc}: the label mapping is not approved", problems)
     return LoadedMapping(mapping=mapping, path=loc, sha256=sha256_file(path))
@@ -137,39 +131,8 @@ def _error_message(e: Any, field: str) -> str:
     return f"{field}: {e['msg']}"
 
 
-def mapping_required(old_labels: list[str], new_labels: list[str]) -> list[str]:
-    """The old labels the new vocabulary lacks (renamed or removed): a mapping must cover them."""
-    return [label for label in old_labels if label not in new_labels]
-
-
-def _required(
-    old_label: str,
-    new_label: str,
-    old_labels: list[str],
-    new_labels: list[str],
-    seen: list[str],
-    location: str,
-) -> list[Problem]:
-    """Without a mapping: the old labels (and verdicts) the new vocabulary lacks."""
-    needed = mapping_required(old_labels, new_labels)
-    unmapped = sorted(set(needed) | {v for v in seen if v not in new_labels})
-    if not unmapped:
-        return []
-    return [
-        problem(
-            location,
-            "label_mapping_required",
-            (
-                f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
-                f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
-                " mapping"
-            ),
-            (
-                "write a label mapping (old -> new, approver, approved date) and pass it with"
-                " --label-mapping; unknown labels are never guessed"
-            ),
-        )
-    ]
+def _needed(old_labels: list[str], new_labels: list[str], seen: list[str]) -> set[str]:
+    return {label for label in [*old_labels, *seen] if label not in new_labels}
 
 
 def mapping_problems(
@@ -182,11 +145,19 @@ def mapping_problems(
     observed: set[str] | None = None,
     location: str = "label mapping",
 ) -> list[Problem]:
-    """Every reason the old verdicts (``observed``) cannot be put into ``new_labels``: without a
-    mapping every old label must be a new one; with one, every old label and verdict is mapped."""
+    """Every reason the old labels and verdicts (``observed``) cannot be put into ``new_labels``."""
     seen = sorted(observed or ())
+    needed = _needed(old_labels, new_labels, seen)
     if loaded is None:
-        return _required(old_label, new_label, old_labels, new_labels, seen, location)
+        message = (
+            f"{old_label} uses labels {sorted(needed)} that the vocabulary {new_label} is compared"
+            f" in ({new_labels}) does not have: renamed categories need a reviewed mapping"
+        )
+        fix = (
+            "write a label mapping (old -> new, approver, approved date) and pass it with"
+            " --label-mapping; unknown labels are never guessed"
+        )
+        return [problem(location, "label_mapping_required", message, fix)] if needed else []
     m = loaded.mapping
     same = "use the mapping reviewed for these two versions"
     found: list[tuple[bool, str, str, str]] = [
@@ -218,7 +189,7 @@ def mapping_problems(
                 "map every old label to a label of the new vocabulary",
             ),
         ]
-    found += _shape_problems(m.mapping, old_label, new_label, old_labels, new_labels, seen)
+    found += _shape_problems(m.mapping, old_label, new_label, old_labels, new_labels, needed)
     unmapped = sorted({label for label in [*old_labels, *seen] if label not in m.mapping})
     found.append(
         (
@@ -241,12 +212,9 @@ def _shape_problems(
     new_label: str,
     old_labels: list[str],
     new_labels: list[str],
-    seen: list[str],
+    needed: set[str],
 ) -> list[tuple[bool, str, str, str]]:
     """A mapping nothing needs, or one turning a shared label into another, is refused."""
-    needed = set(mapping_required(old_labels, new_labels)) | {
-        v for v in seen if v not in new_labels
-    }
     relabelled = sorted(
         (old, new) for old, new in mapping.items() if old in new_labels and new != old
     )

@@ -1,8 +1,5 @@
-"""Prompt parity: what differs between two judge versions, declared and observed.
-
-:func:`identity_changes` gives the change kinds between two identities (what ``changes:`` must
-cover); :func:`request_parity` compares the requests both judges render for every case.
-"""
+"""Prompt parity: what differs between two judge versions, declared (:func:`identity_changes`)
+and observed in the requests both render for every case (:func:`request_parity`)."""
 
 from __future__ import annotations
 
@@ -42,26 +39,30 @@ def identity_changes(old: JudgeIdentity, new: JudgeIdentity) -> list[str]:
     """The change kinds between two judge identities, in :data:`CHANGE_KINDS` order."""
     from ..judges import CHANGE_KINDS
 
-    found: set[str] = set()
-    if old.kind != new.kind:
-        found.add("kind")
-    if old.model != new.model:
-        found.add("model")
     old_spec, new_spec = _spec_of(old), _spec_of(new)
-    if old.prompt_sha256 != new.prompt_sha256:
-        found.add("function" if new_spec.get("function") or old_spec.get("function") else "prompt")
-    if old.ragas_version != new.ragas_version:
-        found.add("ragas")
-    for key in set(old_spec) | set(new_spec):
-        if key in _NOT_CHANGES or old_spec.get(key) == new_spec.get(key):
-            continue
-        found.add(key)
-    extra_old = {k: v for k, v in old.params.items() if k not in ("spec", "spec_sha256")}
-    extra_new = {k: v for k, v in new.params.items() if k not in ("spec", "spec_sha256")}
-    if extra_old != extra_new:
-        found.add("results")
+    prompt = "function" if new_spec.get("function") or old_spec.get("function") else "prompt"
+    found = {
+        kind
+        for kind, old_value, new_value in (
+            ("kind", old.kind, new.kind),
+            ("model", old.model, new.model),
+            (prompt, old.prompt_sha256, new.prompt_sha256),
+            ("ragas", old.ragas_version, new.ragas_version),
+            ("results", _extra(old), _extra(new)),
+        )
+        if old_value != new_value
+    }
+    found |= {
+        key
+        for key in set(old_spec) | set(new_spec)
+        if key not in _NOT_CHANGES and old_spec.get(key) != new_spec.get(key)
+    }
     order = {k: i for i, k in enumerate(CHANGE_KINDS)}
     return sorted(found, key=lambda k: (order.get(k, len(order)), k))
+
+
+def _extra(identity: JudgeIdentity) -> dict[str, Any]:
+    return {k: v for k, v in identity.params.items() if k not in ("spec", "spec_sha256")}
 
 
 def judge_changes(old: Judge, new: Judge) -> list[str]:
@@ -75,40 +76,25 @@ def undeclared(actual: list[str], declared: list[str] | None) -> list[str]:
 
 
 def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[Problem]:
-    """Why ``judge`` may not be saved as a version of ``parent``: undeclared changes or another
-    parent."""
+    """Why ``judge`` may not be saved as a version of ``parent``."""
     spec = judge.spec
     problems: list[Problem] = []
     if spec.parent != parent.spec.label:
-        problems.append(
-            problem(
-                location,
-                "parent_mismatch",
-                f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}",
-                (
-                    "derive the version from its parent (session.derive), which records parent and"
-                    " changes"
-                ),
-            )
+        message = f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}"
+        fix = (
+            "derive the version from its parent (session.derive), which records parent and changes"
         )
-    actual = judge_changes(parent, judge)
-    extra = undeclared(actual, spec.changes)
-    if extra:
-        declared = ", ".join(spec.changes) if spec.changes else "nothing"
-        problems.append(
-            problem(
-                location,
-                "undeclared_change",
-                (
-                    f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but"
-                    f" declares {declared}"
-                ),
-                (
-                    "declare every change in changes: (one per version unless deliberate), or undo"
-                    " the undeclared change"
-                ),
-            )
+        problems.append(problem(location, "parent_mismatch", message, fix))
+    if extra := undeclared(judge_changes(parent, judge), spec.changes):
+        message = (
+            f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but declares"
+            f" {', '.join(spec.changes) if spec.changes else 'nothing'}"
         )
+        fix = (
+            "declare every change in changes: (one per version unless deliberate), or undo the"
+            " undeclared change"
+        )
+        problems.append(problem(location, "undeclared_change", message, fix))
     return problems
 
 
@@ -149,33 +135,29 @@ def request_parity(
 ) -> RequestParity:
     """Render both judges' requests for every case and count what differs (no model calls)."""
     keys: Counter[str] = Counter()
-    differing = 0
-    first_id: str | None = None
-    first_diff: str | None = None
-    for case in cases:
-        a, b = _render(old, case), _render(new, case)
-        if a == b:
-            continue
-        differing += 1
-        changed = _differing_keys(a, b)
-        keys.update(changed)
-        if first_id is None:
-            first_id = case.case_id
-            first_diff = text_diff(
-                a, b, old_label=old.spec.label, new_label=new.spec.label, context=context
-            )
+    differing = [(c, a, b) for c in cases if (a := _render(old, c)) != (b := _render(new, c))]
+    for _, a, b in differing:
+        keys.update(_differing_keys(a, b))
     counts = [
         KeyCount(key=k, kind=REQUEST_KEY_KINDS.get(k, k), cases=n)
         for k, n in sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
-    kinds = sorted({c.kind for c in counts})
     return RequestParity(
         cases=len(cases),
-        differing_cases=differing,
+        differing_cases=len(differing),
         keys=counts,
-        observed_kinds=kinds,
-        first_case_id=first_id,
-        first_diff=first_diff,
+        observed_kinds=sorted({c.kind for c in counts}),
+        first_case_id=differing[0][0].case_id if differing else None,
+        first_diff=(
+            text_diff(
+                *differing[0][1:],
+                old_label=old.spec.label,
+                new_label=new.spec.label,
+                context=context,
+            )
+            if differing
+            else None
+        ),
     )
 
 
@@ -191,19 +173,17 @@ def text_diff(
     """A unified diff of two rendered requests: per differing key, strings line by line."""
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return _unified(_lines(a), _lines(b), old_label, new_label, context)
-    parts: list[str] = []
-    for key in _differing_keys(a, b):
-        parts.append(f"# {key}")
-        parts.append(
-            _unified(
-                _lines(a.get(key)),
-                _lines(b.get(key)),
-                f"{old_label} {key}",
-                f"{new_label} {key}",
-                context,
-            )
+    return "\n".join(
+        f"# {key}\n"
+        + _unified(
+            _lines(a.get(key)),
+            _lines(b.get(key)),
+            f"{old_label} {key}",
+            f"{new_label} {key}",
+            context,
         )
-    return "\n".join(parts)
+        for key in _differing_keys(a, b)
+    )
 
 
 def _lines(value: Any) -> list[str]:

@@ -1,15 +1,12 @@
-"""``workbench drift``: re-run the sentinels with a pinned judge and flag every changed verdict.
-
-Each check runs the sentinels afresh (never from the verdict cache) and compares them with a
-baseline of the same judge fingerprint (:func:`run_drift`); baselines and checks are appended to
-the hash-chained drift log beside the gold (``drift_log.jsonl``), each bound to the sha256 of the
-sentinel run it summarizes (:func:`verify_drift_run`). An unchained (format 1) log is refused.
-"""
+"""``workbench drift``: re-run the sentinels afresh with a pinned judge and flag every verdict
+that changed since a baseline of the same fingerprint; baselines and checks go to the hash-chained
+drift log beside the gold, each bound to the sha256 of its sentinel run."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -180,9 +177,8 @@ _TERMS = ChainTerms(
 
 
 def _chain(log: str | Path) -> ChainedLog[DriftEntry]:
-    return ChainedLog(
-        log, DriftEntry, _TERMS, schema_version=DRIFT_SCHEMA_VERSION, lock_timeout_s=LOCK_TIMEOUT_S
-    )
+    version, timeout = DRIFT_SCHEMA_VERSION, LOCK_TIMEOUT_S
+    return ChainedLog(log, DriftEntry, _TERMS, schema_version=version, lock_timeout_s=timeout)
 
 
 def _line_problems(entry: DriftEntry, where: str, now: datetime) -> list[Problem]:
@@ -221,9 +217,8 @@ def _read_chain(log: str | Path) -> tuple[list[DriftEntry], list[Problem]]:
 
 
 def read_drift_log(log: str | Path) -> list[DriftEntry]:
-    """Every entry of a drift log, oldest first (none when it does not exist); refused as a whole
-    (every problem at once) when a line is unreadable, the chain broken, an entry dated in the
-    future or the log unchained."""
+    """Every entry of a drift log, oldest first; refused as a whole (every problem at once) when a
+    line is unreadable, the chain broken, an entry dated in the future or the log unchained."""
     entries, problems = _read_chain(log)
     if problems:
         raise WorkbenchError(f"{log}: the drift log cannot be relied on", problems)
@@ -241,8 +236,7 @@ def append_drift(log: str | Path, entry: DriftEntry) -> DriftEntry:
 
 
 def verify_drift_run(entry: DriftEntry, *, after: datetime | None = None) -> list[Problem]:
-    """Why ``entry`` does not summarize the sentinel run it names: results missing or changed,
-    another run or judge, other verdicts, or (``after`` given) a run started before ``after``."""
+    """Why ``entry`` does not summarize the sentinel run it names (started after ``after``)."""
     where = entry.run_dir
     fix = (
         "a drift check is evidence only with the sentinel run it summarizes: restore the run"
@@ -285,7 +279,7 @@ def latest_drift(
 ) -> DriftEntry | None:
     """The latest entry of ``kind`` for a judge fingerprint (for ``workbench status``)."""
     found = [
-        e for e in read_drift_log(log) if e.candidate_fingerprint == fingerprint and e.kind == kind
+        e for e in read_drift_log(log) if (e.candidate_fingerprint, e.kind) == (fingerprint, kind)
     ]
     return found[-1] if found else None
 
@@ -306,8 +300,7 @@ def recorded_baseline(
 
 
 def _report_lock(report: Path, judge: Judge, other: str, now: str = "") -> dict[str, Any]:
-    """The lock of the certification report at ``report``, refused when it certified another
-    fingerprint than ``judge``'s (``other``: the fix)."""
+    """The report's lock, refused when it certified another fingerprint (``other``: the fix)."""
     path = report / "lock.json"
     if not path.is_file():
         message = "--report is not a certification report directory (no lock.json)"
@@ -350,14 +343,12 @@ def sentinel_observations(
         ) from None
     wanted = set(ids)
     last: dict[str, Any] = {}
-    counts: dict[str, int] = {}
-    for line in read_results(run_dir / RESULTS_FILE):
-        r = line.result
-        if r.case_id not in wanted or r.repeat != 0:
-            continue
-        counts[r.case_id] = counts.get(r.case_id, 0) + 1
-        if r.case_id not in last or r.attempt > last[r.case_id].attempt:
-            last[r.case_id] = r
+    counts: Counter[str] = Counter()
+    for r in (line.result for line in read_results(run_dir / RESULTS_FILE)):
+        if r.case_id in wanted and r.repeat == 0:
+            counts[r.case_id] += 1
+            if r.case_id not in last or r.attempt > last[r.case_id].attempt:
+                last[r.case_id] = r
     found = {
         cid: Observation(
             value=r.value,
@@ -395,7 +386,6 @@ def _logged_baseline(
 
 
 def _report_baseline(report: Path, judge: Judge, ids: list[str], log: Path) -> Baseline:
-    """The sentinel run the report holds, else the baseline recorded for it in the drift log."""
     lock = _report_lock(report, judge, _OTHER_JUDGE_FIX, " as it is now")
     report_id = str(lock.get("report_id"))
     stored = report / SENTINEL_REPORT_DIR
@@ -416,8 +406,8 @@ def _report_baseline(report: Path, judge: Judge, ids: list[str], log: Path) -> B
 
 
 def _resolve_baseline(against: Path | None, judge: Judge, ids: list[str], log: Path) -> Baseline:
-    """The baseline of a check: ``against`` a report (its sentinel run, else the baseline logged
-    for it) or a run directory, else the latest baseline logged for the judge's fingerprint."""
+    """``against`` a report (its sentinel run, else the baseline logged for it) or a run, else the
+    latest baseline logged for the judge's fingerprint."""
     fingerprint = judge.identity.fingerprint()
     if against is not None and (against / "lock.json").is_file():
         return _report_baseline(against, judge, ids, log)
@@ -462,10 +452,7 @@ def sentinel_changes(
 ) -> list[SentinelChange]:
     """Every difference per sentinel between a baseline's observations and this run's."""
     rubric = dataset.rubric
-
-    def view(label: str | None) -> str | None:
-        return rubric.pass_fail(label) if label is not None and label in rubric.labels else None
-
+    views: dict[str | None, str | None] = {x: rubric.pass_fail(x) for x in rubric.labels}
     out: list[SentinelChange] = []
     for case in sentinels.cases:
         b, a = before.get(case.case_id), after.get(case.case_id)
@@ -482,9 +469,8 @@ def sentinel_changes(
             elif b.value is None and a.value is not None:
                 kinds.append(("was_error", False))
             elif b.value != a.value:
-                kinds.append(
-                    ("verdict_changed", {view(b.value), view(a.value)} == {"pass", "fail"})
-                )
+                crossing = {views.get(b.value), views.get(a.value)} == {"pass", "fail"}
+                kinds.append(("verdict_changed", crossing))
         out += [
             SentinelChange(
                 case_id=case.case_id,
@@ -604,8 +590,8 @@ async def run_drift(
     concurrency: int = 8,
     progress: bool = True,
 ) -> DriftEntry:
-    """Run the sentinels and record a baseline (bound to ``report`` when given) or a check in
-    the drift log; the run goes to ``<out>/<entry_id>`` (default ``runs/drift/<name@version>``)."""
+    """Run the sentinels and log a baseline (bound to ``report`` when given) or a check; the run
+    goes to ``<out>/<entry_id>`` (default ``runs/drift/<name@version>``)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
@@ -675,9 +661,11 @@ def format_drift(entry: DriftEntry, log: str | Path | None = None) -> str:
             f" ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s):"
             f" {entry.status.upper()}{where}"
         ]
-        for cid in entry.sentinel_ids:
-            o = entry.observations.get(cid)
-            lines.append(f"  {cid}: {o.shown() if o else 'not judged'}")
+        observed = entry.observations
+        lines += [
+            f"  {c}: {o.shown() if (o := observed.get(c)) else 'not judged'}"
+            for c in entry.sentinel_ids
+        ]
         return "\n".join(lines)
     b = entry.baseline
     assert b is not None
@@ -686,11 +674,9 @@ def format_drift(entry: DriftEntry, log: str | Path | None = None) -> str:
         f" {len(entry.sentinel_ids)} sentinel(s) against {b.source} {b.ref}:"
         f" {entry.status.upper()}{where}"
     ]
-    for c in entry.changes:
-        lines.append(
-            f"  CHANGED {c.case_id} ({c.slice}{', ' + c.risk if c.risk else ''}): {c.kind}"
-            f" {c.before} -> {c.after}" + (" BOUNDARY" if c.boundary_crossing else "")
-        )
-    if not entry.changes:
-        lines.append("  every sentinel gave the baseline's verdict")
+    lines += [
+        f"  CHANGED {c.case_id} ({c.slice}{', ' + c.risk if c.risk else ''}): {c.kind}"
+        f" {c.before} -> {c.after}" + (" BOUNDARY" if c.boundary_crossing else "")
+        for c in entry.changes
+    ] or ["  every sentinel gave the baseline's verdict"]
     return "\n".join(lines)

@@ -8,8 +8,7 @@ from ..gold import GoldDataset
 
 
 def beside_gold(gold: GoldDataset | str | Path, name: str) -> Path:
-    """``<gold dataset directory>/<name>`` (``gold``: a dataset, its directory or its
-    ``gold.jsonl``)."""
+    """``<gold dataset directory>/<name>`` (``gold``: a dataset, its directory or file)."""
     if isinstance(gold, GoldDataset):
         return gold.root / name
     path = Path(gold)

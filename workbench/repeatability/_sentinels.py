@@ -105,8 +105,8 @@ def _sentinel_problem(
 
 
 def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSentinels:
-    """Read ``path`` (default: beside the gold) and check it against ``dataset``, every problem
-    at once: each sentinel an active, not held-out case of the gold, listed once, with a reason."""
+    """Read ``path`` (default: beside the gold) and check it against ``dataset``, every problem at
+    once."""
     path = Path(path) if path is not None else sentinels_path_for(dataset)
     loc = str(path)
     raw: Any = load_yaml(
@@ -157,8 +157,7 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
 
 
 def sentinels_snapshot_of(sentinels: SentinelSet, path: Path) -> Snapshot:
-    """A sentinel set as an approved input (one item per case); its version is the rubric
-    version it was chosen under."""
+    """A sentinel set as an approved input (one item per case, versioned by its rubric)."""
     return document_snapshot(
         "sentinels",
         sentinels.model_dump(mode="json")

@@ -1,10 +1,6 @@
-"""Repeatability of a label judge: the same pinned judge, the same cases, K independent calls.
-
-:func:`run_repeatability` runs a candidate K times over a development or calibration partition
-and reads the run back per repeat: flips, majority shares, boundary crossings (listed for human
-review, never retried away), flip rates per slice and cost per repeat. Studies are logged beside
-the gold for certification (:func:`latest_study`, :func:`repeatability_blockers`).
-"""
+"""Repeatability of a label judge: the same pinned judge on the same cases K times; flips, flip
+rates per slice and boundary crossings (for human review, never retried away), logged beside the
+gold for certification (:func:`repeatability_blockers`)."""
 
 from __future__ import annotations
 
@@ -189,9 +185,8 @@ def _case_row(
     risk = rubric.risk_of(slice_name)
     verdicts = [label if outcome == "verdict" else None for outcome, label in outcomes]
     given = [v for v in verdicts if v is not None]
-    counts = Counter(given)
+    counts, kinds = Counter(given), Counter(outcome for outcome, _ in outcomes)
     flipped = len(counts) > 1
-    kinds = Counter(outcome for outcome, _ in outcomes)
     status: Literal["stable", "flipped", "incomplete"] = (
         "flipped" if flipped else ("stable" if len(given) == repeats else "incomplete")
     )
@@ -298,8 +293,7 @@ def study_from_run(
     summary: RunSummary | None = None,
     who: str | None = None,
 ) -> RepeatabilityStudy:
-    """The repeatability study of a run made with ``repeats`` >= 2, each repeat joined with the
-    gold separately (lineage checked); nothing is re-run."""
+    """The repeatability study of a run made with ``repeats`` >= 2 (nothing is re-run)."""
     run = Path(run_dir)
     dataset = dataset if isinstance(dataset, GoldDataset) else load_dataset(dataset)
     results = run / RESULTS_FILE
@@ -370,13 +364,8 @@ def latest_study(
     dataset_sha256: str | None = None,
 ) -> RepeatabilityStudy | None:
     """The latest study of ``fingerprint`` in the log (optionally of one partition and gold)."""
-    found = [
-        s
-        for s in read_studies(log)
-        if s.candidate_fingerprint == fingerprint
-        and (partition is None or s.partition == partition)
-        and (dataset_sha256 is None or s.dataset_sha256 == dataset_sha256)
-    ]
+    found = studies_of(log, fingerprint, dataset_sha256=dataset_sha256)
+    found = [s for s in found if partition is None or s.partition == partition]
     return found[-1] if found else None
 
 
@@ -402,14 +391,9 @@ def repeatability_blockers(
     min_repeats: int = DEFAULT_MIN_REPEATS,
     partition: str = DEFAULT_PARTITION,
 ) -> list[Blocker]:
-    """What a policy's ``max_flip_rate`` limits (and a study's critical crossings) block.
-
-    A limited slice requires a complete study of this candidate and gold, on ``partition``, with
-    ``min_repeats`` or more (else an ``incomplete`` blocker); then per limited slice
-    ``flip_rate_exceeded`` or ``flip_rate_unmeasured``. A given study's boundary crossings in
-    critical slices, and those of ``earlier`` studies of the same fingerprint, are
-    ``boundary_crossing_critical``. None is waivable.
-    """
+    """What a policy's ``max_flip_rate`` limits need (a complete study of this candidate and gold
+    with ``min_repeats``) and block, and the critical boundary crossings of this and ``earlier``
+    studies of the fingerprint; none is waivable."""
     limited = {
         name: spec.max_flip_rate
         for name, spec in policy.slices.items()
@@ -420,23 +404,20 @@ def repeatability_blockers(
         f" --repeats {min_repeats}`"
     )
     if study is None:
-        if not limited:
-            return []
         message = (
             f"the policy limits the flip rate of {', '.join(sorted(limited))} but there is no"
             f" repeatability study of this candidate: {fix_cmd}"
         )
-        return [_incomplete("repeatability_study_missing", message, slices=sorted(limited))]
+        evidence = {"slices": sorted(limited)}
+        return (
+            [blocker("repeatability_study_missing", message, evidence=evidence)] if limited else []
+        )
     out: list[Blocker] = []
     if limited:
         wanted = (fingerprint, dataset_sha256, partition, min_repeats)
         out += _study_fit_blockers(study, *wanted, fix_cmd)
         out += _flip_rate_blockers(policy, study, limited)
     return out + _crossing_blockers(study, earlier)
-
-
-def _incomplete(code: str, message: str, **evidence: Any) -> Blocker:
-    return blocker(code, message, evidence=evidence)
 
 
 def _study_fit_blockers(
@@ -447,8 +428,7 @@ def _study_fit_blockers(
     min_repeats: int,
     fix_cmd: str,
 ) -> list[Blocker]:
-    """The study is of this candidate and gold, on the partition, with enough repeats, and
-    complete (each mismatch an ``incomplete`` blocker)."""
+    """Each way the study is not of this candidate, gold, partition and K, or incomplete."""
     out: list[Blocker] = []
     sid = study.study_id
     if fingerprint is not None and study.candidate_fingerprint != fingerprint:
@@ -456,30 +436,32 @@ def _study_fit_blockers(
             f"the repeatability study is of {study.candidate} ({study.candidate_fingerprint[:12]}),"
             f" not the candidate certified ({fingerprint[:12]}): {fix_cmd}"
         )
-        out.append(_incomplete("repeatability_study_other_candidate", message, study=sid))
+        out.append(blocker("repeatability_study_other_candidate", message, evidence={"study": sid}))
     if dataset_sha256 is not None and study.dataset_sha256 != dataset_sha256:
         message = (
             f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not"
             f" {dataset_sha256[:12]}: {fix_cmd}"
         )
-        out.append(_incomplete("repeatability_study_other_gold", message, study=sid))
+        out.append(blocker("repeatability_study_other_gold", message, evidence={"study": sid}))
     if study.partition != partition:
         message = (
             f"the repeatability study is on {study.partition}; certification wants it on"
             f" {partition}: {fix_cmd}"
         )
-        code = "repeatability_wrong_partition"
-        out.append(_incomplete(code, message, study=sid, partition=study.partition))
+        evidence = {"study": sid, "partition": study.partition}
+        out.append(blocker("repeatability_wrong_partition", message, evidence=evidence))
     if study.repeats < min_repeats:
         message = (
             f"the repeatability study has K={study.repeats} repeats; certification wants K >="
             f" {min_repeats}: {fix_cmd}"
         )
-        evidence = {"study": sid, "repeats": study.repeats, "min_repeats": min_repeats}
-        out.append(_incomplete("repeatability_too_few_repeats", message, **evidence))
+        more = {"repeats": study.repeats, "min_repeats": min_repeats}
+        out.append(
+            blocker("repeatability_too_few_repeats", message, evidence={"study": sid, **more})
+        )
     if study.status != "complete":
         message = "the repeatability study is incomplete: " + "; ".join(study.incomplete_reasons)
-        out.append(_incomplete("repeatability_incomplete", message, study=sid))
+        out.append(blocker("repeatability_incomplete", message, evidence={"study": sid}))
     return out
 
 
@@ -490,16 +472,14 @@ def _flip_rate_blockers(
     rows = {s.slice: s for s in study.slices}
     for name, limit in sorted(limited.items()):
         row = rows.get(name)
-        risk = policy.slices[name].risk.value
+        where = {"slice": name, "risk": policy.slices[name].risk.value}
         if row is None or row.assessed == 0:
             message = (
                 f"slice {name} limits the flip rate to {limit:g}, but the study assessed none of"
                 " its cases"
             )
             evidence = {"study": study.study_id, "limit": limit}
-            out.append(
-                blocker("flip_rate_unmeasured", message, slice=name, risk=risk, evidence=evidence)
-            )
+            out.append(blocker("flip_rate_unmeasured", message, **where, evidence=evidence))
             continue
         rate = row.flip_rate
         assert rate.rate is not None
@@ -509,24 +489,12 @@ def _flip_rate_blockers(
             f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict across"
             f" {study.repeats} repeats of the same judge (flip rate {rate.rate:.3f} > {limit:g})"
         )
+        evidence = {"study": study.study_id, "flipped": row.flipped, "assessed": row.assessed}
+        evidence |= rate.model_dump(include={"rate", "ci95_low", "ci95_high"})
+        evidence |= {"limit": limit, "repeats": study.repeats}
+        flipped = [c.case_id for c in study.cases if c.slice == name and c.flipped]
         out.append(
-            blocker(
-                "flip_rate_exceeded",
-                message,
-                slice=name,
-                risk=risk,
-                evidence={
-                    "study": study.study_id,
-                    "flipped": row.flipped,
-                    "assessed": row.assessed,
-                    "rate": rate.rate,
-                    "ci95_low": rate.ci95_low,
-                    "ci95_high": rate.ci95_high,
-                    "limit": limit,
-                    "repeats": study.repeats,
-                },
-                case_ids=[c.case_id for c in study.cases if c.slice == name and c.flipped],
-            )
+            blocker("flip_rate_exceeded", message, **where, evidence=evidence, case_ids=flipped)
         )
     return out
 
@@ -535,8 +503,7 @@ def _crossing_blockers(
     study: RepeatabilityStudy,
     earlier: list[RepeatabilityStudy] | tuple[RepeatabilityStudy, ...],
 ) -> list[Blocker]:
-    """Per slice: the critical boundary crossings of this study and earlier ones of the
-    candidate (a later, calmer study does not erase them)."""
+    """Per slice, the critical crossings of this and earlier studies (a calmer one erases none)."""
     crossings: dict[str, dict[str, list[str]]] = {}
     risks: dict[str, str | None] = {}
     same = [
@@ -560,10 +527,9 @@ def _crossing_blockers(
             " not more retries"
         )
         evidence = {"studies": studies, "cases": len(ids), "repeats": study.repeats}
-        code = "boundary_crossing_critical"
-        out.append(
-            blocker(code, message, slice=name, risk=risks[name], evidence=evidence, case_ids=ids)
-        )
+        where: dict[str, Any] = {"slice": name, "risk": risks[name], "evidence": evidence}
+        where["case_ids"] = ids
+        out.append(blocker("boundary_crossing_critical", message, **where))
     return out
 
 
@@ -612,8 +578,7 @@ async def run_repeatability(
     progress: bool = True,
 ) -> RepeatabilityStudy:
     """Run ``candidate`` ``repeats`` times on ``partition`` and record the study in ``log``
-    (default beside the gold; False: not recorded). A budget that cannot cover the calls still
-    to make raises :class:`~workbench.migration.BudgetInsufficient` before anything starts."""
+    (default beside the gold; False: not recorded); refused before any call when over budget."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, repeats=repeats)
     refuse_held_out(partition, where="repeatability --partition")
     partition = partition_name(partition)
@@ -662,8 +627,7 @@ def format_study(study: RepeatabilityStudy) -> str:
         f" {study.partition}: K={study.repeats}, {study.overall.cases} cases,"
         f" {study.status.upper()} (study {study.study_id})"
     ]
-    for reason in study.incomplete_reasons:
-        lines.append(f"  incomplete: {reason}")
+    lines += [f"  incomplete: {reason}" for reason in study.incomplete_reasons]
     lines.append(
         "per slice: flipped / assessed = flip rate [95% Wilson]; mean majority share; boundary"
         " crossings"
@@ -682,18 +646,18 @@ def format_study(study: RepeatabilityStudy) -> str:
             + (f"; incomplete {s.incomplete}" if s.incomplete else "")
         )
     lines.append("per repeat: attempts, cached, cost, tokens in/out")
-    for r in study.per_repeat:
-        lines.append(
-            f"  repeat {r.repeat}: {r.attempts} attempts, {r.cached} cached, ${r.cost_usd:.4f},"
-            f" {r.tokens_in}/{r.tokens_out} tokens"
-        )
+    lines += [
+        f"  repeat {r.repeat}: {r.attempts} attempts, {r.cached} cached, ${r.cost_usd:.4f},"
+        f" {r.tokens_in}/{r.tokens_out} tokens"
+        for r in study.per_repeat
+    ]
     flipped = [c for c in study.cases if c.flipped]
-    for c in flipped[:20]:
-        lines.append(
-            f"  flipped {c.case_id} ({c.slice}, human {c.human_label}): "
-            + " | ".join(v or "-" for v in c.verdicts)
-            + (" BOUNDARY" if c.boundary_crossing else "")
-        )
+    lines += [
+        f"  flipped {c.case_id} ({c.slice}, human {c.human_label}): "
+        + " | ".join(v or "-" for v in c.verdicts)
+        + (" BOUNDARY" if c.boundary_crossing else "")
+        for c in flipped[:20]
+    ]
     if len(flipped) > 20:
         lines.append(f"  ... and {len(flipped) - 20} more flipped case(s)")
     if study.review:
