@@ -162,7 +162,7 @@ def status(gold: str, reviewer: str | None, as_json: bool) -> None:
 @click.option("--adjudicator", required=True, help=_REVIEWER + " Not a reviewer of the case.")
 @click.option("--case", "case_id", help="The case to decide (see `workbench annotate status`).")
 @click.option("--label", help="The adjudicated label.")
-@click.option("--reason", help="Why this label.")
+@option("reason", required=False, help="Why this label.")
 @click.option(
     "--agreements", is_flag=True, help="Adjudicate every case whose reviewers agree (unescalated)."
 )
@@ -175,8 +175,10 @@ def adjudicate(
     reason: str | None,
     agreements: bool,
 ) -> None:
-    """Resolve queued cases into gold records appended to gold.jsonl: one case (--case, --label)
-    or every agreement (--agreements). Then `workbench validate` and `workbench agreement`."""
+    """Resolve reviewed queue cases into adjudicated gold records.
+
+    One case (--case, --label) or every agreement (--agreements), appended to gold.jsonl; then
+    `workbench validate` and `workbench agreement`."""
     from ..annotation import Annotations
     from ..errors import refusal
 

@@ -21,11 +21,11 @@ def production_group() -> None:
 @production_group.command("sample")
 @option("gold", help="Gold dataset whose annotation queue receives the cases.")
 @option("policy", help="The judge's policy: its sample_agreements share.")
-@click.option("--judge", required=True, help=_JUDGE)
-@click.option("--results", required=True, type=PATH, help="The judge's production results.")
+@option("judge", required=True, help=_JUDGE)
+@option("results", help="The judge's production results.")
 @click.option("--cases", required=True, type=PATH, help="The production cases (JSON Lines).")
 @click.option("--reviewers", required=True, help="Comma-separated reviewers to assign.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the agreement draw.")
+@option("seed", help="Seed of the agreement draw.")
 @click.option("--per-case", default=2, show_default=True, help="Reviewers per case.")
 @user_errors
 def sample(
@@ -61,7 +61,7 @@ def sample(
 
 @production_group.command("findings")
 @option("gold")
-@click.option("--judge", required=True, help=_JUDGE)
+@option("judge", required=True, help=_JUDGE)
 @option("json")
 @user_errors
 def findings(gold: str, judge: str, as_json: bool) -> None:
