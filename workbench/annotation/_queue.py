@@ -560,16 +560,3 @@ def reviewer_progress(annotations: Annotations) -> dict[str, tuple[int, int]]:
     done = Counter(r.review.reviewer for r in annotations.reviews())
     assigned = Counter(a.reviewer for a in annotations.assignments())
     return {name: (done[name], n) for name, n in sorted(assigned.items())}
-
-
-__all__ = [
-    "BLINDED",
-    "Annotations",
-    "Assignment",
-    "BlindedCase",
-    "CaseStatus",
-    "QueuedReview",
-    "counts",
-    "parse_span",
-    "reviewer_progress",
-]
