@@ -58,6 +58,14 @@ AZURE_JSON_MODE_SINCE = "2023-12-01-preview"  # older api-versions answer 400 to
 _AZURE_CHAT = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
 _EXTRA_CHAT_PATHS = {"llamacpp": ("/chat/completions",), "litellm": ("/chat/completions",)}
 _AZURE_NOT_FOUND = {"error": {"code": "404", "message": "Resource not found"}}
+_AZURE_NO_JSON_MODE = (
+    "response_format value as json_object is enabled only for api versions"
+    f" {AZURE_JSON_MODE_SINCE} and later"
+)
+_NO_DEPLOYMENT = (
+    "The API deployment for this resource does not exist. If you created the deployment within"
+    " the last 5 minutes, please wait a moment and try again."
+)
 _PROSE_BEFORE = "Sure. Here is my assessment of the response.\n\n```json\n"
 _PROSE_AFTER = "\n```\n\nLet me know if you need anything else."
 
@@ -133,26 +141,17 @@ def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
     )
 
 
+_INJECTED = " (injected by the fake LLM)."
+_BAD_KEY = ("invalid_request_error", "invalid_api_key")
 _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
     # fault: (status, error type, error code, message)
     "http_500": (500, "server_error", None, "The fake LLM injected an internal server error."),
-    "http_429": (
-        429,
-        "rate_limit_error",
-        "rate_limit_exceeded",
-        "Rate limit reached (injected by the fake LLM).",
-    ),
-    "http_400": (400, "invalid_request_error", None, "Invalid request (injected by the fake LLM)."),
-    "http_401": (
-        401,
-        "invalid_request_error",
-        "invalid_api_key",
-        "Incorrect API key provided (injected by the fake LLM).",
-    ),
+    "http_429": (429, "rate_limit_error", "rate_limit_exceeded", "Rate limit reached" + _INJECTED),
+    "http_400": (400, "invalid_request_error", None, "Invalid request" + _INJECTED),
+    "http_401": (401, *_BAD_KEY, "Incorrect API key provided" + _INJECTED),
     "http_401_echo": (
         401,
-        "invalid_request_error",
-        "invalid_api_key",
+        *_BAD_KEY,
         "Incorrect API key provided: {presented}. You can find your API key at"
         " https://platform.openai.com/account/api-keys.",
     ),
@@ -160,7 +159,7 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
         403,
         "permission_denied",
         "forbidden",
-        "You are not allowed to use this model (injected by the fake LLM).",
+        "You are not allowed to use this model" + _INJECTED,
     ),
 }
 
@@ -324,16 +323,12 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (extra_headers or {}).items():
                 self.send_header(name, value)
             self.send_header("Connection", "close" if self.close_connection else "keep-alive")
-            # headers and body in one write (end_headers() would write the headers alone)
-            if self.request_version == "HTTP/0.9":  # unparseable request line: no headers
-                out = data
-            else:
-                out = (
-                    b"".join(self._headers_buffer)
-                    + b"\r\n"
-                    + (b"" if self.command == "HEAD" else data)
-                )
-                self._headers_buffer = []
+            # headers and body in one write (end_headers() would write the headers alone); an
+            # unparseable request line (HTTP/0.9) gets no headers
+            out = data
+            if self.request_version != "HTTP/0.9":
+                body = b"" if self.command == "HEAD" else data
+                out, self._headers_buffer = b"".join(self._headers_buffer) + b"\r\n" + body, []
             self.wfile.write(out)
             self.wfile.flush()
         except OSError:  # client went away (e.g. it timed out during a hang)
@@ -404,51 +399,6 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _model_entry(model: str = MODEL_ID) -> dict[str, Any]:
     return {"id": model, "object": "model", "created": 0, "owned_by": "workbench"}
-
-
-def _check_provider(
-    emulate: str,
-    json_mode: str,
-    require_api_key: str | None,
-    azure_deployments: Sequence[str] | None,
-    azure_api_versions: Sequence[str] | None,
-) -> None:
-    """Raise ``ValueError`` for a provider emulation that cannot be."""
-    for name, value, known in (
-        ("provider", emulate, PROVIDERS),
-        ("json_mode", json_mode, JSON_MODES),
-    ):
-        if value not in known:
-            raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(known)}")
-    if emulate == "ollama" and require_api_key is not None:
-        raise ValueError(
-            "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
-        )
-    if emulate != "azure" and (azure_deployments is not None or azure_api_versions is not None):
-        raise ValueError("azure_deployments and azure_api_versions apply only to emulate='azure'")
-
-
-def _check_faults(
-    rates: dict[str, float],
-    latency_s: float,
-    hang_s: float,
-    retry_after_s: float,
-    rules: Sequence[Rule],
-    inflated_usage_tokens: int,
-) -> None:
-    for name, rate in rates.items():
-        _check_fault(name)
-        if not 0.0 <= float(rate) <= 1.0:
-            raise ValueError(f"fault rate for {name!r} must be within [0, 1], got {rate}")
-    if sum(rates.values()) > 1.0 + 1e-9:
-        raise ValueError(f"fault rates sum to {sum(rates.values())}, which exceeds 1")
-    if latency_s < 0 or hang_s < 0 or retry_after_s < 0:
-        raise ValueError("latency_s, hang_s and retry_after_s must be >= 0")
-    for rule in rules:
-        if not isinstance(rule, Rule):
-            raise TypeError(f"rules must be Rule objects, got {type(rule).__name__}")
-    if inflated_usage_tokens < 0:
-        raise ValueError("inflated_usage_tokens must be >= 0")
 
 
 def _recorded_headers(handler: _Handler) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -524,29 +474,19 @@ class FakeLLM:
         report_usage: bool = True,
         litellm_database: bool = True,
     ) -> None:
-        _check_provider(emulate, json_mode, require_api_key, azure_deployments, azure_api_versions)
         rates = dict(fault_rates or {})
-        _check_faults(rates, latency_s, hang_s, retry_after_s, rules, inflated_usage_tokens)
-        self.emulate = emulate
-        self.models: tuple[str, ...] | None = None if models is None else tuple(models)
-        self.json_mode = json_mode
+        self.emulate, self.json_mode, self.require_api_key = emulate, json_mode, require_api_key
+        self.models = None if models is None else tuple(models)
         self.azure_deployments = None if azure_deployments is None else tuple(azure_deployments)
         self.azure_api_versions = None if azure_api_versions is None else tuple(azure_api_versions)
-        self.report_usage = report_usage
-        self.litellm_database = litellm_database
-        self.rules: tuple[Rule, ...] = tuple(rules)
-        self.responder = responder
-        self.default = default
-        self.latency_s = float(latency_s)
+        self.report_usage, self.litellm_database = report_usage, litellm_database
+        self.rules, self.responder, self.default = tuple(rules), responder, default
+        self.latency_s, self.retry_after_s = float(latency_s), float(retry_after_s)
+        self.hang_s, self.inflated_usage_tokens = float(hang_s), int(inflated_usage_tokens)
+        self._check_provider()
+        self._check_faults(rates)
         self.fault_rates: dict[str, float] = {f: float(rates[f]) for f in FAULTS if f in rates}
-        self.seed = seed
-        self.retry_after_s = float(retry_after_s)
-        self.hang_s = float(hang_s)
-        self.require_api_key = require_api_key
-        self.inflated_usage_tokens = int(inflated_usage_tokens)
-        self.host = host
-        self._requested_port = port
-
+        self.seed, self.host, self._requested_port = seed, host, port
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._rule_uses = [0] * len(self.rules)
@@ -555,6 +495,39 @@ class FakeLLM:
         self._stopping = threading.Event()
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def _check_provider(self) -> None:
+        """Raise ``ValueError`` for a provider emulation that cannot be."""
+        for name, value, known in (
+            ("provider", self.emulate, PROVIDERS),
+            ("json_mode", self.json_mode, JSON_MODES),
+        ):
+            if value not in known:
+                raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(known)}")
+        if self.emulate == "ollama" and self.require_api_key is not None:
+            raise ValueError(
+                "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
+            )
+        azure_only = self.azure_deployments is not None or self.azure_api_versions is not None
+        if self.emulate != "azure" and azure_only:
+            raise ValueError(
+                "azure_deployments and azure_api_versions apply only to emulate='azure'"
+            )
+
+    def _check_faults(self, rates: dict[str, float]) -> None:
+        for name, rate in rates.items():
+            _check_fault(name)
+            if not 0.0 <= float(rate) <= 1.0:
+                raise ValueError(f"fault rate for {name!r} must be within [0, 1], got {rate}")
+        if sum(rates.values()) > 1.0 + 1e-9:
+            raise ValueError(f"fault rates sum to {sum(rates.values())}, which exceeds 1")
+        if min(self.latency_s, self.hang_s, self.retry_after_s) < 0:
+            raise ValueError("latency_s, hang_s and retry_after_s must be >= 0")
+        for rule in self.rules:
+            if not isinstance(rule, Rule):
+                raise TypeError(f"rules must be Rule objects, got {type(rule).__name__}")
+        if self.inflated_usage_tokens < 0:
+            raise ValueError("inflated_usage_tokens must be >= 0")
 
     def start(self) -> FakeLLM:
         """Bind the port and serve from a background thread; returns ``self``."""
@@ -679,21 +652,9 @@ class FakeLLM:
                 self.azure_deployments is not None
                 and match["deployment"] not in self.azure_deployments
             ):
-                message = (
-                    "The API deployment for this resource does not exist. If you created the"
-                    " deployment within the last 5 minutes, please wait a moment and try again."
-                )
-                return 404, {"error": {"code": "DeploymentNotFound", "message": message}}
+                return 404, {"error": {"code": "DeploymentNotFound", "message": _NO_DEPLOYMENT}}
             if "response_format" in body and version < AZURE_JSON_MODE_SINCE:
-                return 400, {
-                    "error": {
-                        "code": "BadRequest",
-                        "message": (
-                            "response_format value as json_object is enabled only for api versions"
-                            f" {AZURE_JSON_MODE_SINCE} and later"
-                        ),
-                    }
-                }
+                return 400, {"error": {"code": "BadRequest", "message": _AZURE_NO_JSON_MODE}}
         elif self.models is not None and self.emulate != "llamacpp" and model not in self.models:
             return _not_found_model(self.emulate, model)
         if "response_format" in body and self.json_mode == "reject":
