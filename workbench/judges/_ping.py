@@ -46,39 +46,27 @@ PING_INPUT = JudgeInput(
     retrieved_contexts=["Paris is the capital and most populous city of France."],
 )
 
-PING_CODES: dict[str, str] = {
-    "dns_failure": "the endpoint's host name does not resolve",
-    "connection_refused": "nothing accepts connections at the endpoint's host and port",
-    "connection_failed": (
-        "the connection failed or was dropped before an answer (TLS, reset, unreachable)"
-    ),
-    "timeout": "no answer within endpoint.timeout_s",
-    "unauthorized": "the key was refused: HTTP 401, or another 4xx whose body speaks of the key",
-    "forbidden": "HTTP 403: the key may not use this model or deployment",
-    "proxy_config": (
-        "a proxy refused the call from its own configuration, before any model (LiteLLM's \"No"
-        ' connected db" for a key it cannot check, a budget, a team)'
-    ),
-    "model_not_found": "the endpoint does not serve the model (or Azure deployment) named",
-    "endpoint_not_found": "HTTP 404 for the path itself: the base URL is wrong",
-    "no_json_mode": (
-        "JSON mode was asked for and refused (HTTP 400) or ignored (prose around the JSON)"
-    ),
-    "rate_limited": "HTTP 429",
-    "server_error": "HTTP 5xx",
-    "bad_request": "another HTTP 4xx",
-    "refusal": "the model refused to answer",
-    "unparseable": "the answer is not the {reason, value} JSON the metric parses",
-    "label_not_allowed": "the answer parsed, but its value is not one of the candidate's labels",
-    "missing_reason": (
-        "the answer parsed, but its reason is empty or missing: a run records it as an evaluator"
-        " error (missing_reason), never a verdict"
-    ),
-    "usage_missing": (
-        "the answer reports no token usage, so its cost under a non-zero price table is unknown"
-    ),
-}
-"""Every problem code a ping can report, with its meaning."""
+PING_CODES: tuple[str, ...] = (
+    "dns_failure",
+    "connection_refused",
+    "connection_failed",
+    "timeout",
+    "unauthorized",
+    "forbidden",
+    "proxy_config",
+    "model_not_found",
+    "endpoint_not_found",
+    "no_json_mode",
+    "rate_limited",
+    "server_error",
+    "bad_request",
+    "refusal",
+    "unparseable",
+    "label_not_allowed",
+    "missing_reason",
+    "usage_missing",
+)
+"""Every problem code a ping can report (their meanings: docs/endpoints.md, "Problem codes")."""
 
 _REFUSAL_FIX = "use a model that answers evaluation prompts, or review the prompt template"
 _REASON_FIX = (

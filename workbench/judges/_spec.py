@@ -72,12 +72,24 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
 """Endpoint fields left out of the dump (and the fingerprint) while they hold their default."""
 
 
+_PART = ConfigDict(
+    frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
+)
+
+
+def _omit(data: Any, defaults: dict[str, Any]) -> Any:
+    """A model's dump without the fields that hold their ``defaults``."""
+    if isinstance(data, dict):
+        for name, default in defaults.items():
+            if name in data and data[name] == default:
+                del data[name]
+    return data
+
+
 class Endpoint(BaseModel):
     """Where an OpenAI-compatible evaluator is served."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
-    )
+    model_config = _PART
 
     base_url: str | None = None
     """Base URL of the OpenAI-compatible API; the default when ``base_url_env`` is unset."""
@@ -146,12 +158,7 @@ class Endpoint(BaseModel):
 
     @model_serializer(mode="wrap")
     def _omit_unset_url_env(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for name, default in _OMITTED_WHEN_DEFAULT.items():
-                if name in data and data[name] == default:
-                    del data[name]
-        return data
+        return _omit(handler(self), _OMITTED_WHEN_DEFAULT)
 
     def resolved_base_url(self) -> str | None:
         """``$base_url_env`` when set and non-empty, else ``base_url``; ``ValueError`` when the
@@ -181,9 +188,7 @@ class Endpoint(BaseModel):
 class Pricing(BaseModel):
     """Price table used to compute ``cost_usd`` of each call."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
-    )
+    model_config = _PART
 
     input_per_million_usd: float = Field(default=0.0, ge=0)
     """USD per million prompt tokens."""
@@ -200,9 +205,7 @@ class Pricing(BaseModel):
 class Threshold(BaseModel):
     """How a score-based judge's score becomes a label. Chosen on calibration data, then frozen."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
-    )
+    model_config = _PART
 
     value: float
     """The cut-off score."""
@@ -282,12 +285,7 @@ class CandidateSpec(Record):
 
     @model_serializer(mode="wrap")
     def _omit_unset_lineage(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for name in ("parent", "changes"):
-                if name in data and data[name] is None:
-                    del data[name]
-        return data
+        return _omit(handler(self), {"parent": None, "changes": None})
 
     @model_validator(mode="after")
     def _threshold_labels(self) -> CandidateSpec:
