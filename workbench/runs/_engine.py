@@ -305,35 +305,15 @@ async def run_candidate(
     plan is frozen in the manifest. ``sampling_source`` names where it came from.
     """
     options = _local(options)
-    planned, items = plan_partition(
+    plan, items = plan_partition(
         judge, dataset, partition, out_dir, options, held_out_access, sampling, sampling_source
     )
-    return await run_plan(
-        judge, items, out_dir, options, planned.plan(dataset.sha256, sampling_source)
-    )
+    return await run_plan(judge, items, out_dir, options, plan)
 
 
 def slice_risks(dataset: GoldDataset) -> dict[str, str | None]:
     """slice -> risk, from the gold's rubric (orders lanes and cost figures)."""
     return {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """What a run of a gold partition plans, whichever executor runs it."""
-
-    part: str
-    cases: list[GoldCase]
-    """Every case of the partition, or the plan's sample: reserved lanes first (stable)."""
-    risks: dict[str, str | None]
-    lineage: GoldLineage
-    sampling: ManifestSampling | None = None
-    lanes: Lanes | None = None
-
-    def plan(self, dataset_sha256: str, source: str | None) -> _Plan:
-        """What the run records besides its items (every case x repeat of the partition)."""
-        lineage, lanes, risks, sampling = self.lineage, self.lanes, self.risks, self.sampling
-        return _Plan(self.part, dataset_sha256, True, lineage, lanes, risks, sampling, source)
 
 
 def plan_partition(
@@ -345,8 +325,9 @@ def plan_partition(
     held_out_access: HeldOutAccess | None,
     sampling: SamplingPlan | None,
     sampling_source: str | None,
-) -> tuple[PlannedRun, list[WorkItem]]:
-    """What a run of ``judge`` on ``partition`` plans, and its work items (every repeat)."""
+) -> tuple[_Plan, list[WorkItem]]:
+    """What a run of ``judge`` on ``partition`` plans, and its work items (every repeat): every
+    case of the partition, or the plan's sample with reserved lanes first (stable)."""
     part = Partition(partition_name(partition)).value
     if part == "held_out" and (
         held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())
@@ -389,8 +370,9 @@ def plan_partition(
         cases = sorted(
             (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
         )
-    planned = PlannedRun(part, cases, risks, run_lineage(judge, dataset, cases), record, lanes)
-    return planned, gold_items(cases, options.repeats)
+    lineage = run_lineage(judge, dataset, cases)
+    plan = _Plan(part, dataset.sha256, True, lineage, lanes, risks, record, sampling_source)
+    return plan, gold_items(cases, options.repeats)
 
 
 def gold_items(cases: list[GoldCase], repeats: int) -> list[WorkItem]:

@@ -29,7 +29,6 @@ from ..results import ManifestCase, ManifestSampling, RunManifest
 from ..sampling import SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
 from ._engine import (
-    PlannedRun,
     Recorded,
     RunSummary,
     WorkItem,
@@ -159,35 +158,29 @@ class GlobalLimits:
                 await asyncio.sleep((1.0 - self.tokens) / self.rate)
 
     async def admit(
-        self,
-        shard: int,
-        reservation: float,
-        expected: float,
-        tokens_in: int | None,
-        tokens_out_cap: int | None,
-        first_call: bool,
-        lane: str | None = None,
+        self, shard: int, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> tuple[bool, dict[str, Any]]:
         """:meth:`Limits.admit`, the expected cost priced with the run's largest output (under a
         budget after the probe settled)."""
-        lim = self.limits
+        lim, tokens_in, cap = self.limits, estimate.tokens_in, estimate.tokens_out_cap
         if lim.budget_usd is not None:
             async with lim.cond:
                 await lim.cond.wait_for(
                     lambda: lim.halted or not (lim.settled == 0 and lim.in_flight > 0)
                 )
+        max_out, pricing = self.max_out, self.pricing
         if (
-            self.max_out is not None
+            max_out is not None
+            and pricing is not None
             and tokens_in is not None
-            and tokens_out_cap is not None
-            and self.pricing is not None
+            and cap is not None
         ):
-            expected = float(self.pricing.cost(tokens_in, min(tokens_out_cap, self.max_out)))
-        estimate = CallEstimate(reservation, expected)
+            estimate = replace(estimate, expected=float(pricing.cost(tokens_in, min(cap, max_out))))
         if not await self.limits.admit(estimate, first_call, lane):
             return False, self._state()
         if first_call and self._reserved(lane) and shard in self.unstarted:
             self.unstarted[shard] -= 1
+        reservation = estimate.reservation
         self.held.setdefault(shard, []).append((reservation, lane))
         await self._token()
         if self.limits.halted:  # stopped while this call waited for its token: it does not start
@@ -276,15 +269,7 @@ class RemoteLimits(Limits):
     async def admit(
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> bool:
-        ok, state = await self.actor.admit.remote(
-            self.shard,
-            estimate.reservation,
-            estimate.expected,
-            estimate.tokens_in,
-            estimate.tokens_out_cap,
-            first_call,
-            lane,
-        )
+        ok, state = await self.actor.admit.remote(self.shard, estimate, first_call, lane)
         self._sync(state)
         return bool(ok)
 
@@ -339,9 +324,16 @@ def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
         risks = slice_risks(dataset)
         sampling = ManifestSampling.model_validate(task.sampling) if task.sampling else None
         lanes = plan_lanes(sampling.plan, risks, task.options.budget_usd) if sampling else None
-        planned = PlannedRun(task.partition, cases, risks, run_lineage(judge, dataset, cases))
-        plan = replace(planned, sampling=sampling, lanes=lanes).plan(
-            dataset.sha256, task.sampling_source
+        lineage = run_lineage(judge, dataset, cases)
+        plan = _Plan(
+            task.partition,
+            dataset.sha256,
+            True,
+            lineage,
+            lanes,
+            risks,
+            sampling,
+            task.sampling_source,
         )
         options = replace(task.options, progress=False)
         remote = partial(RemoteLimits, actor, task.index)
@@ -448,13 +440,13 @@ def run_candidate_ray(
     options = replace(options, cache_dir=cache)
     task = _ShardTask(str(Path(candidate).resolve()), str(Path(gold).resolve()), "", options)
     judge, dataset = load_candidate(task.candidate), load_dataset(task.gold)
-    planned, items = plan_partition(
+    plan, items = plan_partition(
         judge, dataset, partition, out, options, None, sampling, sampling_source
     )
     task = replace(
         task,
-        partition=planned.part,
-        sampling=planned.sampling.model_dump(mode="json") if planned.sampling else None,
+        partition=plan.partition,
+        sampling=plan.sampling.model_dump(mode="json") if plan.sampling else None,
         sampling_source=sampling_source,
         out=str(out),
     )
@@ -467,23 +459,17 @@ def run_candidate_ray(
             "resume it without --executor ray, or give this run its own --out directory",
         )
     with run_lock(out):
-        return _drive(judge, dataset.sha256, planned, items, out, task)
+        return _drive(judge, plan, items, out, task)
 
 
 def _drive(
-    judge: Judge,
-    dataset_sha256: str,
-    planned: PlannedRun,
-    items: list[WorkItem],
-    out: Path,
-    task: _ShardTask,
+    judge: Judge, plan: _Plan, items: list[WorkItem], out: Path, task: _ShardTask
 ) -> RunSummary:
     options = task.options
-    plan = planned.plan(dataset_sha256, task.sampling_source)
     manifest = _freeze(judge, items, out, options.repeats, plan)
     by_shard = _freeze_plan(out, manifest, options.shards or 1)
     recorded, units = _read_shards(out, by_shard, items, judge, options.retry_errors)
-    lanes = planned.lanes
+    lanes = plan.lanes
     shard_lanes = (
         ShardLanes(dict(lanes.priority), dict(lanes.holds), units, recorded.lane_spent)
         if lanes is not None
