@@ -394,25 +394,15 @@ async def run_items(
     dataset_sha256: str,
     grid: bool = False,
     lineage: GoldLineage | None = None,
-    lanes: Lanes | None = None,
-    risks: Mapping[str, str | None] | None = None,
-    sampling: ManifestSampling | None = None,
-    sampling_source: str | None = None,
-    limits_factory: Callable[..., Limits] | None = None,
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
     ``partition`` is a label recorded in the manifest and every result (``held_out`` only with
     ``grid``). ``grid``: the items are every case x every repeat (the manifest stores the cases
-    only). ``lanes`` order the items and are admitted by :class:`~._limits.Limits`'s lane rules;
-    ``risks`` (slice -> risk) orders lanes and cost figures; ``sampling`` is the plan record
-    frozen in the manifest. ``limits_factory`` replaces :class:`~._limits.Limits` (e.g. a Ray
-    actor's, :mod:`._ray`).
+    only).
     """
-    plan = _Plan(
-        partition, dataset_sha256, grid, lineage, lanes, risks or {}, sampling, sampling_source
-    )
-    return await run_plan(judge, items, out_dir, _local(options), plan, limits_factory)
+    plan = _Plan(partition, dataset_sha256, grid, lineage, None, {}, None, None)
+    return await run_plan(judge, items, out_dir, _local(options), plan)
 
 
 async def run_plan(

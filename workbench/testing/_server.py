@@ -804,8 +804,7 @@ class FakeLLM:
         special = {"malformed_json": (TRUNCATED_CONTENT, None), "refusal": (None, REFUSAL_TEXT)}
         payload = self._completion(request, *special.get(fault or "", (self._content(reply), None)))
         if fault == "inflated_usage":
-            n = self.inflated_usage_tokens
-            payload["usage"] = {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}
+            payload["usage"] = _usage(self.inflated_usage_tokens, self.inflated_usage_tokens)
         handler._send_json(
             200, payload, extra_headers={"x-request-id": f"req-fake-{request.index}"}
         )
@@ -822,8 +821,8 @@ class FakeLLM:
     ) -> dict[str, Any]:
         n = request.body.get("n", 1)
         n = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
-        prompt_tokens = _tokens(request.prompt)
-        completion_tokens = _tokens(content if content is not None else (refusal or "")) * n
+        tokens_out = _tokens(content if content is not None else (refusal or "")) * n
+        message = {"role": "assistant", "content": content, "refusal": refusal}
         completion: dict[str, Any] = {
             "id": f"chatcmpl-fake-{request.index}",
             "object": "chat.completion",
@@ -831,20 +830,19 @@ class FakeLLM:
             "model": request.model,
             "system_fingerprint": "fake-llm",
             "choices": [
-                {
-                    "index": i,
-                    "message": {"role": "assistant", "content": content, "refusal": refusal},
-                    "logprobs": None,
-                    "finish_reason": "stop",
-                }
+                {"index": i, "message": message, "logprobs": None, "finish_reason": "stop"}
                 for i in range(n)
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": _usage(_tokens(request.prompt), tokens_out),
         }
         if not self.report_usage:
             del completion["usage"]
         return completion
+
+
+def _usage(tokens_in: int, tokens_out: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": tokens_in,
+        "completion_tokens": tokens_out,
+        "total_tokens": tokens_in + tokens_out,
+    }
