@@ -372,18 +372,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError("a candidate spec must not hold secrets", secrets)
     bad = _non_finite(raw, "spec")
     if bad:
-        raise WorkbenchError(
-            "invalid candidate",
-            [
-                problem(
-                    loc,
-                    "non_finite_number",
-                    f"{where[5:]} is {NON_FINITE}",
-                    "write a finite number",
-                )
-                for where in bad
-            ],
-        )
+        fix = "write a finite number"
+        problems = [problem(loc, "non_finite_number", f"{w[5:]} is {NON_FINITE}", fix) for w in bad]
+        raise WorkbenchError("invalid candidate", problems)
     try:
         spec = CandidateSpec.model_validate(raw)
     except ValidationError as exc:
@@ -402,13 +393,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
     expected = spec.label
     if path.stem != expected:
-        raise refusal(
-            "invalid candidate",
-            loc,
-            "candidate_filename",
-            f"file name {path.name!r} does not match name@version {expected!r}",
-            f"rename the file to {expected}.yaml so versions cannot be confused",
-        )
+        message = f"file name {path.name!r} does not match name@version {expected!r}"
+        fix = f"rename the file to {expected}.yaml so versions cannot be confused"
+        raise refusal("invalid candidate", loc, "candidate_filename", message, fix)
     return spec, path
 
 
@@ -521,27 +508,16 @@ def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
     target = directory / f"{spec.name}@{spec.version}.yaml"
     problems: list[Problem] = []
     if target.exists():
-        problems.append(
-            problem(
-                str(target),
-                "version_exists",
-                f"{spec.label} already exists",
-                "candidate versions are immutable: choose a new version",
-            )
-        )
+        fix = "candidate versions are immutable: choose a new version"
+        problems.append(problem(str(target), "version_exists", f"{spec.label} already exists", fix))
     data = spec.model_dump(mode="json", exclude_defaults=True)
     data["schema_version"] = spec.schema_version
     if spec.prompt is not None:
         prompt_rel = f"prompts/{spec.name}@{spec.version}.md"
         if (directory / prompt_rel).exists():
-            problems.append(
-                problem(
-                    str(directory / prompt_rel),
-                    "version_exists",
-                    "the prompt file for this version already exists",
-                    "choose a new version",
-                )
-            )
+            message = "the prompt file for this version already exists"
+            fix = "choose a new version"
+            problems.append(problem(str(directory / prompt_rel), "version_exists", message, fix))
         data.pop("prompt", None)
         data["prompt_file"] = prompt_rel
     if problems:

@@ -82,12 +82,9 @@ def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
     if provider == "ollama":
         return 404, _error_body(f'model "{model}" not found, try pulling it first', "api_error")
     if provider == "litellm":
-        return 400, _error_body(
+        return 400, _litellm_error(
             f"/chat/completions: Invalid model name passed in model={model}. Call `/v1/models` to"
-            " view available models for your key.",
-            "None",
-            "400",
-            "None",
+            " view available models for your key."
         )
     return 404, _error_body(
         f"The model `{model}` does not exist or you do not have access to it.",
@@ -110,12 +107,11 @@ def _unauthorized(provider: str) -> dict[str, Any]:
         "llamacpp": {
             "error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
         },
-        "litellm": _error_body(
+        "litellm": _litellm_error(
             "Authentication Error, Invalid proxy server token passed. Received API Key ="
             " sk-...****, Key Hash (Token) =[REDACTED]",
-            "auth_error",
             "401",
-            "None",
+            "auth_error",
         ),
     }
     default = _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
@@ -124,14 +120,11 @@ def _unauthorized(provider: str) -> dict[str, Any]:
 
 def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
     if provider == "litellm":
-        return _error_body(
+        return _litellm_error(
             "litellm.UnsupportedParamsError: openai does not support parameters:"
             f" ['response_format'], for model={model}. To drop these, set"
             " `litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params:"
-            " true`\n",
-            "None",
-            "400",
-            "None",
+            " true`\n"
         )
     return _error_body(
         "Unrecognized request argument supplied: response_format",
@@ -256,6 +249,10 @@ def _error_body(
     message: str, type_: str, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def _litellm_error(message: str, code: str = "400", type_: str = "None") -> dict[str, Any]:
+    return _error_body(message, type_, code, "None")  # LiteLLM's error: code and param as text
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -626,7 +623,7 @@ class FakeLLM:
     def _refused_key(self) -> tuple[int, dict[str, Any]]:
         """Status and body for a wrong or missing key (LiteLLM without a database: HTTP 400)."""
         if self.emulate == "litellm" and not self.litellm_database:
-            return 400, _error_body("No connected db.", "no_db_connection", "400", "None")
+            return 400, _litellm_error("No connected db.", type_="no_db_connection")
         return 401, _unauthorized(self.emulate)
 
     def _is_chat_path(self, path: str) -> bool:
