@@ -140,13 +140,9 @@ async def aping(spec_path: str | Path) -> PingResult:
     spec, path = load_spec(spec_path)
     judge = build_judge(spec, path)
     if type(judge) is not LLMJudge:
-        raise refusal(
-            "cannot ping this candidate",
-            str(path),
-            "ping_kind",
-            f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}",
-            "ping a ragas-llm candidate that uses the same endpoint, model and params",
-        )
+        message = f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}"
+        fix = "ping a ragas-llm candidate that uses the same endpoint, model and params"
+        raise refusal("cannot ping this candidate", str(path), "ping_kind", message, fix)
     exchange = Exchange()
     token = _CURRENT.set(exchange)
     result: Any = None

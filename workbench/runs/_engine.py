@@ -342,12 +342,10 @@ def plan_partition(
         )
     cases = dataset.partition(part)
     if not cases:
+        message = f"partition {part!r} has no cases"
+        fix = "choose a partition that has cases"
         raise refusal(
-            "empty_partition",
-            str(dataset.gold_path),
-            f"partition {part!r} has no cases",
-            "choose a partition that has cases",
-            summary="nothing to run",
+            "empty_partition", str(dataset.gold_path), message, fix, summary="nothing to run"
         )
     risks = slice_risks(dataset)
     record, lanes = None, None
@@ -453,13 +451,9 @@ class _Plan:
 def _prepare_run_dir(items: list[WorkItem], out: Path, plan: _Plan) -> None:
     """Refuse what cannot run; create the directory."""
     if plan.partition == "held_out" and not plan.grid:
-        raise refusal(
-            "held_out_refused",
-            str(out),
-            "held-out gold is judged only through certification",
-            "use development or calibration",
-            summary="held-out refused",
-        )
+        message = "held-out gold is judged only through certification"
+        fix = "use development or calibration"
+        raise refusal("held_out_refused", str(out), message, fix, summary="held-out refused")
     if plan.partition == "held_out" and plan.sampling is not None:
         raise refusal(
             "sampling_held_out",
@@ -481,13 +475,9 @@ def _prepare_run_dir(items: list[WorkItem], out: Path, plan: _Plan) -> None:
             summary="sharded run directory",
         )
     if not items:
-        raise refusal(
-            "empty_plan",
-            str(out),
-            "there is nothing to judge",
-            "give at least one case",
-            summary="nothing to run",
-        )
+        message = "there is nothing to judge"
+        fix = "give at least one case"
+        raise refusal("empty_plan", str(out), message, fix, summary="nothing to run")
 
 
 @contextmanager
@@ -506,13 +496,10 @@ def run_lock(out: Path) -> Iterator[None]:
             summary="run directory busy",
         ) from None
     except OSError as exc:
-        raise refusal(
-            "run_unwritable",
-            str(RunDir(out).lock),
-            f"cannot lock the run directory ({exc.strerror or type(exc).__name__})",
-            "give a writable --out directory (a locked report's run records are read-only)",
-            summary="run directory not writable",
-        ) from None
+        message = f"cannot lock the run directory ({exc.strerror or type(exc).__name__})"
+        fix = "give a writable --out directory (a locked report's run records are read-only)"
+        summary = "run directory not writable"
+        raise refusal("run_unwritable", str(RunDir(out).lock), message, fix, summary) from None
     try:
         yield
     finally:

@@ -370,12 +370,9 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
         try:
             existing = ShardPlan.model_validate(read_json_file(path))
         except (OSError, ValueError) as exc:
-            raise refusal(
-                "shards_invalid",
-                str(path),
-                f"the shard plan cannot be read ({str(exc)[:120]})",
-                "restore shards.json or run into a new --out directory",
-            ) from None
+            message = f"the shard plan cannot be read ({str(exc)[:120]})"
+            fix = "restore shards.json or run into a new --out directory"
+            raise refusal("shards_invalid", str(path), message, fix) from None
         if existing.shards != shards:
             raise refusal(
                 "shards_changed",
@@ -385,12 +382,9 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
                 f"resume with --shards {existing.shards}, or run into a new --out directory",
             )
         if existing != plan:
-            raise refusal(
-                "shards_changed",
-                str(path),
-                "the shard plan does not match this run's manifest",
-                "restore shards.json or run into a new --out directory",
-            )
+            message = "the shard plan does not match this run's manifest"
+            fix = "restore shards.json or run into a new --out directory"
+            raise refusal("shards_changed", str(path), message, fix)
     else:
         atomic_write_json(path, plan.model_dump(mode="json"))
     for index, cases in enumerate(by_shard):
@@ -419,19 +413,12 @@ def run_candidate_ray(
     together; ``sampling`` as for :func:`~._engine.run_candidate`. Held-out data is refused.
     """
     if options.check().executor != "ray":
-        raise refusal(
-            "executor_mismatch",
-            "executor",
-            f"run_candidate_ray runs the Ray executor, not {options.executor!r}",
-            "pass RunOptions(executor='ray', shards=N), or run locally with run_candidate",
-        )
+        message = f"run_candidate_ray runs the Ray executor, not {options.executor!r}"
+        fix = "pass RunOptions(executor='ray', shards=N), or run locally with run_candidate"
+        raise refusal("executor_mismatch", "executor", message, fix)
     if not ray_available():
-        raise refusal(
-            "ray_missing",
-            "--executor ray",
-            RAY_MISSING,
-            "install the extra, or run with --executor local",
-        )
+        fix = "install the extra, or run with --executor local"
+        raise refusal("ray_missing", "--executor ray", RAY_MISSING, fix)
     out = Path(out_dir).resolve()
     cache = options.cache_dir  # one absolute path every worker uses (False: no cache)
     cache = (
@@ -452,12 +439,9 @@ def run_candidate_ray(
     )
     out.mkdir(parents=True, exist_ok=True)
     if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
-        raise refusal(
-            "executor_mismatch",
-            str(out),
-            "this run directory holds a run of the local executor",
-            "resume it without --executor ray, or give this run its own --out directory",
-        )
+        message = "this run directory holds a run of the local executor"
+        fix = "resume it without --executor ray, or give this run its own --out directory"
+        raise refusal("executor_mismatch", str(out), message, fix)
     with run_lock(out):
         return _drive(judge, plan, items, out, task)
 
