@@ -29,15 +29,7 @@ from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess
-from ..judges import (
-    CaseRef,
-    HoldsResources,
-    Judge,
-    JudgeInput,
-    ModelJudge,
-    NotAvailable,
-    Verdict,
-)
+from ..judges import CaseRef, HoldsResources, Judge, JudgeInput, ModelJudge, NotAvailable, Verdict
 from ..results import (
     RESULT_SCHEMA_VERSION,
     JudgeResult,

@@ -40,12 +40,7 @@ class LineProgress:
     """Plain-text progress: one line each time another 10% of ``total`` is done, and at the end."""
 
     def __init__(
-        self,
-        *,
-        total: int,
-        initial: int = 0,
-        label: str = "",
-        stream: TextIO | None = None,
+        self, *, total: int, initial: int = 0, label: str = "", stream: TextIO | None = None
     ) -> None:
         self.total = total
         self.n = initial
