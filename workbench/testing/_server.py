@@ -702,37 +702,36 @@ class FakeLLM:
             self._next_index += 1
         body = _json_object(raw)
 
-        def record(reply: Reply, status: int) -> RecordedCall:
+        def record(reply: Reply, status: int, wait: bool = True) -> RecordedCall:
+            """Record the call, then wait its latency (``wait``)."""
             call = RecordedCall(
                 index, path, body, headers, authorized, reply, status, query, auth_headers
             )
             self._record(call)
+            if wait:
+                self._wait(reply)
             return call
 
         if authorized is False:
             status, payload = self._refused_key()
-            reply = Reply(value=None, reason="missing or wrong API key", fault="http_401")
-            record(reply, status)
-            self._wait(reply)
+            record(Reply(value=None, reason="missing or wrong API key", fault="http_401"), status)
             handler._send_json(status, payload)
             return
         problem = _invalid_request(body, raw)
         if problem is not None:
-            record(Reply(value=None, reason=problem, fault="http_400"), 400)
+            record(Reply(value=None, reason=problem, fault="http_400"), 400, wait=False)
             handler._send_json(400, _error_body(problem, "invalid_request_error"))
             return
         assert body is not None
         emulated = self._emulation_error(handler, path, body)
         if emulated is not None:
             status, payload = emulated
-            record(Reply(value=None, reason=json.dumps(payload)[:300]), status)
+            record(Reply(value=None, reason=json.dumps(payload)[:300]), status, wait=False)
             handler._send_json(status, payload)
             return
         messages = [m for m in body["messages"] if isinstance(m, dict)]
         prompt = "\n\n".join(_message_text(m.get("content")) for m in messages)
-        request = ChatRequest(
-            body=body, prompt=prompt, messages=messages, model=body["model"], index=index
-        )
+        request = ChatRequest(body, prompt, messages, body["model"], index)
         self._respond(handler, request, self._choose(request), record)
 
     def _choose(self, request: ChatRequest) -> Reply:
@@ -764,12 +763,11 @@ class FakeLLM:
         handler: _Handler,
         request: ChatRequest,
         reply: Reply,
-        record: Callable[[Reply, int], RecordedCall],
+        record: Callable[[Reply, int], RecordedCall],  # records, then waits the reply's latency
     ) -> None:
         fault = reply.fault
         if fault == "disconnect":
             record(reply, 0)
-            self._wait(reply)
             handler.close_connection = True
             with contextlib.suppress(OSError):
                 handler.connection.shutdown(socket.SHUT_RDWR)
@@ -782,13 +780,11 @@ class FakeLLM:
                 message = reply.reason
             extra = {"Retry-After": f"{self.retry_after_s:g}"} if fault == "http_429" else None
             record(reply, status)
-            self._wait(reply)
             handler._send_json(status, _error_body(message, type_, code), extra_headers=extra)
             return
 
         if fault == "hang":
             pending = record(reply, 0)
-            self._wait(reply)
             if self._stopping.wait(self.hang_s):
                 handler.close_connection = True  # abandoned: stop() was called
                 return
@@ -797,14 +793,11 @@ class FakeLLM:
             return
 
         record(reply, 200)
-        self._wait(reply)
         special = {"malformed_json": (TRUNCATED_CONTENT, None), "refusal": (None, REFUSAL_TEXT)}
         payload = self._completion(request, *special.get(fault or "", (self._content(reply), None)))
         if fault == "inflated_usage":
             payload["usage"] = _usage(self.inflated_usage_tokens, self.inflated_usage_tokens)
-        handler._send_json(
-            200, payload, extra_headers={"x-request-id": f"req-fake-{request.index}"}
-        )
+        handler._send_json(200, payload, {"x-request-id": f"req-fake-{request.index}"})
 
     def _content(self, reply: Reply) -> str:
         """Bare JSON, or prose around a fenced block when the server has no JSON mode."""
