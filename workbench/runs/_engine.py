@@ -234,13 +234,8 @@ def _cost(rows: list[dict[str, Any]]) -> float:
 
 
 def _observed_outputs(rows: list[dict[str, Any]]) -> list[int]:
-    return [
-        int(r["tokens_out"])
-        for r in rows
-        if r.get("tokens_out")
-        and r.get("tokens_in") is not None
-        and not r.get("cached_from_run_id")
-    ]
+    called = [r for r in rows if r.get("tokens_in") is not None and not r.get("cached_from_run_id")]
+    return [int(r["tokens_out"]) for r in called if r.get("tokens_out")]
 
 
 @dataclass
