@@ -252,7 +252,9 @@ class LLMJudge:
         # as run.json and messages name it: no query string or user information
         default = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.endpoint_url: str = public_url(_recordable_url(self.base_url or default)) or ""
-        problems += url_problems + self._key_problems(loc)
+        problems += url_problems
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            problems.append(_problem(loc, "api_key_missing", name=self.api_key_env))
         problems += self._secret_problems(spec, template, loc)
         if problems:
             raise WorkbenchError("invalid candidate", problems)
@@ -303,12 +305,6 @@ class LLMJudge:
             problems.append(_problem(loc, "prompt_no_response", required=required))
         return problems
 
-    def _key_problems(self, loc: str) -> list[Problem]:
-        name = self.api_key_env
-        if not name or os.environ.get(name):
-            return []
-        return [_problem(loc, "api_key_missing", name=name)]
-
     def _secret_problems(self, spec: CandidateSpec, template: str, loc: str) -> list[Problem]:
         """Secrets in the prompt file, or the key's own value anywhere in the spec."""
         found = (
@@ -332,10 +328,6 @@ class LLMJudge:
         """Values that must never be recorded (the API key)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return [key] if key else []
-
-    @property
-    def display_url(self) -> str:
-        return self.endpoint_url
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
         from ragas.metrics import DiscreteMetric
@@ -513,7 +505,7 @@ class LLMJudge:
     async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: Exchange) -> Verdict:
         import openai
 
-        url = self.display_url
+        url = self.endpoint_url
         failed: tuple[str, str, bool, str | None]
         try:
             llm = self._llm()

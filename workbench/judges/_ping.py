@@ -189,7 +189,7 @@ def _assess(
     import openai
 
     spec = judge.spec
-    url = redact(exchange.urls[0], judge.secrets()) if exchange.urls else judge.display_url
+    url = redact(exchange.urls[0], judge.secrets()) if exchange.urls else judge.endpoint_url
     found = _Findings(judge, exchange, url)
     last = exchange.responses[-1] if exchange.responses else None
     status = last["status"] if last else None
@@ -204,7 +204,7 @@ def _assess(
     elif isinstance(error, openai.APIConnectionError):
         _connection_problem(error, url, _url_source(spec), found.problem)
     elif isinstance(error, openai.APIStatusError):
-        _status_problem(error, spec, url or judge.display_url, json_asked, found.problem)
+        _status_problem(error, spec, url or judge.endpoint_url, json_asked, found.problem)
         if error.status_code == 400 and json_asked:
             found.honoured = False if _JSON_MODE_REFUSED.search(status_text(error)) else None
     else:
