@@ -78,7 +78,6 @@ _PART = ConfigDict(
 
 
 def _omit(data: Any, defaults: dict[str, Any]) -> Any:
-    """A model's dump without the fields that hold their ``defaults``."""
     if isinstance(data, dict):
         for name, default in defaults.items():
             if name in data and data[name] == default:

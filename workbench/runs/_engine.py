@@ -498,7 +498,6 @@ def endpoint_of(judge: Judge) -> str | None:
 
 
 def _secrets(judge: Judge) -> list[str]:
-    """Values to redact from the run's records."""
     found = list(judge.secrets()) if isinstance(judge, ModelJudge) else []
     env = judge.spec.endpoint.api_key_env
     if env and os.environ.get(env):

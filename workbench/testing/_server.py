@@ -494,7 +494,6 @@ class FakeLLM:
         self._thread: threading.Thread | None = None
 
     def _check_provider(self) -> None:
-        """Raise ``ValueError`` for a provider emulation that cannot be."""
         for name, value, known in (
             ("provider", self.emulate, PROVIDERS),
             ("json_mode", self.json_mode, JSON_MODES),
