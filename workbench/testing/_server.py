@@ -66,6 +66,11 @@ _NO_DEPLOYMENT = (
     "The API deployment for this resource does not exist. If you created the deployment within"
     " the last 5 minutes, please wait a moment and try again."
 )
+_AZURE_BAD_KEY = (
+    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a"
+    " valid key for an active subscription and use a correct regional API endpoint for your"
+    " resource."
+)
 _PROSE_BEFORE = "Sure. Here is my assessment of the response.\n\n```json\n"
 _PROSE_AFTER = "\n```\n\nLet me know if you need anything else."
 
@@ -95,14 +100,7 @@ def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
 
 def _unauthorized(provider: str) -> dict[str, Any]:
     bodies: dict[str, dict[str, Any]] = {
-        "azure": {
-            "error": {
-                "code": "401",
-                "message": "Access denied due to invalid subscription key or wrong API endpoint."
-                " Make sure to provide a valid key for an active subscription and use a correct"
-                " regional API endpoint for your resource.",
-            }
-        },
+        "azure": {"error": {"code": "401", "message": _AZURE_BAD_KEY}},
         "vllm": {"error": "Unauthorized"},
         "llamacpp": {
             "error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
