@@ -657,6 +657,7 @@ def test_a_dead_shards_unstarted_reserved_units_do_not_block_other_shards_lower_
     releasing it lets shard 1 go on instead of waiting forever."""
     import asyncio
 
+    from workbench.runs._limits import CallEstimate
     from workbench.runs._ray import GlobalLimits, ShardLanes
 
     async def scenario() -> list[str]:
@@ -670,7 +671,7 @@ def test_a_dead_shards_unstarted_reserved_units_do_not_block_other_shards_lower_
         order: list[str] = []
 
         async def call(shard: int, lane: str, name: str) -> None:
-            ok, _ = await actor.admit(shard, 0.1, 0.1, None, None, True, lane)
+            ok, _ = await actor.admit(shard, CallEstimate(0.1, 0.1), True, lane)
             assert ok
             order.append(name)
             await actor.settle(shard, 0.1, 0.1, True, None, None, None, lane)

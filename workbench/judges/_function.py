@@ -47,41 +47,31 @@ def import_metric(
 
 def _metric_problems(spec: CandidateSpec, metric: Any, loc: str) -> list[Problem]:
     allowed = getattr(metric, "allowed_values", None)
+    unknown = [v for v in allowed if v not in spec.labels] if isinstance(allowed, list) else []
     if not hasattr(metric, "ascore") or not isinstance(allowed, list | tuple):
-        return [
-            problem(
-                loc,
-                "function_not_metric",
-                f"{spec.function!r} is not a Ragas discrete or numeric metric",
-                "decorate the function with ragas.metrics.discrete_metric(allowed_values=[...])"
-                " or numeric_metric(allowed_values=(low, high))",
-            )
-        ]
-    if isinstance(allowed, tuple):  # a numeric metric: scores need a threshold
-        return (
-            []
-            if spec.threshold is not None
-            else [
-                problem(
-                    loc,
-                    "threshold_missing",
-                    f"{spec.function!r} returns scores; the candidate needs a threshold to turn"
-                    " them into labels",
-                    "add threshold: {value: ..., pass_if: at_least, pass_label: pass, fail_label:"
-                    " fail}; choose the value on the calibration partition",
-                )
-            ]
+        found = (
+            "function_not_metric",
+            f"{spec.function!r} is not a Ragas discrete or numeric metric",
+            "decorate the function with ragas.metrics.discrete_metric(allowed_values=[...]) or"
+            " numeric_metric(allowed_values=(low, high))",
         )
-    unknown = [v for v in allowed if v not in spec.labels]
-    return [
-        problem(
-            loc,
+    elif isinstance(allowed, tuple) and spec.threshold is None:  # scores need a threshold
+        found = (
+            "threshold_missing",
+            f"{spec.function!r} returns scores; the candidate needs a threshold to turn them into"
+            " labels",
+            "add threshold: {value: ..., pass_if: at_least, pass_label: pass, fail_label: fail};"
+            " choose the value on the calibration partition",
+        )
+    elif unknown:
+        found = (
             "labels_mismatch",
             f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}",
             "make the metric's allowed_values a subset of the spec's labels",
         )
-        for _ in unknown[:1]
-    ]
+    else:
+        return []
+    return [problem(loc, *found)]
 
 
 class FunctionJudge:

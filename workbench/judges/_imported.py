@@ -30,24 +30,16 @@ class ImportedJudge:
         self.spec = spec
         loc = str(spec_path)
         if not spec.results:
-            raise refusal(
-                "invalid candidate",
-                loc,
-                "results_missing",
-                "an imported candidate needs results: <path to results.jsonl>",
-                "point results at a judge-result file, relative to the spec",
-            )
+            message = "an imported candidate needs results: <path to results.jsonl>"
+            fix = "point results at a judge-result file, relative to the spec"
+            raise refusal("invalid candidate", loc, "results_missing", message, fix)
         self.results_path = (spec_path.parent / spec.results).resolve()
         lines = read_results(self.results_path)  # raises with every contract violation
         fingerprints = {line.result.judge_fingerprint for line in lines}
         if len(fingerprints) > 1:
-            raise refusal(
-                "invalid candidate",
-                str(self.results_path),
-                "mixed_judges",
-                f"the file holds results of {len(fingerprints)} judges",
-                "import one judge per candidate; split the file by judge_fingerprint",
-            )
+            message = f"the file holds results of {len(fingerprints)} judges"
+            fix = "import one judge per candidate; split the file by judge_fingerprint"
+            raise refusal("invalid candidate", str(self.results_path), "mixed_judges", message, fix)
         self._latest: dict[tuple[str, int], tuple[int, JudgeResult]] = {}
         self.lineages: Counter[tuple[str | None, str | None]] = Counter()  # (dataset, rubric)
         for line in lines:

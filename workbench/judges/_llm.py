@@ -90,52 +90,90 @@ async def _on_response(response: Any) -> None:
     )
 
 
+_PROBLEMS: dict[str, tuple[str, str]] = {
+    "prompt_file_outside": (
+        "prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder {folder}",
+        "keep the prompt file in the spec's folder or below it (no '..', absolute paths or"
+        " symlinks out), so the spec and its prompt are versioned together",
+    ),
+    "prompt_file_missing": (
+        "prompt_file {prompt_file!r} does not exist",
+        "create the prompt file next to the spec or correct the path",
+    ),
+    "base_url_env_invalid": (
+        "endpoint.base_url_env: {exc}",
+        "export {name}=http://HOST:PORT/v1, or unset it to use endpoint.base_url",
+    ),
+    "base_url_unset": (
+        "endpoint.base_url_env names ${name}, which is not set, and the spec has no base_url:"
+        " there is no endpoint to call",
+        "export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench fake-llm"
+        " --port 0 --export {name} -- COMMAND`, or serve_demo_llm() / serve_ranking_llm() /"
+        " workbench.demo.noise.serve() in a notebook)",
+    ),
+    "model_missing": (
+        "a ragas-llm candidate needs a model",
+        "set model: to the evaluator model name the endpoint serves",
+    ),
+    "prompt_missing": (
+        "give exactly one of prompt (inline) or prompt_file",
+        "put the judge prompt template inline under prompt:, or in a file named by prompt_file:",
+    ),
+    "prompt_invalid": (
+        "the prompt template is not a valid format string ({exc})",
+        "double literal braces: {{{{ and }}}}",
+    ),
+    "prompt_placeholder_syntax": (
+        "the prompt uses {malformed}: only bare {{name}} placeholders are allowed (no format"
+        " specs, conversions, attribute or index access)",
+        "write placeholders as {{response}}, {{user_input}} ...; double literal braces: {{{{ and"
+        " }}}}",
+    ),
+    "prompt_placeholder": (
+        "the prompt uses {unknown}, which are not judge-visible fields",
+        "use only {allowed}; labels and reviews can never reach a prompt",
+    ),
+    "prompt_no_response": (
+        "the prompt never shows {{{required}}}, the thing under judgment",
+        "add {{{required}}} to the prompt template",
+    ),
+    "api_key_missing": (
+        "the environment variable {name} is not set",
+        "export {name}=<your key> (keys are read from the environment and never written to any"
+        " file)",
+    ),
+}
+"""code -> (message, fix) of the problems a ragas-llm spec can have, ``str.format`` templates."""
+
+
+def _problem(loc: str, code: str, **fields: Any) -> Problem:
+    message, fix = _PROBLEMS[code]
+    return problem(loc, code, message.format(**fields), fix.format(**fields))
+
+
 def _placeholders(template: str) -> tuple[list[str], list[str]]:
     """``(bare names, malformed placeholders)`` of a ``str.format`` template: only ``{name}`` is
     allowed (no specs, conversions, attribute, index or positional fields)."""
     names: list[str] = []
     malformed: list[str] = []
     for _, name, spec, conversion in string.Formatter().parse(template):
-        if name is None:
-            continue
-        if name.isidentifier() and not spec and conversion is None:
+        if name is not None and name.isidentifier() and not spec and conversion is None:
             names.append(name)
-        else:
-            malformed.append(
-                "{"
-                + name
-                + (f"!{conversion}" if conversion else "")
-                + (f":{spec}" if spec else "")
-                + "}"
-            )
+        elif name is not None:
+            conversion = f"!{conversion}" if conversion else ""
+            malformed.append(f"{{{name}{conversion}{f':{spec}' if spec else ''}}}")
     return names, list(dict.fromkeys(malformed))
 
 
 def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Problem]]:
     """The prompt template named by ``prompt_file``, inside the spec's folder tree."""
-    loc = str(spec_path)
-    folder = spec_path.parent.resolve()
+    loc, folder = str(spec_path), spec_path.parent.resolve()
     target = (spec_path.parent / prompt_file).resolve()  # follows symlinks and '..'
     if not target.is_relative_to(folder):
-        return "", [
-            problem(
-                loc,
-                "prompt_file_outside",
-                f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder"
-                f" {folder}",
-                "keep the prompt file in the spec's folder or below it (no '..', absolute paths"
-                " or symlinks out), so the spec and its prompt are versioned together",
-            )
-        ]
+        fields = {"prompt_file": prompt_file, "target": target, "folder": folder}
+        return "", [_problem(loc, "prompt_file_outside", **fields)]
     if not target.exists():
-        return "", [
-            problem(
-                loc,
-                "prompt_file_missing",
-                f"prompt_file {prompt_file!r} does not exist",
-                "create the prompt file next to the spec or correct the path",
-            )
-        ]
+        return "", [_problem(loc, "prompt_file_missing", prompt_file=prompt_file)]
     try:
         data = read_bounded(target, fix="point prompt_file at a text file")
     except WorkbenchError as exc:
@@ -143,13 +181,9 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
     try:
         return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
+        message = f"the prompt file is not valid UTF-8 (byte {exc.start})"
         return "", [
-            problem(
-                str(target),
-                "prompt_encoding",
-                f"the prompt file is not valid UTF-8 (byte {exc.start})",
-                "save the prompt file as UTF-8",
-            )
+            problem(str(target), "prompt_encoding", message, "save the prompt file as UTF-8")
         ]
 
 
@@ -188,33 +222,14 @@ def _tls_context(cert_file: str, cert_dir: str) -> Any:
 def _base_url(spec: CandidateSpec, loc: str) -> tuple[str | None, list[Problem]]:
     """The base URL the judge calls, or why there is none (a named URL variable that is unset and
     no base_url never falls back to the client's default)."""
-    endpoint = spec.endpoint
+    name = spec.endpoint.base_url_env
     try:
-        url = endpoint.resolved_base_url()
+        url = spec.endpoint.resolved_base_url()
     except ValueError as exc:
-        return None, [
-            problem(
-                loc,
-                "base_url_env_invalid",
-                f"endpoint.base_url_env: {exc}",
-                f"export {endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use"
-                " endpoint.base_url",
-            )
-        ]
-    name = endpoint.base_url_env
+        return None, [_problem(loc, "base_url_env_invalid", exc=exc, name=name)]
     if not name or url is not None:
         return url, []
-    return None, [
-        problem(
-            loc,
-            "base_url_unset",
-            f"endpoint.base_url_env names ${name}, which is not set, and the spec has no"
-            " base_url: there is no endpoint to call",
-            f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench"
-            f" fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() /"
-            " serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)",
-        )
-    ]
+    return None, [_problem(loc, "base_url_unset", name=name)]
 
 
 class LLMJudge:
@@ -237,7 +252,9 @@ class LLMJudge:
         # as run.json and messages name it: no query string or user information
         default = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.endpoint_url: str = public_url(_recordable_url(self.base_url or default)) or ""
-        problems += url_problems + self._key_problems(loc)
+        problems += url_problems
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            problems.append(_problem(loc, "api_key_missing", name=self.api_key_env))
         problems += self._secret_problems(spec, template, loc)
         if problems:
             raise WorkbenchError("invalid candidate", problems)
@@ -258,27 +275,9 @@ class LLMJudge:
     ) -> tuple[str, list[str], list[Problem]]:
         """The prompt template, its placeholders, and every problem with model and prompt."""
         loc = str(spec_path)
-
-        problems: list[Problem] = []
-        if not spec.model:
-            problems.append(
-                problem(
-                    loc,
-                    "model_missing",
-                    "a ragas-llm candidate needs a model",
-                    "set model: to the evaluator model name the endpoint serves",
-                )
-            )
+        problems = [] if spec.model else [_problem(loc, "model_missing")]
         if self.needs_prompt and bool(spec.prompt) == bool(spec.prompt_file):
-            problems.append(
-                problem(
-                    loc,
-                    "prompt_missing",
-                    "give exactly one of prompt (inline) or prompt_file",
-                    "put the judge prompt template inline under prompt:, or in a file named by"
-                    " prompt_file:",
-                )
-            )
+            problems.append(_problem(loc, "prompt_missing"))
         template = spec.prompt or ""
         if spec.prompt_file:
             template, file_problems = _read_prompt_file(spec_path, spec.prompt_file)
@@ -286,69 +285,25 @@ class LLMJudge:
         try:
             used, malformed = _placeholders(template)
         except ValueError as exc:
-            problems.append(
-                problem(
-                    loc,
-                    "prompt_invalid",
-                    f"the prompt template is not a valid format string ({exc})",
-                    "double literal braces: {{ and }}",
-                )
-            )
-            return template, [], problems
+            return template, [], [*problems, _problem(loc, "prompt_invalid", exc=exc)]
         return template, used, problems + self._placeholder_problems(template, used, malformed, loc)
 
     def _placeholder_problems(
         self, template: str, used: list[str], malformed: list[str], loc: str
     ) -> list[Problem]:
-        problems: list[Problem] = []
+        problems = []
         if malformed:
             problems.append(
-                problem(
-                    loc,
-                    "prompt_placeholder_syntax",
-                    f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders"
-                    " are allowed (no format specs, conversions, attribute or index access)",
-                    "write placeholders as {response}, {user_input} ...; double literal braces:"
-                    " {{ and }}",
-                )
+                _problem(loc, "prompt_placeholder_syntax", malformed=", ".join(malformed))
             )
         unknown = sorted(set(used) - self.allowed_placeholders)
         if unknown:
-            problems.append(
-                problem(
-                    loc,
-                    "prompt_placeholder",
-                    f"the prompt uses {unknown}, which are not judge-visible fields",
-                    "use only "
-                    + ", ".join(sorted(self.allowed_placeholders))
-                    + "; labels and reviews can never reach a prompt",
-                )
-            )
+            allowed = ", ".join(sorted(self.allowed_placeholders))
+            problems.append(_problem(loc, "prompt_placeholder", unknown=unknown, allowed=allowed))
         required = self.required_placeholder
         if required and required not in used and not problems and template:
-            problems.append(
-                problem(
-                    loc,
-                    "prompt_no_response",
-                    f"the prompt never shows {{{required}}}, the thing under judgment",
-                    f"add {{{required}}} to the prompt template",
-                )
-            )
+            problems.append(_problem(loc, "prompt_no_response", required=required))
         return problems
-
-    def _key_problems(self, loc: str) -> list[Problem]:
-        name = self.api_key_env
-        if not name or os.environ.get(name):
-            return []
-        return [
-            problem(
-                loc,
-                "api_key_missing",
-                f"the environment variable {name} is not set",
-                f"export {name}=<your key> (keys are read from the environment and never"
-                " written to any file)",
-            )
-        ]
 
     def _secret_problems(self, spec: CandidateSpec, template: str, loc: str) -> list[Problem]:
         """Secrets in the prompt file, or the key's own value anywhere in the spec."""
@@ -373,10 +328,6 @@ class LLMJudge:
         """Values that must never be recorded (the API key)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return [key] if key else []
-
-    @property
-    def display_url(self) -> str:
-        return self.endpoint_url
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
         from ragas.metrics import DiscreteMetric
@@ -512,6 +463,7 @@ class LLMJudge:
             )
         api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
         endpoint = self.spec.endpoint
+        common: dict[str, Any] = {"api_key": api_key, "max_retries": 0, "http_client": http_client}
         client: AsyncOpenAI
         if endpoint.provider == "azure":
             from openai import AsyncAzureOpenAI
@@ -520,19 +472,11 @@ class LLMJudge:
                 azure_endpoint=cast(str, self.base_url),
                 azure_deployment=endpoint.deployment,
                 api_version=endpoint.api_version,
-                api_key=api_key,
-                max_retries=0,
                 timeout=endpoint.timeout_s,
-                http_client=http_client,
+                **common,
             )
         else:
-            client = AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=api_key,
-                max_retries=0,
-                timeout=endpoint.timeout_s,
-                http_client=http_client,
-            )
+            client = AsyncOpenAI(base_url=self.base_url, timeout=endpoint.timeout_s, **common)
         # one instructor attempt per call: the engine retries, backs off and records
         params = {**self.spec.params, "max_retries": 1}
         llm: Any = llm_factory(self.spec.model or "", provider="openai", client=client, **params)
@@ -550,20 +494,18 @@ class LLMJudge:
         self._client_loop = None
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
-        exchange = Exchange()
-        token = _CURRENT.set(exchange)
+        token = _CURRENT.set(exchange := Exchange())
         try:
-            verdict = await self._call(judge_input, ref, exchange)
+            return await self._call(judge_input, ref, exchange)
         finally:
             _CURRENT.reset(token)
-        return verdict
 
     guard_calls: int = 2  # sequential model calls one score may make (the guard timeout)
 
     async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: Exchange) -> Verdict:
         import openai
 
-        url = self.display_url
+        url = self.endpoint_url
         failed: tuple[str, str, bool, str | None]
         try:
             llm = self._llm()
@@ -635,16 +577,15 @@ class LLMJudge:
         first, *more = exchange.requests
         return {**first, "follow_up_requests": more} if more and isinstance(first, dict) else first
 
-    def _verdict(self, exchange: Exchange, **kw: Any) -> Verdict:
+    def _recorded(self, exchange: Exchange) -> dict[str, Any]:
         tokens_in, tokens_out = self._usage(exchange)
+        request = self._wire_request(exchange)
+        return {"tokens_in": tokens_in, "tokens_out": tokens_out, "rendered_request": request}
+
+    def _verdict(self, exchange: Exchange, **kw: Any) -> Verdict:
         if isinstance(kw.get("reason"), str):
             kw["reason"] = redact(kw["reason"], self.secrets())
-        return Verdict(
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            rendered_request=self._wire_request(exchange),
-            **kw,
-        )
+        return Verdict(**self._recorded(exchange), **kw)
 
     def _failed(
         self,
@@ -655,14 +596,11 @@ class LLMJudge:
         retryable: bool = False,
         endpoint_failure: str | None = None,
     ) -> Verdict:
-        tokens_in, tokens_out = self._usage(exchange)
         after = [r["retry_after"] for r in exchange.responses if r.get("retry_after")]
         return Verdict.failed(
             kind,
             redact(message, self.secrets()),
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            rendered_request=self._wire_request(exchange),
+            **self._recorded(exchange),
             retryable=retryable,
             retry_after_s=_seconds(after[-1]) if after else None,
             endpoint_failure=endpoint_failure,
@@ -687,10 +625,8 @@ def loose_json(content: str | None) -> Any:
 
 
 def _no_reason(value: Any) -> tuple[str, str]:
-    message = (
-        f"the judge answered {value!r} with an empty or missing reason; a verdict must state why"
-    )
-    return "missing_reason", message
+    why = f"the judge answered {value!r} with an empty or missing reason; a verdict must state why"
+    return "missing_reason", why
 
 
 def _assistant_message(body: Any) -> dict[str, Any] | None:

@@ -46,39 +46,27 @@ PING_INPUT = JudgeInput(
     retrieved_contexts=["Paris is the capital and most populous city of France."],
 )
 
-PING_CODES: dict[str, str] = {
-    "dns_failure": "the endpoint's host name does not resolve",
-    "connection_refused": "nothing accepts connections at the endpoint's host and port",
-    "connection_failed": (
-        "the connection failed or was dropped before an answer (TLS, reset, unreachable)"
-    ),
-    "timeout": "no answer within endpoint.timeout_s",
-    "unauthorized": "the key was refused: HTTP 401, or another 4xx whose body speaks of the key",
-    "forbidden": "HTTP 403: the key may not use this model or deployment",
-    "proxy_config": (
-        "a proxy refused the call from its own configuration, before any model (LiteLLM's \"No"
-        ' connected db" for a key it cannot check, a budget, a team)'
-    ),
-    "model_not_found": "the endpoint does not serve the model (or Azure deployment) named",
-    "endpoint_not_found": "HTTP 404 for the path itself: the base URL is wrong",
-    "no_json_mode": (
-        "JSON mode was asked for and refused (HTTP 400) or ignored (prose around the JSON)"
-    ),
-    "rate_limited": "HTTP 429",
-    "server_error": "HTTP 5xx",
-    "bad_request": "another HTTP 4xx",
-    "refusal": "the model refused to answer",
-    "unparseable": "the answer is not the {reason, value} JSON the metric parses",
-    "label_not_allowed": "the answer parsed, but its value is not one of the candidate's labels",
-    "missing_reason": (
-        "the answer parsed, but its reason is empty or missing: a run records it as an evaluator"
-        " error (missing_reason), never a verdict"
-    ),
-    "usage_missing": (
-        "the answer reports no token usage, so its cost under a non-zero price table is unknown"
-    ),
-}
-"""Every problem code a ping can report, with its meaning."""
+PING_CODES: tuple[str, ...] = (
+    "dns_failure",
+    "connection_refused",
+    "connection_failed",
+    "timeout",
+    "unauthorized",
+    "forbidden",
+    "proxy_config",
+    "model_not_found",
+    "endpoint_not_found",
+    "no_json_mode",
+    "rate_limited",
+    "server_error",
+    "bad_request",
+    "refusal",
+    "unparseable",
+    "label_not_allowed",
+    "missing_reason",
+    "usage_missing",
+)
+"""Every problem code a ping can report (their meanings: docs/endpoints.md, "Problem codes")."""
 
 _REFUSAL_FIX = "use a model that answers evaluation prompts, or review the prompt template"
 _REASON_FIX = (
@@ -152,13 +140,9 @@ async def aping(spec_path: str | Path) -> PingResult:
     spec, path = load_spec(spec_path)
     judge = build_judge(spec, path)
     if type(judge) is not LLMJudge:
-        raise refusal(
-            "cannot ping this candidate",
-            str(path),
-            "ping_kind",
-            f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}",
-            "ping a ragas-llm candidate that uses the same endpoint, model and params",
-        )
+        message = f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}"
+        fix = "ping a ragas-llm candidate that uses the same endpoint, model and params"
+        raise refusal("cannot ping this candidate", str(path), "ping_kind", message, fix)
     exchange = Exchange()
     token = _CURRENT.set(exchange)
     result: Any = None
@@ -205,7 +189,7 @@ def _assess(
     import openai
 
     spec = judge.spec
-    url = redact(exchange.urls[0], judge.secrets()) if exchange.urls else judge.display_url
+    url = redact(exchange.urls[0], judge.secrets()) if exchange.urls else judge.endpoint_url
     found = _Findings(judge, exchange, url)
     last = exchange.responses[-1] if exchange.responses else None
     status = last["status"] if last else None
@@ -220,7 +204,7 @@ def _assess(
     elif isinstance(error, openai.APIConnectionError):
         _connection_problem(error, url, _url_source(spec), found.problem)
     elif isinstance(error, openai.APIStatusError):
-        _status_problem(error, spec, url or judge.display_url, json_asked, found.problem)
+        _status_problem(error, spec, url or judge.endpoint_url, json_asked, found.problem)
         if error.status_code == 400 and json_asked:
             found.honoured = False if _JSON_MODE_REFUSED.search(status_text(error)) else None
     else:

@@ -208,13 +208,9 @@ def available_kinds() -> list[str]:
 def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     entry = _KINDS.get(kind)
     if entry is None:
-        raise refusal(
-            "unknown judge kind",
-            str(spec_path),
-            "unknown_kind",
-            f"unknown judge kind {kind!r}",
-            "use one of " + ", ".join(available_kinds()),
-        )
+        message = f"unknown judge kind {kind!r}"
+        fix = "use one of " + ", ".join(available_kinds())
+        raise refusal("unknown judge kind", str(spec_path), "unknown_kind", message, fix)
     if not isinstance(entry.target, str):
         return entry.target
     module, _, attribute = entry.target.partition(":")

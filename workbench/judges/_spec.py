@@ -72,12 +72,23 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
 """Endpoint fields left out of the dump (and the fingerprint) while they hold their default."""
 
 
+_PART = ConfigDict(
+    frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
+)
+
+
+def _omit(data: Any, defaults: dict[str, Any]) -> Any:
+    if isinstance(data, dict):
+        for name, default in defaults.items():
+            if name in data and data[name] == default:
+                del data[name]
+    return data
+
+
 class Endpoint(BaseModel):
     """Where an OpenAI-compatible evaluator is served."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
-    )
+    model_config = _PART
 
     base_url: str | None = None
     """Base URL of the OpenAI-compatible API; the default when ``base_url_env`` is unset."""
@@ -146,12 +157,7 @@ class Endpoint(BaseModel):
 
     @model_serializer(mode="wrap")
     def _omit_unset_url_env(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for name, default in _OMITTED_WHEN_DEFAULT.items():
-                if name in data and data[name] == default:
-                    del data[name]
-        return data
+        return _omit(handler(self), _OMITTED_WHEN_DEFAULT)
 
     def resolved_base_url(self) -> str | None:
         """``$base_url_env`` when set and non-empty, else ``base_url``; ``ValueError`` when the
@@ -181,9 +187,7 @@ class Endpoint(BaseModel):
 class Pricing(BaseModel):
     """Price table used to compute ``cost_usd`` of each call."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
-    )
+    model_config = _PART
 
     input_per_million_usd: float = Field(default=0.0, ge=0)
     """USD per million prompt tokens."""
@@ -200,9 +204,7 @@ class Pricing(BaseModel):
 class Threshold(BaseModel):
     """How a score-based judge's score becomes a label. Chosen on calibration data, then frozen."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
-    )
+    model_config = _PART
 
     value: float
     """The cut-off score."""
@@ -282,12 +284,7 @@ class CandidateSpec(Record):
 
     @model_serializer(mode="wrap")
     def _omit_unset_lineage(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for name in ("parent", "changes"):
-                if name in data and data[name] is None:
-                    del data[name]
-        return data
+        return _omit(handler(self), {"parent": None, "changes": None})
 
     @model_validator(mode="after")
     def _threshold_labels(self) -> CandidateSpec:
@@ -374,18 +371,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError("a candidate spec must not hold secrets", secrets)
     bad = _non_finite(raw, "spec")
     if bad:
-        raise WorkbenchError(
-            "invalid candidate",
-            [
-                problem(
-                    loc,
-                    "non_finite_number",
-                    f"{where[5:]} is {NON_FINITE}",
-                    "write a finite number",
-                )
-                for where in bad
-            ],
-        )
+        fix = "write a finite number"
+        problems = [problem(loc, "non_finite_number", f"{w[5:]} is {NON_FINITE}", fix) for w in bad]
+        raise WorkbenchError("invalid candidate", problems)
     try:
         spec = CandidateSpec.model_validate(raw)
     except ValidationError as exc:
@@ -404,13 +392,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
     expected = spec.label
     if path.stem != expected:
-        raise refusal(
-            "invalid candidate",
-            loc,
-            "candidate_filename",
-            f"file name {path.name!r} does not match name@version {expected!r}",
-            f"rename the file to {expected}.yaml so versions cannot be confused",
-        )
+        message = f"file name {path.name!r} does not match name@version {expected!r}"
+        fix = f"rename the file to {expected}.yaml so versions cannot be confused"
+        raise refusal("invalid candidate", loc, "candidate_filename", message, fix)
     return spec, path
 
 
@@ -523,27 +507,16 @@ def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
     target = directory / f"{spec.name}@{spec.version}.yaml"
     problems: list[Problem] = []
     if target.exists():
-        problems.append(
-            problem(
-                str(target),
-                "version_exists",
-                f"{spec.label} already exists",
-                "candidate versions are immutable: choose a new version",
-            )
-        )
+        fix = "candidate versions are immutable: choose a new version"
+        problems.append(problem(str(target), "version_exists", f"{spec.label} already exists", fix))
     data = spec.model_dump(mode="json", exclude_defaults=True)
     data["schema_version"] = spec.schema_version
     if spec.prompt is not None:
         prompt_rel = f"prompts/{spec.name}@{spec.version}.md"
         if (directory / prompt_rel).exists():
-            problems.append(
-                problem(
-                    str(directory / prompt_rel),
-                    "version_exists",
-                    "the prompt file for this version already exists",
-                    "choose a new version",
-                )
-            )
+            message = "the prompt file for this version already exists"
+            fix = "choose a new version"
+            problems.append(problem(str(directory / prompt_rel), "version_exists", message, fix))
         data.pop("prompt", None)
         data["prompt_file"] = prompt_rel
     if problems:

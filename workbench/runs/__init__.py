@@ -2,23 +2,11 @@
 
 from ._attempts import attempt_problems
 from ._cache import VerdictCache, default_cache_dir
-from ._engine import (
-    RunSummary,
-    WorkItem,
-    run_candidate,
-    run_candidate_sync,
-    run_items,
-)
+from ._engine import RunSummary, WorkItem, run_candidate, run_candidate_sync, run_items
 from ._estimate import RunEstimate, estimate_run
 from ._manifest import freeze_manifest
 from ._options import RunOptions
-from ._rundir import (
-    INVOCATIONS_FILE,
-    LOCK_FILE,
-    RESULTS_FILE,
-    SUMMARY_FILE,
-    RunDir,
-)
+from ._rundir import INVOCATIONS_FILE, LOCK_FILE, RESULTS_FILE, SUMMARY_FILE, RunDir
 
 __all__ = [
     "INVOCATIONS_FILE",

@@ -29,15 +29,7 @@ from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess
-from ..judges import (
-    CaseRef,
-    HoldsResources,
-    Judge,
-    JudgeInput,
-    ModelJudge,
-    NotAvailable,
-    Verdict,
-)
+from ..judges import CaseRef, HoldsResources, Judge, JudgeInput, ModelJudge, NotAvailable, Verdict
 from ..results import (
     RESULT_SCHEMA_VERSION,
     JudgeResult,
@@ -242,13 +234,8 @@ def _cost(rows: list[dict[str, Any]]) -> float:
 
 
 def _observed_outputs(rows: list[dict[str, Any]]) -> list[int]:
-    return [
-        int(r["tokens_out"])
-        for r in rows
-        if r.get("tokens_out")
-        and r.get("tokens_in") is not None
-        and not r.get("cached_from_run_id")
-    ]
+    called = [r for r in rows if r.get("tokens_in") is not None and not r.get("cached_from_run_id")]
+    return [int(r["tokens_out"]) for r in called if r.get("tokens_out")]
 
 
 @dataclass
@@ -305,35 +292,15 @@ async def run_candidate(
     plan is frozen in the manifest. ``sampling_source`` names where it came from.
     """
     options = _local(options)
-    planned, items = plan_partition(
+    plan, items = plan_partition(
         judge, dataset, partition, out_dir, options, held_out_access, sampling, sampling_source
     )
-    return await run_plan(
-        judge, items, out_dir, options, planned.plan(dataset.sha256, sampling_source)
-    )
+    return await run_plan(judge, items, out_dir, options, plan)
 
 
 def slice_risks(dataset: GoldDataset) -> dict[str, str | None]:
     """slice -> risk, from the gold's rubric (orders lanes and cost figures)."""
     return {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """What a run of a gold partition plans, whichever executor runs it."""
-
-    part: str
-    cases: list[GoldCase]
-    """Every case of the partition, or the plan's sample: reserved lanes first (stable)."""
-    risks: dict[str, str | None]
-    lineage: GoldLineage
-    sampling: ManifestSampling | None = None
-    lanes: Lanes | None = None
-
-    def plan(self, dataset_sha256: str, source: str | None) -> _Plan:
-        """What the run records besides its items (every case x repeat of the partition)."""
-        lineage, lanes, risks, sampling = self.lineage, self.lanes, self.risks, self.sampling
-        return _Plan(self.part, dataset_sha256, True, lineage, lanes, risks, sampling, source)
 
 
 def plan_partition(
@@ -345,8 +312,9 @@ def plan_partition(
     held_out_access: HeldOutAccess | None,
     sampling: SamplingPlan | None,
     sampling_source: str | None,
-) -> tuple[PlannedRun, list[WorkItem]]:
-    """What a run of ``judge`` on ``partition`` plans, and its work items (every repeat)."""
+) -> tuple[_Plan, list[WorkItem]]:
+    """What a run of ``judge`` on ``partition`` plans, and its work items (every repeat): every
+    case of the partition, or the plan's sample with reserved lanes first (stable)."""
     part = Partition(partition_name(partition)).value
     if part == "held_out" and (
         held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())
@@ -361,12 +329,10 @@ def plan_partition(
         )
     cases = dataset.partition(part)
     if not cases:
+        message = f"partition {part!r} has no cases"
+        fix = "choose a partition that has cases"
         raise refusal(
-            "empty_partition",
-            str(dataset.gold_path),
-            f"partition {part!r} has no cases",
-            "choose a partition that has cases",
-            summary="nothing to run",
+            "empty_partition", str(dataset.gold_path), message, fix, summary="nothing to run"
         )
     risks = slice_risks(dataset)
     record, lanes = None, None
@@ -389,8 +355,9 @@ def plan_partition(
         cases = sorted(
             (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
         )
-    planned = PlannedRun(part, cases, risks, run_lineage(judge, dataset, cases), record, lanes)
-    return planned, gold_items(cases, options.repeats)
+    lineage = run_lineage(judge, dataset, cases)
+    plan = _Plan(part, dataset.sha256, True, lineage, lanes, risks, record, sampling_source)
+    return plan, gold_items(cases, options.repeats)
 
 
 def gold_items(cases: list[GoldCase], repeats: int) -> list[WorkItem]:
@@ -412,25 +379,15 @@ async def run_items(
     dataset_sha256: str,
     grid: bool = False,
     lineage: GoldLineage | None = None,
-    lanes: Lanes | None = None,
-    risks: Mapping[str, str | None] | None = None,
-    sampling: ManifestSampling | None = None,
-    sampling_source: str | None = None,
-    limits_factory: Callable[..., Limits] | None = None,
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
     ``partition`` is a label recorded in the manifest and every result (``held_out`` only with
     ``grid``). ``grid``: the items are every case x every repeat (the manifest stores the cases
-    only). ``lanes`` order the items and are admitted by :class:`~._limits.Limits`'s lane rules;
-    ``risks`` (slice -> risk) orders lanes and cost figures; ``sampling`` is the plan record
-    frozen in the manifest. ``limits_factory`` replaces :class:`~._limits.Limits` (e.g. a Ray
-    actor's, :mod:`._ray`).
+    only).
     """
-    plan = _Plan(
-        partition, dataset_sha256, grid, lineage, lanes, risks or {}, sampling, sampling_source
-    )
-    return await run_plan(judge, items, out_dir, _local(options), plan, limits_factory)
+    plan = _Plan(partition, dataset_sha256, grid, lineage, None, {}, None, None)
+    return await run_plan(judge, items, out_dir, _local(options), plan)
 
 
 async def run_plan(
@@ -481,13 +438,9 @@ class _Plan:
 def _prepare_run_dir(items: list[WorkItem], out: Path, plan: _Plan) -> None:
     """Refuse what cannot run; create the directory."""
     if plan.partition == "held_out" and not plan.grid:
-        raise refusal(
-            "held_out_refused",
-            str(out),
-            "held-out gold is judged only through certification",
-            "use development or calibration",
-            summary="held-out refused",
-        )
+        message = "held-out gold is judged only through certification"
+        fix = "use development or calibration"
+        raise refusal("held_out_refused", str(out), message, fix, summary="held-out refused")
     if plan.partition == "held_out" and plan.sampling is not None:
         raise refusal(
             "sampling_held_out",
@@ -509,13 +462,9 @@ def _prepare_run_dir(items: list[WorkItem], out: Path, plan: _Plan) -> None:
             summary="sharded run directory",
         )
     if not items:
-        raise refusal(
-            "empty_plan",
-            str(out),
-            "there is nothing to judge",
-            "give at least one case",
-            summary="nothing to run",
-        )
+        message = "there is nothing to judge"
+        fix = "give at least one case"
+        raise refusal("empty_plan", str(out), message, fix, summary="nothing to run")
 
 
 @contextmanager
@@ -534,13 +483,10 @@ def run_lock(out: Path) -> Iterator[None]:
             summary="run directory busy",
         ) from None
     except OSError as exc:
-        raise refusal(
-            "run_unwritable",
-            str(RunDir(out).lock),
-            f"cannot lock the run directory ({exc.strerror or type(exc).__name__})",
-            "give a writable --out directory (a locked report's run records are read-only)",
-            summary="run directory not writable",
-        ) from None
+        message = f"cannot lock the run directory ({exc.strerror or type(exc).__name__})"
+        fix = "give a writable --out directory (a locked report's run records are read-only)"
+        summary = "run directory not writable"
+        raise refusal("run_unwritable", str(RunDir(out).lock), message, fix, summary) from None
     try:
         yield
     finally:
@@ -552,7 +498,6 @@ def endpoint_of(judge: Judge) -> str | None:
 
 
 def _secrets(judge: Judge) -> list[str]:
-    """Values to redact from the run's records."""
     found = list(judge.secrets()) if isinstance(judge, ModelJudge) else []
     env = judge.spec.endpoint.api_key_env
     if env and os.environ.get(env):

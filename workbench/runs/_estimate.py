@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from .._docs import add_field_docs
 from .._io import sha256_json
-from ..judges import CaseRef, Judge
+from ..judges import Judge
 from ._cache import open_cache
-from ._engine import WorkItem, _cost, _max_attempts, _read_attempts, _state
+from ._engine import Recorded, WorkItem, _max_attempts, _read_attempts
 from ._limits import Estimator
 from ._rundir import RESULTS_FILE
 
@@ -60,36 +60,29 @@ def estimate_run(
 ) -> RunEstimate:
     """Price what :func:`run_items` would still call for ``items`` into ``out_dir``."""
     recorded = _read_attempts(Path(out_dir) / RESULTS_FILE)
-    max_attempts = _max_attempts(judge)
-    spent = sum(_cost(rows) for rows in recorded.values())
+    state = Recorded().add(items, recorded, _max_attempts(judge), retry_errors=False)
     cache = open_cache(cache_dir, judge.identity.fingerprint())
     estimator = Estimator(judge)
-    settled = cached = calls = 0
+    cached = calls = 0
     reserved = 0.0
-    for item in items:
-        rows = recorded.get((item.case_id, item.repeat))
-        if rows and _state(rows, max_attempts) in ("verdict", "final_error"):
-            settled += 1
-            continue
-        ref = CaseRef(item.case_id, item.digest, item.repeat, item.presentation)
-        if (
-            cache is not None
-            and cache.get(sha256_json(judge.render(item.judge_input, ref)), item.repeat) is not None
-        ):
-            cached += 1
-            continue
+    for unit in state.units:
+        if cache is not None:
+            key = sha256_json(judge.render(unit.item.judge_input, unit.ref))
+            if cache.get(key, unit.item.repeat) is not None:
+                cached += 1
+                continue
         calls += 1
-        reserved += estimator.estimate(item.judge_input).reservation
+        reserved += estimator.estimate(unit.item.judge_input).reservation
     if cache is not None:
         cache.close()
     return RunEstimate(
         run=run,
         judge=judge.spec.label,
         planned=len(items),
-        settled=settled,
+        settled=state.resumed,
         cached=cached,
         calls=calls,
         reservation_usd=reserved,
-        recorded_usd=spent,
+        recorded_usd=state.spent,
         method=estimator.method,
     )

@@ -1,19 +1,8 @@
-"""What may start next: the budget, the case limit and the circuit breaker, shared by the workers.
-
-**Budget.** A call is priced before it starts: its *reservation* (input estimate + full output
-cap, held while in flight) and its *expected cost* (input estimate + the largest output reported
-so far). It starts only if ``spend + reservations in flight + expected <= budget``; it waits
-while calls in flight are in the way, and the run stops (``budget_exhausted``) when ``spend +
-expected`` alone exceeds the budget. Under a budget the first call runs alone (a probe). See
-the README's "Budget guarantee".
-
-**Lanes** (under a sampling plan): no lower-lane call starts while a reserved unit has not
-started; an unfinished reserved slice's *hold* (its reservation less its spend and in-flight
-reservations) is kept from lower lanes, which wait rather than stop the run.
-
-**Circuit breaker.** After ``endpoint.circuit_breaker_after`` consecutive endpoint failures
-(:mod:`workbench.judges._http_errors`) nothing new starts (``circuit_breaker``); any other
-outcome resets the count. While it is not zero calls start one at a time (half-open).
+"""What may start next: the budget, the case limit, the lanes and the circuit breaker, shared by
+the workers. A call is priced before it starts (its *reservation* and *expected cost*) and starts
+only when both fit (docs/runs.md, "Budget guarantee"); reserved lanes start first and keep their
+holds from lower lanes (docs/formats.md, "Reserved lanes"); after ``circuit_breaker_after``
+consecutive endpoint failures nothing new starts (docs/endpoints.md).
 """
 
 from __future__ import annotations

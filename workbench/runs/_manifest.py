@@ -83,13 +83,9 @@ def _read_manifest(path: Path) -> RunManifest:
     except SchemaTooNew as exc:
         raise exc.at(str(path)) from None
     except (OSError, ValueError) as exc:
-        raise refusal(
-            "unreadable manifest",
-            str(path),
-            "manifest_invalid",
-            f"the run manifest cannot be read ({exc})",
-            "restore the manifest or use a new --out directory",
-        ) from None
+        message = f"the run manifest cannot be read ({exc})"
+        fix = "restore the manifest or use a new --out directory"
+        raise refusal("unreadable manifest", str(path), "manifest_invalid", message, fix) from None
 
 
 def run_lineage(judge: object, dataset: GoldDataset, cases: Sequence[GoldCase]) -> GoldLineage:

@@ -47,19 +47,13 @@ class RunOptions:
             return self
         shards, rate = self.shards, self.calls_per_second
         if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
-            raise refusal(
-                "invalid_shards",
-                "--shards",
-                "--shards must be at least 1",
-                "give the number of Ray tasks to split the run into",
-            )
+            message = "--shards must be at least 1"
+            fix = "give the number of Ray tasks to split the run into"
+            raise refusal("invalid_shards", "--shards", message, fix)
         if rate is not None and (not math.isfinite(rate) or rate <= 0):
-            raise refusal(
-                "invalid_rate",
-                "--calls-per-second",
-                "--calls-per-second must be a positive number",
-                "give the calls per second allowed over all shards",
-            )
+            message = "--calls-per-second must be a positive number"
+            fix = "give the calls per second allowed over all shards"
+            raise refusal("invalid_rate", "--calls-per-second", message, fix)
         return self
 
 

@@ -23,16 +23,15 @@ def _in_notebook() -> bool:
 def progress_bar(*, total: int, initial: int, label: str, stream: TextIO | None = None) -> Any:
     """tqdm on a TTY or in a notebook, :class:`LineProgress` otherwise."""
     out = stream or sys.stderr
+    bar: dict[str, Any] = {"total": total, "initial": initial, "desc": label, "unit": "case"}
     if _in_notebook():
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, initial=initial, desc=label, unit="case", dynamic_ncols=True)
+        return tqdm(dynamic_ncols=True, **bar)
     if getattr(out, "isatty", lambda: False)():
         from tqdm.std import tqdm as std_tqdm
 
-        return std_tqdm(
-            total=total, initial=initial, desc=label, unit="case", dynamic_ncols=True, file=out
-        )
+        return std_tqdm(dynamic_ncols=True, file=out, **bar)
     return LineProgress(total=total, initial=initial, label=label, stream=out)
 
 
@@ -40,12 +39,7 @@ class LineProgress:
     """Plain-text progress: one line each time another 10% of ``total`` is done, and at the end."""
 
     def __init__(
-        self,
-        *,
-        total: int,
-        initial: int = 0,
-        label: str = "",
-        stream: TextIO | None = None,
+        self, *, total: int, initial: int = 0, label: str = "", stream: TextIO | None = None
     ) -> None:
         self.total = total
         self.n = initial

@@ -29,7 +29,6 @@ from ..results import ManifestCase, ManifestSampling, RunManifest
 from ..sampling import SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
 from ._engine import (
-    PlannedRun,
     Recorded,
     RunSummary,
     WorkItem,
@@ -159,35 +158,29 @@ class GlobalLimits:
                 await asyncio.sleep((1.0 - self.tokens) / self.rate)
 
     async def admit(
-        self,
-        shard: int,
-        reservation: float,
-        expected: float,
-        tokens_in: int | None,
-        tokens_out_cap: int | None,
-        first_call: bool,
-        lane: str | None = None,
+        self, shard: int, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> tuple[bool, dict[str, Any]]:
         """:meth:`Limits.admit`, the expected cost priced with the run's largest output (under a
         budget after the probe settled)."""
-        lim = self.limits
+        lim, tokens_in, cap = self.limits, estimate.tokens_in, estimate.tokens_out_cap
         if lim.budget_usd is not None:
             async with lim.cond:
                 await lim.cond.wait_for(
                     lambda: lim.halted or not (lim.settled == 0 and lim.in_flight > 0)
                 )
+        max_out, pricing = self.max_out, self.pricing
         if (
-            self.max_out is not None
+            max_out is not None
+            and pricing is not None
             and tokens_in is not None
-            and tokens_out_cap is not None
-            and self.pricing is not None
+            and cap is not None
         ):
-            expected = float(self.pricing.cost(tokens_in, min(tokens_out_cap, self.max_out)))
-        estimate = CallEstimate(reservation, expected)
+            estimate = replace(estimate, expected=float(pricing.cost(tokens_in, min(cap, max_out))))
         if not await self.limits.admit(estimate, first_call, lane):
             return False, self._state()
         if first_call and self._reserved(lane) and shard in self.unstarted:
             self.unstarted[shard] -= 1
+        reservation = estimate.reservation
         self.held.setdefault(shard, []).append((reservation, lane))
         await self._token()
         if self.limits.halted:  # stopped while this call waited for its token: it does not start
@@ -276,15 +269,7 @@ class RemoteLimits(Limits):
     async def admit(
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> bool:
-        ok, state = await self.actor.admit.remote(
-            self.shard,
-            estimate.reservation,
-            estimate.expected,
-            estimate.tokens_in,
-            estimate.tokens_out_cap,
-            first_call,
-            lane,
-        )
+        ok, state = await self.actor.admit.remote(self.shard, estimate, first_call, lane)
         self._sync(state)
         return bool(ok)
 
@@ -339,9 +324,16 @@ def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
         risks = slice_risks(dataset)
         sampling = ManifestSampling.model_validate(task.sampling) if task.sampling else None
         lanes = plan_lanes(sampling.plan, risks, task.options.budget_usd) if sampling else None
-        planned = PlannedRun(task.partition, cases, risks, run_lineage(judge, dataset, cases))
-        plan = replace(planned, sampling=sampling, lanes=lanes).plan(
-            dataset.sha256, task.sampling_source
+        lineage = run_lineage(judge, dataset, cases)
+        plan = _Plan(
+            task.partition,
+            dataset.sha256,
+            True,
+            lineage,
+            lanes,
+            risks,
+            sampling,
+            task.sampling_source,
         )
         options = replace(task.options, progress=False)
         remote = partial(RemoteLimits, actor, task.index)
@@ -378,12 +370,9 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
         try:
             existing = ShardPlan.model_validate(read_json_file(path))
         except (OSError, ValueError) as exc:
-            raise refusal(
-                "shards_invalid",
-                str(path),
-                f"the shard plan cannot be read ({str(exc)[:120]})",
-                "restore shards.json or run into a new --out directory",
-            ) from None
+            message = f"the shard plan cannot be read ({str(exc)[:120]})"
+            fix = "restore shards.json or run into a new --out directory"
+            raise refusal("shards_invalid", str(path), message, fix) from None
         if existing.shards != shards:
             raise refusal(
                 "shards_changed",
@@ -393,12 +382,9 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
                 f"resume with --shards {existing.shards}, or run into a new --out directory",
             )
         if existing != plan:
-            raise refusal(
-                "shards_changed",
-                str(path),
-                "the shard plan does not match this run's manifest",
-                "restore shards.json or run into a new --out directory",
-            )
+            message = "the shard plan does not match this run's manifest"
+            fix = "restore shards.json or run into a new --out directory"
+            raise refusal("shards_changed", str(path), message, fix)
     else:
         atomic_write_json(path, plan.model_dump(mode="json"))
     for index, cases in enumerate(by_shard):
@@ -427,19 +413,12 @@ def run_candidate_ray(
     together; ``sampling`` as for :func:`~._engine.run_candidate`. Held-out data is refused.
     """
     if options.check().executor != "ray":
-        raise refusal(
-            "executor_mismatch",
-            "executor",
-            f"run_candidate_ray runs the Ray executor, not {options.executor!r}",
-            "pass RunOptions(executor='ray', shards=N), or run locally with run_candidate",
-        )
+        message = f"run_candidate_ray runs the Ray executor, not {options.executor!r}"
+        fix = "pass RunOptions(executor='ray', shards=N), or run locally with run_candidate"
+        raise refusal("executor_mismatch", "executor", message, fix)
     if not ray_available():
-        raise refusal(
-            "ray_missing",
-            "--executor ray",
-            RAY_MISSING,
-            "install the extra, or run with --executor local",
-        )
+        fix = "install the extra, or run with --executor local"
+        raise refusal("ray_missing", "--executor ray", RAY_MISSING, fix)
     out = Path(out_dir).resolve()
     cache = options.cache_dir  # one absolute path every worker uses (False: no cache)
     cache = (
@@ -448,42 +427,33 @@ def run_candidate_ray(
     options = replace(options, cache_dir=cache)
     task = _ShardTask(str(Path(candidate).resolve()), str(Path(gold).resolve()), "", options)
     judge, dataset = load_candidate(task.candidate), load_dataset(task.gold)
-    planned, items = plan_partition(
+    plan, items = plan_partition(
         judge, dataset, partition, out, options, None, sampling, sampling_source
     )
     task = replace(
         task,
-        partition=planned.part,
-        sampling=planned.sampling.model_dump(mode="json") if planned.sampling else None,
+        partition=plan.partition,
+        sampling=plan.sampling.model_dump(mode="json") if plan.sampling else None,
         sampling_source=sampling_source,
         out=str(out),
     )
     out.mkdir(parents=True, exist_ok=True)
     if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
-        raise refusal(
-            "executor_mismatch",
-            str(out),
-            "this run directory holds a run of the local executor",
-            "resume it without --executor ray, or give this run its own --out directory",
-        )
+        message = "this run directory holds a run of the local executor"
+        fix = "resume it without --executor ray, or give this run its own --out directory"
+        raise refusal("executor_mismatch", str(out), message, fix)
     with run_lock(out):
-        return _drive(judge, dataset.sha256, planned, items, out, task)
+        return _drive(judge, plan, items, out, task)
 
 
 def _drive(
-    judge: Judge,
-    dataset_sha256: str,
-    planned: PlannedRun,
-    items: list[WorkItem],
-    out: Path,
-    task: _ShardTask,
+    judge: Judge, plan: _Plan, items: list[WorkItem], out: Path, task: _ShardTask
 ) -> RunSummary:
     options = task.options
-    plan = planned.plan(dataset_sha256, task.sampling_source)
     manifest = _freeze(judge, items, out, options.repeats, plan)
     by_shard = _freeze_plan(out, manifest, options.shards or 1)
     recorded, units = _read_shards(out, by_shard, items, judge, options.retry_errors)
-    lanes = planned.lanes
+    lanes = plan.lanes
     shard_lanes = (
         ShardLanes(dict(lanes.priority), dict(lanes.holds), units, recorded.lane_spent)
         if lanes is not None

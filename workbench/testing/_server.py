@@ -58,6 +58,19 @@ AZURE_JSON_MODE_SINCE = "2023-12-01-preview"  # older api-versions answer 400 to
 _AZURE_CHAT = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
 _EXTRA_CHAT_PATHS = {"llamacpp": ("/chat/completions",), "litellm": ("/chat/completions",)}
 _AZURE_NOT_FOUND = {"error": {"code": "404", "message": "Resource not found"}}
+_AZURE_NO_JSON_MODE = (
+    "response_format value as json_object is enabled only for api versions"
+    f" {AZURE_JSON_MODE_SINCE} and later"
+)
+_NO_DEPLOYMENT = (
+    "The API deployment for this resource does not exist. If you created the deployment within"
+    " the last 5 minutes, please wait a moment and try again."
+)
+_AZURE_BAD_KEY = (
+    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a"
+    " valid key for an active subscription and use a correct regional API endpoint for your"
+    " resource."
+)
 _PROSE_BEFORE = "Sure. Here is my assessment of the response.\n\n```json\n"
 _PROSE_AFTER = "\n```\n\nLet me know if you need anything else."
 
@@ -74,12 +87,9 @@ def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
     if provider == "ollama":
         return 404, _error_body(f'model "{model}" not found, try pulling it first', "api_error")
     if provider == "litellm":
-        return 400, _error_body(
+        return 400, _litellm_error(
             f"/chat/completions: Invalid model name passed in model={model}. Call `/v1/models` to"
-            " view available models for your key.",
-            "None",
-            "400",
-            "None",
+            " view available models for your key."
         )
     return 404, _error_body(
         f"The model `{model}` does not exist or you do not have access to it.",
@@ -90,24 +100,16 @@ def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
 
 def _unauthorized(provider: str) -> dict[str, Any]:
     bodies: dict[str, dict[str, Any]] = {
-        "azure": {
-            "error": {
-                "code": "401",
-                "message": "Access denied due to invalid subscription key or wrong API endpoint."
-                " Make sure to provide a valid key for an active subscription and use a correct"
-                " regional API endpoint for your resource.",
-            }
-        },
+        "azure": {"error": {"code": "401", "message": _AZURE_BAD_KEY}},
         "vllm": {"error": "Unauthorized"},
         "llamacpp": {
             "error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
         },
-        "litellm": _error_body(
+        "litellm": _litellm_error(
             "Authentication Error, Invalid proxy server token passed. Received API Key ="
             " sk-...****, Key Hash (Token) =[REDACTED]",
-            "auth_error",
             "401",
-            "None",
+            "auth_error",
         ),
     }
     default = _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
@@ -116,14 +118,11 @@ def _unauthorized(provider: str) -> dict[str, Any]:
 
 def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
     if provider == "litellm":
-        return _error_body(
+        return _litellm_error(
             "litellm.UnsupportedParamsError: openai does not support parameters:"
             f" ['response_format'], for model={model}. To drop these, set"
             " `litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params:"
-            " true`\n",
-            "None",
-            "400",
-            "None",
+            " true`\n"
         )
     return _error_body(
         "Unrecognized request argument supplied: response_format",
@@ -133,26 +132,17 @@ def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
     )
 
 
+_INJECTED = " (injected by the fake LLM)."
+_BAD_KEY = ("invalid_request_error", "invalid_api_key")
 _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
     # fault: (status, error type, error code, message)
     "http_500": (500, "server_error", None, "The fake LLM injected an internal server error."),
-    "http_429": (
-        429,
-        "rate_limit_error",
-        "rate_limit_exceeded",
-        "Rate limit reached (injected by the fake LLM).",
-    ),
-    "http_400": (400, "invalid_request_error", None, "Invalid request (injected by the fake LLM)."),
-    "http_401": (
-        401,
-        "invalid_request_error",
-        "invalid_api_key",
-        "Incorrect API key provided (injected by the fake LLM).",
-    ),
+    "http_429": (429, "rate_limit_error", "rate_limit_exceeded", "Rate limit reached" + _INJECTED),
+    "http_400": (400, "invalid_request_error", None, "Invalid request" + _INJECTED),
+    "http_401": (401, *_BAD_KEY, "Incorrect API key provided" + _INJECTED),
     "http_401_echo": (
         401,
-        "invalid_request_error",
-        "invalid_api_key",
+        *_BAD_KEY,
         "Incorrect API key provided: {presented}. You can find your API key at"
         " https://platform.openai.com/account/api-keys.",
     ),
@@ -160,7 +150,7 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
         403,
         "permission_denied",
         "forbidden",
-        "You are not allowed to use this model (injected by the fake LLM).",
+        "You are not allowed to use this model" + _INJECTED,
     ),
 }
 
@@ -259,6 +249,10 @@ def _error_body(
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
+def _litellm_error(message: str, code: str = "400", type_: str = "None") -> dict[str, Any]:
+    return _error_body(message, type_, code, "None")  # LiteLLM's error: code and param as text
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -324,16 +318,12 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (extra_headers or {}).items():
                 self.send_header(name, value)
             self.send_header("Connection", "close" if self.close_connection else "keep-alive")
-            # headers and body in one write (end_headers() would write the headers alone)
-            if self.request_version == "HTTP/0.9":  # unparseable request line: no headers
-                out = data
-            else:
-                out = (
-                    b"".join(self._headers_buffer)
-                    + b"\r\n"
-                    + (b"" if self.command == "HEAD" else data)
-                )
-                self._headers_buffer = []
+            # headers and body in one write (end_headers() would write the headers alone); an
+            # unparseable request line (HTTP/0.9) gets no headers
+            out = data
+            if self.request_version != "HTTP/0.9":
+                body = b"" if self.command == "HEAD" else data
+                out, self._headers_buffer = b"".join(self._headers_buffer) + b"\r\n" + body, []
             self.wfile.write(out)
             self.wfile.flush()
         except OSError:  # client went away (e.g. it timed out during a hang)
@@ -404,51 +394,6 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _model_entry(model: str = MODEL_ID) -> dict[str, Any]:
     return {"id": model, "object": "model", "created": 0, "owned_by": "workbench"}
-
-
-def _check_provider(
-    emulate: str,
-    json_mode: str,
-    require_api_key: str | None,
-    azure_deployments: Sequence[str] | None,
-    azure_api_versions: Sequence[str] | None,
-) -> None:
-    """Raise ``ValueError`` for a provider emulation that cannot be."""
-    for name, value, known in (
-        ("provider", emulate, PROVIDERS),
-        ("json_mode", json_mode, JSON_MODES),
-    ):
-        if value not in known:
-            raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(known)}")
-    if emulate == "ollama" and require_api_key is not None:
-        raise ValueError(
-            "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
-        )
-    if emulate != "azure" and (azure_deployments is not None or azure_api_versions is not None):
-        raise ValueError("azure_deployments and azure_api_versions apply only to emulate='azure'")
-
-
-def _check_faults(
-    rates: dict[str, float],
-    latency_s: float,
-    hang_s: float,
-    retry_after_s: float,
-    rules: Sequence[Rule],
-    inflated_usage_tokens: int,
-) -> None:
-    for name, rate in rates.items():
-        _check_fault(name)
-        if not 0.0 <= float(rate) <= 1.0:
-            raise ValueError(f"fault rate for {name!r} must be within [0, 1], got {rate}")
-    if sum(rates.values()) > 1.0 + 1e-9:
-        raise ValueError(f"fault rates sum to {sum(rates.values())}, which exceeds 1")
-    if latency_s < 0 or hang_s < 0 or retry_after_s < 0:
-        raise ValueError("latency_s, hang_s and retry_after_s must be >= 0")
-    for rule in rules:
-        if not isinstance(rule, Rule):
-            raise TypeError(f"rules must be Rule objects, got {type(rule).__name__}")
-    if inflated_usage_tokens < 0:
-        raise ValueError("inflated_usage_tokens must be >= 0")
 
 
 def _recorded_headers(handler: _Handler) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -524,29 +469,19 @@ class FakeLLM:
         report_usage: bool = True,
         litellm_database: bool = True,
     ) -> None:
-        _check_provider(emulate, json_mode, require_api_key, azure_deployments, azure_api_versions)
         rates = dict(fault_rates or {})
-        _check_faults(rates, latency_s, hang_s, retry_after_s, rules, inflated_usage_tokens)
-        self.emulate = emulate
-        self.models: tuple[str, ...] | None = None if models is None else tuple(models)
-        self.json_mode = json_mode
+        self.emulate, self.json_mode, self.require_api_key = emulate, json_mode, require_api_key
+        self.models = None if models is None else tuple(models)
         self.azure_deployments = None if azure_deployments is None else tuple(azure_deployments)
         self.azure_api_versions = None if azure_api_versions is None else tuple(azure_api_versions)
-        self.report_usage = report_usage
-        self.litellm_database = litellm_database
-        self.rules: tuple[Rule, ...] = tuple(rules)
-        self.responder = responder
-        self.default = default
-        self.latency_s = float(latency_s)
+        self.report_usage, self.litellm_database = report_usage, litellm_database
+        self.rules, self.responder, self.default = tuple(rules), responder, default
+        self.latency_s, self.retry_after_s = float(latency_s), float(retry_after_s)
+        self.hang_s, self.inflated_usage_tokens = float(hang_s), int(inflated_usage_tokens)
+        self._check_provider()
+        self._check_faults(rates)
         self.fault_rates: dict[str, float] = {f: float(rates[f]) for f in FAULTS if f in rates}
-        self.seed = seed
-        self.retry_after_s = float(retry_after_s)
-        self.hang_s = float(hang_s)
-        self.require_api_key = require_api_key
-        self.inflated_usage_tokens = int(inflated_usage_tokens)
-        self.host = host
-        self._requested_port = port
-
+        self.seed, self.host, self._requested_port = seed, host, port
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._rule_uses = [0] * len(self.rules)
@@ -555,6 +490,38 @@ class FakeLLM:
         self._stopping = threading.Event()
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def _check_provider(self) -> None:
+        for name, value, known in (
+            ("provider", self.emulate, PROVIDERS),
+            ("json_mode", self.json_mode, JSON_MODES),
+        ):
+            if value not in known:
+                raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(known)}")
+        if self.emulate == "ollama" and self.require_api_key is not None:
+            raise ValueError(
+                "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
+            )
+        azure_only = self.azure_deployments is not None or self.azure_api_versions is not None
+        if self.emulate != "azure" and azure_only:
+            raise ValueError(
+                "azure_deployments and azure_api_versions apply only to emulate='azure'"
+            )
+
+    def _check_faults(self, rates: dict[str, float]) -> None:
+        for name, rate in rates.items():
+            _check_fault(name)
+            if not 0.0 <= float(rate) <= 1.0:
+                raise ValueError(f"fault rate for {name!r} must be within [0, 1], got {rate}")
+        if sum(rates.values()) > 1.0 + 1e-9:
+            raise ValueError(f"fault rates sum to {sum(rates.values())}, which exceeds 1")
+        if min(self.latency_s, self.hang_s, self.retry_after_s) < 0:
+            raise ValueError("latency_s, hang_s and retry_after_s must be >= 0")
+        for rule in self.rules:
+            if not isinstance(rule, Rule):
+                raise TypeError(f"rules must be Rule objects, got {type(rule).__name__}")
+        if self.inflated_usage_tokens < 0:
+            raise ValueError("inflated_usage_tokens must be >= 0")
 
     def start(self) -> FakeLLM:
         """Bind the port and serve from a background thread; returns ``self``."""
@@ -653,7 +620,7 @@ class FakeLLM:
     def _refused_key(self) -> tuple[int, dict[str, Any]]:
         """Status and body for a wrong or missing key (LiteLLM without a database: HTTP 400)."""
         if self.emulate == "litellm" and not self.litellm_database:
-            return 400, _error_body("No connected db.", "no_db_connection", "400", "None")
+            return 400, _litellm_error("No connected db.", type_="no_db_connection")
         return 401, _unauthorized(self.emulate)
 
     def _is_chat_path(self, path: str) -> bool:
@@ -679,21 +646,9 @@ class FakeLLM:
                 self.azure_deployments is not None
                 and match["deployment"] not in self.azure_deployments
             ):
-                message = (
-                    "The API deployment for this resource does not exist. If you created the"
-                    " deployment within the last 5 minutes, please wait a moment and try again."
-                )
-                return 404, {"error": {"code": "DeploymentNotFound", "message": message}}
+                return 404, {"error": {"code": "DeploymentNotFound", "message": _NO_DEPLOYMENT}}
             if "response_format" in body and version < AZURE_JSON_MODE_SINCE:
-                return 400, {
-                    "error": {
-                        "code": "BadRequest",
-                        "message": (
-                            "response_format value as json_object is enabled only for api versions"
-                            f" {AZURE_JSON_MODE_SINCE} and later"
-                        ),
-                    }
-                }
+                return 400, {"error": {"code": "BadRequest", "message": _AZURE_NO_JSON_MODE}}
         elif self.models is not None and self.emulate != "llamacpp" and model not in self.models:
             return _not_found_model(self.emulate, model)
         if "response_format" in body and self.json_mode == "reject":
@@ -744,37 +699,36 @@ class FakeLLM:
             self._next_index += 1
         body = _json_object(raw)
 
-        def record(reply: Reply, status: int) -> RecordedCall:
+        def record(reply: Reply, status: int, wait: bool = True) -> RecordedCall:
+            """Record the call, then wait its latency (``wait``)."""
             call = RecordedCall(
                 index, path, body, headers, authorized, reply, status, query, auth_headers
             )
             self._record(call)
+            if wait:
+                self._wait(reply)
             return call
 
         if authorized is False:
             status, payload = self._refused_key()
-            reply = Reply(value=None, reason="missing or wrong API key", fault="http_401")
-            record(reply, status)
-            self._wait(reply)
+            record(Reply(value=None, reason="missing or wrong API key", fault="http_401"), status)
             handler._send_json(status, payload)
             return
         problem = _invalid_request(body, raw)
         if problem is not None:
-            record(Reply(value=None, reason=problem, fault="http_400"), 400)
+            record(Reply(value=None, reason=problem, fault="http_400"), 400, wait=False)
             handler._send_json(400, _error_body(problem, "invalid_request_error"))
             return
         assert body is not None
         emulated = self._emulation_error(handler, path, body)
         if emulated is not None:
             status, payload = emulated
-            record(Reply(value=None, reason=json.dumps(payload)[:300]), status)
+            record(Reply(value=None, reason=json.dumps(payload)[:300]), status, wait=False)
             handler._send_json(status, payload)
             return
         messages = [m for m in body["messages"] if isinstance(m, dict)]
         prompt = "\n\n".join(_message_text(m.get("content")) for m in messages)
-        request = ChatRequest(
-            body=body, prompt=prompt, messages=messages, model=body["model"], index=index
-        )
+        request = ChatRequest(body, prompt, messages, body["model"], index)
         self._respond(handler, request, self._choose(request), record)
 
     def _choose(self, request: ChatRequest) -> Reply:
@@ -806,12 +760,11 @@ class FakeLLM:
         handler: _Handler,
         request: ChatRequest,
         reply: Reply,
-        record: Callable[[Reply, int], RecordedCall],
+        record: Callable[[Reply, int], RecordedCall],  # records, then waits the reply's latency
     ) -> None:
         fault = reply.fault
         if fault == "disconnect":
             record(reply, 0)
-            self._wait(reply)
             handler.close_connection = True
             with contextlib.suppress(OSError):
                 handler.connection.shutdown(socket.SHUT_RDWR)
@@ -824,13 +777,11 @@ class FakeLLM:
                 message = reply.reason
             extra = {"Retry-After": f"{self.retry_after_s:g}"} if fault == "http_429" else None
             record(reply, status)
-            self._wait(reply)
             handler._send_json(status, _error_body(message, type_, code), extra_headers=extra)
             return
 
         if fault == "hang":
             pending = record(reply, 0)
-            self._wait(reply)
             if self._stopping.wait(self.hang_s):
                 handler.close_connection = True  # abandoned: stop() was called
                 return
@@ -839,15 +790,11 @@ class FakeLLM:
             return
 
         record(reply, 200)
-        self._wait(reply)
         special = {"malformed_json": (TRUNCATED_CONTENT, None), "refusal": (None, REFUSAL_TEXT)}
         payload = self._completion(request, *special.get(fault or "", (self._content(reply), None)))
         if fault == "inflated_usage":
-            n = self.inflated_usage_tokens
-            payload["usage"] = {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}
-        handler._send_json(
-            200, payload, extra_headers={"x-request-id": f"req-fake-{request.index}"}
-        )
+            payload["usage"] = _usage(self.inflated_usage_tokens, self.inflated_usage_tokens)
+        handler._send_json(200, payload, {"x-request-id": f"req-fake-{request.index}"})
 
     def _content(self, reply: Reply) -> str:
         """Bare JSON, or prose around a fenced block when the server has no JSON mode."""
@@ -861,8 +808,8 @@ class FakeLLM:
     ) -> dict[str, Any]:
         n = request.body.get("n", 1)
         n = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
-        prompt_tokens = _tokens(request.prompt)
-        completion_tokens = _tokens(content if content is not None else (refusal or "")) * n
+        tokens_out = _tokens(content if content is not None else (refusal or "")) * n
+        message = {"role": "assistant", "content": content, "refusal": refusal}
         completion: dict[str, Any] = {
             "id": f"chatcmpl-fake-{request.index}",
             "object": "chat.completion",
@@ -870,20 +817,19 @@ class FakeLLM:
             "model": request.model,
             "system_fingerprint": "fake-llm",
             "choices": [
-                {
-                    "index": i,
-                    "message": {"role": "assistant", "content": content, "refusal": refusal},
-                    "logprobs": None,
-                    "finish_reason": "stop",
-                }
+                {"index": i, "message": message, "logprobs": None, "finish_reason": "stop"}
                 for i in range(n)
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": _usage(_tokens(request.prompt), tokens_out),
         }
         if not self.report_usage:
             del completion["usage"]
         return completion
+
+
+def _usage(tokens_in: int, tokens_out: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": tokens_in,
+        "completion_tokens": tokens_out,
+        "total_tokens": tokens_in + tokens_out,
+    }
