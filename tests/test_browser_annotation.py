@@ -107,7 +107,7 @@ def test_two_reviewers_label_blind_and_an_adjudicator_resolves(make_dataset, tmp
             for root in (ann, bo):
                 wait_for(
                     lambda r=root: "No case left" in r.inner_text(),
-                    timeout_s=30,
+                    timeout_s=90,
                     what="the end of the queue",
                 )
             assert not watch.blocked and not watch.dialogs
@@ -155,3 +155,10 @@ def _label(page, root, case_id: str, key: str, *, cite: str = "", rationale: str
     page.keyboard.press("h")
     wait_for(lambda: root.locator(".wb-on").count() >= 2, timeout_s=20, what="label chosen")
     page.keyboard.press("s")
+    # recorded once the widget moves on (a loaded machine's kernel may take a while)
+    wait_for(
+        lambda: f"case {case_id} " not in root.inner_text(),
+        timeout_s=90,
+        what=f"{case_id} recorded",
+        diagnose=root.inner_text,
+    )

@@ -158,6 +158,12 @@ def test_review_table_one_row_per_case_with_everything_a_reviewer_needs(dataset,
         "rationale": "promises a refund",
         "evidence": ["ev-1"],
         "escalate": False,
+        # the annotation-operations fields (docs/annotation.md), empty for reviews from elsewhere
+        "spans": [],
+        "assigned_at": None,
+        "completed_at": None,
+        "training_version": None,
+        "blinded": [],
     }
     assert row["adjudication"] == {
         "label": "fail",

@@ -8,6 +8,7 @@ from typing import Literal
 
 import click
 
+from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 from ._options import PATH, option
 
@@ -79,7 +80,7 @@ def next_case(gold: str, reviewer: str, as_json: bool) -> None:
             click.echo(f"--- evidence {passage['id']} ---\n{passage['text']}")
         click.echo(f"labels:    {', '.join(case.labels)}")
     if case is None:
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)
 
 
 @annotate_group.command("submit")

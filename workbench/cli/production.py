@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 import click
 
+from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 from ._options import PATH, option
 
@@ -83,4 +84,4 @@ def findings(gold: str, judge: str, as_json: bool) -> None:
         if entry is not None:
             click.echo(f"demoted {judge} to {entry.authority}: {entry.reason}")
     if any(f.kind == "false_pass" and f.risk == "critical" for f in found):
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)
