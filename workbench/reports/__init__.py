@@ -5,13 +5,7 @@ from .._lock import Lock, read_lock
 from .._signing import load_signer, load_trust
 from ._blockers import group_blockers, why_lines
 from ._certification import Certification
-from ._certify import (
-    CONTROLS_DIR,
-    RUN_DIR,
-    certify,
-    resolve_budget,
-    resume_review,
-)
+from ._certify import certify, resolve_budget, resume_review
 from ._charts import (
     candidates_chart,
     confusion_heatmap,
@@ -53,6 +47,7 @@ from ._present import (
     previous_certification,
 )
 from ._provenance import Provenance, package_sha256, packaged_notebook
+from ._recompute import CONTROLS_DIR, RUN_DIR
 from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
     merge_interval,

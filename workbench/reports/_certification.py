@@ -39,15 +39,7 @@ from ..policy import (
     load_policy,
 )
 from ..runs import RunDir, RunOptions, RunSummary, run_candidate
-from ._certify import CONTROLS_DIR, GATE_FILE, RESTRICTED_DIR, RUN_DIR, work_items
-from ._evaluation import (
-    FIGURES_FILE,
-    LINEAGE_FILE,
-    figures_of,
-    public_gate,
-    read_gold_evidence,
-    write_gold_evidence,
-)
+from ._certify import work_items
 from ._migration import (
     SENTINELS_DIR,
     control_report_from_records,
@@ -55,7 +47,20 @@ from ._migration import (
     snapshot_studies,
     write_migration,
 )
-from ._recompute import Subject, decide
+from ._recompute import (
+    CONTROLS_DIR,
+    FIGURES_FILE,
+    GATE_FILE,
+    LINEAGE_FILE,
+    RESTRICTED_DIR,
+    RUN_DIR,
+    Subject,
+    decide,
+    figures_of,
+    public_gate,
+    read_gold_evidence,
+    write_gold_evidence,
+)
 
 _NOT_BY_CERTIFY = "run `workbench certify`; the certification notebook is executed only by it"
 

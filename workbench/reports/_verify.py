@@ -25,12 +25,10 @@ from .._lock import (
 )
 from ..errors import Problem, WorkbenchError, refusal
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, content_key, ledger_path_for
-from ._evaluation import HELD_OUT_GOLD, read_gold_evidence
 from ._listing import closing_entry, read_marker
 from ._provenance import Provenance, cap_unpinned
-from ._recompute import EvidenceError, recompute
+from ._recompute import GATE_FILE, HELD_OUT_GOLD, EvidenceError, read_gold_evidence, recompute
 
-GATE_FILE = "gate.json"
 verify_one = verify_lock
 """Verify one locked report of any kind (:func:`workbench._lock.verify_lock`)."""
 _WHERE = (
