@@ -95,11 +95,8 @@ def freeze_path(
 def freeze(
     snapshot: Snapshot, *, approver: str, note: str | None = None, now: datetime | None = None
 ) -> tuple[Release, bool]:
-    """Freeze ``snapshot``; return ``(release, created)``.
-
-    Refuses an unlisted approver and any lineage problem, every problem at once. Content already
-    frozen under the same version writes nothing (``created`` False).
-    """
+    """Freeze ``snapshot``; return ``(release, created)``. Refuses an unlisted approver and any
+    lineage problem, every problem at once; content already frozen writes nothing."""
     approvers = load_approvers(snapshot.folder)
     problems = approvers.problems(approver, "--approver", "the approver")
     problems += check_lineage(snapshot, read_release_log(snapshot.folder), approvers)
