@@ -24,7 +24,6 @@ class Kind:
     """One kind of approved input."""
 
     name: str
-    """The snapshot kind."""
     loader: str
     """``module:function`` taking the path and returning its checked :class:`Snapshot`."""
     keys: frozenset[str] = frozenset()
@@ -57,17 +56,12 @@ def kind_of(path: str | Path) -> Kind:
         if kind.keys and kind.keys <= keys:
             return kind
     names = ", ".join(k.name for k in (GOLD, *KINDS))
-    raise refusal(
-        "not an approved input",
-        str(path),
-        "freeze_unknown_input",
-        f"{path} is none of the inputs that are frozen ({names})",
-        (
-            "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
-            " a claim review panel, a control suite, a release policy, a sentinel file"
-            " or a label mapping"
-        ),
+    message = f"{path} is none of the inputs that are frozen ({names})"
+    fix = (
+        "name a gold dataset directory, a ranking fixture file, a noise pair suite, a claim review"
+        " panel, a control suite, a release policy, a sentinel file or a label mapping"
     )
+    raise refusal("not an approved input", str(path), "freeze_unknown_input", message, fix)
 
 
 def snapshot_of(path: str | Path) -> Snapshot:

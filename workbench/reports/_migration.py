@@ -15,7 +15,7 @@ from .._io import (
     read_jsonl_records,
     write_jsonl,
 )
-from .._lock import LOCK_FILE, Lock, read_lock, resolve_report_path
+from .._lock import LOCK_FILE, Lock, read_lock, resolve_report_path, verify_lock
 from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, load_candidate, load_spec
@@ -216,8 +216,6 @@ def locked_migration(
 ) -> tuple[Path, Lock, GoldDataset]:
     """A locked migration report that verifies, judged held-out cases, and whose gold is at hand
     and unchanged; else :class:`WorkbenchError` (exit 2) with ``refused`` as its summary."""
-    from ._verify import verify_one
-
     root = resolve_report_path(report)
 
     def refuse(code: str, message: str, fix: str, where: Path = root) -> WorkbenchError:
@@ -258,7 +256,7 @@ def locked_migration(
             "pass --gold with the certified dataset (its ledger and transition reviews live"
             " beside it)",
         )
-    checked = verify_one(root, gold=gold_dir)
+    checked = verify_lock(root, gold=gold_dir)
     if not checked.verified:
         raise WorkbenchError(
             f"{refused}: report {lock.report_id} does not verify", checked.problems

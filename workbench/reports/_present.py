@@ -96,7 +96,7 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
     import pandas as pd
 
     latencies = np.array([r["latency_s"] for r in rows if r.get("latency_s") is not None], float)
-    row = {
+    row: dict[str, Any] = {
         "attempts": len(rows),
         "cases": len({(r["case_id"], r.get("repeat", 0)) for r in rows}),
         "tokens_in": sum(int(r.get("tokens_in") or 0) for r in rows),
@@ -149,17 +149,16 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
     rows = []
     for s in [*report.slices, report.overall]:
         block = human.overall if s.slice == "(all)" else human.slices.get(s.slice)
-        kappas: dict[str, Any] = {"judge_vs_adjudicated_kappa": s.cohen_kappa.value}
+        kappa = "judge_vs_adjudicated_kappa"
+        kappas: dict[str, Any] = {kappa: s.cohen_kappa.value}
         if ordered:
-            kappas = {
-                "judge_vs_adjudicated_kappa (nominal)": s.cohen_kappa.value,
-                "judge_vs_adjudicated_kappa (linear weighted)": (
-                    s.ordinal.weighted_kappa_linear.value if s.ordinal else None
-                ),
-                "judge_vs_adjudicated_kappa (quadratic weighted)": (
-                    s.ordinal.weighted_kappa_quadratic.value if s.ordinal else None
-                ),
+            weighted = {
+                f"{kappa} ({w} weighted)": (
+                    getattr(s.ordinal, f"weighted_kappa_{w}").value if s.ordinal else None
+                )
+                for w in ("linear", "quadratic")
             }
+            kappas = {f"{kappa} (nominal)": s.cohen_kappa.value, **weighted}
         rows.append(
             {
                 "slice": s.slice,

@@ -173,10 +173,9 @@ def slice_rows(
 ) -> list[SliceRow]:
     """One :class:`SliceRow` per slice of ``figures`` but ``(all)``, its result from ``gate`` (a
     dash without one; ``not run`` when held-out data was not used)."""
-    blockers = list(attr(gate, "blockers", []) or []) if gate is not None else []
-    waived = (
-        [attr(w, "blocker") for w in attr(gate, "waived", []) or []] if gate is not None else []
-    )
+    blockers = list(attr(gate, "blockers", []) or [])
+    waived = [attr(w, "blocker") for w in attr(gate, "waived", []) or []]
+    rates = ("coverage", "false_pass_rate", "false_fail_rate", "abstention_rate")
     rows = []
     for f in figures:
         name = attr(f, "slice")
@@ -192,10 +191,7 @@ def slice_rows(
                 risk=risk,
                 n=int(attr(f, "n", 0)),
                 decided=int(attr(f, "decided", 0)),
-                coverage=attr(f, "coverage"),
-                false_pass_rate=attr(f, "false_pass_rate"),
-                false_fail_rate=attr(f, "false_fail_rate"),
-                abstention_rate=attr(f, "abstention_rate"),
+                **{key: attr(f, key) for key in rates},
                 limits=limits_of(policy, name, risk),
                 result=result,
                 codes=codes,
