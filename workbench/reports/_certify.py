@@ -255,6 +255,7 @@ def certify(
     own ledger. ``baseline`` makes it a migration certification; ``label_mapping`` maps the
     baseline's labels (required when the rubric lacks any of them)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
+    ledger = HeldOutLedger(ledger_path_for(gold))  # refused first outside a project
     inputs = _check_inputs(
         candidate,
         policy,
@@ -266,7 +267,7 @@ def certify(
         overrides=overrides,
         sign_key=sign_key,
     )
-    job = _start(HeldOutLedger(ledger_path_for(gold)), inputs, Path(reports_root), rerun_reason)
+    job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
     job.provenance, job.max_cases, job.kernel_name = inputs.provenance, max_cases, kernel_name
     job.policy_file = str(inputs.policy_path.resolve())
