@@ -580,6 +580,7 @@ def resume_review(
     policy = load_policy(first / str(lock.input_files.get("policy")))
     _check_side_logs(dataset, policy)
     root = first.resolve().parents[2]
+    ledger = HeldOutLedger(ledger_path_for(dataset.root))
     fields = _entry_fields(
         judge,
         dataset,
@@ -592,7 +593,6 @@ def resume_review(
         baseline_fingerprint=lock.baseline_fingerprint,
         resumes=lock.report_id,
     )
-    ledger = HeldOutLedger(ledger_path_for(dataset.root))
     job = _open_entry(ledger, root, judge, dataset, notebook_path, fields)
     job.signer, job.kernel_name, job.resume_from = signer, kernel_name, first
     job.policy_file, job.provenance = lock.policy_file, notebook_provenance(custom, policy)
