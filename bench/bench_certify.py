@@ -124,7 +124,7 @@ def empty_papermill(tmp: Path) -> float:
     nb.cells = [nbformat.v4.new_code_cell("pass")]
     src = tmp / "empty.ipynb"
     nbformat.write(nb, src)
-    from workbench.reports._kernel import kernel_manager_class
+    from workbench.reports._certify import kernel_manager_class
 
     t0 = time.perf_counter()
     with (

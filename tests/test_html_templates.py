@@ -164,10 +164,8 @@ def test_the_scan_leaves_other_angle_brackets_alone(source: str) -> None:
 def test_one_autoescaping_strict_environment() -> None:
     import jinja2
 
-    from workbench.reports import _templates
-
     env = _html.environment()
-    assert env is _templates.environment() and env.autoescape is True
+    assert env is _html.environment() and env.autoescape is True
     assert env.undefined is jinja2.StrictUndefined
     with pytest.raises(jinja2.UndefinedError):
         env.from_string("{{ missing }}").render()
@@ -299,7 +297,7 @@ def test_migration_fragments_and_restricted_page_escape_hostile_text(tmp_path: P
 
 
 def test_tables_and_ordinal_section_escape_hostile_footnotes(monkeypatch: Any) -> None:
-    from workbench.reports import _ordinal
+    from workbench.reports import _tables
     from workbench.reports._tables import Table
 
     class Styler:
@@ -310,8 +308,8 @@ def test_tables_and_ordinal_section_escape_hostile_footnotes(monkeypatch: Any) -
     html = table.to_html()
     assert_escaped(html)
     assert "<td>cell</td>" in html  # pandas' own markup passes as is
-    monkeypatch.setattr(_ordinal, "ordinal_tables", lambda report: [table])
-    section = _ordinal.ordinal_section_html(NS(scale="ordinal", scale_labels=[HOSTILE, "b"]))
+    monkeypatch.setattr(_tables, "ordinal_tables", lambda report: [table])
+    section = _tables.ordinal_section_html(NS(scale="ordinal", scale_labels=[HOSTILE, "b"]))
     assert_escaped(section, copies=2)
 
 

@@ -216,12 +216,23 @@ RESP = "Answer claim one. Answer claim two. Answer claim three. Answer claim fou
 C1, C2 = "First retrieved passage.", "Second retrieved passage."
 DECOMPOSE = {REF: ["R-alpha", "R-beta"], RESP: ["S1", "S2", "S3", "S4"]}
 SUPPORT = {
-    (C1, "R-alpha"): 1, (C1, "R-beta"): 0,  # C1 supports a reference statement: relevant
-    (C2, "R-alpha"): 0, (C2, "R-beta"): 0,  # C2 supports none: irrelevant
-    (C1, "S1"): 1, (C1, "S2"): 1, (C1, "S3"): 0, (C1, "S4"): 0,
-    (C2, "S1"): 0, (C2, "S2"): 1, (C2, "S3"): 1, (C2, "S4"): 1,
-    (REF, "S1"): 1, (REF, "S2"): 0, (REF, "S3"): 0, (REF, "S4"): 0,  # S2..S4 are incorrect
-}  # fmt: skip
+    (C1, "R-alpha"): 1,
+    (C1, "R-beta"): 0,  # C1 supports a reference statement: relevant
+    (C2, "R-alpha"): 0,
+    (C2, "R-beta"): 0,  # C2 supports none: irrelevant
+    (C1, "S1"): 1,
+    (C1, "S2"): 1,
+    (C1, "S3"): 0,
+    (C1, "S4"): 0,
+    (C2, "S1"): 0,
+    (C2, "S2"): 1,
+    (C2, "S3"): 1,
+    (C2, "S4"): 1,
+    (REF, "S1"): 1,
+    (REF, "S2"): 0,
+    (REF, "S3"): 0,
+    (REF, "S4"): 0,  # S2..S4 are incorrect
+}
 
 
 def scripted(request: ChatRequest) -> Reply:
@@ -835,3 +846,40 @@ def test_begin_example_builds_a_valid_attributed_suite(tmp_path: Path) -> None:
         timeout=60,
     )
     assert refused.returncode == 2 and not (ROOT / "data" / "noise" / "begin.yaml").exists()
+
+
+def test_the_stop_summary_counts_every_unscored_control_of_any_role() -> None:
+    """Issue 30: two controls not run were summarised as "1 not run", four without a score as
+    "3 have no score": a reference-defect control left unscored was not counted."""
+    from workbench.noise._analysis import ControlRow, _controls_stop
+
+    def row(pair_id: str, role: str, status: str, detail: str) -> ControlRow:
+        separated = status == "separated" if role != "reference_defect" else None
+        return ControlRow(
+            pair_id=pair_id,
+            role=role,
+            slice="s",
+            mode="irrelevant",
+            distractor="d",
+            positive_score=None,
+            negative_score=None,
+            margin=None,
+            separated=separated,
+            status=status,
+            detail=detail,
+        )  # type: ignore[arg-type]
+
+    rows = [
+        row("a", "control", "not_run", "not run (budget)"),
+        row("b", "reference_defect", "not_run", "not run (budget)"),
+        row("c", "control", "error", "no score: clean: timeout"),
+        row("d", "adversarial", "missing", "no result for the positive (clean)"),
+        row("e", "control", "error", "no score: noisy: timeout"),
+        row("f", "reference_defect", "error", "no score: clean: timeout"),
+        row("g", "reference_defect", "routed_to_review", "routes"),  # scored: not a stop
+        row("h", "control", "separated", "ok"),
+    ]
+    assert _controls_stop(rows, None) == (
+        "controls failed (2 not run (budget): a, b; 4 have no score: c, d, e, f); candidate pairs"
+        " were not scored"
+    )

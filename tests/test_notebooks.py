@@ -43,7 +43,7 @@ def test_committed_without_outputs_and_with_a_parameters_cell(path: Path) -> Non
 
 def _execute(*args: object, **kwargs: object) -> object:
     """papermill over an IPC kernel (as certification runs it): no TCP port, no warning."""
-    from workbench.reports._kernel import kernel_manager_class
+    from workbench.reports._certify import kernel_manager_class
 
     with kernel_manager_class() as manager:
         return papermill.execute_notebook(*args, kernel_manager_class=manager, **kwargs)  # type: ignore[arg-type]

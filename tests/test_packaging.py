@@ -87,7 +87,7 @@ def test_default_notebook_is_always_the_packaged_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 28: certify runs the notebook shipped in the package, never a project's copy."""
-    from workbench.reports._certify import default_notebook
+    from workbench.reports._provenance import packaged_notebook as default_notebook
 
     monkeypatch.chdir(tmp_path)  # no notebooks/ here
     packaged = default_notebook()

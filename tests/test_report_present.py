@@ -580,7 +580,7 @@ def test_progress_off_a_terminal_is_line_progress() -> None:
 
 
 def test_certification_kernel_uses_ipc(tmp_path: Path) -> None:
-    from workbench.reports._kernel import kernel_manager_class
+    from workbench.reports._certify import kernel_manager_class
 
     with kernel_manager_class() as manager:
         km = manager()

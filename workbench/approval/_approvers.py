@@ -1,7 +1,5 @@
-"""The project's approver list: the only names that may freeze an approved input or approve a
-change to one. It is the ``approvers:`` key of the pinned project's ``workbench.yaml``, never
-one found beside an input; without it nothing can be frozen or used (``approvers_missing``).
-"""
+"""The project's approver list (``approvers:`` of the pinned project's ``workbench.yaml``, never
+one beside an input): the only names that may freeze an approved input or approve a change."""
 
 from __future__ import annotations
 
@@ -32,34 +30,24 @@ class Approvers:
         """Why ``name`` may not act as ``role`` (e.g. "the approver"); none when listed."""
         who = (name or "").strip()
         if self.config is None or not self.names:
-            return [
-                problem(
-                    location,
-                    "approvers_missing",
-                    (
-                        f"{role} {who!r} cannot be checked: the project has no {PROJECT_CONFIG}"
-                        f" with an `{APPROVERS_KEY}:` list (the project root is pinned from the"
-                        " working directory or $WORKBENCH_PROJECT_ROOT, never from the input)"
-                    ),
-                    (
-                        f"list the people who approve inputs in the project's {PROJECT_CONFIG}:"
-                        f" `{APPROVERS_KEY}: [NAME, ...]`"
-                    ),
-                )
-            ]
+            message = (
+                f"{role} {who!r} cannot be checked: the project has no {PROJECT_CONFIG} with an"
+                f" `{APPROVERS_KEY}:` list (the project root is pinned from the working directory"
+                " or $WORKBENCH_PROJECT_ROOT, never from the input)"
+            )
+            fix = (
+                f"list the people who approve inputs in the project's {PROJECT_CONFIG}:"
+                f" `{APPROVERS_KEY}: [NAME, ...]`"
+            )
+            return [problem(location, "approvers_missing", message, fix)]
         if who in self.names:
             return []
-        return [
-            problem(
-                location,
-                "approver_unknown",
-                f"{role} {who!r} is not in the project's approver list ({self.config})",
-                (
-                    f"name one of: {', '.join(sorted(self.names))}; or have the project add the"
-                    f" person to `{APPROVERS_KEY}:` in {PROJECT_CONFIG}"
-                ),
-            )
-        ]
+        message = f"{role} {who!r} is not in the project's approver list ({self.config})"
+        fix = (
+            f"name one of: {', '.join(sorted(self.names))}; or have the project add the person to"
+            f" `{APPROVERS_KEY}:` in {PROJECT_CONFIG}"
+        )
+        return [problem(location, "approver_unknown", message, fix)]
 
 
 def project_config(start: str | Path | None = None) -> Path | None:
@@ -94,13 +82,8 @@ def load_approvers(start: str | Path | None = None, key: str = APPROVERS_KEY) ->
 
 
 def _invalid(config: Path, message: str, key: str = APPROVERS_KEY) -> WorkbenchError:
-    return refusal(
-        "invalid approver list",
-        str(config),
-        "approvers_invalid",
-        message,
-        f"write `{key}:` as a YAML list of distinct names",
-    )
+    fix = f"write `{key}:` as a YAML list of distinct names"
+    return refusal("invalid approver list", str(config), "approvers_invalid", message, fix)
 
 
 def current_user() -> str:

@@ -24,7 +24,6 @@ class Kind:
     """One kind of approved input."""
 
     name: str
-    """The snapshot kind."""
     loader: str
     """``module:function`` taking the path and returning its checked :class:`Snapshot`."""
     keys: frozenset[str] = frozenset()
@@ -57,17 +56,12 @@ def kind_of(path: str | Path) -> Kind:
         if kind.keys and kind.keys <= keys:
             return kind
     names = ", ".join(k.name for k in (GOLD, *KINDS))
-    raise refusal(
-        "not an approved input",
-        str(path),
-        "freeze_unknown_input",
-        f"{path} is none of the inputs that are frozen ({names})",
-        (
-            "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
-            " a claim review panel, a control suite, a release policy, a sentinel file"
-            " or a label mapping"
-        ),
+    message = f"{path} is none of the inputs that are frozen ({names})"
+    fix = (
+        "name a gold dataset directory, a ranking fixture file, a noise pair suite, a claim review"
+        " panel, a control suite, a release policy, a sentinel file or a label mapping"
     )
+    raise refusal("not an approved input", str(path), "freeze_unknown_input", message, fix)
 
 
 def snapshot_of(path: str | Path) -> Snapshot:
@@ -95,11 +89,8 @@ def freeze_path(
 def freeze(
     snapshot: Snapshot, *, approver: str, note: str | None = None, now: datetime | None = None
 ) -> tuple[Release, bool]:
-    """Freeze ``snapshot``; return ``(release, created)``.
-
-    Refuses an unlisted approver and any lineage problem, every problem at once. Content already
-    frozen under the same version writes nothing (``created`` False).
-    """
+    """Freeze ``snapshot``; return ``(release, created)``. Refuses an unlisted approver and any
+    lineage problem, every problem at once; content already frozen writes nothing."""
     approvers = load_approvers(snapshot.folder)
     problems = approvers.problems(approver, "--approver", "the approver")
     problems += check_lineage(snapshot, read_release_log(snapshot.folder), approvers)

@@ -1,21 +1,5 @@
-"""The one lineage check every use of an approved input runs, every problem at once:
-
-=========================  ====================================================================
-code                       when
-=========================  ====================================================================
-release_malformed          a line of the release log cannot be read
-release_chain_broken       a release was edited, deleted, inserted or reordered
-approvers_missing          a release or change names an approver, and the project lists none
-approver_unknown           a release or change names someone not in the approver list
-frozen_case_edited         an item a release froze changed in place
-frozen_case_deleted        an item a release froze is gone
-frozen_case_added          an item was added in place to a frozen version
-frozen_header_edited       a frozen version's header changed
-supersedes_missing         a new version does not name the frozen version it supersedes
-supersedes_unfrozen        the version it supersedes was never frozen
-change_unrecorded          an item differs from the superseded version without a recorded change
-=========================  ====================================================================
-"""
+"""The one lineage check every use of an approved input runs, every problem at once (its codes:
+docs/formats.md#releases-of-approved-inputs)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The release log: one append-only, hash-chained ``releases.jsonl`` per folder of approved
-inputs. A line's ``sha256`` covers its JSON as written without that field; schema 1 lines are
-gold releases, read as ``kind: gold``."""
+"""The release log: one append-only, hash-chained ``releases.jsonl`` per folder of approved inputs.
+A line's ``sha256`` covers its JSON as written without that field (not :mod:`workbench._chain`'s
+``entry_sha256`` over the model); schema 1 lines are gold releases, read as ``kind: gold``."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -294,25 +295,20 @@ def append_release(
         return release, True
 
 
-class _lock:
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
     """The log's append lock, in the temporary directory, keyed by the log's resolved path."""
-
-    def __init__(self, path: Path) -> None:
-        key = sha256_json(str(path.resolve()))[:24]
-        self.path = path
-        self.lock = FileLock(str(Path(tempfile.gettempdir()) / f"workbench-freeze-{key}.lock"))
-
-    def __enter__(self) -> None:
-        try:
-            self.lock.acquire(timeout=30)
-        except Timeout:
-            raise refusal(
-                "cannot freeze",
-                str(self.path),
-                "freeze_locked",
-                "another freeze holds this release log's lock",
-                "wait for it to finish and freeze again",
-            ) from None
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
+    key = sha256_json(str(path.resolve()))[:24]
+    lock = FileLock(str(Path(tempfile.gettempdir()) / f"workbench-freeze-{key}.lock"))
+    try:
+        lock.acquire(timeout=30)
+    except Timeout:
+        message, fix = (
+            "another freeze holds this release log's lock",
+            "wait for it to finish and freeze again",
+        )
+        raise refusal("cannot freeze", str(path), "freeze_locked", message, fix) from None
+    try:
+        yield
+    finally:
+        lock.release()

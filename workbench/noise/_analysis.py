@@ -674,7 +674,8 @@ def _controls_stop(checks: list[ControlRow], c_summary: RunSummary | None) -> st
     """Why candidate pairs are not scored (None: every control separated, the run complete)."""
     groups: dict[str, list[str]] = {}
     for c in checks:
-        if c.role in SEPARATING_ROLES and not c.separated:
+        # every control of any role left unscored, and every separating control that failed
+        if c.status in _UNSCORED or (c.role in SEPARATING_ROLES and not c.separated):
             what = c.detail if c.status == "not_run" else _FAILED_AS.get(c.status, "have no score")
             groups.setdefault(what, []).append(c.pair_id)
     if groups:
@@ -686,6 +687,7 @@ def _controls_stop(checks: list[ControlRow], c_summary: RunSummary | None) -> st
     return None
 
 
+_UNSCORED = ("not_run", "missing", "error")
 _FAILED_AS = {
     "not_separated": "did not separate",
     "retrieval_failed": "failed their retrieval assertions",

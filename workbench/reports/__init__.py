@@ -5,13 +5,7 @@ from .._lock import Lock, read_lock
 from .._signing import load_signer, load_trust
 from ._blockers import group_blockers, why_lines
 from ._certification import Certification
-from ._certify import (
-    CONTROLS_DIR,
-    RUN_DIR,
-    certify,
-    resolve_budget,
-    resume_review,
-)
+from ._certify import certify, resolve_budget, resume_review
 from ._charts import (
     candidates_chart,
     confusion_heatmap,
@@ -21,20 +15,13 @@ from ._charts import (
     to_svg,
 )
 from ._format import DASH, DASH_NOTE, rate_text
-from ._listing import (
-    format_ledger,
-    format_report_row,
-    ledger_problems,
-    list_reports,
-    read_ledgers,
-)
+from ._listing import format_ledger, format_report_row, ledger_problems, list_reports, read_ledgers
 from ._migration import (
     format_transition_status,
     pending_for_report,
     record_transition_review,
     transition_review_status,
 )
-from ._ordinal import ordinal_section_html, ordinal_tables
 from ._present import (
     agreement_summary,
     blockers_display,
@@ -53,9 +40,12 @@ from ._present import (
     previous_certification,
 )
 from ._provenance import Provenance, package_sha256, packaged_notebook
+from ._recompute import CONTROLS_DIR, RUN_DIR
 from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
     merge_interval,
+    ordinal_section_html,
+    ordinal_tables,
     slice_table,
     styled,
     transition_summary_table,

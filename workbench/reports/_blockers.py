@@ -1,6 +1,6 @@
-"""Blockers as a reviewer reads them: one group per slice and code family, one line each, the
-numbers rounded and the raw blockers one click away. Nothing here changes a decision; case ids
-are never shown, except control ids (the control suite is not held-out data)."""
+"""Blockers as a reviewer reads them: one group per slice and code family, one line each, the raw
+blockers one click away. Nothing here changes a decision; case ids are never shown (control ids
+are: the control suite is not held-out data)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,6 @@ CONSISTENCY = frozenset(
     }
 )
 
-
 _FAMILY_PREFIXES = (
     ("control_failed_", "controls"),
     ("cost_", "cost"),
@@ -98,11 +97,8 @@ def sample_figures(
     """``(to bound at half the limit, at zero errors, more)`` of a sample-size blocker."""
     basis: Literal["upper_95", "point"] = "point" if ev.get("basis") == "point" else "upper_95"
     if "more_verdicts_needed" in ev:
-        return (
-            ev.get("verdicts_needed_to_bound_at_half_limit"),
-            ev.get("verdicts_needed_at_zero_errors"),
-            ev.get("more_verdicts_needed"),
-        )
+        keys = ("verdicts_needed_to_bound_at_half_limit", "verdicts_needed_at_zero_errors")
+        return ev.get(keys[0]), ev.get(keys[1]), ev.get("more_verdicts_needed")
     need = shortfall(have, errors, limit, basis)
     return need.needed_to_bound, need.needed_at_zero_errors, need.more
 
@@ -153,8 +149,7 @@ def group_blockers(
             g.family,
         )
     )
-    waived_groups = _groups([(attr(w, "blocker"), attr(w, "override_id")) for w in waived])
-    return groups + waived_groups
+    return groups + _groups([(attr(w, "blocker"), attr(w, "override_id")) for w in waived])
 
 
 def _groups(items: list[tuple[Any, str | None]]) -> list[BlockerGroup]:
@@ -235,17 +230,13 @@ def _describe(fam: str, raw: list[dict[str, Any]]) -> tuple[str, str, int | None
                 parts.append(f"{role}: untested")
             else:
                 parts.append(f"{role}: {e.get('incomplete')} of {e.get('n')} not evaluated")
-        return (
-            "blocking controls failed, so held-out data was not used: " + "; ".join(parts),
-            "; ".join(parts),
-            None,
-            None,
-        )
+        text = "; ".join(parts)
+        return f"blocking controls failed, so held-out data was not used: {text}", text, None, None
     if fam == "lineage":
         checks = [r["message"].removeprefix("lineage check failed: ") for r in raw]
         return (
-            "lineage checks failed: " + "; ".join(checks),
-            "failed: " + ", ".join(checks),
+            f"lineage checks failed: {'; '.join(checks)}",
+            f"failed: {', '.join(checks)}",
             None,
             None,
         )
@@ -344,12 +335,8 @@ def _unproven(
         f" {high} is above the {pct(limit)} limit: {tail}"
     )
     needed = f"{more} more human-{human} cases needed" if more is not None else "cannot be shown"
-    return (
-        text,
-        f"{k}/{n} {what}, upper bound {high} > {pct(limit)}: {needed}",
-        more,
-        f"human-{human}",
-    )
+    short = f"{k}/{n} {what}, upper bound {high} > {pct(limit)}: {needed}"
+    return text, short, more, f"human-{human}"
 
 
 def _shorten(text: str, limit: int = 110) -> str:

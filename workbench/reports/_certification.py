@@ -30,32 +30,33 @@ from ..migration import (
     MigrationEvidence,
     load_label_mapping,
     map_old_lines,
+    mapped_controls,
 )
-from ..policy import (
-    Blocker,
-    GateResult,
-    Policy,
-    load_overrides,
-    load_policy,
-)
+from ..policy import Blocker, GateResult, Policy, load_overrides, load_policy
 from ..runs import RunDir, RunOptions, RunSummary, run_candidate
-from ._certify import CONTROLS_DIR, GATE_FILE, RESTRICTED_DIR, RUN_DIR, work_items
-from ._evaluation import (
+from ._certify import work_items
+from ._migration import (
+    SENTINELS_DIR,
+    needs_repeatability,
+    snapshot_studies,
+    write_migration,
+    write_transitions_html,
+)
+from ._recompute import (
+    CONTROLS_DIR,
     FIGURES_FILE,
+    GATE_FILE,
     LINEAGE_FILE,
+    RESTRICTED_DIR,
+    RUN_DIR,
+    Subject,
+    decide,
     figures_of,
     public_gate,
     read_gold_evidence,
     write_gold_evidence,
 )
-from ._migration import (
-    SENTINELS_DIR,
-    control_report_from_records,
-    needs_repeatability,
-    snapshot_studies,
-    write_migration,
-)
-from ._recompute import Subject, decide
+from ._restricted import CODE_DIR, write_code_copy, write_restricted
 
 _NOT_BY_CERTIFY = "run `workbench certify`; the certification notebook is executed only by it"
 
@@ -208,71 +209,38 @@ class Certification:
         entry, dataset, policy = self.ledger_entry, self.dataset, self.policy
         held_out = dataset.partition("held_out")
         others = {c.group for c in dataset.cases.values() if c.partition.value != "held_out"}
-        leaked = sorted({c.group for c in held_out} & others)
+        leaked = len({c.group for c in held_out} & others)
         status = self.ledger.status_of(entry.entry_id)
-        rubric_version = getattr(policy, "rubric_version", None)
+        wanted, rubric = getattr(policy, "rubric_version", None), dataset.rubric.version
+        release = dataset.release.release_id if dataset.release else "(not frozen)"
+        fingerprint = self.judge.identity.fingerprint()
+        manifest = held_out_manifest_sha256(dataset.sha256, held_out)
         self.lineage = [
-            _check(
-                "ledger entry open for this certification",
-                entry.entry_id,
-                status or "missing",
-                status == "open",
-            ),
-            _check(
-                "candidate fingerprint",
-                entry.candidate_fingerprint,
-                self.judge.identity.fingerprint(),
-            ),
+            _check("ledger entry open for this certification", entry.entry_id, status or "missing")
+            | {"ok": status == "open"},
+            _check("candidate fingerprint", entry.candidate_fingerprint, fingerprint),
             _check("gold dataset sha256", entry.dataset_sha256, dataset.sha256),
-            _check(
-                "held-out manifest sha256",
-                entry.held_out_manifest_sha256,
-                held_out_manifest_sha256(dataset.sha256, held_out),
-            ),
-            *(
-                [
-                    _check(
-                        "held-out items sha256 (content)",
-                        entry.held_out_items_sha256,
-                        items_sha256(item_keys(held_out)),
-                    )
-                ]
-                if entry.held_out_items_sha256 is not None
-                else []
-            ),
-            _check(
-                "partition isolation (no held-out group elsewhere)",
-                "0 shared groups",
-                f"{len(leaked)} shared groups",
-                not leaked,
-            ),
-            _check(
-                "rubric version (policy vs gold)",
-                rubric_version,
-                dataset.rubric.version,
-                rubric_version in (None, dataset.rubric.version),
-            ),
-            _check(
-                "policy present",
-                self.policy_path.name,
-                "loaded" if policy else "missing",
-                policy is not None,
-            ),
+            _check("held-out manifest sha256", entry.held_out_manifest_sha256, manifest),
+        ]
+        if (items := entry.held_out_items_sha256) is not None:
+            content = items_sha256(item_keys(held_out))
+            self.lineage.append(_check("held-out items sha256 (content)", items, content))
+        isolation = "partition isolation (no held-out group elsewhere)"
+        found, present = f"{leaked} shared groups", "loaded" if policy else "missing"
+        self.lineage += [
+            _check(isolation, "0 shared groups", found, not leaked),
+            _check("rubric version (policy vs gold)", wanted, rubric, wanted in (None, rubric)),
+            _check("policy present", self.policy_path.name, present, policy is not None),
             _check(
                 "gold release (recorded in the run manifest)",
                 "releases.jsonl beside the gold",
-                dataset.release.release_id if dataset.release else "(not frozen)",
+                release,
                 dataset.release is not None,
             ),
         ]
-        if self.baseline_judge is not None:
-            self.lineage.append(
-                _check(
-                    "baseline fingerprint",
-                    entry.baseline_fingerprint,
-                    self.baseline_judge.identity.fingerprint(),
-                )
-            )
+        if (old := self.baseline_judge) is not None:
+            old_fp = old.identity.fingerprint()
+            self.lineage.append(_check("baseline fingerprint", entry.baseline_fingerprint, old_fp))
         atomic_write_json(self.report_dir / LINEAGE_FILE, self.lineage)
         return self.lineage
 
@@ -312,7 +280,7 @@ class Certification:
                     progress=False,
                 )
             if fresh is None or judge is not self.judge:  # the baseline's: verdicts mapped
-                fresh = control_report_from_records(suite, self.report_dir / directory, mapping)
+                fresh = mapped_controls(suite, self.report_dir / directory, mapping)
             reports.append(fresh)
         self.controls = reports[0]
         self.baseline_controls = reports[1] if len(reports) > 1 else None
@@ -355,6 +323,9 @@ class Certification:
             )
         return self.summary
 
+    def _options(self, **more: Any) -> RunOptions:
+        return RunOptions(concurrency=self.concurrency, cache_dir=False, progress=False, **more)
+
     def _left(self, spent: float) -> float | None:
         return None if self.budget_usd is None else max(0.0, self.budget_usd - spent)
 
@@ -367,13 +338,7 @@ class Certification:
             self.dataset,
             "held_out",
             self.report_dir / directory,
-            RunOptions(
-                concurrency=self.concurrency,
-                budget_usd=limit,
-                max_cases=self.max_cases,
-                cache_dir=False,
-                progress=False,
-            ),
+            self._options(budget_usd=limit, max_cases=self.max_cases),
             held_out_access=access,
         )
 
@@ -383,11 +348,9 @@ class Certification:
         use, no gate input). A re-evaluation keeps the copied run."""
         from ..repeatability import SENTINEL_PARTITION, load_sentinels, sentinels_path_for
 
-        if (
-            self.summary is None
-            or self.resume_from is not None
-            or not sentinels_path_for(self.dataset).exists()
-        ):
+        if self.summary is None or self.resume_from is not None:
+            return None
+        if not sentinels_path_for(self.dataset).exists():
             return None
         from ..gold import gold_lineage
         from ..runs import run_items
@@ -398,13 +361,7 @@ class Certification:
             self.judge,
             work_items(loaded.cases),
             self.report_dir / SENTINELS_DIR,
-            RunOptions(
-                repeats=1,
-                concurrency=self.concurrency,
-                budget_usd=self._left(self.summary.cost_usd + baseline_cost),
-                cache_dir=False,
-                progress=False,
-            ),
+            self._options(repeats=1, budget_usd=self._left(self.summary.cost_usd + baseline_cost)),
             partition=SENTINEL_PARTITION,
             dataset_sha256=self.dataset.sha256,
             grid=True,
@@ -419,9 +376,8 @@ class Certification:
         if not self.lineage:
             self.check_lineage()
         write_gold_evidence(self.report_dir, self.dataset)
-        reviews: dict[str, Any] = {}
         if not self.control_blockers:
-            reviews = self._store_lifecycle_evidence()
+            self._store_lifecycle_evidence()
         baseline = self.baseline_judge
         subject = Subject(
             self.judge.spec.label,
@@ -447,11 +403,11 @@ class Certification:
             atomic_write_json(self.report_dir / FIGURES_FILE, figures_of(decision.alignment))
             if decision.migration is not None:
                 self.migration = decision.migration
-                write_migration(self.report_dir, decision.migration, reviews)
+                write_migration(self.report_dir, decision.migration)
             self._write_restricted()
         return decision.gate
 
-    def _store_lifecycle_evidence(self) -> dict[str, Any]:
+    def _store_lifecycle_evidence(self) -> None:
         from ..repeatability import studies_of, studies_path_for
         from ..review import TransitionReviews, transition_reviews_path_for
 
@@ -478,19 +434,14 @@ class Certification:
             mine = studies_of(log, fingerprint) if log.exists() else []
             if mine or needs_repeatability(self.policy):
                 snapshot_studies(self.report_dir, mine)
-        if self.baseline_judge is None:
-            return {}
-        in_log = TransitionReviews(transition_reviews_path_for(self.dataset.root))
-        reviews: dict[str, Any] = in_log.in_effect(
-            self.baseline_judge.identity.fingerprint(), fingerprint
-        )
-        snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
-        write_jsonl(self.report_dir / REVIEWS_SNAPSHOT, snapshot)
-        return reviews
+        if self.baseline_judge is not None:
+            in_log = TransitionReviews(transition_reviews_path_for(self.dataset.root))
+            reviews = in_log.in_effect(self.baseline_judge.identity.fingerprint(), fingerprint)
+            snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
+            write_jsonl(self.report_dir / REVIEWS_SNAPSHOT, snapshot)
 
     def _copy_code(self) -> None:
         """Keep the code the candidate (and a baseline) runs in ``restricted/[baseline_]code/``."""
-        from ._restricted import CODE_DIR, write_code_copy
 
         restricted = self.report_dir / RESTRICTED_DIR
         write_code_copy(restricted / CODE_DIR, self.judge)
@@ -498,16 +449,10 @@ class Certification:
             write_code_copy(restricted / f"baseline_{CODE_DIR}", self.baseline_judge)
 
     def _write_restricted(self) -> None:
-        from ._migration import write_transitions_html
-        from ._restricted import write_restricted
-
         assert self.join is not None and self.gate is not None
         report_id = self.ledger_entry.report_id
         restricted = self.report_dir / RESTRICTED_DIR
-        results = RunDir(self.report_dir / RUN_DIR).results
-        write_restricted(
-            restricted, self.dataset, self.join, results, self.gate, report_id=report_id
-        )
+        write_restricted(restricted, self.dataset, self.join, self.gate, report_id=report_id)
         if self.migration is not None:
             write_transitions_html(restricted, self.migration, report_id=report_id)
 

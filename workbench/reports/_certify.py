@@ -1,21 +1,17 @@
-"""Certification: run a candidate once on held-out data and lock the report.
-
-:func:`certify` (``workbench certify``) checks every input, opens a ``started`` ledger entry
-under the ledger lock, copies the inputs, executes ``03_certify.ipynb`` (which evaluates through
-:class:`~workbench.reports.Certification`), renders the HTML, seals the lock and closes the
-entry. ``baseline=OLD`` makes it a migration certification (both versions under one entry);
-:func:`resume_review` re-evaluates a locked migration report with the transition reviews
-recorded since, judging nothing again.
-"""
+"""Certification (``workbench certify``): check every input, open a ``started`` ledger entry,
+copy the inputs, run ``03_certify.ipynb``, render, seal the lock and close the entry.
+:func:`resume_review` re-evaluates a locked migration report with the reviews recorded since."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import shutil
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -24,16 +20,10 @@ from typing import Any
 
 from .._args import check_run_arguments
 from .._io import atomic_write_json, atomic_write_text, read_json_file, sha256_file
-from .._lock import (
-    Lock,
-    git_state,
-    make_read_only,
-    maybe_sha256,
-    seal,
-    versions,
-)
+from .._lock import Lock, git_state, make_read_only, maybe_sha256, seal, versions
+from .._redact import environment_secrets, secrets_in_files
 from .._signing import Signer, load_signer
-from ..errors import Problem, WorkbenchError, refusal
+from ..errors import WorkbenchError, problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..heldout import (
     HeldOutLedger,
@@ -64,14 +54,6 @@ from ..policy import (
 )
 from ..project import pinned_project_root, project_root
 from ..runs import RunDir
-from ._evaluation import (
-    FIGURES_FILE,
-    HELD_OUT_GOLD,
-    LINEAGE_FILE,
-    RUBRIC_JSON,
-    public_gate,
-)
-from ._kernel import kernel_manager_class
 from ._listing import (
     check_ledger_complete,
     check_legacy_ledger,
@@ -95,31 +77,25 @@ from ._provenance import (
     notebook_provenance,
     packaged_notebook,
 )
+from ._recompute import (
+    CONTROLS_DIR,
+    FIGURES_FILE,
+    GATE_FILE,
+    HELD_OUT_GOLD,
+    LINEAGE_FILE,
+    RUBRIC_JSON,
+    RUN_DIR,
+    public_gate,
+)
 from ._render import not_run_html, render_html
-from ._secrets import refuse_secrets
 
 EXECUTED_NOTEBOOK = "certification.ipynb"
 HTML_FILE = "report.html"
-GATE_FILE = "gate.json"
-RUN_DIR = "restricted/run"  # run records are case-level held-out evidence
 INPUTS_DIR = "inputs"
-RESTRICTED_DIR = "restricted"
-CONTROLS_DIR = "controls"
-_LOCKED_EVIDENCE = (
-    INPUTS_DIR,
-    CONTROLS_DIR,
-    "baseline",
-    "restricted/run",
-    "restricted/baseline",
-    SENTINELS_DIR,
-    "repeatability",
-)
+
+_LOCKED_EVIDENCE: tuple[str, ...] = (INPUTS_DIR, CONTROLS_DIR, "baseline", RUN_DIR)
+_LOCKED_EVIDENCE += ("restricted/baseline", SENTINELS_DIR, "repeatability")
 """What :func:`resume_review` copies from the locked report (everything judged, nothing decided)."""
-
-
-def default_notebook() -> Path:
-    """The certification notebook: always the copy shipped in the installed package."""
-    return packaged_notebook()
 
 
 @dataclass(frozen=True)
@@ -171,10 +147,14 @@ def resolve_budget(
             f"drop --budget-usd (the policy's ${policy.budget_usd:g} is used) or give a lower one;"
             " a larger budget needs a new policy version"
         )
-        raise refusal(
-            "cannot certify", f"{policy_path}: budget_usd", "budget_above_policy", message, fix
-        )
+        where = f"{policy_path}: budget_usd"
+        raise refusal("cannot certify", where, "budget_above_policy", message, fix)
     return requested
+
+
+def _entry_fields(judge: Judge, dataset: GoldDataset, root: Path, **more: Any) -> dict[str, Any]:
+    fields = {"candidate": judge.spec.label, "dataset_sha256": dataset.sha256}
+    return fields | {"reports_root": root, "gold": gold_directory(dataset.root), **more}
 
 
 @dataclass(frozen=True)
@@ -210,25 +190,19 @@ class _Inputs:
 
     def entry_fields(self, root: Path, rerun_reason: str | None) -> dict[str, Any]:
         old = self.old_judge
-        return {
-            "candidate": self.judge.spec.label,
-            "fingerprint": self.fingerprint,
-            "dataset_sha256": self.dataset.sha256,
-            "manifest_sha256": self.manifest_sha,
-            "reports_root": root,
-            "gold": gold_directory(self.gold),
-            "rerun_reason": rerun_reason,
-            "budget_usd": self.budget,
-            **(
-                {
-                    "kind": "migration",
-                    "baseline": old.spec.label,
-                    "baseline_fingerprint": old.identity.fingerprint(),
-                }
-                if old is not None
-                else {}
-            ),
-        }
+        migration = {"kind": "migration", "baseline": old.spec.label} if old else {}
+        if old is not None:
+            migration["baseline_fingerprint"] = old.identity.fingerprint()
+        return _entry_fields(
+            self.judge,
+            self.dataset,
+            root,
+            fingerprint=self.fingerprint,
+            manifest_sha256=self.manifest_sha,
+            rerun_reason=rerun_reason,
+            budget_usd=self.budget,
+            **migration,
+        )
 
 
 @dataclass
@@ -281,7 +255,7 @@ def certify(
     own ledger. ``baseline`` makes it a migration certification; ``label_mapping`` maps the
     baseline's labels (required when the rubric lacks any of them)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
-    ledger = HeldOutLedger(ledger_path_for(gold))
+    ledger = HeldOutLedger(ledger_path_for(gold))  # refused first outside a project
     inputs = _check_inputs(
         candidate,
         policy,
@@ -295,25 +269,22 @@ def certify(
     )
     job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
-    job.provenance = inputs.provenance
-    job.max_cases, job.kernel_name = max_cases, kernel_name
+    job.provenance, job.max_cases, job.kernel_name = inputs.provenance, max_cases, kernel_name
     job.policy_file = str(inputs.policy_path.resolve())
-
-    def copy_inputs() -> dict[str, Path]:
-        return _copy_inputs(
+    return _execute(
+        job,
+        lambda: _copy_inputs(
             job.report_dir,
             inputs.candidate,
             inputs.policy_path,
             inputs.overrides,
             baseline=inputs.baseline,
             label_mapping=inputs.mapping,
-        )
-
-    return _execute(job, copy_inputs)
+        ),
+    )
 
 
 def _check_control_suite(policy: Path, controls: Any) -> None:
-    """The policy's control suite loads and, when the policy requires it, is frozen."""
     from ..controls import load_suite, suite_release
 
     suite = load_suite((policy.parent / controls.suite).resolve())
@@ -326,8 +297,13 @@ def _check_control_suite(policy: Path, controls: Any) -> None:
         raise refusal("cannot certify", str(suite.path), "controls_unfrozen", message, fix)
 
 
-def _check_frozen(dataset: GoldDataset) -> None:
-    """Refuse (``gold_not_frozen``) a gold whose current state is no frozen release."""
+def _check_dataset(dataset: GoldDataset) -> None:
+    """Refuse a gold without held-out cases, or whose current state is no frozen release."""
+    where = str(dataset.gold_path)
+    if not dataset.partition("held_out"):
+        fix = "certification needs a held_out partition"
+        message = "the dataset has no held-out cases"
+        raise refusal("cannot certify", where, "no_held_out", message, fix)
     if dataset.release is not None:
         return
     latest = dataset.releases[-1].release_id if dataset.releases else None
@@ -335,12 +311,12 @@ def _check_frozen(dataset: GoldDataset) -> None:
         f"; the latest release is {latest}" if latest else "; it was never frozen"
     )
     fix = f"freeze it (`workbench freeze {dataset.gold_path.parent} --approver NAME`), then certify"
-    raise refusal("cannot certify", str(dataset.gold_path), "gold_not_frozen", message, fix)
+    raise refusal("cannot certify", where, "gold_not_frozen", message, fix)
 
 
 def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: Path | None) -> None:
     problems = [
-        Problem(location=str(where), code=code, message=message, fix=fix)
+        problem(str(where), code, message, fix)
         for failed, where, code, message, fix in (
             (
                 not policy.exists(),
@@ -371,6 +347,10 @@ def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: P
         raise WorkbenchError("cannot certify", problems)
 
 
+def _path(value: str | Path | None) -> Path | None:
+    return Path(value) if value else None
+
+
 def _check_inputs(
     candidate: str | Path,
     policy: str | Path,
@@ -385,21 +365,17 @@ def _check_inputs(
 ) -> _Inputs:
     """Load and check every input; nothing is written."""
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
-    baseline_path = Path(baseline) if baseline is not None else None
-    mapping_path = Path(label_mapping) if label_mapping is not None else None
-    custom = Path(notebook) if notebook else None
-    notebook_path = custom or default_notebook()
+    baseline_path, mapping_path = (
+        Path(p) if p is not None else None for p in (baseline, label_mapping)
+    )
+    custom = _path(notebook)
+    notebook_path = custom or packaged_notebook()
     _check_paths(policy, notebook_path, mapping_path, baseline_path)
-    judge = load_candidate(candidate)
-    policy_model = load_policy(policy)
+    judge, policy_model = load_candidate(candidate), load_policy(policy)
     if policy_model.controls is not None:
         _check_control_suite(policy, policy_model.controls)
     dataset = load_dataset(gold)
-    if not dataset.partition("held_out"):
-        message = "the dataset has no held-out cases"
-        fix = "certification needs a held_out partition"
-        raise refusal("cannot certify", str(dataset.gold_path), "no_held_out", message, fix)
-    _check_frozen(dataset)
+    _check_dataset(dataset)
     check_policy_against_rubric(policy_model, dataset.rubric, policy_path=policy)
     old_judge = None
     if baseline_path is not None:
@@ -407,31 +383,19 @@ def _check_inputs(
     budget = resolve_budget(policy_model, budget_usd, policy)
     if old_judge is not None and budget is not None:
         _check_paired_budget(judge, old_judge, dataset, budget)
-    overrides_path = Path(overrides) if overrides else policy.parent / "overrides.jsonl"
-    if overrides_path.exists():
-        waived_by_me = certifier_waiver_problems(
+    overrides_path = _path(overrides) or policy.parent / "overrides.jsonl"
+    if overrides_path.exists() and (
+        waived_by_me := certifier_waiver_problems(
             load_overrides(overrides_path), policy_model, judge.identity.fingerprint()
         )
-        if waived_by_me:
-            raise WorkbenchError("cannot certify", waived_by_me)
+    ):
+        raise WorkbenchError("cannot certify", waived_by_me)
     _check_side_logs(dataset, policy_model, migration=old_judge is not None)
     signer = load_signer(sign_key) if sign_key is not None else None
-    return _Inputs(
-        candidate,
-        policy,
-        gold,
-        notebook_path,
-        baseline_path,
-        mapping_path,
-        overrides_path,
-        judge,
-        policy_model,
-        dataset,
-        old_judge,
-        budget,
-        signer,
-        notebook_provenance(custom, policy_model),
-    )
+    provenance = notebook_provenance(custom, policy_model)
+    paths = (candidate, policy, gold, notebook_path, baseline_path, mapping_path, overrides_path)
+    loaded = (judge, policy_model, dataset, old_judge, budget, signer, provenance)
+    return _Inputs(*paths, *loaded)
 
 
 def work_items(cases: Iterable[Any]) -> list[Any]:
@@ -452,20 +416,18 @@ def _check_paired_budget(judge: Judge, old: Judge, dataset: GoldDataset, budget:
         for name, j in (("candidate", judge), ("baseline", old))
     )
     if needed > budget + 1e-12:
+        message = (
+            f"judging {len(items)} held-out case(s) with {judge.spec.label} and"
+            f" {old.spec.label} needs up to ${needed:.4f} (the engine's reservations, one attempt"
+            f" per call), the budget is ${budget:.4f}"
+        )
+        fix = (
+            f"give --budget-usd {needed:.4f} or more (a new policy version if it is above the"
+            " policy's budget_usd); certifying on fewer cases is a scope change, not a saving"
+        )
         raise BudgetInsufficient(
             "the budget does not cover both versions: nothing was started",
-            [
-                Problem(
-                    location="--budget-usd",
-                    code="budget_insufficient",
-                    message=f"judging {len(items)} held-out case(s) with {judge.spec.label} and"
-                    f" {old.spec.label} needs up to ${needed:.4f} (the engine's reservations,"
-                    f" one attempt per call), the budget is ${budget:.4f}",
-                    fix=f"give --budget-usd {needed:.4f} or more (a new policy version if it is"
-                    " above the policy's budget_usd); certifying on fewer cases is a scope change,"
-                    " not a saving",
-                )
-            ],
+            [problem("--budget-usd", "budget_insufficient", message, fix)],
         )
 
 
@@ -486,32 +448,24 @@ def _check_side_logs(dataset: GoldDataset, policy: Policy, *, migration: bool = 
 def _allocate(reports_root: Path, name: str, version: str) -> tuple[Path, int]:
     base = reports_root / name / version
     base.mkdir(parents=True, exist_ok=True)
-    existing = [int(p.name) for p in base.iterdir() if p.is_dir() and p.name.isdigit()]
-    n = max(existing, default=0) + 1
+    n = max((int(p.name) for p in base.iterdir() if p.is_dir() and p.name.isdigit()), default=0)
     while True:
-        try:
+        n += 1
+        with contextlib.suppress(FileExistsError):
             (base / str(n)).mkdir()  # exclusive: a report is never overwritten
             return base / str(n), n
-        except FileExistsError:
-            n += 1
 
 
 def _start(ledger: HeldOutLedger, inputs: _Inputs, root: Path, rerun_reason: str | None) -> _Job:
-
     def check_reuse(entries: list[LedgerEntry]) -> dict[str, Any]:  # a re-use needs a reason
         keys = inputs.held_out_keys
         prior = ledger.check_rerun(keys, inputs.manifest_sha, rerun_reason, entries)
         check_legacy_ledger(root, inputs.fingerprint, inputs.manifest_sha, rerun_reason)
         return {"held_out_keys": keys, "prior": prior}
 
+    fields = inputs.entry_fields(root, rerun_reason)
     return _open_entry(
-        ledger,
-        root,
-        inputs.judge,
-        inputs.dataset,
-        inputs.notebook,
-        inputs.entry_fields(root, rerun_reason),
-        check_reuse,
+        ledger, root, inputs.judge, inputs.dataset, inputs.notebook, fields, check_reuse
     )
 
 
@@ -605,8 +559,8 @@ def resume_review(
     """Re-evaluate a locked migration report with the transition reviews recorded since, as a new
     report linked to it (nothing judged again, no held-out use). Refused (exit 2) for a report
     that does not verify, or whose gold or candidate changed since."""
-    custom = Path(notebook) if notebook else None
-    notebook_path = custom or default_notebook()
+    custom = _path(notebook)
+    notebook_path = custom or packaged_notebook()
     refused = "cannot re-evaluate the report"
     first, lock, dataset = locked_migration(report, gold, refused=refused, notebook=notebook_path)
     if "/".join(first.resolve().parts[-3:]) != lock.report_id:
@@ -626,32 +580,23 @@ def resume_review(
     policy = load_policy(first / str(lock.input_files.get("policy")))
     _check_side_logs(dataset, policy)
     root = first.resolve().parents[2]
-    job = _open_entry(
-        HeldOutLedger(ledger_path_for(dataset.root)),
-        root,
+    ledger = HeldOutLedger(ledger_path_for(dataset.root))
+    fields = _entry_fields(
         judge,
         dataset,
-        notebook_path,
-        {
-            "candidate": judge.spec.label,
-            "fingerprint": lock.candidate_fingerprint,
-            "dataset_sha256": dataset.sha256,
-            "manifest_sha256": str(lock.evidence.get("held_out_manifest")),
-            "reports_root": root,
-            "gold": gold_directory(dataset.root),
-            "rerun_reason": None,
-            "kind": "review_reevaluation",
-            "baseline": lock.baseline,
-            "baseline_fingerprint": lock.baseline_fingerprint,
-            "resumes": lock.report_id,
-        },
+        root,
+        fingerprint=lock.candidate_fingerprint,
+        manifest_sha256=str(lock.evidence.get("held_out_manifest")),
+        rerun_reason=None,
+        kind="review_reevaluation",
+        baseline=lock.baseline,
+        baseline_fingerprint=lock.baseline_fingerprint,
+        resumes=lock.report_id,
     )
+    job = _open_entry(ledger, root, judge, dataset, notebook_path, fields)
     job.signer, job.kernel_name, job.resume_from = signer, kernel_name, first
-    job.policy_file = lock.policy_file
-    job.provenance = notebook_provenance(custom, policy)
-    job.resumes = PreviousReport(
-        report_id=lock.report_id, lock_sha256=lock.lock_sha256, status="locked"
-    )
+    job.policy_file, job.provenance = lock.policy_file, notebook_provenance(custom, policy)
+    job.resumes = PreviousReport(report_id=lock.report_id, lock_sha256=lock.lock_sha256)
 
     def copy_locked() -> dict[str, Path]:
         for rel in _LOCKED_EVIDENCE:
@@ -679,22 +624,20 @@ def _run_and_lock(job: _Job) -> CertificationResult:
     gate = read_json_file(gate_path) if gate_path.exists() else None
     if failure is not None or gate is None:
         gate = public_gate(_failed_gate(failure, job.judge))
-        atomic_write_json(job.report_dir / GATE_FILE, gate)
-    capped = cap_unpinned(gate, job.provenance)
-    if capped is not gate:
+        atomic_write_json(gate_path, gate)
+    if (capped := cap_unpinned(gate, job.provenance)) is not gate:
         gate = capped
-        atomic_write_json(job.report_dir / GATE_FILE, gate)
-    advisory = (
-        advisory_title(job.provenance) if job.provenance and job.provenance.advisory else None
-    )
+        atomic_write_json(gate_path, gate)
+    provenance = job.provenance if job.provenance and job.provenance.advisory else None
+    advisory = advisory_title(provenance) if provenance else None
     title = f"Certification report: {job.judge.spec.label} ({job.report_id})"
     title = f"{advisory} - {title}" if advisory else title
-    notice = [advisory_section(job.provenance)] if advisory and job.provenance else []
+    notice = [advisory_section(provenance)] if provenance else []
     html = render_html(executed, title, notice) if executed.exists() else not_run_html()
     atomic_write_text(job.report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)
-    refuse_secrets(job.report_dir, job.judge)
+    _refuse_secrets(job.report_dir, job.judge)
     lock = seal(job.report_dir, _lock_of(job, gate, timings, failure is None), job.signer)
     run = RunDir(job.report_dir / RUN_DIR)
     # Any held-out run directory (even a partial run) is a use; a re-evaluation judged nothing.
@@ -708,16 +651,31 @@ def _run_and_lock(job: _Job) -> CertificationResult:
         baseline_run_records_sha256=lock.evidence.get("baseline_run_records"),
     )
     timings["lock"] = round(time.perf_counter() - rendered_at, 3)
+    outcome, blockers, use = gate["outcome"], gate["blockers"], held_out_use_line(job.entry)
     return CertificationResult(
-        job.report_dir,
-        job.report_id,
-        gate["outcome"],
-        gate["blockers"],
-        lock.lock_sha256,
-        timings,
-        advisory,
-        held_out_use_line(job.entry),
+        job.report_dir, job.report_id, outcome, blockers, lock.lock_sha256, timings, advisory, use
     )
+
+
+def _refuse_secrets(report_dir: Path, judge: Judge) -> None:
+    """No secret of the environment, in any encoded form, in a report that is locked."""
+    secrets = environment_secrets([judge.spec.endpoint.api_key_env])
+    problems = [
+        problem(
+            str(report_dir / rel),
+            "secret_in_report",
+            f"{rel} holds the value of ${name} ({', '.join(forms)} form) after redaction: the"
+            " report is not locked",
+            f"rotate ${name}'s credential; find what wrote it into the report (a judge's reason"
+            " or error, the gold data, the notebook's output) and remove it at its source; delete"
+            " the unlocked report (the ledger keeps the held-out use) and certify again",
+        )
+        for rel, name, forms in secrets_in_files(report_dir, secrets)
+    ]
+    if problems:
+        raise WorkbenchError(
+            f"refusing to lock {report_dir}: it holds a secret of the environment", problems
+        )
 
 
 def _input_hashes(job: _Job) -> dict[str, str | None]:
@@ -728,19 +686,18 @@ def _check_inputs_unchanged(job: _Job, before: dict[str, str | None]) -> None:
     """Refuse a notebook that changed an input copied into the report."""
     changed = [name for name, digest in _input_hashes(job).items() if before.get(name) != digest]
     if changed:
-        raise WorkbenchError(
-            "certification refused",
-            [
-                Problem(
-                    location=str(job.copies[name]),
-                    code="input_changed_by_notebook",
-                    message=f"the certification notebook changed the {name} copied into the"
-                    " report: nothing it decided can be trusted",
-                    fix="certify with the notebook shipped in the package (drop --notebook)",
-                )
-                for name in changed
-            ],
-        )
+        fix = "certify with the notebook shipped in the package (drop --notebook)"
+        problems = [
+            problem(
+                str(job.copies[name]),
+                "input_changed_by_notebook",
+                f"the certification notebook changed the {name} copied into the report: nothing"
+                " it decided can be trusted",
+                fix,
+            )
+            for name in changed
+        ]
+        raise WorkbenchError("certification refused", problems)
 
 
 def _notebook_node(job: _Job) -> Any:
@@ -760,17 +717,33 @@ def _notebook_node(job: _Job) -> Any:
     return reads(data.decode("utf-8"), as_version=4)
 
 
+@contextlib.contextmanager
+def kernel_manager_class() -> Iterator[type]:
+    """An ``AsyncKernelManager`` class whose kernels talk over IPC sockets in a private temporary
+    directory (nothing listens on TCP), removed afterwards."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    directory = Path(tempfile.mkdtemp(prefix="wbk-", dir="/tmp" if Path("/tmp").is_dir() else None))
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", str(directory / "kernel"))
+            super().__init__(**kwargs)
+
+    try:
+        yield IPCKernelManager
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
     """Run the notebook headless; its failure (if any) is returned, not raised."""
     import papermill
 
-    def path(name: str) -> str:
-        return str(job.copies[name].resolve()) if name in job.copies else ""
-
+    names = ("candidate", "policy", "baseline", "label_mapping", "overrides", "controls")
     parameters = {
-        **{name: path(name) for name in ("candidate", "policy", "baseline", "label_mapping")},
-        "overrides": path("overrides"),
-        "controls": path("controls"),
+        **{n: str(job.copies[n].resolve()) if n in job.copies else "" for n in names},
         "gold": str(job.dataset.gold_path.resolve()),
         "resume_from": str(job.resume_from.resolve()) if job.resume_from is not None else "",
         "report_dir": str(job.report_dir.resolve()),
@@ -801,36 +774,36 @@ def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
 def _evidence(job: _Job) -> dict[str, str | None]:
     """The named hashes of the lock (docs/formats.md#report-lock)."""
     d, copies = job.report_dir, job.copies
+
+    def copy(name: str) -> str | None:
+        return maybe_sha256(copies[name]) if name in copies else None
+
     run, baseline_run = RunDir(d / RUN_DIR), RunDir(d / BASELINE_RUN_DIR)
+    files = {
+        "lineage": LINEAGE_FILE,
+        "figures": FIGURES_FILE,
+        "held_out_gold": HELD_OUT_GOLD,
+        "rubric": RUBRIC_JSON,
+        "executed_notebook": EXECUTED_NOTEBOOK,
+        "html": HTML_FILE,
+    }
     evidence: dict[str, str | None] = {
         "gold_dataset": job.dataset.sha256,
         "gold_file": sha256_file(job.dataset.gold_path),
         "held_out_manifest": job.entry.held_out_manifest_sha256,
         "candidate_spec": sha256_file(copies["candidate"]),
         "policy": sha256_file(copies["policy"]),
-        "overrides": maybe_sha256(copies["overrides"]) if "overrides" in copies else None,
-        "control_suite": maybe_sha256(copies["controls"]) if "controls" in copies else None,
+        "overrides": copy("overrides"),
+        "control_suite": copy("controls"),
         "control_records": maybe_sha256(RunDir(d / CONTROLS_DIR).results),
         "run_records": maybe_sha256(run.results),
         "run_manifest": maybe_sha256(run.manifest),
-        **{
-            name: maybe_sha256(d / rel)
-            for name, rel in (
-                ("lineage", LINEAGE_FILE),
-                ("figures", FIGURES_FILE),
-                ("held_out_gold", HELD_OUT_GOLD),
-                ("rubric", RUBRIC_JSON),
-                ("executed_notebook", EXECUTED_NOTEBOOK),
-                ("html", HTML_FILE),
-            )
-        },
+        **{name: maybe_sha256(d / rel) for name, rel in files.items()},
     }
     if "baseline" in copies:
         evidence |= {
             "baseline_spec": sha256_file(copies["baseline"]),
-            "label_mapping": (
-                sha256_file(copies["label_mapping"]) if "label_mapping" in copies else None
-            ),
+            "label_mapping": copy("label_mapping"),
             "baseline_control_records": maybe_sha256(RunDir(d / BASELINE_CONTROLS_DIR).results),
             "baseline_run_records": maybe_sha256(baseline_run.results),
             "baseline_run_manifest": maybe_sha256(baseline_run.manifest),
@@ -857,7 +830,8 @@ def _lock_of(job: _Job, gate: dict[str, Any], timings: dict[str, float], ran: bo
         name: read_json_file(d / file) if (d / file).exists() and ran else None
         for name, file in (("figures", FIGURES_FILE), ("migration", MIGRATION_FILE))
     }
-    baseline = {"baseline": rel.get("baseline"), "label_mapping": rel.get("label_mapping")}
+    inputs: tuple[str, ...] = ("candidate", "policy", "overrides", "controls")
+    inputs += ("baseline", "label_mapping") if "baseline" in rel else ()
     return Lock(
         report_id=job.report_id,
         created_at=datetime.now(UTC),
@@ -869,10 +843,7 @@ def _lock_of(job: _Job, gate: dict[str, Any], timings: dict[str, float], ran: bo
         evaluated_at=entry.when,
         budget_usd=job.budget,
         evidence=_evidence(job),
-        input_files={
-            **{name: rel.get(name) for name in ("candidate", "policy", "overrides", "controls")},
-            **(baseline if "baseline" in rel else {}),
-        },
+        input_files={name: rel.get(name) for name in inputs},
         versions=versions(),
         git=git_state(),
         gold=entry.gold,
@@ -903,39 +874,32 @@ def _last_certified(policy: Policy, job: _Job) -> dict[str, Any] | None:
     last = context.last_certified
     if last is None:
         return None
-    return {
-        "report_id": last.report_id,
-        "candidate": last.candidate,
-        "candidate_fingerprint": last.candidate_fingerprint,
-        "outcome": last.outcome,
-        "stale": [r.message for r in context.last_certified_stale],
-    }
+    facts = last.model_dump(include={"report_id", "candidate", "candidate_fingerprint", "outcome"})
+    return facts | {"stale": [r.message for r in context.last_certified_stale]}
 
 
 def _run_id(run: RunDir) -> str | None:
     try:
         summary = run.read_summary()
-        return summary.run_id if summary is not None else None
     except (ValueError, OSError):
         return None
+    return summary.run_id if summary is not None else None
 
 
 def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:
-    message = (
-        "the certification notebook failed before the gate ran; no outcome other than"
-        " incomplete is possible"
-        if failure is not None
-        else "the certification notebook wrote no gate result"
-    )
-    evidence = (
-        {
+    evidence: dict[str, Any] = {}
+    if failure is None:
+        message = "the certification notebook wrote no gate result"
+    else:
+        message = (
+            "the certification notebook failed before the gate ran; no outcome other than"
+            " incomplete is possible"
+        )
+        evidence = {
             "cell": getattr(failure, "cell_index", None),
             "error": getattr(failure, "ename", type(failure).__name__),
             "detail": str(getattr(failure, "evalue", failure))[:300],
         }
-        if failure is not None
-        else {}
-    )
     blocker = Blocker(
         code="certification_failed",
         category="incomplete",
@@ -945,12 +909,9 @@ def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:
         case_ids=[],
         waivable=False,
     )
+    summary = f"{judge.spec.label}: evaluation incomplete ({message})"
     return GateResult(
-        outcome="evaluation_incomplete",
-        blockers=[blocker],
-        waived=[],
-        policy=None,
-        summary=f"{judge.spec.label}: evaluation incomplete ({message})",
+        outcome="evaluation_incomplete", blockers=[blocker], waived=[], policy=None, summary=summary
     )
 
 

@@ -1,6 +1,6 @@
-"""Charts for reports and notebooks: Altair specs rendered to inline SVG with vl-convert (no
-CDN, no JavaScript). Encodings are channel objects, never shorthand strings, and a layered
-panel's rows are given once, to the layer: building the spec that way takes half the time."""
+"""Charts for reports and notebooks: Altair specs rendered to inline SVG with vl-convert (no CDN,
+no JavaScript). Channel objects, never shorthand strings, and a layered panel's rows given once
+to the layer: building the spec that way takes half the time."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .._html import display_html, fragment, safe
 from ._format import DASH, attr, kn, pct
-from ._slices import rows_of
-from ._status import STATUS_COLORS
+from ._slices import STATUS_COLORS, rows_of
 
 TITLE = "Judge error rates by slice"
+_LEGEND = "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit"
 _METRICS = (("false_pass", "false-pass", "fails"), ("false_fail", "false-fail", "passes"))
 
 
@@ -39,26 +40,11 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
                     "basis": attr(row.limits, f"{key}_basis"),
                     "status": row.result,
                     "rate_text": pct(value),
-                    "limit_text": pct(limit) if limit is not None else DASH,
+                    "limit_text": pct(limit),
                 }
             )
-    return pd.DataFrame(
-        records,
-        columns=[
-            "slice",
-            "metric",
-            "rate",
-            "low",
-            "high",
-            "k/n",
-            "label",
-            "limit",
-            "basis",
-            "status",
-            "rate_text",
-            "limit_text",
-        ],
-    )
+    columns = "slice metric rate low high k/n label limit basis status rate_text limit_text"
+    return pd.DataFrame(records, columns=columns.split())
 
 
 def _tooltips(*fields: str) -> list[Any]:
@@ -140,10 +126,7 @@ def slice_error_chart(
                 width=width, height=max(60, 22 * len(order)), title=metric
             )
         )
-    subtitle = (
-        "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit; k/n beside"
-        " each bar"
-    )
+    subtitle = f"{_LEGEND}; k/n beside each bar"
     title_ = alt.Title(title, subtitle=subtitle)
     return alt.hconcat(*panels).resolve_scale(color="shared").properties(title=title_)
 
@@ -194,12 +177,7 @@ def candidates_chart(
                 width=width, height=max(80, 12 * len(order) * max(1, len(reports))), title=metric
             )
         )
-    return alt.hconcat(*panels).properties(
-        title=alt.Title(
-            title,
-            subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit",
-        )
-    )
+    return alt.hconcat(*panels).properties(title=alt.Title(title, subtitle=_LEGEND))
 
 
 def confusion_heatmap(
@@ -213,28 +191,22 @@ def confusion_heatmap(
     import altair as alt
     import pandas as pd
 
-    rows, columns, counts = (
-        attr(confusion, "rows"),
-        attr(confusion, "columns"),
-        attr(confusion, "counts"),
+    rows, columns, counts = (attr(confusion, key) for key in ("rows", "columns", "counts"))
+
+    def kind(human: str, judge: str) -> str:
+        if human == judge:
+            return "agree"
+        if judge.startswith("("):
+            return "no verdict"
+        return "abstained" if judge in abstain_labels else "disagree"
+
+    data = pd.DataFrame(
+        [
+            {"human": human, "judge": judge, "n": int(counts[i][j]), "kind": kind(human, judge)}
+            for i, human in enumerate(rows)
+            for j, judge in enumerate(columns)
+        ]
     )
-    records = []
-    for i, human in enumerate(rows):
-        for j, judge in enumerate(columns):
-            n = int(counts[i][j])
-            kind = (
-                "agree"
-                if human == judge
-                else (
-                    "no verdict"
-                    if judge.startswith("(")
-                    else "abstained"
-                    if judge in abstain_labels
-                    else "disagree"
-                )
-            )
-            records.append({"human": human, "judge": judge, "n": n, "kind": kind})
-    data = pd.DataFrame(records)
     top = max(1, int(data["n"].max()) if len(data) else 1)
     base = alt.Chart().encode(
         x=alt.X(
@@ -360,11 +332,9 @@ def _sweep_layers(alt: Any, base: Any) -> list[Any]:
             legend=alt.Legend(orient="bottom"),
         ),
         tooltip=[
-            alt.Tooltip("threshold"),
-            alt.Tooltip("series"),
+            *_tooltips("threshold", "series"),
             alt.Tooltip("value:Q", format=".1%"),
-            alt.Tooltip("fp"),
-            alt.Tooltip("ff"),
+            *_tooltips("fp", "ff"),
             alt.Tooltip("agreement:Q", format=".1%"),
         ],
     )
@@ -423,6 +393,5 @@ def to_svg(chart: Any) -> str:
 
 def svg_display(chart: Any) -> Any:
     """An IPython display object holding the chart as inline ``<svg>`` HTML."""
-    from .._html import display_html, fragment, safe
 
     return display_html(str(fragment("fragments.html.j2", "chart", safe(to_svg(chart)))))

@@ -75,8 +75,3 @@ def number(value: Any, digits: int = 2) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(number(v, digits) for v in value) or DASH
     return str(value)
-
-
-def limit_text(value: float | None) -> str:
-    """A rate limit as a percentage (``0.2`` -> ``"20%"``); dash when the policy sets none."""
-    return DASH if value is None else pct(value)

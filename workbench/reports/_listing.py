@@ -1,6 +1,5 @@
-"""The reports root on disk, read together with the held-out ledger: each report directory's
-``started.json`` ties it to its ledger entry, so a killed certification stays tied to its entry
-and a ledger that lost its last lines is caught."""
+"""The reports root read with the held-out ledger: each report's ``started.json`` ties it to its
+ledger entry, so a killed certification stays tied to it and a truncated ledger is caught."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from typing import Any, TypedDict
 
 from .._io import atomic_write_json, read_json_file, read_jsonl_records
 from .._lock import LOCK_FILE, STARTED_FILE, read_lock, report_dirs
-from ..errors import Problem, WorkbenchError, refusal
+from ..errors import Problem, WorkbenchError, problem, refusal
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport
 
 STARTED_SCHEMA_VERSION = 1
@@ -74,28 +73,20 @@ def check_ledger_complete(
 ) -> None:
     """Refuse when a report on disk names a ledger entry this ledger lacks (lines were removed)."""
     known = {e.entry_id for e in entries}
-    problems = []
-    for d in report_dirs(reports_root):
-        marker = read_marker(d)
-        if (
-            marker is not None
-            and Path(marker["ledger_path"]) == ledger.path
-            and marker["entry_id"] not in known
-        ):
-            problems.append(
-                Problem(
-                    location=str(ledger.path),
-                    code="ledger_truncated",
-                    message=(
-                        f"report {marker.get('report_id', d.name)} was recorded as ledger entry"
-                        f" {marker['entry_id']}, which the ledger no longer has: lines were removed"
-                    ),
-                    fix=(
-                        "restore the held-out ledger from version control or a backup; it is"
-                        " append-only evidence"
-                    ),
-                )
-            )
+    fix = "restore the held-out ledger from version control or a backup; it is append-only evidence"
+    problems = [
+        problem(
+            str(ledger.path),
+            "ledger_truncated",
+            f"report {marker.get('report_id', d.name)} was recorded as ledger entry"
+            f" {marker['entry_id']}, which the ledger no longer has: lines were removed",
+            fix,
+        )
+        for d in report_dirs(reports_root)
+        if (marker := read_marker(d)) is not None
+        and Path(marker["ledger_path"]) == ledger.path
+        and marker["entry_id"] not in known
+    ]
     if problems:
         raise WorkbenchError(f"the held-out ledger {ledger.path} is incomplete", problems)
 
@@ -161,14 +152,9 @@ def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
         except WorkbenchError as exc:
             problems.extend(exc.problems)
         except OSError as exc:
-            problems.append(
-                Problem(
-                    location=str(path),
-                    code="ledger_unwritable",
-                    message=f"cannot mark aborted certifications ({exc.strerror or exc})",
-                    fix="make the ledger's directory writable",
-                )
-            )
+            message = f"cannot mark aborted certifications ({exc.strerror or exc})"
+            fix = "make the ledger's directory writable"
+            problems.append(problem(str(path), "ledger_unwritable", message, fix))
     return problems
 
 
@@ -262,7 +248,6 @@ def format_ledger(block: LedgerBlock) -> str:
 
 
 def _row(d: Path, report_id: str, ledgers: dict[Path, list[LedgerEntry]]) -> dict[str, Any]:
-    """One report directory as :func:`list_reports` lists it."""
     marker = read_marker(d)
     if (d / LOCK_FILE).exists():
         try:

@@ -1,8 +1,5 @@
-"""What certification adds for a migration, repeatability and authority, shared with ``verify``:
-certification stores every input these read in the report (the baseline's spec, runs and
-controls, the label mapping, the transitions and the reviews in effect, the repeatability
-studies, the sentinel run), and ``workbench verify`` reads the same files with the same
-functions."""
+"""What certification adds for a migration, repeatability and authority: every input they read
+is stored in the report, and ``workbench verify`` reads the same files with the same functions."""
 
 from __future__ import annotations
 
@@ -10,8 +7,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, read_json_file, read_jsonl_records, write_jsonl
-from .._lock import LOCK_FILE, Lock, read_lock, resolve_report_path
+from .._html import render
+from .._io import (
+    atomic_write_json,
+    atomic_write_text,
+    read_json_file,
+    read_jsonl_records,
+    write_jsonl,
+)
+from .._lock import LOCK_FILE, Lock, read_lock, resolve_report_path, verify_lock
 from ..errors import Problem, WorkbenchError, problem, refusal
 from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, load_candidate, load_spec
@@ -31,7 +35,13 @@ from ..migration import (
     pending_transitions,
 )
 from ..policy import Blocker, Policy
-from ..review import TransitionReview, TransitionReviews, read_transition_reviews
+from ..review import (
+    TransitionReview,
+    TransitionReviews,
+    read_transition_reviews,
+    transition_reviews_path_for,
+)
+from ..runs import RunDir
 from ._render import Section, section_html, table_section
 
 BASELINE_INPUTS = "inputs/baseline"
@@ -39,7 +49,6 @@ MAPPING_COPY = "inputs/label_mapping.yaml"
 STUDIES_COPY = "repeatability/studies.jsonl"
 SENTINELS_DIR = "sentinels"
 TRANSITIONS_HTML = "transitions.html"
-control_report_from_records = mapped_controls
 
 
 def copy_spec(spec_path: Path, target_dir: Path) -> Path:
@@ -86,23 +95,14 @@ def check_migration_inputs(
     return old, mapping
 
 
-def write_migration(
-    report_dir: Path, evidence: MigrationEvidence, reviews: dict[str, TransitionReview]
-) -> None:
-    """Write the public summary, the restricted transitions and the reviews in effect."""
+def write_migration(report_dir: Path, evidence: MigrationEvidence) -> None:
+    """Write the public summary and the restricted transitions (the reviews are stored before)."""
     atomic_write_json(report_dir / MIGRATION_FILE, evidence.summary.model_dump(mode="json"))
     write_jsonl(report_dir / TRANSITIONS_FILE, [r.model_dump(mode="json") for r in evidence.rows])
-    snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
-    write_jsonl(report_dir / REVIEWS_SNAPSHOT, snapshot)
 
 
 def read_reviews_snapshot(report_dir: Path) -> dict[str, TransitionReview]:
     return {r.case_id: r for r in read_transition_reviews(report_dir / REVIEWS_SNAPSHOT)}
-
-
-def read_transitions(report_dir: Path) -> list[TransitionRow]:
-    rows = read_jsonl_records(report_dir / TRANSITIONS_FILE)
-    return [TransitionRow.model_validate(row) for row in rows]
 
 
 def snapshot_studies(report_dir: Path, studies: list[Any]) -> None:
@@ -142,8 +142,6 @@ def write_transitions_html(
     directory: Path, evidence: MigrationEvidence, *, report_id: str | None = None
 ) -> None:
     """Write ``transitions.html``: the changed transitions with their review status (case ids)."""
-    from .._html import render
-    from .._io import atomic_write_text
 
     s = evidence.summary
     rows = [
@@ -218,8 +216,6 @@ def locked_migration(
 ) -> tuple[Path, Lock, GoldDataset]:
     """A locked migration report that verifies, judged held-out cases, and whose gold is at hand
     and unchanged; else :class:`WorkbenchError` (exit 2) with ``refused`` as its summary."""
-    from ._verify import verify_one
-
     root = resolve_report_path(report)
 
     def refuse(code: str, message: str, fix: str, where: Path = root) -> WorkbenchError:
@@ -260,7 +256,7 @@ def locked_migration(
             "pass --gold with the certified dataset (its ledger and transition reviews live"
             " beside it)",
         )
-    checked = verify_one(root, gold=gold_dir)
+    checked = verify_lock(root, gold=gold_dir)
     if not checked.verified:
         raise WorkbenchError(
             f"{refused}: report {lock.report_id} does not verify", checked.problems
@@ -283,11 +279,10 @@ def pending_for_report(
 ) -> tuple[list[Any], Path, Any]:
     """``(changed critical verdicts to review, transition-review log, dataset)`` of a locked
     migration report (:func:`locked_migration`)."""
-    from ..review import transition_reviews_path_for
 
     root, lock, dataset = locked_migration(report, gold, refused="no transitions to review")
     pending = pending_transitions(
-        read_transitions(root),
+        [TransitionRow.model_validate(r) for r in read_jsonl_records(root / TRANSITIONS_FILE)],
         old_fingerprint=str(lock.baseline_fingerprint),
         new_fingerprint=lock.candidate_fingerprint,
         report_id=lock.report_id,
@@ -311,17 +306,8 @@ def transition_review_status(
     for p in pending:
         r = reviews.get(p.case_id)
         status = (r.decision + "ed") if r is not None and r.matches(p) else "unreviewed"
-        rows.append(
-            {
-                "case_id": p.case_id,
-                "slice": p.slice,
-                "human_label": p.human_label,
-                "old_verdict": p.old_verdict,
-                "new_verdict": p.new_verdict,
-                "status": status,
-                "cited": list(p.cited),
-            }
-        )
+        fields = ("case_id", "slice", "human_label", "old_verdict", "new_verdict")
+        rows.append({f: getattr(p, f) for f in fields} | {"status": status, "cited": list(p.cited)})
     return rows, log
 
 
@@ -345,7 +331,6 @@ def record_transition_review(
     gold: str | Path | None = None,
 ) -> Any:
     """Append a transition review of one changed critical verdict of a locked migration report."""
-    from ..review import TransitionReviews
 
     pending, log, _ = pending_for_report(report, gold)
     match = next((p for p in pending if p.case_id == case_id), None)
@@ -370,7 +355,6 @@ def lifecycle_blockers(
 ) -> tuple[list[Blocker], MigrationEvidence | None]:
     """The repeatability blockers and, for a migration, the migration blockers and evidence, from
     the report's own files. ``subject``: a :class:`~._recompute.Subject`."""
-    from ..runs import RunDir
 
     blockers = repeatability_gate_blockers(
         policy,
@@ -399,21 +383,16 @@ def lifecycle_blockers(
 
 
 def _evidence_refused(where: Path, message: str) -> WorkbenchError:
-    summary = "migration evidence changed"
-    return refusal(summary, str(where), "evidence_mismatch", message, "restore the report")
+    fix = "restore the report"
+    return refusal("migration evidence changed", str(where), "evidence_mismatch", message, fix)
 
 
 def stored_mapping(report_dir: Path, lock: Any) -> LoadedMapping | None:
     """A migration report's label mapping, its hash checked against the lock's."""
     if not lock.input_files.get("baseline"):
-        message = "a migration lock names no baseline spec"
-        raise refusal(
-            "migration evidence missing",
-            str(report_dir / LOCK_FILE),
-            "evidence_missing",
-            message,
-            "restore the report",
-        )
+        message, where = "a migration lock names no baseline spec", str(report_dir / LOCK_FILE)
+        fix = "restore the report"
+        raise refusal("migration evidence missing", where, "evidence_missing", message, fix)
     rel = lock.input_files.get("label_mapping")
     mapping = load_label_mapping(report_dir / rel) if rel else None
     if (mapping.sha256 if mapping else None) != lock.evidence.get("label_mapping"):
@@ -452,7 +431,7 @@ def migration_problems(
     expected = evidence.summary.model_dump(mode="json")
     rows = [r.model_dump(mode="json") for r in evidence.rows]
     migration, transitions = report_dir / MIGRATION_FILE, report_dir / TRANSITIONS_FILE
-    checks = [
+    checks: list[tuple[bool, Path, str, str]] = [
         (
             (read_json_file(migration) if migration.exists() else None) != expected,
             migration,
@@ -473,23 +452,19 @@ def migration_problems(
             "the restricted transitions differ from the ones recomputed from both stored runs",
         ),
     ]
-    out = [
-        Problem(location=str(where), code=code, message=message, fix=fix)
-        for failed, where, code, message in checks
-        if failed
-    ]
+    out = [problem(str(where), code, message, fix) for bad, where, code, message in checks if bad]
     if gold_log is None:
         return out
     logged = (
         {r.review_id: r for r in read_transition_reviews(gold_log)} if gold_log.exists() else {}
     )
     return out + [
-        Problem(
-            location=str(report_dir / REVIEWS_SNAPSHOT),
-            code="transition_review_unlogged",
-            message=f"transition review {review.review_id} of the report is not in the gold's"
-            f" append-only log {gold_log} as recorded",
-            fix=fix,
+        problem(
+            str(report_dir / REVIEWS_SNAPSHOT),
+            "transition_review_unlogged",
+            f"transition review {review.review_id} of the report is not in the gold's append-only"
+            f" log {gold_log} as recorded",
+            fix,
         )
         for review in read_reviews_snapshot(report_dir).values()
         if logged.get(review.review_id) != review

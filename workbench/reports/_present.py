@@ -1,5 +1,5 @@
-"""What a certification report shows, as escaped HTML fragments (jinja2 templates, one
-autoescaping Environment) and DataFrames. Held-out results appear only as counts."""
+"""What a certification report shows, as escaped HTML fragments and DataFrames; held-out
+results appear only as counts."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._html import fragment
+from .._html import display_html, fragment, render, safe
+from .._io import sha256_file
 from ..align import AlignmentReport, Join
 from ..heldout import held_out_use_line
 from ..outcomes import style as outcome_style
+from ._blockers import group_blockers, why_lines
 from ._format import DASH, DASH_NOTE, attr
-from ._render import Section
+from ._render import Section, wrap
+from ._slices import slice_rows
+from ._tables import SLICE_COLUMNS
 
 
 def outcome_section(
@@ -91,26 +95,19 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
     import numpy as np
     import pandas as pd
 
-    latencies = np.array(
-        [r["latency_s"] for r in rows if r.get("latency_s") is not None], dtype=float
-    )
-    return pd.DataFrame(
-        [
-            {
-                "attempts": len(rows),
-                "cases": len({(r["case_id"], r.get("repeat", 0)) for r in rows}),
-                "tokens_in": sum(int(r.get("tokens_in") or 0) for r in rows),
-                "tokens_out": sum(int(r.get("tokens_out") or 0) for r in rows),
-                "cost_usd": round(sum(float(r.get("cost_usd") or 0.0) for r in rows), 6),
-                "latency_p50_s": round(float(np.percentile(latencies, 50)), 3)
-                if latencies.size
-                else None,
-                "latency_p95_s": round(float(np.percentile(latencies, 95)), 3)
-                if latencies.size
-                else None,
-            }
-        ]
-    )
+    latencies = np.array([r["latency_s"] for r in rows if r.get("latency_s") is not None], float)
+    row: dict[str, Any] = {
+        "attempts": len(rows),
+        "cases": len({(r["case_id"], r.get("repeat", 0)) for r in rows}),
+        "tokens_in": sum(int(r.get("tokens_in") or 0) for r in rows),
+        "tokens_out": sum(int(r.get("tokens_out") or 0) for r in rows),
+        "cost_usd": round(sum(float(r.get("cost_usd") or 0.0) for r in rows), 6),
+    }
+    for q in (50, 95):
+        row[f"latency_p{q}_s"] = (
+            round(float(np.percentile(latencies, q)), 3) if latencies.size else None
+        )
+    return pd.DataFrame([row])
 
 
 def cost_by_slice(rows: Sequence[dict[str, Any]], dataset: Any) -> Any:
@@ -152,17 +149,16 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
     rows = []
     for s in [*report.slices, report.overall]:
         block = human.overall if s.slice == "(all)" else human.slices.get(s.slice)
-        kappas: dict[str, Any] = {"judge_vs_adjudicated_kappa": s.cohen_kappa.value}
+        kappa = "judge_vs_adjudicated_kappa"
+        kappas: dict[str, Any] = {kappa: s.cohen_kappa.value}
         if ordered:
-            kappas = {
-                "judge_vs_adjudicated_kappa (nominal)": s.cohen_kappa.value,
-                "judge_vs_adjudicated_kappa (linear weighted)": (
-                    s.ordinal.weighted_kappa_linear.value if s.ordinal else None
-                ),
-                "judge_vs_adjudicated_kappa (quadratic weighted)": (
-                    s.ordinal.weighted_kappa_quadratic.value if s.ordinal else None
-                ),
+            weighted = {
+                f"{kappa} ({w} weighted)": (
+                    getattr(s.ordinal, f"weighted_kappa_{w}").value if s.ordinal else None
+                )
+                for w in ("linear", "quadratic")
             }
+            kappas = {f"{kappa} (nominal)": s.cohen_kappa.value, **weighted}
         rows.append(
             {
                 "slice": s.slice,
@@ -213,15 +209,8 @@ def previous_certification(
         and e.candidate.split("@", 1)[0] == name
         and (not certified or e.outcome == "certified")
     ]
-    if not found:
-        return None
-    last = found[-1]
-    return {
-        "candidate": last.candidate,
-        "outcome": last.outcome,
-        "report_id": last.report_id,
-        "when": last.when,
-    }
+    keys = ("candidate", "outcome", "report_id", "when")
+    return {k: getattr(found[-1], k) for k in keys} if found else None
 
 
 def last_certified(
@@ -277,23 +266,16 @@ def next_step(outcome: str, groups: Sequence[Any], *, held_out_used: bool) -> st
 
 
 def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
-    held_out = dataset.partition("held_out")
-    counts = Counter(c.slice for c in held_out)
+    counts = Counter(c.slice for c in dataset.partition("held_out"))
+    risk = dataset.rubric.risk_of
     return [
-        {
-            "slice": name,
-            "risk": dataset.rubric.risk_of(name),
-            "n": counts.get(name, 0),
-            "decided": 0,
-        }
-        for name in dataset.rubric.slices
+        {"slice": s, "risk": risk(s), "n": counts.get(s, 0), "decided": 0}
+        for s in dataset.rubric.slices
     ]
 
 
 def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
     """The report's per-slice table."""
-    from ._tables import SLICE_COLUMNS
-    from ._templates import render
 
     columns = [c for c in SLICE_COLUMNS if c != "abstained"]
     records = []
@@ -322,30 +304,21 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
 
 def first_screen(cert: Any, gate: Any) -> Any:
     """The report's first screen: what was certified, the outcome, why, and what to do next."""
-    from .._html import display_html
 
     return display_html(first_screen_html(cert, gate))
 
 
 def first_screen_html(cert: Any, gate: Any) -> str:
     """:func:`first_screen` as HTML."""
-    from .._io import sha256_file
-    from ._blockers import group_blockers, why_lines
-    from ._slices import slice_rows
-    from ._templates import fragment as wrap
-    from ._templates import render
 
     outcome = str(attr(gate, "outcome"))
     shown = outcome_style(outcome)
-    color, background, title = shown.color, shown.background, shown.title
     entry = cert.ledger_entry
     held_out_used = cert.alignment is not None
     groups = group_blockers(
         attr(gate, "blockers", []), waived=attr(gate, "waived", []), policy=cert.policy
     )
-    why = why_lines(groups)
-    if not why:
-        why = [("every slice", "PASS", "within the policy's limits")]
+    why = why_lines(groups) or [("every slice", "PASS", "within the policy's limits")]
     figures = attr(gate, "figures", []) or []
     rows = slice_rows(
         figures if held_out_used and figures else _pseudo_figures(cert.dataset),
@@ -354,20 +327,18 @@ def first_screen_html(cert: Any, gate: Any) -> str:
         held_out_used=held_out_used,
     )
     note = None if held_out_used else NOT_USED_NOTE
-    entries = cert.ledger.entries()
-    name = cert.judge.spec.name
+    entries, name = cert.ledger.entries(), cert.judge.spec.name
     previous = previous_certification(entries, name, before=entry.entry_id)
     certified = last_certified(entries, name, before=entry.entry_id)
     if previous:
-        shown = outcome_style(str(previous["outcome"]))
-        previous = {**previous, "title": shown.title, "css": shown.css}
-    release = cert.dataset.release
-    policy = cert.policy
+        was = outcome_style(str(previous["outcome"]))
+        previous = {**previous, "title": was.title, "css": was.css}
+    release, policy = cert.dataset.release, cert.policy
     context = {
         "outcome": outcome,
-        "title": title,
-        "color": color,
-        "background": background,
+        "title": shown.title,
+        "color": shown.color,
+        "background": shown.background,
         "report_id": entry.report_id,
         "date": entry.when.strftime("%Y-%m-%d %H:%M UTC"),
         "candidate": cert.judge.spec.label,
@@ -398,10 +369,6 @@ def first_screen_html(cert: Any, gate: Any) -> str:
 def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) -> str:
     """Blockers grouped per slice and code family, the detail folded; with ``title``, the whole
     list folds under one line (title, outcome, counts)."""
-    from .._html import safe
-    from ._blockers import group_blockers
-    from ._templates import fragment as wrap
-    from ._templates import render
 
     groups = group_blockers(
         attr(gate, "blockers", []), waived=attr(gate, "waived", []), policy=policy
@@ -409,8 +376,7 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
     body = render("blockers.html.j2", groups=groups)
     if title is None:
         return wrap(body)
-    outcome = str(attr(gate, "outcome", ""))
-    shown = outcome_style(outcome)
+    shown = outcome_style(str(attr(gate, "outcome", "")))
     label, css = shown.title, shown.css
     active = [g for g in groups if not g.waived_by]
     slices = len({g.slice for g in active if g.slice})
@@ -422,26 +388,21 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
 
 def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None) -> Any:
     """:func:`blockers_html` as an IPython display object."""
-    from .._html import display_html
 
     return display_html(blockers_html(gate, policy, title=title))
 
 
 def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
     """The control suite's result grouped by role, failed roles and controls first."""
-    from ._templates import fragment as wrap
-    from ._templates import render
-
     if report is None:
         return str(fragment("fragments.html.j2", "no_controls"))
     from ..controls import ROLE_MESSAGES
 
     rank = {"failed": 0, "incomplete": 1, "passed": 2}
-    roles = sorted(
-        report.roles, key=lambda r: (rank.get(r.status, 9), r.role not in blocking_roles)
-    )
     groups = []
-    for role in roles:
+    for role in sorted(
+        report.roles, key=lambda r: (rank.get(r.status, 9), r.role not in blocking_roles)
+    ):
         rows = sorted(
             (c for c in report.controls if c.role == role.role),
             key=lambda c: (rank.get(c.status, 9), c.control_id),
@@ -473,14 +434,8 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
                 "passed": [c.control_id for c in rows if c.status == "passed"],
             }
         )
-    return wrap(
-        render(
-            "controls.html.j2",
-            suite=f"{report.suite.name}@{report.suite.version}",
-            groups=groups,
-            status=report.status,
-        )
-    )
+    suite = f"{report.suite.name}@{report.suite.version}"
+    return wrap(render("controls.html.j2", suite=suite, groups=groups, status=report.status))
 
 
 def _short(text: str, limit: int) -> str:
@@ -490,23 +445,16 @@ def _short(text: str, limit: int) -> str:
 
 def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
     """The lineage checks as a table."""
-    from ._templates import fragment as wrap
-    from ._templates import render
 
-    return wrap(
-        render(
-            "lineage.html.j2",
-            rows=[
-                {
-                    "check": r["check"],
-                    "ok": bool(r["ok"]),
-                    "expected": "" if r["expected"] is None else str(r["expected"]),
-                    "actual": "" if r["actual"] is None else str(r["actual"]),
-                }
-                for r in rows
-            ],
-        )
-    )
+    def text(value: Any) -> str:
+        return "" if value is None else str(value)
+
+    shown = [
+        {"check": r["check"], "ok": bool(r["ok"]), "expected": text(r["expected"])}
+        | {"actual": text(r["actual"])}
+        for r in rows
+    ]
+    return wrap(render("lineage.html.j2", rows=shown))
 
 
 def not_used_html() -> str:

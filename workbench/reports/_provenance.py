@@ -129,7 +129,7 @@ def cap_unpinned(gate: dict[str, Any], provenance: Provenance | None) -> dict[st
     codes = [b.get("code") for b in gate.get("blockers", [])]
     if provenance is None or not provenance.advisory or codes == ["certification_failed"]:
         return gate
-    if UNPINNED in codes:
+    if UNPINNED in codes:  # already capped
         return gate
     blocker = Blocker(
         code=UNPINNED,
@@ -143,12 +143,7 @@ def cap_unpinned(gate: dict[str, Any], provenance: Provenance | None) -> dict[st
     ).model_dump(mode="json")
     blockers = sorted(
         [*gate.get("blockers", []), blocker],
-        key=lambda b: (
-            CATEGORY_RANK[b["category"]],
-            b.get("slice") or "",
-            b["code"],
-            b["message"],
-        ),
+        key=lambda b: (CATEGORY_RANK[b["category"]], b.get("slice") or "", b["code"], b["message"]),
     )
     outcome = outcome_of(b["category"] for b in blockers)
     return {**gate, "blockers": blockers, "outcome": outcome}

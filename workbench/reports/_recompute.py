@@ -1,18 +1,19 @@
 """The one decision (:func:`decide`): a certification's outcome from the evidence stored in its
-report, made by certification and again by ``workbench verify`` (:func:`recompute`)."""
+report (every file the gate reads), made by certification and again by ``workbench verify``."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .._io import read_json_file, sha256_file
+from .._io import atomic_write_text, read_json_file, read_jsonl_records, sha256_file, write_jsonl
 from .._lock import Lock
 from ..align import AlignmentReport, Join, alignment_report, join_results
-from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset
+from ..errors import WorkbenchError, problem
+from ..gold import GoldCase, GoldDataset, Rubric
 from ..heldout import held_out_manifest_sha256
 from ..migration import LoadedMapping, MigrationEvidence
 from ..policy import (
@@ -25,17 +26,17 @@ from ..policy import (
     load_policy,
 )
 from ..runs import RunDir
-from ._evaluation import (
-    HELD_OUT_NOT_USED,
-    LINEAGE_FILE,
-    figures_of,
-    lineage_blockers,
-    public_gate,
-    read_gold_evidence,
-)
 
-RUN_DIR = "restricted/run"
+RUN_DIR = "restricted/run"  # run records are case-level held-out evidence
 CONTROLS_DIR = "controls"
+RESTRICTED_DIR = "restricted"
+GATE_FILE = "gate.json"
+LINEAGE_FILE = "lineage.json"
+FIGURES_FILE = "figures.json"
+GOLD_DIR = "restricted/gold"
+HELD_OUT_GOLD = "restricted/gold/held_out.jsonl"
+RUBRIC_JSON = "restricted/gold/rubric.json"
+HELD_OUT_NOT_USED = "blocking controls failed, so the held-out partition was not used"
 
 
 class EvidenceError(Exception):
@@ -43,15 +44,11 @@ class EvidenceError(Exception):
 
     def __init__(self, code: str, message: str, where: str) -> None:
         super().__init__(message)
-        self.problem = Problem(
-            location=where,
-            code=code,
-            message=message,
-            fix=(
-                "restore the report from its original copy; an outcome that cannot be recomputed is"
-                " not verified"
-            ),
+        fix = (
+            "restore the report from its original copy; an outcome that cannot be recomputed is"
+            " not verified"
         )
+        self.problem = problem(where, code, message, fix)
 
 
 @dataclass(frozen=True)
@@ -66,11 +63,10 @@ class Subject:
 
 @dataclass(frozen=True)
 class Decision:
-    """What :func:`decide` decided from a report's files."""
+    """What :func:`decide` decided from a report's files (no alignment: controls failed)."""
 
     gate: GateResult
     alignment: AlignmentReport | None = None
-    """None when controls failed (held-out data was not used)."""
     join: Join | None = None
     migration: MigrationEvidence | None = None
 
@@ -81,6 +77,74 @@ class Recomputed:
     """The public gate (as in gate.json); None when certification failed before the gate."""
     figures: dict[str, Any] | None
     migration: Any = None
+
+
+def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
+    """One non-waivable ``lineage_failed`` blocker per lineage check that did not hold."""
+    return [
+        Blocker(
+            code="lineage_failed",
+            category="incomplete",
+            slice=None,
+            message=f"lineage check failed: {row['check']}",
+            evidence={"expected": str(row["expected"]), "actual": str(row["actual"])},
+            case_ids=[],
+            waivable=False,
+        )
+        for row in rows
+        if not row["ok"]
+    ]
+
+
+def public_gate(gate: GateResult) -> dict[str, Any]:
+    """The gate as shared in the report: case ids replaced by counts."""
+    data = gate.model_dump(mode="json")
+    for key in ("blockers", "waived"):
+        for item in data.get(key, []):
+            block = item.get("blocker", item)
+            if block.get("case_ids"):
+                block["case_count"] = len(block["case_ids"])
+            block["case_ids"] = []
+    return data
+
+
+def figures_of(report: AlignmentReport | None) -> dict[str, Any] | None:
+    """The alignment figures the gate read, per slice and overall, without case ids."""
+    if report is None:
+        return None
+    return {
+        "status": report.status,
+        "overall": report.overall.model_dump(mode="json"),
+        "slices": [s.model_dump(mode="json") for s in report.slices],
+        "confusion": report.confusion.model_dump(mode="json"),
+    }
+
+
+def write_gold_evidence(report_dir: Path, dataset: GoldDataset) -> None:
+    """Store the held-out gold records and the rubric."""
+    held_out = [c.model_dump(mode="json") for c in dataset.partition("held_out")]
+    write_jsonl(report_dir / HELD_OUT_GOLD, held_out)
+    # Not key-sorted: the order of the rubric's slices is the order of the report's rows.
+    rubric = json.dumps(dataset.rubric.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    atomic_write_text(report_dir / RUBRIC_JSON, rubric + "\n")
+
+
+def read_gold_evidence(report_dir: Path, dataset_sha256: str) -> GoldDataset:
+    """A :class:`GoldDataset` of the stored held-out records."""
+    rubric = Rubric.model_validate(read_json_file(report_dir / RUBRIC_JSON))
+    cases = [GoldCase.model_validate(row) for row in read_jsonl_records(report_dir / HELD_OUT_GOLD)]
+    return GoldDataset(
+        root=report_dir / GOLD_DIR,
+        gold_path=report_dir / HELD_OUT_GOLD,
+        rubric=rubric,
+        records=tuple(cases),
+        cases={c.case_id: c for c in cases},
+        history={},
+        superseded_by={},
+        card=None,
+        evidence_ids=None,
+        sha256=dataset_sha256,
+    )
 
 
 def decide(
@@ -149,11 +213,8 @@ def _control_blockers(
 
     report = mapped_controls(suite, report_dir / CONTROLS_DIR, None)
     if report.judge_fingerprint != fingerprint:
-        raise EvidenceError(
-            "evidence_mismatch",
-            "the control records are of another judge than the certified candidate",
-            str(report_dir / CONTROLS_DIR),
-        )
+        message = "the control records are of another judge than the certified candidate"
+        raise EvidenceError("evidence_mismatch", message, str(report_dir / CONTROLS_DIR))
     return list(report.blockers(policy.controls.blocking_roles))
 
 
@@ -163,11 +224,8 @@ def _path(report_dir: Path, lock: Lock, name: str) -> Path | None:
         return None
     path = (report_dir / rel).resolve()
     if report_dir.resolve() not in path.parents:
-        raise EvidenceError(
-            "evidence_invalid",
-            f"input {name} points outside the report ({rel})",
-            str(report_dir / "lock.json"),
-        )
+        message = f"input {name} points outside the report ({rel})"
+        raise EvidenceError("evidence_invalid", message, str(report_dir / "lock.json"))
     return path
 
 
@@ -180,28 +238,24 @@ def recompute(report_dir: Path, lock: Lock) -> Recomputed:
     except WorkbenchError as exc:
         first = exc.problems[0] if exc.problems else None
         detail = f"{first.code}: {first.message}" if first else exc.summary
-        raise EvidenceError(
-            "evidence_invalid",
-            f"the stored evidence is refused ({detail[:200]})",
-            first.location if first else str(report_dir),
-        ) from None
+        message = f"the stored evidence is refused ({detail[:200]})"
+        where = first.location if first else str(report_dir)
+        raise EvidenceError("evidence_invalid", message, where) from None
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise EvidenceError(
-            "evidence_missing",
+        message = (
             f"the evidence to recompute the outcome cannot be read ({type(exc).__name__}:"
-            f" {str(exc)[:160]})",
-            str(report_dir),
-        ) from None
+            f" {str(exc)[:160]})"
+        )
+        raise EvidenceError("evidence_missing", message, str(report_dir)) from None
 
 
 def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     where = str(report_dir / "lock.json")
     if lock.schema_version < 2:
-        raise EvidenceError(
-            "evidence_missing",
-            f"lock format {lock.schema_version} stores no evidence to recompute the outcome from",
-            where,
+        message = (
+            f"lock format {lock.schema_version} stores no evidence to recompute the outcome from"
         )
+        raise EvidenceError("evidence_missing", message, where)
     if [b.get("code") for b in lock.blockers] == ["certification_failed"]:
         return Recomputed(None, None)  # the notebook failed before the gate: only incomplete
     policy_path = _path(report_dir, lock, "policy")
@@ -222,18 +276,12 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     dataset = read_gold_evidence(report_dir, dataset_sha)
     held_out = held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out"))
     if held_out != lock.evidence.get("held_out_manifest"):
-        raise EvidenceError(
-            "evidence_mismatch",
-            "the stored held-out gold records do not hash to the lock's held-out manifest",
-            str(report_dir / "restricted" / "gold"),
-        )
+        message = "the stored held-out gold records do not hash to the lock's held-out manifest"
+        raise EvidenceError("evidence_mismatch", message, str(report_dir / "restricted" / "gold"))
     suite_path = _path(report_dir, lock, "controls")
     if policy.controls is not None and suite_path is None:
-        raise EvidenceError(
-            "evidence_missing",
-            "the policy declares controls but the report holds no control suite",
-            where,
-        )
+        message = "the policy declares controls but the report holds no control suite"
+        raise EvidenceError("evidence_missing", message, where)
     from ..controls import load_suite
     from ._migration import stored_mapping
 

@@ -1,6 +1,7 @@
 """The one report renderer (:func:`render_document`): :class:`Section` objects and rendered HTML
 in a self-contained page, scripts removed, a Content-Security-Policy, nothing from the network.
-A certification's page is its executed notebook's outputs (:func:`render_html`)."""
+A certification's page is its executed notebook's outputs (:func:`render_html`). Templates are
+``workbench/reports/templates/``, autoescaped; ``|safe`` only wraps HTML rendered here."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import base64
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from .._html import fragment, safe
-from ._templates import CSP, render, stylesheet
+from .._html import fragment, render, safe
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
 
 EXTERNAL = re.compile(
     r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|@import\s+url\(\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""",
@@ -21,6 +25,21 @@ EXTERNAL = re.compile(
 SKIP_TAG = "report-skip"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ANCHOR = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.DOTALL)
+
+
+@cache
+def _css(name: str) -> str:
+    return files("workbench.reports").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def stylesheet() -> str:
+    """The report page's CSS: page rules (screen and print) and the fragments' rules."""
+    return _css("page.css") + "\n" + _css("fragments.css")
+
+
+def wrap(body: str) -> str:
+    """Wrap rendered HTML so it is styled on its own (in a notebook) as in the report."""
+    return str(fragment("fragments.html.j2", "frag", _css("fragments.css"), safe(body)))
 
 
 def _macro(name: str, *args: Any) -> str:
@@ -68,9 +87,7 @@ def render_document(title: str, parts: Sequence[Section | str]) -> str:
 
 
 def render_html(
-    notebook_path: str | Path,
-    title: str = "Certification report",
-    first: Sequence[Section] = (),
+    notebook_path: str | Path, title: str = "Certification report", first: Sequence[Section] = ()
 ) -> str:
     """A certification's page: ``first`` (an advisory notice), then the notebook's outputs."""
     import nbformat
@@ -141,20 +158,17 @@ def add_content_security_policy(html: str) -> str:
     return re.sub(r"<head[^>]*>", lambda m: m.group(0) + meta, html, count=1, flags=re.IGNORECASE)
 
 
+_EXTERNAL_TAGS = (
+    re.compile(r"<script[^>]*\bsrc\s*=\s*[\"']?(?:https?:)?//[^>]*>\s*</script>", re.IGNORECASE),
+    re.compile(r"<script[^>]*\bsrc\s*=\s*([\"'])\1[^>]*>\s*</script>", re.IGNORECASE),  # blanked
+    re.compile(r"<link[^>]*\bhref\s*=\s*[\"']?(?:https?:)?//[^>]*>", re.IGNORECASE),
+)
+
+
 def strip_external(html: str) -> str:
-    """Remove any <script>/<link> that still points at a network host."""
-    html = re.sub(
-        r"<script[^>]*\bsrc\s*=\s*[\"']?(?:https?:)?//[^>]*>\s*</script>",
-        "",
-        html,
-        flags=re.IGNORECASE,
-    )
-    html = re.sub(
-        r"<script[^>]*\bsrc\s*=\s*([\"'])\1[^>]*>\s*</script>", "", html, flags=re.IGNORECASE
-    )  # blanked CDN URLs
-    html = re.sub(
-        r"<link[^>]*\bhref\s*=\s*[\"']?(?:https?:)?//[^>]*>", "", html, flags=re.IGNORECASE
-    )
+    """Remove any <script>/<link> that still points at a network host (or a blanked CDN URL)."""
+    for pattern in _EXTERNAL_TAGS:
+        html = pattern.sub("", html)
     return html
 
 

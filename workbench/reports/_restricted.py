@@ -8,15 +8,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .._io import (
-    atomic_write_bytes,
-    atomic_write_json,
-    atomic_write_text,
-    write_jsonl,
-)
+from .._html import render
+from .._io import atomic_write_bytes, atomic_write_json, atomic_write_text, write_jsonl
 from ..align import Join
 from ..gold import GoldDataset
-from ._templates import CSP, render, stylesheet
+from ._render import CSP, stylesheet
 
 NOTICE = (
     "RESTRICTED: case-level held-out evidence. Share only with the independent review process;\n"
@@ -33,14 +29,9 @@ ORDER = {
 
 
 def write_restricted(
-    directory: Path,
-    dataset: GoldDataset,
-    join: Join,
-    results_path: Path,
-    gate: Any,
-    *,
-    report_id: str | None = None,
+    directory: Path, dataset: GoldDataset, join: Join, gate: Any, *, report_id: str | None = None
 ) -> None:
+    """Every held-out case as JSON Lines and an escaped HTML page, the gate with its case ids."""
     directory.mkdir(parents=True, exist_ok=True)
     rows = []
     for c in join.cases:

@@ -1,15 +1,70 @@
 """One row per slice as a reviewer reads it: figures (the gate's or an alignment report's, or
-their JSON) beside the policy's limits, and the result read from the gate's blockers
-(:func:`~workbench.reports._status.slice_status`), never recomputed here."""
+their JSON) beside the policy's limits, and one status vocabulary for every per-slice surface
+(table, charts, summary), read from the gate's blockers that name the slice (:func:`slice_status`),
+never recomputed here: ``fail``, ``incomplete``, ``review`` by blocker category, ``waived``,
+``pass``, ``not run`` (held-out data not used) or a dash (no gate)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._format import DASH, attr, kn, limit_text, pct, rate_text
-from ._status import preview_gate, slice_status
+from ._format import DASH, attr, kn, pct, rate_text
+
+CATEGORY_STATUS = {"quality": "fail", "incomplete": "incomplete", "review": "review"}
+"""Blocker category -> slice status, worst first."""
+STATUS_COLORS = {
+    "pass": "#1a7f37",
+    "fail": "#cf222e",
+    "review": "#8250df",
+    "incomplete": "#bc4c00",
+    "waived": "#0969da",
+    "not run": "#8c959f",
+    DASH: "#57606a",
+}
+HIGHLIGHT = {"fail": "fail", "review": "review", "incomplete": "incomplete"}
+"""Slice status -> the table's row class."""
+SLICE_EVIDENCE = ("missing_by_slice", "errors_by_slice")
+"""Evidence keys by which a whole-evaluation blocker names the slices it is about."""
+
+
+def names_slice(blocker: Any, name: str) -> bool:
+    """Whether ``blocker`` is about slice ``name`` (its own slice, or named in its evidence)."""
+    if attr(blocker, "slice") == name:
+        return True
+    evidence = attr(blocker, "evidence", {}) or {}
+    return any(name in (evidence.get(key) or {}) for key in SLICE_EVIDENCE)
+
+
+def slice_status(
+    name: str, blockers: Iterable[Any], waived: Iterable[Any], *, gated: bool, held_out_used: bool
+) -> tuple[str, tuple[str, ...]]:
+    """``(status, codes behind it)`` of slice ``name`` from the gate's blockers and waived ones."""
+    if not held_out_used:
+        return "not run", ()
+    if not gated:
+        return DASH, ()
+    mine = [b for b in blockers if names_slice(b, name)]
+    categories = {attr(b, "category") for b in mine}
+    for category, status in CATEGORY_STATUS.items():
+        if category in categories:
+            return status, tuple(dict.fromkeys(attr(b, "code") for b in mine))
+    theirs = [b for b in waived if names_slice(b, name)]
+    if theirs:
+        return "waived", tuple(dict.fromkeys(attr(b, "code") for b in theirs))
+    return "pass", ()
+
+
+def preview_gate(source: Any, policy: Any) -> dict[str, Any] | None:
+    """The gate's per-slice blockers of an alignment report under a policy (None without either)."""
+    from ..align import AlignmentReport
+    from ..policy import Policy, slice_blockers
+
+    if not isinstance(source, AlignmentReport) or not isinstance(policy, Policy):
+        return None
+    return {"blockers": slice_blockers(source, policy), "waived": []}
+
 
 BASIS_TEXT = {"upper_95": "upper bound", "point": "observed"}
 
@@ -31,7 +86,7 @@ class SliceLimits:
         if self.max_false_passes is not None:
             parts.append(f"\u2264{self.max_false_passes} FP")
         if self.max_false_pass_rate is not None:
-            parts.append(f"\u2264{limit_text(self.max_false_pass_rate)}")
+            parts.append(f"\u2264{pct(self.max_false_pass_rate)}")
         return ", ".join(parts) or DASH
 
 
@@ -102,13 +157,13 @@ class SliceRow:
             ),
             "false-fail rate [95% CI]": rate_text(self.false_fail_rate),
             "FF k/n": kn(self.false_fail_rate),
-            "FF limit": limit_text(limits.max_false_fail_rate) if limits else DASH,
+            "FF limit": pct(limits.max_false_fail_rate) if limits else DASH,
             "abstained": (
                 f"{pct(attr(self.abstention_rate, 'rate'))} of {attr(self.abstention_rate, 'n')}"
                 if attr(self.abstention_rate, "n")
                 else DASH
             ),
-            "abstention limit": limit_text(limits.max_abstention_rate) if limits else DASH,
+            "abstention limit": pct(limits.max_abstention_rate) if limits else DASH,
             "result": self.result,
         }
 
@@ -118,10 +173,9 @@ def slice_rows(
 ) -> list[SliceRow]:
     """One :class:`SliceRow` per slice of ``figures`` but ``(all)``, its result from ``gate`` (a
     dash without one; ``not run`` when held-out data was not used)."""
-    blockers = list(attr(gate, "blockers", []) or []) if gate is not None else []
-    waived = (
-        [attr(w, "blocker") for w in attr(gate, "waived", []) or []] if gate is not None else []
-    )
+    blockers = list(attr(gate, "blockers", []) or [])
+    waived = [attr(w, "blocker") for w in attr(gate, "waived", []) or []]
+    rates = ("coverage", "false_pass_rate", "false_fail_rate", "abstention_rate")
     rows = []
     for f in figures:
         name = attr(f, "slice")
@@ -137,10 +191,7 @@ def slice_rows(
                 risk=risk,
                 n=int(attr(f, "n", 0)),
                 decided=int(attr(f, "decided", 0)),
-                coverage=attr(f, "coverage"),
-                false_pass_rate=attr(f, "false_pass_rate"),
-                false_fail_rate=attr(f, "false_fail_rate"),
-                abstention_rate=attr(f, "abstention_rate"),
+                **{key: attr(f, key) for key in rates},
                 limits=limits_of(policy, name, risk),
                 result=result,
                 codes=codes,

@@ -8,9 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._format import DASH, DASH_NOTE, missing, number, pct, rate_text
+from .._html import fragment, safe
+from ._format import DASH, DASH_NOTE, missing, number, rate_text
+from ._slices import HIGHLIGHT as STATUS_HIGHLIGHT
 from ._slices import rows_of
-from ._status import HIGHLIGHT as STATUS_HIGHLIGHT
 
 HIGHLIGHT = {
     "critical": "background-color:#ffebe9;color:#82071e;font-weight:600",
@@ -51,8 +52,6 @@ class Table:
     footnotes: list[str] = field(default_factory=list)
 
     def to_html(self) -> str:
-        from .._html import fragment, safe
-
         table = safe(self.styler.to_html())  # pandas escapes cell text (escape="html")
         return str(fragment("fragments.html.j2", "styled", table, self.footnotes))
 
@@ -109,11 +108,8 @@ def styled(
     notes = list(footnotes)
     if had_missing and DASH_NOTE not in notes:
         notes.append(DASH_NOTE)
-    styler = (
-        data.style.hide(axis="index")
-        .format(escape="html", na_rep=DASH)
-        .set_table_styles(TABLE_STYLES)
-    )
+    styler = data.style.hide(axis="index").format(escape="html", na_rep=DASH)
+    styler = styler.set_table_styles(TABLE_STYLES)
     if caption:
         styler = styler.set_caption(caption)
     if highlight is not None:
@@ -203,13 +199,8 @@ def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
     )
 
     def highlight(row: Mapping[str, Any]) -> str | None:
-        if row.get("critical_broken"):
-            return "critical"
-        if row.get("change") == "broken":
-            return "fail"
-        if row.get("change") == "fixed":
-            return "good"
-        return None
+        changed = {"broken": "fail", "fixed": "good"}.get(str(row.get("change")))
+        return "critical" if row.get("critical_broken") else changed
 
     return styled(
         frame,
@@ -242,6 +233,64 @@ def merge_interval(frame: Any, value: str, low: str, high: str, *, name: str | N
     return out
 
 
-def percent(value: Any) -> str:
-    """A Styler formatter: a rate as a percentage."""
-    return pct(value)
+ORDINAL_TITLE = "Ordinal figures: judge against the adjudicated label on the ordered scale"
+NOMINAL_NOTE = (
+    "Cohen's kappa and the confusion above are nominal: every label an unordered category. False"
+    " passes and false fails follow the rubric's pass_labels. The figures below weigh how far apart"
+    " the two labels are on the scale."
+)
+
+
+def ordinal_tables(report: Any) -> list[Table]:
+    """Per-slice ordinal figures and the ordinal confusion (none on a nominal rubric)."""
+    frame = report.ordinal_frame()
+    overall = report.overall.ordinal
+    if frame is None or overall is None:
+        return []
+    unit = overall.mean_absolute_error.unit
+    per_slice = styled(
+        frame,
+        index=True,
+        caption="Per slice: weighted Cohen's kappa, mean absolute error and distances on the scale",
+        footnotes=[
+            (
+                "pairs = verdicts whose adjudicated and judge labels are both on the scale: the"
+                " denominator of every figure; off scale = verdicts left out (an abstain label)."
+            ),
+            (
+                "kappa linear / quadratic = weighted Cohen's kappa (disagreement weight |i - j| or"
+                f" (i - j)²); MAE = mean |judge - adjudicated| in {unit}s; judge higher / lower ="
+                " the judge put the case above / below the reviewers on the scale."
+            ),
+        ],
+    )
+    matrix = overall.confusion.to_frame()
+    matrix.index.name, matrix.columns.name = "adjudicated \\ judge", None
+    confusion = styled(
+        matrix,
+        index=True,
+        caption=(
+            f"Ordinal confusion over all cases in scope ({overall.pairs} pairs; rows adjudicated,"
+            " columns judge, in scale order)"
+        ),
+    )
+    return [per_slice, confusion]
+
+
+def ordinal_section_html(report: Any) -> str:
+    """The section's HTML (``""`` on a nominal rubric)."""
+
+    tables = ordinal_tables(report)
+    if not tables:
+        return ""
+    scale = " < ".join(report.scale_labels or [])
+    return str(
+        fragment(
+            "fragments.html.j2",
+            "ordinal",
+            ORDINAL_TITLE,
+            f"Scale ({report.scale}): {scale}.",
+            NOMINAL_NOTE,
+            [safe(t.to_html()) for t in tables],
+        )
+    )

@@ -1,7 +1,5 @@
-"""``workbench verify``: :func:`check_certification` (after :func:`workbench._lock.verify_lock`)
-checks the lock against its ledger entry, re-runs the gate on the report's evidence, checks the
-ledger, the stored held-out records against ``--gold`` (without it: ``not_verified``), the
-provenance and the chain of reports."""
+"""``workbench verify`` of a certification (after :func:`workbench._lock.verify_lock`): the lock
+against its ledger entry, the gate re-run, the ledger, the held-out records, the chain."""
 
 from __future__ import annotations
 
@@ -24,13 +22,20 @@ from .._lock import (
     verify_lock,
 )
 from ..errors import Problem, WorkbenchError, refusal
-from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, content_key, ledger_path_for
-from ._evaluation import HELD_OUT_GOLD, read_gold_evidence
+from ..gold import GoldCase, load_dataset
+from ..heldout import (
+    HeldOutLedger,
+    LedgerEntry,
+    PreviousReport,
+    content_key,
+    gold_directory,
+    ledger_path_for,
+)
+from ..review import transition_reviews_path_for
 from ._listing import closing_entry, read_marker
 from ._provenance import Provenance, cap_unpinned
-from ._recompute import EvidenceError, recompute
+from ._recompute import GATE_FILE, HELD_OUT_GOLD, EvidenceError, read_gold_evidence, recompute
 
-GATE_FILE = "gate.json"
 verify_one = verify_lock
 """Verify one locked report of any kind (:func:`workbench._lock.verify_lock`)."""
 _WHERE = (
@@ -46,7 +51,7 @@ def _canon(obj: Any) -> str:
 def check_certification(
     root: Path, lock: Lock, result: Verification, gold: str | Path | None
 ) -> None:
-    """The checks of a certification-like report (module doc)."""
+    """The checks of a certification-like report (module doc); without ``gold``, unverified."""
     _check_consistency(root, lock, result)
     provenance = _check_provenance(root, lock, result)
     _check_outcome(root, lock, result, gold, provenance)
@@ -64,7 +69,6 @@ def check_certification(
 
 
 def _check_provenance(root: Path, lock: Lock, result: Verification) -> Provenance | None:
-    """What ran the certification, as a note ("not recorded" in an older lock)."""
     if lock.provenance is None:
         result.checks["provenance"] = "not recorded (a lock written before provenance was locked)"
         return None
@@ -104,46 +108,34 @@ def _check_gold(root: Path, lock: Lock, gold: str | Path, result: Verification) 
         return
     mine = {c.case_id: content_key(c) for c in stored.partition("held_out")}
     same = sha is not None and sha == lock.evidence.get("gold_dataset")
-    checks = [
-        (
-            "gold_case_changed",
+    changed = "stored in the report differ from every version of the gold dataset's record (label,"
+    checks = {
+        "gold_case_changed": (
             [i for i in mine if i in history and mine[i] not in history[i]],
-            "stored in the report differ from every version of the gold dataset's record (label,"
-            " slice, input or response)",
+            changed + " slice, input or response)",
         ),
-        (
-            "gold_case_missing",
+        "gold_case_missing": (
             [i for i in mine if i not in history],
             "stored in the report are not held-out cases of the gold dataset",
         ),
-    ]
-    if same:
-        checks.append(
-            (
-                "gold_case_added",
-                [i for i in active if i not in mine],
-                "of the gold dataset are not in the report",
-            )
-        )
-    for code, ids, what in checks:
+        "gold_case_added": (
+            [i for i in active if i not in mine] if same else [],
+            "of the gold dataset are not in the report",
+        ),
+    }
+    fix = (
+        "verify against the dataset the report certified; a report whose stored held-out records"
+        " are not the real gold's is no certification of it"
+    )
+    for code, (ids, what) in checks.items():
         if ids:
             shown = ", ".join(sorted(ids)[:10]) + (" ..." if len(ids) > 10 else "")
-            message = f"{len(ids)} held-out case(s) {what}: {shown}"
-            fix = (
-                "verify against the dataset the report certified; a report whose stored held-out"
-                " records are not the real gold's is no certification of it"
-            )
-            result.fail("gold", where, code, message, fix)
+            result.fail("gold", where, code, f"{len(ids)} held-out case(s) {what}: {shown}", fix)
     since = "" if same else "; the gold changed since certification (`workbench status` names it)"
     result.ok("gold", f"ok ({len(mine)} held-out case(s) as in {where}{since})")
 
 
-def _gold_held_out(
-    gold: str | Path,
-) -> tuple[dict[str, set[str]], set[str], str | None, str]:
-    from ..gold import GoldCase, load_dataset
-    from ..heldout import gold_directory
-
+def _gold_held_out(gold: str | Path) -> tuple[dict[str, set[str]], set[str], str | None, str]:
     path = gold_directory(gold) / "gold.jsonl"
     try:
         dataset = load_dataset(gold)
@@ -166,8 +158,6 @@ def _gold_held_out(
 
 
 def _readable_records(path: Path) -> Iterator[Any]:
-    from ..gold import GoldCase
-
     for _number, line in iter_jsonl_lines(path):
         with contextlib.suppress(ValueError):
             yield GoldCase.model_validate_json(line)
@@ -215,15 +205,11 @@ def _iso(entry: dict[str, Any]) -> str | None:
 
 
 def _gate_file(root: Path, result: Verification) -> dict[str, Any]:
-    try:
-        gate = read_json_file(root / GATE_FILE)
-    except (OSError, ValueError, RecursionError):
-        gate = None
-    if isinstance(gate, dict):
-        return gate
-    result.fail(
-        "outcome", root / GATE_FILE, "gate_unreadable", "gate.json is missing or unreadable"
-    )
+    with contextlib.suppress(OSError, ValueError, RecursionError):
+        if isinstance(gate := read_json_file(root / GATE_FILE), dict):
+            return gate
+    message = "gate.json is missing or unreadable"
+    result.fail("outcome", root / GATE_FILE, "gate_unreadable", message)
     return {}
 
 
@@ -278,11 +264,8 @@ def _compare_gate(
     if _canon(lock.blockers) != _canon(expected["blockers"]):
         mine = [b.get("code") for b in lock.blockers]
         theirs = [b["code"] for b in expected["blockers"]]
-        detail = (
-            f"codes {mine} vs {theirs}"
-            if mine != theirs
-            else "same codes, different messages or figures"
-        )
+        same = "same codes, different messages or figures"
+        detail = f"codes {mine} vs {theirs}" if mine != theirs else same
         message = (
             f"the lock's blockers differ from the gate re-run on the report's evidence ({detail})"
         )
@@ -296,7 +279,6 @@ def _compare_gate(
 def _check_migration(
     root: Path, lock: Lock, migration: Any, gold: str | Path | None, result: Verification
 ) -> None:
-    from ..review import transition_reviews_path_for
     from ._migration import migration_problems
 
     gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
@@ -345,8 +327,8 @@ def _read_ledger(
     with contextlib.suppress(WorkbenchError, OSError):  # a damaged ledger is reported below
         ledger.reconcile()  # dead certifications are marked aborted first
     read = ledger.read()
-    for problem in read.problems:
-        result.problems.append(problem)
+    result.problems += read.problems
+    if read.problems:
         result.checks["ledger"] = "failed"
     return path, read.entries
 
