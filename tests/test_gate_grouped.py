@@ -98,3 +98,17 @@ def test_splitting_groups_in_a_frozen_gold_to_narrow_the_bound_is_refused(tmp_pa
     result = CliRunner().invoke(main, ["validate", str(gold)])
     assert result.exit_code == 2
     assert "[frozen_case_edited]" in result.output and "group" in result.output
+
+
+def test_the_grouped_plan_counts_groups_without_rounding_twice() -> None:
+    """The demo's critical slices: 5 human-fail cases in 2 groups, zero false passes (design
+    effect 2.5). Wilson needs 61 independent cases to bound 0.2 at 0.1: 61 groups of 2.5 cases,
+    152.5 -> 153 cases (the plan once said 62 groups, rounding the cases up first)."""
+    from workbench.policy._gate import _grouped_plan
+
+    evidence: dict[str, Any] = {}
+    text = _grouped_plan(
+        shortfall(5, 0, 0.2, "upper_95"), {"design_effect": 2.5, "groups": 2}, "fail", evidence
+    )
+    assert evidence == {"cases_needed_to_bound_grouped": 153, "groups_needed_to_bound": 61}
+    assert "about 153 human-fail cases judged pass or fail (61 groups of 2.5), 148 more" in text

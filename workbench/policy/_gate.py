@@ -964,7 +964,8 @@ def _grouped_plan(
         return ""
     deff, size = grouped["design_effect"], need.have / grouped["groups"]
     cases = math.ceil(need.needed_to_bound * deff - 1e-9)
-    more, groups = max(0, cases - need.have), math.ceil(cases / size - 1e-9)
+    more = max(0, cases - need.have)
+    groups = math.ceil(need.needed_to_bound * deff / size - 1e-9)  # not rounded twice
     evidence.update(cases_needed_to_bound_grouped=cases, groups_needed_to_bound=groups)
     return (
         f" Its cases come in groups (design effect {deff:.2f}): bounding at half the limit takes"
