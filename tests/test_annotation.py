@@ -387,3 +387,118 @@ def test_validate_strict_requires_a_criterion_and_complete_reviews(
     assert refused.exit_code == 2
     assert "[rubric_no_criterion]" in refused.output and "[review_incomplete]" in refused.output
     assert "rev-a: confidence, rationale, spans" in refused.output
+
+
+# -- insider attacks ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attack", ["edit", "delete", "insert"])
+def test_an_edited_annotation_log_is_refused_before_anything_is_adjudicated(
+    queue: Annotations, attack: str
+) -> None:
+    """An insider flips a reviewer's label (or drops or adds a line) in reviews.jsonl so that the
+    reviewers seem to agree: the logs are hash-chained, so the next read refuses them."""
+    queue.submit("ann", "c0", "pass")
+    queue.submit("bo", "c0", "fail")
+    path = queue.dir / "reviews.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    if attack == "edit":
+        lines[1] = (
+            lines[1]
+            .replace('"label":"fail"', '"label":"pass"')
+            .replace('"label": "fail"', '"label": "pass"')
+        )
+        assert lines[1] != path.read_text().splitlines(keepends=True)[1]
+    elif attack == "delete":  # (dropping the last line only undoes that review: the case is
+        del lines[0]  # back in review, nothing agrees that did not; a chain cannot see it)
+    else:
+        lines.insert(1, lines[0].replace('"ann"', '"cy"'))
+    path.write_text("".join(lines))
+    for act in (queue.status, lambda: queue.adjudicate_agreements("cy")):
+        with pytest.raises(WorkbenchError) as refused:
+            act()
+        assert {p.code for p in refused.value.problems} == {"annotation_chain_broken"}
+    assert not queue.gold_path.read_text().strip()  # nothing reached the gold
+
+
+def test_two_adjudicators_racing_on_one_case_write_one_gold_record(queue: Annotations) -> None:
+    queue.submit("ann", "c1", "pass")
+    queue.submit("bo", "c1", "fail")
+    script = (
+        "import sys; from workbench.annotation import Annotations\n"
+        "from workbench.errors import WorkbenchError\n"
+        "try:\n"
+        f"    Annotations({str(queue.root)!r}).adjudicate('c1', sys.argv[1], adjudicator='cy')\n"
+        "except WorkbenchError:\n"
+        "    sys.exit(2)\n"
+    )
+    runs = [subprocess.Popen([sys.executable, "-c", script, v], cwd=ROOT) for v in ("pass", "fail")]
+    assert sorted(p.wait(timeout=120) for p in runs) == [0, 2]
+    assert [c.case_id for c in load_dataset(queue.root).records] == ["c1"]
+
+
+def test_spans_added_to_a_frozen_demo_review_are_refused(tmp_path: Path) -> None:
+    """Review fields added after a freeze are hashed only when set: setting one on a frozen
+    record is an in-place edit like any other."""
+    import shutil
+
+    gold = tmp_path / "gold"
+    shutil.copytree(ROOT / "data" / "demo", gold)
+    path = gold / "gold.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    first = records[0]
+    text = first["response"][:10]
+    first["reviews"][0]["spans"] = [{"field": "response", "start": 0, "end": 10, "text": text}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = validate_dataset(gold)
+    assert [p.code for p in report.errors] == ["frozen_case_edited"]
+    assert "reviews changed" in report.errors[0].message
+
+
+def test_a_judge_that_always_abstains_sends_every_case_to_people(make_dataset, tmp_path) -> None:
+    from conftest import make_result
+
+    from workbench.authority import production_findings, sample_production
+    from workbench.policy import Policy
+
+    _reviewers(*PEOPLE)
+    gold = make_dataset([])
+    cases = _unlabelled(6)
+    results = tmp_path / "prod.jsonl"
+    results.write_text(
+        "".join(
+            json.dumps(
+                make_result(
+                    make_case(c["case_id"], response=c["response"]),
+                    "review_required",
+                    partition="production",
+                )
+            )
+            + "\n"
+            for c in cases
+        )
+    )
+    source = tmp_path / "cases.jsonl"
+    source.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    policy = Policy.model_validate(
+        {
+            "schema_version": 2,
+            "name": "p",
+            "version": "1",
+            "owner": "o",
+            "rationale": "r",
+            "rubric_version": "r1",
+            "slices": {"general": {"risk": "low"}},
+            "sample_agreements": 0.01,
+        }
+    )
+    counts = sample_production(
+        gold, policy, "rubric-judge@1", results, source, reviewers=["ann", "bo"], assigned_by="lead"
+    )
+    assert counts == {"abstention": 6}  # no agreement drawn at 1%, every abstention reviewed
+    queue = Annotations(gold)
+    for i in range(6):
+        queue.submit("ann", f"c{i}", "fail")
+        queue.submit("bo", f"c{i}", "fail")
+    queue.adjudicate_agreements("cy")
+    assert production_findings(gold, "rubric-judge@1") == []  # an abstention is never a pass

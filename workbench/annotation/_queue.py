@@ -14,25 +14,57 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from filelock import FileLock
 from pydantic import Field, ValidationError
 
+from .._chain import ChainedLog, ChainTerms
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json, sha256_text
 from .._load import Problems
-from .._record import Record, append_to_log, read_log
+from .._record import Record
 from ..approval import REVIEWERS_KEY, load_approvers
-from ..errors import refusal
+from ..errors import WorkbenchError, errors_only, refusal
 from ..gold import GOLD_FILE, RUBRIC_FILE, Adjudication, GoldCase, Review, Rubric, Span, load_rubric
 
 DIRECTORY = "annotation"
 BLINDED = ("model_identity", "candidate_status", "judge_verdict", "other_reviews", "metadata")
 """What a reviewer is never shown: recorded on every review the queue collects."""
+E = TypeVar("E", bound="_Entry")
 Status = Literal["assigned", "in_review", "ready", "disagreement", "escalated", "adjudicated"]
 
 
-class Assignment(Record):
+class _Entry(Record):
+    """A line of an annotation log: hash-chained (:class:`workbench._chain.ChainedLog`), so an
+    edited, inserted or deleted line is refused at the next read."""
+
+    schema_version: int = 1
+    entry_id: str = ""
+    previous_sha256: str | None = None
+    entry_sha256: str = ""
+
+
+_TERMS = ChainTerms(
+    invalid="annotation_log_invalid",
+    broken="annotation_chain_broken",
+    unreadable="annotation_log_unreadable",
+    noun="entry",
+    fix="restore the annotation log from version control: it is append-only and hash-chained",
+    busy="annotation_log_busy",
+    busy_title="annotation log busy",
+    busy_subject="the annotation log's lock",
+    busy_fix="retry in a moment",
+    drop_torn_tail=True,
+)
+
+
+class QueuedCase(_Entry):
+    """One case waiting for its reviews."""
+
+    case: GoldCase
+
+
+class Assignment(_Entry):
     """One case assigned to one reviewer."""
 
     case_id: str
@@ -45,7 +77,7 @@ class Assignment(Record):
     """The reviewer-training material the reviewer must have completed."""
 
 
-class QueuedReview(Record):
+class QueuedReview(_Entry):
     """One submitted review, as logged: the case and the review."""
 
     case_id: str
@@ -100,19 +132,30 @@ class Annotations:
         self.rubric: Rubric = load_rubric(self.root / RUBRIC_FILE)
 
     # -- reading ----------------------------------------------------------------------------
-    def _log(self, name: str, model: type[Any]) -> list[Any]:
-        fix = f"restore {self.dir / name} from version control; it is append-only"
-        return read_log(
-            self.dir / name,
-            model,
-            code="annotation_log_invalid",
-            what="a record",
-            name=f"annotation log {name}",
-            fix=fix,
-        )
+    def _chain(self, name: str, model: type[E]) -> ChainedLog[E]:
+        return ChainedLog(self.dir / name, model, _TERMS, schema_version=1, lock_timeout_s=30)
+
+    def _log(self, name: str, model: type[E]) -> list[E]:
+        """Every entry of one log, its chain checked; every problem refused together."""
+        log = self._chain(name, model)
+        if not log.path.exists():
+            return []
+        rows, problems = log.rows()
+        entries, broken = log.verify(rows)
+        if errors_only([*problems, *broken]):
+            raise WorkbenchError(f"{log.path}: the annotation log is damaged", [*problems, *broken])
+        return entries
+
+    def _append(self, name: str, model: type[E], entries: Iterable[E]) -> None:
+        log = self._chain(name, model)
+        with log.locked():
+            existing = self._log(name, model)
+            previous = existing[-1].entry_sha256 if existing else None
+            for entry in entries:
+                previous = log.append(entry, previous).entry_sha256
 
     def cases(self) -> dict[str, GoldCase]:
-        return {c.case_id: c for c in self._log("cases.jsonl", GoldCase)}
+        return {q.case.case_id: q.case for q in self._log("cases.jsonl", QueuedCase)}
 
     def assignments(self) -> list[Assignment]:
         return self._log("assignments.jsonl", Assignment)
@@ -165,6 +208,7 @@ class Annotations:
                 load[reviewer] += 1
                 out.append(
                     Assignment(
+                        entry_id=f"{case.case_id}/{reviewer}",
                         case_id=case.case_id,
                         reviewer=reviewer,
                         assigned_at=at,
@@ -174,10 +218,9 @@ class Annotations:
                     )
                 )
         with FileLock(str(self.dir / ".lock")):
-            with AppendOnlyLog(self.dir / "cases.jsonl") as log:
-                log.append_many(c.model_dump(mode="json", exclude_defaults=True) for c in cases)
-            with AppendOnlyLog(self.dir / "assignments.jsonl") as log:
-                log.append_many(a.model_dump(mode="json") for a in out)
+            queued = (QueuedCase(entry_id=c.case_id, case=c) for c in cases)
+            self._append("cases.jsonl", QueuedCase, queued)
+            self._append("assignments.jsonl", Assignment, out)
         return out
 
     def _check_people(
@@ -383,7 +426,8 @@ class Annotations:
                     "this reviewer already labelled the case",
                     "tell the adjudicator",
                 )
-            append_to_log(self.dir / "reviews.jsonl", QueuedReview(case_id=case_id, review=review))
+            entry = QueuedReview(entry_id=f"{case_id}/{reviewer}", case_id=case_id, review=review)
+            self._append("reviews.jsonl", QueuedReview, [entry])
         return review
 
     # -- adjudicating -----------------------------------------------------------------------
@@ -490,7 +534,7 @@ def _check_citations(
     case: GoldCase, spans: Sequence[Span], evidence: Sequence[str], where: str, problems: Problems
 ) -> None:
     for span in spans:
-        if (getattr(case, span.field) or "")[span.start : span.end] != span.text:
+        if not span.cited_in(case):
             problems.add(
                 where,
                 "span_mismatch",

@@ -57,6 +57,10 @@ class Span(_Record):
     text: str = Field(min_length=1)
     """The cited text itself, so a reader need not count."""
 
+    def cited_in(self, case: Any) -> bool:
+        """Whether ``case`` (a gold case or a queued one) has this text at this place."""
+        return bool((getattr(case, self.field, None) or "")[self.start : self.end] == self.text)
+
 
 class Review(_Record):
     """One reviewer's independent, blinded label for a case."""
@@ -143,7 +147,7 @@ class GoldCase(_Record):
             raise ValueError("a case needs grading_notes or reference (or both)")
         for review in self.reviews:
             for span in review.spans:
-                if (getattr(self, span.field) or "")[span.start : span.end] != span.text:
+                if not span.cited_in(self):
                     raise PydanticCustomError(
                         "span_mismatch",
                         "reviewer {reviewer}'s span {where} is not the text {text} of the case",
