@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 from browser_support import JupyterLabServer, launch_chromium, require_chromium, watch_page
 from click.testing import CliRunner
-from conftest import current_project, make_case
+from conftest import make_case
+from test_annotation import _reviewers
 from test_browser_widget import artifacts_dir
 from widget_lab import NOTEBOOK, VIEWPORT, cell, lab_env, open_and_run, wait_for
 
@@ -28,11 +28,7 @@ PRIVATE = "ann-private-rationale"
 
 
 def _gold(make_dataset) -> Path:
-    path = current_project() / "workbench.yaml"
-    config = yaml.safe_load(path.read_text()) if path.exists() else None
-    config = config if isinstance(config, dict) else {}
-    config["reviewers"] = ["ann", "bo", "cy"]
-    path.write_text(yaml.safe_dump(config))
+    _reviewers("ann", "bo", "cy")
     gold = make_dataset([])
     cases = []
     for i in range(5):

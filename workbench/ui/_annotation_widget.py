@@ -63,6 +63,12 @@ class AnnotationQueue(anywidget.AnyWidget):
             index = int(content.get("index", -1))
             self.spans = [s for i, s in enumerate(self.spans) if i != index]
         elif content.get("type") == "submit":
+            form = content.get("form")
+            if isinstance(form, dict):  # what the reviewer saw when submitting
+                self.label = str(form.get("label") or "")
+                self.confidence = str(form.get("confidence") or "")
+                self.escalate = bool(form.get("escalate"))
+                self.rationale = str(form.get("rationale") or "")
             self.submit()
 
     def cite(self, field: str, start: int, end: int) -> None:

@@ -11,6 +11,13 @@ function node(tag, cls, text) {
   return n;
 }
 
+function submitted(model) {
+  // the form as the reviewer sees it travels with the submission: no race with trait syncing
+  const form = {};
+  for (const name of ["label", "confidence", "escalate", "rationale"]) form[name] = model.get(name);
+  return {type: "submit", form};
+}
+
 function offsetIn(box, container, offset) {
   // characters of box's text before (container, offset): the selection's place in the field
   const range = document.createRange();
@@ -86,7 +93,7 @@ function render({ model, el }) {
     if (!(model.get("spans") || []).length) spans.append(node("span", "wb-ann-dim", "select text above to cite it"));
     form.append(spans);
     const submit = node("button", "wb-ann-submit", "s submit");
-    submit.addEventListener("click", () => model.send({type: "submit"}));
+    submit.addEventListener("click", () => model.send(submitted(model)));
     form.append(submit, node("span", "wb-ann-status", model.get("status")));
     el.append(form);
   };
@@ -103,7 +110,7 @@ function render({ model, el }) {
     if (/^[1-9]$/.test(ev.key) && Number(ev.key) <= labels.length) model.set("label", labels[Number(ev.key) - 1]);
     else if (CONFIDENCE[ev.key]) model.set("confidence", CONFIDENCE[ev.key]);
     else if (ev.key === "e") model.set("escalate", !model.get("escalate"));
-    else if (ev.key === "s") model.send({type: "submit"});
+    else if (ev.key === "s") model.send(submitted(model));
     else done = false;
     if (!done) return;
     ev.preventDefault(); ev.stopPropagation();
