@@ -25,7 +25,16 @@ from .._load import Problems
 from .._record import Record
 from ..approval import REVIEWERS_KEY, load_approvers
 from ..errors import WorkbenchError, errors_only, refusal
-from ..gold import GOLD_FILE, RUBRIC_FILE, Adjudication, GoldCase, Review, Rubric, Span, load_rubric
+from ..gold import (
+    RUBRIC_FILE,
+    Adjudication,
+    GoldCase,
+    Review,
+    Rubric,
+    Span,
+    load_rubric,
+    resolve_paths,
+)
 
 DIRECTORY = "annotation"
 BLINDED = ("model_identity", "candidate_status", "judge_verdict", "other_reviews", "metadata")
@@ -124,10 +133,7 @@ class Annotations:
     """The annotation queue of one gold dataset (directory or ``gold.jsonl``)."""
 
     def __init__(self, gold: str | Path) -> None:
-        path = Path(gold)
-        self.root, self.gold_path = (
-            (path, path / GOLD_FILE) if path.is_dir() else (path.parent, path)
-        )
+        self.root, self.gold_path = resolve_paths(gold)
         self.dir = self.root / DIRECTORY
         self.rubric: Rubric = load_rubric(self.root / RUBRIC_FILE)
 

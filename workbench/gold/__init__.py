@@ -16,6 +16,7 @@ from ._dataset import (
     GoldDataset,
     load_dataset,
     normalize_text,
+    resolve_paths,
     validate_dataset,
 )
 from ._index import GoldIndex, gold_index
@@ -24,7 +25,7 @@ from ._release import FIELD_GROUPS, GoldLineage, case_hashes, freeze, gold_linea
 from ._rubric import UNSET_RISK, Risk, Rubric, Scale, SliceSpec, load_rubric
 
 __all__ = ["FIELD_GROUPS", "RELEASES_FILE", "GoldLineage", "case_hashes", "freeze", "gold_lineage"]
-__all__ += ["gold_snapshot", "normalize_text", "partition_name", "CARD_FIELDS"]
+__all__ += ["gold_snapshot", "normalize_text", "partition_name", "CARD_FIELDS", "resolve_paths"]
 __all__ += ["DISAGREEMENT_BASIS", "GoldIndex", "UNSET_RISK", "gold_index", "CARD_FILE", "GOLD_FILE"]
 __all__ += ["PARTITIONS", "RUBRIC_FILE", "Adjudication", "GoldCase", "GoldDataset", "Partition"]
 __all__ += [
