@@ -156,16 +156,12 @@ def test_a_judge_that_fails_everything_is_stopped_by_its_positive_controls() -> 
 
     from workbench.controls import ControlOutcome, ControlSuite, evaluate_controls
 
-    suite = ControlSuite.model_validate(
-        _suite(
-            [
-                _control("pos-1"),
-                _control("pos-2"),
-                _control("neg-1", role="negative", expected="fail"),
-                _control("adv-1", role="adversarial", expected="fail"),
-            ]
-        )
-    )
+    roles = {"pos-1": "positive", "pos-2": "positive", "neg-1": "negative", "adv-1": "adversarial"}
+    controls = [
+        _control(cid, role=role, expected="pass" if role == "positive" else "fail")
+        for cid, role in roles.items()
+    ]
+    suite = ControlSuite.model_validate(_suite(controls))
     always_fail = {c.control_id: ControlOutcome("fail", "fails") for c in suite.controls}
     report = evaluate_controls(suite, always_fail, judge=IDENTITY)
     assert report.failed_roles == ["positive"] and report.status == "failed"
