@@ -9,7 +9,7 @@ from ._bound import (
     too_few_cases_message,
     upper_bound,
 )
-from ._grouped import GroupedRate, grouped_rate
+from ._grouped import GroupedRate, clustered_rate, grouped_rate
 from ._needed import cases_needed
 from ._operating import OperatingPoint, operating_curve, slice_operating_point
 from ._ordinal import (
@@ -54,6 +54,7 @@ __all__ = [
     "bound_plan",
     "cases_needed",
     "cases_to_bound",
+    "clustered_rate",
     "cohen_kappa",
     "cohen_kappa_counts",
     "exact_mcnemar",
