@@ -148,3 +148,21 @@ def test_changed_sentinels_cluster_by_gold_group(make_dataset) -> None:
     assert rate == grouped_rate([2, 0, 0], [3, 1, 1])
     assert (rate.k, rate.n, rate.groups) == (2, 5, 3) and rate.design_effect > 1
     assert sentinel_change_rate(loaded, [change("s4", "input_changed")]).k == 0
+
+
+def test_migration_rates_cluster_by_gold_group() -> None:
+    from workbench.migration._compare import _format_rates, _rate_delta
+
+    # human-fail cases judged by both versions: (group, old view, new view)
+    triples = [("gA", "pass", "fail"), ("gA", "pass", "pass"), ("gA", "fail", "fail")]
+    triples += [("gB", "fail", "fail"), ("gC", "fail", None), ("gC", "pass", "fail")]
+    delta = _rate_delta(triples, "pass")
+    assert (delta.old.k, delta.old.n, delta.new.k, delta.new.n) == (3, 6, 1, 5)
+    assert delta.old_grouped == grouped_rate([2, 0, 1], [3, 1, 2])
+    assert delta.new_grouped == grouped_rate([1, 0, 0], [3, 1, 1])
+    assert delta.old.ci95_high < delta.old_grouped.ci95_high  # Wilson counted 6 independent
+    assert "of 6 cases in 3 groups" in _format_rates(delta, "false-pass")
+    # one case per group: Wilson's interval is already right, no grouped rate
+    alone = _rate_delta([(f"g{i}", "pass" if i < 2 else "fail", "fail") for i in range(6)], "pass")
+    assert alone.old_grouped is None and alone.new_grouped is None
+    assert _rate_delta([(None, "pass", "fail"), (None, "pass", "fail")], "pass").old_grouped is None
