@@ -44,6 +44,7 @@ from ._recompute import CONTROLS_DIR, RUN_DIR
 from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
     merge_interval,
+    operating_tables,
     ordinal_section_html,
     ordinal_tables,
     slice_table,
@@ -89,6 +90,7 @@ __all__ = [
     "merge_interval",
     "next_step",
     "not_used_html",
+    "operating_tables",
     "ordinal_section_html",
     "ordinal_tables",
     "outcome_section",
