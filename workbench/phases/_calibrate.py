@@ -30,11 +30,13 @@ class CalibrationSession(PhaseSession):
 
 def paired_comparison(iterations: list[Iteration]) -> Any:
     """Every pair of candidates on the cases where both have a verdict: who is right where the
-    other is wrong, the exact McNemar p-value and each side's critical-slice false passes."""
+    other is wrong, the exact McNemar p-value, its Benjamini-Hochberg q-value over the pairs
+    (``q_bh``: many pairs, some p-values small by chance) and each side's critical-slice false
+    passes."""
     import pandas as pd
 
     from ..align import require_comparable
-    from ..stats import exact_mcnemar
+    from ..stats import bh_qvalues, exact_mcnemar
 
     for it in iterations:
         require_comparable(it.join, where=f"paired_comparison({it.label})")
@@ -74,7 +76,12 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
                 ),
             }
         )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if rows:
+        frame.insert(
+            frame.columns.get_loc("p_mcnemar") + 1, "q_bh", bh_qvalues(list(frame["p_mcnemar"]))
+        )
+    return frame
 
 
 def threshold_sweep(
