@@ -48,21 +48,7 @@ def study(make_dataset, tmp_path: Path):
     ]
     cases.append(make_case("p1", "pass", slice="billing", partition="calibration", group="gC"))
     gold = make_dataset(cases)
-    migration_judges.FLAKY.clear()
-    for cid, (_, verdicts) in SCRIPT.items():
-        migration_judges.FLAKY[cid] = list(verdicts)
-    spec = tmp_path / "flaky@1.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "flaky",
-                "version": "1",
-                "kind": "ragas-function",
-                "labels": ["pass", "fail", "review_required"],
-                "function": "migration_judges:flaky",
-            }
-        )
-    )
+    spec = migration_judges.flaky_spec(tmp_path, {c: v for c, (_, v) in SCRIPT.items()})
     return run_repeatability_sync(
         spec, gold, "calibration", 3, tmp_path / "run", concurrency=1, progress=False
     )

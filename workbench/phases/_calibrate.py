@@ -89,7 +89,7 @@ def _scored(iteration: Any, pass_label: str, fail_label: str) -> list[tuple[floa
     pass or fail; ``ValueError`` when the judge recorded no score."""
     by_line = {line.line: line.result for line in iteration.lines}
     points = [
-        (float(by_line[c.result_line].score), c.human_label, c.case_id)  # type: ignore[arg-type]
+        (float(by_line[c.result_line].score), c.human_label, c.case_id)
         for c in iteration.join.cases
         if c.outcome == "verdict"
         and c.result_line in by_line
