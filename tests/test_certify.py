@@ -141,6 +141,7 @@ def test_html_is_self_contained_and_shows_the_evidence(first) -> None:
         and "cost_usd_p95" in html
     )
     assert "import workbench" not in html and "Certification(" not in html  # code hidden
+    assert "How often this gate is wrong" in html and "P(review_required)" in html
 
 
 def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:

@@ -89,6 +89,7 @@ def test_a_changed_prompt_runs_only_its_candidate_and_flags_control_failures_and
     assert (
         sentinels.failing == ["prv-05-02"] and "BOUNDARY" in sentinels.details[0]
     )  # 'PII' now passes: the guide
+    assert "changed sentinels 1 of" in sentinels.message  # with its gold groups and interval
     assert report.exit_code == 1 and report.outcome == "failed"
     # Nothing was written beside the gold (no drift log, no ledger).
     assert sorted(p.name for p in (project / "data" / "demo").iterdir()) == gold_before

@@ -801,7 +801,7 @@ def _sentinel_check(
     after: dict[str, Any],
 ) -> CheckResult:
     """The sentinels' verdicts against the baseline's (its observations and name)."""
-    from ..repeatability import sentinel_changes
+    from ..repeatability import sentinel_change_rate, sentinel_changes
 
     check, (before, baseline_name) = (
         partial(problem_check, "sentinels", label, seconds=seconds),
@@ -830,9 +830,11 @@ def _sentinel_check(
             f" {f.after}" + (" BOUNDARY" if f.boundary_crossing else "")
             for f in flagged
         ]
+        rate = sentinel_change_rate(loaded, flagged)  # one cluster per gold group
         message = (
             f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against"
-            f" {baseline_name}"
+            f" {baseline_name}; changed sentinels {rate.k} of {rate.n} in {rate.groups} gold"
+            f" groups, 95% interval [{rate.ci95_low:.3f}, {rate.ci95_high:.3f}]"
         )
         failing = sorted({f.case_id for f in flagged})
         return check("review", "sentinel_drift", message, details, failing=failing)
