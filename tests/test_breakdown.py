@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import make_case, make_result, write_results
+from lineage_support import stamped
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from conftest import make_case, make_result, write_results
-from lineage_support import stamped
 from workbench.align import breakdown, read_evidence
 from workbench.cli import main as cli
 from workbench.errors import WorkbenchError
@@ -218,3 +218,59 @@ def test_align_by_prints_and_writes_the_breakdown(world: tuple[Path, Path]) -> N
     data = json.loads(out.output)
     assert [c["cell"] for c in data["cells"]] == ["language=de", "language=en"]
     assert data["overall"]["false_passes"] == 3
+
+
+POLICY: dict[str, Any] = {
+    "name": "crossed",
+    "version": "1",
+    "owner": "QA lead",
+    "rationale": "Limits for the crossed-cell gate test.",
+    "slices": {
+        "billing": {"risk": "critical", "max_false_pass_rate": 1.0, "max_abstention_rate": 0.5},
+        "general": {"risk": "low", "min_n": 0},
+        "empty": {"risk": "medium", "min_n": 0},
+    },
+}
+CELL = {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 1.0}
+CELL |= {"max_abstention_rate": 0.5}
+
+
+def _gate_codes(gold: Path, results: Path, cells: dict[str, Any]) -> dict[str, list[str]]:
+    """Per slice or cell, the codes the gate's two paths (the CLI's evidence, a per-record join)
+    give under POLICY with ``cells``; both must agree."""
+    from workbench.align import align_results, cell_figures, flagged_cases
+    from workbench.gold import load_dataset
+    from workbench.policy import Policy, evaluate_gate
+
+    policy = Policy.model_validate(POLICY | {"cells": cells})
+    evidence = read_evidence(gold, results, partition="development")
+    rubric = evidence.index.rubric
+    figures, ids = cell_figures(evidence.cases, evidence.index.table, rubric, list(cells))
+    flagged = flagged_cases(evidence.cases, rubric.abstain_labels) | ids
+    by_cli = evaluate_gate(evidence.report, policy, rubric=rubric, flagged=flagged, cells=figures)
+    dataset = load_dataset(gold)
+    join = align_results(dataset, results, partition="development")
+    by_join = evaluate_gate(evidence.report, policy, rubric=rubric, join=join)
+    codes: dict[str, list[str]] = {}
+    for b in by_cli.blockers:
+        codes.setdefault(b.slice or "", []).append(b.code)
+    assert [(b.slice, b.code) for b in by_join.blockers] == [
+        (b.slice, b.code) for b in by_cli.blockers
+    ]
+    return codes | {"(outcome)": [by_cli.outcome]}
+
+
+def test_gate_blocks_on_a_crossed_limit(world: tuple[Path, Path]) -> None:
+    gold, results = world
+    assert "false_passes_exceeded" not in str(_gate_codes(gold, results, {}))  # the slice passes
+    codes = _gate_codes(gold, results, {"language=de*billing": CELL})  # any order, * for ×
+    assert codes["language=de*billing"] == ["false_passes_exceeded"]
+    assert codes["(outcome)"] == ["quality_failed"]
+    clean = _gate_codes(gold, results, {"billing×language=en": CELL | {"max_false_passes": 1}})
+    assert "billing×language=en" not in clean  # 1 false pass, 1 allowed: no blocker
+
+
+def test_a_limit_on_an_empty_cell_is_incomplete(world: tuple[Path, Path]) -> None:
+    codes = _gate_codes(*world, {"billing×language=fr": CELL})
+    assert codes["billing×language=fr"] == ["cell_without_cases"]
+    assert codes["(outcome)"] == ["evaluation_incomplete"]

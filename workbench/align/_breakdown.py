@@ -344,7 +344,7 @@ def format_breakdown(result: Breakdown) -> str:
     def p_text(value: float | None) -> str:
         return "-" if value is None else f"{value:.3g}"
 
-    head = ("cell", "risk", "n", "FP", "FP rate [95% CI]", "p", "q")
+    head: tuple[str, ...] = ("cell", "risk", "n", "FP", "FP rate [95% CI]", "p", "q")
     head += ("FF", "FF rate [95% CI]", "p", "q")
     rows = [
         (
@@ -385,3 +385,50 @@ def format_breakdown(result: Breakdown) -> str:
         "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip() for r in [head, *rows]
     ]
     return "\n".join(lines)
+
+
+def cell_figures(
+    cases: pa.Table, index_table: pa.Table, rubric: Rubric, names: Sequence[str]
+) -> tuple[dict[str, SliceAlignment], dict[str, dict[str, list[str]]]]:
+    """The figures of the named cells (``slice×field=value``, any order of parts) and their
+    flagged case ids (:func:`~workbench.align.flagged_cases`), by the names as given; a cell
+    with no case in scope is absent. Refuses an unknown field as :func:`breakdown` does."""
+    from ._cases import case_rows
+    from ._evidence import flagged_cases
+
+    by_fields: dict[tuple[str, ...], list[str]] = {}
+    for name in names:
+        by_fields.setdefault(tuple(parse_by(list(split_cell(name)))), []).append(name)
+    figures: dict[str, SliceAlignment] = {}
+    flagged: dict[str, dict[str, list[str]]] = {}
+    for fields, group in by_fields.items():
+        _check_fields(list(fields), index_table)
+        keyed, values, _ = _cells(cases, index_table, list(fields))
+        found = {frozenset(v.items()): cell for cell, v in values.items()}
+        wanted = {name: found.get(frozenset(split_cell(name).items())) for name in group}
+        _, rows = case_rows(keyed, rubric)
+        by_cell = {row.slice: row for row in rows if row.n > 0}
+        ids = flagged_cases(keyed, rubric.abstain_labels)
+        for name, cell in wanted.items():
+            if cell in by_cell:
+                figures[name] = by_cell[cell].model_copy(update={"slice": name})
+                flagged[name] = ids.get(cell, {})
+    return figures, flagged
+
+
+def join_cell_figures(
+    join: Any, names: Sequence[str]
+) -> tuple[dict[str, SliceAlignment], dict[str, dict[str, list[str]]]]:
+    """:func:`cell_figures` of a per-record :class:`~workbench.align.Join` (its dataset's index
+    columns built in memory)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..gold import index_table
+    from ._cases import join_cases
+
+    table = index_table(join.dataset)
+    cases = join_cases(join)
+    rows = pc.index_in(cases["case_id"], value_set=table["case_id"]).cast(pa.int64())
+    cases = cases.set_column(cases.schema.get_field_index("row"), "row", rows)
+    return cell_figures(cases, table, join.dataset.rubric, names)

@@ -244,7 +244,7 @@ def index_table(dataset: GoldDataset) -> pa.Table:
 
 
 def _metadata_text(record: GoldCase) -> list[tuple[str, str]]:
-    """The record's metadata as ``(key, text)`` pairs: a string as it is, any other value as JSON."""
+    """The metadata as ``(key, text)`` pairs: a string as it is, any other value as JSON."""
     return [
         (key, value if isinstance(value, str) else json.dumps(value, sort_keys=True))
         for key, value in sorted(record.metadata.items())
