@@ -9,6 +9,7 @@ from ._breakdown import (
     cell_figures,
     cell_name,
     format_breakdown,
+    join_breakdown,
     join_cell_figures,
     parse_by,
     split_cell,
@@ -44,4 +45,11 @@ __all__ += ["MISSING_COLUMN", "AlignmentReport", "Join", "JoinedCase", "OrdinalA
 __all__ += ["SliceAlignment", "align", "alignment_report", "classify", "empty_slice"]
 __all__ += ["format_report", "has_pass_fail_view", "join_results"]
 __all__ += ["CROSS", "Breakdown", "BreakdownCell", "available_fields", "breakdown", "cell_name"]
-__all__ += ["cell_figures", "format_breakdown", "join_cell_figures", "parse_by", "split_cell"]
+__all__ += [
+    "cell_figures",
+    "format_breakdown",
+    "join_breakdown",
+    "join_cell_figures",
+    "parse_by",
+    "split_cell",
+]

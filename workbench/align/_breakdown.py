@@ -419,8 +419,18 @@ def cell_figures(
 def join_cell_figures(
     join: Any, names: Sequence[str]
 ) -> tuple[dict[str, SliceAlignment], dict[str, dict[str, list[str]]]]:
-    """:func:`cell_figures` of a per-record :class:`~workbench.align.Join` (its dataset's index
-    columns built in memory)."""
+    """:func:`cell_figures` of a per-record :class:`~workbench.align.Join`."""
+    return cell_figures(*_join_columns(join), join.dataset.rubric, names)
+
+
+def join_breakdown(join: Any, by: Sequence[str]) -> Breakdown:
+    """:func:`breakdown` of a per-record :class:`~workbench.align.Join` (a notebook's
+    iteration: ``join_breakdown(iteration.join, ["length", "slice"]).frame()``)."""
+    return breakdown(*_join_columns(join), join.dataset.rubric, by)
+
+
+def _join_columns(join: Any) -> tuple[pa.Table, pa.Table]:
+    """A join's cases and its dataset's index columns (built in memory), ``row`` filled."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -430,5 +440,4 @@ def join_cell_figures(
     table = index_table(join.dataset)
     cases = join_cases(join)
     rows = pc.index_in(cases["case_id"], value_set=table["case_id"]).cast(pa.int64())
-    cases = cases.set_column(cases.schema.get_field_index("row"), "row", rows)
-    return cell_figures(cases, table, join.dataset.rubric, names)
+    return cases.set_column(cases.schema.get_field_index("row"), "row", rows), table
