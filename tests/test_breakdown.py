@@ -187,20 +187,7 @@ def test_unknown_field_is_refused_naming_every_field(world: tuple[Path, Path]) -
     with pytest.raises(WorkbenchError) as raised:
         _cells(gold, results, "langauge")
     assert raised.value.problems[0].code == "unknown_breakdown_field"
-    run = CliRunner().invoke(
-        cli,
-        [
-            "align",
-            "--gold",
-            str(gold),
-            "--results",
-            str(results),
-            "--partition",
-            "development",
-            "--by",
-            "langauge*slice",
-        ],
-    )
+    run = _align(world, "--by", "langauge*slice")
     assert run.exit_code == 2, run.output
     assert "'langauge' is not a field" in run.output
     for field in ("slice", "tag", "length", "confidence", "language", "turns"):
@@ -208,13 +195,17 @@ def test_unknown_field_is_refused_naming_every_field(world: tuple[Path, Path]) -
     assert "Traceback" not in run.output
 
 
-def test_align_by_prints_and_writes_the_breakdown(world: tuple[Path, Path]) -> None:
+def _align(world: tuple[Path, Path], *more: str) -> Any:
     gold, results = world
     args = ["align", "--gold", str(gold), "--results", str(results), "--partition", "development"]
-    text = CliRunner().invoke(cli, [*args, "--by", "language", "--by", "slice"])
+    return CliRunner().invoke(cli, [*args, *more])
+
+
+def test_align_by_prints_and_writes_the_breakdown(world: tuple[Path, Path]) -> None:
+    text = _align(world, "--by", "language", "--by", "slice")
     assert text.exit_code == 0, text.output
     assert "billing×language=de" in text.output and "1/2" in text.output
-    out = CliRunner().invoke(cli, [*args, "--by", "language", "--json"])
+    out = _align(world, "--by", "language", "--json")
     data = json.loads(out.output)
     assert [c["cell"] for c in data["cells"]] == ["language=de", "language=en"]
     assert data["overall"]["false_passes"] == 3
