@@ -265,3 +265,41 @@ def test_a_limit_on_an_empty_cell_is_incomplete(world: tuple[Path, Path]) -> Non
     codes = _gate_codes(*world, {"billing×language=fr": CELL})
     assert codes["billing×language=fr"] == ["cell_without_cases"]
     assert codes["(outcome)"] == ["evaluation_incomplete"]
+
+
+def test_an_override_names_a_cell_and_waives_its_critical_false_pass_only_by_case() -> None:
+    from workbench.policy import Policy, check_override_scope
+
+    policy = Policy.model_validate(POLICY | {"cells": {"billing×language=de": CELL}})
+    by_slice = check_override_scope(
+        "o", policy, ["false_passes_exceeded"], ["billing×language=de"], []
+    )
+    assert [p.code for p in by_slice] == ["override_critical_false_pass_by_slice"]
+    assert (
+        check_override_scope(
+            "o", policy, ["false_passes_exceeded"], ["billing×language=de"], ["b1"]
+        )
+        == []
+    )
+    unknown = check_override_scope(
+        "o", policy, ["false_passes_exceeded"], ["billing×language=fr"], []
+    )
+    assert [p.code for p in unknown] == ["override_unknown_slice"]
+
+
+def test_a_cell_of_a_field_the_gold_lacks_is_incomplete_and_certify_checks_its_slice(
+    world: tuple[Path, Path],
+) -> None:
+    from workbench.gold import load_dataset
+    from workbench.policy import Policy, policy_rubric_problems
+
+    codes = _gate_codes(*world, {"billing×dialect=bavarian": CELL})
+    assert codes["billing×dialect=bavarian"] == ["cell_without_cases"]
+    cells = {"billing×language=de": CELL | {"risk": "low"}, "refunds×language=de": CELL}
+    policy = Policy.model_validate(POLICY | {"cells": cells})
+    rubric = load_dataset(world[0]).rubric
+    problems = policy_rubric_problems(policy, rubric, policy_path="p.yaml")
+    assert [(p.code, p.location) for p in problems] == [
+        ("policy_risk_mismatch", "p.yaml: cells.billing×language=de.risk"),
+        ("policy_unknown_slice", "p.yaml: cells.refunds×language=de"),
+    ]

@@ -7,7 +7,6 @@ from ._breakdown import (
     available_fields,
     breakdown,
     cell_figures,
-    cell_name,
     format_breakdown,
     join_breakdown,
     join_cell_figures,
@@ -44,7 +43,7 @@ __all__ += ["read_run_manifest", "require_comparable", "resolve_partition", "ERR
 __all__ += ["MISSING_COLUMN", "AlignmentReport", "Join", "JoinedCase", "OrdinalAlignment"]
 __all__ += ["SliceAlignment", "align", "alignment_report", "classify", "empty_slice"]
 __all__ += ["format_report", "has_pass_fail_view", "join_results"]
-__all__ += ["CROSS", "Breakdown", "BreakdownCell", "available_fields", "breakdown", "cell_name"]
+__all__ += ["CROSS", "Breakdown", "BreakdownCell", "available_fields", "breakdown"]
 __all__ += [
     "cell_figures",
     "format_breakdown",

@@ -10,7 +10,7 @@ bare, every other field as ``field=value``, e.g. ``account_security×language=de
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -105,12 +105,6 @@ def split_cell(name: str) -> dict[str, str]:
         key, value = ("slice", field) if not eq else (_field_name(field.strip()), value.strip())
         out[key] = value
     return out
-
-
-def cell_name(values: Mapping[str, str]) -> str:
-    """The name of the cell with these ``{field: value}`` (slice first, bare)."""
-    parts = [values["slice"]] if "slice" in values else []
-    return CROSS.join(parts + [f"{k}={v}" for k, v in values.items() if k != "slice"])
 
 
 def parse_by(by: Sequence[str]) -> list[str]:
@@ -392,7 +386,8 @@ def cell_figures(
 ) -> tuple[dict[str, SliceAlignment], dict[str, dict[str, list[str]]]]:
     """The figures of the named cells (``slice×field=value``, any order of parts) and their
     flagged case ids (:func:`~workbench.align.flagged_cases`), by the names as given; a cell
-    with no case in scope is absent. Refuses an unknown field as :func:`breakdown` does."""
+    with no case in scope, or naming a field the gold does not have, is absent (fail closed:
+    the gate then says ``cell_without_cases``)."""
     from ._cases import case_rows
     from ._evidence import flagged_cases
 
@@ -401,8 +396,10 @@ def cell_figures(
         by_fields.setdefault(tuple(parse_by(list(split_cell(name)))), []).append(name)
     figures: dict[str, SliceAlignment] = {}
     flagged: dict[str, dict[str, list[str]]] = {}
+    known = set(available_fields(index_table))
     for fields, group in by_fields.items():
-        _check_fields(list(fields), index_table)
+        if not known.issuperset(fields):
+            continue
         keyed, values, _ = _cells(cases, index_table, list(fields))
         found = {frozenset(v.items()): cell for cell, v in values.items()}
         wanted = {name: found.get(frozenset(split_cell(name).items())) for name in group}

@@ -608,7 +608,8 @@ def _cells(
                 _blocker(
                     "cell_without_cases",
                     f"The policy sets limits for cell {name!r}, which has no case in scope"
-                    f" ({report.overall.n} cases in all): its limits cannot be shown met.",
+                    f" ({report.overall.n} cases in all; or the gold has no such field, see"
+                    " `workbench align --by`): its limits cannot be shown met.",
                     "incomplete",
                     slice=name,
                     risk=spec.risk.value,
