@@ -165,6 +165,7 @@ def test_tags_confidence_length_and_numeric_metadata(world: tuple[Path, Path]) -
         "confidence=unstated": 9,
     }
     length = _cells(*world, "length")
+    assert list(length) == ["length=<150", "length=150-299", "(all)"]  # in bucket order
     assert {n: c.figures.n for n, c in length.items() if n != "(all)"} == {
         "length=150-299": 1,
         "length=<150": 10,

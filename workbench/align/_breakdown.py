@@ -145,10 +145,26 @@ def breakdown(
             false_fail_p=None,
             false_fail_q=None,
         )
-        for row in sorted(rows, key=lambda r: r.slice)
+        for row in sorted(rows, key=lambda r: _order(values.get(r.slice, {}), fields))
         if row.n > 0
     ]
     return Breakdown(by=fields, overall=whole, cells=_tested(cells, whole), buckets=buckets)
+
+
+_ORDERED = {
+    "length": [name for _, name in LENGTH_BUCKETS],
+    "confidence": [*CONFIDENCES, "unstated"],
+}
+"""Fields whose values have an order of their own (others sort by name)."""
+
+
+def _order(values: dict[str, str], fields: list[str]) -> tuple[tuple[int, str], ...]:
+    """A cell's sort key: field by field, a derived bucket's rank, then the value."""
+    ranks = [_ORDERED.get(f, []) for f in fields]
+    return tuple(
+        (r.index(values.get(f, "")) if values.get(f, "") in r else len(r), values.get(f, ""))
+        for f, r in zip(fields, ranks, strict=True)
+    )
 
 
 def _tested(cells: list[BreakdownCell], whole: SliceAlignment) -> list[BreakdownCell]:
