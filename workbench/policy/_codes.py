@@ -69,6 +69,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "pending_retries": _missing("gate"),
     "run_incomplete": _missing("gate"),
     "gold_changed": _missing("gate"),
+    "cell_without_cases": _missing("gate"),
     "false_passes_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
     "false_pass_rate_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
     "false_fail_rate_exceeded": BlockerCode("quality", "gate"),

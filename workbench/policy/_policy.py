@@ -189,6 +189,10 @@ class Policy(_Model):
     """When the policy was written."""
     slices: dict[str, SlicePolicy] = Field(min_length=1)
     """Limits per rubric slice. Every rubric slice needs an entry; a missing one blocks release."""
+    cells: dict[str, SlicePolicy] = Field(default_factory=dict)
+    """Limits on crossed cells, each named ``<slice>×<field>=<value>`` (``*`` for ``×``; fields
+    as ``workbench align --by`` reads them, e.g. ``account_security×language=de``), checked as a
+    slice's; a cell with no case in scope is incomplete, never a pass (docs/gate.md)."""
     max_evaluator_errors: int = Field(default=0, ge=0)
     """Most evaluator errors (cases without a verdict because the judge failed) allowed overall."""
     max_cost_usd: float | None = Field(default=None, ge=0)
