@@ -480,7 +480,9 @@ def _replayed(fixture: Any, r: Any) -> int:
     click.echo(
         f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs};"
         f" must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request"
-        f" complete={check.complete}; reason: {r.reason}"
+        f" complete={check.complete}; allowed_values"
+        f" {(r.presentation or {}).get('allowed_values')} for {len(fixture.candidates)}"
+        f" candidates; reason: {r.reason}"
     )
     return ExitCode.FAILED if not held or agreed < pairs else ExitCode.OK
 

@@ -22,6 +22,7 @@ from ..errors import refusal
 from ..results import JudgeResult, ResultLine, read_results
 from ..stats import Rate, wilson_rate
 from ._capture import is_stub, norm, occurrences, request_text
+from ._context import ContextSensitivity, context_sensitivity
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
 from ._gate import RankingGateResult
 from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
@@ -128,6 +129,7 @@ DefectCode = Literal[
     "candidates_changed",
     "presentation_mismatch",
     "winner_mismatch",
+    "allowed_values_mismatch",
 ]
 
 
@@ -407,6 +409,9 @@ class FailureArtifact(_Frozen):
     """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
     owners: dict[str, str | None] = {}
     """The four owners from the ranking policy (None: not named)."""
+    allowed_values: int | None = None
+    """The ``allowed_values`` the shown attempt ran with (its candidate count; None: a result
+    recorded before the count was kept)."""
 
 
 class MetricDefect(_Frozen):
@@ -520,6 +525,12 @@ class RankingReport(_Frozen):
     """Per-fixture hashes of the fixture set analysed."""
     fixtures_frozen: bool = False
     """Whether the fixture file is a verified frozen release."""
+    context_sensitivity: list[ContextSensitivity] = []
+    """Candidate pairs whose order flips between related fixtures (A beats B alone, loses to B
+    when C is added): see :mod:`workbench.ranking._context`."""
+    allowed_values: dict[str, int] = {}
+    """Per fixture, the Ragas ``allowed_values``: its candidate count (a result recording another
+    count is an ``allowed_values_mismatch`` integration defect)."""
     gate: RankingGateResult | None = None
     """The ranking gate's decision (:class:`~workbench.ranking.RankingGateResult`)."""
     denominators: dict[str, str]
@@ -695,6 +706,7 @@ def _failure_row(a: FailureArtifact) -> dict[str, Any]:
         "source_candidates_sha256": a.source_candidates_sha256[:12],
         "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
         "owner": f"{a.owner}: {a.owners.get(a.owner) or 'not named'}",
+        "allowed_values": a.allowed_values,
         "ragas_version": a.ragas_version,
         "judge": a.judge,
         "capture": a.capture,
@@ -930,6 +942,14 @@ def _analyse(
         slices=_slices(fixture_set, read),
         fixture_hashes=fixture_set.fixture_hashes,
         fixtures_frozen=fixture_set.frozen,
+        allowed_values={f.case_id: len(f.candidates) for f in fixture_set.fixtures},
+        context_sensitivity=context_sensitivity(
+            fixture_set,
+            {
+                c: [a.fixture.best_first(a.order) for a in mine]
+                for c, mine in read.by_case().items()
+            },
+        ),
         denominators=DENOMINATORS,
     )
 
@@ -1027,6 +1047,14 @@ def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> Integ
             f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream"
         )
         return _defect(r, "candidates_changed", message, r.order, None)
+    recorded = (r.presentation or {}).get("allowed_values")
+    if recorded is not None and recorded != len(fixture.candidates):
+        message = (
+            f"the result records allowed_values={recorded!r} but the fixture has"
+            f" {len(fixture.candidates)} candidates: allowed_values is the candidate count"
+        )
+        shown = presented if isinstance(presented, list) else None
+        return _defect(r, "allowed_values_mismatch", message, r.order, shown)
     if (problem := _presentation_problem(fixture, r)) is not None:
         shown = presented if isinstance(presented, list) else None
         return _defect(r, "presentation_mismatch", problem, r.order, shown)
@@ -1353,6 +1381,7 @@ def _failures(
                 ),
                 reason=r.reason,
                 reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
+                allowed_values=p.get("allowed_values"),
                 **_judge_fields(r),
                 **shown,
             )
@@ -1631,6 +1660,11 @@ def _defect_lines(report: RankingReport) -> list[str]:
             f"missing: cases {report.missing_cases}; attempts"
             f" {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}"
         )
+    lines.append(
+        "context sensitivity (A beats B alone, loses when C is added):"
+        f" {len(report.context_sensitivity)}"
+    )
+    lines += [f"  {c.smaller} / {c.larger}: {c.message}" for c in report.context_sensitivity]
     lines.append(f"metric defects (criterion leakage): {_r(report.metric_defect_rate)}")
     lines += [
         f"  {m.case_id}#{m.repeat}"
@@ -1750,7 +1784,8 @@ def _failure_lines(report: RankingReport) -> list[str]:
             f" failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented"
             f" {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement"
             f" {_round4(a.pairwise_agreement)}, must-win {a.must_win_expected} vs"
-            f" {a.must_win_actual}; request complete={c.complete}{extra}; ragas {a.ragas_version}"
+            f" {a.must_win_actual}; request complete={c.complete}{extra}; allowed_values"
+            f" {a.allowed_values}; ragas {a.ragas_version}"
         )
         if a.reproduce:
             lines.append(f"    reproduce: {a.reproduce}")

@@ -19,6 +19,7 @@ ranking_reversal_unconfirmed      review      a must-win reversal not confirmed
 ranking_editorial_drift           review      a monitor-only fixture's winner moved
 ranking_metric_defect             review      criterion leakage in a judge reason
 ranking_assembly_defect           review      an incomplete rendered request
+ranking_context_sensitive         review      a pair's order flips between related fixtures
 ranking_fixture_changed_in_place  review      a fixture changed under the same version
 ranking_fixtures_unfrozen         review      the policy requires a frozen release
 ranking_must_win_unreviewed       review      must-win fixtures without two reviewers
@@ -29,7 +30,12 @@ ranking_policy_mismatch           review      the policy is for another fixture 
 Waivable (by an override naming the ranking policy, with ``--case``/``--slice`` for a fixture's
 blocker): ``ranking_reversal_confirmed``, ``ranking_agreement_drop``,
 ``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``, ``ranking_metric_defect``,
-``ranking_assembly_defect``; the rest never.
+``ranking_assembly_defect``, ``ranking_context_sensitive``; the rest never.
+
+``ranking_context_sensitive`` ("A beats B alone, loses to B when C is added", between two
+fixtures sharing the user input and context, one's candidates a subset of the other's) is a review
+item, not a quality failure: it is evidence about the evaluator's sensitivity to the other
+candidates shown, while each fixture's own must-win check already blocks a confirmed reversal.
 
 The history log (:class:`RankingHistoryEntry`, JSON Lines) gives the last run (fixture
 changes, earlier reversals) and the last passing run (the agreement-drop baseline).
@@ -507,6 +513,7 @@ def ranking_gate(
             *reversal_blockers,
             *_drop_blockers(drop, policy),
             *_defect_blockers(report, fixture_set, policy),
+            *_context_blockers(report, fixture_set),
         ],
         list(overrides),
         policy_label=policy.label,
@@ -754,6 +761,20 @@ def _defect_blockers(
     ] + [
         _case_blocker(fixture_set, "ranking_assembly_defect", case_id, case_id + assembly)
         for case_id in (report.assembly.cases if policy.assembly_defects == "review" else [])
+    ]
+
+
+def _context_blockers(report: RankingReport, fixture_set: FixtureSet) -> list[Blocker]:
+    """One review item per flipped pair, naming both fixtures (and their slice when shared)."""
+    slice_of = {f.case_id: f.slice for f in fixture_set.fixtures}
+    return [
+        blocker(
+            "ranking_context_sensitive",
+            f"{c.smaller} / {c.larger}: {c.message}",
+            case_ids=[c.smaller, c.larger],
+            slice=slice_of[c.smaller] if slice_of[c.smaller] == slice_of[c.larger] else None,
+        )
+        for c in report.context_sensitivity
     ]
 
 

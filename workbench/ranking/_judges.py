@@ -154,12 +154,23 @@ def _check_labels(spec: CandidateSpec, loc: str) -> Problems:
     return problems
 
 
-def _too_many(spec: CandidateSpec, judge_input: RankingInput) -> Verdict | None:
-    if len(judge_input.candidates) > len(spec.labels):
+def _refused(spec: CandidateSpec, judge_input: RankingInput, ref: CaseRef | None) -> Verdict | None:
+    """Why a presentation is not sent: more candidates than labels, or an ``allowed_values``
+    (the count the metric expects, recorded with the presentation) that is not the number of
+    candidates presented."""
+    n = len(judge_input.candidates)
+    if n > len(spec.labels):
         return Verdict.failed(
             "judge_exception",
-            f"{len(judge_input.candidates)} candidates but the candidate spec declares only"
-            f" {len(spec.labels)} labels",
+            f"{n} candidates but the candidate spec declares only {len(spec.labels)} labels",
+        )
+    recorded = ((ref.presentation if ref is not None else None) or {}).get("allowed_values")
+    if recorded is not None and recorded != n:
+        return Verdict.failed(
+            "judge_exception",
+            f"allowed_values_mismatch: the presentation records allowed_values={recorded!r} but"
+            f" {n} candidates are presented; allowed_values is the candidate count, refused"
+            " before the call",
         )
     return None
 
@@ -238,7 +249,7 @@ class LLMRankingJudge(LLMJudge):
         return _planned(self.visible_request(judge_input), ref)
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
-        verdict = _too_many(self.spec, judge_input) or await super().evaluate(judge_input, ref)
+        verdict = _refused(self.spec, judge_input, ref) or await super().evaluate(judge_input, ref)
         if verdict.rendered_request is None:  # nothing reached the wire: what would have been sent
             verdict = dataclasses.replace(
                 verdict, rendered_request=self.visible_request(judge_input)
@@ -358,7 +369,7 @@ class FunctionRankingJudge:
         return dataclasses.replace(verdict, rendered_request=self.visible_request(judge_input))
 
     async def _evaluate(self, judge_input: RankingInput, ref: CaseRef | None) -> Verdict:
-        refused = _too_many(self.spec, judge_input)
+        refused = _refused(self.spec, judge_input, ref)
         if refused is not None:
             return refused
         # A per-call copy: allowed_values is this fixture's candidate count, and the raw

@@ -1,0 +1,236 @@
+"""Issue 30's ranking checks: context sensitivity across related fixtures, the candidate diff on
+a changed candidate, ranker prompt defects refused offline, ``allowed_values`` tied to the
+candidate count, and one change per release (generation drift vs evaluator drift)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from ragas.metrics import ranking_metric
+from test_ranking import (
+    KEY_ENV,
+    fixture,
+    function_spec,
+    llm_spec,
+    report_of,
+    run,
+    write_fixtures,
+)
+
+from workbench.cli.ranking import ranking as ranking_command
+from workbench.errors import WorkbenchError
+from workbench.judges import load_candidate
+from workbench.ranking import FixtureSet, RankingFixture, position_battery, ranking_report
+from workbench.ranking._context import context_sensitivity
+from workbench.results import read_results
+
+
+def _quality(text: str) -> int:
+    return int(text.rsplit("quality ", 1)[1].split(".")[0])
+
+
+@ranking_metric(name="anchored", allowed_values=3)
+def anchored_ranker(
+    user_input: str, context: list[str], candidates: list[dict[str, str]]
+) -> list[str]:
+    """Best first by quality, except that a decoy in the list swaps the top two (anchoring)."""
+    ranked = [c for c in sorted(candidates, key=lambda c: -_quality(c["text"]))]
+    if any("decoy" in c["text"] for c in candidates):
+        ranked[0], ranked[1] = ranked[1], ranked[0]
+    return [c["label"] for c in ranked]
+
+
+@ranking_metric(name="steady", allowed_values=3)
+def steady_ranker(
+    user_input: str, context: list[str], candidates: list[dict[str, str]]
+) -> list[str]:
+    """Best first by quality, whatever else is shown."""
+    return [c["label"] for c in sorted(candidates, key=lambda c: -_quality(c["text"]))]
+
+
+SHARED = {
+    "user_input": "How do I reset my password?",
+    "context": [{"id": "pol-1", "text": "Verify the customer's identity before any reset."}],
+    "cited_context": ["pol-1"],
+}
+GOOD = {"id": "good", "text": "Verify your identity, then follow the reset link, quality 3."}
+FAIR = {"id": "fair", "text": "Follow the reset link, quality 2."}
+DECOY = {"id": "decoy", "text": "Open Settings > Magic Reset (a decoy), quality 1."}
+
+
+def related(gate: str = "monitor-only") -> list[dict[str, Any]]:
+    """A pairwise fixture and a three-way fixture holding the same two candidates."""
+    pair = fixture("pw-pair", candidates=[GOOD, FAIR], expected_order=["good", "fair"], **SHARED)
+    three = fixture(
+        "pw-three",
+        gate=gate,
+        candidates=[GOOD, FAIR, DECOY],
+        expected_order=["good", "fair", "decoy"],
+        **SHARED,
+    )
+    return [pair, three]
+
+
+# -- 1. context sensitivity ----------------------------------------------------------------------
+
+
+def test_context_sensitivity_by_hand() -> None:
+    fs = FixtureSet(
+        name="s", version="1", fixtures=[RankingFixture.model_validate(f) for f in related()]
+    )
+    alone = [["good", "fair"], ["fair", "good"], ["good", "fair"]]  # good above fair: 2 of 3
+    together = [["fair", "good", "decoy"], ["fair", "decoy", "good"], ["good", "fair", "decoy"]]
+    [found] = context_sensitivity(fs, {"pw-pair": alone, "pw-three": together})
+    assert (found.smaller, found.larger, found.winner_alone, found.loser_alone) == (
+        "pw-pair",
+        "pw-three",
+        "good",
+        "fair",
+    )
+    assert (found.alone.k, found.alone.n, found.together.k, found.together.n) == (2, 3, 1, 3)
+    assert found.added == ["decoy"] and "pw-pair" in found.message and "pw-three" in found.message
+    # the same majority in both: no finding; a tie alone: no majority to contradict
+    assert context_sensitivity(fs, {"pw-pair": alone, "pw-three": together[2:]}) == []
+    tie = [["good", "fair"], ["fair", "good"]]
+    assert context_sensitivity(fs, {"pw-pair": tie, "pw-three": together}) == []
+
+
+def test_fixtures_are_related_only_with_the_same_question_context_and_candidate_texts() -> None:
+    pair, three = related()
+    orders = {
+        "pw-pair": [["good", "fair"]],
+        "pw-three": [["fair", "good", "decoy"]],
+    }
+    for change in (
+        {"user_input": "How do I close my account?"},
+        {"context": [{"id": "pol-1", "text": "Another policy."}]},
+        {"candidates": [GOOD, {**FAIR, "text": "Follow the link, quality 2."}, DECOY]},
+    ):
+        other = {**three, **change}
+        fs = FixtureSet(
+            name="s",
+            version="1",
+            fixtures=[RankingFixture.model_validate(pair), RankingFixture.model_validate(other)],
+        )
+        assert context_sensitivity(fs, orders) == [], change
+    # candidates are matched by their text, not their id
+    renamed = {
+        **three,
+        "candidates": [{**GOOD, "id": "g2"}, {**FAIR, "id": "f2"}, DECOY],
+        "expected_order": ["g2", "f2", "decoy"],
+    }
+    fs = FixtureSet(
+        name="s",
+        version="1",
+        fixtures=[RankingFixture.model_validate(pair), RankingFixture.model_validate(renamed)],
+    )
+    [found] = context_sensitivity(
+        fs, {"pw-pair": [["good", "fair"]], "pw-three": [["f2", "g2", "decoy"]]}
+    )
+    assert found.winner_alone == "good" and found.larger == "pw-three"
+
+
+def test_an_anchored_judge_is_a_review_item_naming_both_fixtures(tmp_path: Path) -> None:
+    path = write_fixtures(tmp_path / "iia@1.yaml", related())
+    spec = function_spec(tmp_path / "spec", "test_ranking_checks:anchored_ranker", name="anchored")
+    run(spec, path, tmp_path / "run", repeats=1)
+    report = report_of(path, tmp_path / "run")
+    [found] = report.context_sensitivity
+    # pair: 2 permutations + 1 repeat, good first in all 3; three-way: 6 + 1, fair above good in all
+    assert (found.alone.k, found.alone.n, found.together.k, found.together.n) == (3, 3, 0, 7)
+    [b] = [b for b in report.gate.blockers if b.code == "ranking_context_sensitive"]
+    assert b.category == "review" and b.case_ids == ["pw-pair", "pw-three"]
+    assert report.gate.outcome == "review_required"  # the monitor-only drift is review too
+    steady = function_spec(tmp_path / "spec2", "test_ranking_checks:steady_ranker", name="steady")
+    run(steady, path, tmp_path / "run2", repeats=1)
+    calm = report_of(path, tmp_path / "run2")
+    assert calm.context_sensitivity == [] and calm.passed
+    out = CliRunner().invoke(
+        ranking_command,
+        ["run", "--results", str(tmp_path / "run" / "results.jsonl"), "--fixtures", str(path)],
+    )
+    assert "ranking_context_sensitive" in out.output and "pw-pair / pw-three" in out.output
+
+
+# -- 3. prompt defects in the deterministic lane ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prompt", "missing"),
+    [
+        ("Q: {user_input}\n{candidates}", ["context"]),
+        ("<policy>{context}</policy>\n{candidates}", ["user_input"]),
+        ("Q: {user_input}\n<policy>{context}</policy>\nRank them.", ["candidates"]),
+        ("Rank them.", ["user_input", "context", "candidates"]),
+    ],
+)
+def test_a_ranker_prompt_that_drops_a_placeholder_is_refused_before_any_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prompt: str, missing: list[str]
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-123456")
+    # port 9 (discard): a call would fail as a provider error, not as this refusal
+    with pytest.raises(WorkbenchError) as info:
+        load_candidate(llm_spec(tmp_path, "http://127.0.0.1:9/v1", prompt=prompt))
+    found = [p for p in info.value.problems if p.code == "prompt_placeholder_missing"]
+    assert [p.message.split("{")[1].split("}")[0] for p in found] == missing
+    assert all("add {" in p.fix for p in found)
+
+
+def test_ci_contracts_refuses_the_defective_ranker_offline(tmp_path: Path) -> None:
+    from workbench.cli.main import main as cli
+
+    project = tmp_path / "proj"
+    (project / "data" / "candidates").mkdir(parents=True)
+    (project / "workbench.yaml").write_text("schema_version: 1\napprovers: [Ann]\n")
+    spec = llm_spec(project / "data" / "candidates", "http://127.0.0.1:9/v1", prompt="{candidates}")
+    out = CliRunner().invoke(
+        cli, ["ci", "contracts", "--project", str(project), "--out", str(tmp_path / "ci")]
+    )
+    assert out.exit_code != 0, out.output
+    assert "prompt_placeholder_missing" in out.output and spec.name in out.output
+
+
+# -- 4. allowed_values ---------------------------------------------------------------------------
+
+
+def test_allowed_values_is_the_candidate_count_in_every_record(tmp_path: Path) -> None:
+    path = write_fixtures(tmp_path / "av@1.yaml", [fixture("two", n=2), fixture("four", n=4)])
+    spec = function_spec(tmp_path / "spec", "test_ranking_checks:steady_ranker")
+    run(spec, path, tmp_path / "run", repeats=0, max_exhaustive=2, sample=2)
+    rows = [r.result for r in read_results(tmp_path / "run" / "results.jsonl")]
+    assert {(r.case_id, r.presentation["allowed_values"]) for r in rows} == {
+        ("two", 2),
+        ("four", 4),
+    }
+    battery = json.loads((tmp_path / "run" / "battery.json").read_text())
+    assert battery["allowed_values"] == {"two": 2, "four": 4}
+    report = report_of(path, tmp_path / "run")
+    assert report.allowed_values == {"two": 2, "four": 4} and report.passed
+
+
+def test_an_allowed_values_mismatch_is_refused(tmp_path: Path) -> None:
+    path = write_fixtures(tmp_path / "av@1.yaml", [fixture("three", n=3)])
+    spec = function_spec(tmp_path / "spec", "test_ranking_checks:steady_ranker")
+    # the judge refuses a presentation whose allowed_values is not its candidate count
+    items = position_battery(path, max_exhaustive=0, sample=1, repeats=0)
+    bad = [
+        dataclasses.replace(i, presentation={**(i.presentation or {}), "allowed_values": 2})
+        for i in items
+    ]
+    run(spec, path, tmp_path / "run", items=bad)
+    [row] = [r.result for r in read_results(tmp_path / "run" / "results.jsonl")]
+    assert row.error is not None and "allowed_values_mismatch" in row.error.message
+    assert row.order is None  # refused before the metric ran
+    # a result recording another count is an integration defect (blocks, never waivable)
+    run(spec, path, tmp_path / "ok", repeats=0, max_exhaustive=0, sample=1)
+    [good] = [r.result for r in read_results(tmp_path / "ok" / "results.jsonl")]
+    edited = good.model_copy(update={"presentation": {**good.presentation, "allowed_values": 2}})
+    report = ranking_report(path, [edited])
+    assert [d.code for d in report.integration_defects] == ["allowed_values_mismatch"]
+    assert "ranking_integration_defect" in [b.code for b in report.gate.blockers]
+    assert report.failures == [] or report.failures[0].allowed_values == 2
