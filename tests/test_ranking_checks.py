@@ -234,3 +234,79 @@ def test_an_allowed_values_mismatch_is_refused(tmp_path: Path) -> None:
     assert [d.code for d in report.integration_defects] == ["allowed_values_mismatch"]
     assert "ranking_integration_defect" in [b.code for b in report.gate.blockers]
     assert report.failures == [] or report.failures[0].allowed_values == 2
+
+
+# -- 2. a changed candidate: the text diff and the application owner ----------------------------
+
+
+def _changed(tmp_path: Path) -> tuple[Path, Path]:
+    """The run's fixture file, and a file where the application changed one candidate's text."""
+    v1 = fixture("reset", n=3)
+    v2 = json.loads(json.dumps(v1))
+    v2["candidates"][1]["text"] = "Answer 2 of reset, <b>now with a menu & a link</b>, quality 2."
+    return write_fixtures(tmp_path / "app@1.yaml", [v1]), write_fixtures(
+        tmp_path / "app@2.yaml", [v2]
+    )
+
+
+def test_a_changed_candidate_gives_the_application_owner_a_text_diff(tmp_path: Path) -> None:
+    from test_ranking_process import policy
+
+    from workbench.ranking import ranking_html
+
+    ran, changed = _changed(tmp_path)
+    spec = function_spec(tmp_path / "spec", "test_ranking_checks:steady_ranker")
+    run(spec, ran, tmp_path / "run", repeats=0, max_exhaustive=0, sample=1)
+    report = report_of(changed, tmp_path / "run", policy=policy())
+    [artifact] = report.failures
+    assert (artifact.diagnosis, artifact.owner, artifact.owners["application"]) == (
+        "candidates_changed",
+        "application",
+        "app team",
+    )
+    assert artifact.judged_candidates_sha256 != artifact.source_candidates_sha256
+    [d] = artifact.candidate_diff
+    assert (d.field, d.change) == ("candidate cand-2", "edited")
+    assert d.diff.splitlines() == [
+        "--- candidate cand-2 (judged)",
+        "+++ candidate cand-2 (frozen fixture)",
+        "@@ -1 +1 @@",
+        "-Answer 2 of reset, quality 2.",
+        "+Answer 2 of reset, <b>now with a menu & a link</b>, quality 2.",
+    ]
+    page = ranking_html(report)
+    assert "&lt;b&gt;now with a menu &amp; a link&lt;/b&gt;" in page and "<b>now" not in page
+    # the artifact file the run directory keeps, and the text report
+    from workbench.ranking import format_ranking, write_ranking_artifacts
+
+    write_ranking_artifacts(report, tmp_path / "out")
+    saved = json.loads((tmp_path / "out" / "failures" / "reset.json").read_text())
+    assert saved["candidate_diff"][0]["diff"] == d.diff and saved["owner"] == "application"
+    assert "+Answer 2 of reset, <b>now with a menu" in format_ranking(report)
+
+
+def test_the_diff_reads_an_llm_prompt_and_says_when_the_text_was_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_ranking import quality_responder
+
+    from workbench.ranking import CaptureConfig
+    from workbench.testing import FakeLLM
+
+    monkeypatch.setenv(KEY_ENV, "sk-test-ranking-not-a-real-key")
+    ran, changed = _changed(tmp_path)
+    with FakeLLM(responder=quality_responder) as llm:
+        spec = llm_spec(tmp_path / "spec", llm.base_url)
+        run(spec, ran, tmp_path / "full", repeats=0, max_exhaustive=0, sample=1)
+        private = CaptureConfig(mode="digest_and_excerpts", excerpts=["context"])
+        run(spec, ran, tmp_path / "priv", repeats=0, max_exhaustive=0, sample=1, capture=private)
+    [artifact] = report_of(changed, tmp_path / "full").failures
+    assert [(d.field, d.change) for d in artifact.candidate_diff] == [
+        ("candidate cand-2", "edited")
+    ]
+    assert "-Answer 2 of reset, quality 2." in artifact.candidate_diff[0].diff
+    [kept_back] = report_of(changed, tmp_path / "priv").failures
+    assert [(d.field, d.change, d.diff) for d in kept_back.candidate_diff] == [
+        ("candidates", "unavailable", "")
+    ]
+    assert kept_back.diagnosis == "candidates_changed" and kept_back.owner == "application"

@@ -23,6 +23,7 @@ from ..results import JudgeResult, ResultLine, read_results
 from ..stats import Rate, wilson_rate
 from ._capture import is_stub, norm, occurrences, request_text
 from ._context import ContextSensitivity, context_sensitivity
+from ._diff import CandidateDiff, candidate_diff, judged_fields
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
 from ._gate import RankingGateResult
 from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
@@ -108,6 +109,7 @@ DENOMINATORS: dict[str, str] = {
 }
 
 Diagnosis = Literal[
+    "candidates_changed",
     "integration_defect",
     "assembly_defect",
     "judge_variation",
@@ -116,6 +118,7 @@ Diagnosis = Literal[
 ]
 OwnerRole = Literal["application", "evaluation", "platform", "domain_reviewer"]
 DIAGNOSIS_OWNER: dict[str, OwnerRole] = {
+    "candidates_changed": "application",
     "integration_defect": "evaluation",
     "assembly_defect": "evaluation",
     "judge_variation": "platform",
@@ -409,6 +412,9 @@ class FailureArtifact(_Frozen):
     """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
     owners: dict[str, str | None] = {}
     """The four owners from the ranking policy (None: not named)."""
+    candidate_diff: list[CandidateDiff] = []
+    """For ``candidates_changed``: each field whose judged text differs from the frozen fixture,
+    as a unified diff (judged -> frozen), for the application owner."""
     allowed_values: int | None = None
     """The ``allowed_values`` the shown attempt ran with (its candidate count; None: a result
     recorded before the count was kept)."""
@@ -900,7 +906,12 @@ def _analyse(
     missing_cases, missing_attempts = _missing(fixture_set, read, latest, planned)
     assembly, checks = _assembly(attempts, read.invalid_results, by_id)
     metric_defects, defect_rate = _metric_defects(attempts, policy.leakage)
-    context = {"battery": battery, "owners": _owners(policy)}
+    run_dir = Path(results_path) if results_path else None
+    context = {
+        "battery": battery,
+        "owners": _owners(policy),
+        "run_dir": run_dir if run_dir is None or run_dir.is_dir() else run_dir.parent,
+    }
     failures = _failures(fixture_set, read, checks, context)
     status: Literal["complete", "incomplete"] = (
         "incomplete" if missing_cases or missing_attempts or read.errors else "complete"
@@ -1004,6 +1015,7 @@ class _Read:
     defects: list[IntegrationDefect] = field(default_factory=list)
     errors: list[EvaluatorErrorRow] = field(default_factory=list)
     invalid_results: dict[str, list[JudgeResult]] = field(default_factory=lambda: defaultdict(list))
+    changed: dict[str, list[JudgeResult]] = field(default_factory=lambda: defaultdict(list))
     answered: int = 0
 
     def by_case(self) -> dict[str, list[_Attempt]]:
@@ -1021,6 +1033,8 @@ def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture])
         defect = _integration_defect(fixture, r)
         if defect is not None:
             read.defects.append(defect)
+            if defect.code == "candidates_changed":
+                read.changed[r.case_id].append(r)
             continue
         assert fixture is not None
         if r.error is not None and r.error.kind != "invalid_ranking":
@@ -1349,12 +1363,19 @@ def _failures(
     out: list[FailureArtifact] = []
     for f in fixture_set.fixtures:
         mine = sorted(by_case.get(f.case_id, []), key=_sort_key)
-        bad = read.invalid_results.get(f.case_id, [])
+        changed = read.changed.get(f.case_id, [])
+        bad = read.invalid_results.get(f.case_id, []) + changed
         failing = [a for a in mine if a.failing]
         if not failing and not bad:
             continue
-        diagnosis = _diagnosis(f, mine, bad, checks)
-        r, shown = _invalid_shown(bad) if bad else _failing_shown(f, failing)
+        diagnosis = "candidates_changed" if changed else _diagnosis(f, mine, bad, checks)
+        r, shown = (
+            _changed_shown(f, changed, context.get("run_dir"))
+            if changed
+            else _invalid_shown(bad)
+            if bad
+            else _failing_shown(f, failing)
+        )
         p = r.presentation or {}
         out.append(
             FailureArtifact(
@@ -1405,6 +1426,23 @@ def _diagnosis(
     if len({tuple(a.order) for a in mine if a.battery == "position"}) > 1:
         return "position_sensitive"
     return "stable_disagreement"
+
+
+def _changed_shown(
+    f: RankingFixture, changed: list[JudgeResult], run_dir: Path | None
+) -> tuple[JudgeResult, dict[str, Any]]:
+    """A result for other candidate texts: its orders and the text diff (judged -> frozen)."""
+    from ._capture import read_payload
+
+    r, shown = _invalid_shown(changed)
+    request = read_payload(run_dir, r.rendered_request) if run_dir else r.rendered_request
+    if is_stub(request):  # no run directory to read the payload from
+        request = None
+    shown["error"] = (
+        f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's"
+        f" {f.source_candidates_sha256[:12]}: the candidates changed upstream"
+    )
+    return r, {**shown, "candidate_diff": candidate_diff(f, judged_fields(request, r.presentation))}
 
 
 def _invalid_shown(bad: list[JudgeResult]) -> tuple[JudgeResult, dict[str, Any]]:
@@ -1789,4 +1827,9 @@ def _failure_lines(report: RankingReport) -> list[str]:
         )
         if a.reproduce:
             lines.append(f"    reproduce: {a.reproduce}")
+        for d in a.candidate_diff:
+            lines.append(
+                f"    {d.field}: {d.change}" + ("" if d.diff else " (judged text not kept)")
+            )
+            lines += [f"      {line}" for line in d.diff.splitlines()]
     return lines

@@ -537,6 +537,17 @@ def ranking_html(report: Any) -> str:
                 slices,
             ),
             table_section(
+                "Candidate diffs (changed candidates, for the application owner)",
+                ["case", "field", "change", "diff (judged -> frozen fixture)"],
+                [
+                    [f.case, d.field, d.change, line]
+                    for f in report.failures
+                    for d in f.candidate_diff
+                    for line in (d.diff.splitlines() or ["(the judged text was not kept)"])
+                ],
+                empty="No changed candidate.",
+            ),
+            table_section(
                 "Context sensitivity (related fixtures: A beats B alone, loses when C is added)",
                 ["fixtures", "pair", "added", "alone", "together"],
                 [
