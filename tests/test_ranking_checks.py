@@ -310,3 +310,102 @@ def test_the_diff_reads_an_llm_prompt_and_says_when_the_text_was_not_kept(
         ("candidates", "unavailable", "")
     ]
     assert kept_back.diagnosis == "candidates_changed" and kept_back.owner == "application"
+
+
+# -- 5. one change per release, the drift jobs, the scalar gate's retirement ---------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_POLICY = ROOT / "data" / "policies" / "support-ranking-release@1.yaml"
+APPROVER = "S. Lindqvist (support quality lead)"
+
+
+def _cli(*args: str) -> Any:
+    from workbench.cli.main import main as cli
+
+    return CliRunner().invoke(cli, ["ranking", *args])
+
+
+def _run_args(spec: Path, fixtures: Path, out: Path, history: Path, *more: str) -> list[str]:
+    return [
+        "run",
+        "--candidate", str(spec),
+        "--fixtures", str(fixtures),
+        "--out", str(out),
+        "--history", str(history),
+        "--no-progress", "--no-cache",
+        "--repeats", "0", "--max-exhaustive", "0", "--sample", "1",
+        *more,
+    ]  # fmt: skip
+
+
+def test_one_change_per_release_and_the_drift_jobs(tmp_path: Path) -> None:
+    ran, changed = _changed(tmp_path)
+    old = function_spec(tmp_path / "a", "test_ranking_checks:steady_ranker", name="steady")
+    new = function_spec(tmp_path / "b", "test_ranking_checks:anchored_ranker", name="steady-b")
+    history = tmp_path / "history.jsonl"
+    first = _cli(*_run_args(old, ran, tmp_path / "r1", history))
+    assert first.exit_code == 0, first.output
+    # both the candidates and the judge changed since the passing run: refused before any call
+    both = _cli(*_run_args(new, changed, tmp_path / "r2", history))
+    assert both.exit_code == 2 and "two_changes_in_one_release" in both.output, both.output
+    flat = " ".join(both.output.split())
+    assert "candidates of 1 fixture(s) changed (reset)" in flat
+    assert "the judge changed (steady@1" in flat and "-> steady-b@1" in flat
+    assert not (tmp_path / "r2").exists()
+    # a generation-drift job holds the judge; an evaluator-drift job holds the candidates
+    gen = _cli(*_run_args(new, ran, tmp_path / "r3", history, "--job", "generation"))
+    assert gen.exit_code == 2 and "generation_job_judge_changed" in gen.output
+    ev = _cli(*_run_args(old, changed, tmp_path / "r4", history, "--job", "evaluator"))
+    assert ev.exit_code == 2 and "evaluator_job_candidates_changed" in ev.output
+    assert not (tmp_path / "r3").exists() and not (tmp_path / "r4").exists()
+    # one change at a time passes the rule, and the history records which
+    ok = _cli(*_run_args(old, changed, tmp_path / "r5", history, "--job", "generation"))
+    assert ok.exit_code == 0, ok.output
+    lines = [json.loads(x) for x in history.read_text().splitlines()]
+    assert [(x["change"], x["job"]) for x in lines] == [
+        ("first", None),
+        ("generation", "generation"),
+    ]
+    assert (
+        lines[1]["cases"]["reset"]["candidates_sha256"]
+        != lines[0]["cases"]["reset"]["candidates_sha256"]
+    )
+
+
+def test_the_scalar_gate_is_retired_on_record_only_when_the_seed_conditions_hold(
+    tmp_path: Path,
+) -> None:
+    ran, _ = _changed(tmp_path)
+    spec = function_spec(tmp_path / "a", "test_ranking_checks:steady_ranker", name="steady")
+    history = tmp_path / "history.jsonl"
+    scalar = tmp_path / "scalar.jsonl"
+    scalar.write_text(json.dumps({"case_id": "reset", "passed": True, "score": 4.0}) + "\n")
+    retire = [
+        "retire-scalar", "--fixtures", str(ran), "--policy", str(DEMO_POLICY),
+        "--history", str(history), "--reason", "ranking matched reviewers in 3 weeks",
+    ]  # fmt: skip
+    early = _cli(*retire, "--approver", "Nobody", "--escape-path", " ")
+    assert early.exit_code == 2
+    for code in ("retirement_no_side_by_side", "approver_unknown", "retirement_no_escape_path"):
+        assert code in early.output, early.output
+    assert not history.exists()
+    side = _cli(*_run_args(spec, ran, tmp_path / "r1", history, "--scalar", str(scalar)))
+    assert side.exit_code == 0, side.output
+    escape = "workbench override add --policy support-ranking-release@1, owner: evaluation"
+    done = _cli(*retire, "--approver", APPROVER, "--escape-path", escape, "--json")
+    assert done.exit_code == 0, done.output
+    record = json.loads(history.read_text().splitlines()[-1])
+    assert record["kind"] == "workbench.ranking.scalar_retired" and record["approver"] == APPROVER
+    assert record["side_by_side_runs"] == 1 and record["escape_path"] == escape
+    assert "0.028" in record["calibration"] and set(record["owners"]) == {
+        "application",
+        "evaluation",
+        "platform",
+        "domain_reviewer",
+    }
+    # the history still reads as runs; --scalar is refused from now on; no second retirement
+    again = _cli(*_run_args(spec, ran, tmp_path / "r2", history, "--scalar", str(scalar)))
+    assert again.exit_code == 2 and "scalar_retired" in again.output
+    assert _cli(*_run_args(spec, ran, tmp_path / "r3", history)).exit_code == 0
+    twice = _cli(*retire, "--approver", APPROVER, "--escape-path", escape)
+    assert twice.exit_code == 2 and "already retired" in twice.output

@@ -43,7 +43,7 @@ def judged_fields(request: Any, presentation: dict[str, Any] | None) -> dict[str
     arguments = request.get("arguments")
     if isinstance(arguments, dict) and isinstance(arguments.get("candidates"), list):
         out = {
-            f"candidate {labels.get(c.get('label'), c.get('label'))}": str(c.get("text"))
+            f"candidate {labels.get(str(c.get('label')), c.get('label'))}": str(c.get("text"))
             for c in arguments["candidates"]
             if isinstance(c, dict)
         }
