@@ -25,8 +25,13 @@ from test_ranking import (
 from workbench.cli.ranking import ranking as ranking_command
 from workbench.errors import WorkbenchError
 from workbench.judges import load_candidate
-from workbench.ranking import FixtureSet, RankingFixture, position_battery, ranking_report
-from workbench.ranking._context import context_sensitivity
+from workbench.ranking import (
+    FixtureSet,
+    RankingFixture,
+    context_sensitivity,
+    position_battery,
+    ranking_report,
+)
 from workbench.results import read_results
 
 
@@ -409,3 +414,17 @@ def test_the_scalar_gate_is_retired_on_record_only_when_the_seed_conditions_hold
     assert _cli(*_run_args(spec, ran, tmp_path / "r3", history)).exit_code == 0
     twice = _cli(*retire, "--approver", APPROVER, "--escape-path", escape)
     assert twice.exit_code == 2 and "already retired" in twice.output
+
+
+@pytest.mark.parametrize(
+    "name", ["ContextSensitivity", "CandidateDiff", "ReleaseChange", "ScalarRetirement"]
+)
+def test_every_new_field_is_documented(name: str) -> None:
+    from conftest import undocumented_fields
+
+    import workbench.ranking as r
+
+    model = getattr(r, name)
+    doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    assert [n for n in model.model_fields if f"`{n}`" not in doc and f"{n}:" not in doc] == []
+    assert undocumented_fields(model, "schema_version") == []
