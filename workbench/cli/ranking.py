@@ -524,8 +524,8 @@ def _replayed(fixture: Any, r: Any) -> int:
     "--history",
     help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): read, appended.",
 )
-@click.option("--approver", required=True, help="Who approves (a name in `approvers:`).")
-@click.option("--reason", required=True, help="What the side-by-side runs showed.")
+@option("approver", help="Who approves (a name in `approvers:`).")
+@option("reason", help="What the side-by-side runs showed.")
 @click.option(
     "--escape-path",
     required=True,
