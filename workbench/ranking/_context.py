@@ -99,8 +99,9 @@ def _finding(
 ) -> ContextSensitivity:
     message = (
         f"{a} beats {b} alone in {small.case_id} ({alone.k}/{alone.n} attempts) but loses to it"
-        f" in {large.case_id}, where {', '.join(added)} is added ({together.k}/{together.n}"
-        " attempts): the judge's order depends on the other candidates shown"
+        f" in {large.case_id}, where {', '.join(added)} is added (ranked above it in"
+        f" {together.k}/{together.n} attempts): the judge's order depends on the other"
+        " candidates shown"
     )
     return ContextSensitivity(
         smaller=small.case_id,
