@@ -103,6 +103,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "ranking_editorial_drift": BlockerCode("review", "ranking"),
     "ranking_metric_defect": BlockerCode("review", "ranking"),
     "ranking_assembly_defect": BlockerCode("review", "ranking"),
+    "ranking_context_sensitive": BlockerCode("review", "ranking"),
     "ranking_fixture_changed_in_place": BlockerCode("review", "ranking", _INTEGRITY),
     "ranking_fixtures_unfrozen": BlockerCode("review", "ranking", _INTEGRITY),
     "ranking_must_win_unreviewed": BlockerCode("review", "ranking", _INTEGRITY),
