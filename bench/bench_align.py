@@ -166,6 +166,9 @@ def measure(
         capture_output=True,
         text=True,
         env=env,
+        # outside any project: the repo's workbench.yaml (its reviewer list) is not the
+        # synthetic gold's project
+        cwd=gold.parent,
     )
     return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
