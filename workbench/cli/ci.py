@@ -97,6 +97,14 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
         "help": "A lower cap than the policy's ci_budget_usd (a higher one is refused).",
     },
 )
+@click.option(
+    "--scope",
+    type=click.Choice(["pr", "scheduled"]),
+    default="pr",
+    show_default=True,
+    help="Ranking and noise judges: pr runs the must-win fixtures and the noise sentinel sets"
+    " (cheap, for pull requests); scheduled runs every fixture and pair.",
+)
 @option("junit")
 @_json
 @_out("runs, sentinel.json", "sentinel")
@@ -108,9 +116,11 @@ def sentinel(
     """Run the candidates a change affects on the sentinel cases and the control suite.
 
     Priced first and refused (exit 3) above the policy's ci_budget_usd; sentinel verdicts are
-    compared with a recorded baseline or the candidate at REF. Exit 0 nothing affected or all
-    clear; 1 a control failed; 4 sentinel drift (accept with `workbench drift
-    --record-baseline`); 3 incomplete; 2 invalid input.
+    compared with a recorded baseline or the candidate at REF. A changed ranking judge runs its
+    fixtures' battery and the ranking gate, a changed noise judge its pair suites and the noise
+    gate (--scope). Exit 0 nothing affected or all clear; 1 a control failed or a ranking/noise
+    gate failed; 4 sentinel drift (accept with `workbench drift --record-baseline`) or review
+    required; 3 incomplete; 2 invalid input.
     """
     from ..ci import LaneRefused, format_sentinel_lane, run_sentinel_lane_sync
 
