@@ -694,15 +694,16 @@ def _price(
     ] + [f"{j.name}: {j.feature}" for j in judged]
     code = "budget_insufficient"
     lane.checks.append(problem_check("budget", "per-job cap", "incomplete", code, message, details))
+    scheduled = lane.source == "policy ci_scheduled_budget_usd"
+    key = "ci_scheduled_budget_usd" if scheduled else "ci_budget_usd"
     raise LaneRefused(
         "the per-job cap does not cover the sentinel lane: nothing was started",
         [
             problem(
-                f"{lane.inv.rel(lane.policy_path)}: ci_budget_usd",
+                f"{lane.inv.rel(lane.policy_path)}: {key}",
                 code,
                 f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}",
-                "raise ci_budget_usd in a reviewed new policy version, or change fewer judges at"
-                " once",
+                f"raise {key} in a reviewed new policy version, or change fewer judges at once",
             )
         ],
         lane.finish(),
