@@ -18,7 +18,7 @@ import pytest
 from ci_support import assert_junit_shape, git, git_project, junit_cases
 from click.testing import CliRunner
 
-from workbench.ci import run_sentinel_lane_sync
+from workbench.ci import LaneRefused, run_sentinel_lane_sync
 from workbench.cli.main import main
 from workbench.demo import noise as demo_noise
 from workbench.ranking import load_fixtures
@@ -103,6 +103,11 @@ def test_a_ranking_judge_that_loses_a_must_win_fixture_fails_the_pr_lane(
     assert [r.purpose for r in report.runs] == ["ranking"] and report.runs[0].status == "complete"
     gate_dir = Path(report.run_dir) / "policy-ranker@1" / "ranking" / "support-ranking@2" / "gate"
     assert (gate_dir / "support-ranking-release@1" / "ranking_report.json").is_file()
+    # a failure artifact per failing fixture, replayable from the fixture file itself
+    failures = gate_dir / "support-ranking-release@1" / "failures"
+    assert {p.stem for p in failures.glob("*.json")} >= set(gate.failing)
+    artifact = json.loads((failures / f"{gate.failing[0]}.json").read_text(encoding="utf-8"))
+    assert f"{FIXTURES} --case {gate.failing[0]}" in artifact["reproduce"]
 
 
 def test_the_scheduled_scope_runs_the_monitor_only_fixtures_too(
@@ -145,6 +150,10 @@ def test_a_ranking_judge_whose_run_fails_is_incomplete_not_a_pass(
     # the enforcing policy and the report-only one: incomplete is never waived into a pass
     enforced = next(c for c in gates if c.name.endswith("support-ranking-release@1"))
     assert enforced.status == "error" and enforced.category == "incomplete"
+    assert "EVALUATION_INCOMPLETE" in enforced.message
+    # report-only mode (the rollout policy) never sets the exit code; its check names the outcome
+    rollout = next(c for c in gates if c.name.endswith("support-ranking-rollout@1"))
+    assert rollout.status == "passed" and "EVALUATION_INCOMPLETE" in rollout.message
 
 
 @pytest.fixture
@@ -183,3 +192,18 @@ def test_a_changed_noise_judge_runs_the_sentinel_pairs_under_the_noise_gate(
     assert {p["pair_id"] for p in saved["pairs"]} == {"ref-timing", "ship-cutoff"}
     assert 0 < report.cost_usd <= report.estimate_usd <= report.budget_usd == 0.15
     assert report.calls == sum(r.calls for r in report.runs) > 0
+
+
+def test_ranking_and_noise_runs_are_priced_under_the_cap_before_any_call(
+    project: Path, noise_model, tmp_path: Path
+) -> None:
+    _edit(project / "data" / "candidates" / "noise-judge@1.yaml", "timeout_s: 20", "timeout_s: 25")
+    with pytest.raises(LaneRefused) as refused:
+        run_sentinel_lane_sync(
+            project, since="HEAD", out=tmp_path / "lane", budget_usd=0.01, scope="scheduled"
+        )
+    assert "ci_scheduled_budget_usd" in refused.value.problems[0].location
+    report = refused.value.report
+    (budget,) = [c for c in report.checks if c.group == "budget"]
+    assert budget.code == "budget_insufficient" and report.exit_code == 3
+    assert report.estimate_usd > 0.01 and noise_model.call_count == 0 and report.runs == []

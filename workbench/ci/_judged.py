@@ -135,8 +135,9 @@ def _ranking_plan(
         if not must:
             note = "no must-win fixture: its fixtures run in the scheduled scope"
             return passed_check("ranking", name, note)
-        # the must-win subset, hashed as what it is (not as the whole file)
-        subject = fixture_set.model_copy(update={"fixtures": must, "sha256": None})
+        # the file's must-win fixtures; the run keeps the file's hash, so a failure artifact's
+        # `workbench ranking replay` line replays the case from the file itself
+        subject = fixture_set.model_copy(update={"fixtures": must})
     items = position_battery(subject, **battery)
     run_dir = out / judge.spec.label / "ranking" / fixture_set.label
     needed = estimate_run("ranking", judge, items, run_dir, cache_dir=False).needed_usd
@@ -254,7 +255,7 @@ async def _run_ranking(
     for policy in plan.policies:
         report = ranking_report(
             plan.subject, summary.results_path, planned=plan.items, policy=policy,
-            overrides=overrides, battery=plan.battery,
+            overrides=overrides,
         )  # fmt: skip
         write_ranking_artifacts(report, plan.out_dir / "gate" / policy.label)
         gate = report.gate

@@ -694,7 +694,7 @@ def _price(
     ] + [f"{j.name}: {j.feature}" for j in judged]
     code = "budget_insufficient"
     lane.checks.append(problem_check("budget", "per-job cap", "incomplete", code, message, details))
-    scheduled = lane.source == "policy ci_scheduled_budget_usd"
+    scheduled = lane.scope == "scheduled" and lane.policy.ci_scheduled_budget_usd is not None
     key = "ci_scheduled_budget_usd" if scheduled else "ci_budget_usd"
     raise LaneRefused(
         "the per-job cap does not cover the sentinel lane: nothing was started",
