@@ -185,7 +185,10 @@ def plan_judged(
         if spec.kind in RANKING_KINDS:
             for found in sets:
                 made = _ranking_plan(inv, path, judge, found, scope, out)
-                (plans if isinstance(made, JudgedPlan) else checks).append(made)  # type: ignore[arg-type]
+                if isinstance(made, JudgedPlan):
+                    plans.append(made)
+                else:
+                    checks.append(made)
             continue
         for source, suite in suites:
             name = f"{spec.label} on {suite.label}"
