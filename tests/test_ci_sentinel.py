@@ -292,16 +292,8 @@ def test_an_affected_kind_this_lane_cannot_run_is_incomplete(
     project: Path, model, tmp_path: Path
 ) -> None:
     # imported verdicts are replayed, never re-run: the lane names the command that checks them
-    spec = {
-        "name": "ext",
-        "version": "1",
-        "kind": "imported",
-        "labels": ["pass", "fail"],
-        "results": "ext-results.jsonl",
-    }
-    (project / "data" / "candidates" / "ext@1.yaml").write_text(
-        yaml.safe_dump(spec), encoding="utf-8"
-    )
+    spec = "name: ext\nversion: '1'\nkind: imported\nlabels: [pass, fail]\nresults: ext.jsonl\n"
+    (project / "data" / "candidates" / "ext@1.yaml").write_text(spec, encoding="utf-8")
     report = run_sentinel_lane_sync(project, since="HEAD", out=tmp_path / "lane")
     (check,) = report.checks
     assert (
