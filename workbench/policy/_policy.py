@@ -203,6 +203,9 @@ class Policy(_Model):
     ci_budget_usd: float | None = Field(default=None, ge=0)
     """Per-job spend cap of ``workbench ci sentinel``; ``--budget-usd`` may only lower it. None:
     no judge-backed CI spend approved."""
+    ci_scheduled_budget_usd: float | None = Field(default=None, ge=0)
+    """Per-job spend cap of ``workbench ci sentinel --scope scheduled`` (every ranking fixture
+    and noise pair); None: ``ci_budget_usd``."""
     min_n_per_slice: int = Field(default=1, ge=0)
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None
