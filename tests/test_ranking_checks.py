@@ -416,6 +416,79 @@ def test_the_scalar_gate_is_retired_on_record_only_when_the_seed_conditions_hold
     assert twice.exit_code == 2 and "already retired" in twice.output
 
 
+def _notebook_flow(spec: Path, fixtures: Path, out: Path, history: Path, **gate: Any) -> Any:
+    """What notebooks/04_ranking.ipynb does: run -> ranking_report -> record_run, no CLI."""
+    from workbench.ranking import load_fixtures, read_history, record_run
+
+    fixture_set = load_fixtures(fixtures)
+    summary = run(spec, fixture_set, out, repeats=0, max_exhaustive=0, sample=1)
+    report = ranking_report(
+        fixture_set, summary.results_path, history=read_history(history), **gate
+    )
+    return record_run(history, report, fixture_set)
+
+
+def test_a_script_cannot_record_a_release_that_changes_candidates_and_judge(
+    tmp_path: Path,
+) -> None:
+    ran, changed = _changed(tmp_path)
+    old = function_spec(tmp_path / "a", "test_ranking_checks:steady_ranker", name="steady")
+    new = function_spec(tmp_path / "b", "test_ranking_checks:anchored_ranker", name="steady-b")
+    history = tmp_path / "history.jsonl"
+    first = _notebook_flow(old, ran, tmp_path / "r1", history)
+    assert (first.outcome, first.change) == ("passed", "first")
+    before = history.read_bytes()
+    with pytest.raises(WorkbenchError) as refused:
+        _notebook_flow(new, changed, tmp_path / "r2", history)
+    assert [p.code for p in refused.value.problems] == ["two_changes_in_one_release"]
+    assert history.read_bytes() == before  # nothing appended
+    # one change at a time is recorded, with the change the library decided
+    second = _notebook_flow(old, changed, tmp_path / "r3", history)
+    assert (second.job, second.change) == (None, "generation")
+    assert len(history.read_bytes().splitlines()) == 2
+
+
+def test_a_script_cannot_gate_or_record_with_a_retired_scalar(tmp_path: Path) -> None:
+    from workbench.ranking import (
+        load_fixtures,
+        load_ranking_policy,
+        read_history,
+        read_scalar,
+        record_run,
+        retire_scalar,
+    )
+
+    ran, _ = _changed(tmp_path)
+    spec = function_spec(tmp_path / "a", "test_ranking_checks:steady_ranker", name="steady")
+    history = tmp_path / "history.jsonl"
+    scalar = tmp_path / "scalar.jsonl"
+    scalar.write_text(json.dumps({"case_id": "reset", "passed": True, "score": 4.0}) + "\n")
+    rows = read_scalar(scalar)
+    assert _notebook_flow(spec, ran, tmp_path / "r1", history, scalar=rows).scalar_compared == 1
+    escape = "workbench override add --policy support-ranking-release@1, owner: evaluation"
+    retire_scalar(
+        history, "app", load_ranking_policy(DEMO_POLICY), approver=APPROVER,
+        reason="ranking matched reviewers", escape_path=escape,
+    )  # fmt: skip
+    before = history.read_bytes()
+    # the notebook's flow (history read as runs) is refused where the evidence is recorded
+    with pytest.raises(WorkbenchError) as refused:
+        _notebook_flow(spec, ran, tmp_path / "r2", history, scalar=rows)
+    assert [p.code for p in refused.value.problems] == ["scalar_retired"]
+    assert history.read_bytes() == before
+    # given the history log, the gate itself refuses the retired scalar
+    fixture_set = load_fixtures(ran)
+    results = tmp_path / "r2" / "results.jsonl"
+    with pytest.raises(WorkbenchError) as gated:
+        ranking_report(fixture_set, results, history=history, scalar=rows)
+    assert [p.code for p in gated.value.problems] == ["scalar_retired"]
+    # without the scalar the run gates and records as before
+    report = ranking_report(fixture_set, results, history=history)
+    assert report.gate is not None and report.gate.side_by_side is None
+    assert record_run(history, report, fixture_set).scalar_compared is None
+    assert len(read_history(history)) == 2
+
+
 @pytest.mark.parametrize(
     "name", ["ContextSensitivity", "CandidateDiff", "ReleaseChange", "ScalarRetirement"]
 )

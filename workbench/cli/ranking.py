@@ -216,7 +216,7 @@ def run(
     fixture_set = load_fixtures(fixtures)
     default_history = DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
     history_path = None if no_history else Path(history or default_history)
-    if scalar:
+    if scalar:  # the library refuses it again where it gates and records
         refuse_retired_scalar(history_path, fixture_set.name)
     gate_inputs = _gate_inputs(policy, history_path, overrides, scalar)
     config = _capture(gate_inputs["policy"], capture, excerpts, retention_days)
@@ -229,14 +229,14 @@ def run(
     )
     if results is not None:
         report = ranking_report(fixture_set, results, **gate_inputs)
-        change = check(report.judge, report.judge_fingerprint)
+        check(report.judge, report.judge_fingerprint)  # before any artifact is written
         out_dir = Path(out) if out else None
     else:
         assert candidate is not None
-        report, out_dir, change = _run_battery(
+        report, out_dir = _run_battery(
             candidate, fixture_set, out, battery, config, options, gate_inputs, check
         )
-    _keep(report, fixture_set, out_dir, history_path, lock, sign_key, change)
+    _keep(report, fixture_set, out_dir, history_path, lock, sign_key, job)
     show(report, as_json, format_ranking)
     assert report.gate is not None  # ranking_report gates every report
     if report.gate.exit_code:
@@ -247,9 +247,9 @@ def _gate_inputs(
     policy: str | None, history: Path | None, overrides: str | None, scalar: str | None
 ) -> dict[str, Any]:
     from ..policy import load_overrides
-    from ..ranking import load_ranking_policy, read_history, read_scalar
+    from ..ranking import load_ranking_policy, read_scalar
 
-    rules, entries = load_ranking_policy(policy) if policy else None, read_history(history)
+    rules = load_ranking_policy(policy) if policy else None
     store = Path(overrides) if overrides else DEFAULT_OVERRIDES
     if overrides and not store.exists():  # the default store is optional, a named one is not
         message = "the override store does not exist"
@@ -257,7 +257,7 @@ def _gate_inputs(
         raise refusal("no overrides", str(store), "overrides_missing", message, fix)
     return {
         "policy": rules,
-        "history": entries,
+        "history": history,  # the log: the gate reads it (runs and the scalar's retirement)
         "overrides": list(load_overrides(store)) if store.exists() else [],
         "scalar": read_scalar(scalar) if scalar else None,
     }
@@ -272,7 +272,7 @@ def _run_battery(
     options: RunOptions,
     gate_inputs: dict[str, Any],
     check: Callable[[str | None, str | None], Any],
-) -> tuple[Any, Path, Any]:
+) -> tuple[Any, Path]:
     from ..judges import load_candidate
     from ..ranking import position_battery, ranking_report, run_ranking_sync
 
@@ -282,7 +282,7 @@ def _run_battery(
         fix = "use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking"
         fix += " results with --results"
         raise refusal("not a ranking candidate", candidate, "not_ranking_kind", message, fix)
-    change = check(judge.spec.label, judge.identity.fingerprint())  # refused before any call
+    check(judge.spec.label, judge.identity.fingerprint())  # refused before any call
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
     summary = run_ranking_sync(
         judge,
@@ -301,7 +301,7 @@ def _run_battery(
         f" ${summary.cost_usd:.4f}; results {summary.results_path}",
         err=True,
     )
-    return report, out_dir, change
+    return report, out_dir
 
 
 def _keep(
@@ -311,7 +311,7 @@ def _keep(
     history_path: Path | None,
     lock: bool,
     sign_key: str | None,
-    change: Any = None,
+    job: str | None = None,
 ) -> None:
     from ..ranking import lock_ranking_run, record_run, write_ranking_artifacts
 
@@ -322,7 +322,7 @@ def _keep(
         paths = write_ranking_artifacts(report, out_dir)
         click.echo(f"report and {len(paths) - 1} failure artifact(s) in {out_dir}", err=True)
     if history_path is not None:
-        record_run(history_path, report, fixture_set, change=change)
+        record_run(history_path, report, fixture_set, job=cast(Any, job))  # decides the change
         click.echo(f"recorded in the ranking history {history_path}", err=True)
     if lock and out_dir is not None:
         from .._signing import load_signer

@@ -46,6 +46,7 @@ from ._diff import CandidateDiff
 from ._drift import (
     ReleaseChange,
     ScalarRetirement,
+    record_run,
     refuse_retired_scalar,
     release_change,
     retire_scalar,
@@ -71,7 +72,6 @@ from ._gate import (
     ranking_override_scope,
     read_history,
     read_scalar,
-    record_run,
     side_by_side,
 )
 from ._judges import FunctionRankingJudge, LLMRankingJudge

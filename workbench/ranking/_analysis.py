@@ -25,7 +25,7 @@ from ._capture import is_stub, norm, occurrences, request_text
 from ._context import ContextSensitivity, context_sensitivity
 from ._diff import CandidateDiff, candidate_diff, judged_fields
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
-from ._gate import RankingGateResult
+from ._gate import History, RankingGateResult
 from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
 
 RANKING_SCHEMA_VERSION = 1
@@ -839,7 +839,7 @@ def ranking_report(
     *,
     planned: Sequence[Any] | None = None,
     policy: Any = None,
-    history: Sequence[Any] = (),
+    history: History = (),
     overrides: Iterable[Any] = (),
     scalar: Iterable[Any] | None = None,
     battery: dict[str, Any] | None = None,
@@ -847,8 +847,9 @@ def ranking_report(
 ) -> RankingReport:
     """Analyse one judge's results (a file or records) against the fixtures and apply the gate.
 
-    ``planned``: the battery's items (unrun attempts are listed); ``policy``, ``history``,
-    ``overrides`` and ``scalar`` feed the gate; ``battery``: the run's ``battery.json``.
+    ``planned``: the battery's items (unrun attempts are listed); ``policy``, ``history`` (the
+    history log's path, or its lines), ``overrides`` and ``scalar`` feed the gate, which refuses
+    scalar rows after the set's scalar gate was retired; ``battery``: the run's ``battery.json``.
     """
     from ._gate import ranking_gate
     from ._policy import default_policy

@@ -12,6 +12,12 @@ the judge fixed, ``--job evaluator`` holds the candidates fixed) that changes th
 path for a genuine evaluator incident": :func:`retire_scalar` checks those and that the scalar
 gate ran side by side at least once, then appends a :class:`ScalarRetirement` to the history
 log; later runs of the set refuse ``--scalar``.
+
+Both rules hold every caller, not only ``workbench ranking run``: :func:`record_run` decides the
+release change against the log itself and refuses a two-change release (nothing appended), and
+:func:`~workbench.ranking.ranking_gate` (so :func:`~workbench.ranking.ranking_report`) and
+:func:`record_run` refuse scalar rows after the retirement. The CLI calls the same functions
+earlier, before any judge call.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AwareDatetime, Field, RootModel
 
@@ -28,8 +34,17 @@ from .._record import Record as _Frozen
 from .._record import append_to_log
 from ..errors import Problem, WorkbenchError, problem
 from ._fixtures import FixtureSet
-from ._gate import RankingHistoryEntry, read_history_lines
+from ._gate import (
+    History,
+    RankingHistoryEntry,
+    history_entry,
+    history_lines,
+    read_history_lines,
+)
 from ._policy import RankingPolicy
+
+if TYPE_CHECKING:
+    from ._analysis import RankingReport
 
 DriftJob = Literal["generation", "evaluator"]
 SCALAR_RETIRED: Literal["workbench.ranking.scalar_retired"] = "workbench.ranking.scalar_retired"
@@ -99,13 +114,18 @@ def release_change(
     fixture_set: FixtureSet,
     judge: str | None,
     fingerprint: str | None,
-    history: Sequence[RankingHistoryEntry],
+    history: History,
     job: DriftJob | None = None,
     where: str = "--history",
 ) -> ReleaseChange:
-    """What this run changes since the last passing run; refuses (exit 2) a run that changes
-    both the candidates and the judge, or the layer its drift job holds fixed."""
-    mine = [h for h in history if h.fixtures_name == fixture_set.name]
+    """What this run changes since the last passing run in the history (log path or lines);
+    refuses (exit 2) a run that changes both the candidates and the judge, or the layer its
+    drift job holds fixed."""
+    mine = [
+        h
+        for h in history_lines(history)
+        if isinstance(h, RankingHistoryEntry) and h.fixtures_name == fixture_set.name
+    ]
     base = next((h for h in reversed(mine) if h.outcome == "passed"), None)
     now = _short(judge, fingerprint)
     if base is None:
@@ -164,31 +184,54 @@ def _change_problems(
     return []
 
 
-def scalar_retirement(path: str | Path | None, fixtures_name: str) -> ScalarRetirement | None:
-    """The retirement of the set's scalar gate in a history log, if it was retired."""
-    lines = read_history_lines(path)
+def scalar_retirement(history: History, fixtures_name: str) -> ScalarRetirement | None:
+    """The retirement of the set's scalar gate in a history (log path or lines), if retired."""
     return next(
-        (x for x in lines if isinstance(x, ScalarRetirement) and x.fixtures_name == fixtures_name),
+        (
+            x
+            for x in history_lines(history)
+            if isinstance(x, ScalarRetirement) and x.fixtures_name == fixtures_name
+        ),
         None,
     )
 
 
-def refuse_retired_scalar(path: str | Path | None, fixtures_name: str) -> None:
-    """``--scalar`` after the set's scalar gate was retired is a user error (exit 2)."""
-    retired = scalar_retirement(path, fixtures_name)
+def refuse_retired_scalar(history: History, fixtures_name: str) -> None:
+    """Scalar rows (``--scalar``, ``scalar=``) after the set's scalar gate was retired in the
+    history (log path or lines) are a user error (exit 2)."""
+    retired = scalar_retirement(history, fixtures_name)
     if retired is not None:
         message = (
             f"the scalar gate of {fixtures_name} was retired on"
             f" {retired.recorded_at.date().isoformat()} by {retired.approver} ({retired.reason})"
         )
+        fix = "drop --scalar (the scalar rows): the ranking gate decides"
         raise WorkbenchError(
-            "scalar gate retired",
-            [
-                problem(
-                    "--scalar", "scalar_retired", message, "drop --scalar: the ranking gate decides"
-                )
-            ],
+            "scalar gate retired", [problem("--scalar", "scalar_retired", message, fix)]
         )
+
+
+def record_run(
+    path: str | Path,
+    report: RankingReport,
+    fixture_set: FixtureSet,
+    now: datetime | None = None,
+    *,
+    job: DriftJob | None = None,
+) -> RankingHistoryEntry:
+    """Append a gated report to the history log (append-only) and return the entry, with the
+    :func:`release_change` decided here against the log. Refused (exit 2, nothing appended): a
+    release changing both the candidates and the judge (or the layer ``job`` holds fixed), and
+    a scalar comparison after the set's scalar gate was retired."""
+    lines = read_history_lines(path)
+    if report.gate is not None and report.gate.side_by_side is not None:
+        refuse_retired_scalar(lines, fixture_set.name)
+    change = release_change(
+        fixture_set, report.judge, report.judge_fingerprint, lines, job=job, where=str(path)
+    )
+    entry = history_entry(report, fixture_set, now, change)
+    append_to_log(path, entry)
+    return entry
 
 
 def retire_scalar(

@@ -47,14 +47,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from pydantic import AwareDatetime, Field, ValidationError
 
 from .._io import iter_jsonl_lines, loads_json
 from .._load import Problems
 from .._record import Record as _Frozen
-from .._record import append_to_log, read_log
+from .._record import read_log
 from ..errors import refusal
 from ..outcomes import ExitCode
 from ..policy import (
@@ -343,6 +343,17 @@ def read_history_lines(path: str | Path | None) -> list[RankingHistoryEntry | Sc
     return [line.root for line in lines]
 
 
+History: TypeAlias = "str | Path | None | Sequence[RankingHistoryEntry | ScalarRetirement]"
+"""A ranking history: the log's path (None: none) or its lines."""
+
+
+def history_lines(history: History) -> list[RankingHistoryEntry | ScalarRetirement]:
+    """The lines of a history given as a path (read) or as lines (kept)."""
+    if history is None or isinstance(history, str | Path):
+        return read_history_lines(history)
+    return list(history)
+
+
 def history_entry(
     report: RankingReport,
     fixture_set: FixtureSet,
@@ -385,19 +396,6 @@ def history_entry(
         if sides
         else [],
     )
-
-
-def record_run(
-    path: str | Path,
-    report: RankingReport,
-    fixture_set: FixtureSet,
-    now: datetime | None = None,
-    change: ReleaseChange | None = None,
-) -> RankingHistoryEntry:
-    """Append a gated report to the history log (append-only) and return the entry."""
-    entry = history_entry(report, fixture_set, now, change)
-    append_to_log(path, entry)
-    return entry
 
 
 def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
@@ -529,14 +527,26 @@ def ranking_gate(
     fixture_set: FixtureSet,
     *,
     policy: RankingPolicy | None = None,
-    history: Sequence[RankingHistoryEntry] = (),
+    history: History = (),
     overrides: Iterable[Any] = (),
     scalar: Iterable[ScalarCaseResult] | None = None,
     now: datetime | None = None,
 ) -> RankingGateResult:
-    """Apply the release rules (module docstring) through :func:`workbench.policy.decide`."""
+    """Apply the release rules (module docstring) through :func:`workbench.policy.decide`.
+
+    ``history``: the history log (a path, read here) or its lines; scalar rows for a fixture set
+    whose scalar gate is retired in it are refused (exit 2)."""
+    from ._drift import refuse_retired_scalar
+
     policy = policy or default_policy()
-    mine = [h for h in history if h.fixtures_name == fixture_set.name]
+    lines = history_lines(history)
+    if scalar is not None:
+        refuse_retired_scalar(lines, fixture_set.name)
+    mine = [
+        h
+        for h in lines
+        if isinstance(h, RankingHistoryEntry) and h.fixtures_name == fixture_set.name
+    ]
     previous = mine[-1] if mine else None
     baseline = next((h for h in reversed(mine) if h.outcome == "passed"), None)
     changes = _fixture_changes(fixture_set, previous)
