@@ -10,7 +10,7 @@ from ._code import (
     requirement_allows,
 )
 from ._function import import_metric
-from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
+from ._input import EVIDENCE_ARGUMENTS, JUDGE_VISIBLE_FIELDS, JudgeInput, evidence_seen
 from ._llm import Exchange, LLMJudge, has_reason
 from ._ping import PING_INPUT, PingResult, aping, ping
 from ._registry import (
@@ -22,6 +22,7 @@ from ._registry import (
     ModelJudge,
     NotAvailable,
     ReplayJudge,
+    ShowsFields,
     Verdict,
     available_kinds,
     build_judge,
@@ -53,6 +54,7 @@ __all__ = [
     "HoldsResources",
     "Judge",
     "JudgeInput",
+    "evidence_seen",
     "Kind",
     "LLMJudge",
     "ModelJudge",
@@ -60,6 +62,8 @@ __all__ = [
     "PING_INPUT",
     "PingResult",
     "ReplayJudge",
+    "ShowsFields",
+    "EVIDENCE_ARGUMENTS",
     "Threshold",
     "Verdict",
     "aping",

@@ -34,15 +34,16 @@ NARROW = (
     ("case_id", "response_hash", "value", "reason", "error_kind", "error_message")
     + ("judge_fingerprint", "run_id", "partition", "attempt", "repeat", "dataset_sha256")
     + ("rubric_version", "line", "shard", "cost_usd", "tokens_in", "tokens_out")
-    + ("cached_from_run_id",)
+    + ("cached_from_run_id", "evidence_truncated")
 )
-"""The columns kept per result: what joins and lineage checks read."""
+"""The columns kept per result: what joins and lineage checks read (``evidence_truncated``: how
+many judge-visible fields the judge saw only part of; null when not measured)."""
 
 _STRINGS = ("case_id", "response_hash", "judge_fingerprint", "run_id", "partition")
 _OPTIONAL_STRINGS = (
     ("value", "reason", "rendered_request_sha256", "rendered_request_ref")
     + ("cached_from_run_id",)
-    + ("dataset_sha256", "rubric_version")
+    + ("dataset_sha256", "rubric_version", "raw_response", "raw_response_source")
 )
 _JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_version", "params"}
 _ERROR_FIELDS = {"kind", "message", "retryable"}
@@ -139,7 +140,9 @@ def read_columnar(
 def _narrow_schema() -> pa.Schema:
     import pyarrow as pa
 
-    ints = dict.fromkeys(("attempt", "repeat", "line", "tokens_in", "tokens_out"), pa.int64())
+    ints = dict.fromkeys(
+        ("attempt", "repeat", "line", "tokens_in", "tokens_out", "evidence_truncated"), pa.int64()
+    )
     kinds = {**ints, "shard": pa.int32(), "cost_usd": pa.float64()}
     return pa.schema([(name, kinds.get(name, pa.string())) for name in NARROW])
 
@@ -352,7 +355,61 @@ def _check(
     _check_migration(t)
     error_kind, error_message = _check_error(t)
     _check_judges(t, identities)
-    return _narrow(t, first_line, shard, error_kind, error_message)
+    narrow = _narrow(t, first_line, shard, error_kind, error_message)
+    truncated = _check_evidence(t)
+    if truncated is not None:
+        narrow = narrow.set_column(
+            narrow.schema.get_field_index("evidence_truncated"), "evidence_truncated", truncated
+        )
+    return narrow
+
+
+_EVIDENCE_INTS = ("chars_in_case", "chars_sent")
+
+
+def _check_evidence(t: pa.Table) -> Any:
+    """``raw_response_source`` and ``evidence_seen`` as the strict reader takes them; per row,
+    the fields seen truncated (None when no row measured them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._contract import EVIDENCE_STATUSES, RAW_RESPONSE_SOURCES
+
+    if "raw_response_source" in t.column_names:
+        known = pc.is_in(t["raw_response_source"], value_set=pa.array(RAW_RESPONSE_SOURCES))
+        if true_any(pc.and_(pc.is_valid(t["raw_response_source"]), pc.invert(known))):
+            raise _Refuse("unknown raw_response_source")
+    if "evidence_seen" not in t.column_names:
+        return None
+    kind = t.schema.field("evidence_seen").type
+    if pa.types.is_null(kind):
+        return None
+    item = kind.value_type if pa.types.is_list(kind) else None
+    if not pa.types.is_struct(item) or {f.name for f in item} != {
+        "field",
+        *_EVIDENCE_INTS,
+        "status",
+    }:
+        raise _Refuse("evidence_seen fields")
+    if any(item.field(n).type != pa.int64() for n in _EVIDENCE_INTS) or any(
+        item.field(n).type != pa.string() for n in ("field", "status")
+    ):
+        raise _Refuse("evidence_seen types")
+    column = t["evidence_seen"].combine_chunks()
+    flat = pc.list_flatten(column)
+    if flat.null_count or any(pc.struct_field(flat, n).null_count for n in item.names):
+        raise _Refuse("evidence_seen null")
+    if any(true_any(pc.less(pc.struct_field(flat, n), 0)) for n in _EVIDENCE_INTS):
+        raise _Refuse("evidence_seen negative")
+    status = pc.struct_field(flat, "status")
+    if not pc.all(pc.is_in(status, value_set=pa.array(EVIDENCE_STATUSES))).as_py():
+        raise _Refuse("unknown evidence_seen status")
+    rows = pc.list_parent_indices(column)
+    cut = pc.equal(status, "truncated").to_numpy(zero_copy_only=False)
+    import numpy as np
+
+    counts = np.bincount(rows.to_numpy()[cut], minlength=t.num_rows).astype(np.int64)
+    return pa.array(counts, pa.int64(), mask=pc.is_null(column).to_numpy(zero_copy_only=False))
 
 
 def _typed(t: pa.Table, name: str, *ok: Any) -> None:

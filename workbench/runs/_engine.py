@@ -29,7 +29,20 @@ from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess
-from ..judges import CaseRef, HoldsResources, Judge, JudgeInput, ModelJudge, NotAvailable, Verdict
+from ..judges import (
+    EVIDENCE_ARGUMENTS,
+    JUDGE_VISIBLE_FIELDS,
+    CaseRef,
+    HoldsResources,
+    Judge,
+    JudgeInput,
+    ModelJudge,
+    NotAvailable,
+    ReplayJudge,
+    ShowsFields,
+    Verdict,
+    evidence_seen,
+)
 from ..results import (
     RESULT_SCHEMA_VERSION,
     JudgeResult,
@@ -334,6 +347,7 @@ def plan_partition(
         raise refusal(
             "empty_partition", str(dataset.gold_path), message, fix, summary="nothing to run"
         )
+    check_shown(judge, cases, str(out_dir))
     risks = slice_risks(dataset)
     record, lanes = None, None
     if sampling is not None:
@@ -358,6 +372,37 @@ def plan_partition(
     lineage = run_lineage(judge, dataset, cases)
     plan = _Plan(part, dataset.sha256, True, lineage, lanes, risks, record, sampling_source)
     return plan, gold_items(cases, options.repeats)
+
+
+def check_shown(judge: Judge, cases: list[GoldCase], where: str) -> None:
+    """Refuse a prompt that omits evidence the cases carry (``grading_notes``, ``reference``) and
+    its spec does not declare omitted: the judge would decide without what reviewers read."""
+    shown = judge.shown_fields() if isinstance(judge, ShowsFields) else None
+    if shown is None:
+        return
+    argument = {arg: name for name, arg in JUDGE_VISIBLE_FIELDS.items()}
+    declared = set(judge.spec.omitted_fields)
+    unshown = [
+        a
+        for a in EVIDENCE_ARGUMENTS
+        if a not in shown and a not in declared and any(getattr(c, argument[a]) for c in cases)
+    ]
+    if not unshown:
+        return
+    label = judge.spec.label
+    problems = [
+        problem(
+            label,
+            "prompt_omits_evidence",
+            f"the prompt never shows {{{name}}}, which {sum(bool(getattr(c, argument[name])) for c in cases)}"
+            f" of the {len(cases)} cases to judge carry: the judge would decide without the"
+            " evidence reviewers read",
+            f"add {{{name}}} to the prompt template, or, if leaving it out is deliberate, name it"
+            f" in the spec's omitted_fields: [{name}] (a new version)",
+        )
+        for name in unshown
+    ]
+    raise WorkbenchError("prompt omits evidence", problems)
 
 
 def gold_items(cases: list[GoldCase], repeats: int) -> list[WorkItem]:
@@ -625,6 +670,15 @@ class _Execution:
         self.max_attempts = _max_attempts(judge)
         self.fingerprint = judge.identity.fingerprint()
         self.secrets = _secrets(judge)
+        self.raw_source = (
+            "imported"
+            if isinstance(judge, ReplayJudge)
+            else "no_answer"
+            if isinstance(judge, ModelJudge)
+            else "no_model_call"
+        )
+        shown = judge.shown_fields() if isinstance(judge, ShowsFields) else None
+        self.unshown = [] if shown is None else sorted(set(JUDGE_VISIBLE_FIELDS.values()) - shown)
         self.estimator = Estimator(judge, max(state.observed) if state.observed else None)
         self.cache = open_cache(options.cache_dir, self.fingerprint)
         self.log = AppendOnlyLog(run_dir.results)
@@ -828,7 +882,9 @@ class _Execution:
         sent = verdict.rendered_request
         if sent is None:
             sent = self.judge.render(unit.item.judge_input, unit.ref)
+        seen = evidence_seen(unit.item.judge_input, sent, self.unshown)
         sent = redact_values(sent, secrets)
+        raw = verdict.raw_response
         return JudgeResult(
             **self.stamp(unit),
             value=verdict.value,
@@ -847,6 +903,9 @@ class _Execution:
             repeat=unit.item.repeat,
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
+            raw_response=None if raw is None else redact(raw, secrets),
+            raw_response_source=self.raw_source if raw is None else "provider",
+            evidence_seen=seen,
         )
 
 

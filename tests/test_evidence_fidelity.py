@@ -1,0 +1,210 @@
+"""Evidence fidelity: the provider's raw answer is kept beside the parsed verdict, and every
+result records what the judge actually saw of each judge-visible field (characters in the case,
+characters sent, truncation). Networked judges run against the scripted local server only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import make_case
+from test_llm_runs import KEY_ENV, SECRET, rows, run, write_spec
+
+from click.testing import CliRunner
+
+from workbench.align import align
+from workbench.cli.main import main
+from workbench.gold import load_dataset
+from workbench.errors import WorkbenchError
+from workbench.judges import JudgeInput, LLMJudge, evidence_seen, load_candidate, load_spec
+from workbench.results import read_columnar, read_results
+from workbench.runs import RunOptions, run_candidate_sync
+from workbench.testing import FakeLLM, Reply
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+
+
+PROSE = (
+    "Sure! Here is my assessment.\n```json\n"
+    + json.dumps({"reason": "the notes' concept is present", "value": "pass"})
+    + "\n```\nLet me know if you need anything else."
+)
+
+
+def test_raw_answer_with_prose_around_the_json_is_stored_verbatim(
+    make_dataset, tmp_path: Path
+) -> None:
+    gold = make_dataset([make_case("p1", "pass"), make_case("p2", "fail")])
+    with FakeLLM(default=Reply(content=PROSE), require_api_key=SECRET) as server:
+        spec = write_spec(tmp_path, server.base_url, endpoint={"json_mode": "md_json"})
+        summary = run(spec, gold, tmp_path / "out")
+    assert summary.verdicts == 2
+    for record in rows(tmp_path / "out"):
+        assert record["value"] == "pass"
+        assert record["reason"] == "the notes' concept is present"
+        assert record["raw_response"] == PROSE  # byte for byte, prose and fence included
+        assert record["raw_response_source"] == "provider"
+        assert SECRET not in json.dumps(record)
+
+
+def test_an_unparseable_answer_keeps_its_raw_text_and_a_failed_call_records_none(
+    make_dataset, tmp_path: Path
+) -> None:
+    gold = make_dataset([make_case("p1", "pass")])
+    prose = "I think it passes, because the response names the manual review step."
+    with FakeLLM(default=Reply(content=prose)) as server:
+        run(write_spec(tmp_path / "a", server.base_url), gold, tmp_path / "a" / "out")
+    with FakeLLM(default=Reply(fault="http_400")) as server:
+        run(write_spec(tmp_path / "b", server.base_url), gold, tmp_path / "b" / "out")
+    unparsed = rows(tmp_path / "a" / "out")
+    assert unparsed and all(r["error"]["kind"] == "unparseable" for r in unparsed)
+    assert {(r["raw_response"], r["raw_response_source"]) for r in unparsed} == {
+        (prose, "provider")
+    }
+    (failed,) = rows(tmp_path / "b" / "out")
+    assert (failed["raw_response"], failed["raw_response_source"]) == (None, "no_answer")
+
+
+class CuttingJudge(LLMJudge):
+    """A prompt builder that cuts the response to its first 12 characters (as an excerpting
+    layer would): the records must show the cut, measured on the request that went out."""
+
+    def _arguments(self, judge_input: JudgeInput) -> dict[str, str]:
+        args = super()._arguments(judge_input)
+        args["response"] = args["response"][:12]
+        return args
+
+
+LONG = "Refunds after the 30-day window need a manual exception review first."
+
+
+def _cut_run(make_dataset, tmp_path: Path, server: FakeLLM) -> tuple[Path, Path]:
+    gold = make_dataset(
+        [
+            make_case("long", "pass", response=LONG),
+            make_case("short", "pass", response="Refund ok."),
+        ]
+    )
+    spec_path = write_spec(tmp_path, server.base_url)
+    spec, where = load_spec(spec_path)
+    options = RunOptions(progress=False)
+    run_candidate_sync(
+        CuttingJudge(spec, where), load_dataset(gold), "development", tmp_path / "out", options
+    )
+    return gold, tmp_path / "out"
+
+
+def test_results_record_what_the_judge_saw_of_each_field_and_align_counts_the_cut(
+    make_dataset, tmp_path: Path
+) -> None:
+    with FakeLLM(default=Reply(value="pass", reason="fine")) as server:
+        gold, out = _cut_run(make_dataset, tmp_path, server)
+    by_case = {r["case_id"]: r for r in rows(out)}
+    seen = {f["field"]: f for f in by_case["long"]["evidence_seen"]}
+    assert seen["response"] == {
+        "field": "response",
+        "chars_in_case": len(LONG),
+        "chars_sent": 12,
+        "status": "truncated",
+    }
+    notes = "The policy allows late refunds only after manual review."
+    assert seen["grading_notes"] == {
+        "field": "grading_notes",
+        "chars_in_case": len(notes),
+        "chars_sent": len(notes),
+        "status": "full",
+    }
+    assert seen["user_input"]["status"] == "full"
+    assert seen["reference"]["status"] == seen["retrieved_contexts"]["status"] == "absent"
+    short = {f["field"]: f["status"] for f in by_case["short"]["evidence_seen"]}
+    assert short["response"] == "full"  # 10 characters: nothing was cut
+    # both readers agree: the typed strict reader and the columnar one
+    (strict_long,) = [
+        x.result for x in read_results(out / "results.jsonl") if x.result.case_id == "long"
+    ]
+    assert strict_long.evidence_truncated == ["response"]
+    table = read_columnar(out / "results.jsonl").table
+    assert dict(zip(table["case_id"].to_pylist(), table["evidence_truncated"].to_pylist())) == {
+        "long": 1,
+        "short": 0,
+    }
+    report = align(gold, out / "results.jsonl", partition="development")
+    assert report.evidence_truncated_case_ids == ["long"]
+    shown = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(out)])
+    assert shown.exit_code == 0, shown.output
+    assert "1 case(s) had evidence truncated (long)" in shown.output
+
+
+def test_an_omitted_field_is_recorded_as_omitted(make_dataset, tmp_path: Path) -> None:
+    gold = make_dataset([make_case("c1", "pass")])
+    with FakeLLM(default=Reply(value="pass", reason="fine")) as server:
+        spec = write_spec(
+            tmp_path,
+            server.base_url,
+            prompt="Q: {user_input}\nA: {response}",
+            omitted_fields=["grading_notes"],
+        )
+        run(spec, gold, tmp_path / "out")
+    (record,) = rows(tmp_path / "out")
+    seen = {f["field"]: (f["chars_sent"], f["status"]) for f in record["evidence_seen"]}
+    assert seen["grading_notes"] == (0, "omitted")
+    assert record["raw_response_source"] == "provider"
+
+
+def test_measurement_finds_the_longest_sent_start_of_each_passage() -> None:
+    judge_input = JudgeInput(
+        user_input="q", response="abcdefghij", retrieved_contexts=["first passage", "second one"]
+    )
+    sent = {"messages": [{"content": "q | abcdef | [1] first passage [2] second"}]}
+    seen = {
+        s.field: (s.chars_in_case, s.chars_sent, s.status) for s in evidence_seen(judge_input, sent)
+    }
+    assert seen["response"] == (10, 6, "truncated")
+    assert seen["retrieved_contexts"] == (23, 13 + 6, "truncated")
+    assert seen["user_input"] == (1, 1, "full")
+    assert seen["grading_notes"] == (0, 0, "absent")
+
+
+def test_run_refuses_a_prompt_that_omits_evidence_the_cases_carry(
+    make_dataset, tmp_path: Path
+) -> None:
+    """Old main ran a prompt without {grading_notes} on cases that carry them, with no word."""
+    gold = make_dataset([make_case("c1", "pass"), make_case("c2", "fail", reference="Ref.")])
+    with FakeLLM(default=Reply(value="pass", reason="fine")) as server:
+        spec = write_spec(tmp_path, server.base_url, prompt="Judge {response}.")
+        args = ["run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development"]
+        refused = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out")])
+        assert server.call_count == 0
+    assert refused.exit_code == 2, refused.output
+    assert "Traceback" not in refused.output
+    for name, count in (("grading_notes", 2), ("reference", 1)):
+        assert f"the prompt never shows {{{name}}}, which {count} of the 2 cases" in refused.output
+        assert f"omitted_fields: [{name}]" in refused.output
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+    with FakeLLM(default=Reply(value="pass", reason="fine")) as server:
+        declared = write_spec(
+            tmp_path / "ok",
+            server.base_url,
+            prompt="Judge {response} against {reference}.",
+            omitted_fields=["grading_notes"],
+        )
+        args[2] = str(declared)
+        ran = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "ok" / "out")])
+    assert ran.exit_code == 0, ran.output
+
+
+def test_omitted_fields_must_name_fields_the_prompt_leaves_out(tmp_path: Path) -> None:
+    spec = write_spec(
+        tmp_path,
+        "http://127.0.0.1:9/v1",
+        prompt="{response} {grading_notes}",
+        omitted_fields=["grading_notes", "adjudication"],
+    )
+    with pytest.raises(WorkbenchError) as caught:
+        load_candidate(spec)
+    codes = {p.code for p in caught.value.problems}
+    assert codes == {"omitted_fields_unknown", "omitted_fields_shown"}
