@@ -8,16 +8,23 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import make_case
 from test_llm_runs import KEY_ENV, SECRET, rows, run, write_spec
 
-from click.testing import CliRunner
-
 from workbench.align import align
 from workbench.cli.main import main
-from workbench.gold import load_dataset
 from workbench.errors import WorkbenchError
-from workbench.judges import JudgeInput, LLMJudge, evidence_seen, load_candidate, load_spec
+from workbench.gold import load_dataset
+from workbench.heldout import describe_leaks, prompt_leaks
+from workbench.judges import (
+    JudgeInput,
+    LLMJudge,
+    evidence_seen,
+    load_candidate,
+    load_spec,
+    model_family,
+)
 from workbench.results import read_columnar, read_results
 from workbench.runs import RunOptions, run_candidate_sync
 from workbench.testing import FakeLLM, Reply
@@ -128,7 +135,9 @@ def test_results_record_what_the_judge_saw_of_each_field_and_align_counts_the_cu
     ]
     assert strict_long.evidence_truncated == ["response"]
     table = read_columnar(out / "results.jsonl").table
-    assert dict(zip(table["case_id"].to_pylist(), table["evidence_truncated"].to_pylist())) == {
+    assert dict(
+        zip(table["case_id"].to_pylist(), table["evidence_truncated"].to_pylist(), strict=True)
+    ) == {
         "long": 1,
         "short": 0,
     }
@@ -182,7 +191,10 @@ def test_run_refuses_a_prompt_that_omits_evidence_the_cases_carry(
     assert refused.exit_code == 2, refused.output
     assert "Traceback" not in refused.output
     for name, count in (("grading_notes", 2), ("reference", 1)):
-        assert f"the prompt never shows {{{name}}}, which {count} of the 2 cases" in refused.output
+        assert (
+            f"the prompt of llm@1 never shows {{{name}}}, which {count} of the 2 cases"
+            in refused.output
+        )
         assert f"omitted_fields: [{name}]" in refused.output
     assert not (tmp_path / "out" / "results.jsonl").exists()
     with FakeLLM(default=Reply(value="pass", reason="fine")) as server:
@@ -208,3 +220,73 @@ def test_omitted_fields_must_name_fields_the_prompt_leaves_out(tmp_path: Path) -
         load_candidate(spec)
     codes = {p.code for p in caught.value.problems}
     assert codes == {"omitted_fields_unknown", "omitted_fields_shown"}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("openai/gpt-4o-mini", "gpt-4o", True),
+        ("gpt-4o-2024-08-06", "gpt-4o-mini", True),
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-72b", True),
+        ("llama3.1:8b", "meta/llama3.1-70b-instruct", True),
+        ("support-bot-v3.1", "support-bot", True),
+        ("gpt-4o", "gpt-4", False),
+        ("qwen2.5-7b", "qwen2-7b", False),
+        ("claude-3-5-sonnet-20241022", "gpt-4o", False),
+    ],
+)
+def test_model_family_strips_provider_size_date_and_tuning(a: str, b: str, same: bool) -> None:
+    assert (model_family(a) == model_family(b)) is same
+
+
+def test_run_warns_of_self_preference_and_of_held_out_text_in_the_prompt(
+    make_dataset, tmp_path: Path
+) -> None:
+    """Old main ran both without a word."""
+    secret_answer = "Refunds after thirty days go through the manual exception review desk."
+    cases = [
+        make_case("d1", "pass", metadata={"generator": "openai/gpt-4o-2024-08-06"}),
+        make_case("d2", "pass", metadata={"generator": "claude-3-5-sonnet"}),
+        make_case("h1", "pass", partition="held_out", response=secret_answer),
+    ]
+    gold = make_dataset(cases)
+    prompt = (
+        "Example of a good answer:\n" + secret_answer.replace(" ", "\n  ") + "\n\n"
+        "Notes: {grading_notes}\nQuestion: {user_input}\nResponse: {response}"
+    )
+    with FakeLLM(default=Reply(value="pass", reason="fine")) as server:
+        spec = write_spec(tmp_path, server.base_url, model="gpt-4o-mini", prompt=prompt)
+        args = ["run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development"]
+        ran = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out")])
+    assert ran.exit_code == 0, ran.output
+    assert (
+        "warning: self-preference: the judge model gpt-4o-mini is of the family 'gpt-4o', like"
+        " the model that generated 1 of the 2 responses judged" in ran.output
+    )
+    assert "openai/gpt-4o-2024-08-06 (1)" in ran.output
+    assert "warning: prompt leakage: the prompt template holds text of 1 held-out case(s)" in (
+        ran.output
+    )
+    assert "h1: response" in ran.output
+    assert secret_answer not in ran.output  # the warning names the case, never its text
+
+
+def test_leak_detection_finds_whole_texts_and_long_shared_runs_only() -> None:
+    class Case:
+        def __init__(self, case_id: str, response: str, reference: str | None = None) -> None:
+            self.case_id, self.input, self.response, self.reference = (
+                case_id,
+                "an unrelated question",
+                response,
+                reference,
+            )
+
+    whole = "The manual exception review applies to every late refund request."  # 67
+    part = "x" * 30 + "Account recovery needs the backup code and a verified email" + "y" * 30
+    run = "Account recovery needs the backup code and a verified email"  # 59: W + S - 1
+    short = "Refund in five days."  # under 40 characters: never a leak
+    prompt = f"Rules.\n{whole.upper().lower()}\nAlso: {run}. And {short}"
+    cases = [Case("a", whole), Case("b", part), Case("c", short), Case("d", "nothing shared " * 5)]
+    leaks = prompt_leaks(prompt.replace(" ", "  "), cases)
+    assert [(k.case_id, k.fields) for k in leaks] == [("a", ("response",)), ("b", ("response",))]
+    assert describe_leaks(leaks) == "2 held-out case(s) (a: response; b: response)"

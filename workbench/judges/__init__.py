@@ -9,6 +9,7 @@ from ._code import (
     project_requirements,
     requirement_allows,
 )
+from ._family import GENERATOR_KEY, model_family, self_preference
 from ._function import import_metric
 from ._input import EVIDENCE_ARGUMENTS, JUDGE_VISIBLE_FIELDS, JudgeInput, evidence_seen
 from ._llm import Exchange, LLMJudge, has_reason
@@ -21,8 +22,8 @@ from ._registry import (
     Kind,
     ModelJudge,
     NotAvailable,
+    PromptedJudge,
     ReplayJudge,
-    ShowsFields,
     Verdict,
     available_kinds,
     build_judge,
@@ -62,7 +63,10 @@ __all__ = [
     "PING_INPUT",
     "PingResult",
     "ReplayJudge",
-    "ShowsFields",
+    "PromptedJudge",
+    "GENERATOR_KEY",
+    "model_family",
+    "self_preference",
     "EVIDENCE_ARGUMENTS",
     "Threshold",
     "Verdict",

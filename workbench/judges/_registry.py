@@ -113,8 +113,11 @@ class ModelJudge(HoldsResources, Protocol):
 
 
 @runtime_checkable
-class ShowsFields(Protocol):
-    """Capability: the judge's prompt template shows some judge-visible fields and not others."""
+class PromptedJudge(Protocol):
+    """Capability: the judge fills a prompt template (held-out text in it is leakage) that shows
+    some judge-visible fields and not others."""
+
+    template: str
 
     def shown_fields(self) -> frozenset[str] | None: ...
 
