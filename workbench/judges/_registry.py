@@ -57,6 +57,8 @@ class Verdict:
     """The kind of failure of the endpoint itself (:mod:`._http_errors`), for the breaker."""
     raw_response: str | None = None
     """The assistant message text the endpoint returned, before parsing (model judges)."""
+    raw_response_source: str | None = None
+    """Set when the raw answer was deliberately not kept (``not_kept``: a capture policy)."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:

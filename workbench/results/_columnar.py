@@ -384,7 +384,9 @@ def _check_evidence(t: pa.Table) -> Any:
     kind = t.schema.field("evidence_seen").type
     if pa.types.is_null(kind):
         return None
-    item = kind.value_type if pa.types.is_list(kind) else None
+    if not pa.types.is_list(kind):
+        raise _Refuse("evidence_seen is not a list")
+    item = kind.value_type
     if not pa.types.is_struct(item) or {f.name for f in item} != {
         "field",
         *_EVIDENCE_INTS,
@@ -402,7 +404,7 @@ def _check_evidence(t: pa.Table) -> Any:
     if any(true_any(pc.less(pc.struct_field(flat, n), 0)) for n in _EVIDENCE_INTS):
         raise _Refuse("evidence_seen negative")
     status = pc.struct_field(flat, "status")
-    if not pc.all(pc.is_in(status, value_set=pa.array(EVIDENCE_STATUSES))).as_py():
+    if true_any(pc.invert(pc.is_in(status, value_set=pa.array(EVIDENCE_STATUSES)))):
         raise _Refuse("unknown evidence_seen status")
     rows = pc.list_parent_indices(column)
     cut = pc.equal(status, "truncated").to_numpy(zero_copy_only=False)

@@ -92,11 +92,18 @@ class ResultMigration(_Record):
     """When the migration ran (UTC)."""
 
 
-RAW_RESPONSE_SOURCES: tuple[str, ...] = ("provider", "no_answer", "no_model_call", "imported")
+RAW_RESPONSE_SOURCES: tuple[str, ...] = (
+    "provider",
+    "no_answer",
+    "no_model_call",
+    "imported",
+    "not_kept",
+)
 """Where a result's ``raw_response`` came from: ``provider`` (the assistant message text the
 endpoint returned), ``no_answer`` (a model judge whose call returned no message text: a refusal,
 an HTTP error, a timeout), ``no_model_call`` (a deterministic judge: there is no provider text)
-and ``imported`` (verdicts produced elsewhere: the import carries no provider text)."""
+``imported`` (verdicts produced elsewhere: the import carries no provider text) and ``not_kept``
+(a capture policy keeps digests and excerpts only: a ranking run's ``digest_and_excerpts``)."""
 
 EVIDENCE_STATUSES: tuple[str, ...] = ("full", "truncated", "omitted", "absent")
 """What the judge saw of one evidence field: ``full`` (all of it), ``truncated`` (the leading

@@ -922,7 +922,8 @@ class _Execution:
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
             raw_response=None if raw is None else redact(raw, secrets),
-            raw_response_source=self.raw_source if raw is None else "provider",
+            raw_response_source=verdict.raw_response_source
+            or (self.raw_source if raw is None else "provider"),
             evidence_seen=seen,
         )
 
