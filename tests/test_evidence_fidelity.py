@@ -271,7 +271,7 @@ def test_run_warns_of_self_preference_and_of_held_out_text_in_the_prompt(
     assert secret_answer not in ran.output  # the warning names the case, never its text
 
 
-def test_leak_detection_finds_whole_texts_and_long_shared_runs_only() -> None:
+def test_leak_detection_finds_whole_held_out_texts_only() -> None:
     class Case:
         def __init__(self, case_id: str, response: str, reference: str | None = None) -> None:
             self.case_id, self.input, self.response, self.reference = (
@@ -283,10 +283,71 @@ def test_leak_detection_finds_whole_texts_and_long_shared_runs_only() -> None:
 
     whole = "The manual exception review applies to every late refund request."  # 67
     part = "x" * 30 + "Account recovery needs the backup code and a verified email" + "y" * 30
-    run = "Account recovery needs the backup code and a verified email"  # 59: W + S - 1
+    run = "Account recovery needs the backup code and a verified email"  # a fragment of part
     short = "Refund in five days."  # under 40 characters: never a leak
-    prompt = f"Rules.\n{whole.upper().lower()}\nAlso: {run}. And {short}"
-    cases = [Case("a", whole), Case("b", part), Case("c", short), Case("d", "nothing shared " * 5)]
-    leaks = prompt_leaks(prompt.replace(" ", "  "), cases)
-    assert [(k.case_id, k.fields) for k in leaks] == [("a", ("response",)), ("b", ("response",))]
-    assert describe_leaks(leaks) == "2 held-out case(s) (a: response; b: response)"
+    reference = "A refund after thirty days needs a manual exception review."
+    prompt = f"Rules.\n{whole}\nAlso: {run}. And {short}\n{reference}"
+    cases = [
+        Case("a", whole),
+        Case("b", part),  # shares 59 characters, not the whole text: boilerplate, not a leak
+        Case("c", short),
+        Case("d", "nothing shared " * 5, reference=reference),
+    ]
+    leaks = prompt_leaks(prompt.replace(" ", " \u200b\n "), cases)  # spacing, format chars
+    assert [(k.case_id, k.fields) for k in leaks] == [("a", ("response",)), ("d", ("reference",))]
+    assert describe_leaks(leaks) == "2 held-out case(s) (a: response; d: reference)"
+
+
+@pytest.mark.notebook
+def test_certification_routes_a_leaking_prompt_to_review_and_warns_of_self_preference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held-out response pasted into the prompt as an example: old main certified it without a
+    word. Now the lineage records it, the one gate routes it to review (``prompt_holds_held_out``,
+    recomputed by verify), and a judge model of the generator's family is a warning row."""
+    import shutil
+
+    import yaml
+
+    from workbench.demo.fake_llm import respond
+    from workbench.reports import certify, verify_report
+
+    root = Path(__file__).resolve().parents[1]
+    gold = tmp_path / "gold"
+    shutil.copytree(root / "data" / "demo", gold)
+    leaked = load_dataset(gold).partition("held_out")[0]
+    prompt = (root / "data" / "candidates" / "prompts" / "support-llm-judge@1.md").read_text()
+    monkeypatch.setenv("DEMO_LLM_API_KEY", "sk-cert-leak-test-key")
+    with FakeLLM(responder=respond) as server:
+        spec = yaml.safe_load(
+            (root / "data" / "candidates" / "support-llm-judge@1.yaml").read_text()
+        )
+        spec["endpoint"]["base_url"] = server.base_url
+        spec["model"] = "support-bot-v5"  # the demo responses' generators are support-bot-v3/v4
+        candidates = tmp_path / "candidates"
+        (candidates / "prompts").mkdir(parents=True)
+        (candidates / "prompts" / "support-llm-judge@1.md").write_text(
+            prompt + "\n\nAn example of a good answer:\n" + leaked.response + "\n"
+        )
+        (candidates / "support-llm-judge@1.yaml").write_text(yaml.safe_dump(spec))
+        result = certify(
+            candidates / "support-llm-judge@1.yaml",
+            root / "data" / "policies" / "support-release@1.yaml",
+            gold,
+            reports_root=tmp_path / "reports",
+        )
+    lineage = json.loads((result.report_dir / "lineage.json").read_text())
+    leak = next(r for r in lineage if r.get("code") == "prompt_holds_held_out")
+    assert (leak["ok"], leak["actual"]) == (False, "1 held-out cases (response 1)")
+    assert leaked.case_id not in json.dumps(lineage)  # the lineage is shared: counts only
+    preference = next(r for r in lineage if r.get("warning"))
+    assert not preference["ok"] and "support-bot" in preference["actual"]
+    gate = json.loads((result.report_dir / "gate.json").read_text())
+    codes = {b["code"]: b for b in gate["blockers"]}
+    assert codes["prompt_holds_held_out"]["category"] == "review"
+    assert codes["prompt_holds_held_out"]["waivable"] is True
+    assert "lineage_failed" not in codes  # a review finding, not a broken lineage
+    assert result.outcome in {"review_required", "quality_failed"}
+    assert verify_report(result.report_dir) == []
+    html = (result.report_dir / "report.html").read_text()
+    assert "judge prompt holds no held-out case text" in html and "WARNING" in html

@@ -1,12 +1,12 @@
 """Prompt leakage: held-out case text inside a judge's prompt template (a few-shot example copied
 from the held-out partition tunes the judge on what certifies it).
 
-Texts are compared normalized (:func:`normalize_text`: NFKC, format characters removed, whitespace
-folded). Every :data:`WINDOW`-character window of the prompt goes into a set once; each held-out
-text of at least :data:`WINDOW` characters is looked up by its windows at every :data:`STRIDE`
-characters (and its last window). So a held-out text the prompt holds whole is always found, and
-so is any shared run of ``WINDOW + STRIDE - 1`` characters; the cost is one pass over the prompt
-and ``len(text) / STRIDE`` set lookups per held-out text (no search of the prompt per case).
+A held-out question, response or reference of at least :data:`WINDOW` characters leaks when the
+prompt holds it whole, both normalized (:func:`normalize_text`: NFKC, format characters removed,
+whitespace folded). Shorter texts are common phrases, and a shared fragment is not counted:
+templated responses share boilerplate sentences with any example. Every :data:`WINDOW`-character
+window of the prompt goes into a set once; a held-out text is searched for in the prompt only
+when its first window is in the set, so 100,000 held-out cases cost one set lookup each.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from typing import Protocol
 from ._content import normalize_text
 
 WINDOW = 40
-"""Shortest shared text counted as a leak (shorter runs are common phrases)."""
-STRIDE = 20
-"""Step between the looked-up windows of a held-out text."""
+"""Shortest held-out text counted as a leak (shorter ones are common phrases)."""
 LEAK_FIELDS = ("input", "response", "reference")
 """The held-out fields looked for: the question, the response and the reference answer."""
 
@@ -47,25 +45,24 @@ class PromptLeak:
 
 
 def prompt_leaks(prompt: str, cases: Iterable[_Case]) -> list[PromptLeak]:
-    """The ``cases`` (held-out) whose question, response or reference the prompt holds."""
+    """The ``cases`` (held-out) whose question, response or reference the prompt holds whole."""
     text = normalize_text(prompt) or ""
     if len(text) < WINDOW:
         return []
     windows = {text[i : i + WINDOW] for i in range(len(text) - WINDOW + 1)}
     leaks = []
     for case in cases:
-        fields = tuple(f for f in LEAK_FIELDS if _held(getattr(case, f), windows))
+        fields = tuple(f for f in LEAK_FIELDS if _held(getattr(case, f), text, windows))
         if fields:
             leaks.append(PromptLeak(case.case_id, fields))
     return leaks
 
 
-def _held(value: str | None, windows: set[str]) -> bool:
+def _held(value: str | None, prompt: str, windows: set[str]) -> bool:
     text = normalize_text(value)
-    if text is None or len(text) < WINDOW:
+    if text is None or len(text) < WINDOW or text[:WINDOW] not in windows:
         return False
-    last = len(text) - WINDOW
-    return any(text[i : i + WINDOW] in windows for i in (*range(0, last, STRIDE), last))
+    return text in prompt
 
 
 def describe_leaks(leaks: list[PromptLeak]) -> str:

@@ -14,7 +14,7 @@ GENERATOR_KEY = "generator"
 
 _SUFFIX = re.compile(
     r"[-_:.](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|\d+(?:\.\d+)?[bmk]|\d+x\d+b|a\d+(?:\.\d+)?b"
-    r"|v\d+(?:\.\d+)*|latest|preview|instruct|chat|it|hf|turbo|mini|nano|small|medium|large"
+    r"|v\d+(?:\.\d+)*|rc\d*|alpha\d*|beta\d*|latest|preview|instruct|chat|it|hf|turbo|mini|nano|small|medium|large"
     r"|fp16|bf16|int[48]|q\d\w*|gguf|awq|gptq)$"
 )
 """One trailing size, date, release or tuning suffix."""
