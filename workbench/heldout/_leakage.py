@@ -6,7 +6,8 @@ prompt holds it whole, both normalized (:func:`normalize_text`: NFKC, format cha
 whitespace folded). Shorter texts are common phrases, and a shared fragment is not counted:
 templated responses share boilerplate sentences with any example. Every :data:`WINDOW`-character
 window of the prompt goes into a set once; a held-out text is searched for in the prompt only
-when its first window is in the set, so 100,000 held-out cases cost one set lookup each.
+when its first window is in the set, so a held-out text costs the normalization of its head and
+one set lookup.
 """
 
 from __future__ import annotations
@@ -59,10 +60,22 @@ def prompt_leaks(prompt: str, cases: Iterable[_Case]) -> list[PromptLeak]:
 
 
 def _held(value: str | None, prompt: str, windows: set[str]) -> bool:
-    text = normalize_text(value)
-    if text is None or len(text) < WINDOW or text[:WINDOW] not in windows:
+    """Whether ``prompt`` (normalized) holds ``value`` whole. The first window is read from a
+    normalized head of the text: folding whitespace (or NFKC) of a head gives the head of the
+    folded text, but for its last few characters."""
+    if value is None or len(value) < WINDOW:
         return False
-    return text in prompt
+    whole = len(value) <= _HEAD
+    head = normalize_text(value if whole else value[:_HEAD]) or ""
+    if whole or len(head) >= WINDOW + _MARGIN:
+        if len(head) < WINDOW or head[:WINDOW] not in windows:
+            return False
+    text = head if whole else normalize_text(value) or ""
+    return len(text) >= WINDOW and text in prompt
+
+
+_HEAD = 4 * WINDOW
+_MARGIN = 8
 
 
 def describe_leaks(leaks: list[PromptLeak]) -> str:
