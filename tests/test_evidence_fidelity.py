@@ -351,3 +351,57 @@ def test_certification_routes_a_leaking_prompt_to_review_and_warns_of_self_prefe
     assert verify_report(result.report_dir) == []
     html = (result.report_dir / "report.html").read_text()
     assert "judge prompt holds no held-out case text" in html and "WARNING" in html
+
+
+def test_deterministic_and_imported_kinds_record_that_there_is_no_raw_answer(
+    make_dataset, tmp_path: Path
+) -> None:
+    """Nothing is invented: a function judge made no model call, an import carries no text."""
+    import yaml
+    from conftest import make_result, write_results
+    from lineage_support import stamped
+
+    cases = [make_case("a", "pass", response="A refund is possible."), make_case("b", "fail")]
+    gold = make_dataset(cases)
+    function_spec = tmp_path / "kw@1.yaml"
+    function_spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "kw",
+                "version": "1",
+                "kind": "ragas-function",
+                "labels": ["pass", "fail"],
+                "function": "judge_fixtures:keyword_judge",
+            }
+        )
+    )
+    source = write_results(
+        tmp_path / "external.jsonl", stamped([make_result(c, "pass") for c in cases], gold)
+    )
+    imported_spec = tmp_path / "ext@1.yaml"
+    imported_spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "ext",
+                "version": "1",
+                "kind": "imported",
+                "labels": ["pass", "fail"],
+                "results": source.name,
+            }
+        )
+    )
+    for spec, source_kind in ((function_spec, "no_model_call"), (imported_spec, "imported")):
+        out = tmp_path / source_kind
+        run_candidate_sync(
+            load_candidate(spec), load_dataset(gold), "development", out, RunOptions(progress=False)
+        )
+        records = rows(out)
+        assert len(records) == 2
+        assert {(r["raw_response"], r["raw_response_source"]) for r in records} == {
+            (None, source_kind)
+        }
+    function_seen = {
+        f["field"]: f["status"] for f in rows(tmp_path / "no_model_call")[0]["evidence_seen"]
+    }
+    assert function_seen["response"] == function_seen["grading_notes"] == "full"
+    assert function_seen["reference"] == "absent"
