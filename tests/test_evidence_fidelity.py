@@ -363,34 +363,18 @@ def test_deterministic_and_imported_kinds_record_that_there_is_no_raw_answer(
 
     cases = [make_case("a", "pass", response="A refund is possible."), make_case("b", "fail")]
     gold = make_dataset(cases)
-    function_spec = tmp_path / "kw@1.yaml"
-    function_spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "kw",
-                "version": "1",
-                "kind": "ragas-function",
-                "labels": ["pass", "fail"],
-                "function": "judge_fixtures:keyword_judge",
-            }
-        )
-    )
     source = write_results(
         tmp_path / "external.jsonl", stamped([make_result(c, "pass") for c in cases], gold)
     )
-    imported_spec = tmp_path / "ext@1.yaml"
-    imported_spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "ext",
-                "version": "1",
-                "kind": "imported",
-                "labels": ["pass", "fail"],
-                "results": source.name,
-            }
-        )
-    )
-    for spec, source_kind in ((function_spec, "no_model_call"), (imported_spec, "imported")):
+    base = {"version": "1", "labels": ["pass", "fail"]}
+    specs = {
+        "no_model_call": {"name": "kw", "kind": "ragas-function"}
+        | {"function": "judge_fixtures:keyword_judge"},
+        "imported": {"name": "ext", "kind": "imported", "results": source.name},
+    }
+    for source_kind, fields in specs.items():
+        spec = tmp_path / f"{fields['name']}@1.yaml"
+        spec.write_text(yaml.safe_dump(base | fields))
         out = tmp_path / source_kind
         run_candidate_sync(
             load_candidate(spec), load_dataset(gold), "development", out, RunOptions(progress=False)

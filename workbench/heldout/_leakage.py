@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ._content import normalize_text
+from ._content import _Item, normalize_text
 
 WINDOW = 40
 """Shortest held-out text counted as a leak (shorter ones are common phrases)."""
@@ -24,15 +24,9 @@ LEAK_FIELDS = ("input", "response", "reference")
 """The held-out fields looked for: the question, the response and the reference answer."""
 
 
-class _Case(Protocol):
+class _Case(_Item, Protocol):
     @property
     def case_id(self) -> str: ...
-    @property
-    def input(self) -> str: ...
-    @property
-    def response(self) -> str: ...
-    @property
-    def reference(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -67,9 +61,8 @@ def _held(value: str | None, prompt: str, windows: set[str]) -> bool:
         return False
     whole = len(value) <= _HEAD
     head = normalize_text(value if whole else value[:_HEAD]) or ""
-    if whole or len(head) >= WINDOW + _MARGIN:
-        if len(head) < WINDOW or head[:WINDOW] not in windows:
-            return False
+    if (whole or len(head) >= WINDOW + _MARGIN) and head[:WINDOW] not in windows:
+        return False  # a head shorter than a window is in no window either
     text = head if whole else normalize_text(value) or ""
     return len(text) >= WINDOW and text in prompt
 

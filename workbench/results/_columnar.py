@@ -373,7 +373,7 @@ def _check_evidence(t: pa.Table) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ._contract import EVIDENCE_STATUSES, RAW_RESPONSE_SOURCES
+    from ._contract import RAW_RESPONSE_SOURCES
 
     if "raw_response_source" in t.column_names:
         known = pc.is_in(t["raw_response_source"], value_set=pa.array(RAW_RESPONSE_SOURCES))
@@ -384,33 +384,44 @@ def _check_evidence(t: pa.Table) -> Any:
     kind = t.schema.field("evidence_seen").type
     if pa.types.is_null(kind):
         return None
-    if not pa.types.is_list(kind):
-        raise _Refuse("evidence_seen is not a list")
+    _check_evidence_type(kind)
+    return _truncated_per_row(t["evidence_seen"].combine_chunks(), t.num_rows)
+
+
+def _check_evidence_type(kind: Any) -> None:
+    import pyarrow as pa
+
+    if not pa.types.is_list(kind) or not pa.types.is_struct(kind.value_type):
+        raise _Refuse("evidence_seen is not a list of objects")
     item = kind.value_type
-    if not pa.types.is_struct(item) or {f.name for f in item} != {
-        "field",
-        *_EVIDENCE_INTS,
-        "status",
-    }:
+    if {f.name for f in item} != {"field", *_EVIDENCE_INTS, "status"}:
         raise _Refuse("evidence_seen fields")
     if any(item.field(n).type != pa.int64() for n in _EVIDENCE_INTS) or any(
         item.field(n).type != pa.string() for n in ("field", "status")
     ):
         raise _Refuse("evidence_seen types")
-    column = t["evidence_seen"].combine_chunks()
+
+
+def _truncated_per_row(column: Any, rows: int) -> Any:
+    """Per row, how many fields ``evidence_seen`` marks truncated (null where it is null);
+    refuses nulls, negative counts and unknown statuses."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._contract import EVIDENCE_STATUSES
+
     flat = pc.list_flatten(column)
-    if flat.null_count or any(pc.struct_field(flat, n).null_count for n in item.names):
+    if flat.null_count or any(pc.struct_field(flat, n).null_count for n in flat.type.names):
         raise _Refuse("evidence_seen null")
     if any(true_any(pc.less(pc.struct_field(flat, n), 0)) for n in _EVIDENCE_INTS):
         raise _Refuse("evidence_seen negative")
     status = pc.struct_field(flat, "status")
     if true_any(pc.invert(pc.is_in(status, value_set=pa.array(EVIDENCE_STATUSES)))):
         raise _Refuse("unknown evidence_seen status")
-    rows = pc.list_parent_indices(column)
+    parents = pc.list_parent_indices(column).to_numpy()
     cut = pc.equal(status, "truncated").to_numpy(zero_copy_only=False)
-    import numpy as np
-
-    counts = np.bincount(rows.to_numpy()[cut], minlength=t.num_rows).astype(np.int64)
+    counts = np.bincount(parents[cut], minlength=rows).astype(np.int64)
     return pa.array(counts, pa.int64(), mask=pc.is_null(column).to_numpy(zero_copy_only=False))
 
 
