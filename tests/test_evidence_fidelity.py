@@ -389,3 +389,23 @@ def test_deterministic_and_imported_kinds_record_that_there_is_no_raw_answer(
     }
     assert function_seen["response"] == function_seen["grading_notes"] == "full"
     assert function_seen["reference"] == "absent"
+
+
+def test_the_case_pane_shows_the_raw_answer_escaped_and_the_cut_evidence(
+    make_dataset, tmp_path: Path
+) -> None:
+    from workbench.review import review_table
+    from workbench.ui import case_html
+
+    with FakeLLM(default=Reply(content=PROSE.replace("Sure!", "<b>Sure!</b>"))) as server:
+        gold, out = _cut_run(make_dataset, tmp_path, server)
+    table = review_table(gold, out, partition="development")
+    position = table.frame.index[table.frame["case_id"] == "long"][0]
+    row = table.row(int(position))
+    assert (
+        row["raw_response"].startswith("<b>Sure!</b>") and row["raw_response_source"] == "provider"
+    )
+    html = case_html(row)
+    assert "raw answer (the endpoint's text, before parsing)" in html
+    assert "&lt;b&gt;Sure!&lt;/b&gt;" in html and "<b>Sure!</b>" not in html  # escaped
+    assert f"response 12 of {len(LONG)} characters sent" in html
