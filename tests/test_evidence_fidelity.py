@@ -409,3 +409,34 @@ def test_the_case_pane_shows_the_raw_answer_escaped_and_the_cut_evidence(
     assert "raw answer (the endpoint's text, before parsing)" in html
     assert "&lt;b&gt;Sure!&lt;/b&gt;" in html and "<b>Sure!</b>" not in html  # escaped
     assert f"response 12 of {len(LONG)} characters sent" in html
+
+
+def test_certify_refuses_a_prompt_without_the_notes_before_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    import yaml
+
+    from workbench.heldout import ledger_path_for
+
+    root = Path(__file__).resolve().parents[1]
+    gold = tmp_path / "gold"
+    shutil.copytree(root / "data" / "demo", gold)
+    spec = yaml.safe_load((root / "data" / "candidates" / "support-llm-judge@1.yaml").read_text())
+    spec |= {"prompt": "Question: {user_input}\nResponse: {response}", "prompt_file": None}
+    spec["endpoint"]["base_url"] = "http://127.0.0.1:9/v1"
+    monkeypatch.setenv(spec["endpoint"]["api_key_env"], "sk-unused-never-called")
+    path = tmp_path / "support-llm-judge@1.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    ledger = ledger_path_for(gold)
+    before = ledger.read_bytes() if ledger.exists() else None
+    args = ["certify", "--candidate", str(path), "--gold", str(gold)]
+    policy = str(root / "data" / "policies" / "support-release@1.yaml")
+    refused = CliRunner().invoke(
+        main, [*args, "--policy", policy, "--reports", str(tmp_path / "r")]
+    )
+    assert refused.exit_code == 2, refused.output
+    assert "prompt_omits_evidence" in refused.output and "{grading_notes}" in refused.output
+    assert "Traceback" not in refused.output and not (tmp_path / "r").exists()
+    assert (ledger.read_bytes() if ledger.exists() else None) == before
