@@ -41,12 +41,13 @@ if TYPE_CHECKING:
 CASE_COLUMNS = (
     ("row", "case_id", "slice", "partition", "human_label", "outcome", "judge_label")
     + ("error_class", "error_kind", "reason", "attempts", "calls", "cost_usd", "tokens_in")
-    + ("tokens_out", "shard", "line", "group")
+    + ("tokens_out", "shard", "line", "group", "evidence_truncated")
 )
 """The cases in scope in the gold file's order: ``row`` in the gold index (null when not given),
 ``reason`` of a verdict or an error, ``attempts`` of the analysed repeat, ``calls`` not reused
 from the cache, their cost and tokens, the ``shard`` and ``line`` of the counted attempt, and
-the case's gold ``group``."""
+the case's gold ``group``, and how many judge-visible fields the counted attempt saw only part
+of (``evidence_truncated``; null when the result did not measure it)."""
 
 _NO_USAGE = (0, 0.0, 0, 0, 0)
 
@@ -84,6 +85,7 @@ def join_cases(join: Join, index: GoldIndex | None = None) -> pa.Table:
             "shard": pa.nulls(len(ids), pa.int32()),
             "line": pa.array([c.result_line for c in cases], pa.int64()),
             "group": pa.array([join.dataset.cases[c.case_id].group for c in cases], pa.string()),
+            "evidence_truncated": pa.array([c.evidence_truncated for c in cases], pa.int64()),
         }
     )
 
@@ -203,9 +205,11 @@ def _figures(cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]) ->
     columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
     overall, slices, counts = _rows(cases, rubric, sampled_out)
     missing = cases.filter(pc.equal(cases["outcome"], "missing"))["case_id"].to_pylist()
+    cut = cases.filter(pc.fill_null(pc.greater(cases["evidence_truncated"], 0), False))
     return {
         "status": "incomplete" if missing else "complete",
         "missing_case_ids": missing,
+        "evidence_truncated_case_ids": cut["case_id"].to_pylist(),
         "evaluator_errors": _case_errors(cases),
         "confusion": Confusion(
             rows=list(labels),

@@ -147,6 +147,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "label_unmapped": _missing("migration"),
     "baseline_incomplete": _missing("migration"),
     "lineage_failed": _missing("certify"),
+    "prompt_holds_held_out": BlockerCode("review", "certify"),
     "certification_failed": _missing("certify"),
     "notebook_unpinned": BlockerCode(
         "review",

@@ -180,7 +180,12 @@ class CapturingJudge:
             )
         labels = ((ref.presentation if ref is not None else None) or {}).get("labels")
         stub = await asyncio.to_thread(self.capture, full, judge_input, labels)
-        return dataclasses.replace(verdict, rendered_request=stub)
+        if self.config.mode == "full":
+            return dataclasses.replace(verdict, rendered_request=stub)
+        # the answer may quote candidate text the capture policy keeps out of the records
+        return dataclasses.replace(
+            verdict, rendered_request=stub, raw_response=None, raw_response_source="not_kept"
+        )
 
     def capture(self, full: Any, judge_input: Any, labels: dict[str, str] | None) -> dict[str, Any]:
         """Write the payload, append it to the index and return the stub (thread-safe)."""
