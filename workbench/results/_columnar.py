@@ -375,7 +375,9 @@ def _check_evidence(t: pa.Table) -> Any:
 
     from ._contract import RAW_RESPONSE_SOURCES
 
-    if "raw_response_source" in t.column_names:
+    if "raw_response_source" in t.column_names and not pa.types.is_null(
+        t.schema.field("raw_response_source").type  # a block where no line has one
+    ):
         known = pc.is_in(t["raw_response_source"], value_set=pa.array(RAW_RESPONSE_SOURCES))
         if true_any(pc.and_(pc.is_valid(t["raw_response_source"]), pc.invert(known))):
             raise _Refuse("unknown raw_response_source")
