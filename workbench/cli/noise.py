@@ -78,6 +78,11 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
     no_progress={"help": "Hide the progress bars."},
 )
+@option(
+    "rerun_reason",
+    help="Required when held-out pairs' content was scored before (recorded in the held-out"
+    " ledger).",
+)
 @flag("--lock", help="Lock the run directory after the report.")
 @option(
     "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
@@ -98,14 +103,17 @@ def noise(
     baseline_companion_files: tuple[str, ...],
     overrides_path: str | None,
     options: RunOptions,
+    rerun_reason: str | None,
     lock: bool,
     sign_key: str | None,
 ) -> None:
     """Score a noise-sensitivity pair suite with Ragas NoiseSensitivity (lower is better).
 
     Controls are scored first; if one does not separate, no candidate pair is scored.
-    Re-running resumes without new calls. Exit 0 passed, 1 quality failed, 3 evaluation
-    incomplete, 4 review required, 2 invalid input (an incompatible --baseline included).
+    Re-running resumes without new calls. Held-out pairs are recorded in the project's held-out
+    ledger before the first call; content scored before is refused without --rerun-reason.
+    Exit 0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required, 2 invalid input
+    (an incompatible --baseline included).
     Subcommands: check, panel, override add.
     """
     if ctx.invoked_subcommand is not None:
@@ -134,7 +142,10 @@ def noise(
         sentinels_only=sentinels_only,
         repeat=repeat,
         baseline=loaded.get("baseline_suite"),
+        rerun_reason=rerun_reason,
     )
+    if run.held_out_entry is not None:
+        click.echo(f"held-out use recorded: ledger entry {run.held_out_entry}", err=True)
     report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
     if lock:
         sealed = lock_noise_run(out_dir, report, signer=signer)

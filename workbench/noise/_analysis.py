@@ -40,6 +40,7 @@ from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
 from ._evidence import Member, NoisePolicy
+from ._heldout import held_out_use
 from ._judge import KIND, METRIC
 from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, NoisePair, NoiseSuite
 from ._release import release_of
@@ -303,6 +304,9 @@ class NoiseRun(_Model):
     """The baseline suite's run (``<out>/baseline``), when one was given as a suite."""
     stopped_reason: str | None
     """Why candidates were not scored, when they were not."""
+    held_out_entry: str | None = None
+    """The held-out ledger entry recording this run's use of held-out pairs (None: none
+    scored)."""
 
     def results_paths(self) -> list[Path]:
         """The results files of the controls and candidates runs (repeats are read separately)."""
@@ -571,10 +575,13 @@ async def run_noise(
     cache_dir: str | Path | None | Literal[False] = None,
     retry_errors: bool = False,
     progress: bool = True,
+    rerun_reason: str | None = None,
 ) -> NoiseRun:
     """Retrieval assertions, then the controls, then (if every control separated) candidates and
     repeats, through the run engine within the suite's policy (``budget_usd`` and ``concurrency``
-    may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``."""
+    may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``. Held-out
+    pairs are recorded in the project's held-out ledger first; content used before needs
+    ``rerun_reason`` (:mod:`workbench.noise._heldout`)."""
     # Notebook arguments arrive as papermill injected them: types checked before anything else.
     if concurrency is not None:
         check_concurrency(concurrency)
@@ -608,12 +615,31 @@ async def run_noise(
         "retry_errors": retry_errors,
         "progress": progress,
     }
-    run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
+    scored = [(suite, _scored_pairs(suite, partition, sentinels_only, repeat))]
     if baseline is not None:
-        b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
-        run = run.model_copy(update={"baseline": b_run})
-    atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
+        scored.append((baseline, selected_candidates(baseline, partition, sentinels_only)))
+    with held_out_use(suite, judge, scored, out, rerun_reason) as use:
+        run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
+        passed = [run.controls_passed]
+        if baseline is not None:
+            b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
+            run = run.model_copy(update={"baseline": b_run})
+            passed.append(b_run.controls_passed)
+        use.used = any(passed)
+        use.outcome = "scored" if use.used else "controls_failed"
+        if use.entry is not None:
+            run = run.model_copy(update={"held_out_entry": use.entry.entry_id})
+        atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
     return run
+
+
+def _scored_pairs(
+    suite: NoiseSuite, partition: str | None, sentinels_only: bool, repeat: int
+) -> list[NoisePair]:
+    """The pairs whose candidates a run may score: the selection and, with repeats, the
+    sentinels."""
+    sentinels = [p for p in suite.active() if p.pair_id in suite.sentinels] if repeat > 1 else []
+    return [*selected_candidates(suite, partition, sentinels_only), *sentinels]
 
 
 async def _run_suite(
