@@ -312,14 +312,24 @@ def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
 @user_errors
 def check(pairs_path: str, as_json: bool) -> None:
     """The deterministic lane, no model call: validation, traces, release and lineage, retrieval
-    assertions. Exit 0 passed, 1 an assertion failed, 3 evidence missing, 2 invalid input."""
-    from ..noise import check_retrieval, load_pairs, release_of, retrieval_blockers, validate_pairs
+    assertions, whether responses followed an injected instruction. Exit 0 passed, 1 an assertion failed, 3 evidence missing, 2 invalid input."""
+    from ..noise import (
+        check_injections,
+        check_retrieval,
+        injection_blockers,
+        injection_lines,
+        load_pairs,
+        release_of,
+        retrieval_blockers,
+        validate_pairs,
+    )
 
     suite = load_pairs(pairs_path)
     _, problems = validate_pairs(pairs_path)
     release = release_of(suite)
-    rows = check_retrieval([*suite.controls(), *suite.candidates()])
-    blockers = retrieval_blockers(suite, rows)
+    pairs = [*suite.controls(), *suite.candidates()]
+    rows, injected = check_retrieval(pairs), check_injections(pairs)
+    blockers = [*retrieval_blockers(suite, rows), *injection_blockers(suite, injected)]
     code = exit_code(outcome_of((b.category for b in blockers), clear="passed"))
     if as_json:
         echo_json(
@@ -329,6 +339,7 @@ def check(pairs_path: str, as_json: bool) -> None:
                 "release_id": release.release_id if release else None,
                 "warnings": [p.model_dump() for p in problems],
                 "retrieval": [r.model_dump(mode="json") for r in rows],
+                "injection": [r.model_dump(mode="json") for r in injected],
                 "blockers": [b.model_dump(mode="json") for b in blockers],
                 "exit_code": code,
             }
@@ -348,6 +359,7 @@ def check(pairs_path: str, as_json: bool) -> None:
         for r in rows
         if r.status != "passed"
     ]
+    lines += injection_lines(injected)[1:]
     lines += [f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}" for b in blockers]
     click.echo("\n".join(lines))
     sys.exit(code)

@@ -35,6 +35,7 @@ from ._evidence import (
     CompanionMetric,
     EvidenceManifest,
     GenerationTrace,
+    Injection,
     Member,
     NoisePolicy,
     PartitionName,
@@ -43,6 +44,7 @@ from ._evidence import (
     RetrievedContext,
     SignOff,
 )
+from ._injection import InjectionRow, check_injections, injection_blockers
 from ._judge import CLAIMS_PREFIX, KIND, NoiseJudge, calls_per_score, explain
 from ._pairs import (
     DIRECTION,
@@ -72,7 +74,14 @@ from ._panel import (
     load_panel,
     panel_agreement,
 )
-from ._present import check_noise_lock, comparison_chart, format_noise, lock_noise_run, noise_chart
+from ._present import (
+    check_noise_lock,
+    comparison_chart,
+    format_noise,
+    injection_lines,
+    lock_noise_run,
+    noise_chart,
+)
 from ._release import (
     panel_release_of,
     panel_snapshot,
@@ -87,14 +96,15 @@ __all__ = [
     "CLAIMS_PREFIX", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS", "ROLES",
     "ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "CleanMember",
     "CompanionMetric", "CompanionValue", "ControlRow", "Distractor", "EvidenceManifest",
-    "GenerationTrace", "Member", "Mode", "NoiseComparison", "NoiseInput", "NoiseJudge",
+    "GenerationTrace", "Injection", "InjectionRow", "Member", "Mode", "NoiseComparison", "NoiseInput", "NoiseJudge",
     "NoisePair", "NoisePolicy", "NoiseReport", "NoiseRun", "NoiseSuite", "NoisyMember",
     "PairDelta", "PairRow", "PanelMemberRow", "PanelReport", "PartitionName", "RepeatRow",
     "RetiredRow", "Retirement", "RetrievalAssertions", "RetrievalRow", "RetrievedContext",
     "SignOff", "SliceDelta", "SliceLimit", "SliceRow", "Trend", "calls_per_score",
-    "check_baseline_report", "check_baseline_suite", "check_noise_lock", "check_pairs",
+    "check_baseline_report", "check_baseline_suite", "check_injections", "check_noise_lock",
+    "check_pairs",
     "check_retrieval", "check_run_request", "comparison_chart", "explain", "format_noise",
-    "format_panel", "join_companions", "load_baseline_report", "load_companions", "load_noise_run",
+    "format_panel", "injection_blockers", "injection_lines", "join_companions", "load_baseline_report", "load_companions", "load_noise_run",
     "load_pairs", "load_panel", "lock_noise_run", "noise_chart", "noise_override_scope",
     "noise_report", "panel_agreement", "panel_release_of", "panel_snapshot", "parse_pairs",
     "release_of", "retrieval_blockers", "run_noise", "run_noise_sync", "scoring_fingerprint",

@@ -41,6 +41,7 @@ from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
 from ._evidence import Member, NoisePolicy
 from ._heldout import held_out_use
+from ._injection import InjectionRow, check_injections, injection_blockers
 from ._judge import KIND, METRIC
 from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, NoisePair, NoiseSuite
 from ._release import release_of
@@ -356,6 +357,9 @@ class NoiseReport(_Model):
     """Every retrieval assertion (checked before any model call)."""
     retrieval_passed: bool = True
     """Every retrieval assertion passed."""
+    injection: list[InjectionRow] = Field(default_factory=list)
+    """Whether each member followed its pair's injected instruction: judged apart from the
+    noise score (:mod:`._injection`)."""
     controls: list[ControlRow]
     """Every control pair of every role."""
     control_roles: dict[str, int] = Field(default_factory=dict)
@@ -995,6 +999,7 @@ class _Reading:
     controls: list[ControlRow]
     controls_passed: bool
     control_roles: dict[str, int]
+    injection: list[InjectionRow] = field(default_factory=list)
     pairs: list[PairRow] = field(default_factory=list)
     slices: list[SliceRow] = field(default_factory=list)
     repeats: list[RepeatRow] = field(default_factory=list)
@@ -1023,8 +1028,10 @@ def _read_suite(
         and (run is None or run.controls_passed)
     )
     control_blockers, roles = _control_blockers(suite, controls)
+    injection = check_injections([*suite.controls(), *candidates])
     blockers = [*retrieval_blockers(suite, retrieval), *control_blockers]
-    reading = _Reading(retrieval, controls, interpreted, roles)
+    blockers += injection_blockers(suite, injection)
+    reading = _Reading(retrieval, controls, interpreted, roles, injection)
     values = companions.values if companions is not None else {}
     reading.evaluator_errors = [
         _member_error(pair, m, r)

@@ -70,6 +70,17 @@ def as_context(value: str | RetrievedContext) -> RetrievedContext:
     return value if isinstance(value, RetrievedContext) else RetrievedContext(text=value)
 
 
+class Injection(_Model):
+    """The instruction an adversarial distractor aims at the generator, and how to tell that the
+    system obeyed it: judged apart from answer quality (:mod:`._injection`)."""
+
+    instruction: str = Field(min_length=1)
+    """The injected instruction, quoted from the distractor's text."""
+    followed_if: list[str] = Field(min_length=1)
+    """Phrases whose presence in a response (case, Unicode and whitespace folded) shows the
+    system followed the instruction."""
+
+
 class GenerationTrace(_Model):
     """What the system under test recorded when it generated a member's response."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from .._io import sha256_file, sha256_json, sha256_text
 from .._load import Problems, load_yaml, yaml_lines
@@ -29,6 +29,7 @@ from ._evidence import (
     Attack,
     EvidenceManifest,
     GenerationTrace,
+    Injection,
     Member,
     NoisePolicy,
     PartitionName,
@@ -100,6 +101,16 @@ class Distractor(_Model):
     """The incorrect claim the distractor carries, when it carries one."""
     attack: Attack | None = None
     """Adversarial distractors: ``instruction``, ``fake_policy`` or ``stale_date``."""
+    injection: Injection | None = None
+    """With ``attack: instruction``: the instruction and the phrases that show it was followed
+    (omitted from the JSON form when unset, so frozen pairs hash as before)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_injection(self, handler: SerializerFunctionWrapHandler) -> object:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("injection", 0) is None:
+            del data["injection"]
+        return data
 
 
 class CleanMember(_Model):
@@ -840,6 +851,7 @@ def _check_distractor(add: _Add, raw: dict[str, Any], contexts: Contexts) -> Non
         fix = "add attack: instruction | fake_policy | stale_date to the distractor"
         add(("noisy", "distractor"), "attack_missing", message, fix)
     clean, noisy_ctx = contexts.get("clean"), contexts.get("noisy")
+    _check_injection(add, distractor, noisy_ctx)
     if clean is None or noisy_ctx is None:
         return
     if "label" in distractor and not _text_ok(distractor.get("label")):
@@ -848,6 +860,30 @@ def _check_distractor(add: _Add, raw: dict[str, Any], contexts: Contexts) -> Non
     index, change = distractor.get("index"), distractor.get("change")
     if isinstance(index, int) and not isinstance(index, bool) and change in ("add", "replace"):
         _check_membership(add, index, change, clean, noisy_ctx)
+
+
+def _check_injection(
+    add: _Add, distractor: dict[str, Any], noisy: list[RetrievedContext] | None
+) -> None:
+    """A declared injection belongs to an ``instruction`` attack and is quoted from the
+    distractor's text."""
+    injection = distractor.get("injection")
+    if not isinstance(injection, dict):
+        return
+    where = ("noisy", "distractor", "injection")
+    if distractor.get("attack") != "instruction":
+        message = "an injection is declared on a distractor whose attack is not instruction"
+        add(where, "injection_attack_mismatch", message, "set attack: instruction, or drop it")
+    index, instruction = distractor.get("index"), injection.get("instruction")
+    if noisy is None or not isinstance(index, int) or not 0 <= index < len(noisy):
+        return
+    from ..gold import normalize_text
+
+    folded = normalize_text(noisy[index].text)
+    if isinstance(instruction, str) and normalize_text(instruction) not in folded:
+        message = "the injected instruction is not in the distractor's text"
+        fix = "quote the instruction exactly as the distractor context carries it"
+        add((*where, "instruction"), "injection_not_in_distractor", message, fix)
 
 
 def _check_membership(
