@@ -253,3 +253,79 @@ def test_a_distractor_without_injection_hashes_as_before() -> None:
 
     plain = Distractor(index=1, label="x", change="add")
     assert "injection" not in plain.model_dump(mode="json")
+
+
+# -- 2. candidate identity hidden from claim reviewers -----------------------------------------
+
+DEMO_SUITE = Path(__file__).resolve().parents[1] / "data" / "noise" / "support-noise@2.yaml"
+DEMO_PANEL = DEMO_SUITE.with_name("support-noise@2.panel.yaml")
+
+
+def identifying_strings(suite: Any) -> set[str]:
+    """Everything that says which system, pair, member or role produced a response."""
+    names: set[str] = set()
+    for p in suite.pairs:
+        names |= {p.pair_id, p.source_family, p.noisy.distractor.label, f'"role": "{p.role}"'}
+        names |= {str(v) for v in p.generator.values() if isinstance(v, str) and len(v) > 3}
+        for m in (p.clean, p.noisy):
+            trace = m.generation_trace
+            if trace is not None:
+                names |= {trace.run_id, trace.response_sha256}
+    return names | {'"clean"', '"noisy"', '"member"', 'score"', "noise-judge"}
+
+
+def test_the_review_pack_names_no_candidate_and_the_key_restores_the_panel(tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    suite = load_pairs(DEMO_SUITE)
+    out = CliRunner().invoke(
+        noise_command, ["panel-pack", "--pairs", str(DEMO_SUITE), "--out", str(tmp_path)]
+    )
+    assert out.exit_code == 0, out.output
+    text = (tmp_path / "review_pack.json").read_text()
+    pack, key = json.loads(text), json.loads((tmp_path / "blind_key.json").read_text())
+    leaked = sorted(s for s in identifying_strings(suite) if s in text)
+    assert leaked == [] and len(pack["items"]) == 2 * len(
+        [p for p in suite.active() if p.partition == "calibration"]
+    )
+    assert all(
+        set(i) == {"label", "user_input", "reference", "contexts", "response"}
+        for i in pack["items"]
+    )
+    assert all(i["label"].startswith("R") for i in pack["items"])
+    # the reviewers' judgments by label go back to pair ids through the key, and nothing else
+    inverse = {v: k for k, v in key["items"].items()}
+    panel = yaml.safe_load(DEMO_PANEL.read_text())
+
+    def by_label(entry: dict[str, Any]) -> dict[str, Any]:
+        rest = {k: v for k, v in entry.items() if k not in ("pair_id", "member")}
+        return {"item": inverse[f"{entry['pair_id']}:{entry['member']}"], **rest}
+
+    blinded = {s: [by_label(e) for e in panel.get(s) or []] for s in ("reviews", "adjudications")}
+    (tmp_path / "blinded.yaml").write_text(yaml.safe_dump(blinded))
+    args = ["--key", str(tmp_path / "blind_key.json"), "--reviews", str(tmp_path / "blinded.yaml")]
+    back = CliRunner().invoke(
+        noise_command, ["panel-unblind", *args, "--out", str(tmp_path / "p.yaml")]
+    )
+    assert back.exit_code == 0, back.output
+    restored = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    assert restored["reviews"] == panel["reviews"] and restored["suite"] == panel["suite"]
+    assert restored.get("adjudications", []) == (panel.get("adjudications") or [])
+
+
+def test_unblinding_names_every_unknown_label_at_once(tmp_path: Path) -> None:
+    from workbench.noise import review_pack, unblind
+
+    _, key = review_pack(load_pairs(DEMO_SUITE))
+    claims = [{"claim": "x", "incorrect": False}]
+    blinded = {
+        "reviews": [
+            {"item": "R99", "reviewer": "a", "claims": claims},
+            {"item": "Z1", "reviewer": "b", "claims": claims},
+        ]
+    }
+    with pytest.raises(WorkbenchError) as refused:
+        unblind(key, blinded, location="b.yaml")
+    assert [p.code for p in refused.value.problems] == ["panel_item_unknown"] * 2

@@ -400,6 +400,45 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
     sys.exit(ExitCode.INCOMPLETE if report.missing else frozen)
 
 
+@noise.command("panel-pack")
+@path("--pairs", "pairs_path", required=True, help="Pair suite YAML.")
+@option("out", required=True, help="Directory for review_pack.json and blind_key.json.")
+@option("seed", help="Shuffle seed of the neutral labels.")
+@user_errors
+def panel_pack(pairs_path: str, out: str, seed: int) -> None:
+    """Blinded claim-review material of the calibration pairs: neutral labels (R01 ...), no pair
+    id, role, member, generator, trace or score. Give review_pack.json to the reviewers; keep
+    blind_key.json (label -> pair:member) for `noise panel-unblind`."""
+    from .._io import atomic_write_json
+    from ..noise import load_pairs, review_pack
+
+    pack, key = review_pack(load_pairs(pairs_path), seed=seed)
+    directory = Path(out)
+    atomic_write_json(directory / "review_pack.json", pack.model_dump(mode="json"))
+    atomic_write_json(directory / "blind_key.json", key.model_dump(mode="json"))
+    click.echo(
+        f"{len(pack.items)} item(s) for review: {directory / 'review_pack.json'} (for reviewers);"
+        f" key: {directory / 'blind_key.json'} (keep it from them)"
+    )
+
+
+@noise.command("panel-unblind")
+@path("--key", "key_path", required=True, help="blind_key.json from `noise panel-pack`.")
+@path("--reviews", "reviews_path", required=True, help="YAML: reviews: [{item, reviewer, claims}].")
+@option("out", required=True, help="The panel YAML to write (<suite>.panel.yaml).")
+@user_errors
+def panel_unblind(key_path: str, reviews_path: str, out: str) -> None:
+    """Turn reviewers' judgments by neutral label into the claim panel (pair ids and members)."""
+    import yaml
+
+    from .._io import atomic_write_text
+    from ..noise import unblind_files
+
+    panel = unblind_files(key_path, reviews_path)
+    atomic_write_text(out, yaml.safe_dump(panel, sort_keys=False, allow_unicode=True))
+    click.echo(f"wrote {out}: {len(panel['reviews'])} review(s) of {panel['suite']}")
+
+
 @noise.group("override")
 def override() -> None:
     """Overrides of noise blockers (the shared append-only override store)."""

@@ -22,6 +22,7 @@ from ._analysis import (
     run_noise_sync,
     selected_candidates,
 )
+from ._blind import BlindKey, ReviewItem, ReviewPack, review_pack, unblind, unblind_files
 from ._companions import CompanionValue, join_companions, load_companions
 from ._compare import (
     check_baseline_report,
@@ -93,6 +94,7 @@ from ._retrieval import RetrievalRow, check_retrieval, retrieval_blockers
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
 __all__ = [
+    "BlindKey", "ReviewItem", "ReviewPack", "review_pack", "unblind", "unblind_files",
     "CLAIMS_PREFIX", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS", "ROLES",
     "ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "CleanMember",
     "CompanionMetric", "CompanionValue", "ControlRow", "Distractor", "EvidenceManifest",
