@@ -11,6 +11,7 @@ from noise_support import (  # noqa: F401
     api_key,
     free_suite,
     pair,
+    result,
     write_spec,
     write_suite,
 )
@@ -329,3 +330,153 @@ def test_unblinding_names_every_unknown_label_at_once(tmp_path: Path) -> None:
     with pytest.raises(WorkbenchError) as refused:
         unblind(key, blinded, location="b.yaml")
     assert [p.code for p in refused.value.problems] == ["panel_item_unknown"] * 2
+
+
+# -- 3. panel agreement per slice, and the panel's composition ---------------------------------
+
+CLAIMS = {  # pair -> [(claim, metric says incorrect, panel says incorrect)]
+    "a": [("Refunds take 90 days", True, True), ("Refunds need a receipt", False, True)],
+    "b": [("Refunds are free", False, False), ("Refunds go to the card", False, True)],
+    "c": [("Parcels ship in 2 days", True, True), ("Shipping is free", False, False)],
+}
+
+
+def panel_world(
+    tmp_path: Path, reviewers: tuple[str, str] = ("rev-1", "rev-2"), **extra: Any
+) -> Any:
+    """A frozen suite with calibration pairs a, b (refunds), c, d (shipping), its panel of the
+    noisy members, and results whose claim verdicts are CLAIMS' metric column (d has none)."""
+    import json
+
+    import yaml
+
+    from workbench.approval import freeze
+    from workbench.noise import CLAIMS_PREFIX, load_panel
+    from workbench.noise._release import panel_snapshot_of
+
+    limit = {"max_score": 0.5, "direction": "lower_is_better"}
+    pairs = [pair("ctl", role="control")]
+    for pid, slice_ in (("a", "refunds"), ("b", "refunds"), ("c", "shipping"), ("d", "shipping")):
+        p = held_out(pid, ord(pid))
+        p |= {"partition": "calibration", "slice": slice_}
+        pairs.append(p)
+    data = free_suite(pairs, slices={"refunds": limit, "shipping": limit | {"risk": "critical"}})
+    data["manifest"]["reviewers"] = ["rev-1", "rev-2", "rev-3", "adj-1"]
+    suite = load_pairs(write_suite(tmp_path / "suite", data, freeze=True))
+    reviews, results = [], []
+    for pid in ("a", "b", "c", "d"):
+        claims = CLAIMS.get(pid, [("Some claim", False, False)])
+        judged = [{"claim": c, "incorrect": p} for c, _, p in claims]
+        reviews += [
+            {"pair_id": pid, "member": "noisy", "reviewer": r, "claims": judged} for r in reviewers
+        ]
+        if pid in CLAIMS:
+            verdicts = {
+                "statements": [c for c, _, _ in claims],
+                "incorrect": [m for _, m, _ in claims],
+            }
+            verdicts["counted"] = verdicts["incorrect"]
+            reason = "claims\n" + CLAIMS_PREFIX + json.dumps(verdicts)
+            results.append(result(suite, f"{pid}:noisy", 0.5, reason=reason))
+    panel_data = {"schema_version": 1, "suite": suite.label, "reviews": reviews, **extra}
+    path = tmp_path / "suite" / f"{suite.label}.panel.yaml"
+    path.write_text(yaml.safe_dump(panel_data, sort_keys=False))
+    freeze(panel_snapshot_of(load_panel(path, suite)), approver="test")
+    return suite, load_panel(path, suite), results
+
+
+def set_reviewers(*names: str) -> None:
+    import yaml
+    from conftest import current_project
+
+    path = current_project() / "workbench.yaml"
+    config = yaml.safe_load(path.read_text()) or {}
+    path.write_text(yaml.safe_dump({**config, "reviewers": list(names)}))
+
+
+def test_panel_agreement_per_slice_with_its_denominators(tmp_path: Path) -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    from workbench.noise import format_panel, panel_agreement
+
+    set_reviewers("rev-1", "rev-2")
+    suite, panel, results = panel_world(tmp_path)
+    report = panel_agreement(suite, panel, results)
+    rows = {s.slice: s for s in report.slices}
+    refunds, shipping = rows["refunds"], rows["shipping"]
+    # refunds: metric [T, F, F, F] vs panel [T, T, F, T]: 2 of 4 agree; by hand
+    # p_o = 0.5, p_e = 1/4 * 3/4 + 3/4 * 1/4 = 0.375, kappa = 0.125 / 0.625 = 0.2
+    assert (refunds.members, refunds.compared, refunds.aligned) == (2, 2, 4)
+    assert (refunds.agreement.k, refunds.agreement.n) == (2, 4)
+    assert refunds.kappa.value == pytest.approx(0.2) and refunds.kappa.n == 4
+    metric, humans = [True, False, False, False], [True, True, False, True]
+    assert refunds.kappa.value == pytest.approx(cohen_kappa_score(metric, humans))
+    # shipping: d has no metric verdicts: counted as a member, never as agreement
+    assert (shipping.members, shipping.compared, shipping.aligned, shipping.risk) == (
+        2,
+        1,
+        2,
+        "critical",
+    )
+    assert (shipping.agreement.k, shipping.agreement.n, shipping.kappa.value) == (2, 2, 1.0)
+    assert report.composition_ok and report.composition == []
+    assert "refunds: 2/4 = 0.500" in format_panel(report) and "kappa 0.200 (n=4)" in format_panel(
+        report
+    )
+
+
+def test_panel_composition_is_checked(tmp_path: Path) -> None:
+    from workbench.noise import panel_agreement
+
+    set_reviewers("rev-1", "rev-3", "adj-1")  # rev-2 is not a listed reviewer
+    adjudication = {
+        "pair_id": "a",
+        "member": "noisy",
+        "adjudicator": "rev-1",  # reviewed the member too
+        "claims": [{"claim": c, "incorrect": p, "rationale": "r"} for c, _, p in CLAIMS["a"]],
+    }
+    suite, panel, results = panel_world(tmp_path, adjudications=[adjudication])
+    codes = {(p.code, p.case_id) for p in panel_agreement(suite, panel, results).composition}
+    assert ("reviewer_unknown", "a") in codes and ("panel_adjudicator_reviewed", "a") in codes
+    assert ("panel_too_few_qualified", "b") in codes  # rev-1 alone is qualified
+
+    # an author reviewing their own pair, and a reviewer outside the suite's manifest
+    set_reviewers("rev-1", "rev-2", "rev-9")
+    data_dir = tmp_path / "authored"
+    suite, panel, results = panel_world(data_dir, reviewers=("rev-1", "rev-9"))
+    report = panel_agreement(suite, panel, results)
+    assert {p.code for p in report.composition} == {
+        "panel_reviewer_not_in_manifest",
+        "panel_too_few_qualified",
+    }
+    assert not report.composition_ok
+
+
+def test_a_reviewer_who_authored_the_pair_is_not_independent(tmp_path: Path) -> None:
+    from workbench.noise import panel_composition
+
+    set_reviewers("rev-1", "rev-2")
+    suite, panel, _ = panel_world(tmp_path)
+    authored = suite.model_copy(
+        update={
+            "pairs": [
+                p.model_copy(update={"provenance": {**p.provenance, "author": "rev-2"}})
+                if p.pair_id == "c"
+                else p
+                for p in suite.pairs
+            ]
+        }
+    )
+    found = {(p.code, p.case_id) for p in panel_composition(authored, panel)}
+    assert found == {("panel_reviewer_is_author", "c"), ("panel_too_few_qualified", "c")}
+
+
+def test_an_undeclared_reviewer_list_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    from workbench.noise import panel_agreement
+
+    suite, panel, results = panel_world(tmp_path)
+    report = panel_agreement(suite, panel, results)
+    assert [(p.code, p.severity) for p in report.composition] == [
+        ("reviewers_undeclared", "warning")
+    ]
+    assert report.composition_ok

@@ -312,7 +312,8 @@ def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
 @user_errors
 def check(pairs_path: str, as_json: bool) -> None:
     """The deterministic lane, no model call: validation, traces, release and lineage, retrieval
-    assertions, whether responses followed an injected instruction. Exit 0 passed, 1 an assertion failed, 3 evidence missing, 2 invalid input."""
+    assertions, whether responses followed an injected instruction. Exit 0 passed, 1 an assertion
+    failed, 3 evidence missing, 2 invalid input."""
     from ..noise import (
         check_injections,
         check_retrieval,
@@ -383,8 +384,10 @@ def check(pairs_path: str, as_json: bool) -> None:
 def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) -> None:
     """Agreement between the metric's claim verdicts and the reviewers' (calibration partition).
 
-    Exit 0 agreed on every member of a frozen panel, 3 some member has no verdicts, 4 the panel
-    is not frozen, 2 invalid input.
+    Reports agreement overall and per slice (with counts) and checks the panel's composition
+    (listed reviewers, no author reviewing their own pair, two qualified reviewers per member).
+    Exit 0 every member compared on a frozen, well-composed panel, 3 some member has no verdicts,
+    4 the panel is not frozen or its composition fails, 2 invalid input.
     """
     from ..noise import format_panel, load_noise_run, load_pairs, load_panel, panel_agreement
     from ..results import read_results
@@ -396,8 +399,14 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
     results = [line.result for p in paths for line in read_results(p)]
     report = panel_agreement(suite, claims, results)
     show(report, as_json, format_panel)
-    frozen = ExitCode.REVIEW_REQUIRED if report.release_id is None else ExitCode.OK
-    sys.exit(ExitCode.INCOMPLETE if report.missing else frozen)
+    usable = report.release_id is not None and report.composition_ok
+    sys.exit(
+        ExitCode.INCOMPLETE
+        if report.missing
+        else ExitCode.OK
+        if usable
+        else ExitCode.REVIEW_REQUIRED
+    )
 
 
 @noise.command("panel-pack")

@@ -75,6 +75,7 @@ from ._panel import (
     load_panel,
     panel_agreement,
 )
+from ._panel_checks import PanelSliceRow, panel_composition, panel_slices
 from ._present import (
     check_noise_lock,
     comparison_chart,
@@ -94,21 +95,22 @@ from ._retrieval import RetrievalRow, check_retrieval, retrieval_blockers
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
 __all__ = [
-    "BlindKey", "ReviewItem", "ReviewPack", "review_pack", "unblind", "unblind_files",
     "CLAIMS_PREFIX", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS", "ROLES",
-    "ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "CleanMember",
+    "BlindKey", "ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "CleanMember",
     "CompanionMetric", "CompanionValue", "ControlRow", "Distractor", "EvidenceManifest",
-    "GenerationTrace", "Injection", "InjectionRow", "Member", "Mode", "NoiseComparison", "NoiseInput", "NoiseJudge",
-    "NoisePair", "NoisePolicy", "NoiseReport", "NoiseRun", "NoiseSuite", "NoisyMember",
-    "PairDelta", "PairRow", "PanelMemberRow", "PanelReport", "PartitionName", "RepeatRow",
-    "RetiredRow", "Retirement", "RetrievalAssertions", "RetrievalRow", "RetrievedContext",
-    "SignOff", "SliceDelta", "SliceLimit", "SliceRow", "Trend", "calls_per_score",
-    "check_baseline_report", "check_baseline_suite", "check_injections", "check_noise_lock",
-    "check_pairs",
-    "check_retrieval", "check_run_request", "comparison_chart", "explain", "format_noise",
-    "format_panel", "injection_blockers", "injection_lines", "join_companions", "load_baseline_report", "load_companions", "load_noise_run",
-    "load_pairs", "load_panel", "lock_noise_run", "noise_chart", "noise_override_scope",
-    "noise_report", "panel_agreement", "panel_release_of", "panel_snapshot", "parse_pairs",
-    "release_of", "retrieval_blockers", "run_noise", "run_noise_sync", "scoring_fingerprint",
-    "selected_candidates", "suite_snapshot", "suite_snapshot_of", "validate_pairs", "with_baseline"
+    "GenerationTrace", "Injection", "InjectionRow", "Member", "Mode", "NoiseComparison",
+    "NoiseInput", "NoiseJudge", "NoisePair", "NoisePolicy", "NoiseReport", "NoiseRun", "NoiseSuite",
+    "NoisyMember", "PairDelta", "PairRow", "PanelMemberRow", "PanelReport", "PanelSliceRow",
+    "PartitionName", "RepeatRow", "RetiredRow", "Retirement", "RetrievalAssertions", "RetrievalRow",
+    "RetrievedContext", "ReviewItem", "ReviewPack", "SignOff", "SliceDelta", "SliceLimit",
+    "SliceRow", "Trend", "calls_per_score", "check_baseline_report", "check_baseline_suite",
+    "check_injections", "check_noise_lock", "check_pairs", "check_retrieval", "check_run_request",
+    "comparison_chart", "explain", "format_noise", "format_panel", "injection_blockers",
+    "injection_lines", "join_companions", "load_baseline_report", "load_companions",
+    "load_noise_run", "load_pairs", "load_panel", "lock_noise_run", "noise_chart",
+    "noise_override_scope", "noise_report", "panel_agreement", "panel_composition",
+    "panel_release_of", "panel_slices", "panel_snapshot", "parse_pairs", "release_of",
+    "retrieval_blockers", "review_pack", "run_noise", "run_noise_sync", "scoring_fingerprint",
+    "selected_candidates", "suite_snapshot", "suite_snapshot_of", "unblind", "unblind_files",
+    "validate_pairs", "with_baseline"
 ]  # fmt: skip

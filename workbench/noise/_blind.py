@@ -22,8 +22,8 @@ from .._io import sha256_json
 from .._load import Problems, validation_problems
 from .._record import Record as _Model
 from ..errors import WorkbenchError
-from ._panel import PANEL_SCHEMA_VERSION, ClaimJudgment
 from ._pairs import MEMBERS, NoisePair, NoiseSuite
+from ._panel import PANEL_SCHEMA_VERSION, ClaimJudgment
 
 INSTRUCTIONS = (
     "For each item, bound every claim of the response, mark whether it is incorrect against the"
@@ -137,7 +137,10 @@ def unblind_files(key_path: str | Path, reviews_path: str | Path) -> dict[str, A
     from .._io import read_json_file
     from .._load import load_yaml
 
-    fix = "write reviews: [{item, reviewer, claims}] (and adjudications: [{item, adjudicator, claims}])"
+    fix = (
+        "write reviews: [{item, reviewer, claims}] (and adjudications: [{item, adjudicator,"
+        " claims}])"
+    )
     raw = load_yaml(
         Path(reviews_path),
         prefix="reviews",

@@ -11,8 +11,8 @@ re-running the same run directory with the same judge resumes that use.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
