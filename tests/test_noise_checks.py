@@ -440,16 +440,15 @@ def test_panel_composition_is_checked(tmp_path: Path) -> None:
     assert ("reviewer_unknown", "a") in codes and ("panel_adjudicator_reviewed", "a") in codes
     assert ("panel_too_few_qualified", "b") in codes  # rev-1 alone is qualified
 
-    # an author reviewing their own pair, and a reviewer outside the suite's manifest
+    # a listed reviewer missing from the suite manifest is a warning only
     set_reviewers("rev-1", "rev-2", "rev-9")
     data_dir = tmp_path / "authored"
     suite, panel, results = panel_world(data_dir, reviewers=("rev-1", "rev-9"))
     report = panel_agreement(suite, panel, results)
-    assert {p.code for p in report.composition} == {
-        "panel_reviewer_not_in_manifest",
-        "panel_too_few_qualified",
+    assert {(p.code, p.severity) for p in report.composition} == {
+        ("panel_reviewer_not_in_manifest", "warning")  # rev-9 is listed, the manifest lags
     }
-    assert not report.composition_ok
+    assert report.composition_ok
 
 
 def test_a_reviewer_who_authored_the_pair_is_not_independent(tmp_path: Path) -> None:
@@ -480,3 +479,198 @@ def test_an_undeclared_reviewer_list_is_a_warning_not_a_failure(tmp_path: Path) 
         ("reviewers_undeclared", "warning")
     ]
     assert report.composition_ok
+
+
+# -- 5. first change, typed pipeline fields, thresholds from evidence, change under review -----
+
+ONE_CHANGE = {  # pair id -> how the candidate suite differs from the baseline (None: not at all)
+    "corpus": ("generator", "corpus_snapshot", "kb@2026-11"),
+    "rewrite": ("generator", "query_rewrite", {"method": "llm", "model": "rewriter-2"}),
+    "rerank": ("generator", "reranker", {"name": "bge-reranker", "version": "2", "top_k": 3}),
+    "retr": ("distractor", None, "Archived draft (2021). Refunds are possible within 60 days."),
+    "resp": ("response", None, "Refunds: within 30 days of delivery, says the policy."),
+    "evalr": None,
+    "agg": ("sign_off", None, None),
+    "gate": None,
+    "same": None,
+}
+
+
+def change_suites(tmp_path: Path, change: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    import copy
+
+    limit = {"max_score": 1.0, "direction": "lower_is_better"}
+    pairs = [pair("ctl", role="control")]
+    for pid in ONE_CHANGE:
+        p = pair(pid, slice="gated" if pid == "gate" else "refunds")
+        p["generator"] |= {"corpus_snapshot": "kb@2026-10"}
+        p["generator"] |= {"query_rewrite": {"method": "none"}, "reranker": {"name": "none"}}
+        pairs.append(p)
+    base = free_suite(pairs, slices={"refunds": limit, "gated": limit})
+    cand = copy.deepcopy(base) | {"name": "t-noise-cand"}
+    if change is not None:
+        cand["change_under_review"] = change
+    cand["slices"]["gated"] = limit | {"max_score": 0.4}  # the gate moved, not the pair
+    for p in cand["pairs"][1:]:
+        how = ONE_CHANGE[p["pair_id"]]
+        if how is None:
+            continue
+        where, key, value = how
+        if where == "generator":
+            p["generator"][key] = value
+        elif where == "distractor":
+            p["noisy"]["retrieved_contexts"][1] = value
+        elif where == "response":
+            p["noisy"]["response"] = value
+        else:  # a reviewer challenged the reference: the pair is not counted any more
+            p["sign_off"] = {
+                "reviewer": "rev",
+                "reference_sufficient": False,
+                "context_classes": {"clean": ["relevant"], "noisy": ["relevant", "irrelevant"]},
+            }
+    return (
+        load_pairs(write_suite(tmp_path / "c", cand, "t-noise-cand@1.yaml", freeze=True)),
+        load_pairs(write_suite(tmp_path / "b", base, freeze=True)),
+    )
+
+
+def scored_report(suite: Any, noisy: dict[str, float]) -> Any:
+    from workbench.noise import noise_report
+
+    results = [result(suite, "ctl:clean", 0.0), result(suite, "ctl:noisy", 1.0)]
+    for pid in ONE_CHANGE:
+        results += [result(suite, f"{pid}:clean", 0.0)]
+        results += [result(suite, f"{pid}:noisy", noisy.get(pid, 0.0))]
+    return noise_report(suite, results)
+
+
+def test_first_change_names_the_first_differing_boundary_in_debugging_order(
+    tmp_path: Path,
+) -> None:
+    from workbench.noise import with_baseline
+
+    cand, base = change_suites(tmp_path)
+    c_report = scored_report(cand, {"evalr": 0.25, "gate": 0.5})
+    b_report = scored_report(base, {"gate": 0.5})
+    cmp = with_baseline(c_report, b_report, baseline_source="b").comparison
+    assert cmp is not None
+    assert {d.pair_id: d.first_change for d in cmp.pairs} == {
+        "corpus": "corpus",
+        "rewrite": "query_rewrite",
+        "rerank": "reranker",
+        "retr": "retrieval",
+        "resp": "response",
+        "evalr": "evaluator",
+        "agg": "aggregation",
+        "gate": "gate",
+        "same": "none",
+    }
+    # the pipeline fields are typed records of the pair
+    rerank = cand.pair("rerank")
+    assert rerank.reranker is not None and rerank.reranker.top_k == 3
+    assert cand.pair("rewrite").query_rewrite.model == "rewriter-2"  # type: ignore[union-attr]
+    # a report written before the new boundaries were hashed: those boundaries are skipped
+    old = b_report.model_copy(
+        update={
+            "pair_hashes": {
+                k: {h: v[h] for h in ("retrieval", "response")}
+                for k, v in b_report.pair_hashes.items()
+            }
+        }
+    )
+    legacy = with_baseline(c_report, old, baseline_source="old").comparison
+    assert legacy is not None
+    assert {d.pair_id: d.first_change for d in legacy.pairs}["rerank"] == "none"
+
+
+def test_a_pipeline_field_of_the_wrong_shape_is_refused_where_it_is(tmp_path: Path) -> None:
+    data = free_suite([pair("ctl", role="control"), pair("p")])
+    data["pairs"][1]["generator"] |= {"reranker": {"name": "bge", "top_k": 0}}
+    data["pairs"][1]["generator"] |= {"query_rewrite": {"model": "m"}}
+    with pytest.raises(WorkbenchError) as refused:
+        load_pairs(write_suite(tmp_path, data))
+    where = sorted(p.location.split("(")[-1] for p in refused.value.problems)
+    assert where == [
+        "pairs[1].generator.query_rewrite.method)",
+        "pairs[1].generator.reranker.top_k)",
+    ]
+
+
+def test_the_change_under_review_is_recorded_and_changes_before_it_are_warned(
+    tmp_path: Path,
+) -> None:
+    from workbench.noise import format_noise, with_baseline
+
+    change = {"component": "reranker", "description": "bge-reranker v2 replaces the bm25 order"}
+    cand, base = change_suites(tmp_path, change)
+    c_report = scored_report(cand, {})
+    assert c_report.change_under_review is not None
+    assert "change:     reranker: bge-reranker v2" in format_noise(c_report)
+    report = with_baseline(c_report, scored_report(base, {}), baseline_source="b")
+    elsewhere = [w.pair_id for w in report.warnings if w.kind == "change_elsewhere"]
+    assert elsewhere == ["corpus", "rewrite"]  # upstream of the reranker; retr is downstream
+    assert report.outcome == c_report.outcome  # a warning, never a blocker
+    bad = cand.model_dump(mode="json") | {"change_under_review": {"component": "vibes"}}
+    with pytest.raises(WorkbenchError) as refused:
+        load_pairs(
+            write_suite(tmp_path / "bad", {k: bad[k] for k in bad if k not in ("source", "sha256")})
+        )
+    assert {p.code for p in refused.value.problems} >= {"field_invalid", "field_missing"}
+
+
+def test_thresholds_are_derived_from_a_baseline_distribution_with_their_provenance(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    import yaml
+
+    from workbench.noise import NoiseReport
+
+    cand, base = change_suites(tmp_path)
+    report = scored_report(base, {"corpus": 0.5, "rewrite": 0.25, "gate": 0.75})
+    run = tmp_path / "base-run"
+    run.mkdir()
+    (run / "noise_report.json").write_text(report.model_dump_json())
+    args = ["thresholds", "--pairs", str(base.source), "--baseline", str(run)]
+    out = CliRunner().invoke(
+        noise_command, [*args, "--quantile", "0.9", "--margin", "0.05", "--delta"]
+    )
+    assert out.exit_code == 0, out.output
+    slices = yaml.safe_load(out.stdout)["slices"]
+    # refunds: 8 counted noisy scores [0.5, 0.25, 0 x 6]; numpy "higher" 0.9 quantile: position
+    # 0.9 * 7 = 6.3 -> the 8th smallest, 0.5; + 0.05 = 0.55. Deltas are the same (clean 0).
+    refunds = slices["refunds"]
+    assert refunds["max_score"] == pytest.approx(0.55) and refunds["max_delta"] == pytest.approx(
+        0.55
+    )
+    evidence = {e["limit"]: e for e in refunds["derived_from"]}
+    assert evidence["max_score"] | {"report_sha256": None} == {
+        "report": str(run),
+        "report_sha256": None,
+        "suite": base.label,
+        "judge_fingerprint": report.judge_fingerprint,
+        "limit": "max_score",
+        "quantile": 0.9,
+        "margin": 0.05,
+        "n": 8,
+        "value": 0.5,
+    }
+    import hashlib
+
+    digest = hashlib.sha256((run / "noise_report.json").read_bytes()).hexdigest()
+    assert evidence["max_score"]["report_sha256"] == digest
+    assert slices["gated"]["max_score"] == pytest.approx(0.8)  # one pair: 0.75 + 0.05
+    # the block goes into a suite version; loading checks each limit still fits its data
+    data = yaml.safe_load(Path(base.source).read_text()) | {"slices": slices}
+    assert load_pairs(write_suite(tmp_path / "derived", data)).slices["refunds"].derived_from
+    data["slices"]["refunds"]["max_score"] = 0.3  # edited by hand, evidence kept
+    with pytest.raises(WorkbenchError) as refused:
+        load_pairs(write_suite(tmp_path / "edited", data))
+    assert [p.code for p in refused.value.problems] == ["threshold_evidence_mismatch"]
+    # a baseline whose controls failed proposes nothing
+    failed = report.model_copy(update={"candidates_interpreted": False})
+    (run / "noise_report.json").write_text(failed.model_dump_json())
+    refused_cli = CliRunner().invoke(noise_command, args)
+    assert refused_cli.exit_code == 2 and "baseline_uninterpreted" in refused_cli.output
+    assert isinstance(NoiseReport.model_validate(json.loads(failed.model_dump_json())), NoiseReport)

@@ -409,6 +409,45 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
     )
 
 
+@noise.command("thresholds")
+@path("--pairs", "pairs_path", required=True, help="Pair suite YAML whose slices get limits.")
+@path("--baseline", required=True, help="RUN: an earlier `workbench noise` run (or its report).")
+@shown("--quantile", type=float, default=0.95, help="Quantile of the counted baseline values.")
+@shown("--margin", type=float, default=0.0, help="Added to the quantile (loosens the limit).")
+@flag("--delta", help="Also propose max_delta from the pair deltas (noisy - clean).")
+@option("out", help="Write the slices block here (default: print it).")
+@user_errors
+def thresholds(
+    pairs_path: str, baseline: str, quantile: float, margin: float, delta: bool, out: str | None
+) -> None:
+    """Propose each slice's max_score (and max_delta) from a baseline run's distribution, with
+    the data it came from (derived_from: report, its sha256, judge, quantile, margin, n, value).
+    Paste the block into a new suite version for review; loading checks it still fits."""
+    import yaml
+
+    from .._io import atomic_write_text
+    from ..noise import load_baseline_report, load_pairs, propose_thresholds
+
+    limits = ("max_score", "max_delta") if delta else ("max_score",)
+    slices, kept = propose_thresholds(
+        load_pairs(pairs_path),
+        load_baseline_report(baseline),
+        baseline,
+        quantile=quantile,
+        margin=margin,
+        limits=limits,
+    )
+    block = {"slices": {k: v.model_dump(mode="json", exclude_none=True) for k, v in slices.items()}}
+    text = yaml.safe_dump(block, sort_keys=False, allow_unicode=True)
+    if out:
+        atomic_write_text(out, text)
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+    for line in kept:
+        click.echo(f"kept: {line}", err=True)
+
+
 @noise.command("panel-pack")
 @path("--pairs", "pairs_path", required=True, help="Pair suite YAML.")
 @option("out", required=True, help="Directory for review_pack.json and blind_key.json.")

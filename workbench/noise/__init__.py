@@ -32,7 +32,9 @@ from ._compare import (
     with_baseline,
 )
 from ._evidence import (
+    COMPONENTS,
     PARTITIONS,
+    ChangeUnderReview,
     CompanionMetric,
     EvidenceManifest,
     GenerationTrace,
@@ -40,10 +42,13 @@ from ._evidence import (
     Member,
     NoisePolicy,
     PartitionName,
+    QueryRewrite,
+    Reranker,
     Retirement,
     RetrievalAssertions,
     RetrievedContext,
     SignOff,
+    ThresholdEvidence,
 )
 from ._injection import InjectionRow, check_injections, injection_blockers
 from ._judge import CLAIMS_PREFIX, KIND, NoiseJudge, calls_per_score, explain
@@ -92,25 +97,27 @@ from ._release import (
     suite_snapshot_of,
 )
 from ._retrieval import RetrievalRow, check_retrieval, retrieval_blockers
+from ._thresholds import propose_thresholds
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
 __all__ = [
-    "CLAIMS_PREFIX", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS", "ROLES",
-    "BlindKey", "ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "CleanMember",
-    "CompanionMetric", "CompanionValue", "ControlRow", "Distractor", "EvidenceManifest",
-    "GenerationTrace", "Injection", "InjectionRow", "Member", "Mode", "NoiseComparison",
-    "NoiseInput", "NoiseJudge", "NoisePair", "NoisePolicy", "NoiseReport", "NoiseRun", "NoiseSuite",
-    "NoisyMember", "PairDelta", "PairRow", "PanelMemberRow", "PanelReport", "PanelSliceRow",
-    "PartitionName", "RepeatRow", "RetiredRow", "Retirement", "RetrievalAssertions", "RetrievalRow",
-    "RetrievedContext", "ReviewItem", "ReviewPack", "SignOff", "SliceDelta", "SliceLimit",
-    "SliceRow", "Trend", "calls_per_score", "check_baseline_report", "check_baseline_suite",
-    "check_injections", "check_noise_lock", "check_pairs", "check_retrieval", "check_run_request",
-    "comparison_chart", "explain", "format_noise", "format_panel", "injection_blockers",
-    "injection_lines", "join_companions", "load_baseline_report", "load_companions",
-    "load_noise_run", "load_pairs", "load_panel", "lock_noise_run", "noise_chart",
-    "noise_override_scope", "noise_report", "panel_agreement", "panel_composition",
-    "panel_release_of", "panel_slices", "panel_snapshot", "parse_pairs", "release_of",
-    "retrieval_blockers", "review_pack", "run_noise", "run_noise_sync", "scoring_fingerprint",
-    "selected_candidates", "suite_snapshot", "suite_snapshot_of", "unblind", "unblind_files",
-    "validate_pairs", "with_baseline"
+    "CLAIMS_PREFIX", "COMPONENTS", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS",
+    "ROLES", "BlindKey", "ChangeUnderReview", "ClaimAdjudication", "ClaimJudgment", "ClaimPanel",
+    "ClaimReview", "CleanMember", "CompanionMetric", "CompanionValue", "ControlRow", "Distractor",
+    "EvidenceManifest", "GenerationTrace", "Injection", "InjectionRow", "Member", "Mode",
+    "NoiseComparison", "NoiseInput", "NoiseJudge", "NoisePair", "NoisePolicy", "NoiseReport",
+    "NoiseRun", "NoiseSuite", "NoisyMember", "PairDelta", "PairRow", "PanelMemberRow",
+    "PanelReport", "PanelSliceRow", "PartitionName", "QueryRewrite", "RepeatRow", "Reranker",
+    "RetiredRow", "Retirement", "RetrievalAssertions", "RetrievalRow", "RetrievedContext",
+    "ReviewItem", "ReviewPack", "SignOff", "SliceDelta", "SliceLimit", "SliceRow",
+    "ThresholdEvidence", "Trend", "calls_per_score", "check_baseline_report",
+    "check_baseline_suite", "check_injections", "check_noise_lock", "check_pairs",
+    "check_retrieval", "check_run_request", "comparison_chart", "explain", "format_noise",
+    "format_panel", "injection_blockers", "injection_lines", "join_companions",
+    "load_baseline_report", "load_companions", "load_noise_run", "load_pairs", "load_panel",
+    "lock_noise_run", "noise_chart", "noise_override_scope", "noise_report", "panel_agreement",
+    "panel_composition", "panel_release_of", "panel_slices", "panel_snapshot", "parse_pairs",
+    "propose_thresholds", "release_of", "retrieval_blockers", "review_pack", "run_noise",
+    "run_noise_sync", "scoring_fingerprint", "selected_candidates", "suite_snapshot",
+    "suite_snapshot_of", "unblind", "unblind_files", "validate_pairs", "with_baseline"
 ]  # fmt: skip

@@ -39,7 +39,7 @@ from ..policy import (
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
-from ._evidence import Member, NoisePolicy
+from ._evidence import ChangeUnderReview, Member, NoisePolicy
 from ._heldout import held_out_use
 from ._injection import InjectionRow, check_injections, injection_blockers
 from ._judge import KIND, METRIC
@@ -275,6 +275,8 @@ class NoiseRun(_Model):
     """sha256 of the suite file."""
     release_id: str | None = None
     """The frozen release of the suite, or None when unfrozen."""
+    change_under_review: ChangeUnderReview | None = None
+    """The change the suite version is run to judge (from the suite)."""
     judge: str
     """``name@version`` of the candidate."""
     judge_fingerprint: str
@@ -331,6 +333,8 @@ class NoiseReport(_Model):
     """``name@version`` of the pair suite."""
     suite_sha256: str
     """sha256 of the suite file."""
+    change_under_review: ChangeUnderReview | None = None
+    """The suite's declared change under review (component and description)."""
     suite_path: str | None
     """Where the suite was read from."""
     release_id: str | None = None
@@ -397,7 +401,7 @@ class NoiseReport(_Model):
     pair_keys: dict[str, str] = Field(default_factory=dict)
     """Candidate pair id -> :meth:`NoisePair.frame_sha256` (what a baseline must share)."""
     pair_hashes: dict[str, dict[str, str]] = Field(default_factory=dict)
-    """Candidate pair id -> ``{retrieval, response}`` hashes (:func:`evidence_hashes`)."""
+    """Candidate pair id -> one hash per input boundary (:func:`evidence_hashes`)."""
     comparison: NoiseComparison | None = None
     """The baseline comparison, when ``--baseline`` was given."""
     warnings: list[Trend] = Field(default_factory=list)
@@ -681,6 +685,7 @@ async def _run_suite(
         suite=suite.label,
         suite_sha256=suite.sha256,
         release_id=release.release_id if release else None,
+        change_under_review=suite.change_under_review,
         judge=judge.spec.label,
         judge_fingerprint=judge.identity.fingerprint(),
         partition=partition,
@@ -966,6 +971,7 @@ def noise_report(
         suite=suite.label,
         suite_sha256=suite.sha256,
         suite_path=suite.source,
+        change_under_review=suite.change_under_review,
         release_id=release.release_id if release else None,
         partition=partition,
         sentinels_only=sentinels_only,
@@ -1477,12 +1483,26 @@ _EVIDENCE = attrgetter("document_id", "version", "chunk_id", "rank", "corpus_id"
 
 
 def evidence_hashes(pair: NoisePair) -> dict[str, str]:
-    """``retrieval`` and ``response`` hashes of a pair's two members: each retrieved context's
-    document id, version, chunk, rank, corpus, tenant and text; each response and abstention."""
+    """One hash per input boundary of a pair's two members, in debugging order: ``corpus`` (the
+    snapshot and each context's corpus, document and version), ``query_rewrite``, ``reranker``
+    (the typed generator fields), ``retrieval`` (each context's document id, version, chunk,
+    rank, corpus, tenant and text), ``response`` (each response and abstention) and
+    ``reference`` (text and version)."""
     members = [pair.member(m) for m in MEMBERS]
+    corpus = [
+        pair.generator.get("corpus_snapshot"),
+        [[(c.corpus_id, c.document_id, c.version) for c in m.contexts()] for m in members],
+    ]
     retrieval = [[[*_EVIDENCE(c), sha256_text(c.text)] for c in m.contexts()] for m in members]
     responses = [[m.response, m.abstained] for m in members]
-    return {"retrieval": sha256_json(retrieval), "response": sha256_json(responses)}
+    return {
+        "corpus": sha256_json(corpus),
+        "query_rewrite": sha256_json(pair.generator.get("query_rewrite")),
+        "reranker": sha256_json(pair.generator.get("reranker")),
+        "retrieval": sha256_json(retrieval),
+        "response": sha256_json(responses),
+        "reference": sha256_json([pair.reference, pair.reference_version]),
+    }
 
 
 def _repeat_rows(

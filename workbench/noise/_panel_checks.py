@@ -2,13 +2,13 @@
 
 Composition (:func:`panel_composition`): every reviewer and adjudicator is on the project's
 ``reviewers:`` list (``reviewer_unknown``; an undeclared list is a warning, as for gold) and in
-the suite's evidence manifest (``panel_reviewer_not_in_manifest``); nobody reviews a pair they
-authored (``provenance.author`` / ``provenance.authors``: ``panel_reviewer_is_author``); an
-adjudicator is not one of the member's reviewers (``panel_adjudicator_reviewed``); and each
-member keeps at least two qualified reviewers once those are set aside
-(``panel_too_few_qualified``). Agreement per slice (:func:`panel_slices`): the metric's
-incorrect flags against the panel's over each slice's aligned claims, with the counts
-(members, compared, aligned claims) beside every figure.
+the suite's evidence manifest (``panel_reviewer_not_in_manifest``, a warning); nobody reviews a
+pair they authored (``provenance.author`` / ``provenance.authors``:
+``panel_reviewer_is_author``); an adjudicator is not one of the member's reviewers
+(``panel_adjudicator_reviewed``); and each member keeps at least two qualified reviewers once
+those are set aside (``panel_too_few_qualified``). Agreement per slice (:func:`panel_slices`):
+the metric's incorrect flags against the panel's over each slice's aligned claims, with the
+counts (members, compared, aligned claims) beside every figure.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import Any
 
 from .._load import Problems
 from .._record import Record as _Model
-from ..errors import Problem
+from ..errors import Problem, Severity
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._pairs import NoisePair, NoiseSuite
 
+_SEVERITY: dict[bool, Severity] = {True: "warning", False: "error"}
 MIN_QUALIFIED = 2
 """Qualified, independent reviewers each reviewed member needs."""
 
@@ -104,8 +105,10 @@ def panel_composition(suite: NoiseSuite, panel: Any) -> list[Problem]:
         unqualified: set[str] = set()
         for role, name in people:
             for code, message, fix in _person_problems(role, name, pair, listed.names, manifest):
-                out.add(where, code, message, fix, case_id=pair_id)
-                unqualified.add(name)
+                warn = code == "panel_reviewer_not_in_manifest"
+                out.add(where, code, message, fix, case_id=pair_id, severity=_SEVERITY[warn])
+                if not warn:
+                    unqualified.add(name)
         if adjudication is not None and adjudication.adjudicator in reviewers:
             message = f"adjudicator {adjudication.adjudicator!r} also reviewed {pair_id}:{member}"
             fix = "have someone who did not review the member adjudicate it"

@@ -48,6 +48,11 @@ def _head(report: NoiseReport) -> list[str]:
         f"suite:      {report.suite} (sha256 {report.suite_sha256[:12]}; "
         + (f"release {report.release_id})" if report.release_id else "NOT FROZEN)"),
         f"scope:      {scope}" + ("; sentinel set only" if report.sentinels_only else ""),
+        *(
+            [f"change:     {c.component}: {c.description} (under review)"]
+            if (c := report.change_under_review)
+            else []
+        ),
         f"judge:      {_label(report)}{detail}",
         f"cost:       ${report.cost_usd:.4f}{budget}, tokens {report.tokens_in} in /"
         f" {report.tokens_out} out, {report.results_read} attempts read; case limit"
@@ -332,6 +337,10 @@ def noise_html(report: NoiseReport) -> str:
         ("suite", f"{report.suite} (sha256 {report.suite_sha256[:12]})"),
         ("release", report.release_id or "NOT FROZEN"),
         ("scope", report.partition or "every partition"),
+        (
+            "change under review",
+            f"{c.component}: {c.description}" if (c := report.change_under_review) else "-",
+        ),
         ("cost", f"${report.cost_usd:.4f}, tokens {report.tokens_in} in / {report.tokens_out} out"),
     ]
     controls = [
