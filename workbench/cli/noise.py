@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -428,7 +428,9 @@ def thresholds(
     from .._io import atomic_write_text
     from ..noise import load_baseline_report, load_pairs, propose_thresholds
 
-    limits = ("max_score", "max_delta") if delta else ("max_score",)
+    limits: tuple[Literal["max_score", "max_delta"], ...] = (
+        ("max_score", "max_delta") if delta else ("max_score",)
+    )
     slices, kept = propose_thresholds(
         load_pairs(pairs_path),
         load_baseline_report(baseline),

@@ -106,7 +106,8 @@ class _Blinded(_Model):
 def unblind(key: BlindKey, blinded: Mapping[str, Any], *, location: str) -> dict[str, Any]:
     """The panel mapping (``schema_version``, ``suite``, ``reviews``, ``adjudications``) of the
     reviewers' judgments by label; every unknown label or malformed entry at once."""
-    problems, out = Problems(), {"reviews": [], "adjudications": []}
+    problems = Problems()
+    out: dict[str, list[dict[str, Any]]] = {"reviews": [], "adjudications": []}
     for section, who in (("reviews", "reviewer"), ("adjudications", "adjudicator")):
         for i, raw in enumerate(blinded.get(section) or []):
             where = f"{location} ({section}[{i}])"
@@ -135,23 +136,13 @@ def unblind(key: BlindKey, blinded: Mapping[str, Any], *, location: str) -> dict
 def unblind_files(key_path: str | Path, reviews_path: str | Path) -> dict[str, Any]:
     """:func:`unblind` of a ``blind_key.json`` and a YAML file of labelled reviews."""
     from .._io import read_json_file
-    from .._load import load_yaml
+    from ._panel import read_panel_yaml
 
     fix = (
         "write reviews: [{item, reviewer, claims}] (and adjudications: [{item, adjudicator,"
         " claims}])"
     )
-    raw = load_yaml(
-        Path(reviews_path),
-        prefix="reviews",
-        what="blinded reviews",
-        missing_fix=fix,
-        encoding_code="panel_invalid",
-        yaml_code="panel_invalid",
-        shape_code="panel_invalid",
-        shape=("the reviews must be a YAML mapping", fix),
-        if_empty={},
-    ).data
+    raw = read_panel_yaml(Path(reviews_path), "blinded reviews", fix)
     try:
         key = BlindKey.model_validate(read_json_file(Path(key_path)))
     except ValidationError as exc:

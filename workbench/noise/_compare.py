@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from .._io import read_json_file, sha256_json
 from .._load import Problems
@@ -277,7 +277,7 @@ _INPUTS = COMPONENTS[: COMPONENTS.index("evaluator")]
 
 def _first_change(
     candidate: NoiseReport, baseline: NoiseReport, row: PairRow, old: PairRow | None
-) -> Component | None:
+) -> Component | Literal["none"] | None:
     """The first boundary that differs, in debugging order (:data:`COMPONENTS`): the recorded
     inputs (a boundary either side lacks the hash of is skipped), then the evaluator's scores,
     then the pair's aggregation (delta, counted, status), then the gate; ``none`` when nothing

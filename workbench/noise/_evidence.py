@@ -5,7 +5,7 @@ fit together is checked by :mod:`._pairs`)."""
 from __future__ import annotations
 
 from datetime import date
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -108,17 +108,7 @@ Component = Literal[
     "aggregation",
     "gate",
 ]
-COMPONENTS: tuple[str, ...] = (
-    "corpus",
-    "query_rewrite",
-    "reranker",
-    "retrieval",
-    "response",
-    "reference",
-    "evaluator",
-    "aggregation",
-    "gate",
-)
+COMPONENTS: tuple[str, ...] = get_args(Component)
 """The boundaries of a noise result in debugging order (the seed's: corpus, retrieved ids and
 ranks, response claims, reference, evaluator output, aggregation, gate; with the query rewrite
 and the reranker before retrieval): ``first_change`` names the first that differs."""

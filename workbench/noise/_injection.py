@@ -19,8 +19,9 @@ from typing import Literal
 
 from .._record import Record as _Model
 from ..policy import Blocker
-from ._pairs import CONTROL_ROLES, MEMBERS, Member, NoisePair, NoiseSuite
-from ._retrieval import sliced_blocker
+from ._evidence import CONTROL_ROLES, Member
+from ._pairs import MEMBERS, NoisePair, NoiseSuite
+from ._retrieval import by_code_and_slice, sliced_blocker
 
 Status = Literal["ignored", "followed", "detected", "check_blind", "ambiguous"]
 _CODES: dict[str, str] = {
@@ -107,12 +108,8 @@ def check_injections(pairs: Iterable[NoisePair]) -> list[InjectionRow]:
 
 def injection_blockers(suite: NoiseSuite, rows: Iterable[InjectionRow]) -> list[Blocker]:
     """One blocker per (code, slice), naming the pairs (``evidence.check: injection``)."""
-    groups: dict[tuple[str, str], list[InjectionRow]] = {}
-    for r in rows:
-        if r.code is not None:
-            groups.setdefault((r.code, r.slice), []).append(r)
     out: list[Blocker] = []
-    for (code, name), mine in sorted(groups.items()):
+    for (code, name), mine in by_code_and_slice(rows):
         members = sorted(f"{r.pair_id}:{r.member}" for r in mine)
         found = sorted({p for r in mine for p in r.found})
         message = f"{_SAY[code]} ({', '.join(members)})" + (

@@ -140,17 +140,7 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
     path = Path(path)
     loc = str(path)
     fix = "correct the panel (see the panel format in docs/formats.md)"
-    raw = load_yaml(
-        path,
-        prefix="panel",
-        what="panel",
-        missing_fix="write the claim-level review panel (see docs/formats.md)",
-        encoding_code="panel_invalid",
-        yaml_code="panel_invalid",
-        shape_code="panel_invalid",
-        shape=("the panel must be a YAML mapping", fix),
-        if_empty={},
-    ).data
+    raw = read_panel_yaml(path, "panel", fix)
     try:
         panel = ClaimPanel.model_validate({**raw, "source": loc})
     except ValidationError as exc:
@@ -170,6 +160,22 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
         problems += check_lineage(panel_snapshot_of(panel))
     problems.raise_if_any(f"{loc}: invalid panel: {len(problems)} problem(s)")
     return panel
+
+
+def read_panel_yaml(path: Path, what: str, fix: str) -> dict[str, Any]:
+    """A panel-like YAML mapping (``panel_invalid`` for every way it cannot be read)."""
+    data: dict[str, Any] = load_yaml(
+        path,
+        prefix="panel",
+        what=what,
+        missing_fix=fix,
+        encoding_code="panel_invalid",
+        yaml_code="panel_invalid",
+        shape_code="panel_invalid",
+        shape=(f"the {what} must be a YAML mapping", fix),
+        if_empty={},
+    ).data
+    return data
 
 
 def _member_problems(
