@@ -92,6 +92,7 @@ def test_held_out_noise_pairs_are_recorded_once_in_the_project_ledger(
     with pytest.raises(WorkbenchError) as refused:
         score("run2", partition="held_out")
     assert [p.code for p in refused.value.problems] == ["held_out_reuse"]
+    assert "score the held-out pairs again" in refused.value.problems[0].fix
     assert len(ledger.entries()) == 2 and not (tmp_path / "run2" / "candidates").exists()
 
     # the same run directory with the same judge resumes its use

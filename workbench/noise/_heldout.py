@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import sha256_json
-from ..errors import refusal
+from ..errors import WorkbenchError, refusal
 from ..heldout import HeldOutLedger, LedgerEntry, ledger_path_for
 from ._pairs import MEMBERS, NoisePair, NoiseSuite
 
@@ -108,7 +108,15 @@ def held_out_use(
             and e.held_out_manifest_sha256 == manifest
         ]
         others = [e for e in entries if e not in resumes and e.opens not in _ids(resumes)]
-        prior = ledger.check_rerun(keys, manifest, rerun_reason, others)
+        try:
+            prior = ledger.check_rerun(keys, manifest, rerun_reason, others)
+        except WorkbenchError as exc:
+            fix = (
+                'pass --rerun-reason "..." (rerun_reason=) to score the held-out pairs again; the'
+                " reason is recorded in the ledger"
+            )
+            problems = [p.model_copy(update={"fix": fix}) for p in exc.problems]
+            raise WorkbenchError("refusing to score held-out pairs again", problems) from None
         started, _, hold = ledger.start(
             candidate=judge.spec.label,
             fingerprint=fingerprint,
