@@ -32,7 +32,6 @@ from ._compare import (
     with_baseline,
 )
 from ._evidence import (
-    COMPONENTS,
     PARTITIONS,
     ChangeUnderReview,
     CompanionMetric,
@@ -80,7 +79,7 @@ from ._panel import (
     load_panel,
     panel_agreement,
 )
-from ._panel_checks import PanelSliceRow, panel_composition, panel_slices
+from ._panel_checks import PanelSliceRow, panel_composition
 from ._present import (
     check_noise_lock,
     comparison_chart,
@@ -101,8 +100,8 @@ from ._thresholds import propose_thresholds
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
 __all__ = [
-    "CLAIMS_PREFIX", "COMPONENTS", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS",
-    "ROLES", "BlindKey", "ChangeUnderReview", "ClaimAdjudication", "ClaimJudgment", "ClaimPanel",
+    "CLAIMS_PREFIX", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS", "ROLES",
+    "BlindKey", "ChangeUnderReview", "ClaimAdjudication", "ClaimJudgment", "ClaimPanel",
     "ClaimReview", "CleanMember", "CompanionMetric", "CompanionValue", "ControlRow", "Distractor",
     "EvidenceManifest", "GenerationTrace", "Injection", "InjectionRow", "Member", "Mode",
     "NoiseComparison", "NoiseInput", "NoiseJudge", "NoisePair", "NoisePolicy", "NoiseReport",
@@ -116,8 +115,8 @@ __all__ = [
     "format_panel", "injection_blockers", "injection_lines", "join_companions",
     "load_baseline_report", "load_companions", "load_noise_run", "load_pairs", "load_panel",
     "lock_noise_run", "noise_chart", "noise_override_scope", "noise_report", "panel_agreement",
-    "panel_composition", "panel_release_of", "panel_slices", "panel_snapshot", "parse_pairs",
-    "propose_thresholds", "release_of", "retrieval_blockers", "review_pack", "run_noise",
-    "run_noise_sync", "scoring_fingerprint", "selected_candidates", "suite_snapshot",
-    "suite_snapshot_of", "unblind", "unblind_files", "validate_pairs", "with_baseline"
+    "panel_composition", "panel_release_of", "panel_snapshot", "parse_pairs", "propose_thresholds",
+    "release_of", "retrieval_blockers", "review_pack", "run_noise", "run_noise_sync",
+    "scoring_fingerprint", "selected_candidates", "suite_snapshot", "suite_snapshot_of", "unblind",
+    "unblind_files", "validate_pairs", "with_baseline"
 ]  # fmt: skip
