@@ -53,6 +53,9 @@ sampling_window: none
 reviewer_qualifications: test reviewers
 adjudication_procedure: a third reviewer decides
 known_gaps: [everything]
+excluded_domains: [production use]
+privacy_handling: no personal data
+source_authority: the test evidence snapshot
 ---
 # Test card
 """

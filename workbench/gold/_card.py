@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 CARD_FIELDS: tuple[str, ...] = (
     ("intended_use", "sampling_window")
     + ("reviewer_qualifications", "adjudication_procedure")
-    + ("known_gaps",)
+    + ("known_gaps", "excluded_domains", "privacy_handling", "source_authority")
 )
-"""Front-matter fields a card must document."""
+"""Front-matter fields a card must document (the dataset card of seed 001; the label
+distribution is computed)."""
 
 
 class DatasetCard(BaseModel):

@@ -16,6 +16,7 @@ from ._analysis import (
     SliceRow,
     check_run_request,
     load_noise_run,
+    member_items,
     noise_override_scope,
     noise_report,
     run_noise,
@@ -114,9 +115,9 @@ __all__ = [
     "check_retrieval", "check_run_request", "comparison_chart", "explain", "format_noise",
     "format_panel", "injection_blockers", "injection_lines", "join_companions",
     "load_baseline_report", "load_companions", "load_noise_run", "load_pairs", "load_panel",
-    "lock_noise_run", "noise_chart", "noise_override_scope", "noise_report", "panel_agreement",
-    "panel_composition", "panel_release_of", "panel_snapshot", "parse_pairs", "propose_thresholds",
-    "release_of", "retrieval_blockers", "review_pack", "run_noise", "run_noise_sync",
-    "scoring_fingerprint", "selected_candidates", "suite_snapshot", "suite_snapshot_of", "unblind",
-    "unblind_files", "validate_pairs", "with_baseline"
+    "lock_noise_run", "member_items", "noise_chart", "noise_override_scope", "noise_report",
+    "panel_agreement", "panel_composition", "panel_release_of", "panel_snapshot", "parse_pairs",
+    "propose_thresholds", "release_of", "retrieval_blockers", "review_pack", "run_noise",
+    "run_noise_sync", "scoring_fingerprint", "selected_candidates", "suite_snapshot",
+    "suite_snapshot_of", "unblind", "unblind_files", "validate_pairs", "with_baseline"
 ]  # fmt: skip

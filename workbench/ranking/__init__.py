@@ -41,6 +41,16 @@ from ._capture import (
     read_payload,
     verify_ranking_run,
 )
+from ._context import ContextSensitivity, context_sensitivity
+from ._diff import CandidateDiff
+from ._drift import (
+    ReleaseChange,
+    ScalarRetirement,
+    refuse_retired_scalar,
+    release_change,
+    retire_scalar,
+    scalar_retirement,
+)
 from ._fixtures import (
     FixtureChange,
     FixtureSet,
@@ -82,6 +92,15 @@ from ._policy import (
 from ._releases import VersionHistory, fixtures_snapshot, history_rows, label_history
 
 __all__ = [
+    "CandidateDiff",
+    "ContextSensitivity",
+    "ReleaseChange",
+    "ScalarRetirement",
+    "context_sensitivity",
+    "refuse_retired_scalar",
+    "release_change",
+    "retire_scalar",
+    "scalar_retirement",
     "AgreementDropExample",
     "AgreementDropExamples",
     "CalibrationFigure",
