@@ -108,7 +108,11 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             calls_first = fake.call_count
             second = runner.invoke(
                 noise_command,
-                [*common, "--baseline", str(tmp / "run" / "baseline"), "--out", str(tmp / "run2")],
+                [
+                    *common,
+                    *("--baseline", str(tmp / "run" / "baseline"), "--out", str(tmp / "run2")),
+                    *("--rerun-reason", "the same comparison against the recorded baseline run"),
+                ],
             )
             calls_second = fake.call_count - calls_first
         panel = runner.invoke(

@@ -77,6 +77,9 @@ def test_notebook_runs_controls_first_and_shows_scores_against_limits(tmp_path: 
     assert "stable" in text  # sentinel repeats
     assert "bought_by_refusing" in text and "ci95_low" in text  # baseline versus candidate
     assert "aligned claims agree" in text and "boundary:" in text  # the claim panel
+    assert "per slice (metric vs reviewers" in text and "composition: ok" in text
+    assert "Held-out use: ledger entry" in text  # the demo scores held-out pairs: recorded
+    assert "No pair declares an injected instruction." in text
     assert "With the override" in text and "noise_reference_defect_review by ovr-" in text
     assert "<svg" in text and "quality_failed" in text
     assert len(list((tmp_path / "runs").glob("*/*/controls/results.jsonl"))) == 1

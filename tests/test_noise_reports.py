@@ -660,6 +660,8 @@ NOISE_MODELS = [
     "SliceRow", "RepeatRow", "RetiredRow", "RetrievalRow", "NoiseComparison", "PairDelta",
     "SliceDelta", "Trend", "CompanionValue", "ClaimPanel",
     "ClaimReview", "ClaimJudgment", "ClaimAdjudication", "PanelReport", "PanelMemberRow",
+    "Injection", "InjectionRow", "QueryRewrite", "Reranker", "ChangeUnderReview",
+    "ThresholdEvidence", "PanelSliceRow", "ReviewItem", "ReviewPack", "BlindKey",
 ]  # fmt: skip
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -78,6 +78,11 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
     no_progress={"help": "Hide the progress bars."},
 )
+@option(
+    "rerun_reason",
+    help="Required when held-out pairs' content was scored before (recorded in the held-out"
+    " ledger).",
+)
 @flag("--lock", help="Lock the run directory after the report.")
 @option(
     "sign", help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format)."
@@ -98,14 +103,17 @@ def noise(
     baseline_companion_files: tuple[str, ...],
     overrides_path: str | None,
     options: RunOptions,
+    rerun_reason: str | None,
     lock: bool,
     sign_key: str | None,
 ) -> None:
     """Score a noise-sensitivity pair suite with Ragas NoiseSensitivity (lower is better).
 
     Controls are scored first; if one does not separate, no candidate pair is scored.
-    Re-running resumes without new calls. Exit 0 passed, 1 quality failed, 3 evaluation
-    incomplete, 4 review required, 2 invalid input (an incompatible --baseline included).
+    Re-running resumes without new calls. Held-out pairs are recorded in the project's held-out
+    ledger before the first call; content scored before is refused without --rerun-reason.
+    Exit 0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required, 2 invalid input
+    (an incompatible --baseline included).
     Subcommands: check, panel, override add.
     """
     if ctx.invoked_subcommand is not None:
@@ -134,7 +142,10 @@ def noise(
         sentinels_only=sentinels_only,
         repeat=repeat,
         baseline=loaded.get("baseline_suite"),
+        rerun_reason=rerun_reason,
     )
+    if run.held_out_entry is not None:
+        click.echo(f"held-out use recorded: ledger entry {run.held_out_entry}", err=True)
     report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
     if lock:
         sealed = lock_noise_run(out_dir, report, signer=signer)
@@ -301,14 +312,25 @@ def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
 @user_errors
 def check(pairs_path: str, as_json: bool) -> None:
     """The deterministic lane, no model call: validation, traces, release and lineage, retrieval
-    assertions. Exit 0 passed, 1 an assertion failed, 3 evidence missing, 2 invalid input."""
-    from ..noise import check_retrieval, load_pairs, release_of, retrieval_blockers, validate_pairs
+    assertions, whether responses followed an injected instruction. Exit 0 passed, 1 an assertion
+    failed, 3 evidence missing, 2 invalid input."""
+    from ..noise import (
+        check_injections,
+        check_retrieval,
+        injection_blockers,
+        injection_lines,
+        load_pairs,
+        release_of,
+        retrieval_blockers,
+        validate_pairs,
+    )
 
     suite = load_pairs(pairs_path)
     _, problems = validate_pairs(pairs_path)
     release = release_of(suite)
-    rows = check_retrieval([*suite.controls(), *suite.candidates()])
-    blockers = retrieval_blockers(suite, rows)
+    pairs = [*suite.controls(), *suite.candidates()]
+    rows, injected = check_retrieval(pairs), check_injections(pairs)
+    blockers = [*retrieval_blockers(suite, rows), *injection_blockers(suite, injected)]
     code = exit_code(outcome_of((b.category for b in blockers), clear="passed"))
     if as_json:
         echo_json(
@@ -318,6 +340,7 @@ def check(pairs_path: str, as_json: bool) -> None:
                 "release_id": release.release_id if release else None,
                 "warnings": [p.model_dump() for p in problems],
                 "retrieval": [r.model_dump(mode="json") for r in rows],
+                "injection": [r.model_dump(mode="json") for r in injected],
                 "blockers": [b.model_dump(mode="json") for b in blockers],
                 "exit_code": code,
             }
@@ -337,6 +360,7 @@ def check(pairs_path: str, as_json: bool) -> None:
         for r in rows
         if r.status != "passed"
     ]
+    lines += injection_lines(injected)[1:]
     lines += [f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}" for b in blockers]
     click.echo("\n".join(lines))
     sys.exit(code)
@@ -360,8 +384,10 @@ def check(pairs_path: str, as_json: bool) -> None:
 def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) -> None:
     """Agreement between the metric's claim verdicts and the reviewers' (calibration partition).
 
-    Exit 0 agreed on every member of a frozen panel, 3 some member has no verdicts, 4 the panel
-    is not frozen, 2 invalid input.
+    Reports agreement overall and per slice (with counts) and checks the panel's composition
+    (listed reviewers, no author reviewing their own pair, two qualified reviewers per member).
+    Exit 0 every member compared on a frozen, well-composed panel, 3 some member has no verdicts,
+    4 the panel is not frozen or its composition fails, 2 invalid input.
     """
     from ..noise import format_panel, load_noise_run, load_pairs, load_panel, panel_agreement
     from ..results import read_results
@@ -373,8 +399,94 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
     results = [line.result for p in paths for line in read_results(p)]
     report = panel_agreement(suite, claims, results)
     show(report, as_json, format_panel)
-    frozen = ExitCode.REVIEW_REQUIRED if report.release_id is None else ExitCode.OK
-    sys.exit(ExitCode.INCOMPLETE if report.missing else frozen)
+    usable = report.release_id is not None and report.composition_ok
+    sys.exit(
+        ExitCode.INCOMPLETE
+        if report.missing
+        else ExitCode.OK
+        if usable
+        else ExitCode.REVIEW_REQUIRED
+    )
+
+
+@noise.command("thresholds")
+@path("--pairs", "pairs_path", required=True, help="Pair suite YAML whose slices get limits.")
+@path("--baseline", required=True, help="RUN: an earlier `workbench noise` run (or its report).")
+@shown("--quantile", type=float, default=0.95, help="Quantile of the counted baseline values.")
+@shown("--margin", type=float, default=0.0, help="Added to the quantile (loosens the limit).")
+@flag("--delta", help="Also propose max_delta from the pair deltas (noisy - clean).")
+@option("out", help="Write the slices block here (default: print it).")
+@user_errors
+def thresholds(
+    pairs_path: str, baseline: str, quantile: float, margin: float, delta: bool, out: str | None
+) -> None:
+    """Propose each slice's max_score (and max_delta) from a baseline run's distribution, with
+    the data it came from (derived_from: report, its sha256, judge, quantile, margin, n, value).
+    Paste the block into a new suite version for review; loading checks it still fits."""
+    import yaml
+
+    from .._io import atomic_write_text
+    from ..noise import load_baseline_report, load_pairs, propose_thresholds
+
+    limits: tuple[Literal["max_score", "max_delta"], ...] = (
+        ("max_score", "max_delta") if delta else ("max_score",)
+    )
+    slices, kept = propose_thresholds(
+        load_pairs(pairs_path),
+        load_baseline_report(baseline),
+        baseline,
+        quantile=quantile,
+        margin=margin,
+        limits=limits,
+    )
+    block = {"slices": {k: v.model_dump(mode="json", exclude_none=True) for k, v in slices.items()}}
+    text = yaml.safe_dump(block, sort_keys=False, allow_unicode=True)
+    if out:
+        atomic_write_text(out, text)
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+    for line in kept:
+        click.echo(f"kept: {line}", err=True)
+
+
+@noise.command("panel-pack")
+@path("--pairs", "pairs_path", required=True, help="Pair suite YAML.")
+@option("out", required=True, help="Directory for review_pack.json and blind_key.json.")
+@option("seed", help="Shuffle seed of the neutral labels.")
+@user_errors
+def panel_pack(pairs_path: str, out: str, seed: int) -> None:
+    """Blinded claim-review material of the calibration pairs: neutral labels (R01 ...), no pair
+    id, role, member, generator, trace or score. Give review_pack.json to the reviewers; keep
+    blind_key.json (label -> pair:member) for `noise panel-unblind`."""
+    from .._io import atomic_write_json
+    from ..noise import load_pairs, review_pack
+
+    pack, key = review_pack(load_pairs(pairs_path), seed=seed)
+    directory = Path(out)
+    atomic_write_json(directory / "review_pack.json", pack.model_dump(mode="json"))
+    atomic_write_json(directory / "blind_key.json", key.model_dump(mode="json"))
+    click.echo(
+        f"{len(pack.items)} item(s) for review: {directory / 'review_pack.json'} (for reviewers);"
+        f" key: {directory / 'blind_key.json'} (keep it from them)"
+    )
+
+
+@noise.command("panel-unblind")
+@path("--key", "key_path", required=True, help="blind_key.json from `noise panel-pack`.")
+@path("--reviews", "reviews_path", required=True, help="YAML: reviews: [{item, reviewer, claims}].")
+@option("out", required=True, help="The panel YAML to write (<suite>.panel.yaml).")
+@user_errors
+def panel_unblind(key_path: str, reviews_path: str, out: str) -> None:
+    """Turn reviewers' judgments by neutral label into the claim panel (pair ids and members)."""
+    import yaml
+
+    from .._io import atomic_write_text
+    from ..noise import unblind_files
+
+    panel = unblind_files(key_path, reviews_path)
+    atomic_write_text(out, yaml.safe_dump(panel, sort_keys=False, allow_unicode=True))
+    click.echo(f"wrote {out}: {len(panel['reviews'])} review(s) of {panel['suite']}")
 
 
 @noise.group("override")

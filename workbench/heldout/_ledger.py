@@ -36,9 +36,10 @@ LOCK_TIMEOUT_S = 120.0
 """How long a command waits for another one's check-then-start before giving up (exit 2)."""
 
 Event = Literal["started", "finished", "aborted"]
-Kind = Literal["certification", "migration", "review_reevaluation"]
+Kind = Literal["certification", "migration", "review_reevaluation", "noise"]
 """What a ledger entry records: one candidate, a migration (candidate and baseline under one
-entry), or a re-evaluation of a locked report (nothing judged)."""
+entry), a re-evaluation of a locked report (nothing judged), or a noise run that scored a pair
+suite's held-out pairs (``gold`` is the suite file)."""
 _OMITTED_WHEN_DEFAULT: dict[str, object] = {
     "kind": "certification",
     "baseline": None,
@@ -134,7 +135,7 @@ class LedgerEntry(Record):
     run_records_sha256: str | None = None
     """For ``finished``: sha256 of the held-out run's ``results.jsonl``."""
     kind: Kind = "certification"
-    """``certification``, ``migration`` or ``review_reevaluation``; omitted when
+    """``certification``, ``migration``, ``review_reevaluation`` or ``noise``; omitted when
     ``certification``."""
     baseline: str | None = None
     """For ``migration``: ``name@version`` of the baseline."""

@@ -23,6 +23,7 @@ from ._analysis import (
     run_noise_sync,
     selected_candidates,
 )
+from ._blind import BlindKey, ReviewItem, ReviewPack, review_pack, unblind, unblind_files
 from ._companions import CompanionValue, join_companions, load_companions
 from ._compare import (
     check_baseline_report,
@@ -33,17 +34,23 @@ from ._compare import (
 )
 from ._evidence import (
     PARTITIONS,
+    ChangeUnderReview,
     CompanionMetric,
     EvidenceManifest,
     GenerationTrace,
+    Injection,
     Member,
     NoisePolicy,
     PartitionName,
+    QueryRewrite,
+    Reranker,
     Retirement,
     RetrievalAssertions,
     RetrievedContext,
     SignOff,
+    ThresholdEvidence,
 )
+from ._injection import InjectionRow, check_injections, injection_blockers
 from ._judge import CLAIMS_PREFIX, KIND, NoiseJudge, calls_per_score, explain
 from ._pairs import (
     DIRECTION,
@@ -73,7 +80,15 @@ from ._panel import (
     load_panel,
     panel_agreement,
 )
-from ._present import check_noise_lock, comparison_chart, format_noise, lock_noise_run, noise_chart
+from ._panel_checks import PanelSliceRow, panel_composition
+from ._present import (
+    check_noise_lock,
+    comparison_chart,
+    format_noise,
+    injection_lines,
+    lock_noise_run,
+    noise_chart,
+)
 from ._release import (
     panel_release_of,
     panel_snapshot,
@@ -82,23 +97,27 @@ from ._release import (
     suite_snapshot_of,
 )
 from ._retrieval import RetrievalRow, check_retrieval, retrieval_blockers
+from ._thresholds import propose_thresholds
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
 __all__ = [
     "CLAIMS_PREFIX", "DIRECTION", "KIND", "MODES", "NOISE_REPORT_FILE", "PARTITIONS", "ROLES",
-    "ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "CleanMember",
-    "CompanionMetric", "CompanionValue", "ControlRow", "Distractor", "EvidenceManifest",
-    "GenerationTrace", "Member", "Mode", "NoiseComparison", "NoiseInput", "NoiseJudge",
-    "NoisePair", "NoisePolicy", "NoiseReport", "NoiseRun", "NoiseSuite", "NoisyMember",
-    "PairDelta", "PairRow", "PanelMemberRow", "PanelReport", "PartitionName", "RepeatRow",
+    "BlindKey", "ChangeUnderReview", "ClaimAdjudication", "ClaimJudgment", "ClaimPanel",
+    "ClaimReview", "CleanMember", "CompanionMetric", "CompanionValue", "ControlRow", "Distractor",
+    "EvidenceManifest", "GenerationTrace", "Injection", "InjectionRow", "Member", "Mode",
+    "NoiseComparison", "NoiseInput", "NoiseJudge", "NoisePair", "NoisePolicy", "NoiseReport",
+    "NoiseRun", "NoiseSuite", "NoisyMember", "PairDelta", "PairRow", "PanelMemberRow",
+    "PanelReport", "PanelSliceRow", "PartitionName", "QueryRewrite", "RepeatRow", "Reranker",
     "RetiredRow", "Retirement", "RetrievalAssertions", "RetrievalRow", "RetrievedContext",
-    "SignOff", "SliceDelta", "SliceLimit", "SliceRow", "Trend", "calls_per_score",
-    "check_baseline_report", "check_baseline_suite", "check_noise_lock", "check_pairs",
+    "ReviewItem", "ReviewPack", "SignOff", "SliceDelta", "SliceLimit", "SliceRow",
+    "ThresholdEvidence", "Trend", "calls_per_score", "check_baseline_report",
+    "check_baseline_suite", "check_injections", "check_noise_lock", "check_pairs",
     "check_retrieval", "check_run_request", "comparison_chart", "explain", "format_noise",
-    "format_panel", "join_companions", "load_baseline_report", "load_companions", "load_noise_run",
-    "load_pairs", "load_panel", "lock_noise_run", "member_items", "noise_chart",
-    "noise_override_scope",
-    "noise_report", "panel_agreement", "panel_release_of", "panel_snapshot", "parse_pairs",
-    "release_of", "retrieval_blockers", "run_noise", "run_noise_sync", "scoring_fingerprint",
-    "selected_candidates", "suite_snapshot", "suite_snapshot_of", "validate_pairs", "with_baseline"
+    "format_panel", "injection_blockers", "injection_lines", "join_companions",
+    "load_baseline_report", "load_companions", "load_noise_run", "load_pairs", "load_panel",
+    "lock_noise_run", "member_items", "noise_chart", "noise_override_scope", "noise_report",
+    "panel_agreement", "panel_composition", "panel_release_of", "panel_snapshot", "parse_pairs",
+    "propose_thresholds", "release_of", "retrieval_blockers", "review_pack", "run_noise",
+    "run_noise_sync", "scoring_fingerprint", "selected_candidates", "suite_snapshot",
+    "suite_snapshot_of", "unblind", "unblind_files", "validate_pairs", "with_baseline"
 ]  # fmt: skip

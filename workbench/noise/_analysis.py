@@ -39,7 +39,9 @@ from ..policy import (
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
-from ._evidence import Member, NoisePolicy
+from ._evidence import ChangeUnderReview, Member, NoisePolicy
+from ._heldout import held_out_use
+from ._injection import InjectionRow, check_injections, injection_blockers
 from ._judge import KIND, METRIC
 from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, NoisePair, NoiseSuite
 from ._release import release_of
@@ -273,6 +275,8 @@ class NoiseRun(_Model):
     """sha256 of the suite file."""
     release_id: str | None = None
     """The frozen release of the suite, or None when unfrozen."""
+    change_under_review: ChangeUnderReview | None = None
+    """The change the suite version is run to judge (from the suite)."""
     judge: str
     """``name@version`` of the candidate."""
     judge_fingerprint: str
@@ -303,6 +307,9 @@ class NoiseRun(_Model):
     """The baseline suite's run (``<out>/baseline``), when one was given as a suite."""
     stopped_reason: str | None
     """Why candidates were not scored, when they were not."""
+    held_out_entry: str | None = None
+    """The held-out ledger entry recording this run's use of held-out pairs (None: none
+    scored)."""
 
     def results_paths(self) -> list[Path]:
         """The results files of the controls and candidates runs (repeats are read separately)."""
@@ -326,6 +333,8 @@ class NoiseReport(_Model):
     """``name@version`` of the pair suite."""
     suite_sha256: str
     """sha256 of the suite file."""
+    change_under_review: ChangeUnderReview | None = None
+    """The suite's declared change under review (component and description)."""
     suite_path: str | None
     """Where the suite was read from."""
     release_id: str | None = None
@@ -352,6 +361,9 @@ class NoiseReport(_Model):
     """Every retrieval assertion (checked before any model call)."""
     retrieval_passed: bool = True
     """Every retrieval assertion passed."""
+    injection: list[InjectionRow] = Field(default_factory=list)
+    """Whether each member followed its pair's injected instruction: judged apart from the
+    noise score (:mod:`._injection`)."""
     controls: list[ControlRow]
     """Every control pair of every role."""
     control_roles: dict[str, int] = Field(default_factory=dict)
@@ -389,7 +401,7 @@ class NoiseReport(_Model):
     pair_keys: dict[str, str] = Field(default_factory=dict)
     """Candidate pair id -> :meth:`NoisePair.frame_sha256` (what a baseline must share)."""
     pair_hashes: dict[str, dict[str, str]] = Field(default_factory=dict)
-    """Candidate pair id -> ``{retrieval, response}`` hashes (:func:`evidence_hashes`)."""
+    """Candidate pair id -> one hash per input boundary (:func:`evidence_hashes`)."""
     comparison: NoiseComparison | None = None
     """The baseline comparison, when ``--baseline`` was given."""
     warnings: list[Trend] = Field(default_factory=list)
@@ -571,10 +583,13 @@ async def run_noise(
     cache_dir: str | Path | None | Literal[False] = None,
     retry_errors: bool = False,
     progress: bool = True,
+    rerun_reason: str | None = None,
 ) -> NoiseRun:
     """Retrieval assertions, then the controls, then (if every control separated) candidates and
     repeats, through the run engine within the suite's policy (``budget_usd`` and ``concurrency``
-    may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``."""
+    may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``. Held-out
+    pairs are recorded in the project's held-out ledger first; content used before needs
+    ``rerun_reason`` (:mod:`workbench.noise._heldout`)."""
     # Notebook arguments arrive as papermill injected them: types checked before anything else.
     if concurrency is not None:
         check_concurrency(concurrency)
@@ -608,12 +623,31 @@ async def run_noise(
         "retry_errors": retry_errors,
         "progress": progress,
     }
-    run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
+    scored = [(suite, _scored_pairs(suite, partition, sentinels_only, repeat))]
     if baseline is not None:
-        b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
-        run = run.model_copy(update={"baseline": b_run})
-    atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
+        scored.append((baseline, selected_candidates(baseline, partition, sentinels_only)))
+    with held_out_use(suite, judge, scored, out, rerun_reason) as use:
+        run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
+        passed = [run.controls_passed]
+        if baseline is not None:
+            b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, **select)
+            run = run.model_copy(update={"baseline": b_run})
+            passed.append(b_run.controls_passed)
+        use.used = any(passed)
+        use.outcome = "scored" if use.used else "controls_failed"
+        if use.entry is not None:
+            run = run.model_copy(update={"held_out_entry": use.entry.entry_id})
+        atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
     return run
+
+
+def _scored_pairs(
+    suite: NoiseSuite, partition: str | None, sentinels_only: bool, repeat: int
+) -> list[NoisePair]:
+    """The pairs whose candidates a run may score: the selection and, with repeats, the
+    sentinels."""
+    sentinels = [p for p in suite.active() if p.pair_id in suite.sentinels] if repeat > 1 else []
+    return [*selected_candidates(suite, partition, sentinels_only), *sentinels]
 
 
 async def _run_suite(
@@ -651,6 +685,7 @@ async def _run_suite(
         suite=suite.label,
         suite_sha256=suite.sha256,
         release_id=release.release_id if release else None,
+        change_under_review=suite.change_under_review,
         judge=judge.spec.label,
         judge_fingerprint=judge.identity.fingerprint(),
         partition=partition,
@@ -936,6 +971,7 @@ def noise_report(
         suite=suite.label,
         suite_sha256=suite.sha256,
         suite_path=suite.source,
+        change_under_review=suite.change_under_review,
         release_id=release.release_id if release else None,
         partition=partition,
         sentinels_only=sentinels_only,
@@ -969,6 +1005,7 @@ class _Reading:
     controls: list[ControlRow]
     controls_passed: bool
     control_roles: dict[str, int]
+    injection: list[InjectionRow] = field(default_factory=list)
     pairs: list[PairRow] = field(default_factory=list)
     slices: list[SliceRow] = field(default_factory=list)
     repeats: list[RepeatRow] = field(default_factory=list)
@@ -997,8 +1034,10 @@ def _read_suite(
         and (run is None or run.controls_passed)
     )
     control_blockers, roles = _control_blockers(suite, controls)
+    injection = check_injections([*suite.controls(), *candidates])
     blockers = [*retrieval_blockers(suite, retrieval), *control_blockers]
-    reading = _Reading(retrieval, controls, interpreted, roles)
+    blockers += injection_blockers(suite, injection)
+    reading = _Reading(retrieval, controls, interpreted, roles, injection)
     values = companions.values if companions is not None else {}
     reading.evaluator_errors = [
         _member_error(pair, m, r)
@@ -1444,12 +1483,26 @@ _EVIDENCE = attrgetter("document_id", "version", "chunk_id", "rank", "corpus_id"
 
 
 def evidence_hashes(pair: NoisePair) -> dict[str, str]:
-    """``retrieval`` and ``response`` hashes of a pair's two members: each retrieved context's
-    document id, version, chunk, rank, corpus, tenant and text; each response and abstention."""
+    """One hash per input boundary of a pair's two members, in debugging order: ``corpus`` (the
+    snapshot and each context's corpus, document and version), ``query_rewrite``, ``reranker``
+    (the typed generator fields), ``retrieval`` (each context's document id, version, chunk,
+    rank, corpus, tenant and text), ``response`` (each response and abstention) and
+    ``reference`` (text and version)."""
     members = [pair.member(m) for m in MEMBERS]
+    corpus = [
+        pair.generator.get("corpus_snapshot"),
+        [[(c.corpus_id, c.document_id, c.version) for c in m.contexts()] for m in members],
+    ]
     retrieval = [[[*_EVIDENCE(c), sha256_text(c.text)] for c in m.contexts()] for m in members]
     responses = [[m.response, m.abstained] for m in members]
-    return {"retrieval": sha256_json(retrieval), "response": sha256_json(responses)}
+    return {
+        "corpus": sha256_json(corpus),
+        "query_rewrite": sha256_json(pair.generator.get("query_rewrite")),
+        "reranker": sha256_json(pair.generator.get("reranker")),
+        "retrieval": sha256_json(retrieval),
+        "response": sha256_json(responses),
+        "reference": sha256_json([pair.reference, pair.reference_version]),
+    }
 
 
 def _repeat_rows(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -15,6 +16,7 @@ from .._load import Problems
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeIdentity
 from ._analysis import _EPS, NOISE_REPORT_FILE, NoiseReport, PairRow, _worse, selected_candidates
+from ._evidence import COMPONENTS, Component
 from ._pairs import NoisePair, NoiseSuite
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 
@@ -231,6 +233,7 @@ def with_baseline(
         message = f"refusing the baseline comparison: {len(problems)} reason(s)"
         raise WorkbenchError(message, problems)
     deltas, warnings = _pair_deltas(report, baseline, warn_delta, companions or {})
+    warnings += _elsewhere(report, deltas)
     slices, slice_warnings = _slice_deltas(report, deltas, warn_delta)
     a = report.judge
     cmp = NoiseComparison(
@@ -248,18 +251,49 @@ def with_baseline(
     return report.model_copy(update={"comparison": cmp, "warnings": list(cmp.warnings)})
 
 
-_Change = Literal["retrieval", "response", "evaluator", "none"]
+def _elsewhere(report: NoiseReport, deltas: list[PairDelta]) -> list[Trend]:
+    """Pairs whose first change is an input boundary before the declared change under review
+    (the comparison does not isolate that change for them)."""
+    change = report.change_under_review
+    if change is None or change.component not in _INPUTS:
+        return []
+    upstream = _INPUTS[: _INPUTS.index(change.component)]
+    return [
+        Trend(
+            kind="change_elsewhere",
+            slice=d.slice,
+            pair_id=d.pair_id,
+            message=f"{d.pair_id}: {d.first_change} changed before the change under review"
+            f" ({change.component}: {change.description})",
+        )
+        for d in deltas
+        if d.first_change in upstream
+    ]
+
+
+_INPUTS = COMPONENTS[: COMPONENTS.index("evaluator")]
+"""The recorded input boundaries, in order."""
 
 
 def _first_change(
-    candidate: NoiseReport, baseline: NoiseReport, pid: str, same_score: bool
-) -> _Change | None:
-    """The first boundary that differs, in debugging order."""
-    a_h, b_h = candidate.pair_hashes.get(pid), baseline.pair_hashes.get(pid)
-    if not a_h or not b_h:
+    candidate: NoiseReport, baseline: NoiseReport, row: PairRow, old: PairRow | None
+) -> Component | Literal["none"] | None:
+    """The first boundary that differs, in debugging order (:data:`COMPONENTS`): the recorded
+    inputs (a boundary either side lacks the hash of is skipped), then the evaluator's scores,
+    then the pair's aggregation (delta, counted, status), then the gate; ``none`` when nothing
+    differs."""
+    a_h, b_h = candidate.pair_hashes.get(row.pair_id), baseline.pair_hashes.get(row.pair_id)
+    if not a_h or not b_h or old is None:
         return None
-    moved = (k for k in ("retrieval", "response") if a_h.get(k) != b_h.get(k))
-    return cast(_Change, next(moved, "none" if same_score else "evaluator"))
+    for component in COMPONENTS:
+        if component in a_h and component in b_h and a_h[component] != b_h[component]:
+            return cast(Component, component)
+    scores = attrgetter("clean_score", "noisy_score")
+    aggregation = attrgetter("delta", "counted", "status", "relation_held")
+    for component, of in (("evaluator", scores), ("aggregation", aggregation)):
+        if of(row) != of(old):
+            return cast(Component, component)
+    return "gate" if row.within_limit != old.within_limit else "none"
 
 
 def _pair_deltas(
@@ -291,16 +325,15 @@ def _pair_delta(
 ) -> PairDelta:
     bn, cn = _counted_noisy(old), _counted_noisy(row)
     b_noisy = old.noisy_score if old else None
-    same_clean = old is not None and old.clean_score == row.clean_score
     if bn is None or cn is None:
         why = "; ".join(
             f"{side}: {r.status if r else 'absent'}"
             for side, r, v in (("baseline", old, bn), ("candidate", row, cn))
             if v is None
         )
-        same, detail, noisy_delta = b_noisy == row.noisy_score, f"not comparable ({why})", None
+        detail, noisy_delta = f"not comparable ({why})", None
     else:
-        same, detail, noisy_delta = abs(cn - bn) <= _EPS, f"noisy {bn:.3f} -> {cn:.3f}", cn - bn
+        detail, noisy_delta = f"noisy {bn:.3f} -> {cn:.3f}", cn - bn
     a, b = row.delta, old.delta if old else None
     return PairDelta(
         pair_id=row.pair_id,
@@ -314,7 +347,7 @@ def _pair_delta(
         pair_delta_change=None if noisy_delta is None or a is None or b is None else a - b,
         status="not_comparable" if noisy_delta is None else "compared",
         detail=detail,
-        first_change=_first_change(candidate, baseline, row.pair_id, same_clean and same),
+        first_change=_first_change(candidate, baseline, row, old),
     )
 
 

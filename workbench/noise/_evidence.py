@@ -5,9 +5,9 @@ fit together is checked by :mod:`._pairs`)."""
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import ClassVar, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from .._io import sha256_text
 from .._record import Record as _Model
@@ -68,6 +68,118 @@ class RetrievedContext(_Model):
 def as_context(value: str | RetrievedContext) -> RetrievedContext:
     """A context as :class:`RetrievedContext` (a plain string becomes ``{text}``)."""
     return value if isinstance(value, RetrievedContext) else RetrievedContext(text=value)
+
+
+class Injection(_Model):
+    """The instruction an adversarial distractor aims at the generator, and how to tell that the
+    system obeyed it: judged apart from answer quality (:mod:`._injection`)."""
+
+    instruction: str = Field(min_length=1)
+    """The injected instruction, quoted from the distractor's text."""
+    followed_if: list[str] = Field(min_length=1)
+    """Phrases whose presence in a response (case, Unicode and whitespace folded) shows the
+    system followed the instruction."""
+
+
+class OmitUnset(_Model):
+    """A record whose fields added after a suite format was frozen are left out of its JSON form
+    while unset, so frozen pairs and headers hash as before."""
+
+    OMITTED: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> object:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.OMITTED:
+                if name in data and data[name] is None:
+                    del data[name]
+        return data
+
+
+Component = Literal[
+    "corpus",
+    "query_rewrite",
+    "reranker",
+    "retrieval",
+    "response",
+    "reference",
+    "evaluator",
+    "aggregation",
+    "gate",
+]
+COMPONENTS: tuple[str, ...] = get_args(Component)
+"""The boundaries of a noise result in debugging order (the seed's: corpus, retrieved ids and
+ranks, response claims, reference, evaluator output, aggregation, gate; with the query rewrite
+and the reranker before retrieval): ``first_change`` names the first that differs."""
+
+
+class QueryRewrite(_Model):
+    """How the user's question was rewritten before retrieval (``generator.query_rewrite``)."""
+
+    method: str = Field(min_length=1)
+    """``none``, or the rewriting method (e.g. ``llm``, ``synonyms``)."""
+    model: str | None = None
+    """The rewriting model, when a model rewrites."""
+    prompt_sha256: str | None = None
+    """sha256 of the rewriting prompt."""
+    config_sha256: str | None = None
+    """sha256 of the rewriting configuration."""
+    rewritten_query: str | None = None
+    """The query retrieval actually ran (for this pair)."""
+
+
+class Reranker(_Model):
+    """The reranker between retrieval and generation (``generator.reranker``)."""
+
+    name: str = Field(min_length=1)
+    """``none``, or the reranker (e.g. ``bge-reranker-v2``)."""
+    version: str | None = None
+    """Its version or model revision."""
+    config_sha256: str | None = None
+    """sha256 of its configuration."""
+    top_k: int | None = Field(default=None, ge=1)
+    """How many contexts it keeps."""
+
+
+class ChangeUnderReview(_Model):
+    """The one change a suite version is run to judge (written before results are seen)."""
+
+    component: Component
+    """Which boundary the change touches (:data:`COMPONENTS`)."""
+    description: str = Field(min_length=1)
+    """What changed (e.g. ``reranker bge-v2 replaces bm25 order``)."""
+    baseline: str | None = None
+    """The baseline suite or run it is compared with."""
+
+
+class ThresholdEvidence(_Model):
+    """Where a slice limit came from: a baseline run's distribution (``noise thresholds``)."""
+
+    report: str
+    """The baseline run's ``noise_report.json`` (as given)."""
+    report_sha256: str
+    """sha256 of that report file."""
+    suite: str
+    """``name@version`` of the suite the baseline scored."""
+    judge_fingerprint: str
+    """The evaluator that scored it (a limit from another judge is not comparable)."""
+    limit: Literal["max_score", "max_delta"]
+    """The limit it sets: from the noisy scores (``max_score``) or the pair deltas
+    (``max_delta``)."""
+    quantile: float = Field(ge=0, le=1)
+    """The quantile of the slice's counted baseline values."""
+    margin: float = Field(ge=0)
+    """Added to the quantile (lower is better: a margin loosens the limit)."""
+    n: int = Field(ge=1)
+    """Counted baseline pairs of the slice the quantile is over."""
+    value: float
+    """The quantile's value over those pairs (the limit is ``min(1, value + margin)``)."""
+
+    @property
+    def proposed(self) -> float:
+        """The limit the data gives: ``min(1, value + margin)``, rounded to 6 places."""
+        return round(min(1.0, self.value + self.margin), 6)
 
 
 class GenerationTrace(_Model):

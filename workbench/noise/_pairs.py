@@ -27,15 +27,21 @@ from ._evidence import (
     ORIGINS,
     PARTITIONS,
     Attack,
+    ChangeUnderReview,
     EvidenceManifest,
     GenerationTrace,
+    Injection,
     Member,
     NoisePolicy,
+    OmitUnset,
     PartitionName,
+    QueryRewrite,
+    Reranker,
     Retirement,
     RetrievalAssertions,
     RetrievedContext,
     SignOff,
+    ThresholdEvidence,
     as_context,
 )
 
@@ -87,8 +93,10 @@ class NoiseInput(_Model):
         return sha256_json(self.model_dump(mode="json"))
 
 
-class Distractor(_Model):
+class Distractor(OmitUnset):
     """The one labelled distractor context that makes a member noisy."""
+
+    OMITTED: ClassVar[tuple[str, ...]] = ("injection",)
 
     index: int
     """Position of the distractor in the noisy member's ``retrieved_contexts`` (0-based)."""
@@ -100,6 +108,9 @@ class Distractor(_Model):
     """The incorrect claim the distractor carries, when it carries one."""
     attack: Attack | None = None
     """Adversarial distractors: ``instruction``, ``fake_policy`` or ``stale_date``."""
+    injection: Injection | None = None
+    """With ``attack: instruction``: the instruction and the phrases that show it was followed
+    (omitted from the JSON form when unset, so frozen pairs hash as before)."""
 
 
 class CleanMember(_Model):
@@ -136,8 +147,10 @@ class NoisyMember(CleanMember):
     """The one change that makes this member noisy."""
 
 
-class SliceLimit(_Model):
+class SliceLimit(OmitUnset):
     """The gate of one slice. Every threshold carries its direction."""
+
+    OMITTED: ClassVar[tuple[str, ...]] = ("derived_from",)
 
     max_score: float
     """Highest NoiseSensitivity score a candidate pair's noisy member may have."""
@@ -151,6 +164,9 @@ class SliceLimit(_Model):
     """Business risk of the slice (e.g. ``critical``)."""
     rationale: str | None = None
     """Why this limit, written before results are seen."""
+    derived_from: list[ThresholdEvidence] | None = None
+    """The baseline data each limit was derived from (``workbench noise thresholds``); a limit
+    that no longer equals what its data gives is refused (``threshold_evidence_mismatch``)."""
 
 
 class NoisePair(_Model):
@@ -198,6 +214,18 @@ class NoisePair(_Model):
     notes: str | None = None
     """Free-text notes for reviewers."""
 
+    @property
+    def query_rewrite(self) -> QueryRewrite | None:
+        """``generator.query_rewrite``, typed (validated at load)."""
+        raw = self.generator.get("query_rewrite")
+        return QueryRewrite.model_validate(raw) if raw is not None else None
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """``generator.reranker``, typed (validated at load)."""
+        raw = self.generator.get("reranker")
+        return Reranker.model_validate(raw) if raw is not None else None
+
     def member(self, name: Member) -> CleanMember:
         """The ``clean`` or ``noisy`` member."""
         return self.clean if name == "clean" else self.noisy
@@ -228,8 +256,10 @@ class NoisePair(_Model):
         return sha256_json(self.model_dump(mode="json", exclude={"retired"}))
 
 
-class NoiseSuite(_Model):
+class NoiseSuite(OmitUnset):
     """A validated pair suite, built by :func:`load_pairs` or :func:`parse_pairs`."""
+
+    OMITTED: ClassVar[tuple[str, ...]] = ("change_under_review",)
 
     schema_version: int = PAIRS_SCHEMA_VERSION
     """Pair-suite format version."""
@@ -261,6 +291,8 @@ class NoiseSuite(_Model):
     """sha256 of the file (or of the canonical JSON of the parsed mapping)."""
     supersedes: str | None = None
     """The frozen version this version replaces (required once an earlier version is frozen)."""
+    change_under_review: ChangeUnderReview | None = None
+    """The one change this suite version is run to judge (component and description)."""
 
     @property
     def label(self) -> str:
@@ -346,6 +378,7 @@ class _Header(_Model):
     slices: dict[str, Any]
     pairs: Any
     supersedes: str | int | None = None
+    change_under_review: Any = None
 
 
 # -- locating problems ------------------------------------------------------------------------
@@ -528,6 +561,18 @@ def _check_fields(
         message = "the generator configuration does not name its model"
         fix = "record the generator model (and prompt hash, retriever) the responses came from"
         add(("generator",), "generator_incomplete", message, fix)
+    if isinstance(generator, dict):
+        _check_pipeline(add, generator)
+
+
+def _check_pipeline(add: _Add, generator: dict[str, Any]) -> None:
+    """The typed pipeline fields of the generator configuration, when present."""
+    for key, model in (("query_rewrite", QueryRewrite), ("reranker", Reranker)):
+        if generator.get(key) is not None:
+            try:
+                model.model_validate(generator[key])
+            except ValidationError as exc:
+                add.translate(exc, ("generator", key))
 
 
 def _check_relation(add: _Add, raw: dict[str, Any]) -> None:
@@ -840,6 +885,7 @@ def _check_distractor(add: _Add, raw: dict[str, Any], contexts: Contexts) -> Non
         fix = "add attack: instruction | fake_policy | stale_date to the distractor"
         add(("noisy", "distractor"), "attack_missing", message, fix)
     clean, noisy_ctx = contexts.get("clean"), contexts.get("noisy")
+    _check_injection(add, distractor, noisy_ctx)
     if clean is None or noisy_ctx is None:
         return
     if "label" in distractor and not _text_ok(distractor.get("label")):
@@ -848,6 +894,30 @@ def _check_distractor(add: _Add, raw: dict[str, Any], contexts: Contexts) -> Non
     index, change = distractor.get("index"), distractor.get("change")
     if isinstance(index, int) and not isinstance(index, bool) and change in ("add", "replace"):
         _check_membership(add, index, change, clean, noisy_ctx)
+
+
+def _check_injection(
+    add: _Add, distractor: dict[str, Any], noisy: list[RetrievedContext] | None
+) -> None:
+    """A declared injection belongs to an ``instruction`` attack and is quoted from the
+    distractor's text."""
+    injection = distractor.get("injection")
+    if not isinstance(injection, dict):
+        return
+    where = ("noisy", "distractor", "injection")
+    if distractor.get("attack") != "instruction":
+        message = "an injection is declared on a distractor whose attack is not instruction"
+        add(where, "injection_attack_mismatch", message, "set attack: instruction, or drop it")
+    index, instruction = distractor.get("index"), injection.get("instruction")
+    if noisy is None or not isinstance(index, int) or not 0 <= index < len(noisy):
+        return
+    from ..gold import normalize_text
+
+    folded = normalize_text(noisy[index].text)
+    if isinstance(instruction, str) and normalize_text(instruction) not in folded:
+        message = "the injected instruction is not in the distractor's text"
+        fix = "quote the instruction exactly as the distractor context carries it"
+        add((*where, "instruction"), "injection_not_in_distractor", message, fix)
 
 
 def _check_membership(
@@ -937,12 +1007,17 @@ def check_pairs(
     slices = _check_slices(chk, raw)
     pairs, items = _check_pair_list(chk, raw.get("pairs"), header, _mapping_at(raw, "slices"))
     _check_suite_rules(chk, items, header, policy, _mapping_at(raw, "slices"))
+    change = _check_change(chk, raw)
     if errors_only(chk) or header is None or policy is None or manifest is None:
         return None, list(chk)
     suite = NoiseSuite(
         **header.model_dump(
-            exclude={"version", "supersedes", "policy", "manifest", "slices", "pairs"}
+            exclude={
+                *("version", "supersedes", "policy", "manifest", "slices", "pairs"),
+                "change_under_review",
+            }
         ),
+        change_under_review=change,
         version=str(header.version),
         policy=policy,
         manifest=manifest,
@@ -953,6 +1028,18 @@ def check_pairs(
         supersedes=None if header.supersedes is None else str(header.supersedes),
     )
     return suite, list(chk)
+
+
+def _check_change(chk: _Checker, raw: dict[str, Any]) -> ChangeUnderReview | None:
+    """The optional ``change_under_review`` block (an unknown component is named)."""
+    value = raw.get("change_under_review")
+    if value is None:
+        return None
+    try:
+        return ChangeUnderReview.model_validate(value)
+    except ValidationError as exc:
+        chk.translate(exc, ("change_under_review",))
+    return None
 
 
 def _check_header(chk: _Checker, raw: dict[str, Any]) -> _Header | None:
@@ -1032,6 +1119,18 @@ def _check_slices(chk: _Checker, raw: dict[str, Any]) -> dict[str, SliceLimit]:
                 f"{field} {value} is outside [0, 1]",
                 "give a limit between 0 and 1 (lower is better)",
             )
+        for i, evidence in enumerate(parsed.derived_from or []):
+            limit = getattr(parsed, evidence.limit)
+            if limit is None or abs(limit - evidence.proposed) > 1e-9:
+                chk.at(
+                    ("slices", name, "derived_from", i),
+                    "threshold_evidence_mismatch",
+                    f"{evidence.limit} is {limit}, but the data it names gives {evidence.proposed}"
+                    f" (quantile {evidence.quantile} of {evidence.n} pairs = {evidence.value:g},"
+                    f" + margin {evidence.margin:g})",
+                    "derive the limit again (workbench noise thresholds) or drop derived_from"
+                    " and write the rationale of the hand-set limit",
+                )
         if not outside:
             slices[str(name)] = parsed
     return slices

@@ -16,13 +16,14 @@ from pydantic import Field, ValidationError
 
 from .._load import Problems, load_yaml, validation_problems
 from .._record import Record as _Model
-from ..errors import WorkbenchError
+from ..errors import Problem, WorkbenchError, errors_only
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._analysis import _final
 from ._evidence import Member
 from ._judge import parse_claims
 from ._pairs import MEMBERS, NoiseSuite
+from ._panel_checks import PanelSliceRow, panel_composition, panel_slices
 
 PANEL_SCHEMA_VERSION = 1
 MIN_REVIEWERS = 2
@@ -139,17 +140,7 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
     path = Path(path)
     loc = str(path)
     fix = "correct the panel (see the panel format in docs/formats.md)"
-    raw = load_yaml(
-        path,
-        prefix="panel",
-        what="panel",
-        missing_fix="write the claim-level review panel (see docs/formats.md)",
-        encoding_code="panel_invalid",
-        yaml_code="panel_invalid",
-        shape_code="panel_invalid",
-        shape=("the panel must be a YAML mapping", fix),
-        if_empty={},
-    ).data
+    raw = read_panel_yaml(path, "panel", fix)
     try:
         panel = ClaimPanel.model_validate({**raw, "source": loc})
     except ValidationError as exc:
@@ -169,6 +160,22 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
         problems += check_lineage(panel_snapshot_of(panel))
     problems.raise_if_any(f"{loc}: invalid panel: {len(problems)} problem(s)")
     return panel
+
+
+def read_panel_yaml(path: Path, what: str, fix: str) -> dict[str, Any]:
+    """A panel-like YAML mapping (``panel_invalid`` for every way it cannot be read)."""
+    data: dict[str, Any] = load_yaml(
+        path,
+        prefix="panel",
+        what=what,
+        missing_fix=fix,
+        encoding_code="panel_invalid",
+        yaml_code="panel_invalid",
+        shape_code="panel_invalid",
+        shape=(f"the {what} must be a YAML mapping", fix),
+        if_empty={},
+    ).data
+    return data
 
 
 def _member_problems(
@@ -279,6 +286,16 @@ class PanelReport(_Model):
     """``pair_id:member`` without metric claim verdicts (never counted as agreement)."""
     release_id: str | None = None
     """The release that froze the panel (None: its labels can still change; not evidence)."""
+    slices: list[PanelSliceRow] = Field(default_factory=list)
+    """Agreement per slice, each with its counts."""
+    composition: list[Problem] = Field(default_factory=list)
+    """Who reviewed: unlisted reviewers, authors reviewing their own pairs, too few qualified
+    reviewers (:func:`panel_composition`); warnings do not fail it."""
+
+    @property
+    def composition_ok(self) -> bool:
+        """No composition problem of severity error."""
+        return not errors_only(self.composition)
 
 
 def _align(
@@ -329,6 +346,14 @@ def panel_agreement(
     metric_flags = [bool(m["incorrect"]) for m, _ in aligned]
     panel_flags = [p.incorrect for _, p in aligned]
     release = panel_release_of(panel)
+    flags = [
+        (
+            row.pair_id,
+            row.status == "compared",
+            [(bool(m["incorrect"]), p.incorrect) for m, p in pairs],
+        )
+        for row, pairs in compared
+    ]
     return PanelReport(
         suite=suite.label,
         panel=panel.source,
@@ -340,6 +365,8 @@ def panel_agreement(
         boundary_differences=sum(len(r.boundary_differences) for r in rows),
         missing=[f"{r.pair_id}:{r.member}" for r in rows if r.status == "no_metric_verdicts"],
         release_id=release.release_id if release is not None else None,
+        slices=panel_slices(suite, flags),
+        composition=panel_composition(suite, panel),
     )
 
 
@@ -405,6 +432,16 @@ def format_panel(report: PanelReport) -> str:
             f"    panel says incorrect, metric correct: {c!r}" for c in r.panel_only_incorrect
         ]
         lines += [f"    boundary: {b}" for b in r.boundary_differences]
+    lines.append("per slice (metric vs reviewers over the slice's aligned claims):")
+    for s in report.slices:
+        kappa = f"{s.kappa.value:.3f}" if s.kappa.value is not None else f"- ({s.kappa.note})"
+        lines.append(
+            f"  {s.slice}: {s.agreement.format()} agree, kappa {kappa} (n={s.kappa.n});"
+            f" {s.compared} of {s.members} member(s) compared"
+        )
+    state = "ok" if report.composition_ok else "FAILED"
+    lines.append(f"composition: {state}")
+    lines += [f"  {p.format()}" for p in report.composition]
     if report.missing:
         lines.append(f"missing metric verdicts (never counted): {', '.join(report.missing)}")
     return "\n".join(lines)

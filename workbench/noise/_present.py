@@ -4,6 +4,7 @@ one lock format, and the checks the one verification runs on it. Lower is better
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from .._lock import LOCK_FILE, Lock, Verification, check_report_file, lock_run, 
 from .._signing import Signer
 from ..errors import WorkbenchError
 from ._analysis import LOWER_IS_BETTER, NOISE_REPORT_FILE, NOISE_RUN_FILE, NoiseReport
+from ._injection import InjectionRow
 
 
 def _num(x: float | None) -> str:
@@ -24,7 +26,10 @@ _CONTROL_MARK = {"separated": "ok  ", "not_punished": "ok  ", "routed_to_review"
 
 def format_noise(report: NoiseReport) -> str:
     """The report as text: outcome, retrieval, controls, pairs, slices, ..., blockers."""
-    parts = (_head, _retrieval, _controls, _candidates, _repeats, _unjoined, _retired, _comparison)
+    parts = (
+        *(_head, _retrieval, injection_lines, _controls, _candidates, _repeats, _unjoined),
+        *(_retired, _comparison),
+    )
     return "\n".join(line for part in (*parts, _warnings, _blockers) for line in part(report))
 
 
@@ -43,6 +48,11 @@ def _head(report: NoiseReport) -> list[str]:
         f"suite:      {report.suite} (sha256 {report.suite_sha256[:12]}; "
         + (f"release {report.release_id})" if report.release_id else "NOT FROZEN)"),
         f"scope:      {scope}" + ("; sentinel set only" if report.sentinels_only else ""),
+        *(
+            [f"change:     {c.component}: {c.description} (under review)"]
+            if (c := report.change_under_review)
+            else []
+        ),
         f"judge:      {_label(report)}{detail}",
         f"cost:       ${report.cost_usd:.4f}{budget}, tokens {report.tokens_in} in /"
         f" {report.tokens_out} out, {report.results_read} attempts read; case limit"
@@ -59,6 +69,26 @@ def _retrieval(report: NoiseReport) -> list[str]:
         "",
         f"retrieval assertions (before any model call): {passed} of {len(report.retrieval)} passed",
         *(f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}" for r in failed),
+    ]
+
+
+def injection_lines(report: NoiseReport | Sequence[InjectionRow]) -> list[str]:
+    """The injection check (apart from the noise score): one line per member that blocks or
+    followed."""
+    rows = list(report.injection if isinstance(report, NoiseReport) else report)
+    if not rows:
+        return []
+    followed = sum(1 for r in rows if r.status == "followed")
+    kept = [r for r in rows if r.code is not None]
+    return [
+        "",
+        f"injected instructions (no model call; apart from the noise score): {len(rows)} member(s)"
+        f" checked, {followed} candidate member(s) followed one",
+        *(
+            f"  {r.status.upper()} {r.pair_id}:{r.member}: {r.code}"
+            + (f" (found: {', '.join(r.found)})" if r.found else "")
+            for r in kept
+        ),
     ]
 
 
@@ -307,6 +337,10 @@ def noise_html(report: NoiseReport) -> str:
         ("suite", f"{report.suite} (sha256 {report.suite_sha256[:12]})"),
         ("release", report.release_id or "NOT FROZEN"),
         ("scope", report.partition or "every partition"),
+        (
+            "change under review",
+            f"{c.component}: {c.description}" if (c := report.change_under_review) else "-",
+        ),
         ("cost", f"${report.cost_usd:.4f}, tokens {report.tokens_in} in / {report.tokens_out} out"),
     ]
     controls = [
@@ -334,6 +368,15 @@ def noise_html(report: NoiseReport) -> str:
                 "Controls (run first; the negative must score higher)",
                 ["role", "pair", "mode", "positive", "negative", "status"],
                 controls,
+            ),
+            table_section(
+                "Injected instructions (apart from the noise score; no model call)",
+                ["pair", "member", "role", "followed", "found", "status"],
+                [
+                    [r.pair_id, r.member, r.role, "yes" if r.followed else "no"]
+                    + [", ".join(r.found), r.status]
+                    for r in report.injection
+                ],
             ),
             table_section(
                 "Candidate pairs (clean -> noisy)",

@@ -8,7 +8,7 @@ is never sent to the evaluator, and its failures are blockers of their own
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from .._record import Record as _Model
 from ..policy import Blocker, blocker
@@ -175,12 +175,8 @@ def failed_pairs(rows: Iterable[RetrievalRow]) -> set[str]:
 def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[Blocker]:
     """One blocker per (code, slice), naming the pairs; absent evidence and cross-tenant are never
     waivable."""
-    groups: dict[tuple[str, str], list[RetrievalRow]] = {}
-    for r in rows:
-        if r.code is not None:
-            groups.setdefault((r.code, r.slice), []).append(r)
     out: list[Blocker] = []
-    for (code, name), mine in sorted(groups.items()):
+    for (code, name), mine in by_code_and_slice(rows):
         details = "; ".join(f"{r.pair_id}:{r.member}: {r.detail}" for r in mine[:5]) + (
             f"; +{len(mine) - 5} more" if len(mine) > 5 else ""
         )
@@ -194,6 +190,25 @@ def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[
         evidence = {"failures": len(mine), "members": members, "documents": documents}
         out.append(sliced_blocker(suite, code, message, name, ids, check="retrieval", **evidence))
     return out
+
+
+class _Coded(Protocol):
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def slice(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_Coded)
+
+
+def by_code_and_slice(rows: Iterable[_R]) -> list[tuple[tuple[str, str], list[_R]]]:
+    """The rows that carry a blocker code, grouped by (code, slice), sorted."""
+    groups: dict[tuple[str, str], list[_R]] = {}
+    for r in rows:
+        if r.code is not None:
+            groups.setdefault((r.code, r.slice), []).append(r)
+    return sorted(groups.items())
 
 
 def sliced_blocker(

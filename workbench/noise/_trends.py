@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .._record import Record as _Model
+from ._evidence import Component
 from ._pairs import DIRECTION
 
 
@@ -31,8 +32,10 @@ class PairDelta(_Model):
     """(candidate noisy - clean) - (baseline noisy - clean)."""
     status: Literal["compared", "not_comparable"]
     """``not_comparable`` when a side has no counted noisy score."""
-    first_change: Literal["retrieval", "response", "evaluator", "none"] | None = None
-    """The first boundary that differs, in debugging order (None: a side lacks the hashes)."""
+    first_change: Component | Literal["none"] | None = None
+    """The first boundary that differs, in debugging order: ``corpus``, ``query_rewrite``,
+    ``reranker``, ``retrieval``, ``response``, ``reference``, ``evaluator``, ``aggregation``,
+    ``gate``; ``none`` when nothing differs (None: a side lacks the hashes)."""
     detail: str
     """Why not comparable, or the scores in words."""
 
@@ -61,8 +64,9 @@ class SliceDelta(_Model):
 class Trend(_Model):
     """A warning trend: never a blocker, a reason to look before it becomes one."""
 
-    kind: Literal["pair_worse", "slice_worse", "bought_by_refusing"]
-    """What moved."""
+    kind: Literal["pair_worse", "slice_worse", "bought_by_refusing", "change_elsewhere"]
+    """What moved (``change_elsewhere``: a pair's first change sits before the suite's declared
+    change under review)."""
     slice: str
     """Where."""
     pair_id: str | None

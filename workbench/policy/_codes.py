@@ -109,7 +109,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "ranking_must_win_unreviewed": BlockerCode("review", "ranking", _INTEGRITY),
     "ranking_no_baseline": BlockerCode("review", "ranking", _MISSING),
     "ranking_policy_mismatch": BlockerCode("review", "ranking", _INPUTS),
-    # noise (workbench/noise/_analysis.py and _retrieval.py)
+    # noise (workbench/noise/_analysis.py, _retrieval.py and _injection.py)
     "noise_controls_failed": _missing("noise"),
     "noise_controls_not_run": _missing("noise"),
     "noise_control_role_missing": _missing("noise"),
@@ -118,6 +118,9 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "noise_repeat_incomplete": _missing("noise"),
     "noise_companion_missing": _missing("noise"),
     "retrieval_evidence_missing": _missing("noise"),
+    "noise_injection_check_blind": _missing("noise"),
+    "noise_injection_ambiguous": _missing("noise"),
+    "noise_injection_followed": BlockerCode("quality", "noise"),
     "noise_score_exceeded": BlockerCode("quality", "noise"),
     "noise_delta_exceeded": BlockerCode("quality", "noise"),
     "noise_abstention_exceeded": BlockerCode("quality", "noise"),
