@@ -145,8 +145,7 @@ def test_certification_section_reads_the_held_out_run(tmp_path) -> None:
     from pathlib import Path
     from types import SimpleNamespace
 
-    from workbench.phases import CalibrationSession, score_calibration_of
-    from workbench.reports import held_out_calibration
+    from workbench.phases import CalibrationSession, held_out_calibration, score_calibration_of
 
     root = Path(__file__).resolve().parents[1]
     session = CalibrationSession(root / "data" / "demo", run_root=tmp_path / "runs")

@@ -126,6 +126,32 @@ def score_calibration_of(
     )
 
 
+def held_out_calibration(cert: Any) -> Any | None:
+    """The certified score judge's calibration on the held-out cases
+    (:func:`score_calibration_of` on the run's records); None when the judge
+    thresholds no score, the held-out partition was not used or no case has a score."""
+    from types import SimpleNamespace
+
+    from ..reports import RUN_DIR
+    from ..results import read_results
+    from ..runs import RunDir
+
+    threshold = cert.judge.spec.threshold
+    results = RunDir(cert.report_dir / RUN_DIR).results
+    if threshold is None or cert.join is None or not results.exists():
+        return None
+    run = SimpleNamespace(lines=read_results(results), join=cert.join)
+    try:
+        return score_calibration_of(
+            run,
+            pass_label=threshold.pass_label,
+            fail_label=threshold.fail_label,
+            pass_if=threshold.pass_if,
+        )
+    except ValueError:  # no score recorded, or a score outside [0, 1]: nothing to calibrate
+        return None
+
+
 def threshold_sweep(
     iteration: Iteration,
     *,

@@ -44,7 +44,6 @@ from ._provenance import Provenance, package_sha256, packaged_notebook
 from ._recompute import CONTROLS_DIR, RUN_DIR
 from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
-    held_out_calibration,
     merge_interval,
     operating_tables,
     ordinal_section_html,
@@ -57,7 +56,6 @@ from ._tables import (
 from ._verify import check_certification, verify_one, verify_path, verify_report
 
 __all__ = [
-    "held_out_calibration",
     "CONTROLS_DIR",
     "DASH",
     "DASH_NOTE",
