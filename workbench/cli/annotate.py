@@ -79,6 +79,12 @@ def next_case(gold: str, reviewer: str, as_json: bool) -> None:
         for passage in case.evidence:
             click.echo(f"--- evidence {passage['id']} ---\n{passage['text']}")
         click.echo(f"labels:    {', '.join(case.labels)}")
+        for label, boundary in case.boundaries.items():
+            click.echo(f"  {label}: {boundary}")
+        if case.precedence:
+            click.echo(f"precedence: {' > '.join(case.precedence)} (the first that applies wins)")
+        if case.ambiguity:
+            click.echo(f"ambiguous: {case.ambiguity}")
     if case is None:
         raise SystemExit(ExitCode.FAILED)
 
