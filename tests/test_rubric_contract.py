@@ -169,7 +169,7 @@ def test_allowed_evidence_the_judge_is_never_shown_is_refused_under_strict(make_
     rubric = {**COMPLETE, "allowed_evidence": ["input", "response", "evidence"]}
     messages = _rubric_problems(make_dataset([_reviewed("a")], rubric=rubric))
     [message] = messages["rubric_contract_incomplete"]
-    assert message.startswith("allowed_evidence: allowed_evidence names ['evidence']")
+    assert message.startswith("allowed_evidence: names ['evidence']")
     assert "never shown" in message
 
 

@@ -249,8 +249,8 @@ def _contract_problems(
     boundary), and every review gives its confidence, rationale and the passages it rests on as
     spans (offsets into the text)."""
     out = Problems()
-    for field, message, fix in rubric.contract_gaps() if rubric is not None else []:
-        code = "rubric_no_criterion" if field == "criterion" else "rubric_contract_incomplete"
+    for name, message, fix in rubric.contract_gaps() if rubric is not None else []:
+        code = "rubric_no_criterion" if name == "criterion" else "rubric_contract_incomplete"
         where = str(root / RUBRIC_FILE)
         out.add(
             where,

@@ -74,7 +74,7 @@ EVIDENCE_FIELDS: dict[str, str] = {
     "grading_notes": "the case's grading notes",
     "reference": "the reference answer",
     "contexts": "the retrieved context passages",
-    "evidence": "the cited passages of the evidence snapshot (reviewers only: never sent to a judge)",
+    "evidence": "the cited snapshot passages (reviewers only: never sent to a judge)",
 }
 """The gold-case fields a judgment may rest on, the names ``allowed_evidence`` may use. The
 judge is shown every one of them except those in :data:`REVIEWER_ONLY_EVIDENCE` (a test keeps
@@ -500,15 +500,12 @@ def _contract_gaps(r: Rubric) -> Iterator[tuple[str, str, str]]:
             yield field, f"the rubric states {message}", f"write {example}"
     if r.allowed_evidence is None:
         message = "the rubric does not say which case fields the judge and reviewers may use"
-        yield (
-            "allowed_evidence",
-            message,
-            f"list them: allowed_evidence: [{', '.join(EVIDENCE_FIELDS)}]",
-        )
+        shown = ", ".join(f for f in EVIDENCE_FIELDS if f not in REVIEWER_ONLY_EVIDENCE)
+        yield "allowed_evidence", message, f"list them, e.g. allowed_evidence: [{shown}]"
     unseen = sorted(REVIEWER_ONLY_EVIDENCE.intersection(r.allowed_evidence or []))
     if unseen:
         message = (
-            f"allowed_evidence names {unseen}, which the judge is never shown: the judge and the"
+            f"names {unseen}, which the judge is never shown: the judge and the"
             " reviewers would decide from different evidence"
         )
         yield "allowed_evidence", message, "remove it, or copy the passages into grading_notes"
@@ -517,10 +514,12 @@ def _contract_gaps(r: Rubric) -> Iterator[tuple[str, str, str]]:
         message = f"labels {unbounded} have no observable boundary"
         yield "boundaries", message, "write boundaries: {<label>: <what puts a case in it>}"
     if not r.precedence:
-        message = "no precedence: nothing says which label wins when several boundaries apply"
-        yield "precedence", message, f"list the labels, the deciding one first, e.g. {r.labels}"
+        message = "nothing says which label wins when the boundaries of several apply"
+        order = [r.fail_label, *r.abstain_labels, r.pass_label] if r.fail_label else r.labels
+        fix = f"write precedence: the labels, the deciding one first, e.g. {order}"
+        yield "precedence", message, fix
     if r.ambiguity is None:
-        message = "no ambiguity rule: nothing says what a reviewer does with an unclear case"
+        message = "nothing says what a reviewer does with a case the rubric cannot settle"
         fix = "write ambiguity: {when: <condition>, action: label | escalate, label: <label>}"
         yield "ambiguity", message, fix
     costless = [name for name in r.slices if name not in r.error_costs]
