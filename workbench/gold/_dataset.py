@@ -255,7 +255,7 @@ def _contract_problems(
         out.add(
             where,
             code,
-            f"{field}: {message}",
+            f"{name}: {message}",
             f"{fix} in a new rubric version (docs/formats.md#rubric)",
             severity="warning",
         )
