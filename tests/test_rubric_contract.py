@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import RUBRIC, current_project, make_case
+from conftest import RUBRIC, make_case
+from test_annotation import _reviewers
 
 from workbench.annotation import Annotations
 from workbench.cli import main
@@ -63,14 +64,6 @@ def _reviewed(case_id: str) -> dict[str, Any]:
     return make_case(case_id, reviews=reviews)
 
 
-def _people(*names: str) -> None:
-    path = current_project() / "workbench.yaml"
-    config = yaml.safe_load(path.read_text()) if path.exists() else None
-    config = config if isinstance(config, dict) else {}
-    config["reviewers"] = list(names)
-    path.write_text(yaml.safe_dump(config))
-
-
 def _rubric_problems(root: Path) -> dict[str, list[str]]:
     """``validate --strict``'s rubric problems: code -> messages."""
     out: dict[str, list[str]] = {}
@@ -83,7 +76,7 @@ def _rubric_problems(root: Path) -> dict[str, list[str]]:
 def test_a_complete_contract_passes_strict_and_the_same_gold_without_it_is_refused(
     make_dataset,
 ) -> None:
-    _people("rev-a", "rev-b", "adj-1")
+    _reviewers("rev-a", "rev-b", "adj-1")
     run = CliRunner().invoke
     complete = make_dataset([_reviewed("a")], rubric=COMPLETE)
     passed = run(main, ["validate", "--strict", str(complete)])
@@ -228,7 +221,7 @@ def test_a_new_import_keeps_the_contract_for_the_labels_and_slices_it_keeps() ->
 
 
 def test_the_reviewer_sees_the_boundaries_precedence_and_ambiguity_rule(make_dataset) -> None:
-    _people("ann", "bo")
+    _reviewers("ann", "bo")
     gold = make_dataset([], rubric=COMPLETE)
     case = make_case("c0")
     for key in ("reviews", "adjudication", "rubric_version", "response_hash"):
