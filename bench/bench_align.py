@@ -14,6 +14,9 @@ same run:
   does with a v1 file): every line keeps its ``migration`` object (``ratios_wall``
   ``migrated_over_align``: the cost of reading migrated results; about 1 when they take the
   columnar path);
+- ``align_by``: ``align --by language --by slice``: the same evidence, then
+  ``workbench.align.breakdown`` over the gold index's columns (``ratios_wall``
+  ``align_over_align_by``: its inverse is what the breakdown costs on top of align);
 - ``align_cold``: the same with an empty cache (validates the gold once and writes the index);
 - ``per_record``: the per-record path the columnar one replaced (``load_dataset`` +
   ``align_results`` + ``alignment_report``), still the path of refused input;
@@ -55,7 +58,7 @@ MEASURE = (
     + r"""
 mode, gold, results, partition = sys.argv[1:5]
 t_import = time.perf_counter()
-if mode in ("align", "align_cold", "per_record", "migrated"):
+if mode in ("align", "align_cold", "per_record", "migrated", "align_by"):
     import workbench.align, workbench.gold
 t_import = time.perf_counter() - t_import
 t0 = time.perf_counter()
@@ -63,6 +66,11 @@ c0 = time.process_time()
 if mode in ("align", "align_cold", "migrated"):
     report = workbench.align.align(gold, results, partition=partition)
     n = report.overall.n
+elif mode == "align_by":
+    evidence = workbench.align.read_evidence(gold, results, partition=partition)
+    index = evidence.index
+    workbench.align.breakdown(evidence.cases, index.table, index.rubric, ["language", "slice"])
+    n = evidence.report.overall.n
 elif mode == "per_record":
     from workbench._io import bulk_load
     with bulk_load():
@@ -134,6 +142,7 @@ print(json.dumps(out))
 )
 
 MODES = ("baseline", "arrow_parse", "python_join", "duckdb", "per_record", "align", "migrated")
+MODES += ("align_by",)
 V1_FILLED = ("schema_version", "reason", "partition", "attempt", "repeat")
 """What a schema-version-1 line may leave out (version 1 defaulted them): the ``migrated`` mode
 strips them and migrates the file back."""
@@ -157,6 +166,9 @@ def measure(
         capture_output=True,
         text=True,
         env=env,
+        # outside any project: the repo's workbench.yaml (its reviewer list) is not the
+        # synthetic gold's project
+        cwd=gold.parent,
     )
     return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 

@@ -99,6 +99,9 @@ def measure(mode: str, gold: Path, shards: Path, cache: Path) -> dict[str, objec
         capture_output=True,
         text=True,
         env=env,
+        # outside any project: the repo's workbench.yaml (its reviewer list) is not the
+        # synthetic gold's project
+        cwd=gold.parent,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -134,6 +134,9 @@ def measure(mode: str, paths: dict[str, Path], env: dict[str, str]) -> dict[str,
         capture_output=True,
         text=True,
         env=env,
+        # outside any project: the repo's workbench.yaml (its reviewer list) is not the
+        # synthetic gold's project
+        cwd=paths["gold"].parent,
     )
     process = time.perf_counter() - started  # interpreter start, imports and the step
     line = [line for line in out.stdout.splitlines() if line.startswith("{")][-1]

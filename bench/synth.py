@@ -64,6 +64,7 @@ def write_synthetic(
                 "group": f"group-{group:06d}",
                 "slice": slices[group % len(slices)],
                 "tags": ["synthetic"],
+                "metadata": {"language": ("en", "de", "fr")[i % 3]},
                 "rubric_version": "synthetic-v1",
                 "input": f"Question {group}?",
                 "response": response,

@@ -12,7 +12,9 @@ import workbench  # noqa: F401  (first: it sets RAGAS_DO_NOT_TRACK before ragas 
 
 # isort: on
 from collections import Counter, defaultdict
+from pathlib import Path
 
+import yaml
 from ragas.metrics import discrete_metric
 from ragas.metrics.result import MetricResult
 
@@ -59,3 +61,21 @@ def flaky(response: str) -> MetricResult:
     CALLS["flaky"] += 1
     queue = FLAKY[response]
     return MetricResult(value=queue.pop(0) if queue else "pass", reason="queued")
+
+
+def flaky_spec(directory: Path, script: dict[str, list[str]]) -> Path:
+    """A ``flaky@1`` candidate spec in ``directory``, its queues (``FLAKY``) set to ``script``
+    (response -> verdict per call)."""
+    FLAKY.clear()
+    for response, verdicts in script.items():
+        FLAKY[response] = list(verdicts)
+    path = directory / "flaky@1.yaml"
+    spec = {
+        "name": "flaky",
+        "version": "1",
+        "kind": "ragas-function",
+        "labels": ["pass", "fail", "review_required"],
+        "function": "migration_judges:flaky",
+    }
+    path.write_text(yaml.safe_dump(spec))
+    return path

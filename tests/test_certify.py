@@ -136,11 +136,13 @@ def test_html_is_self_contained_and_shows_the_evidence(first) -> None:
     assert f'data-outcome="{first.outcome}"' in html
     assert "<svg" in html and "Judge error rates by slice" in html  # chart inlined as SVG
     assert "Held-out ledger entry" in html and "Lineage" in html
+    assert "Held-out error rates by case field" in html and "By confidence × slice" in html
     assert (
         "Cost and tokens per judged case, by slice (median, p95, max)" in html
         and "cost_usd_p95" in html
     )
     assert "import workbench" not in html and "Certification(" not in html  # code hidden
+    assert "How often this gate is wrong" in html and "P(review_required)" in html
 
 
 def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:

@@ -100,6 +100,14 @@ def test_github_actions_wires_the_three_lanes() -> None:
     assert 'workbench ci sentinel --since "origin/$BASE_REF" --junit' in _steps_text(
         jobs["sentinel"]
     )
+    assert "--scope pr" in _steps_text(jobs["sentinel"])
+    assert {"data/ranking/**", "data/noise/**"} <= set(judge_paths)
+    # the scheduled broader run: every fixture and pair of the judges changed in the last day
+    assert "schedule" in on and on["schedule"][0]["cron"]
+    scheduled = jobs["sentinel-scheduled"]
+    assert scheduled["if"] == "github.event_name == 'schedule'"
+    assert scheduled["env"]["OPENAI_API_KEY"] == "${{ secrets.OPENAI_API_KEY }}"
+    assert "--scope scheduled" in _steps_text(scheduled) and "--junit" in _steps_text(scheduled)
     # release: by hand only, approved environment, the key from a secret, inputs through env.
     assert (
         jobs["release"]["if"] == "github.event_name == 'workflow_dispatch'"
@@ -117,6 +125,7 @@ def test_github_actions_wires_the_three_lanes() -> None:
     for name, wanted in (
         ("contracts", "runs/ci/contracts/"),
         ("sentinel", "runs/ci/sentinel/"),
+        ("sentinel-scheduled", "runs/ci/sentinel-scheduled/"),
         ("release", "data/*/held_out_ledger.jsonl"),
     ):
         upload = next(
@@ -150,6 +159,11 @@ def test_gitlab_ci_wires_the_three_lanes() -> None:
     } <= set(rule["changes"]["paths"])
     assert sentinel["variables"]["GIT_DEPTH"] == "0"
     assert any('--since "$CI_MERGE_REQUEST_DIFF_BASE_SHA"' in line for line in sentinel["script"])
+    assert any("--scope pr" in line for line in sentinel["script"])
+    assert {"data/ranking/**/*", "data/noise/**/*"} <= set(rule["changes"]["paths"])
+    scheduled = ci["sentinel-scheduled"]
+    assert scheduled["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "schedule"'}]
+    assert any("--scope scheduled" in line for line in scheduled["script"])
     assert (
         release["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "web"', "when": "manual"}]
         and release["environment"]["name"] == "release"
@@ -164,6 +178,7 @@ def test_gitlab_ci_wires_the_three_lanes() -> None:
     for job, wanted in (
         (contracts, "runs/ci/contracts/"),
         (sentinel, "runs/ci/sentinel/"),
+        (scheduled, "runs/ci/sentinel-scheduled/"),
         (release, "data/*/held_out_ledger.jsonl"),
     ):
         assert (

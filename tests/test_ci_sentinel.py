@@ -72,7 +72,7 @@ def test_a_changed_prompt_runs_only_its_candidate_and_flags_control_failures_and
     assert [r.purpose for r in report.runs] == ["controls", "sentinels", "baseline"]
     # Cost and tokens are those of the calls actually made, under the policy's cap.
     assert report.calls == model.call_count == 33 + 6 + 6
-    assert report.budget_source == "policy ci_budget_usd" and report.budget_usd == 0.05
+    assert report.budget_source == "policy ci_budget_usd" and report.budget_usd == 0.15
     assert 0 < report.cost_usd <= report.estimate_usd <= report.budget_usd
     assert report.tokens_in > 0 and report.tokens_out > 0
     assert report.tokens_in == sum(r.tokens_in for r in report.runs)
@@ -89,6 +89,7 @@ def test_a_changed_prompt_runs_only_its_candidate_and_flags_control_failures_and
     assert (
         sentinels.failing == ["prv-05-02"] and "BOUNDARY" in sentinels.details[0]
     )  # 'PII' now passes: the guide
+    assert "changed sentinels 1 of" in sentinels.message  # with its gold groups and interval
     assert report.exit_code == 1 and report.outcome == "failed"
     # Nothing was written beside the gold (no drift log, no ledger).
     assert sorted(p.name for p in (project / "data" / "demo").iterdir()) == gold_before
@@ -291,21 +292,17 @@ def test_an_unknown_ref_or_no_repository_is_invalid_input(project: Path, tmp_pat
 def test_an_affected_kind_this_lane_cannot_run_is_incomplete(
     project: Path, model, tmp_path: Path
 ) -> None:
-    spec = project / "data" / "candidates" / "support-llm-ranker@1.yaml"
-    spec.write_text(
-        spec.read_text(encoding="utf-8").replace(
-            "best candidate first.", "best candidate first, worst last."
-        ),
-        encoding="utf-8",
-    )
+    # imported verdicts are replayed, never re-run: the lane names the command that checks them
+    spec = "name: ext\nversion: '1'\nkind: imported\nlabels: [pass, fail]\nresults: ext.jsonl\n"
+    (project / "data" / "candidates" / "ext@1.yaml").write_text(spec, encoding="utf-8")
     report = run_sentinel_lane_sync(project, since="HEAD", out=tmp_path / "lane")
     (check,) = report.checks
     assert (
-        check.check_id == "sentinels/support-llm-ranker@1"
+        check.check_id == "sentinels/ext@1"
         and check.status == "error"
         and check.code == "not_covered"
     )
-    assert "workbench ranking run" in check.message
+    assert "workbench ci contracts" in check.message
     assert report.exit_code == 3 and model.call_count == 0
 
 

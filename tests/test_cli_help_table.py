@@ -20,6 +20,10 @@ ROWS = [
     ("workbench ranking history FILE", "label history of a fixture file"),
     ("workbench ranking replay ... --case ID --repeat N", "replay one attempt from frozen inputs"),
     ("workbench ranking verify RUN_DIR", "verify a locked ranking run"),
+    (
+        "workbench ranking retire-scalar --fixtures F --policy P ...",
+        "retire the scalar gate, on record",
+    ),
 ]
 
 

@@ -562,6 +562,7 @@ def llm_spec(directory: Path, version: str, base_url: str, prompt: str, **extra)
         "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "max_retries": 0},
         "params": {"max_tokens": 100},
         "pricing": {"input_per_million_usd": 1000.0, "output_per_million_usd": 1000.0},
+        "omitted_fields": ["grading_notes"],  # these judges read the response alone, declared
         **extra,
     }
     path = directory / f"cmp-llm@{version}.yaml"

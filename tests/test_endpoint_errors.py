@@ -46,8 +46,8 @@ def write_spec(directory: Path, base_url: str, *, model: str = "fake-judge") -> 
         "labels": ["pass", "fail"],
         "model": model,
         "prompt": (
-            "Question: {user_input}\nResponse: {response}\nReturn a reason and a value: pass or"
-            " fail."
+            "Notes: {grading_notes}\nQuestion: {user_input}\nResponse: {response}\nReturn a"
+            " reason and a value: pass or fail."
         ),
         "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 5},
         "pricing": {"input_per_million_usd": 0, "output_per_million_usd": 0},

@@ -586,8 +586,17 @@ def test_a_recipe_runs_end_to_end_through_the_engine(
     from workbench.gold import load_dataset
     from workbench.runs import run_candidate_sync
 
-    gold = make_dataset(
-        [make_case(f"c{i}", "pass", response=f"Refund in {i} days.") for i in range(4)]
+    gold = make_dataset(  # the recipes' prompt judges against a reference answer
+        [
+            make_case(
+                f"c{i}",
+                "pass",
+                response=f"Refund in {i} days.",
+                grading_notes=None,
+                reference="Refunds take up to five business days.",
+            )
+            for i in range(4)
+        ]
     )
     fake, key = serve_like(recipe, monkeypatch)
     try:

@@ -222,6 +222,10 @@ def reference_rows(gold: Path, results: Path, partition: str) -> list[dict[str, 
                 "rendered_request": result.rendered_request if result else None,
                 "rendered_request_ref": result.rendered_request_ref if result else None,
                 "rendered_request_sha256": result.rendered_request_sha256 if result else None,
+                **{
+                    name: getattr(result, name) if result else None
+                    for name in ("raw_response", "raw_response_source", "evidence_seen")
+                },
                 "attempts": jc.attempts,
                 "reviewers_disagree": case.reviewers_disagree,
                 "gold_record": record,

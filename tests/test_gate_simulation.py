@@ -94,3 +94,32 @@ def test_plan_simulate_command() -> None:
     assert [g["fraction"] for g in report["gate"]][:2] == [0.0, 0.25]
     bad = CliRunner().invoke(main, [*args[:-1], "--icc", "1"])
     assert bad.exit_code == 2 and "--icc" in bad.output
+
+
+def test_certification_report_section_on_the_demo_policy() -> None:
+    from workbench.planning import simulation_frames
+    from workbench.reports import operating_tables
+
+    policy = load_policy(ROOT / "data/policies/support-release@3.yaml")
+    dataset = load_dataset(ROOT / "data/demo")
+    designs, gate = operating_tables(policy, dataset, draws=500)
+    assert "refund_policy" in designs.to_html() and "P(clear) at the limit" in designs.to_html()
+    html = gate.to_html()
+    assert "P(certified)" in html and "true false_pass_rate" in html and "1.00x" in html
+    _, frame = simulation_frames(simulate_gate(policy, dataset, draws=500))
+    assert list(frame["true false_pass_rate"])[:3] == ["0.000", "0.050", "0.100"]
+    assert (frame["P(certified)"] == 0.0).all()  # 6 human-fail cases in 2 groups per slice
+    total = frame["P(certified)"] + frame["P(review_required)"] + frame["P(quality_failed)"]
+    assert total.tolist() == pytest.approx([1.0] * len(frame))
+
+
+def test_gate_frames_at_the_limit_certify_at_most_5_percent(make_dataset) -> None:
+    from workbench.planning import simulation_frames
+
+    report = simulate_gate(Policy.model_validate(POLICY), _gold(make_dataset, 1, 90), draws=2000)
+    designs, frame = simulation_frames(report)
+    at_limit = frame[frame["true rate / limit"] == "1.00x"].iloc[0]
+    assert at_limit["true false_pass_rate"] == "0.200"
+    assert at_limit["P(certified)"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
+    assert designs.iloc[0]["P(clear) at the limit"] == at_limit["P(certified)"]
+    assert frame.iloc[0]["P(certified)"] == 1.0  # a judge that never errs clears 90 cases

@@ -43,7 +43,10 @@ from workbench.testing import FakeLLM, Reply, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_ENV = "WB_TEST_KIND_KEY"
-PROMPT = "Question: {user_input}\n\nResponse:\n{response}\n\nAnswer pass or fail."
+PROMPT = (
+    "Notes: {grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nAnswer pass"
+    " or fail."
+)
 
 
 class TerseReasonJudge(LLMJudge):

@@ -188,6 +188,7 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
     assert (
         "false_pass_rate_upper_95" in text and "coverage-judge@2: threshold" in text
     )  # threshold chosen and frozen
+    assert "Score calibration on calibration: coverage-judge@1" in text and "ECE " in text
     assert (
         "needed_upper_95" in text and "short_held_out" in text and "<svg" in text
     )  # the sample-size plan and its chart

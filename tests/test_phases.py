@@ -104,15 +104,24 @@ def test_develop_iteration_derive_save_and_transitions(gold: Path, tmp_path: Pat
 
 def test_calibration_comparison_and_selection(gold: Path, tmp_path: Path) -> None:
     rules = [Rule(contains="be lenient", reply=Reply(value="pass"))]
+    # a contrary judge: passes the human fails (c0, c2, c4), fails the rest: always wrong
+    rules += [
+        Rule(contains=f"cal response {i}\nbe contrary", reply=Reply(value="pass"))
+        for i in (0, 2, 4)
+    ]
     with FakeLLM(rules=rules, default=Reply(value="fail")) as server:
         session = CalibrationSession(gold, run_root=tmp_path / "runs")
         strict = session.load(spec(tmp_path, server.base_url))
         lenient = session.derive(
             strict, version="2", prompt=session.prompt_of(strict) + "\nbe lenient"
         )
+        contrary = session.derive(
+            strict, version="3", prompt=session.prompt_of(strict) + "\nbe contrary"
+        )
         a = asyncio.run(session.run(strict, progress=False))
         b = asyncio.run(session.run(lenient, progress=False))
-    table = paired_comparison([a, b])
+        c = asyncio.run(session.run(contrary, progress=False))
+    table = paired_comparison([a, b, c])
     row = table.iloc[0]
     # strict is right on the 3 human fails, lenient on the 3 human passes; never both.
     assert (
@@ -123,6 +132,15 @@ def test_calibration_comparison_and_selection(gold: Path, tmp_path: Path) -> Non
         row.both_wrong,
     ) == (6, 3, 3, 0, 0)
     assert row.p_mcnemar == pytest.approx(1.0)  # exact binomial, 3 vs 3
+    # three pairs, three tests: q-values beside the p-values (Benjamini-Hochberg)
+    from statsmodels.stats.multitest import multipletests
+
+    assert list(table.p_mcnemar) == pytest.approx([1.0, 0.25, 0.25])  # 3 vs 0: 2 * 0.5**3
+    assert list(table.q_bh) == pytest.approx([1.0, 0.375, 0.375])  # 0.25 * 3 / 2
+    assert list(table.q_bh) == pytest.approx(
+        list(multipletests(table.p_mcnemar, method="fdr_bh")[1])
+    )
+    assert list(table.columns).index("q_bh") == list(table.columns).index("p_mcnemar") + 1
     path = tmp_path / "selections.jsonl"
     record_selection(path, a, [a, b], reason="fewer false passes")
     record_selection(path, b, [a, b], reason="changed our mind")

@@ -81,6 +81,12 @@ def unknown_ranker(candidates: list[dict[str, str]]) -> list[str]:
     return [f"candidate-{i}" for i in range(1, len(candidates) + 1)]
 
 
+@ranking_metric(name="contextless", allowed_values=3)
+def contextless_ranker(user_input: str, candidates: list[dict[str, str]]) -> list[str]:
+    """Never takes the context: ranks the last-presented candidate first."""
+    return [c["label"] for c in reversed(candidates)]
+
+
 # -- builders ---------------------------------------------------------------------------------
 
 
@@ -782,23 +788,23 @@ def test_llm_invalid_rankings_keep_the_raw_order(tmp_path: Path) -> None:
     assert by_case["unknown"].unknown == ["E"] and by_case["unknown"].missing == ["cand-3"]
 
 
-def test_completeness_check_catches_a_template_that_omits_the_context(tmp_path: Path) -> None:
+def test_completeness_check_catches_a_ranker_that_omits_the_context(tmp_path: Path) -> None:
+    # A prompt template without {context} is refused before any call (test_ranking_checks); a
+    # ranker function that never takes the context still reaches the judge job, where the
+    # completeness check of the rendered request finds the missing passage.
     demo = load_fixtures(DEMO_FIXTURES)
     fs = FixtureSet(
         name="subset",
         version="1",
         fixtures=[demo.by_id()["pw-lockout-001"], demo.by_id()["data-export-010"]],
     )
-    no_context = (
-        "Question: {user_input}\n\n<candidates>\n{candidates}\n</candidates>\n\nRank best first."
+    run(
+        function_spec(tmp_path / "spec", "test_ranking:contextless_ranker"),
+        fs,
+        tmp_path / "run",
+        repeats=1,
     )
     with FakeLLM(responder=demo_respond) as llm:
-        run(
-            llm_spec(tmp_path / "spec", llm.base_url, prompt=no_context),
-            fs,
-            tmp_path / "run",
-            repeats=1,
-        )
         run(
             llm_spec(tmp_path / "spec-ok", llm.base_url, name="ranker-ok"),
             fs,

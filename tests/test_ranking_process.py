@@ -1262,7 +1262,6 @@ def test_digest_and_excerpts_keeps_approved_excerpts_only_and_completeness_still
     fs = fs_of(reviewed("p1"), name="priv")
     secret = "question of p1"  # the user input: customer text, not on the allow-list
     capture = CaptureConfig(mode="digest_and_excerpts", excerpts=["context"], retention_days=7)
-    no_context = "Q: {user_input}\n{candidates}\nRank best first."
     with FakeLLM(responder=quality_responder) as llm:
         run(
             llm_spec(tmp_path / "spec", llm.base_url),
@@ -1273,8 +1272,8 @@ def test_digest_and_excerpts_keeps_approved_excerpts_only_and_completeness_still
             sample=2,
             repeats=1,
         )
-        run(
-            llm_spec(tmp_path / "spec-bad", llm.base_url, prompt=no_context, name="bad"),
+        run(  # a ranker that never takes the context (a prompt without it is refused)
+            function_spec(tmp_path / "spec-bad", "test_ranking:by_quality", name="bad"),
             fs,
             tmp_path / "bad",
             capture=capture,
@@ -1813,5 +1812,6 @@ def test_ranking_codes_waivability_is_consistent() -> None:
         "ranking_editorial_drift",
         "ranking_metric_defect",
         "ranking_assembly_defect",
+        "ranking_context_sensitive",
     }  # the module docstring's list
     assert all(ranking[c] != "incomplete" for c in waivable)  # missing evidence is never waived

@@ -390,7 +390,7 @@ def test_budget_refused_up_front_then_cost_and_tokens_per_repeat(
                     "kind": "ragas-llm",
                     "labels": ["pass", "fail"],
                     "model": "fake",
-                    "prompt": "Judge: {response}",
+                    "prompt": "Notes: {grading_notes}\nJudge: {response}",
                     "endpoint": {
                         "base_url": server.base_url,
                         "api_key_env": KEY_ENV,

@@ -41,12 +41,13 @@ if TYPE_CHECKING:
 CASE_COLUMNS = (
     ("row", "case_id", "slice", "partition", "human_label", "outcome", "judge_label")
     + ("error_class", "error_kind", "reason", "attempts", "calls", "cost_usd", "tokens_in")
-    + ("tokens_out", "shard", "line", "group")
+    + ("tokens_out", "shard", "line", "group", "evidence_truncated")
 )
 """The cases in scope in the gold file's order: ``row`` in the gold index (null when not given),
 ``reason`` of a verdict or an error, ``attempts`` of the analysed repeat, ``calls`` not reused
 from the cache, their cost and tokens, the ``shard`` and ``line`` of the counted attempt, and
-the case's gold ``group``."""
+the case's gold ``group``, and how many judge-visible fields the counted attempt saw only part
+of (``evidence_truncated``; null when the result did not measure it)."""
 
 _NO_USAGE = (0, 0.0, 0, 0, 0)
 
@@ -84,6 +85,7 @@ def join_cases(join: Join, index: GoldIndex | None = None) -> pa.Table:
             "shard": pa.nulls(len(ids), pa.int32()),
             "line": pa.array([c.result_line for c in cases], pa.int64()),
             "group": pa.array([join.dataset.cases[c.case_id].group for c in cases], pa.string()),
+            "evidence_truncated": pa.array([c.evidence_truncated for c in cases], pa.int64()),
         }
     )
 
@@ -201,56 +203,87 @@ def _figures(cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]) ->
 
     labels = list(rubric.labels)
     columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
-    slice_names, slice_code, human, col = _codes(cases, labels)
-    confusion = _confusion(slice_code, human, col, slice_names, labels, columns)
+    overall, slices, counts = _rows(cases, rubric, sampled_out)
+    missing = cases.filter(pc.equal(cases["outcome"], "missing"))["case_id"].to_pylist()
+    cut = cases.filter(pc.fill_null(pc.greater(cases["evidence_truncated"], 0), False))
+    return {
+        "status": "incomplete" if missing else "complete",
+        "missing_case_ids": missing,
+        "evidence_truncated_case_ids": cut["case_id"].to_pylist(),
+        "evaluator_errors": _case_errors(cases),
+        "confusion": Confusion(
+            rows=list(labels),
+            columns=columns,
+            counts=[[counts.get((h, j), 0) for j in columns] for h in labels],
+        ),
+        "overall": overall,
+        "slices": slices,
+        "costs": _costs(cases, {name: rubric.risk_of(name) for name in rubric.slices}),
+    }
+
+
+def case_rows(cases: pa.Table, rubric: Rubric) -> tuple[SliceAlignment, list[SliceAlignment]]:
+    """The ``(all)`` row and one row per value of the ``slice`` column of ``cases`` (every rubric
+    slice listed), as the alignment report computes them."""
+    overall, slices, _ = _rows(cases, rubric, {})
+    return overall, slices
+
+
+def _case_errors(cases: pa.Table) -> list[CaseError]:
+    import pyarrow.compute as pc
+
     errors = cases.filter(pc.equal(cases["outcome"], "error"))
-    evaluator_errors = [
+    return [
         CaseError(case_id=c, slice=s, kind=k, message=m)
         for c, s, k, m in zip(
             *(errors[name].to_pylist() for name in ("case_id", "slice", "error_kind", "reason")),
             strict=True,
         )
     ]
+
+
+def _rows(
+    cases: pa.Table, rubric: Rubric, sampled_out: Mapping[str, int]
+) -> tuple[SliceAlignment, list[SliceAlignment], Counter[tuple[str, str]]]:
+    """The ``(all)`` row, the per-slice rows and the overall confusion counts."""
+    import pyarrow.compute as pc
+
+    labels = list(rubric.labels)
+    columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
+    slice_names, slice_code, human, col = _codes(cases, labels)
+    confusion = _confusion(slice_code, human, col, slice_names, labels, columns)
+    errors = cases.filter(pc.equal(cases["outcome"], "error"))
     kinds: dict[str, Counter[str]] = {}
-    for e in evaluator_errors:
-        kinds.setdefault(e.slice, Counter())[e.kind or "unknown"] += 1
+    for name, kind in zip(
+        errors["slice"].to_pylist(), errors["error_kind"].to_pylist(), strict=True
+    ):
+        kinds.setdefault(name, Counter())[kind or "unknown"] += 1
     overall: Counter[tuple[str, str]] = Counter()
     for conf in confusion.values():
         overall.update(conf)
     pairs = _ordinal_pairs(cases) if rubric.ordered else {}
-    missing = cases.filter(pc.equal(cases["outcome"], "missing"))["case_id"].to_pylist()
     order = [*rubric.slices, *(s for s in slice_names if s not in rubric.slices)]
     grouped = _grouped_rates(cases, rubric, slice_names, slice_code, human, col)
-    return {
-        "status": "incomplete" if missing else "complete",
-        "missing_case_ids": missing,
-        "evaluator_errors": evaluator_errors,
-        "confusion": Confusion(
-            rows=list(labels),
-            columns=columns,
-            counts=[[overall.get((h, j), 0) for j in columns] for h in labels],
-        ),
-        "overall": _slice(
-            "(all)",
+    everything = _slice(
+        "(all)",
+        rubric,
+        overall,
+        sum(kinds.values(), Counter[str]()),
+        pairs.get(None),
+        sum(sampled_out.values()),
+    ).model_copy(update=grouped.get(None, {}))
+    slices = [
+        _slice(
+            name,
             rubric,
-            overall,
-            sum(kinds.values(), Counter[str]()),
-            pairs.get(None),
-            sum(sampled_out.values()),
-        ).model_copy(update=grouped.get(None, {})),
-        "slices": [
-            _slice(
-                name,
-                rubric,
-                confusion.get(name, {}),
-                kinds.get(name, {}),
-                pairs.get(name, ([], [])),
-                sampled_out.get(name, 0),
-            ).model_copy(update=grouped.get(name, {}))
-            for name in order
-        ],
-        "costs": _costs(cases, {name: rubric.risk_of(name) for name in rubric.slices}),
-    }
+            confusion.get(name, {}),
+            kinds.get(name, {}),
+            pairs.get(name, ([], [])),
+            sampled_out.get(name, 0),
+        ).model_copy(update=grouped.get(name, {}))
+        for name in order
+    ]
+    return everything, slices, overall
 
 
 def _grouped_rates(

@@ -41,6 +41,7 @@ _KEPT = (
     ("cached", "bool"),
     ("shard", "int32"),
     ("line", "int64"),
+    ("evidence_truncated", "int64"),
 )
 """What is kept per result once joined: ``g`` is the gold row number (the join key from then
 on: integers, never case-id strings), ``code`` the verdict's position in the vocabulary."""
@@ -372,6 +373,7 @@ def _cases(index: GoldIndex, res: pa.Table, scope: _Scope, labels: list[str]) ->
             "shard": counted("shard"),
             "line": counted("line"),
             "group": pc.take(index.table["group"], positions),
+            "evidence_truncated": counted("evidence_truncated"),
         }
     )
 

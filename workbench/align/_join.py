@@ -57,6 +57,8 @@ class JoinedCase:
     """How many attempts the judge made for this case and repeat."""
     result_line: int | None
     """Line of the counted attempt in the results file."""
+    evidence_truncated: int | None = None
+    """Judge-visible fields the counted attempt saw only part of (None: not measured)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class _Attempt:
     reason: str | None
     error_kind: str | None
     error_message: str | None
+    evidence_truncated: int | None
 
 
 def join_results(
@@ -277,6 +280,7 @@ class _Fold:
             r.reason,
             err.kind if err else None,
             err.message if err else None,
+            None if r.evidence_seen is None else len(r.evidence_truncated),
         )
 
     def attempts_after_verdicts(self) -> list[Problem]:
@@ -331,11 +335,33 @@ class _Fold:
             n = self.attempts[case.case_id]
             if a.error_kind is not None:
                 kind, message = a.error_kind, a.error_message
-                joined.append(JoinedCase(*head, "error", None, "error", kind, message, n, a.line))
+                joined.append(
+                    JoinedCase(
+                        *head,
+                        "error",
+                        None,
+                        "error",
+                        kind,
+                        message,
+                        n,
+                        a.line,
+                        a.evidence_truncated,
+                    )
+                )
                 continue
             assert a.value is not None
             error_class = classify(human, a.value, view=view)
             joined.append(
-                JoinedCase(*head, "verdict", a.value, error_class, None, a.reason, n, a.line)
+                JoinedCase(
+                    *head,
+                    "verdict",
+                    a.value,
+                    error_class,
+                    None,
+                    a.reason,
+                    n,
+                    a.line,
+                    a.evidence_truncated,
+                )
             )
         return joined, left_out

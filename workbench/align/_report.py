@@ -203,6 +203,9 @@ class AlignmentReport(_Model):
     costs: list[SliceCost] = []
     """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
     rank), max (``workbench.results._costs``; cached verdicts left out)."""
+    evidence_truncated_case_ids: list[str] = []
+    """Cases whose counted attempt saw a judge-visible field only in part (the result's
+    ``evidence_seen``): their verdict was not given on the whole evidence."""
 
     def slice_frame(self) -> Any:
         """The per-slice table as a pandas DataFrame (one row per slice plus ``(all)``); FP and
@@ -406,6 +409,13 @@ def _header_lines(report: AlignmentReport) -> list[str]:
             f" {(report.sampling_plan_sha256 or '')[:12]}; {by_slice}): not in scope, in no figure,"
             " never a pass; the figures are of the sampled cases and the gate does not certify a"
             " sample"
+        )
+    if report.evidence_truncated_case_ids:
+        cut = report.evidence_truncated_case_ids
+        shown = ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
+        lines.append(
+            f"evidence:   {len(cut)} case(s) had evidence truncated ({shown}): the judge saw only"
+            " part of a field; each result's evidence_seen says which"
         )
     if report.sampling_rejected:
         lines.append(

@@ -2,8 +2,10 @@
 code, shared rubric/sentinels/controls/policies, judge code, pinned requirements), priced under
 the policy's ``ci_budget_usd``, run on the control suite and the gold's sentinels and compared
 with a baseline: the drift log's for its fingerprint or its REF version, else the REF version run
-now. Exit code: 2 invalid input, else 3 incomplete, else 1 a control failed, else 4 drift, else
-0."""
+now. A changed ranking or noise judge runs on the project's ranking fixtures or noise suites and
+is decided by that feature's gate (``_judged``; ``--scope pr`` the must-win fixtures and the
+noise sentinel sets, ``scheduled`` everything). Exit code: 2 invalid input, else 3 incomplete,
+else 1 a control or a ranking/noise gate failed, else 4 drift or review required, else 0."""
 
 from __future__ import annotations
 
@@ -32,6 +34,15 @@ from ..judges import kind_info, kinds_where
 from ._contracts import EXIT_CODES, Outcome, control_check, invocation_dir, lane_outcome
 from ._expected import apply_expected_failures
 from ._git import Changes, changed_since, show_at
+from ._judged import (
+    JUDGED_KINDS,
+    SCOPES,
+    JudgedPlan,
+    Scope,
+    judged_inputs,
+    plan_judged,
+    run_judged,
+)
 from ._junit import CheckResult, passed_check, problem_check
 from ._project import CONFIG_FILE, Inventory, discover
 
@@ -53,7 +64,8 @@ class AffectedCandidate(_Model):
     kind: str
     """Its judge kind."""
     covered: bool
-    """Whether this lane runs it (``ragas-llm``, ``ragas-function``)."""
+    """Whether this lane runs it (label kinds on sentinels and controls, ranking kinds on the
+    ranking fixtures, noise kinds on the noise suites)."""
     reasons: list[str]
     """The changed files that affect it, each with its role (``spec``, ``rubric`` ...)."""
 
@@ -62,9 +74,11 @@ class LaneRun(_Model):
     """One run the lane made."""
 
     candidate: str
-    """``name@version`` of the judge run (``... at <ref>`` for a baseline of the old version)."""
-    purpose: Literal["controls", "sentinels", "baseline"]
-    """What it was for."""
+    """``name@version`` of the judge run (``... at <ref>`` for a baseline of the old version,
+    ``... on <fixtures or suite>`` for a ranking or noise run)."""
+    purpose: Literal["controls", "sentinels", "baseline", "ranking", "noise"]
+    """What it was for (``ranking``: a fixture battery; ``noise``: a pair suite's controls,
+    candidate pairs or repeats)."""
     run_dir: str
     """Its run directory (manifest, every attempt, ``run.json``)."""
     status: str
@@ -94,6 +108,9 @@ class SentinelLaneReport(_Model):
     """The ref given to ``--since``."""
     since_commit: str
     """The commit compared with: the merge base of the ref and ``HEAD``."""
+    scope: Scope = "pr"
+    """``pr``: must-win ranking fixtures and the noise sentinel sets; ``scheduled``: every
+    ranking fixture and noise pair (label judges run the same in both)."""
     changed_files: list[str]
     """Every changed file (relative to the repository top level)."""
     affected: list[AffectedCandidate]
@@ -271,10 +288,10 @@ def _candidate(
     changes: Changes,
     path: Path,
     spec: Any,
-    context: tuple[dict[Path, str], list[str], dict[str, str]],
+    context: tuple[dict[Path, str], list[str], dict[str, str], dict[str, dict[Path, str]]],
 ) -> _Candidate | None:
     """The candidate at ``path`` when the change affects it, with every reason."""
-    shared, code_hits, pins = context
+    shared, code_hits, pins, judged = context
     changed = changes.absolute()
     files = own_files(spec, path)
     reasons = [f"{role}: {inv.rel(f)}" for f, role in files.items() if f in changed]
@@ -286,6 +303,8 @@ def _candidate(
         reasons += [f"{role}: {inv.rel(f)}" for f, role in shared.items() if f in changed]
         reasons += [f"judge code: {f}" for f in code_hits]
         code_changed = code_changed or bool(code_hits)
+    inputs = judged.get(spec.kind, {})
+    reasons += [f"{role}: {inv.rel(f)}" for f, role in inputs.items() if f in changed]
     deps = _dependency_reasons(spec, pins)
     reasons += deps
     code_changed = code_changed or bool(deps)
@@ -303,7 +322,8 @@ def affected_candidates(
     changed = changes.absolute()
     code_globs = inv.config.sentinel.judge_code
     code_hits = sorted(f for f in changes.files if any(fnmatch.fnmatch(f, g) for g in code_globs))
-    context = (shared, code_hits, pinned_changes(inv, changes))
+    judged = {kind: judged_inputs(inv, kind) for kind in JUDGED_KINDS}
+    context = (shared, code_hits, pinned_changes(inv, changes), judged)
     out: list[_Candidate] = []
     checks: list[CheckResult] = []
     for path in inv.candidates:
@@ -376,10 +396,16 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
     return fits[0]
 
 
-def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -> tuple[float, str]:
-    """The per-job cap: the policy's ``ci_budget_usd`` unless a lower ``--budget-usd`` is given."""
-    cap = policy.ci_budget_usd
-    where = f"{policy_path}: ci_budget_usd"
+def resolve_cap(
+    policy: Any, requested: float | None, policy_path: str | Path, scope: Scope = "pr"
+) -> tuple[float, str]:
+    """The per-job cap: the policy's ``ci_budget_usd`` (``ci_scheduled_budget_usd`` for the
+    scheduled scope, when set) unless a lower ``--budget-usd`` is given."""
+    key = "ci_budget_usd"
+    if scope == "scheduled" and policy.ci_scheduled_budget_usd is not None:
+        key = "ci_scheduled_budget_usd"
+    cap = getattr(policy, key)
+    where = f"{policy_path}: {key}"
     if cap is None and requested is None:
         raise refusal(
             "no cost cap",
@@ -392,9 +418,9 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
     if cap is None:
         return float(requested), "--budget-usd"  # type: ignore[arg-type]
     if requested is None:
-        return cap, "policy ci_budget_usd"
+        return cap, f"policy {key}"
     if requested > cap:
-        message = f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}"
+        message = f"--budget-usd {requested:g} is above the policy's {key} {cap:g}"
         fix = f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger"
         fix += " cap needs a new policy version"
         raise refusal("cap above policy", where, "budget_above_policy", message, fix)
@@ -536,6 +562,7 @@ class _Lane:
     source: str | None = None
     estimate: float = 0.0
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    scope: Scope = "pr"
 
     def left(self) -> float:
         """What is left of the cap."""
@@ -550,7 +577,7 @@ class _Lane:
                 candidate=c.spec.label,
                 spec=rel(c.path),
                 kind=c.spec.kind,
-                covered=c.spec.kind in RUNNABLE_KINDS,
+                covered=c.spec.kind in RUNNABLE_KINDS + JUDGED_KINDS,
                 reasons=c.reasons,
             )
             for c in self.candidates
@@ -560,6 +587,7 @@ class _Lane:
             project=str(self.inv.root),
             since=self.since,
             since_commit=self.changes.commit,
+            scope=self.scope,
             changed_files=list(self.changes.files),
             affected=affected,
             removed=self.removed,
@@ -630,13 +658,15 @@ def _open_lane(
     )
 
 
-def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
+def _price(
+    lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any, judged: list[JudgedPlan]
+) -> None:
     """Price every planned call; above the cap the lane stops here (:class:`LaneRefused`)."""
     from ..controls import work_items
     from ..repeatability import sentinel_items
     from ..runs import estimate_run
 
-    items = sentinel_items(loaded)
+    items = sentinel_items(loaded) if plans else []
     for plan in plans:
         judge, cdir = plan.candidate.judge, lane.run_dir / plan.candidate.spec.label
         work = [("controls", judge, work_items(suite))] if suite is not None else []
@@ -646,6 +676,7 @@ def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
         for purpose, who, what in work:  # one sum, in order: the figure the cap is checked on
             needed = estimate_run(purpose, who, what, cdir / purpose, cache_dir=False).needed_usd
             lane.estimate += needed
+    lane.estimate += sum(j.estimate for j in judged)
     cap, estimate = lane.cap, lane.estimate
     assert cap is not None
     if estimate <= cap + 1e-12:
@@ -660,18 +691,19 @@ def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
         f"{p.candidate.spec.label}: controls, sentinels"
         + (", baseline" if p.baseline_judge is not None else "")
         for p in plans
-    ]
+    ] + [f"{j.name}: {j.feature}" for j in judged]
     code = "budget_insufficient"
     lane.checks.append(problem_check("budget", "per-job cap", "incomplete", code, message, details))
+    scheduled = lane.scope == "scheduled" and lane.policy.ci_scheduled_budget_usd is not None
+    key = "ci_scheduled_budget_usd" if scheduled else "ci_budget_usd"
     raise LaneRefused(
         "the per-job cap does not cover the sentinel lane: nothing was started",
         [
             problem(
-                f"{lane.inv.rel(lane.policy_path)}: ci_budget_usd",
+                f"{lane.inv.rel(lane.policy_path)}: {key}",
                 code,
                 f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}",
-                "raise ci_budget_usd in a reviewed new policy version, or change fewer judges at"
-                " once",
+                f"raise {key} in a reviewed new policy version, or change fewer judges at once",
             )
         ],
         lane.finish(),
@@ -723,32 +755,12 @@ async def _run_plan(
     )
 
 
-async def run_sentinel_lane(
-    project: str | Path = ".",
-    *,
-    since: str,
-    gold: str | None = None,
-    policy: str | None = None,
-    budget_usd: float | None = None,
-    out: str | Path | None = None,
-    concurrency: int = 8,
-    progress: bool = False,
-) -> SentinelLaneReport:
-    """Run the lane (module doc). Raises :class:`WorkbenchError` on invalid input and
-    :class:`LaneRefused` when it stops before any call (its ``report`` holds the checks)."""
-    from ..approval import load_approvers
+def _label_inputs(lane: _Lane) -> tuple[Any, Any]:
+    """The gold's sentinels and the policy's control suite (a missing suite is a check)."""
     from ..controls import load_suite
     from ..heldout import refuse_held_out_content
-    from ..repeatability import drift_log_path_for, load_sentinels
+    from ..repeatability import load_sentinels
 
-    lane = _open_lane(project, since, gold, policy, out)
-    runnable = [c for c in lane.candidates if c.spec.kind in RUNNABLE_KINDS]
-    lane.checks += [
-        _not_covered(lane, c) for c in lane.candidates if c.spec.kind not in RUNNABLE_KINDS
-    ]
-    if not runnable:
-        return lane.finish()
-    lane.cap, lane.source = resolve_cap(lane.policy, budget_usd, lane.policy_path)
     loaded = load_sentinels(lane.sentinels_file, lane.dataset)
     suite = load_suite(lane.suite_path) if lane.suite_path is not None else None
     if suite is None:
@@ -761,13 +773,59 @@ async def run_sentinel_lane(
         )
     else:  # held-out content never runs as a control (the sentinels are checked on load)
         refuse_held_out_content(suite.controls, lane.dataset, str(lane.suite_path), what="control")
-    log = drift_log_path_for(lane.dataset)
+    return loaded, suite
+
+
+async def run_sentinel_lane(
+    project: str | Path = ".",
+    *,
+    since: str,
+    gold: str | None = None,
+    policy: str | None = None,
+    budget_usd: float | None = None,
+    out: str | Path | None = None,
+    concurrency: int = 8,
+    progress: bool = False,
+    scope: Scope = "pr",
+) -> SentinelLaneReport:
+    """Run the lane (module doc). Raises :class:`WorkbenchError` on invalid input and
+    :class:`LaneRefused` when it stops before any call (its ``report`` holds the checks)."""
+    from ..approval import load_approvers
+    from ..repeatability import drift_log_path_for
+
+    if scope not in SCOPES:
+        where, fix = "--scope", f"give one of {', '.join(SCOPES)}"
+        raise refusal("invalid scope", where, "scope_unknown", f"unknown scope {scope!r}", fix)
+    lane = _open_lane(project, since, gold, policy, out)
+    lane.scope = scope
+    runnable = [c for c in lane.candidates if c.spec.kind in RUNNABLE_KINDS]
+    judged = [c for c in lane.candidates if c.spec.kind in JUDGED_KINDS]
+    covered = RUNNABLE_KINDS + JUDGED_KINDS
+    lane.checks += [_not_covered(lane, c) for c in lane.candidates if c.spec.kind not in covered]
+    if not runnable and not judged:
+        return lane.finish()
+    lane.cap, lane.source = resolve_cap(lane.policy, budget_usd, lane.policy_path, scope)
+    loaded, suite = _label_inputs(lane) if runnable else (None, None)
     scratch = Path(tempfile.mkdtemp(prefix="workbench-ci-ref-"))
     try:
-        plans = [_plan(lane, c, log, scratch) for c in runnable]
-        _price(lane, plans, suite, loaded)
+        plans = [_plan(lane, c, drift_log_path_for(lane.dataset), scratch) for c in runnable]
+        others, checks = plan_judged(
+            lane.inv, [(c.path, c.spec) for c in judged], scope, lane.run_dir
+        )
+        lane.checks += checks
+        _price(lane, plans, suite, loaded, others)
         for plan in plans:
             await _run_plan(lane, plan, suite, loaded, concurrency, progress)
+        for other in others:
+            found, summaries = await run_judged(
+                lane.inv, other, budget_usd=lane.left(), concurrency=concurrency, scope=scope,
+                progress=progress,
+            )  # fmt: skip
+            lane.checks += found
+            lane.runs += [
+                _run_record(other.name, other.feature, Path(s.results_path).parent, s)
+                for s in summaries
+            ]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     lane.checks = apply_expected_failures(
@@ -801,7 +859,7 @@ def _sentinel_check(
     after: dict[str, Any],
 ) -> CheckResult:
     """The sentinels' verdicts against the baseline's (its observations and name)."""
-    from ..repeatability import sentinel_changes
+    from ..repeatability import sentinel_change_rate, sentinel_changes
 
     check, (before, baseline_name) = (
         partial(problem_check, "sentinels", label, seconds=seconds),
@@ -830,9 +888,11 @@ def _sentinel_check(
             f" {f.after}" + (" BOUNDARY" if f.boundary_crossing else "")
             for f in flagged
         ]
+        rate = sentinel_change_rate(loaded, flagged)  # one cluster per gold group
         message = (
             f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against"
-            f" {baseline_name}"
+            f" {baseline_name}; changed sentinels {rate.k} of {rate.n} in {rate.groups} gold"
+            f" groups, 95% interval [{rate.ci95_low:.3f}, {rate.ci95_high:.3f}]"
         )
         failing = sorted({f.case_id for f in flagged})
         return check("review", "sentinel_drift", message, details, failing=failing)

@@ -7,8 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..align import align as align_fn
-from ..align import format_report, resolve_partition
+from ..align import breakdown, format_breakdown, format_report, read_evidence, resolve_partition
 from ..errors import WorkbenchError
 from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
@@ -65,6 +64,17 @@ def evidence_options(verb: str, *, partition_note: str = "") -> Callable[[F], F]
 @path(
     "--sampling-plan", "plan_path", help="The same with a sampling plan file (instead of --policy)."
 )
+@click.option(
+    "--by",
+    "by",
+    multiple=True,
+    metavar="FIELD",
+    help=(
+        "Break false passes and false fails down by a case field or tag (slice, partition, group,"
+        " tag, length, confidence or any metadata key); repeat it, or join fields with × or *,"
+        " to cross them (--by language --by slice). Prints the breakdown instead of the report."
+    ),
+)
 @user_errors
 def align(
     gold: str,
@@ -77,6 +87,7 @@ def align(
     allow_gold_change: bool,
     policy_path: str | None,
     plan_path: str | None,
+    by: tuple[str, ...],
 ) -> None:
     """Join judge results to adjudicated gold labels and report alignment per slice.
 
@@ -96,7 +107,7 @@ def align(
     from .run import sampling_plan_from
 
     plan, _ = sampling_plan_from(policy_path, plan_path, quiet=True)
-    report = align_fn(
+    evidence = read_evidence(
         gold,
         results,
         partition=partition,
@@ -105,6 +116,11 @@ def align(
         partition_source=source,
         sampling_plan=plan,
     )
-    show(report, as_json, lambda r: format_report(r, wide=wide))
+    report = evidence.report
+    if by:
+        found = breakdown(evidence.cases, evidence.index.table, evidence.index.rubric, by)
+        show(found, as_json, format_breakdown)
+    else:
+        show(report, as_json, lambda r: format_report(r, wide=wide))
     if fail_incomplete and report.status != "complete":
         raise SystemExit(ExitCode.INCOMPLETE)

@@ -31,8 +31,10 @@ def ci() -> None:
     \b
     contracts  deterministic and free: every file and the lineage between them, the
                deterministic candidates over the controls; no model call
-    sentinel   the candidates a change affects (git diff --name-only REF), on the sentinel
-               cases and the control suite, under the policy's ci_budget_usd
+    sentinel   the candidates a change affects (git diff --name-only REF), under the
+               policy's ci_budget_usd: label judges on the sentinel cases and the control
+               suite, ranking judges on the fixtures, noise judges on the pair suites
+               (--scope pr: must-win fixtures and sentinel pairs; scheduled: everything)
     release    certify (the only lane that touches held-out data), verify, summarize
 
     Each lane writes a JUnit report (--junit) and a JSON record.
@@ -88,7 +90,8 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
 @option(
     "policy",
     required=False,
-    help="Policy whose ci_budget_usd caps the job and whose control suite runs.",
+    help="Policy whose ci_budget_usd (ci_scheduled_budget_usd with --scope scheduled) caps the"
+    " job and whose control suite runs.",
 )
 @run_options(
     "budget",
@@ -96,6 +99,14 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
         "type": click.FloatRange(min=0),
         "help": "A lower cap than the policy's ci_budget_usd (a higher one is refused).",
     },
+)
+@click.option(
+    "--scope",
+    type=click.Choice(["pr", "scheduled"]),
+    default="pr",
+    show_default=True,
+    help="Ranking and noise judges: pr runs the must-win fixtures and the noise sentinel sets"
+    " (cheap, for pull requests); scheduled runs every fixture and pair.",
 )
 @option("junit")
 @_json
@@ -105,12 +116,15 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
 def sentinel(
     project: str, junit_path: str | None, as_json: bool, options: RunOptions, **lane: Any
 ) -> None:
-    """Run the candidates a change affects on the sentinel cases and the control suite.
+    """Run the candidates a change affects: label judges on the sentinels and controls, ranking
+    and noise judges under their own gates.
 
     Priced first and refused (exit 3) above the policy's ci_budget_usd; sentinel verdicts are
-    compared with a recorded baseline or the candidate at REF. Exit 0 nothing affected or all
-    clear; 1 a control failed; 4 sentinel drift (accept with `workbench drift
-    --record-baseline`); 3 incomplete; 2 invalid input.
+    compared with a recorded baseline or the candidate at REF. A changed ranking judge runs its
+    fixtures' battery and the ranking gate, a changed noise judge its pair suites and the noise
+    gate (--scope). Exit 0 nothing affected or all clear; 1 a control failed or a ranking/noise
+    gate failed; 4 sentinel drift (accept with `workbench drift --record-baseline`) or review
+    required; 3 incomplete; 2 invalid input.
     """
     from ..ci import LaneRefused, format_sentinel_lane, run_sentinel_lane_sync
 

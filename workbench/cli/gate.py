@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
 from .._load import validation_problems
-from ..align import flagged_cases, read_evidence, resolve_partition
+from ..align import cell_figures, flagged_cases, read_evidence, resolve_partition
 from ..errors import Problem, WorkbenchError, refusal
 from ..gold import gold_index
 from ..heldout import check_held_out_results
@@ -124,13 +124,21 @@ def gate(
         partition_source=source,
         sampling_plan=loaded_policy.sampling if loaded_policy is not None else None,
     )
+    flagged = flagged_cases(evidence.cases, index.rubric.abstain_labels)
+    cells, cell_ids = cell_figures(
+        evidence.cases,
+        index.table,
+        index.rubric,
+        list(loaded_policy.cells if loaded_policy else []),
+    )
     result = evaluate_gate(
         evidence.report,
         loaded_policy,
         rubric=index.rubric,
         run=run,
         overrides=store or [],
-        flagged=flagged_cases(evidence.cases, index.rubric.abstain_labels),
+        flagged={**flagged, **cell_ids},
+        cells=cells,
         policy_sha256=policy_sha256(policy),
     )
     if source == "run_manifest":

@@ -3,10 +3,12 @@ verify; ``workbench prune``."""
 
 from __future__ import annotations
 
+import functools
 import itertools
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -76,6 +78,8 @@ _RANKING_HELP = (
     "replay one attempt from frozen inputs\n"
     "workbench ranking verify RUN_DIR                                      "
     "verify a locked ranking run\n"
+    "workbench ranking retire-scalar --fixtures F --policy P ...           "
+    "retire the scalar gate, on record\n"
 )
 
 
@@ -129,6 +133,12 @@ def _capture(
 )
 @option("overrides", help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
 @path("--scalar", help="Per-case scalar gate outcomes (JSON Lines) to list beside the outcome.")
+@click.option(
+    "--job",
+    type=click.Choice(["generation", "evaluator"]),
+    help="Drift job: generation holds the judge of the last passing run fixed, evaluator holds its"
+    " candidates fixed. A run never changes both (one change per release).",
+)
 @_PLAN
 @click.option(
     "--capture",
@@ -166,6 +176,7 @@ def run(
     no_history: bool,
     overrides: str | None,
     scalar: str | None,
+    job: str | None,
     capture: str | None,
     excerpts: tuple[str, ...],
     retention_days: int | None,
@@ -184,7 +195,13 @@ def run(
     reversals, editorial drift and criterion leakage route to review. Exit 0 passed (or
     report-only), 1 quality failed, 3 incomplete, 4 review required, 2 invalid input.
     """
-    from ..ranking import format_ranking, load_fixtures, ranking_report
+    from ..ranking import (
+        format_ranking,
+        load_fixtures,
+        ranking_report,
+        refuse_retired_scalar,
+        release_change,
+    )
 
     refuse_sign_without_lock(sign_key, lock, "invalid arguments")
     if (candidate is None) == (results is None):
@@ -199,17 +216,27 @@ def run(
     fixture_set = load_fixtures(fixtures)
     default_history = DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
     history_path = None if no_history else Path(history or default_history)
+    if scalar:  # the library refuses it again where it gates and records
+        refuse_retired_scalar(history_path, fixture_set.name)
     gate_inputs = _gate_inputs(policy, history_path, overrides, scalar)
     config = _capture(gate_inputs["policy"], capture, excerpts, retention_days)
+    check = functools.partial(
+        release_change,
+        fixture_set,
+        history=gate_inputs["history"],
+        job=cast(Any, job),
+        where=str(history_path),
+    )
     if results is not None:
         report = ranking_report(fixture_set, results, **gate_inputs)
+        check(report.judge, report.judge_fingerprint)  # before any artifact is written
         out_dir = Path(out) if out else None
     else:
         assert candidate is not None
         report, out_dir = _run_battery(
-            candidate, fixture_set, out, battery, config, options, gate_inputs
+            candidate, fixture_set, out, battery, config, options, gate_inputs, check
         )
-    _keep(report, fixture_set, out_dir, history_path, lock, sign_key)
+    _keep(report, fixture_set, out_dir, history_path, lock, sign_key, job)
     show(report, as_json, format_ranking)
     assert report.gate is not None  # ranking_report gates every report
     if report.gate.exit_code:
@@ -220,9 +247,9 @@ def _gate_inputs(
     policy: str | None, history: Path | None, overrides: str | None, scalar: str | None
 ) -> dict[str, Any]:
     from ..policy import load_overrides
-    from ..ranking import load_ranking_policy, read_history, read_scalar
+    from ..ranking import load_ranking_policy, read_scalar
 
-    rules, entries = load_ranking_policy(policy) if policy else None, read_history(history)
+    rules = load_ranking_policy(policy) if policy else None
     store = Path(overrides) if overrides else DEFAULT_OVERRIDES
     if overrides and not store.exists():  # the default store is optional, a named one is not
         message = "the override store does not exist"
@@ -230,7 +257,7 @@ def _gate_inputs(
         raise refusal("no overrides", str(store), "overrides_missing", message, fix)
     return {
         "policy": rules,
-        "history": entries,
+        "history": history,  # the log: the gate reads it (runs and the scalar's retirement)
         "overrides": list(load_overrides(store)) if store.exists() else [],
         "scalar": read_scalar(scalar) if scalar else None,
     }
@@ -244,6 +271,7 @@ def _run_battery(
     config: Any,
     options: RunOptions,
     gate_inputs: dict[str, Any],
+    check: Callable[[str | None, str | None], Any],
 ) -> tuple[Any, Path]:
     from ..judges import load_candidate
     from ..ranking import position_battery, ranking_report, run_ranking_sync
@@ -254,6 +282,7 @@ def _run_battery(
         fix = "use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking"
         fix += " results with --results"
         raise refusal("not a ranking candidate", candidate, "not_ranking_kind", message, fix)
+    check(judge.spec.label, judge.identity.fingerprint())  # refused before any call
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
     summary = run_ranking_sync(
         judge,
@@ -282,6 +311,7 @@ def _keep(
     history_path: Path | None,
     lock: bool,
     sign_key: str | None,
+    job: str | None = None,
 ) -> None:
     from ..ranking import lock_ranking_run, record_run, write_ranking_artifacts
 
@@ -292,7 +322,7 @@ def _keep(
         paths = write_ranking_artifacts(report, out_dir)
         click.echo(f"report and {len(paths) - 1} failure artifact(s) in {out_dir}", err=True)
     if history_path is not None:
-        record_run(history_path, report, fixture_set)
+        record_run(history_path, report, fixture_set, job=cast(Any, job))  # decides the change
         click.echo(f"recorded in the ranking history {history_path}", err=True)
     if lock and out_dir is not None:
         from .._signing import load_signer
@@ -480,9 +510,65 @@ def _replayed(fixture: Any, r: Any) -> int:
     click.echo(
         f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs};"
         f" must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request"
-        f" complete={check.complete}; reason: {r.reason}"
+        f" complete={check.complete}; allowed_values"
+        f" {(r.presentation or {}).get('allowed_values')} for {len(fixture.candidates)}"
+        f" candidates; reason: {r.reason}"
     )
     return ExitCode.FAILED if not held or agreed < pairs else ExitCode.OK
+
+
+@ranking.command("retire-scalar")
+@path("--fixtures", required=True, help="The ranking fixture file whose scalar gate retires.")
+@option("policy", required=True, help="The ranking policy (owners, calibration data).")
+@path(
+    "--history",
+    help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): read, appended.",
+)
+@option("approver", help="Who approves (a name in `approvers:`).")
+@option("reason", help="What the side-by-side runs showed.")
+@click.option(
+    "--escape-path",
+    required=True,
+    help="The documented escape path for a genuine evaluator incident.",
+)
+@option("json", help="Print the retirement record as JSON.")
+@user_errors
+def retire_scalar_(
+    fixtures: str,
+    policy: str,
+    history: str | None,
+    approver: str,
+    reason: str,
+    escape_path: str,
+    as_json: bool,
+) -> None:
+    """Retire the scalar gate of a fixture set, with a record in its ranking history.
+
+    Refused (exit 2, every problem at once) unless the policy names the four owners and an
+    agreement-drop threshold chosen from reviewed examples, an escape path is given, the history
+    holds a run that compared the scalar gate side by side (--scalar), and the approver is in the
+    project's approvers. Later runs of the set refuse --scalar.
+    """
+    from ..ranking import load_fixtures, load_ranking_policy, retire_scalar
+
+    fixture_set = load_fixtures(fixtures)
+    path = Path(history) if history else DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
+    record = retire_scalar(
+        path,
+        fixture_set.name,
+        load_ranking_policy(policy),
+        approver=approver,
+        reason=reason,
+        escape_path=escape_path,
+    )
+    if as_json:
+        echo_json(record.model_dump(mode="json"))
+        return
+    click.echo(
+        f"retired the scalar gate of {fixture_set.name} ({record.side_by_side_runs} side-by-side"
+        f" run(s); scalar passed, ranking did not: {record.scalar_pass_ranking_fail}); approved by"
+        f" {record.approver}; recorded in {path}"
+    )
 
 
 @ranking.command("verify")

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-INDEX_FORMAT = 3
-"""Version of the cached index layout; part of the cache key (3: the group)."""
+INDEX_FORMAT = 4
+"""Version of the cached index layout; part of the cache key (3: the group; 4: the response
+length, the reviewers' confidences and the metadata, for breakdowns by case field)."""
 CACHE_ENV = "WORKBENCH_CACHE_DIR"
 """Environment variable naming the cache directory (shared with the verdict cache)."""
 SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
@@ -37,9 +38,13 @@ INDEX_COLUMNS = (
     ("case_id", "partition", "slice", "group", "label", "response_hash")
     + ("active", "tags", "reviewers")
     + ("review_labels", "search_text", "record")
+    + ("response_chars", "confidences", "metadata")
 )
 """One row per gold record in file order; ``active`` is False for superseded records;
-``search_text`` is what the review widget searches; ``record`` is the record as JSON."""
+``search_text`` is what the review widget searches; ``record`` is the record as JSON;
+``response_chars`` the response's length in characters; ``confidences`` each review's confidence
+(null when not stated); ``metadata`` the record's metadata as text (a string as it is, any other
+value as JSON)."""
 INDEX_CHUNK = 1 << 16
 """Records per chunk when an index is built (bounds the Python values alive at once)."""
 
@@ -221,6 +226,9 @@ def index_table(dataset: GoldDataset) -> pa.Table:
         "review_labels": (lambda r: [v.label for v in r.reviews], lists),
         "search_text": (_search_text, strings),
         "record": (lambda r: r.model_dump_json(), strings),
+        "response_chars": (lambda r: len(r.response), pa.int64()),
+        "confidences": (lambda r: [v.confidence for v in r.reviews], lists),
+        "metadata": (_metadata_text, pa.map_(strings, strings)),
     }
     records = dataset.records
     chunks = range(0, max(len(records), 1), INDEX_CHUNK)
@@ -233,6 +241,14 @@ def index_table(dataset: GoldDataset) -> pa.Table:
             for name, (get, kind) in columns.items()
         }
     )
+
+
+def _metadata_text(record: GoldCase) -> list[tuple[str, str]]:
+    """The metadata as ``(key, text)`` pairs: a string as it is, any other value as JSON."""
+    return [
+        (key, value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+        for key, value in sorted(record.metadata.items())
+    ]
 
 
 def _search_text(record: GoldCase) -> str:

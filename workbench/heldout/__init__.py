@@ -12,6 +12,7 @@ from ._exposure import (
     used_held_out_of,
 )
 from ._items import ContentUses, held_out_use_line, items_sha256
+from ._leakage import PromptLeak, describe_leaks, prompt_leaks
 from ._ledger import (
     HeldOutAccess,
     HeldOutLedger,
@@ -29,6 +30,9 @@ from ._location import (
 )
 
 __all__ = [
+    "PromptLeak",
+    "describe_leaks",
+    "prompt_leaks",
     "EXPOSED",
     "ContentUses",
     "LEDGER_FILE",

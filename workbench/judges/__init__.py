@@ -9,8 +9,9 @@ from ._code import (
     project_requirements,
     requirement_allows,
 )
+from ._family import GENERATOR_KEY, model_family, self_preference
 from ._function import import_metric
-from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
+from ._input import EVIDENCE_ARGUMENTS, JUDGE_VISIBLE_FIELDS, JudgeInput, evidence_seen
 from ._llm import Exchange, LLMJudge, has_reason
 from ._ping import PING_INPUT, PingResult, aping, ping
 from ._registry import (
@@ -21,6 +22,7 @@ from ._registry import (
     Kind,
     ModelJudge,
     NotAvailable,
+    PromptedJudge,
     ReplayJudge,
     Verdict,
     available_kinds,
@@ -53,6 +55,7 @@ __all__ = [
     "HoldsResources",
     "Judge",
     "JudgeInput",
+    "evidence_seen",
     "Kind",
     "LLMJudge",
     "ModelJudge",
@@ -60,6 +63,11 @@ __all__ = [
     "PING_INPUT",
     "PingResult",
     "ReplayJudge",
+    "PromptedJudge",
+    "GENERATOR_KEY",
+    "model_family",
+    "self_preference",
+    "EVIDENCE_ARGUMENTS",
     "Threshold",
     "Verdict",
     "aping",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from .._docs import add_field_docs
 from ..gold import GoldCase
+from ..results import EvidenceSeen
 
 JUDGE_VISIBLE_FIELDS: dict[str, str] = {
     "input": "user_input",
@@ -17,6 +19,10 @@ JUDGE_VISIBLE_FIELDS: dict[str, str] = {
     "contexts": "retrieved_contexts",
 }
 """Gold field -> judge argument name (Ragas' names). Nothing else is ever copied."""
+
+EVIDENCE_ARGUMENTS: tuple[str, ...] = ("grading_notes", "reference")
+"""The judge arguments that carry a case's evidence (the gold requires one of them): a prompt
+must show each one the judged cases carry, or its spec must name it in ``omitted_fields``."""
 
 
 class JudgeInput(BaseModel):
@@ -43,3 +49,60 @@ class JudgeInput(BaseModel):
     def arguments(self) -> dict[str, Any]:
         """Non-null fields as keyword arguments for a metric."""
         return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+def evidence_seen(
+    judge_input: Any, sent: Any, unshown: Collection[str] = ()
+) -> list[EvidenceSeen] | None:
+    """What of each judge-visible field of ``judge_input`` the request ``sent`` (the wire request,
+    or the planned one) holds: characters in the case and characters found in the request from the
+    field's start (each passage, for contexts). Measured on the request itself, so a cut made by
+    any layer (a prompt builder, a metric, a client) is seen; ``unshown`` fields (the prompt has
+    no placeholder for them) count as not sent, whatever words of theirs the prompt happens to
+    hold. None for other inputs (rankings, noise pairs)."""
+    if not isinstance(judge_input, JudgeInput):
+        return None
+    haystack = "\x00".join(_strings(sent))
+    seen = []
+    for name, value in judge_input.model_dump().items():
+        texts = value if isinstance(value, list) else [] if value is None else [value]
+        in_case = sum(len(t) for t in texts)
+        sent_chars = 0 if name in unshown else sum(_sent_prefix(t, haystack) for t in texts)
+        status = (
+            "absent"
+            if value is None
+            else "full"
+            if sent_chars == in_case
+            else "omitted"
+            if sent_chars == 0
+            else "truncated"
+        )
+        seen.append(
+            EvidenceSeen(field=name, chars_in_case=in_case, chars_sent=sent_chars, status=status)
+        )
+    return seen
+
+
+def _sent_prefix(text: str, haystack: str) -> int:
+    """The length of the longest start of ``text`` that ``haystack`` holds (a start present means
+    every shorter one is: a binary search)."""
+    if text in haystack:
+        return len(text)
+    low, high = 0, len(text) - 1  # text[:low] is held, text[:high + 1] is not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if text[:mid] in haystack:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _strings(obj: Any) -> list[str]:
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _strings(v)]
+    if isinstance(obj, list | tuple):
+        return [s for v in obj for s in _strings(v)]
+    return []

@@ -137,6 +137,14 @@ _PROBLEMS: dict[str, tuple[str, str]] = {
         "the prompt never shows {{{required}}}, the thing under judgment",
         "add {{{required}}} to the prompt template",
     ),
+    "omitted_fields_unknown": (
+        "omitted_fields names {unknown}, which are not judge-visible fields",
+        "name only {allowed}",
+    ),
+    "omitted_fields_shown": (
+        "omitted_fields names {shown}, which the prompt shows",
+        "drop {shown} from omitted_fields (it lists fields the prompt deliberately leaves out)",
+    ),
     "api_key_missing": (
         "the environment variable {name} is not set",
         "export {name}=<your key> (keys are read from the environment and never written to any"
@@ -300,10 +308,26 @@ class LLMJudge:
         if unknown:
             allowed = ", ".join(sorted(self.allowed_placeholders))
             problems.append(_problem(loc, "prompt_placeholder", unknown=unknown, allowed=allowed))
+        unknown = sorted(set(self.spec.omitted_fields) - PLACEHOLDERS)
+        if unknown:
+            allowed = ", ".join(sorted(PLACEHOLDERS))
+            problems.append(
+                _problem(loc, "omitted_fields_unknown", unknown=unknown, allowed=allowed)
+            )
+        shown = sorted(set(self.spec.omitted_fields) & set(used))
+        if shown:
+            problems.append(_problem(loc, "omitted_fields_shown", shown=", ".join(shown)))
         required = self.required_placeholder
         if required and required not in used and not problems and template:
             problems.append(_problem(loc, "prompt_no_response", required=required))
         return problems
+
+    def shown_fields(self) -> frozenset[str] | None:
+        """The judge arguments the prompt template shows; None for a kind whose metric builds its
+        own prompt (no template) or fills it from other fields (rankings, noise pairs)."""
+        if not self.template or self.allowed_placeholders != PLACEHOLDERS:
+            return None
+        return frozenset(self.placeholders)
 
     def _secret_problems(self, spec: CandidateSpec, template: str, loc: str) -> list[Problem]:
         """Secrets in the prompt file, or the key's own value anywhere in the spec."""
@@ -580,7 +604,13 @@ class LLMJudge:
     def _recorded(self, exchange: Exchange) -> dict[str, Any]:
         tokens_in, tokens_out = self._usage(exchange)
         request = self._wire_request(exchange)
-        return {"tokens_in": tokens_in, "tokens_out": tokens_out, "rendered_request": request}
+        raw = raw_text(exchange.responses[-1]["body"]) if exchange.responses else None
+        return {
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "rendered_request": request,
+            "raw_response": None if raw is None else redact(raw, self.secrets()),
+        }
 
     def _verdict(self, exchange: Exchange, **kw: Any) -> Verdict:
         if isinstance(kw.get("reason"), str):
@@ -635,6 +665,13 @@ def _assistant_message(body: Any) -> dict[str, Any] | None:
     except (TypeError, KeyError, IndexError):
         return None
     return message if isinstance(message, dict) else None
+
+
+def raw_text(body: Any) -> str | None:
+    """The assistant message text of a chat-completions response body, exactly as returned."""
+    message = _assistant_message(body)
+    content = None if message is None else message.get("content")
+    return content if isinstance(content, str) else None
 
 
 def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:

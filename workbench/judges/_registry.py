@@ -55,6 +55,10 @@ class Verdict:
     """A ranking judge's returned order, as stable candidate ids."""
     endpoint_failure: str | None = None
     """The kind of failure of the endpoint itself (:mod:`._http_errors`), for the breaker."""
+    raw_response: str | None = None
+    """The assistant message text the endpoint returned, before parsing (model judges)."""
+    raw_response_source: str | None = None
+    """Set when the raw answer was deliberately not kept (``not_kept``: a capture policy)."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:
@@ -108,6 +112,16 @@ class ModelJudge(HoldsResources, Protocol):
     def secrets(self) -> list[str]: ...
 
     def estimate_usage(self, judge_input: Any) -> tuple[int, int, str] | None: ...
+
+
+@runtime_checkable
+class PromptedJudge(Protocol):
+    """Capability: the judge fills a prompt template (held-out text in it is leakage) that shows
+    some judge-visible fields and not others."""
+
+    template: str
+
+    def shown_fields(self) -> frozenset[str] | None: ...
 
 
 @runtime_checkable
@@ -243,7 +257,9 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) 
     Ragas version and kind-specific ``extra`` (not where the prompt is stored, the circuit
     breaker or the declared lineage)."""
     excluded: dict[str, Any] = dict.fromkeys(
-        ("name", "version", "kind", "model", "prompt", "prompt_file", "parent", "changes"), True
+        ("name", "version", "kind", "model", "prompt", "prompt_file", "parent", "changes")
+        + ("omitted_fields",),
+        True,
     )
     rest = spec.model_dump(
         mode="json", exclude={**excluded, "endpoint": {"circuit_breaker_after": True}}

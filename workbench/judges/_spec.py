@@ -262,6 +262,10 @@ class CandidateSpec(Record):
     changes: list[str] | None = None
     """What this version changes relative to ``parent``, from :data:`CHANGE_KINDS` (not
     fingerprinted)."""
+    omitted_fields: list[str] = Field(default_factory=list)
+    """Judge-visible fields (``grading_notes``, ``reference`` ...) the prompt deliberately does not
+    show. A run refuses a prompt that omits evidence the cases carry unless it is named here
+    (not fingerprinted: it changes no request)."""
 
     @model_validator(mode="after")
     def _declared_changes(self) -> CandidateSpec:

@@ -198,7 +198,8 @@ def evaluate_migration(
         blockers += _review_blockers(
             name, rubric.risk_of(name), out_rows, reviews, (baseline, candidate)
         )
-    slices, overall, matrix = summarize(rows, rubric)
+    groups = {cid: case.group for cid, case in dataset.cases.items()}
+    slices, overall, matrix = summarize(rows, rubric, groups)
     summary = MigrationSummary(
         candidate=candidate,
         candidate_fingerprint=candidate_fingerprint,

@@ -36,7 +36,15 @@ from ..runs import (
     run_candidate,
 )
 from ..sampling import RISK_ORDER
-from ..stats import Rate, bh_qvalues, exact_mcnemar, paired_rate_difference, wilson_rate
+from ..stats import (
+    GroupedRate,
+    Rate,
+    bh_qvalues,
+    clustered_rate,
+    exact_mcnemar,
+    paired_rate_difference,
+    wilson_rate,
+)
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ._parity import RequestParity, judge_changes, parity_warnings, request_parity
 
@@ -99,6 +107,11 @@ class RateDelta(_Model):
     """Lower bound of the 95% Tango score interval of the paired difference."""
     ci95_high: float | None
     """Upper bound of it."""
+    old_grouped: GroupedRate | None = None
+    """The old rate with the cases of one gold group as one cluster (the slices' interval), when
+    a group holds more than one of its decided cases; None otherwise (Wilson's is then exact)."""
+    new_grouped: GroupedRate | None = None
+    """The new rate likewise."""
 
 
 class McNemar(_Model):
@@ -432,14 +445,15 @@ def risk_order(rubric: Any) -> Callable[[str], tuple[int, str]]:
 
 
 def summarize(
-    rows: list[Row], rubric: Any
+    rows: list[Row], rubric: Any, groups: Mapping[str, str] | None = None
 ) -> tuple[list[SliceComparison], SliceComparison, dict[str, dict[str, int]]]:
-    """Per slice (critical first), overall, and the pass/fail/abstain matrix (old -> new)."""
+    """Per slice (critical first), overall, and the pass/fail/abstain matrix (old -> new);
+    ``groups`` (case id -> gold group) adds the cluster-aware rates."""
     by_slice: dict[str, list[Row]] = {}
     for row in rows:
         by_slice.setdefault(row[0].slice, []).append(row)
     slices = [
-        _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric)
+        _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric, groups)
         for name in sorted(by_slice, key=risk_order(rubric))
     ]
     q = bh_qvalues([s.mcnemar.p_value for s in slices])
@@ -453,10 +467,23 @@ def summarize(
     ordered = {
         r: {c: matrix[r][c] for c in CATEGORIES if matrix[r][c]} for r in CATEGORIES if r in matrix
     }
-    return slices, _slice_comparison("(all)", None, rows, rubric), ordered
+    return slices, _slice_comparison("(all)", None, rows, rubric, groups), ordered
 
 
-def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateDelta:
+Pair = tuple[str | None, str | None, str | None]
+"""(gold group, old pass/fail view, new pass/fail view) of one case."""
+
+
+def _grouped(pairs: list[Pair], side: int, event: str) -> GroupedRate | None:
+    """One version's rate over its decided cases, clustered by gold group, when a group holds
+    more than one of them (elsewhere Wilson's interval already counts independent cases)."""
+    units = [(p[0], p[side] == event) for p in pairs if p[side] is not None]
+    rate = clustered_rate(units)
+    return rate if None not in {g for g, _ in units} and rate.n > rate.groups else None
+
+
+def _rate_delta(triples: list[Pair], event: str) -> RateDelta:
+    pairs = [(o, n) for _, o, n in triples]
     old_dec = [o for o, _ in pairs if o is not None]
     new_dec = [n for _, n in pairs if n is not None]
     both = [(o, n) for o, n in pairs if o is not None and n is not None]
@@ -471,16 +498,21 @@ def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateD
         delta=delta,
         ci95_low=low,
         ci95_high=high,
+        old_grouped=_grouped(triples, 1, event),
+        new_grouped=_grouped(triples, 2, event),
     )
 
 
-def _slice_comparison(name: str, risk: str | None, rows: list[Row], rubric: Any) -> SliceComparison:
-    views: dict[str, list[tuple[str | None, str | None]]] = {"fail": [], "pass": []}
+def _slice_comparison(
+    name: str, risk: str | None, rows: list[Row], rubric: Any, groups: Mapping[str, str] | None
+) -> SliceComparison:
+    views: dict[str, list[Pair]] = {"fail": [], "pass": []}
     for o, n, _ in rows:
         human = rubric.pass_fail(o.human_label) if o.human_label in rubric.labels else None
         if human in views:
             views[human].append(
                 (
+                    groups.get(o.case_id) if groups is not None else None,
                     rubric.pass_fail(o.judge_label) if o.outcome == "verdict" else None,
                     rubric.pass_fail(n.judge_label) if n.outcome == "verdict" else None,
                 )
@@ -1063,7 +1095,8 @@ def _report(
     old_lines = read_results(setup.results("old")) if mapping else []
     raw_old = {line.result.case_id: line.result.value for line in old_lines}
     rows = case_transitions(rubric, joins["old"], joins["new"], raw_old)
-    slices, overall, matrix = summarize(rows, rubric)
+    groups = {cid: case.group for cid, case in setup.dataset.cases.items()}
+    slices, overall, matrix = summarize(rows, rubric, groups)
     incomplete = list(runner.incomplete)
     missing = sum(1 for _, _, t in rows if t.transition == "incomplete")
     if missing:
@@ -1206,6 +1239,16 @@ def _format_controls(c: ControlsSideBySide | None) -> list[str]:
 
 def _format_rates(d: RateDelta, name: str) -> str:
     counts = f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n}"
+    grouped = [g for g in (d.old_grouped, d.new_grouped) if g is not None]
+    if grouped:
+        counts += (
+            " (by gold group, 95%: "
+            + " -> ".join(
+                f"[{g.ci95_low:.3f}, {g.ci95_high:.3f}] of {g.n} cases in {g.groups} groups"
+                for g in grouped
+            )
+            + ")"
+        )
     if d.delta is None:
         return f"{counts} (no paired case)"
     return (

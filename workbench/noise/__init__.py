@@ -16,6 +16,7 @@ from ._analysis import (
     SliceRow,
     check_run_request,
     load_noise_run,
+    member_items,
     noise_override_scope,
     noise_report,
     run_noise,
@@ -95,7 +96,8 @@ __all__ = [
     "check_baseline_report", "check_baseline_suite", "check_noise_lock", "check_pairs",
     "check_retrieval", "check_run_request", "comparison_chart", "explain", "format_noise",
     "format_panel", "join_companions", "load_baseline_report", "load_companions", "load_noise_run",
-    "load_pairs", "load_panel", "lock_noise_run", "noise_chart", "noise_override_scope",
+    "load_pairs", "load_panel", "lock_noise_run", "member_items", "noise_chart",
+    "noise_override_scope",
     "noise_report", "panel_agreement", "panel_release_of", "panel_snapshot", "parse_pairs",
     "release_of", "retrieval_blockers", "run_noise", "run_noise_sync", "scoring_fingerprint",
     "selected_candidates", "suite_snapshot", "suite_snapshot_of", "validate_pairs", "with_baseline"

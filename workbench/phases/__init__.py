@@ -7,6 +7,7 @@ from ._calibrate import (
     freeze_threshold,
     paired_comparison,
     record_selection,
+    score_calibration_of,
     threshold_sweep,
 )
 from ._parameters import check_parameters, unknown_parameters
@@ -27,6 +28,7 @@ __all__ = [
     "phase_policy",
     "record_selection",
     "serve_demo_llm",
+    "score_calibration_of",
     "threshold_sweep",
     "unknown_parameters",
 ]

@@ -30,11 +30,13 @@ class CalibrationSession(PhaseSession):
 
 def paired_comparison(iterations: list[Iteration]) -> Any:
     """Every pair of candidates on the cases where both have a verdict: who is right where the
-    other is wrong, the exact McNemar p-value and each side's critical-slice false passes."""
+    other is wrong, the exact McNemar p-value, its Benjamini-Hochberg q-value over the pairs
+    (``q_bh``: many pairs, some p-values small by chance) and each side's critical-slice false
+    passes."""
     import pandas as pd
 
     from ..align import require_comparable
-    from ..stats import exact_mcnemar
+    from ..stats import bh_qvalues, exact_mcnemar
 
     for it in iterations:
         require_comparable(it.join, where=f"paired_comparison({it.label})")
@@ -74,7 +76,54 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
                 ),
             }
         )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if rows:
+        frame.insert(
+            frame.columns.get_loc("p_mcnemar") + 1, "q_bh", bh_qvalues(list(frame["p_mcnemar"]))
+        )
+    return frame
+
+
+def _scored(iteration: Any, pass_label: str, fail_label: str) -> list[tuple[float, str, str]]:
+    """(score, human label, case id) of every case with a verdict, a recorded score and a human
+    pass or fail; ``ValueError`` when the judge recorded no score."""
+    by_line = {line.line: line.result for line in iteration.lines}
+    points = [
+        (float(by_line[c.result_line].score), c.human_label, c.case_id)
+        for c in iteration.join.cases
+        if c.outcome == "verdict"
+        and c.result_line in by_line
+        and by_line[c.result_line].score is not None
+        and c.human_label in (pass_label, fail_label)
+    ]
+    if not points:
+        raise ValueError(f"{iteration.label} recorded no scores: it is not a score-based judge")
+    return points
+
+
+def score_calibration_of(
+    iteration: Any,
+    *,
+    pass_label: str = "pass",
+    fail_label: str = "fail",
+    pass_if: Literal["at_least", "at_most"] = "at_least",
+    bins: int = 10,
+) -> Any:
+    """The score's calibration against the human labels
+    (:func:`workbench.stats.score_calibration`: reliability bins, ECE with a cluster-bootstrap
+    interval over the gold's groups); a score read as the probability of a human pass
+    (``at_most``: one minus it). ``iteration``: an :class:`Iteration`, or anything with its
+    ``lines`` and ``join`` (a certification's held-out run)."""
+    from ..stats import score_calibration
+
+    points = _scored(iteration, pass_label, fail_label)
+    cases = iteration.join.dataset.cases
+    return score_calibration(
+        [score if pass_if == "at_least" else 1.0 - score for score, _, _ in points],
+        [human == pass_label for _, human, _ in points],
+        [cases[cid].group for _, _, cid in points],
+        bins=bins,
+    )
 
 
 def threshold_sweep(
@@ -91,17 +140,7 @@ def threshold_sweep(
 
     from ..stats import wilson_rate
 
-    by_line = {line.line: line.result for line in iteration.lines}
-    points = [
-        (float(by_line[c.result_line].score), c.human_label)  # type: ignore[arg-type]
-        for c in iteration.join.cases
-        if c.outcome == "verdict"
-        and c.result_line in by_line
-        and by_line[c.result_line].score is not None
-        and c.human_label in (pass_label, fail_label)
-    ]
-    if not points:
-        raise ValueError(f"{iteration.label} recorded no scores: it is not a score-based judge")
+    points = [(score, human) for score, human, _ in _scored(iteration, pass_label, fail_label)]
     scores = sorted({s for s, _ in points})
     fails = sum(1 for _, h in points if h == fail_label)
     passes = len(points) - fails

@@ -3,7 +3,7 @@ plan``)."""
 
 from ._chart import plan_chart
 from ._plan import PlanRow, SamplePlan, format_plan, plan_frame, plan_policy
-from ._simulate import OperatingReport, format_simulation, simulate_gate
+from ._simulate import OperatingReport, format_simulation, simulate_gate, simulation_frames
 
 __all__ = [
     "OperatingReport",
@@ -15,4 +15,5 @@ __all__ = [
     "plan_frame",
     "plan_policy",
     "simulate_gate",
+    "simulation_frames",
 ]

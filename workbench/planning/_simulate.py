@@ -11,6 +11,7 @@ chances to clear, and P(quality_failed) is one minus the product of their chance
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from .._record import Record as _Model
 from ..gold import GoldDataset, Risk
@@ -169,3 +170,41 @@ def format_simulation(report: OperatingReport) -> str:
         for g in report.gate
     ]
     return "\n".join(lines)
+
+
+def simulation_frames(report: OperatingReport) -> tuple[Any, Any]:
+    """Two DataFrames: the slice limits simulated (cases, groups, P(clear) at the limit), and
+    the whole gate's P(certified), P(review_required), P(quality_failed) against the true rate
+    (as a fraction of each limit, and each kind of limit's true rates)."""
+    import pandas as pd
+
+    designs = pd.DataFrame(
+        [
+            {
+                "slice": c.slice,
+                "limit": f"{c.requirement} <= {c.points[0].limit:g}",
+                "cases": c.cases,
+                "groups": c.groups,
+                "P(clear) at the limit": next(
+                    (p.p_clear for p in c.points if p.true_rate == min(1.0, p.limit)), None
+                ),
+            }
+            for c in report.slices
+        ],
+        columns=["slice", "limit", "cases", "groups", "P(clear) at the limit"],
+    )
+    rows = []
+    for i, g in enumerate(report.gate):
+        rates: dict[str, set[str]] = {}
+        for c in report.slices:
+            rates.setdefault(f"true {c.requirement}", set()).add(f"{c.points[i].true_rate:.3f}")
+        rows.append(
+            {"true rate / limit": f"{g.fraction:.2f}x"}
+            | {name: " / ".join(sorted(v)) for name, v in rates.items()}
+            | {
+                "P(certified)": g.p_certified,
+                "P(review_required)": g.p_review_required,
+                "P(quality_failed)": g.p_quality_failed,
+            }
+        )
+    return designs, pd.DataFrame(rows)

@@ -69,6 +69,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "pending_retries": _missing("gate"),
     "run_incomplete": _missing("gate"),
     "gold_changed": _missing("gate"),
+    "cell_without_cases": _missing("gate"),
     "false_passes_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
     "false_pass_rate_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
     "false_fail_rate_exceeded": BlockerCode("quality", "gate"),
@@ -102,6 +103,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "ranking_editorial_drift": BlockerCode("review", "ranking"),
     "ranking_metric_defect": BlockerCode("review", "ranking"),
     "ranking_assembly_defect": BlockerCode("review", "ranking"),
+    "ranking_context_sensitive": BlockerCode("review", "ranking"),
     "ranking_fixture_changed_in_place": BlockerCode("review", "ranking", _INTEGRITY),
     "ranking_fixtures_unfrozen": BlockerCode("review", "ranking", _INTEGRITY),
     "ranking_must_win_unreviewed": BlockerCode("review", "ranking", _INTEGRITY),
@@ -145,6 +147,7 @@ BLOCKER_CODES: dict[str, BlockerCode] = {
     "label_unmapped": _missing("migration"),
     "baseline_incomplete": _missing("migration"),
     "lineage_failed": _missing("certify"),
+    "prompt_holds_held_out": BlockerCode("review", "certify"),
     "certification_failed": _missing("certify"),
     "notebook_unpinned": BlockerCode(
         "review",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._load import Problems
-from ..align import has_pass_fail_view
+from ..align import has_pass_fail_view, split_cell
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import Rubric
 from ._policy import Policy
@@ -33,7 +33,25 @@ def policy_rubric_problems(
     if not has_pass_fail_view(rubric):
         out.append(_no_pass_fail_view(rubric, loc))
     _slice_problems(policy, rubric, loc, out)
+    _cell_problems(policy, rubric, loc, out)
     return out
+
+
+def _cell_problems(policy: Policy, rubric: Rubric, loc: str, out: Problems) -> None:
+    """Each crossed cell names a rubric slice, reviewed at the rubric's risk."""
+    for name, spec in policy.cells.items():
+        slice_name = split_cell(name).get("slice")
+        if slice_name not in rubric.slices:
+            message = f"cell {name!r} names no slice of the rubric ({slice_name!r})"
+            fix = f"start the cell with one of the rubric's slices: {', '.join(rubric.slices)}"
+            out.add(f"{loc}: cells.{name}", "policy_unknown_slice", message, fix)
+        elif spec.risk.value != rubric.risk_of(slice_name):
+            message = (
+                f"the policy reviewed cell {name!r} as {spec.risk.value} risk but the rubric says"
+                f" {rubric.risk_of(slice_name)} for {slice_name!r}"
+            )
+            fix = "review the cell's limits at its slice's risk and write a new policy version"
+            out.add(f"{loc}: cells.{name}.risk", "policy_risk_mismatch", message, fix)
 
 
 def _no_pass_fail_view(rubric: Rubric, loc: str) -> Problem:

@@ -17,6 +17,7 @@ pending_retries             incomplete  the run has retryable errors still to re
 run_incomplete              incomplete  the run is incomplete for another reason
 gold_changed                incomplete  results produced against other gold (forced with
                                         --allow-gold-change)
+cell_without_cases          incomplete  a crossed cell the policy limits has no case in scope
 false_passes_exceeded       quality     slice false passes > ``max_false_passes``
 false_pass_rate_exceeded    quality     slice false-pass rate (basis) > ``max_false_pass_rate``
 false_fail_rate_exceeded    quality     slice false-fail rate (basis) > ``max_false_fail_rate``
@@ -62,6 +63,8 @@ from ..align import (
     flagged_cases,
     has_pass_fail_view,
     join_cases,
+    join_cell_figures,
+    split_cell,
 )
 from ..gold import Risk, Rubric
 from ..outcomes import ADVISORY_CLEAR, GATE_OUTCOMES, exit_codes
@@ -155,7 +158,8 @@ class GateResult(_Model):
     unapplied_overrides: list[UnappliedOverride] = Field(default_factory=list)
     """Every override given that waived nothing, with the reason (expired ones included)."""
     figures: list[SliceFigures] = Field(default_factory=list)
-    """Per-slice numbers the gate read, then ``(all)``: coverage beside every rate."""
+    """Per-slice numbers the gate read, then the policy's crossed cells, then ``(all)``: coverage
+    beside every rate."""
     policy: PolicyRef | None
     """The policy applied, or None when there was none."""
     summary: str
@@ -192,21 +196,28 @@ def evaluate_gate(
     policy_sha256: str | None = None,
     fingerprint: str | None = None,
     flagged: Mapping[str, dict[str, list[str]]] | None = None,
+    cells: Mapping[str, SliceAlignment] | None = None,
 ) -> GateResult:
     """Decide whether ``report`` meets ``policy``.
 
     ``flagged`` or ``join`` supply the false-pass case ids (without them a critical false pass
     cannot be waived). ``extra_blockers`` come from other checks (an ``incomplete`` one is never
     waivable). ``fingerprint`` scopes the overrides (default: the results' judge); results of
-    another judge are ``candidate_mismatch``. A :class:`NotEvaluated` report counts only
+    another judge are ``candidate_mismatch``. ``cells``: the figures of the policy's crossed
+    cells (:func:`~workbench.align.cell_figures`, their flagged ids in ``flagged``; computed
+    from ``join`` when given). A :class:`NotEvaluated` report counts only
     ``extra_blockers``, checks no override, and without any blocker fails closed.
     """
     if isinstance(report, NotEvaluated):
         return _not_evaluated(report, policy, rubric, extra_blockers, policy_sha256, fingerprint)
     if join is not None:
         flagged = flagged_cases(join_cases(join), join.dataset.rubric.abstain_labels)
+        if policy is not None and policy.cells:
+            cells, cell_ids = join_cell_figures(join, list(policy.cells))
+            flagged = {**flagged, **cell_ids}
     blockers = [
         *_measured(report, policy, rubric, run, flagged or {}),
+        *(_cells(report, policy, rubric, cells or {}, flagged or {}) if policy else []),
         *_candidate(report, fingerprint),
         *_from_other_checks(report, extra_blockers),
     ]
@@ -228,7 +239,7 @@ def evaluate_gate(
         unapplied_overrides=decision.unapplied,
         figures=[
             SliceFigures.model_validate(row, from_attributes=True)
-            for row in [*report.slices, report.overall]
+            for row in [*report.slices, *(cells or {}).values(), report.overall]
         ],
         policy=ref,
         judge=f"{report.judge.name}@{report.judge.version}" if report.judge else None,
@@ -580,6 +591,38 @@ def _slices(
     return out
 
 
+def _cells(
+    report: AlignmentReport,
+    policy: Policy,
+    rubric: Rubric,
+    cells: Mapping[str, SliceAlignment],
+    flagged: Mapping[str, dict[str, list[str]]],
+) -> list[Blocker]:
+    """The policy's crossed-cell limits, checked as a slice's (the cell's risk: its slice's in
+    the rubric); a cell with no case in scope is ``cell_without_cases``, never a pass."""
+    out = []
+    for name, spec in policy.cells.items():
+        row = cells.get(name)
+        if row is None or row.n == 0:
+            out.append(
+                _blocker(
+                    "cell_without_cases",
+                    f"The policy sets limits for cell {name!r}, which has no case in scope"
+                    f" ({report.overall.n} cases in all; or the gold has no such field, see"
+                    " `workbench align --by`): its limits cannot be shown met.",
+                    "incomplete",
+                    slice=name,
+                    risk=spec.risk.value,
+                    evidence={"cell": name, "cases": 0},
+                )
+            )
+            continue
+        risk = rubric.risk_of(split_cell(name).get("slice", "")) or spec.risk.value
+        view = has_pass_fail_view(rubric)
+        out += _limit_blockers(row, risk, spec, policy.min_n_per_slice, flagged.get(name, {}), view)
+    return out
+
+
 def _slice_blockers(
     row: SliceAlignment, risk: str | None, policy: Policy, ids: dict[str, list[str]], view: bool
 ) -> list[Blocker]:
@@ -596,6 +639,20 @@ def _slice_blockers(
                 evidence={"cases": row.n, "verdicts": row.verdicts},
             )
         ]
+    return _limit_blockers(row, risk, spec, policy.min_n_per_slice, ids, view)
+
+
+def _limit_blockers(
+    row: SliceAlignment,
+    risk: str | None,
+    spec: SlicePolicy,
+    min_n: int,
+    ids: dict[str, list[str]],
+    view: bool,
+) -> list[Blocker]:
+    """A slice's (or cell's) limits: a risk the policy did not review, then its checks
+    (``min_n``: the policy's default, the slice's own ``min_n`` first)."""
+    name = row.slice
     out = []
     if risk is not None and spec.risk.value != risk:
         out.append(
@@ -608,7 +665,8 @@ def _slice_blockers(
                 evidence={"policy": spec.risk.value, "rubric": risk},
             )
         )
-    return out + _slice_checks(row, spec, risk, policy.min_n_for(name), ids, pass_fail=view)
+    min_n = spec.min_n if spec.min_n is not None else min_n
+    return out + _slice_checks(row, spec, risk, min_n, ids, pass_fail=view)
 
 
 def slice_blockers(report: AlignmentReport, policy: Policy) -> list[Blocker]:

@@ -49,13 +49,15 @@ class OverrideScope:
 
 
 def scope_of(policy: Policy | OverrideScope | str) -> OverrideScope:
-    """The scope of a release policy (its slices and their risk), or of ``name@version`` alone."""
+    """The scope of a release policy (its slices and crossed cells and their risk), or of
+    ``name@version`` alone."""
     if isinstance(policy, OverrideScope):
         return policy
     if isinstance(policy, str):
         return OverrideScope(label=policy)
     return OverrideScope(
-        label=policy.label, slices={name: s.risk.value for name, s in policy.slices.items()}
+        label=policy.label,
+        slices={name: s.risk.value for name, s in {**policy.cells, **policy.slices}.items()},
     )
 
 
@@ -327,7 +329,7 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
     for code in override.codes:
         reach: list[str] = []
         for name in override.slices:
-            spec = policy.slices.get(name) if policy is not None else None
+            spec = (policy.slices.get(name) or policy.cells.get(name)) if policy else None
             risk = f" ({spec.risk.value})" if spec is not None else ""
             if spec is not None and spec.risk == Risk.critical and code in FALSE_PASS_CODES:
                 reach.append(

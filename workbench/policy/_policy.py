@@ -189,6 +189,10 @@ class Policy(_Model):
     """When the policy was written."""
     slices: dict[str, SlicePolicy] = Field(min_length=1)
     """Limits per rubric slice. Every rubric slice needs an entry; a missing one blocks release."""
+    cells: dict[str, SlicePolicy] = Field(default_factory=dict)
+    """Limits on crossed cells, each named ``<slice>×<field>=<value>`` (``*`` for ``×``; fields
+    as ``workbench align --by`` reads them, e.g. ``account_security×language=de``), checked as a
+    slice's; a cell with no case in scope is incomplete, never a pass (docs/gate.md)."""
     max_evaluator_errors: int = Field(default=0, ge=0)
     """Most evaluator errors (cases without a verdict because the judge failed) allowed overall."""
     max_cost_usd: float | None = Field(default=None, ge=0)
@@ -199,6 +203,9 @@ class Policy(_Model):
     ci_budget_usd: float | None = Field(default=None, ge=0)
     """Per-job spend cap of ``workbench ci sentinel``; ``--budget-usd`` may only lower it. None:
     no judge-backed CI spend approved."""
+    ci_scheduled_budget_usd: float | None = Field(default=None, ge=0)
+    """Per-job spend cap of ``workbench ci sentinel --scope scheduled`` (every ranking fixture
+    and noise pair); None: ``ci_budget_usd``."""
     min_n_per_slice: int = Field(default=1, ge=0)
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None

@@ -41,6 +41,17 @@ from ._capture import (
     read_payload,
     verify_ranking_run,
 )
+from ._context import ContextSensitivity, context_sensitivity
+from ._diff import CandidateDiff
+from ._drift import (
+    ReleaseChange,
+    ScalarRetirement,
+    record_run,
+    refuse_retired_scalar,
+    release_change,
+    retire_scalar,
+    scalar_retirement,
+)
 from ._fixtures import (
     FixtureChange,
     FixtureSet,
@@ -61,7 +72,6 @@ from ._gate import (
     ranking_override_scope,
     read_history,
     read_scalar,
-    record_run,
     side_by_side,
 )
 from ._judges import FunctionRankingJudge, LLMRankingJudge
@@ -82,6 +92,15 @@ from ._policy import (
 from ._releases import VersionHistory, fixtures_snapshot, history_rows, label_history
 
 __all__ = [
+    "CandidateDiff",
+    "ContextSensitivity",
+    "ReleaseChange",
+    "ScalarRetirement",
+    "context_sensitivity",
+    "refuse_retired_scalar",
+    "release_change",
+    "retire_scalar",
+    "scalar_retirement",
     "AgreementDropExample",
     "AgreementDropExamples",
     "CalibrationFigure",

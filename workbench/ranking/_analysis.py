@@ -22,8 +22,10 @@ from ..errors import refusal
 from ..results import JudgeResult, ResultLine, read_results
 from ..stats import Rate, wilson_rate
 from ._capture import is_stub, norm, occurrences, request_text
+from ._context import ContextSensitivity, context_sensitivity
+from ._diff import CandidateDiff, candidate_diff, judged_fields
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
-from ._gate import RankingGateResult
+from ._gate import History, RankingGateResult
 from ._leakage import LeakageHit, LeakageRules, checkable_ids, rules_for, scan_reason
 
 RANKING_SCHEMA_VERSION = 1
@@ -107,6 +109,7 @@ DENOMINATORS: dict[str, str] = {
 }
 
 Diagnosis = Literal[
+    "candidates_changed",
     "integration_defect",
     "assembly_defect",
     "judge_variation",
@@ -115,6 +118,7 @@ Diagnosis = Literal[
 ]
 OwnerRole = Literal["application", "evaluation", "platform", "domain_reviewer"]
 DIAGNOSIS_OWNER: dict[str, OwnerRole] = {
+    "candidates_changed": "application",
     "integration_defect": "evaluation",
     "assembly_defect": "evaluation",
     "judge_variation": "platform",
@@ -128,6 +132,7 @@ DefectCode = Literal[
     "candidates_changed",
     "presentation_mismatch",
     "winner_mismatch",
+    "allowed_values_mismatch",
 ]
 
 
@@ -407,6 +412,12 @@ class FailureArtifact(_Frozen):
     """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
     owners: dict[str, str | None] = {}
     """The four owners from the ranking policy (None: not named)."""
+    candidate_diff: list[CandidateDiff] = []
+    """For ``candidates_changed``: each field whose judged text differs from the frozen fixture,
+    as a unified diff (judged -> frozen), for the application owner."""
+    allowed_values: int | None = None
+    """The ``allowed_values`` the shown attempt ran with (its candidate count; None: a result
+    recorded before the count was kept)."""
 
 
 class MetricDefect(_Frozen):
@@ -520,6 +531,12 @@ class RankingReport(_Frozen):
     """Per-fixture hashes of the fixture set analysed."""
     fixtures_frozen: bool = False
     """Whether the fixture file is a verified frozen release."""
+    context_sensitivity: list[ContextSensitivity] = []
+    """Candidate pairs whose order flips between related fixtures (A beats B alone, loses to B
+    when C is added): see :mod:`workbench.ranking._context`."""
+    allowed_values: dict[str, int] = {}
+    """Per fixture, the Ragas ``allowed_values``: its candidate count (a result recording another
+    count is an ``allowed_values_mismatch`` integration defect)."""
     gate: RankingGateResult | None = None
     """The ranking gate's decision (:class:`~workbench.ranking.RankingGateResult`)."""
     denominators: dict[str, str]
@@ -695,6 +712,7 @@ def _failure_row(a: FailureArtifact) -> dict[str, Any]:
         "source_candidates_sha256": a.source_candidates_sha256[:12],
         "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
         "owner": f"{a.owner}: {a.owners.get(a.owner) or 'not named'}",
+        "allowed_values": a.allowed_values,
         "ragas_version": a.ragas_version,
         "judge": a.judge,
         "capture": a.capture,
@@ -821,7 +839,7 @@ def ranking_report(
     *,
     planned: Sequence[Any] | None = None,
     policy: Any = None,
-    history: Sequence[Any] = (),
+    history: History = (),
     overrides: Iterable[Any] = (),
     scalar: Iterable[Any] | None = None,
     battery: dict[str, Any] | None = None,
@@ -829,8 +847,9 @@ def ranking_report(
 ) -> RankingReport:
     """Analyse one judge's results (a file or records) against the fixtures and apply the gate.
 
-    ``planned``: the battery's items (unrun attempts are listed); ``policy``, ``history``,
-    ``overrides`` and ``scalar`` feed the gate; ``battery``: the run's ``battery.json``.
+    ``planned``: the battery's items (unrun attempts are listed); ``policy``, ``history`` (the
+    history log's path, or its lines), ``overrides`` and ``scalar`` feed the gate, which refuses
+    scalar rows after the set's scalar gate was retired; ``battery``: the run's ``battery.json``.
     """
     from ._gate import ranking_gate
     from ._policy import default_policy
@@ -888,7 +907,12 @@ def _analyse(
     missing_cases, missing_attempts = _missing(fixture_set, read, latest, planned)
     assembly, checks = _assembly(attempts, read.invalid_results, by_id)
     metric_defects, defect_rate = _metric_defects(attempts, policy.leakage)
-    context = {"battery": battery, "owners": _owners(policy)}
+    run_dir = Path(results_path) if results_path else None
+    context = {
+        "battery": battery,
+        "owners": _owners(policy),
+        "run_dir": run_dir if run_dir is None or run_dir.is_dir() else run_dir.parent,
+    }
     failures = _failures(fixture_set, read, checks, context)
     status: Literal["complete", "incomplete"] = (
         "incomplete" if missing_cases or missing_attempts or read.errors else "complete"
@@ -930,6 +954,14 @@ def _analyse(
         slices=_slices(fixture_set, read),
         fixture_hashes=fixture_set.fixture_hashes,
         fixtures_frozen=fixture_set.frozen,
+        allowed_values={f.case_id: len(f.candidates) for f in fixture_set.fixtures},
+        context_sensitivity=context_sensitivity(
+            fixture_set,
+            {
+                c: [a.fixture.best_first(a.order) for a in mine]
+                for c, mine in read.by_case().items()
+            },
+        ),
         denominators=DENOMINATORS,
     )
 
@@ -984,6 +1016,7 @@ class _Read:
     defects: list[IntegrationDefect] = field(default_factory=list)
     errors: list[EvaluatorErrorRow] = field(default_factory=list)
     invalid_results: dict[str, list[JudgeResult]] = field(default_factory=lambda: defaultdict(list))
+    changed: dict[str, list[JudgeResult]] = field(default_factory=lambda: defaultdict(list))
     answered: int = 0
 
     def by_case(self) -> dict[str, list[_Attempt]]:
@@ -1001,6 +1034,8 @@ def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture])
         defect = _integration_defect(fixture, r)
         if defect is not None:
             read.defects.append(defect)
+            if defect.code == "candidates_changed":
+                read.changed[r.case_id].append(r)
             continue
         assert fixture is not None
         if r.error is not None and r.error.kind != "invalid_ranking":
@@ -1027,6 +1062,14 @@ def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> Integ
             f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream"
         )
         return _defect(r, "candidates_changed", message, r.order, None)
+    recorded = (r.presentation or {}).get("allowed_values")
+    if recorded is not None and recorded != len(fixture.candidates):
+        message = (
+            f"the result records allowed_values={recorded!r} but the fixture has"
+            f" {len(fixture.candidates)} candidates: allowed_values is the candidate count"
+        )
+        shown = presented if isinstance(presented, list) else None
+        return _defect(r, "allowed_values_mismatch", message, r.order, shown)
     if (problem := _presentation_problem(fixture, r)) is not None:
         shown = presented if isinstance(presented, list) else None
         return _defect(r, "presentation_mismatch", problem, r.order, shown)
@@ -1321,12 +1364,19 @@ def _failures(
     out: list[FailureArtifact] = []
     for f in fixture_set.fixtures:
         mine = sorted(by_case.get(f.case_id, []), key=_sort_key)
-        bad = read.invalid_results.get(f.case_id, [])
+        changed = read.changed.get(f.case_id, [])
+        bad = read.invalid_results.get(f.case_id, []) + changed
         failing = [a for a in mine if a.failing]
         if not failing and not bad:
             continue
-        diagnosis = _diagnosis(f, mine, bad, checks)
-        r, shown = _invalid_shown(bad) if bad else _failing_shown(f, failing)
+        diagnosis = "candidates_changed" if changed else _diagnosis(f, mine, bad, checks)
+        r, shown = (
+            _changed_shown(f, changed, context.get("run_dir"))
+            if changed
+            else _invalid_shown(bad)
+            if bad
+            else _failing_shown(f, failing)
+        )
         p = r.presentation or {}
         out.append(
             FailureArtifact(
@@ -1353,6 +1403,7 @@ def _failures(
                 ),
                 reason=r.reason,
                 reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
+                allowed_values=p.get("allowed_values"),
                 **_judge_fields(r),
                 **shown,
             )
@@ -1376,6 +1427,23 @@ def _diagnosis(
     if len({tuple(a.order) for a in mine if a.battery == "position"}) > 1:
         return "position_sensitive"
     return "stable_disagreement"
+
+
+def _changed_shown(
+    f: RankingFixture, changed: list[JudgeResult], run_dir: Path | None
+) -> tuple[JudgeResult, dict[str, Any]]:
+    """A result for other candidate texts: its orders and the text diff (judged -> frozen)."""
+    from ._capture import read_payload
+
+    r, shown = _invalid_shown(changed)
+    request = read_payload(run_dir, r.rendered_request) if run_dir else r.rendered_request
+    if is_stub(request):  # no run directory to read the payload from
+        request = None
+    shown["error"] = (
+        f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's"
+        f" {f.source_candidates_sha256[:12]}: the candidates changed upstream"
+    )
+    return r, {**shown, "candidate_diff": candidate_diff(f, judged_fields(request, r.presentation))}
 
 
 def _invalid_shown(bad: list[JudgeResult]) -> tuple[JudgeResult, dict[str, Any]]:
@@ -1631,6 +1699,11 @@ def _defect_lines(report: RankingReport) -> list[str]:
             f"missing: cases {report.missing_cases}; attempts"
             f" {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}"
         )
+    lines.append(
+        "context sensitivity (A beats B alone, loses when C is added):"
+        f" {len(report.context_sensitivity)}"
+    )
+    lines += [f"  {c.smaller} / {c.larger}: {c.message}" for c in report.context_sensitivity]
     lines.append(f"metric defects (criterion leakage): {_r(report.metric_defect_rate)}")
     lines += [
         f"  {m.case_id}#{m.repeat}"
@@ -1750,8 +1823,14 @@ def _failure_lines(report: RankingReport) -> list[str]:
             f" failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented"
             f" {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement"
             f" {_round4(a.pairwise_agreement)}, must-win {a.must_win_expected} vs"
-            f" {a.must_win_actual}; request complete={c.complete}{extra}; ragas {a.ragas_version}"
+            f" {a.must_win_actual}; request complete={c.complete}{extra}; allowed_values"
+            f" {a.allowed_values}; ragas {a.ragas_version}"
         )
         if a.reproduce:
             lines.append(f"    reproduce: {a.reproduce}")
+        for d in a.candidate_diff:
+            lines.append(
+                f"    {d.field}: {d.change}" + ("" if d.diff else " (judged text not kept)")
+            )
+            lines += [f"      {line}" for line in d.diff.splitlines()]
     return lines

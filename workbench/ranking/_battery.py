@@ -99,6 +99,7 @@ def _item(
         "permutation_index": permutation_index,
         "repetition": repetition,
         "direction": fixture.direction,
+        "allowed_values": len(presented),  # the Ragas count: every candidate ranked once
     }
     if rotation is not None:
         presentation["rotation"] = rotation
@@ -227,6 +228,7 @@ def write_battery(
         "fixtures_sha256": fixture_set.dataset_sha256,
         "candidate_spec": str(candidate_path) if candidate_path is not None else None,
         "judge_fingerprint": fingerprint,
+        "allowed_values": {f.case_id: len(f.candidates) for f in fixture_set.fixtures},
     }
     path = out / BATTERY_FILE
     if path.exists():

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -179,7 +180,12 @@ class CapturingJudge:
             )
         labels = ((ref.presentation if ref is not None else None) or {}).get("labels")
         stub = await asyncio.to_thread(self.capture, full, judge_input, labels)
-        return dataclasses.replace(verdict, rendered_request=stub)
+        if self.config.mode == "full":
+            return dataclasses.replace(verdict, rendered_request=stub)
+        # the answer may quote candidate text the capture policy keeps out of the records
+        return dataclasses.replace(
+            verdict, rendered_request=stub, raw_response=None, raw_response_source="not_kept"
+        )
 
     def capture(self, full: Any, judge_input: Any, labels: dict[str, str] | None) -> dict[str, Any]:
         """Write the payload, append it to the index and return the stub (thread-safe)."""
@@ -511,6 +517,7 @@ def ranking_html(report: Any) -> str:
         ("fixtures", f"{report.fixtures} (sha256 {report.fixtures_sha256[:12]})"),
         ("fixtures frozen", "yes" if report.fixtures_frozen else "no"),
         ("cases", report.cases),
+        ("allowed_values (candidate count)", _counts(report.allowed_values)),
         ("attempts", f"{report.valid_attempts} valid of {report.attempts}"),
         ("gate", f"policy {gate.policy} ({gate.mode}): {gate.note}" if gate else "-"),
     ]
@@ -519,7 +526,10 @@ def ranking_html(report: Any) -> str:
         + [rate_text(s.reversed_cases), rate_text(s.drift_cases), rate_text(s.position_stable)]
         for s in report.slices
     ]
-    failures = [[f.case, f.gate, f.diagnosis, f.owner, f.reproduce] for f in report.failures]
+    failures = [
+        [f.case, f.gate, f.diagnosis, f.owner, f.allowed_values, f.reproduce]
+        for f in report.failures
+    ]
     title = f"Ranking report: {report.judge or '(no results)'} on {report.fixtures}"
     return render_document(
         title,
@@ -532,10 +542,42 @@ def ranking_html(report: Any) -> str:
                 slices,
             ),
             table_section(
+                "Candidate diffs (changed candidates, for the application owner)",
+                ["case", "field", "change", "diff (judged -> frozen fixture)"],
+                [
+                    [f.case, d.field, d.change, line]
+                    for f in report.failures
+                    for d in f.candidate_diff
+                    for line in (d.diff.splitlines() or ["(the judged text was not kept)"])
+                ],
+                empty="No changed candidate.",
+            ),
+            table_section(
+                "Context sensitivity (related fixtures: A beats B alone, loses when C is added)",
+                ["fixtures", "pair", "added", "alone", "together"],
+                [
+                    [
+                        f"{c.smaller} / {c.larger}",
+                        f"{c.winner_alone} > {c.loser_alone}",
+                        ", ".join(c.added),
+                        rate_text(c.alone),
+                        rate_text(c.together),
+                    ]
+                    for c in report.context_sensitivity
+                ],
+                empty="No pair flips between related fixtures.",
+            ),
+            table_section(
                 "Failure artifacts (failures/<case>.json)",
-                ["case", "gate", "diagnosis", "owner", "reproduce"],
+                ["case", "gate", "diagnosis", "owner", "allowed_values", "reproduce"],
                 failures,
                 empty="No failing case.",
             ),
         ],
     )
+
+
+def _counts(allowed: dict[str, int]) -> str:
+    """``allowed_values`` per fixture in one line: how many fixtures rank how many candidates."""
+    by_count = Counter(allowed.values())
+    return ", ".join(f"{n} fixture(s) with {k}" for k, n in sorted(by_count.items())) or "-"

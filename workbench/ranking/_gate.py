@@ -19,6 +19,7 @@ ranking_reversal_unconfirmed      review      a must-win reversal not confirmed
 ranking_editorial_drift           review      a monitor-only fixture's winner moved
 ranking_metric_defect             review      criterion leakage in a judge reason
 ranking_assembly_defect           review      an incomplete rendered request
+ranking_context_sensitive         review      a pair's order flips between related fixtures
 ranking_fixture_changed_in_place  review      a fixture changed under the same version
 ranking_fixtures_unfrozen         review      the policy requires a frozen release
 ranking_must_win_unreviewed       review      must-win fixtures without two reviewers
@@ -29,7 +30,12 @@ ranking_policy_mismatch           review      the policy is for another fixture 
 Waivable (by an override naming the ranking policy, with ``--case``/``--slice`` for a fixture's
 blocker): ``ranking_reversal_confirmed``, ``ranking_agreement_drop``,
 ``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``, ``ranking_metric_defect``,
-``ranking_assembly_defect``; the rest never.
+``ranking_assembly_defect``, ``ranking_context_sensitive``; the rest never.
+
+``ranking_context_sensitive`` ("A beats B alone, loses to B when C is added", between two
+fixtures sharing the user input and context, one's candidates a subset of the other's) is a review
+item, not a quality failure: it is evidence about the evaluator's sensitivity to the other
+candidates shown, while each fixture's own must-win check already blocks a confirmed reversal.
 
 The history log (:class:`RankingHistoryEntry`, JSON Lines) gives the last run (fixture
 changes, earlier reversals) and the last passing run (the agreement-drop baseline).
@@ -41,14 +47,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from pydantic import AwareDatetime, Field, ValidationError
 
 from .._io import iter_jsonl_lines, loads_json
 from .._load import Problems
 from .._record import Record as _Frozen
-from .._record import append_to_log, read_log
+from .._record import read_log
 from ..errors import refusal
 from ..outcomes import ExitCode
 from ..policy import (
@@ -67,6 +73,7 @@ from ._policy import Owners, RankingPolicy, default_policy, ranking_policy_sha25
 
 if TYPE_CHECKING:
     from ._analysis import CaseMustWin, RankingReport
+    from ._drift import ReleaseChange, ScalarRetirement
 
 RANKING_GATE_SCHEMA_VERSION = 2
 """2: the shared blocker and override records."""
@@ -266,6 +273,9 @@ class HistoryCase(_Frozen):
     """The fixture's hash."""
     expected_order: list[str]
     """Its expected order."""
+    candidates_sha256: str | None = None
+    """Its ``source_candidates_sha256`` (user input, context, candidates): what the generator
+    produced; a change is generation drift (None: an entry written before it was kept)."""
 
 
 class RankingHistoryEntry(_Frozen):
@@ -299,30 +309,63 @@ class RankingHistoryEntry(_Frozen):
     """The results analysed."""
     cases: dict[str, HistoryCase]
     """Per fixture."""
+    job: Literal["generation", "evaluator"] | None = None
+    """The drift job the run was (``--job``): generation drift holds the judge, evaluator drift
+    holds the candidates (None: not declared)."""
+    change: Literal["first", "none", "generation", "evaluator"] | None = None
+    """What changed since the last passing run: ``generation`` (candidate texts), ``evaluator``
+    (the judge), ``none``, or ``first`` (no passing run before it)."""
+    scalar_compared: int | None = None
+    """Cases the scalar gate was compared on beside the ranking gate (None: no ``--scalar``)."""
+    scalar_pass_ranking_fail: list[str] = []
+    """Cases the scalar gate passed and the ranking gate did not, in that comparison."""
 
 
 def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
-    """Every entry of a history log, in order (none when the file does not exist)."""
+    """Every run entry of a history log, in order (none when the file does not exist)."""
+    return [e for e in read_history_lines(path) if isinstance(e, RankingHistoryEntry)]
+
+
+def read_history_lines(path: str | Path | None) -> list[RankingHistoryEntry | ScalarRetirement]:
+    """Every line of a history log: gated runs and the scalar gate's retirement, in order."""
+    from ._drift import HistoryLine
+
     if path is None:
         return []
-    return read_log(
+    lines = read_log(
         path,
-        RankingHistoryEntry,
+        HistoryLine,
         code="history_invalid",
         what="a ranking history entry",
         name="ranking history",
         fix="restore the line; the history is append-only",
     )
+    return [line.root for line in lines]
+
+
+History: TypeAlias = "str | Path | None | Sequence[RankingHistoryEntry | ScalarRetirement]"
+"""A ranking history: the log's path (None: none) or its lines."""
+
+
+def history_lines(history: History) -> list[RankingHistoryEntry | ScalarRetirement]:
+    """The lines of a history given as a path (read) or as lines (kept)."""
+    if history is None or isinstance(history, str | Path):
+        return read_history_lines(history)
+    return list(history)
 
 
 def history_entry(
-    report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None
+    report: RankingReport,
+    fixture_set: FixtureSet,
+    now: datetime | None = None,
+    change: ReleaseChange | None = None,
 ) -> RankingHistoryEntry:
     """The history entry of a gated report (``ValueError`` for a report without a gate)."""
     gate = report.gate
     if gate is None:
         raise ValueError("a history entry needs a gated report (ranking_report gates every report)")
     must = {c.case_id: c for c in report.must_win.cases}
+    sides = gate.side_by_side
     return RankingHistoryEntry(
         recorded_at=(now or datetime.now(UTC)).replace(microsecond=0),
         fixtures=fixture_set.label,
@@ -342,19 +385,17 @@ def history_entry(
                 reversed=bool(must[c.case_id].reversed),
                 sha256=f.fixture_sha256,
                 expected_order=list(f.expected_order),
+                candidates_sha256=f.source_candidates_sha256,
             )
             for c, f in zip(report.agreement.cases, fixture_set.fixtures, strict=True)
         },
+        job=change.job if change else None,
+        change=change.change if change else None,
+        scalar_compared=sides.compared if sides else None,
+        scalar_pass_ranking_fail=[r.case_id for r in sides.scalar_pass_ranking_fail]
+        if sides
+        else [],
     )
-
-
-def record_run(
-    path: str | Path, report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None
-) -> RankingHistoryEntry:
-    """Append a gated report to the history log (append-only) and return the entry."""
-    entry = history_entry(report, fixture_set, now)
-    append_to_log(path, entry)
-    return entry
 
 
 def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
@@ -486,14 +527,26 @@ def ranking_gate(
     fixture_set: FixtureSet,
     *,
     policy: RankingPolicy | None = None,
-    history: Sequence[RankingHistoryEntry] = (),
+    history: History = (),
     overrides: Iterable[Any] = (),
     scalar: Iterable[ScalarCaseResult] | None = None,
     now: datetime | None = None,
 ) -> RankingGateResult:
-    """Apply the release rules (module docstring) through :func:`workbench.policy.decide`."""
+    """Apply the release rules (module docstring) through :func:`workbench.policy.decide`.
+
+    ``history``: the history log (a path, read here) or its lines; scalar rows for a fixture set
+    whose scalar gate is retired in it are refused (exit 2)."""
+    from ._drift import refuse_retired_scalar
+
     policy = policy or default_policy()
-    mine = [h for h in history if h.fixtures_name == fixture_set.name]
+    lines = history_lines(history)
+    if scalar is not None:
+        refuse_retired_scalar(lines, fixture_set.name)
+    mine = [
+        h
+        for h in lines
+        if isinstance(h, RankingHistoryEntry) and h.fixtures_name == fixture_set.name
+    ]
     previous = mine[-1] if mine else None
     baseline = next((h for h in reversed(mine) if h.outcome == "passed"), None)
     changes = _fixture_changes(fixture_set, previous)
@@ -507,6 +560,7 @@ def ranking_gate(
             *reversal_blockers,
             *_drop_blockers(drop, policy),
             *_defect_blockers(report, fixture_set, policy),
+            *_context_blockers(report, fixture_set),
         ],
         list(overrides),
         policy_label=policy.label,
@@ -754,6 +808,20 @@ def _defect_blockers(
     ] + [
         _case_blocker(fixture_set, "ranking_assembly_defect", case_id, case_id + assembly)
         for case_id in (report.assembly.cases if policy.assembly_defects == "review" else [])
+    ]
+
+
+def _context_blockers(report: RankingReport, fixture_set: FixtureSet) -> list[Blocker]:
+    """One review item per flipped pair, naming both fixtures (and their slice when shared)."""
+    slice_of = {f.case_id: f.slice for f in fixture_set.fixtures}
+    return [
+        blocker(
+            "ranking_context_sensitive",
+            f"{c.smaller} / {c.larger}: {c.message}",
+            case_ids=[c.smaller, c.larger],
+            slice=slice_of[c.smaller] if slice_of[c.smaller] == slice_of[c.larger] else None,
+        )
+        for c in report.context_sensitivity
     ]
 
 

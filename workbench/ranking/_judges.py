@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from .._docs import add_field_docs
 from .._io import sha256_text
 from .._load import Problems
-from ..errors import WorkbenchError
+from ..errors import Problem, WorkbenchError, problem
 from ..judges import (
     CandidateSpec,
     CaseRef,
@@ -33,7 +33,15 @@ from ..judges import (
 from ._fixtures import NEUTRAL_LABELS, check_permutation
 
 RANKING_PLACEHOLDERS = frozenset({"user_input", "context", "candidates"})
-"""Placeholders a ranking prompt may use; ``{candidates}`` is required."""
+"""Placeholders a ranking prompt uses: every one is required (:data:`PROMPT_NEEDS`)."""
+
+PROMPT_NEEDS: dict[str, str] = {
+    "user_input": "the judge would rank answers to a question it never sees",
+    "context": "the judge would rank without the passages the criterion is judged against",
+    "candidates": "the judge would never see the candidates it ranks",
+}
+"""Why a ranker prompt must show each placeholder: a template without one is refused when the
+candidate is built, before any call (so ``workbench ci contracts`` catches it offline)."""
 
 CANDIDATE_FORMAT = "labelled-blocks-v1"
 """How ``{candidates}`` and ``{context}`` are rendered; part of the judge identity."""
@@ -146,12 +154,23 @@ def _check_labels(spec: CandidateSpec, loc: str) -> Problems:
     return problems
 
 
-def _too_many(spec: CandidateSpec, judge_input: RankingInput) -> Verdict | None:
-    if len(judge_input.candidates) > len(spec.labels):
+def _refused(spec: CandidateSpec, judge_input: RankingInput, ref: CaseRef | None) -> Verdict | None:
+    """Why a presentation is not sent: more candidates than labels, or an ``allowed_values``
+    (the count the metric expects, recorded with the presentation) that is not the number of
+    candidates presented."""
+    n = len(judge_input.candidates)
+    if n > len(spec.labels):
         return Verdict.failed(
             "judge_exception",
-            f"{len(judge_input.candidates)} candidates but the candidate spec declares only"
-            f" {len(spec.labels)} labels",
+            f"{n} candidates but the candidate spec declares only {len(spec.labels)} labels",
+        )
+    recorded = ((ref.presentation if ref is not None else None) or {}).get("allowed_values")
+    if recorded is not None and recorded != n:
+        return Verdict.failed(
+            "judge_exception",
+            f"allowed_values_mismatch: the presentation records allowed_values={recorded!r} but"
+            f" {n} candidates are presented; allowed_values is the candidate count, refused"
+            " before the call",
         )
     return None
 
@@ -161,7 +180,7 @@ class LLMRankingJudge(LLMJudge):
     ``{candidates}`` and may use ``{user_input}`` and ``{context}``."""
 
     allowed_placeholders = RANKING_PLACEHOLDERS
-    required_placeholder = "candidates"
+    required_placeholder = None  # every ranking placeholder is required: _placeholder_problems
 
     def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         mine = _check_labels(spec, str(spec_path))
@@ -175,6 +194,24 @@ class LLMRankingJudge(LLMJudge):
             spec, sha256_text(self.template), candidate_format=CANDIDATE_FORMAT
         )
         self._metrics: dict[int, Any] = {}
+
+    def _placeholder_problems(
+        self, template: str, used: list[str], malformed: list[str], loc: str
+    ) -> list[Problem]:
+        """The shared checks, then one ``prompt_placeholder_missing`` per ranking placeholder the
+        template never shows (a prompt that drops the context is a defect, not a variant)."""
+        problems = super()._placeholder_problems(template, used, malformed, loc)
+        return problems + [
+            problem(
+                loc,
+                "prompt_placeholder_missing",
+                f"the ranking prompt never shows {{{name}}}: {why}",
+                f"add {{{name}}} to the prompt template (a ranking prompt shows {{user_input}},"
+                " {context} and {candidates})",
+            )
+            for name, why in PROMPT_NEEDS.items()
+            if template and name not in used
+        ]
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
         from ragas.metrics import RankingMetric
@@ -212,7 +249,7 @@ class LLMRankingJudge(LLMJudge):
         return _planned(self.visible_request(judge_input), ref)
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
-        verdict = _too_many(self.spec, judge_input) or await super().evaluate(judge_input, ref)
+        verdict = _refused(self.spec, judge_input, ref) or await super().evaluate(judge_input, ref)
         if verdict.rendered_request is None:  # nothing reached the wire: what would have been sent
             verdict = dataclasses.replace(
                 verdict, rendered_request=self.visible_request(judge_input)
@@ -332,7 +369,7 @@ class FunctionRankingJudge:
         return dataclasses.replace(verdict, rendered_request=self.visible_request(judge_input))
 
     async def _evaluate(self, judge_input: RankingInput, ref: CaseRef | None) -> Verdict:
-        refused = _too_many(self.spec, judge_input)
+        refused = _refused(self.spec, judge_input, ref)
         if refused is not None:
             return refused
         # A per-call copy: allowed_values is this fixture's candidate count, and the raw

@@ -24,6 +24,7 @@ from ..judges import Judge, JudgeInput, load_candidate
 from ..outcomes import exit_code
 from ..results import MANIFEST_FILE, RunManifest, read_results
 from ..runs import RESULTS_FILE, RunSummary, WorkItem
+from ..stats import GroupedRate, clustered_rate
 from ._log import beside_gold
 from ._sentinels import LoadedSentinels, load_sentinels
 
@@ -484,6 +485,22 @@ def sentinel_changes(
             for kind, crossing in kinds
         ]
     return out
+
+
+CHANGED_KINDS: frozenset[str] = frozenset({"verdict_changed", "now_error", "was_error"})
+"""The change kinds that count a sentinel as changed in :func:`sentinel_change_rate`."""
+
+
+def sentinel_change_rate(sentinels: LoadedSentinels, changes: list[SentinelChange]) -> GroupedRate:
+    """Sentinels whose verdict changed over the sentinels judged in both runs, the cases of one
+    gold group one cluster (:func:`workbench.stats.clustered_rate`, the slices' interval)."""
+    unjudged = {c.case_id for c in changes if c.kind in ("not_judged", "no_baseline")}
+    changed = {c.case_id for c in changes if c.kind in CHANGED_KINDS}
+    return clustered_rate(
+        (case.group, case.case_id in changed)
+        for case in sentinels.cases
+        if case.case_id not in unjudged
+    )
 
 
 def sentinel_items(loaded: LoadedSentinels) -> list[WorkItem]:

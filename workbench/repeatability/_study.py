@@ -28,7 +28,7 @@ from ..policy import Blocker, Policy, blocker
 from ..results import ResultLine, RunManifest, read_results
 from ..runs import RESULTS_FILE, RunDir, RunOptions, RunSummary, WorkItem, run_candidate
 from ..sampling import RISK_ORDER
-from ..stats import Rate, wilson_rate
+from ..stats import GroupedRate, Rate, clustered_rate, wilson_rate
 from ._log import beside_gold
 
 STUDY_SCHEMA_VERSION = 1
@@ -69,6 +69,8 @@ class CaseRepeatability(_Model):
     """A pass and a fail among the verdicts (a move into an abstain label only is not)."""
     needs_review: bool
     """A boundary crossing in a critical slice: listed for human review, never retried away."""
+    group: str | None = None
+    """The case's gold group (None in studies recorded before groups were kept)."""
 
 
 class SliceRepeatability(_Model):
@@ -94,6 +96,17 @@ class SliceRepeatability(_Model):
     """Cases that crossed the pass/fail boundary."""
     boundary_case_ids: list[str] = Field(default_factory=list)
     """Those cases."""
+    groups: int | None = None
+    """Gold groups the assessed cases come from."""
+    flip_rate_grouped: GroupedRate | None = None
+    """The flip rate with the cases of one gold group as one cluster
+    (:func:`workbench.stats.grouped_rate`, the interval the slices use)."""
+    false_pass_items: int | None = None
+    """Human-fail cases with a pass or fail verdict in some repeat."""
+    false_pass_repeats: GroupedRate | None = None
+    """Pass verdicts over the pass/fail verdicts of every repeat on human-fail cases: ``n``
+    judgments, each case's K judgments one cluster (with the other cases of its gold group), so
+    the interval is worth the items judged, not K times as many."""
 
 
 class RepeatCost(_Model):
@@ -181,6 +194,7 @@ def _case_row(
     outcomes: list[tuple[str, str | None]],
     rubric: Any,
     repeats: int,
+    group: str | None = None,
 ) -> CaseRepeatability:
     risk = rubric.risk_of(slice_name)
     verdicts = [label if outcome == "verdict" else None for outcome, label in outcomes]
@@ -208,10 +222,34 @@ def _case_row(
         majority_share=(top[0][1] / repeats) if top else None,
         boundary_crossing=crossing,
         needs_review=crossing and risk == "critical",
+        group=group,
     )
 
 
-def _slice_row(name: str, risk: str | None, rows: list[CaseRepeatability]) -> SliceRepeatability:
+def _repeat_figures(rows: list[CaseRepeatability], rubric: Any) -> dict[str, Any]:
+    """The slice's cluster-aware figures: flips by gold group, false passes over every repeat
+    (a case judged K times is K judgments of one cluster)."""
+    assessed = [r for r in rows if r.status != "incomplete" and r.group is not None]
+    if not assessed:
+        return {}
+    judged = [
+        (r.group, r.case_id, side == "pass")
+        for r in assessed
+        if rubric.pass_fail(r.human_label) == "fail"
+        for v in r.verdicts
+        if v is not None and (side := rubric.pass_fail(v)) in ("pass", "fail")
+    ]
+    return {
+        "groups": len({r.group for r in assessed}),
+        "flip_rate_grouped": clustered_rate((r.group, r.flipped) for r in assessed),
+        "false_pass_items": len({case for _, case, _ in judged}),
+        "false_pass_repeats": clustered_rate((g, event) for g, _, event in judged),
+    }
+
+
+def _slice_row(
+    name: str, risk: str | None, rows: list[CaseRepeatability], rubric: Any
+) -> SliceRepeatability:
     assessed = [r for r in rows if r.status != "incomplete"]
     flipped = sum(1 for r in assessed if r.flipped)
     shares = [r.majority_share for r in rows if r.majority_share is not None]
@@ -227,6 +265,7 @@ def _slice_row(name: str, risk: str | None, rows: list[CaseRepeatability]) -> Sl
         mean_majority_share=sum(shares) / len(shares) if shares else None,
         boundary_crossing=len(crossing),
         boundary_case_ids=crossing,
+        **_repeat_figures(rows, rubric),
     )
 
 
@@ -302,6 +341,7 @@ def study_from_run(
     rubric = dataset.rubric
     per_case: dict[str, list[tuple[str, str | None]]] = {}
     info: dict[str, tuple[str, str]] = {}
+    group_of = {cid: case.group for cid, case in dataset.cases.items()}
     for r in range(manifest.repeats):
         join = align_results(
             dataset,
@@ -315,7 +355,7 @@ def study_from_run(
             per_case.setdefault(c.case_id, []).append((c.outcome, c.judge_label))
             info[c.case_id] = (c.slice, c.human_label)
     cases = [
-        _case_row(cid, *info[cid], outcomes, rubric, manifest.repeats)
+        _case_row(cid, *info[cid], outcomes, rubric, manifest.repeats, group_of.get(cid))
         for cid, outcomes in per_case.items()
     ]
     by_slice: dict[str, list[CaseRepeatability]] = {}
@@ -339,8 +379,8 @@ def study_from_run(
         results_sha256=sha256_file(results),
         status="incomplete" if reasons else "complete",
         incomplete_reasons=reasons,
-        overall=_slice_row("(all)", None, cases),
-        slices=[_slice_row(name, rubric.risk_of(name), by_slice[name]) for name in order],
+        overall=_slice_row("(all)", None, cases, rubric),
+        slices=[_slice_row(name, rubric.risk_of(name), by_slice[name], rubric) for name in order],
         per_repeat=_per_repeat(lines, manifest.repeats),
         cases=cases,
         review=[c.case_id for c in cases if c.needs_review],
@@ -620,6 +660,33 @@ def run_repeatability_sync(*args: Any, **kwargs: Any) -> RepeatabilityStudy:
     return asyncio.run(run_repeatability(*args, **kwargs))
 
 
+def _interval(rate: GroupedRate) -> str:
+    return (
+        f"{rate.rate:.3f} [{rate.ci95_low:.3f}, {rate.ci95_high:.3f}]"
+        if rate.rate is not None
+        else "undefined"
+    )
+
+
+def _repeat_lines(s: SliceRepeatability, repeats: int) -> list[str]:
+    """The slice's cluster-aware figures: items and groups beside judgments."""
+    out = []
+    flips = s.flip_rate_grouped
+    if flips is not None and flips.n > flips.groups:
+        out.append(
+            f"    flip rate by gold group: {flips.k} / {flips.n} cases in {flips.groups} groups ="
+            f" {_interval(flips)}"
+        )
+    fp = s.false_pass_repeats
+    if fp is not None and fp.n:
+        out.append(
+            f"    false passes over the {repeats} repeats: {fp.k} / {fp.n} judgments of"
+            f" {s.false_pass_items} human-fail cases in {fp.groups} groups = {_interval(fp)}"
+            f" (worth {fp.n_effective:.1f} independent judgments)"
+        )
+    return out
+
+
 def format_study(study: RepeatabilityStudy) -> str:
     """A plain-text account for the terminal."""
     lines = [
@@ -645,6 +712,7 @@ def format_study(study: RepeatabilityStudy) -> str:
             f" majority share {share}; crossings {s.boundary_crossing}"
             + (f"; incomplete {s.incomplete}" if s.incomplete else "")
         )
+        lines += _repeat_lines(s, study.repeats)
     lines.append("per repeat: attempts, cached, cost, tokens in/out")
     lines += [
         f"  repeat {r.repeat}: {r.attempts} attempts, {r.cached} cached, ${r.cost_usd:.4f},"

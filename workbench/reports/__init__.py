@@ -9,6 +9,7 @@ from ._certify import certify, resolve_budget, resume_review
 from ._charts import (
     candidates_chart,
     confusion_heatmap,
+    reliability_chart,
     slice_error_chart,
     svg_display,
     threshold_sweep_chart,
@@ -44,7 +45,9 @@ from ._provenance import Provenance, package_sha256, packaged_notebook
 from ._recompute import CONTROLS_DIR, RUN_DIR
 from ._render import Section, external_references, render_document, render_html, table_section
 from ._tables import (
+    held_out_calibration,
     merge_interval,
+    operating_tables,
     ordinal_section_html,
     ordinal_tables,
     slice_table,
@@ -55,6 +58,7 @@ from ._tables import (
 from ._verify import check_certification, verify_one, verify_path, verify_report
 
 __all__ = [
+    "held_out_calibration",
     "CONTROLS_DIR",
     "DASH",
     "DASH_NOTE",
@@ -90,6 +94,7 @@ __all__ = [
     "merge_interval",
     "next_step",
     "not_used_html",
+    "operating_tables",
     "ordinal_section_html",
     "ordinal_tables",
     "outcome_section",
@@ -103,6 +108,7 @@ __all__ = [
     "read_lock",
     "record_transition_review",
     "render_document",
+    "reliability_chart",
     "render_html",
     "resolve_budget",
     "resume_review",

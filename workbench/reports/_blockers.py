@@ -67,6 +67,7 @@ _FAMILY_PREFIXES = (
 )
 _FAMILY_CODES = {
     "lineage_failed": "lineage",
+    "prompt_holds_held_out": "lineage",
     "too_few_cases": "min_n",
     "constant_verdict": "constant",
     **dict.fromkeys(COMPLETENESS, "completeness"),

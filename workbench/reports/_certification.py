@@ -3,6 +3,7 @@ the gate reads into the report, so ``workbench verify`` can decide the outcome a
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,9 @@ from ..heldout import (
     item_keys,
     items_sha256,
     ledger_path_for,
+    prompt_leaks,
 )
-from ..judges import Judge, load_candidate
+from ..judges import Judge, PromptedJudge, load_candidate, self_preference
 from ..migration import (
     BASELINE_CONTROLS_DIR,
     BASELINE_RUN_DIR,
@@ -64,6 +66,30 @@ _NOT_BY_CERTIFY = "run `workbench certify`; the certification notebook is execut
 def _check(name: str, expected: Any, actual: Any, ok: bool | None = None) -> dict[str, Any]:
     held = expected == actual if ok is None else ok
     return {"check": name, "ok": bool(held), "expected": expected, "actual": actual}
+
+
+def exposure_checks(judge: Judge, held_out: list[Any]) -> list[dict[str, Any]]:
+    """The lineage rows of prompt leakage (a review blocker, ``prompt_holds_held_out``) and
+    self-preference (a warning); counts only (the lineage is public, held-out ids are not)."""
+    template = judge.template if isinstance(judge, PromptedJudge) else ""
+    leaks = prompt_leaks(template, held_out)
+    fields = Counter(f for leak in leaks for f in leak.fields)
+    found = f"{len(leaks)} held-out cases" + (
+        f" ({', '.join(f'{f} {n}' for f, n in sorted(fields.items()))})" if leaks else ""
+    )
+    preference = self_preference(judge.identity.model, held_out)
+    generator = "responses of another model family"
+    return [
+        _check("judge prompt holds no held-out case text", "0 held-out cases", found, not leaks)
+        | {"code": "prompt_holds_held_out"},
+        _check(
+            "judge model not of the responses' generator family (self-preference)",
+            generator,
+            preference or generator,
+            preference is None,
+        )
+        | {"warning": True},
+    ]
 
 
 class Certification:
@@ -241,12 +267,16 @@ class Certification:
         if (old := self.baseline_judge) is not None:
             old_fp = old.identity.fingerprint()
             self.lineage.append(_check("baseline fingerprint", entry.baseline_fingerprint, old_fp))
+        self.lineage += exposure_checks(self.judge, held_out)
         atomic_write_json(self.report_dir / LINEAGE_FILE, self.lineage)
         return self.lineage
 
     @property
     def lineage_ok(self) -> bool:
-        return bool(self.lineage) and all(row["ok"] for row in self.lineage)
+        """Every lineage check held (a review finding or a warning row does not stop the run)."""
+        return bool(self.lineage) and all(
+            row["ok"] or row.get("code") or row.get("warning") for row in self.lineage
+        )
 
     def _suite(self) -> Any:
         from ..controls import load_suite

@@ -53,7 +53,7 @@ from ..policy import (
     load_policy,
 )
 from ..project import pinned_project_root, project_root
-from ..runs import RunDir
+from ..runs import RunDir, check_shown
 from ._listing import (
     check_ledger_complete,
     check_legacy_ledger,
@@ -380,6 +380,9 @@ def _check_inputs(
     old_judge = None
     if baseline_path is not None:
         old_judge, _ = check_migration_inputs(judge, baseline_path, mapping_path, dataset)
+    for each in (judge, old_judge):  # before the ledger: a prompt that omits the evidence
+        if each is not None:
+            check_shown(each, dataset.partition("held_out"), str(dataset.gold_path))
     budget = resolve_budget(policy_model, budget_usd, policy)
     if old_judge is not None and budget is not None:
         _check_paired_budget(judge, old_judge, dataset, budget)

@@ -395,3 +395,55 @@ def svg_display(chart: Any) -> Any:
     """An IPython display object holding the chart as inline ``<svg>`` HTML."""
 
     return display_html(str(fragment("fragments.html.j2", "chart", safe(to_svg(chart)))))
+
+
+def reliability_chart(calibration: Any, *, title: str = "Score calibration") -> Any:
+    """A reliability diagram of :func:`workbench.stats.score_calibration`: each non-empty bin's
+    share of human passes (95% Wilson bar) at its mean score, the diagonal a calibrated score
+    follows, the ECE with its interval in the subtitle."""
+    import altair as alt
+    import pandas as pd
+
+    data = pd.DataFrame(
+        [
+            {
+                "mean score": b.mean_score,
+                "human passes": b.observed.rate,
+                "low": b.observed.ci95_low,
+                "high": b.observed.ci95_high,
+                "cases": b.observed.n,
+                "k/n": kn(b.observed),
+            }
+            for b in calibration.bins
+            if b.observed.n
+        ],
+        columns=["mean score", "human passes", "low", "high", "cases", "k/n"],
+    )
+    unit = alt.Scale(domain=[0, 1])
+    diagonal = (
+        alt.Chart(pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]}))
+        .mark_line(color="#8c959f", strokeDash=[4, 4])
+        .encode(x=alt.X("x:Q", scale=unit), y=alt.Y("y:Q", scale=unit))
+    )
+    base = alt.Chart(data).encode(
+        x=alt.X("mean score:Q", scale=unit, title="judge score (mean of the bin)")
+    )
+    bars = base.mark_rule(color="#0969da").encode(
+        y=alt.Y("low:Q", scale=unit, title="share of human passes"), y2=alt.Y2("high:Q")
+    )
+    points = base.mark_circle(color="#0969da", opacity=1).encode(
+        y=alt.Y("human passes:Q", scale=unit),
+        size=alt.Size("cases:Q", legend=None),
+        tooltip=_tooltips("mean score", "k/n"),
+    )
+    ece = calibration.ece
+    subtitle = (
+        f"ECE {ece:.3f}, 95% cluster bootstrap [{calibration.ece_ci95_low:.3f},"
+        f" {calibration.ece_ci95_high:.3f}] over {calibration.n} cases in {calibration.groups}"
+        " groups; dashed: a calibrated score"
+        if ece is not None and calibration.ece_ci95_low is not None
+        else "no scored case"
+    )
+    return alt.layer(diagonal, bars, points).properties(
+        width=320, height=320, title=alt.Title(title, subtitle=subtitle)
+    )

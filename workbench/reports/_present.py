@@ -491,7 +491,7 @@ def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
 
     shown = [
         {"check": r["check"], "ok": bool(r["ok"]), "expected": text(r["expected"])}
-        | {"actual": text(r["actual"])}
+        | {"actual": text(r["actual"]), "warning": bool(r.get("warning"))}
         for r in rows
     ]
     return wrap(render("lineage.html.j2", rows=shown))

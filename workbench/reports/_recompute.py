@@ -21,6 +21,7 @@ from ..policy import (
     GateResult,
     NotEvaluated,
     Policy,
+    blocker,
     evaluate_gate,
     load_overrides,
     load_policy,
@@ -80,8 +81,19 @@ class Recomputed:
 
 
 def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
-    """One non-waivable ``lineage_failed`` blocker per lineage check that did not hold."""
-    return [
+    """One non-waivable ``lineage_failed`` blocker per lineage check that did not hold; a check
+    with a ``code`` (a review finding: ``prompt_holds_held_out``) gives a blocker of that code,
+    a ``warning`` check none."""
+    found = [
+        blocker(
+            row["code"],
+            f"{row['check']}: found {row['actual']}",
+            evidence={"expected": str(row["expected"]), "actual": str(row["actual"])},
+        )
+        for row in rows
+        if not row["ok"] and row.get("code")
+    ]
+    return found + [
         Blocker(
             code="lineage_failed",
             category="incomplete",
@@ -92,7 +104,7 @@ def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
             waivable=False,
         )
         for row in rows
-        if not row["ok"]
+        if not row["ok"] and not row.get("code") and not row.get("warning")
     ]
 
 

@@ -294,3 +294,69 @@ def ordinal_section_html(report: Any) -> str:
             [safe(t.to_html()) for t in tables],
         )
     )
+
+
+OPERATING_DRAWS = 4000
+"""Draws per true rate of the report's operating-characteristic section (fixed seed 0 and
+intra-group correlation 0.3: the figures of ``workbench plan --simulate``)."""
+
+
+def operating_tables(policy: Any, dataset: Any, *, draws: int = OPERATING_DRAWS) -> list[Table]:
+    """The gate's operating characteristics on this policy and gold's held-out slices: the
+    slice limits simulated, then P(certified), P(review_required), P(quality_failed) against
+    the judge's true rate (:func:`workbench.planning.simulate_gate`)."""
+    from ..planning import simulate_gate, simulation_frames
+
+    report = simulate_gate(policy, dataset, draws=draws)
+    designs, gate = simulation_frames(report)
+    setting = (
+        f"{report.draws} draws per rate, seed {report.seed}, errors correlated within a group"
+        f" (intra-class correlation {report.icc:g}); `workbench plan --policy P --gold G"
+        " --simulate` gives the same figures"
+    )
+    share = {c: (lambda v: f"{v:.1%}") for c in gate.columns if c.startswith("P(")}
+    return [
+        styled(
+            designs,
+            caption=f"Slice limits the gate bounds on {report.partition}, in their real groups",
+            formats={"P(clear) at the limit": lambda v: f"{v:.1%}"},
+            footnotes=() if len(designs) else ("No limit is bounded on upper_95 with cases.",),
+        ),
+        styled(
+            gate,
+            caption="The whole gate, every slice's true rate at the same fraction of its limit",
+            formats=share,
+            footnotes=(
+                setting,
+                "At the limit (1.00x) the rule certifies at most 5% of the time"
+                " (intersection-union: docs/statistics.md).",
+            ),
+        ),
+    ]
+
+
+def held_out_calibration(cert: Any) -> Any | None:
+    """The certified score judge's calibration on the held-out cases
+    (:func:`workbench.phases.score_calibration_of` on the run's records); None when the judge
+    thresholds no score, the held-out partition was not used or no case has a score."""
+    from types import SimpleNamespace
+
+    from ..phases import score_calibration_of
+    from ..results import read_results
+    from ..runs import RunDir
+    from ._recompute import RUN_DIR
+
+    threshold = cert.judge.spec.threshold
+    results = RunDir(cert.report_dir / RUN_DIR).results
+    if threshold is None or cert.join is None or not results.exists():
+        return None
+    run = SimpleNamespace(lines=read_results(results), join=cert.join)
+    try:
+        return score_calibration_of(
+            run,
+            pass_label=threshold.pass_label,
+            fail_label=threshold.fail_label,
+            pass_if=threshold.pass_if,
+        )
+    except ValueError:  # no score recorded, or a score outside [0, 1]: nothing to calibrate
+        return None

@@ -4,10 +4,13 @@ results to what was planned, and the cost and token figures read from them."""
 from ._columnar import ColumnarResults, read_columnar, result_files, results_sha256
 from ._contract import (
     ERROR_KINDS,
+    EVIDENCE_STATUSES,
     IDENTITY_FIELDS,
+    RAW_RESPONSE_SOURCES,
     REQUIRED_SINCE_V2,
     RESULT_SCHEMA_VERSION,
     EvaluatorError,
+    EvidenceSeen,
     JudgeIdentity,
     JudgeResult,
     ResultMigration,
@@ -39,4 +42,5 @@ __all__ += ["slice_cost_rows", "slice_costs", "ERROR_KINDS", "IDENTITY_FIELDS", 
 __all__ += ["missing_identity_fields", "states_reasons", "REQUIRED_SINCE_V2", "ResultMigration"]
 __all__ += ["migrate_record", "migrate_results_file", "migrate_v1_to_v2", "migration_note"]
 __all__ += ["RESULT_SCHEMA_VERSION", "EvaluatorError", "JudgeIdentity", "JudgeResult", "ResultLine"]
-__all__ += ["read_results", "scan_results"]
+__all__ += ["read_results", "scan_results", "EVIDENCE_STATUSES", "RAW_RESPONSE_SOURCES"]
+__all__ += ["EvidenceSeen"]

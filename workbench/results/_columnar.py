@@ -34,15 +34,16 @@ NARROW = (
     ("case_id", "response_hash", "value", "reason", "error_kind", "error_message")
     + ("judge_fingerprint", "run_id", "partition", "attempt", "repeat", "dataset_sha256")
     + ("rubric_version", "line", "shard", "cost_usd", "tokens_in", "tokens_out")
-    + ("cached_from_run_id",)
+    + ("cached_from_run_id", "evidence_truncated")
 )
-"""The columns kept per result: what joins and lineage checks read."""
+"""The columns kept per result: what joins and lineage checks read (``evidence_truncated``: how
+many judge-visible fields the judge saw only part of; null when not measured)."""
 
 _STRINGS = ("case_id", "response_hash", "judge_fingerprint", "run_id", "partition")
 _OPTIONAL_STRINGS = (
     ("value", "reason", "rendered_request_sha256", "rendered_request_ref")
     + ("cached_from_run_id",)
-    + ("dataset_sha256", "rubric_version")
+    + ("dataset_sha256", "rubric_version", "raw_response", "raw_response_source")
 )
 _JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_version", "params"}
 _ERROR_FIELDS = {"kind", "message", "retryable"}
@@ -139,7 +140,9 @@ def read_columnar(
 def _narrow_schema() -> pa.Schema:
     import pyarrow as pa
 
-    ints = dict.fromkeys(("attempt", "repeat", "line", "tokens_in", "tokens_out"), pa.int64())
+    ints = dict.fromkeys(
+        ("attempt", "repeat", "line", "tokens_in", "tokens_out", "evidence_truncated"), pa.int64()
+    )
     kinds = {**ints, "shard": pa.int32(), "cost_usd": pa.float64()}
     return pa.schema([(name, kinds.get(name, pa.string())) for name in NARROW])
 
@@ -352,7 +355,74 @@ def _check(
     _check_migration(t)
     error_kind, error_message = _check_error(t)
     _check_judges(t, identities)
-    return _narrow(t, first_line, shard, error_kind, error_message)
+    narrow = _narrow(t, first_line, shard, error_kind, error_message)
+    truncated = _check_evidence(t)
+    if truncated is not None:
+        narrow = narrow.set_column(
+            narrow.schema.get_field_index("evidence_truncated"), "evidence_truncated", truncated
+        )
+    return narrow
+
+
+_EVIDENCE_INTS = ("chars_in_case", "chars_sent")
+
+
+def _check_evidence(t: pa.Table) -> Any:
+    """``raw_response_source`` and ``evidence_seen`` as the strict reader takes them; per row,
+    the fields seen truncated (None when no row measured them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._contract import RAW_RESPONSE_SOURCES
+
+    if "raw_response_source" in t.column_names:
+        known = pc.is_in(t["raw_response_source"], value_set=pa.array(RAW_RESPONSE_SOURCES))
+        if true_any(pc.and_(pc.is_valid(t["raw_response_source"]), pc.invert(known))):
+            raise _Refuse("unknown raw_response_source")
+    if "evidence_seen" not in t.column_names:
+        return None
+    kind = t.schema.field("evidence_seen").type
+    if pa.types.is_null(kind):
+        return None
+    _check_evidence_type(kind)
+    return _truncated_per_row(t["evidence_seen"].combine_chunks(), t.num_rows)
+
+
+def _check_evidence_type(kind: Any) -> None:
+    import pyarrow as pa
+
+    if not pa.types.is_list(kind) or not pa.types.is_struct(kind.value_type):
+        raise _Refuse("evidence_seen is not a list of objects")
+    item = kind.value_type
+    if {f.name for f in item} != {"field", *_EVIDENCE_INTS, "status"}:
+        raise _Refuse("evidence_seen fields")
+    if any(item.field(n).type != pa.int64() for n in _EVIDENCE_INTS) or any(
+        item.field(n).type != pa.string() for n in ("field", "status")
+    ):
+        raise _Refuse("evidence_seen types")
+
+
+def _truncated_per_row(column: Any, rows: int) -> Any:
+    """Per row, how many fields ``evidence_seen`` marks truncated (null where it is null);
+    refuses nulls, negative counts and unknown statuses."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._contract import EVIDENCE_STATUSES
+
+    flat = pc.list_flatten(column)
+    if flat.null_count or any(pc.struct_field(flat, n).null_count for n in flat.type.names):
+        raise _Refuse("evidence_seen null")
+    if any(true_any(pc.less(pc.struct_field(flat, n), 0)) for n in _EVIDENCE_INTS):
+        raise _Refuse("evidence_seen negative")
+    status = pc.struct_field(flat, "status")
+    if true_any(pc.invert(pc.is_in(status, value_set=pa.array(EVIDENCE_STATUSES)))):
+        raise _Refuse("unknown evidence_seen status")
+    parents = pc.list_parent_indices(column).to_numpy()
+    cut = pc.equal(status, "truncated").to_numpy(zero_copy_only=False)
+    counts = np.bincount(parents[cut], minlength=rows).astype(np.int64)
+    return pa.array(counts, pa.int64(), mask=pc.is_null(column).to_numpy(zero_copy_only=False))
 
 
 def _typed(t: pa.Table, name: str, *ok: Any) -> None:

@@ -92,6 +92,50 @@ class ResultMigration(_Record):
     """When the migration ran (UTC)."""
 
 
+RAW_RESPONSE_SOURCES: tuple[str, ...] = (
+    "provider",
+    "no_answer",
+    "no_model_call",
+    "imported",
+    "not_kept",
+)
+"""Where a result's ``raw_response`` came from: ``provider`` (the assistant message text the
+endpoint returned), ``no_answer`` (a model judge whose call returned no message text: a refusal,
+an HTTP error, a timeout), ``no_model_call`` (a deterministic judge: there is no provider text)
+``imported`` (verdicts produced elsewhere: the import carries no provider text) and ``not_kept``
+(a capture policy keeps digests and excerpts only: a ranking run's ``digest_and_excerpts``)."""
+
+EVIDENCE_STATUSES: tuple[str, ...] = ("full", "truncated", "omitted", "absent")
+"""What the judge saw of one evidence field: ``full`` (all of it), ``truncated`` (the leading
+``chars_sent`` characters only: cut or excerpted), ``omitted`` (none of it: the prompt does not
+show the field) and ``absent`` (the case has no such field)."""
+
+
+class EvidenceSeen(_Record):
+    """What the judge actually saw of one judge-visible field of a case."""
+
+    field: str
+    """The judge argument (``user_input``, ``response``, ``grading_notes``, ``reference``,
+    ``retrieved_contexts``)."""
+    chars_in_case: int = Field(ge=0, strict=True)
+    """Characters of the field in the gold case (all passages, for contexts)."""
+    chars_sent: int = Field(ge=0, strict=True)
+    """Characters of it found in the request sent, from its start (per passage, for contexts)."""
+    status: str
+    """One of :data:`EVIDENCE_STATUSES`."""
+
+    @field_validator("status")
+    @classmethod
+    def _known_status(cls, value: str) -> str:
+        if value not in EVIDENCE_STATUSES:
+            raise ValueError(f"status {value!r} is not one of {EVIDENCE_STATUSES}")
+        return value
+
+    @property
+    def truncated(self) -> bool:
+        return self.status == "truncated"
+
+
 class JudgeResult(_Record):
     """One attempt of one judge on one case (and one repeat index)."""
 
@@ -156,6 +200,16 @@ class JudgeResult(_Record):
     migration: ResultMigration | None = None
     """Set only by an explicit migration from an older schema version: what it filled. None on
     records written under the current version."""
+    raw_response: str | None = None
+    """The provider's raw answer before parsing: the exact assistant message text the endpoint
+    returned for the attempt's last call (keys redacted). None when ``raw_response_source`` is
+    not ``provider``."""
+    raw_response_source: str | None = None
+    """Why ``raw_response`` is what it is, one of :data:`RAW_RESPONSE_SOURCES`; None on records
+    written before the workbench kept raw answers."""
+    evidence_seen: list[EvidenceSeen] | None = None
+    """What the judge actually saw of each judge-visible field (characters in the case and sent,
+    truncation); None on records written before the workbench measured it."""
 
     @field_validator("schema_version")
     @classmethod
@@ -167,6 +221,18 @@ class JudgeResult(_Record):
                 " need a newer workbench"
             )
         return value
+
+    @field_validator("raw_response_source")
+    @classmethod
+    def _known_source(cls, value: str | None) -> str | None:
+        if value is not None and value not in RAW_RESPONSE_SOURCES:
+            raise ValueError(f"raw_response_source {value!r} is not one of {RAW_RESPONSE_SOURCES}")
+        return value
+
+    @property
+    def evidence_truncated(self) -> list[str]:
+        """The judge-visible fields the judge saw only part of."""
+        return [seen.field for seen in self.evidence_seen or () if seen.truncated]
 
     @model_validator(mode="after")
     def _verdict_xor_error(self) -> JudgeResult:

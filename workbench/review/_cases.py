@@ -53,6 +53,9 @@ COLUMNS: tuple[str, ...] = (
     "rendered_request",
     "rendered_request_ref",
     "rendered_request_sha256",
+    "raw_response",
+    "raw_response_source",
+    "evidence_seen",
     "attempts",
     "reviewers_disagree",
     "gold_record",
@@ -71,6 +74,9 @@ DEFERRED: tuple[str, ...] = (
     "rendered_request",
     "rendered_request_ref",
     "rendered_request_sha256",
+    "raw_response",
+    "raw_response_source",
+    "evidence_seen",
 )
 """Columns :meth:`ReviewTable.row` reads per case (empty in a :func:`review_table`'s frame)."""
 
@@ -343,5 +349,5 @@ class _Details:
             "reviews": record["reviews"],
             "adjudication": record["adjudication"],
             "gold_record": record,
-            **{name: getattr(result, name, None) for name in DEFERRED[-3:]},
+            **{name: getattr(result, name, None) for name in DEFERRED[-6:]},
         }

@@ -2,7 +2,14 @@
 
 from ._attempts import attempt_problems
 from ._cache import VerdictCache, default_cache_dir
-from ._engine import RunSummary, WorkItem, run_candidate, run_candidate_sync, run_items
+from ._engine import (
+    RunSummary,
+    WorkItem,
+    check_shown,
+    run_candidate,
+    run_candidate_sync,
+    run_items,
+)
 from ._estimate import RunEstimate, estimate_run
 from ._manifest import freeze_manifest
 from ._options import RunOptions
@@ -20,6 +27,7 @@ __all__ = [
     "WorkItem",
     "VerdictCache",
     "attempt_problems",
+    "check_shown",
     "default_cache_dir",
     "estimate_run",
     "freeze_manifest",

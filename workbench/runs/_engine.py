@@ -28,8 +28,22 @@ from .._record import LooseRecord
 from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
-from ..heldout import HeldOutAccess
-from ..judges import CaseRef, HoldsResources, Judge, JudgeInput, ModelJudge, NotAvailable, Verdict
+from ..heldout import HeldOutAccess, describe_leaks, prompt_leaks
+from ..judges import (
+    EVIDENCE_ARGUMENTS,
+    JUDGE_VISIBLE_FIELDS,
+    CaseRef,
+    HoldsResources,
+    Judge,
+    JudgeInput,
+    ModelJudge,
+    NotAvailable,
+    PromptedJudge,
+    ReplayJudge,
+    Verdict,
+    evidence_seen,
+    self_preference,
+)
 from ..results import (
     RESULT_SCHEMA_VERSION,
     JudgeResult,
@@ -334,6 +348,7 @@ def plan_partition(
         raise refusal(
             "empty_partition", str(dataset.gold_path), message, fix, summary="nothing to run"
         )
+    check_shown(judge, cases, str(dataset.gold_path))
     risks = slice_risks(dataset)
     record, lanes = None, None
     if sampling is not None:
@@ -356,8 +371,52 @@ def plan_partition(
             (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
         )
     lineage = run_lineage(judge, dataset, cases)
-    plan = _Plan(part, dataset.sha256, True, lineage, lanes, risks, record, sampling_source)
+    notices = exposure_notices(judge, dataset, cases)
+    plan = _Plan(
+        part, dataset.sha256, True, lineage, lanes, risks, record, sampling_source, notices
+    )
     return plan, gold_items(cases, options.repeats)
+
+
+def exposure_notices(judge: Judge, dataset: GoldDataset, cases: list[GoldCase]) -> tuple[str, ...]:
+    """What a run warns about before judging: a judge model of the family that generated the
+    responses (self-preference), and a prompt holding held-out case text (leakage)."""
+    found = [self_preference(judge.identity.model, cases)]
+    if isinstance(judge, PromptedJudge):
+        leaks = prompt_leaks(judge.template, dataset.partition("held_out"))
+        if leaks:
+            found.append(
+                f"prompt leakage: the prompt template holds text of {describe_leaks(leaks)}: a"
+                " judge tuned on held-out examples is certified on what it has seen; take them"
+                " out of the prompt (certification routes it to review)"
+            )
+    return tuple(f for f in found if f)
+
+
+def check_shown(judge: Judge, cases: list[GoldCase], where: str) -> None:
+    """Refuse a prompt that omits evidence the cases carry (``grading_notes``, ``reference``) and
+    its spec does not declare omitted: the judge would decide without what reviewers read."""
+    shown = judge.shown_fields() if isinstance(judge, PromptedJudge) else None
+    if shown is None:
+        return
+    argument = {arg: name for name, arg in JUDGE_VISIBLE_FIELDS.items()}
+    declared = set(judge.spec.omitted_fields)
+    carried = {a: sum(bool(getattr(c, argument[a])) for c in cases) for a in EVIDENCE_ARGUMENTS}
+    problems = [
+        problem(
+            where,
+            "prompt_omits_evidence",
+            f"the prompt of {judge.spec.label} never shows {{{name}}}, which {count} of the"
+            f" {len(cases)} cases to judge carry: the judge would decide without the evidence"
+            " reviewers read",
+            f"add {{{name}}} to the prompt template, or, if leaving it out is deliberate, name it"
+            f" in the spec's omitted_fields: [{name}] (a new version)",
+        )
+        for name, count in carried.items()
+        if count and name not in shown and name not in declared
+    ]
+    if problems:
+        raise WorkbenchError("prompt omits evidence", problems)
 
 
 def gold_items(cases: list[GoldCase], repeats: int) -> list[WorkItem]:
@@ -433,6 +492,8 @@ class _Plan:
     risks: Mapping[str, str | None]
     sampling: ManifestSampling | None
     sampling_source: str | None
+    notices: tuple[str, ...] = ()
+    """Warnings the run records before its first call (self-preference, prompt leakage)."""
 
 
 def _prepare_run_dir(items: list[WorkItem], out: Path, plan: _Plan) -> None:
@@ -524,6 +585,8 @@ async def _run_locked(
         state.spent,
         **limit_settings(judge, plan.lanes, state),
     )
+    for notice in plan.notices:
+        limits.warn(notice)
     run = _Execution(judge, manifest, plan.partition, run_dir, limits, options, state)
     await run.execute(state.units, total=len(items))
     summary = summarize(
@@ -625,6 +688,15 @@ class _Execution:
         self.max_attempts = _max_attempts(judge)
         self.fingerprint = judge.identity.fingerprint()
         self.secrets = _secrets(judge)
+        self.raw_source = (
+            "imported"
+            if isinstance(judge, ReplayJudge)
+            else "no_answer"
+            if isinstance(judge, ModelJudge)
+            else "no_model_call"
+        )
+        shown = judge.shown_fields() if isinstance(judge, PromptedJudge) else None
+        self.unshown = [] if shown is None else sorted(set(JUDGE_VISIBLE_FIELDS.values()) - shown)
         self.estimator = Estimator(judge, max(state.observed) if state.observed else None)
         self.cache = open_cache(options.cache_dir, self.fingerprint)
         self.log = AppendOnlyLog(run_dir.results)
@@ -828,7 +900,9 @@ class _Execution:
         sent = verdict.rendered_request
         if sent is None:
             sent = self.judge.render(unit.item.judge_input, unit.ref)
+        seen = evidence_seen(unit.item.judge_input, sent, self.unshown)
         sent = redact_values(sent, secrets)
+        raw = verdict.raw_response
         return JudgeResult(
             **self.stamp(unit),
             value=verdict.value,
@@ -847,6 +921,10 @@ class _Execution:
             repeat=unit.item.repeat,
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
+            raw_response=None if raw is None else redact(raw, secrets),
+            raw_response_source=verdict.raw_response_source
+            or (self.raw_source if raw is None else "provider"),
+            evidence_seen=seen,
         )
 
 

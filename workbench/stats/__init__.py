@@ -9,7 +9,8 @@ from ._bound import (
     too_few_cases_message,
     upper_bound,
 )
-from ._grouped import GroupedRate, grouped_rate
+from ._calibration import CalibrationBin, ScoreCalibration, score_calibration
+from ._grouped import GroupedRate, clustered_rate, grouped_rate
 from ._needed import cases_needed
 from ._operating import OperatingPoint, operating_curve, slice_operating_point
 from ._ordinal import (
@@ -39,6 +40,7 @@ from ._stats import (
 )
 
 __all__ = [
+    "CalibrationBin",
     "Correlation",
     "DEFAULT_MIN_SHARED",
     "GroupedRate",
@@ -49,11 +51,13 @@ __all__ = [
     "OperatingPoint",
     "OrdinalConfusion",
     "Rate",
+    "ScoreCalibration",
     "Shortfall",
     "bh_qvalues",
     "bound_plan",
     "cases_needed",
     "cases_to_bound",
+    "clustered_rate",
     "cohen_kappa",
     "cohen_kappa_counts",
     "exact_mcnemar",
@@ -69,6 +73,7 @@ __all__ = [
     "paired_rate_difference",
     "rule_out_rate",
     "scale_values",
+    "score_calibration",
     "shared_pairs",
     "shortfall",
     "slice_operating_point",

@@ -20,7 +20,7 @@ must bound) and it is the gate's Wilson bound whenever cases are independent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
@@ -118,3 +118,14 @@ def grouped_rate(
         ci95_low=float(low[0]),
         ci95_high=float(high[0]),
     )
+
+
+def clustered_rate(units: Iterable[tuple[Hashable, bool]], alpha: float = 0.05) -> GroupedRate:
+    """:func:`grouped_rate` of ``(cluster, event)`` units: every unit one trial, the units of one
+    cluster (the K judgments of one item, the cases of one gold group) one group."""
+    counts: dict[Hashable, list[int]] = {}
+    for cluster, event in units:
+        k_n = counts.setdefault(cluster, [0, 0])
+        k_n[0] += bool(event)
+        k_n[1] += 1
+    return grouped_rate([k for k, _ in counts.values()], [n for _, n in counts.values()], alpha)

@@ -214,9 +214,27 @@ def _judge_column(case: Mapping[str, Any]) -> Markup:
             chars=120,
             lines=2,
         )
-    return _macro(
-        "judge", outcome, label, css, case.get("error_kind"), body, evidence, request_html(case)
+    cut = [r for r in case.get("evidence_seen") or () if _get(r, "status") == "truncated"]
+    evidence += _macro(
+        "evidence_cut",
+        [{k: _get(r, k) for k in ("field", "chars_sent", "chars_in_case")} for r in cut],
     )
+    answer = _macro("raw_answer", case.get("raw_response"), case.get("raw_response_source"))
+    return _macro(
+        "judge",
+        outcome,
+        label,
+        css,
+        case.get("error_kind"),
+        body,
+        evidence,
+        request_html(case) + answer,
+    )
+
+
+def _get(row: Any, key: str) -> Any:
+    """``key`` of an ``evidence_seen`` row, a record or its JSON."""
+    return row.get(key) if isinstance(row, Mapping) else getattr(row, key, None)
 
 
 _META = ("case_id", "slice", "risk", "error_class", "partition", "attempts")
