@@ -378,6 +378,11 @@ def test_validate_strict_requires_a_criterion_and_complete_reviews(
                 who, f"c{i}", "pass", confidence="high", rationale="says when", spans=[span]
             )
     queue.adjudicate_agreements("cy")
+    # the rubric's whole judgment contract too (tests/test_rubric_contract.py)
+    from test_rubric_contract import CONTRACT
+
+    rubric_path = queue.root / "rubric.yaml"
+    rubric_path.write_text(yaml.safe_dump({**yaml.safe_load(rubric_path.read_text()), **CONTRACT}))
     complete = run(main, ["validate", "--strict", str(queue.root)])
     assert complete.exit_code == 0, complete.output
     _reviewers(*PEOPLE, "rev-a", "rev-b", "adj-1")  # make_case's reviewers

@@ -9,7 +9,7 @@ from conftest import undocumented_fields
 from pydantic import BaseModel
 
 from workbench.align import AlignmentReport, SliceAlignment
-from workbench.gold import Adjudication, GoldCase, Review, Rubric
+from workbench.gold import Adjudication, Ambiguity, ErrorCost, GoldCase, Review, Rubric
 from workbench.heldout import LedgerEntry
 from workbench.judges import CandidateSpec
 from workbench.phases import Selection
@@ -28,6 +28,8 @@ DOCUMENTED = [
     Review,
     Adjudication,
     Rubric,
+    ErrorCost,
+    Ambiguity,
     JudgeResult,
     JudgeIdentity,
     CandidateSpec,
@@ -72,6 +74,8 @@ def test_every_field_is_documented(model: type[BaseModel]) -> None:
         Review,
         Adjudication,
         Rubric,
+        ErrorCost,
+        Ambiguity,
         JudgeResult,
         JudgeIdentity,
         CandidateSpec,

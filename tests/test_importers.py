@@ -130,6 +130,11 @@ def test_evalsbench_validates_cleanly(evalsbench_out: tuple[ImportSummary, Path]
     assert summary.results is None
     assert sorted(summary.files) == ["card.md", "gold.jsonl", "rubric.yaml"]
     assert not (out / "results.jsonl").exists()
+    # the judgment contract nobody stated is left out of the file, not written as empty values
+    from workbench.gold import CONTRACT_FIELDS
+
+    written = yaml.safe_load((out / "rubric.yaml").read_text(encoding="utf-8"))
+    assert "criterion" in written and not set(CONTRACT_FIELDS) & set(written)
 
 
 def test_evalsbench_counts_groups_and_labels(evalsbench: GoldDataset) -> None:

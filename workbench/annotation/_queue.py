@@ -110,6 +110,12 @@ class BlindedCase(Record):
     """The rubric's label vocabulary."""
     criterion: str = ""
     """The rubric's criterion: the question the reviewer answers."""
+    boundaries: dict[str, str] = Field(default_factory=dict)
+    """Per label, the observable condition that puts a case in it (the rubric's ``boundaries``)."""
+    precedence: list[str] = Field(default_factory=list)
+    """The labels that win when several boundaries apply, the deciding one first."""
+    ambiguity: str = ""
+    """What to do with a case the rubric cannot settle (the rubric's ``ambiguity`` rule)."""
 
 
 @dataclass(frozen=True)
@@ -333,6 +339,9 @@ class Annotations:
             evidence=[{"id": i, "text": self._passages().get(i, "")} for i in case.evidence],
             labels=list(self.rubric.labels),
             criterion=self.rubric.criterion,
+            boundaries=dict(self.rubric.boundaries),
+            precedence=list(self.rubric.precedence),
+            ambiguity=self.rubric.ambiguity.rule() if self.rubric.ambiguity else "",
         )
 
     def _passages(self) -> dict[str, str]:

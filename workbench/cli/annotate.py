@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import getpass
 from dataclasses import asdict
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import click
 
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 from ._options import PATH, option
+
+if TYPE_CHECKING:
+    from ..annotation import BlindedCase
 
 _REVIEWER = "A name on the project's reviewer list (workbench.yaml `reviewers:`)."
 
@@ -69,18 +72,30 @@ def next_case(gold: str, reviewer: str, as_json: bool) -> None:
     elif case is None:
         click.echo(f"{reviewer}: no case left to review")
     else:
-        click.echo(f"case:      {case.case_id} (slice {case.slice})")
-        if case.criterion:
-            click.echo(f"criterion: {case.criterion}")
-        for name in ("input", "response", "grading_notes", "reference"):
-            value = getattr(case, name)
-            if value:
-                click.echo(f"--- {name} ---\n{value}")
-        for passage in case.evidence:
-            click.echo(f"--- evidence {passage['id']} ---\n{passage['text']}")
-        click.echo(f"labels:    {', '.join(case.labels)}")
+        click.echo("\n".join(_blinded_lines(case)))
     if case is None:
         raise SystemExit(ExitCode.FAILED)
+
+
+def _blinded_lines(case: BlindedCase) -> list[str]:
+    """What ``annotate next`` prints: the case, then the rubric's labels with their boundaries,
+    the precedence and the ambiguity rule."""
+    lines = [f"case:      {case.case_id} (slice {case.slice})"]
+    if case.criterion:
+        lines.append(f"criterion: {case.criterion}")
+    for name in ("input", "response", "grading_notes", "reference"):
+        value = getattr(case, name)
+        if value:
+            lines.append(f"--- {name} ---\n{value}")
+    for passage in case.evidence:
+        lines.append(f"--- evidence {passage['id']} ---\n{passage['text']}")
+    lines.append(f"labels:    {', '.join(case.labels)}")
+    lines += [f"  {label}: {boundary}" for label, boundary in case.boundaries.items()]
+    if case.precedence:
+        lines.append(f"precedence: {' > '.join(case.precedence)} (the first that applies wins)")
+    if case.ambiguity:
+        lines.append(f"ambiguous: {case.ambiguity}")
+    return lines
 
 
 @annotate_group.command("submit")

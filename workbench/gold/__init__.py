@@ -22,7 +22,19 @@ from ._dataset import (
 from ._index import GoldIndex, gold_index, index_table
 from ._records import PARTITIONS, Adjudication, GoldCase, Partition, Review, Span, partition_name
 from ._release import FIELD_GROUPS, GoldLineage, case_hashes, freeze, gold_lineage, gold_snapshot
-from ._rubric import UNSET_RISK, Risk, Rubric, Scale, SliceSpec, load_rubric
+from ._rubric import (
+    CONTRACT_FIELDS,
+    EVIDENCE_FIELDS,
+    REVIEWER_ONLY_EVIDENCE,
+    UNSET_RISK,
+    Ambiguity,
+    ErrorCost,
+    Risk,
+    Rubric,
+    Scale,
+    SliceSpec,
+    load_rubric,
+)
 
 __all__ = ["FIELD_GROUPS", "RELEASES_FILE", "GoldLineage", "case_hashes", "freeze", "gold_lineage"]
 __all__ += ["gold_snapshot", "normalize_text", "partition_name", "CARD_FIELDS", "resolve_paths"]
@@ -39,4 +51,11 @@ __all__ += [
     "card_statistics",
 ]
 __all__ += ["counts_frame", "format_card", "load_dataset", "load_rubric", "validate_dataset"]
+__all__ += [
+    "CONTRACT_FIELDS",
+    "EVIDENCE_FIELDS",
+    "REVIEWER_ONLY_EVIDENCE",
+    "Ambiguity",
+    "ErrorCost",
+]
 __all__ += ["index_table"]

@@ -244,15 +244,19 @@ def validate_dataset(
 def _contract_problems(
     root: Path, rubric: Rubric | None, lines: list[_Line], loc: str
 ) -> list[Problem]:
-    """``validate --strict``: the rubric states its criterion, and every review gives its
-    confidence, rationale and the passages it rests on as spans (offsets into the text)."""
+    """``validate --strict``: the rubric states its whole judgment contract (criterion, unit,
+    allowed evidence, label boundaries, precedence, ambiguity rule, error costs per slice, use
+    boundary), and every review gives its confidence, rationale and the passages it rests on as
+    spans (offsets into the text)."""
     out = Problems()
-    if rubric is not None and not rubric.criterion.strip():
+    for name, message, fix in rubric.contract_gaps() if rubric is not None else []:
+        code = "rubric_no_criterion" if name == "criterion" else "rubric_contract_incomplete"
+        where = str(root / RUBRIC_FILE)
         out.add(
-            str(root / RUBRIC_FILE),
-            "rubric_no_criterion",
-            "the rubric states no criterion: reviewers and judges answer no written question",
-            "write criterion: <the question a reviewer answers> in a new rubric version",
+            where,
+            code,
+            f"{name}: {message}",
+            f"{fix} in a new rubric version (docs/formats.md#rubric)",
             severity="warning",
         )
     for line in lines:

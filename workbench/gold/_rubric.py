@@ -1,5 +1,7 @@
 """The rubric (``rubric.yaml`` beside ``gold.jsonl``): the label vocabulary, its scale (nominal,
-ordinal or numeric), which labels mean pass, and the risk slices."""
+ordinal or numeric), which labels mean pass, the risk slices, and the judgment contract (unit of
+judgment, allowed evidence, label boundaries, precedence, ambiguity rule, error costs per slice,
+use boundary), which ``validate --strict`` requires in full."""
 
 from __future__ import annotations
 
@@ -66,6 +68,73 @@ class SliceSpec(BaseModel):
     """What belongs in the slice and why its errors matter."""
 
 
+EVIDENCE_FIELDS: dict[str, str] = {
+    "input": "the user's input",
+    "response": "the response under judgment",
+    "grading_notes": "the case's grading notes",
+    "reference": "the reference answer",
+    "contexts": "the retrieved context passages",
+    "evidence": "the cited snapshot passages (reviewers only: never sent to a judge)",
+}
+"""The gold-case fields a judgment may rest on, the names ``allowed_evidence`` may use. The
+judge is shown every one of them except those in :data:`REVIEWER_ONLY_EVIDENCE` (a test keeps
+this equal to ``workbench.judges.JUDGE_VISIBLE_FIELDS``)."""
+
+CONTRACT_FIELDS = (
+    "unit",
+    "allowed_evidence",
+    "boundaries",
+    "precedence",
+    "ambiguity",
+    "error_costs",
+    "use_boundary",
+)
+"""The rubric fields of the judgment contract beyond the criterion (all required by
+``validate --strict``); ``workbench import table`` keeps them when it drafts the rubric again."""
+
+REVIEWER_ONLY_EVIDENCE = frozenset({"evidence"})
+"""Evidence fields reviewers see and the judge's request never carries."""
+
+
+class ErrorCost(BaseModel):
+    """What a wrong verdict costs in one slice, relative to the other error classes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
+
+    false_pass: float = Field(gt=0, allow_inf_nan=False)
+    """Relative cost of a false pass (the judge passes what reviewers failed)."""
+    false_fail: float = Field(gt=0, allow_inf_nan=False)
+    """Relative cost of a false fail (the judge fails what reviewers passed)."""
+    abstention: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Relative cost of an abstention (a review the judge routes to people); None: not stated."""
+    why: str = ""
+    """Why these errors cost what they do in this slice (who is harmed, and how)."""
+
+
+class Ambiguity(BaseModel):
+    """What a reviewer does with a case the rubric cannot settle."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
+
+    when: str = Field(min_length=1)
+    """The observable condition that makes a case ambiguous, e.g. "the grading notes neither
+    require nor forbid what the response claims"."""
+    action: Literal["label", "escalate"]
+    """``label``: give it ``label`` (e.g. an abstain label); ``escalate``: ask for adjudication
+    (``annotate submit --escalate``) with the reviewer's best label."""
+    label: str | None = None
+    """The label an ambiguous case gets (``action: label`` only)."""
+
+    def rule(self) -> str:
+        """The rule as one line a reviewer reads."""
+        what = (
+            f"label it {self.label}"
+            if self.action == "label"
+            else "give your best label and escalate it (annotate submit --escalate)"
+        )
+        return f"when {self.when}: {what}"
+
+
 class Rubric(Record):
     """The judgment contract a gold dataset was reviewed under."""
 
@@ -100,6 +169,24 @@ class Rubric(Record):
     evidence_snapshot: str | None = None
     """Path (relative to the rubric) of the evidence snapshot, JSON Lines of ``{id, text,
     source}``."""
+    unit: str = ""
+    """The unit of judgment: what one verdict is about, e.g. "one response to one question"."""
+    allowed_evidence: list[str] | None = None
+    """The case fields the judge and reviewers may use (names of :data:`EVIDENCE_FIELDS`); None:
+    not declared. Other packages read it to check what the judge is shown."""
+    boundaries: dict[str, str] = Field(default_factory=dict)
+    """Per label, the observable condition that puts a case in that label."""
+    precedence: list[str] = Field(default_factory=list)
+    """Labels, the deciding one first: a case meeting the boundaries of several labels takes the
+    first listed (unlisted labels rank after listed ones, in ``labels`` order)."""
+    ambiguity: Ambiguity | None = None
+    """What a reviewer does with an ambiguous case."""
+    error_costs: dict[str, ErrorCost] = Field(default_factory=dict)
+    """Per slice, the relative cost of a false pass, a false fail and an abstention. Shown beside
+    the policy's limits; the limits stay the gate's rule."""
+    use_boundary: str = ""
+    """What the judge must not be used for, e.g. "never the only check before a refund is
+    promised"."""
 
     @field_validator("labels", "pass_labels", "abstain_labels", mode="before")
     @classmethod
@@ -160,6 +247,11 @@ class Rubric(Record):
             return "pass"
         return "fail" if self.fail_label is not None and label == self.fail_label else None
 
+    def contract_gaps(self) -> list[tuple[str, str, str]]:
+        """The parts of the judgment contract this rubric leaves out, as ``(field, message,
+        fix)``: what ``validate --strict`` refuses."""
+        return list(_contract_gaps(self))
+
     @property
     def critical_slices(self) -> list[str]:
         return [name for name, spec in self.slices.items() if spec.risk == Risk.critical]
@@ -192,7 +284,7 @@ Issue = tuple[str, str, str, str]
 
 def _label_problems(r: Rubric) -> list[Issue]:
     """Every inconsistency of labels, scale, pass/fail and abstain labels."""
-    steps = [_vocabulary_issues, _abstain_issues]
+    steps = [_vocabulary_issues, _abstain_issues, _contract_issues]
     if r.scale == Scale.nominal:
         steps.append(_nominal_issues)
     else:
@@ -334,6 +426,107 @@ def _pass_labels_issues(r: Rubric) -> Iterator[Issue]:
                 " better"
             )
             yield _scale("pass_labels", message, fix)
+
+
+def _contract_issues(r: Rubric) -> Iterator[Issue]:
+    """Declared contract fields that name what the rubric does not have."""
+    known = ", ".join(EVIDENCE_FIELDS)
+    if r.allowed_evidence is not None:
+        unknown = [name for name in r.allowed_evidence if name not in EVIDENCE_FIELDS]
+        if unknown:
+            message = f"allowed_evidence names unknown case field(s) {unknown}"
+            yield _invalid("allowed_evidence", message, f"use names among: {known}")
+        if not r.allowed_evidence:
+            message = "allowed_evidence is empty: no verdict could rest on anything"
+            yield _invalid("allowed_evidence", message, f"list the fields used, among: {known}")
+        if len(set(r.allowed_evidence)) != len(r.allowed_evidence):
+            message = f"allowed_evidence lists a field twice: {r.allowed_evidence}"
+            yield _invalid("allowed_evidence", message, "list every field once")
+    for field, names in (("boundaries", list(r.boundaries)), ("precedence", r.precedence)):
+        unknown = [name for name in names if name not in r.labels]
+        if unknown:
+            message = f"{field} names {unknown}, which are not labels {r.labels}"
+            yield _invalid(field, message, f"name labels among {r.labels}")
+    if len(set(r.precedence)) != len(r.precedence):
+        message = f"precedence lists a label twice: {r.precedence}"
+        yield _invalid("precedence", message, "list every label once, the deciding one first")
+    yield from _ambiguity_issues(r)
+    yield from _cost_issues(r)
+
+
+def _ambiguity_issues(r: Rubric) -> Iterator[Issue]:
+    rule = r.ambiguity
+    if rule is None:
+        return
+    if rule.action == "label" and rule.label not in r.labels:
+        message = f"ambiguity.label {rule.label!r} is not one of labels {r.labels}"
+        fix = f"set ambiguity.label to one of {r.labels} (e.g. an abstain label)"
+        yield _invalid("ambiguity", message, fix)
+    if rule.action == "escalate" and rule.label is not None:
+        message = "ambiguity.action escalate takes no label: the reviewer gives their best label"
+        yield _invalid("ambiguity", message, "remove ambiguity.label, or use action: label")
+
+
+def _cost_issues(r: Rubric) -> Iterator[Issue]:
+    unknown = [name for name in r.error_costs if name not in r.slices]
+    if unknown:
+        message = f"error_costs names {unknown}, which are not slices {list(r.slices)}"
+        yield _invalid("error_costs", message, "give costs only for the rubric's slices")
+    for name in r.critical_slices:
+        cost = r.error_costs.get(name)
+        if cost is not None and cost.false_pass < cost.false_fail:
+            message = (
+                f"slice {name!r} is critical (a false pass is release-critical) but its false_pass"
+                f" cost {cost.false_pass:g} is below its false_fail cost {cost.false_fail:g}"
+            )
+            fix = "raise false_pass to at least false_fail, or lower the slice's risk"
+            yield _invalid("error_costs", message, fix)
+
+
+def _contract_gaps(r: Rubric) -> Iterator[tuple[str, str, str]]:
+    """Every part of the judgment contract left out (``validate --strict``)."""
+    if not r.criterion.strip():
+        message = "the rubric states no criterion: reviewers and judges answer no written question"
+        yield "criterion", message, "write criterion: <the question a reviewer answers>"
+    texts = {
+        "unit": ("no unit of judgment", 'unit: "one response to one question"'),
+        "use_boundary": (
+            "no use boundary: nothing says what the judge must not be used for",
+            'use_boundary: "<what the judge may never decide alone>"',
+        ),
+    }
+    for field, (message, example) in texts.items():
+        if not getattr(r, field).strip():
+            yield field, f"the rubric states {message}", f"write {example}"
+    if r.allowed_evidence is None:
+        message = "the rubric does not say which case fields the judge and reviewers may use"
+        shown = ", ".join(f for f in EVIDENCE_FIELDS if f not in REVIEWER_ONLY_EVIDENCE)
+        yield "allowed_evidence", message, f"list them, e.g. allowed_evidence: [{shown}]"
+    unseen = sorted(REVIEWER_ONLY_EVIDENCE.intersection(r.allowed_evidence or []))
+    if unseen:
+        message = (
+            f"names {unseen}, which the judge is never shown: the judge and the"
+            " reviewers would decide from different evidence"
+        )
+        yield "allowed_evidence", message, "remove it, or copy the passages into grading_notes"
+    unbounded = [label for label in r.labels if not r.boundaries.get(label, "").strip()]
+    if unbounded:
+        message = f"labels {unbounded} have no observable boundary"
+        yield "boundaries", message, "write boundaries: {<label>: <what puts a case in it>}"
+    if not r.precedence:
+        message = "nothing says which label wins when the boundaries of several apply"
+        order = [r.fail_label, *r.abstain_labels, r.pass_label] if r.fail_label else r.labels
+        fix = f"write precedence: the labels, the deciding one first, e.g. {order}"
+        yield "precedence", message, fix
+    if r.ambiguity is None:
+        message = "nothing says what a reviewer does with a case the rubric cannot settle"
+        fix = "write ambiguity: {when: <condition>, action: label | escalate, label: <label>}"
+        yield "ambiguity", message, fix
+    costless = [name for name in r.slices if name not in r.error_costs]
+    if costless:
+        message = f"slices {costless} have no error costs"
+        fix = "write error_costs: {<slice>: {false_pass: <n>, false_fail: <n>, why: <text>}}"
+        yield "error_costs", message, fix
 
 
 def load_rubric(path: str | Path) -> Rubric:

@@ -16,6 +16,7 @@ from .._io import atomic_write_text
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import (
     CARD_FILE,
+    CONTRACT_FIELDS,
     GOLD_FILE,
     RUBRIC_FILE,
     GoldCase,
@@ -287,7 +288,9 @@ def write_dataset(
 ) -> ImportSummary:
     """Write the dataset files, validate them (an error is an importer defect, raised), write
     ``results`` stamped with the gold's lineage, and summarise the import."""
-    rubric_data = rubric.model_dump(mode="json")
+    # contract fields the importer did not state stay out: the file is what was decided
+    unstated = {name for name in CONTRACT_FIELDS if name not in rubric.model_fields_set}
+    rubric_data = rubric.model_dump(mode="json", exclude=unstated)
     texts = {
         RUBRIC_FILE: yaml.safe_dump(rubric_data, sort_keys=False, allow_unicode=True, width=100),
         CARD_FILE: card,

@@ -39,6 +39,7 @@ from ._present import (
     not_used_html,
     outcome_section,
     previous_certification,
+    rubric_contract_html,
 )
 from ._provenance import Provenance, package_sha256, packaged_notebook
 from ._recompute import CONTROLS_DIR, RUN_DIR
@@ -100,6 +101,7 @@ __all__ = [
     "pending_for_report",
     "previous_certification",
     "rate_text",
+    "rubric_contract_html",
     "read_ledgers",
     "read_lock",
     "record_transition_review",

@@ -10,6 +10,7 @@ from typing import Any
 from .._html import display_html, fragment, render, safe
 from .._io import sha256_file
 from ..align import AlignmentReport, Join
+from ..gold import Rubric
 from ..heldout import held_out_use_line
 from ..outcomes import style as outcome_style
 from ._blockers import group_blockers, why_lines
@@ -54,6 +55,45 @@ def outcome_section(
 def key_value_html(title: str, rows: Iterable[tuple[str, Any]]) -> str:
     """A two-column table of escaped labels and values."""
     return str(fragment("fragments.html.j2", "key_value", title, list(rows)))
+
+
+NOT_DECLARED = "(not declared: validate --strict refuses this rubric)"
+
+
+def rubric_contract_html(rubric: Rubric) -> str:
+    """The rubric's judgment contract, escaped: criterion, unit, allowed evidence, use boundary,
+    label boundaries, precedence, ambiguity rule and error costs per slice (shown beside the
+    policy's limits, which stay the gate's rule)."""
+
+    def text(value: Any) -> str:
+        return str(value) if value else NOT_DECLARED
+
+    rows: list[tuple[str, Any]] = [
+        ("rubric", f"{rubric.name} {rubric.version}"),
+        ("criterion", text(rubric.criterion.strip())),
+        ("unit of judgment", text(rubric.unit.strip())),
+        ("allowed evidence", text(", ".join(rubric.allowed_evidence or []))),
+        ("use boundary", text(rubric.use_boundary.strip())),
+        ("precedence", text(" > ".join(rubric.precedence))),
+        ("ambiguity", text(rubric.ambiguity.rule() if rubric.ambiguity else "")),
+    ]
+    rows += [(f"label {label}", text(rubric.boundaries.get(label))) for label in rubric.labels]
+    for name, spec in rubric.slices.items():
+        cost = rubric.error_costs.get(name)
+        shown = NOT_DECLARED
+        if cost is not None:
+            abstention = "" if cost.abstention is None else f", abstention {cost.abstention:g}"
+            why = f" ({cost.why})" if cost.why else ""
+            shown = (
+                f"false pass {cost.false_pass:g}, false fail {cost.false_fail:g}{abstention}{why}"
+            )
+        rows.append((f"error costs: {name} ({spec.risk.value})", shown))
+    note = (
+        "Error costs are the rubric's statement of what each kind of error costs in a slice; the"
+        " policy's per-slice limits above decide the outcome."
+    )
+    rows.append(("", note))
+    return key_value_html("Rubric contract", rows)
 
 
 def disagreement_counts(join: Join) -> Any:

@@ -13,7 +13,17 @@ from pydantic import ValidationError
 from ..._io import JSONRecordError, loads_json
 from ..._load import Problems, validation_problems
 from ...errors import Problem, WorkbenchError
-from ...gold import PARTITIONS, UNSET_RISK, Adjudication, GoldCase, Partition, Review, Risk, Rubric
+from ...gold import (
+    CONTRACT_FIELDS,
+    PARTITIONS,
+    UNSET_RISK,
+    Adjudication,
+    GoldCase,
+    Partition,
+    Review,
+    Risk,
+    Rubric,
+)
 from .._registry import refuse
 from .._table_reader import RowIssues, TableRead, _blank, canonical
 from ._mapping import TableMapping
@@ -708,7 +718,9 @@ def merge_previous(
     rubric: dict[str, Any], previous: Any, *, criterion_given: bool
 ) -> dict[str, Any]:
     """The drafted rubric keeping what a person decided in an existing ``rubric.yaml``: slices'
-    risks and descriptions (also of slices not in the data yet) and, unless given, the criterion."""
+    risks and descriptions (also of slices not in the data yet), the judgment contract's fields
+    (:data:`~workbench.gold.CONTRACT_FIELDS`; error costs of the slices kept) and, unless given,
+    the criterion."""
     if not isinstance(previous, dict):
         return rubric
     valid = {r.value for r in Risk}
@@ -730,4 +742,20 @@ def merge_previous(
     criterion = rubric["criterion"]
     if not criterion_given and isinstance(previous.get("criterion"), str):
         criterion = previous["criterion"]
-    return {**rubric, "criterion": criterion, "slices": slices}
+    contract = _kept_contract(previous, rubric["labels"], slices)
+    return {**rubric, "criterion": criterion, "slices": slices, **contract}
+
+
+def _kept_contract(previous: dict[str, Any], labels: list[str], slices: dict[str, Any]) -> Any:
+    """The previous rubric's contract fields, without what names a label or slice the draft no
+    longer has (``validate --strict`` then asks for the missing parts)."""
+    kept = {name: previous[name] for name in CONTRACT_FIELDS if name in previous}
+    for name, known in (("boundaries", labels), ("error_costs", slices)):
+        if isinstance(kept.get(name), dict):
+            kept[name] = {k: v for k, v in kept[name].items() if k in known}
+    if isinstance(kept.get("precedence"), list):
+        kept["precedence"] = [label for label in kept["precedence"] if label in labels]
+    rule = kept.get("ambiguity")
+    if isinstance(rule, dict) and rule.get("label") is not None and rule["label"] not in labels:
+        del kept["ambiguity"]
+    return kept

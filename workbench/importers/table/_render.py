@@ -10,8 +10,10 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from ..._csv import spreadsheet_safe
-from ...gold import PARTITIONS, GoldCase
+from ...gold import CONTRACT_FIELDS, PARTITIONS, GoldCase
 from .._registry import render_text
 from .._table_reader import _listed
 from ._build import Pending
@@ -57,10 +59,17 @@ def rubric_yaml(
         source_label=source_label,
         mapping_label=mapping_label,
         slice_counts=slice_counts,
+        contract=_contract_yaml(rubric),
         scalar=scalar,
         flow_list=flow_list,
         json=json.dumps,
     )
+
+
+def _contract_yaml(rubric: dict[str, Any]) -> str:
+    """The judgment contract's fields the rubric holds (kept from the previous file), as YAML."""
+    kept = {name: rubric[name] for name in CONTRACT_FIELDS if name in rubric}
+    return yaml.safe_dump(kept, sort_keys=False, allow_unicode=True, width=100) if kept else ""
 
 
 def adjudication_text(mapping: TableMapping) -> str:

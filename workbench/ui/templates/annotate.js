@@ -39,6 +39,8 @@ function render({ model, el }) {
     if (!c || !c.case_id) { el.append(node("div", "wb-ann-done", model.get("status") || "No case left to review.")); return; }
     el.append(node("div", "wb-ann-id", `case ${c.case_id} · slice ${c.slice}`));
     if (c.criterion) el.append(node("div", "wb-ann-criterion", c.criterion));
+    for (const [label, boundary] of Object.entries(c.boundaries || {})) el.append(node("div", "wb-ann-boundary", `${label}: ${boundary}`));
+    if (c.ambiguity) el.append(node("div", "wb-ann-boundary", `ambiguous: ${c.ambiguity}`));
     const pane = node("div", "wb-ann-case");
     for (const f of FIELDS) {
       if (!c[f]) continue;
