@@ -710,14 +710,25 @@ def test_a_run_that_excludes_held_out_pairs_scores_none_and_records_no_use(
 def test_a_held_out_control_refuses_a_run_that_excludes_held_out_pairs(
     tmp_path: Path, fake: Any
 ) -> None:
+    from workbench.ci._judged import _noise_refusal
+
     control = pair("ctl", role="control", partition="held_out", distractor="Draft 9. 90 days.")
     control["user_input"] = "Question 9: how long do I have for a refund?"
     passage = "Refund window 9. Refunds are possible within 30 days of delivery."
     control["clean"]["retrieved_contexts"] = [passage]
     control["noisy"]["retrieved_contexts"] = [passage, "Draft 9. 90 days."]
-    data = free_suite([control, pair("dev"), held_out("ho-1", 1)])
+    data = free_suite([control, pair("dev"), held_out("ho-1", 1)], sentinels=["dev"])
+    data["policy"] = {**data["policy"], "max_spread": 0.5}
     path = write_suite(tmp_path / "suite", data, freeze=True)
     with pytest.raises(WorkbenchError) as refused:
         scorer(tmp_path, path, fake)("run", exclude_held_out=True)
     assert [p.code for p in refused.value.problems] == ["controls_held_out"]
     assert "ctl" in refused.value.problems[0].message and fake.call_count == 0
+    # the CI lanes do not plan such a suite in either scope: an incomplete check names the pair
+    for scope in ("pr", "scheduled"):
+        check = _noise_refusal("suite.yaml", load_pairs(path), "j on t-noise@1", scope)
+        assert check is not None and (check.category, check.code) == (
+            "incomplete",
+            "held_out_not_run",
+        )
+        assert check.failing == ["ctl"] and "(control ctl)" in check.message

@@ -160,7 +160,10 @@ def _noise_plan(
     from ..runs import estimate_run
 
     source, suite = found
-    pairs = [*suite.controls(), *selected_candidates(suite, None, scope == "pr", True)]
+    pairs = [
+        *suite.controls(),
+        *selected_candidates(suite, None, scope == "pr", exclude_held_out=True),
+    ]
     run_dir = out / judge.spec.label / "noise" / suite.label
     needed = estimate_run("noise", judge, member_items(pairs), run_dir, cache_dir=False)
     return JudgedPlan(
@@ -334,7 +337,7 @@ async def _run_noise(
     values = plan.subject_path.with_name(f"{plan.subject_path.stem}.companions.jsonl")
     join = None
     if values.is_file():
-        pairs = selected_candidates(suite, None, sentinels_only, True)
+        pairs = selected_candidates(suite, None, sentinels_only, exclude_held_out=True)
         join = join_companions(pairs, list(suite.policy.companions), load_companions([values]))
     report = noise_report(suite, run, companions=join, overrides=_overrides(inv))
     atomic_write_json(plan.out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
