@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from workbench.ci import LaneRefused, run_sentinel_lane_sync
 from workbench.cli.main import main
 from workbench.demo import noise as demo_noise
+from workbench.noise import load_pairs
 from workbench.ranking import load_fixtures
 
 RANKER = "data/candidates/policy-ranker@1.yaml"
@@ -207,3 +208,93 @@ def test_ranking_and_noise_runs_are_priced_under_the_cap_before_any_call(
     (budget,) = [c for c in report.checks if c.group == "budget"]
     assert budget.code == "budget_insufficient" and report.exit_code == 3
     assert report.estimate_usd > 0.01 and noise_model.call_count == 0 and report.runs == []
+
+
+SUITE = "data/noise/support-noise@2.yaml"
+SUITES = (SUITE, "data/noise/support-noise-baseline@2.yaml")
+
+
+def _noise_ledger_entries() -> list[object]:
+    """The noise entries of the project's held-out ledger (the one ``run_noise`` writes to)."""
+    from workbench.heldout import HeldOutLedger, ledger_path_for
+
+    path = ledger_path_for(SUITE)
+    return [e for e in HeldOutLedger(path).entries() if e.kind == "noise"] if path.is_file() else []
+
+
+def test_the_scheduled_scope_never_scores_held_out_pairs_and_runs_again_the_next_night(
+    project: Path, noise_model, tmp_path: Path
+) -> None:
+    # Before CI lanes excluded held-out pairs, each nightly run recorded a held-out use, and the
+    # next run (here already the second suite, which shares held-out content with the first)
+    # was refused with held_out_reuse.
+    _edit(project / "data" / "candidates" / "noise-judge@1.yaml", "timeout_s: 20", "timeout_s: 25")
+    held_out = {
+        (suite.label, p.pair_id, p.item_id(m))
+        for suite in (load_pairs(project / path) for path in SUITES)
+        for p in suite.active()
+        if p.partition == "held_out"
+        for m in ("clean", "noisy")
+    }
+    assert len({pid for _, pid, _ in held_out}) == 4 and len(held_out) == 16
+    nights = []
+    for night in ("night-1", "night-2"):
+        report = run_sentinel_lane_sync(
+            project, since="HEAD", out=tmp_path / night, scope="scheduled"
+        )
+        gates = {c.name: c for c in report.checks if c.group == "noise"}
+        assert set(gates) == {f"noise-judge@1 on {Path(s).stem}" for s in SUITES}
+        # each suite reaches its own gate (the demo's forbidden-source retrieval failure),
+        # never a refusal for a reused held-out partition
+        assert {(c.category, c.code) for c in gates.values()} == {
+            ("failure", "retrieval_forbidden_source")
+        }, [c.details for c in gates.values()]
+        nights.append((report.exit_code, sorted((c.name, c.code) for c in gates.values())))
+        for path in SUITES:
+            label = Path(path).stem
+            run_dir = Path(report.run_dir) / "noise-judge@1" / "noise" / label
+            run = json.loads((run_dir / "noise_run.json").read_text(encoding="utf-8"))
+            assert run["held_out_excluded"] is True and run["held_out_entry"] is None
+            saved = json.loads((run_dir / "noise_report.json").read_text(encoding="utf-8"))
+            assert saved["held_out_excluded"] is True and saved["pairs"]
+            reported = {p["pair_id"] for p in saved["pairs"]}
+            assert not reported & {pid for s, pid, _ in held_out if s == label}
+            judged = {
+                json.loads(line)["case_id"]
+                for results in run_dir.rglob("results.jsonl")
+                for line in results.read_text(encoding="utf-8").splitlines()
+                if line.strip()
+            }
+            assert judged and not judged & {item for s, _, item in held_out if s == label}
+    assert nights[0] == nights[1] and nights[0][0] == 1
+    assert _noise_ledger_entries() == []
+
+
+def test_the_pr_scope_does_not_run_a_suite_whose_sentinels_are_held_out(
+    project: Path, noise_model, tmp_path: Path
+) -> None:
+    _edit(project / "data" / "candidates" / "noise-judge@1.yaml", "timeout_s: 20", "timeout_s: 25")
+    # a new suite version (the frozen one cannot change) that names a held-out sentinel
+    text = (project / SUITE).read_text(encoding="utf-8")
+    text = text.replace("version: '2'\n", "version: '3'\nsupersedes: '2'\n", 1)
+    new = project / "data" / "noise" / "support-noise@3.yaml"
+    new.write_text(text.replace("sentinels:\n", "sentinels:\n- ref-late-request\n", 1), "utf-8")
+    run = CliRunner().invoke(
+        main,
+        [
+            "ci", "sentinel", "--since", "HEAD", "--project", str(project), "--out",
+            str(tmp_path / "lane"),
+        ],
+    )  # fmt: skip
+    assert run.exit_code == 3, run.output
+    line = (
+        "ERROR            noise/noise-judge@1 on support-noise@3: not run: the pr scope would"
+        " score 1 held-out pair(s) (sentinel ref-late-request) and CI lanes never score"
+        " held-out pairs"
+    )
+    assert line in run.output
+    assert "support-noise@3.yaml: in a new suite version, move them to development" in run.output
+    # the other suite still runs (its sentinels are not held out); this one makes no call
+    assert "run noise     noise-judge@1 on support-noise-baseline@2" in run.output
+    assert "on support-noise@3:" not in run.output.replace(line, "")
+    assert _noise_ledger_entries() == []

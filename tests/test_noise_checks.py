@@ -21,7 +21,8 @@ from workbench.demo.noise import respond as demo_respond
 from workbench.errors import WorkbenchError
 from workbench.heldout import HeldOutLedger, ledger_path_for
 from workbench.judges import load_candidate
-from workbench.noise import load_pairs, run_noise_sync
+from workbench.noise import format_noise, load_pairs, noise_report, run_noise_sync
+from workbench.results import read_results
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -675,3 +676,59 @@ def test_thresholds_are_derived_from_a_baseline_distribution_with_their_provenan
     refused_cli = CliRunner().invoke(noise_command, args)
     assert refused_cli.exit_code == 2 and "baseline_uninterpreted" in refused_cli.output
     assert isinstance(NoiseReport.model_validate(json.loads(failed.model_dump_json())), NoiseReport)
+
+
+def test_a_run_that_excludes_held_out_pairs_scores_none_and_records_no_use(
+    tmp_path: Path, fake: Any
+) -> None:
+    # What the CI lanes run: every candidate and the sentinel repeats, held-out pairs left out.
+    data = held_out_suite() | {"sentinels": ["dev", "ho-1"]}
+    data["policy"] = {**data["policy"], "max_spread": 0.5}
+    path = write_suite(tmp_path / "suite", data, freeze=True)
+    score = scorer(tmp_path, path, fake)
+    ledger = HeldOutLedger(ledger_path_for(path))
+    held = {f"{pid}:{m}" for pid in ("ho-1", "ho-2") for m in ("clean", "noisy")}
+    for out in ("night-1", "night-2"):  # another directory each time: never a reuse
+        run, calls = score(out, exclude_held_out=True, repeat=2)
+        assert run.held_out_excluded and run.held_out_entry is None and calls > 0
+        judged = {
+            r.result.case_id
+            for s in (run.candidates, run.repeats)
+            for r in read_results(s.results_path)
+        }
+        assert judged == {"dev:clean", "dev:noisy"} and not judged & held
+        report = noise_report(load_pairs(path), run)
+        assert report.held_out_excluded and [p.pair_id for p in report.pairs] == ["dev"]
+        assert [r.pair_id for r in report.repeats] == ["dev"]
+        assert "held-out pairs excluded (never scored)" in format_noise(report)
+    assert not ledger.path.exists()
+    # without the exclusion the same suite scores them and records the use
+    run, _ = score("release")
+    assert run.held_out_entry is not None and not run.held_out_excluded
+
+
+def test_a_held_out_control_refuses_a_run_that_excludes_held_out_pairs(
+    tmp_path: Path, fake: Any
+) -> None:
+    from workbench.ci._judged import _noise_refusal
+
+    control = pair("ctl", role="control", partition="held_out", distractor="Draft 9. 90 days.")
+    control["user_input"] = "Question 9: how long do I have for a refund?"
+    passage = "Refund window 9. Refunds are possible within 30 days of delivery."
+    control["clean"]["retrieved_contexts"] = [passage]
+    control["noisy"]["retrieved_contexts"] = [passage, "Draft 9. 90 days."]
+    data = free_suite([control, pair("dev"), held_out("ho-1", 1)], sentinels=["dev"])
+    data["policy"] = {**data["policy"], "max_spread": 0.5}
+    path = write_suite(tmp_path / "suite", data, freeze=True)
+    with pytest.raises(WorkbenchError) as refused:
+        scorer(tmp_path, path, fake)("run", exclude_held_out=True)
+    assert [p.code for p in refused.value.problems] == ["controls_held_out"]
+    assert "ctl" in refused.value.problems[0].message and fake.call_count == 0
+    # the CI lanes do not plan such a suite in either scope: an incomplete check names the pair
+    for scope in ("pr", "scheduled"):
+        check = _noise_refusal("suite.yaml", load_pairs(path), "j on t-noise@1", scope)
+        assert check is not None and (check.category, check.code) == (
+            "incomplete",
+            "held_out_not_run",
+        )
+        assert check.failing == ["ctl"] and "(control ctl)" in check.message

@@ -14,7 +14,11 @@ category (quality failed: ``failure``, exit 1; review required: ``review``, 4; i
 Scopes: ``pr`` runs the must-win fixtures only (one seeded rotation each, the battery for
 ``diagnostic`` fixtures, plus the policy's repeat baseline) and the noise suite's controls and
 frozen sentinel set (``--sentinels-only``); ``scheduled`` runs every fixture under the exhaustive
-battery and every candidate pair.
+battery and every candidate pair. Neither scope scores a held-out noise pair (``run_noise(...,
+exclude_held_out=True)``, recorded as ``held_out_excluded`` in the run and report): a monitoring
+lane never spends a held-out use, so the held-out ledger gets no entry and the next night's run is
+not refused as a reuse. A suite whose controls, or (``pr``) whose sentinel set, hold held-out pairs
+is not run: an incomplete check names them and the fix.
 """
 
 from __future__ import annotations
@@ -156,12 +160,48 @@ def _noise_plan(
     from ..runs import estimate_run
 
     source, suite = found
-    pairs = [*suite.controls(), *selected_candidates(suite, None, scope == "pr")]
+    pairs = [
+        *suite.controls(),
+        *selected_candidates(suite, None, scope == "pr", exclude_held_out=True),
+    ]
     run_dir = out / judge.spec.label / "noise" / suite.label
     needed = estimate_run("noise", judge, member_items(pairs), run_dir, cache_dir=False)
     return JudgedPlan(
         judge.spec.label, path, judge, "noise", suite, source, run_dir,
         estimate=needed.needed_usd,
+    )  # fmt: skip
+
+
+def _noise_refusal(where: str, suite: Any, name: str, scope: Scope) -> CheckResult | None:
+    """Why the lane cannot run a suite (None: it can): no sentinel set for the ``pr`` scope, or
+    held-out pairs among what it would have to score (controls, the ``pr`` sentinel set)."""
+    from ..noise import selected_candidates
+
+    if scope == "pr" and not suite.sentinels:
+        message = "the suite declares no sentinel set: the pull-request scope has none to run"
+        fix = f"{where}: declare sentinels: [pair ids] in a new suite version"
+        return problem_check("noise", name, "incomplete", "sentinels_missing", message, [fix])
+    sentinels = selected_candidates(suite, None, True) if scope == "pr" else []
+    held = [
+        (p.pair_id, "sentinel" if p.role == "candidate" else "control")
+        for p in [*suite.controls(), *sentinels]
+        if p.partition == "held_out"
+    ]
+    if not held:
+        return None
+    message = (
+        f"not run: the {scope} scope would score {len(held)} held-out pair(s)"
+        f" ({', '.join(f'{what} {pid}' for pid, what in held)}) and CI lanes never score held-out"
+        " pairs"
+    )
+    fix = (
+        f"{where}: in a new suite version, move them to development or calibration (or drop the"
+        " sentinels from sentinels:); held-out pairs are scored only outside CI, each use"
+        " recorded in the held-out ledger"
+    )
+    return problem_check(
+        "noise", name, "incomplete", "held_out_not_run", message, [fix],
+        failing=sorted({pid for pid, _ in held}),
     )  # fmt: skip
 
 
@@ -191,15 +231,11 @@ def plan_judged(
                     checks.append(made)
             continue
         for source, suite in suites:
-            name = f"{spec.label} on {suite.label}"
-            if scope == "pr" and not suite.sentinels:
-                message = (
-                    "the suite declares no sentinel set: the pull-request scope has none to run"
-                )
-                fix = f"{inv.rel(source)}: declare sentinels: [pair ids] in a new suite version"
-                checks.append(
-                    problem_check("noise", name, "incomplete", "sentinels_missing", message, [fix])
-                )
+            refused = _noise_refusal(
+                inv.rel(source), suite, f"{spec.label} on {suite.label}", scope
+            )
+            if refused is not None:
+                checks.append(refused)
                 continue
             plans.append(_noise_plan(path, judge, (source, suite), scope, out))
     if (ranking and not sets) or (noise and not suites):
@@ -293,6 +329,7 @@ async def _run_noise(
         concurrency=min(concurrency, limit) if limit else concurrency,
         budget_usd=min(budget_usd, suite.policy.max_cost_usd),
         sentinels_only=sentinels_only,
+        exclude_held_out=True,  # a CI lane never spends a held-out use (module doc)
         cache_dir=False,
         progress=progress,
     )
@@ -300,7 +337,7 @@ async def _run_noise(
     values = plan.subject_path.with_name(f"{plan.subject_path.stem}.companions.jsonl")
     join = None
     if values.is_file():
-        pairs = selected_candidates(suite, None, sentinels_only)
+        pairs = selected_candidates(suite, None, sentinels_only, exclude_held_out=True)
         join = join_companions(pairs, list(suite.policy.companions), load_companions([values]))
     report = noise_report(suite, run, companions=join, overrides=_overrides(inv))
     atomic_write_json(plan.out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))

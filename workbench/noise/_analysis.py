@@ -40,7 +40,7 @@ from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunOptions, RunSummary, WorkItem, run_items
 from ._companions import CompanionJoin
 from ._evidence import ChangeUnderReview, Member, NoisePolicy
-from ._heldout import held_out_use
+from ._heldout import HELD_OUT, held_out_use
 from ._injection import InjectionRow, check_injections, injection_blockers
 from ._judge import KIND, METRIC
 from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, NoisePair, NoiseSuite
@@ -285,6 +285,9 @@ class NoiseRun(_Model):
     """The candidate partition scored (None: every partition)."""
     sentinels_only: bool = False
     """Only the sentinel set's candidate pairs were scored (the fast lane)."""
+    held_out_excluded: bool = False
+    """Held-out pairs were left out of the selection and the repeats (a CI lane: it never spends
+    a held-out use); none was scored."""
     repeat: int = 1
     """How many times the sentinel set was scored in ``repeats``."""
     budget_usd: float | None = None
@@ -343,6 +346,8 @@ class NoiseReport(_Model):
     """The candidate partition reported (None: every partition)."""
     sentinels_only: bool = False
     """Only the sentinel set's candidate pairs were scored."""
+    held_out_excluded: bool = False
+    """Held-out pairs were left out of the selection (a CI lane) and are not reported."""
     judge: JudgeIdentity | None
     """The evaluator's identity (model, Ragas version, prompt hash)."""
     judge_fingerprint: str | None
@@ -465,12 +470,29 @@ def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> l
 
 
 def selected_candidates(
-    suite: NoiseSuite, partition: str | None = None, sentinels_only: bool = False
+    suite: NoiseSuite,
+    partition: str | None = None,
+    sentinels_only: bool = False,
+    exclude_held_out: bool = False,
 ) -> list[NoisePair]:
     """The active candidate pairs a run scores: of ``partition`` when given, of the sentinel set
-    when ``sentinels_only``."""
-    pairs = suite.candidates(partition)
+    when ``sentinels_only``, none held out when ``exclude_held_out``."""
+    pairs = [p for p in suite.candidates(partition) if not exclude_held_out or not _held_out(p)]
     return [p for p in pairs if p.pair_id in suite.sentinels] if sentinels_only else pairs
+
+
+def sentinel_pairs(suite: NoiseSuite, exclude_held_out: bool = False) -> list[NoisePair]:
+    """The active pairs of the suite's sentinel set (what ``repeat`` scores again), none held out
+    when ``exclude_held_out``."""
+    return [
+        p
+        for p in suite.active()
+        if p.pair_id in suite.sentinels and not (exclude_held_out and _held_out(p))
+    ]
+
+
+def _held_out(pair: NoisePair) -> bool:
+    return pair.partition == HELD_OUT
 
 
 def check_run_request(
@@ -481,8 +503,10 @@ def check_run_request(
     budget_usd: float | None,
     repeat: int,
     sentinels_only: bool,
+    exclude_held_out: bool = False,
 ) -> list[Problem]:
-    """Every way the requested run would break the suite's policy (refused before anything runs)."""
+    """Every way the requested run would break the suite's policy (refused before anything runs);
+    with ``exclude_held_out``, a held-out control (controls are always scored) too."""
     policy, problems = suite.policy, Problems()
     if budget_usd is not None and budget_usd > policy.max_cost_usd + _EPS:
         message = f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}"
@@ -511,6 +535,11 @@ def check_run_request(
         problems.add(loc, "sentinels_missing", message, fix)
     if repeat < 1:
         problems.add("--repeat", "repeat_invalid", f"--repeat {repeat}", "give 1 or more")
+    held = [p.pair_id for p in suite.controls() if _held_out(p)] if exclude_held_out else []
+    if held:
+        message = f"control pair(s) in the held-out partition: {', '.join(held)}"
+        fix = "controls are scored in every run: move them to development or calibration"
+        problems.add(loc, "controls_held_out", message, fix + " in a new suite version")
     if not any(p.role == "control" for p in suite.controls()):
         message = "the suite has no control pair"
         fix = (
@@ -578,6 +607,7 @@ async def run_noise(
     budget_usd: float | None = None,
     partition: str | None = None,
     sentinels_only: bool = False,
+    exclude_held_out: bool = False,
     repeat: int = 1,
     baseline: NoiseSuite | None = None,
     cache_dir: str | Path | None | Literal[False] = None,
@@ -589,7 +619,8 @@ async def run_noise(
     repeats, through the run engine within the suite's policy (``budget_usd`` and ``concurrency``
     may only lower it); a ``baseline`` suite is scored likewise into ``<out>/baseline``. Held-out
     pairs are recorded in the project's held-out ledger first; content used before needs
-    ``rerun_reason`` (:mod:`workbench.noise._heldout`)."""
+    ``rerun_reason`` (:mod:`workbench.noise._heldout`). ``exclude_held_out`` (the CI lanes) scores
+    no held-out pair, so the run records no held-out use (``held_out_excluded`` in the run)."""
     # Notebook arguments arrive as papermill injected them: types checked before anything else.
     if concurrency is not None:
         check_concurrency(concurrency)
@@ -598,7 +629,11 @@ async def run_noise(
         check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
     if partition is not None:
         partition_name(partition)
-    select: dict[str, Any] = {"partition": partition, "sentinels_only": sentinels_only}
+    select: dict[str, Any] = {
+        "partition": partition,
+        "sentinels_only": sentinels_only,
+        "exclude_held_out": exclude_held_out,
+    }
     problems = check_run_request(
         suite,
         judge,
@@ -606,6 +641,7 @@ async def run_noise(
         budget_usd=budget_usd,
         repeat=repeat,
         sentinels_only=sentinels_only,
+        exclude_held_out=exclude_held_out,
     )
     if baseline is not None:
         from ._compare import check_baseline_suite
@@ -623,9 +659,9 @@ async def run_noise(
         "retry_errors": retry_errors,
         "progress": progress,
     }
-    scored = [(suite, _scored_pairs(suite, partition, sentinels_only, repeat))]
+    scored = [(suite, _scored_pairs(suite, repeat, **select))]
     if baseline is not None:
-        scored.append((baseline, selected_candidates(baseline, partition, sentinels_only)))
+        scored.append((baseline, selected_candidates(baseline, **select)))
     with held_out_use(suite, judge, scored, out, rerun_reason) as use:
         run = await _run_suite(judge, suite, out, allowance, common, repeat=repeat, **select)
         passed = [run.controls_passed]
@@ -642,12 +678,17 @@ async def run_noise(
 
 
 def _scored_pairs(
-    suite: NoiseSuite, partition: str | None, sentinels_only: bool, repeat: int
+    suite: NoiseSuite,
+    repeat: int,
+    *,
+    partition: str | None,
+    sentinels_only: bool,
+    exclude_held_out: bool,
 ) -> list[NoisePair]:
     """The pairs whose candidates a run may score: the selection and, with repeats, the
     sentinels."""
-    sentinels = [p for p in suite.active() if p.pair_id in suite.sentinels] if repeat > 1 else []
-    return [*selected_candidates(suite, partition, sentinels_only), *sentinels]
+    sentinels = sentinel_pairs(suite, exclude_held_out) if repeat > 1 else []
+    return [*selected_candidates(suite, partition, sentinels_only, exclude_held_out), *sentinels]
 
 
 async def _run_suite(
@@ -659,12 +700,13 @@ async def _run_suite(
     *,
     partition: str | None,
     sentinels_only: bool,
+    exclude_held_out: bool,
     repeat: int = 1,
 ) -> NoiseRun:
     """Retrieval, then the controls; when they separate, the candidates and the repeats."""
     release = release_of(suite)
     common = {**common, "dataset_sha256": suite.sha256}
-    candidates = selected_candidates(suite, partition, sentinels_only)
+    candidates = selected_candidates(suite, partition, sentinels_only, exclude_held_out)
     retrieval = check_retrieval([*suite.controls(), *candidates])
     blocked = failed_pairs(retrieval)
 
@@ -677,7 +719,7 @@ async def _run_suite(
     stopped = _controls_stop(checks, c_summary)
     k_items = items(candidates) if stopped is None else []
     k_summary = await allowance.run(judge, k_items, out, "candidates", common)
-    sentinels = [p for p in suite.active() if p.pair_id in suite.sentinels]
+    sentinels = sentinel_pairs(suite, exclude_held_out)
     r_items = items(sentinels, range(repeat)) if repeat > 1 and stopped is None else []
     r_summary = await allowance.run(judge, r_items, out, "repeats", common)
     run = NoiseRun(
@@ -690,6 +732,7 @@ async def _run_suite(
         judge_fingerprint=judge.identity.fingerprint(),
         partition=partition,
         sentinels_only=sentinels_only,
+        held_out_excluded=exclude_held_out,
         repeat=repeat,
         budget_usd=allowance.budget,
         max_cases=allowance.max_cases,
@@ -931,6 +974,7 @@ def noise_report(
     *,
     partition: str | None = None,
     sentinels_only: bool = False,
+    exclude_held_out: bool = False,
     companions: CompanionJoin | None = None,
     overrides: Sequence[Override] = (),
     now: datetime | None = None,
@@ -942,9 +986,10 @@ def noise_report(
     located, runs, run = _collect(results)
     if run is not None:
         partition, sentinels_only = run.partition, run.sentinels_only
+        exclude_held_out = run.held_out_excluded
     identity, fingerprint = _check_join(suite, located)
     release = release_of(suite)
-    candidates = selected_candidates(suite, partition, sentinels_only)
+    candidates = selected_candidates(suite, partition, sentinels_only, exclude_held_out)
     reading, blockers = _read_suite(suite, _final(located), candidates, runs, run, companions)
     if release is None:
         message = (
@@ -975,6 +1020,7 @@ def noise_report(
         release_id=release.release_id if release else None,
         partition=partition,
         sentinels_only=sentinels_only,
+        held_out_excluded=exclude_held_out,
         judge=identity,
         judge_fingerprint=fingerprint,
         budget_usd=run.budget_usd if run is not None else None,
@@ -1513,8 +1559,8 @@ def _repeat_rows(
     located = _located(run.repeats.results_path)
     _check_join(suite, located)
     by_repeat = [_final(located, r) for r in range(run.repeat)]
-    sentinels = set(suite.sentinels) - blocked
-    return [_repeat_row(p, by_repeat, policy) for p in suite.active() if p.pair_id in sentinels]
+    pairs = sentinel_pairs(suite, run.held_out_excluded)
+    return [_repeat_row(p, by_repeat, policy) for p in pairs if p.pair_id not in blocked]
 
 
 def _repeat_row(

@@ -39,10 +39,13 @@ def check_baseline_suite(
     *,
     partition: str | None = None,
     sentinels_only: bool = False,
+    exclude_held_out: bool = False,
 ) -> list[Problem]:
-    """Why a baseline suite cannot be compared with the candidate suite (empty when it can)."""
+    """Why a baseline suite cannot be compared with the candidate suite (empty when it can), on
+    the same selection as the run."""
     mine, theirs = (
-        _pair_keys(selected_candidates(s, partition, sentinels_only)) for s in (candidate, baseline)
+        _pair_keys(selected_candidates(s, partition, sentinels_only, exclude_held_out))
+        for s in (candidate, baseline)
     )
     return _pair_problems(baseline.source or baseline.label, mine, theirs)
 

@@ -33,9 +33,16 @@ def format_noise(report: NoiseReport) -> str:
     return "\n".join(line for part in (*parts, _warnings, _blockers) for line in part(report))
 
 
+def _scope(report: NoiseReport) -> str:
+    """The candidate selection: partition, held-out pairs left out (a CI lane), sentinel set."""
+    scope = f"partition {report.partition}" if report.partition else "every partition"
+    if report.held_out_excluded:
+        scope += "; held-out pairs excluded (never scored)"
+    return scope + ("; sentinel set only" if report.sentinels_only else "")
+
+
 def _head(report: NoiseReport) -> list[str]:
     judge = report.judge
-    scope = f"partition {report.partition}" if report.partition else "every partition"
     detail = (
         f" (model {judge.model}, ragas {judge.ragas_version}, fingerprint"
         f" {report.judge_fingerprint[:12]})"
@@ -47,7 +54,7 @@ def _head(report: NoiseReport) -> list[str]:
         f"noise:      {report.outcome.upper()} (NoiseSensitivity: {LOWER_IS_BETTER})",
         f"suite:      {report.suite} (sha256 {report.suite_sha256[:12]}; "
         + (f"release {report.release_id})" if report.release_id else "NOT FROZEN)"),
-        f"scope:      {scope}" + ("; sentinel set only" if report.sentinels_only else ""),
+        f"scope:      {_scope(report)}",
         *(
             [f"change:     {c.component}: {c.description} (under review)"]
             if (c := report.change_under_review)
@@ -336,7 +343,7 @@ def noise_html(report: NoiseReport) -> str:
         ("judge fingerprint", report.judge_fingerprint or "-"),
         ("suite", f"{report.suite} (sha256 {report.suite_sha256[:12]})"),
         ("release", report.release_id or "NOT FROZEN"),
-        ("scope", report.partition or "every partition"),
+        ("scope", _scope(report)),
         (
             "change under review",
             f"{c.component}: {c.description}" if (c := report.change_under_review) else "-",
