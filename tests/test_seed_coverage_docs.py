@@ -11,7 +11,7 @@ import pytest
 from workbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ["noise-seed-coverage.md", "ranking-seed-coverage.md"]
+DOCS = ["coverage/noise.md", "coverage/ranking.md"]
 TESTS = ROOT / "tests"
 TEST_NAMES = {
     m
