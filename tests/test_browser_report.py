@@ -318,7 +318,7 @@ def _printed(page: Page, paper: str) -> list[str]:
     """The report printed on ``paper`` (as Chromium's print dialog does), each page's text."""
     page.emulate_media(media="print")
     pdf = page.pdf(format=paper, print_background=True)
-    (artifacts_dir() / f"report-{paper}.pdf").write_bytes(pdf)
+    (artifacts_dir() / ("report.pdf" if paper == "A4" else f"report-{paper}.pdf")).write_bytes(pdf)
     return [_squash("".join(run.text for run in p.runs)) for p in read_pdf(pdf)]
 
 
