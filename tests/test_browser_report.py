@@ -315,10 +315,20 @@ def _squash(text: str) -> str:
 
 
 def _printed(page: Page, paper: str) -> list[str]:
-    """The report printed on ``paper`` (as Chromium's print dialog does), each page's text."""
+    """The report printed on ``paper`` (as Chromium's print dialog does), each page's text; the
+    A4 PDF's first two pages as Chromium's PDF viewer shows them go to the artifacts too
+    (docs/img/report-print-page*.png)."""
     page.emulate_media(media="print")
     pdf = page.pdf(format=paper, print_background=True)
-    (artifacts_dir() / ("report.pdf" if paper == "A4" else f"report-{paper}.pdf")).write_bytes(pdf)
+    path = artifacts_dir() / ("report.pdf" if paper == "A4" else f"report-{paper}.pdf")
+    path.write_bytes(pdf)
+    for n in (1, 2) if paper == "A4" else ():
+        viewer = page.context.new_page()  # a new page each: a changed #page= does not reload
+        viewer.set_viewport_size({"width": 900, "height": 1290})
+        viewer.goto(f"{path.as_uri()}#page={n}&toolbar=0&navpanes=0&view=FitH")
+        viewer.wait_for_timeout(2000)  # the viewer draws the page after load
+        viewer.screenshot(path=str(artifacts_dir() / f"report-print-page{n}.png"))
+        viewer.close()
     return [_squash("".join(run.text for run in p.runs)) for p in read_pdf(pdf)]
 
 
