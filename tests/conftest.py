@@ -269,13 +269,15 @@ TEST_LEDGER = "held_out_ledger.jsonl"
 def _repo_config() -> dict[str, Any]:
     """The repository's approver list and the demo inputs its workbench.yaml names."""
     config = yaml.safe_load((REPO / "workbench.yaml").read_text(encoding="utf-8"))
-    keys = ("approvers", "gold", "policy", "candidates")  # workbench.project.INPUT_KEYS
+    inputs = ("gold", "policy", "candidates", "score_candidate", "controls", "migration_old")
+    keys = ("approvers", *inputs, "migration_new")  # workbench.project.INPUT_KEYS and approvers
     return {key: config[key] for key in keys}
 
 
 def make_project(directory: Path) -> Path:
     """Make ``directory`` a test project: a ``workbench.yaml`` with the repository's approver
-    list and demo inputs (gold, policy, candidates: what the phase notebooks use by default)
+    list and demo inputs (gold, policy, candidates and the calibrate notebook's score candidate,
+    controls and migration: what the phase notebooks use by default)
     and a held-out ledger of its own (``held_out_ledger.jsonl`` in it), and the
     repository's ``data/`` and ``notebooks/`` linked in (read only), so notebook parameters
     relative to the project root (``data/demo``) resolve. Returns it."""

@@ -560,6 +560,39 @@ def _slice_disagreements(dataset: GoldDataset, run_root: Path) -> set[str]:
     }
 
 
+TABLE_FIT = """(output) => {
+  const table = output.querySelector('table');
+  const heads = Array.from(table.querySelectorAll('thead th')).map((th) => th.textContent.trim());
+  const column = heads.indexOf('result');
+  const box = output.getBoundingClientRect();
+  const cells = Array.from(table.querySelectorAll('tbody tr'))
+    .map((tr) => tr.children[column].getBoundingClientRect());
+  return {heads, column, scroll: output.scrollWidth - output.clientWidth,
+          outside: cells.filter((c) => c.left < box.left || c.right > box.right).length,
+          cells: cells.length, right: Math.max(...cells.map((c) => c.right)), box: box.right};
+}"""
+
+
+def _assert_alignment_table_fits_1280(page: Page) -> None:
+    """The develop notebook's first alignment table (``slice_table``) in JupyterLab at 1280x800:
+    every slice's result inside the output area, which does not scroll sideways (before: the
+    result was the last of 13 columns of unwrapped headings, past the right edge)."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    has_result = page.locator("th", has_text=re.compile(r"^\s*result\s*$"))
+    output = page.locator(".jp-OutputArea-output", has=has_result).first
+    output.scroll_into_view_if_needed()
+    fit: dict[str, Any] = {}
+
+    def fits() -> bool:
+        fit.update(output.evaluate(TABLE_FIT))
+        return fit["column"] >= 0 and fit["cells"] > 0 and not fit["outside"] and fit["scroll"] <= 1
+
+    wait_until(
+        fits, timeout_s=10, what="the alignment table to fit 1280 px", diagnose=lambda: str(fit)
+    )
+    assert fit["column"] == 1, fit["heads"]  # the result right after the slice
+
+
 def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(
     jupyterlab: JupyterLabServer, page: Page, tmp_path: Path
 ) -> None:
@@ -611,6 +644,7 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(
     assert len(ports) == 1 and 0 not in ports, (
         f"the notebook's demo model should serve one free port: {ports}"
     )
+    _assert_alignment_table_fits_1280(page)
 
     slice_dropdown = page.locator(
         ".widget-dropdown", has=page.locator("label", has_text=re.compile(r"^slice$"))

@@ -6,7 +6,10 @@
 2. Both endings of the demo: rubric-judge@2 fails its controls (held-out data not used) and
    rubric-judge@3 needs review, with the number of human-fail cases each slice lacks; @3's
    report names @2's as the last certification of the same judge.
-3. Print: the print stylesheet applies and ``page.pdf()`` renders.
+3. Print: the report printed to PDF (A4 and Letter), read back page by page (tests/pdf_text.py):
+   every table row whole on one page (no column cut off: the per-slice result, the controls'
+   reasons), every slice's result and the dataset's name, version and release on the first page,
+   no heading apart from what it introduces. On screen both endings fit a 1280 px window.
 4. Nothing loads from the network (every request but the file itself is blocked, and none is
    made); hostile text in the restricted page's new columns (rationales, adjudication reason,
    grading notes) stays text.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +33,7 @@ import yaml
 from _certified import demo_endings
 from browser_support import launch_chromium, require_chromium, watch_page
 from conftest import RUBRIC, make_case, write_dataset
+from pdf_text import read_pdf
 
 from workbench.approval import freeze_path
 from workbench.gold import load_dataset
@@ -173,7 +178,7 @@ def test_first_screen_answers_what_outcome_why_and_next(
     # the per-slice table, every slice's result inside the first screen
     figures = [f for f in lock.figures["slices"]] if lock.figures else []
     rows = _in_first_screen(page, "table.wb-slices tbody tr")
-    badges = _in_first_screen(page, "table.wb-slices tbody tr td:last-child .badge")
+    badges = _in_first_screen(page, "table.wb-slices tbody tr td:nth-child(2) .badge")
     assert len(rows) == len(figures) == len(load_dataset(ROOT / "data" / "demo").rubric.slices)
     assert all(_within(b) for b in badges), (
         f"a slice result is below the first screen: {[b for b in badges if not _within(b)]}"
@@ -227,7 +232,7 @@ def test_controls_ending_says_held_out_was_not_used(
         and "negative: 2 of 4 failed" in why[0]
         and "adversarial: 1 of 6 failed" in why[0]
     )
-    results = page.locator("table.wb-slices tbody tr td:last-child").all_inner_texts()
+    results = page.locator("table.wb-slices tbody tr td:nth-child(2)").all_inner_texts()
     assert results and set(results) == {"not run"}
     body = page.inner_text("body")
     assert (
@@ -268,8 +273,69 @@ def test_blockers_fold_their_evidence_one_per_slice_and_family(
     )  # rounded for display; exact in gate.json
 
 
-# -- 3: print -----------------------------------------------------------------------------------
-def test_print_stylesheet_renders_a_pdf(demo_reports: dict[str, Path], page: Page) -> None:
+# -- 3: print and width ---------------------------------------------------------------------------
+# The document's text in reading order: each heading's own text, its intro (the paragraphs right
+# after it in the same block) and the first row, item or paragraph of what it introduces; and
+# each table row's text. Charts (SVG) and elements not shown in print are left
+# out. Whitespace is dropped on both sides of every comparison (a PDF has none where a line
+# wraps), and case folded (headings may print upper-case).
+DOCUMENT_TEXT = """() => {
+  const skip = (el) => el.closest('svg, style, script') || !el.checkVisibility();
+  const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+  const headings = [];
+  let current = null;
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (skip(el)) continue;
+    const heading = el.closest('h1, h2, h3');
+    if (heading) {
+      if (!current || current.el !== heading) {
+        current = {el: heading, heading: '', intro: '', first: ''};
+        headings.push(current);
+      }
+      current.heading += node.textContent;
+    } else if (current) {
+      const p = el.closest('p');
+      if (!current.first && p && p.parentElement === current.el.parentElement) {
+        current.intro += node.textContent;
+      } else if (!current.first && node.textContent.trim()) {
+        current.first = (el.closest('tr, li, p, summary, pre') || el).textContent;
+      }
+    }
+  }
+  const rows = Array.from(document.querySelectorAll('main tr'))
+    .filter((tr) => !skip(tr))
+    .map((tr) => ({table: tr.closest('table').className, text: tr.textContent}));
+  return {headings: headings.map(({heading, intro, first}) => ({heading, intro, first})), rows};
+}"""
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text)).casefold()
+
+
+def _printed(page: Page, paper: str) -> list[str]:
+    """The report printed on ``paper`` (as Chromium's print dialog does), each page's text; the
+    A4 PDF's first two pages as Chromium's PDF viewer shows them go to the artifacts too
+    (docs/img/report-print-page*.png)."""
+    page.emulate_media(media="print")
+    pdf = page.pdf(format=paper, print_background=True)
+    path = artifacts_dir() / ("report.pdf" if paper == "A4" else f"report-{paper}.pdf")
+    path.write_bytes(pdf)
+    for n in (1, 2) if paper == "A4" else ():
+        viewer = page.context.new_page()  # a new page each: a changed #page= does not reload
+        viewer.set_viewport_size({"width": 900, "height": 1290})
+        viewer.goto(f"{path.as_uri()}#page={n}&toolbar=0&navpanes=0&view=FitH")
+        viewer.wait_for_timeout(2000)  # the viewer draws the page after load
+        viewer.screenshot(path=str(artifacts_dir() / f"report-print-page{n}.png"))
+        viewer.close()
+    return [_squash("".join(run.text for run in p.runs)) for p in read_pdf(pdf)]
+
+
+@pytest.mark.parametrize("paper", ["A4", "Letter"])
+def test_printed_report_keeps_every_column_row_and_heading_with_its_content(
+    demo_reports: dict[str, Path], page: Page, paper: str
+) -> None:
     report = demo_reports["3"]
     watch = _open(page, report / "report.html")
     page.emulate_media(media="print")
@@ -286,10 +352,50 @@ def test_print_stylesheet_renders_a_pdf(demo_reports: dict[str, Path], page: Pag
     assert printed["folded"] and all(h > 0 for h in printed["folded"]), (
         "the blockers' evidence is not printed"
     )
-    pdf = page.pdf(format="A4", print_background=True)
-    assert pdf.startswith(b"%PDF") and len(pdf) > 20_000
-    (artifacts_dir() / "report.pdf").write_bytes(pdf)
+    document = page.evaluate(DOCUMENT_TEXT)
+    pages = _printed(page, paper)
+    assert len(pages) >= 3
+
+    # every table row printed whole on one page: no column cut at the page's edge (the per-slice
+    # table's result, the controls' reasons), no row split between pages
+    rows = [(r["table"], _squash(r["text"])) for r in document["rows"]]
+    assert {t for t, _ in rows} >= {"wb-table wb-slices", "wb-table wb-controls", "wb-what"}
+    cut = [(table, text) for table, text in rows if not any(text in p for p in pages)]
+    assert not cut, f"{len(cut)} of {len(rows)} table rows not printed whole on a page: {cut[:3]}"
+    slices = page.locator("table.wb-slices tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.dataset.slice, r.dataset.result])"
+    )
+    assert len(slices) == 7 and {r for _, r in slices} == {"pass", "review"}
+    first = pages[0]
+    for name, result in slices:  # the verdict of every slice on the first page, beside its name
+        assert _squash(name + result) in first, (name, result)
+    # the dataset named by name, version and release on the first page
+    release = load_dataset(ROOT / "data" / "demo").release
+    assert release is not None
+    assert _squash(f"tallowmere-support-demo 1.0.0, release {release.release_id}") in first
+
+    # no heading stranded at the foot of a page: each is printed on the page that holds its
+    # intro and the first row, item or paragraph of what it introduces
+    headings = document["headings"]
+    assert {"controls", "blockers"} <= {_squash(h["heading"]).split("(")[0] for h in headings}
+    kept = {h["heading"]: _squash(h["heading"] + h["intro"] + h["first"]) for h in headings}
+    stranded = [heading for heading, text in kept.items() if not any(text in p for p in pages)]
+    assert not stranded, f"headings printed apart from what follows them: {stranded}"
     assert not watch.blocked and watch.requests == [(report / "report.html").as_uri()]
+
+
+@pytest.mark.parametrize("ending", ["2", "3"])
+def test_report_fits_a_1280_px_window(
+    demo_reports: dict[str, Path], page: Page, ending: str
+) -> None:
+    _open(page, demo_reports[ending] / "report.html")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    wide = page.evaluate(
+        """() => Array.from(document.querySelectorAll('main *'))
+          .filter(e => e.getBoundingClientRect().right > window.innerWidth)
+          .slice(0, 3).map(e => e.tagName + '.' + e.className)"""
+    )
+    assert width <= VIEWPORT["width"], f"the page is {width} px wide: {wide}"
 
 
 # -- 4: offline, escaped -------------------------------------------------------------------------

@@ -9,8 +9,8 @@ failures) and ended "COMPLETE - 0 verdicts, N evaluator errors", exit 5.
 Every endpoint here is ``workbench.testing.FakeLLM`` on a port the OS picks: an OpenAI-style
 401 for a wrong key, LiteLLM's 400 "No connected db.", an OpenAI 404 for an unknown model and
 LiteLLM's 400 for one. The runs judge the demo's development partition (112 cases) from
-``data/demo``, as a user's first run would. A real LiteLLM proxy is not installed here, so
-there is no integration test against one.
+``data/demo``, as a user's first run would. tests/test_litellm_proxy.py runs the same wrong key,
+unknown model and master key through a real LiteLLM proxy (the optional ``litellm`` extra).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import nbformat
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -25,10 +26,11 @@ from workbench.gold import load_dataset, load_rubric
 from workbench.importers import load_mapping
 from workbench.judges import build_judge, load_spec
 from workbench.policy import Policy, SlicePolicy, load_policy
-from workbench.project import TEMPLATES, init_project
+from workbench.project import INPUT_KEYS, TEMPLATES, init_project
 from workbench.testing import FakeLLM, Reply, Rule
 
 NAME = "faq"
+ROOT = Path(__file__).resolve().parents[1]
 FILES = [
     "data/faq/rubric.yaml",
     "data/faq/card.md",
@@ -217,6 +219,38 @@ def _commands(next_steps: str) -> list[list[str]]:
     blocks = re.findall(r"^ *```\n(.*?)^ *```", next_steps, flags=re.S | re.M)
     lines = [line.strip() for block in blocks for line in block.splitlines()]
     return [shlex.split(line) for line in lines if line.startswith("workbench ")]
+
+
+def _parameter_names(notebook: str) -> list[str]:
+    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    return re.findall(r"(?m)^(\w+) = ", cell.source)
+
+
+@pytest.mark.parametrize("notebook", ["01_develop.ipynb", "02_calibrate.ipynb"])
+def test_next_steps_sets_every_parameter_of_the_phase_notebooks(
+    tmp_path: Path, notebook: str
+) -> None:
+    """The parameters cell NEXT_STEPS prints for each phase notebook names every parameter (none
+    left at a demo default), is Python, takes every input from workbench.yaml (None) and serves
+    no demo model; workbench.yaml names (or shows, commented) every input key."""
+    root = init_project(tmp_path / "proj", name=NAME).root
+    text = (root / "NEXT_STEPS.md").read_text()
+    block = next(
+        m.group(1)
+        for m in re.finditer(r"^ *```\n(.*?)^ *```", text, flags=re.S | re.M)
+        if m.start() > text.index(notebook) and re.search(r"(?m)^\w+ = ", m.group(1))
+    )
+    values: dict[str, Any] = {}
+    exec(block, {}, values)  # the block is the template's own text
+    assert sorted(values) == sorted(_parameter_names(notebook))
+    inputs = {key for key in values if key in INPUT_KEYS or key == "candidate"}
+    assert inputs and all(values[key] is None for key in inputs), inputs
+    assert values["serve_fake_llm"] is False
+    assert all(str(root) in values[k] for k in values if k.endswith(("_root", "_path", "save_to")))
+    config = (root / "workbench.yaml").read_text()
+    for key in INPUT_KEYS:
+        assert re.search(rf"(?m)^#? ?{key}:", config), key
 
 
 @pytest.mark.notebook

@@ -11,6 +11,7 @@ import nbformat
 import papermill
 import pytest
 import yaml
+from conftest import current_project
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -242,7 +243,16 @@ def test_calibrate_notebook_refuses_to_save_a_failing_threshold_unless_accepted(
 
 
 @pytest.mark.notebook
-def test_calibrate_notebook_runs_without_a_score_candidate(tmp_path: Path) -> None:
+def test_calibrate_notebook_on_a_project_without_a_score_candidate_or_migration(
+    tmp_path: Path,
+) -> None:
+    """A user's project names no score candidate, controls or migration in workbench.yaml: the
+    notebook's parameters left at None run none of the demo's (before, they named the demo's
+    coverage judge and rubric-judge@2 -> @3, run silently on the user's gold)."""
+    config = current_project() / "workbench.yaml"
+    data = yaml.safe_load(config.read_text())
+    optional = ("score_candidate", "controls", "migration_old", "migration_new")
+    config.write_text(yaml.safe_dump({k: v for k, v in data.items() if k not in optional}))
     out = tmp_path / "cal.ipynb"
     _execute(
         str(ROOT / "notebooks" / "02_calibrate.ipynb"),
@@ -255,7 +265,6 @@ def test_calibrate_notebook_runs_without_a_score_candidate(tmp_path: Path) -> No
                 "../data/candidates/rubric-judge@2.yaml",
             ],
             "serve_fake_llm": False,
-            "score_candidate": None,
             "select": "rubric-judge@2",
             "selection_reason": "r",
         },
@@ -265,6 +274,10 @@ def test_calibrate_notebook_runs_without_a_score_candidate(tmp_path: Path) -> No
     )
     text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
     assert "No score-based candidate given" in text and "Threshold sweep" not in text
+    assert "No migration given" in text and "rubric-judge@3" not in text
+    assert "coverage-judge" not in text and not (tmp_path / "runs" / "compare").exists()
+    for key in optional:  # the summary on top names each, and that nothing was given
+        assert f"{key}: (none) (from none)" in text, key
     assert len(json.loads((tmp_path / "sel.jsonl").read_text().splitlines()[0])["compared"]) == 2
 
 

@@ -161,6 +161,24 @@ def test_inputs_come_from_workbench_yaml_and_missing_ones_are_named(
     given = project_inputs(gold="elsewhere", policy="", candidates=["c.yaml"])
     assert given.policy is None and given.gold == Path("elsewhere")
     assert given.sources == {"gold": "parameter", "policy": "parameter", "candidates": "parameter"}
+    assert given.optional == {} and "score_candidate" not in given.summary()  # develop's inputs
+    # the calibrate notebook's optional inputs: None takes the key, "" asks for none
+    demo = project / "data" / "candidates"
+    calibrate = project_inputs(score_candidate=None, migration_old="", migration_new="new.yaml")
+    assert calibrate.optional == {
+        "score_candidate": demo / "coverage-judge@1.yaml",
+        "migration_old": None,
+        "migration_new": Path("new.yaml"),
+    }
+    assert (
+        f"score_candidate: {demo / 'coverage-judge@1.yaml'} (from {project / 'workbench.yaml'})"
+        in calibrate.summary()
+    )
+    assert "migration_old: (none) (from parameter)" in calibrate.summary()
+    _configure(project, score_candidate=None)  # a user's project names none: nothing, no error
+    assert project_inputs(score_candidate=None).optional == {"score_candidate": None}
+    with pytest.raises(TypeError, match="score_candiate"):
+        project_inputs(score_candiate="x.yaml")
     config = yaml.safe_load((project / "workbench.yaml").read_text())
     (project / "workbench.yaml").write_text(
         yaml.safe_dump({k: v for k, v in config.items() if k not in ("gold", "candidates")})
@@ -168,10 +186,10 @@ def test_inputs_come_from_workbench_yaml_and_missing_ones_are_named(
     with pytest.raises(WorkbenchError) as refused:
         project_inputs()
     assert [p.code for p in refused.value.problems] == ["project_input_missing"] * 2
-    _configure(project, gold=["a", "b"], candidates=[3])
+    _configure(project, gold=["a", "b"], candidates=[3], controls=["a.yaml"])
     with pytest.raises(WorkbenchError) as invalid:
         project_inputs()
-    assert [p.code for p in invalid.value.problems] == ["project_config_invalid"] * 2
+    assert [p.code for p in invalid.value.problems] == ["project_config_invalid"] * 3
 
 
 def test_develop_session_says_when_the_policy_does_not_fit_and_shows_limits_when_it_does(

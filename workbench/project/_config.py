@@ -1,5 +1,6 @@
-"""The inputs a project's ``workbench.yaml`` names (``gold:``, ``policy:``, ``candidates:``, each
-relative to the project root), for the phase notebooks.
+"""The inputs a project's ``workbench.yaml`` names (``gold:``, ``policy:``, ``candidates:`` and
+the calibrate notebook's optional ``score_candidate:``, ``controls:``, ``migration_old:`` and
+``migration_new:``, each relative to the project root), for the phase notebooks.
 """
 
 from __future__ import annotations
@@ -13,12 +14,18 @@ from .._load import read_config
 from ..errors import Problem, WorkbenchError, problem
 from ._root import PROJECT_CONFIG, project_root
 
-INPUT_KEYS: tuple[str, ...] = ("gold", "policy", "candidates")
+OPTIONAL_KEYS: tuple[str, ...] = ("score_candidate", "controls", "migration_old", "migration_new")
+"""Inputs only the calibrate notebook reads; without one its section says so and does nothing."""
+INPUT_KEYS: tuple[str, ...] = ("gold", "policy", "candidates", *OPTIONAL_KEYS)
 
 _EXAMPLES = {
     "gold": "gold: data/<name>",
     "policy": "policy: data/policies/<name>@1.yaml",
     "candidates": "candidates: [data/candidates/<name>-judge@1.yaml]",
+    "score_candidate": "score_candidate: data/candidates/<name>-score-judge@1.yaml",
+    "controls": "controls: data/controls/<name>-controls@1.yaml",
+    "migration_old": "migration_old: data/candidates/<name>-judge@1.yaml",
+    "migration_new": "migration_new: data/candidates/<name>-judge@2.yaml",
 }
 
 
@@ -31,6 +38,8 @@ class ProjectInputs:
     candidates: tuple[Path, ...]
     sources: dict[str, str] = field(default_factory=dict)
     """Per input: ``parameter``, the ``workbench.yaml`` it came from (its path) or ``none``."""
+    optional: dict[str, Path | None] = field(default_factory=dict)
+    """The :data:`OPTIONAL_KEYS` the notebook asked for, each a path or None (not given)."""
 
     def summary(self) -> str:
         """One line per input: its path and where it came from."""
@@ -38,6 +47,7 @@ class ProjectInputs:
             ("gold", str(self.gold)),
             ("policy", str(self.policy) if self.policy else "(none)"),
             ("candidates", ", ".join(map(str, self.candidates))),
+            *((key, str(path) if path else "(none)") for key, path in self.optional.items()),
         ]
         return "\n".join(
             f"{key}: {value} (from {self.sources.get(key, '?')})" for key, value in rows
@@ -78,11 +88,16 @@ def project_inputs(
     gold: str | Path | None = None,
     policy: str | Path | None = None,
     candidates: Sequence[str | Path] | None = None,
+    **optional: str | Path | None,
 ) -> ProjectInputs:
-    """The gold dataset, policy and candidates a phase notebook works on: a given parameter wins,
-    ``None`` takes the ``workbench.yaml`` key, ``policy=""`` asks for none. A missing gold or
-    candidates is ``project_input_missing``."""
+    """The gold dataset, policy and candidates a phase notebook works on, and the
+    :data:`OPTIONAL_KEYS` it names as keyword arguments: a given parameter wins, ``None`` takes
+    the ``workbench.yaml`` key, ``""`` asks for none (the policy or an optional input). A missing
+    gold or candidates is ``project_input_missing``."""
+    if unknown := sorted(set(optional) - set(OPTIONAL_KEYS)):
+        raise TypeError(f"project_inputs() got unknown inputs {unknown}; known: {OPTIONAL_KEYS}")
     need_config = gold is None or policy is None or not candidates
+    need_config = need_config or any(value is None for value in optional.values())
     root = project_root() if need_config else None
     declared = declared_inputs(root) if root is not None else {}
     config = str(root / PROJECT_CONFIG) if root is not None else PROJECT_CONFIG
@@ -98,7 +113,7 @@ def project_inputs(
             value, base = declared[key], Path(config).parent
             return [base / v for v in value] if isinstance(value, list) else base / value
         sources[key] = "none"
-        if key != "policy":
+        if key in ("gold", "candidates"):
             message = f"no {key} given: the parameter is not set and workbench.yaml has no `{key}:`"
             fix = (
                 f"set the notebook's {key} parameter, or write `{_EXAMPLES[key]}` in workbench.yaml"
@@ -109,6 +124,7 @@ def project_inputs(
     chosen_gold = pick("gold", gold)
     chosen_policy = pick("policy", policy)
     chosen_candidates = pick("candidates", list(candidates) if candidates else None)
+    chosen = {key: pick(key, value) for key, value in optional.items()}
     if missing:
         raise WorkbenchError("the project names no input for the notebook", missing)
     return ProjectInputs(
@@ -116,4 +132,5 @@ def project_inputs(
         policy=Path(chosen_policy) if chosen_policy else None,
         candidates=tuple(Path(c) for c in chosen_candidates),
         sources=sources,
+        optional={key: Path(value) if value else None for key, value in chosen.items()},
     )

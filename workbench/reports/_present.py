@@ -314,6 +314,12 @@ def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
     ]
 
 
+def dataset_name(card: Any) -> str | None:
+    """The dataset's name and version from its card (``card.md``), or None without a name."""
+    name = attr(card, "name")
+    return " ".join(str(p) for p in (name, attr(card, "version")) if p) if name else None
+
+
 def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
     """The report's per-slice table."""
 
@@ -387,6 +393,7 @@ def first_screen_html(cert: Any, gate: Any) -> str:
         "last_certified": certified,
         "policy": f"{policy.name}@{policy.version}" if policy else "(missing)",
         "policy_sha": sha256_file(cert.policy_path)[:12] if cert.policy_path.exists() else None,
+        "dataset_name": dataset_name(cert.dataset.card),
         "release": release.release_id if release else "(not frozen)",
         "dataset_sha": cert.dataset.sha256[:12],
         "rubric": cert.dataset.rubric.version,

@@ -31,11 +31,11 @@ TABLE_STYLES = [
     {
         "selector": "th",
         "props": (
-            "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 8px;border-bottom:1px"
-            " solid #d8dee4;white-space:nowrap"
+            "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 6px;border-bottom:1px"
+            " solid #d8dee4"
         ),
     },
-    {"selector": "td", "props": "padding:2px 8px;border-bottom:1px solid #eef1f4;text-align:left"},
+    {"selector": "td", "props": "padding:2px 6px;border-bottom:1px solid #eef1f4;text-align:left"},
     {
         "selector": "caption",
         "props": "caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px",
@@ -125,6 +125,7 @@ def styled(
 
 SLICE_COLUMNS = (
     "slice",
+    "result",  # the outcome beside the slice's name: never the column a narrow page cuts off
     "risk",
     "n",
     "coverage",
@@ -136,7 +137,6 @@ SLICE_COLUMNS = (
     "FF k/n",
     "FF limit",
     "abstained",
-    "result",
 )
 
 
