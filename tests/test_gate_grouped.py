@@ -112,3 +112,31 @@ def test_the_grouped_plan_counts_groups_without_rounding_twice() -> None:
     )
     assert evidence == {"cases_needed_to_bound_grouped": 153, "groups_needed_to_bound": 61}
     assert "about 153 human-fail cases judged pass or fail (61 groups of 2.5), 148 more" in text
+
+
+def test_the_report_shows_the_groups_and_the_interval_the_gate_bounds(make_dataset) -> None:
+    """The per-slice table and the slice chart show what the gate decided on: ``k/n in g groups``
+    and the grouped interval (Wilson over 30 cases would read 0-11%, a pass at a 20% limit, while
+    the gate says the bound is over it: the table contradicted the gate)."""
+    from workbench.reports import slice_table
+    from workbench.reports._charts import slice_error_data
+    from workbench.reports._slices import rows_of
+
+    report, result = _gate(make_dataset, groups=3, per_group=10)
+    policy = Policy.model_validate(POLICY)
+    billing = next(s for s in report.slices if s.slice == "billing")
+    grouped = billing.false_pass_rate_grouped
+    row = next(r for r in rows_of(report, policy, result) if r.slice == "billing").record()
+    assert row["FP k/n"] == "0/30 in 3 groups"
+    high = round(grouped.ci95_high * 100)
+    assert row["false-pass rate [95% CI]"].endswith(f"{high}%]") and high > 20
+    assert (
+        f"{round(billing.false_pass_rate.ci95_high * 100)}%]" not in row["false-pass rate [95% CI]"]
+    )
+    assert row["FF k/n"] == "0/5"  # passes are one case a group: the plain Wilson interval
+    table = slice_table(report, policy, result)
+    assert "0/30 in 3 groups" in table.to_html()
+    chart = slice_error_data(report, policy, result)
+    fp = chart[(chart["slice"] == "billing (critical)") & chart["metric"].str.startswith("false-p")]
+    assert fp["high"].item() == grouped.ci95_high > 0.2
+    assert fp["k/n"].item() == "0/30 in 3 groups" and fp["label"].item() == "0/30"

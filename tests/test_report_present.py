@@ -359,10 +359,14 @@ def test_slice_table_has_no_index_no_nan_and_rates_with_intervals(demo_alignment
     )  # no index column
     first = next(s for s in report.slices if s.false_pass_rate.n)
     row = table.data[table.data["slice"] == first.slice].iloc[0]
-    assert row["false-pass rate [95% CI]"] == rate_text(first.false_pass_rate) and re.fullmatch(
+    # the interval the gate bounds: over groups when the slice's cases share them
+    shown = first.false_pass_rate_grouped or first.false_pass_rate
+    assert row["false-pass rate [95% CI]"] == rate_text(shown) and re.fullmatch(
         r"\d+(\.\d)?% \[\d+(\.\d)?\u2013\d+(\.\d)?%\]", row["false-pass rate [95% CI]"]
     )
-    assert row["FP k/n"] == f"{first.false_pass_rate.k}/{first.false_pass_rate.n}"
+    kn = f"{first.false_pass_rate.k}/{first.false_pass_rate.n}"
+    groups = first.false_pass_rate_grouped
+    assert row["FP k/n"] == (kn if groups is None else f"{kn} in {groups.groups} groups")
     results = dict(zip(table.data["slice"], table.data["result"], strict=True))
     assert results == {
         r.slice: (

@@ -10,10 +10,13 @@ from typing import Any
 
 from .._html import display_html, fragment, safe
 from ._format import DASH, attr, kn, pct
-from ._slices import STATUS_COLORS, rows_of
+from ._slices import STATUS_COLORS, kn_groups, rows_of
 
 TITLE = "Judge error rates by slice"
-_LEGEND = "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit"
+_LEGEND = (
+    "dot: observed rate; bar: 95% interval (over groups where cases share them); black rule:"
+    " the policy limit"
+)
 _METRICS = (("false_pass", "false-pass", "fails"), ("false_fail", "false-fail", "passes"))
 
 
@@ -24,7 +27,9 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
     records = []
     for row in rows_of(source, policy, gate):
         for key, name, humans in _METRICS:
-            rate = getattr(row, f"{key}_rate")
+            plain = getattr(row, f"{key}_rate")
+            # the interval the gate bounds: over groups when the slice's cases share them
+            rate = getattr(row, f"{key}_rate_grouped") or plain
             limit = attr(row.limits, f"max_{key}_rate")
             value = attr(rate, "rate")
             records.append(
@@ -34,8 +39,8 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
                     "rate": value,
                     "low": attr(rate, "ci95_low"),
                     "high": attr(rate, "ci95_high"),
-                    "k/n": kn(rate),
-                    "label": f"{kn(rate)}" + ("" if value is not None else f" {DASH}"),
+                    "k/n": kn_groups(plain, getattr(row, f"{key}_rate_grouped")),
+                    "label": kn(plain) + ("" if value is not None else f" {DASH}"),
                     "limit": limit,
                     "basis": attr(row.limits, f"{key}_basis"),
                     "status": row.result,
@@ -84,7 +89,8 @@ def slice_error_chart(
     source: Any, policy: Any = None, gate: Any = None, *, title: str = TITLE, width: int = 330
 ) -> Any:
     """False-pass and false-fail rates per slice (``source``: see :func:`~._slices.rows_of`) with
-    95% Wilson intervals, ``policy``'s limits as black rules, slices coloured by their status
+    95% intervals (Wilson; over groups where a slice's cases share them, as the gate bounds),
+    ``policy``'s limits as black rules, slices coloured by their status
     from ``gate``. Rates over no case are left out of the marks (their k/n is still written)."""
     import altair as alt
 

@@ -130,6 +130,11 @@ class SliceRow:
     """``pass``, ``fail``, ``review``, ``incomplete``, ``waived``, ``not run`` or a dash."""
     codes: tuple[str, ...] = ()
     """The blocker codes behind ``result``."""
+    false_pass_rate_grouped: Any = None
+    """The false-pass rate over the gold's groups when a group holds several of its cases
+    (:class:`~workbench.stats.GroupedRate`): its interval is the one the gate bounds."""
+    false_fail_rate_grouped: Any = None
+    """The false-fail rate over the gold's groups, as ``false_pass_rate_grouped``."""
 
     @property
     def critical(self) -> bool:
@@ -147,16 +152,20 @@ class SliceRow:
                 if self.n and self.coverage is not None
                 else DASH
             ),
-            "false-pass rate [95% CI]": rate_text(self.false_pass_rate),
-            "FP k/n": kn(self.false_pass_rate),
+            "false-pass rate [95% CI]": rate_text(
+                self.false_pass_rate_grouped or self.false_pass_rate
+            ),
+            "FP k/n": kn_groups(self.false_pass_rate, self.false_pass_rate_grouped),
             "FP limit": limits.false_pass_text if limits else DASH,
             "basis": (
                 BASIS_TEXT.get(limits.false_pass_basis, limits.false_pass_basis)
                 if limits and limits.max_false_pass_rate is not None
                 else DASH
             ),
-            "false-fail rate [95% CI]": rate_text(self.false_fail_rate),
-            "FF k/n": kn(self.false_fail_rate),
+            "false-fail rate [95% CI]": rate_text(
+                self.false_fail_rate_grouped or self.false_fail_rate
+            ),
+            "FF k/n": kn_groups(self.false_fail_rate, self.false_fail_rate_grouped),
             "FF limit": pct(limits.max_false_fail_rate) if limits else DASH,
             "abstained": (
                 f"{pct(attr(self.abstention_rate, 'rate'))} of {attr(self.abstention_rate, 'n')}"
@@ -166,6 +175,13 @@ class SliceRow:
             "abstention limit": pct(limits.max_abstention_rate) if limits else DASH,
             "result": self.result,
         }
+
+
+def kn_groups(rate: Any, grouped: Any) -> str:
+    """``k/n``, and the groups the cases come from when they share groups (the interval beside
+    it is then the grouped one: docs/statistics.md)."""
+    text = kn(rate)
+    return f"{text} in {attr(grouped, 'groups')} groups" if grouped is not None else text
 
 
 def slice_rows(
@@ -195,6 +211,8 @@ def slice_rows(
                 limits=limits_of(policy, name, risk),
                 result=result,
                 codes=codes,
+                false_pass_rate_grouped=attr(f, "false_pass_rate_grouped"),
+                false_fail_rate_grouped=attr(f, "false_fail_rate_grouped"),
             )
         )
     return rows
