@@ -186,7 +186,8 @@ def test_a_ragas_upgrade_in_pyproject_affects_every_ragas_candidate(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DEMO_LLM_API_KEY", "test-placeholder-key")
-    monkeypatch.setenv("WORKBENCH_DEMO_LLM_URL", "http://127.0.0.1:9/v1")  # never called
+    for name in ("WORKBENCH_DEMO_LLM_URL", "WORKBENCH_DEMO_NOISE_URL", "WORKBENCH_DEMO_RANKER_URL"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9/v1")  # never called
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace(ragas_version(), "9.9.9"))
     result = CliRunner().invoke(

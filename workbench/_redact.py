@@ -61,6 +61,27 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     return _URL_QUERY_KEY.sub(lambda m: m.group("name") + REDACTED, text)
 
 
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_JSON_CHARS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def redact_answer(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """A provider's raw answer redacted: as :func:`redact`, and when the answer's JSON string
+    escapes hold anything :func:`redact` removes once decoded (a key split by ``\\u200b`` or
+    ``\\n`` escapes that its patterns would not see), the answer with its escapes decoded and
+    redacted: kept verbatim only while that is safe."""
+    if "\\" not in text:
+        return redact(text, secrets)
+    view = _JSON_ESCAPE.sub(
+        lambda m: (
+            chr(int(m.group(1), 16)) if m.group(1) else _JSON_CHARS.get(m.group(2), m.group(2))
+        ),
+        text,
+    )
+    hidden = redact(view, secrets)
+    return hidden if hidden != view else redact(text, secrets)
+
+
 def redact_values(obj: Any, secrets: Iterable[str | None]) -> Any:
     """``obj`` (JSON-like) with the exact values of ``secrets`` replaced in every string (nothing
     else: recorded requests must stay exactly as sent)."""
