@@ -33,8 +33,11 @@ from widget_lab import (
     EXECUTE,
     HOSTILE_ROWS,
     IMG,
+    LONG_N,
+    LONG_SLICES,
     NOTEBOOK,
     OPEN_LEFT_PANEL,
+    PASSAGE,
     SCRIPT,
     VIEWPORT,
     open_and_run,
@@ -597,3 +600,116 @@ def test_hostile_case_text_stays_text_and_nothing_is_fetched(lab: Lab) -> None:
     )
     assert not lab.watch.dialogs, lab.watch.dialogs
     assert not lab.watch.blocked, f"the widget tried to reach the network: {lab.watch.blocked}"
+
+
+# -- a long, messy case (issue 29) ---------------------------------------------------------------
+LONG_FORM = {
+    "human label": ".wb-col.wb-human h4 .wb-badge",
+    "judge verdict": ".wb-col.wb-judge h4 .wb-badge",
+    "judge reason": ".wb-col.wb-judge h4 + *",
+    "cause": ".widget-dropdown:has(label:text-is('cause')) select",
+    "note": "textarea",
+    "save": "button.widget-button:has-text('save note')",
+    "case area": ".wb-case",
+}
+
+
+def _below_the_fold(root: Locator) -> dict[str, Any]:
+    """What of the label, verdict, reason and note form is not inside the 800 px viewport."""
+    out: dict[str, Any] = {}
+    for name, selector in LONG_FORM.items():
+        box = root.locator(selector).first.bounding_box()
+        if box is None or box["y"] < 0 or box["y"] + box["height"] > VIEWPORT["height"]:
+            out[name] = box
+    return out
+
+
+def _step(page: Page, root: Locator, to: int, n: int) -> dict[str, Any]:
+    # focus the widget first, as a reviewer would: a focused button that hides (the draft
+    # button on the next case) hands the focus, and the keys, back to JupyterLab
+    root.locator(".wb-case h3").click()
+    shown = read(root)
+    at = int(shown["position"].split(" of ")[0])
+    for _ in range(to - at):
+        page.keyboard.press("j")
+    return settled(
+        root,
+        lambda s: s["position"] == f"{to} of {n}" and s["case_id"] == f"long-{to:02d}",
+        what=f"case {to} of the long widget",
+    )
+
+
+def test_long_case_with_three_and_five_reviewers_stays_above_the_fold(lab: Lab) -> None:
+    page = lab.page
+    root = widget_root(page, 2)
+    n = LONG_N
+    settled(root, lambda s: s["position"] == f"1 of {n}", what="the long widget's first case")
+    _scroll_to_top(root)
+    root.locator(".wb-case h3").click()
+    shown = read(root)
+    assert shown["case_id"] == "long-01"
+    assert len(PASSAGE) == 5000 and root.locator(".wb-col.wb-human li").count() == 3
+    assert not _below_the_fold(root), (
+        f"case 1 (5,000 characters, 3 reviewers): {_below_the_fold(root)}"
+    )
+    page.screenshot(path=str(artifacts_dir() / "widget-long-case.png"))
+
+    # the chart: short labels that tell the two Qwen slices apart, inside the chart, full
+    # names on hover and in the legend under the chart
+    labels = root.evaluate("""(el) => {
+          const svg = el.querySelector('svg.wb-chart').getBoundingClientRect();
+          return Array.from(el.querySelectorAll('svg.wb-chart text.wb-chart-label')).map(t => {
+            const b = t.getBoundingClientRect();
+            return {text: t.textContent.replace(t.querySelector('title').textContent, ''),
+                    title: t.querySelector('title').textContent,
+                    inside: b.left >= svg.left - 0.5 && b.right <= svg.right + 0.5};
+          });
+        }""")
+    by_title = {x["title"]: x for x in labels}
+    assert set(by_title) == set(LONG_SLICES), labels
+    small, large = by_title["Qwen/Qwen2.5-7B-Instruct"], by_title["Qwen/Qwen2.5-72B-Instruct"]
+    assert small["text"] != large["text"] and "72B" in large["text"], labels
+    assert all(x["inside"] for x in labels), f"chart labels cut at the chart's edge: {labels}"
+    names = root.locator(".wb-side-names").inner_text()
+    assert all(s in names for s in LONG_SLICES if by_title[s]["text"] != s), names
+
+    # the case list follows the current case
+    _step(page, root, 22, n)
+    follow = root.evaluate("""(el) => {
+          const list = el.querySelector('.wb-list').getBoundingClientRect();
+          const item = el.querySelector('.wb-item.wb-current');
+          const b = item.getBoundingClientRect();
+          return {id: item.dataset.caseId, top: b.top, bottom: b.bottom,
+                  list_top: list.top, list_bottom: list.bottom};
+        }""")
+    assert follow["id"] == "long-22" and (
+        follow["top"] >= follow["list_top"] - 0.5
+        and follow["bottom"] <= follow["list_bottom"] + 0.5
+    ), f"the current case is scrolled out of the case list: {follow}"
+
+    # a long status wraps under the key legend instead of overlapping it
+    page.keyboard.press("1")
+    draft = root.locator("button.widget-button", has_text="draft a superseding record")
+    draft.wait_for(state="visible")
+    draft.click()
+    settled(root, lambda s: (s["status"] or "").startswith("write the reason"), what="the status")
+    boxes = root.evaluate("""(el) => {
+          const r = (s) => el.querySelector(s).getBoundingClientRect();
+          const st = el.querySelector('.wb-status');
+          const [l, s] = [r('div.wb-legend'), r('.wb-status')];
+          return {legend: [l.left, l.top, l.right, l.bottom],
+                  status: [s.left, s.top, s.right, s.bottom],
+                  status_clipped: st.scrollWidth > st.clientWidth + 1};
+        }""")
+    (l0, t0, r0, b0), (l1, t1, r1, b1) = boxes["legend"], boxes["status"]
+    assert min(r0, r1) - max(l0, l1) <= 0.5 or min(b0, b1) - max(t0, t1) <= 0.5, (
+        f"the status overlaps the key legend: {boxes}"
+    )
+    assert not boxes["status_clipped"], boxes
+
+    # five reviewers: the form stays in place
+    _step(page, root, 25, n)
+    _scroll_to_top(root)
+    assert root.locator(".wb-col.wb-human li").count() == 5
+    assert not _below_the_fold(root), f"case 25 (5 reviewers): {_below_the_fold(root)}"
+    assert not lab.watch.dialogs and not lab.watch.blocked

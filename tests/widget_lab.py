@@ -61,6 +61,66 @@ HOSTILE_ROWS: list[dict[str, Any]] = [
 ]
 
 
+# A long, messy review (issue 29): 30 disagreements over slices with long names that share a
+# prefix; the first case holds a 5,000-character passage and three reviewers with long
+# rationales, the 25th five reviewers.
+LONG_SLICES = ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-72B-Instruct", "mistralai/Mistral-7B-v0.3")
+LONG_N = 30
+PASSAGE = " ".join(
+    f"Sentence {k} of the source passage says the refund window is {k % 30 + 1} days."
+    for k in range(1, 200)
+)[:5000]
+
+
+def long_rows() -> list[dict[str, Any]]:
+    """Rows for ``ReviewTable.from_records``: case ``long-01`` is the long one."""
+    rows = []
+    for k in range(1, LONG_N + 1):
+        heavy = k in (1, 25)
+        n_reviews = 3 if k == 1 else 5 if k == 25 else 1
+        rows.append(
+            {
+                "case_id": f"long-{k:02d}",
+                "slice": LONG_SLICES[k % len(LONG_SLICES)],
+                "risk": "standard",
+                "partition": "development",
+                "tags": ["long"] if heavy else [],
+                "error_class": "false_pass" if k % 2 else "false_fail",
+                "outcome": "verdict",
+                "human_label": "fail" if k % 2 else "pass",
+                "judge_label": "pass" if k % 2 else "fail",
+                "judge_reason": (
+                    "The summary is supported by the passage. " * (12 if heavy else 1)
+                ),
+                "input": PASSAGE if heavy else f"Short passage {k}.",
+                "response": ("The refund window is 14 days and covers opened items. " * 20)
+                if heavy
+                else f"Response {k}.",
+                "grading_notes": "Fail any claim the passage does not state. "
+                * (8 if heavy else 1),
+                "adjudication": {
+                    "label": "fail" if k % 2 else "pass",
+                    "reason": "The passage states a different window. " * 10,
+                    "adjudicator": "lead",
+                }
+                if heavy
+                else None,
+                "reviews": [
+                    {
+                        "reviewer": f"annotator-{r}",
+                        "label": "fail" if k % 2 else "pass",
+                        "confidence": "high",
+                        "rationale": f"Reviewer {r}: " + "the passage never says so. " * 15,
+                        "evidence": [f"sentence {r + j}: the refund window" for j in range(4)],
+                    }
+                    for r in range(1, n_reviews + 1)
+                ],
+                "attempts": 1,
+            }
+        )
+    return rows
+
+
 def cell(source: str) -> dict[str, Any]:
     return {
         "cell_type": "code",
@@ -71,14 +131,21 @@ def cell(source: str) -> dict[str, Any]:
     }
 
 
-def write_workspace(tmp: Path, *, hostile: bool = True) -> tuple[Path, dict[str, Path]]:
-    """``tmp/lab/review.ipynb`` (runs, cache and notes under ``tmp``); returns (lab root, paths)."""
+def write_workspace(
+    tmp: Path, *, hostile: bool = True, long_case: bool | None = None
+) -> tuple[Path, dict[str, Path]]:
+    """``tmp/lab/review.ipynb`` (runs, cache and notes under ``tmp``); returns (lab root, paths).
+
+    ``hostile`` and ``long_case`` (default: as ``hostile``) add the hostile-text widget and
+    the long-case widget (:func:`long_rows`, notes in ``paths["long_notes"]``) as cells 2 and 3.
+    """
     lab_root = tmp / "lab"
     lab_root.mkdir(parents=True, exist_ok=True)
     paths = {
         "runs": tmp / "runs",
         "cache": tmp / "cache",
         "notes": tmp / "runs" / "review_notes.jsonl",
+        "long_notes": tmp / "runs" / "long_notes.jsonl",
     }
     cells = [
         cell(
@@ -98,6 +165,16 @@ def write_workspace(tmp: Path, *, hostile: bool = True) -> tuple[Path, dict[str,
                 " ReviewWidget\nhostile = ReviewWidget(ReviewTable.from_records(json.loads("
                 f"{json.dumps(json.dumps(HOSTILE_ROWS))})),"
                 " reviewer='browser-test')\nhostile"
+            )
+        )
+    if hostile if long_case is None else long_case:
+        cells.append(
+            cell(
+                "import json\nfrom workbench.review import ReviewNotes, ReviewTable\nfrom"
+                " workbench.ui import ReviewWidget\nlong_widget = ReviewWidget(ReviewTable."
+                f"from_records(json.loads({json.dumps(json.dumps(long_rows()))})),"
+                f" notes=ReviewNotes({json.dumps(str(paths['long_notes']))}),"
+                " reviewer='browser-test')\nlong_widget"
             )
         )
     nb = {

@@ -169,6 +169,12 @@ class ReviewWidget:
         )
         self.status = w.Label(layout=w.Layout(flex="0 1 auto", min_width="0"))
         self.status.add_class("wb-status")
+        # the status wraps below the key legend when both do not fit on one line (issue 29)
+        self.foot = w.HBox(
+            [self.legend, self.status],
+            layout=w.Layout(justify_content="space-between", flex_flow="row wrap"),
+        )
+        self.foot.add_class("wb-foot")
 
     def _connect(self) -> None:
         m = self.model
@@ -204,9 +210,7 @@ class ReviewWidget:
                     [self.cause, self.note, self.save_button], layout=w.Layout(align_items="center")
                 ),
                 self.draft_box,
-                w.HBox(
-                    [self.legend, self.status], layout=w.Layout(justify_content="space-between")
-                ),
+                self.foot,
             ],
             layout=w.Layout(flex="1 1 auto", min_width="0"),
         )

@@ -16,6 +16,35 @@ function svg(tag, attrs) {
   return n;
 }
 
+const LABEL_CHARS = 18;  // what fits the chart's label column at 11 px
+
+function sharedPrefix(a, b) {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+// Chart labels of at most `n` characters that tell the slices apart: a long name keeps the
+// part where it first differs from its nearest neighbour (`…2.5-72B-Instruct`, not the shared
+// `Qwen/Qwen2.5-7…`); a label that still repeats gets a number.
+function shortNames(names, n) {
+  const out = new Map(), seen = new Map();
+  for (const name of names) {
+    let label = name;
+    if (name.length > n) {
+      const differs = Math.max(0, ...names.filter(o => o !== name).map(o => sharedPrefix(name, o)));
+      const start = Math.min(differs - 3, name.length - (n - 1));
+      if (start <= 0) label = name.slice(0, n - 1) + "…";
+      else if (start + n - 1 >= name.length) label = "…" + name.slice(start);
+      else label = "…" + name.slice(start, start + n - 2) + "…";
+    }
+    const k = (seen.get(label) || 0) + 1;
+    seen.set(label, k);
+    out.set(name, k > 1 ? label.slice(0, n - 3) + "#" + k : label);
+  }
+  return out;
+}
+
 function drawChart(model, box) {
   const data = model.get("chart") || [];
   const selected = model.get("selected") || {};
@@ -33,11 +62,13 @@ function drawChart(model, box) {
   const labelW = 138, barW = 78, rowH = 19, width = labelW + barW + 24;
   const anySelected = data.some(d => CLASSES.some(([cls]) => selected.slice === d.slice && selected.error_class === cls && d[cls]));
   const max = Math.max(1, ...data.map(d => Math.max(d.false_pass || 0, d.false_fail || 0)));
+  const short = shortNames(data.map(d => d.slice), LABEL_CHARS);
   const chart = svg("svg", {width, height: data.length * rowH + 2, class: "wb-chart", role: "img"});
   data.forEach((d, i) => {
     const y = i * rowH;
-    const label = svg("text", {x: labelW - 4, y: y + 13, "text-anchor": "end", class: "wb-chart-label"});
-    label.textContent = d.slice.length > 22 ? d.slice.slice(0, 21) + "…" : d.slice;
+    const label = svg("text", {x: labelW - 4, y: y + 13, "text-anchor": "end", class: "wb-chart-label",
+                               "data-slice": d.slice});
+    label.textContent = short.get(d.slice);
     const title = svg("title"); title.textContent = d.slice; label.append(title);
     chart.append(label);
     CLASSES.forEach(([cls, name, colour], k) => {
@@ -59,6 +90,16 @@ function drawChart(model, box) {
     });
   });
   box.append(chart);
+  const cut = data.filter(d => short.get(d.slice) !== d.slice);
+  if (cut.length) {  // every shortened label, with the slice it stands for
+    const names = node("div", "wb-side-names");
+    for (const d of cut) {
+      const row = node("div", "wb-side-name"); row.title = d.slice;
+      row.append(node("span", "wb-short", short.get(d.slice)), node("span", "wb-name-full", d.slice));
+      names.append(row);
+    }
+    box.append(names);
+  }
 }
 
 function drawList(model, box) {
@@ -80,11 +121,22 @@ function drawList(model, box) {
     list.append(item);
   }
   box.append(list);
-  if (currentItem) {  // keep the current case visible inside the list only (never scroll the notebook)
-    const top = currentItem.offsetTop - list.offsetTop, bottom = top + currentItem.offsetHeight;
-    if (top < list.scrollTop) list.scrollTop = top;
-    else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
+  if (currentItem) follow(list, currentItem);
+}
+
+// Keep the current case visible inside the list only (never scroll the notebook). Positions
+// come from the layout (an item's offsetTop is relative to its offset parent, which is not
+// the list); before the list is laid out, try again on the next frame.
+function follow(list, item, tries = 0) {
+  if (!list.isConnected) return;
+  if (!list.clientHeight) {
+    if (tries < 60) requestAnimationFrame(() => follow(list, item, tries + 1));
+    return;
   }
+  const box = list.getBoundingClientRect(), at = item.getBoundingClientRect();
+  const top = at.top - box.top - list.clientTop + list.scrollTop, bottom = top + at.height;
+  if (top < list.scrollTop) list.scrollTop = top;
+  else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
 }
 
 function render({ model, el }) {
