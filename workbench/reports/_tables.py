@@ -31,11 +31,11 @@ TABLE_STYLES = [
     {
         "selector": "th",
         "props": (
-            "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 6px;border-bottom:1px"
+            "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 5px;border-bottom:1px"
             " solid #d8dee4"
         ),
     },
-    {"selector": "td", "props": "padding:2px 6px;border-bottom:1px solid #eef1f4;text-align:left"},
+    {"selector": "td", "props": "padding:2px 5px;border-bottom:1px solid #eef1f4;text-align:left"},
     {
         "selector": "caption",
         "props": "caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px",
