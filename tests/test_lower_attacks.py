@@ -119,18 +119,16 @@ def test_redaction_removes_every_encoded_form_of_the_key(form: str) -> None:
 @pytest.mark.parametrize("form", list(encodings(KEY)))
 def test_a_raw_answer_hides_no_encoded_key_behind_json_escapes(form: str) -> None:
     """The provider's raw answer is stored beside the verdict: a key split by ``\\u200b`` or
-    ``\\n`` escapes inside its JSON must not survive (plain :func:`redact` sees the escapes,
-    not the characters they stand for)."""
+    ``\\n`` escapes inside its JSON must not survive (its patterns read the decoded view too:
+    an error body carries JSON the same way)."""
     import json
 
-    from workbench._redact import redact_answer
-
     raw = json.dumps({"verdict": "fail", "reason": f"[debug {encodings(KEY)[form]}]"})
-    stored = redact_answer(raw, [KEY])
+    stored = redact(raw, [KEY])
     assert REDACTED in stored
     assert [t for t in traces(KEY) if t.decode() in stored] == [], (form, stored)
     clean = json.dumps({"verdict": "pass", "reason": "steps\nand \u00e9"})
-    assert redact_answer(clean, [KEY]) == clean  # verbatim when nothing is hidden
+    assert redact(clean, [KEY]) == clean  # verbatim when nothing is hidden
 
 
 def test_find_encoded_names_each_form_and_finds_none_after_redaction() -> None:

@@ -36,10 +36,32 @@ _MIN_SECRET_LENGTH = 4
 """Known secret values shorter than this are not searched for (they would match ordinary words)."""
 
 
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_JSON_CHARS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every secret replaced by :data:`REDACTED` (see the module docstring)."""
+    """``text`` with every secret replaced by :data:`REDACTED` (see the module docstring). Text
+    holding JSON string escapes (a provider's raw answer, an error body) is also read with them
+    decoded: when that view holds anything to redact (a key split by ``\\u200b`` or ``\\n``
+    escapes the patterns would not see), the decoded text is returned, redacted; otherwise the
+    text keeps its escapes."""
     if not text:
         return text
+    if "\\" in text:
+        view = _JSON_ESCAPE.sub(
+            lambda m: (
+                chr(int(m.group(1), 16)) if m.group(1) else _JSON_CHARS.get(m.group(2), m.group(2))
+            ),
+            text,
+        )
+        hidden = _redact_plain(view, secrets)
+        if hidden != view:
+            return hidden
+    return _redact_plain(text, secrets)
+
+
+def _redact_plain(text: str, secrets: Iterable[str | None]) -> str:
     for secret in sorted(
         {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
     ):
@@ -59,27 +81,6 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     text = _SK_TOKEN.sub(REDACTED, text)
     text = _URL_USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
     return _URL_QUERY_KEY.sub(lambda m: m.group("name") + REDACTED, text)
-
-
-_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
-_JSON_CHARS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
-def redact_answer(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """A provider's raw answer redacted: as :func:`redact`, and when the answer's JSON string
-    escapes hold anything :func:`redact` removes once decoded (a key split by ``\\u200b`` or
-    ``\\n`` escapes that its patterns would not see), the answer with its escapes decoded and
-    redacted: kept verbatim only while that is safe."""
-    if "\\" not in text:
-        return redact(text, secrets)
-    view = _JSON_ESCAPE.sub(
-        lambda m: (
-            chr(int(m.group(1), 16)) if m.group(1) else _JSON_CHARS.get(m.group(2), m.group(2))
-        ),
-        text,
-    )
-    hidden = redact(view, secrets)
-    return hidden if hidden != view else redact(text, secrets)
 
 
 def redact_values(obj: Any, secrets: Iterable[str | None]) -> Any:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from .._io import read_bounded, sha256_text
-from .._redact import find_secrets, public_url, redact, redact_answer
+from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError, problem
 from ..results import has_reason as has_reason  # the judges face re-exports it
 from ._http_errors import endpoint_failure, status_text
@@ -609,7 +609,7 @@ class LLMJudge:
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "rendered_request": request,
-            "raw_response": None if raw is None else redact_answer(raw, self.secrets()),
+            "raw_response": None if raw is None else redact(raw, self.secrets()),
         }
 
     def _verdict(self, exchange: Exchange, **kw: Any) -> Verdict:

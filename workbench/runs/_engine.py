@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
 from .._record import LooseRecord
-from .._redact import redact, redact_answer, redact_values
+from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset, GoldLineage, Partition, partition_name
 from ..heldout import HeldOutAccess, describe_leaks, prompt_leaks
@@ -921,7 +921,7 @@ class _Execution:
             repeat=unit.item.repeat,
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
-            raw_response=None if raw is None else redact_answer(raw, secrets),
+            raw_response=None if raw is None else redact(raw, secrets),
             raw_response_source=verdict.raw_response_source
             or (self.raw_source if raw is None else "provider"),
             evidence_seen=seen,
