@@ -25,6 +25,13 @@ validated from the temporary directory (the checkout's ``workbench.yaml`` lists 
 
     .venv/bin/python bench/bench_engine.py [--cases 1000] [--latency 0.2] [--concurrency 32 128]
     .venv/bin/python bench/bench_engine.py --profile 40   # cProfile the engine, first concurrency
+    .venv/bin/python bench/bench_engine.py --layers 400   # CPU per call of each client layer
+
+``--layers N``: N calls at concurrency 8 (latency 0), twice, through each layer of the client
+stack alone, from the bottom: raw aiohttp; httpx's client on the judge's transport (its event
+hooks on); the OpenAI client's ``post`` returning the bare response, then a ``ChatCompletion``;
+the prepared request (instructor's parse on top); ``judge.evaluate`` (wire capture, verdict,
+redaction); a whole engine run (records, limits, writer, plan and summary).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -119,9 +127,10 @@ def aiohttp_floor(url: str, body: bytes, n: int, concurrency: int) -> tuple[floa
         async with aiohttp.ClientSession(connector=connector) as session:
 
             async def one() -> int:
-                async with gate, session.post(
-                    url + "/chat/completions", data=body, headers=headers
-                ) as response:
+                async with (
+                    gate,
+                    session.post(url + "/chat/completions", data=body, headers=headers) as response,
+                ):
                     json.loads(await response.read())
                     return response.status
 
@@ -188,6 +197,111 @@ def sample_body(spec: Path, gold: Path) -> bytes:
     return json.dumps(body).encode()
 
 
+async def _cpu_per_call(one: Any, n: int, concurrency: int) -> float:
+    """CPU ms per call of ``n`` calls of ``one(i)``, ``concurrency`` at a time (16 unmeasured
+    first)."""
+    await asyncio.gather(*(one(i) for i in range(16)))
+    gate = asyncio.Semaphore(concurrency)
+
+    async def gated(i: int) -> None:
+        async with gate:
+            await one(i)
+
+    c0 = time.process_time()
+    await asyncio.gather(*(gated(i) for i in range(n)))
+    return 1000 * (time.process_time() - c0) / n
+
+
+def _layer_calls(judge: Any, url: str, prompts: list[str]) -> dict[str, Any]:
+    """For each layer, a coroutine function ``one(i)`` making one call through that layer alone."""
+    import aiohttp
+    import httpx
+    from openai.types.chat import ChatCompletion
+
+    headers = {"content-type": "application/json", "authorization": "Bearer x"}
+    state: dict[str, Any] = {}
+
+    async def request() -> Any:
+        if "request" not in state:
+            state["request"] = (await judge._preparation(judge.metric)).request
+        return state["request"]
+
+    async def raw_aiohttp(i: int) -> None:
+        if "session" not in state:
+            state["session"] = aiohttp.ClientSession()
+        body = json.dumps((await request()).body(prompts[i % len(prompts)])).encode()
+        async with state["session"].post(
+            url + "/chat/completions", data=body, headers=headers
+        ) as r:
+            json.loads(await r.read())
+
+    async def httpx_client(i: int) -> None:
+        body = json.dumps((await request()).body(prompts[i % len(prompts)])).encode()
+        http = judge._llm().client.client._client
+        (await http.post(url + "/chat/completions", content=body, headers=headers)).json()
+
+    def openai_post(cast_to: Any) -> Any:
+        async def one(i: int) -> None:
+            prepared = await request()
+            client = judge._llm().client.client
+            body = prepared.body(prompts[i % len(prompts)])
+            await client.post(prepared.url, body=body, cast_to=cast_to, options={})
+
+        return one
+
+    async def prepared(i: int) -> None:
+        await (await request()).ascore(judge._llm().client.client, prompts[i % len(prompts)])
+
+    return {
+        "raw_aiohttp": raw_aiohttp,
+        "httpx_client_on_judge_transport": httpx_client,
+        "openai_post_bare_response": openai_post(httpx.Response),
+        "openai_post_chat_completion": openai_post(ChatCompletion),
+        "prepared_request_with_instructor_parse": prepared,
+        "_state": state,
+    }
+
+
+def layers(spec: Path, gold: Path, out: Path, url: str, n: int) -> dict[str, list[float]]:
+    """CPU ms per call of each layer of the client stack, measured twice (see ``--layers``)."""
+    dataset = load_dataset(gold)
+    inputs = [JudgeInput.from_case(c) for c in dataset.partition("development")]
+    found: dict[str, list[float]] = {}
+    for repeat in range(2):
+        judge: Any = load_candidate(spec)
+        prompts = [judge._prompt(x) for x in inputs]
+        calls = _layer_calls(judge, url, prompts)
+        state = calls.pop("_state")
+
+        async def evaluate(i: int, judge: Any = judge) -> None:
+            verdict = await judge.evaluate(inputs[i % len(inputs)])
+            assert verdict.error is None, verdict.error
+
+        calls["judge_evaluate"] = evaluate
+
+        async def measure_all(
+            calls: dict[str, Any] = calls, state: dict[str, Any] = state, judge: Any = judge
+        ) -> None:
+            judge.prepare(8)
+            try:
+                for name, one in calls.items():
+                    found.setdefault(name, []).append(round(await _cpu_per_call(one, n, 8), 3))
+            finally:
+                await judge.aclose()
+                if "session" in state:
+                    await state["session"].close()
+
+        asyncio.run(measure_all())
+        options = RunOptions(concurrency=8, cache_dir=False, progress=False)
+        c0 = time.process_time()
+        summary = asyncio.run(
+            run_candidate(judge, dataset, "development", out / str(repeat), options)
+        )
+        cpu = 1000 * (time.process_time() - c0) / (summary.calls or 1)
+        found.setdefault("engine_run", []).append(round(cpu, 3))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -201,6 +315,13 @@ def main() -> None:
         default=0,
         metavar="N",
         help="cProfile the engine at the first concurrency; print the top N functions",
+    )
+    parser.add_argument(
+        "--layers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: CPU per call of each layer of the client stack, N calls each, at latency 0",
     )
     parser.add_argument(
         "--profile-out",
@@ -230,6 +351,20 @@ def main() -> None:
         gold_dir, _ = write_synthetic(
             tmp / "data", args.cases * 3, missing_rate=0.0
         )  # ~1/3 in development
+        if args.layers:
+            layer_gold, _ = write_synthetic(tmp / "layers", args.layers * 3, missing_rate=0.0)
+            with fake_llm_process(0.0) as url:
+                spec = write_spec(tmp / "spec", url)
+                figures = {
+                    "layers_cpu_ms_per_call": layers(
+                        spec, layer_gold, tmp / "runs", url, args.layers
+                    ),
+                    "calls_per_layer": args.layers,
+                    "concurrency": 8,
+                    "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+                }
+            print(json.dumps(figures, indent=2))
+            return
         with fake_llm_process(args.latency) as url:
             spec = write_spec(tmp / "spec", url)
             n = len(load_dataset(gold_dir).partition("development"))

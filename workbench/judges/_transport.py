@@ -16,9 +16,6 @@ from typing import Any
 import aiohttp
 import httpx
 
-# aiohttp adds none of its own: every header is httpx's (as the OpenAI client set them)
-_NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
-
 
 class _Pool:
     """One aiohttp session and connector, created on first use in the running event loop."""
@@ -36,7 +33,6 @@ class _Pool:
                 ),
                 cookie_jar=aiohttp.DummyCookieJar(),  # httpx keeps the cookies
                 auto_decompress=False,  # httpx decodes the body from its Content-Encoding
-                skip_auto_headers=_NO_AUTO_HEADERS,
             )
         return self.session
 
@@ -70,6 +66,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 ),
             ) as response:
                 body = await response.read()
+                version = response.version or aiohttp.HttpVersion11
         except aiohttp.ConnectionTimeoutError as exc:
             raise httpx.ConnectTimeout(str(exc) or "connect timed out", request=request) from exc
         except TimeoutError as exc:  # aiohttp's read timeouts
@@ -86,11 +83,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             content=body,
             request=request,
             extensions={
-                "http_version": f"HTTP/{response.version.major}.{response.version.minor}".encode(),
+                "http_version": f"HTTP/{version.major}.{version.minor}".encode(),
                 "reason_phrase": (response.reason or "").encode("latin-1", "replace"),
             },
         )
 
     async def aclose(self) -> None:
         await self._pool.close()
-
