@@ -158,6 +158,7 @@ def main() -> None:
     figures["ideal_s"] = round(ideal, 3)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        os.chdir(tmp)  # the synthetic gold's reviewers are not the checkout's workbench.yaml's
         # every synthetic case in one partition, so a run covers all of them
         gold_dir, _ = write_synthetic(tmp / "data", args.cases * 3, missing_rate=0.0)
         cache = tmp / "cache"

@@ -475,15 +475,14 @@ class LLMJudge:
         from openai import AsyncOpenAI
         from ragas.llms import llm_factory
 
+        from ._transport import AiohttpTransport
+
         if http_client is None:
             http_client = httpx.AsyncClient(
                 event_hooks={"request": [_on_request], "response": [_on_response]},
-                limits=httpx.Limits(
-                    max_connections=CONNECTIONS_PER_CLIENT,
-                    max_keepalive_connections=CONNECTIONS_PER_CLIENT,
-                ),
+                transport=AiohttpTransport(CONNECTIONS_PER_CLIENT, default_tls_context()),
                 timeout=self.spec.endpoint.timeout_s,
-                verify=default_tls_context(),
+                verify=default_tls_context(),  # for proxies named in the environment
             )
         api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
         endpoint = self.spec.endpoint
