@@ -1,14 +1,18 @@
-"""Benchmark, on demand: align 10M results x 1 judge from a directory of Parquet shards.
+"""Benchmark, on demand: align 1M, 3M and 10M results x 1 judge from a directory of Parquet shards.
 
 Generating the data takes a while, so this is not part of ``make bench``. The gold is the
 synthetic dataset of ``synth.py`` (``--cases``, default 101,000); its results are repeated
 ``--repeats`` times (repeat indexes 0..R-1, one Parquet shard per repeat), about 10M results
-in all. ``align`` reads and checks every one of them (contract, duplicates, attempts, lineage)
-and aligns repeat 0. Time and peak RSS are measured in a fresh subprocess, with a warm gold
-index (built once first, reported apart); DuckDB runs the same join and per-slice counts over
-the same shards when installed.
+in all; the smaller sizes read the first 10 and 30 shards (``--sizes``). ``align`` reads and
+checks every result (contract, gold lookup, duplicates, attempts, lineage) and aligns repeat 0.
+Each run is a fresh subprocess (wall, CPU, peak RSS), with a warm gold index (built once first,
+reported apart); the modes are interleaved over ``--rounds``: align of this checkout, align of
+``--before DIR`` (another checkout's ``workbench``, e.g. ``git archive main workbench``), DuckDB
+reading the same shards and checking the same (the target's baseline), DuckDB's join and
+counts alone. Needs DuckDB (the ``bench`` extra).
 
-    .venv/bin/python bench/bench_align_10m.py [--cases 101000] [--repeats 100] [--keep DIR]
+    .venv/bin/python bench/bench_align_10m.py [--keep DIR | --data DIR] [--rounds 3]
+        [--sizes 10,30,100] [--before DIR]
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ if mode == "align":
 else:
     import duckdb
     db = duckdb.connect()
+    db.execute("SET enable_progress_bar = false")  # stdout is the figures
     def quoted(path):
         return "'" + path.replace("'", "''") + "'"
     json_gold = f"read_json_auto({quoted(gold + '/gold.jsonl')}, format='newline_delimited')"
