@@ -15,6 +15,7 @@ from ..results import ColumnarResults, read_columnar
 from ._cases import _numpy, cases_report
 from ._join import classify
 from ._lineage import Lineage, check_lineage, manifest_path_for, read_run_manifest
+from ._stream import Kept
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,7 +26,11 @@ if TYPE_CHECKING:
 
 
 FLUSH_ROWS = 1 << 20
-"""Results buffered before one lookup of their case ids among the gold's."""
+"""Results buffered at most before one lookup of their case ids among the gold's."""
+FLUSH_FLOOR = 1 << 18
+"""Results buffered at least (:data:`FLUSH_ROWS` permitting), however small the gold: a lookup
+builds a hash table of the gold's case ids, so buffering as many results as the gold has cases
+keeps that cost under one probe per result, and the buffer bounded by the gold, not the results."""
 
 _KEPT = (
     ("g", "int32"),
@@ -69,6 +74,7 @@ class _Joiner:
         self.schema = _kept_schema()
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
+        self.flush_rows = min(FLUSH_ROWS, max(gold.num_rows, FLUSH_FLOOR))
         self.lineages: Counter[tuple[str | None, str | None]] = Counter()
         self.run_ids: set[str] = set()
 
@@ -90,7 +96,7 @@ class _Joiner:
         keys = {name: block[name] for name in ("case_id", "response_hash", "partition")}
         self.pending.append(pa.table({**keys, **kept, **extra}))
         self.pending_rows += block.num_rows
-        if self.pending_rows >= FLUSH_ROWS:
+        if self.pending_rows >= self.flush_rows:
             return self.flush()
         return self.schema.empty_table()
 
@@ -124,7 +130,7 @@ class _Joiner:
 
         if not self.pending:
             return self.schema.empty_table()
-        t = pa.concat_tables(self.pending).combine_chunks()
+        t = pa.concat_tables(self.pending)  # chunked: no copy of the buffered results
         self.pending, self.pending_rows = [], 0
         if not t.num_rows:
             return self.schema.empty_table()
@@ -154,72 +160,48 @@ def _all(mask: Any) -> bool:
     return not _any(pc.invert(mask))
 
 
-def _duplicates_or_late_attempts(
-    g: Any, repeat: Any, attempt: Any, verdict: Any, rows: int
-) -> bool:
-    """Whether a (case, repeat, attempt) key repeats, or a unit has an attempt after its verdict."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    repeats = int(repeat.max()) + 1
-    attempts = int(attempt.max()) + 1
-    cases = int(g.max()) + 1
-    big = np.iinfo(np.int64).max
-    if cases * repeats <= big // attempts:
-        unit = g.astype(np.int64) * repeats + repeat
-        key = unit * attempts + attempt
-        if pc.count_distinct(pa.array(key)).as_py() != rows:
-            return True
-        keys = pa.table({"unit": unit})
-        unit_names = ["unit"]
-    else:
-        keys = pa.table({"g": g, "repeat": repeat, "attempt": attempt})
-        if (
-            keys.group_by(["g", "repeat", "attempt"]).aggregate([([], "count_all")]).num_rows
-            != rows
-        ):
-            return True
-        keys = keys.drop_columns(["attempt"])
-        unit_names = ["g", "repeat"]
-    verdict_attempt = np.where(verdict, attempt, big)
-    units = (
-        keys.append_column("attempt", pa.array(attempt))
-        .append_column("va", pa.array(verdict_attempt))
-        .group_by(unit_names)
-        .aggregate([("attempt", "max"), ("va", "min")])
-    )
-    return _any(pc.greater(units["attempt_max"], units["va_min"]))
-
-
 @dataclass(frozen=True)
 class _Read:
-    """The results, read, checked and joined to gold rows (columns :data:`_KEPT`)."""
+    """The results, read, checked and joined to gold rows: the analysed repeat's rows in scope
+    (columns :data:`_KEPT`) and the counts of the others."""
 
     rows: pa.Table
     read: ColumnarResults
     joiner: _Joiner
+    kept: Kept
 
 
-def _read(index: GoldIndex, results: str | Path, labels: list[str]) -> _Read | None:
-    """Read and join the results; None when any check fails or the input is unusual."""
+def _in_partition(index: GoldIndex, partition: str | None) -> Any:
+    """Per gold row: whether it is in ``partition`` (every row for None)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if partition is None:
+        return np.ones(index.table.num_rows, dtype=bool)
+    return _numpy(pc.equal(index.table["partition"], partition))
+
+
+def _read(
+    index: GoldIndex, results: str | Path, labels: list[str], partition: str | None, repeat: int
+) -> _Read | None:
+    """Read and join the results, shard after shard, keeping only the analysed repeat's rows in
+    scope; None when any check fails or the input is unusual."""
     import pyarrow as pa
 
     joiner = _Joiner(index.table, pa.array(labels, pa.string()))
-    read = read_columnar(results, joiner.block)
+    kept = Kept(_in_partition(index, partition), repeat)
+    read = read_columnar(results, lambda block: kept.take(joiner.block(block)))
     if read is None:
         return None  # refused: the per-record path names every problem
     try:
-        rows = pa.concat_tables([read.table, joiner.flush()])
+        rows = pa.concat_tables([read.table, kept.take(joiner.flush())])
     except ValueError:
         return None
-    if rows.num_rows == 0 or len(read.identities) != 1:
+    if kept.results_read == 0 or len(read.identities) != 1:
         return None  # empty, or several judges
-    verdict = _numpy(rows["code"], -1) >= 0
-    g, repeat, attempt = (_numpy(rows[name]) for name in ("g", "repeat", "attempt"))
-    if _duplicates_or_late_attempts(g, repeat, attempt, verdict, rows.num_rows):
+    if kept.duplicates_or_late_attempts():
         return None  # a duplicate result, or an attempt after a verdict
-    return _Read(rows, read, joiner)
+    return _Read(rows, read, joiner, kept)
 
 
 def _lineage(
@@ -261,40 +243,26 @@ class _Scope:
     """Attempts of the analysed repeat per case."""
     human: Any
     """Each case's adjudicated label as a vocabulary position."""
-    rows: Any
-    """Result rows of the analysed repeat, in scope (every attempt: the costs)."""
-    excluded: int
-    other_repeats: int
     superseded: int
 
 
-def _scope(
-    index: GoldIndex, res: pa.Table, partition: str | None, repeat: int, labels: list[str]
-) -> _Scope | None:
-    """Final attempts per case in scope; None when a gold label is outside the vocabulary."""
+def _scope(index: GoldIndex, joined: _Read, labels: list[str]) -> _Scope | None:
+    """Final attempts per case in scope (``joined.rows``: the analysed repeat's results in
+    scope, every attempt); None when a gold label is outside the vocabulary."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    gold = index.table
+    gold, res = index.table, joined.rows
     active = _numpy(gold["active"])
-    in_partition = (
-        np.ones(len(active), dtype=bool)
-        if partition is None
-        else _numpy(pc.equal(gold["partition"], partition))
-    )
-    g, repeats, attempts = (_numpy(res[name]) for name in ("g", "repeat", "attempt"))
-    row_in_scope = in_partition[g]
-    in_scope = int(row_in_scope.sum())
-    rows = np.flatnonzero(row_in_scope & (repeats == repeat))  # this repeat's results
-    rows_g = g[rows]
-    by_case = np.lexsort((attempts[rows], rows_g))  # per case, its last attempt last
-    sorted_g = rows_g[by_case]
+    g, attempts = _numpy(res["g"]), _numpy(res["attempt"])
+    by_case = np.lexsort((attempts, g))  # per case, its last attempt last
+    sorted_g = g[by_case]
     last = np.ones(len(sorted_g), dtype=bool)
     last[:-1] = sorted_g[1:] != sorted_g[:-1]
     final_of = np.full(len(active), -1, dtype=np.int64)  # gold row -> its final result row
-    final_of[sorted_g[last]] = rows[by_case[last]]
-    pos = np.flatnonzero(active & in_partition)
+    final_of[sorted_g[last]] = by_case[last]
+    pos = np.flatnonzero(active & joined.kept.in_partition)
     human = pc.index_in(pc.take(gold["label"], pa.array(pos)), value_set=pa.array(labels))
     if human.null_count:
         return None
@@ -308,12 +276,9 @@ def _scope(
         pos=pos,
         final=final,
         col=col,
-        attempts=np.bincount(rows_g, minlength=len(active))[pos],
+        attempts=np.bincount(g, minlength=len(active))[pos],
         human=_numpy(human).astype(np.int64),
-        rows=rows,
-        excluded=len(g) - in_scope,
-        other_repeats=in_scope - len(rows),
-        superseded=len(rows) - int(last.sum()),
+        superseded=len(g) - int(last.sum()),
     )
 
 
@@ -383,11 +348,11 @@ def _usage(res: pa.Table, scope: _Scope, gold_rows: int) -> dict[str, pa.Array]:
     import numpy as np
     import pyarrow as pa
 
-    g = _numpy(res["g"])[scope.rows]
-    called = ~_numpy(res["cached"])[scope.rows]
+    g = _numpy(res["g"])
+    called = ~_numpy(res["cached"])
 
     def total(name: str) -> Any:
-        values = _numpy(res[name], 0)[scope.rows]
+        values = _numpy(res[name], 0)
         weights = np.where(called, values, 0).astype(np.float64)
         return np.bincount(g, weights=weights, minlength=gold_rows)[scope.pos]
 
@@ -414,13 +379,13 @@ def evidence_columnar(
     if manifest is not None and getattr(manifest, "sampling", None) is not None:
         return None  # a sampled scope: the per-record path verifies the plan
     labels = list(index.rubric.labels)
-    joined = _read(index, results, labels)
+    joined = _read(index, results, labels, partition, repeat)
     if joined is None:
         return None
     lineage = _lineage(index, joined.joiner, manifest, results, allow_gold_change)
     if lineage is None:
         return None
-    scope = _scope(index, joined.rows, partition, repeat, labels)
+    scope = _scope(index, joined, labels)
     if scope is None:
         return None
     cases = _cases(index, joined.rows, scope, labels)
@@ -439,9 +404,9 @@ def evidence_columnar(
         judge_fingerprint=fingerprint,
         partition=partition,
         repeat=repeat,
-        results_read=joined.rows.num_rows,
-        excluded_other_partition=scope.excluded,
-        other_repeats=scope.other_repeats,
+        results_read=joined.kept.results_read,
+        excluded_other_partition=joined.kept.excluded,
+        other_repeats=joined.kept.other_repeats,
         superseded_attempts=scope.superseded,
         partition_source=partition_source,
     )
