@@ -62,10 +62,10 @@ nb.cells = [nbformat.v4.new_code_cell("pass")]
 papermill.execute_notebook(nb, sys.argv[1], kernel_name="python3", progress_bar=False)
 """
 
-# Appends "pid argv" to $WB_BENCH_RAGAS_LOG in every process that imports ragas.
-_SITECUSTOMIZE = """
+RAGAS_LOG_ENV = "WB_RAGAS_LOG"
+RAGAS_HOOK = """
 import os, sys
-_log = os.environ.get("WB_BENCH_RAGAS_LOG")
+_log = os.environ.get("WB_RAGAS_LOG")
 def _hook(event, args):
     if event == "import" and args[0] == "ragas" and _log:
         with open(_log, "a") as f:
@@ -73,6 +73,8 @@ def _hook(event, args):
 if _log:
     sys.addaudithook(_hook)
 """
+"""A ``sitecustomize`` that appends "pid argv" to ``$WB_RAGAS_LOG`` in every process importing
+Ragas (``tests/test_certify_warm_kernel.py`` uses it too)."""
 
 
 def _env(tree: Path | None = None, *, bytecode: bool = True) -> dict[str, str]:
@@ -129,12 +131,12 @@ def ragas_importers(tmp: Path, tree: Path | None = None) -> list[str]:
     """The processes of one certify that imported Ragas (pid and command line)."""
     hook = tmp / "ragas-hook"
     hook.mkdir(exist_ok=True)
-    (hook / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+    (hook / "sitecustomize.py").write_text(RAGAS_HOOK, encoding="utf-8")
     log = hook / "ragas.log"
     log.unlink(missing_ok=True)
     env = _env(tree)
     env["PYTHONPATH"] = os.pathsep.join([str(hook), env.get("PYTHONPATH", "")])
-    env["WB_BENCH_RAGAS_LOG"] = str(log)
+    env[RAGAS_LOG_ENV] = str(log)
     certify_once(tmp, env)
     return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
 

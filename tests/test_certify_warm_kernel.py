@@ -10,6 +10,7 @@ new interpreter runs it too, so before the warm kernel the log named two process
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -22,22 +23,22 @@ from conftest import PROJECT_ROOT_ENV, make_project
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_SITECUSTOMIZE = """
-import os, sys
-_log = os.environ.get("WB_TEST_RAGAS_LOG")
-def _hook(event, args):
-    if event == "import" and args[0] == "ragas" and _log:
-        with open(_log, "a") as f:
-            f.write(f"{os.getpid()}\\n")
-if _log:
-    sys.addaudithook(_hook)
-"""
+
+def _ragas_hook() -> tuple[str, str]:
+    """``bench/bench_certify.py``'s audit hook and the variable naming its log."""
+    path = ROOT / "bench" / "bench_certify.py"
+    spec = importlib.util.spec_from_file_location("bench_certify", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RAGAS_HOOK, module.RAGAS_LOG_ENV
 
 
 def _env(tmp_path: Path, project: Path, log: Path) -> dict[str, str]:
     hook = tmp_path / "hook"
     hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+    code, log_env = _ragas_hook()
+    (hook / "sitecustomize.py").write_text(code, encoding="utf-8")
     specs = tmp_path / "jupyter" / "kernels" / "python3"
     specs.mkdir(parents=True)
     argv = ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
@@ -46,7 +47,7 @@ def _env(tmp_path: Path, project: Path, log: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_TEST_")}
     path = os.pathsep.join([str(hook), str(ROOT), env.get("PYTHONPATH", "")])
     env |= {"PYTHONPATH": path, "JUPYTER_PATH": str(tmp_path / "jupyter")}
-    return env | {PROJECT_ROOT_ENV: str(project), "WB_TEST_RAGAS_LOG": str(log)}
+    return env | {PROJECT_ROOT_ENV: str(project), log_env: str(log)}
 
 
 def _left_running(marker: str) -> list[int]:
@@ -79,7 +80,7 @@ def test_certify_imports_ragas_once_and_leaves_no_process(tmp_path: Path) -> Non
     # The kernel judged the held-out cases with the Ragas metric; one process imported Ragas.
     records = Path(result["report_dir"]) / "restricted" / "run" / "results.jsonl"
     assert len(records.read_text(encoding="utf-8").splitlines()) == 82
-    importers = log.read_text(encoding="utf-8").split()
+    importers = log.read_text(encoding="utf-8").splitlines()
     assert len(importers) == 1, f"Ragas imported by {len(importers)} processes: {importers}"
     verify = [sys.executable, "-m", "workbench", "verify", result["report_dir"], "--gold"]
     checked = subprocess.run([*verify, str(gold)], env=env, capture_output=True, text=True)
@@ -89,3 +90,33 @@ def test_certify_imports_ragas_once_and_leaves_no_process(tmp_path: Path) -> Non
     refused = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=project)
     assert refused.returncode == 2 and "held_out_reuse" in refused.stderr
     assert _left_running(str(gold)) == []
+
+
+def test_only_a_spec_running_this_interpreters_launcher_is_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.reports._kernel import native_kernel
+
+    tail = ["-f", "{connection_file}"]
+    specs = {
+        "bare-python": ["python", "-m", "ipykernel_launcher", *tail],
+        "this-python": [sys.executable, "-m", "ipykernel_launcher", *tail],
+        "other-python": ["/opt/elsewhere/bin/python3", "-m", "ipykernel_launcher", *tail],
+        "a-script": [sys.executable, "tests/_kernel_zygote.py", "client", *tail],
+        "other-module": [sys.executable, "-m", "other_kernel", *tail],
+    }
+    for name, argv in specs.items():
+        folder = tmp_path / "kernels" / name
+        folder.mkdir(parents=True)
+        spec = {"argv": argv, "display_name": name, "language": "python"}
+        (folder / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    forked = {name: native_kernel(name) for name in [*specs, "no-such-kernel"]}
+    assert forked == {
+        "bare-python": True,
+        "this-python": True,
+        "other-python": False,
+        "a-script": False,
+        "other-module": False,
+        "no-such-kernel": False,
+    }
