@@ -297,8 +297,14 @@ def certify(
 
 
 def _seed(warm_kernel: bool, kernel_name: str) -> KernelSeed | None:
-    """The warm kernel's seed, forked now (inputs checked, the ledger not yet touched)."""
-    return KernelSeed() if warm_kernel and native_kernel(kernel_name) else None
+    """The warm kernel's seed, forked now (inputs checked, the ledger not yet touched); none
+    when it cannot be forked (the kernel then starts as a new process)."""
+    if not (warm_kernel and native_kernel(kernel_name)):
+        return None
+    try:
+        return KernelSeed()
+    except OSError:
+        return None
 
 
 def _discard(seed: KernelSeed | None) -> None:

@@ -98,7 +98,12 @@ class KernelSeed:
         read, self._write = os.pipe()
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(self._write)
+            raise
         if self.pid == 0:
             os.close(self._write)
             _seed(read)  # never returns
