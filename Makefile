@@ -23,7 +23,10 @@ DEMO_OUT  := runs/demo
 
 .PHONY: demo test test-fast lint bench clean-demo venv FORCE
 
+# `make venv` also compiles again the modules changed since (compileall skips the current ones):
+# a stale .pyc is recompiled in memory at every start under PYTHONDONTWRITEBYTECODE=1.
 venv: $(STAMP)
+	env -u PYTHONPYCACHEPREFIX $(BIN)/python -m compileall -q -j 0 workbench
 
 $(STAMP): pyproject.toml $(if $(filter $(EXTRAS),$(STAMP_EXTRAS)),,FORCE)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -81,26 +82,39 @@ def wall(argv: list[str], tree: Path | None = None) -> float:
     return elapsed
 
 
+def _cpu_wall(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one process (CPU: steadier than wall on a loaded machine)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=ROOT, capture_output=True, env=env, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
 def no_bytecode_cost(repeats: int) -> dict[str, dict[str, float]]:
-    """Median wall time of ``validate`` and ``--help`` as a container runs them (no byte code
-    written; what ``make venv`` compiled beside the sources is read) over the usual run."""
+    """Median wall and CPU time of ``validate`` and ``--help`` as a container runs them (no byte
+    code written; what ``make venv`` compiled beside the sources is read) over the usual run."""
     cli = commands()
     env = {k: v for k, v in _env().items() if k != "PYTHONPYCACHEPREFIX"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     out = {}
     for name in ("help", "validate"):
-        plain: list[float] = []
-        without: list[float] = []
+        plain: list[tuple[float, float]] = []
+        without: list[tuple[float, float]] = []
         for _ in range(repeats):
-            plain.append(wall(cli[name]))
-            t0 = time.perf_counter()
-            subprocess.run(cli[name], cwd=ROOT, capture_output=True, env=env, check=True)
-            without.append(time.perf_counter() - t0)
-        out[name] = {
-            "cached_s": round(statistics.median(plain), 3),
-            "dont_write_bytecode_s": round(statistics.median(without), 3),
-            "ratio": round(statistics.median(without) / statistics.median(plain), 2),
-        }
+            plain.append(_cpu_wall(cli[name], _env()))
+            without.append(_cpu_wall(cli[name], env))
+        figures = {}
+        for i, kind in enumerate(("wall", "cpu")):
+            cached = statistics.median(p[i] for p in plain)
+            dont = statistics.median(w[i] for w in without)
+            figures |= {
+                f"cached_{kind}_s": round(cached, 3),
+                f"no_bytecode_{kind}_s": round(dont, 3),
+            }
+            figures[f"{kind}_ratio"] = round(dont / cached, 2)
+        out[name] = figures
     return out
 
 

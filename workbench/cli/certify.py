@@ -97,7 +97,11 @@ def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
         "drop {0}",
     )
     return resume_review(
-        report, gold=given["gold"], notebook=given["notebook"], sign_key=given["sign_key"]
+        report,
+        gold=given["gold"],
+        notebook=given["notebook"],
+        sign_key=given["sign_key"],
+        warm_kernel=True,  # this process is the command's own: its kernel is forked from it
     )
 
 
@@ -118,6 +122,7 @@ def _certify(given: dict[str, Any], options: RunOptions) -> Any:
         concurrency=fixed_concurrency(options),
         budget_usd=options.budget_usd,
         max_cases=options.max_cases,
+        warm_kernel=True,  # this process is the command's own: its kernel is forked from it
         **given,
     )
 

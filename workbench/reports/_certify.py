@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -54,6 +55,7 @@ from ..policy import (
 )
 from ..project import pinned_project_root, project_root
 from ..runs import RunDir, check_shown
+from ._kernel import KernelSeed, native_kernel
 from ._listing import (
     check_ledger_complete,
     check_legacy_ledger,
@@ -228,6 +230,7 @@ class _Job:
     copies: dict[str, Path] = field(default_factory=dict)
     policy_file: str | None = None
     provenance: Provenance | None = None
+    seed: KernelSeed | None = None
 
     @property
     def report_id(self) -> str:
@@ -250,10 +253,13 @@ def certify(
     sign_key: str | Path | None = None,
     baseline: str | Path | None = None,
     label_mapping: str | Path | None = None,
+    warm_kernel: bool = False,
 ) -> CertificationResult:
     """Certify ``candidate`` on the held-out partition of ``gold`` under ``policy``, in the gold's
     own ledger. ``baseline`` makes it a migration certification; ``label_mapping`` maps the
-    baseline's labels (required when the rubric lacks any of them)."""
+    baseline's labels (required when the rubric lacks any of them). ``warm_kernel``: the kernel
+    is forked from this process once the inputs are checked (``reports/_kernel.py``; for the
+    command-line process only)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     ledger = HeldOutLedger(ledger_path_for(gold))  # refused first outside a project
     inputs = _check_inputs(
@@ -267,7 +273,13 @@ def certify(
         overrides=overrides,
         sign_key=sign_key,
     )
-    job = _start(ledger, inputs, Path(reports_root), rerun_reason)
+    seed = _seed(warm_kernel, kernel_name)
+    try:
+        job = _start(ledger, inputs, Path(reports_root), rerun_reason)
+    except BaseException:
+        _discard(seed)
+        raise
+    job.seed = seed
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
     job.provenance, job.max_cases, job.kernel_name = inputs.provenance, max_cases, kernel_name
     job.policy_file = str(inputs.policy_path.resolve())
@@ -282,6 +294,22 @@ def certify(
             label_mapping=inputs.mapping,
         ),
     )
+
+
+def _seed(warm_kernel: bool, kernel_name: str) -> KernelSeed | None:
+    """The warm kernel's seed, forked now (inputs checked, the ledger not yet touched); none
+    when it cannot be forked (the kernel then starts as a new process)."""
+    if not (warm_kernel and native_kernel(kernel_name)):
+        return None
+    try:
+        return KernelSeed()
+    except OSError:
+        return None
+
+
+def _discard(seed: KernelSeed | None) -> None:
+    if seed is not None:
+        seed.discard()
 
 
 def _check_control_suite(policy: Path, controls: Any) -> None:
@@ -512,6 +540,7 @@ def _execute(job: _Job, copy: Callable[[], dict[str, Path]]) -> CertificationRes
         job.ledger.abort(job.entry)  # fail closed: the use counts
         raise
     finally:
+        _discard(job.seed)
         job.ledger.release(job.entry.entry_id, job.hold)
     make_read_only(job.report_dir)
     return result
@@ -558,10 +587,12 @@ def resume_review(
     notebook: str | Path | None = None,
     kernel_name: str = "python3",
     sign_key: str | Path | None = None,
+    warm_kernel: bool = False,
 ) -> CertificationResult:
     """Re-evaluate a locked migration report with the transition reviews recorded since, as a new
     report linked to it (nothing judged again, no held-out use). Refused (exit 2) for a report
-    that does not verify, or whose gold or candidate changed since."""
+    that does not verify, or whose gold or candidate changed since. ``warm_kernel`` as for
+    :func:`certify`."""
     custom = _path(notebook)
     notebook_path = custom or packaged_notebook()
     refused = "cannot re-evaluate the report"
@@ -596,8 +627,13 @@ def resume_review(
         baseline_fingerprint=lock.baseline_fingerprint,
         resumes=lock.report_id,
     )
-    job = _open_entry(ledger, root, judge, dataset, notebook_path, fields)
-    job.signer, job.kernel_name, job.resume_from = signer, kernel_name, first
+    seed = _seed(warm_kernel, kernel_name)
+    try:
+        job = _open_entry(ledger, root, judge, dataset, notebook_path, fields)
+    except BaseException:
+        _discard(seed)
+        raise
+    job.seed, job.signer, job.kernel_name, job.resume_from = seed, signer, kernel_name, first
     job.policy_file, job.provenance = lock.policy_file, notebook_provenance(custom, policy)
     job.resumes = PreviousReport(report_id=lock.report_id, lock_sha256=lock.lock_sha256)
 
@@ -721,9 +757,10 @@ def _notebook_node(job: _Job) -> Any:
 
 
 @contextlib.contextmanager
-def kernel_manager_class() -> Iterator[type]:
+def kernel_manager_class(seed: KernelSeed | None = None) -> Iterator[type]:
     """An ``AsyncKernelManager`` class whose kernels talk over IPC sockets in a private temporary
-    directory (nothing listens on TCP), removed afterwards."""
+    directory (nothing listens on TCP), removed afterwards; with ``seed``, its kernel is the
+    seed when the kernel spec runs this interpreter's ``ipykernel_launcher``."""
     from jupyter_client.manager import AsyncKernelManager
 
     directory = Path(tempfile.mkdtemp(prefix="wbk-", dir="/tmp" if Path("/tmp").is_dir() else None))
@@ -733,6 +770,17 @@ def kernel_manager_class() -> Iterator[type]:
             kwargs.setdefault("transport", "ipc")
             kwargs.setdefault("ip", str(directory / "kernel"))
             super().__init__(**kwargs)
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if seed is None or not seed.accepts(kernel_cmd):
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+                return
+            cwd = str(kw.get("cwd") or Path.cwd())
+            process = seed.launch(kernel_cmd, dict(kw.get("env") or os.environ), cwd)
+            provisioner: Any = self.provisioner  # a LocalProvisioner, given the seed's process
+            provisioner.process, provisioner.pid, provisioner.cwd = process, process.pid, cwd
+            provisioner.pgid = process.pid  # the seed leads its own session
+            self._reconcile_connection_info(provisioner.connection_info)
 
     try:
         yield IPCKernelManager
@@ -757,7 +805,7 @@ def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
     }
     notebook = _notebook_node(job)
     try:
-        with kernel_manager_class() as manager:
+        with kernel_manager_class(job.seed) as manager:
             papermill.execute_notebook(
                 notebook,
                 str(executed),
