@@ -97,9 +97,11 @@ demo: $(STAMP)
 # test module per worker at a time (--dist loadscope), so module fixtures (a certified report, a
 # JupyterLab server) are built once. The modules that mostly wait go first, then those with
 # notebook and browser tests (tests/_schedule.py turns off xdist's reordering by test count), so
-# no long module starts last. The 15 slowest tests are listed at the end.
+# no long module starts last. The 15 slowest tests are listed at the end (DURATIONS=60 for more:
+# pytest reads PYTEST_ADDOPTS before this command line, so a --durations there would lose).
 PYTEST_WORKERS ?= $(shell $(PYTHON) tests/_workers.py 2>/dev/null || echo auto)
-PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope --durations=15
+DURATIONS ?= 15
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope --durations=$(DURATIONS)
 # The suite's scratch files (gold copies, runs, reports and ledgers: ~13,000 files, with an fsync
 # per evidence append) go to a RAM-backed tmpfs when the machine has one with room: /dev/shm with
 # 4 GiB free (a container's 64 MiB /dev/shm is passed over). That takes a fifth of the suite's
