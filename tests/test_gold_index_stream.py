@@ -1,0 +1,231 @@
+"""The first index of a gold dataset, built in one streaming pass (issue 31, ``gold/_columnar.py``):
+the same index as the full validation builds, and everything the columns cannot prove goes to the
+full validation, which names the same problems as before."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_case, write_dataset
+
+from workbench.errors import WorkbenchError
+from workbench.gold import gold_index, index_table, load_dataset, record_json, validate_dataset
+from workbench.gold import _columnar as columnar
+from workbench.gold._index import _stamped, cache_dir, index_schema
+
+
+def _stream(gold: Path, tmp_path: Path) -> bool:
+    """Whether the one pass proves ``gold`` valid (it writes the index into ``tmp_path``)."""
+    index = gold_index(gold)  # the digest the pass checks the file against
+    schema = _stamped(index_schema(), "k", index.sha256)
+    return columnar.stream_index(
+        gold, gold / "gold.jsonl", tmp_path / "i.arrow", schema, index.sha256
+    )
+
+
+def _rich() -> list[Any]:
+    """Valid cases exercising every index column: metadata keys absent in some rows, non-ASCII
+    and escaped text, null and empty rationales, no reason, reference only, cited evidence, no
+    confidence, contexts, tags absent, a blank line between records."""
+    cases: list[Any] = [
+        make_case("c1", metadata={"language": "en", "source": "web"}, tags=["a", "b"]),
+        make_case("c2", metadata={"language": "de"}, input="Größe\tÜBER  alles?"),
+        make_case(
+            "c3",
+            reviews=[
+                {"reviewer": "r1", "label": "fail", "rationale": "", "confidence": "low"},
+                {"reviewer": "r2", "label": "fail", "evidence": ["ev-1"]},
+            ],
+            evidence=["ev-2"],
+            contexts=['ctx "quoted" \\ back'],
+            response='say "hi"\n\u2028 \U0001f600',
+        ),
+        "",
+        make_case("c4", partition="held_out", slice="billing", grading_notes=None, reference="r"),
+    ]
+    cases[4]["adjudication"] = {"label": "pass"}
+    cases[2]["adjudication"] = {"label": "fail", "reason": "both said so", "adjudicator": "lead"}
+    for case in cases:
+        if isinstance(case, dict):
+            case.pop("tags", None) if case["case_id"] == "c2" else None
+            case["response_hash"] = hashlib.sha256(case["response"].encode()).hexdigest()
+    return cases
+
+
+def _same_index(gold: Path) -> None:
+    """The cached index equals the index of the fully validated dataset, column by column."""
+    built = gold_index(gold).table.combine_chunks()
+    expected = index_table(load_dataset(gold)).combine_chunks()
+    assert built.schema == expected.schema
+    for name in built.column_names:
+        if name == "record":
+            got = [record_json(text) for text in built[name].to_pylist()]
+            assert got == [json.loads(text) for text in expected[name].to_pylist()]
+        else:
+            assert built[name].to_pylist() == expected[name].to_pylist(), name
+
+
+def test_the_one_pass_index_equals_the_validated_index(make_dataset, tmp_path):
+    gold = make_dataset(_rich())
+    assert _stream(gold, tmp_path)  # proven in one pass, no record validated one by one
+    _same_index(gold)
+    assert gold_index(gold).from_cache
+
+
+def test_the_one_pass_reads_the_file_in_blocks(make_dataset, tmp_path, monkeypatch):
+    cases = [make_case(f"c{i}", metadata={"k": str(i)} if i % 3 else {}) for i in range(40)]
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 700)  # a few lines a block
+    gold = make_dataset(cases)
+    assert _stream(gold, tmp_path)
+    _same_index(gold)
+
+
+def _edit(case: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**case, **changes}
+
+
+INVALID: dict[str, Any] = {
+    "duplicate_key": lambda c: json.dumps(c)[:-1] + ', "case_id": "again"}',
+    "nan_in_metadata": lambda c: json.dumps(_edit(c, metadata={"x": float("nan")})),
+    "null_schema_version": lambda c: json.dumps(_edit(c, schema_version=None)),
+    "escaped_null_key": lambda c: json.dumps(c)[:-1] + ', "schema_\\u0076ersion": null}',
+    "null_tags": lambda c: json.dumps(_edit(c, tags=None)),
+    "null_review_evidence": lambda c: json.dumps(
+        _edit(c, reviews=[{**c["reviews"][0], "evidence": None}, c["reviews"][1]])
+    ),
+    "unknown_field": lambda c: json.dumps(_edit(c, colour="red")),
+    "unknown_review_field": lambda c: json.dumps(
+        _edit(c, reviews=[{**c["reviews"][0], "mood": "ok"}, c["reviews"][1]])
+    ),
+    "newer_schema": lambda c: json.dumps(_edit(c, schema_version=2)),
+    "float_schema": lambda c: json.dumps(c)[:-1] + ', "schema_version": 1.0}',
+    "bool_escalate_as_text": lambda c: json.dumps(
+        _edit(c, reviews=[{**c["reviews"][0], "escalate": "yes"}, c["reviews"][1]])
+    ),
+    "empty_case_id": lambda c: json.dumps(_edit(c, case_id="")),
+    "number_as_text": lambda c: json.dumps(_edit(c, group=7)),
+    "hash_mismatch": lambda c: json.dumps(_edit(c, response_hash="0" * 64)),
+    "unknown_label": lambda c: json.dumps(_edit(c, adjudication={"label": "maybe"})),
+    "unknown_slice": lambda c: json.dumps(_edit(c, slice="nowhere")),
+    "unknown_partition": lambda c: json.dumps(_edit(c, partition="train")),
+    "unknown_confidence": lambda c: json.dumps(
+        _edit(c, reviews=[{**c["reviews"][0], "confidence": "sure"}, c["reviews"][1]])
+    ),
+    "same_reviewer_twice": lambda c: json.dumps(_edit(c, reviews=[c["reviews"][0]] * 2)),
+    "too_few_reviews": lambda c: json.dumps(_edit(c, reviews=[c["reviews"][0]])),
+    "no_adjudication": lambda c: json.dumps(_edit(c, adjudication=None)),
+    "no_grading_evidence": lambda c: json.dumps(_edit(c, grading_notes=None)),
+    "unresolved_evidence": lambda c: json.dumps(_edit(c, evidence=["ev-9"])),
+    "missing_response": lambda c: json.dumps({k: v for k, v in c.items() if k != "response"}),
+    "null_in_tags": lambda c: json.dumps(_edit(c, tags=["a", None])),
+    "two_objects_on_a_line": lambda c: json.dumps(c) + json.dumps(_edit(c, case_id="c9")),
+    "byte_order_mark": lambda c: "\ufeff" + json.dumps(c),
+    "not_utf8": lambda c: json.dumps(c).encode().replace(b"response for", b"response \xff"),
+    "array": lambda c: json.dumps([c]),
+    "duplicate_case_id": lambda c: json.dumps(_edit(c, case_id="c0")),
+    "group_in_two_partitions": lambda c: json.dumps(
+        _edit(c, group="group-c0", partition="held_out")
+    ),
+    "same_item_in_two_partitions": lambda c: json.dumps(
+        _edit(
+            c,
+            partition="held_out",
+            input="QUESTION  for c0",
+            response="response for c0",
+            response_hash=hashlib.sha256(b"response for c0").hexdigest(),
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(INVALID))
+def test_an_invalid_line_is_left_to_the_full_validation_and_its_problems(
+    make_dataset, tmp_path, damage
+):
+    valid = [make_case(f"c{i}") for i in range(3)]
+    lines = [*valid, INVALID[damage](make_case("c3"))]
+    gold = make_dataset(lines)
+    report = validate_dataset(gold)
+    assert report.errors  # the damage is an error the index must not hide
+    assert not columnar.stream_index(
+        gold, gold / "gold.jsonl", tmp_path / "i.arrow", index_schema(), "0" * 64
+    )
+    assert not (tmp_path / "i.arrow").exists()
+    with pytest.raises(WorkbenchError) as refused:
+        gold_index(gold)
+    assert refused.value.problems == report.errors  # every problem, in the full validation's words
+    assert not list(cache_dir().glob("gold-*.arrow"))  # type: ignore[union-attr]
+
+
+UNPROVEN: dict[str, Any] = {
+    "span": lambda c: _edit(
+        c,
+        reviews=[
+            {
+                **c["reviews"][0],
+                "spans": [{"field": "response", "start": 0, "end": 8, "text": "response"}],
+            },
+            c["reviews"][1],
+        ],
+    ),
+    "timestamp": lambda c: _edit(
+        c, reviews=[{**c["reviews"][0], "assigned_at": "2026-12-01T10:00:00Z"}, c["reviews"][1]]
+    ),
+    "correction": lambda c: _edit(
+        make_case("c0", group="group-c0"), case_id="c0b", supersedes="c0", metadata={}
+    ),
+    "number_in_metadata": lambda c: _edit(c, metadata={"n": 3, "nested": {"a": [1]}}),
+    "date_in_metadata": lambda c: _edit(c, metadata={"sampled": "2026-11-29"}),
+    "null_in_metadata": lambda c: _edit(c, metadata={"language": None}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNPROVEN))
+def test_a_valid_line_the_columns_cannot_prove_is_validated_in_full(make_dataset, tmp_path, case):
+    lines = [make_case(f"c{i}", metadata={"language": "en"}) for i in range(3)]
+    lines.append(UNPROVEN[case](make_case("c3")))
+    gold = make_dataset(lines)
+    assert validate_dataset(gold).ok
+    assert not _stream(gold, tmp_path)
+    _same_index(gold)  # built by the full validation, as before
+
+
+def test_a_frozen_dataset_is_validated_in_full(make_dataset, tmp_path):
+    from workbench.gold import freeze
+
+    gold = make_dataset([make_case(f"c{i}") for i in range(3)])
+    freeze(gold, approver="tester")
+    assert not _stream(gold, tmp_path)  # lineage compares every frozen record
+    _same_index(gold)
+
+
+def test_a_dataset_changed_while_read_is_not_cached(make_dataset, tmp_path):
+    gold = make_dataset([make_case(f"c{i}") for i in range(3)])
+    target = tmp_path / "i.arrow"
+    assert not columnar.stream_index(gold, gold / "gold.jsonl", target, index_schema(), "0" * 64)
+    assert not target.exists()
+
+
+def test_the_stream_knows_every_field_of_a_gold_record():
+    from workbench.gold import Adjudication, GoldCase, Review, Span
+
+    schema = columnar.gold_schema()
+    assert set(schema.names) | {"metadata"} == set(GoldCase.model_fields)
+    review = schema.field("reviews").type.value_type
+    assert {f.name for f in review} == set(Review.model_fields)
+    assert {f.name for f in review.field("spans").type.value_type} == set(Span.model_fields)
+    adjudication = schema.field("adjudication").type
+    assert {f.name for f in adjudication} == set(Adjudication.model_fields)
+
+
+def test_write_dataset_helper_is_what_the_widget_reads(tmp_path):
+    """``record_json`` gives the validated record whichever form the index holds."""
+    case = make_case("c1")
+    gold = write_dataset(tmp_path / "g", [case])
+    line = (gold / "gold.jsonl").read_text(encoding="utf-8").strip()
+    dumped = load_dataset(gold).records[0].model_dump_json()
+    assert record_json(line) == record_json(dumped) == json.loads(dumped)
