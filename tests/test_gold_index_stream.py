@@ -12,19 +12,21 @@ from typing import Any
 import pytest
 from conftest import make_case, write_dataset
 
+from workbench._io import sha256_file, sha256_json
 from workbench.errors import WorkbenchError
-from workbench.gold import gold_index, index_table, load_dataset, record_json, validate_dataset
 from workbench.gold import _columnar as columnar
+from workbench.gold import gold_index, index_table, load_dataset, record_json, validate_dataset
 from workbench.gold._index import _stamped, cache_dir, index_schema
 
 
 def _stream(gold: Path, tmp_path: Path) -> bool:
     """Whether the one pass proves ``gold`` valid (it writes the index into ``tmp_path``)."""
-    index = gold_index(gold)  # the digest the pass checks the file against
-    schema = _stamped(index_schema(), "k", index.sha256)
-    return columnar.stream_index(
-        gold, gold / "gold.jsonl", tmp_path / "i.arrow", schema, index.sha256
-    )
+    files = {
+        n: sha256_file(gold / f) for n, f in (("gold", "gold.jsonl"), ("rubric", "rubric.yaml"))
+    }
+    digest = sha256_json({**files, "evidence": sha256_file(gold / "evidence.jsonl")})
+    schema = _stamped(index_schema(), "k", digest)
+    return columnar.stream_index(gold, gold / "gold.jsonl", tmp_path / "i.arrow", schema, digest)
 
 
 def _rich() -> list[Any]:
@@ -194,13 +196,52 @@ def test_a_valid_line_the_columns_cannot_prove_is_validated_in_full(make_dataset
     _same_index(gold)  # built by the full validation, as before
 
 
-def test_a_frozen_dataset_is_validated_in_full(make_dataset, tmp_path):
+def test_a_dataset_in_its_frozen_state_is_proven_in_one_pass(make_dataset, tmp_path):
+    from workbench.gold import freeze
+
+    gold = make_dataset([make_case(f"c{i}") for i in range(3)])
+    release, _ = freeze(gold, approver="tester")
+    assert _stream(gold, tmp_path)  # the records are those the release hashed
+    assert gold_index(gold).release == release
+    _same_index(gold)
+
+
+def test_a_dataset_changed_since_its_release_is_validated_in_full(make_dataset, tmp_path):
+    from workbench.gold import freeze
+
+    cases = [make_case(f"c{i}") for i in range(3)]
+    gold = make_dataset(cases)
+    freeze(gold, approver="tester")
+    write_dataset(gold, [*cases, make_case("c3")])  # a case added: allowed, lineage compares
+    assert validate_dataset(gold).ok
+    assert not _stream(gold, tmp_path)
+    _same_index(gold)
+    write_dataset(gold, [{**cases[0], "slice": "billing"}, *cases[1:]])  # a frozen case edited
+    report = validate_dataset(gold)
+    assert [p.code for p in report.errors] == ["frozen_case_edited"]
+    with pytest.raises(WorkbenchError) as refused:
+        gold_index(gold)
+    assert refused.value.problems == report.errors
+
+
+def test_a_release_by_an_approver_no_longer_listed_is_refused_as_before(make_dataset, tmp_path):
+    import yaml
+
+    from workbench.approval import project_config
     from workbench.gold import freeze
 
     gold = make_dataset([make_case(f"c{i}") for i in range(3)])
     freeze(gold, approver="tester")
-    assert not _stream(gold, tmp_path)  # lineage compares every frozen record
-    _same_index(gold)
+    config = project_config(gold)
+    assert config is not None
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    config.write_text(yaml.safe_dump({**raw, "approvers": ["someone-else"]}), encoding="utf-8")
+    report = validate_dataset(gold)
+    assert "approver_unknown" in {p.code for p in report.errors}
+    assert not _stream(gold, tmp_path)
+    with pytest.raises(WorkbenchError) as refused:
+        gold_index(gold)
+    assert refused.value.problems == report.errors
 
 
 def test_a_dataset_changed_while_read_is_not_cached(make_dataset, tmp_path):

@@ -5,8 +5,8 @@ index rows are written to the cache before the next block is read.
 
 A proof, not a second validator: whatever the columns cannot vouch for (a line Arrow refuses or
 reads differently from :func:`~workbench.gold.GoldCase`, a cited span, a review timestamp, a
-metadata value that is not text, a correction, a frozen release, any failed check) makes
-:func:`stream_index` return None, and the caller validates in full, which names every problem
+metadata value that is not text, a correction, a release of another state of the dataset, any
+failed check) makes :func:`stream_index` return False, and the caller validates in full, which names every problem
 (errors and their fixes stay those of :mod:`._dataset`)."""
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .._io import atomic_write, max_line_bytes, open_for_reading, sha256_file, sha256_json
-from ..approval import REVIEWERS_KEY, load_approvers, read_release_log
+from ..approval import REVIEWERS_KEY, check_lineage, load_approvers, read_release_log
 from ..errors import WorkbenchError, errors_only
 from ._card import read_card
 from ._dataset import CARD_FILE, RUBRIC_FILE, _read_rubric, normalize_text
 from ._records import GOLD_SCHEMA_VERSION, PARTITIONS
+from ._release import snapshot_of_records
 from ._rubric import Rubric
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def stream_index(
 ) -> bool:
     """Prove the dataset valid and write its index to ``target`` in one pass; False (nothing
     written) when the columns cannot vouch for it or it changed since ``digest`` was taken."""
-    context = _context(root)
+    context = _context(root, gold_path, digest)
     if context is None:
         return False
     gold_digest = hashlib.sha256()
@@ -114,9 +115,11 @@ def stream_index(
     return True
 
 
-def _context(root: Path) -> _Context | None:
+def _context(root: Path, gold_path: Path, digest: str) -> _Context | None:
     """The rubric, evidence ids and reviewer list, when they, the card and the release log have
-    no problem and nothing is frozen (lineage compares every record: the full validation)."""
+    no problem. A frozen dataset is proven only in the state every release froze (``digest``):
+    its records are then those the releases hashed; after any other release, lineage compares
+    every record (the full validation)."""
     problems: list[Any] = []
     rubric, _, evidence_ids = _read_rubric(root, problems)
     problems.extend(read_card(root / CARD_FILE)[1])
@@ -125,7 +128,11 @@ def _context(root: Path) -> _Context | None:
         listed = load_approvers(root, REVIEWERS_KEY)
     except WorkbenchError:
         return None
-    if rubric is None or errors_only(problems) or log.releases or log.problems:
+    if log.releases:
+        if any(r.kind == "gold" and r.dataset_sha256 != digest for r in log.releases):
+            return None
+        problems.extend(check_lineage(snapshot_of_records(root, [], digest, str(gold_path)), log))
+    if rubric is None or errors_only(problems) or log.problems:
         return None
     return _Context(rubric, evidence_ids, listed.names, gold_schema(), [], [], [], [])
 
@@ -272,8 +279,11 @@ def _none(mask: pa.Array) -> bool:
     return not pc.any(mask).as_py()
 
 
-REQUIRED = ("case_id", "partition", "group", "slice", "rubric_version", "input", "response")
-REQUIRED += ("response_hash", "reviews", "adjudication")
+REQUIRED = ("case_id", "partition", "group", "slice", "rubric_version", "input", "response") + (
+    "response_hash",
+    "reviews",
+    "adjudication",
+)
 """Fields without a default (an absent one reads as null)."""
 
 
@@ -292,7 +302,7 @@ def _check_values(table: pa.Table, reviews: _Reviews) -> None:
     lists = [column(n) for n in ("tags", "contexts", "evidence")]
     lists += [reviews.field(n) for n in ("evidence", "blinded")]
     no_evidence = pc.and_(pc.is_null(column("grading_notes")), pc.is_null(column("reference")))
-    checks = {
+    checks: dict[str, Callable[[], Any]] = {
         "a required field is missing": lambda: any(column(n).null_count for n in REQUIRED),
         "a text is empty": lambda: any(t.null_count or not _none(pc.equal(t, "")) for t in texts),
         "a null in a list": lambda: (

@@ -204,7 +204,8 @@ def _build(
             table = _read(target, key, digest)
             if table is not None:
                 rubric = load_rubric(root / RUBRIC_FILE)
-                return GoldIndex(root, gold_path, rubric, digest, (), table, from_cache=False)
+                releases = _gold_releases(root)
+                return GoldIndex(root, gold_path, rubric, digest, releases, table, False)
     dataset = load_dataset(path)
     table = index_table(dataset)
     index = GoldIndex(
@@ -230,7 +231,7 @@ def index_schema() -> pa.Schema:
 
 def record_json(text: str) -> dict[str, Any]:
     """A row's ``record`` as the validated record's JSON (every field, defaults included)."""
-    return cast("dict[str, Any]", GoldCase.model_validate_json(text).model_dump(mode="json"))
+    return GoldCase.model_validate_json(text).model_dump(mode="json")
 
 
 def index_table(dataset: GoldDataset) -> pa.Table:
