@@ -163,20 +163,65 @@ def test_an_invalid_line_is_left_to_the_full_validation_and_its_problems(
     assert not list(cache_dir().glob("gold-*.arrow"))  # type: ignore[union-attr]
 
 
-UNPROVEN: dict[str, Any] = {
-    "span": lambda c: _edit(
-        c,
-        reviews=[
-            {
-                **c["reviews"][0],
-                "spans": [{"field": "response", "start": 0, "end": 8, "text": "response"}],
-            },
-            c["reviews"][1],
+def _reviewed(case: dict[str, Any], **review: Any) -> dict[str, Any]:
+    return _edit(case, reviews=[{**case["reviews"][0], **review}, case["reviews"][1]])
+
+
+def test_annotated_reviews_are_proven_in_one_pass(make_dataset, tmp_path):
+    annotated = _reviewed(
+        make_case("c3", input="Größe 😀 of it?"),
+        spans=[
+            {"field": "response", "start": 0, "end": 8, "text": "response"},
+            {"field": "input", "start": 6, "end": 10, "text": "😀 of"},
         ],
+        assigned_at="2026-12-01T10:00:00Z",
+        completed_at="2026-12-01T10:05:30.250+01:00",
+        training_version="t1",
+        blinded=["model_identity"],
+        escalate=True,
+    )
+    gold = make_dataset([make_case(f"c{i}") for i in range(3)] + [annotated])
+    assert _stream(gold, tmp_path)
+    _same_index(gold)
+
+
+INVALID_ANNOTATIONS: dict[str, Any] = {
+    "span_not_the_text": lambda c: _reviewed(
+        c, spans=[{"field": "response", "start": 1, "end": 8, "text": "response"}]
     ),
-    "timestamp": lambda c: _edit(
-        c, reviews=[{**c["reviews"][0], "assigned_at": "2026-12-01T10:00:00Z"}, c["reviews"][1]]
+    "span_of_an_absent_field": lambda c: _reviewed(
+        c, spans=[{"field": "reference", "start": 0, "end": 1, "text": "r"}]
     ),
+    "span_of_an_unknown_field": lambda c: _reviewed(
+        c, spans=[{"field": "metadata", "start": 0, "end": 1, "text": "r"}]
+    ),
+    "span_negative_start": lambda c: _reviewed(
+        c, spans=[{"field": "response", "start": -1, "end": 8, "text": "response"}]
+    ),
+    "span_without_text": lambda c: _reviewed(
+        c, spans=[{"field": "response", "start": 0, "end": 8, "text": ""}]
+    ),
+    "span_extra_key": lambda c: _reviewed(
+        c, spans=[{"field": "response", "start": 0, "end": 8, "text": "response", "x": 1}]
+    ),
+    "impossible_date": lambda c: _reviewed(c, assigned_at="2026-02-30T10:00:00Z"),
+    "not_a_date": lambda c: _reviewed(c, completed_at="yesterday"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(INVALID_ANNOTATIONS))
+def test_an_annotation_pydantic_refuses_is_refused_as_before(make_dataset, tmp_path, damage):
+    lines = [make_case(f"c{i}") for i in range(3)]
+    gold = make_dataset([*lines, INVALID_ANNOTATIONS[damage](make_case("c3"))])
+    report = validate_dataset(gold)
+    assert report.errors
+    assert not _stream(gold, tmp_path)
+    with pytest.raises(WorkbenchError) as refused:
+        gold_index(gold)
+    assert refused.value.problems == report.errors
+
+
+UNPROVEN: dict[str, Any] = {
     "correction": lambda c: _edit(
         make_case("c0", group="group-c0"), case_id="c0b", supersedes="c0", metadata={}
     ),

@@ -4,10 +4,10 @@
 index rows are written to the cache before the next block is read.
 
 A proof, not a second validator: whatever the columns cannot vouch for (a line Arrow refuses or
-reads differently from :func:`~workbench.gold.GoldCase`, a cited span, a review timestamp, a
+reads differently from :func:`~workbench.gold.GoldCase`, a defaulted field written as ``null``, a
 metadata value that is not text, a correction, a release of another state of the dataset, any
-failed check) makes :func:`stream_index` return False, and the caller validates in full, which names every problem
-(errors and their fixes stay those of :mod:`._dataset`)."""
+failed check) makes :func:`stream_index` return False, and the caller validates in full, which
+names every problem (errors and their fixes stay those of :mod:`._dataset`)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ import io
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
+
+from pydantic import TypeAdapter
 
 from .._io import atomic_write, max_line_bytes, open_for_reading, sha256_file, sha256_json
 from ..approval import REVIEWERS_KEY, check_lineage, load_approvers, read_release_log
@@ -308,10 +311,7 @@ def _check_values(table: pa.Table, reviews: _Reviews) -> None:
         "a null in a list": lambda: (
             reviews.values.null_count or any(x.flatten().null_count for x in lists)
         ),
-        "a span or a timestamp": lambda: (
-            len(reviews.field("spans").flatten())
-            or any(reviews.field(n).null_count < len(reviews.values) for n in _STAMPS)
-        ),
+        "a span or a timestamp pydantic refuses": lambda: not _annotations_valid(table, reviews),
         "an unknown confidence": lambda: not _all_in(reviews.field("confidence"), _CONFIDENCE),
         "a newer schema": lambda: not _none(pc.greater(column("schema_version"), _VERSION)),
         "a correction": lambda: column("supersedes").null_count != table.num_rows,
@@ -325,6 +325,37 @@ def _check_values(table: pa.Table, reviews: _Reviews) -> None:
 _STAMPS = ("assigned_at", "completed_at")
 _CONFIDENCE = ("low", "medium", "high")
 _VERSION = GOLD_SCHEMA_VERSION
+_SPAN_FIELDS = ("input", "response", "grading_notes", "reference")
+_DATETIMES: TypeAdapter[list[datetime]] = TypeAdapter(list[datetime])
+
+
+def _annotations_valid(table: pa.Table, reviews: _Reviews) -> bool:
+    """Review timestamps read as pydantic reads them (one call for the block), and each cited
+    span is the text of its case at its offsets (``Span.cited_in``)."""
+    import json
+
+    import pyarrow.compute as pc
+    from pydantic import ValidationError
+
+    stamps = [v for n in _STAMPS for v in pc.unique(reviews.field(n)).drop_null().to_pylist()]
+    try:
+        _DATETIMES.validate_json(json.dumps(stamps))
+    except ValidationError:
+        return False
+    cited = reviews.field("spans").flatten()
+    if any(pc.struct_field(cited, n).null_count for n in ("field", "start", "end", "text")):
+        return False
+    rows = pc.take(reviews.rows, pc.list_parent_indices(reviews.field("spans")))  # case rows
+    fields, starts, ends, texts = (
+        pc.struct_field(cited, n).to_pylist() for n in ("field", "start", "end", "text")
+    )
+    if not set(fields) <= set(_SPAN_FIELDS):
+        return False
+    cases = {f: pc.take(_column(table, f), rows).to_pylist() for f in set(fields)}
+    return all(
+        start >= 0 and end > 0 and text and (cases[field][i] or "")[start:end] == text
+        for i, (field, start, end, text) in enumerate(zip(fields, starts, ends, texts, strict=True))
+    )
 
 
 def _texts(values: Any) -> pa.Array:
