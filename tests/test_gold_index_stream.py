@@ -128,6 +128,7 @@ INVALID: dict[str, Any] = {
     "byte_order_mark": lambda c: "\ufeff" + json.dumps(c),
     "not_utf8": lambda c: json.dumps(c).encode().replace(b"response for", b"response \xff"),
     "array": lambda c: json.dumps([c]),
+    "blank": lambda c: "  ",
     "duplicate_case_id": lambda c: json.dumps(_edit(c, case_id="c0")),
     "group_in_two_partitions": lambda c: json.dumps(
         _edit(c, group="group-c0", partition="held_out")
@@ -148,8 +149,8 @@ INVALID: dict[str, Any] = {
 def test_an_invalid_line_is_left_to_the_full_validation_and_its_problems(
     make_dataset, tmp_path, damage
 ):
-    valid = [make_case(f"c{i}") for i in range(3)]
-    lines = [*valid, INVALID[damage](make_case("c3"))]
+    valid = [make_case(f"c{i}") for i in range(3)] if damage != "blank" else []
+    lines = [*valid, INVALID[damage](make_case("c3"))]  # "blank": an empty dataset
     gold = make_dataset(lines)
     report = validate_dataset(gold)
     assert report.errors  # the damage is an error the index must not hide
@@ -221,10 +222,67 @@ def test_an_annotation_pydantic_refuses_is_refused_as_before(make_dataset, tmp_p
     assert refused.value.problems == report.errors
 
 
+def _correction(
+    case_id: str, corrects: str, first: str | None = None, **changes: Any
+) -> dict[str, Any]:
+    """A record correcting ``corrects`` (the response, partition and group of ``first``, the
+    chain's first record, default ``corrects``)."""
+    first = first or corrects
+    base = make_case(first, group=f"group-{first}")
+    return {**base, "case_id": case_id, "supersedes": corrects, **changes}
+
+
+def test_corrections_are_proven_and_the_corrected_records_inactive(make_dataset, tmp_path):
+    lines = [
+        _correction(
+            "c1b",
+            "c1",
+            adjudication={"label": "fail"},
+            reviews=[
+                {"reviewer": "rev-a", "label": "fail"},
+                {"reviewer": "rev-b", "label": "fail"},
+            ],
+        )
+    ]
+    lines += [make_case(f"c{i}") for i in range(4)]  # the correction before what it corrects
+    lines.append(_correction("c1c", "c1b", "c1"))  # a chain of two
+    gold = make_dataset(lines)
+    assert _stream(gold, tmp_path)
+    _same_index(gold)
+    index = gold_index(gold)
+    active = dict(
+        zip(index.table["case_id"].to_pylist(), index.table["active"].to_pylist(), strict=True)
+    )
+    assert [cid for cid, on in active.items() if not on] == ["c1b", "c1"]
+    assert index.case_ids() == ["c0", "c2", "c3", "c1c"]
+
+
+BROKEN_CORRECTIONS: dict[str, Any] = {
+    "unknown_target": [_correction("c9", "nowhere", group="group-c9")],
+    "moves_partition": [_correction("c1b", "c1", partition="held_out")],
+    "changes_response": [_correction("c1b", "c1", response="other", response_hash="0" * 64)],
+    "fork": [_correction("c1b", "c1"), _correction("c1c", "c1")],
+    "cycle": [
+        _correction("c1b", "c1c", group="group-c1"),
+        _correction("c1c", "c1b", group="group-c1"),
+    ],
+    "itself": [_correction("c1b", "c1b", group="group-c1")],
+}
+
+
+@pytest.mark.parametrize("damage", sorted(BROKEN_CORRECTIONS))
+def test_a_broken_correction_is_refused_as_before(make_dataset, tmp_path, damage):
+    lines = [make_case(f"c{i}") for i in range(3)] + BROKEN_CORRECTIONS[damage]
+    gold = make_dataset(lines)
+    report = validate_dataset(gold)
+    assert report.errors
+    assert not _stream(gold, tmp_path)
+    with pytest.raises(WorkbenchError) as refused:
+        gold_index(gold)
+    assert refused.value.problems == report.errors
+
+
 UNPROVEN: dict[str, Any] = {
-    "correction": lambda c: _edit(
-        make_case("c0", group="group-c0"), case_id="c0b", supersedes="c0", metadata={}
-    ),
     "number_in_metadata": lambda c: _edit(c, metadata={"n": 3, "nested": {"a": [1]}}),
     "date_in_metadata": lambda c: _edit(c, metadata={"sampled": "2026-11-29"}),
     "null_in_metadata": lambda c: _edit(c, metadata={"language": None}),
@@ -294,6 +352,30 @@ def test_a_dataset_changed_while_read_is_not_cached(make_dataset, tmp_path):
     target = tmp_path / "i.arrow"
     assert not columnar.stream_index(gold, gold / "gold.jsonl", target, index_schema(), "0" * 64)
     assert not target.exists()
+
+
+def test_a_settled_file_is_read_once_and_trusted_by_its_stat(make_dataset, tmp_path, monkeypatch):
+    from workbench.gold import _index
+
+    gold = make_dataset([make_case(f"c{i}") for i in range(3)])
+    monkeypatch.setattr(_index, "MEMO_MARGIN_NS", 0)  # the file counts as settled at once
+    hashes: list[int] = []
+    monkeypatch.setattr(columnar, "_blocks", _counting(columnar._blocks, hashes))
+    _same_index(gold)
+    assert hashes == [0]  # read once, not hashed again: its stat vouches it did not change
+    target = tmp_path / "i.arrow"
+    changed = columnar.stream_index(
+        gold, gold / "gold.jsonl", target, index_schema(), "0" * 64, lambda: False
+    )
+    assert not changed and not target.exists()
+
+
+def _counting(blocks: Any, hashes: list[int]) -> Any:
+    def counted(path: Path, digest: Any) -> Any:
+        hashes.append(0 if digest is None else 1)
+        return blocks(path, digest)
+
+    return counted
 
 
 def test_the_stream_knows_every_field_of_a_gold_record():

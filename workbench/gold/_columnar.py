@@ -5,7 +5,7 @@ index rows are written to the cache before the next block is read.
 
 A proof, not a second validator: whatever the columns cannot vouch for (a line Arrow refuses or
 reads differently from :func:`~workbench.gold.GoldCase`, a defaulted field written as ``null``, a
-metadata value that is not text, a correction, a release of another state of the dataset, any
+metadata value that is not text, a release of another state of the dataset, any
 failed check) makes :func:`stream_index` return False, and the caller validates in full, which
 names every problem (errors and their fixes stay those of :mod:`._dataset`)."""
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from .._io import atomic_write, max_line_bytes, open_for_reading, sha256_file, s
 from ..approval import REVIEWERS_KEY, check_lineage, load_approvers, read_release_log
 from ..errors import WorkbenchError, errors_only
 from ._card import read_card
-from ._dataset import CARD_FILE, RUBRIC_FILE, _read_rubric, normalize_text
+from ._dataset import CARD_FILE, RUBRIC_FILE, _read_rubric, check_identities, normalize_text
 from ._records import GOLD_SCHEMA_VERSION, PARTITIONS
 from ._release import snapshot_of_records
 from ._rubric import Rubric
@@ -85,17 +86,27 @@ class _Context:
     partitions: list[pa.Array]
     groups: list[pa.Array]
     keys: list[np.ndarray]
+    supersedes: list[pa.Array]
+    hashes: list[pa.Array]
 
 
 def stream_index(
-    root: Path, gold_path: Path, target: Path, index_schema: pa.Schema, digest: str
+    root: Path,
+    gold_path: Path,
+    target: Path,
+    index_schema: pa.Schema,
+    digest: str,
+    unchanged: Callable[[], bool] | None = None,
 ) -> bool:
-    """Prove the dataset valid and write its index to ``target`` in one pass; False (nothing
-    written) when the columns cannot vouch for it or it changed since ``digest`` was taken."""
+    """Prove the dataset valid and write its index to ``target`` in one pass (a second pass over
+    the index marks corrected records inactive); False (nothing written) when the columns cannot
+    vouch for it or it changed since ``digest`` was taken: ``unchanged`` says so from the file's
+    ``stat`` (as the memo of its hash does), else the file is hashed again while it is read."""
     context = _context(root, gold_path, digest)
     if context is None:
         return False
-    gold_digest = hashlib.sha256()
+    gold_digest = hashlib.sha256() if unchanged is None else None
+    superseded: list[pa.Array] = []
 
     def write(fh: BinaryIO) -> None:
         import pyarrow as pa
@@ -103,19 +114,49 @@ def stream_index(
         with pa.ipc.new_file(fh, index_schema) as writer:
             for data in _blocks(gold_path, gold_digest):
                 writer.write_batch(_index_block(data, context, index_schema))
-            _check_file(context)
+            superseded.append(_check_file(context))
         rubric_path = root / RUBRIC_FILE
         snapshot = context.rubric.evidence_snapshot
         evidence = sha256_file(rubric_path.parent / snapshot) if snapshot else None
-        files = {"gold": gold_digest.hexdigest(), "rubric": sha256_file(rubric_path)}
-        if sha256_json({**files, "evidence": evidence}) != digest:
+        gold = gold_digest.hexdigest() if gold_digest is not None else None
+        files = {"gold": gold, "rubric": sha256_file(rubric_path), "evidence": evidence}
+        if (unchanged is not None and not unchanged()) or (
+            gold is not None and sha256_json(files) != digest
+        ):
             raise _NotProven("the dataset changed while it was read")
 
+    first = target.with_name(f".{target.name}.first")
     try:
-        atomic_write(target, write)
+        atomic_write(first, write)
+        if len(superseded[0]):
+            _mark_superseded(first, target, superseded[0], index_schema)
+        else:
+            os.replace(first, target)
     except (_NotProven, OSError):
         return False
+    finally:
+        first.unlink(missing_ok=True)
     return True
+
+
+def _mark_superseded(source: Path, target: Path, superseded: pa.Array, schema: pa.Schema) -> None:
+    """``source`` written to ``target`` with the records a correction supersedes inactive, one
+    batch at a time."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    position = schema.get_field_index("active")
+    with pa.memory_map(str(source)) as mapped:
+        reader = pa.ipc.open_file(mapped)
+
+        def write(fh: BinaryIO) -> None:
+            with pa.ipc.new_file(fh, schema) as writer:
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    active = pc.invert(pc.is_in(batch.column("case_id"), superseded))
+                    writer.write_batch(batch.set_column(position, "active", active))
+
+        atomic_write(target, write)
 
 
 def _context(root: Path, gold_path: Path, digest: str) -> _Context | None:
@@ -137,15 +178,16 @@ def _context(root: Path, gold_path: Path, digest: str) -> _Context | None:
         problems.extend(check_lineage(snapshot_of_records(root, [], digest, str(gold_path)), log))
     if rubric is None or errors_only(problems) or log.problems:
         return None
-    return _Context(rubric, evidence_ids, listed.names, gold_schema(), [], [], [], [])
+    return _Context(rubric, evidence_ids, listed.names, gold_schema(), *([] for _ in range(6)))
 
 
 def _blocks(path: Path, digest: Any) -> Iterator[bytes]:
-    """The file in blocks of whole lines, ``digest`` fed every byte."""
+    """The file in blocks of whole lines, ``digest`` (if any) fed every byte."""
     rest = b""
     with open_for_reading(path) as fh:
         while chunk := fh.read(BLOCK_BYTES):
-            digest.update(chunk)
+            if digest is not None:
+                digest.update(chunk)
             data = rest + chunk
             cut = data.rfind(b"\n") + 1
             if cut:
@@ -196,6 +238,8 @@ def _index_block(data: bytes, context: _Context, schema: pa.Schema) -> pa.Record
     context.partitions.append(table["partition"].chunk(0))
     context.groups.append(table["group"].chunk(0))
     context.keys.append(_input_keys(table))
+    context.supersedes.append(table["supersedes"].chunk(0))
+    context.hashes.append(table["response_hash"].chunk(0))
     return _index_batch(table, lines, reviews, schema)
 
 
@@ -292,8 +336,8 @@ REQUIRED = ("case_id", "partition", "group", "slice", "rubric_version", "input",
 
 def _check_values(table: pa.Table, reviews: _Reviews) -> None:
     """What pydantic checks of each record: required fields present, non-empty where a minimum
-    length is set, no null in a list, enumerations, the schema version, grading evidence; no
-    span, timestamp or correction (the full validation checks those)."""
+    length is set, no null in a list, enumerations, the schema version, grading evidence,
+    review timestamps and cited spans."""
     import pyarrow.compute as pc
 
     def column(name: str) -> pa.Array:
@@ -314,7 +358,6 @@ def _check_values(table: pa.Table, reviews: _Reviews) -> None:
         "a span or a timestamp pydantic refuses": lambda: not _annotations_valid(table, reviews),
         "an unknown confidence": lambda: not _all_in(reviews.field("confidence"), _CONFIDENCE),
         "a newer schema": lambda: not _none(pc.greater(column("schema_version"), _VERSION)),
-        "a correction": lambda: column("supersedes").null_count != table.num_rows,
         "no grading evidence": lambda: not _none(no_evidence),
     }
     for why, failed in checks.items():
@@ -426,34 +469,52 @@ def _input_keys(table: pa.Table) -> np.ndarray:
     return np.fromiter(map(hash, out), dtype=np.int64, count=len(out))
 
 
-def _check_file(context: _Context) -> None:
+def _check_file(context: _Context) -> pa.Array:
     """``_check_cross_records`` and ``_check_near_duplicates``: distinct case ids, each group in
-    one partition, the same item never in two partitions (a hash shared across partitions, even
-    by chance, is left to the full validation); no correction (the full validation follows the
-    chains)."""
+    one partition, correction chains that hold, the same item never in two partitions (an input
+    shared across partitions, even by a hash's chance, is left to the full validation); returns
+    the ids of the records a correction supersedes."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if not context.ids:
+        raise _NotProven("no records")
     ids = pa.chunked_array(context.ids, pa.string())
     if pc.count_distinct(ids).as_py() != len(ids):
         raise _NotProven("a case id used twice")
     partitions = pa.chunked_array(context.partitions, pa.string())
     groups = pa.table({"group": pa.chunked_array(context.groups, pa.string()), "p": partitions})
-    spread = groups.group_by("group").aggregate([("p", "count_distinct")])
-    if len(spread) and pc.max(spread["p_count_distinct"]).as_py() > 1:
+    if _spread(groups, "group"):
         raise _NotProven("a group in two partitions")
+    supersedes = pa.chunked_array(context.supersedes, pa.string())
+    superseded = pc.unique(supersedes.drop_null())
+    if len(superseded):
+        columns = (ids, partitions, groups["group"], supersedes, context.hashes)
+        ident = zip(
+            range(len(ids)), *(pa.chunked_array(c).to_pylist() for c in columns), strict=True
+        )
+        if check_identities(list(ident), ""):
+            raise _NotProven("a correction that does not hold")
     keys = pa.table({"key": pa.array(np.concatenate(context.keys)), "p": partitions})
-    spread = keys.group_by("key").aggregate([("p", "count_distinct")])
-    if len(spread) and pc.max(spread["p_count_distinct"]).as_py() > 1:
+    if _spread(keys.filter(pc.invert(pc.is_in(ids, superseded))), "key"):
         raise _NotProven("the same item in two partitions")
+    return superseded
+
+
+def _spread(table: pa.Table, key: str) -> bool:
+    """Some value of ``key`` is in more than one partition (column ``p``)."""
+    import pyarrow.compute as pc
+
+    spread = table.group_by(key).aggregate([("p", "count_distinct")])
+    return bool(len(spread) and pc.max(spread["p_count_distinct"]).as_py() > 1)
 
 
 def _index_batch(
     table: pa.Table, lines: pa.Array, reviews: _Reviews, schema: pa.Schema
 ) -> pa.RecordBatch:
     """The index rows of a proven block (``gold/_index.py:index_table`` of its records; every
-    record is active: a block with a correction is never proven)."""
+    record active until :func:`_mark_superseded`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

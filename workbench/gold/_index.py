@@ -108,21 +108,23 @@ def _stat_key(stat: os.stat_result) -> list[int]:
     return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
 
 
-def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
-    """sha256 of the gold file, from the memo when ``stat`` is unchanged; None if absent."""
+def _hash_gold_file(path: Path, directory: Path | None) -> tuple[str | None, list[int] | None]:
+    """sha256 of the gold file, from the memo when ``stat`` is unchanged; None if absent. Second:
+    the ``stat`` key when the file was read now and had settled (what the memo remembers), so a
+    later read may trust the hash while the key holds; None otherwise."""
     if directory is None:
-        return _hash_file(path)
+        return _hash_file(path), None
     try:
         before = os.stat(path)
     except FileNotFoundError:
-        return None
+        return None, None
     memo = directory / f"sha-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()}.json"
     key = _stat_key(before)
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
         entry = json.loads(memo.read_bytes())
         remembered = entry["sha256"]
         if entry["stat"] == key and isinstance(remembered, str) and len(remembered) == 64:
-            return remembered
+            return remembered, None  # a remembered hash is never trusted for another read
     started = time.time_ns()
     sha = _hash_file(path)
     if (
@@ -132,7 +134,8 @@ def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
     ):
         with contextlib.suppress(OSError):  # a read-only cache only costs speed
             atomic_write_bytes(memo, json.dumps({"stat": key, "sha256": sha}).encode())
-    return sha
+        return sha, key
+    return sha, None
 
 
 def gold_index(path: str | Path) -> GoldIndex:
@@ -143,7 +146,7 @@ def gold_index(path: str | Path) -> GoldIndex:
     directory = cache_dir()
     try:
         rubric = load_rubric(rubric_path)
-        gold_sha = _hash_gold_file(gold_path, directory)
+        gold_sha, hashed = _hash_gold_file(gold_path, directory)
     except Exception:  # noqa: BLE001 - any trouble: the full validation reports it in its words
         return _build(path, root, gold_path, None, None)
     if gold_sha is None:
@@ -174,7 +177,22 @@ def gold_index(path: str | Path) -> GoldIndex:
     if cached is not None:
         releases = _gold_releases(root)
         return GoldIndex(root, gold_path, rubric, digest, releases, cached, from_cache=True)
+    unchanged = (lambda: _stat_key(os.stat(gold_path)) == hashed) if hashed is not None else None
+    if directory is not None and _stream(root, gold_path, key, digest, unchanged):
+        table = _read(directory / f"gold-{key}.arrow", key, digest)
+        if table is not None:
+            rubric = load_rubric(root / RUBRIC_FILE)
+            return GoldIndex(root, gold_path, rubric, digest, _gold_releases(root), table, False)
     return _build(path, root, gold_path, key if directory is not None else None, digest)
+
+
+def _stream(
+    root: Path, gold_path: Path, key: str, digest: str, unchanged: Callable[[], bool] | None
+) -> bool:
+    """Build the index in one pass (``gold/_columnar.py``); False when it cannot."""
+    target = cache_dir() / f"gold-{key}.arrow"  # type: ignore[operator]
+    schema = _stamped(index_schema(), key, digest)
+    return stream_index(root, gold_path, target, schema, digest, unchanged)
 
 
 def _gold_releases(root: Path) -> tuple[Release, ...]:
@@ -198,14 +216,6 @@ def _version() -> str:
 def _build(
     path: str | Path, root: Path, gold_path: Path, key: str | None, digest: str | None
 ) -> GoldIndex:
-    if key is not None and digest is not None:  # one pass, when the columns prove it valid
-        target = cache_dir() / f"gold-{key}.arrow"  # type: ignore[operator]
-        if stream_index(root, gold_path, target, _stamped(index_schema(), key, digest), digest):
-            table = _read(target, key, digest)
-            if table is not None:
-                rubric = load_rubric(root / RUBRIC_FILE)
-                releases = _gold_releases(root)
-                return GoldIndex(root, gold_path, rubric, digest, releases, table, False)
     dataset = load_dataset(path)
     table = index_table(dataset)
     index = GoldIndex(
