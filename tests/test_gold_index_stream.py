@@ -29,6 +29,18 @@ def _stream(gold: Path, tmp_path: Path) -> bool:
     return columnar.stream_index(gold, gold / "gold.jsonl", tmp_path / "i.arrow", schema, digest)
 
 
+def _refused_as_before(gold: Path, tmp_path: Path) -> list[Any]:
+    """The dataset has errors, the one pass does not vouch for it, and the index refuses it
+    with the full validation's problems, every one."""
+    report = validate_dataset(gold)
+    assert report.errors
+    assert not _stream(gold, tmp_path)
+    with pytest.raises(WorkbenchError) as refused:
+        gold_index(gold)
+    assert refused.value.problems == report.errors
+    return report.errors
+
+
 def _rich() -> list[Any]:
     """Valid cases exercising every index column: metadata keys absent in some rows, non-ASCII
     and escaped text, null and empty rationales, no reason, reference only, cited evidence, no
@@ -152,15 +164,8 @@ def test_an_invalid_line_is_left_to_the_full_validation_and_its_problems(
     valid = [make_case(f"c{i}") for i in range(3)] if damage != "blank" else []
     lines = [*valid, INVALID[damage](make_case("c3"))]  # "blank": an empty dataset
     gold = make_dataset(lines)
-    report = validate_dataset(gold)
-    assert report.errors  # the damage is an error the index must not hide
-    assert not columnar.stream_index(
-        gold, gold / "gold.jsonl", tmp_path / "i.arrow", index_schema(), "0" * 64
-    )
+    _refused_as_before(gold, tmp_path)  # the damage is an error the index must not hide
     assert not (tmp_path / "i.arrow").exists()
-    with pytest.raises(WorkbenchError) as refused:
-        gold_index(gold)
-    assert refused.value.problems == report.errors  # every problem, in the full validation's words
     assert not list(cache_dir().glob("gold-*.arrow"))  # type: ignore[union-attr]
 
 
@@ -214,12 +219,7 @@ INVALID_ANNOTATIONS: dict[str, Any] = {
 def test_an_annotation_pydantic_refuses_is_refused_as_before(make_dataset, tmp_path, damage):
     lines = [make_case(f"c{i}") for i in range(3)]
     gold = make_dataset([*lines, INVALID_ANNOTATIONS[damage](make_case("c3"))])
-    report = validate_dataset(gold)
-    assert report.errors
-    assert not _stream(gold, tmp_path)
-    with pytest.raises(WorkbenchError) as refused:
-        gold_index(gold)
-    assert refused.value.problems == report.errors
+    _refused_as_before(gold, tmp_path)
 
 
 def _correction(
@@ -274,12 +274,7 @@ BROKEN_CORRECTIONS: dict[str, Any] = {
 def test_a_broken_correction_is_refused_as_before(make_dataset, tmp_path, damage):
     lines = [make_case(f"c{i}") for i in range(3)] + BROKEN_CORRECTIONS[damage]
     gold = make_dataset(lines)
-    report = validate_dataset(gold)
-    assert report.errors
-    assert not _stream(gold, tmp_path)
-    with pytest.raises(WorkbenchError) as refused:
-        gold_index(gold)
-    assert refused.value.problems == report.errors
+    _refused_as_before(gold, tmp_path)
 
 
 UNPROVEN: dict[str, Any] = {
@@ -320,11 +315,8 @@ def test_a_dataset_changed_since_its_release_is_validated_in_full(make_dataset, 
     assert not _stream(gold, tmp_path)
     _same_index(gold)
     write_dataset(gold, [{**cases[0], "slice": "billing"}, *cases[1:]])  # a frozen case edited
-    report = validate_dataset(gold)
-    assert [p.code for p in report.errors] == ["frozen_case_edited"]
-    with pytest.raises(WorkbenchError) as refused:
-        gold_index(gold)
-    assert refused.value.problems == report.errors
+    errors = _refused_as_before(gold, tmp_path)
+    assert [p.code for p in errors] == ["frozen_case_edited"]
 
 
 def test_a_release_by_an_approver_no_longer_listed_is_refused_as_before(make_dataset, tmp_path):
@@ -339,12 +331,7 @@ def test_a_release_by_an_approver_no_longer_listed_is_refused_as_before(make_dat
     assert config is not None
     raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     config.write_text(yaml.safe_dump({**raw, "approvers": ["someone-else"]}), encoding="utf-8")
-    report = validate_dataset(gold)
-    assert "approver_unknown" in {p.code for p in report.errors}
-    assert not _stream(gold, tmp_path)
-    with pytest.raises(WorkbenchError) as refused:
-        gold_index(gold)
-    assert refused.value.problems == report.errors
+    assert "approver_unknown" in {p.code for p in _refused_as_before(gold, tmp_path)}
 
 
 def test_a_dataset_changed_while_read_is_not_cached(make_dataset, tmp_path):
