@@ -59,7 +59,9 @@ def _rich() -> list[Any]:
             response='say "hi"\n\u2028 \U0001f600',
         ),
         "",
-        make_case("c4", partition="held_out", slice="billing", grading_notes=None, reference="r"),
+        make_case(  # written with \u escapes (json.dumps) beside a null
+            "c4", partition="held_out", slice="billing", grading_notes=None, reference="ré"
+        ),
     ]
     cases[4]["adjudication"] = {"label": "pass"}
     cases[2]["adjudication"] = {"label": "fail", "reason": "both said so", "adjudicator": "lead"}
@@ -281,6 +283,7 @@ UNPROVEN: dict[str, Any] = {
     "number_in_metadata": lambda c: _edit(c, metadata={"n": 3, "nested": {"a": [1]}}),
     "date_in_metadata": lambda c: _edit(c, metadata={"sampled": "2026-11-29"}),
     "null_in_metadata": lambda c: _edit(c, metadata={"language": None}),
+    "escaped_metadata_key_null": lambda c: json.dumps(c)[:-1] + ', "metadata": {"a\\/b": null}}',
 }
 
 
