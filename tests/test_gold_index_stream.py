@@ -100,6 +100,15 @@ def test_the_one_pass_reads_the_file_in_blocks(make_dataset, tmp_path, monkeypat
     _same_index(gold)
 
 
+def test_windows_line_ends_and_padding_are_read_as_the_full_validation_reads_them(
+    make_dataset, tmp_path
+):
+    lines = [" \t" + json.dumps(make_case(f"c{i}")) + "  \r" for i in range(3)]
+    gold = make_dataset([*lines, "\r", json.dumps(make_case("c3"))])
+    assert _stream(gold, tmp_path)
+    _same_index(gold)
+
+
 def _edit(case: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return {**case, **changes}
 
