@@ -74,14 +74,11 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(cases: int, repeats: int, data: Path | None, src: Path | None) -> dict[str, Any]:
-    from synth import write_synthetic
+    from synth import synthetic_files
 
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
-        where = data if data is not None else Path(tmp)
-        gold, results = where / "gold", where / "results.jsonl"
-        if not (gold / "gold.jsonl").is_file() or not results.is_file():
-            gold, results = write_synthetic(where, cases)
+        gold, results = synthetic_files(data if data is not None else Path(tmp), cases)
         warm = Path(tmp) / "warm-cache"
         measure(gold, results, warm, src)  # builds the warm index, unmeasured
         runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
