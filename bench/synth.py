@@ -149,3 +149,11 @@ def write_synthetic(
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def synthetic_files(where: Path, n_cases: int) -> tuple[Path, Path]:
+    """The gold directory and results file in ``where``, written there unless both exist."""
+    gold, results = where / "gold", where / "results.jsonl"
+    if not (gold / "gold.jsonl").is_file() or not results.is_file():
+        gold, results = write_synthetic(where, n_cases)
+    return gold, results

@@ -19,7 +19,7 @@ from ._dataset import (
     resolve_paths,
     validate_dataset,
 )
-from ._index import GoldIndex, gold_index, index_table
+from ._index import GoldIndex, gold_index, index_table, record_json
 from ._records import PARTITIONS, Adjudication, GoldCase, Partition, Review, Span, partition_name
 from ._release import FIELD_GROUPS, GoldLineage, case_hashes, freeze, gold_lineage, gold_snapshot
 from ._rubric import (
@@ -58,4 +58,4 @@ __all__ += [
     "Ambiguity",
     "ErrorCost",
 ]
-__all__ += ["index_table"]
+__all__ += ["index_table", "record_json"]

@@ -629,7 +629,11 @@ _Ident = tuple[int, str | None, str | None, str | None, str | None, str | None]
 
 def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
     """Records must not share an id, split a group, or break a correction chain."""
-    ident = _identities(lines)
+    return check_identities(_identities(lines), loc)
+
+
+def check_identities(ident: list[_Ident], loc: str) -> list[Problem]:
+    """:func:`_check_cross_records` of the records' identity fields."""
     out = Problems()
     _check_duplicate_ids(ident, loc, out)
     _check_group_leakage(ident, loc, out)

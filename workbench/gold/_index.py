@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from .._io import atomic_write, atomic_write_bytes, open_for_reading, sha256_file, sha256_json
 from ..approval import RELEASES_FILE, Release, project_config, read_release_log
+from ._columnar import stream_index
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, Released, load_dataset, resolve_paths
 from ._records import GoldCase
 from ._rubric import Rubric, load_rubric
@@ -25,9 +26,10 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5
 """Version of the cached index layout; part of the cache key (3: the group; 4: the response
-length, the reviewers' confidences and the metadata, for breakdowns by case field)."""
+length, the reviewers' confidences and the metadata, for breakdowns by case field; 5: ``record``
+is the line as written when the index is built in one pass, :func:`record_json` reads it)."""
 CACHE_ENV = "WORKBENCH_CACHE_DIR"
 """Environment variable naming the cache directory (shared with the verdict cache)."""
 SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
@@ -41,7 +43,8 @@ INDEX_COLUMNS = (
     + ("response_chars", "confidences", "metadata")
 )
 """One row per gold record in file order; ``active`` is False for superseded records;
-``search_text`` is what the review widget searches; ``record`` is the record as JSON;
+``search_text`` is what the review widget searches; ``record`` is the record's JSON (its line as
+written, or as validated: :func:`record_json` reads either as the validated record);
 ``response_chars`` the response's length in characters; ``confidences`` each review's confidence
 (null when not stated); ``metadata`` the record's metadata as text (a string as it is, any other
 value as JSON)."""
@@ -105,21 +108,23 @@ def _stat_key(stat: os.stat_result) -> list[int]:
     return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
 
 
-def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
-    """sha256 of the gold file, from the memo when ``stat`` is unchanged; None if absent."""
+def _hash_gold_file(path: Path, directory: Path | None) -> tuple[str | None, list[int] | None]:
+    """sha256 of the gold file, from the memo when ``stat`` is unchanged; None if absent. Second:
+    the ``stat`` key when the file was read now and had settled (what the memo remembers), so a
+    later read may trust the hash while the key holds; None otherwise."""
     if directory is None:
-        return _hash_file(path)
+        return _hash_file(path), None
     try:
         before = os.stat(path)
     except FileNotFoundError:
-        return None
+        return None, None
     memo = directory / f"sha-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()}.json"
     key = _stat_key(before)
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
         entry = json.loads(memo.read_bytes())
         remembered = entry["sha256"]
         if entry["stat"] == key and isinstance(remembered, str) and len(remembered) == 64:
-            return remembered
+            return remembered, None  # a remembered hash is never trusted for another read
     started = time.time_ns()
     sha = _hash_file(path)
     if (
@@ -129,7 +134,8 @@ def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
     ):
         with contextlib.suppress(OSError):  # a read-only cache only costs speed
             atomic_write_bytes(memo, json.dumps({"stat": key, "sha256": sha}).encode())
-    return sha
+        return sha, key
+    return sha, None
 
 
 def gold_index(path: str | Path) -> GoldIndex:
@@ -140,7 +146,7 @@ def gold_index(path: str | Path) -> GoldIndex:
     directory = cache_dir()
     try:
         rubric = load_rubric(rubric_path)
-        gold_sha = _hash_gold_file(gold_path, directory)
+        gold_sha, hashed = _hash_gold_file(gold_path, directory)
     except Exception:  # noqa: BLE001 - any trouble: the full validation reports it in its words
         return _build(path, root, gold_path, None, None)
     if gold_sha is None:
@@ -171,7 +177,22 @@ def gold_index(path: str | Path) -> GoldIndex:
     if cached is not None:
         releases = _gold_releases(root)
         return GoldIndex(root, gold_path, rubric, digest, releases, cached, from_cache=True)
+    unchanged = (lambda: _stat_key(os.stat(gold_path)) == hashed) if hashed is not None else None
+    if directory is not None and _stream(root, gold_path, key, digest, unchanged):
+        table = _read(directory / f"gold-{key}.arrow", key, digest)
+        if table is not None:
+            rubric = load_rubric(root / RUBRIC_FILE)
+            return GoldIndex(root, gold_path, rubric, digest, _gold_releases(root), table, False)
     return _build(path, root, gold_path, key if directory is not None else None, digest)
+
+
+def _stream(
+    root: Path, gold_path: Path, key: str, digest: str, unchanged: Callable[[], bool] | None
+) -> bool:
+    """Build the index in one pass (``gold/_columnar.py``); False when it cannot."""
+    target = cache_dir() / f"gold-{key}.arrow"  # type: ignore[operator]
+    schema = _stamped(index_schema(), key, digest)
+    return stream_index(root, gold_path, target, schema, digest, unchanged)
 
 
 def _gold_releases(root: Path) -> tuple[Release, ...]:
@@ -206,39 +227,59 @@ def _build(
     return index
 
 
+def index_schema() -> pa.Schema:
+    """The types of :data:`INDEX_COLUMNS`."""
+    import pyarrow as pa
+
+    strings, lists = pa.string(), pa.list_(pa.string())
+    kinds = dict.fromkeys(INDEX_COLUMNS, strings)
+    kinds.update(dict.fromkeys(("tags", "reviewers", "review_labels", "confidences"), lists))
+    kinds.update(active=pa.bool_(), response_chars=pa.int64())
+    kinds.update(metadata=pa.map_(strings, strings))
+    return pa.schema(list(kinds.items()))
+
+
+def record_json(text: str) -> dict[str, Any]:
+    """A row's ``record`` as the validated record's JSON (every field, defaults included)."""
+    return GoldCase.model_validate_json(text).model_dump(mode="json")
+
+
 def index_table(dataset: GoldDataset) -> pa.Table:
     """The index columns of a loaded dataset (built in chunks: a column's Python values for
     a chunk of records at a time, never for the whole dataset)."""
     import pyarrow as pa
 
     active = dataset.cases
-    strings, lists = pa.string(), pa.list_(pa.string())
-    columns: dict[str, tuple[Callable[[GoldCase], Any], pa.DataType]] = {
-        "case_id": (lambda r: r.case_id, strings),
-        "partition": (lambda r: r.partition.value, strings),
-        "slice": (lambda r: r.slice, strings),
-        "group": (lambda r: r.group, strings),
-        "label": (lambda r: r.gold_label, strings),
-        "response_hash": (lambda r: r.response_hash, strings),
-        "active": (lambda r: active.get(r.case_id) is r, pa.bool_()),
-        "tags": (lambda r: r.tags, lists),
-        "reviewers": (lambda r: [v.reviewer for v in r.reviews], lists),
-        "review_labels": (lambda r: [v.label for v in r.reviews], lists),
-        "search_text": (_search_text, strings),
-        "record": (lambda r: r.model_dump_json(), strings),
-        "response_chars": (lambda r: len(r.response), pa.int64()),
-        "confidences": (lambda r: [v.confidence for v in r.reviews], lists),
-        "metadata": (_metadata_text, pa.map_(strings, strings)),
+    columns: dict[str, Callable[[GoldCase], Any]] = {
+        "case_id": lambda r: r.case_id,
+        "partition": lambda r: r.partition.value,
+        "slice": lambda r: r.slice,
+        "group": lambda r: r.group,
+        "label": lambda r: r.gold_label,
+        "response_hash": lambda r: r.response_hash,
+        "active": lambda r: active.get(r.case_id) is r,
+        "tags": lambda r: r.tags,
+        "reviewers": lambda r: [v.reviewer for v in r.reviews],
+        "review_labels": lambda r: [v.label for v in r.reviews],
+        "search_text": _search_text,
+        "record": lambda r: r.model_dump_json(),
+        "response_chars": lambda r: len(r.response),
+        "confidences": lambda r: [v.confidence for v in r.reviews],
+        "metadata": _metadata_text,
     }
     records = dataset.records
     chunks = range(0, max(len(records), 1), INDEX_CHUNK)
+    schema = index_schema()
     return pa.table(
         {
-            name: pa.chunked_array(
-                [pa.array([get(r) for r in records[i : i + INDEX_CHUNK]], kind) for i in chunks],
-                kind,
+            f.name: pa.chunked_array(
+                [
+                    pa.array([columns[f.name](r) for r in records[i : i + INDEX_CHUNK]], f.type)
+                    for i in chunks
+                ],
+                f.type,
             )
-            for name, (get, kind) in columns.items()
+            for f in schema
         }
     )
 
@@ -279,12 +320,17 @@ def _read(path: Path, key: str, digest: str) -> pa.Table | None:
     return table.replace_schema_metadata(None)
 
 
+def _stamped(schema: pa.Schema, key: str, digest: str) -> pa.Schema:
+    """``schema`` with the cache key and dataset hash a cached index is trusted by."""
+    meta = {"key": key, "dataset_sha256": digest, "format": str(INDEX_FORMAT)}
+    return schema.with_metadata({f"workbench.{k}": v for k, v in meta.items()})
+
+
 def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
     """Write the index atomically, streamed to the file (never whole in memory twice)."""
     import pyarrow as pa
 
-    meta = {"key": key, "dataset_sha256": digest, "format": str(INDEX_FORMAT)}
-    stamped = table.replace_schema_metadata({f"workbench.{k}": v for k, v in meta.items()})
+    stamped = table.replace_schema_metadata(_stamped(table.schema, key, digest).metadata)
 
     def write(fh: BinaryIO) -> None:
         with pa.ipc.new_file(fh, stamped.schema) as writer:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..align import read_evidence
 from ..errors import WorkbenchError, refusal
-from ..gold import Partition
+from ..gold import Partition, record_json
 from ..results import ResultLines
 
 ERROR_CLASSES: tuple[str, ...] = (
@@ -337,12 +337,10 @@ class _Details:
         self.lines = lines
 
     def __call__(self, position: int) -> dict[str, Any]:
-        import json
-
         row, case_id, shard, line = (
             self.where[c][position].as_py() for c in self.where.column_names
         )
-        record = json.loads(self.records[row].as_py())
+        record = record_json(self.records[row].as_py())  # every field, as validated
         result = self.lines.result(shard, line, case_id) if line is not None else None
         return {
             **{name: record[name] for name in _RECORD_COLUMNS},
