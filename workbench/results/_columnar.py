@@ -4,8 +4,9 @@ a block valid it returns None and the caller runs the strict reader, which names
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -29,6 +30,8 @@ SHARD_SUFFIXES = (".jsonl", ".parquet")
 """Files of a results directory that are shards; anything else in it is ignored."""
 BLOCK_BYTES = 8 << 20
 """Bytes read, parsed and checked at once (buffers reused from block to block)."""
+CACHED_ROWS = 1 << 18
+"""Rows of a cached file handed on at once."""
 
 NARROW = (
     ("case_id", "response_hash", "value", "reason", "error_kind", "error_message")
@@ -123,18 +126,83 @@ def read_columnar(
     identities: dict[str, JudgeIdentity] = {}
     try:
         for number, file in enumerate(files):
-            digest = hashlib.sha256()
-            blocks = _parquet_blocks if file.suffix == ".parquet" else _jsonl_blocks
-            for table, first_line in blocks(file, digest):
-                checked = _check(table, first_line, number, identities)
+            for checked in _checked(file, number, identities, digests):
                 tables.append(block(checked) if block is not None else checked)
-            digests[file.name] = digest.hexdigest()
     except (_Refuse, pa.ArrowException, OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None  # e.g. nesting deeper than the checks follow: the strict reader says why
     sha = sha256_json(digests) if p.is_dir() else digests[files[0].name]
     empty = _narrow_schema().empty_table()
     table = pa.concat_tables(tables) if tables else (block(empty) if block is not None else empty)
     return ColumnarResults(table=table, sha256=sha, identities=identities, shards=tuple(files))
+
+
+def _checked(
+    file: Path, number: int, identities: dict[str, JudgeIdentity], digests: dict[str, str]
+) -> Iterator[pa.Table]:
+    """The checked blocks of shard ``number``: from the results cache when it holds the file's
+    bytes (:mod:`._cache`), else parsed and checked (and then kept in the cache); its sha256 goes
+    into ``digests``."""
+    from . import _cache
+
+    directory = _cache.cache_dir() if file.suffix == ".jsonl" else None
+    sha = None
+    if directory is not None:
+        sha, cached = _cache.load(directory, file, _narrow_schema())
+        if cached is not None:
+            yield from _from_cache(cached, number, identities)
+            digests[file.name] = sha
+            return
+    writer = None
+    if directory is not None:
+        with contextlib.suppress(OSError):  # a read-only or full cache only costs speed
+            writer = _cache.Writer(directory, _narrow_schema())
+    digest = hashlib.sha256()
+    blocks = _parquet_blocks if file.suffix == ".parquet" else _jsonl_blocks
+    judges: set[str] = set()
+    try:
+        for table, first_line in blocks(file, digest):
+            checked = _check(table, first_line, number, identities)
+            if writer is not None:
+                writer.add(checked)
+                judges.update(_unique(checked["judge_fingerprint"]))
+            yield checked
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    digests[file.name] = digest.hexdigest()
+    if writer is not None and digest.hexdigest() == sha:  # the file did not change meanwhile
+        kept = {fp: identities[fp].model_dump(mode="json") for fp in judges}
+        with contextlib.suppress(OSError):
+            writer.commit(digest.hexdigest(), kept)
+    elif writer is not None:
+        writer.discard()
+
+
+def _unique(column: Any) -> list[str]:
+    import pyarrow.compute as pc
+
+    return [str(v) for v in pc.unique(column).to_pylist()]
+
+
+def _from_cache(
+    cached: Any, number: int, identities: dict[str, JudgeIdentity]
+) -> Iterator[pa.Table]:
+    """A cache entry's blocks as shard ``number``; its judges among ``identities``."""
+    import numpy as np
+    import pyarrow as pa
+
+    for fp, identity in cached.identities.items():
+        known = identities.get(fp)
+        if known is not None and known != identity:
+            raise _Refuse("one fingerprint, two identities across blocks")
+        identities.setdefault(fp, identity)
+    table = cached.table
+    at = table.schema.get_field_index("shard")
+    shard = pa.array(np.full(table.num_rows, number, dtype=np.int32))
+    table = table.set_column(at, "shard", shard)
+    for start in range(0, table.num_rows, CACHED_ROWS):
+        yield table.slice(start, CACHED_ROWS)
 
 
 def _narrow_schema() -> pa.Schema:
