@@ -92,12 +92,13 @@ def test_a_changed_results_file_is_read_again(files, parses):
 
 
 def _flip_first_value(entry: Path) -> None:
-    table = pa.ipc.open_file(pa.py_buffer(entry.read_bytes())).read_all()
+    table = pa.ipc.open_stream(pa.py_buffer(entry.read_bytes())).read_all()
     values = table["value"].to_pylist()
     values[0] = "fail" if values[0] == "pass" else "pass"
     at = table.schema.get_field_index("value")
-    forged = table.set_column(at, table.schema.field(at), pa.array(values, pa.string()))
-    with pa.OSFile(str(entry), "wb") as sink, pa.ipc.new_file(sink, forged.schema) as writer:
+    kind = table.schema.field(at).type
+    forged = table.set_column(at, "value", pa.array(values, pa.string()).cast(kind))
+    with pa.OSFile(str(entry), "wb") as sink, pa.ipc.new_stream(sink, forged.schema) as writer:
         writer.write_table(forged)
 
 
