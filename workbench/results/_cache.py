@@ -31,9 +31,6 @@ CACHE_FORMAT = 1
 SWITCH_ENV = "WORKBENCH_RESULTS_CACHE"
 """``WORKBENCH_RESULTS_CACHE=off`` disables the results cache (every read parses in full)."""
 _HASH_BUFFER = 1 << 20
-ENCODED = ("judge_fingerprint", "run_id", "partition", "dataset_sha256", "rubric_version")
-ENCODED += ("value", "reason", "error_kind", "error_message", "cached_from_run_id")
-"""Columns kept dictionary-encoded (few distinct values: half the entry's bytes)."""
 
 
 def cache_dir() -> Path | None:
@@ -115,22 +112,14 @@ def load(directory: Path, path: Path, schema: pa.Schema) -> tuple[str, Cached | 
         }
         if (
             recorded["key"] != key
-            or not table.schema.equals(_encoded(schema))
+            or not table.schema.equals(schema)
             or any(identity.fingerprint() != fp for fp, identity in identities.items())
             or set(identities) != set(pc.unique(table["judge_fingerprint"]).to_pylist())
         ):
             return sha, None
     except (OSError, ValueError, TypeError, KeyError, AttributeError, pa.ArrowException):
         return sha, None
-    return sha, Cached(sha, table.cast(schema), identities)
-
-
-def _encoded(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with the columns :data:`ENCODED` dictionary-encoded."""
-    import pyarrow as pa
-
-    kinds = {name: pa.dictionary(pa.int32(), pa.string()) for name in ENCODED}
-    return pa.schema([f.with_type(kinds.get(f.name, f.type)) for f in schema])
+    return sha, Cached(sha, table, identities)
 
 
 class _Hashing:
@@ -163,11 +152,10 @@ class Writer:
         self.directory = directory
         self.fh = os.fdopen(fd, "wb")
         self.sink = _Hashing(self.fh)
-        self.schema = _encoded(schema)
-        self.writer = pa.ipc.new_stream(pa.PythonFile(self.sink, mode="w"), self.schema)
+        self.writer = pa.ipc.new_stream(pa.PythonFile(self.sink, mode="w"), schema)
 
     def add(self, block: pa.Table) -> None:
-        self.writer.write_table(block.cast(self.schema))
+        self.writer.write_table(block)
 
     def commit(self, sha256: str, identities: dict[str, Any]) -> None:
         """Keep the entry as the one of ``sha256``."""
