@@ -164,3 +164,17 @@ def test_the_cache_can_be_switched_off(files, parses, monkeypatch):
     assert parses == [results, results]
     monkeypatch.delenv("WORKBENCH_RESULTS_CACHE")
     assert entries() == []
+
+
+def test_a_cache_that_cannot_be_written_only_costs_speed(files, parses, monkeypatch):
+    """A full disk while an entry is written: the read goes on, nothing half-written is kept."""
+    gold, results = files
+
+    def full(self, table):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pa.ipc.RecordBatchStreamWriter, "write_table", full)
+    assert read_columnar(results) is not None
+    directory = _cache.cache_dir()
+    assert directory is not None and not list(directory.iterdir())
+    assert align(gold, results).model_dump(mode="json") == reference(gold, results)

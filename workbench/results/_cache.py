@@ -152,20 +152,36 @@ class Writer:
         self.directory = directory
         self.fh = os.fdopen(fd, "wb")
         self.sink = _Hashing(self.fh)
+        self.broken = False
         self.writer = pa.ipc.new_stream(pa.PythonFile(self.sink, mode="w"), schema)
 
     def add(self, block: pa.Table) -> None:
-        self.writer.write_table(block)
+        import pyarrow as pa
+
+        if self.broken:
+            return
+        try:
+            self.writer.write_table(block)
+        except (OSError, pa.ArrowException):  # e.g. a full disk: the read goes on uncached
+            self.broken = True
 
     def commit(self, sha256: str, identities: dict[str, Any]) -> None:
-        """Keep the entry as the one of ``sha256``."""
-        self.writer.close()
-        self.fh.close()
+        """Keep the entry as the one of ``sha256`` (nothing when a write failed)."""
+        import pyarrow as pa
+
+        if self.broken:
+            self.discard()
+            return
         key = _key(sha256)
-        os.replace(self.tmp, self.directory / f"results-{key}.arrow")
-        note = {"key": key, "content_sha256": self.sink.digest.hexdigest()}
-        note["identities"] = identities  # type: ignore[assignment]
-        atomic_write_bytes(self.directory / f"results-{key}.json", json.dumps(note).encode())
+        note = {"key": key, "content_sha256": "", "identities": identities}
+        try:
+            self.writer.close()
+            self.fh.close()
+            note["content_sha256"] = self.sink.digest.hexdigest()
+            os.replace(self.tmp, self.directory / f"results-{key}.arrow")
+            atomic_write_bytes(self.directory / f"results-{key}.json", json.dumps(note).encode())
+        except (OSError, pa.ArrowException):  # a read-only or full cache only costs speed
+            self.discard()
 
     def discard(self) -> None:
         with contextlib.suppress(Exception):

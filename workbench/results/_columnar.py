@@ -173,8 +173,7 @@ def _checked(
     digests[file.name] = digest.hexdigest()
     if writer is not None and digest.hexdigest() == sha:  # the file did not change meanwhile
         kept = {fp: identities[fp].model_dump(mode="json") for fp in judges}
-        with contextlib.suppress(OSError):
-            writer.commit(digest.hexdigest(), kept)
+        writer.commit(digest.hexdigest(), kept)
     elif writer is not None:
         writer.discard()
 
