@@ -267,6 +267,13 @@ def run(
     }
     for mode, values in med.items():
         figures[mode] = {k: round(v, 3) for k, v in values.items()}
+        for k in ("wall_s", "cpu_s"):  # the range over the repeats beside the median
+            seen = [r[k] for r in runs.get(mode, [])]
+            if seen:
+                cast("dict[str, object]", figures[mode])[k[:-2] + "_range"] = [
+                    round(min(seen), 3),
+                    round(max(seen), 3),
+                ]
     align_wall = med["align"]["wall_s"]
     figures["ratios_wall"] = {
         f"align_over_{m}": round(align_wall / med[m]["wall_s"], 2) for m in med if m != "align"
