@@ -151,7 +151,7 @@ def test_refused_input_is_not_cached(files, parses):
 
 def test_a_file_that_changed_while_read_is_not_cached(files, parses, monkeypatch):
     _, results = files
-    monkeypatch.setattr(_cache, "file_sha256", lambda path: "0" * 64)  # hashed before a write
+    monkeypatch.setattr(_cache, "sha256_file", lambda path: "0" * 64)  # hashed before a write
     assert read_columnar(results) is not None
     assert entries() == []
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .._io import atomic_write_bytes, max_line_bytes, open_for_reading, sha256_json
+from .._io import atomic_write_bytes, max_line_bytes, open_for_reading, sha256_file, sha256_json
 
 if TYPE_CHECKING:
     from io import BufferedIOBase
@@ -30,7 +30,6 @@ CACHE_FORMAT = 1
 """Version of the cached layout; part of the key."""
 SWITCH_ENV = "WORKBENCH_RESULTS_CACHE"
 """``WORKBENCH_RESULTS_CACHE=off`` disables the results cache (every read parses in full)."""
-_HASH_BUFFER = 1 << 20
 
 
 def cache_dir() -> Path | None:
@@ -40,18 +39,6 @@ def cache_dir() -> Path | None:
         return None
     raw = os.environ.get("WORKBENCH_CACHE_DIR", "").strip()
     return (Path(raw) if raw else Path.home() / ".cache" / "judge-workbench") / "results"
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, read once into one reused buffer."""
-    digest = hashlib.sha256()
-    buf = bytearray(_HASH_BUFFER)
-    view = memoryview(buf)
-    with open_for_reading(path) as fh:
-        reader = cast("BufferedIOBase", fh)
-        while got := reader.readinto(buf):
-            digest.update(view[:got])
-    return digest.hexdigest()
 
 
 def _read_bytes(path: Path) -> bytearray:
@@ -98,7 +85,7 @@ def load(directory: Path, path: Path, schema: pa.Schema) -> tuple[str, Cached | 
 
     from ._contract import JudgeIdentity
 
-    sha = file_sha256(path)
+    sha = sha256_file(path)
     key = _key(sha)
     entry, note = directory / f"results-{key}.arrow", directory / f"results-{key}.json"
     try:
