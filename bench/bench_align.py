@@ -9,11 +9,14 @@ same run:
 
 - ``align``: ``workbench.align.align`` with a warm gold index (the production path; the
   cache is built once, by ``align_cold``);
-- ``migrated``: the same over the same results written as schema version 1 and migrated
-  (``workbench.results.migrate_results_file`` with the gold, what ``workbench import results``
-  does with a v1 file): every line keeps its ``migration`` object (``ratios_wall``
-  ``migrated_over_align``: the cost of reading migrated results; about 1 when they take the
-  columnar path);
+- ``align_parse``: ``align`` with the results cache off (``WORKBENCH_RESULTS_CACHE=off``): the
+  first read of a results file, every field parsed and checked (the gold index warm);
+- ``migrated``: ``align`` over the same results written as schema version 1 (reasons kept on
+  verdicts only, as version 1 wrote them) and declared with ``workbench import results`` (the
+  CLI, in a subprocess; what a user runs): every line keeps its ``migration`` object, whose
+  ``filled`` keys differ from line to line (``ratios_wall`` ``migrated_over_align``: about 1
+  when they are read as fast as native results); at 1M the import itself takes too long
+  (``--skip migrated``);
 - ``align_by``: ``align --by language --by slice``: the same evidence, then
   ``workbench.align.breakdown`` over the gold index's columns (``ratios_wall``
   ``align_over_align_by``: its inverse is what the breakdown costs on top of align);
@@ -58,12 +61,12 @@ MEASURE = (
     + r"""
 mode, gold, results, partition = sys.argv[1:5]
 t_import = time.perf_counter()
-if mode in ("align", "align_cold", "per_record", "migrated", "align_by"):
+if mode in ("align", "align_cold", "align_parse", "per_record", "migrated", "align_by"):
     import workbench.align, workbench.gold
 t_import = time.perf_counter() - t_import
 t0 = time.perf_counter()
 c0 = time.process_time()
-if mode in ("align", "align_cold", "migrated"):
+if mode in ("align", "align_cold", "align_parse", "migrated"):
     report = workbench.align.align(gold, results, partition=partition)
     n = report.overall.n
 elif mode == "align_by":
@@ -142,10 +145,10 @@ print(json.dumps(out))
 )
 
 MODES = ("baseline", "arrow_parse", "python_join", "duckdb", "per_record", "align", "migrated")
-MODES += ("align_by",)
-V1_FILLED = ("schema_version", "reason", "partition", "attempt", "repeat")
+MODES += ("align_by", "align_parse")
+V1_FILLED = ("schema_version", "partition", "attempt", "repeat")
 """What a schema-version-1 line may leave out (version 1 defaulted them): the ``migrated`` mode
-strips them and migrates the file back."""
+strips them (and ``reason`` where the judge gave none) and imports the file back."""
 SKIPPABLE = (*MODES, "align_cold")
 
 
@@ -158,6 +161,8 @@ def measure(
     src: Path | None = None,
 ) -> dict[str, Any]:
     env = {**os.environ, "WORKBENCH_CACHE_DIR": str(cache), "RAGAS_DO_NOT_TRACK": "true"}
+    if mode == "align_parse":
+        env["WORKBENCH_RESULTS_CACHE"] = "off"
     if src is not None:
         env["BENCH_WORKBENCH_SRC"] = str(src)
     out = subprocess.run(
@@ -173,23 +178,30 @@ def measure(
     return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
 
-def write_migrated(gold: Path, results: Path) -> Path:
-    """``results`` as a schema-version-1 file migrated with ``gold``, beside it (kept)."""
-    from workbench.results import migrate_results_file
-
-    out = results.with_name("results-migrated.jsonl")
-    if out.is_file():
-        return out
+def write_migrated(gold: Path, results: Path, src: Path | None = None) -> Path:
+    """``results`` as a schema-version-1 file declared with ``workbench import results``
+    against ``gold`` (the CLI, in a project of its own), beside it (kept)."""
+    out = results.with_name("results-imported")
+    if (out / "results.jsonl").is_file():
+        return out / "results.jsonl"
     v1 = results.with_name("results-v1.jsonl")
     with open(results, encoding="utf-8") as fh, open(v1, "w", encoding="utf-8") as dst:
         for line in fh:
             row = json.loads(line)
-            for name in V1_FILLED:
+            for name in (*V1_FILLED, *(("reason",) if row["reason"] is None else ())):
                 row.pop(name, None)
             dst.write(json.dumps(row) + "\n")
-    migrate_results_file(v1, gold=gold, out=out)
+    with tempfile.TemporaryDirectory() as project:
+        config = "held_out_ledger: evidence/held_out_ledger.jsonl\n"
+        (Path(project) / "workbench.yaml").write_text(config, encoding="utf-8")
+        env = {**os.environ, "WORKBENCH_PROJECT_ROOT": project, "RAGAS_DO_NOT_TRACK": "true"}
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        command = [sys.executable, "-m", "workbench", "import", "results", str(v1)]
+        command += ["--gold", str(gold), "--out", str(out)]
+        subprocess.run(command, check=True, capture_output=True, env=env, cwd=project)
     v1.unlink()
-    return out
+    return out / "results.jsonl"
 
 
 def have_duckdb() -> bool:
@@ -220,12 +232,12 @@ def run(
         cold = None
         if "align_cold" not in skip:  # an empty cache: validates the gold and writes the index
             cold = measure("align_cold", gold, results, Path(tmp) / "cold-cache", src=src)
-        built = cache is not None and any((cache / "gold-index").glob("gold-*.arrow"))
-        if "align" in modes and not built:
-            measure("align", gold, results, warm, src=src)  # the index in `warm`, unmeasured
         files = {m: results for m in modes}
         if "migrated" in modes:
-            files["migrated"] = write_migrated(gold, results)
+            files["migrated"] = write_migrated(gold, results, src)
+        for mode in ("align", "migrated"):  # the gold index and the results cache, unmeasured
+            if mode in modes:
+                measure(mode, gold, files[mode], warm, src=src)
         sizes = {m: f.stat().st_size for m, f in files.items() if m in ("align", "migrated")}
         runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
         for _ in range(repeats):
@@ -255,6 +267,13 @@ def run(
     }
     for mode, values in med.items():
         figures[mode] = {k: round(v, 3) for k, v in values.items()}
+        for k in ("wall_s", "cpu_s"):  # the range over the repeats beside the median
+            seen = [r[k] for r in runs.get(mode, [])]
+            if seen:
+                cast("dict[str, object]", figures[mode])[k[:-2] + "_range"] = [
+                    round(min(seen), 3),
+                    round(max(seen), 3),
+                ]
     align_wall = med["align"]["wall_s"]
     figures["ratios_wall"] = {
         f"align_over_{m}": round(align_wall / med[m]["wall_s"], 2) for m in med if m != "align"

@@ -66,10 +66,10 @@ class _Joiner:
     ``ValueError``: the per-record path then names every one); keeps :data:`_KEPT`."""
 
     def __init__(self, gold: pa.Table, vocabulary: pa.Array) -> None:
-        self.ids = gold["case_id"].combine_chunks()
-        self.hashes = gold["response_hash"].combine_chunks()
-        self.partitions = gold["partition"].combine_chunks()
-        self.active = gold["active"].combine_chunks()
+        self.ids = gold["case_id"].combine_chunks()  # the lookup's value set: one array
+        self.hashes = gold["response_hash"]  # taken from by gold row: chunks as they are
+        self.partitions = gold["partition"]
+        self.active = gold["active"]
         self.vocabulary = vocabulary
         self.schema = _kept_schema()
         self.pending: list[pa.Table] = []

@@ -4,8 +4,9 @@ a block valid it returns None and the caller runs the strict reader, which names
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -29,6 +30,8 @@ SHARD_SUFFIXES = (".jsonl", ".parquet")
 """Files of a results directory that are shards; anything else in it is ignored."""
 BLOCK_BYTES = 8 << 20
 """Bytes read, parsed and checked at once (buffers reused from block to block)."""
+CACHED_ROWS = 1 << 18
+"""Rows of a cached file handed on at once."""
 
 NARROW = (
     ("case_id", "response_hash", "value", "reason", "error_kind", "error_message")
@@ -123,18 +126,82 @@ def read_columnar(
     identities: dict[str, JudgeIdentity] = {}
     try:
         for number, file in enumerate(files):
-            digest = hashlib.sha256()
-            blocks = _parquet_blocks if file.suffix == ".parquet" else _jsonl_blocks
-            for table, first_line in blocks(file, digest):
-                checked = _check(table, first_line, number, identities)
+            for checked in _checked(file, number, identities, digests):
                 tables.append(block(checked) if block is not None else checked)
-            digests[file.name] = digest.hexdigest()
     except (_Refuse, pa.ArrowException, OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None  # e.g. nesting deeper than the checks follow: the strict reader says why
     sha = sha256_json(digests) if p.is_dir() else digests[files[0].name]
     empty = _narrow_schema().empty_table()
     table = pa.concat_tables(tables) if tables else (block(empty) if block is not None else empty)
     return ColumnarResults(table=table, sha256=sha, identities=identities, shards=tuple(files))
+
+
+def _checked(
+    file: Path, number: int, identities: dict[str, JudgeIdentity], digests: dict[str, str]
+) -> Iterator[pa.Table]:
+    """The checked blocks of shard ``number``: from the results cache when it holds the file's
+    bytes (:mod:`._cache`), else parsed and checked (and then kept in the cache); its sha256 goes
+    into ``digests``."""
+    from . import _cache
+
+    directory = _cache.cache_dir() if file.suffix == ".jsonl" else None
+    sha = None
+    if directory is not None:
+        sha, cached = _cache.load(directory, file, _narrow_schema())
+        if cached is not None:
+            yield from _from_cache(cached, number, identities)
+            digests[file.name] = sha
+            return
+    writer = None
+    if directory is not None:
+        with contextlib.suppress(OSError):  # a read-only or full cache only costs speed
+            writer = _cache.Writer(directory, _narrow_schema())
+    digest = hashlib.sha256()
+    blocks = _parquet_blocks if file.suffix == ".parquet" else _jsonl_blocks
+    judges: set[str] = set()
+    try:
+        for table, first_line in blocks(file, digest):
+            checked = _check(table, first_line, number, identities)
+            if writer is not None:
+                writer.add(checked)
+                judges.update(_unique(checked["judge_fingerprint"]))
+            yield checked
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    digests[file.name] = digest.hexdigest()
+    if writer is not None and digest.hexdigest() == sha:  # the file did not change meanwhile
+        kept = {fp: identities[fp].model_dump(mode="json") for fp in judges}
+        writer.commit(digest.hexdigest(), kept)
+    elif writer is not None:
+        writer.discard()
+
+
+def _unique(column: Any) -> list[str]:
+    import pyarrow.compute as pc
+
+    return [str(v) for v in pc.unique(column).to_pylist()]
+
+
+def _from_cache(
+    cached: Any, number: int, identities: dict[str, JudgeIdentity]
+) -> Iterator[pa.Table]:
+    """A cache entry's blocks as shard ``number``; its judges among ``identities``."""
+    import numpy as np
+    import pyarrow as pa
+
+    for fp, identity in cached.identities.items():
+        known = identities.get(fp)
+        if known is not None and known != identity:
+            raise _Refuse("one fingerprint, two identities across blocks")
+        identities.setdefault(fp, identity)
+    table = cached.table
+    at = table.schema.get_field_index("shard")
+    shard = pa.array(np.full(table.num_rows, number, dtype=np.int32))
+    table = table.set_column(at, "shard", shard)
+    for start in range(0, table.num_rows, CACHED_ROWS):
+        yield table.slice(start, CACHED_ROWS)
 
 
 def _narrow_schema() -> pa.Schema:
@@ -208,10 +275,9 @@ def _parse_lines(
         raise _Refuse("a line that is not exactly one JSON object")
     # Arrow reads an absent key as null: count the key ends ('":') each line really holds and
     # require every key Arrow's columns imply (anything unusual makes the counts differ).
-    hits = _key_end_hits(raw, scratch)
-    written = np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
+    keys = _KeyEnds(raw, _key_end_hits(raw, scratch), ends, lines)
     # Without a '":' that could be inside a string, the strings need not be searched.
-    strings = bool(before_string[raw[hits - 1]].any()) if len(hits) else False
+    strings = bool(before_string[raw[keys.hits - 1]].any()) if len(keys.hits) else False
     table = None
     if schema is not None:
         # The previous block's schema saves type inference (about 40% of the parse); when
@@ -220,14 +286,14 @@ def _parse_lines(
             table = _parse_block(buffer, len(starts), schema)
         except pa.ArrowInvalid:
             table = None
-        if table is not None and not _keys_match(table, written, lines, strings):
+        if table is not None and not _keys_match(table, keys, strings):
             table = None
     if table is None:
         table = _parse_block(buffer, len(starts), None)
         as_strings = _strings_for_times(table.schema)
         if as_strings is not None:
             table = _parse_block(buffer, len(starts), as_strings)
-        if not _keys_match(table, written, lines, strings):
+        if not _keys_match(table, keys, strings):
             raise _Refuse("a key absent on some line (Arrow would read it as null)")
     # NaN and Infinity: Arrow reads them as floats, the strict reader refuses them.
     if _non_finite(table):
@@ -289,17 +355,63 @@ def _parse_block(buffer: pa.Buffer, rows: int, schema: pa.Schema | None) -> pa.T
     return table
 
 
-def _keys_match(table: pa.Table, written: Any, lines: Any, strings: bool = True) -> bool:
-    """Whether every line holds every key the table's columns imply."""
-    import numpy as np
+@dataclass(frozen=True)
+class _KeyEnds:
+    """Where a block's keys end: the offsets of the '"' of every '":' in its bytes."""
 
+    raw: Any
+    """The block's bytes (numpy uint8)."""
+    hits: Any
+    ends: Any
+    """The offset of each line's newline."""
+    lines: Any
+    """The lines (Arrow strings)."""
+
+    @property
+    def written(self) -> Any:
+        """How many key ends each line holds."""
+        import numpy as np
+
+        return np.diff(np.searchsorted(self.hits, self.ends), prepend=0).astype(np.int64)
+
+    def named(self, name: str) -> Any:
+        """The offsets of the key ends of the keys written exactly as ``"name"``."""
+        word = b'"' + name.encode()
+        found = self.hits[self.hits >= len(word)]
+        for k in range(1, len(word) + 1):  # from the name's last byte back: few are left
+            found = found[self.raw[found - k] == word[-k]]
+        return found
+
+    def line_of(self, offsets: Any) -> Any:
+        """The line (0-based, in the block) of each offset."""
+        import numpy as np
+
+        return np.searchsorted(self.ends, offsets)
+
+
+def _keys_match(table: pa.Table, keys: _KeyEnds, strings: bool = True) -> bool:
+    """Whether every line holds every key the table's columns imply: all of them, or all but
+    the ``migration.filled`` keys a line leaves out (found in the bytes); the lines that still
+    differ are looked at key by key (:func:`_keys_with_absent`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    written = keys.written
     implied = sum(
         (_keys_per_row(col.combine_chunks(), strings) for col in table.columns),
         np.full(table.num_rows, table.num_columns, dtype=np.int64),
     )
+    if np.array_equal(written, implied):
+        return True
+    filled = _filled_absent(table, keys)
+    differ = np.flatnonzero(written != implied - filled)
+    if not len(differ):
+        return True
+    rows = pa.array(differ)
+    lines = keys.lines.take(rows)
+    subset = table.take(rows)
     return bool(
-        np.array_equal(written, implied)
-        or np.array_equal(written, _keys_with_absent(table, lines, strings))
+        np.array_equal(written[differ], _keys_with_absent(subset, lines, strings) - filled[differ])
     )
 
 
@@ -739,13 +851,13 @@ def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
         if name in ("value", "reason") and (present <= 0).any():
             raise _Refuse(f"{name} absent on a line")
         total += present
-    return total - _filled_absent(table, lines)
+    return total
 
 
-def _filled_absent(table: pa.Table, lines: Any) -> Any:
-    """Per line, the keys of ``migration.filled`` Arrow reads as null that are not written."""
-    import re
-
+def _filled_absent(table: pa.Table, keys: _KeyEnds) -> Any:
+    """Per line, the keys of ``migration.filled`` Arrow reads as null that are not written: a
+    key is written when its bytes ``"name":`` lie between the ``"filled":`` key and the first
+    ``}`` after it (filled values are plain values; anything else is refused)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -759,20 +871,30 @@ def _filled_absent(table: pa.Table, lines: Any) -> Any:
     filled = pc.struct_field(table["migration"].combine_chunks(), "filled")
     if not pa.types.is_struct(filled.type):
         return absent
+    unwritten = [i for i, _ in enumerate(filled.type) if pc.struct_field(filled, i).null_count]
+    if not unwritten:
+        return absent
     names = [name for field in table.schema for name in _all_names(field.type)]
     if names.count("filled") != 1:
         raise _Refuse("another object with a key named 'filled'")
+    if any(pa.types.is_nested(f.type) for f in filled.type) or any(
+        '"' in name or "\\" in name for name in names
+    ):
+        raise _Refuse("a filled value that is not a plain value, or a key with a quote")
+    starts = keys.named("filled")
+    if len(np.unique(keys.line_of(starts))) != len(starts):
+        raise _Refuse("two filled keys on a line")
+    closes = np.flatnonzero(keys.raw == ord("}"))
+    stops = closes[np.searchsorted(closes, starts)]  # every line ends with "}"
     valid = pc.is_valid(filled).to_numpy(zero_copy_only=False)
-    for i, field in enumerate(filled.type):
-        child = pc.struct_field(filled, i)
-        if not child.null_count:
-            continue
-        if not re.fullmatch(r"\w+", field.name, re.ASCII):
-            raise _Refuse("a filled key that is not a plain name")
-        pattern = r'[{,]\s*"filled"\s*:\s*\{(?:[^{}]*,)?\s*"' + field.name + r'"\s*:'
-        written = pc.count_substring_regex(lines, pattern).to_numpy(zero_copy_only=False)
-        null = pc.is_null(child).to_numpy(zero_copy_only=False)
-        absent += np.where(valid & null, 1 - np.minimum(written, 1), 0)
+    for i in unwritten:
+        found = keys.named(filled.type.field(i).name)
+        inside = np.searchsorted(starts, found) - 1  # the last "filled": before each
+        within = (inside >= 0) & (found < stops[np.maximum(inside, 0)])
+        written = np.zeros(table.num_rows, dtype=bool)
+        written[keys.line_of(found[within])] = True
+        null = pc.is_null(pc.struct_field(filled, i)).to_numpy(zero_copy_only=False)
+        absent += valid & null & ~written
     return absent
 
 

@@ -72,11 +72,13 @@ def grouped_ends(
         binomial = np.where(edge, 1.0, p * (1 - p) / n)
         clustered = spread / n**2 * groups / max(groups - 1, 1) / binomial
         deff = np.maximum(np.where(edge | (groups < 2), n / groups, clustered), 1.0)
-        from scipy.stats import t as student_t  # only grouped slices pay for scipy
+        # Student's t quantile as scipy.stats.t.isf computes it (bit for bit), without the
+        # import of scipy.stats (0.9 s of CPU against 0.2 s for scipy.special)
+        from scipy.special import stdtrit
 
         if groups < 2:  # one group: nothing to estimate its variance from, so [0, 1]
             return deff, n / deff, np.zeros_like(p), np.ones_like(p)
-        crit = float(student_t.isf(alpha / 2, groups - 1))
+        crit = float(-stdtrit(groups - 1, alpha / 2))
     n_eff = n / deff
     low, high = wilson_ends(p * n_eff, n_eff, crit, np.sqrt)
     return deff, n_eff, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
