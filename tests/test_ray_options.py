@@ -4,6 +4,8 @@ local instance's token authentication (no file in HOME)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -13,9 +15,11 @@ from workbench.errors import WorkbenchError
 from workbench.runs import RunOptions
 from workbench.runs._ray import (
     DEFAULT_CPUS_PER_SHARD,
+    _children,
     cpus_per_shard,
     local_auth,
     split_concurrency,
+    start_local,
 )
 
 
@@ -71,3 +75,25 @@ def test_a_local_instance_authenticates_with_a_token_held_in_the_environment(
     with local_auth():
         assert os.environ["RAY_AUTH_MODE"] == "disabled" and "RAY_AUTH_TOKEN" not in os.environ
     assert os.environ["RAY_AUTH_MODE"] == "disabled"
+
+
+def test_a_failed_local_start_is_retried_and_its_processes_are_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray's ``init`` can time out after starting its GCS, dashboard and monitors, and its
+    ``shutdown`` does not know them: each try's processes are ended before the next try.
+    Here each (fake) ``init`` starts one child process and times out."""
+    ray = pytest.importorskip("ray", reason="the Ray executor is an optional extra")
+    started: list[subprocess.Popen[bytes]] = []
+
+    def failing_init(**settings: object) -> None:
+        assert settings["address"] == "local"  # never a cluster `ray start` left running
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        raise Exception("The current node timed out during startup.")
+
+    monkeypatch.setattr(ray, "init", failing_init)
+    with pytest.raises(Exception, match="timed out during startup"):
+        start_local(tries=2)
+    assert len(started) == 2
+    assert all(p.poll() is not None for p in started)  # ended (and reaped), not left running
+    assert not {p.pid for p in started} & _children()

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -127,23 +126,35 @@ def test_a_cpu_bound_judge_asks_for_whole_cpus(
 
 def test_a_local_ray_run_writes_nothing_in_home(tmp_path: Path, make_dataset) -> None:
     """The CLI as its own driver, starting its own local Ray, HOME an empty directory: the run
-    directory is written, HOME stays empty. Before: Ray wrote HOME/.ray/auth_token."""
-    gold = make_dataset([make_case(f"h{i}", "pass") for i in range(4)])
-    home = tmp_path / "home"
-    home.mkdir()
-    out = tmp_path / "out"
+    directory is written, HOME stays empty, as after the default executor. Before: Ray wrote
+    HOME/.ray/auth_token. (A deterministic judge: Ragas' ``llm_factory`` writes
+    ``~/.local/share/ragas/uuid.json`` in any executor, tracking off or not.)"""
+    gold = make_dataset([make_case(f"h{i}", "pass", response="refund") for i in range(4)])
+    spec = tmp_path / "keyword@1.yaml"
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "keyword",
+                "version": "1",
+                "kind": "ragas-function",
+                "labels": ["pass", "fail"],
+                "function": "judge_fixtures:keyword_judge",
+            }
+        )
+    )
     env = {
         k: v for k, v in os.environ.items() if k != "RAY_ADDRESS" and not k.startswith("RAY_AUTH")
     }
-    env |= {"HOME": str(home), KEY_ENV: SECRET, "RAY_raylet_start_wait_time_s": "180"}
-    with FakeLLM(default=Reply(value="pass")) as server:
-        spec = write_spec(tmp_path, server.base_url)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
+    for executor in (["--executor", "local"], ["--executor", "ray", "--shards", "2"]):
+        home, out = tmp_path / f"home-{executor[1]}", tmp_path / f"out-{executor[1]}"
+        home.mkdir()
         command = [sys.executable, "-m", "workbench", "run", "--candidate", str(spec)]
         command += ["--gold", str(gold), "--partition", "development", "--out", str(out)]
-        command += ["--no-cache", "--no-progress", "--executor", "ray", "--shards", "2"]
-        started = time.monotonic()
-        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+        command += ["--no-cache", "--no-progress", *executor]
+        done = subprocess.run(
+            command, env={**env, "HOME": str(home)}, cwd=ROOT, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stdout + done.stderr
-        assert server.call_count == 4, time.monotonic() - started
-    assert json.loads((out / "run.json").read_text())["verdicts"] == 4
-    assert [str(p.relative_to(home)) for p in home.rglob("*")] == []
+        assert json.loads((out / "run.json").read_text())["verdicts"] == 4
+        assert [str(p.relative_to(home)) for p in home.rglob("*")] == [], executor

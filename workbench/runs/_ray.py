@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import signal
 import socket
 import time
 from collections import Counter
@@ -357,8 +358,10 @@ _TOKEN: list[str] = []
 """This process's token for the local Ray instances it starts (Ray's token loader keeps the
 first token it reads, so every instance of one process uses the same one)."""
 START_TRIES = 3
-"""Local starts tried before giving up: on a loaded machine Ray's raylet can miss its start-up
-window ("timed out during startup") and a second start, its imports now cached, succeeds."""
+"""Local starts tried before giving up. On a loaded machine Ray's raylet can miss its start-up
+window ("timed out during startup"): it waits a fixed 30 s for its dashboard agent, a Python
+process that imports most of Ray, and exits when the agent is late (seen at load average > 10
+on 2 cores); a later start, its imports in the page cache, often makes it."""
 
 
 @contextmanager
@@ -392,13 +395,44 @@ def start_local(tries: int = START_TRIES, **settings: Any) -> None:
     import ray
 
     for attempt in range(1, tries + 1):
+        before = _children()
         try:
             ray.init(address="local", include_dashboard=False, log_to_driver=False, **settings)
             return
         except Exception as error:  # Ray raises a bare Exception for this timeout
             ray.shutdown()
+            _stop(_children() - before)
             if attempt == tries or "timed out during startup" not in str(error):
                 raise
+
+
+def _children() -> set[int]:
+    """This process's child processes (from ``/proc``; none where there is no ``/proc``)."""
+    me, found = os.getpid(), set()
+    try:
+        entries = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return found
+    for name in entries:
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == me:  # the field after the state
+            found.add(int(name))
+    return found
+
+
+def _stop(pids: set[int]) -> None:
+    """End the processes a failed ``ray.init`` started: Ray's ``shutdown`` does not know them
+    (its node object was never made), and its GCS, dashboard and monitors would keep running
+    (and loading the machine) until the driver exits."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            continue
 
 
 @contextmanager
