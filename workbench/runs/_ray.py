@@ -408,7 +408,7 @@ def start_local(tries: int = START_TRIES, **settings: Any) -> None:
 
 def _children() -> set[int]:
     """This process's child processes (from ``/proc``; none where there is no ``/proc``)."""
-    me, found = os.getpid(), set()
+    me, found = os.getpid(), set[int]()
     try:
         entries = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
