@@ -14,7 +14,7 @@ Two parts, each with its baseline measured in the same run (interleaved repeats)
    ``RAY_ADDRESS``. Wall of the ``run`` command on each, and the speed-up.
 
     .venv/bin/python bench/bench_ray.py [--cases 1000] [--concurrency 32] [--shards 4]
-        [--repeats 3] [--cpu-cases 120] [--burn-ms 50] [--skip cpu|networked] [--src DIR]
+        [--repeats 3] [--cpu-cases 120] [--burn-ms 250] [--skip cpu|networked] [--src DIR]
         [--ray-args "--ray-cpus-per-shard 0.25"]
 
 ``--src DIR``: the ``workbench`` package of another checkout (``DIR/workbench``), e.g. an export
@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import secrets
 import shlex
 import statistics
 import subprocess
@@ -50,9 +51,9 @@ def burn(response: str) -> MetricResult:
     """Hash the response for ``BENCH_BURN_MS`` of CPU, then pass if the digest's first nibble is
     even: deterministic, CPU-bound, no I/O."""
     digest = response.encode("utf-8")
-    deadline = time.process_time() + BURN_MS / 1000
+    deadline = time.thread_time() + BURN_MS / 1000  # this call's own CPU, whatever runs beside
     rounds = 0
-    while time.process_time() < deadline or rounds < 1:
+    while time.thread_time() < deadline or rounds < 1:
         for _ in range(200):
             digest = hashlib.sha256(digest).digest()
         rounds += 1
@@ -89,13 +90,16 @@ def run_cli(args: list[str], src: Path, tmp: Path, env: dict[str, str] | None = 
     if done.returncode != 0:
         raise RuntimeError(f"workbench {shlex.join(args)} exited {done.returncode}: {done.stderr}")
     summary = json.loads((out / "run.json").read_text())
-    first = min(
-        datetime.fromisoformat(json.loads(line)["started_at"])
-        for line in (out / "results.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    first = min(datetime.fromisoformat(r["started_at"]) for r in records)
+    last = max(
+        datetime.fromisoformat(r["started_at"]).timestamp() + (r["latency_s"] or 0.0)
+        for r in records
     )
     return {
         "wall_s": wall,
         "first_call_s": (first - started).total_seconds(),
+        "calls_s": last - first.timestamp(),
         "verdicts": summary["verdicts"],
         "home_files": _files(home),
     }
@@ -119,20 +123,9 @@ def _spec(directory: Path, spec: dict) -> Path:
 
 
 def _run_args(spec: Path, gold: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--candidate",
-        str(spec),
-        "--gold",
-        str(gold),
-        "--partition",
-        "development",
-        "--out",
-        str(out),
-        "--no-cache",
-        "--no-progress",
-        *extra,
-    ]
+    """``workbench run`` on the development partition, cache and progress off, then ``extra``."""
+    fixed = ["run", "--partition", "development", "--no-cache", "--no-progress"]
+    return [*fixed, "--candidate", str(spec), "--gold", str(gold), "--out", str(out), *extra]
 
 
 def networked(args: argparse.Namespace, src: Path, tmp: Path, gold: Path) -> dict:
@@ -159,6 +152,8 @@ def networked(args: argparse.Namespace, src: Path, tmp: Path, gold: Path) -> dic
         "ray_over_default": _stats(ratios),
         "default_first_call_s": _stats([r["first_call_s"] for r in runs["default"]]),
         "ray_first_call_s": _stats([r["first_call_s"] for r in runs["ray"]]),
+        "default_calls_s": _stats([r["calls_s"] for r in runs["default"]]),
+        "ray_calls_s": _stats([r["calls_s"] for r in runs["ray"]]),
         "home_files_default": sorted({f for r in runs["default"] for f in r["home_files"]}),
         "home_files_ray": sorted({f for r in runs["ray"] for f in r["home_files"]}),
     }
@@ -168,6 +163,11 @@ def _on_cluster(nodes: int, command: list[str], src: Path, tmp: Path) -> dict:
     """Run ``command`` as a driver of a local cluster of ``nodes`` nodes of 1 CPU each."""
     from ray.cluster_utils import Cluster
 
+    # the nodes' workers import the judge (this directory) and ``src``'s workbench
+    os.environ["PYTHONPATH"] = _env(src, tmp)["PYTHONPATH"]
+    # the cluster's token in the environment (the driver inherits it), not in ~/.ray/auth_token
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    os.chdir(tmp)  # the workers' working directory, as the driver's (the gold's project lookup)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
         for _ in range(nodes - 1):
@@ -190,13 +190,17 @@ def cpu(args: argparse.Namespace, src: Path, tmp: Path, gold: Path) -> dict:
         },
     )
     walls: dict[int, list[float]] = {1: [], 2: []}
+    calls: dict[int, list[float]] = {1: [], 2: []}  # first call's start to last call's end
     extra = ["--executor", "ray", "--shards", "2", *shlex.split(args.cpu_ray_args)]
     for repeat in range(args.repeats):
         for nodes in (1, 2):
             out = tmp / f"cpu-{nodes}-{repeat}"
             command = _run_args(spec, gold, out, *extra)
-            walls[nodes].append(_on_cluster(nodes, command, src, tmp)["wall_s"])
+            measured = _on_cluster(nodes, command, src, tmp)
+            walls[nodes].append(measured["wall_s"])
+            calls[nodes].append(measured["calls_s"])
     speedups = [a / b for a, b in zip(walls[1], walls[2], strict=True)]
+    call_speedups = [a / b for a, b in zip(calls[1], calls[2], strict=True)]
     return {
         "burn_ms": BURN_MS,
         "serial_cpu_s": round(args.cpu_cases * BURN_MS / 1000, 3),
@@ -204,6 +208,9 @@ def cpu(args: argparse.Namespace, src: Path, tmp: Path, gold: Path) -> dict:
         "one_node_wall_s": _stats(walls[1]),
         "two_nodes_wall_s": _stats(walls[2]),
         "speedup_two_over_one": _stats(speedups),
+        "one_node_calls_s": _stats(calls[1]),
+        "two_nodes_calls_s": _stats(calls[2]),
+        "calls_speedup_two_over_one": _stats(call_speedups),
     }
 
 
@@ -217,7 +224,7 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpu-cases", type=int, default=120)
-    parser.add_argument("--burn-ms", type=float, default=50.0)
+    parser.add_argument("--burn-ms", type=float, default=250.0)
     parser.add_argument("--skip", action="append", default=[], choices=["cpu", "networked"])
     parser.add_argument("--src", type=Path, default=ROOT)
     parser.add_argument("--ray-args", default="", help="extra options of the Ray runs")
@@ -236,6 +243,7 @@ def main() -> None:
         if "networked" not in args.skip:
             gold, _ = write_synthetic(tmp / "data", args.cases * 3, missing_rate=0.0)
             figures["networked"] = networked(args, src, tmp, gold)
+            print(json.dumps(figures["networked"]), file=sys.stderr)  # kept if a later part fails
         if "cpu" not in args.skip:
             gold, _ = write_synthetic(tmp / "cpu-data", args.cpu_cases * 3, missing_rate=0.0)
             figures["cpu"] = cpu(args, src, tmp, gold)

@@ -21,33 +21,16 @@ ray = pytest.importorskip(
     reason="the Ray executor is an optional extra: pip install -e '.[ray]' (.ci/run installs it)",
 )
 
-from test_llm_runs import KEY_ENV, SECRET, write_spec  # noqa: E402
+from test_llm_runs import write_spec  # noqa: E402
+from test_ray_executor import local_ray  # noqa: E402, F401  (2 CPUs, autouse)
 
 from workbench.runs import RunOptions  # noqa: E402
-from workbench.runs._ray import local_auth, run_candidate_ray, start_local  # noqa: E402
+from workbench.runs._ray import run_candidate_ray  # noqa: E402
 from workbench.runs._shards import shard_of  # noqa: E402
 from workbench.testing import ChatRequest, FakeLLM, Reply  # noqa: E402
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def two_cpus():
-    """A local Ray instance of 2 CPUs for the module, started as the executor starts one."""
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
-    before = os.environ.get(KEY_ENV)
-    os.environ[KEY_ENV] = SECRET
-    with local_auth():
-        start_local(num_cpus=2)
-        try:
-            yield
-        finally:
-            ray.shutdown()
-    if before is None:
-        os.environ.pop(KEY_ENV, None)
-    else:
-        os.environ[KEY_ENV] = before
 
 
 def _ids(shards: int, per_shard: int) -> list[str]:
@@ -84,9 +67,7 @@ class Rendezvous:
         return Reply(value="pass")
 
 
-def test_shards_share_the_concurrency_and_run_at_once(
-    two_cpus: None, tmp_path: Path, make_dataset
-) -> None:
+def test_shards_share_the_concurrency_and_run_at_once(tmp_path: Path, make_dataset) -> None:
     """3 shards, --concurrency 8, on 2 CPUs: exactly 8 calls in flight at the peak.
 
     Before: each shard task asked for 1 CPU, so 2 of the 3 shards ran and the third waited (at
@@ -107,9 +88,7 @@ def test_shards_share_the_concurrency_and_run_at_once(
     assert rendezvous.reached and rendezvous.peak == 8
 
 
-def test_a_cpu_bound_judge_asks_for_whole_cpus(
-    two_cpus: None, tmp_path: Path, make_dataset
-) -> None:
+def test_a_cpu_bound_judge_asks_for_whole_cpus(tmp_path: Path, make_dataset) -> None:
     """--ray-cpus-per-shard 2 on a 2-CPU instance: one shard at a time, so two shards' calls
     never overlap (the request is what Ray schedules by)."""
     gold = make_dataset([make_case(c, "pass") for c in _ids(2, 3)])
