@@ -33,7 +33,7 @@ from workbench.cli import main  # noqa: E402
 from workbench.gold import load_dataset  # noqa: E402
 from workbench.judges import load_candidate  # noqa: E402
 from workbench.runs import RunOptions, run_candidate_sync  # noqa: E402
-from workbench.runs._ray import run_candidate_ray  # noqa: E402
+from workbench.runs._ray import local_auth, run_candidate_ray, start_local  # noqa: E402
 from workbench.runs._shards import shard_of  # noqa: E402
 from workbench.testing import FakeLLM, Reply  # noqa: E402
 
@@ -48,34 +48,23 @@ def shard_dir(out: Path, index: int) -> Path:
     return RunDir(out).shard(index).path
 
 
-def start_local_ray(tries: int = 3) -> None:
-    """``ray.init(num_cpus=2)``, tried up to ``tries`` times.
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    """One local Ray instance of 2 CPUs for the module, started as the executor starts one
+    (its token in the environment, not in ~/.ray; retried when it times out starting); its
+    workers inherit the judge's API key variable.
 
-    Ray waits a fixed 30 s for its raylet to register (ray/_private/node.py); on a loaded 2-core
-    machine the first start can miss that window ("The current node timed out during startup").
-    A later start that succeeds is the same local instance every test needs. The window itself is
+    Ray waits a fixed 30 s for its raylet to register (ray/_private/node.py); that window is
     Ray's ``raylet_start_wait_time_s`` config, raised here through its environment variable (CI's
     machine is shared; 8 processes on 2 cores missed 30 s three times in a row).
     """
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
-    for attempt in range(1, tries + 1):
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            return
-        except Exception as error:  # Ray raises a bare Exception for this timeout
-            ray.shutdown()
-            if attempt == tries or "timed out during startup" not in str(error):
-                raise
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    """One local Ray instance for the module; its workers inherit the judge's API key variable."""
     before = os.environ.get(KEY_ENV)
     os.environ[KEY_ENV] = SECRET
-    start_local_ray()
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+    with local_auth():
+        start_local(num_cpus=2)
+        yield ray.get_runtime_context().gcs_address
+        ray.shutdown()
     if before is None:
         os.environ.pop(KEY_ENV, None)
     else:

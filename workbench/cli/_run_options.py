@@ -74,6 +74,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         type=click.FloatRange(min=0, min_open=True),
         help=f"{_RAY} at most this many judge calls a second over all shards.",
     ),
+    "ray_cpus_per_shard": _entry(
+        "--ray-cpus-per-shard",
+        type=click.FloatRange(min=0, min_open=True),
+        help=f"{_RAY} CPUs each shard asks Ray for (default 0.25; 1 for a CPU-bound judge).",
+    ),
 }
 
 

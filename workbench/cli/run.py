@@ -56,6 +56,7 @@ from ._run_options import engine, run_option, run_options
 @run_option("executor")
 @run_option("shards")
 @run_option("calls_per_second")
+@run_option("ray_cpus_per_shard")
 @user_errors
 def run(
     candidate: str,
@@ -112,8 +113,10 @@ def _check_combinations(
             raise click.UsageError("--shadow-of runs on the local executor only")
         if options.shards is None:
             raise click.UsageError("--executor ray needs --shards N (the number of Ray tasks)")
-    elif options.shards is not None or options.calls_per_second is not None:
-        raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
+    elif (options.shards, options.calls_per_second, options.ray_cpus_per_shard) != (None,) * 3:
+        raise click.UsageError(
+            "--shards, --calls-per-second and --ray-cpus-per-shard apply only with --executor ray"
+        )
     if shadow_of is not None and (policy_path is not None or plan_path is not None):
         every = "a shadow comparison judges every case"
         raise click.UsageError(

@@ -34,6 +34,9 @@ class RunOptions:
     """Ray executor: the number of shards."""
     calls_per_second: float | None = None
     """Ray executor: start at most this many calls a second over all shards (a token bucket)."""
+    ray_cpus_per_shard: float | None = None
+    """Ray executor: the CPUs each shard asks Ray for (None: 0.25, so shards waiting on an
+    endpoint share a CPU; 1 or more for a CPU-bound judge)."""
 
     def check(self) -> RunOptions:
         """``self`` when every option is valid; else a WorkbenchError for the first bad one."""
@@ -54,7 +57,22 @@ class RunOptions:
             message = "--calls-per-second must be a positive number"
             fix = "give the calls per second allowed over all shards"
             raise refusal("invalid_rate", "--calls-per-second", message, fix)
+        _check_cpus(self.ray_cpus_per_shard)
         return self
+
+
+def _check_cpus(cpus: float | None) -> None:
+    """Ray takes a fraction of one CPU (to 4 decimals) or a whole number of CPUs."""
+    if cpus is None:
+        return
+    whole = math.isfinite(cpus) and cpus >= 1 and cpus == int(cpus)
+    if not (whole or (0 < cpus < 1 and round(cpus, 4) == cpus)):
+        message = (
+            "--ray-cpus-per-shard must be a fraction of one CPU (at most 4 decimals) or a whole"
+            " number of CPUs"
+        )
+        fix = "give e.g. 0.25 for shards that wait on an endpoint, 1 for a CPU-bound judge"
+        raise refusal("invalid_cpus_per_shard", "--ray-cpus-per-shard", message, fix)
 
 
 DEFAULT_OPTIONS = RunOptions()

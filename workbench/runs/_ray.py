@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
+import signal
 import socket
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -52,6 +56,11 @@ from ._manifest import run_lineage
 from ._options import DEFAULT_OPTIONS, RunOptions, refusal
 from ._rundir import RunDir
 from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_of
+
+DEFAULT_CPUS_PER_SHARD = 0.25
+"""A shard's CPU request by default: a shard mostly waits on its endpoint, so four share a CPU
+and every shard of ``--shards N`` runs at once on a small machine (``--concurrency`` is the total
+over the shards, so shards that wait for a CPU would leave that concurrency unused)."""
 
 RAY_MISSING = (
     "the Ray executor needs the optional extra: pip install 'judge-workbench[ray]' (or pip install"
@@ -344,17 +353,122 @@ def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
     return {"summary": summary.model_dump(mode="json")}
 
 
-def _connect() -> bool:
-    """Connect to ``RAY_ADDRESS`` or start a local Ray; True when this call started it."""
+_AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+_TOKEN: list[str] = []
+"""This process's token for the local Ray instances it starts (Ray's token loader keeps the
+first token it reads, so every instance of one process uses the same one)."""
+START_TRIES = 3
+"""Local starts tried before giving up. On a loaded machine Ray's raylet can miss its start-up
+window ("timed out during startup"): it waits a fixed 30 s for its dashboard agent, a Python
+process that imports most of Ray, and exits when the agent is late (seen at load average > 10
+on 2 cores); a later start, its imports in the page cache, often makes it."""
+
+
+@contextmanager
+def local_auth() -> Iterator[None]:
+    """Token authentication for a local Ray instance, the token in this process's environment.
+
+    Ray 2.52+ turns token authentication on for a local ``ray.init()`` when ``RAY_AUTH_MODE`` is
+    unset and, finding no token, writes a new one to ``~/.ray/auth_token``
+    (``ray._private.authentication.authentication_token_setup``). Given ``RAY_AUTH_TOKEN`` it
+    writes nothing, and Ray's processes inherit the token from the driver. A user's own
+    ``RAY_AUTH_*`` settings are kept as they are; what this sets (Ray adds
+    ``RAY_AUTH_MODE=token``) is removed when the block ends.
+    """
+    if any(name in os.environ for name in _AUTH_VARIABLES):
+        yield
+        return
+    if not _TOKEN:
+        _TOKEN.append(secrets.token_hex(32))
+    os.environ["RAY_AUTH_TOKEN"] = _TOKEN[0]
+    try:
+        yield
+    finally:
+        for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            os.environ.pop(name, None)
+
+
+def start_local(tries: int = START_TRIES, **settings: Any) -> None:
+    """Start a new local Ray instance (``address="local"``: never one that ``ray start`` left
+    running on this machine), tried ``tries`` times when it times out starting; ``settings``
+    go to ``ray.init`` (e.g. ``num_cpus``). Call it inside :func:`local_auth`."""
+    import ray
+
+    for attempt in range(1, tries + 1):
+        before = _children()
+        try:
+            ray.init(address="local", include_dashboard=False, log_to_driver=False, **settings)
+            return
+        except Exception as error:  # Ray raises a bare Exception for this timeout
+            ray.shutdown()
+            _stop(_children() - before)
+            if attempt == tries or "timed out during startup" not in str(error):
+                raise
+
+
+def _children() -> set[int]:
+    """This process's child processes (from ``/proc``; none where there is no ``/proc``)."""
+    me, found = os.getpid(), set[int]()
+    try:
+        entries = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return found
+    for name in entries:
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == me:  # the field after the state
+            found.add(int(name))
+    return found
+
+
+def _stop(pids: set[int]) -> None:
+    """End the processes a failed ``ray.init`` started: Ray's ``shutdown`` does not know them
+    (its node object was never made), and its GCS, dashboard and monitors would keep running
+    (and loading the machine) until the driver exits."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            continue
+
+
+@contextmanager
+def ray_session() -> Iterator[None]:
+    """Connected to ``RAY_ADDRESS``, or to a local Ray instance started for the block (and
+    stopped after it); an instance already connected in this process is used as it is."""
     import ray
 
     if ray.is_initialized():
-        return False
+        yield
+        return
     if os.environ.get("RAY_ADDRESS"):
         ray.init(log_to_driver=False)
-    else:
-        ray.init(include_dashboard=False, log_to_driver=False)
-    return True
+        try:
+            yield
+        finally:
+            ray.shutdown()
+        return
+    with local_auth():
+        start_local()
+        try:
+            yield
+        finally:
+            ray.shutdown()
+
+
+def split_concurrency(total: int, shards: int) -> list[int]:
+    """``--concurrency`` shared by ``shards``: the shares sum to ``total`` (each at least 1)."""
+    return [max(1, total // shards + (k < total % shards)) for k in range(shards)]
+
+
+def cpus_per_shard(options: RunOptions) -> float:
+    """The CPUs a shard's task asks for (``--ray-cpus-per-shard``; default
+    :data:`DEFAULT_CPUS_PER_SHARD`)."""
+    cpus = options.ray_cpus_per_shard
+    return DEFAULT_CPUS_PER_SHARD if cpus is None else cpus
 
 
 def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str]]:
@@ -521,19 +635,24 @@ def _run_shards(
     import ray
 
     active = [i for i, ids in enumerate(by_shard) if ids]
-    total = task.options.concurrency or 1
-    options = replace(task.options, executor="local", concurrency=max(1, -(-total // len(active))))
-    started_ray = _connect()
+    options = replace(task.options, executor="local")
+    shares = split_concurrency(task.options.concurrency or 1, len(active))
     warnings: list[str] = []
     results: dict[int, dict[str, Any]] = {}
-    try:
+    with ray_session():
         actor: Any = ray.remote(num_cpus=0)(GlobalLimits).remote(*limits_args)
-        remote_shard: Any = ray.remote(num_cpus=1, max_retries=0)(run_shard)
+        remote_shard: Any = ray.remote(num_cpus=cpus_per_shard(options), max_retries=0)(run_shard)
         refs = {
             index: remote_shard.remote(
-                replace(task, options=options, index=index, case_ids=by_shard[index]), actor
+                replace(
+                    task,
+                    options=replace(options, concurrency=share),
+                    index=index,
+                    case_ids=by_shard[index],
+                ),
+                actor,
             )
-            for index in active
+            for index, share in zip(active, shares, strict=True)
         }
         shard_of_ref = {ref: index for index, ref in refs.items()}
         pending = list(refs.values())
@@ -551,9 +670,6 @@ def _run_shards(
                 )
             ray.get(actor.release.remote(index))
         final: dict[str, Any] = ray.get(actor.state.remote())
-    finally:
-        if started_ray:
-            ray.shutdown()
     return results, warnings, final
 
 
