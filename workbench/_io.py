@@ -39,14 +39,19 @@ def sha256_json(obj: Any) -> str:
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file's bytes, read into one reused buffer (a fresh one per read costs a
-    page fault per 4 kB)."""
+    """Hex sha256 of a file's bytes."""
+    with open(path, "rb") as fh:
+        return sha256_stream(fh)
+
+
+def sha256_stream(fh: BinaryIO) -> str:
+    """Hex sha256 of what is left in an open binary file, read into one reused buffer (a fresh
+    one per read costs a page fault per 4 kB)."""
     digest = hashlib.sha256()
     buf = bytearray(1 << 20)
     view = memoryview(buf)
-    with open(path, "rb") as fh:
-        while got := fh.readinto(buf):
-            digest.update(view[:got])
+    while got := fh.readinto(buf):  # type: ignore[attr-defined]
+        digest.update(view[:got])
     return digest.hexdigest()
 
 

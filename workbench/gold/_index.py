@@ -12,9 +12,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .._io import atomic_write, atomic_write_bytes, open_for_reading, sha256_file, sha256_json
+from .._io import (
+    atomic_write,
+    atomic_write_bytes,
+    open_for_reading,
+    sha256_file,
+    sha256_json,
+    sha256_stream,
+)
 from ..approval import RELEASES_FILE, Release, project_config, read_release_log
 from ._columnar import stream_index
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, Released, load_dataset, resolve_paths
@@ -22,8 +29,6 @@ from ._records import GoldCase
 from ._rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:
-    from io import BufferedIOBase
-
     import pyarrow as pa
 
 INDEX_FORMAT = 5
@@ -94,14 +99,8 @@ def _hash_file(path: Path) -> str | None:
     """sha256 of a file read once in blocks, or None when it does not exist."""
     if not path.exists():
         return None
-    digest = hashlib.sha256()
-    buf = bytearray(1 << 20)  # one buffer refilled (a fresh one per read costs page faults)
-    view = memoryview(buf)
     with open_for_reading(path) as fh:
-        reader = cast("BufferedIOBase", fh)
-        while got := reader.readinto(buf):
-            digest.update(view[:got])
-    return digest.hexdigest()
+        return sha256_stream(fh)
 
 
 def _stat_key(stat: os.stat_result) -> list[int]:
