@@ -18,7 +18,9 @@ fixed latency, so it does not compete with the client for the GIL. For every con
 A warm-up (64 POSTs and a 32-case engine run) comes first and is not measured: lazy imports
 and pydantic's deferred model builds are paid once per process. Each is reported as wall
 time, its ratio to the ideal ``n x latency / concurrency`` and CPU milliseconds per call
-(``time.process_time`` of this process over the run, divided by calls).
+(``time.process_time`` of this process over the run, divided by calls). Each engine run also
+says whether its calls took the prepared request (``prepared_request``: ``prepared``, or
+``ascore: <why>``), and ``environment`` gives the interpreter and the client stack's versions.
 Targets: engine ratio <= 1.25 at concurrency 32, engine CPU < 3 ms per call (issue 14); at
 concurrency 128 engine ratio <= 1.3 and CPU <= 1 ms per call (issue 31). The synthetic gold is
 validated from the temporary directory (the checkout's ``workbench.yaml`` lists its own reviewers).
@@ -175,7 +177,32 @@ def engine(
                 profile.disable()
 
     summary, wall, cpu = _timed(go)
-    return wall, cpu, summary
+    return wall, cpu, {**summary, "prepared_request": _prepared_path(judge)}
+
+
+def _prepared_path(judge: Any) -> str:
+    """Whether the run's calls went through the prepared request (``judges/_prepared.py``) or,
+    and why, through Ragas' ``ascore``: a changed sentinel match shows here, not only as CPU."""
+    found = [preparation for _, preparation in judge._prepared.values()]
+    if not found:
+        return "not prepared"
+    return "; ".join("prepared" if p.request is not None else f"ascore: {p.reason}" for p in found)
+
+
+def environment() -> dict[str, str]:
+    """The interpreter and the client stack's versions: CPU per call moves with them (the bare
+    httpx floor is in every run for that reason)."""
+    import platform
+    import sysconfig
+    from importlib.metadata import version
+
+    names = ("httpx", "httpcore", "anyio", "aiohttp", "openai", "instructor", "pydantic_core")
+    config = str(sysconfig.get_config_var("CONFIG_ARGS") or "")
+    return {
+        "python": platform.python_version(),
+        "python_optimized": str("--enable-optimizations" in config or "--with-lto" in config),
+        **{name: version(name) for name in names},
+    }
 
 
 def sample_body(spec: Path, gold: Path) -> bytes:
@@ -343,6 +370,7 @@ def main() -> None:
             "engine_cpu_ms_per_call_at_128": TARGET_CPU_MS_128,
         },
         "loadavg_before": Path("/proc/loadavg").read_text().split()[:3],
+        "environment": environment(),
     }
     profile_text = ""
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -404,6 +432,7 @@ def main() -> None:
                         "calls": summary["calls"],
                         "verdicts": summary["verdicts"],
                         "errors": summary["errors"],
+                        "prepared_request": summary["prepared_request"],
                     },
                     "engine_cpu_over_floor": (
                         round((e_cpu / calls) / (f_cpu / n), 2) if f_cpu else None

@@ -23,7 +23,15 @@ from typing import Any, Literal
 
 from filelock import FileLock, Timeout
 
-from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
+from .._io import (
+    AppendOnlyLog,
+    atomic_write_json,
+    canonical_json,
+    iter_jsonl_lines,
+    loads_json,
+    sha256_json,
+    sha256_text,
+)
 from .._record import LooseRecord
 from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError, problem
@@ -901,7 +909,7 @@ class _Execution:
         if sent is None:
             sent = self.judge.render(unit.item.judge_input, unit.ref)
         seen = evidence_seen(unit.item.judge_input, sent, self.unshown)
-        sent = redact_values(sent, secrets)
+        sent, sent_sha256 = _redacted_request(sent, secrets)
         raw = verdict.raw_response
         return JudgeResult(
             **self.stamp(unit),
@@ -919,13 +927,28 @@ class _Execution:
             error=error,
             attempt=attempt,
             repeat=unit.item.repeat,
-            rendered_request_sha256=sha256_json(sent),
+            rendered_request_sha256=sent_sha256,
             rendered_request=sent,
             raw_response=None if raw is None else redact(raw, secrets),
             raw_response_source=verdict.raw_response_source
             or (self.raw_source if raw is None else "provider"),
             evidence_seen=seen,
         )
+
+
+_JSON_ESCAPED = frozenset('"\\' + "".join(map(chr, range(32))))
+
+
+def _redacted_request(sent: Any, secrets: list[str]) -> tuple[Any, str]:
+    """``sent`` with the values of ``secrets`` redacted (:func:`redact_values`) and the sha256 of
+    its canonical JSON. A secret that JSON writes as it is (no quote, backslash or control
+    character) and that the canonical JSON does not hold is in none of its strings, so when no
+    secret is there the walk is skipped and the text already made is hashed."""
+    text = canonical_json(sent)
+    if any(s and (s in text or not _JSON_ESCAPED.isdisjoint(s)) for s in secrets):
+        sent = redact_values(sent, secrets)
+        text = canonical_json(sent)
+    return sent, sha256_text(text)
 
 
 @dataclass(frozen=True)
