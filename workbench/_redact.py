@@ -19,6 +19,7 @@ _HEADER_NAMES = (
 # `Authorization: Bearer abc`, `"authorization": "Bearer abc"`, `api-key=abc` ...
 _HEADER_VALUE = re.compile(rf"""(?ix)
     (?P<name>\b(?:{_HEADER_NAMES})\b["']?\s*[:=]\s*["']?)
+    (?!(?:(?:bearer|basic|token)\s+)?\[REDACTED\])  # already redacted: a second pass keeps it
     (?:(?P<scheme>bearer|basic|token)\s+)?
     (?P<value>[^\s"',;}}\]]+)
     """)
