@@ -12,7 +12,6 @@ names every problem (errors and their fixes stay those of :mod:`._dataset`)."""
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -45,6 +44,8 @@ _NULL_KEY = r'"(?:{})"\s*:\s*null|\\[u/](?:[^"\\]|\\.)*"\s*:\s*null'.format("|".
 """A defaulted field written as ``null``, or any key holding ``null`` whose name is spelled with
 an escape that decodes to a plain character (``\\u``, ``\\/``): from its first escape to its
 closing quote, then the colon (only a key is followed by one)."""
+_NULL = re.compile(rb"null")
+"""What every match of :data:`_NULL_KEY` holds: a block without it needs no line searched."""
 _ASCII_SPACE = "[\t\n\x0b\x0c\r\x1c-\x1f ]+"
 """What ``str.split()`` splits an ASCII text at (``normalize_text``)."""
 _PLAIN_KEY = re.compile(r"[^\"\\\x00-\x1f]+")
@@ -184,31 +185,42 @@ def _context(root: Path, gold_path: Path, digest: str) -> _Context | None:
     return _Context(rubric, evidence_ids, listed.names, gold_schema(), *([] for _ in range(6)))
 
 
-def _blocks(path: Path, digest: Any) -> Iterator[bytes]:
-    """The file in blocks of whole lines, ``digest`` (if any) fed every byte."""
+def _blocks(path: Path, digest: Any) -> Iterator[memoryview]:
+    """The file in blocks of whole lines, ``digest`` (if any) fed every byte; each block read
+    into a buffer of its own behind the previous block's unfinished line (no copy of a block)."""
     rest = b""
     with open_for_reading(path) as fh:
-        while chunk := fh.read(BLOCK_BYTES):
+        while True:
+            buf = bytearray(len(rest) + BLOCK_BYTES)
+            buf[: len(rest)] = rest
+            view = memoryview(buf)
+            got = fh.readinto(view[len(rest) :])  # type: ignore[attr-defined]
+            if not got:
+                break
             if digest is not None:
-                digest.update(chunk)
-            data = rest + chunk
-            cut = data.rfind(b"\n") + 1
+                digest.update(view[len(rest) : len(rest) + got])
+            end = len(rest) + got
+            cut = buf.rfind(b"\n", 0, end) + 1
             if cut:
-                yield data[:cut]
-            rest = data[cut:]
+                yield view[:cut]
+            rest = bytes(view[cut:end])
     if rest:
-        yield rest
+        yield memoryview(rest)
 
 
-def _parse_block(data: bytes, schema: pa.Schema) -> tuple[pa.Array, pa.Table]:
-    """The block's non-blank lines (as text) and their records, one row a line."""
+def _parse_block(data: memoryview, schema: pa.Schema) -> tuple[pa.Array, pa.Table]:
+    """The block's non-blank lines (as text) and their records, one row a line (the block is
+    read in place: Arrow is handed its buffer, parsed as one chunk)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
 
     limit = max_line_bytes()
     try:  # one UTF-8 check and one split for the block, not one per line
-        text = pa.array([data], pa.binary()).cast(pa.string())
+        block = pa.py_buffer(data)
+        bounds = pa.py_buffer(np.array([0, block.size], np.int32))
+        text = pa.Array.from_buffers(pa.binary(), 1, [None, bounds, block]).cast(pa.string())
         raw = pc.split_pattern(text, "\n")[0].values
         if pc.max(pc.binary_length(raw)).as_py() > limit:
             raise _NotProven("a line too long")
@@ -217,8 +229,8 @@ def _parse_block(data: bytes, schema: pa.Schema) -> tuple[pa.Array, pa.Table]:
         if len(lines) == 0 or not pc.all(pc.starts_with(lines, "{")).as_py():
             raise _NotProven("a line that is not one object")  # so every line yields a row
         table = pj.read_json(
-            io.BytesIO(data),
-            read_options=pj.ReadOptions(block_size=1 << 24, use_threads=False),
+            pa.BufferReader(block),
+            read_options=pj.ReadOptions(block_size=block.size + 1, use_threads=False),
             parse_options=pj.ParseOptions(
                 explicit_schema=schema, unexpected_field_behavior="infer"
             ),
@@ -230,10 +242,10 @@ def _parse_block(data: bytes, schema: pa.Schema) -> tuple[pa.Array, pa.Table]:
     return lines, table
 
 
-def _index_block(data: bytes, context: _Context, schema: pa.Schema) -> pa.RecordBatch:
+def _index_block(data: memoryview, context: _Context, schema: pa.Schema) -> pa.RecordBatch:
     """Parse and prove one block; its index rows."""
     lines, table = _parse_block(data, context.schema)
-    _check_shape(table, lines, context.schema)
+    _check_shape(table, lines, context.schema, _NULL.search(data) is not None)
     reviews = _Reviews(table["reviews"].chunk(0))
     _check_values(table, reviews)
     _check_rubric_fit(table, reviews, context)
@@ -250,8 +262,9 @@ def _column(table: pa.Table, name: str) -> pa.Array:
     return table[name].chunk(0)
 
 
-def _check_shape(table: pa.Table, lines: pa.Array, schema: pa.Schema) -> None:
-    """Only the record's fields, with their types; no defaulted field written as ``null``."""
+def _check_shape(table: pa.Table, lines: pa.Array, schema: pa.Schema, nulls: bool) -> None:
+    """Only the record's fields, with their types; no defaulted field written as ``null`` (the
+    lines are searched for one only when the block holds a ``null`` at all: ``nulls``)."""
     import pyarrow.compute as pc
 
     extra = set(table.column_names) - set(schema.names) - {"metadata"}
@@ -260,12 +273,12 @@ def _check_shape(table: pa.Table, lines: pa.Array, schema: pa.Schema) -> None:
     ):
         raise _NotProven("unknown fields or types")
     if "metadata" in table.column_names:
-        _check_metadata(_column(table, "metadata"), lines)
-    if pc.any(pc.match_substring_regex(lines, _NULL_KEY)).as_py():
+        _check_metadata(_column(table, "metadata"), lines, nulls)
+    if nulls and pc.any(pc.match_substring_regex(lines, _NULL_KEY)).as_py():
         raise _NotProven("a defaulted field, or a key spelled with escapes, written as null")
 
 
-def _check_metadata(metadata: pa.Array, lines: pa.Array) -> None:
+def _check_metadata(metadata: pa.Array, lines: pa.Array, nulls: bool) -> None:
     """Metadata values are text (a ``null`` value, told apart from an absent key, is not)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -280,7 +293,8 @@ def _check_metadata(metadata: pa.Array, lines: pa.Array) -> None:
             raise _NotProven("a metadata value that is not text")
         values = pc.struct_field(metadata, child.name)
         if (
-            values.null_count
+            nulls
+            and values.null_count
             and pc.any(
                 pc.match_substring_regex(lines, f'"{_literal(child.name)}"\\s*:\\s*null')
             ).as_py()
