@@ -83,8 +83,9 @@ def _env(tree: Path | None = None, *, bytecode: bool = True) -> dict[str, str]:
     if not bytecode:  # as a container runs it: only the byte code beside the sources is read
         del env["PYTHONPYCACHEPREFIX"]
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if tree is not None:  # another checkout's workbench package comes first on the path
-        env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+    # This checkout's workbench (or another's, --before) comes first on the path, not the one
+    # installed in the venv (main's, for an editable install).
+    env["PYTHONPATH"] = os.pathsep.join([str(tree or ROOT), env.get("PYTHONPATH", "")])
     return env
 
 
