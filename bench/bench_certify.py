@@ -4,12 +4,13 @@ notebook, measured in the same run (issue 31: certify <= 1.5x).
 Both are new processes, interleaved ``--repeats`` times so load on the machine hits them alike:
 the baseline is ``python -c "import papermill; papermill.execute_notebook(...)"`` on a notebook
 whose one cell is ``pass`` (interpreter start, papermill's import, a kernel's start and
-shutdown: the fixed cost of any papermill job); certify is the real command on a fresh copy of
-the demo gold (``data/candidates/rubric-judge@2.yaml``, ``support-release@1``). Reported: the
-median and range of wall time and of CPU time (the process and every process it waited for,
-the kernel included), the ratio of the medians, the load average before and after, and the
-median split of certify's wall time (parent: interpreter start, imports, input checks, the
-ledger; kernel start; cells; render and lock) from the timings certification records.
+shutdown: the fixed cost of any papermill job); certify is the real command, this checkout's
+workbench first on ``PYTHONPATH`` (not the venv's install), on a fresh copy of the demo gold
+(``data/candidates/rubric-judge@2.yaml``, ``support-release@1``). Reported: the median and range
+of wall time and of CPU time (the process and every process it waited for, the kernel included),
+the ratio of the medians, the load average before and after, and the median split of certify's
+wall time (parent: interpreter start, imports, input checks, the ledger; kernel start; cells;
+render and lock) from the timings certification records.
 
 ``--ragas`` runs certify once more with an audit hook (a ``sitecustomize`` on ``PYTHONPATH``,
 inherited by the kernel) that records every process importing Ragas: the certify process,
