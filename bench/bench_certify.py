@@ -4,12 +4,13 @@ notebook, measured in the same run (issue 31: certify <= 1.5x).
 Both are new processes, interleaved ``--repeats`` times so load on the machine hits them alike:
 the baseline is ``python -c "import papermill; papermill.execute_notebook(...)"`` on a notebook
 whose one cell is ``pass`` (interpreter start, papermill's import, a kernel's start and
-shutdown: the fixed cost of any papermill job); certify is the real command on a fresh copy of
-the demo gold (``data/candidates/rubric-judge@2.yaml``, ``support-release@1``). Reported: the
-median and range of wall time and of CPU time (the process and every process it waited for,
-the kernel included), the ratio of the medians, the load average before and after, and the
-median split of certify's wall time (parent: interpreter start, imports, input checks, the
-ledger; kernel start; cells; render and lock) from the timings certification records.
+shutdown: the fixed cost of any papermill job); certify is the real command, this checkout's
+workbench first on ``PYTHONPATH`` (not the venv's install), on a fresh copy of the demo gold
+(``data/candidates/rubric-judge@2.yaml``, ``support-release@1``). Reported: the median and range
+of wall time and of CPU time (the process and every process it waited for, the kernel included),
+the ratio of the medians, the load average before and after, and the median split of certify's
+wall time (parent: interpreter start, imports, input checks, the ledger; kernel start; cells;
+render and lock) from the timings certification records.
 
 ``--ragas`` runs certify once more with an audit hook (a ``sitecustomize`` on ``PYTHONPATH``,
 inherited by the kernel) that records every process importing Ragas: the certify process,
@@ -83,8 +84,9 @@ def _env(tree: Path | None = None, *, bytecode: bool = True) -> dict[str, str]:
     if not bytecode:  # as a container runs it: only the byte code beside the sources is read
         del env["PYTHONPYCACHEPREFIX"]
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if tree is not None:  # another checkout's workbench package comes first on the path
-        env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+    # This checkout's workbench (or another's, --before) comes first on the path, not the one
+    # installed in the venv (main's, for an editable install).
+    env["PYTHONPATH"] = os.pathsep.join([str(tree or ROOT), env.get("PYTHONPATH", "")])
     return env
 
 

@@ -120,3 +120,29 @@ def test_only_a_spec_running_this_interpreters_launcher_is_forked(
         "other-module": False,
         "no-such-kernel": False,
     }
+
+
+@pytest.mark.notebook
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_refusal_after_the_seed_is_forked_stops_it(tmp_path: Path) -> None:
+    """The seed is forked once the candidate's judge is built, before the gold is checked: a gold
+    refused then (never frozen) stops the seed before certify exits (without that, the seed
+    would still be importing when certify returned)."""
+    project = make_project(tmp_path / "project")
+    gold = shutil.copytree(ROOT / "data" / "demo", tmp_path / "unfrozen-gold")
+    (gold / "releases.jsonl").unlink()
+    env = _env(tmp_path, project, tmp_path / "ragas.log")
+    argv = [sys.executable, "-m", "workbench", "certify", "--candidate"]
+    argv += [str(ROOT / "data" / "candidates" / "rubric-judge@2.yaml"), "--policy"]
+    argv += [str(ROOT / "data" / "policies" / "support-release@1.yaml"), "--gold", str(gold)]
+    # Output to files, not pipes: a seed holds the pipes open, so reading them to their end
+    # would wait for it. Only certify itself is waited for.
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr, cwd=project)
+        code = process.wait()
+    left = _left_running(str(gold))
+    message = err.read_text(encoding="utf-8")
+    assert code == 2 and "gold_not_frozen" in message, message[-3000:]
+    assert left == []
+    assert not (project / "reports").exists()  # refused before the ledger

@@ -187,10 +187,9 @@ def _fisher(cell: Any, total: Any) -> float | None:
     rest_k, rest_n = total.k - cell.k, total.n - cell.n
     if cell.n == 0 or rest_n <= 0:
         return None
-    from scipy.stats import fisher_exact
+    from ..stats import fisher_exact_p  # scipy.stats.fisher_exact's p, without scipy.stats
 
-    table = [[cell.k, cell.n - cell.k], [rest_k, rest_n - rest_k]]
-    return float(fisher_exact(table, alternative="two-sided").pvalue)
+    return fisher_exact_p([[cell.k, cell.n - cell.k], [rest_k, rest_n - rest_k]])
 
 
 def available_fields(index_table: pa.Table) -> list[str]:

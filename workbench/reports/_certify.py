@@ -89,7 +89,7 @@ from ._recompute import (
     RUN_DIR,
     public_gate,
 )
-from ._render import not_run_html, render_html
+from ._render import not_run_html, render_html, warm_render
 
 EXECUTED_NOTEBOOK = "certification.ipynb"
 HTML_FILE = "report.html"
@@ -262,22 +262,24 @@ def certify(
     command-line process only)."""
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     ledger = HeldOutLedger(ledger_path_for(gold))  # refused first outside a project
-    inputs = _check_inputs(
-        candidate,
-        policy,
-        gold,
-        notebook=notebook,
-        baseline=baseline,
-        label_mapping=label_mapping,
-        budget_usd=budget_usd,
-        overrides=overrides,
-        sign_key=sign_key,
-    )
-    seed = _seed(warm_kernel, kernel_name)
+    seeds: list[KernelSeed | None] = []
     try:
+        inputs = _check_inputs(
+            candidate,
+            policy,
+            gold,
+            notebook=notebook,
+            baseline=baseline,
+            label_mapping=label_mapping,
+            budget_usd=budget_usd,
+            overrides=overrides,
+            sign_key=sign_key,
+            judge_loaded=lambda: seeds.append(_seed(warm_kernel, kernel_name)),
+        )
+        seed = seeds[0] if seeds else None
         job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     except BaseException:
-        _discard(seed)
+        _discard(seeds[0] if seeds else None)
         raise
     job.seed = seed
     job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
@@ -297,8 +299,10 @@ def certify(
 
 
 def _seed(warm_kernel: bool, kernel_name: str) -> KernelSeed | None:
-    """The warm kernel's seed, forked now (inputs checked, the ledger not yet touched); none
-    when it cannot be forked (the kernel then starts as a new process)."""
+    """The warm kernel's seed, forked now (the ledger not yet touched; for a certification, once
+    the candidate's judge is built, so the seed's imports overlap the other checks: a refused
+    certification discards it); none when it cannot be forked (the kernel then starts as a new
+    process)."""
     if not (warm_kernel and native_kernel(kernel_name)):
         return None
     try:
@@ -390,8 +394,10 @@ def _check_inputs(
     budget_usd: float | None,
     overrides: str | Path | None,
     sign_key: str | Path | None,
+    judge_loaded: Callable[[], object] = lambda: None,
 ) -> _Inputs:
-    """Load and check every input; nothing is written."""
+    """Load and check every input; nothing is written. ``judge_loaded`` is called once the
+    candidate's judge is built (its module and Ragas imported)."""
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
     baseline_path, mapping_path = (
         Path(p) if p is not None else None for p in (baseline, label_mapping)
@@ -399,7 +405,9 @@ def _check_inputs(
     custom = _path(notebook)
     notebook_path = custom or packaged_notebook()
     _check_paths(policy, notebook_path, mapping_path, baseline_path)
-    judge, policy_model = load_candidate(candidate), load_policy(policy)
+    judge = load_candidate(candidate)
+    judge_loaded()
+    policy_model = load_policy(policy)
     if policy_model.controls is not None:
         _check_control_suite(policy, policy_model.controls)
     dataset = load_dataset(gold)
@@ -804,6 +812,7 @@ def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
         "max_cases": job.max_cases,
     }
     notebook = _notebook_node(job)
+    warm_render()  # now, beside the seed's imports, rather than after the notebook
     try:
         with kernel_manager_class(job.seed) as manager:
             papermill.execute_notebook(

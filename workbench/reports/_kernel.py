@@ -1,10 +1,11 @@
-"""A warm certification kernel: forked from the ``workbench certify`` process once its inputs are
-checked, so the kernel has Ragas, the candidate's judge and the workbench imported already.
+"""A warm certification kernel: forked from the ``workbench certify`` process once the candidate's
+judge is built, so the kernel has Ragas, the candidate's judge and the workbench imported already.
 
 Without it the kernel is a new interpreter that imports everything the certify process has just
 imported (Ragas alone is about a third of each process's CPU). The seed is forked before the
-ledger is touched (it holds no ledger lock, no token) and, while certify opens its ledger entry
-and copies the inputs, imports what the notebook uses. When papermill starts the kernel, the
+ledger is touched (it holds no ledger lock, no token; a refused certification discards it) and,
+while certify checks its other inputs, opens its ledger entry and copies the inputs, imports what
+the notebook uses and starts vl-convert's JavaScript runtime. When papermill starts the kernel, the
 seed takes on the environment, directory and arguments the kernel manager gives and runs
 ipykernel's launcher, as ``python -m ipykernel_launcher`` would. It is used only for a kernel
 spec that runs this interpreter's ``ipykernel_launcher`` and only by the command-line process
@@ -20,8 +21,10 @@ import contextlib
 import importlib
 import json
 import os
+import select
 import signal
 import sys
+import threading
 from typing import Any
 
 PRELOAD = (
@@ -33,8 +36,22 @@ PRELOAD = (
     "workbench.reports",
     "workbench.phases",
     "workbench.align",
+    "ipykernel.debugger",
+    "pandas.io.formats.style",
+    "workbench.authority",
 )
-"""What the seed imports while certify opens the ledger entry (the notebook's first cells)."""
+"""What the seed imports while certify checks the rest of its inputs, opens the ledger entry and
+starts the kernel manager: the notebook's imports, in the order its cells need them. The seed
+stops importing once the kernel is requested, so a preload never delays the kernel: the cells
+import what is left."""
+
+_WARM_CHART: dict[str, Any] = {
+    "data": {"values": [{"x": 0}]},
+    "mark": "point",
+    "encoding": {"x": {"field": "x", "type": "quantitative"}},
+}
+"""A one-point chart: drawing it starts vl-convert's JavaScript runtime, which the report's
+first chart otherwise waits for (most of that start is outside the interpreter's lock)."""
 
 
 def native_kernel(kernel_name: str) -> bool:
@@ -159,11 +176,15 @@ def _seed(read: int) -> None:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
+        charts = threading.Thread(target=_warm_charts, daemon=True)
+        charts.start()
         for name in PRELOAD:
-            with contextlib.suppress(Exception):  # the kernel imports it again and raises
-                importlib.import_module(name)
+            if select.select([read], [], [], 0)[0]:  # the kernel is requested (or discarded)
+                break
+            _preload(name)
         with os.fdopen(read, encoding="utf-8") as pipe:
             data = pipe.read()
+        charts.join()  # before the environment changes under it
         if not data:
             code = 0
             return
@@ -177,6 +198,18 @@ def _seed(read: int) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _preload(name: str) -> None:
+    with contextlib.suppress(Exception):  # the kernel imports it again and raises
+        importlib.import_module(name)
+
+
+def _warm_charts() -> None:
+    with contextlib.suppress(Exception):  # the report's first chart raises it again
+        import vl_convert
+
+        vl_convert.vegalite_to_svg(_WARM_CHART)
 
 
 def _run_kernel(argv: list[str]) -> int:

@@ -86,6 +86,13 @@ def render_document(title: str, parts: Sequence[Section | str]) -> str:
     return add_content_security_policy(strip_scripts(strip_external(page)))
 
 
+def warm_render() -> None:
+    """Import and compile what :func:`render_html` uses (certify calls it while the kernel's seed
+    imports what the notebook needs, rather than after the notebook)."""
+    _markdown("")
+    render_document("", [])
+
+
 def render_html(
     notebook_path: str | Path, title: str = "Certification report", first: Sequence[Section] = ()
 ) -> str:
