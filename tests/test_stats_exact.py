@@ -70,3 +70,15 @@ def test_neither_imports_scipy_stats_or_statsmodels() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_without_scipys_private_hypergeometric_functions_the_public_test_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workbench.stats import _exact
+
+    # as a scipy release that renamed one (scipy.stats itself still calls the real ones)
+    monkeypatch.setattr(_exact, "_BOOST", (*_exact._BOOST, "_hypergeom_renamed"))
+    monkeypatch.setattr(_exact, "_Hypergeom", None)  # the private path is not taken
+    for table in ([[3, 1], [1, 3]], [[0, 9], [7, 2]], [[12, 40], [3, 90]]):
+        assert fisher_exact_p(table) == float(fisher_exact(table).pvalue)

@@ -60,12 +60,29 @@ def _binary_search(a: Callable[[int], float], d: float, lo: int, hi: int) -> int
     return lo if a(lo) <= d else lo - 1
 
 
+_BOOST = ("_hypergeom_pmf", "_hypergeom_cdf", "_hypergeom_sf")
+"""The private ``scipy.special._ufuncs`` names used; if a scipy release drops one, the public
+``scipy.stats.fisher_exact`` answers instead (slower to import, same value)."""
+
+
+def _boost_available() -> bool:
+    try:
+        from scipy.special import _ufuncs
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return False
+    return all(hasattr(_ufuncs, name) for name in _BOOST)
+
+
 def fisher_exact_p(table: Sequence[Sequence[int]]) -> float:
     """Two-sided p-value of Fisher's exact test on the 2x2 ``table`` of counts, equal to
     ``scipy.stats.fisher_exact(table).pvalue``. Raises ``ValueError`` on a negative count."""
     (a, b), (c, d) = ((int(x) for x in row) for row in table)
     if min(a, b, c, d) < 0:
         raise ValueError("All values in `table` must be nonnegative.")
+    if not _boost_available():
+        from scipy.stats import fisher_exact
+
+        return float(fisher_exact([[a, b], [c, d]]).pvalue)
     if 0 in (a + c, b + d, a + b, c + d):
         return 1.0
     n1, n2, n = a + b, c + d, a + c
