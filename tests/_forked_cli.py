@@ -40,6 +40,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from workbench.reports._kernel import ForkedKernel
+
 MODULES = ("workbench", "workbench.cli.main")
 """``python -m MODULE`` commands a forked run stands for (both run ``workbench.cli.run``); the
 rest of the argument list is ``workbench``'s."""
@@ -144,11 +146,12 @@ def _child(
             os._exit(code)
 
 
-class Popen:
+class Popen(ForkedKernel):
     """A forked ``python -m workbench`` command, used like :class:`subprocess.Popen` (the methods
     the suite's tests call: ``pid``, ``poll``, ``wait``, ``communicate``, ``send_signal``,
-    ``terminate``, ``kill``, ``returncode``). Its stdout and stderr are files read by
-    :meth:`communicate` (text, or bytes with ``text=False``)."""
+    ``terminate``, ``kill``, ``returncode``; ``poll`` and the signals are the certify kernel's
+    stand-in's, :class:`workbench.reports._kernel.ForkedKernel`). Its stdout and stderr are
+    files read by :meth:`communicate` (text, or bytes with ``text=False``)."""
 
     def __init__(
         self,
@@ -164,7 +167,6 @@ class Popen:
         self.args = [os.fspath(part) for part in command]
         _module(self.args)
         self.text = text
-        self.returncode: int | None = None
         # DEVNULL discards a stream; anything else is captured for communicate()
         self._out = tempfile.TemporaryFile()  # noqa: SIM115 (read and closed by communicate)
         self._err = tempfile.TemporaryFile()  # noqa: SIM115
@@ -179,18 +181,12 @@ class Popen:
             null if stderr == subprocess.DEVNULL else self._err.fileno(),
         )
         try:
-            self.pid = os.fork()
-            if self.pid == 0:  # the child never returns
+            pid = os.fork()
+            if pid == 0:  # the child never returns
                 _child(self.args, environment, directory, fds, start_new_session)
         finally:
             os.close(null)
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
+        super().__init__(pid)
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -202,16 +198,6 @@ class Popen:
             delay = min(delay * 2, 0.05)
         assert self.returncode is not None
         return self.returncode
-
-    def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signum)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
 
     def _read(self, stream: Any) -> str | bytes:
         stream.seek(0)
