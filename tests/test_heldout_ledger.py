@@ -549,15 +549,16 @@ def test_a_killed_certification_is_aborted_listed_and_chained(
             ],
             cwd=ROOT,
             env={**os.environ, "RAGAS_DO_NOT_TRACK": "true"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
         results = reports / "support-llm-judge" / "1" / "1" / "restricted" / "run" / "results.jsonl"
         deadline = time.monotonic() + 300
         try:
             while not (results.exists() and results.stat().st_size > 0):
-                assert proc.poll() is None, "certification ended before it could be killed"
+                if proc.poll() is not None:
+                    pytest.fail(
+                        f"certification ended before it could be killed: {proc.communicate()}"
+                    )
                 assert time.monotonic() < deadline, "the held-out run never started"
                 time.sleep(0.1)
         finally:
