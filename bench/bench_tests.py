@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import collections
 import ctypes
+import itertools
 import json
 import os
 import re
@@ -142,6 +143,38 @@ def summarize_processes(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
     top = {test: round(cpu, 1) for test, cpu in kernels_by_test.most_common(15)}
     return {"by_kind": by_kind, "kernel_cpu_by_test_top15": top}
+
+
+def cpu_by_module(
+    tests: list[dict[str, Any]], rows: list[dict[str, Any]]
+) -> dict[str, dict[str, float]]:
+    """CPU by test module, child processes included, most first.
+
+    ``tests``: the lines of ``tests/_cpu_log.py`` (a suite worker's own CPU per test and that of
+    the children it waited for meanwhile); ``rows``: the process log, whose notebook kernels
+    forked by the zygote (not the worker's children) are added by the test they name. Lines from
+    pytest runs a test started (not the suite's workers) are left out.
+    """
+    suite = suite_pytest_pids(rows)
+    workers = {row["pid"] for row in rows if process_kind(row, suite) == "xdist worker"}
+    modules: dict[str, dict[str, float]] = collections.defaultdict(
+        lambda: dict.fromkeys(("tests", "wall_s", "cpu_s", "worker", "children", "kernels"), 0.0)
+    )
+    for line in tests:
+        if workers and line["pid"] not in workers:
+            continue
+        module = modules[line["test"].split("::", 1)[0]]
+        module["tests"] += 1
+        module["wall_s"] += line["wall_s"]
+        module["worker"] += line["cpu_s"]
+        module["children"] += line["children_cpu_s"]
+    for row in rows:
+        if process_kind(row, suite) == "notebook kernel" and row.get("ppid") not in workers:
+            modules[row["test"].split("::", 1)[0] or "(outside a test)"]["kernels"] += row["cpu_s"]
+    for module in modules.values():
+        module["cpu_s"] = module["worker"] + module["children"] + module["kernels"]
+    ranked = sorted(modules.items(), key=lambda kv: -kv[1]["cpu_s"])
+    return {name: {k: round(v, 1) for k, v in m.items()} for name, m in ranked}
 
 
 def machine_times() -> dict[str, float]:
@@ -316,6 +349,18 @@ def not_logged(sampled: list[dict[str, Any]], logged_pids: set[int]) -> dict[str
     return {name: round(cpu, 1) for name, cpu in by_name.most_common() if cpu >= 0.1}
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a log written one line per process or test ([] when absent)."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line torn by a process killed while writing
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -350,6 +395,7 @@ def main() -> int:
     env = {**os.environ}
     scratch = Path(tempfile.mkdtemp(prefix="workbench-bench-tests-"))
     process_log = scratch / "processes.jsonl"
+    test_log = scratch / "tests.jsonl"
     if args.by_process:
         (scratch / "site").mkdir()
         (scratch / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
@@ -357,6 +403,7 @@ def main() -> int:
             p for p in (str(scratch / "site"), env.get("PYTHONPATH", "")) if p
         )
         env["WORKBENCH_BENCH_PROCESS_LOG"] = str(process_log)
+        env["WORKBENCH_BENCH_TEST_LOG"] = str(test_log)  # tests/_cpu_log.py
     if args.workers is not None:
         env["PYTEST_WORKERS"] = args.workers
     log_path = args.log or scratch / "suite.log"
@@ -418,13 +465,11 @@ def main() -> int:
     if left_running:
         out["left_running"] = left_running
     if args.by_process:
-        rows = []
-        if process_log.exists():
-            for line in process_log.read_text(encoding="utf-8").splitlines():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue  # a line torn by a process killed while writing
+        rows = read_jsonl(process_log)
+        by_module = cpu_by_module(read_jsonl(test_log), rows)
+        (scratch / "modules.json").write_text(json.dumps(by_module, indent=1), encoding="utf-8")
+        out["cpu_by_module_top30"] = dict(itertools.islice(by_module.items(), 30))
+        out["cpu_by_module_file"] = str(scratch / "modules.json")
         seen = sum(r["cpu_s"] for r in rows)
         out["by_process"] = {
             "python_processes": len(rows),

@@ -425,6 +425,7 @@ def _no_inherited_demo_urls(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # Tests that need ../shared/datasets: the `datasets` marker, skip or fail, and the count at the end.
+import _cpu_log  # noqa: E402
 import _datasets  # noqa: E402
 import _kernels  # noqa: E402
 import _schedule  # noqa: E402
@@ -456,6 +457,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Notebook kernels forked from one process that has imported them (tests/_kernels.py).
     config.pluginmanager.register(_kernels, "workbench-kernel-zygote")
     _kernels.configure(config)
+    _cpu_log.configure(config)  # bench/bench_tests.py --by-process: CPU per test
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _forked_cli
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -114,11 +115,8 @@ def test_named_pipe_in_place_of_the_evidence_snapshot_is_refused_without_hanging
     root = make_dataset([make_case("a")])
     (root / "evidence.jsonl").unlink()
     os.mkfifo(root / "evidence.jsonl")  # opening a pipe with no writer blocks forever
-    proc = subprocess.run(
-        [sys.executable, "-m", "workbench", "validate", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = _forked_cli.run(  # a process that could hang, without an interpreter's start-up
+        [sys.executable, "-m", "workbench", "validate", str(root)], timeout=120
     )
     assert proc.returncode == 2, proc.stderr
     assert (

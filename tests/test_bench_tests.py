@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from _inner_pytest import run_pytest
+from _inner_pytest import inner_env, run_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,6 +133,69 @@ def test_workers_of_a_pytest_run_a_test_started_are_not_the_suites(bench: Module
         "xdist worker": {"processes": 2, "cpu_s": 90.0},
         "pytest run": {"processes": 4, "cpu_s": 12.0},
     }
+
+
+def test_cpu_by_module_adds_workers_children_and_forked_kernels(bench: ModuleType) -> None:
+    pytest_main = "/v/lib/python3.11/site-packages/pytest/__main__.py -q"
+    kernel = "-c -f k.json --HistoryManager.hist_file=:memory:"
+    rows = [
+        _row(f"{pytest_main} -n 2 --dist loadscope", pid=10, ppid=5, cpu=9.0),
+        _row("-c", "gw0", pid=11, ppid=10, cpu=50.0),
+        _row("-c", "gw1", pid=12, ppid=10, cpu=40.0),
+        _row(kernel, "gw0", "tests/test_a.py::t2 (call)", 4.0, pid=30, ppid=99),  # the zygote's
+        _row(kernel, "gw1", "tests/test_b.py::t1 (call)", 1.5, pid=31, ppid=12),  # a worker's
+    ]
+
+    def line(pid: int, test: str, cpu: float, children: float) -> dict[str, object]:
+        return {"pid": pid, "test": test, "wall_s": 2.0, "cpu_s": cpu, "children_cpu_s": children}
+
+    tests = [
+        line(11, "tests/test_a.py::t1", 1.0, 0.5),
+        line(11, "tests/test_a.py::t2", 2.0, 0.0),
+        line(12, "tests/test_b.py::t1", 0.5, 1.5),  # its kernel is in children already
+        line(20, "tests/test_c.py::t1", 7.0, 0.0),  # a nested pytest run's: not the suite's
+    ]
+    assert bench.cpu_by_module(tests, rows) == {
+        "tests/test_a.py": {
+            "tests": 2.0,
+            "wall_s": 4.0,
+            "cpu_s": 7.5,
+            "worker": 3.0,
+            "children": 0.5,
+            "kernels": 4.0,
+        },
+        "tests/test_b.py": {
+            "tests": 1.0,
+            "wall_s": 2.0,
+            "cpu_s": 2.0,
+            "worker": 0.5,
+            "children": 1.5,
+            "kernels": 0.0,
+        },
+    }
+
+
+def test_the_per_test_log_counts_a_tests_child_process(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "import _cpu_log\n\ndef pytest_configure(config):\n    _cpu_log.configure(config)\n"
+    )
+    busy = "t = 0\nfor i in range(2_000_000): t += i\n"
+    (tmp_path / "test_child.py").write_text(
+        "import subprocess, sys\n\n"
+        "def test_quiet():\n    pass\n\n"
+        f"def test_child():\n    subprocess.run([sys.executable, '-c', {busy!r}], check=True)\n"
+    )
+    log = tmp_path / "tests.jsonl"
+    env = inner_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env.get("PYTHONPATH", "")])
+    done = run_pytest(tmp_path, tmp_path, env={**env, "WORKBENCH_BENCH_TEST_LOG": str(log)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {row["test"]: row for row in map(json.loads, log.read_text().splitlines())}
+    assert set(rows) == {"test_child.py::test_quiet", "test_child.py::test_child"}
+    assert rows["test_child.py::test_child"]["children_cpu_s"] > 0.05
+    assert rows["test_child.py::test_quiet"]["children_cpu_s"] == 0
+    done = run_pytest(tmp_path, tmp_path, env=env)  # without the variable: no log
+    assert done.returncode == 0 and len(log.read_text().splitlines()) == 2
 
 
 def test_the_summary_line_is_found_in_a_real_pytest_log(bench: ModuleType, tmp_path: Path) -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import _forked_cli
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -312,11 +312,10 @@ def test_fake_llm_litellm_no_db_recipe_from_the_docs() -> None:
     cli = [sys.executable, "-m", "workbench"]
     fake = ["fake-llm", "--emulate", "litellm", "--require-api-key-env", "PROXY_MASTER_KEY"]
     ping_cmd = [*cli, "ping", "--candidate", "examples/endpoints/litellm-judge@1.yaml"]
-    done = subprocess.run(
+    # fake-llm forked from this process (tests/_forked_cli.py); the ping it starts, as printed
+    done = _forked_cli.run(
         [*cli, *fake, "--litellm-no-db", "--export", "LITELLM_BASE_URL", "--", *ping_cmd],
         env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
         cwd=ROOT,
     )

@@ -534,8 +534,9 @@ def test_fake_llm_cli_emulates_a_provider_for_a_real_ping_as_the_docs_print_it(
     tmp_path: Path,
 ) -> None:
     import os
-    import subprocess
     import sys
+
+    import _forked_cli
 
     env = {**os.environ, "LITELLM_API_KEY": "anything-0123456789", "RAGAS_DO_NOT_TRACK": "true"}
     ping_cmd = [sys.executable, "-m", "workbench", "ping", "--candidate"]
@@ -554,19 +555,16 @@ def test_fake_llm_cli_emulates_a_provider_for_a_real_ping_as_the_docs_print_it(
         "LITELLM_BASE_URL",
         "--",
     ]
-    refused = subprocess.run(
+    # fake-llm forked from this process (tests/_forked_cli.py); the ping it starts, as printed
+    refused = _forked_cli.run(
         [*base, *ping_cmd, str(EXAMPLES / "litellm-judge@1.yaml")],
         env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
         cwd=ROOT,
     )
-    fallback = subprocess.run(
+    fallback = _forked_cli.run(
         [*base, *ping_cmd, str(EXAMPLES / "litellm-judge@2.yaml")],
         env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
         cwd=ROOT,
     )

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _forked_cli
 import pytest
 import yaml
 from conftest import make_case
@@ -351,7 +352,8 @@ def test_kill_minus_9_then_rerun_resumes_without_loss_or_repeats(
             "--no-cache",
         ]
         env = {**os.environ, KEY_ENV: SECRET}
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # processes of their own, forked from this one (tests/_forked_cli.py: no start-up)
+        proc = _forked_cli.Popen(command, env=env, stdout=subprocess.DEVNULL)
         results = out / "results.jsonl"
         deadline = time.monotonic() + 240  # a loaded CI machine starts the CLI slowly
         while time.monotonic() < deadline and (
@@ -369,7 +371,7 @@ def test_kill_minus_9_then_rerun_resumes_without_loss_or_repeats(
         assert 8 <= len(done_at_kill) < 30
         with open(results, "ab") as fh:  # as if the kill had torn the last record
             fh.write(b'{"case_id": "c99", "value": "pa')
-        rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        rerun = _forked_cli.run(command, env=env, timeout=120)
         assert rerun.returncode == 0, rerun.stderr
         later_calls = server.calls[before_kill:]
     called_again = {

@@ -34,9 +34,9 @@ def test_xdist_loadscope_keeps_the_collection_order(pytestconfig: pytest.Config)
 
 def test_measured_long_modules_then_notebook_and_browser_modules_then_file_order() -> None:
     items: Any = [
-        FakeItem("tests/test_guard.py::quick"),  # measured (61 s), no marker
+        FakeItem("tests/test_ci_contracts.py::quick"),  # measured (177 s), no marker
         FakeItem("tests/test_runs_fail_closed.py::waits"),  # waits more than it computes
-        FakeItem("tests/test_heldout_ledger.py::race", "notebook"),  # measured (392 s)
+        FakeItem("tests/test_authority.py::promote", "notebook"),  # measured (338 s)
         FakeItem("tests/test_a.py::fast_1"),
         FakeItem("tests/test_b.py::nb_1", "notebook"),
         FakeItem("tests/test_a.py::fast_2"),
@@ -50,8 +50,8 @@ def test_measured_long_modules_then_notebook_and_browser_modules_then_file_order
     assert [item.nodeid for item in items] == [
         "tests/test_ray_executor.py::cluster",  # the waiting modules, in WAITING_FIRST's order
         "tests/test_runs_fail_closed.py::waits",
-        "tests/test_heldout_ledger.py::race",  # the longest measured module
-        "tests/test_guard.py::quick",
+        "tests/test_authority.py::promote",  # the longest measured module
+        "tests/test_ci_contracts.py::quick",
         "tests/test_c.py::nb_1",  # two slow tests
         "tests/test_c.py::plain",
         "tests/test_c.py::browser_1",
