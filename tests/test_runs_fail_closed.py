@@ -90,7 +90,6 @@ def test_no_server_stops_after_n_connection_failures_exit_3(gold: Path, tmp_path
     url = f"http://127.0.0.1:{dead_port()}/v1"
     spec = write_spec(tmp_path / "s", url, endpoint={"max_retries": 4})
     out = tmp_path / "out"
-    t0 = time.monotonic()
     result = invoke(
         "run",
         "--candidate",
@@ -106,14 +105,12 @@ def test_no_server_stops_after_n_connection_failures_exit_3(gold: Path, tmp_path
         "--concurrency",
         "4",
     )
-    elapsed = time.monotonic() - t0
     assert result.exit_code == 3, result.output
     summary = json.loads((out / "run.json").read_text())
     attempts = rows(out)
     # Old engine: every case x (max_retries + 1) attempts, "COMPLETE", exit 0.
     assert summary["status"] == "incomplete" and summary["stop_reason"] == "circuit_breaker"
     assert 8 <= len(attempts) <= 8 + 4 - 1 and summary["calls"] == len(attempts)
-    assert elapsed < 20
     assert url in summary["stop_detail"] and "8 consecutive" in summary["stop_detail"]
     assert all(
         url in r["error"]["message"] and r["error"]["kind"] == "provider_error" for r in attempts
