@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from workbench.reports._kernel import ForkedKernel
+from workbench.reports._kernel import ForkedKernel, exit_forked
 
 MODULES = ("workbench", "workbench.cli.main")
 """``python -m MODULE`` commands a forked run stands for (both run ``workbench.cli.run``); the
@@ -138,12 +138,7 @@ def _child(
             traceback.print_exc()
             code = 1
     finally:
-        try:
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        exit_forked(code)
 
 
 class Popen(ForkedKernel):

@@ -416,14 +416,9 @@ def _become_kernel(request: dict[str, Any], fds: list[int], charts: str) -> None
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     finally:
-        import atexit
+        from workbench.reports._kernel import exit_forked
 
-        try:
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        exit_forked(code)
 
 
 def serve(path: str) -> int:

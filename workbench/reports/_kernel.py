@@ -25,7 +25,7 @@ import select
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, NoReturn
 
 PRELOAD = (
     "ipykernel.kernelapp",
@@ -192,12 +192,18 @@ def _seed(read: int) -> None:
         _take_environment(request["env"], request["cwd"])
         code = _run_kernel(request["argv"])
     finally:
-        try:
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        exit_forked(code)
+
+
+def exit_forked(code: int) -> NoReturn:
+    """End a forked child as an interpreter ends: its exit handlers, its streams flushed, then
+    ``os._exit(code)`` (never the parent's teardown, which the fork inherited)."""
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
 
 
 def _preload(name: str) -> None:
