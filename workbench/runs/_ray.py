@@ -1,10 +1,12 @@
-"""The Ray executor: one run split into N shards, each run by the unchanged engine in a Ray task.
+"""The Ray executor: one run split into N shards, each run by the unchanged engine on a Ray worker.
 
-The driver plans and freezes the run as a local run does, plus the shard plan (:mod:`._shards`).
-One actor, :class:`GlobalLimits`, holds the budget, case limit, breaker, lanes and a token
-bucket for every shard, so :mod:`._limits`' guarantee holds for the whole run. The driver
-merges the shard results into the summary a local run writes; a shard whose worker died leaves
-the run *incomplete*, and re-running resumes every shard. ``RAY_ADDRESS`` selects a cluster.
+The driver plans and freezes the run as a local run does, plus the shard plan (:mod:`._shards`),
+while Ray starts in a thread. Shard hosts (:class:`ShardHost`, one worker process for the shards
+that share a CPU) take shards from a queue. One actor, :class:`GlobalLimits`, holds that queue
+and the budget, case limit, breaker, lanes and a token bucket for every shard, so
+:mod:`._limits`' guarantee holds for the whole run. The driver merges the shard results into
+the summary a local run writes; a shard whose host died leaves the run *incomplete*, and
+re-running resumes every shard. ``RAY_ADDRESS`` selects a cluster.
 """
 
 from __future__ import annotations
@@ -141,6 +143,11 @@ class GlobalLimits:
             shard: sum(n for name, n in per_slice.items() if self._reserved(name))
             for shard, per_slice in units.items()
         }
+
+    async def configure(self, *settings: Any, **named: Any) -> None:
+        """Set the run's limits and shards (as the constructor does): the actor is made while
+        the driver still plans the run, so that its process is up when the shards start."""
+        self.__init__(*settings, **named)  # type: ignore[misc]
 
     def _reserved(self, lane: str | None) -> bool:
         priority = self.limits.priority
@@ -751,6 +758,7 @@ class _Started:
     def __init__(self, task: _ShardTask) -> None:
         self.layout = host_layout(task.options.shards or 1, cpus_per_shard(task.options))
         self.hosts: list[Any] = []
+        self.limits: Any = None
         self.error: BaseException | None = None
         self.session = ExitStack()
         self.thread = threading.Thread(target=self._start, args=(task,), daemon=True)
@@ -766,6 +774,8 @@ class _Started:
             host: Any = ray.remote(ShardHost)
             host = host.options(num_cpus=cpus, max_concurrency=per_host, max_restarts=0)
             self.hosts = [host.remote(task.candidate, task.gold) for _ in range(hosts)]
+            limits: Any = ray.remote(num_cpus=0)(GlobalLimits)
+            self.limits = limits.remote(None, None, 0.0, 1, None, None)
         except BaseException as exc:  # raised in the driver's thread by ready()
             self.error = exc
 
@@ -780,8 +790,8 @@ class _Started:
         if self.hosts:
             import ray
 
-            for host in self.hosts:
-                ray.kill(host)
+            for actor in [*self.hosts, self.limits]:
+                ray.kill(actor)
         self.session.close()
 
 
@@ -813,7 +823,8 @@ def _run_shards(
         replace(task, options=replace(options, concurrency=share), index=i, case_ids=by_shard[i])
         for i, share in zip(active, shares, strict=True)
     ]
-    actor: Any = ray.remote(num_cpus=0)(GlobalLimits).remote(*limits_args, tasks)
+    actor = started.limits
+    ray.get(actor.configure.remote(*limits_args, tasks))
     calls = {
         host.serve.remote(actor, k): k
         for k, host in enumerate(hosts)
@@ -829,7 +840,6 @@ def _run_shards(
             ray.get(actor.lost.remote(calls[ready[0]], _why(exc)))
     answers: dict[int, dict[str, Any]] = ray.get(actor.ended.remote())
     final: dict[str, Any] = ray.get(actor.state.remote())
-    ray.kill(actor)
     warnings = [
         f"shard {i:03d} did not finish ({answer['error']}); its settled cases are kept, rerun the"
         " same command to resume it"
