@@ -7,6 +7,8 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -87,12 +89,22 @@ def test_a_failed_local_start_is_retried_and_its_processes_are_ended(
 ) -> None:
     """Ray's head node can time out starting after it started its GCS, dashboard and agents,
     and Ray's ``shutdown`` does not know them: each try's processes are ended before the next
-    try. Here each (fake) start starts one child process and times out."""
+    try, with their own children (the raylet's agents outlive a killed raylet). Here each
+    (fake) start starts a child process that starts a child of its own, and times out."""
     pytest.importorskip("ray", reason="the Ray executor is an optional extra")
     started: list[subprocess.Popen[bytes]] = []
+    grandchildren: list[int] = []
+    sleeper = "import time; time.sleep(60)"
+    parent = (
+        f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {sleeper!r}]);"
+        f" print(p.pid, flush=True); {sleeper}"
+    )
 
     def failing_start(**settings: object) -> None:
-        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        child = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE)
+        started.append(child)
+        assert child.stdout is not None
+        grandchildren.append(int(child.stdout.readline()))
         raise Exception("The current node timed out during startup.")
 
     monkeypatch.setattr(_ray, "_start_node", failing_start)
@@ -101,6 +113,18 @@ def test_a_failed_local_start_is_retried_and_its_processes_are_ended(
     assert len(started) == 2
     assert all(p.poll() is not None for p in started)  # ended (and reaped), not left running
     assert not {p.pid for p in started} & _children()
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+
+    deadline = time.monotonic() + 10  # an orphan killed is reaped by init
+    while any(alive(pid) for pid in grandchildren) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(grandchildren) == 2 and not any(alive(pid) for pid in grandchildren)
 
 
 def test_a_local_start_connects_to_the_node_it_started(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -525,24 +525,28 @@ def stop_local() -> None:
 
 
 def _children() -> set[int]:
-    """This process's child processes (from ``/proc``; none where there is no ``/proc``)."""
-    me, found = os.getpid(), set[int]()
+    """This process's descendants: its children, theirs, ... (the raylet's agents outlive a
+    killed raylet), from ``/proc``; none where there is no ``/proc``."""
+    parent_of: dict[int, int] = {}
     try:
         entries = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
-        return found
+        return set()
     for name in entries:
         try:
             stat = Path(f"/proc/{name}/stat").read_bytes()
         except OSError:
             continue
-        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == me:  # the field after the state
-            found.add(int(name))
+        parent_of[int(name)] = int(stat[stat.rfind(b")") + 2 :].split()[1])  # after the state
+    found, frontier = set[int](), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parent_of.items() if parent in frontier} - found
+        found |= frontier
     return found
 
 
 def _stop(pids: set[int]) -> None:
-    """End the processes a failed ``ray.init`` started: Ray's ``shutdown`` does not know them
+    """End the processes a failed start started: Ray's ``shutdown`` does not know them
     (its node object was never made), and its GCS, dashboard and monitors would keep running
     (and loading the machine) until the driver exits."""
     for pid in pids:
