@@ -178,6 +178,7 @@ def test_hosts_take_shards_from_one_queue_and_a_dead_hosts_shards_are_released()
         assert actor.limits.reserved == 0.0 and actor.limits.in_flight == 0
         assert await actor.outstanding() == 1  # shard 2, still running on host 1
         await actor.lost(1, "RayActorError: the actor died")
+        await actor.abandon("no host")  # none queued: nothing to end
         ended = await actor.ended()
         assert ended == {
             0: {"error": "RayActorError: the actor died"},
@@ -185,5 +186,9 @@ def test_hosts_take_shards_from_one_queue_and_a_dead_hosts_shards_are_released()
             2: {"error": "RayActorError: the actor died"},
         }
         assert await actor.outstanding() == 0
+        rest = GlobalLimits(None, None, 0.0, 5, None, None, tasks=tasks)
+        await rest.abandon("no shard host was left to run it")  # every host died first
+        assert await rest.take(0) is None and await rest.outstanding() == 0
+        assert set(await rest.ended()) == {0, 1, 2}
 
     asyncio.run(scenario())

@@ -288,6 +288,11 @@ class GlobalLimits:
         for shard in [s for s, h in self.taken.items() if h == host and s not in self.answers]:
             await self.finish(shard, {"error": why})
 
+    async def abandon(self, why: str) -> None:
+        """No host is left: each shard still queued ended with ``why``."""
+        while self.queue:
+            await self.finish(self.queue.pop().index, {"error": why})
+
     async def outstanding(self) -> int:
         """Shards not ended yet (queued, or running on a host)."""
         return len(self.queue) + len(set(self.taken) - set(self.answers))
@@ -842,6 +847,7 @@ def _run_shards(
             ray.get(ready[0])
         except ray.exceptions.RayError as exc:  # the host died: its shards' calls are released
             ray.get(actor.lost.remote(calls[ready[0]], _why(exc)))
+    ray.get(actor.abandon.remote("no shard host was left to run it"))  # every host died
     answers: dict[int, dict[str, Any]] = ray.get(actor.ended.remote())
     final: dict[str, Any] = ray.get(actor.state.remote())
     warnings = [
