@@ -436,7 +436,7 @@ def test_shards_share_a_host_process_and_a_killed_host_loses_and_repeats_nothing
     assert resumed.status == "complete" and resumed.verdicts == 24
     merged = rows(out / "results.jsonl")
     assert sorted(r["case_id"] for r in merged if r.get("error") is None) == sorted(
-        c.case_id for c in cases
+        c["case_id"] for c in cases
     )  # each case exactly once
     assert len({(r["case_id"], r["repeat"], r["attempt"]) for r in merged}) == len(merged)
     assert all(r in merged for r in before)  # nothing recorded before the kill is lost

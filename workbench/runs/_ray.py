@@ -769,39 +769,48 @@ class _Started:
         self.hosts: list[Any] = []
         self.limits: Any = None
         self.error: BaseException | None = None
-        self.session = ExitStack()
-        self.thread = threading.Thread(target=self._start, args=(task,), daemon=True)
+        self.up, self.done = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(task,), daemon=True)
         self.thread.start()
 
-    def _start(self, task: _ShardTask) -> None:
-        try:
-            import ray
+    def _run(self, task: _ShardTask) -> None:
+        """Start, then hold the session until :meth:`close`: Ray starts its GCS and raylet with
+        ``PR_SET_PDEATHSIG``, which kills them when the *thread* that started them ends."""
+        with ExitStack() as session:
+            try:
+                session.enter_context(ray_session())
+                self._start(task)
+            except BaseException as exc:  # raised in the driver's thread by ready()
+                self.error = exc
+            self.up.set()
+            self.done.wait()
 
-            self.session.enter_context(ray_session())
-            hosts, per_host = self.layout
-            cpus = cpus_per_shard(task.options) * per_host
-            host: Any = ray.remote(ShardHost)
-            host = host.options(num_cpus=cpus, max_concurrency=per_host, max_restarts=0)
-            self.hosts = [host.remote(task.candidate, task.gold) for _ in range(hosts)]
-            limits: Any = ray.remote(num_cpus=0)(GlobalLimits)
-            self.limits = limits.remote(None, None, 0.0, 1, None, None)
-        except BaseException as exc:  # raised in the driver's thread by ready()
-            self.error = exc
+    def _start(self, task: _ShardTask) -> None:
+        import ray
+
+        hosts, per_host = self.layout
+        cpus = cpus_per_shard(task.options) * per_host
+        host: Any = ray.remote(ShardHost)
+        host = host.options(num_cpus=cpus, max_concurrency=per_host, max_restarts=0)
+        self.hosts = [host.remote(task.candidate, task.gold) for _ in range(hosts)]
+        limits: Any = ray.remote(num_cpus=0)(GlobalLimits)
+        self.limits = limits.remote(None, None, 0.0, 1, None, None)
 
     def ready(self) -> list[Any]:
-        self.thread.join()
+        self.up.wait()
         if self.error is not None:
             raise self.error
         return self.hosts
 
     def close(self) -> None:
-        self.thread.join()
+        self.up.wait()
         if self.hosts:
             import ray
 
             for actor in [*self.hosts, self.limits]:
                 ray.kill(actor)
-        self.session.close()
+        self.done.set()
+        self.thread.join()
 
 
 @contextmanager
