@@ -327,6 +327,14 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
             reservation + expected > budget
         )  # a reservation never released would block every later call
         seen.clear()
+        options = RunOptions(
+            executor="ray",
+            shards=2,
+            concurrency=2,
+            budget_usd=budget,
+            cache_dir=False,
+            ray_cpus_per_shard=1,
+        )
         answer: dict[str, object] = {}
         driver = threading.Thread(
             target=lambda: answer.update(
@@ -335,14 +343,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
                     gold,
                     "development",
                     out,
-                    RunOptions(
-                        executor="ray",
-                        shards=2,
-                        concurrency=2,
-                        budget_usd=budget,
-                        cache_dir=False,
-                        ray_cpus_per_shard=1,
-                    ),
+                    options,
                 )
             ),
             daemon=True,
@@ -377,14 +378,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
             gold,
             "development",
             out,
-            RunOptions(
-                executor="ray",
-                shards=2,
-                concurrency=2,
-                budget_usd=budget,
-                cache_dir=False,
-                ray_cpus_per_shard=1,
-            ),
+            options,
         )
         after = calls_per_case(server)
     assert resumed.status == "complete" and resumed.verdicts == N
