@@ -96,9 +96,14 @@ def run_cli(args: list[str], src: Path, tmp: Path, env: dict[str, str] | None = 
         datetime.fromisoformat(r["started_at"]).timestamp() + (r["latency_s"] or 0.0)
         for r in records
     )
+    workers = [json.loads(w.read_text()) for w in out.glob("shards/*/worker.json")]
+    shard_start = min((datetime.fromisoformat(w["started_at"]) for w in workers), default=first)
     return {
         "wall_s": wall,
+        "first_shard_s": (shard_start - started).total_seconds(),
         "first_call_s": (first - started).total_seconds(),
+        "after_last_call_s": wall - (last - started.timestamp()),
+        "worker_processes": len({w["pid"] for w in workers}),
         "calls_s": last - first.timestamp(),
         "verdicts": summary["verdicts"],
         "home_files": _files(home),
@@ -152,6 +157,10 @@ def networked(args: argparse.Namespace, src: Path, tmp: Path, gold: Path) -> dic
         "ray_over_default": _stats(ratios),
         "default_first_call_s": _stats([r["first_call_s"] for r in runs["default"]]),
         "ray_first_call_s": _stats([r["first_call_s"] for r in runs["ray"]]),
+        "ray_first_shard_s": _stats([r["first_shard_s"] for r in runs["ray"]]),
+        "default_after_last_call_s": _stats([r["after_last_call_s"] for r in runs["default"]]),
+        "ray_after_last_call_s": _stats([r["after_last_call_s"] for r in runs["ray"]]),
+        "ray_worker_processes": sorted({r["worker_processes"] for r in runs["ray"]}),
         "default_calls_s": _stats([r["calls_s"] for r in runs["default"]]),
         "ray_calls_s": _stats([r["calls_s"] for r in runs["ray"]]),
         "home_files_default": sorted({f for r in runs["default"] for f in r["home_files"]}),

@@ -33,7 +33,12 @@ from workbench.cli import main  # noqa: E402
 from workbench.gold import load_dataset  # noqa: E402
 from workbench.judges import load_candidate  # noqa: E402
 from workbench.runs import RunOptions, run_candidate_sync  # noqa: E402
-from workbench.runs._ray import local_auth, run_candidate_ray, start_local  # noqa: E402
+from workbench.runs._ray import (  # noqa: E402
+    local_auth,
+    run_candidate_ray,
+    start_local,
+    stop_local,
+)
 from workbench.runs._shards import shard_of  # noqa: E402
 from workbench.testing import FakeLLM, Reply  # noqa: E402
 
@@ -64,7 +69,7 @@ def local_ray():
     with local_auth():
         start_local(num_cpus=2)
         yield ray.get_runtime_context().gcs_address
-        ray.shutdown()
+        stop_local()
     if before is None:
         os.environ.pop(KEY_ENV, None)
     else:
@@ -274,6 +279,8 @@ def _settled(path: Path) -> set[str]:
 def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_path: Path) -> None:
     """Under a budget: the dead shard's reservation is released, so the other shard finishes.
 
+    ``--ray-cpus-per-shard 1``: each shard in a worker process of its own (a host runs the
+    shards that share one CPU), so killing shard 0's process kills only shard 0.
     The output cap (max_tokens 1000) makes one call's reservation larger than all the room the
     budget leaves once a call is in flight: if the call in flight on the killed shard kept its
     reservation, the other shard could never start another call.
@@ -320,6 +327,14 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
             reservation + expected > budget
         )  # a reservation never released would block every later call
         seen.clear()
+        options = RunOptions(
+            executor="ray",
+            shards=2,
+            concurrency=2,
+            budget_usd=budget,
+            cache_dir=False,
+            ray_cpus_per_shard=1,
+        )
         answer: dict[str, object] = {}
         driver = threading.Thread(
             target=lambda: answer.update(
@@ -328,9 +343,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
                     gold,
                     "development",
                     out,
-                    RunOptions(
-                        executor="ray", shards=2, concurrency=2, budget_usd=budget, cache_dir=False
-                    ),
+                    options,
                 )
             ),
             daemon=True,
@@ -341,6 +354,8 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
             "the surviving shard waited forever for the dead shard's reservation"
         )
         first = answer["summary"]
+        pids = {json.loads((shard_dir(out, i) / "worker.json").read_text())["pid"] for i in (0, 1)}
+        assert len(pids) == 2  # a process per shard: the survivor ran in another process
         assert first.status == "incomplete" and any(
             "shard 000 did not finish" in w for w in first.warnings
         ), (first.stop_reason, first.stop_detail, first.warnings, first.unrun, len(seen))
@@ -363,7 +378,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
             gold,
             "development",
             out,
-            RunOptions(executor="ray", shards=2, concurrency=2, budget_usd=budget, cache_dir=False),
+            options,
         )
         after = calls_per_case(server)
     assert resumed.status == "complete" and resumed.verdicts == N
@@ -374,6 +389,54 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
     assert len({(r["case_id"], r["repeat"], r["attempt"]) for r in merged}) == len(merged)
     assert all(after[c] == before[c] for c in settled_before)  # no settled case was called again
     assert resumed.resumed == len(settled_before)
+
+
+def test_shards_share_a_host_process_and_a_killed_host_loses_and_repeats_nothing(
+    tmp_path: Path, make_dataset
+) -> None:
+    """4 shards at the default 0.25 CPU each: one host process runs all 4 (the judge's libraries
+    imported once), each shard's engine in a thread of its own. Killing that process mid-run
+    kills every shard: the run is incomplete, each shard named; the resume runs only what was
+    not settled, and every case is in the merge exactly once."""
+    cases = [make_case(f"m{i}", "pass", response=f"Answer number {i}: ok") for i in range(24)]
+    gold = make_dataset(cases)
+    out = tmp_path / "out"
+    options = RunOptions(executor="ray", shards=4, concurrency=4, cache_dir=False)
+    killed: list[int] = []
+
+    def respond(request) -> Reply:
+        settled = sum(len(_settled(shard_dir(out, i) / "results.jsonl")) for i in range(4))
+        if settled >= 6 and not killed:
+            killed.append(json.loads((shard_dir(out, 0) / "worker.json").read_text())["pid"])
+            os.kill(killed[0], signal.SIGKILL)  # the host of every shard, mid-run
+        return Reply(value="pass")
+
+    with FakeLLM(responder=respond, latency_s=0.2) as server:
+        spec = write_spec(tmp_path, server.base_url)
+        first = run_candidate_ray(spec, gold, "development", out, options)
+        pids = {
+            json.loads((shard_dir(out, i) / "worker.json").read_text())["pid"] for i in range(4)
+        }
+        before = [r for i in range(4) for r in rows(shard_dir(out, i) / "results.jsonl")]
+        calls_before = server.call_count
+        resumed = run_candidate_ray(spec, gold, "development", out, options)
+        calls_after = server.call_count
+    assert pids == set(killed)  # one process ran the 4 shards
+    assert first.status == "incomplete"
+    dead = {w[len("shard ") : len("shard 000")] for w in first.warnings if "did not finish" in w}
+    assert dead == {"000", "001", "002", "003"}, first.warnings
+    settled_before = {r["case_id"] for r in before if r.get("error") is None}
+    assert 6 <= len(settled_before) < 24
+    assert resumed.status == "complete" and resumed.verdicts == 24
+    merged = rows(out / "results.jsonl")
+    assert sorted(r["case_id"] for r in merged if r.get("error") is None) == sorted(
+        c["case_id"] for c in cases
+    )  # each case exactly once
+    assert len({(r["case_id"], r["repeat"], r["attempt"]) for r in merged}) == len(merged)
+    assert all(r in merged for r in before)  # nothing recorded before the kill is lost
+    new_rows = [r for r in merged if r not in before]
+    assert not {r["case_id"] for r in new_rows} & settled_before  # no settled case called again
+    assert calls_after - calls_before == len(new_rows)
 
 
 def _kill_the_driver_mid_run(command: list[str], env: dict[str, str], out: Path) -> None:

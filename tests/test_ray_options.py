@@ -3,20 +3,27 @@ local instance's token authentication (no file in HOME)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from workbench.cli import main
 from workbench.errors import WorkbenchError
-from workbench.runs import RunOptions
+from workbench.runs import RunOptions, _ray
+from workbench.runs._limits import CallEstimate
 from workbench.runs._ray import (
     DEFAULT_CPUS_PER_SHARD,
+    GlobalLimits,
     _children,
+    _ShardTask,
     cpus_per_shard,
+    host_layout,
     local_auth,
     split_concurrency,
     start_local,
@@ -80,20 +87,108 @@ def test_a_local_instance_authenticates_with_a_token_held_in_the_environment(
 def test_a_failed_local_start_is_retried_and_its_processes_are_ended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Ray's ``init`` can time out after starting its GCS, dashboard and monitors, and its
-    ``shutdown`` does not know them: each try's processes are ended before the next try.
-    Here each (fake) ``init`` starts one child process and times out."""
-    ray = pytest.importorskip("ray", reason="the Ray executor is an optional extra")
+    """Ray's head node can time out starting after it started its GCS, dashboard and agents,
+    and Ray's ``shutdown`` does not know them: each try's processes are ended before the next
+    try, with their own children (the raylet's agents outlive a killed raylet). Here each
+    (fake) start starts a child process that starts a child of its own, and times out."""
+    pytest.importorskip("ray", reason="the Ray executor is an optional extra")
     started: list[subprocess.Popen[bytes]] = []
+    grandchildren: list[int] = []
+    sleeper = "import time; time.sleep(60)"
+    parent = (
+        f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {sleeper!r}]);"
+        f" print(p.pid, flush=True); {sleeper}"
+    )
 
-    def failing_init(**settings: object) -> None:
-        assert settings["address"] == "local"  # never a cluster `ray start` left running
-        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+    def failing_start(**settings: object) -> None:
+        child = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE)
+        started.append(child)
+        assert child.stdout is not None
+        grandchildren.append(int(child.stdout.readline()))
         raise Exception("The current node timed out during startup.")
 
-    monkeypatch.setattr(ray, "init", failing_init)
+    monkeypatch.setattr(_ray, "_start_node", failing_start)
     with pytest.raises(Exception, match="timed out during startup"):
         start_local(tries=2)
     assert len(started) == 2
     assert all(p.poll() is not None for p in started)  # ended (and reaped), not left running
     assert not {p.pid for p in started} & _children()
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+
+    deadline = time.monotonic() + 10  # an orphan killed is reaped by init
+    while any(alive(pid) for pid in grandchildren) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(grandchildren) == 2 and not any(alive(pid) for pid in grandchildren)
+
+
+def test_a_local_start_connects_to_the_node_it_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never to a cluster ``ray start`` left running (``ray.init()`` alone would join it): the
+    driver connects to the address of the head node it started, and ends that node after."""
+    ray = pytest.importorskip("ray", reason="the Ray executor is an optional extra")
+    calls: list[object] = []
+
+    class Node:
+        address = "127.0.0.1:1234"
+
+        def kill_all_processes(self, **kwargs: object) -> None:
+            calls.append("killed")
+
+    monkeypatch.setattr(_ray, "_start_node", lambda **settings: Node())
+    monkeypatch.setattr(ray, "init", lambda address, **kw: calls.append(address))
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    start_local(num_cpus=2)
+    _ray.stop_local()
+    assert calls == ["127.0.0.1:1234", "shutdown", "killed"]
+
+
+@pytest.mark.parametrize(
+    ("shards", "cpus", "layout"),
+    [(4, 0.25, (1, 4)), (5, 0.25, (2, 4)), (3, 0.5, (2, 2)), (2, 1, (2, 1)), (2, 2, (2, 1))],
+)
+def test_a_host_runs_the_shards_that_share_a_cpu(
+    shards: int, cpus: float, layout: tuple[int, int]
+) -> None:
+    """(hosts, shards per host): 4 shards of 0.25 CPU are one worker process, not 4."""
+    assert host_layout(shards, cpus) == layout
+
+
+def test_hosts_take_shards_from_one_queue_and_a_dead_hosts_shards_are_released() -> None:
+    """The limits actor's queue, on an event loop without Ray: shards go out in order, one host
+    each; a host that died ends the shards it was running (its calls in flight released, so the
+    other shards' budget is whole again) and no others; a finished shard stays finished."""
+
+    async def scenario() -> None:
+        tasks = [_ShardTask("c", "g", "development", RunOptions(), index=i) for i in range(3)]
+        actor = GlobalLimits(1.0, None, 0.0, 5, None, None, tasks=tasks)
+        assert await actor.outstanding() == 3
+        first, second = await actor.take(0), await actor.take(1)
+        assert (first.index, second.index) == (0, 1)
+        ok, _ = await actor.admit(0, CallEstimate(0.4, 0.4), True)  # shard 0's call in flight
+        assert ok and actor.limits.reserved == pytest.approx(0.4)
+        await actor.finish(1, {"summary": {}})
+        third = await actor.take(1)  # host 1 ended its shard first: it takes the next
+        assert third.index == 2 and await actor.take(1) is None
+        await actor.lost(0, "RayActorError: the actor died")
+        assert actor.limits.reserved == 0.0 and actor.limits.in_flight == 0
+        assert await actor.outstanding() == 1  # shard 2, still running on host 1
+        await actor.lost(1, "RayActorError: the actor died")
+        await actor.abandon("no host")  # none queued: nothing to end
+        ended = await actor.ended()
+        assert ended == {
+            0: {"error": "RayActorError: the actor died"},
+            1: {"summary": {}},
+            2: {"error": "RayActorError: the actor died"},
+        }
+        assert await actor.outstanding() == 0
+        rest = GlobalLimits(None, None, 0.0, 5, None, None, tasks=tasks)
+        await rest.abandon("no shard host was left to run it")  # every host died first
+        assert await rest.take(0) is None and await rest.outstanding() == 0
+        assert set(await rest.ended()) == {0, 1, 2}
+
+    asyncio.run(scenario())

@@ -1,10 +1,12 @@
-"""The Ray executor: one run split into N shards, each run by the unchanged engine in a Ray task.
+"""The Ray executor: one run split into N shards, each run by the unchanged engine on a Ray worker.
 
-The driver plans and freezes the run as a local run does, plus the shard plan (:mod:`._shards`).
-One actor, :class:`GlobalLimits`, holds the budget, case limit, breaker, lanes and a token
-bucket for every shard, so :mod:`._limits`' guarantee holds for the whole run. The driver
-merges the shard results into the summary a local run writes; a shard whose worker died leaves
-the run *incomplete*, and re-running resumes every shard. ``RAY_ADDRESS`` selects a cluster.
+The driver plans and freezes the run as a local run does, plus the shard plan (:mod:`._shards`),
+while Ray starts in a thread. Shard hosts (:class:`ShardHost`, one worker process for the shards
+that share a CPU) take shards from a queue. One actor, :class:`GlobalLimits`, holds that queue
+and the budget, case limit, breaker, lanes and a token bucket for every shard, so
+:mod:`._limits`' guarantee holds for the whole run. The driver merges the shard results into
+the summary a local run writes; a shard whose host died leaves the run *incomplete*, and
+re-running resumes every shard. ``RAY_ADDRESS`` selects a cluster.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import os
 import secrets
 import signal
 import socket
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -90,7 +93,8 @@ class ShardLanes:
 class GlobalLimits:
     """The Ray actor behind every shard's limits: one :class:`~._limits.Limits` plus a token
     bucket (``calls_per_second``, at most one saved: at most ``1 + rate * t`` calls start in
-    ``t`` seconds, over all shards)."""
+    ``t`` seconds, over all shards); and the queue of shards the hosts (:class:`ShardHost`)
+    take the next shard from when one of theirs ends."""
 
     def __init__(
         self,
@@ -103,8 +107,14 @@ class GlobalLimits:
         pricing: Any = None,
         observed_out: int | None = None,
         lanes: ShardLanes | None = None,
+        tasks: list[_ShardTask] | None = None,
     ) -> None:
         self.pricing = pricing
+        self.queue = list(reversed(tasks or []))
+        self.taken: dict[int, int] = {}
+        """Per shard taken: the host that took it."""
+        self.answers: dict[int, dict[str, Any]] = {}
+        """Per shard ended: its answer (:func:`run_shard`'s, or ``{"error": why}``)."""
         units = lanes.units if lanes else {}
         lane_kw: dict[str, Any] = {}
         if lanes is not None:
@@ -133,6 +143,11 @@ class GlobalLimits:
             shard: sum(n for name, n in per_slice.items() if self._reserved(name))
             for shard, per_slice in units.items()
         }
+
+    async def configure(self, *settings: Any, **named: Any) -> None:
+        """Set the run's limits and shards (as the constructor does): the actor is made while
+        the driver still plans the run, so that its process is up when the shards start."""
+        self.__init__(*settings, **named)  # type: ignore[misc]
 
     def _reserved(self, lane: str | None) -> bool:
         priority = self.limits.priority
@@ -256,6 +271,35 @@ class GlobalLimits:
     async def state(self) -> dict[str, Any]:
         return self._state()
 
+    async def take(self, host: int) -> _ShardTask | None:
+        """The next shard for ``host`` to run (none when every shard was taken)."""
+        if not self.queue:
+            return None
+        task = self.queue.pop()
+        self.taken[task.index] = host
+        return task
+
+    async def finish(self, shard: int, answer: dict[str, Any]) -> None:
+        self.answers[shard] = answer
+        await self.release(shard)
+
+    async def lost(self, host: int, why: str) -> None:
+        """``host`` died: each shard it was running ended with ``why``, its calls released."""
+        for shard in [s for s, h in self.taken.items() if h == host and s not in self.answers]:
+            await self.finish(shard, {"error": why})
+
+    async def abandon(self, why: str) -> None:
+        """No host is left: each shard still queued ended with ``why``."""
+        while self.queue:
+            await self.finish(self.queue.pop().index, {"error": why})
+
+    async def outstanding(self) -> int:
+        """Shards not ended yet (queued, or running on a host)."""
+        return len(self.queue) + len(set(self.taken) - set(self.answers))
+
+    async def ended(self) -> dict[int, dict[str, Any]]:
+        return self.answers
+
 
 class RemoteLimits(Limits):
     """A shard's limits: every decision is the :class:`GlobalLimits` actor's."""
@@ -353,6 +397,49 @@ def run_shard(task: _ShardTask, actor: Any) -> dict[str, Any]:
     return {"summary": summary.model_dump(mode="json")}
 
 
+def _why(exc: BaseException) -> str:
+    """An exception as one line: its type and its message's first line."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {(text.splitlines()[0] if text else '')[:200]}"
+
+
+class ShardHost:
+    """A Ray actor: one worker process that runs shards, several at once (each ``serve`` call
+    is a thread of its own, each shard's engine on its own event loop), so the judge's
+    libraries are imported once per host rather than once per shard. Each ``serve`` takes the
+    next shard from the limits actor until none is left, so a host that ends early takes
+    another's share."""
+
+    def __init__(self, candidate: str, gold: str) -> None:
+        try:  # imports the judge's libraries while the driver prepares the run
+            load_candidate(candidate)
+            load_dataset(gold)
+        except Exception:  # noqa: BLE001  best effort: a shard reports the real problem
+            pass
+
+    def serve(self, actor: Any, host: int) -> int:
+        """Run shards until the queue is empty; the number run."""
+        import ray
+
+        ran = 0
+        while (task := ray.get(actor.take.remote(host))) is not None:
+            try:
+                answer = run_shard(task, actor)
+            except Exception as exc:  # noqa: BLE001  the shard ends; the host goes on
+                answer = {"error": _why(exc)}
+            ray.get(actor.finish.remote(task.index, answer))
+            ran += 1
+        return ran
+
+
+def host_layout(shards: int, cpus: float) -> tuple[int, int]:
+    """``(hosts, shards per host)`` for ``shards`` shards asking ``cpus`` CPUs each: a host
+    runs the shards that share one CPU (``1 / cpus``; one when a shard asks a whole CPU or
+    more), and asks Ray for their CPUs together."""
+    per_host = max(1, min(shards, int(1 / cpus + 1e-9)))
+    return -(-shards // per_host), per_host
+
+
 _AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 _TOKEN: list[str] = []
 """This process's token for the local Ray instances it starts (Ray's token loader keeps the
@@ -388,43 +475,83 @@ def local_auth() -> Iterator[None]:
             os.environ.pop(name, None)
 
 
+OBJECT_STORE_BYTES = 100 * 1024 * 1024
+"""A local instance's object store: shards pass only small records through it (Ray's default
+is 30% of the machine's memory, and its minimum 75 MiB)."""
+_NODES: list[Any] = []
+"""The head nodes :func:`start_local` started (stopped by :func:`stop_local`)."""
+
+
+def _start_node(**settings: Any) -> Any:
+    """A new head node with only what a run needs: no dashboard, no autoscaler monitor, no log
+    monitor (a run's workers log to the session directory; the driver does not print their
+    output), and a small object store. ``ray.init`` takes none of these settings (it starts
+    all three monitors), hence Ray's own ``Node``, as ``ray.init`` and ``ray start`` use it."""
+    from ray._private.node import Node
+    from ray._private.parameter import RayParams
+
+    only: dict[str, Any] = {"include_dashboard": False, "include_log_monitor": False}
+    params = RayParams(no_monitor=True, object_store_memory=OBJECT_STORE_BYTES, **only, **settings)
+    return Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True)
+
+
 def start_local(tries: int = START_TRIES, **settings: Any) -> None:
-    """Start a new local Ray instance (``address="local"``: never one that ``ray start`` left
-    running on this machine), tried ``tries`` times when it times out starting; ``settings``
-    go to ``ray.init`` (e.g. ``num_cpus``). Call it inside :func:`local_auth`."""
+    """Start a new local Ray instance (:func:`_start_node`: never one that ``ray start`` left
+    running on this machine) and connect to it, tried ``tries`` times when it times out
+    starting; ``settings`` go to the node (e.g. ``num_cpus``). Call it inside
+    :func:`local_auth`; :func:`stop_local` ends it."""
     import ray
 
     for attempt in range(1, tries + 1):
         before = _children()
         try:
-            ray.init(address="local", include_dashboard=False, log_to_driver=False, **settings)
-            return
+            node = _start_node(**settings)
         except Exception as error:  # Ray raises a bare Exception for this timeout
-            ray.shutdown()
             _stop(_children() - before)
             if attempt == tries or "timed out during startup" not in str(error):
                 raise
+            continue
+        _NODES.append(node)
+        try:
+            ray.init(address=node.address, log_to_driver=False)
+        except BaseException:
+            stop_local()
+            raise
+        return
+
+
+def stop_local() -> None:
+    """Disconnect, and end the processes of the instances :func:`start_local` started."""
+    import ray
+
+    ray.shutdown()
+    while _NODES:
+        _NODES.pop().kill_all_processes(check_alive=False, allow_graceful=True)
 
 
 def _children() -> set[int]:
-    """This process's child processes (from ``/proc``; none where there is no ``/proc``)."""
-    me, found = os.getpid(), set[int]()
+    """This process's descendants: its children, theirs, ... (the raylet's agents outlive a
+    killed raylet), from ``/proc``; none where there is no ``/proc``."""
+    parent_of: dict[int, int] = {}
     try:
         entries = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
-        return found
+        return set()
     for name in entries:
         try:
             stat = Path(f"/proc/{name}/stat").read_bytes()
         except OSError:
             continue
-        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == me:  # the field after the state
-            found.add(int(name))
+        parent_of[int(name)] = int(stat[stat.rfind(b")") + 2 :].split()[1])  # after the state
+    found, frontier = set[int](), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parent_of.items() if parent in frontier} - found
+        found |= frontier
     return found
 
 
 def _stop(pids: set[int]) -> None:
-    """End the processes a failed ``ray.init`` started: Ray's ``shutdown`` does not know them
+    """End the processes a failed start started: Ray's ``shutdown`` does not know them
     (its node object was never made), and its GCS, dashboard and monitors would keep running
     (and loading the machine) until the driver exits."""
     for pid in pids:
@@ -456,7 +583,7 @@ def ray_session() -> Iterator[None]:
         try:
             yield
         finally:
-            ray.shutdown()
+            stop_local()
 
 
 def split_concurrency(total: int, shards: int) -> list[int]:
@@ -540,28 +667,34 @@ def run_candidate_ray(
     )
     options = replace(options, cache_dir=cache)
     task = _ShardTask(str(Path(candidate).resolve()), str(Path(gold).resolve()), "", options)
-    judge, dataset = load_candidate(task.candidate), load_dataset(task.gold)
-    plan, items = plan_partition(
-        judge, dataset, partition, out, options, None, sampling, sampling_source
-    )
-    task = replace(
-        task,
-        partition=plan.partition,
-        sampling=plan.sampling.model_dump(mode="json") if plan.sampling else None,
-        sampling_source=sampling_source,
-        out=str(out),
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
-        message = "this run directory holds a run of the local executor"
-        fix = "resume it without --executor ray, or give this run its own --out directory"
-        raise refusal("executor_mismatch", str(out), message, fix)
-    with run_lock(out):
-        return _drive(judge, plan, items, out, task)
+    with _ray_started(task) as started:  # Ray starts while the driver plans and freezes
+        judge, dataset = load_candidate(task.candidate), load_dataset(task.gold)
+        plan, items = plan_partition(
+            judge, dataset, partition, out, options, None, sampling, sampling_source
+        )
+        task = replace(
+            task,
+            partition=plan.partition,
+            sampling=plan.sampling.model_dump(mode="json") if plan.sampling else None,
+            sampling_source=sampling_source,
+            out=str(out),
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
+            message = "this run directory holds a run of the local executor"
+            fix = "resume it without --executor ray, or give this run its own --out directory"
+            raise refusal("executor_mismatch", str(out), message, fix)
+        with run_lock(out):
+            return _drive(judge, plan, items, out, task, started)
 
 
 def _drive(
-    judge: Judge, plan: _Plan, items: list[WorkItem], out: Path, task: _ShardTask
+    judge: Judge,
+    plan: _Plan,
+    items: list[WorkItem],
+    out: Path,
+    task: _ShardTask,
+    started: _Started,
 ) -> RunSummary:
     options = task.options
     manifest = _freeze(judge, items, out, options.repeats, plan)
@@ -584,7 +717,7 @@ def _drive(
         max(recorded.observed) if recorded.observed else None,
         shard_lanes,
     )
-    results, warnings, final = _run_shards(out, by_shard, task, limits_args)
+    results, warnings, final = _run_shards(out, by_shard, task, limits_args, started)
     problems = [
         Problem.model_validate(problem)
         for _, answer in sorted(results.items())
@@ -627,50 +760,112 @@ def _read_shards(
     return recorded, units
 
 
+class _Started:
+    """Ray started in a thread while the driver prepares the run: the session (:func:`ray_session`)
+    and the shard hosts, whose processes import the judge's libraries meanwhile."""
+
+    def __init__(self, task: _ShardTask) -> None:
+        self.layout = host_layout(task.options.shards or 1, cpus_per_shard(task.options))
+        self.hosts: list[Any] = []
+        self.limits: Any = None
+        self.error: BaseException | None = None
+        self.up, self.done = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(task,), daemon=True)
+        self.thread.start()
+
+    def _run(self, task: _ShardTask) -> None:
+        """Start, then hold the session until :meth:`close`: Ray starts its GCS and raylet with
+        ``PR_SET_PDEATHSIG``, which kills them when the *thread* that started them ends."""
+        with ExitStack() as session:
+            try:
+                session.enter_context(ray_session())
+                self._start(task)
+            except BaseException as exc:  # raised in the driver's thread by ready()
+                self.error = exc
+            self.up.set()
+            self.done.wait()
+
+    def _start(self, task: _ShardTask) -> None:
+        import ray
+
+        hosts, per_host = self.layout
+        cpus = cpus_per_shard(task.options) * per_host
+        host: Any = ray.remote(ShardHost)
+        host = host.options(num_cpus=cpus, max_concurrency=per_host, max_restarts=0)
+        self.hosts = [host.remote(task.candidate, task.gold) for _ in range(hosts)]
+        limits: Any = ray.remote(num_cpus=0)(GlobalLimits)
+        self.limits = limits.remote(None, None, 0.0, 1, None, None)
+
+    def ready(self) -> list[Any]:
+        self.up.wait()
+        if self.error is not None:
+            raise self.error
+        return self.hosts
+
+    def close(self) -> None:
+        self.up.wait()
+        if self.hosts:
+            import ray
+
+            for actor in [*self.hosts, self.limits]:
+                ray.kill(actor)
+        self.done.set()
+        self.thread.join()
+
+
+@contextmanager
+def _ray_started(task: _ShardTask) -> Iterator[_Started]:
+    started = _Started(task)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
 def _run_shards(
-    out: Path, by_shard: list[list[str]], task: _ShardTask, limits_args: tuple[Any, ...]
+    out: Path,
+    by_shard: list[list[str]],
+    task: _ShardTask,
+    limits_args: tuple[Any, ...],
+    started: _Started,
 ) -> tuple[dict[int, dict[str, Any]], list[str], dict[str, Any]]:
-    """Run the limits actor and one task per shard with cases: each finished shard's answer, a
-    warning per shard that died, and the actor's final state."""
+    """Queue every shard with cases in the limits actor and let the hosts run them: each
+    finished shard's answer, a warning per shard that died, and the actor's final state."""
     import ray
 
+    hosts = started.ready()
     active = [i for i, ids in enumerate(by_shard) if ids]
     options = replace(task.options, executor="local")
     shares = split_concurrency(task.options.concurrency or 1, len(active))
-    warnings: list[str] = []
-    results: dict[int, dict[str, Any]] = {}
-    with ray_session():
-        actor: Any = ray.remote(num_cpus=0)(GlobalLimits).remote(*limits_args)
-        remote_shard: Any = ray.remote(num_cpus=cpus_per_shard(options), max_retries=0)(run_shard)
-        refs = {
-            index: remote_shard.remote(
-                replace(
-                    task,
-                    options=replace(options, concurrency=share),
-                    index=index,
-                    case_ids=by_shard[index],
-                ),
-                actor,
-            )
-            for index, share in zip(active, shares, strict=True)
-        }
-        shard_of_ref = {ref: index for index, ref in refs.items()}
-        pending = list(refs.values())
-        while pending:  # as each shard ends: a dead one's reservations are released at once
-            ready, pending = ray.wait(pending, num_returns=1)
-            index = shard_of_ref[ready[0]]
-            try:
-                results[index] = ray.get(ready[0])
-            except ray.exceptions.RayError as exc:
-                text = str(exc).strip()
-                first = text.splitlines()[0] if text else type(exc).__name__
-                warnings.append(
-                    f"shard {index:03d} did not finish ({type(exc).__name__}: {first[:200]}); its"
-                    " settled cases are kept, rerun the same command to resume it"
-                )
-            ray.get(actor.release.remote(index))
-        final: dict[str, Any] = ray.get(actor.state.remote())
-    return results, warnings, final
+    tasks = [
+        replace(task, options=replace(options, concurrency=share), index=i, case_ids=by_shard[i])
+        for i, share in zip(active, shares, strict=True)
+    ]
+    actor = started.limits
+    ray.get(actor.configure.remote(*limits_args, tasks))
+    calls = {
+        host.serve.remote(actor, k): k
+        for k, host in enumerate(hosts)
+        for _ in range(started.layout[1])
+    }
+    pending = list(calls)
+    # until every shard ended (a host Ray cannot place, its CPUs taken, is not waited for)
+    while pending and ray.get(actor.outstanding.remote()):
+        ready, pending = ray.wait(pending, num_returns=1)
+        try:
+            ray.get(ready[0])
+        except ray.exceptions.RayError as exc:  # the host died: its shards' calls are released
+            ray.get(actor.lost.remote(calls[ready[0]], _why(exc)))
+    ray.get(actor.abandon.remote("no shard host was left to run it"))  # every host died
+    answers: dict[int, dict[str, Any]] = ray.get(actor.ended.remote())
+    final: dict[str, Any] = ray.get(actor.state.remote())
+    warnings = [
+        f"shard {i:03d} did not finish ({answer['error']}); its settled cases are kept, rerun the"
+        " same command to resume it"
+        for i, answer in sorted(answers.items())
+        if "error" in answer
+    ]
+    return {i: a for i, a in answers.items() if "error" not in a}, warnings, final
 
 
 _COUNTED = ("calls", "retries", "cache_hits")
