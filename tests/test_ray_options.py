@@ -147,6 +147,32 @@ def test_a_local_start_connects_to_the_node_it_started(monkeypatch: pytest.Monke
     assert calls == ["127.0.0.1:1234", "shutdown", "killed"]
 
 
+def test_a_ray_whose_node_differs_starts_a_new_local_instance_through_ray_init(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The head node is started through Ray's private ``Node``; a release whose ``Node`` or
+    ``RayParams`` take other arguments gets the public start, still a new local instance."""
+    ray = pytest.importorskip("ray", reason="the Ray executor is an optional extra")
+    calls: list[object] = []
+
+    def changed_node(**settings: object) -> object:
+        raise TypeError("__init__() got an unexpected keyword argument 'no_monitor'")
+
+    monkeypatch.setattr(_ray, "_start_node", changed_node)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    start_local(num_cpus=2)
+    _ray.stop_local()
+    assert calls[0] == {
+        "address": "local",
+        "include_dashboard": False,
+        "object_store_memory": _ray.OBJECT_STORE_BYTES,
+        "log_to_driver": False,
+        "num_cpus": 2,
+    }
+    assert calls[1:] == ["shutdown"]
+
+
 @pytest.mark.parametrize(
     ("shards", "cpus", "layout"),
     [(4, 0.25, (1, 4)), (5, 0.25, (2, 4)), (3, 0.5, (2, 2)), (2, 1, (2, 1)), (2, 2, (2, 1))],

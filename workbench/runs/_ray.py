@@ -506,6 +506,10 @@ def start_local(tries: int = START_TRIES, **settings: Any) -> None:
         before = _children()
         try:
             node = _start_node(**settings)
+        except (ImportError, TypeError):  # a Ray whose private Node or RayParams differ
+            _stop(_children() - before)
+            _init_local(**settings)
+            return
         except Exception as error:  # Ray raises a bare Exception for this timeout
             _stop(_children() - before)
             if attempt == tries or "timed out during startup" not in str(error):
@@ -518,6 +522,20 @@ def start_local(tries: int = START_TRIES, **settings: Any) -> None:
             stop_local()
             raise
         return
+
+
+def _init_local(**settings: Any) -> None:
+    """The public start, for a Ray release whose ``Node`` this module cannot drive: the same
+    instance, with the dashboard off and the small object store (its monitors run)."""
+    import ray
+
+    ray.init(
+        address="local",  # a new instance, never one `ray start` left running
+        include_dashboard=False,
+        object_store_memory=OBJECT_STORE_BYTES,
+        log_to_driver=False,
+        **settings,
+    )
 
 
 def stop_local() -> None:
