@@ -31,6 +31,8 @@ _IMPORT_FIXES = GoldCheckFixes(
     partition_mismatch=_NOT_THIS_GOLD,
 )
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+"""How importers write JSON Lines (:func:`~._registry.jsonl_text`), made once for every line."""
 _CHUNK = 1 << 16
 """Gold records read at once for the held-out check (bounds the Python strings alive)."""
 
@@ -174,8 +176,9 @@ class _Declaration:
                 self.contract.append(item)
             elif not self.contract:
                 self._check(item, gold)
-                row = item.result.model_dump(mode="json") | stamp
-                fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True).encode() + b"\n")
+                row = item.result.model_dump(mode="json")
+                row.update(stamp)
+                fh.write(_ENCODER.encode(row).encode() + b"\n")
         if self.contract:
             raise WorkbenchError(
                 f"{self.source}: {len(self.contract)} result line(s) break the judge-result"
@@ -279,7 +282,9 @@ def _items(table: Any, rows: Any) -> Iterator[SimpleNamespace]:
         lines = pc.binary_join_element_wise(records, "", "\n")  # one record a line
         size = pc.sum(pc.binary_length(lines)).as_py()
         parsed = pj.read_json(
-            pa.BufferReader(lines.buffers()[2].slice(0, size)), parse_options=options
+            pa.BufferReader(lines.buffers()[2].slice(0, size)),
+            read_options=pj.ReadOptions(use_threads=False),  # less CPU; a chunk is small
+            parse_options=options,
         )
         for values in zip(*(parsed[name].to_pylist() for name in _ITEM_FIELDS), strict=True):
             yield SimpleNamespace(**dict(zip(_ITEM_FIELDS, values, strict=True)))
