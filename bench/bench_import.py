@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _child import PRELUDE  # noqa: E402
+from bench_align_cold import summary  # noqa: E402  # median and range of each figure
 
 MEASURE = (
     PRELUDE
@@ -61,7 +61,6 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "import_s": t_import, "peak_rss_
 """
 )
 MODES = ("import_cold", "import", "align_cold", "align")
-KEYS = ("wall_s", "cpu_s", "peak_rss_mb")
 
 
 def measure(
@@ -89,16 +88,6 @@ def measure(
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
-
-
-def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        k: {
-            "median": round(statistics.median(r[k] for r in runs), 3),
-            "range": [round(min(r[k] for r in runs), 3), round(max(r[k] for r in runs), 3)],
-        }
-        for k in KEYS
-    }
 
 
 def _data(where: Path, cases: int) -> tuple[Path, Path, Path]:
