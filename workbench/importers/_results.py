@@ -261,12 +261,29 @@ def _exposure(index: GoldIndex, judged: Mapping[str, None]) -> tuple[list[Any], 
     return [item for item in shared if item_key(item) in held], held
 
 
+def _take(column: Any, bounds: Any, rows: Any) -> Any:
+    """``column[rows]`` taken chunk by chunk (``ChunkedArray.take`` joins every chunk first:
+    the whole index's records at once), in the order of ``rows``."""
+    import numpy as np
+    import pyarrow as pa
+
+    which = np.searchsorted(bounds, rows, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    parts = [
+        column.chunk(c).take(pa.array(rows[order][which[order] == c] - bounds[c]))
+        for c in np.unique(which)
+    ]
+    grouped = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+    return grouped.take(pa.array(np.argsort(order)))
+
+
 _ITEM_FIELDS = ("case_id", "input", "response", "grading_notes", "reference", "contexts")
 
 
 def _items(table: Any, rows: Any) -> Iterator[SimpleNamespace]:
     """What the judge sees of the gold records at ``rows``, from their validated JSON (only these
     fields parsed), a chunk of records at a time."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -276,9 +293,10 @@ def _items(table: Any, rows: Any) -> Iterator[SimpleNamespace]:
     options = pj.ParseOptions(
         explicit_schema=pa.schema(list(kinds.items())), unexpected_field_behavior="ignore"
     )
+    column = table["record"]
+    bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
     for start in range(0, len(rows), _CHUNK):
-        chunk = pa.array(rows[start : start + _CHUNK], pa.int64())
-        records = table["record"].take(chunk).combine_chunks()
+        records = _take(column, bounds, np.asarray(rows[start : start + _CHUNK], np.int64))
         lines = pc.binary_join_element_wise(records, "", "\n")  # one record a line
         size = pc.sum(pc.binary_length(lines)).as_py()
         parsed = pj.read_json(
