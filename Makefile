@@ -132,6 +132,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_cli.py
 	$(BIN)/python bench/bench_align.py
 	$(BIN)/python bench/bench_align_cold.py
+	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_evidence.py
 	$(BIN)/python bench/bench_runs.py
 	$(BIN)/python bench/bench_engine.py

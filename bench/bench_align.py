@@ -146,9 +146,6 @@ print(json.dumps(out))
 
 MODES = ("baseline", "arrow_parse", "python_join", "duckdb", "per_record", "align", "migrated")
 MODES += ("align_by", "align_parse")
-V1_FILLED = ("schema_version", "partition", "attempt", "repeat")
-"""What a schema-version-1 line may leave out (version 1 defaulted them): the ``migrated`` mode
-strips them (and ``reason`` where the judge gave none) and imports the file back."""
 SKIPPABLE = (*MODES, "align_cold")
 
 
@@ -184,13 +181,9 @@ def write_migrated(gold: Path, results: Path, src: Path | None = None) -> Path:
     out = results.with_name("results-imported")
     if (out / "results.jsonl").is_file():
         return out / "results.jsonl"
-    v1 = results.with_name("results-v1.jsonl")
-    with open(results, encoding="utf-8") as fh, open(v1, "w", encoding="utf-8") as dst:
-        for line in fh:
-            row = json.loads(line)
-            for name in (*V1_FILLED, *(("reason",) if row["reason"] is None else ())):
-                row.pop(name, None)
-            dst.write(json.dumps(row) + "\n")
+    from synth import write_v1
+
+    v1 = write_v1(results, results.with_name("results-v1.jsonl"))
     with tempfile.TemporaryDirectory() as project:
         config = "held_out_ledger: evidence/held_out_ledger.jsonl\n"
         (Path(project) / "workbench.yaml").write_text(config, encoding="utf-8")

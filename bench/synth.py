@@ -151,6 +151,22 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+V1_FILLED = ("schema_version", "partition", "attempt", "repeat")
+"""What a schema-version-1 line may leave out (version 1 defaulted them)."""
+
+
+def write_v1(results: Path, out: Path) -> Path:
+    """``results`` as schema version 1 wrote them, to ``out``: without :data:`V1_FILLED`, and
+    without ``reason`` where the judge gave none (so each line's migration fills other keys)."""
+    with open(results, encoding="utf-8") as fh, open(out, "w", encoding="utf-8") as dst:
+        for line in fh:
+            row = json.loads(line)
+            for name in (*V1_FILLED, *(("reason",) if row["reason"] is None else ())):
+                row.pop(name, None)
+            dst.write(json.dumps(row) + "\n")
+    return out
+
+
 def synthetic_files(where: Path, n_cases: int) -> tuple[Path, Path]:
     """The gold directory and results file in ``where``, written there unless both exist."""
     gold, results = where / "gold", where / "results.jsonl"

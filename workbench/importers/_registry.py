@@ -4,18 +4,19 @@ defect found becomes a :class:`~workbench.errors.Problem` in one :class:`Workben
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._docs import add_field_docs
-from .._io import atomic_write_text
+from .._io import atomic_write, atomic_write_text
 from ..errors import refusal
 
 RESULTS_FILE = "results.jsonl"
@@ -191,18 +192,34 @@ def check_out_dir(out: Path, title: str, fix: str = NEW_DIRECTORY) -> None:
         refuse(title, str(out), "out_not_directory", "--out names a file, not a directory", fix)
 
 
-def write_files(out: Path, texts: dict[str, str | None], title: str, written: list[str]) -> None:
-    """Create ``out`` and write each file atomically (``None``: remove it), appending its name to
-    ``written``; a failure is one ``out_unwritable`` problem."""
+def write_files(
+    out: Path,
+    texts: Mapping[str, str | Callable[[BinaryIO], object] | None],
+    title: str,
+    written: list[str],
+) -> None:
+    """Create ``out`` and write each file atomically (``None``: remove it; a function: given the
+    open file to stream it, raising to keep nothing), appending its name to ``written``; a
+    failure is one ``out_unwritable`` problem. A directory created for nothing is removed."""
+    created = [p for p in (out, *out.parents) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, text in texts.items():
             if text is None:
                 (out / name).unlink(missing_ok=True)
                 continue
-            atomic_write_text(out / name, text)
+            if isinstance(text, str):
+                atomic_write_text(out / name, text)
+            else:
+                atomic_write(out / name, text)
             written.append(name)
-    except OSError as exc:
+    except BaseException as exc:
+        if not written:
+            for directory in created:  # innermost first; never one that holds anything
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+        if not isinstance(exc, OSError):
+            raise
         done = f"; already written: {', '.join(written)}" if written else ""
         refuse(
             title,

@@ -4,16 +4,20 @@ through a mapping (:mod:`._results_table`)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, BinaryIO, NamedTuple
 
 from .._load import Problems
-from ..gold import load_dataset
-from ..heldout import exposure_problems, held_out_content
-from ..results import GoldCheckFixes, check_against_gold, migration_note, read_results
-from ._public import with_lineage
-from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
+from ..errors import Problem, WorkbenchError
+from ..gold import GoldIndex, Partition, gold_index
+from ..heldout import exposure_problems, item_key, normalize_text, recorded_item_keys
+from ..results import GoldCheckFixes, ResultLine, check_against_gold, scan_results
+from ..results._io import MigrationTally
+from ._registry import RESULTS_FILE, check_out_dir, refuse, write_files
 from ._results_mapping import ResultsMapping
 from ._results_table import ResultsImport, results_from_table
 
@@ -26,6 +30,11 @@ _IMPORT_FIXES = GoldCheckFixes(
     response_hash_mismatch=_NOT_THIS_GOLD,
     partition_mismatch=_NOT_THIS_GOLD,
 )
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+"""How importers write JSON Lines (:func:`~._registry.jsonl_text`), made once for every line."""
+_CHUNK = 1 << 16
+"""Gold records read at once for the held-out check (bounds the Python strings alive)."""
 
 __all__ = ["RESULTS_FILE", "ResultsImport", "import_results"]
 
@@ -68,7 +77,7 @@ def _given(value: Any) -> bool:
 
 
 def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) -> ResultsImport:
-    dataset = load_dataset(gold)
+    index = gold_index(gold)  # validated once per dataset sha256, as align reads it
     check_out_dir(out, "cannot import results")
     target = out / RESULTS_FILE
     if target.exists() and not force and target.resolve() != source.resolve():
@@ -79,63 +88,221 @@ def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) 
             "the directory already holds results.jsonl",
             "choose a new directory, or pass --force to replace it",
         )
-    lines = read_results(source, migrate=True, gold=dataset)
-    problems = _check_lines(lines, dataset, str(source))
-    problems.raise_if_any(
-        f"{source}: refusing to declare these results as produced against {gold}:"
-        f" {len(problems)} problem(s)"
-    )
-    rows = [r.model_dump(mode="json") for r in with_lineage([x.result for x in lines], dataset)]
-    write_files(out, {RESULTS_FILE: jsonl_text(rows)}, "cannot import results", [])
+    declared = _Declaration(index, source, gold)
+    write_files(out, {RESULTS_FILE: declared.write}, "cannot import results", [])
     return ResultsImport(
         source=str(source),
         out=str(target),
-        results=len(rows),
-        dataset_sha256=dataset.sha256,
-        rubric_version=dataset.rubric.version,
-        release_id=dataset.release.release_id if dataset.release else None,
-        migration_note=migration_note(lines),
-        held_out=sum(row.get("partition") == "held_out" for row in rows),
+        results=declared.tally.results,
+        dataset_sha256=index.sha256,
+        rubric_version=index.rubric.version,
+        release_id=index.release.release_id if index.release else None,
+        migration_note=declared.tally.note(),
+        held_out=declared.held_out,
     )
 
 
-def _check_lines(lines: list[Any], dataset: Any, loc: str) -> Problems:
-    from ..align import check_lineage
+class _Record(NamedTuple):
+    """What the checks read of one gold record."""
 
-    by_id = {r.case_id: r for r in dataset.records}
-    problems = Problems()
-    seen: dict[tuple[str, int, int], int] = {}
-    lineages: Counter[tuple[str | None, str | None]] = Counter()
-    for line in lines:
-        r, where = line.result, f"{loc}:{line.line}"
-        lineages[(r.dataset_sha256, r.rubric_version)] += 1
-        mismatch = check_against_gold(r, by_id.get(r.case_id), dataset, where, _IMPORT_FIXES)
+    response_hash: str
+    partition: Partition
+
+
+class _Gold:
+    """The gold as the line checks read it, from its index: every record (superseded ones
+    included) and the corrections."""
+
+    def __init__(self, index: GoldIndex) -> None:
+        table = index.table
+        partitions = {p.value: p for p in Partition}
+        columns = (table[name].to_pylist() for name in ("case_id", "response_hash", "partition"))
+        self.records = {
+            case_id: _Record(sha, partitions[name])
+            for case_id, sha, name in zip(*columns, strict=True)
+        }
+        self.superseded_by: Mapping[str, str] = _corrections(index)
+
+    def latest_id(self, case_id: str) -> str:
+        """The active id for ``case_id``, following corrections."""
+        return self.superseded_by.get(case_id, case_id)
+
+
+def _corrections(index: GoldIndex) -> dict[str, str]:
+    """Every superseded id -> the active id at the end of its chain (none without an inactive
+    record: only then are the records read for their ``supersedes``)."""
+    import pyarrow.compute as pc
+
+    if pc.all(index.table["active"]).as_py() is not False:
+        return {}
+    replaced_by: dict[str, str] = {}
+    for text in index.table["record"].to_pylist():
+        record = json.loads(text)  # a validated record
+        if record.get("supersedes") is not None:
+            replaced_by[record["supersedes"]] = record["case_id"]
+    out: dict[str, str] = {}
+    for old, new in replaced_by.items():
+        while new in replaced_by:
+            new = replaced_by[new]
+        out[old] = new
+    return out
+
+
+class _Declaration:
+    """One pass over a results file declared as produced against a gold: each line read (an
+    older one migrated), checked against the gold's index and written, stamped with its lineage,
+    as it passes; every problem is found before anything is kept."""
+
+    def __init__(self, index: GoldIndex, source: Path, gold: str | Path) -> None:
+        self.index = index
+        self.source = source
+        self.gold = gold
+        self.tally = MigrationTally()
+        self.held_out = 0
+        self.contract: list[Problem] = []
+        """Lines that break the judge-result contract (then nothing else is checked)."""
+        self.problems = Problems()
+        self.seen: dict[tuple[str, int, int], int] = {}
+        self.lineages: Counter[tuple[str | None, str | None]] = Counter()
+        self.judged: dict[str, None] = {}
+        """Every case id of the results, in the order first read."""
+
+    def write(self, fh: BinaryIO) -> None:
+        """Read, check and write every line to ``fh``; raise every problem at the end."""
+        gold = _Gold(self.index)
+        stamp = {"dataset_sha256": self.index.sha256, "rubric_version": self.index.rubric.version}
+        for item in scan_results(self.source, migrate=True, gold=self.index):
+            if not isinstance(item, ResultLine):
+                self.contract.append(item)
+            elif not self.contract:
+                self._check(item, gold)
+                row = item.result.model_dump(mode="json")
+                row.update(stamp)
+                fh.write(_ENCODER.encode(row).encode() + b"\n")
+        if self.contract:
+            raise WorkbenchError(
+                f"{self.source}: {len(self.contract)} result line(s) break the judge-result"
+                " contract",
+                self.contract,
+            )
+        self._lineage()
+        self.problems += exposure_problems(*_exposure(self.index, self.judged), str(self.source))
+        self.problems.raise_if_any(
+            f"{self.source}: refusing to declare these results as produced against {self.gold}:"
+            f" {len(self.problems)} problem(s)"
+        )
+
+    def _check(self, line: ResultLine, gold: _Gold) -> None:
+        r, where = line.result, f"{self.source}:{line.line}"
+        self.tally.add(r)
+        self.held_out += r.partition == "held_out"
+        self.judged[r.case_id] = None
+        self.lineages[(r.dataset_sha256, r.rubric_version)] += 1
+        mismatch = check_against_gold(r, gold.records.get(r.case_id), gold, where, _IMPORT_FIXES)
         key = (r.case_id, r.repeat, r.attempt)
         if mismatch is not None:
-            problems.append(mismatch)
-        elif key in seen:
-            problems.add(
+            self.problems.append(mismatch)
+        elif key in self.seen:
+            self.problems.add(
                 where,
                 "duplicate_result",
                 f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
-                f" {seen[key]})",
+                f" {self.seen[key]})",
                 "keep one result per case, repeat and attempt",
                 case_id=r.case_id,
             )
         else:
-            seen[key] = line.line
-    carried = {key: n for key, n in lineages.items() if key != (None, None)}
-    if carried:
-        _, lineage_problems = check_lineage(
-            dataset, lineages=carried, case_ids={line.result.case_id for line in lines}
-        )
+            self.seen[key] = line.line
+
+    def _lineage(self) -> None:
+        """Results that name the gold they were produced against: this one."""
+        from ..align import check_lineage
+
+        carried = {key: n for key, n in self.lineages.items() if key != (None, None)}
+        if not carried:
+            return
+        index = self.index
+        own = {(index.sha256, index.rubric.version)}
+        # another gold's lineage: which judged cases changed is read from the full records
+        dataset = index if set(carried) == own else index.dataset()
+        _, problems = check_lineage(dataset, lineages=carried, case_ids=self.judged)  # type: ignore[arg-type]
         fix = (
             "these results name the gold they were produced against; import or align them against"
             " that gold, or re-run the judge on this one"
         )
-        problems[:0] = [p.model_copy(update={"fix": fix}) for p in lineage_problems]
-    # results for development or calibration cases whose content is held out
-    judged = [by_id[c] for c in dict.fromkeys(line.result.case_id for line in lines) if c in by_id]
-    exposed = [case for case in judged if case.partition.value != "held_out"]
-    problems += exposure_problems(exposed, held_out_content([dataset]), loc)
-    return problems
+        self.problems[:0] = [p.model_copy(update={"fix": fix}) for p in problems]
+
+
+def _exposure(index: GoldIndex, judged: Mapping[str, None]) -> tuple[list[Any], dict[str, str]]:
+    """The judged development and calibration cases with held-out content, and that content
+    (item key -> held-out case): the gold's held-out records and what its ledger records. Two
+    items share a key only if their responses normalize alike, so without a ledger's keys only
+    the records whose normalized response a record of the other side shares are keyed."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    table = index.table
+    held_out = pc.equal(table["partition"], "held_out").to_numpy(zero_copy_only=False)
+    held = recorded_item_keys(index.root)
+    position = {case_id: i for i, case_id in enumerate(table["case_id"].to_pylist())}
+    exposed = [position[c] for c in judged if c in position and not held_out[position[c]]]
+    held_rows: dict[int, list[int]] = {}  # a hash of the normalized response -> held-out rows
+    rows = np.flatnonzero(held_out)
+    for row, item in zip(rows, _items(table, rows), strict=True):
+        held_rows.setdefault(hash(normalize_text(item.response)), []).append(int(row))
+    shared = [
+        item
+        for item in _items(table, exposed)
+        if held or hash(normalize_text(item.response)) in held_rows
+    ]
+    responses = {hash(normalize_text(item.response)) for item in shared}
+    keyed = sorted(row for h in responses for row in held_rows.get(h, ()))
+    held.update((item_key(item), item.case_id) for item in _items(table, keyed))
+    return [item for item in shared if item_key(item) in held], held
+
+
+def _take(column: Any, bounds: Any, rows: Any) -> Any:
+    """``column[rows]`` taken chunk by chunk (``ChunkedArray.take`` joins every chunk first:
+    the whole index's records at once), in the order of ``rows``."""
+    import numpy as np
+    import pyarrow as pa
+
+    which = np.searchsorted(bounds, rows, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    parts = [
+        column.chunk(c).take(pa.array(rows[order][which[order] == c] - bounds[c]))
+        for c in np.unique(which)
+    ]
+    grouped = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+    return grouped.take(pa.array(np.argsort(order)))
+
+
+_ITEM_FIELDS = ("case_id", "input", "response", "grading_notes", "reference", "contexts")
+
+
+def _items(table: Any, rows: Any) -> Iterator[SimpleNamespace]:
+    """What the judge sees of the gold records at ``rows``, from their validated JSON (only these
+    fields parsed), a chunk of records at a time."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    text = pa.string()
+    kinds = dict.fromkeys(_ITEM_FIELDS, text) | {"contexts": pa.list_(text)}
+    options = pj.ParseOptions(
+        explicit_schema=pa.schema(list(kinds.items())), unexpected_field_behavior="ignore"
+    )
+    column = table["record"]
+    bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
+    for start in range(0, len(rows), _CHUNK):
+        records = _take(column, bounds, np.asarray(rows[start : start + _CHUNK], np.int64))
+        lines = pc.binary_join_element_wise(records, "", "\n")  # one record a line
+        size = pc.sum(pc.binary_length(lines)).as_py()
+        parsed = pj.read_json(
+            pa.BufferReader(lines.buffers()[2].slice(0, size)),
+            read_options=pj.ReadOptions(use_threads=False),  # less CPU; a chunk is small
+            parse_options=options,
+        )
+        for values in zip(*(parsed[name].to_pylist() for name in _ITEM_FIELDS), strict=True):
+            yield SimpleNamespace(**dict(zip(_ITEM_FIELDS, values, strict=True)))

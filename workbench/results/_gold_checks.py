@@ -4,14 +4,33 @@ partition), shared by ``align`` and ``import results`` with their own fixes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import Problem, problem
 from ._contract import JudgeResult
 
 if TYPE_CHECKING:
-    from ..gold import GoldCase, GoldDataset
+    from ..gold import Partition
+
+
+class GoldRecord(Protocol):
+    """What the check reads of a gold record (a :class:`~workbench.gold.GoldCase`, or the same
+    fields taken from a gold index)."""
+
+    @property
+    def response_hash(self) -> str: ...
+    @property
+    def partition(self) -> Partition: ...
+
+
+class Corrections(Protocol):
+    """What the check reads of a gold's corrections (a :class:`~workbench.gold.GoldDataset`)."""
+
+    @property
+    def superseded_by(self) -> Mapping[str, str]: ...
+    def latest_id(self, case_id: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -26,8 +45,8 @@ class GoldCheckFixes:
 
 def check_against_gold(
     r: JudgeResult,
-    gold_case: GoldCase | None,
-    dataset: GoldDataset,
+    gold_case: GoldRecord | None,
+    dataset: Corrections,
     where: str,
     fixes: GoldCheckFixes,
 ) -> Problem | None:

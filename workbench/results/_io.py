@@ -44,7 +44,7 @@ from ._migrate import (
 )
 
 if TYPE_CHECKING:
-    from ..gold import GoldDataset
+    from ..gold import GoldDataset, GoldIndex
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,11 @@ def read_results(
     *,
     verify_requests: bool = False,
     migrate: bool = False,
-    gold: GoldDataset | None = None,
+    gold: GoldDataset | GoldIndex | None = None,
 ) -> list[ResultLine]:
     """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line. With
-    ``verify_requests`` every inline request is re-hashed; ``migrate`` and ``gold``: module doc."""
+    ``verify_requests`` every inline request is re-hashed; ``migrate`` and ``gold`` (a dataset or
+    its index): module doc."""
     out: list[ResultLine] = []
     problems: list[Problem] = []
     for item in scan_results(path, verify_requests=verify_requests, migrate=migrate, gold=gold):
@@ -82,7 +83,7 @@ def scan_results(
     *,
     verify_requests: bool = False,
     migrate: bool = False,
-    gold: GoldDataset | None = None,
+    gold: GoldDataset | GoldIndex | None = None,
 ) -> Iterator[ResultLine | Problem]:
     """Yield each line of a results file as a :class:`ResultLine` or, if bad, a :class:`Problem`:
     the streaming form of :func:`read_results`."""
@@ -102,7 +103,7 @@ def scan_results(
         while not_utf8:
             yield _not_utf8(reader.loc, not_utf8.pop(0))
         where = f"{reader.loc}:{number}"
-        parsed = _parse(text, where)
+        parsed = _parse(text, where, older_expected=migrate)
         if not isinstance(parsed, JudgeResult):  # problems, or an older record
             parsed = reader.older(number, parsed, where) if isinstance(parsed, dict) else parsed
             if not isinstance(parsed, JudgeResult):
@@ -127,7 +128,12 @@ class _LineReader:
     aside for one ``schema_version_old`` problem), judge identities already checked."""
 
     def __init__(
-        self, path: Path, *, verify_requests: bool, migrate: bool, gold: GoldDataset | None
+        self,
+        path: Path,
+        *,
+        verify_requests: bool,
+        migrate: bool,
+        gold: GoldDataset | GoldIndex | None,
     ) -> None:
         self.loc = str(path)
         self.verify_requests = verify_requests
@@ -226,12 +232,24 @@ class _LineReader:
         return None
 
 
-def _parse(text: str, where: str) -> JudgeResult | dict[str, Any] | list[Problem]:
-    """A current record, an older record's JSON object, or the line's problems."""
-    try:
-        check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+def _parse(
+    text: str, where: str, *, older_expected: bool = False
+) -> JudgeResult | dict[str, Any] | list[Problem]:
+    """A current record, an older record's JSON object, or the line's problems. With
+    ``older_expected`` (a migrating read) the line is parsed once into its object and an older
+    record goes on unvalidated: it is validated once, after its migration."""
+    raw: Any = None
+    try:  # duplicate keys, NaN/Infinity, too deep: refused before validation
+        if older_expected:
+            raw = loads_json(text)
+        else:
+            check_json(text)
     except JSONRecordError as exc:
         return [json_problem(exc, where)]
+    if isinstance(raw, dict):
+        version = record_version(raw)  # absent: version 1
+        if version is not None and version < RESULT_SCHEMA_VERSION:
+            return raw  # what validation would hand on below, without validating it twice
     try:
         result = JudgeResult.model_validate_json(text)
     except SchemaTooNew as exc:
@@ -297,17 +315,40 @@ def _json_default(value: Any) -> Any:
 
 def migration_note(lines: list[ResultLine]) -> str | None:
     """One sentence on the records of ``lines`` migrated on read, or None when none was."""
-    migrations = [line.result.migration for line in lines if line.result.migration is not None]
-    if not migrations:
-        return None
-    filled = Counter(name for m in migrations for name in m.filled)
-    versions = sorted({m.from_version for m in migrations})
-    what = ", ".join(f"{name} in {n}" for name, n in sorted(filled.items())) or "nothing"
-    return (
-        f"{len(migrations)} of {len(lines)} result(s) were written under schema_version"
-        f" {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled:"
-        f" {what}"
-    )
+    tally = MigrationTally()
+    for line in lines:
+        tally.add(line.result)
+    return tally.note()
+
+
+class MigrationTally:
+    """What :func:`migration_note` says of results read one at a time (nothing kept per line)."""
+
+    def __init__(self) -> None:
+        self.results = 0
+        self.migrated = 0
+        self.filled: Counter[str] = Counter()
+        self.versions: set[int] = set()
+
+    def add(self, result: JudgeResult) -> None:
+        """Count one result read."""
+        self.results += 1
+        migration = result.migration
+        if migration is not None:
+            self.migrated += 1
+            self.filled.update(migration.filled.keys())  # the names filled, not their values
+            self.versions.add(migration.from_version)
+
+    def note(self) -> str | None:
+        """The sentence, or None when no result was migrated."""
+        if not self.migrated:
+            return None
+        what = ", ".join(f"{name} in {n}" for name, n in sorted(self.filled.items())) or "nothing"
+        return (
+            f"{self.migrated} of {self.results} result(s) were written under schema_version"
+            f" {', '.join(map(str, sorted(self.versions)))} and migrated on read to"
+            f" {RESULT_SCHEMA_VERSION}; filled: {what}"
+        )
 
 
 def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:

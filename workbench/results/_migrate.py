@@ -20,7 +20,7 @@ from ..errors import Problem, problem, refusal
 from ._contract import RESULT_SCHEMA_VERSION, JudgeResult
 
 if TYPE_CHECKING:
-    from ..gold import GoldDataset
+    from ..gold import GoldDataset, GoldIndex
 
 PartitionOf = Callable[[str], "str | None"]
 """Maps a case id to its partition (from a gold dataset), or None when unknown."""
@@ -118,9 +118,15 @@ def migrate_record(
     return record
 
 
-def gold_partitions(dataset: GoldDataset) -> tuple[PartitionOf, str]:
-    """``(partition_of, source)``: every record's partition in a gold dataset."""
-    partitions = {r.case_id: r.partition.value for r in dataset.records}
+def gold_partitions(dataset: GoldDataset | GoldIndex) -> tuple[PartitionOf, str]:
+    """``(partition_of, source)``: every record's partition in a gold dataset (or its index)."""
+    from ..gold import GoldDataset
+
+    if isinstance(dataset, GoldDataset):
+        partitions = {r.case_id: r.partition.value for r in dataset.records}
+    else:
+        columns = (dataset.table[name].to_pylist() for name in ("case_id", "partition"))
+        partitions = dict(zip(*columns, strict=True))
     return partitions.get, f"gold {dataset.sha256}"
 
 
