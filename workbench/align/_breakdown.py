@@ -187,9 +187,10 @@ def _fisher(cell: Any, total: Any) -> float | None:
     rest_k, rest_n = total.k - cell.k, total.n - cell.n
     if cell.n == 0 or rest_n <= 0:
         return None
-    from ..stats import fisher_exact_p  # scipy.stats.fisher_exact's p, without scipy.stats
+    from scipy.stats import fisher_exact
 
-    return fisher_exact_p([[cell.k, cell.n - cell.k], [rest_k, rest_n - rest_k]])
+    table = [[cell.k, cell.n - cell.k], [rest_k, rest_n - rest_k]]
+    return float(fisher_exact(table, alternative="two-sided").pvalue)
 
 
 def available_fields(index_table: pa.Table) -> list[str]:

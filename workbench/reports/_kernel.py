@@ -39,11 +39,12 @@ PRELOAD = (
     "ipykernel.debugger",
     "pandas.io.formats.style",
     "workbench.authority",
+    "scipy.stats",
 )
 """What the seed imports while certify checks the rest of its inputs, opens the ledger entry and
-starts the kernel manager: the notebook's imports, in the order its cells need them. The seed
-stops importing once the kernel is requested, so a preload never delays the kernel: the cells
-import what is left."""
+starts the kernel manager: the notebook's imports, in the order its cells need them (scipy.stats
+last: the held-out breakdown's Fisher tests). The seed stops importing once the kernel is
+requested, so a preload never delays the kernel: the cells import what is left."""
 
 _WARM_CHART: dict[str, Any] = {
     "data": {"values": [{"x": 0}]},

@@ -10,7 +10,6 @@ from ._bound import (
     upper_bound,
 )
 from ._calibration import CalibrationBin, ScoreCalibration, score_calibration
-from ._exact import fisher_exact_p
 from ._grouped import GroupedRate, clustered_rate, grouped_rate
 from ._needed import cases_needed
 from ._operating import OperatingPoint, operating_curve, slice_operating_point
@@ -62,7 +61,6 @@ __all__ = [
     "cohen_kappa",
     "cohen_kappa_counts",
     "exact_mcnemar",
-    "fisher_exact_p",
     "fleiss_kappa_table",
     "grouped_rate",
     "krippendorff_alpha",

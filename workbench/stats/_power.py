@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ._exact import fdr_bh
 from ._grouped import grouped_rate
 
 
@@ -42,10 +41,12 @@ def mcnemar_pairs_needed(
 
 def bh_qvalues(pvalues: Sequence[float | None]) -> list[float | None]:
     """Benjamini-Hochberg q-values in the order given; ``None`` stays ``None``."""
+    from statsmodels.stats.multitest import multipletests
+
     known = [i for i, p in enumerate(pvalues) if p is not None]
     q: list[float | None] = [None] * len(pvalues)
     if known:
-        adjusted = fdr_bh([p for p in pvalues if p is not None])  # statsmodels' fdr_bh, exactly
+        adjusted = multipletests([pvalues[i] for i in known], method="fdr_bh")[1]
         for i, value in zip(known, adjusted, strict=True):
             q[i] = float(value)
     return q
