@@ -43,6 +43,17 @@ ALLOWED: dict[str, frozenset[str]] = {
     # runs._ray needs the optional ray extra: not on runs' face (importing the face would
     # import ray); the command imports it only when --executor ray is asked for.
     "workbench/cli/run.py": frozenset({"workbench.runs._ray"}),
+    # A local head node without dashboard, autoscaler monitor or log monitor: ray.init cannot
+    # start one, `ray start` and ray.init use this Node themselves; a Ray whose Node or
+    # RayParams differ falls back to ray.init (test_ray_options.py tests the fallback).
+    "workbench/runs/_ray.py": frozenset(
+        {
+            "ray._private.node",
+            "ray._private.node.Node",
+            "ray._private.parameter",
+            "ray._private.parameter.RayParams",
+        }
+    ),
 }
 
 _LAZY = re.compile(r"(workbench(?:\.\w+)+):(\w+)")

@@ -15,8 +15,13 @@ from .._load import Problems
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldIndex, Partition, gold_index
 from ..heldout import exposure_problems, item_key, normalize_text, recorded_item_keys
-from ..results import GoldCheckFixes, ResultLine, check_against_gold, scan_results
-from ..results._io import MigrationTally
+from ..results import (
+    GoldCheckFixes,
+    MigrationTally,
+    ResultLine,
+    check_against_gold,
+    scan_results,
+)
 from ._registry import RESULTS_FILE, check_out_dir, refuse, write_files
 from ._results_mapping import ResultsMapping
 from ._results_table import ResultsImport, results_from_table

@@ -29,7 +29,7 @@ from ._costs import (
     slice_costs,
 )
 from ._gold_checks import GoldCheckFixes, check_against_gold
-from ._io import ResultLine, migration_note, read_results, scan_results
+from ._io import MigrationTally, ResultLine, migration_note, read_results, scan_results
 from ._lines import ResultLines
 from ._manifest import MANIFEST_FILE, ManifestCase, ManifestSampling, ManifestUnit, RunManifest
 from ._migrate import migrate_record, migrate_results_file, migrate_v1_to_v2
@@ -43,4 +43,4 @@ __all__ += ["missing_identity_fields", "states_reasons", "REQUIRED_SINCE_V2", "R
 __all__ += ["migrate_record", "migrate_results_file", "migrate_v1_to_v2", "migration_note"]
 __all__ += ["RESULT_SCHEMA_VERSION", "EvaluatorError", "JudgeIdentity", "JudgeResult", "ResultLine"]
 __all__ += ["read_results", "scan_results", "EVIDENCE_STATUSES", "RAW_RESPONSE_SOURCES"]
-__all__ += ["EvidenceSeen"]
+__all__ += ["EvidenceSeen", "MigrationTally"]
