@@ -1029,6 +1029,28 @@ def test_llm_judge_with_no_reason_field_is_an_evaluator_error(
 # -- the shared JSON reader -------------------------------------------------------------------
 
 
+def test_json_depth_is_refused_at_a_fixed_depth_whatever_the_recursion_limit() -> None:
+    """The limit is pydantic's (what the models read), not Python's recursion limit, which any
+    module in the process may raise (in CI an earlier test in the same xdist worker did; mypy,
+    jedi and Ray's ``_raylet`` all can): then a 1000-deep line went through the strict check to
+    pydantic, reported as a vague invalid field."""
+    import sys
+
+    from workbench._io import MAX_JSON_DEPTH, JSONRecordError, loads_json
+
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        for depth in (MAX_JSON_DEPTH + 1, DEEP):
+            with pytest.raises(JSONRecordError) as info:
+                loads_json(deep_json(depth))
+            assert info.value.code == "json_too_deep"
+        assert loads_json(deep_json(MAX_JSON_DEPTH)) is not None
+        assert loads_json(json.dumps({"s": "[{" * 500})) == {"s": "[{" * 500}  # in a string
+    finally:
+        sys.setrecursionlimit(before)
+
+
 def test_loads_json_refuses_what_json_loads_accepts() -> None:
     from workbench._io import JSONRecordError, loads_json
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -459,7 +460,30 @@ def check_json(text: str) -> None:
     _strict(_CHECKER, text)
 
 
+MAX_JSON_DEPTH = 200
+"""The deepest nesting of arrays and objects a record may have: what pydantic's JSON parser
+reads (``model_validate_json``), so whatever this module accepts the models can read. Fixed,
+not Python's recursion limit, which other code in the process may raise."""
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _too_deep(text: str) -> bool:
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # depth <= number of openers
+        return False
+    depth = 0
+    for char in _JSON_STRING.sub('""', text):
+        if char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
 def _strict(decoder: json.JSONDecoder, text: str) -> Any:
+    if _too_deep(text):
+        raise JSONRecordError("json_too_deep", "the JSON is nested too deeply to read")
     try:
         return decoder.decode(text)
     except JSONRecordError:
