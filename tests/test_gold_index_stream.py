@@ -266,6 +266,10 @@ def test_corrections_are_proven_and_the_corrected_records_inactive(make_dataset,
     )
     assert [cid for cid, on in active.items() if not on] == ["c1b", "c1"]
     assert index.case_ids() == ["c0", "c2", "c3", "c1c"]
+    # the chain as the full dataset resolves it, read from the index (both record forms)
+    assert index.superseded_by() == {"c1": "c1c", "c1b": "c1c"}
+    assert index.superseded_by() == load_dataset(gold).superseded_by
+    assert gold_index(make_dataset([make_case("a")])).superseded_by() == {}
 
 
 BROKEN_CORRECTIONS: dict[str, Any] = {

@@ -84,6 +84,27 @@ class GoldIndex(Released):
         """The full, validated dataset (slow: validates every record)."""
         return load_dataset(self.gold_path)
 
+    def superseded_by(self) -> dict[str, str]:
+        """Every superseded id -> the active id at the end of its chain (as
+        :attr:`GoldDataset.superseded_by`; the records are read only when one is inactive)."""
+        import json
+
+        import pyarrow.compute as pc
+
+        if pc.all(self.table["active"]).as_py() is not False:
+            return {}
+        replaced_by: dict[str, str] = {}
+        for text in self.table["record"].to_pylist():
+            record = json.loads(text)  # as written or as validated: `supersedes` is absent or set
+            if record.get("supersedes") is not None:
+                replaced_by[record["supersedes"]] = record["case_id"]
+        out: dict[str, str] = {}
+        for old, new in replaced_by.items():
+            while new in replaced_by:
+                new = replaced_by[new]
+            out[old] = new
+        return out
+
     def case_ids(self, partition: str | None = None) -> list[str]:
         """Active case ids of one partition (all when None), in file order."""
         import pyarrow.compute as pc

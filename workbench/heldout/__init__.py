@@ -11,6 +11,7 @@ from ._exposure import (
     refuse_held_out_content,
     used_held_out_of,
 )
+from ._indexed import exposed_in_index
 from ._items import ContentUses, held_out_use_line, items_sha256
 from ._leakage import PromptLeak, describe_leaks, prompt_leaks
 from ._ledger import (
@@ -30,6 +31,7 @@ from ._location import (
 )
 
 __all__ = [
+    "exposed_in_index",
     "PromptLeak",
     "describe_leaks",
     "prompt_leaks",

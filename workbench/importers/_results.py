@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, BinaryIO, NamedTuple
 
 from .._load import Problems
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldIndex, Partition, gold_index
-from ..heldout import exposure_problems, item_key, normalize_text, recorded_item_keys
+from ..heldout import exposed_in_index, exposure_problems
 from ..results import (
     GoldCheckFixes,
     MigrationTally,
@@ -38,8 +37,6 @@ _IMPORT_FIXES = GoldCheckFixes(
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 """How importers write JSON Lines (:func:`~._registry.jsonl_text`), made once for every line."""
-_CHUNK = 1 << 16
-"""Gold records read at once for the held-out check (bounds the Python strings alive)."""
 
 __all__ = ["RESULTS_FILE", "ResultsImport", "import_results"]
 
@@ -126,31 +123,11 @@ class _Gold:
             case_id: _Record(sha, partitions[name])
             for case_id, sha, name in zip(*columns, strict=True)
         }
-        self.superseded_by: Mapping[str, str] = _corrections(index)
+        self.superseded_by: Mapping[str, str] = index.superseded_by()
 
     def latest_id(self, case_id: str) -> str:
         """The active id for ``case_id``, following corrections."""
         return self.superseded_by.get(case_id, case_id)
-
-
-def _corrections(index: GoldIndex) -> dict[str, str]:
-    """Every superseded id -> the active id at the end of its chain (none without an inactive
-    record: only then are the records read for their ``supersedes``)."""
-    import pyarrow.compute as pc
-
-    if pc.all(index.table["active"]).as_py() is not False:
-        return {}
-    replaced_by: dict[str, str] = {}
-    for text in index.table["record"].to_pylist():
-        record = json.loads(text)  # a validated record
-        if record.get("supersedes") is not None:
-            replaced_by[record["supersedes"]] = record["case_id"]
-    out: dict[str, str] = {}
-    for old, new in replaced_by.items():
-        while new in replaced_by:
-            new = replaced_by[new]
-        out[old] = new
-    return out
 
 
 class _Declaration:
@@ -191,7 +168,9 @@ class _Declaration:
                 self.contract,
             )
         self._lineage()
-        self.problems += exposure_problems(*_exposure(self.index, self.judged), str(self.source))
+        self.problems += exposure_problems(
+            *exposed_in_index(self.index, self.judged), str(self.source)
+        )
         self.problems.raise_if_any(
             f"{self.source}: refusing to declare these results as produced against {self.gold}:"
             f" {len(self.problems)} problem(s)"
@@ -236,78 +215,3 @@ class _Declaration:
             " that gold, or re-run the judge on this one"
         )
         self.problems[:0] = [p.model_copy(update={"fix": fix}) for p in problems]
-
-
-def _exposure(index: GoldIndex, judged: Mapping[str, None]) -> tuple[list[Any], dict[str, str]]:
-    """The judged development and calibration cases with held-out content, and that content
-    (item key -> held-out case): the gold's held-out records and what its ledger records. Two
-    items share a key only if their responses normalize alike, so without a ledger's keys only
-    the records whose normalized response a record of the other side shares are keyed."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    table = index.table
-    held_out = pc.equal(table["partition"], "held_out").to_numpy(zero_copy_only=False)
-    held = recorded_item_keys(index.root)
-    position = {case_id: i for i, case_id in enumerate(table["case_id"].to_pylist())}
-    exposed = [position[c] for c in judged if c in position and not held_out[position[c]]]
-    held_rows: dict[int, list[int]] = {}  # a hash of the normalized response -> held-out rows
-    rows = np.flatnonzero(held_out)
-    for row, item in zip(rows, _items(table, rows), strict=True):
-        held_rows.setdefault(hash(normalize_text(item.response)), []).append(int(row))
-    shared = [
-        item
-        for item in _items(table, exposed)
-        if held or hash(normalize_text(item.response)) in held_rows
-    ]
-    responses = {hash(normalize_text(item.response)) for item in shared}
-    keyed = sorted(row for h in responses for row in held_rows.get(h, ()))
-    held.update((item_key(item), item.case_id) for item in _items(table, keyed))
-    return [item for item in shared if item_key(item) in held], held
-
-
-def _take(column: Any, bounds: Any, rows: Any) -> Any:
-    """``column[rows]`` taken chunk by chunk (``ChunkedArray.take`` joins every chunk first:
-    the whole index's records at once), in the order of ``rows``."""
-    import numpy as np
-    import pyarrow as pa
-
-    which = np.searchsorted(bounds, rows, side="right") - 1
-    order = np.argsort(which, kind="stable")
-    parts = [
-        column.chunk(c).take(pa.array(rows[order][which[order] == c] - bounds[c]))
-        for c in np.unique(which)
-    ]
-    grouped = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
-    return grouped.take(pa.array(np.argsort(order)))
-
-
-_ITEM_FIELDS = ("case_id", "input", "response", "grading_notes", "reference", "contexts")
-
-
-def _items(table: Any, rows: Any) -> Iterator[SimpleNamespace]:
-    """What the judge sees of the gold records at ``rows``, from their validated JSON (only these
-    fields parsed), a chunk of records at a time."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.json as pj
-
-    text = pa.string()
-    kinds = dict.fromkeys(_ITEM_FIELDS, text) | {"contexts": pa.list_(text)}
-    options = pj.ParseOptions(
-        explicit_schema=pa.schema(list(kinds.items())), unexpected_field_behavior="ignore"
-    )
-    column = table["record"]
-    bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
-    for start in range(0, len(rows), _CHUNK):
-        records = _take(column, bounds, np.asarray(rows[start : start + _CHUNK], np.int64))
-        lines = pc.binary_join_element_wise(records, "", "\n")  # one record a line
-        size = pc.sum(pc.binary_length(lines)).as_py()
-        parsed = pj.read_json(
-            pa.BufferReader(lines.buffers()[2].slice(0, size)),
-            read_options=pj.ReadOptions(use_threads=False),  # less CPU; a chunk is small
-            parse_options=options,
-        )
-        for values in zip(*(parsed[name].to_pylist() for name in _ITEM_FIELDS), strict=True):
-            yield SimpleNamespace(**dict(zip(_ITEM_FIELDS, values, strict=True)))
