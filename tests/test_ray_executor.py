@@ -27,7 +27,8 @@ ray = pytest.importorskip(
     reason="the Ray executor is an optional extra: pip install -e '.[ray]' (.ci/run installs it)",
 )
 
-from test_llm_runs import KEY_ENV, SECRET, write_spec  # noqa: E402
+from test_llm_runs import KEY_ENV, SECRET  # noqa: E402
+from test_llm_runs import patient_spec as write_spec  # noqa: E402
 
 from workbench.cli import main  # noqa: E402
 from workbench.gold import load_dataset  # noqa: E402
@@ -242,6 +243,12 @@ def test_max_cases_and_the_token_bucket_are_global(gold: Path, tmp_path: Path) -
             RunOptions(executor="ray", shards=2, concurrency=4, max_cases=3, cache_dir=False),
         )
         assert (capped.stop_reason, capped.calls, server.call_count) == ("max_cases", 3, 3)
+        started = {
+            (r["case_id"], r["repeat"])
+            for index in range(2)
+            for r in rows(shard_dir(tmp_path / "capped", index) / "results.jsonl")
+        }
+        assert len(started) == 3 and capped.retries == 0
         rate = 6.0
         paced = run_candidate_ray(
             spec,

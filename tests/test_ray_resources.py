@@ -21,7 +21,7 @@ ray = pytest.importorskip(
     reason="the Ray executor is an optional extra: pip install -e '.[ray]' (.ci/run installs it)",
 )
 
-from test_llm_runs import write_spec  # noqa: E402
+from test_llm_runs import patient_spec as write_spec  # noqa: E402
 from test_ray_executor import local_ray  # noqa: E402, F401  (2 CPUs, autouse)
 
 from workbench.runs import RunOptions  # noqa: E402
