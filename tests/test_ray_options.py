@@ -7,6 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -218,3 +219,87 @@ def test_hosts_take_shards_from_one_queue_and_a_dead_hosts_shards_are_released()
         assert set(await rest.ended()) == {0, 1, 2}
 
     asyncio.run(scenario())
+
+
+def _invalid_inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A candidate spec with one label, a gold that does not exist, and a run directory
+    holding a run of the local executor."""
+    spec = tmp_path / "bad@1.yaml"
+    spec.write_text("name: bad\nversion: '1'\nkind: ragas-llm\nlabels: [pass]\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text("")
+    return spec, tmp_path / "no-gold", out
+
+
+def test_inputs_refusable_without_ray_are_refused_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every problem at once, exit 2, and Ray never started. Before: Ray's start began first,
+    and the refusal came only after it (seconds for a local start)."""
+
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("Ray was started for inputs that are refused without it")
+
+    monkeypatch.setattr(_ray, "ray_available", lambda: True)
+    monkeypatch.setattr(_ray, "_Started", never)
+    spec, gold, out = _invalid_inputs(tmp_path)
+    options = RunOptions(executor="ray", shards=2, cache_dir=False)
+    with pytest.raises(WorkbenchError) as caught:
+        _ray.run_candidate_ray(spec, gold, "development", out, options)
+    codes = {p.code for p in caught.value.problems}
+    assert codes == {"candidate_invalid", "gold_missing", "executor_mismatch"}
+    assert any(p.location.startswith(str(spec)) for p in caught.value.problems)
+    args = ["run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development"]
+    result = CliRunner().invoke(
+        main, [*args, "--out", str(out), "--executor", "ray", "--shards", "2"]
+    )
+    assert result.exit_code == 2 and "gold_missing" in result.output
+    assert (
+        "executor_mismatch" in result.output
+        and "candidate_invalid" in result.output
+        and "Traceback" not in result.output
+    )
+
+
+def test_a_refusal_while_ray_starts_returns_at_once_and_the_start_is_then_stopped(
+    tmp_path: Path, make_dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An invalid gold (found while Ray starts beside the driver) is refused without waiting
+    for the start; the start, once up, stops its session; the next start waits for it."""
+    from contextlib import contextmanager
+
+    from conftest import make_case
+
+    release, events = threading.Event(), []
+
+    @contextmanager
+    def slow_session():
+        events.append("starting")
+        release.wait()  # Ray's start, held until the refusal has been raised
+        events.append("up")
+        yield
+        events.append("stopped")
+
+    monkeypatch.setattr(_ray, "ray_available", lambda: True)
+    monkeypatch.setattr(_ray, "ray_session", slow_session)
+    monkeypatch.setattr(_ray._Started, "_start", lambda self, task: None)
+    gold = make_dataset([make_case("a", "pass")])
+    (gold / "gold.jsonl").write_text('{"case_id": "a"}\n')  # exists, invalid
+    spec = tmp_path / "keyword@1.yaml"
+    spec.write_text(
+        "name: keyword\nversion: '1'\nkind: ragas-function\nlabels: [pass, fail]\n"
+        "function: judge_fixtures:keyword_judge\n"
+    )
+    options = RunOptions(executor="ray", shards=2, cache_dir=False)
+    valve = threading.Timer(20, release.set)  # before: the refusal waited for the start
+    valve.start()
+    with pytest.raises(WorkbenchError):
+        _ray.run_candidate_ray(spec, gold, "development", tmp_path / "out", options)
+    valve.cancel()
+    assert events == ["starting"] and not release.is_set()  # refused before the start ended
+    abandoned = _ray._Started.abandoned
+    assert abandoned is not None and abandoned.is_alive()
+    release.set()
+    abandoned.join(timeout=60)
+    assert events == ["starting", "up", "stopped"]

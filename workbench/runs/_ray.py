@@ -29,9 +29,9 @@ from typing import Any
 
 from .._io import atomic_write_json, read_json_file
 from .._redact import redact
-from ..errors import Problem, WorkbenchError
-from ..gold import Partition, load_dataset
-from ..judges import Judge, load_candidate
+from ..errors import Problem, WorkbenchError, problem
+from ..gold import GOLD_FILE, Partition, load_dataset, resolve_paths
+from ..judges import Judge, load_candidate, load_spec
 from ..results import ManifestCase, ManifestSampling, RunManifest
 from ..sampling import SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
@@ -685,6 +685,7 @@ def run_candidate_ray(
     )
     options = replace(options, cache_dir=cache)
     task = _ShardTask(str(Path(candidate).resolve()), str(Path(gold).resolve()), "", options)
+    _check_before_start(task, out)
     with _ray_started(task) as started:  # Ray starts while the driver plans and freezes
         judge, dataset = load_candidate(task.candidate), load_dataset(task.gold)
         plan, items = plan_partition(
@@ -698,12 +699,31 @@ def run_candidate_ray(
             out=str(out),
         )
         out.mkdir(parents=True, exist_ok=True)
-        if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
-            message = "this run directory holds a run of the local executor"
-            fix = "resume it without --executor ray, or give this run its own --out directory"
-            raise refusal("executor_mismatch", str(out), message, fix)
         with run_lock(out):
             return _drive(judge, plan, items, out, task, started)
+
+
+def _check_before_start(task: _ShardTask, out: Path) -> None:
+    """What can be refused without Ray, refused before it starts (a local start takes seconds):
+    the candidate's spec, the gold file's existence, a run directory of the local executor.
+    Loading the judge and validating the gold stay beside Ray's start."""
+    problems: list[Problem] = []
+    try:
+        load_spec(task.candidate)
+    except WorkbenchError as exc:
+        problems.extend(exc.problems)
+    gold_path = resolve_paths(task.gold)[1]
+    if not gold_path.exists():
+        fix = f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself"
+        problems.append(
+            problem(str(gold_path), "gold_missing", "the gold file does not exist", fix)
+        )
+    if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
+        message = "this run directory holds a run of the local executor"
+        fix = "resume it without --executor ray, or give this run its own --out directory"
+        problems.append(problem(str(out), "executor_mismatch", message, fix))
+    if problems:
+        raise WorkbenchError("refusing to start Ray", problems)
 
 
 def _drive(
@@ -782,7 +802,14 @@ class _Started:
     """Ray started in a thread while the driver prepares the run: the session (:func:`ray_session`)
     and the shard hosts, whose processes import the judge's libraries meanwhile."""
 
+    abandoned: threading.Thread | None = None
+    """The thread of a start given up by a refusal, still starting or stopping Ray: the next
+    start waits for it."""
+
     def __init__(self, task: _ShardTask) -> None:
+        if _Started.abandoned is not None:
+            _Started.abandoned.join()
+            _Started.abandoned = None
         self.layout = host_layout(task.options.shards or 1, cpus_per_shard(task.options))
         self.hosts: list[Any] = []
         self.limits: Any = None
@@ -802,6 +829,11 @@ class _Started:
                 self.error = exc
             self.up.set()
             self.done.wait()
+            if self.hosts:  # killed here, so that an abandoned start leaves no actor either
+                import ray
+
+                for actor in [*self.hosts, self.limits]:
+                    ray.kill(actor)
 
     def _start(self, task: _ShardTask) -> None:
         import ray
@@ -820,13 +852,16 @@ class _Started:
             raise self.error
         return self.hosts
 
-    def close(self) -> None:
-        self.up.wait()
-        if self.hosts:
-            import ray
+    def abandon(self) -> None:
+        """A refusal during the start: return now; the thread stops Ray once it is up (a
+        command exits at once instead of after Ray's start)."""
+        self.done.set()
+        _Started.abandoned = self.thread
 
-            for actor in [*self.hosts, self.limits]:
-                ray.kill(actor)
+    def close(self) -> None:
+        if _Started.abandoned is self.thread:
+            return
+        self.up.wait()
         self.done.set()
         self.thread.join()
 
@@ -836,6 +871,9 @@ def _ray_started(task: _ShardTask) -> Iterator[_Started]:
     started = _Started(task)
     try:
         yield started
+    except WorkbenchError:
+        started.abandon()
+        raise
     finally:
         started.close()
 
