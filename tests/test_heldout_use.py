@@ -182,3 +182,23 @@ def test_a_use_is_closed_whatever_its_body_does(tmp_path: Path) -> None:
     with pytest.raises(WorkbenchError):  # a refusal in prepare writes nothing
         open_use(ledger, refuse)
     assert len(ledger.entries()) == len(entries)
+
+
+def test_a_respaced_copy_of_a_suite_buys_no_second_use(tmp_path: Path, fake: Any) -> None:
+    """A copy of the suite under another name whose held-out questions carry a zero-width space
+    and other spacing is the same content, as it is for certification (``heldout.item_key``):
+    refused without a reason (the code before keyed the raw text, and scored the copy)."""
+    path = write_suite(tmp_path / "suite", held_out_suite(), freeze=True)
+    scorer(tmp_path, path, fake)("run", partition="held_out")
+    copy = held_out_suite() | {"name": "t-noise-copy"}
+    for data in copy["pairs"]:
+        if data["partition"] == "held_out":
+            text = data["user_input"].replace("refund", "re\u200bfund")
+            data["user_input"] = text.replace(" ", "  ") + "\n"
+    copy_path = write_suite(tmp_path / "copy", copy, name="t-noise-copy@1.yaml", freeze=True)
+    before = fake.call_count
+    with pytest.raises(WorkbenchError) as refused:
+        scorer(tmp_path, copy_path, fake)("copy-run", partition="held_out")
+    assert [p.code for p in refused.value.problems] == ["held_out_reuse"]
+    assert "4 of these 4 held-out item(s)" in refused.value.problems[0].message
+    assert fake.call_count == before

@@ -3,7 +3,8 @@
 A run whose candidate pairs (or sentinel repeats, or baseline suite) include held-out pairs
 appends a ``started`` entry of kind ``noise`` to the same ledger ``workbench certify`` writes
 (:mod:`workbench.heldout`) before its first call, and ``finished`` (or ``aborted``) after. The
-content is the member inputs the judge sees, so a renamed copy of a suite is the same content.
+content is the member inputs the judge sees, normalized as certification's (``heldout.item_key``),
+so a renamed or respaced copy of a suite is the same content.
 Content an earlier use judged is refused without ``rerun_reason``, as certification refuses it;
 re-running the same run directory with the same judge resumes that use.
 """
@@ -18,23 +19,52 @@ from typing import Any
 
 from .._io import atomic_write_json, read_json_file, sha256_json
 from ..errors import WorkbenchError, refusal
-from ..heldout import HeldOutLedger, LedgerEntry, check_recorded, ledger_path_for, open_use
-from ._pairs import MEMBERS, NoisePair, NoiseSuite
+from ..heldout import (
+    HeldOutLedger,
+    LedgerEntry,
+    check_recorded,
+    item_key,
+    ledger_path_for,
+    open_use,
+)
+from ._pairs import MEMBERS, NoiseInput, NoisePair, NoiseSuite
 
 HELD_OUT = "held_out"
 MARKER_FILE = "held_out_use.json"
 """In a run directory: the ledger entry of its held-out use (a resume must name it)."""
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What the judge sees of one member, read as :func:`workbench.heldout.item_key` reads a gold
+    case (the metric's mode left out: the same texts under another mode are the same content)."""
+
+    input: str
+    """The question."""
+    response: str
+    """The member's response."""
+    reference: str
+    """The approved reference answer."""
+    contexts: list[str]
+    """The member's context texts, in rank order."""
+    grading_notes: None = None
+    """None: a noise pair has no grading notes."""
+
+
 def held_out_keys(pairs: Sequence[NoisePair]) -> frozenset[str]:
-    """The item keys of the held-out pairs' members: the digest of what the judge sees."""
+    """The item keys of the held-out pairs' members: what the judge sees, normalized as
+    certification's (a copy with zero-width characters or other spacing is the same content)."""
     return frozenset(
-        p.judge_input(m).digest()
+        _item_key(p.judge_input(m))
         for p in pairs
         if p.partition == HELD_OUT
         for m in MEMBERS
         if not p.member(m).abstained
     )
+
+
+def _item_key(seen: NoiseInput) -> str:
+    return item_key(_Seen(seen.user_input, seen.response, seen.reference, seen.retrieved_contexts))
 
 
 def held_out_manifest(suites: Sequence[tuple[NoiseSuite, Sequence[NoisePair]]]) -> str:
