@@ -29,6 +29,7 @@ from ._location import (
     gold_directory,
     ledger_path_for,
 )
+from ._use import Use, check_recorded, open_use
 
 __all__ = [
     "exposed_in_index",
@@ -41,9 +42,11 @@ __all__ = [
     "PROJECT_CONFIG",
     "HeldOutAccess",
     "HeldOutLedger",
+    "Use",
     "LedgerEntry",
     "PreviousReport",
     "check_held_out_results",
+    "check_recorded",
     "content_key",
     "declared_path_for",
     "exposure_problems",
@@ -57,6 +60,7 @@ __all__ = [
     "items_sha256",
     "ledger_path_for",
     "normalize_text",
+    "open_use",
     "recorded_item_keys",
     "refuse_held_out",
     "refuse_held_out_content",

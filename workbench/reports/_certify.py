@@ -30,11 +30,13 @@ from ..heldout import (
     HeldOutLedger,
     LedgerEntry,
     PreviousReport,
+    Use,
     gold_directory,
     held_out_manifest_sha256,
     held_out_use_line,
     item_keys,
     ledger_path_for,
+    open_use,
 )
 from ..judges import Judge, load_candidate
 from ..migration import (
@@ -211,14 +213,11 @@ class _Inputs:
 class _Job:
     """One certification between its ``started`` entry and its lock."""
 
-    ledger: HeldOutLedger
+    use: Use
     judge: Judge
     dataset: GoldDataset
     notebook: Path
     report_dir: Path
-    entry: LedgerEntry
-    token: str
-    hold: Any
     previous: PreviousReport | None
     budget: float | None = None
     signer: Signer | None = None
@@ -235,6 +234,14 @@ class _Job:
     @property
     def report_id(self) -> str:
         return self.entry.report_id
+
+    @property
+    def ledger(self) -> HeldOutLedger:
+        return self.use.ledger
+
+    @property
+    def entry(self) -> LedgerEntry:
+        return self.use.entry
 
 
 def certify(
@@ -276,26 +283,26 @@ def certify(
             sign_key=sign_key,
             judge_loaded=lambda: seeds.append(_seed(warm_kernel, kernel_name)),
         )
-        seed = seeds[0] if seeds else None
         job = _start(ledger, inputs, Path(reports_root), rerun_reason)
     except BaseException:
         _discard(seeds[0] if seeds else None)
         raise
-    job.seed = seed
-    job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
-    job.provenance, job.max_cases, job.kernel_name = inputs.provenance, max_cases, kernel_name
-    job.policy_file = str(inputs.policy_path.resolve())
-    return _execute(
-        job,
-        lambda: _copy_inputs(
+
+    def copy_inputs() -> dict[str, Path]:  # inside the held-out use: a failure aborts it
+        job.seed = seeds[0] if seeds else None
+        job.signer, job.budget, job.concurrency = inputs.signer, inputs.budget, concurrency
+        job.provenance, job.max_cases, job.kernel_name = inputs.provenance, max_cases, kernel_name
+        job.policy_file = str(inputs.policy_path.resolve())
+        return _copy_inputs(
             job.report_dir,
             inputs.candidate,
             inputs.policy_path,
             inputs.overrides,
             baseline=inputs.baseline,
             label_mapping=inputs.mapping,
-        ),
-    )
+        )
+
+    return _execute(job, copy_inputs)
 
 
 def _seed(warm_kernel: bool, kernel_name: str) -> KernelSeed | None:
@@ -517,39 +524,41 @@ def _open_entry(
     fields: dict[str, Any],
     check: Callable[[list[LedgerEntry]], dict[str, Any]] | None = None,
 ) -> _Job:
-    """Under the ledger lock: close dead certifications, check the ledger knows every report of
-    ``root`` (and ``check``, which returns more entry fields), allocate the report directory and
-    append its ``started`` entry."""
+    """Open the held-out use (:func:`heldout.open_use`: under the ledger lock, dead uses closed):
+    check the ledger knows every report of ``root`` (and ``check``, which returns more entry
+    fields), allocate the report directory and start its entry, named in the directory."""
     name, version = judge.spec.name, judge.spec.version
-    with ledger.locked():
-        ledger.reconcile()
-        entries = ledger.entries()
+    slot: dict[str, Any] = {}  # what prepare allocated, and the entry once started
+
+    def prepare(entries: list[LedgerEntry]) -> dict[str, Any]:
         check_ledger_complete(ledger, entries, root)
-        fields = fields | (check(entries) if check is not None else {})
-        report_dir, n = _allocate(root, name, version)
-        try:
-            previous = previous_report(root, name, version, n, ledger, entries)
-            entry, token, hold = ledger.start(
-                report_id=f"{name}/{version}/{n}", previous_report=previous, **fields
-            )
-        except BaseException:
-            shutil.rmtree(report_dir, ignore_errors=True)  # nothing was recorded for it
-            raise
-        write_started_marker(report_dir, entry, ledger.path)
-    return _Job(ledger, judge, dataset, notebook, report_dir, entry, token, hold, previous)
+        more = fields | (check(entries) if check is not None else {})
+        slot["report_dir"], n = _allocate(root, name, version)
+        slot["previous"] = previous_report(root, name, version, n, ledger, entries)
+        return more | {"report_id": f"{name}/{version}/{n}", "previous_report": slot["previous"]}
+
+    def started(entry: LedgerEntry) -> None:
+        slot["entry"] = entry
+        write_started_marker(slot["report_dir"], entry, ledger.path)
+
+    try:
+        use = open_use(ledger, prepare, started=started)
+    except BaseException:
+        if "report_dir" in slot and "entry" not in slot:  # nothing was recorded for it
+            shutil.rmtree(slot["report_dir"], ignore_errors=True)
+        raise
+    return _Job(use, judge, dataset, notebook, slot["report_dir"], slot["previous"])
 
 
 def _execute(job: _Job, copy: Callable[[], dict[str, Path]]) -> CertificationResult:
-    """Copy the inputs, run the notebook and lock the report; any failure aborts the entry."""
+    """Copy the inputs, run the notebook and lock the report inside the held-out use (any
+    failure aborts its entry; the liveness hold is always released)."""
     try:
-        job.copies = copy()
-        result = _run_and_lock(job)
-    except BaseException:
-        job.ledger.abort(job.entry)  # fail closed: the use counts
-        raise
+        with job.use:
+            job.copies = copy()
+            result = _run_and_lock(job)
     finally:
         _discard(job.seed)
-        job.ledger.release(job.entry.entry_id, job.hold)
     make_read_only(job.report_dir)
     return result
 
@@ -635,6 +644,7 @@ def resume_review(
         baseline_fingerprint=lock.baseline_fingerprint,
         resumes=lock.report_id,
     )
+    provenance = notebook_provenance(custom, policy)
     seed = _seed(warm_kernel, kernel_name)
     try:
         job = _open_entry(ledger, root, judge, dataset, notebook_path, fields)
@@ -642,7 +652,7 @@ def resume_review(
         _discard(seed)
         raise
     job.seed, job.signer, job.kernel_name, job.resume_from = seed, signer, kernel_name, first
-    job.policy_file, job.provenance = lock.policy_file, notebook_provenance(custom, policy)
+    job.policy_file, job.provenance = lock.policy_file, provenance
     job.resumes = PreviousReport(report_id=lock.report_id, lock_sha256=lock.lock_sha256)
 
     def copy_locked() -> dict[str, Path]:
@@ -688,8 +698,7 @@ def _run_and_lock(job: _Job) -> CertificationResult:
     lock = seal(job.report_dir, _lock_of(job, gate, timings, failure is None), job.signer)
     run = RunDir(job.report_dir / RUN_DIR)
     # Any held-out run directory (even a partial run) is a use; a re-evaluation judged nothing.
-    job.ledger.finish(
-        job.entry,
+    job.use.finish(
         outcome=gate["outcome"],
         lock_sha256=lock.lock_sha256,
         held_out_used=run.path.exists() and job.entry.uses_held_out,
@@ -807,7 +816,7 @@ def _execute_notebook(job: _Job, executed: Path) -> Exception | None:
         "resume_from": str(job.resume_from.resolve()) if job.resume_from is not None else "",
         "report_dir": str(job.report_dir.resolve()),
         "ledger_path": str(job.ledger.path),
-        "certification_token": job.token,
+        "certification_token": job.use.token,
         "concurrency": job.concurrency,
         "max_cases": job.max_cases,
     }

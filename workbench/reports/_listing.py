@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 from .._io import atomic_write_json, read_json_file, read_jsonl_records
 from .._lock import LOCK_FILE, STARTED_FILE, read_lock, report_dirs
 from ..errors import Problem, WorkbenchError, problem, refusal
-from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport
+from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, check_recorded
 
 STARTED_SCHEMA_VERSION = 1
 
@@ -72,23 +72,12 @@ def check_ledger_complete(
     ledger: HeldOutLedger, entries: list[LedgerEntry], reports_root: Path
 ) -> None:
     """Refuse when a report on disk names a ledger entry this ledger lacks (lines were removed)."""
-    known = {e.entry_id for e in entries}
-    fix = "restore the held-out ledger from version control or a backup; it is append-only evidence"
-    problems = [
-        problem(
-            str(ledger.path),
-            "ledger_truncated",
-            f"report {marker.get('report_id', d.name)} was recorded as ledger entry"
-            f" {marker['entry_id']}, which the ledger no longer has: lines were removed",
-            fix,
-        )
+    recorded = [
+        (f"report {marker.get('report_id', d.name)}", marker["entry_id"])
         for d in report_dirs(reports_root)
-        if (marker := read_marker(d)) is not None
-        and Path(marker["ledger_path"]) == ledger.path
-        and marker["entry_id"] not in known
+        if (marker := read_marker(d)) is not None and Path(marker["ledger_path"]) == ledger.path
     ]
-    if problems:
-        raise WorkbenchError(f"the held-out ledger {ledger.path} is incomplete", problems)
+    check_recorded(ledger, entries, recorded)
 
 
 def _status_in(
