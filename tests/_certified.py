@@ -11,6 +11,9 @@ certified in (its held-out ledger), the reports root and the reports are then sh
 may read and verify them but never write there. A test that certifies again or edits a report
 copies what it changes first (a copied reports root cannot continue the original's ledger
 chain: the ledger records the absolute reports root, so such a test certifies its own gold).
+
+The same goes for rubric-judge@2 under :data:`LENIENT` (certified), which ``test_estimate.py``
+estimates with and ``test_heldout_exposure.py`` attacks (:func:`lenient_certification`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from _kernel_zygote import ENV_FRESH
 from conftest import PROJECT_ROOT_ENV, make_project
 from filelock import FileLock
@@ -137,4 +141,57 @@ def demo_endings(tmp_path_factory: pytest.TempPathFactory) -> SharedCertificatio
             (CANDIDATES / "rubric-judge@3.yaml", policy),
         ],
         fresh_kernels=True,
+    )
+
+
+SLICE_RISKS = (
+    ("refund_policy", "critical"),
+    ("account_security", "critical"),
+    ("billing_payments", "high"),
+    ("subscription_cancellation", "high"),
+    ("privacy_data_requests", "high"),
+    ("shipping_delivery", "medium"),
+    ("escalation_handoff", "low"),
+)
+LENIENT: dict[str, object] = {
+    "schema_version": 1,
+    "name": "lenient",
+    "version": "1",
+    "owner": "estimate and held-out exposure tests",
+    "rationale": (
+        "Lenient enough for the small demo held-out partition, so that a real certified report"
+        " exists to estimate with."
+    ),
+    "rubric_version": "support-policy-2026.09",
+    "partition": "held_out",
+    "max_evaluator_errors": 0,
+    "min_n_per_slice": 1,
+    "slices": {
+        name: {
+            "risk": risk,
+            "max_abstention_rate": 0.5,
+            **(
+                {"max_false_pass_rate": 1.0, "false_pass_rate_basis": "upper_95"}
+                if risk == "critical"
+                else {}
+            ),
+        }
+        for name, risk in SLICE_RISKS
+    },
+}
+"""A policy the demo's rubric-judge@2 meets on the demo's small held-out partition."""
+
+
+def lenient_certification(tmp_path_factory: pytest.TempPathFactory) -> SharedCertification:
+    """rubric-judge@2 under :data:`LENIENT` (certified), once per run. The policy file is
+    written in the run's common directory, the same text by whichever worker writes it (an
+    atomic replace, so no worker reads a partial file)."""
+    policy = _run_root(tmp_path_factory) / "lenient@1.yaml"
+    text = yaml.safe_dump(LENIENT)
+    if not policy.is_file() or policy.read_text(encoding="utf-8") != text:
+        partial = policy.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(policy)
+    return shared_certification(
+        tmp_path_factory, "rubric-judge-2-lenient-1", [(CANDIDATES / "rubric-judge@2.yaml", policy)]
     )

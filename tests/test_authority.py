@@ -311,11 +311,32 @@ def drift_checked(world: dict[str, Path], gold: Path, tmp_path: Path) -> None:
     )
 
 
-def to_block(world: dict[str, Path], gold: Path, tmp_path: Path) -> None:
+def run_to_block(world: dict[str, Path], gold: Path, tmp_path: Path) -> None:
     ok(grant(world, gold))
     ok(promote(world, gold))
     drift_checked(world, gold, tmp_path)
     ok(promote(world, gold))
+
+
+@pytest.fixture(scope="module")
+def blocked(world: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the certified gold brought to ``block`` once per module (:func:`run_to_block`:
+    grant, promote, two drift checks, promote, each checked), for the tests that start from
+    ``block`` (:func:`to_block`). They ran the same five commands on the same inputs each, five
+    commands that each verify the reports again (about 2 s of CPU a test)."""
+    base = tmp_path_factory.mktemp("blocked")
+    target = base / "gold"
+    shutil.copytree(world["gold"], target)
+    run_to_block(world, target, base)
+    return target
+
+
+def to_block(blocked: Path, gold: Path) -> None:
+    """``gold``, this test's fresh copy of the certified gold, becomes a copy of
+    :func:`blocked`'s: its authority record and drift log as :func:`run_to_block` leaves
+    them."""
+    shutil.rmtree(gold)
+    shutil.copytree(blocked, gold)
 
 
 def status_json(gold: Path) -> tuple[int, dict[str, Any]]:
@@ -520,9 +541,9 @@ def test_a_stale_judge_is_neither_granted_nor_promoted(world: dict[str, Path], g
 
 
 def test_rollback_needs_only_a_reason_and_a_revoked_judge_needs_a_newer_report(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, blocked: Path
 ) -> None:
-    to_block(world, gold, tmp_path)
+    to_block(blocked, gold)
     assert "block -> route" in ok(
         cli(
             "authority",
@@ -579,9 +600,9 @@ def test_rollback_needs_only_a_reason_and_a_revoked_judge_needs_a_newer_report(
 
 
 def test_a_damaged_record_grants_nothing_but_rollback_still_works(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, blocked: Path
 ) -> None:
-    to_block(world, gold, tmp_path)
+    to_block(blocked, gold)
     record = authority_path_for(gold)
     lines = record.read_text(encoding="utf-8").splitlines()
     row = json.loads(lines[0])
@@ -648,7 +669,11 @@ def test_a_report_that_no_longer_verifies_leaves_no_authority(
 
 
 def test_a_stale_ragas_or_model_is_named(
-    world: dict[str, Path], gold: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    world: dict[str, Path],
+    gold: Path,
+    blocked: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     facts, problems = read_report(world["block"])
     assert facts is not None and problems == [] and facts.certified
@@ -664,7 +689,7 @@ def test_a_stale_ragas_or_model_is_named(
         )
     ] == ["model"]
     assert [r.kind for r in staleness(facts, now, tmp_path / "gone.yaml")] == ["candidate"]
-    to_block(world, gold, tmp_path)
+    to_block(blocked, gold)
     import workbench.judges
 
     monkeypatch.setattr(workbench.judges, "ragas_version", lambda: "9.9.9")
@@ -677,9 +702,9 @@ def test_a_stale_ragas_or_model_is_named(
 
 
 def test_a_drift_check_crossing_pass_fail_withholds_block(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, blocked: Path
 ) -> None:
-    to_block(world, gold, tmp_path)
+    to_block(blocked, gold)
     log = drift_log_path_for(gold)
     last = read_drift_log(log)[-1]
     case_id = last.sentinel_ids[0]
@@ -714,9 +739,9 @@ def test_a_drift_check_crossing_pass_fail_withholds_block(
 
 
 def test_a_rebound_judge_keeps_block_only_with_a_drift_check_after_its_report(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, blocked: Path
 ) -> None:
-    to_block(world, gold, tmp_path)
+    to_block(blocked, gold)
     assert "granted rubric-judge@2: block -> block" in ok(
         grant(world, gold)
     )  # the check ran after the report

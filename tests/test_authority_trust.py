@@ -279,9 +279,30 @@ def _drift(world: dict[str, Path], gold: Path, out: Path, *more: Any) -> None:
     ok(cli(*base, *more))
 
 
-def _at_route(world: dict[str, Path], gold: Path) -> str:
-    ok(step("grant", world, gold, world["signed"]))
-    ok(step("promote", world, gold, world["signed"]))
+@pytest.fixture(scope="module")
+def at_route(world: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the project's gold granted and promoted to ``route`` with the signed report,
+    once per module, in a project made as :func:`gold` makes one (each step checked); the tests
+    that start at ``route`` copy it (:func:`_at_route`): they ran the same two commands, each
+    verifying the report again, on the same inputs."""
+    base = tmp_path_factory.mktemp("at-route")
+    project(base, world["public"])
+    carry_ledger(world["home"], base)
+    target = base / "gold"
+    shutil.copytree(world["gold"], target)
+    with pytest.MonkeyPatch.context() as pinned:
+        pinned.setenv(PROJECT_ROOT_ENV, str(base))
+        ok(step("grant", world, target, world["signed"]))
+        ok(step("promote", world, target, world["signed"]))
+    return target
+
+
+def _at_route(world: dict[str, Path], gold: Path, at_route: Path) -> str:
+    """``gold``, this test's fresh copy of the project's gold, becomes a copy of
+    :func:`at_route`'s (its authority record at ``route``); the signed report's candidate
+    fingerprint."""
+    shutil.rmtree(gold)
+    shutil.copytree(at_route, gold)
     return read_lock(world["signed"]).candidate_fingerprint
 
 
@@ -311,9 +332,9 @@ def old_drift_line(fingerprint: str) -> dict[str, Any]:
 
 
 def test_block_does_not_rest_on_a_hand_written_drift_line(
-    world: dict[str, Path], gold: Path
+    world: dict[str, Path], gold: Path, at_route: Path
 ) -> None:
-    fingerprint = _at_route(world, gold)
+    fingerprint = _at_route(world, gold, at_route)
     line = old_drift_line(fingerprint)
     drift_log_path_for(gold).write_text(json.dumps(line) + "\n", encoding="utf-8")
     output = refused(step("promote", world, gold, world["signed"]), "drift_check_required")
@@ -333,10 +354,10 @@ def _append_line(log: Path, entry: DriftEntry) -> None:
 
 
 def test_block_does_not_rest_on_a_drift_check_dated_in_the_future(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, at_route: Path, tmp_path: Path
 ) -> None:
     """A real stable check, then a copy dated tomorrow: "after the report" by a forged date."""
-    _at_route(world, gold)
+    _at_route(world, gold, at_route)
     _drift(world, gold, tmp_path / "drift", "--record-baseline", "--report", world["signed"])
     log = drift_log_path_for(gold)
     baseline = read_drift_log(log)[-1]
@@ -362,9 +383,9 @@ def test_block_does_not_rest_on_a_drift_check_dated_in_the_future(
 
 
 def test_block_does_not_rest_on_a_chained_check_without_its_sentinel_run(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, at_route: Path, tmp_path: Path
 ) -> None:
-    _at_route(world, gold)
+    _at_route(world, gold, at_route)
     _drift(world, gold, tmp_path / "drift", "--record-baseline", "--report", world["signed"])
     _drift(world, gold, tmp_path / "drift")
     log = drift_log_path_for(gold)
@@ -387,9 +408,9 @@ def test_block_does_not_rest_on_a_chained_check_without_its_sentinel_run(
 
 
 def test_status_withholds_block_when_the_drift_log_is_edited(
-    world: dict[str, Path], gold: Path, tmp_path: Path
+    world: dict[str, Path], gold: Path, at_route: Path, tmp_path: Path
 ) -> None:
-    _at_route(world, gold)
+    _at_route(world, gold, at_route)
     _drift(world, gold, tmp_path / "drift", "--record-baseline", "--report", world["signed"])
     _drift(world, gold, tmp_path / "drift")
     assert "route -> block" in ok(step("promote", world, gold, world["signed"]))

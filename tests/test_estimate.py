@@ -15,6 +15,7 @@ import random
 import shutil
 import stat
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -22,6 +23,7 @@ import numpy as np
 import papermill
 import pytest
 import yaml
+from _certified import lenient_certification
 from click.testing import CliRunner
 from conftest import undocumented_fields
 
@@ -38,7 +40,7 @@ from workbench.estimate import (
     rogan_gladen,
 )
 from workbench.gold import load_dataset
-from workbench.reports import certify, read_lock, verify_report
+from workbench.reports import read_lock, verify_report
 
 ROOT = Path(__file__).resolve().parents[1]
 # The tests that use this module's certified report run in its project, to verify it against
@@ -49,50 +51,15 @@ CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 OTHER_CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@1.yaml"
 Z = 1.959963984540054
 
-LENIENT = {
-    "schema_version": 1,
-    "name": "lenient",
-    "version": "1",
-    "owner": "estimate tests",
-    "rationale": (
-        "Lenient enough for the small demo held-out partition, so that a real certified report"
-        " exists to estimate with."
-    ),
-    "rubric_version": "support-policy-2026.09",
-    "partition": "held_out",
-    "max_evaluator_errors": 0,
-    "min_n_per_slice": 1,
-    "slices": {
-        "refund_policy": {
-            "risk": "critical",
-            "max_abstention_rate": 0.5,
-            "max_false_pass_rate": 1.0,
-            "false_pass_rate_basis": "upper_95",
-        },
-        "account_security": {
-            "risk": "critical",
-            "max_abstention_rate": 0.5,
-            "max_false_pass_rate": 1.0,
-            "false_pass_rate_basis": "upper_95",
-        },
-        "billing_payments": {"risk": "high", "max_abstention_rate": 0.5},
-        "subscription_cancellation": {"risk": "high", "max_abstention_rate": 0.5},
-        "privacy_data_requests": {"risk": "high", "max_abstention_rate": 0.5},
-        "shipping_delivery": {"risk": "medium", "max_abstention_rate": 0.5},
-        "escalation_handoff": {"risk": "low", "max_abstention_rate": 0.5},
-    },
-}
-
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """rubric-judge@2 certified under a lenient test policy on a copy of the demo gold, once per
+    run (tests/_certified.py: read it in its project, never write there), its development
+    verdicts and rubric-judge@1's as the traffic, the slices and a labelled sample."""
     base = tmp_path_factory.mktemp("estimate")
-    policy = base / "lenient@1.yaml"
-    policy.write_text(yaml.safe_dump(LENIENT), encoding="utf-8")
-    # The held-out ledger lives beside the gold: certify a copy, never the committed demo data.
-    gold = base / "gold"
-    shutil.copytree(GOLD, gold)
-    result = certify(CANDIDATE, policy, gold, reports_root=base / "reports")
+    shared = lenient_certification(tmp_path_factory)
+    result = shared.results[0]
     assert result.outcome == "certified", result.blockers
     runner = CliRunner()
     runs = {}
@@ -127,14 +94,15 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "".join(json.dumps({"case_id": c.case_id, "label": c.gold_label}) + "\n" for c in sample),
         encoding="utf-8",
     )
-    return {
-        "base": base,
-        "report": result.report_dir,
-        "results": runs["certified"],
-        "other_results": runs["other"],
-        "slices": slices,
-        "labelled": labelled,
-    }
+    with shared.pinned():
+        yield {
+            "base": base,
+            "report": result.report_dir,
+            "results": runs["certified"],
+            "other_results": runs["other"],
+            "slices": slices,
+            "labelled": labelled,
+        }
 
 
 def _estimate_cli(

@@ -68,6 +68,26 @@ def _project(tmp_path: Path, partition: str = "development") -> tuple[Path, Path
     return gold, run
 
 
+@pytest.fixture(scope="module")
+def dev_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """:func:`_project` on development once per module: the tests that start from it copy it
+    (:func:`_copy`). They made the same run of the same judge on the same gold each (its own
+    verdict cache here too, never the user's)."""
+    base = tmp_path_factory.mktemp("dev-run")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_CACHE_DIR", str(base / "cache"))
+        return _project(base)
+
+
+def _copy(dev_run: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """This test's own copy of :func:`dev_run`'s gold and run: (gold, run), as :func:`_project`
+    leaves them in ``tmp_path``."""
+    gold, run = tmp_path / "gold", tmp_path / "run"
+    shutil.copytree(dev_run[0], gold)
+    shutil.copytree(dev_run[1], run)
+    return gold, run
+
+
 def _lenient_policy(tmp_path: Path, partition: str = "development", **changes: Any) -> Path:
     """support-release@1 with limits a perfect judge meets, for ``partition``, no controls."""
     policy = yaml.safe_load((POLICIES / "support-release@1.yaml").read_text(encoding="utf-8"))
@@ -116,19 +136,21 @@ def _gate(gold: Path, results: Path, policy: Path, *extra: Any) -> Result:
 
 @pytest.mark.parametrize("reason", ["", "   ", None])
 def test_a_llm_verdict_without_a_reason_is_refused_by_align_and_gate(
-    tmp_path: Path, reason: str | None
+    tmp_path: Path, dev_run: tuple[Path, Path], reason: str | None
 ) -> None:
     """Before: align and gate read ``"reason": ""`` (or null) verdicts of a ragas-llm judge as
     verdicts, and the gate certified them (exit 0). `workbench run` records such an answer as a
     ``missing_reason`` evaluator error; a file holding them anyway is refused."""
-    gold, run = _project(tmp_path)
+    gold, run = _copy(dev_run, tmp_path)
     results = _forge(run, gold, judge=LLM_IDENTITY, reason=reason)
     _refused(_gate(gold, results, _lenient_policy(tmp_path)), "verdict_reason_missing")
     _refused(_cli("align", "--gold", gold, "--results", results), "verdict_reason_missing")
 
 
-def test_a_the_same_results_with_reasons_are_read(tmp_path: Path) -> None:
-    gold, run = _project(tmp_path)
+def test_a_the_same_results_with_reasons_are_read(
+    tmp_path: Path, dev_run: tuple[Path, Path]
+) -> None:
+    gold, run = _copy(dev_run, tmp_path)
     results = _forge(run, gold, judge=LLM_IDENTITY)
     result = _gate(gold, results, _lenient_policy(tmp_path))
     assert result.exit_code == 6, result.output  # advisory: development results (see f)
@@ -166,11 +188,11 @@ def test_a_import_results_refuses_a_verdict_whose_mapped_reason_is_empty(tmp_pat
     "nulls", [("model", "prompt_sha256", "ragas_version"), ("model",), ("ragas_version",)]
 )
 def test_b_a_ragas_llm_identity_without_its_fingerprint_fields_is_refused(
-    tmp_path: Path, nulls: tuple[str, ...]
+    tmp_path: Path, dev_run: tuple[Path, Path], nulls: tuple[str, ...]
 ) -> None:
     """Before: `gate` printed CERTIFIED (exit 0) for ragas-llm results whose model, prompt hash
     and Ragas version were all null."""
-    gold, run = _project(tmp_path)
+    gold, run = _copy(dev_run, tmp_path)
     results = _forge(run, gold, judge={**LLM_IDENTITY, **dict.fromkeys(nulls)})
     result = _gate(gold, results, _lenient_policy(tmp_path))
     _refused(result, "fingerprint_incomplete")
@@ -178,8 +200,10 @@ def test_b_a_ragas_llm_identity_without_its_fingerprint_fields_is_refused(
         assert name in result.output
 
 
-def test_b_a_function_judge_needs_its_source_hash(tmp_path: Path) -> None:
-    gold, run = _project(tmp_path)
+def test_b_a_function_judge_needs_its_source_hash(
+    tmp_path: Path, dev_run: tuple[Path, Path]
+) -> None:
+    gold, run = _copy(dev_run, tmp_path)
     results = _forge(run, gold, judge={"prompt_sha256": None})
     _refused(_cli("align", "--gold", gold, "--results", results), "fingerprint_incomplete")
 
@@ -208,11 +232,13 @@ def _retried(run: Path, extra: int) -> None:
         path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-def test_c_retry_attempts_deleted_from_the_results_are_noticed(tmp_path: Path) -> None:
+def test_c_retry_attempts_deleted_from_the_results_are_noticed(
+    tmp_path: Path, dev_run: tuple[Path, Path]
+) -> None:
     """Before: 55 retry attempts deleted from a results file went unnoticed although the run
     counted 164 calls for 109 lines (gate exit 0). The run directory's counts are compared with
     the attempts present (``attempts_missing``)."""
-    gold, run = _project(tmp_path)
+    gold, run = _copy(dev_run, tmp_path)
     _retried(run, 55)  # the run counted 164 calls; the 55 retry lines are gone
     results = _forge(run, gold)
     result = _gate(gold, results, _lenient_policy(tmp_path), "--run", run)
@@ -221,15 +247,19 @@ def test_c_retry_attempts_deleted_from_the_results_are_noticed(tmp_path: Path) -
     _refused(_cli("align", "--gold", gold, "--results", results), "attempts_missing")
 
 
-def test_c_with_only_run_json_a_deleted_line_is_noticed(tmp_path: Path) -> None:
-    gold, run = _project(tmp_path)
+def test_c_with_only_run_json_a_deleted_line_is_noticed(
+    tmp_path: Path, dev_run: tuple[Path, Path]
+) -> None:
+    gold, run = _copy(dev_run, tmp_path)
     (run / "invocations.jsonl").unlink()
     _drop_lines(run / "results.jsonl", 100)
     _refused(_cli("align", "--gold", gold, "--results", run / "results.jsonl"), "attempts_missing")
 
 
-def test_c_an_added_attempt_is_noticed_and_an_unreadable_count_is_refused(tmp_path: Path) -> None:
-    gold, run = _project(tmp_path)
+def test_c_an_added_attempt_is_noticed_and_an_unreadable_count_is_refused(
+    tmp_path: Path, dev_run: tuple[Path, Path]
+) -> None:
+    gold, run = _copy(dev_run, tmp_path)
     results = run / "results.jsonl"
     lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
     results.write_text("".join(lines[:-1]), encoding="utf-8")
@@ -251,11 +281,13 @@ def test_c_an_added_attempt_is_noticed_and_an_unreadable_count_is_refused(tmp_pa
 
 @pytest.mark.parametrize("partition", ["calibration", "development"])
 def test_f_gate_never_says_certified_for_results_that_are_not_held_out(
-    tmp_path: Path, partition: str
+    tmp_path: Path, dev_run: tuple[Path, Path], partition: str
 ) -> None:
     """Before: `gate` printed CERTIFIED (exit 0) for calibration-partition results under a
     policy for calibration. Now: WOULD_CERTIFY (advisory), exit 6."""
-    gold, run = _project(tmp_path, partition)
+    gold, run = (
+        _copy(dev_run, tmp_path) if partition == "development" else _project(tmp_path, partition)
+    )
     results = _forge(run, gold, judge=LLM_IDENTITY)
     result = _gate(gold, results, _lenient_policy(tmp_path, partition))
     assert result.exit_code == 6, result.output
@@ -291,10 +323,12 @@ def test_e_certify_refuses_an_unfrozen_gold_before_any_held_out_use(tmp_path: Pa
     assert not (tmp_path / "reports").exists()
 
 
-def test_e_run_on_development_stays_allowed_on_an_unfrozen_gold(tmp_path: Path) -> None:
+def test_e_run_on_development_stays_allowed_on_an_unfrozen_gold(
+    tmp_path: Path, dev_run: tuple[Path, Path]
+) -> None:
     """`run` on development or calibration data is not a certification: allowed, and its run
     manifest records that no release froze the gold (``gold_release: null``)."""
-    gold, run = _project(tmp_path)
+    gold, run = _copy(dev_run, tmp_path)
     (gold / "releases.jsonl").unlink()
     again = tmp_path / "again"
     result = _cli(

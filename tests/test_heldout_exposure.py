@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _certified import lenient_certification
 from click.testing import CliRunner
 
 from workbench.cli.main import main
@@ -530,50 +531,17 @@ def test_without_a_reviewer_list_validate_accepts_with_one_warning(
 
 # ------------------------------------------------------------------------------ estimate
 
-LENIENT = {
-    "schema_version": 1,
-    "name": "lenient",
-    "version": "1",
-    "owner": "held-out exposure tests",
-    "rationale": "Lenient enough for the demo's small held-out partition: a real certified report.",
-    "rubric_version": "support-policy-2026.09",
-    "partition": "held_out",
-    "max_evaluator_errors": 0,
-    "min_n_per_slice": 1,
-    "slices": {
-        name: {
-            "risk": risk,
-            "max_abstention_rate": 0.5,
-            **(
-                {"max_false_pass_rate": 1.0, "false_pass_rate_basis": "upper_95"}
-                if risk == "critical"
-                else {}
-            ),
-        }
-        for name, risk in (
-            ("refund_policy", "critical"),
-            ("account_security", "critical"),
-            ("billing_payments", "high"),
-            ("subscription_cancellation", "high"),
-            ("privacy_data_requests", "high"),
-            ("shipping_delivery", "medium"),
-            ("escalation_handoff", "low"),
-        )
-    },
-}
-
 
 @pytest.mark.notebook
-def test_estimate_refuses_traffic_holding_the_reports_held_out_cases(tmp_path: Path) -> None:
+def test_estimate_refuses_traffic_holding_the_reports_held_out_cases(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Attack: the certified judge's verdicts on held-out cases, renamed as production traffic
-    (with a labelled sample), corrected by the report's own held-out error rates."""
-    from workbench.reports import certify
-
-    policy = tmp_path / "lenient@1.yaml"
-    policy.write_text(yaml.safe_dump(LENIENT), encoding="utf-8")
-    gold = tmp_path / "gold"
-    shutil.copytree(DEMO, gold)
-    result = certify(JUDGE, policy, gold, reports_root=tmp_path / "reports")
+    (with a labelled sample), corrected by the report's own held-out error rates. The report:
+    rubric-judge@2 certified under a lenient policy, shared with test_estimate.py (certified
+    once per run, tests/_certified.py; read in its project, never written)."""
+    shared = lenient_certification(tmp_path_factory)
+    result = shared.results[0]
     assert result.outcome == "certified", result.blockers
     run = tmp_path / "run"
     ran = CliRunner().invoke(
@@ -611,21 +579,22 @@ def test_estimate_refuses_traffic_holding_the_reports_held_out_cases(tmp_path: P
         "case_id,slice\n" + "".join(f"prod-{i},{h['slice']}\n" for i, h in enumerate(held)),
         encoding="utf-8",
     )
-    out = CliRunner().invoke(
-        main,
-        [
-            "estimate",
-            "--report",
-            str(result.report_dir),
-            "--results",
-            str(results),
-            "--slices",
-            str(slices),
-            "--rubric",
-            str(DEMO),
-            "--json",
-        ],
-    )
+    with shared.pinned():  # the report verifies against its project's held-out ledger
+        out = CliRunner().invoke(
+            main,
+            [
+                "estimate",
+                "--report",
+                str(result.report_dir),
+                "--results",
+                str(results),
+                "--slices",
+                str(slices),
+                "--rubric",
+                str(DEMO),
+                "--json",
+            ],
+        )
     assert out.exit_code == 2, out.output
     assert out.output.count(f"[{EXPOSED}]") == len(held)
     assert all(f"prod-{i}" in out.output for i in range(len(held)))
