@@ -47,7 +47,7 @@ class DirectPost:
     shown (the key is among them)."""
     extensions: dict[str, Any]
     """httpx's request extensions: the SDK's timeout (and an SNI host name if any)."""
-    client_type: type
+    client_type: Any
     """The OpenAI client's class the request was captured from."""
     api_key: str = field(repr=False)
     """That client's API key (never shown)."""
@@ -77,6 +77,12 @@ class DirectPost:
             and not client._client.cookies
         )
 
+    @functools.cached_property
+    def _headers(self) -> Any:
+        import httpx
+
+        return httpx.Headers(list(self.headers))
+
     async def post(self, client: Any, body: dict[str, Any]) -> Any:
         """``body`` posted as ``client.post`` would, on ``client``'s httpx client's transport and
         event hooks; its ``ChatCompletion``, or the SDK's exception."""
@@ -88,7 +94,7 @@ class DirectPost:
         request = httpx.Request(
             "POST",
             self.url,
-            headers=self.headers,
+            headers=self._headers,  # copied by httpx
             content=content.encode(),
             extensions=self.extensions,
         )
@@ -351,14 +357,14 @@ async def _direct(
         clients.append(make(http).client.client)
         return clients[-1]
 
-    requests = []
-    for post, prompt in (
+    posts: list[tuple[Callable[..., Awaitable[Any]], str]] = [
         (direct.post, sentinel),
         (direct.post, sentinel + PROBE),
         (functools.partial(_sdk_post, url=prepared.url), sentinel + PROBE),
-    ):
-        body = prepared.body(prompt)
-        seen = await _capture(made, lambda c, post=post, body=body: post(c, body=body))
+    ]
+    requests = []
+    for post, prompt in posts:
+        seen = await _capture(made, functools.partial(post, body=prepared.body(prompt)))
         requests.append(seen[0] if len(seen) == 1 else None)
     sent, probe_direct, probe_sdk = requests
     if sent is None or probe_direct is None or probe_sdk is None:
