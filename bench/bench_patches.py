@@ -119,6 +119,11 @@ class Scenario:
             concurrency,
         ]
 
+    def cwd(self, name: str) -> Path:
+        """Where the command runs: the checkout for the demo, else the temporary directory (the
+        checkout's ``workbench.yaml`` lists its own reviewers, not the synthetic gold's)."""
+        return ROOT if "demo" in name else self.tmp
+
     @contextlib.contextmanager
     def serving(self, name: str) -> Iterator[None]:
         """The fake model a scenario calls, started once, outside the timings."""
@@ -138,11 +143,11 @@ class Scenario:
             yield
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+def timed(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float, int]:
     """``(wall s, CPU s of the command and what it waited for, exit code)``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -173,7 +178,7 @@ def measure(
                 if state == "src":  # -P: not the working directory's workbench/ first
                     env["PYTHONPATH"] = str(src)
                     command = [command[0], "-P", *command[1:]]
-                wall, cpu, code = timed(command, env)
+                wall, cpu, code = timed(command, env, scenario.cwd(name))
                 codes.add(code)
                 figures[f"{state}_wall"].append(wall)
                 figures[f"{state}_cpu"].append(cpu)
@@ -209,6 +214,9 @@ def main() -> None:
         help="also run each scenario, switch on, with PYTHONPATH=SRC (another checkout's"
         " workbench/), interleaved: the saving over that tree (*_saving_over_src)",
     )
+    parser.add_argument(
+        "--scenarios", nargs="+", default=None, help="only these of each patch's scenarios"
+    )
     args = parser.parse_args()
 
     def log(line: str) -> None:
@@ -229,6 +237,7 @@ def main() -> None:
                 **{
                     name: measure(scenario, name, switch, args.repeats, log, args.src)
                     for name in names
+                    if args.scenarios is None or name in args.scenarios
                 },
             }
     results["load_average_end"] = os.getloadavg()
