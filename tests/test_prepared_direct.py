@@ -13,15 +13,15 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import make_case
+from test_judge_transport import ANSWER, serve_handler  # ANSWER: a fail verdict, 41 + 7 tokens
 from test_llm_runs import KEY_ENV, SECRET, rows, run, write_spec
 
 from workbench.judges import _prepared
@@ -252,25 +252,6 @@ def test_each_verdict_equals_the_sdk_posts_retry_after_and_endpoint_failure_incl
     assert direct["hang"]["error"].kind == "timeout" and direct["ok"]["value"] == "pass"
 
 
-ANSWER = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "created": 1,
-    "model": "fake-judge",
-    "choices": [
-        {
-            "index": 0,
-            "finish_reason": "stop",
-            "message": {
-                "role": "assistant",
-                "content": json.dumps({"reason": "complete and correct", "value": "pass"}),
-            },
-        }
-    ],
-    "usage": {"prompt_tokens": 41, "completion_tokens": 7, "total_tokens": 48},
-}
-
-
 def _answer(**changes: Any) -> bytes:
     return json.dumps({**ANSWER, **changes}).encode()
 
@@ -345,14 +326,8 @@ def _bare_server() -> Iterator[tuple[str, list[dict[str, str]]]]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", seen
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_handler(Handler) as url:
+        yield url, seen
 
 
 def test_garbage_lying_and_odd_answers_are_recorded_as_through_the_sdk(
@@ -382,7 +357,7 @@ def test_garbage_lying_and_odd_answers_are_recorded_as_through_the_sdk(
         return by_case[f"c{markers.index(marker):02d}"]
 
     for marker in ("ok", "gzip", "no-object", "odd-finish", "created-201", "text-but-json"):
-        assert record(marker)["error"] is None and record(marker)["value"] == "pass", marker
+        assert record(marker)["error"] is None and record(marker)["value"] == "fail", marker
     assert (record("gzip")["tokens_in"], record("gzip")["tokens_out"]) == (41, 7)
     # a usage that lies is no count (the run used to stop on it with a ValueError)
     assert (record("lying-shape")["tokens_in"], record("lying-shape")["tokens_out"]) == (None, None)
