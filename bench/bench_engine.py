@@ -19,8 +19,9 @@ A warm-up (64 POSTs and a 32-case engine run) comes first and is not measured: l
 and pydantic's deferred model builds are paid once per process. Each is reported as wall
 time, its ratio to the ideal ``n x latency / concurrency`` and CPU milliseconds per call
 (``time.process_time`` of this process over the run, divided by calls). Each engine run also
-says whether its calls took the prepared request (``prepared_request``: ``prepared``, or
-``ascore: <why>``), and ``environment`` gives the interpreter and the client stack's versions.
+says whether its calls took the prepared request (``prepared_request``: ``prepared, direct
+post``, ``prepared`` with the SDK's ``post``, or ``ascore: <why>``), and ``environment`` gives
+the interpreter and the client stack's versions.
 Targets: engine ratio <= 1.25 at concurrency 32, engine CPU < 3 ms per call (issue 14); at
 concurrency 128 engine ratio <= 1.3 and CPU <= 1 ms per call (issue 31). The synthetic gold is
 validated from the temporary directory (the checkout's ``workbench.yaml`` lists its own reviewers).
@@ -186,7 +187,14 @@ def _prepared_path(judge: Any) -> str:
     found = [preparation for _, preparation in judge._prepared.values()]
     if not found:
         return "not prepared"
-    return "; ".join("prepared" if p.request is not None else f"ascore: {p.reason}" for p in found)
+    return "; ".join(
+        f"ascore: {p.reason}"
+        if p.request is None
+        else "prepared, direct post"
+        if getattr(p.request, "direct", None) is not None
+        else "prepared"
+        for p in found
+    )
 
 
 def environment() -> dict[str, str]:

@@ -9,6 +9,7 @@ server) and the savings ``1 - on / off``. On the shared 2-core machine wall time
 other sessions' load; CPU time is the steadier figure.
 
     .venv/bin/python bench/bench_patches.py [--repeats 7] [--only prepared iri] [--cases 1000]
+        [--src DIR]   # also the switch on in another checkout (DIR holds its workbench/)
 
 Patches (the switch; the scenarios it is measured on):
 
@@ -118,6 +119,11 @@ class Scenario:
             concurrency,
         ]
 
+    def cwd(self, name: str) -> Path:
+        """Where the command runs: the checkout for the demo, else the temporary directory (the
+        checkout's ``workbench.yaml`` lists its own reviewers, not the synthetic gold's)."""
+        return ROOT if "demo" in name else self.tmp
+
     @contextlib.contextmanager
     def serving(self, name: str) -> Iterator[None]:
         """The fake model a scenario calls, started once, outside the timings."""
@@ -137,11 +143,11 @@ class Scenario:
             yield
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+def timed(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float, int]:
     """``(wall s, CPU s of the command and what it waited for, exit code)``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -151,28 +157,45 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
 
 
 def measure(
-    scenario: Scenario, name: str, switch: str, repeats: int, log: Callable[[str], None]
+    scenario: Scenario,
+    name: str,
+    switch: str,
+    repeats: int,
+    log: Callable[[str], None],
+    src: Path | None = None,
 ) -> dict[str, object]:
-    """Interleaved on/off runs of scenario ``name``; medians and the saving."""
-    figures: dict[str, list[float]] = {"on_wall": [], "off_wall": [], "on_cpu": [], "off_cpu": []}
+    """Interleaved on/off runs of scenario ``name`` (and, with ``src``, on in that checkout);
+    medians and the savings."""
+    states = ("on", "off", "src") if src is not None else ("on", "off")
+    figures: dict[str, list[float]] = {f"{s}_{k}": [] for s in states for k in ("wall", "cpu")}
     codes: set[int] = set()
     with scenario.serving(name):
         base = {**os.environ, "PYTHONPATH": str(ROOT), **scenario.env}
         for r in range(repeats):
-            for state in ("on", "off") if r % 2 == 0 else ("off", "on"):
-                env = {**base, switch: "1" if state == "on" else "0"}
-                wall, cpu, code = timed(scenario.command(name), env)
+            for state in states if r % 2 == 0 else states[::-1]:
+                env = {**base, switch: "0" if state == "off" else "1"}
+                command = scenario.command(name)
+                if state == "src":  # -P: not the working directory's workbench/ first
+                    env["PYTHONPATH"] = str(src)
+                    command = [command[0], "-P", *command[1:]]
+                wall, cpu, code = timed(command, env, scenario.cwd(name))
                 codes.add(code)
                 figures[f"{state}_wall"].append(wall)
                 figures[f"{state}_cpu"].append(cpu)
                 log(f"{switch} {name} {state}: wall {wall:.2f} s, cpu {cpu:.2f} s, exit {code}")
     med = {k: statistics.median(v) for k, v in figures.items()}
+    savings = {
+        f"{kind}_saving{'' if base_state == 'off' else '_over_src'}": round(
+            1 - med[f"on_{kind}"] / med[f"{base_state}_{kind}"], 3
+        )
+        for base_state in states[1:]
+        for kind in ("wall", "cpu")
+    }
     return {
         "repeats": repeats,
         "exit_codes": sorted(codes),
         **{f"{k}_s": round(v, 3) for k, v in med.items()},
-        "wall_saving": round(1 - med["on_wall"] / med["off_wall"], 3),
-        "cpu_saving": round(1 - med["on_cpu"] / med["off_cpu"], 3),
+        **savings,
         "runs": {k: [round(x, 3) for x in v] for k, v in figures.items()},
     }
 
@@ -184,6 +207,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", type=int, default=1000, help="synthetic development cases")
     parser.add_argument("--only", nargs="+", choices=sorted(PATCHES), default=sorted(PATCHES))
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=None,
+        help="also run each scenario, switch on, with PYTHONPATH=SRC (another checkout's"
+        " workbench/), interleaved: the saving over that tree (*_saving_over_src)",
+    )
+    parser.add_argument(
+        "--scenarios", nargs="+", default=None, help="only these of each patch's scenarios"
+    )
     args = parser.parse_args()
 
     def log(line: str) -> None:
@@ -201,7 +234,11 @@ def main() -> None:
             switch, names = PATCHES[patch]
             results[patch] = {
                 "switch": switch,
-                **{name: measure(scenario, name, switch, args.repeats, log) for name in names},
+                **{
+                    name: measure(scenario, name, switch, args.repeats, log, args.src)
+                    for name in names
+                    if args.scenarios is None or name in args.scenarios
+                },
             }
     results["load_average_end"] = os.getloadavg()
     print(json.dumps(results, indent=2))

@@ -107,7 +107,14 @@ def _gzip_server(status: int = 200, headers: dict[str, str] | None = None) -> It
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serve_handler(Handler) as url:
+        yield url
+
+
+@contextmanager
+def serve_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` serving on 127.0.0.1 (an OS-picked port) in a thread; yields its base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

@@ -587,12 +587,19 @@ class LLMJudge:
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 
     def _usage(self, exchange: Exchange) -> tuple[int | None, int | None]:
+        """Tokens the answers report; unknown (None) when none does, or one reports nonsense
+        (the engine then charges the estimate, not less)."""
         bodies = [r["body"] for r in exchange.responses if isinstance(r.get("body"), dict)]
         usages = [b["usage"] for b in bodies if b.get("usage")]
-        if not usages:
+        try:
+            counts = [sum(int(u.get(k) or 0) for u in usages) for k in _USAGE_KEYS]
+        except (
+            AttributeError,
+            TypeError,
+            ValueError,
+        ):  # "usage": "lots", or {"prompt_tokens": "many"}
             return None, None
-        tokens_in, tokens_out = (sum(int(u.get(k) or 0) for u in usages) for k in _USAGE_KEYS)
-        return tokens_in, tokens_out
+        return (counts[0], counts[1]) if usages else (None, None)
 
     def _wire_request(self, exchange: Exchange) -> Any:
         if not exchange.requests:
