@@ -15,13 +15,14 @@ render and lock) from the timings certification records.
 ``--ragas`` runs certify once more with an audit hook (a ``sitecustomize`` on ``PYTHONPATH``,
 inherited by the kernel) that records every process importing Ragas: the certify process,
 the kernel, or both. ``--before DIR`` times another checkout's workbench (``PYTHONPATH=DIR``,
-the same data) in the same run, interleaved. ``--no-bytecode`` adds certify with
+the same data) in the same run, interleaved; it may be given more than once (each is reported
+under its directory's name). ``--no-bytecode`` adds certify with
 ``PYTHONDONTWRITEBYTECODE=1`` and no cache prefix (what a container runs; only the byte code
 compiled beside the sources is read) over certify with a writable cache (target: under 1.1).
 ``--importtime`` adds the parent's imports (``python -X importtime``, Ragas' and papermill's
 shares).
 
-    .venv/bin/python bench/bench_certify.py [--repeats 5] [--ragas] [--before DIR]
+    .venv/bin/python bench/bench_certify.py [--repeats 5] [--ragas] [--before DIR ...]
         [--no-bytecode] [--importtime]
 """
 
@@ -186,7 +187,9 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ragas", action="store_true", help="Which processes import Ragas.")
-    parser.add_argument("--before", type=Path, help="Another checkout's workbench, same run.")
+    parser.add_argument(
+        "--before", type=Path, action="append", default=[], help="Another checkout, same run."
+    )
     parser.add_argument("--no-bytecode", action="store_true", help="Certify without a cache.")
     parser.add_argument("--importtime", action="store_true", help="The parent's imports.")
     args = parser.parse_args()
@@ -195,9 +198,9 @@ def main() -> None:
         "one_cell_papermill": one_cell,
         "certify": lambda tmp: certify_once(tmp, _env()),
     }
-    if args.before is not None:
-        before = args.before.resolve()
-        variants["before_certify"] = lambda tmp: certify_once(tmp, _env(before))
+    befores = {f"certify@{tree.name}": tree.resolve() for tree in args.before}
+    for name, tree in befores.items():
+        variants[name] = lambda tmp, tree=tree: certify_once(tmp, _env(tree))
     if args.no_bytecode:
         variants["certify_no_bytecode"] = lambda tmp: certify_once(tmp, _env(bytecode=False))
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
@@ -210,9 +213,9 @@ def main() -> None:
             for name_, run in variants.items():
                 runs[name_].append(run(tmp))
         importers = ragas_importers(tmp) if args.ragas else None
-        importers_before = (
-            ragas_importers(tmp, args.before.resolve()) if args.ragas and args.before else None
-        )
+        importers_before = {
+            name: ragas_importers(tmp, tree) for name, tree in befores.items() if args.ragas
+        }
     base = runs["one_cell_papermill"]
     ratio = _ratio(runs["certify"], base, "wall_s")
     out: dict[str, object] = {
@@ -225,17 +228,19 @@ def main() -> None:
         "target": f"certify <= {TARGET}x a one-cell papermill notebook (wall, medians)",
         "met": ratio <= TARGET,
     }
-    if args.before is not None:
-        out["before_over_one_cell"] = _ratio(runs["before_certify"], base, "wall_s")
-        out["before_over_one_cell_cpu"] = _ratio(runs["before_certify"], base, "cpu_s")
+    for name in befores:
+        out[f"{name}_over_one_cell"] = _ratio(runs[name], base, "wall_s")
+        out[f"{name}_over_one_cell_cpu"] = _ratio(runs[name], base, "cpu_s")
+        out[f"certify_over_{name}"] = _ratio(runs["certify"], runs[name], "wall_s")
+        out[f"certify_over_{name}_cpu"] = _ratio(runs["certify"], runs[name], "cpu_s")
     if args.no_bytecode:
         nobc = runs["certify_no_bytecode"]
         out["no_bytecode_over_cached"] = _ratio(nobc, runs["certify"], "wall_s")
         out["no_bytecode_over_cached_cpu"] = _ratio(nobc, runs["certify"], "cpu_s")
     if importers is not None:
         out["ragas_imported_by"] = importers
-    if importers_before is not None:
-        out["before_ragas_imported_by"] = importers_before
+    for name, found in importers_before.items():
+        out[f"{name}_ragas_imported_by"] = found
     if args.importtime:
         out["parent_imports"] = parent_imports()
     print(json.dumps(out, indent=2))
