@@ -20,8 +20,9 @@ one command pays) and of a second call in the same process (``again_cpu_s``: wha
 module or a notebook pays for each further call; nothing verified is reused across calls, only
 what is keyed by a content hash), as ``[median, min, max]``; with ``--src DIR`` the same for
 another checkout's ``workbench`` (``git archive main workbench | tar -x -C DIR``), and the
-ratio ``this / src`` of the medians. Every run's result (problem codes; the files each candidate's
-fingerprint covers and its dependency versions; the dataset hash) is hashed: both trees must print the same.
+ratio ``this / src`` of the medians. Every run's result (problem codes; the files each
+candidate's fingerprint covers and its dependency versions; the dataset hash) is hashed: both
+trees must print the same.
 
     .venv/bin/python bench/bench_verify.py [--repeats 7] [--src DIR]
 """

@@ -26,10 +26,10 @@ import yaml
 from ci_support import git, git_project
 from click.testing import CliRunner
 
+from workbench._io import sha256_file
 from workbench.ci import discover
 from workbench.ci._git import changed_since
 from workbench.ci._sentinel import affected_candidates
-from workbench._io import sha256_file
 from workbench.cli.main import main
 from workbench.judges import NOT_INSTALLED, code_coverage, load_candidate, ragas_version
 

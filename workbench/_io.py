@@ -21,7 +21,6 @@ import yaml
 
 from .errors import Problem, problem, refusal
 
-
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
 )
