@@ -16,6 +16,7 @@ and the model of a changed spec.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ import yaml
 from ci_support import git, git_project
 from click.testing import CliRunner
 
+from workbench._io import sha256_file
 from workbench.ci import discover
 from workbench.ci._git import changed_since
 from workbench.ci._sentinel import affected_candidates
@@ -252,3 +254,64 @@ def test_a_policy_edit_affects_every_label_candidate_and_a_model_change_is_named
         assert "policy: data/policies/support-release@1.yaml" in line, line
     line = next(line for line in result.output.splitlines() if "  support-llm-judge@2 (" in line)
     assert "model: fake-judge -> other-judge" in line, line
+
+
+def test_an_edit_that_keeps_size_and_mtime_still_changes_the_fingerprint(
+    on_path: Path, tmp_path: Path
+) -> None:
+    """Issue 31: the fingerprint reused a file's hash by (path, mtime, size); one process (a
+    notebook, the UI) that loaded the judge, then saw its import edited to the same size with
+    the mtime put back, kept the old hash. Every call hashes the bytes it reads now."""
+    _package(on_path, "samesize_h5")
+    spec = _spec(tmp_path / "pkg-judge@1.yaml", "samesize_h5.metric:judge")
+    before = load_candidate(spec).identity
+    deep = on_path / "samesize_h5" / "sub" / "deep.py"
+    stat = deep.stat()
+    deep.write_text(DEEP.replace("* 2", "* 0"))  # same length, every response now passes
+    os.utime(deep, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert deep.stat().st_size == stat.st_size and deep.stat().st_mtime_ns == stat.st_mtime_ns
+    after = load_candidate(spec).identity
+    assert after.params["code_sha256"]["samesize_h5/sub/deep.py"] == sha256_file(deep)
+    assert after.fingerprint() != before.fingerprint()
+
+
+def test_an_import_added_at_the_same_size_is_followed(on_path: Path) -> None:
+    """The imports of a file are reused only for the same bytes: a new import in an edit that
+    keeps size and mtime brings its module into the coverage."""
+    _package(on_path, "newimp_h5")
+    module = importlib.import_module("newimp_h5.metric")
+    assert "newimp_h5/unused.py" not in code_coverage(module).manifest
+    deep = on_path / "newimp_h5" / "sub" / "deep.py"
+    stat = deep.stat()
+    edited = "from .. import unused\nLIMIT = 40\n"
+    edited += "#" * (len(DEEP) - len(edited) - 1) + "\n"  # padded to DEEP's length
+    assert len(edited) == len(DEEP)
+    deep.write_text(edited)
+    os.utime(deep, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert "newimp_h5/unused.py" in code_coverage(module).manifest
+
+
+def test_a_dependency_reinstalled_in_place_shows_its_new_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A distribution's version is read from its METADATA at every call (reused only for the
+    same bytes): a reinstall into the same folder, mtime put back, is seen."""
+    site = tmp_path / "site"
+    info = site / "fakedist_h5-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "fakedist_h5.py").write_text("")
+    metadata_file = info / "METADATA"
+    metadata_file.write_text("Metadata-Version: 2.1\nName: fakedist_h5\nVersion: 1.0.0\n")
+    (info / "top_level.txt").write_text("fakedist_h5\n")
+    monkeypatch.syspath_prepend(str(site))
+    (tmp_path / "uses_h5.py").write_text("import fakedist_h5\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("uses_h5")
+    try:
+        assert code_coverage(module).dependencies["fakedist_h5"] == "1.0.0"
+        stat = metadata_file.stat()
+        metadata_file.write_text("Metadata-Version: 2.1\nName: fakedist_h5\nVersion: 6.6.6\n")
+        os.utime(metadata_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert code_coverage(module).dependencies["fakedist_h5"] == "6.6.6"
+    finally:
+        sys.modules.pop("uses_h5", None)

@@ -21,12 +21,16 @@ import yaml
 
 from .errors import Problem, problem, refusal
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+)
+"""What ``json.dumps`` builds anew at every call with these options (it keeps no state between
+calls): built once, as a gold's thousands of per-case hashes call it."""
+
 
 def canonical_json(obj: Any) -> str:
     """Serialize ``obj`` deterministically for hashing."""
-    return json.dumps(
-        obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    return _CANONICAL.encode(obj)
 
 
 def sha256_text(text: str) -> str:

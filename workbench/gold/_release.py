@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
 from .._docs import add_field_docs
 from .._io import sha256_file, sha256_json
@@ -38,8 +39,30 @@ _LATER_REVIEW_FIELDS = ("spans", "assigned_at", "completed_at", "training_versio
 of reviews without them keeps its hashes."""
 
 
+_HASHED: dict[bytes, dict[str, str]] = {}
+""":func:`case_hashes` by the record's own JSON bytes (every field, NaN and Infinity kept
+apart from null): one process hashing the same gold again (every command that validates it,
+every test) hashes each record once. Keyed by content only, never by path or mtime; bounded."""
+_HASHED_LIMIT_BYTES = 64 << 20
+_hashed_bytes = 0
+
+
 def case_hashes(case: GoldCase) -> dict[str, str]:
     """One sha256 (over canonical JSON) per field group of :data:`FIELD_GROUPS`."""
+    global _hashed_bytes
+    key = to_json(case, inf_nan_mode="constants")
+    hit = _HASHED.get(key)
+    if hit is None:
+        hit = _case_hashes(case)
+        if _hashed_bytes + len(key) > _HASHED_LIMIT_BYTES:
+            _HASHED.clear()
+            _hashed_bytes = 0
+        _HASHED[key] = hit
+        _hashed_bytes += len(key)
+    return dict(hit)
+
+
+def _case_hashes(case: GoldCase) -> dict[str, str]:
     data = case.model_dump(mode="json")
     data["reviews"] = [
         {k: v for k, v in review.items() if k not in _LATER_REVIEW_FIELDS or v not in (None, [])}

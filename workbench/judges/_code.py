@@ -3,12 +3,16 @@
 :func:`code_coverage` follows the imports (static, :mod:`ast`; packages' ``__init__`` included)
 of the function's module through the judge's own code (its top-level package, or a script's
 directory); any other non-stdlib import is a dependency, recorded with its installed version.
-Dynamic imports and data files are not covered. Files are read once per (path, mtime, size).
+Dynamic imports and data files are not covered. Every call reads and hashes every covered file
+again (an edit between two calls in one process is always seen); only what is derived from a
+file's bytes (its imports, a distribution's version from its ``METADATA``) is reused, keyed by the
+sha256 of those bytes, never by path or mtime.
 """
 
 from __future__ import annotations
 
 import ast
+import email.parser
 import hashlib
 import importlib.util
 import os
@@ -33,6 +37,11 @@ class _Source:
     imports: tuple[str, ...]
 
 
+_Step = tuple[tuple[str, str | None] | None, str | None]
+"""One dotted prefix's look at the disk: (the file importing it runs, with its package, or None;
+the folder to go on in, or None to stop)."""
+
+
 @dataclass(frozen=True)
 class CodeCoverage:
     """The code a function judge runs, as found by :func:`code_coverage`."""
@@ -50,7 +59,9 @@ class CodeCoverage:
         return {"code_sha256": dict(self.manifest), "dependencies": dict(self.dependencies)}
 
 
-_CACHE: dict[Path, tuple[int, int, _Source]] = {}
+_IMPORTS: dict[tuple[str, str | None], tuple[str, ...]] = {}
+"""The imports of a source, by (sha256 of its bytes, its package): never by path or mtime."""
+_CACHE_LIMIT = 4096
 
 
 def _statements(node: ast.AST) -> Iterator[ast.AST]:
@@ -85,39 +96,50 @@ def _imports(tree: ast.AST, package: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _read(path: Path, package: str | None) -> _Source:
-    stat = path.stat()
-    hit = _CACHE.get(path)
-    if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
-        return hit[2]
-    data = path.read_bytes()
-    try:
-        tree = ast.parse(data, filename=str(path))
-        names = _imports(tree, package)
-    except (SyntaxError, ValueError):  # hashed all the same; it cannot import anything we see
-        names = ()
-    source = _Source(data, hashlib.sha256(data).hexdigest(), names)
-    _CACHE[path] = (stat.st_mtime_ns, stat.st_size, source)
-    return source
+def _read(path: str, package: str | None) -> _Source:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    sha256 = hashlib.sha256(data).hexdigest()
+    names = _IMPORTS.get((sha256, package))
+    if names is None:
+        try:
+            names = _imports(ast.parse(data, filename=path), package)
+        except (SyntaxError, ValueError):  # hashed all the same; it cannot import anything we see
+            names = ()
+        if len(_IMPORTS) >= _CACHE_LIMIT:
+            _IMPORTS.clear()
+        _IMPORTS[(sha256, package)] = names
+    return _Source(data, sha256, names)
 
 
-def _resolve(name: str, root: str) -> list[tuple[str, str | None]]:
+def _step(base: str, part: str, package: str) -> _Step:
+    folder = os.path.join(base, part)
+    init = os.path.join(folder, "__init__.py")
+    if os.path.isfile(init):
+        return (init, package), folder
+    if os.path.isfile(folder + ".py"):
+        return (folder + ".py", package.rpartition(".")[0] or None), None
+    return None, folder if os.path.isdir(folder) else None
+
+
+def _resolve(name: str, root: str, steps: dict[str, _Step]) -> list[tuple[str, str | None]]:
     """The files of ``root`` importing ``name`` runs (``__init__.py`` on the way), each with its
-    package; empty when ``name`` is not under ``root``."""
+    package; empty when ``name`` is not under ``root``. ``steps`` holds the prefixes already
+    looked up in this one call (one look at the disk per prefix, not per name)."""
     parts = name.split(".")
     out: list[tuple[str, str | None]] = []
-    base = root
-    for i, part in enumerate(parts):
-        folder = os.path.join(base, part)
-        init = os.path.join(folder, "__init__.py")
-        if os.path.isfile(init):
-            out.append((init, ".".join(parts[: i + 1])))
-        elif os.path.isfile(folder + ".py"):
-            out.append((folder + ".py", ".".join(parts[:i]) or None))
+    base: str | None = root
+    prefix = ""
+    for part in parts:
+        prefix = f"{prefix}.{part}" if prefix else part
+        step = steps.get(prefix)
+        if step is None:
+            step = steps[prefix] = _step(str(base), part, prefix)
+        found, base = step
+        if found is not None:
+            out.append(found)
+        if base is None:
             break
-        elif not os.path.isdir(folder):
-            break
-        base = folder
     return out
 
 
@@ -169,39 +191,48 @@ def _distribution(name: str) -> metadata.Distribution | None:
         return None
 
 
-_VERSIONS: dict[str, tuple[int, int, str]] = {}
+_VERSIONS: dict[str, str] = {}
+"""A distribution's version, by the sha256 of its ``METADATA`` bytes: never by path or mtime."""
 
 
-def _stat_of(dist: metadata.Distribution) -> tuple[int, int] | None:
+def _metadata_bytes(dist: metadata.Distribution) -> bytes | None:
     folder = getattr(dist, "_path", None)  # PathDistribution: its .dist-info folder
+    if folder is None:
+        return None
     try:
-        stat = os.stat(os.path.join(str(folder), "METADATA")) if folder is not None else None
+        with open(os.path.join(str(folder), "METADATA"), "rb") as fh:
+            return fh.read()
     except OSError:
         return None
-    return (stat.st_mtime_ns, stat.st_size) if stat is not None else None
+
+
+def _parsed_version(data: bytes) -> str | None:
+    """The ``Version`` header of core metadata bytes (what ``Distribution.version`` reads)."""
+    header = email.parser.BytesHeaderParser().parsebytes(data)
+    version = header["Version"]
+    return str(version) if version else None
 
 
 def _version(name: str) -> str:
-    """The installed version of distribution ``name``, read again when its metadata changed."""
+    """The installed version of distribution ``name``, read from its metadata at every call."""
     dist = _distribution(name)
-    stat = _stat_of(dist) if dist is not None else None
-    hit = _VERSIONS.get(name)
-    if stat is not None and hit is not None and hit[:2] == stat:
-        return hit[2]
-    try:
-        version = dist.version if dist is not None else None
-    except (OSError, TypeError, ValueError):
-        version = None
-    if not version:
+    data = _metadata_bytes(dist) if dist is not None else None
+    if data is None:  # no METADATA file where it was: installed anew, or not a folder
         _distribution.cache_clear()
         dist = _distribution(name)
-        version = dist.version if dist is not None else None
-        stat = _stat_of(dist) if dist is not None else None
-    if not version:
-        return NOT_INSTALLED
-    if stat is not None:
-        _VERSIONS[name] = (*stat, str(version))
-    return str(version)
+        data = _metadata_bytes(dist) if dist is not None else None
+    if data is None:
+        try:
+            version = dist.version if dist is not None else None
+        except (OSError, TypeError, ValueError):
+            version = None
+        return str(version) if version else NOT_INSTALLED
+    key = hashlib.sha256(data).hexdigest()
+    if key not in _VERSIONS:
+        if len(_VERSIONS) >= _CACHE_LIMIT:
+            _VERSIONS.clear()
+        _VERSIONS[key] = _parsed_version(data) or NOT_INSTALLED
+    return _VERSIONS[key]
 
 
 def _dependencies(names: set[str]) -> dict[str, str]:
@@ -237,7 +268,8 @@ def code_coverage(module: ModuleType) -> CodeCoverage:
     first = str(Path(str(module.__file__)).resolve())
     package = name if first.endswith("__init__.py") else name.rpartition(".")[0] or None
     pending: list[tuple[str, str | None]] = [(first, package)]
-    pending += _resolve(name, root)[:-1]  # the packages above it ran first
+    steps: dict[str, _Step] = {}
+    pending += _resolve(name, root, steps)[:-1]  # the packages above it ran first
     seen: dict[str, _Source] = {}
     resolved: dict[str, list[tuple[str, str | None]]] = {}
     external: set[str] = set()
@@ -245,18 +277,18 @@ def code_coverage(module: ModuleType) -> CodeCoverage:
         path, pkg = pending.pop()
         if path in seen:
             continue
-        seen[path] = source = _read(Path(path), pkg)
+        seen[path] = source = _read(path, pkg)
         for imported in source.imports:
             head = imported.partition(".")[0]
             if top is not None and head != top:
                 external.add(head)
                 continue
             if imported not in resolved:
-                resolved[imported] = _resolve(imported, root)
+                resolved[imported] = _resolve(imported, root, steps)
             pending += resolved[imported]
             if top is None and not resolved[imported] and not _exists(root, head):
                 external.add(head)
-    rel = {Path(os.path.relpath(p, root)).as_posix(): s for p, s in seen.items()}
+    rel = {_relative(p, root): s for p, s in seen.items()}
     ordered = sorted(rel)
     return CodeCoverage(
         root=root_path,
@@ -264,6 +296,14 @@ def code_coverage(module: ModuleType) -> CodeCoverage:
         manifest={k: rel[k].sha256 for k in ordered},
         dependencies=_dependencies(external),
     )
+
+
+def _relative(path: str, root: str) -> str:
+    """``path`` relative to ``root`` in POSIX form (a plain cut when it lies under ``root``)."""
+    under = root.rstrip(os.sep) + os.sep
+    if path.startswith(under) and os.sep == "/":
+        return path[len(under) :]
+    return Path(os.path.relpath(path, root)).as_posix()
 
 
 def _exists(root: str, head: str) -> bool:
