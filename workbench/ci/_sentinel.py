@@ -186,13 +186,13 @@ def function_code(function: str | None) -> Any:
     return code_coverage(module) if getattr(module, "__file__", None) else None
 
 
-def own_files(spec: Any, spec_path: Path) -> dict[Path, str]:
+def own_files(spec: Any, spec_path: Path, code: Any) -> dict[Path, str]:
     """The files that make up one candidate: spec, prompt file, function module, the other
-    modules of its own package the function imports (``function code``), results file."""
+    modules of its own package the function imports (``code``: its :func:`function_code`),
+    results file."""
     out: dict[Path, str] = {spec_path.resolve(): "spec"}
     if spec.prompt_file:
         out[(spec_path.parent / spec.prompt_file).resolve()] = "prompt"
-    code = function_code(spec.function) if spec.function else None
     if code is not None:
         for rel in code.manifest:
             out[(code.root / rel).resolve()] = "function code"
@@ -250,14 +250,13 @@ def _spec_changes(changes: Changes, path: Path, spec: Any) -> list[str]:
     return out
 
 
-def _dependency_reasons(spec: Any, pins: dict[str, str]) -> list[str]:
-    """Why a pinned requirement change affects this candidate."""
+def _dependency_reasons(spec: Any, pins: dict[str, str], code: Any) -> list[str]:
+    """Why a pinned requirement change affects this candidate (``code``: its function's)."""
     from ..judges import distribution_key
 
     out = []
     if "ragas" in pins and spec.kind in RAGAS_KINDS:
         out.append(f"ragas: {PYPROJECT} {pins['ragas']}")
-    code = function_code(spec.function) if spec.function else None
     for dist in code.dependencies if code is not None else {}:
         name = distribution_key(dist)
         if name in pins and name != "ragas":
@@ -293,7 +292,8 @@ def _candidate(
     """The candidate at ``path`` when the change affects it, with every reason."""
     shared, code_hits, pins, judged = context
     changed = changes.absolute()
-    files = own_files(spec, path)
+    code = function_code(spec.function) if spec.function else None  # once: it reads every file
+    files = own_files(spec, path, code)
     reasons = [f"{role}: {inv.rel(f)}" for f, role in files.items() if f in changed]
     if path.resolve() in changed:
         reasons += _spec_changes(changes, path, spec)
@@ -305,7 +305,7 @@ def _candidate(
         code_changed = code_changed or bool(code_hits)
     inputs = judged.get(spec.kind, {})
     reasons += [f"{role}: {inv.rel(f)}" for f, role in inputs.items() if f in changed]
-    deps = _dependency_reasons(spec, pins)
+    deps = _dependency_reasons(spec, pins, code)
     reasons += deps
     code_changed = code_changed or bool(deps)
     if not reasons:
