@@ -27,6 +27,10 @@ from test_llm_runs import KEY_ENV, SECRET, rows, run, write_spec
 from workbench.judges import _prepared
 from workbench.testing import FakeLLM, Reply, Rule
 
+TIMEOUT_S, HANG_S = 3.0, 6.0
+"""The candidate's call timeout and the ``hang`` fault's wait: a timeout the answered scenarios
+never reach on a loaded CI machine (one timed-out answer in one mode would make the modes'
+records differ), and a hang well past it."""
 VOLATILE = {"latency_s", "started_at", "finished_at", "run_id", "created_at"}
 """Record fields that differ between two runs of the same calls (timings and run identity)."""
 
@@ -137,7 +141,7 @@ def _verdicts(
     with monkeypatch.context() as patch:
         _set_mode(patch, mode)
         spec = write_spec(
-            tmp_path / f"verdicts-{mode}", url, endpoint={"timeout_s": 0.5, **endpoint}
+            tmp_path / f"verdicts-{mode}", url, endpoint={"timeout_s": TIMEOUT_S, **endpoint}
         )
         judge: Any = load_candidate(spec)
 
@@ -200,7 +204,7 @@ def test_a_run_posts_directly_and_records_what_the_sdk_and_ragas_paths_record(
     gold = _gold(make_dataset, [m for m, _ in FAKE_SCENARIOS])
     rules = [Rule(contains=f"<{marker}>", reply=reply) for marker, reply in FAKE_SCENARIOS]
     found: dict[str, tuple[list[dict], dict, dict[str, int], list[Any]]] = {}
-    with FakeLLM(rules=rules, require_api_key=SECRET, hang_s=3.0, retry_after_s=0.05) as server:
+    with FakeLLM(rules=rules, require_api_key=SECRET, hang_s=HANG_S, retry_after_s=0.05) as server:
         for mode in ("direct", "sdk", "stock"):
             server.reset()
             records, summary, counts = _run(
@@ -209,7 +213,7 @@ def test_a_run_posts_directly_and_records_what_the_sdk_and_ragas_paths_record(
                 mode,
                 server.base_url,
                 gold,
-                timeout_s=0.5,
+                timeout_s=TIMEOUT_S,
                 circuit_breaker_after=3,
             )
             found[mode] = (records, summary, counts, _served(server.calls))
@@ -235,7 +239,7 @@ def test_each_verdict_equals_the_sdk_posts_retry_after_and_endpoint_failure_incl
 ) -> None:
     rules = [Rule(contains=f"<{marker}>", reply=reply) for marker, reply in FAKE_SCENARIOS]
     markers = [m for m, _ in FAKE_SCENARIOS]
-    with FakeLLM(rules=rules, require_api_key=SECRET, hang_s=3.0, retry_after_s=0.05) as server:
+    with FakeLLM(rules=rules, require_api_key=SECRET, hang_s=HANG_S, retry_after_s=0.05) as server:
         url = server.base_url
         direct = _verdicts(tmp_path, monkeypatch, "direct", url, markers)
         sdk = _verdicts(tmp_path, monkeypatch, "sdk", url, markers)
