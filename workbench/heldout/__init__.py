@@ -29,7 +29,7 @@ from ._location import (
     gold_directory,
     ledger_path_for,
 )
-from ._use import Use, check_recorded, open_use
+from ._use import Use, check_recorded, open_use, read_marker, write_marker
 
 __all__ = [
     "exposed_in_index",
@@ -61,6 +61,8 @@ __all__ = [
     "ledger_path_for",
     "normalize_text",
     "open_use",
+    "read_marker",
+    "write_marker",
     "recorded_item_keys",
     "refuse_held_out",
     "refuse_held_out_content",

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .._io import atomic_write_json, read_json_file
 from ..errors import WorkbenchError, problem
 from ._ledger import HeldOutLedger, LedgerEntry, RunningHold
 
@@ -106,3 +108,39 @@ def check_recorded(
     ]
     if problems:
         raise WorkbenchError(f"the held-out ledger {ledger.path} is incomplete", problems)
+
+
+MARKER_SCHEMA_VERSION = 1
+
+
+def write_marker(path: Path, kind: str, entry: LedgerEntry, ledger_path: Path) -> None:
+    """Tie the directory of ``path`` (a report, a run) to its ``started`` entry: what a resume,
+    a listing and :func:`check_recorded` check it against."""
+    atomic_write_json(
+        path,
+        {
+            "schema_version": MARKER_SCHEMA_VERSION,
+            "kind": kind,
+            "report_id": entry.report_id,
+            "entry_id": entry.entry_id,
+            "entry_sha256": entry.entry_sha256,
+            "ledger_path": str(ledger_path),
+            "gold": entry.gold,
+            "started_at": entry.when.isoformat(),
+        },
+    )
+
+
+def read_marker(path: Path) -> dict[str, Any] | None:
+    """A marker :func:`write_marker` wrote (None when absent, unreadable or malformed)."""
+    try:
+        data = read_json_file(path)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return (
+        data
+        if isinstance(data, dict)
+        and isinstance(data.get("entry_id"), str)
+        and isinstance(data.get("ledger_path"), str)
+        else None
+    )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, read_json_file, sha256_json
+from .._io import sha256_json
 from ..errors import WorkbenchError, refusal
 from ..heldout import (
     HeldOutLedger,
@@ -26,6 +26,8 @@ from ..heldout import (
     item_key,
     ledger_path_for,
     open_use,
+    read_marker,
+    write_marker,
 )
 from ._pairs import MEMBERS, NoiseInput, NoisePair, NoiseSuite
 
@@ -206,27 +208,15 @@ class _Run:
 
     def _marked(self) -> str | None:
         """The entry id the run directory's marker names in this ledger (None: no marker)."""
-        try:
-            data = read_json_file(self.marker)
-        except (OSError, ValueError, RecursionError):
+        data = read_marker(self.marker)
+        if data is None or data["ledger_path"] != str(self.ledger.path):
             return None
-        if not isinstance(data, dict) or data.get("ledger_path") != str(self.ledger.path):
-            return None
-        entry_id = data.get("entry_id")
-        return entry_id if isinstance(entry_id, str) else None
+        return str(data["entry_id"])
 
     def mark(self, entry: LedgerEntry) -> None:
         """Name the started entry in the run directory (what a resume is checked against)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(
-            self.marker,
-            {
-                "kind": "workbench.noise_held_out_use",
-                "entry_id": entry.entry_id,
-                "report_id": entry.report_id,
-                "ledger_path": str(self.ledger.path),
-            },
-        )
+        write_marker(self.marker, "workbench.noise_held_out_use", entry, self.ledger.path)
 
 
 def _ids(entries: Sequence[LedgerEntry]) -> set[str]:

@@ -6,44 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypedDict
 
-from .._io import atomic_write_json, read_json_file, read_jsonl_records
+from .._io import read_jsonl_records
 from .._lock import LOCK_FILE, STARTED_FILE, read_lock, report_dirs
 from ..errors import Problem, WorkbenchError, problem, refusal
-from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, check_recorded
-
-STARTED_SCHEMA_VERSION = 1
+from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, check_recorded, write_marker
+from ..heldout import read_marker as read_heldout_marker
 
 
 def write_started_marker(report_dir: Path, entry: LedgerEntry, ledger_path: Path) -> None:
     """Tie a freshly allocated report directory to its ``started`` ledger entry."""
-    atomic_write_json(
-        report_dir / STARTED_FILE,
-        {
-            "schema_version": STARTED_SCHEMA_VERSION,
-            "kind": "workbench.certification_started",
-            "report_id": entry.report_id,
-            "entry_id": entry.entry_id,
-            "entry_sha256": entry.entry_sha256,
-            "ledger_path": str(ledger_path),
-            "gold": entry.gold,
-            "started_at": entry.when.isoformat(),
-        },
-    )
+    write_marker(report_dir / STARTED_FILE, "workbench.certification_started", entry, ledger_path)
 
 
 def read_marker(report_dir: Path) -> dict[str, Any] | None:
     """The ``started.json`` of a report directory (None when absent or unreadable)."""
-    try:
-        data = read_json_file(report_dir / STARTED_FILE)
-    except (OSError, ValueError, RecursionError):
-        return None
-    return (
-        data
-        if isinstance(data, dict)
-        and isinstance(data.get("entry_id"), str)
-        and isinstance(data.get("ledger_path"), str)
-        else None
-    )
+    return read_heldout_marker(report_dir / STARTED_FILE)
 
 
 def closing_entry(entries: list[LedgerEntry], entry_id: str) -> LedgerEntry | None:
